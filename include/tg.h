@@ -1,0 +1,260 @@
+/* tg.h: the public C API of tg, tinygrad's design in C.
+ *
+ * Tensors are lazy: every op builds a graph of UOps and returns at once.
+ * Work happens when data is asked for (tg_data, tg_item) or tg_realize runs:
+ * the graph is scheduled into fused kernels, rendered as C, compiled (and
+ * cached on disk), and run.
+ *
+ * Lifetime: every tensor belongs to the innermost open scope
+ * (tg_scope_begin/tg_scope_end); tg_scope_end frees the tensors created in it
+ * except those moved out with tg_keep. Tensors made with no scope open live
+ * until tg_free.
+ *
+ * Errors never abort. A call that fails returns NULL (or a negative number),
+ * and tg_error() says what went wrong and where. Ops given NULL return NULL,
+ * so a block of ops can be checked once at its end.
+ */
+#ifndef TG_H
+#define TG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- dtypes */
+
+/* Scalar element types, in tinygrad's promotion priority order. */
+typedef enum {
+  TG_BOOL,
+  TG_I8, TG_U8, TG_I16, TG_U16, TG_I32, TG_U32, TG_I64, TG_U64,
+  TG_FP8E4M3, TG_FP8E5M2,
+  TG_F16, TG_BF16, TG_F32, TG_F64,
+  TG_DTYPE_COUNT
+} tg_dtype;
+
+const char *tg_dtype_name(tg_dtype dt);     /* "float32", "bfloat16", ... */
+int tg_dtype_size(tg_dtype dt);             /* bytes per element */
+bool tg_dtype_is_float(tg_dtype dt);
+bool tg_dtype_is_int(tg_dtype dt);          /* signed or unsigned integer */
+bool tg_dtype_is_unsigned(tg_dtype dt);
+/* Least upper bound in tinygrad's (JAX-style) promotion lattice. */
+tg_dtype tg_dtype_promote(tg_dtype a, tg_dtype b);
+/* True when every value of `from` is exactly representable in `to`. */
+bool tg_dtype_can_safe_cast(tg_dtype from, tg_dtype to);
+
+/* Exact conversions, round to nearest even. fp8 follows NVIDIA cuda_fp8
+ * (saturating to finite): e4m3 saturates to +-448, NaN is 0x7F/0xFF;
+ * e5m2 saturates finite values to +-57344 and keeps inf and NaN. */
+uint16_t tg_f32_to_f16(float f);
+float tg_f16_to_f32(uint16_t h);
+uint16_t tg_f32_to_bf16(float f);
+float tg_bf16_to_f32(uint16_t h);
+uint8_t tg_f32_to_fp8e4m3(float f);
+float tg_fp8e4m3_to_f32(uint8_t x);
+uint8_t tg_f32_to_fp8e5m2(float f);
+float tg_fp8e5m2_to_f32(uint8_t x);
+
+/* ---------------------------------------------------------------- errors */
+
+/* The last error of this thread ("" when none). */
+const char *tg_error(void);
+void tg_clear_error(void);
+
+/* ---------------------------------------------------------------- shapes */
+
+#define TG_MAX_DIMS 16
+
+typedef struct { int ndim; int64_t d[TG_MAX_DIMS]; } tg_shape;
+/* TG_SHAPE(2, 3) is the shape (2, 3); TG_SHAPE() is a scalar. */
+#define TG_SHAPE(...) ((tg_shape){ sizeof((int64_t[]){0, ##__VA_ARGS__}) / sizeof(int64_t) - 1, { __VA_ARGS__ } })
+
+typedef struct { int n; int a[TG_MAX_DIMS]; } tg_axes;
+/* TG_AXES(0, -1) lists axes (negative counts from the end); TG_ALL is every axis. */
+#define TG_AXES(...) ((tg_axes){ sizeof((int[]){0, ##__VA_ARGS__}) / sizeof(int) - 1, { __VA_ARGS__ } })
+#define TG_ALL ((tg_axes){ -1, { 0 } })
+
+/* ---------------------------------------------------------------- tensors */
+
+typedef struct tg_tensor tg_tensor;
+
+/* Scopes own tensors; see the lifetime note at the top. */
+void tg_scope_begin(void);
+void tg_scope_end(void);
+tg_tensor *tg_keep(tg_tensor *t);   /* move t to the enclosing scope; returns t */
+void tg_free(tg_tensor *t);         /* free now (NULL is fine) */
+
+/* Devices: "CPU" (default) and "NULL" (schedules, runs nothing). The default
+ * comes from the environment variable TG_DEVICE when set. */
+int tg_set_default_device(const char *name);
+const char *tg_default_device(void);
+const char *tg_device(const tg_tensor *t);
+tg_tensor *tg_to(tg_tensor *t, const char *device);   /* copy to a device */
+
+/* Inspection. */
+tg_shape tg_shape_of(const tg_tensor *t);
+int tg_ndim(const tg_tensor *t);
+int64_t tg_dim(const tg_tensor *t, int axis);   /* -1 on a bad axis */
+int64_t tg_numel(const tg_tensor *t);
+tg_dtype tg_dtype_of(const tg_tensor *t);
+/* Prints the tensor's UOp graph (for debugging). */
+void tg_print_graph(const tg_tensor *t);
+
+/* ---- creation */
+tg_tensor *tg_from_data(const void *data, tg_shape shape, tg_dtype dt); /* copies */
+tg_tensor *tg_empty(tg_shape shape, tg_dtype dt);
+tg_tensor *tg_full(tg_shape shape, double value, tg_dtype dt);
+tg_tensor *tg_zeros(tg_shape shape, tg_dtype dt);
+tg_tensor *tg_ones(tg_shape shape, tg_dtype dt);
+tg_tensor *tg_scalar(double value, tg_dtype dt);
+/* start, start+step, ... < stop. Fails when a value does not fit dt. */
+tg_tensor *tg_arange(double start, double stop, double step, tg_dtype dt);
+tg_tensor *tg_eye(int64_t n, tg_dtype dt);
+tg_tensor *tg_full_like(const tg_tensor *t, double value);
+tg_tensor *tg_zeros_like(const tg_tensor *t);
+tg_tensor *tg_ones_like(const tg_tensor *t);
+
+/* Random numbers from a counter-based generator (threefry2x32): the same seed
+ * gives the same numbers on every run. */
+void tg_manual_seed(uint64_t seed);
+tg_tensor *tg_rand(tg_shape shape, tg_dtype dt);    /* uniform [0, 1) */
+tg_tensor *tg_randn(tg_shape shape, tg_dtype dt);   /* standard normal */
+
+/* ---- elementwise (broadcasting, tinygrad's dtype promotion) */
+tg_tensor *tg_add(tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_sub(tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_mul(tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_div(tg_tensor *a, tg_tensor *b);   /* true division: ints become float */
+tg_tensor *tg_pow(tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_maximum(tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_minimum(tg_tensor *a, tg_tensor *b);
+/* With a scalar on the right: the scalar takes the tensor's dtype class. */
+tg_tensor *tg_adds(tg_tensor *a, double b);
+tg_tensor *tg_subs(tg_tensor *a, double b);
+tg_tensor *tg_muls(tg_tensor *a, double b);
+tg_tensor *tg_divs(tg_tensor *a, double b);
+tg_tensor *tg_pows(tg_tensor *a, double b);
+
+tg_tensor *tg_neg(tg_tensor *a);
+tg_tensor *tg_exp(tg_tensor *a);
+tg_tensor *tg_log(tg_tensor *a);
+tg_tensor *tg_exp2(tg_tensor *a);
+tg_tensor *tg_log2(tg_tensor *a);
+tg_tensor *tg_sqrt(tg_tensor *a);
+tg_tensor *tg_rsqrt(tg_tensor *a);
+tg_tensor *tg_reciprocal(tg_tensor *a);
+tg_tensor *tg_sin(tg_tensor *a);
+tg_tensor *tg_cos(tg_tensor *a);
+tg_tensor *tg_abs(tg_tensor *a);
+tg_tensor *tg_relu(tg_tensor *a);
+tg_tensor *tg_sigmoid(tg_tensor *a);
+tg_tensor *tg_tanh(tg_tensor *a);
+
+/* Comparisons return bool tensors. */
+tg_tensor *tg_lt(tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_le(tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_gt(tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_ge(tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_eq(tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_ne(tg_tensor *a, tg_tensor *b);
+/* Logical ops on bool tensors (other dtypes are compared with zero). */
+tg_tensor *tg_logical_and(tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_logical_or(tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_logical_xor(tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_logical_not(tg_tensor *a);
+/* cond ? a : b, broadcasting all three. */
+tg_tensor *tg_where(tg_tensor *cond, tg_tensor *a, tg_tensor *b);
+
+tg_tensor *tg_cast(tg_tensor *a, tg_dtype dt);
+/* Reinterpret the bits; the last axis scales when the sizes differ. */
+tg_tensor *tg_bitcast(tg_tensor *a, tg_dtype dt);
+
+/* ---- movement (never a kernel by itself) */
+/* One entry may be -1, inferred from the others. */
+tg_tensor *tg_reshape(tg_tensor *a, tg_shape shape);
+tg_tensor *tg_permute(tg_tensor *a, tg_axes order);
+tg_tensor *tg_expand(tg_tensor *a, tg_shape shape);   /* -1 keeps a dim */
+/* pads[2*i], pads[2*i+1]: before and after axis i, filled with value. */
+tg_tensor *tg_pad(tg_tensor *a, const int64_t *pads, int npairs, double value);
+/* Keep [starts[i], ends[i]) of each axis. */
+tg_tensor *tg_shrink(tg_tensor *a, const int64_t *starts, const int64_t *ends);
+tg_tensor *tg_flip(tg_tensor *a, tg_axes axes);
+tg_tensor *tg_transpose(tg_tensor *a, int axis0, int axis1);
+tg_tensor *tg_T(tg_tensor *a);                        /* swap the last two axes */
+tg_tensor *tg_squeeze(tg_tensor *a, int axis);        /* axis = TG_NOAXIS: every size-1 axis */
+tg_tensor *tg_unsqueeze(tg_tensor *a, int axis);
+tg_tensor *tg_flatten(tg_tensor *a, int start_axis, int end_axis);
+#define TG_NOAXIS (-1000)
+
+/* Indexing like Python's a[...]: integers, slices with steps, None, "...". */
+typedef enum { TG_IDX_INT, TG_IDX_SLICE, TG_IDX_NEWAXIS, TG_IDX_ELLIPSIS } tg_index_kind;
+typedef struct {
+  tg_index_kind kind;
+  int64_t start, stop, step;      /* for INT: start is the index */
+  bool has_start, has_stop;       /* a missing bound means the whole side */
+} tg_index;
+#define TG_I(i) ((tg_index){ TG_IDX_INT, (i), 0, 1, true, false })
+#define TG_SLICE(a, b, s) ((tg_index){ TG_IDX_SLICE, (a), (b), (s), true, true })
+#define TG_FROM(a) ((tg_index){ TG_IDX_SLICE, (a), 0, 1, true, false })
+#define TG_UPTO(b) ((tg_index){ TG_IDX_SLICE, 0, (b), 1, false, true })
+#define TG_STEP(s) ((tg_index){ TG_IDX_SLICE, 0, 0, (s), false, false })
+#define TG_ALLIDX ((tg_index){ TG_IDX_SLICE, 0, 0, 1, false, false })
+#define TG_NEWAXIS ((tg_index){ TG_IDX_NEWAXIS, 0, 0, 1, false, false })
+#define TG_ELLIPSIS ((tg_index){ TG_IDX_ELLIPSIS, 0, 0, 1, false, false })
+tg_tensor *tg_getitem(tg_tensor *a, const tg_index *idx, int n);
+#define TG_GET(a, ...) tg_getitem((a), (tg_index[]){ __VA_ARGS__ }, sizeof((tg_index[]){ __VA_ARGS__ }) / sizeof(tg_index))
+
+/* ---- reductions: axes may be negative; TG_ALL reduces everything */
+tg_tensor *tg_sum(tg_tensor *a, tg_axes axes, bool keepdim);
+tg_tensor *tg_prod(tg_tensor *a, tg_axes axes, bool keepdim);
+tg_tensor *tg_max(tg_tensor *a, tg_axes axes, bool keepdim);
+tg_tensor *tg_min(tg_tensor *a, tg_axes axes, bool keepdim);
+tg_tensor *tg_mean(tg_tensor *a, tg_axes axes, bool keepdim);
+/* Index of the first maximum along axis (TG_NOAXIS: of the flattened tensor). */
+tg_tensor *tg_argmax(tg_tensor *a, int axis, bool keepdim);
+tg_tensor *tg_argmin(tg_tensor *a, int axis, bool keepdim);
+
+/* ---- composite */
+/* Matrix product with numpy's rules: 1-D operands, batched and broadcast. */
+tg_tensor *tg_matmul(tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_dot(tg_tensor *a, tg_tensor *b);
+tg_tensor *tg_softmax(tg_tensor *a, int axis);
+tg_tensor *tg_log_softmax(tg_tensor *a, int axis);
+
+/* ---- realization */
+/* Materialize into memory (a copy, always a kernel, unless already contiguous). */
+tg_tensor *tg_contiguous(tg_tensor *a);
+/* Write value into target's memory in place; returns target. Shapes must match
+ * (value broadcasts) and dtypes must match. target may be a view (a slice) of
+ * a realized tensor. */
+tg_tensor *tg_assign(tg_tensor *target, tg_tensor *value);
+/* Compute now. Returns 0 or a negative error. */
+int tg_realize(tg_tensor *t);
+/* Compute several tensors in one schedule. */
+int tg_realize_all(tg_tensor **ts, int n);
+/* Copy the data, contiguous, into out (nbytes must be at least numel*size). */
+int tg_data(tg_tensor *t, void *out, size_t nbytes);
+/* The single value of a one-element tensor, as a double (NaN on error). */
+double tg_item(tg_tensor *t);
+
+/* ---------------------------------------------------------------- counters */
+
+/* Totals since start (or the last reset): kernels launched, compiled, ... */
+typedef struct {
+  int64_t kernels_run;       /* kernel launches */
+  int64_t kernels_compiled;  /* compiles that ran the compiler */
+  int64_t kernels_cached;    /* compiles served by the disk cache */
+  int64_t schedules;         /* schedules built */
+  double flops, bytes;       /* estimated */
+  double kernel_seconds;     /* wall time spent inside kernels */
+} tg_counters;
+tg_counters tg_get_counters(void);
+void tg_reset_counters(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

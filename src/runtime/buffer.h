@@ -1,0 +1,27 @@
+/* buffer.h: device memory with a dtype and an element count. Allocated on
+ * first use; reference counted (BUFFER UOps and the engine hold it). */
+#ifndef TG_BUFFER_H
+#define TG_BUFFER_H
+
+#include "runtime/device.h"
+
+typedef struct tg_buffer {
+  tg_device *dev;
+  tg_dtype dtype;
+  int64_t numel;
+  size_t nbytes;
+  void *ptr;          /* NULL until allocated */
+  int refcnt;
+  int64_t id;
+} tg_buffer;
+
+tg_buffer *buffer_new(tg_device *dev, tg_dtype dt, int64_t numel);
+int buffer_alloc(tg_buffer *b);            /* allocate if not yet; 0 or -1 */
+void buffer_retain(tg_buffer *b);
+void buffer_release(tg_buffer *b);
+int buffer_copyin(tg_buffer *b, const void *host, size_t nbytes);
+int buffer_copyout(tg_buffer *b, void *host, size_t nbytes);
+/* Registers the BUFFER-UOp hooks (called once at start-up). */
+void buffer_init_hooks(void);
+
+#endif

@@ -1,0 +1,26 @@
+/* symbolic.h: value ranges of integer nodes and the symbolic rule set that
+ * folds constants and simplifies index arithmetic. */
+#ifndef TG_SYMBOLIC_H
+#define TG_SYMBOLIC_H
+
+#include "uop/rewrite.h"
+
+/* Smallest and largest value an int/bool node can take, from CONST, RANGE
+ * (0..size-1), DEFINE_VAR (its min..max) and interval arithmetic; the dtype's
+ * limits when unknown. Cached in the node. */
+int64_t uop_vmin(uop *u);
+int64_t uop_vmax(uop *u);
+
+/* Computes op on constant operands as the target would, in dtype dt (ints
+ * wrap, floats round to dt; division by zero of ints gives 0). */
+double exec_alu(uop_op op, dtype_t dt, const double *srcs, int n);
+
+/* The symbolic rules: constant folding, identities (x+0, x*1, x*0 for ints,
+ * x//1, x%1), (x*c)//c, (x//a)//b, x%c and x//c with known ranges, divmod of
+ * sums with multiples of c, comparisons decided by ranges, WHERE with a
+ * constant condition, combining constants (x+c1)+c2. */
+const tg_matcher *symbolic_matcher(void);
+/* graph_rewrite(u, symbolic_matcher(), NULL) */
+uop *uop_simplify(uop *u);
+
+#endif

@@ -1,0 +1,345 @@
+/* uop.c: hash-consed, reference-counted UOp nodes, pools, toposort, printer. */
+#include <math.h>
+#include <pthread.h>
+#include "uop/uop.h"
+#include "uop/uop_buffer.h"
+#include "util/util.h"
+
+static const char *op_names[] = {
+#define TG_OP_NAME(n) #n,
+  TG_OPS(TG_OP_NAME)
+#undef TG_OP_NAME
+};
+const char *uop_op_name(uop_op op) { return op < OP_COUNT ? op_names[op] : "?"; }
+int uop_op_from_name(const char *name, int len) {
+  for (int i = 0; i < OP_COUNT; i++)
+    if ((int)strlen(op_names[i]) == len && !memcmp(op_names[i], name, (size_t)len)) return i;
+  return -1;
+}
+
+bool uop_is_unary(uop_op op) { return op >= OP_EXP2 && op <= OP_BITCAST; }
+bool uop_is_binary(uop_op op) { return op >= OP_ADD && op <= OP_THREEFRY; }
+bool uop_is_alu(uop_op op) { return op >= OP_EXP2 && op <= OP_MULACC; }
+bool uop_is_comparison(uop_op op) { return op == OP_CMPLT || op == OP_CMPNE || op == OP_CMPEQ; }
+bool uop_is_commutative(uop_op op) {
+  return op == OP_ADD || op == OP_MUL || op == OP_MAX || op == OP_CMPNE || op == OP_CMPEQ ||
+         op == OP_AND || op == OP_OR || op == OP_XOR;
+}
+bool uop_is_movement(uop_op op) { return op >= OP_RESHAPE && op <= OP_FLIP; }
+
+/* ---- buffer hooks: the runtime tells the IR how to hold a BUFFER's payload */
+static const uop_buffer_hooks *buf_hooks;
+void uop_set_buffer_hooks(const uop_buffer_hooks *h) { buf_hooks = h; }
+
+/* ---- the hash-cons table. One lock guards the table and all refcounts:
+ * graphs are built by one thread at a time in practice, and the lock is
+ * uncontended. */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static uop **table;
+static size_t table_cap, table_n;
+static uint64_t next_id;
+
+static uint64_t arg_hash(const uop_arg *a) {
+  uint64_t h = a->kind;
+  switch (a->kind) {
+  case ARG_INT: h = tg_hash_mix(h, (uint64_t)a->i); break;
+  case ARG_FLOAT: { uint64_t b; memcpy(&b, &a->f, 8); h = tg_hash_mix(h, b); break; }
+  case ARG_INTS: h = tg_hash_mix(h, tg_hash_bytes(a->v, sizeof(int64_t) * (size_t)a->n, (uint64_t)a->n)); break;
+  case ARG_STR: h = tg_hash_mix(h, tg_hash_bytes(a->s, strlen(a->s), 7)); break;
+  case ARG_PTR: h = tg_hash_mix(h, (uint64_t)(uintptr_t)a->p); break;
+  }
+  return h;
+}
+static bool arg_eq(const uop_arg *a, const uop_arg *b) {
+  if (a->kind != b->kind) return false;
+  switch (a->kind) {
+  case ARG_NONE: return true;
+  case ARG_INT: return a->i == b->i;
+  case ARG_FLOAT: return memcmp(&a->f, &b->f, 8) == 0;
+  case ARG_INTS: return a->n == b->n && (a->n == 0 || !memcmp(a->v, b->v, sizeof(int64_t) * (size_t)a->n));
+  case ARG_STR: return !strcmp(a->s, b->s);
+  case ARG_PTR: return a->p == b->p;
+  }
+  return false;
+}
+
+static void table_grow(void) {
+  size_t ncap = table_cap ? table_cap * 2 : 4096;
+  uop **nt = tg_xcalloc(ncap, sizeof(uop *));
+  for (size_t i = 0; i < table_cap; i++)
+    for (uop *u = table[i], *nx; u; u = nx) {
+      nx = u->next;
+      size_t s = u->hash & (ncap - 1);
+      u->next = nt[s]; nt[s] = u;
+    }
+  free(table);
+  table = nt; table_cap = ncap;
+}
+
+/* ---- pools */
+typedef struct pool { uop **v; int n, cap; struct pool *up; } pool;
+static _Thread_local pool *pools;
+
+void uop_pool_push(void) {
+  pool *p = tg_xcalloc(1, sizeof *p);
+  p->up = pools; pools = p;
+}
+void uop_pool_pop(void) {
+  pool *p = pools;
+  if (!p) return;
+  pools = p->up;
+  for (int i = 0; i < p->n; i++) uop_release(p->v[i]);
+  free(p->v); free(p);
+}
+static void pool_add(uop *u) {
+  if (!pools) uop_pool_push();   /* a root pool that lives for the thread */
+  pool *p = pools;
+  if (p->n == p->cap) { p->cap = p->cap ? p->cap * 2 : 64; p->v = tg_xrealloc(p->v, sizeof(uop *) * (size_t)p->cap); }
+  p->v[p->n++] = u;
+}
+
+/* ---- shapes */
+static void set_shape(uop *u) {
+  u->ndim = -1; u->shape = NULL;
+  const uop *s0 = u->nsrc ? u->src[0] : NULL;
+  int nd = -1;
+  int64_t tmp[64];
+  switch (u->op) {
+  case OP_CONST: case OP_DEFINE_VAR: case OP_BIND: nd = 0; break;
+  case OP_BUFFER: nd = 1; tmp[0] = buf_hooks ? buf_hooks->numel(u->arg.p) : 0; break;
+  case OP_RESHAPE: case OP_EXPAND:
+    nd = u->arg.n; memcpy(tmp, u->arg.v, sizeof(int64_t) * (size_t)nd); break;
+  case OP_PERMUTE:
+    nd = s0->ndim; for (int i = 0; i < nd; i++) tmp[i] = s0->shape[u->arg.v[i]]; break;
+  case OP_PAD:
+    nd = s0->ndim; for (int i = 0; i < nd; i++) tmp[i] = s0->shape[i] + u->arg.v[2 * i] + u->arg.v[2 * i + 1]; break;
+  case OP_SHRINK:
+    nd = s0->ndim; for (int i = 0; i < nd; i++) tmp[i] = u->arg.v[2 * i + 1] - u->arg.v[2 * i]; break;
+  case OP_REDUCE_AXIS:
+    nd = s0->ndim; memcpy(tmp, s0->shape, sizeof(int64_t) * (size_t)nd);
+    for (int i = 1; i < u->arg.n; i++) tmp[u->arg.v[i]] = 1;
+    break;
+  case OP_FLIP: case OP_CONTIGUOUS: case OP_COPY: case OP_DETACH: case OP_ASSIGN:
+    if (s0 && s0->ndim >= 0) { nd = s0->ndim; memcpy(tmp, s0->shape, sizeof(int64_t) * (size_t)nd); }
+    break;
+  default:
+    if (uop_is_alu(u->op)) {
+      /* the first source with a shape (WHERE's condition has one too) */
+      for (int i = 0; i < u->nsrc; i++)
+        if (u->src[i]->ndim >= 0) { nd = u->src[i]->ndim; memcpy(tmp, u->src[i]->shape, sizeof(int64_t) * (size_t)nd); break; }
+      /* a scalar CONST first and a shaped source later: prefer the shaped one */
+      for (int i = 0; i < u->nsrc; i++)
+        if (u->src[i]->ndim > nd) { nd = u->src[i]->ndim; memcpy(tmp, u->src[i]->shape, sizeof(int64_t) * (size_t)nd); }
+    }
+  }
+  if (nd >= 0) {
+    u->ndim = nd;
+    u->shape = tg_xmalloc(sizeof(int64_t) * (size_t)(nd ? nd : 1));
+    memcpy(u->shape, tmp, sizeof(int64_t) * (size_t)nd);
+  }
+}
+
+uop *uop_new(uop_op op, dtype_t dt, uop *const *src, int nsrc, uop_arg arg) {
+  uint64_t h = tg_hash_mix((uint64_t)op, dt.bits);
+  for (int i = 0; i < nsrc; i++) h = tg_hash_mix(h, src[i]->hash);
+  h = tg_hash_mix(h, arg_hash(&arg));
+  pthread_mutex_lock(&lock);
+  if ((table_n + 1) * 2 > table_cap) table_grow();
+  size_t slot = h & (table_cap - 1);
+  for (uop *u = table[slot]; u; u = u->next) {
+    if (u->hash != h || u->op != op || u->dtype.bits != dt.bits || u->nsrc != nsrc) continue;
+    bool same = arg_eq(&u->arg, &arg);
+    for (int i = 0; same && i < nsrc; i++) same = u->src[i] == src[i];
+    if (!same) continue;
+    u->refcnt++;
+    pthread_mutex_unlock(&lock);
+    pool_add(u);
+    return u;
+  }
+  uop *u = tg_xcalloc(1, sizeof *u);
+  u->op = op; u->dtype = dt; u->nsrc = nsrc; u->hash = h; u->refcnt = 1; u->id = next_id++;
+  u->src = tg_xmalloc(sizeof(uop *) * (size_t)(nsrc ? nsrc : 1));
+  for (int i = 0; i < nsrc; i++) { u->src[i] = src[i]; src[i]->refcnt++; }
+  u->arg = arg;
+  if (arg.kind == ARG_INTS) {
+    int64_t *v = tg_xmalloc(sizeof(int64_t) * (size_t)(arg.n ? arg.n : 1));
+    if (arg.n) memcpy(v, arg.v, sizeof(int64_t) * (size_t)arg.n);
+    u->arg.v = v;
+  } else if (arg.kind == ARG_STR) {
+    u->arg.s = tg_xstrdup(arg.s);
+  } else if (arg.kind == ARG_PTR && op == OP_BUFFER && buf_hooks) {
+    buf_hooks->retain(arg.p);
+  }
+  u->next = table[slot]; table[slot] = u; table_n++;
+  pthread_mutex_unlock(&lock);
+  set_shape(u);
+  pool_add(u);
+  return u;
+}
+
+void uop_retain(uop *u) {
+  if (!u) return;
+  pthread_mutex_lock(&lock);
+  u->refcnt++;
+  pthread_mutex_unlock(&lock);
+}
+
+void uop_release(uop *u) {
+  if (!u) return;
+  /* iterative, so freeing a deep graph cannot overflow the stack */
+  VEC(uop *) dead = { 0 };
+  VEC(void *) bufs = { 0 };
+  pthread_mutex_lock(&lock);
+  if (--u->refcnt == 0) VEC_PUSH(dead, u);
+  while (dead.n) {
+    uop *d = dead.v[--dead.n];
+    size_t slot = d->hash & (table_cap - 1);
+    for (uop **pp = &table[slot]; *pp; pp = &(*pp)->next)
+      if (*pp == d) { *pp = d->next; break; }
+    table_n--;
+    for (int i = 0; i < d->nsrc; i++)
+      if (--d->src[i]->refcnt == 0) VEC_PUSH(dead, d->src[i]);
+    if (d->arg.kind == ARG_INTS) free((void *)d->arg.v);
+    else if (d->arg.kind == ARG_STR) free((void *)d->arg.s);
+    else if (d->op == OP_BUFFER && d->arg.kind == ARG_PTR) VEC_PUSH(bufs, d->arg.p);
+    free(d->src); free(d->shape); free(d);
+  }
+  pthread_mutex_unlock(&lock);
+  for (int i = 0; i < bufs.n; i++) if (buf_hooks) buf_hooks->release(bufs.v[i]);
+  VEC_FREE(dead); VEC_FREE(bufs);
+}
+
+int64_t uop_live_count(void) {
+  pthread_mutex_lock(&lock);
+  int64_t n = (int64_t)table_n;
+  pthread_mutex_unlock(&lock);
+  return n;
+}
+
+/* ---- convenience constructors */
+uop *uop0(uop_op op, dtype_t dt, uop_arg arg) { return uop_new(op, dt, NULL, 0, arg); }
+uop *uop1(uop_op op, dtype_t dt, uop *a, uop_arg arg) { return uop_new(op, dt, &a, 1, arg); }
+uop *uop2(uop_op op, dtype_t dt, uop *a, uop *b, uop_arg arg) { uop *s[2] = { a, b }; return uop_new(op, dt, s, 2, arg); }
+uop *uop3(uop_op op, dtype_t dt, uop *a, uop *b, uop *c, uop_arg arg) { uop *s[3] = { a, b, c }; return uop_new(op, dt, s, 3, arg); }
+uop *uop_replace_src(uop *u, uop *const *src, int nsrc) {
+  if (nsrc == u->nsrc) {
+    bool same = true;
+    for (int i = 0; same && i < nsrc; i++) same = src[i] == u->src[i];
+    if (same) return u;
+  }
+  return uop_new(u->op, u->dtype, src, nsrc, u->arg);
+}
+
+uop *uop_const(dtype_t dt, double v) {
+  dtype_t s = dt_base(dt);
+  v = dt_cast_value(v, s);
+  uop *c = dt_is_float(s) ? uop0(OP_CONST, s, arg_float(v)) : uop0(OP_CONST, s, arg_int((int64_t)v));
+  if (dt.count > 1) {
+    uop *lanes[256];
+    for (int i = 0; i < dt.count; i++) lanes[i] = c;
+    c = uop_new(OP_VECTORIZE, dt, lanes, dt.count, arg_none());
+  }
+  return c;
+}
+uop *uop_const_int(dtype_t dt, int64_t v) {
+  if (dt_is_float(dt)) return uop_const(dt, (double)v);
+  if (dt.scalar == TG_BOOL) v = v != 0;
+  return uop0(OP_CONST, dt_base(dt), arg_int(v));
+}
+double uop_const_value(const uop *u) {
+  if (u->op != OP_CONST) return NAN;
+  return u->arg.kind == ARG_FLOAT ? u->arg.f : (double)u->arg.i;
+}
+bool uop_is_const(const uop *u, double v) { return u && u->op == OP_CONST && uop_const_value(u) == v; }
+
+uop *uop_alu(uop_op op, uop *a, uop *b) {
+  dtype_t dt = uop_is_comparison(op) ? dt_vec(DT_BOOL, a->dtype.count) : a->dtype;
+  return uop2(op, dt, a, b, arg_none());
+}
+uop *uop_alu1(uop_op op, uop *a) { return uop1(op, a->dtype, a, arg_none()); }
+uop *uop_where(uop *c, uop *a, uop *b) { return uop3(OP_WHERE, a->dtype, c, a, b, arg_none()); }
+uop *uop_cast(uop *a, dtype_t dt) { return dt_eq(a->dtype, dt) ? a : uop1(OP_CAST, dt, a, arg_none()); }
+uop *uop_addi(uop *a, int64_t b) { return b == 0 ? a : uop_alu(OP_ADD, a, uop_const_int(a->dtype, b)); }
+uop *uop_muli(uop *a, int64_t b) { return b == 1 ? a : uop_alu(OP_MUL, a, uop_const_int(a->dtype, b)); }
+
+/* ---- traversal */
+uop_list uop_toposort(uop *root) {
+  uop_list out = { 0 };
+  if (!root) return out;
+  ptrmap seen = { 0 };
+  VEC(uop *) stack = { 0 };
+  VEC(int) state = { 0 };
+  VEC_PUSH(stack, root); VEC_PUSH(state, 0);
+  while (stack.n) {
+    uop *u = stack.v[stack.n - 1];
+    int *st = &state.v[state.n - 1];
+    if (*st == 0 && pm_get(&seen, u)) { stack.n--; state.n--; continue; }
+    if (*st < u->nsrc) {
+      uop *s = u->src[(*st)++];
+      if (!pm_get(&seen, s)) { VEC_PUSH(stack, s); VEC_PUSH(state, 0); }
+      continue;
+    }
+    stack.n--; state.n--;
+    if (pm_get(&seen, u)) continue;
+    pm_put(&seen, u, (void *)1);
+    VEC_PUSH(out, u);
+  }
+  VEC_FREE(stack); VEC_FREE(state); pm_free(&seen);
+  return out;
+}
+
+/* ---- printing */
+void uop_arg_str(const uop *u, char *buf, int n) {
+  buf[0] = 0;
+  switch (u->arg.kind) {
+  case ARG_INT:
+    if (u->op == OP_CONST && u->dtype.scalar == TG_BOOL) snprintf(buf, (size_t)n, "%s", u->arg.i ? "True" : "False");
+    else snprintf(buf, (size_t)n, "%lld", (long long)u->arg.i);
+    break;
+  case ARG_FLOAT: snprintf(buf, (size_t)n, "%.9g", u->arg.f); break;
+  case ARG_STR: snprintf(buf, (size_t)n, "'%s'", u->arg.s); break;
+  case ARG_PTR: snprintf(buf, (size_t)n, "%s", u->op == OP_BUFFER && buf_hooks ? buf_hooks->describe(u->arg.p) : "<ptr>"); break;
+  case ARG_INTS: {
+    int k = snprintf(buf, (size_t)n, "(");
+    for (int i = 0; i < u->arg.n && k < n - 24; i++)
+      k += snprintf(buf + k, (size_t)(n - k), i ? ",%lld" : "%lld", (long long)u->arg.v[i]);
+    snprintf(buf + k, (size_t)(n - k), u->arg.n == 1 ? ",)" : ")");
+    break;
+  }
+  default: break;
+  }
+}
+
+static void print_to(strbuf *sb, uop *root) {
+  uop_list l = uop_toposort(root);
+  ptrmap num = { 0 };
+  for (int i = 0; i < l.n; i++) {
+    uop *u = l.v[i];
+    pm_put(&num, u, (void *)(intptr_t)(i + 1));
+    char dts[32], args[256], shp[160] = "";
+    dt_str(u->dtype, dts, sizeof dts);
+    uop_arg_str(u, args, sizeof args);
+    if (u->ndim >= 0) {
+      int k = snprintf(shp, sizeof shp, "(");
+      for (int d = 0; d < u->ndim && k < (int)sizeof shp - 24; d++) k += snprintf(shp + k, sizeof shp - (size_t)k, d ? ",%lld" : "%lld", (long long)u->shape[d]);
+      snprintf(shp + k, sizeof shp - (size_t)k, u->ndim == 1 ? ",)" : ")");
+    }
+    sb_printf(sb, "%4d %-13s %-12s %-14s [", i, uop_op_name(u->op), dts, shp);
+    for (int s = 0; s < u->nsrc; s++)
+      sb_printf(sb, s ? ",%d" : "%d", (int)(intptr_t)pm_get(&num, u->src[s]) - 1);
+    sb_printf(sb, "] %s\n", args);
+  }
+  pm_free(&num);
+  free(l.v);
+}
+char *uop_to_string(uop *root) {
+  strbuf sb = { 0 };
+  print_to(&sb, root);
+  if (!sb.s) return tg_xstrdup("");
+  return sb.s;
+}
+void uop_print(FILE *f, uop *root) {
+  char *s = uop_to_string(root);
+  fputs(s, f);
+  free(s);
+}

@@ -1,0 +1,34 @@
+/* counters.c: process-wide totals (kernels run and compiled, flops, bytes). */
+#include <pthread.h>
+#include "util/counters.h"
+
+static tg_counters totals;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+void counters_add_run(double flops, double bytes, double seconds) {
+  pthread_mutex_lock(&lock);
+  totals.kernels_run++; totals.flops += flops; totals.bytes += bytes; totals.kernel_seconds += seconds;
+  pthread_mutex_unlock(&lock);
+}
+void counters_add_compile(bool cached) {
+  pthread_mutex_lock(&lock);
+  if (cached) totals.kernels_cached++; else totals.kernels_compiled++;
+  pthread_mutex_unlock(&lock);
+}
+void counters_add_schedule(void) {
+  pthread_mutex_lock(&lock);
+  totals.schedules++;
+  pthread_mutex_unlock(&lock);
+}
+tg_counters tg_get_counters(void) {
+  pthread_mutex_lock(&lock);
+  tg_counters c = totals;
+  pthread_mutex_unlock(&lock);
+  return c;
+}
+void tg_reset_counters(void) {
+  pthread_mutex_lock(&lock);
+  tg_counters z = { 0 };
+  totals = z;
+  pthread_mutex_unlock(&lock);
+}

@@ -1,0 +1,8 @@
+/* counters.h: the global counters behind tg_get_counters. Any layer may add. */
+#ifndef TG_COUNTERS_H
+#define TG_COUNTERS_H
+#include "tg.h"
+void counters_add_run(double flops, double bytes, double seconds);
+void counters_add_compile(bool cached);
+void counters_add_schedule(void);
+#endif

@@ -1,0 +1,83 @@
+/* util.c: errors, allocation, string buffers, hashing, pointer maps. */
+#include "util/util.h"
+#include "tg.h"
+
+static _Thread_local char err_msg[1024];
+
+int tg_seterr(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err_msg, sizeof err_msg, fmt, ap);
+  va_end(ap);
+  if (tg_getenv_int("DEBUG", 0) >= 1) fprintf(stderr, "tg error: %s\n", err_msg);
+  return -1;
+}
+const char *tg_error(void) { return err_msg; }
+void tg_clear_error(void) { err_msg[0] = 0; }
+
+static void oom(size_t n) {
+  fprintf(stderr, "tg: out of memory allocating %zu bytes\n", n);
+  abort();
+}
+void *tg_xmalloc(size_t n) { void *p = malloc(n ? n : 1); if (!p) oom(n); return p; }
+void *tg_xcalloc(size_t n, size_t sz) { void *p = calloc(n ? n : 1, sz ? sz : 1); if (!p) oom(n * sz); return p; }
+void *tg_xrealloc(void *p, size_t n) { p = realloc(p, n ? n : 1); if (!p) oom(n); return p; }
+char *tg_xstrdup(const char *s) { size_t n = strlen(s) + 1; char *d = tg_xmalloc(n); memcpy(d, s, n); return d; }
+
+void sb_printf(strbuf *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int need = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (b->n + (size_t)need + 1 > b->cap) {
+    b->cap = (b->n + (size_t)need + 1) * 2;
+    b->s = tg_xrealloc(b->s, b->cap);
+  }
+  va_start(ap, fmt);
+  vsnprintf(b->s + b->n, b->cap - b->n, fmt, ap);
+  va_end(ap);
+  b->n += (size_t)need;
+}
+void sb_puts(strbuf *b, const char *s) { sb_printf(b, "%s", s); }
+void sb_free(strbuf *b) { free(b->s); b->s = NULL; b->n = b->cap = 0; }
+
+uint64_t tg_hash_bytes(const void *p, size_t n, uint64_t seed) {
+  /* FNV-1a, then a final mix so nearby inputs spread */
+  const unsigned char *c = p;
+  uint64_t h = 0xcbf29ce484222325ULL ^ seed;
+  for (size_t i = 0; i < n; i++) { h ^= c[i]; h *= 0x100000001b3ULL; }
+  return tg_hash_mix(h, n);
+}
+
+static size_t pm_slot(const ptrmap *m, const void *key) {
+  size_t h = (size_t)tg_hash_mix((uint64_t)(uintptr_t)key, 0) & (m->cap - 1);
+  while (m->keys[h] && m->keys[h] != key) h = (h + 1) & (m->cap - 1);
+  return h;
+}
+void *pm_get(const ptrmap *m, const void *key) {
+  if (!m->cap) return NULL;
+  size_t h = pm_slot(m, key);
+  return m->keys[h] ? m->vals[h] : NULL;
+}
+void pm_put(ptrmap *m, const void *key, void *val) {
+  if ((m->n + 1) * 2 > m->cap) {
+    ptrmap old = *m;
+    m->cap = old.cap ? old.cap * 2 : 64;
+    m->keys = tg_xcalloc(m->cap, sizeof(void *));
+    m->vals = tg_xcalloc(m->cap, sizeof(void *));
+    m->n = 0;
+    for (size_t i = 0; i < old.cap; i++)
+      if (old.keys[i]) pm_put(m, old.keys[i], old.vals[i]);
+    free(old.keys); free(old.vals);
+  }
+  size_t h = pm_slot(m, key);
+  if (!m->keys[h]) { m->keys[h] = (void *)key; m->n++; }
+  m->vals[h] = val;
+}
+void pm_free(ptrmap *m) { free(m->keys); free(m->vals); memset(m, 0, sizeof *m); }
+
+int64_t tg_getenv_int(const char *name, int64_t dflt) {
+  const char *s = getenv(name);
+  if (!s || !*s) return dflt;
+  return strtoll(s, NULL, 10);
+}

@@ -1,0 +1,43 @@
+/* test.h: the tiny test harness. Each tests/*.c file defines TEST(name)
+ * functions; they register themselves and tests/main.c runs them all (or those
+ * whose name contains argv[1]) and prints "N passed, N failed, N skipped".
+ * Tests run with the working directory set to tests/. */
+#ifndef TG_TEST_H
+#define TG_TEST_H
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tg.h"
+
+typedef void (*test_fn)(void);
+void test_register(const char *name, test_fn fn);
+#define TEST(name) \
+  static void test_##name(void); \
+  __attribute__((constructor)) static void reg_##name(void) { test_register(#name, test_##name); } \
+  static void test_##name(void)
+
+/* Failures are counted per test; a test with any failure fails. */
+extern int test_failures;
+extern bool test_skipped;
+void test_fail(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+#define CHECK(c) do { if (!(c)) test_fail(__FILE__, __LINE__, "CHECK(%s)", #c); } while (0)
+#define CHECK_MSG(c, ...) do { if (!(c)) test_fail(__FILE__, __LINE__, __VA_ARGS__); } while (0)
+#define CHECK_EQ_INT(a, b) do { long long a_ = (long long)(a), b_ = (long long)(b); \
+  if (a_ != b_) test_fail(__FILE__, __LINE__, "%s == %s: %lld != %lld", #a, #b, a_, b_); } while (0)
+#define CHECK_NEAR(a, b, tol) do { double a_ = (a), b_ = (b); \
+  if (!(fabs(a_ - b_) <= (tol) * (1 + fabs(b_))) && !(isnan(a_) && isnan(b_))) \
+    test_fail(__FILE__, __LINE__, "%s ~ %s: %.9g vs %.9g", #a, #b, a_, b_); } while (0)
+/* A tensor call must have succeeded; prints tg_error() otherwise. */
+#define CHECK_OK(t) do { if (!(t)) test_fail(__FILE__, __LINE__, "%s failed: %s", #t, tg_error()); } while (0)
+#define SKIP(...) do { test_skipped = true; printf("  skip: "); printf(__VA_ARGS__); printf("\n"); return; } while (0)
+
+/* Reads a whole file (e.g. "goldens/x.bin"); NULL when missing. *n gets its size. */
+void *test_read_file(const char *path, size_t *n);
+/* Compares n floats with a relative+absolute tolerance; reports the first
+ * mismatches. Returns true when all match. NaNs must match NaNs. */
+bool test_close_f32(const float *got, const float *want, size_t n, double rtol, double atol, const char *what);
+
+#endif
