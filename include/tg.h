@@ -91,7 +91,7 @@ void tg_free(tg_tensor *t);         /* free now (NULL is fine) */
  * comes from the environment variable TG_DEVICE when set. */
 int tg_set_default_device(const char *name);
 const char *tg_default_device(void);
-const char *tg_device(const tg_tensor *t);
+const char *tg_device_of(const tg_tensor *t);
 tg_tensor *tg_to(tg_tensor *t, const char *device);   /* copy to a device */
 
 /* Inspection. */
@@ -169,7 +169,7 @@ tg_tensor *tg_logical_not(tg_tensor *a);
 tg_tensor *tg_where(tg_tensor *cond, tg_tensor *a, tg_tensor *b);
 
 tg_tensor *tg_cast(tg_tensor *a, tg_dtype dt);
-/* Reinterpret the bits; the last axis scales when the sizes differ. */
+/* Reinterpret the bits of each element; both dtypes must have one size. */
 tg_tensor *tg_bitcast(tg_tensor *a, tg_dtype dt);
 
 /* ---- movement (never a kernel by itself) */

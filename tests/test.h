@@ -1,4 +1,4 @@
-/* test.h: the tiny test harness. Each tests/*.c file defines TEST(name)
+/* test.h: the tiny test harness. Each test file defines TEST(name)
  * functions; they register themselves and tests/main.c runs them all (or those
  * whose name contains argv[1]) and prints "N passed, N failed, N skipped".
  * Tests run with the working directory set to tests/. */

@@ -107,6 +107,7 @@ static void set_shape(uop *u) {
   switch (u->op) {
   case OP_CONST: case OP_DEFINE_VAR: case OP_BIND: nd = 0; break;
   case OP_BUFFER: nd = 1; tmp[0] = buf_hooks ? buf_hooks->numel(u->arg.p) : 0; break;
+  case OP_ARANGE: nd = 1; tmp[0] = u->arg.i; break;
   case OP_RESHAPE: case OP_EXPAND:
     nd = u->arg.n; memcpy(tmp, u->arg.v, sizeof(int64_t) * (size_t)nd); break;
   case OP_PERMUTE:

@@ -2,7 +2,7 @@
 #include "util/util.h"
 #include "tg.h"
 
-static _Thread_local char err_msg[1024];
+static _Thread_local char err_msg[4096];
 
 int tg_seterr(const char *fmt, ...) {
   va_list ap;

@@ -1,0 +1,33 @@
+/* codegen.h: from a kernel AST (SINK of STOREs with RANGEs and REDUCEs) to a
+ * flat program with explicit loops, ready to render. */
+#ifndef TG_CODEGEN_H
+#define TG_CODEGEN_H
+
+#include "uop/uop.h"
+
+typedef enum {
+  LI_OP,          /* compute u (or emit a STORE) */
+  LI_LOOP,        /* open the loop of RANGE u */
+  LI_ENDLOOP,     /* close the loop of RANGE u */
+  LI_ACC_INIT,    /* declare REDUCE u's accumulator, set to the identity */
+  LI_ACC_UPDATE,  /* fold REDUCE u's value into its accumulator */
+} linst_kind;
+
+typedef struct { linst_kind kind; uop *u; } linst;
+typedef struct { linst *v; int n, cap; } lprogram;
+
+/* Rewrites ALU math on float16/bfloat16/fp8 into float32 math with casts at
+ * the edges, for targets without native small floats (returns borrowed). */
+uop *decompose_small_floats(uop *ast);
+
+/* Orders the kernel into loops: output loops outermost, each REDUCE's loops
+ * around the part of its value that depends on them; everything else is
+ * hoisted as far out as its ranges allow. NULL + tg_error when the kernel has
+ * more than 64 ranges. */
+int linearize(uop *ast, lprogram *out);
+void lprogram_free(lprogram *p);
+
+/* Estimated FLOPs of one run (ALU ops times their loop trip counts). */
+double kernel_flops(uop *ast);
+
+#endif

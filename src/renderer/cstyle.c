@@ -1,0 +1,277 @@
+/* cstyle.c: the C renderer. Walks the linearized program and writes one C
+ * statement per node: loops for RANGEs, accumulators for REDUCEs, loads and
+ * stores through the kernel's buffer pointers. */
+#include <math.h>
+#include "renderer/renderer.h"
+#include "codegen/codegen.h"
+#include "schedule/schedule.h"
+#include "util/util.h"
+
+extern const char tg_kernel_prelude_fpconv[];
+
+static const char *threefry_src =
+  "static inline unsigned long long tg_threefry(unsigned long long x, unsigned long long key) {\n"
+  "  unsigned int x0 = (unsigned int)x, x1 = (unsigned int)(x >> 32);\n"
+  "  unsigned int ks[3] = { (unsigned int)key, (unsigned int)(key >> 32), 0 };\n"
+  "  static const int rot[8] = { 13, 15, 26, 6, 17, 29, 16, 24 };\n"
+  "  ks[2] = ks[0] ^ ks[1] ^ 0x1BD11BDAu;\n"
+  "  x0 += ks[0]; x1 += ks[1];\n"
+  "  for (int i = 0; i < 5; i++) {\n"
+  "    for (int j = 0; j < 4; j++) { int r = rot[(i % 2) * 4 + j]; x0 += x1; x1 = (x1 << r) | (x1 >> (32 - r)); x1 ^= x0; }\n"
+  "    x0 += ks[(i + 1) % 3]; x1 += ks[(i + 2) % 3] + (unsigned int)(i + 1);\n"
+  "  }\n"
+  "  return ((unsigned long long)x1 << 32) | x0;\n"
+  "}\n";
+
+static const char *ctype(dtype_t d) {
+  switch (d.scalar) {
+  case TG_BOOL: return "_Bool";
+  case TG_I8: return "signed char";
+  case TG_U8: return "unsigned char";
+  case TG_I16: return "short";
+  case TG_U16: return "unsigned short";
+  case TG_I32: return "int";
+  case TG_U32: return "unsigned int";
+  case TG_I64: return "long long";
+  case TG_U64: return "unsigned long long";
+  case TG_F16: case TG_BF16: return "unsigned short";   /* storage only */
+  case TG_FP8E4M3: case TG_FP8E5M2: return "unsigned char";
+  case TG_F32: return "float";
+  case TG_F64: return "double";
+  default: return "void";
+  }
+}
+static bool is_small(dtype_t d) { return d.scalar == TG_F16 || d.scalar == TG_BF16 || d.scalar == TG_FP8E4M3 || d.scalar == TG_FP8E5M2; }
+static const char *small_tag(dtype_t d) {
+  switch (d.scalar) { case TG_F16: return "f16"; case TG_BF16: return "bf16"; case TG_FP8E4M3: return "e4m3"; default: return "e5m2"; }
+}
+
+typedef struct {
+  strbuf body;
+  ptrmap names;        /* uop -> char* (owned) */
+  int nvars;
+  int depth;
+  bool need_threefry, need_fpconv;
+} rctx;
+
+static void indent(rctx *c) { for (int i = 0; i < c->depth; i++) sb_puts(&c->body, "  "); }
+static const char *name_of(rctx *c, uop *u) { const char *s = pm_get(&c->names, u); return s ? s : "?"; }
+static void set_name(rctx *c, uop *u, char *s) { char *old = pm_get(&c->names, u); free(old); pm_put(&c->names, u, s); }
+
+static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+static char *fmt(const char *f, ...) {
+  va_list ap;
+  va_start(ap, f);
+  char *s = NULL;
+  if (vasprintf(&s, f, ap) < 0) s = tg_xstrdup("");
+  va_end(ap);
+  return s;
+}
+
+static char *render_const(rctx *c, uop *u) {
+  dtype_t d = u->dtype;
+  double v = uop_const_value(u);
+  if (is_small(d)) {
+    c->need_fpconv = true;
+    return fmt("tg_cvt_f64_%s(%a)", small_tag(d), v);
+  }
+  switch (d.scalar) {
+  case TG_BOOL: return fmt("%d", u->arg.i ? 1 : 0);
+  case TG_F32: case TG_F64: {
+    const char *suf = d.scalar == TG_F32 ? "f" : "";
+    if (isnan(v)) return fmt("(%s)NAN", ctype(d));
+    if (isinf(v)) return fmt("(%s)%sINFINITY", ctype(d), v < 0 ? "-" : "");
+    return fmt("%a%s", v, suf);
+  }
+  case TG_I64: return u->arg.i == INT64_MIN ? fmt("(-9223372036854775807LL-1)") : fmt("%lldLL", (long long)u->arg.i);
+  case TG_U64: return fmt("%lluULL", (unsigned long long)u->arg.i);
+  case TG_U32: return fmt("%lluu", (unsigned long long)(uint32_t)u->arg.i);
+  case TG_I32: return u->arg.i == INT32_MIN ? fmt("(-2147483647-1)") : fmt("%lld", (long long)u->arg.i);
+  default: return fmt("((%s)%lld)", ctype(d), (long long)u->arg.i);
+  }
+}
+
+static char *render_cast(rctx *c, uop *u, const char *x) {
+  dtype_t from = u->src[0]->dtype, to = u->dtype;
+  if (is_small(from) || is_small(to)) c->need_fpconv = true;
+  if (is_small(from) && is_small(to)) return fmt("tg_cvt_f32_%s(tg_cvt_%s_f32(%s))", small_tag(to), small_tag(from), x);
+  if (is_small(from)) return fmt("((%s)tg_cvt_%s_f32(%s))", ctype(to), small_tag(from), x);
+  if (is_small(to)) {
+    if (from.scalar == TG_F32) return fmt("tg_cvt_f32_%s(%s)", small_tag(to), x);
+    return fmt("tg_cvt_f64_%s((double)%s)", small_tag(to), x);
+  }
+  return fmt("((%s)%s)", ctype(to), x);
+}
+
+static char *render_alu(rctx *c, uop *u) {
+  const char *a = u->nsrc > 0 ? name_of(c, u->src[0]) : "", *b = u->nsrc > 1 ? name_of(c, u->src[1]) : "", *w = u->nsrc > 2 ? name_of(c, u->src[2]) : "";
+  bool f32 = u->dtype.scalar == TG_F32;
+  bool fl = dt_is_float(u->dtype) || (u->nsrc && dt_is_float(u->src[0]->dtype));
+  switch (u->op) {
+  case OP_ADD: return fmt("(%s+%s)", a, b);
+  case OP_SUB: return fmt("(%s-%s)", a, b);
+  case OP_MUL: return fmt("(%s*%s)", a, b);
+  case OP_FDIV: return fmt("(%s/%s)", a, b);
+  case OP_IDIV:
+    if (u->src[1]->op == OP_CONST && uop_const_value(u->src[1]) > 0) return fmt("(%s/%s)", a, b);
+    return fmt("(%s==0?0:%s/%s)", b, a, b);   /* never trap on /0 */
+  case OP_MOD:
+    if (u->src[1]->op == OP_CONST && uop_const_value(u->src[1]) > 0) return fmt("(%s%%%s)", a, b);
+    return fmt("(%s==0?0:%s%%%s)", b, a, b);
+  case OP_MAX:
+    if (fl) return fmt("((%s!=%s||%s>%s)?%s:%s)", a, a, a, b, a, b);   /* NaN propagates */
+    return fmt("(%s>%s?%s:%s)", a, b, a, b);
+  case OP_POW: return fmt("%s(%s,%s)", f32 ? "powf" : "pow", a, b);
+  case OP_CMPLT: return fmt("(%s<%s)", a, b);
+  case OP_CMPNE: return fmt("(%s!=%s)", a, b);
+  case OP_CMPEQ: return fmt("(%s==%s)", a, b);
+  case OP_AND: return fmt("(%s&%s)", a, b);
+  case OP_OR: return fmt("(%s|%s)", a, b);
+  case OP_XOR: return fmt("(%s^%s)", a, b);
+  case OP_SHL: return fmt("(%s<<%s)", a, b);
+  case OP_SHR: return fmt("(%s>>%s)", a, b);
+  case OP_THREEFRY: c->need_threefry = true; return fmt("tg_threefry(%s,%s)", a, b);
+  case OP_NEG: return u->dtype.scalar == TG_BOOL ? fmt("(!%s)", a) : fmt("(-%s)", a);
+  case OP_EXP2: return fmt("%s(%s)", f32 ? "exp2f" : "exp2", a);
+  case OP_LOG2: return fmt("%s(%s)", f32 ? "log2f" : "log2", a);
+  case OP_SIN: return fmt("%s(%s)", f32 ? "sinf" : "sin", a);
+  case OP_SQRT: return fmt("%s(%s)", f32 ? "sqrtf" : "sqrt", a);
+  case OP_TRUNC: return fl ? fmt("%s(%s)", f32 ? "truncf" : "trunc", a) : fmt("%s", a);
+  case OP_RECIPROCAL: return fmt("(%s/%s)", f32 ? "1.0f" : "1.0", a);
+  case OP_WHERE: return fmt("(%s?%s:%s)", a, b, w);
+  case OP_MULACC: return fmt("((%s*%s)+%s)", a, b, w);
+  case OP_CAST: return render_cast(c, u, a);
+  case OP_BITCAST:
+    return fmt("({ %s o_; %s i_ = %s; __builtin_memcpy(&o_, &i_, sizeof o_); o_; })", ctype(u->dtype), ctype(u->src[0]->dtype), a);
+  default: return NULL;
+  }
+}
+
+static char *reduce_identity(uop *r) {
+  dtype_t d = r->dtype;
+  int op = (int)r->arg.i;
+  bool fl = dt_is_float(d);
+  if (op == OP_ADD) return tg_xstrdup(fl ? (d.scalar == TG_F32 ? "0.0f" : "0.0") : "0");
+  if (op == OP_MUL) return tg_xstrdup(fl ? (d.scalar == TG_F32 ? "1.0f" : "1.0") : "1");
+  /* MAX */
+  if (fl) return fmt("(%s)-INFINITY", ctype(d));
+  if (d.scalar == TG_BOOL || dt_is_unsigned(d)) return tg_xstrdup("0");
+  if (d.scalar == TG_I64) return tg_xstrdup("(-9223372036854775807LL-1)");
+  return fmt("((%s)%.0f)", ctype(d), dt_min(d));
+}
+
+char *render_c(uop *ast, const char *name) {
+  uop_pool_push();
+  ast = decompose_small_floats(ast);
+  lprogram prog;
+  if (linearize(ast, &prog) < 0) { uop_pool_pop(); return NULL; }
+  rctx c = { 0 };
+  c.depth = 1;
+  bool failed = false;
+  int nbufs = 0;
+  bool stored[256] = { 0 };
+  for (int i = 0; i < prog.n; i++)
+    if (prog.v[i].kind == LI_OP && prog.v[i].u->op == OP_STORE) {
+      uop *g = prog.v[i].u->src[0]->src[0];
+      if (g->arg.i < 256) stored[g->arg.i] = true;
+    }
+  for (int i = 0; i < prog.n && !failed; i++) {
+    linst *in = &prog.v[i];
+    uop *u = in->u;
+    switch (in->kind) {
+    case LI_LOOP: {
+      char *n = fmt("ridx%d", (int)u->arg.v[0]);
+      indent(&c);
+      sb_printf(&c.body, "for (long long %s = 0; %s < %s; %s++) {\n", n, n, name_of(&c, u->src[0]), n);
+      set_name(&c, u, n);
+      c.depth++;
+      continue;
+    }
+    case LI_ENDLOOP: c.depth--; indent(&c); sb_puts(&c.body, "}\n"); continue;
+    case LI_ACC_INIT: {
+      char *n = fmt("acc%d", c.nvars++);
+      char *id = reduce_identity(u);
+      indent(&c);
+      sb_printf(&c.body, "%s %s = %s;\n", ctype(u->dtype), n, id);
+      free(id);
+      set_name(&c, u, n);
+      continue;
+    }
+    case LI_ACC_UPDATE: {
+      const char *acc = name_of(&c, u), *v = name_of(&c, u->src[0]);
+      indent(&c);
+      int op = (int)u->arg.i;
+      if (op == OP_ADD) sb_printf(&c.body, "%s += %s;\n", acc, v);
+      else if (op == OP_MUL) sb_printf(&c.body, "%s *= %s;\n", acc, v);
+      else if (dt_is_float(u->dtype)) sb_printf(&c.body, "%s = (%s!=%s||%s>%s)?%s:%s;\n", acc, v, v, v, acc, v, acc);
+      else sb_printf(&c.body, "%s = %s>%s?%s:%s;\n", acc, v, acc, v, acc);
+      continue;
+    }
+    case LI_OP: break;
+    }
+    switch (u->op) {
+    case OP_CONST: set_name(&c, u, render_const(&c, u)); break;
+    case OP_DEFINE_GLOBAL: {
+      int k = (int)u->arg.i;
+      if (k + 1 > nbufs) nbufs = k + 1;
+      set_name(&c, u, fmt("data%d", k));
+      break;
+    }
+    case OP_INDEX: {
+      /* an address expression; the gate (src 2) is applied by LOAD/STORE */
+      set_name(&c, u, fmt("%s[%s]", name_of(&c, u->src[0]), name_of(&c, u->src[1])));
+      break;
+    }
+    case OP_LOAD: {
+      uop *ix = u->src[0];
+      char *n = fmt("val%d", c.nvars++);
+      indent(&c);
+      if (ix->nsrc > 2) sb_printf(&c.body, "%s %s = %s ? %s : 0;\n", ctype(u->dtype), n, name_of(&c, ix->src[2]), name_of(&c, ix));
+      else sb_printf(&c.body, "%s %s = %s;\n", ctype(u->dtype), n, name_of(&c, ix));
+      set_name(&c, u, n);
+      break;
+    }
+    case OP_STORE: {
+      uop *ix = u->src[0];
+      indent(&c);
+      if (ix->nsrc > 2) sb_printf(&c.body, "if (%s) ", name_of(&c, ix->src[2]));
+      sb_printf(&c.body, "%s = %s;\n", name_of(&c, ix), name_of(&c, u->src[1]));
+      break;
+    }
+    case OP_SINK: case OP_NOOP: break;
+    default: {
+      char *e = render_alu(&c, u);
+      if (!e) { tg_seterr("render_c: cannot render %s", uop_op_name(u->op)); failed = true; break; }
+      char *n = fmt("alu%d", c.nvars++);
+      indent(&c);
+      sb_printf(&c.body, "%s %s = %s;\n", ctype(u->dtype), n, e);
+      free(e);
+      set_name(&c, u, n);
+    }
+    }
+  }
+  /* buffer declarations need every DEFINE_GLOBAL's dtype */
+  strbuf src = { 0 };
+  sb_puts(&src, "#include <math.h>\n#include <stdint.h>\n#include <string.h>\n");
+  if (c.need_fpconv) sb_puts(&src, tg_kernel_prelude_fpconv);
+  if (c.need_threefry) sb_puts(&src, threefry_src);
+  sb_printf(&src, "void %s(void **bufs, const long long *vars, int core, int ncores) {\n", name);
+  uop_list l = uop_toposort(ast);
+  for (int i = 0; i < l.n; i++) {
+    uop *g = l.v[i];
+    if (g->op != OP_DEFINE_GLOBAL) continue;
+    int k = (int)g->arg.i;
+    sb_printf(&src, "  %s%s* restrict data%d = (%s*)bufs[%d];\n", k < 256 && stored[k] ? "" : "const ", ctype(g->dtype), k, ctype(g->dtype), k);
+  }
+  free(l.v);
+  sb_puts(&src, "  (void)vars; (void)core; (void)ncores;\n");
+  if (c.body.s) sb_puts(&src, c.body.s);
+  sb_puts(&src, "}\n");
+  sb_free(&c.body);
+  for (size_t i = 0; i < c.names.cap; i++) if (c.names.keys[i]) free(c.names.vals[i]);
+  pm_free(&c.names);
+  lprogram_free(&prog);
+  uop_pool_pop();
+  if (failed) { sb_free(&src); return NULL; }
+  return src.s;
+}

@@ -1,0 +1,93 @@
+/* buffer.c: device buffers. buffer_new only records what is wanted; memory
+ * comes at buffer_alloc (or the first copyin). Reference counts are atomic, so
+ * buffers may be retained and released from several threads. */
+#include <pthread.h>
+#include "runtime/buffer.h"
+#include "uop/uop_buffer.h"
+#include "util/util.h"
+
+static int64_t next_id = 1;                 /* atomic; ids increase from 1 */
+static pthread_mutex_t alloc_lock = PTHREAD_MUTEX_INITIALIZER;
+
+tg_buffer *buffer_new(struct tg_device *dev, tg_dtype dt, int64_t numel) {
+  if (!dev) TG_FAIL("buffer_new: no device");
+  if ((int)dt < 0 || dt >= TG_DTYPE_COUNT) TG_FAIL("buffer_new: bad dtype %d", (int)dt);
+  if (numel < 0) TG_FAIL("buffer_new: negative size %lld", (long long)numel);
+  size_t item = (size_t)tg_dtype_size(dt);
+  if (item && (uint64_t)numel > (uint64_t)(SIZE_MAX / 2) / item)
+    TG_FAIL("buffer_new: %lld elements of %s is too large", (long long)numel, tg_dtype_name(dt));
+  tg_buffer *b = tg_xcalloc(1, sizeof *b);
+  b->dev = dev;
+  b->dtype = dt;
+  b->numel = numel;
+  b->nbytes = (size_t)numel * item;
+  b->ptr = NULL;
+  b->refcnt = 1;
+  b->id = __atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED);
+  return b;
+}
+
+int buffer_alloc(tg_buffer *b) {
+  if (!b) return tg_seterr("buffer_alloc: no buffer");
+  if (__atomic_load_n(&b->ptr, __ATOMIC_ACQUIRE)) return 0;
+  int rc = 0;
+  pthread_mutex_lock(&alloc_lock);   /* two threads may race to allocate one buffer */
+  if (!b->ptr) {
+    void *p = b->dev->alloc(b->dev, b->nbytes);
+    if (p) __atomic_store_n(&b->ptr, p, __ATOMIC_RELEASE);
+    else rc = -1;   /* the device set tg_error */
+  }
+  pthread_mutex_unlock(&alloc_lock);
+  return rc;
+}
+
+void buffer_retain(tg_buffer *b) {
+  if (b) __atomic_add_fetch(&b->refcnt, 1, __ATOMIC_RELAXED);
+}
+
+void buffer_release(tg_buffer *b) {
+  if (!b) return;
+  if (__atomic_sub_fetch(&b->refcnt, 1, __ATOMIC_ACQ_REL) != 0) return;
+  if (b->ptr) b->dev->free(b->dev, b->ptr, b->nbytes);
+  free(b);
+}
+
+int buffer_copyin(tg_buffer *b, const void *host, size_t nbytes) {
+  if (!b) return tg_seterr("buffer_copyin: no buffer");
+  if (nbytes > b->nbytes)
+    return tg_seterr("buffer_copyin: %zu bytes do not fit %s:buf#%lld (%zu bytes)",
+                     nbytes, b->dev->name, (long long)b->id, b->nbytes);
+  if (nbytes && !host) return tg_seterr("buffer_copyin: no host data");
+  if (buffer_alloc(b) != 0) return -1;
+  if (!nbytes) return 0;
+  return b->dev->copyin(b->dev, b->ptr, host, nbytes);
+}
+
+int buffer_copyout(tg_buffer *b, void *host, size_t nbytes) {
+  if (!b) return tg_seterr("buffer_copyout: no buffer");
+  if (nbytes > b->nbytes)
+    return tg_seterr("buffer_copyout: %zu bytes asked of %s:buf#%lld (%zu bytes)",
+                     nbytes, b->dev->name, (long long)b->id, b->nbytes);
+  if (nbytes && !host) return tg_seterr("buffer_copyout: no host memory");
+  if (!__atomic_load_n(&b->ptr, __ATOMIC_ACQUIRE))
+    return tg_seterr("buffer_copyout: %s:buf#%lld was never allocated", b->dev->name, (long long)b->id);
+  if (!nbytes) return 0;
+  return b->dev->copyout(b->dev, host, b->ptr, nbytes);
+}
+
+/* ---------------------------------------------------------------- UOp hooks */
+
+static int64_t hook_numel(void *p) { return ((tg_buffer *)p)->numel; }
+static void hook_retain(void *p) { buffer_retain(p); }
+static void hook_release(void *p) { buffer_release(p); }
+static const char *hook_describe(void *p) {
+  static _Thread_local char s[96];
+  const tg_buffer *b = p;
+  snprintf(s, sizeof s, "%s:buf#%lld %s[%lld]", b->dev->name, (long long)b->id,
+           tg_dtype_name(b->dtype), (long long)b->numel);
+  return s;
+}
+
+static const uop_buffer_hooks hooks = { hook_numel, hook_retain, hook_release, hook_describe };
+
+void buffer_init_hooks(void) { uop_set_buffer_hooks(&hooks); }

@@ -1,0 +1,414 @@
+/* cpu.c: the CPU device. Memory is 64-byte aligned host memory; kernels are C
+ * source compiled by the system C compiler into a shared object, cached on
+ * disk (compile_cache.c) and loaded with dlopen.
+ *
+ * Compiling:
+ *   compiler  $CC when set, else the first of clang, gcc, cc found on PATH.
+ *             $CC may be a path (spaces allowed) or a command with words
+ *             ("ccache gcc"); it runs without a shell.
+ *   flags     cpu_compile_flags below, plus -lm when linking.
+ *   cache key source + compiler (resolved path, extra words, `--version`
+ *             output) + flags + this machine's CPU model and feature flags
+ *             (kernels use -march=native, and ~/.cache may be shared by
+ *             machines of different kinds).
+ * A compile first looks in an in-process map (cache key -> dlopen handle), then
+ * for the .so on disk (unless TG_NOCACHE=1), and only then runs the compiler:
+ * into temp files in the cache directory, renamed into place atomically, so
+ * processes sharing the cache never see half-written files. Shared state sits
+ * behind one mutex that is never held while a compiler runs, so several
+ * threads may compile at once.
+ *
+ * Loaded objects stay loaded until the process exits: a tg_program only
+ * borrows the handle, and dlopen is called once per kernel and process. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "runtime/cpu_compiler.h"
+#include "runtime/device.h"
+#include "util/counters.h"
+#include "util/util.h"
+
+extern char **environ;
+
+/* -ffp-contract=off: no fused multiply-add unless the source asks for one, so
+ * a*b+c rounds twice exactly as the reference loops (and numpy) compute it;
+ * results then do not depend on the compiler or on -march=native.
+ * -fno-math-errno lets sqrt & co. become single instructions (kernels never
+ * read errno). */
+const char *const cpu_compile_flags = "-O2 -march=native -fPIC -shared -fno-math-errno -ffp-contract=off";
+
+#define CPU_ALIGN 64
+#define MAX_COMPILER_OUTPUT 65536   /* what we keep of a compiler's output */
+#define ERR_COMPILER_OUTPUT 2000    /* what of it goes into tg_error */
+
+/* ---------------------------------------------------------------- memory */
+
+static void *cpu_alloc(struct tg_device *d, size_t nbytes) {
+  /* Round up to whole cache lines (and give zero-size buffers a real,
+   * distinct pointer): vector code may then touch the tail line safely. */
+  if (nbytes > SIZE_MAX - CPU_ALIGN) TG_FAIL("CPU: cannot allocate %zu bytes", nbytes);
+  size_t n = nbytes ? (nbytes + CPU_ALIGN - 1) / CPU_ALIGN * CPU_ALIGN : CPU_ALIGN;
+  void *p = NULL;
+  if (posix_memalign(&p, CPU_ALIGN, n) != 0) TG_FAIL("CPU: out of memory allocating %zu bytes", nbytes);
+  return p;
+}
+static void cpu_free(struct tg_device *d, void *p, size_t nbytes) { free(p); }
+static int cpu_copyin(struct tg_device *d, void *dst, const void *host, size_t n) { if (n) memcpy(dst, host, n); return 0; }
+static int cpu_copyout(struct tg_device *d, void *host, const void *src, size_t n) { if (n) memcpy(host, src, n); return 0; }
+
+/* ---------------------------------------------------------------- processes */
+
+typedef VEC(char *) strvec;
+
+static void strvec_free(strvec *v) {
+  for (int i = 0; i < v->n; i++) free(v->v[i]);
+  VEC_FREE(*v);
+}
+
+/* Runs argv (argv[0] a path) without a shell, stdin from /dev/null, stdout
+ * and stderr into *out (the first MAX_COMPILER_OUTPUT bytes). *status gets the
+ * wait status. -1 + tg_error when it could not start. */
+static int run_cmd(char *const argv[], strbuf *out, int *status) {
+  int fds[2];
+  /* O_CLOEXEC: a process spawned by another thread must not inherit the write
+   * end, or our read would wait for that process too. */
+  if (pipe2(fds, O_CLOEXEC) != 0) return tg_seterr("CPU: pipe: %s", strerror(errno));
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+  pid_t pid;
+  int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(fds[1]);
+  if (rc != 0) {
+    close(fds[0]);
+    return tg_seterr("CPU: cannot run '%s': %s", argv[0], strerror(rc));
+  }
+  char buf[4096];
+  for (;;) {
+    ssize_t k = read(fds[0], buf, sizeof buf);
+    if (k > 0) {
+      size_t room = out->n < MAX_COMPILER_OUTPUT ? MAX_COMPILER_OUTPUT - out->n : 0;
+      if (room) sb_printf(out, "%.*s", (int)((size_t)k < room ? (size_t)k : room), buf);
+    } else if (k == 0 || errno != EINTR) {
+      break;
+    }
+  }
+  close(fds[0]);
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0) {
+    if (errno != EINTR) { st = -1; break; }   /* e.g. SIGCHLD ignored: status unknown */
+  }
+  *status = st;
+  return 0;
+}
+
+static void describe_status(int st, char *buf, size_t n) {
+  if (st == -1) snprintf(buf, n, "status unknown");
+  else if (WIFEXITED(st)) snprintf(buf, n, "exit status %d", WEXITSTATUS(st));
+  else if (WIFSIGNALED(st)) snprintf(buf, n, "killed by signal %d", WTERMSIG(st));
+  else snprintf(buf, n, "wait status %d", st);
+}
+
+/* ---------------------------------------------------------------- the compiler */
+
+static bool is_exec_file(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+/* A program name or path -> malloc'd path of an executable, or NULL. */
+static char *find_exe(const char *name) {
+  if (!*name) return NULL;
+  if (strchr(name, '/')) return is_exec_file(name) ? tg_xstrdup(name) : NULL;
+  const char *path = getenv("PATH");
+  if (!path) path = "/usr/local/bin:/usr/bin:/bin";
+  strbuf sb = { 0 };
+  for (const char *p = path; ; ) {
+    const char *e = strchr(p, ':');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    sb.n = 0;
+    if (len) sb_printf(&sb, "%.*s/%s", (int)len, p, name);
+    else sb_printf(&sb, "./%s", name);   /* an empty PATH entry is the cwd */
+    if (is_exec_file(sb.s)) return sb.s;
+    if (!e) break;
+    p = e + 1;
+  }
+  sb_free(&sb);
+  return NULL;
+}
+
+/* The compiler command (argv[0] resolved to a path) into *cmd; -1 + tg_error
+ * when there is none. Resolved at every compile: $CC may change at run time. */
+static int resolve_compiler(strvec *cmd) {
+  const char *cc = getenv("CC");
+  if (cc && *cc) {
+    char *exe = find_exe(cc);   /* the whole value first: paths may hold spaces */
+    if (exe) { VEC_PUSH(*cmd, exe); return 0; }
+    /* else words: "ccache gcc", "gcc -m64" */
+    char *copy = tg_xstrdup(cc), *save = NULL;
+    for (char *w = strtok_r(copy, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) VEC_PUSH(*cmd, tg_xstrdup(w));
+    free(copy);
+    if (cmd->n) {
+      exe = find_exe(cmd->v[0]);
+      if (exe) { free(cmd->v[0]); cmd->v[0] = exe; return 0; }
+    }
+    strvec_free(cmd);
+    return tg_seterr("C compiler '%s' (from $CC) not found or not executable", cc);
+  }
+  static const char *const names[] = { "clang", "gcc", "cc" };
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    char *exe = find_exe(names[i]);
+    if (exe) { VEC_PUSH(*cmd, exe); return 0; }
+  }
+  return tg_seterr("no C compiler found (tried clang, gcc, cc); set CC");
+}
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;   /* guards the tables below */
+
+/* `compiler --version`, asked once per process and compiler. */
+typedef struct { char *exe, *version; } version_entry;
+static VEC(version_entry) versions;
+
+static char *compiler_version(const char *exe) {
+  char *r = NULL;
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < versions.n && !r; i++)
+    if (strcmp(versions.v[i].exe, exe) == 0) r = tg_xstrdup(versions.v[i].version);
+  pthread_mutex_unlock(&lock);
+  if (r) return r;
+  strbuf out = { 0 };
+  int st = 0;
+  char *argv[] = { (char *)exe, "--version", NULL };
+  if (run_cmd(argv, &out, &st) != 0 || st != 0) out.n = 0;   /* unknown: still usable */
+  char *v = tg_xstrdup(out.s && out.n ? out.s : "");
+  sb_free(&out);
+  pthread_mutex_lock(&lock);
+  bool known = false;
+  for (int i = 0; i < versions.n && !known; i++) known = strcmp(versions.v[i].exe, exe) == 0;
+  if (!known) VEC_PUSH(versions, ((version_entry){ tg_xstrdup(exe), tg_xstrdup(v) }));
+  pthread_mutex_unlock(&lock);
+  return v;
+}
+
+/* What -march=native means here: the first CPU's model and feature lines. */
+static char *cpu_ident;
+static pthread_once_t cpu_ident_once = PTHREAD_ONCE_INIT;
+
+static void read_cpu_ident(void) {
+  static const char *const keys[] = { "vendor_id", "cpu family", "model", "model name", "stepping",
+    "flags", "Features", "CPU implementer", "CPU architecture", "CPU variant", "CPU part", "isa", "uarch" };
+  strbuf sb = { 0 };
+  sb_puts(&sb, "");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (f) {
+    char *line = NULL;
+    size_t cap = 0;
+    while (getline(&line, &cap, f) > 0) {
+      if (line[0] == '\n') { if (sb.n) break; continue; }   /* only the first processor */
+      char *colon = strchr(line, ':');
+      if (!colon) continue;
+      size_t klen = (size_t)(colon - line);
+      while (klen && (line[klen - 1] == ' ' || line[klen - 1] == '\t')) klen--;
+      for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (strlen(keys[i]) == klen && strncmp(line, keys[i], klen) == 0) { sb_puts(&sb, line); break; }
+    }
+    free(line);
+    fclose(f);
+  }
+  cpu_ident = sb.s;
+}
+
+/* ---------------------------------------------------------------- loaded kernels */
+
+typedef struct { char *key; void *handle; } loaded_entry;
+static VEC(loaded_entry) loaded;   /* by cache file name (the hash) */
+
+static void *loaded_get_locked(const char *key) {
+  for (int i = 0; i < loaded.n; i++)
+    if (strcmp(loaded.v[i].key, key) == 0) return loaded.v[i].handle;
+  return NULL;
+}
+
+void cpu_forget_loaded(void) {
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < loaded.n; i++) free(loaded.v[i].key);   /* handles stay open */
+  VEC_FREE(loaded);
+  pthread_mutex_unlock(&lock);
+}
+
+/* ---------------------------------------------------------------- compiling */
+
+/* Compiles src into `path` (through temp files next to it) and loads it. */
+static void *compile_and_load(const char *path, const strvec *cc, const char *src, const char *name) {
+  strbuf tc = { 0 }, to = { 0 };
+  sb_printf(&tc, "%s.XXXXXX.c", path);
+  int fd = mkstemps(tc.s, 2);
+  if (fd < 0) {
+    tg_seterr("CPU: compiling kernel '%s': cannot create %s: %s", name, tc.s, strerror(errno));
+    sb_free(&tc);
+    return NULL;
+  }
+  size_t len = strlen(src), off = 0;
+  while (off < len) {
+    ssize_t k = write(fd, src + off, len - off);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) break;
+    off += (size_t)k;
+  }
+  if (close(fd) != 0 || off < len) {
+    tg_seterr("CPU: compiling kernel '%s': cannot write %s: %s", name, tc.s, strerror(errno));
+    unlink(tc.s);
+    sb_free(&tc);
+    return NULL;
+  }
+  /* The output's name derives from the exclusively created source's name, so
+   * it is unique too. */
+  sb_printf(&to, "%.*s.tmp", (int)(tc.n - 2), tc.s);
+
+  strvec argv = { 0 };
+  for (int i = 0; i < cc->n; i++) VEC_PUSH(argv, cc->v[i]);
+  char *flags = tg_xstrdup(cpu_compile_flags), *save = NULL;
+  for (char *w = strtok_r(flags, " ", &save); w; w = strtok_r(NULL, " ", &save)) VEC_PUSH(argv, w);
+  VEC_PUSH(argv, "-o");
+  VEC_PUSH(argv, to.s);
+  VEC_PUSH(argv, tc.s);
+  VEC_PUSH(argv, "-lm");
+  VEC_PUSH(argv, NULL);
+
+  strbuf out = { 0 };
+  int st = 0;
+  void *h = NULL;
+  int rc = run_cmd(argv.v, &out, &st);
+  unlink(tc.s);
+  if (rc != 0) {
+    /* tg_error says why the compiler could not start */
+  } else if (st != 0) {
+    char how[64];
+    describe_status(st, how, sizeof how);
+    tg_seterr("CPU: compiling kernel '%s' failed (%s, %s):\n%.*s", name, cc->v[0], how,
+              ERR_COMPILER_OUTPUT, out.s ? out.s : "(no output)");
+    unlink(to.s);
+  } else if (rename(to.s, path) == 0) {
+    h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) tg_seterr("CPU: cannot load kernel '%s' from %s: %s", name, path, dlerror());
+  } else {
+    /* Cannot put it in place (read-only cache?): load it from the temp file,
+     * which may go once it is mapped. */
+    h = dlopen(to.s, RTLD_NOW | RTLD_LOCAL);
+    if (!h) tg_seterr("CPU: cannot load kernel '%s' from %s: %s", name, to.s, dlerror());
+    unlink(to.s);
+  }
+  sb_free(&out);
+  free(flags);
+  VEC_FREE(argv);
+  sb_free(&tc);
+  sb_free(&to);
+  return h;
+}
+
+static tg_program *cpu_compile(struct tg_device *d, const char *src, const char *name) {
+  if (!src || !name || !*name) TG_FAIL("CPU: compile needs a source and a kernel name");
+  strvec cc = { 0 };
+  if (resolve_compiler(&cc) != 0) return NULL;
+  pthread_once(&cpu_ident_once, read_cpu_ident);
+
+  /* Everything that decides the compiler's output goes into the key. */
+  char *version = compiler_version(cc.v[0]);
+  strbuf id = { 0 };
+  for (int i = 0; i < cc.n; i++) sb_printf(&id, "%s\x1f", cc.v[i]);
+  sb_printf(&id, "\n%s\n%s", version, cpu_ident ? cpu_ident : "");
+  free(version);
+  char *path = compile_cache_path(src, id.s, cpu_compile_flags, ".so");
+  sb_free(&id);
+  if (!path) { strvec_free(&cc); return NULL; }
+  const char *slash = strrchr(path, '/');
+  const char *key = slash ? slash + 1 : path;
+
+  bool nocache = tg_getenv_int("TG_NOCACHE", 0) == 1;
+  bool cached = false;
+  void *h = NULL;
+  if (!nocache) {
+    pthread_mutex_lock(&lock);
+    h = loaded_get_locked(key);
+    pthread_mutex_unlock(&lock);
+    if (!h && access(path, R_OK) == 0) {
+      h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+      if (!h && tg_getenv_int("DEBUG", 0) >= 1)   /* e.g. a truncated file: build it anew */
+        fprintf(stderr, "tg: cached kernel %s does not load (%s); recompiling\n", path, dlerror());
+    }
+    cached = h != NULL;
+  }
+  if (!h) h = compile_and_load(path, &cc, src, name);
+  strvec_free(&cc);
+  if (!h) { free(path); return NULL; }
+
+  /* One handle per key and process. dlopen of a path already loaded returns
+   * the same handle, so `old != h` only when two threads raced through
+   * different files; keep the first. */
+  pthread_mutex_lock(&lock);
+  void *old = loaded_get_locked(key);
+  if (!old) VEC_PUSH(loaded, ((loaded_entry){ tg_xstrdup(key), h }));
+  pthread_mutex_unlock(&lock);
+  if (old && old != h) { dlclose(h); h = old; }
+  counters_add_compile(cached);
+
+  dlerror();
+  void *sym = dlsym(h, name);
+  if (!sym) {
+    const char *e = dlerror();
+    tg_seterr("CPU: kernel '%s' not found in %s: %s", name, path, e ? e : "symbol is NULL");
+    free(path);
+    return NULL;
+  }
+  free(path);
+  tg_program *p = tg_xcalloc(1, sizeof *p);
+  p->dev = d;
+  p->name = tg_xstrdup(name);
+  /* POSIX guarantees that a data pointer from dlsym converts to a function
+   * pointer; go through memcpy to keep -Wpedantic quiet. */
+  memcpy(&p->fn, &sym, sizeof p->fn);
+  p->handle = h;
+  return p;
+}
+
+static void cpu_program_free(struct tg_device *d, tg_program *p) {
+  if (!p) return;
+  /* The handle belongs to the loaded-kernels map; it stays open. */
+  free(p->name);
+  free(p);
+}
+
+/* ---------------------------------------------------------------- launching */
+
+static int cpu_launch(struct tg_device *d, tg_program *p, void **bufs, int nbufs, const int64_t *vars, int nvars) {
+  if (!p || !p->fn) return tg_seterr("CPU: launch of a program with no function ('%s')", p && p->name ? p->name : "?");
+  /* One core for now. A thread pool goes here: run fn(bufs, vars, core,
+   * ncores) for core = 0..ncores-1 on the workers and wait for all; kernels
+   * already split their outermost parallel loop by (core, ncores). */
+  p->fn(bufs, vars, 0, 1);
+  return 0;
+}
+
+/* ---------------------------------------------------------------- the device */
+
+static struct tg_device cpu_dev = {
+  .name = "CPU",
+  .alloc = cpu_alloc,
+  .free = cpu_free,
+  .copyin = cpu_copyin,
+  .copyout = cpu_copyout,
+  .compile = cpu_compile,
+  .program_free = cpu_program_free,
+  .launch = cpu_launch,
+  .renderer = "c",
+};
+
+struct tg_device *cpu_device(void) { return &cpu_dev; }

@@ -1,0 +1,26 @@
+/* cpu_compiler.h: internals shared by the runtime's .c files (not a public
+ * interface): the device singletons and a few hooks for tests. */
+#ifndef TG_CPU_COMPILER_H
+#define TG_CPU_COMPILER_H
+
+#include "runtime/device.h"
+
+/* The static device tables (device.c hands them out by name). */
+struct tg_device *cpu_device(void);
+struct tg_device *null_device(void);
+
+/* The flags every CPU kernel is compiled with (part of the cache key). */
+extern const char *const cpu_compile_flags;
+
+/* Forget the in-process map of loaded kernels (cache key -> dlopen handle), as
+ * if a new process started: the next compile of a known source goes to the
+ * disk cache. Handles stay open, so programs already returned keep working.
+ * For tests. */
+void cpu_forget_loaded(void);
+
+/* The directory of the compile cache ($TG_CACHE_DIR, $XDG_CACHE_HOME/tg,
+ * ~/.cache/tg, or a per-process mkdtemp fallback when those cannot be made).
+ * Created if missing. malloc'd; NULL + tg_error when no directory works. */
+char *compile_cache_dir(void);
+
+#endif

@@ -1,0 +1,494 @@
+/* schedule.c: which nodes are realized, and lowering each realized node
+ * into a kernel AST by evaluating the tensor graph at symbolic indices.
+ *
+ * Fusion rules (tinygrad's):
+ *  - roots, CONTIGUOUS, COPY and ASSIGN are stored;
+ *  - a REDUCE_AXIS is stored when it would otherwise be recomputed: when it is
+ *    broadcast back by an EXPAND (softmax, layernorm), sits under a PAD, feeds
+ *    another reduce, or has several consumers;
+ *  - everything else (elementwise chains, movement ops) is computed inside
+ *    the kernel that consumes it. */
+#include "schedule/schedule.h"
+#include "uop/symbolic.h"
+
+typedef struct {
+  tg_buffer *buf;       /* the buffer the node's value lands in */
+  uop *repl;            /* what the node becomes: a view over BUFFER(buf) */
+  int kernel;           /* the kernel computing it, -1 when none */
+} rinfo;
+
+typedef struct {
+  ptrmap marked;        /* nodes to store: uop -> rinfo* (NULL until built) */
+  ptrmap walked;        /* nodes already searched for reduces under an expand */
+  ptrmap nchildren;     /* uop -> consumer count */
+  ptrmap device;        /* uop -> tg_device* */
+  tg_device *default_dev;
+  schedule *out;
+  VEC(rinfo *) infos;
+  /* per kernel: dependencies, raw buffer reads, written buffer */
+  VEC(int *) deps; VEC(int) ndeps;
+  VEC(tg_buffer **) reads; VEC(int) nreads;
+  VEC(tg_buffer *) writes;
+} sctx;
+
+static bool is_marked(sctx *s, const uop *u) { return pm_get(&s->marked, u) != NULL; }
+static void mark(sctx *s, uop *u) { if (!is_marked(s, u)) pm_put(&s->marked, u, (void *)1); }
+static rinfo *info_of(sctx *s, const uop *u) {
+  void *p = pm_get(&s->marked, u);
+  return p == (void *)1 ? NULL : p;
+}
+
+/* A BUFFER, or a RESHAPE of one: already contiguous memory. */
+static bool is_buffer_view(const uop *u) {
+  return u->op == OP_BUFFER || (u->op == OP_RESHAPE && u->src[0]->op == OP_BUFFER);
+}
+static tg_buffer *view_buffer(const uop *u) {
+  while (u->nsrc && u->op != OP_BUFFER) u = u->src[0];
+  return u->op == OP_BUFFER ? u->arg.p : NULL;
+}
+/* the view an ASSIGN writes through (following chained assigns) */
+static uop *assign_view(uop *u) {
+  while (u->op == OP_ASSIGN) u = u->src[0];
+  return u;
+}
+
+/* Marks every REDUCE_AXIS reachable from u through unstored nodes. */
+static void mark_reduces_below(sctx *s, uop *u) {
+  VEC(uop *) stack = { 0 };
+  VEC_PUSH(stack, u);
+  while (stack.n) {
+    uop *x = stack.v[--stack.n];
+    if (pm_get(&s->walked, x) || is_marked(s, x)) continue;
+    pm_put(&s->walked, x, (void *)1);
+    if (x->op == OP_REDUCE_AXIS) { mark(s, x); continue; }
+    if (x->op == OP_BUFFER) continue;
+    for (int i = 0; i < x->nsrc; i++) VEC_PUSH(stack, x->src[i]);
+  }
+  VEC_FREE(stack);
+}
+
+/* Does value (through unstored nodes) read buffer b other than through the
+ * exact view `target`? Then writing b in place would race with the reads. */
+static bool assign_hazard(sctx *s, uop *value, uop *target, tg_buffer *b) {
+  ptrmap seen = { 0 };
+  VEC(uop *) stack = { 0 };
+  bool hazard = false;
+  VEC_PUSH(stack, value);
+  while (stack.n && !hazard) {
+    uop *x = stack.v[--stack.n];
+    if (pm_get(&seen, x)) continue;
+    pm_put(&seen, x, (void *)1);
+    if (x == target) continue;
+    if (x->op == OP_ASSIGN && is_marked(s, x)) { hazard = view_buffer(assign_view(x)) == b && assign_view(x) != target; continue; }
+    if (is_marked(s, x)) continue;
+    if (x->op == OP_BUFFER) { hazard = x->arg.p == b; continue; }
+    for (int i = 0; i < x->nsrc; i++) VEC_PUSH(stack, x->src[i]);
+  }
+  VEC_FREE(stack); pm_free(&seen);
+  return hazard;
+}
+
+/* ------------------------------------------------------------ lowering */
+
+typedef struct {
+  sctx *s;
+  uop *root;
+  ptrmap memo;
+  int next_range;
+  VEC(tg_buffer *) bufs;
+  VEC(uop *) globals;
+  VEC(int) deps;
+  VEC(tg_buffer *) raw_reads;
+  int via_repl;           /* > 0 while lowering a stored node's replacement */
+  bool failed;
+} kctx;
+
+static uop *global_for(kctx *k, tg_buffer *b) {
+  for (int i = 0; i < k->bufs.n; i++) if (k->bufs.v[i] == b) return k->globals.v[i];
+  uop *g = uop0(OP_DEFINE_GLOBAL, dt_ptr(dt_scalar(b->dtype), ADDR_GLOBAL), arg_int(k->bufs.n));
+  VEC_PUSH(k->bufs, b);
+  VEC_PUSH(k->globals, g);
+  return g;
+}
+
+static uop *idx_const(int64_t v) { return uop_const_int(DT_INDEX, v); }
+static uop *bool_and(uop *a, uop *b) { return !a ? b : !b ? a : uop_alu(OP_AND, a, b); }
+
+/* flat = sum(idx[i] * stride[i]) for a contiguous shape */
+static uop *flat_index(uop *const *idx, const int64_t *shape, int nd) {
+  uop *flat = idx_const(0);
+  int64_t stride = 1;
+  for (int i = nd - 1; i >= 0; i--) {
+    if (shape[i] != 1) flat = uop_alu(OP_ADD, flat, uop_muli(idx[i], stride));
+    stride *= shape[i];
+  }
+  return flat;
+}
+
+static uop *lower(kctx *k, uop *u, uop *const *idx, uop *gate);
+
+static uop *lower_uncached(kctx *k, uop *u, uop *const *idx, uop *gate) {
+  sctx *s = k->s;
+  int nd = u->ndim;
+  uop *sidx[TG_MAX_DIMS * 4];
+  if (u != k->root && is_marked(s, u)) {
+    rinfo *ri = info_of(s, u);
+    if (!ri) { tg_seterr("internal: stored node %s used before its kernel", uop_op_name(u->op)); k->failed = true; return idx_const(0); }
+    if (ri->kernel >= 0) VEC_PUSH(k->deps, ri->kernel);
+    k->via_repl++;
+    uop *r = lower(k, ri->repl, idx, gate);
+    k->via_repl--;
+    return r;
+  }
+  switch (u->op) {
+  case OP_BUFFER: {
+    tg_buffer *b = u->arg.p;
+    if (!k->via_repl) VEC_PUSH(k->raw_reads, b);
+    uop *g = global_for(k, b);
+    uop *ix = gate ? uop3(OP_INDEX, g->dtype, g, idx[0], gate, arg_none()) : uop2(OP_INDEX, g->dtype, g, idx[0], arg_none());
+    return uop1(OP_LOAD, dt_scalar(b->dtype), ix, arg_none());
+  }
+  case OP_CONST: return u;
+  case OP_ARANGE: return idx[0];
+  case OP_RESHAPE: {
+    uop *src = u->src[0];
+    uop *flat = flat_index(idx, u->shape, nd);
+    int64_t stride = 1;
+    for (int j = src->ndim - 1; j >= 0; j--) {
+      uop *v = flat;
+      if (src->shape[j] == 1) v = idx_const(0);
+      else {
+        if (stride != 1) v = uop_alu(OP_IDIV, v, idx_const(stride));
+        if (j != 0) v = uop_alu(OP_MOD, v, idx_const(src->shape[j]));
+      }
+      sidx[j] = uop_simplify(v);
+      stride *= src->shape[j];
+    }
+    return lower(k, src, sidx, gate);
+  }
+  case OP_PERMUTE:
+    for (int i = 0; i < nd; i++) sidx[u->arg.v[i]] = idx[i];
+    return lower(k, u->src[0], sidx, gate);
+  case OP_EXPAND:
+    for (int i = 0; i < nd; i++) sidx[i] = u->src[0]->shape[i] == 1 && u->shape[i] != 1 ? idx_const(0) : idx[i];
+    return lower(k, u->src[0], sidx, gate);
+  case OP_SHRINK:
+    for (int i = 0; i < nd; i++) sidx[i] = uop_addi(idx[i], u->arg.v[2 * i]);
+    return lower(k, u->src[0], sidx, gate);
+  case OP_FLIP:
+    for (int i = 0; i < nd; i++) sidx[i] = u->arg.v[i] ? uop_alu(OP_SUB, idx_const(u->shape[i] - 1), idx[i]) : idx[i];
+    return lower(k, u->src[0], sidx, gate);
+  case OP_PAD: {
+    uop *valid = NULL;
+    for (int i = 0; i < nd; i++) {
+      int64_t b = u->arg.v[2 * i], size = u->src[0]->shape[i];
+      sidx[i] = uop_addi(idx[i], -b);
+      if (b > 0) valid = bool_and(valid, uop_alu(OP_CMPLT, idx_const(b - 1), idx[i]));
+      if (u->arg.v[2 * i + 1] > 0) valid = bool_and(valid, uop_alu(OP_CMPLT, idx[i], idx_const(b + size)));
+    }
+    if (valid) valid = uop_simplify(valid);
+    if (!valid || uop_is_const(valid, 1)) return lower(k, u->src[0], sidx, gate);
+    if (uop_is_const(valid, 0)) return uop_const(u->dtype, 0);
+    uop *v = lower(k, u->src[0], sidx, bool_and(gate, valid));
+    return uop_where(valid, v, uop_const(u->dtype, 0));
+  }
+  case OP_REDUCE_AXIS: {
+    uop *src = u->src[0];
+    uop *srcs[TG_MAX_DIMS + 1];
+    int nr = 0;
+    for (int i = 0; i < nd; i++) sidx[i] = idx[i];
+    for (int a = 1; a < u->arg.n; a++) {
+      int ax = (int)u->arg.v[a];
+      int64_t rarg[2] = { k->next_range++, RANGE_REDUCE };
+      uop *r = uop1(OP_RANGE, DT_INDEX, idx_const(src->shape[ax]), arg_ints(rarg, 2));
+      sidx[ax] = r;
+      srcs[1 + nr++] = r;
+    }
+    srcs[0] = lower(k, src, sidx, gate);
+    return uop_new(OP_REDUCE, u->dtype, srcs, 1 + nr, arg_int(u->arg.v[0]));
+  }
+  case OP_CONTIGUOUS: case OP_DETACH:
+    return lower(k, u->src[0], idx, gate);
+  default:
+    if (uop_is_alu(u->op)) {
+      uop *srcs[3];
+      for (int i = 0; i < u->nsrc; i++) srcs[i] = lower(k, u->src[i], idx, gate);
+      return uop_new(u->op, u->dtype, srcs, u->nsrc, u->arg);
+    }
+    tg_seterr("schedule: cannot lower %s inside a kernel", uop_op_name(u->op));
+    k->failed = true;
+    return idx_const(0);
+  }
+}
+
+static uop *lower(kctx *k, uop *u, uop *const *idx, uop *gate) {
+  uop *key_src[TG_MAX_DIMS * 4 + 2];
+  key_src[0] = u;
+  key_src[1] = gate ? gate : uop_const_int(DT_BOOL, 1);
+  int nd = u->ndim > 0 ? u->ndim : 0;
+  for (int i = 0; i < nd; i++) key_src[2 + i] = idx[i];
+  uop *key = uop_new(OP_NOOP, DT_VOID, key_src, 2 + nd, arg_none());
+  uop *r = pm_get(&k->memo, key);
+  if (r) return r;
+  r = lower_uncached(k, u, idx, gate);
+  pm_put(&k->memo, key, r);
+  return r;
+}
+
+/* The kernel's name says its shape: E_ for elementwise, r_ with a reduce,
+ * then the loop sizes (outputs first, then reduces). */
+static void kernel_name(uop *ast, char *buf, size_t n) {
+  uop_list l = uop_toposort(ast);
+  int64_t sizes[2][64];
+  int cnt[2] = { 0, 0 };
+  int64_t ids[2][64];
+  for (int i = 0; i < l.n; i++) {
+    uop *r = l.v[i];
+    if (r->op != OP_RANGE) continue;
+    int kind = r->arg.v[1] == RANGE_REDUCE;
+    if (cnt[kind] < 64) { ids[kind][cnt[kind]] = r->arg.v[0]; sizes[kind][cnt[kind]++] = (int64_t)uop_const_value(r->src[0]); }
+  }
+  free(l.v);
+  /* order by range id */
+  for (int kind = 0; kind < 2; kind++)
+    for (int i = 1; i < cnt[kind]; i++)
+      for (int j = i; j > 0 && ids[kind][j - 1] > ids[kind][j]; j--) {
+        int64_t t = ids[kind][j]; ids[kind][j] = ids[kind][j - 1]; ids[kind][j - 1] = t;
+        t = sizes[kind][j]; sizes[kind][j] = sizes[kind][j - 1]; sizes[kind][j - 1] = t;
+      }
+  size_t k = (size_t)snprintf(buf, n, "%s", cnt[1] ? "r" : "E");
+  for (int kind = 0; kind < 2; kind++)
+    for (int i = 0; i < cnt[kind] && k + 24 < n; i++) k += (size_t)snprintf(buf + k, n - k, "_%lld", (long long)sizes[kind][i]);
+  if (!cnt[0] && !cnt[1]) snprintf(buf + k, n - k, "_1");
+}
+
+static tg_device *device_of(sctx *s, uop *u) {
+  tg_device *d = pm_get(&s->device, u);
+  return d ? d : s->default_dev;
+}
+
+/* Builds the kernel that stores node u. */
+static int build_kernel(sctx *s, uop *u) {
+  tg_device *dev = device_of(s, u);
+  rinfo *ri = tg_xcalloc(1, sizeof *ri);
+  VEC_PUSH(s->infos, ri);
+  int kidx = s->out->n;
+  uop *view = NULL, *value = u;
+  tg_buffer *out;
+  if (u->op == OP_ASSIGN) {
+    view = assign_view(u);
+    out = view_buffer(view);
+    buffer_retain(out);
+    value = u->src[1];
+    ri->repl = view;
+  } else {
+    int64_t numel = 1;
+    for (int i = 0; i < u->ndim; i++) numel *= u->shape[i];
+    out = buffer_new(dev, (tg_dtype)u->dtype.scalar, numel);
+    uop *b = uop0(OP_BUFFER, dt_scalar(out->dtype), arg_ptr(out));
+    ri->repl = u->ndim == 1 ? b : uop1(OP_RESHAPE, u->dtype, b, arg_ints(u->shape, u->ndim));
+    if (u->op == OP_CONTIGUOUS) value = u->src[0];
+  }
+  ri->buf = out;
+  ri->kernel = kidx;
+
+  sched_item it = { 0 };
+  it.dev = dev;
+  if (u->op == OP_COPY) {
+    tg_buffer *src = NULL;
+    uop *x = u->src[0];
+    rinfo *si = is_marked(s, x) ? info_of(s, x) : NULL;
+    src = si ? si->buf : view_buffer(x);
+    it.nbufs = 2;
+    it.bufs = tg_xmalloc(2 * sizeof(tg_buffer *));
+    it.bufs[0] = out; it.bufs[1] = src; buffer_retain(src);
+    snprintf(it.name, sizeof it.name, "copy %s->%s", src->dev->name, dev->name);
+    int *d = tg_xmalloc(sizeof(int));
+    int nd = 0;
+    if (si && si->kernel >= 0) d[nd++] = si->kernel;
+    VEC_PUSH(s->deps, d); VEC_PUSH(s->ndeps, nd);
+    VEC_PUSH(s->reads, NULL); VEC_PUSH(s->nreads, 0);
+    VEC_PUSH(s->writes, out);
+    VEC_PUSH(*s->out, it);
+    pm_put(&s->marked, u, ri);
+    return 0;
+  }
+
+  kctx k = { 0 };
+  k.s = s; k.root = u;
+  uop *g0 = global_for(&k, out);
+  uop *oidx[TG_MAX_DIMS * 4];
+  int nd = value->ndim < 0 ? 0 : value->ndim;
+  for (int i = 0; i < nd; i++) {
+    if (value->shape[i] == 1) { oidx[i] = idx_const(0); continue; }
+    int64_t rarg[2] = { k.next_range++, RANGE_LOOP };
+    oidx[i] = uop1(OP_RANGE, DT_INDEX, idx_const(value->shape[i]), arg_ints(rarg, 2));
+  }
+  uop *store_ix;
+  uop *v;
+  if (u->op == OP_ASSIGN) {
+    /* the store goes through the target's view: lower it as an index */
+    k.via_repl++;
+    uop *probe = lower(&k, view, oidx, NULL);
+    k.via_repl--;
+    if (probe->op != OP_LOAD) { tg_seterr("internal: assign target did not lower to a load"); return -1; }
+    store_ix = probe->src[0];
+    if (store_ix->nsrc > 2) {   /* a gated view (cannot happen for valid targets) */
+      tg_seterr("tg_assign: target view is padded"); return -1;
+    }
+    if (u->src[0]->op == OP_ASSIGN && is_marked(s, u->src[0])) {
+      rinfo *pi = info_of(s, u->src[0]);
+      if (pi && pi->kernel >= 0) VEC_PUSH(k.deps, pi->kernel);
+    }
+    v = lower(&k, value, oidx, NULL);
+  } else {
+    v = lower(&k, value, oidx, NULL);
+    store_ix = uop2(OP_INDEX, g0->dtype, g0, flat_index(oidx, value->shape, nd), arg_none());
+  }
+  if (k.failed) { pm_free(&k.memo); VEC_FREE(k.bufs); VEC_FREE(k.globals); VEC_FREE(k.deps); VEC_FREE(k.raw_reads); buffer_release(out); return -1; }
+  uop *st = uop2(OP_STORE, DT_VOID, store_ix, v, arg_none());
+  uop *ast = uop_simplify(uop1(OP_SINK, DT_VOID, st, arg_none()));
+  uop_retain(ast);
+  it.ast = ast;
+  it.nbufs = k.bufs.n;
+  it.bufs = tg_xmalloc(sizeof(tg_buffer *) * (size_t)k.bufs.n);
+  for (int i = 0; i < k.bufs.n; i++) { it.bufs[i] = k.bufs.v[i]; if (i) buffer_retain(k.bufs.v[i]); }
+  kernel_name(ast, it.name, sizeof it.name);
+  VEC_PUSH(*s->out, it);
+  VEC_PUSH(s->deps, k.deps.v); VEC_PUSH(s->ndeps, k.deps.n);
+  VEC_PUSH(s->reads, k.raw_reads.v); VEC_PUSH(s->nreads, k.raw_reads.n);
+  VEC_PUSH(s->writes, out);
+  pm_free(&k.memo); VEC_FREE(k.bufs); VEC_FREE(k.globals);
+  pm_put(&s->marked, u, ri);
+  return 0;
+}
+
+/* Orders kernels: producers before consumers (RAW), and readers of a
+ * buffer's old contents before the kernel that assigns it (WAR). */
+static void order_kernels(sctx *s) {
+  int n = s->out->n;
+  if (n < 2) return;
+  bool *edge = tg_xcalloc((size_t)n * (size_t)n, 1);   /* edge[a*n+b]: a before b */
+  for (int b = 0; b < n; b++)
+    for (int i = 0; i < s->ndeps.v[b]; i++) edge[s->deps.v[b][i] * n + b] = true;
+  /* transitive closure of RAW, to skip WAR edges that would make a cycle */
+  bool *reach = tg_xcalloc((size_t)n * (size_t)n, 1);
+  for (int b = 0; b < n; b++) {
+    for (int a = 0; a < b; a++) if (edge[a * n + b]) {
+      reach[a * n + b] = true;
+      for (int c = 0; c < n; c++) if (reach[c * n + a]) reach[c * n + b] = true;
+    }
+  }
+  for (int w = 0; w < n; w++) {
+    for (int r = 0; r < n; r++) {
+      if (r == w) continue;
+      bool reads = false;
+      for (int i = 0; i < s->nreads.v[r]; i++) reads |= s->reads.v[r][i] == s->writes.v[w];
+      if (reads && !reach[w * n + r]) edge[r * n + w] = true;
+    }
+  }
+  /* Kahn's algorithm, stable by original index */
+  int *indeg = tg_xcalloc((size_t)n, sizeof(int));
+  for (int a = 0; a < n; a++) for (int b = 0; b < n; b++) if (a != b && edge[a * n + b]) indeg[b]++;
+  sched_item *sorted = tg_xmalloc(sizeof(sched_item) * (size_t)n);
+  bool *done = tg_xcalloc((size_t)n, 1);
+  int m = 0;
+  while (m < n) {
+    int pick = -1;
+    for (int i = 0; i < n && pick < 0; i++) if (!done[i] && indeg[i] == 0) pick = i;
+    if (pick < 0) for (int i = 0; i < n && pick < 0; i++) if (!done[i]) pick = i;   /* cycle: keep order */
+    done[pick] = true;
+    sorted[m++] = s->out->v[pick];
+    for (int b = 0; b < n; b++) if (b != pick && edge[pick * n + b]) indeg[b]--;
+  }
+  memcpy(s->out->v, sorted, sizeof(sched_item) * (size_t)n);
+  free(sorted); free(done); free(indeg); free(edge); free(reach);
+}
+
+int schedule_create(uop *const *roots, int n, const char *default_device, schedule *out, ptrmap *becomes) {
+  memset(out, 0, sizeof *out);
+  sctx s = { 0 };
+  s.out = out;
+  s.default_dev = device_get(default_device);
+  if (!s.default_dev) return -1;
+  uop *sink = uop_new(OP_SINK, DT_VOID, roots, n, arg_none());
+  uop_list topo = uop_toposort(sink);
+
+  for (int i = 0; i < topo.n; i++) {
+    uop *u = topo.v[i];
+    for (int j = 0; j < u->nsrc; j++) pm_put(&s.nchildren, u->src[j], (void *)((intptr_t)pm_get(&s.nchildren, u->src[j]) + 1));
+    tg_device *d = NULL;
+    if (u->op == OP_BUFFER) d = ((tg_buffer *)u->arg.p)->dev;
+    else if (u->op == OP_COPY) d = device_get(u->arg.s);
+    else for (int j = 0; j < u->nsrc && !d; j++) d = pm_get(&s.device, u->src[j]);
+    if (d) pm_put(&s.device, u, d);
+  }
+  for (int i = 0; i < n; i++) {
+    uop *r = roots[i];
+    if (r->op == OP_CONTIGUOUS && is_buffer_view(r->src[0])) continue;
+    if (!is_buffer_view(r)) mark(&s, r);
+  }
+  for (int i = 0; i < topo.n; i++) {
+    uop *u = topo.v[i];
+    switch (u->op) {
+    case OP_CONTIGUOUS:
+      if (!is_buffer_view(u->src[0])) mark(&s, u);
+      break;
+    case OP_COPY:
+      mark(&s, u);
+      if (!is_buffer_view(u->src[0])) mark(&s, u->src[0]);
+      break;
+    case OP_ASSIGN: {
+      mark(&s, u);
+      uop *view = assign_view(u);
+      if (assign_hazard(&s, u->src[1], view, view_buffer(view))) mark(&s, u->src[1]);
+      break;
+    }
+    case OP_REDUCE_AXIS:
+      if ((intptr_t)pm_get(&s.nchildren, u) > 1) mark(&s, u);
+      mark_reduces_below(&s, u->src[0]);
+      break;
+    case OP_EXPAND: case OP_PAD:
+      mark_reduces_below(&s, u->src[0]);
+      break;
+    default: break;
+    }
+  }
+  /* build kernels in topological order; a CONTIGUOUS of memory that is
+   * already contiguous becomes that memory */
+  int rc = 0;
+  for (int i = 0; i < topo.n && rc == 0; i++) {
+    uop *u = topo.v[i];
+    if (u == sink) continue;
+    if (u->op == OP_CONTIGUOUS && !is_marked(&s, u) && is_buffer_view(u->src[0])) {
+      pm_put(becomes, u, u->src[0]);
+      continue;
+    }
+    if (!is_marked(&s, u)) continue;
+    rc = build_kernel(&s, u);
+  }
+  if (rc == 0) {
+    for (int i = 0; i < topo.n; i++) {
+      rinfo *ri = info_of(&s, topo.v[i]);
+      if (ri) pm_put(becomes, topo.v[i], ri->repl);
+    }
+    order_kernels(&s);
+  }
+  for (int i = 0; i < s.infos.n; i++) free(s.infos.v[i]);
+  for (int i = 0; i < s.deps.n; i++) { free(s.deps.v[i]); free(s.reads.v[i]); }
+  VEC_FREE(s.infos); VEC_FREE(s.deps); VEC_FREE(s.ndeps); VEC_FREE(s.reads); VEC_FREE(s.nreads); VEC_FREE(s.writes);
+  pm_free(&s.marked); pm_free(&s.walked); pm_free(&s.nchildren); pm_free(&s.device);
+  free(topo.v);
+  if (rc < 0) schedule_free(out);
+  return rc;
+}
+
+void schedule_free(schedule *s) {
+  for (int i = 0; i < s->n; i++) {
+    sched_item *it = &s->v[i];
+    if (it->ast) uop_release(it->ast);
+    for (int j = 0; j < it->nbufs; j++) buffer_release(it->bufs[j]);
+    free(it->bufs);
+  }
+  VEC_FREE(*s);
+}

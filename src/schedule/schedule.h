@@ -1,0 +1,31 @@
+/* schedule.h: the scheduler turns a tensor graph into kernels. It decides
+ * which nodes are stored to memory (realized) and lowers each realized node
+ * into a kernel AST: a SINK of STOREs whose values are written with RANGE
+ * loops, REDUCE accumulations and LOADs from DEFINE_GLOBAL buffers. Movement
+ * ops become index arithmetic; they never make a kernel of their own. */
+#ifndef TG_SCHEDULE_H
+#define TG_SCHEDULE_H
+
+#include "runtime/buffer.h"
+#include "uop/uop.h"
+#include "util/util.h"
+
+/* RANGE arg: (id, kind). Output loops are LOOP; reduce loops REDUCE. */
+enum { RANGE_LOOP = 0, RANGE_REDUCE = 1 };
+
+typedef struct {
+  uop *ast;              /* retained; NULL for a copy between devices */
+  tg_buffer **bufs;      /* retained; bufs[i] is DEFINE_GLOBAL i (copy: dst, src) */
+  int nbufs;
+  tg_device *dev;
+  char name[96];
+} sched_item;
+
+typedef struct { sched_item *v; int n, cap; } schedule;
+
+/* Builds the schedule for roots. becomes gets node -> replacement for every
+ * realized node (borrowed from the caller's pool). 0 or -1 with tg_error. */
+int schedule_create(uop *const *roots, int n, const char *default_device, schedule *out, ptrmap *becomes);
+void schedule_free(schedule *s);
+
+#endif

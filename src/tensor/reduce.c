@@ -1,0 +1,231 @@
+/* reduce.c: reductions, matmul, softmax, and the ops that realize or write
+ * memory (contiguous, assign, copy to a device). */
+#include <math.h>
+#include "tensor/tensor.h"
+#include "runtime/device.h"
+
+#define NEED(t, op) do { if (!(t)) TG_FAIL("%s: input is NULL (an earlier op failed: see its error)", op); } while (0)
+
+/* Resolves axes into flags; false with an error on a bad or repeated axis. */
+static bool axes_flags(tg_axes axes, int nd, bool *flags, const char *op) {
+  for (int i = 0; i < nd; i++) flags[i] = axes.n < 0;
+  for (int i = 0; i < axes.n; i++) {
+    int a = norm_axis(axes.a[i], nd, op);
+    if (a < 0) return false;
+    if (flags[a]) { tg_seterr("%s: axis %d repeated", op, a); return false; }
+    flags[a] = true;
+  }
+  return true;
+}
+
+/* REDUCE_AXIS over the flagged axes, then drop them unless keepdim. */
+static uop *reduce_uop(uop *x, uop_op op, const bool *flags, bool keepdim) {
+  int64_t arg[TG_MAX_DIMS + 1];
+  int n = 0;
+  arg[n++] = op;
+  for (int i = 0; i < x->ndim; i++) if (flags[i] && x->shape[i] != 1) arg[n++] = i;
+  uop *r = n > 1 ? uop1(OP_REDUCE_AXIS, x->dtype, x, arg_ints(arg, n)) : x;
+  if (n > 1 && op == OP_ADD) {
+    /* an empty axis sums to 0: REDUCE over size 0 is fine, nothing to fix */
+  }
+  if (keepdim) {
+    int64_t sh[TG_MAX_DIMS];
+    for (int i = 0; i < x->ndim; i++) sh[i] = flags[i] ? 1 : x->shape[i];
+    return mv_reshape(r, sh, x->ndim);
+  }
+  int64_t sh[TG_MAX_DIMS];
+  int k = 0;
+  for (int i = 0; i < x->ndim; i++) if (!flags[i]) sh[k++] = x->shape[i];
+  return mv_reshape(r, sh, k);
+}
+
+/* tinygrad's accumulation dtype for sums and products */
+static dtype_t sum_acc_dtype(dtype_t d) {
+  if (dt_is_unsigned(d)) return dt_scalar(tg_dtype_promote((tg_dtype)d.scalar, TG_U32));
+  if (dt_is_int(d) || d.scalar == TG_BOOL) return dt_scalar(tg_dtype_promote((tg_dtype)d.scalar, TG_I32));
+  return dt_scalar(tg_dtype_promote((tg_dtype)d.scalar, TG_F32));
+}
+
+static tg_tensor *sum_like(tg_tensor *a, tg_axes axes, bool keepdim, uop_op op, const char *name) {
+  NEED(a, name);
+  bool fl[TG_MAX_DIMS];
+  if (!axes_flags(axes, a->u->ndim, fl, name)) return NULL;
+  API_BEGIN;
+  dtype_t in = a->u->dtype, acc = sum_acc_dtype(in);
+  uop *r = reduce_uop(uop_cast(a->u, acc), op, fl, keepdim);
+  if (in.scalar == TG_F16 || in.scalar == TG_BF16) r = uop_cast(r, in);
+  API_RETURN(tensor_wrap(r, a->device));
+}
+tg_tensor *tg_sum(tg_tensor *a, tg_axes axes, bool keepdim) { return sum_like(a, axes, keepdim, OP_ADD, "tg_sum"); }
+tg_tensor *tg_prod(tg_tensor *a, tg_axes axes, bool keepdim) { return sum_like(a, axes, keepdim, OP_MUL, "tg_prod"); }
+
+static uop *inverse(uop *x) {
+  if (x->dtype.scalar == TG_BOOL) return uop_alu(OP_CMPEQ, x, const_like(0, x->dtype, x->shape, x->ndim));
+  if (dt_is_int(x->dtype)) return uop_alu(OP_XOR, x, const_like(-1, x->dtype, x->shape, x->ndim));
+  return uop_alu1(OP_NEG, x);
+}
+
+static tg_tensor *max_like(tg_tensor *a, tg_axes axes, bool keepdim, bool is_min, const char *name) {
+  NEED(a, name);
+  bool fl[TG_MAX_DIMS];
+  if (!axes_flags(axes, a->u->ndim, fl, name)) return NULL;
+  for (int i = 0; i < a->u->ndim; i++)
+    if (fl[i] && a->u->shape[i] == 0) TG_FAIL("%s: cannot reduce over an empty axis %d (no identity)", name, i);
+  API_BEGIN;
+  uop *x = is_min ? inverse(a->u) : a->u;
+  uop *r = reduce_uop(x, OP_MAX, fl, keepdim);
+  API_RETURN(tensor_wrap(is_min ? inverse(r) : r, a->device));
+}
+tg_tensor *tg_max(tg_tensor *a, tg_axes axes, bool keepdim) { return max_like(a, axes, keepdim, false, "tg_max"); }
+tg_tensor *tg_min(tg_tensor *a, tg_axes axes, bool keepdim) { return max_like(a, axes, keepdim, true, "tg_min"); }
+
+tg_tensor *tg_mean(tg_tensor *a, tg_axes axes, bool keepdim) {
+  NEED(a, "tg_mean");
+  bool fl[TG_MAX_DIMS];
+  if (!axes_flags(axes, a->u->ndim, fl, "tg_mean")) return NULL;
+  int64_t cnt = 1;
+  for (int i = 0; i < a->u->ndim; i++) if (fl[i]) cnt *= a->u->shape[i];
+  API_BEGIN;
+  dtype_t in = a->u->dtype, out = dt_is_float(in) ? in : DT_F32;
+  dtype_t acc = sum_acc_dtype(in);
+  uop *s = reduce_uop(uop_cast(a->u, acc), OP_ADD, fl, keepdim);
+  dtype_t f = dt_is_float(acc) ? acc : DT_F32;
+  s = uop_cast(s, f);
+  uop *r = uop_alu(OP_FDIV, s, const_like((double)cnt, f, s->shape, s->ndim));
+  API_RETURN(tensor_wrap(uop_cast(r, out), a->device));
+}
+
+/* first index of the max along axis: n - max(mask * (n, n-1, ..., 1)) */
+static tg_tensor *arg_extreme(tg_tensor *a, int axis, bool keepdim, bool is_min, const char *name) {
+  NEED(a, name);
+  if (axis == TG_NOAXIS) {
+    tg_scope_begin();
+    tg_tensor *f = tg_reshape(a, TG_SHAPE(-1));
+    tg_tensor *r = f ? arg_extreme(f, 0, false, is_min, name) : NULL;
+    if (r && keepdim) {
+      tg_shape s = { a->u->ndim, { 0 } };
+      for (int i = 0; i < s.ndim; i++) s.d[i] = 1;
+      r = tg_reshape(r, s);
+    }
+    if (r) tg_keep(r);
+    tg_scope_end();
+    return r;
+  }
+  int nd = a->u->ndim;
+  int ax = norm_axis(axis, nd, name);
+  if (ax < 0) return NULL;
+  int64_t n = a->u->shape[ax];
+  if (n == 0) TG_FAIL("%s: empty axis %d", name, ax);
+  API_BEGIN;
+  uop *x = is_min ? inverse(a->u) : a->u;
+  bool fl[TG_MAX_DIMS] = { 0 };
+  fl[ax] = true;
+  uop *m = reduce_uop(x, OP_MAX, fl, true);
+  m = mv_expand(m, x->shape, nd);
+  uop *mask = uop_alu(OP_CMPEQ, x, m);
+  /* counts n..1 along the axis, as int32 */
+  int64_t one[1] = { n };
+  uop *ar = uop_cast(uop0(OP_ARANGE, DT_INDEX, arg_int(n)), DT_I32);
+  ar = uop_alu(OP_SUB, const_like((double)n, DT_I32, one, 1), ar);
+  int64_t sh[TG_MAX_DIMS];
+  for (int i = 0; i < nd; i++) sh[i] = i == ax ? n : 1;
+  ar = mv_expand(mv_reshape(ar, sh, nd), x->shape, nd);
+  uop *cand = uop_where(mask, ar, const_like(0, DT_I32, x->shape, nd));
+  uop *best = reduce_uop(cand, OP_MAX, fl, keepdim);
+  uop *r = uop_alu(OP_SUB, const_like((double)n, DT_I32, best->shape, best->ndim), best);
+  API_RETURN(tensor_wrap(r, a->device));
+}
+tg_tensor *tg_argmax(tg_tensor *a, int axis, bool keepdim) { return arg_extreme(a, axis, keepdim, false, "tg_argmax"); }
+tg_tensor *tg_argmin(tg_tensor *a, int axis, bool keepdim) { return arg_extreme(a, axis, keepdim, true, "tg_argmin"); }
+
+/* ---- matmul: numpy's rules, as broadcast multiply and a sum (tinygrad's dot) */
+tg_tensor *tg_dot(tg_tensor *a, tg_tensor *b) {
+  NEED(a, "tg_matmul"); NEED(b, "tg_matmul");
+  int n1 = a->u->ndim, n2 = b->u->ndim;
+  if (n1 == 0 || n2 == 0) TG_FAIL("tg_matmul: both operands need at least 1 dimension (got %dD and %dD)", n1, n2);
+  int kb = n2 >= 2 ? n2 - 2 : 0;
+  if (a->u->shape[n1 - 1] != b->u->shape[kb])
+    TG_FAIL("tg_matmul: inner dimensions differ: %lld (last axis of a) vs %lld (axis %d of b)", (long long)a->u->shape[n1 - 1], (long long)b->u->shape[kb], kb);
+  if (n1 + 1 > TG_MAX_DIMS || n2 + 1 > TG_MAX_DIMS) TG_FAIL("tg_matmul: too many dimensions");
+  tg_scope_begin();
+  int mid = (n1 - 1 < n2 - 1 ? n1 - 1 : n2 - 1) < 1 ? (n1 - 1 < n2 - 1 ? n1 - 1 : n2 - 1) : 1;
+  tg_shape xs = { 0, { 0 } }, ws = { 0, { 0 } };
+  for (int i = 0; i < n1 - 1; i++) xs.d[xs.ndim++] = a->u->shape[i];
+  for (int i = 0; i < mid; i++) xs.d[xs.ndim++] = 1;
+  xs.d[xs.ndim++] = a->u->shape[n1 - 1];
+  for (int i = 0; i < n2 - 2; i++) ws.d[ws.ndim++] = b->u->shape[i];
+  for (int i = 0; i < mid; i++) ws.d[ws.ndim++] = 1;
+  int tail = n2 < 2 ? n2 : 2;
+  for (int i = n2 - tail; i < n2; i++) ws.d[ws.ndim++] = b->u->shape[i];
+  tg_tensor *x = tg_reshape(a, xs);
+  tg_tensor *w = tg_transpose(tg_reshape(b, ws), -1, -tail);
+  tg_tensor *r = tg_sum(tg_mul(x, w), TG_AXES(-1), false);
+  tg_dtype out = tg_dtype_promote((tg_dtype)a->u->dtype.scalar, (tg_dtype)b->u->dtype.scalar);
+  r = tg_cast(r, out);
+  if (r) tg_keep(r);
+  tg_scope_end();
+  return r;
+}
+tg_tensor *tg_matmul(tg_tensor *a, tg_tensor *b) { return tg_dot(a, b); }
+
+/* ---- softmax: x - max is detached from the graph's point of view (no grads yet) */
+static tg_tensor *softmax_impl(tg_tensor *a, int axis, bool log) {
+  const char *name = log ? "tg_log_softmax" : "tg_softmax";
+  NEED(a, name);
+  int ax = norm_axis(axis, a->u->ndim, name);
+  if (ax < 0) return NULL;
+  tg_scope_begin();
+  tg_tensor *x = tg_dtype_is_float(tg_dtype_of(a)) ? a : tg_cast(a, TG_F32);
+  tg_tensor *m = tg_sub(x, tg_max(x, TG_AXES(ax), true));
+  tg_tensor *e = tg_exp(m);
+  tg_tensor *ss = tg_sum(e, TG_AXES(ax), true);
+  tg_tensor *r = log ? tg_sub(m, tg_log(ss)) : tg_div(e, ss);
+  if (r) tg_keep(r);
+  tg_scope_end();
+  return r;
+}
+tg_tensor *tg_softmax(tg_tensor *a, int axis) { return softmax_impl(a, axis, false); }
+tg_tensor *tg_log_softmax(tg_tensor *a, int axis) { return softmax_impl(a, axis, true); }
+
+/* ---- memory */
+tg_tensor *tg_contiguous(tg_tensor *a) {
+  NEED(a, "tg_contiguous");
+  API_BEGIN;
+  API_RETURN(tensor_wrap(uop1(OP_CONTIGUOUS, a->u->dtype, a->u, arg_none()), a->device));
+}
+
+/* An assign target must be movement ops (no expand, no pad) over a BUFFER. */
+static bool assignable(const uop *u) {
+  while (u->op == OP_RESHAPE || u->op == OP_PERMUTE || u->op == OP_SHRINK || u->op == OP_FLIP) u = u->src[0];
+  return u->op == OP_BUFFER;
+}
+
+tg_tensor *tg_assign(tg_tensor *target, tg_tensor *value) {
+  NEED(target, "tg_assign"); NEED(value, "tg_assign");
+  if (target->device != value->device) TG_FAIL("tg_assign: target on %s, value on %s", target->device, value->device);
+  if (target->u->dtype.bits != value->u->dtype.bits)
+    TG_FAIL("tg_assign: dtype mismatch: target is %s, value is %s", tg_dtype_name(tg_dtype_of(target)), tg_dtype_name(tg_dtype_of(value)));
+  uop *t = target->u;
+  if (t->op == OP_ASSIGN) t = t->src[0];   /* assigning again to a pending assign: chain on its target */
+  if (!assignable(t)) TG_FAIL("tg_assign: target must be a realized tensor or a view (reshape/permute/slice/flip) of one; realize it first");
+  tg_scope_begin();
+  tg_tensor *v = tg_expand(value, tg_shape_of(target));
+  if (!v) { tg_scope_end(); return NULL; }
+  uop_pool_push();
+  uop *as = uop2(OP_ASSIGN, t->dtype, target->u->op == OP_ASSIGN ? target->u : t, v->u, arg_none());
+  uop_retain(as);
+  uop_pool_pop();
+  tg_scope_end();
+  uop_release(target->u);
+  target->u = as;
+  return target;
+}
+
+tg_tensor *tg_to(tg_tensor *a, const char *device) {
+  NEED(a, "tg_to");
+  tg_device *d = device_get(device ? device : "");
+  if (!d) return NULL;
+  API_BEGIN;
+  if (d->name == a->device) API_RETURN(tensor_wrap(a->u, a->device));
+  API_RETURN(tensor_wrap(uop1(OP_COPY, a->u->dtype, a->u, arg_str(d->name)), d->name));
+}

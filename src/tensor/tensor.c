@@ -1,0 +1,290 @@
+/* tensor.c: tensor handles, scopes, the live-tensor list, creation,
+ * inspection, and realization entry points. */
+#include <math.h>
+#include <pthread.h>
+#include "tensor/tensor.h"
+#include "engine/realize.h"
+#include "runtime/buffer.h"
+#include "uop/symbolic.h"
+
+/* ---- scopes: a stack of tensor lists. Scope 0 is the root (never ends). */
+typedef struct tg_scope { tg_tensor **v; int n, cap; struct tg_scope *up; } tg_scope;
+static tg_scope root_scope;
+static tg_scope *cur_scope = &root_scope;
+static tg_tensor *live_head;
+static pthread_mutex_t tensors_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void scope_add(tg_scope *s, tg_tensor *t) {
+  if (s->n == s->cap) { s->cap = s->cap ? s->cap * 2 : 16; s->v = tg_xrealloc(s->v, sizeof(tg_tensor *) * (size_t)s->cap); }
+  t->scope = s; t->scope_slot = s->n;
+  s->v[s->n++] = t;
+}
+
+static void init_once(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, buffer_init_hooks);
+}
+
+tg_tensor *tensor_wrap(uop *u, const char *device) {
+  init_once();
+  tg_tensor *t = tg_xcalloc(1, sizeof *t);
+  t->u = u; uop_retain(u);
+  t->device = device;
+  pthread_mutex_lock(&tensors_lock);
+  scope_add(cur_scope, t);
+  t->next = live_head; if (live_head) live_head->prev = t; live_head = t;
+  pthread_mutex_unlock(&tensors_lock);
+  return t;
+}
+
+static void tensor_destroy(tg_tensor *t) {
+  /* caller holds tensors_lock and has removed t from its scope */
+  if (t->prev) t->prev->next = t->next; else live_head = t->next;
+  if (t->next) t->next->prev = t->prev;
+  uop_release(t->u);
+  free(t);
+}
+
+void tg_scope_begin(void) {
+  tg_scope *s = tg_xcalloc(1, sizeof *s);
+  pthread_mutex_lock(&tensors_lock);
+  s->up = cur_scope; cur_scope = s;
+  pthread_mutex_unlock(&tensors_lock);
+}
+
+void tg_scope_end(void) {
+  pthread_mutex_lock(&tensors_lock);
+  tg_scope *s = cur_scope;
+  if (s == &root_scope) { pthread_mutex_unlock(&tensors_lock); return; }
+  cur_scope = s->up;
+  for (int i = 0; i < s->n; i++) if (s->v[i]) tensor_destroy(s->v[i]);
+  pthread_mutex_unlock(&tensors_lock);
+  free(s->v); free(s);
+}
+
+tg_tensor *tg_keep(tg_tensor *t) {
+  if (!t) return NULL;
+  pthread_mutex_lock(&tensors_lock);
+  tg_scope *s = t->scope;
+  if (s && s->up) { s->v[t->scope_slot] = NULL; scope_add(s->up, t); }
+  pthread_mutex_unlock(&tensors_lock);
+  return t;
+}
+
+void tg_free(tg_tensor *t) {
+  if (!t) return;
+  pthread_mutex_lock(&tensors_lock);
+  t->scope->v[t->scope_slot] = NULL;
+  tensor_destroy(t);
+  pthread_mutex_unlock(&tensors_lock);
+}
+
+void tensors_substitute(const ptrmap *becomes) {
+  if (!becomes->n) return;
+  pthread_mutex_lock(&tensors_lock);
+  for (tg_tensor *t = live_head; t; t = t->next) {
+    uop *nu = graph_substitute(t->u, becomes);
+    if (nu != t->u) { uop_retain(nu); uop_release(t->u); t->u = nu; }
+  }
+  pthread_mutex_unlock(&tensors_lock);
+}
+
+/* ---- devices */
+static const char *default_device_name;
+int tg_set_default_device(const char *name) {
+  tg_device *d = device_get(name);
+  if (!d) return -1;
+  default_device_name = d->name;
+  return 0;
+}
+const char *tg_default_device(void) {
+  if (!default_device_name) {
+    const char *env = getenv("TG_DEVICE");
+    tg_device *d = env && *env ? device_get(env) : NULL;
+    default_device_name = d ? d->name : device_get("CPU")->name;
+  }
+  return default_device_name;
+}
+const char *tg_device_of(const tg_tensor *t) { return t ? t->device : NULL; }
+
+/* ---- inspection */
+tg_shape tg_shape_of(const tg_tensor *t) {
+  tg_shape s = { 0, { 0 } };
+  if (!t) { s.ndim = -1; return s; }
+  s.ndim = t->u->ndim;
+  for (int i = 0; i < s.ndim && i < TG_MAX_DIMS; i++) s.d[i] = t->u->shape[i];
+  return s;
+}
+int tg_ndim(const tg_tensor *t) { return t ? t->u->ndim : -1; }
+int norm_axis(int axis, int ndim, const char *op) {
+  int a = axis < 0 ? axis + ndim : axis;
+  if (a < 0 || a >= ndim) return tg_seterr("%s: axis %d out of range for a %d-D tensor", op, axis, ndim);
+  return a;
+}
+int64_t tg_dim(const tg_tensor *t, int axis) {
+  if (!t) return -1;
+  int a = norm_axis(axis, t->u->ndim, "tg_dim");
+  return a < 0 ? -1 : t->u->shape[a];
+}
+int64_t shape_numel(const int64_t *shape, int nd) {
+  int64_t n = 1;
+  for (int i = 0; i < nd; i++) n *= shape[i];
+  return n;
+}
+int64_t tg_numel(const tg_tensor *t) { return t ? shape_numel(t->u->shape, t->u->ndim) : -1; }
+tg_dtype tg_dtype_of(const tg_tensor *t) { return t ? (tg_dtype)t->u->dtype.scalar : TG_F32; }
+void tg_print_graph(const tg_tensor *t) {
+  if (!t) { printf("(null tensor)\n"); return; }
+  uop_print(stdout, t->u);
+}
+
+/* ---- movement UOps (shapes already validated) */
+uop *mv_reshape(uop *u, const int64_t *shape, int nd) {
+  if (u->ndim == nd && !memcmp(u->shape, shape, sizeof(int64_t) * (size_t)nd)) return u;
+  return uop1(OP_RESHAPE, u->dtype, u, arg_ints(shape, nd));
+}
+uop *mv_expand(uop *u, const int64_t *shape, int nd) {
+  if (u->ndim == nd && !memcmp(u->shape, shape, sizeof(int64_t) * (size_t)nd)) return u;
+  return uop1(OP_EXPAND, u->dtype, u, arg_ints(shape, nd));
+}
+uop *mv_permute(uop *u, const int64_t *order) {
+  bool ident = true;
+  for (int i = 0; i < u->ndim; i++) ident &= order[i] == i;
+  return ident ? u : uop1(OP_PERMUTE, u->dtype, u, arg_ints(order, u->ndim));
+}
+uop *const_like(double v, dtype_t dt, const int64_t *shape, int nd) {
+  uop *c = uop_const(dt, v);
+  if (nd == 0) return c;
+  int64_t ones[TG_MAX_DIMS * 4];
+  for (int i = 0; i < nd; i++) ones[i] = 1;
+  return mv_expand(mv_reshape(c, ones, nd), shape, nd);
+}
+
+/* ---- creation */
+static bool check_shape(tg_shape s, const char *op) {
+  if (s.ndim < 0 || s.ndim > TG_MAX_DIMS) { tg_seterr("%s: bad number of dimensions %d", op, s.ndim); return false; }
+  for (int i = 0; i < s.ndim; i++)
+    if (s.d[i] < 0) { tg_seterr("%s: negative dimension %lld at axis %d", op, (long long)s.d[i], i); return false; }
+  return true;
+}
+static bool check_dtype(tg_dtype dt, const char *op) {
+  if ((int)dt < 0 || dt >= TG_DTYPE_COUNT) { tg_seterr("%s: unknown dtype %d", op, (int)dt); return false; }
+  return true;
+}
+
+static tg_tensor *new_buffer_tensor(tg_shape shape, tg_dtype dt, const void *data, const char *op) {
+  if (!check_shape(shape, op) || !check_dtype(dt, op)) return NULL;
+  tg_device *dev = device_get(tg_default_device());
+  int64_t n = shape_numel(shape.d, shape.ndim);
+  tg_buffer *b = buffer_new(dev, dt, n);
+  if (data && (buffer_alloc(b) < 0 || buffer_copyin(b, data, (size_t)n * (size_t)tg_dtype_size(dt)) < 0)) {
+    buffer_release(b);
+    return NULL;
+  }
+  API_BEGIN;
+  init_once();
+  uop *u = uop0(OP_BUFFER, dt_scalar(dt), arg_ptr(b));
+  buffer_release(b);   /* the BUFFER node holds it now */
+  u = mv_reshape(u, shape.d, shape.ndim);
+  API_RETURN(tensor_wrap(u, dev->name));
+}
+
+tg_tensor *tg_from_data(const void *data, tg_shape shape, tg_dtype dt) {
+  if (!data) TG_FAIL("tg_from_data: data is NULL");
+  return new_buffer_tensor(shape, dt, data, "tg_from_data");
+}
+tg_tensor *tg_empty(tg_shape shape, tg_dtype dt) { return new_buffer_tensor(shape, dt, NULL, "tg_empty"); }
+
+tg_tensor *tg_full(tg_shape shape, double value, tg_dtype dt) {
+  if (!check_shape(shape, "tg_full") || !check_dtype(dt, "tg_full")) return NULL;
+  API_BEGIN;
+  API_RETURN(tensor_wrap(const_like(value, dt_scalar(dt), shape.d, shape.ndim), tg_default_device()));
+}
+tg_tensor *tg_zeros(tg_shape shape, tg_dtype dt) { return tg_full(shape, 0, dt); }
+tg_tensor *tg_ones(tg_shape shape, tg_dtype dt) { return tg_full(shape, 1, dt); }
+tg_tensor *tg_scalar(double value, tg_dtype dt) { return tg_full(TG_SHAPE(), value, dt); }
+tg_tensor *tg_full_like(const tg_tensor *t, double value) {
+  if (!t) return NULL;
+  API_BEGIN;
+  API_RETURN(tensor_wrap(const_like(value, t->u->dtype, t->u->shape, t->u->ndim), t->device));
+}
+tg_tensor *tg_zeros_like(const tg_tensor *t) { return tg_full_like(t, 0); }
+tg_tensor *tg_ones_like(const tg_tensor *t) { return tg_full_like(t, 1); }
+
+tg_tensor *tg_arange(double start, double stop, double step, tg_dtype dt) {
+  if (!check_dtype(dt, "tg_arange")) return NULL;
+  if (step == 0 || isnan(start) || isnan(stop) || isnan(step)) TG_FAIL("tg_arange: step must be nonzero and bounds finite");
+  double cnt = ceil((stop - start) / step);
+  int64_t n = cnt > 0 ? (int64_t)cnt : 0;
+  if (cnt > 9e15) TG_FAIL("tg_arange: %g elements is too many", cnt);
+  if (n > 0) {
+    double last = start + (double)(n - 1) * step;
+    dtype_t d = dt_scalar(dt);
+    double lo = fmin(start, last), hi = fmax(start, last);
+    if (dt == TG_BOOL ? (lo < 0 || hi > 1) : (lo < dt_min(d) || hi > dt_max(d)))
+      TG_FAIL("tg_arange: values %g..%g overflow %s (range %g..%g)", start, last, tg_dtype_name(dt), dt_min(d), dt_max(d));
+    if (!tg_dtype_is_float(dt) && (start != floor(start) || step != floor(step)))
+      TG_FAIL("tg_arange: non-integer start/step for integer dtype %s", tg_dtype_name(dt));
+  }
+  API_BEGIN;
+  /* value i = start + i*step, computed in float64 (ints exactly in int64) */
+  uop *idx = uop0(OP_ARANGE, DT_INDEX, arg_int(n));
+  int64_t sh[1] = { n };
+  uop *v;
+  if (tg_dtype_is_float(dt)) {
+    v = uop_cast(idx, DT_F64);
+    v = uop_alu(OP_ADD, uop_alu(OP_MUL, v, const_like(step, DT_F64, sh, 1)), const_like(start, DT_F64, sh, 1));
+  } else {
+    v = uop_alu(OP_ADD, uop_alu(OP_MUL, idx, const_like(step, DT_INDEX, sh, 1)), const_like(start, DT_INDEX, sh, 1));
+  }
+  API_RETURN(tensor_wrap(uop_cast(v, dt_scalar(dt)), tg_default_device()));
+}
+
+tg_tensor *tg_eye(int64_t n, tg_dtype dt) {
+  if (n < 0) TG_FAIL("tg_eye: negative size %lld", (long long)n);
+  if (!check_dtype(dt, "tg_eye")) return NULL;
+  API_BEGIN;
+  uop *idx = uop0(OP_ARANGE, DT_INDEX, arg_int(n));
+  int64_t col[2] = { n, 1 }, row[2] = { 1, n }, full[2] = { n, n };
+  uop *a = mv_expand(mv_reshape(idx, col, 2), full, 2);
+  uop *b = mv_expand(mv_reshape(idx, row, 2), full, 2);
+  API_RETURN(tensor_wrap(uop_cast(uop_alu(OP_CMPEQ, a, b), dt_scalar(dt)), tg_default_device()));
+}
+
+/* ---- realization */
+int tg_realize_all(tg_tensor **ts, int n) {
+  for (int i = 0; i < n; i++) if (!ts[i]) return tg_seterr("tg_realize: tensor %d is NULL (an earlier op failed: see its error)", i);
+  if (n == 0) return 0;
+  uop_pool_push();
+  uop **roots = tg_xmalloc(sizeof(uop *) * (size_t)n);
+  for (int i = 0; i < n; i++) roots[i] = ts[i]->u;
+  ptrmap becomes = { 0 };
+  int rc = engine_realize(roots, n, ts[0]->device, &becomes);
+  if (rc == 0) tensors_substitute(&becomes);
+  pm_free(&becomes);
+  free(roots);
+  uop_pool_pop();
+  return rc;
+}
+int tg_realize(tg_tensor *t) { return tg_realize_all(&t, 1); }
+
+int tg_data(tg_tensor *t, void *out, size_t nbytes) {
+  if (!t) return tg_seterr("tg_data: tensor is NULL (an earlier op failed: see its error)");
+  if (!out) return tg_seterr("tg_data: output pointer is NULL");
+  size_t need = (size_t)tg_numel(t) * (size_t)tg_dtype_size(tg_dtype_of(t));
+  if (nbytes < need) return tg_seterr("tg_data: buffer of %zu bytes is too small for %zu bytes", nbytes, need);
+  if (tg_realize(t) < 0) return -1;
+  if (need == 0) return 0;
+  tg_buffer *b = uop_contiguous_buffer(t->u);
+  if (!b) return tg_seterr("tg_data: internal: realized tensor has no contiguous buffer");
+  if (buffer_alloc(b) < 0) return -1;
+  return buffer_copyout(b, out, need);
+}
+
+double tg_item(tg_tensor *t) {
+  if (!t) { tg_seterr("tg_item: tensor is NULL"); return NAN; }
+  if (tg_numel(t) != 1) { tg_seterr("tg_item: tensor has %lld elements, not 1", (long long)tg_numel(t)); return NAN; }
+  unsigned char buf[16];
+  if (tg_data(t, buf, sizeof buf) < 0) return NAN;
+  return dt_load_scalar(buf, tg_dtype_of(t));
+}

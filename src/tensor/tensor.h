@@ -1,0 +1,42 @@
+/* tensor.h: internals of the tensor layer. A tg_tensor is a handle on a UOp
+ * of the tensor graph, owned by a scope, and listed globally so that
+ * realization can point every tensor at the computed buffers. */
+#ifndef TG_TENSOR_INTERNAL_H
+#define TG_TENSOR_INTERNAL_H
+
+#include "tg.h"
+#include "uop/uop.h"
+#include "util/util.h"
+
+struct tg_scope;
+struct tg_tensor {
+  uop *u;                    /* retained */
+  const char *device;        /* a device's static name ("CPU", "NULL") */
+  struct tg_scope *scope;
+  int scope_slot;
+  tg_tensor *prev, *next;    /* the global list of live tensors */
+};
+
+/* Wraps u (retains it) in a new tensor in the current scope. */
+tg_tensor *tensor_wrap(uop *u, const char *device);
+/* Every tensor op runs between these: a UOp pool for the graph it builds. */
+#define API_BEGIN uop_pool_push()
+#define API_RETURN(x) do { tg_tensor *r_ = (x); uop_pool_pop(); return r_; } while (0)
+
+/* Builds (borrowed) UOps for tensor-graph movement, with shapes checked by
+ * the caller. */
+uop *mv_reshape(uop *u, const int64_t *shape, int nd);
+uop *mv_expand(uop *u, const int64_t *shape, int nd);
+uop *mv_permute(uop *u, const int64_t *order);
+/* Broadcast a scalar CONST to a shape. */
+uop *const_like(double v, dtype_t dt, const int64_t *shape, int nd);
+int64_t shape_numel(const int64_t *shape, int nd);
+
+/* Replace nodes in every live tensor's graph (after realization). */
+void tensors_substitute(const ptrmap *becomes);
+
+/* Normalizes an axis against ndim (negative counts from the end); -1 and an
+ * error when out of range. */
+int norm_axis(int axis, int ndim, const char *op);
+
+#endif
