@@ -5,7 +5,10 @@
  * verbatim, as text, into every generated kernel (build/gen/kernel_prelude.c),
  * so it must stay self-contained: it includes nothing and assumes that
  * <stdint.h>, <string.h> and <math.h> are already included. Every name starts
- * with tg_cvt.
+ * with tg_cvt; every function is marked unused, so a kernel that calls a few
+ * of them compiles without warnings. The work is done on integer bits, so the
+ * results hold under -ffast-math too (except that a DAZ mode flushes subnormal
+ * float inputs before they get here).
  *
  * Encoding (to the small type) rounds once, to nearest even, straight from the
  * double (never through float, so there is no double rounding).
@@ -14,9 +17,10 @@
  *   bfloat16: overflow -> +-inf; NaN -> sign|0x7FC0 (as ml_dtypes/Eigen).
  *   e4m3fn:   NVIDIA cuda_fp8 __NV_SATFINITE: |x| beyond 448 (after rounding),
  *             and +-inf, saturate to +-448 (0x7E/0xFE); NaN -> sign|0x7F.
- *   e5m2:     finite overflow saturates to +-57344 (0x7B/0xFB); +-inf stays
- *             +-inf (0x7C/0xFC); NaN -> sign|0x7E (cuda's and ml_dtypes'
- *             code for the default quiet NaN).
+ *   e5m2:     finite overflow saturates to +-57344 (0x7B/0xFB), as cuda;
+ *             but +-inf stays +-inf (0x7C/0xFC), where cuda's SATFINITE gives
+ *             +-57344; NaN -> sign|0x7E (cuda's and ml_dtypes' code for the
+ *             default quiet NaN).
  * Decoding (to float) is exact. float16/bfloat16 NaNs widen bit for bit
  * (payload kept, as numpy/ml_dtypes do); fp8 NaNs become sign|0x7FC00000.
  */
@@ -26,7 +30,7 @@
 /* Round |x| (bits a: finite, sign cleared) to a format with M mantissa bits
  * and exponent bias B, returning the magnitude encoding. Results at or beyond
  * the format's top codes mean overflow; the caller handles that. */
-static inline uint32_t tg_cvt__rne(uint64_t a, int M, int B) {
+static inline __attribute__((unused)) uint32_t tg_cvt__rne(uint64_t a, int M, int B) {
   int e = (int)(a >> 52);
   if (e == 0) return 0;                       /* double subnormal or zero */
   int ed = e - 1023, emin = 1 - B;
@@ -44,12 +48,12 @@ static inline uint32_t tg_cvt__rne(uint64_t a, int M, int B) {
   return base + (uint32_t)q;
 }
 
-static inline uint64_t tg_cvt__bits64(double x) { uint64_t u; __builtin_memcpy(&u, &x, 8); return u; }
-static inline uint32_t tg_cvt__bits32(float x) { uint32_t u; __builtin_memcpy(&u, &x, 4); return u; }
-static inline float tg_cvt__f32bits(uint32_t u) { float f; __builtin_memcpy(&f, &u, 4); return f; }
+static inline __attribute__((unused)) uint64_t tg_cvt__bits64(double x) { uint64_t u; __builtin_memcpy(&u, &x, 8); return u; }
+static inline __attribute__((unused)) uint32_t tg_cvt__bits32(float x) { uint32_t u; __builtin_memcpy(&u, &x, 4); return u; }
+static inline __attribute__((unused)) float tg_cvt__f32bits(uint32_t u) { float f; __builtin_memcpy(&f, &u, 4); return f; }
 
 /* ---- float16 */
-static inline uint16_t tg_cvt_f64_f16(double x) {
+static inline __attribute__((unused)) uint16_t tg_cvt_f64_f16(double x) {
   uint64_t u = tg_cvt__bits64(x), a = u & 0x7FFFFFFFFFFFFFFFull;
   uint16_t s = (uint16_t)((u >> 48) & 0x8000);
   if (a > 0x7FF0000000000000ull) return (uint16_t)(s | 0x7E00 | ((a >> 42) & 0x3FF));
@@ -57,17 +61,16 @@ static inline uint16_t tg_cvt_f64_f16(double x) {
   if (r > 0x7C00) r = 0x7C00;
   return (uint16_t)(s | r);
 }
-static inline uint16_t tg_cvt_f32_f16(float x) { return tg_cvt_f64_f16((double)x); }
-static inline float tg_cvt_f16_f32(uint16_t h) {
+static inline __attribute__((unused)) uint16_t tg_cvt_f32_f16(float x) { return tg_cvt_f64_f16((double)x); }
+static inline __attribute__((unused)) float tg_cvt_f16_f32(uint16_t h) {
   uint32_t s = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1F, m = h & 0x3FF;
   if (e == 0x1F) return tg_cvt__f32bits(s | 0x7F800000u | (m << 13));
   if (e) return tg_cvt__f32bits(s | ((e + 112) << 23) | (m << 13));
-  float f = (float)m * 0x1p-24f;
-  return s ? -f : f;
+  return tg_cvt__f32bits(s | tg_cvt__bits32((float)m * 0x1p-24f));   /* subnormal: exact */
 }
 
 /* ---- bfloat16 */
-static inline uint16_t tg_cvt_f64_bf16(double x) {
+static inline __attribute__((unused)) uint16_t tg_cvt_f64_bf16(double x) {
   uint64_t u = tg_cvt__bits64(x), a = u & 0x7FFFFFFFFFFFFFFFull;
   uint16_t s = (uint16_t)((u >> 48) & 0x8000);
   if (a > 0x7FF0000000000000ull) return (uint16_t)(s | 0x7FC0);
@@ -75,17 +78,17 @@ static inline uint16_t tg_cvt_f64_bf16(double x) {
   if (r > 0x7F80) r = 0x7F80;
   return (uint16_t)(s | r);
 }
-static inline uint16_t tg_cvt_f32_bf16(float x) {
+static inline __attribute__((unused)) uint16_t tg_cvt_f32_bf16(float x) {
   uint32_t u = tg_cvt__bits32(x);
   if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)(((u >> 16) & 0x8000) | 0x7FC0);
   return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1)) >> 16);
 }
-static inline float tg_cvt_bf16_f32(uint16_t h) {
+static inline __attribute__((unused)) float tg_cvt_bf16_f32(uint16_t h) {
   return tg_cvt__f32bits((uint32_t)h << 16);
 }
 
 /* ---- fp8 e4m3fn: bias 7, no inf, 0x7F/0xFF are NaN, max 448 */
-static inline uint8_t tg_cvt_f64_e4m3(double x) {
+static inline __attribute__((unused)) uint8_t tg_cvt_f64_e4m3(double x) {
   uint64_t u = tg_cvt__bits64(x), a = u & 0x7FFFFFFFFFFFFFFFull;
   uint8_t s = (uint8_t)((u >> 56) & 0x80);
   if (a > 0x7FF0000000000000ull) return (uint8_t)(s | 0x7F);
@@ -93,17 +96,16 @@ static inline uint8_t tg_cvt_f64_e4m3(double x) {
   if (r > 0x7E) r = 0x7E;
   return (uint8_t)(s | r);
 }
-static inline uint8_t tg_cvt_f32_e4m3(float x) { return tg_cvt_f64_e4m3((double)x); }
-static inline float tg_cvt_e4m3_f32(uint8_t v) {
+static inline __attribute__((unused)) uint8_t tg_cvt_f32_e4m3(float x) { return tg_cvt_f64_e4m3((double)x); }
+static inline __attribute__((unused)) float tg_cvt_e4m3_f32(uint8_t v) {
   uint32_t s = (uint32_t)(v & 0x80) << 24, e = (v >> 3) & 0xF, m = v & 7;
   if (e == 0xF && m == 7) return tg_cvt__f32bits(s | 0x7FC00000u);
   if (e) return tg_cvt__f32bits(s | ((e + 120) << 23) | (m << 20));
-  float f = (float)m * 0x1p-9f;
-  return s ? -f : f;
+  return tg_cvt__f32bits(s | tg_cvt__bits32((float)m * 0x1p-9f));   /* subnormal: exact */
 }
 
 /* ---- fp8 e5m2: bias 15, IEEE-like (inf 0x7C, NaN 0x7D..0x7F), max 57344 */
-static inline uint8_t tg_cvt_f64_e5m2(double x) {
+static inline __attribute__((unused)) uint8_t tg_cvt_f64_e5m2(double x) {
   uint64_t u = tg_cvt__bits64(x), a = u & 0x7FFFFFFFFFFFFFFFull;
   uint8_t s = (uint8_t)((u >> 56) & 0x80);
   if (a > 0x7FF0000000000000ull) return (uint8_t)(s | 0x7E);
@@ -112,13 +114,12 @@ static inline uint8_t tg_cvt_f64_e5m2(double x) {
   if (r > 0x7B) r = 0x7B;
   return (uint8_t)(s | r);
 }
-static inline uint8_t tg_cvt_f32_e5m2(float x) { return tg_cvt_f64_e5m2((double)x); }
-static inline float tg_cvt_e5m2_f32(uint8_t v) {
+static inline __attribute__((unused)) uint8_t tg_cvt_f32_e5m2(float x) { return tg_cvt_f64_e5m2((double)x); }
+static inline __attribute__((unused)) float tg_cvt_e5m2_f32(uint8_t v) {
   uint32_t s = (uint32_t)(v & 0x80) << 24, e = (v >> 2) & 0x1F, m = v & 3;
   if (e == 0x1F) return tg_cvt__f32bits(s | (m ? 0x7FC00000u : 0x7F800000u));
   if (e) return tg_cvt__f32bits(s | ((e + 112) << 23) | (m << 21));
-  float f = (float)m * 0x1p-16f;
-  return s ? -f : f;
+  return tg_cvt__f32bits(s | tg_cvt__bits32((float)m * 0x1p-16f));   /* subnormal: exact */
 }
 
 #endif

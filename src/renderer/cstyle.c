@@ -73,6 +73,8 @@ static char *render_const(rctx *c, uop *u) {
   double v = uop_const_value(u);
   if (is_small(d)) {
     c->need_fpconv = true;
+    if (isnan(v)) return fmt("tg_cvt_f64_%s(NAN)", small_tag(d));
+    if (isinf(v)) return fmt("tg_cvt_f64_%s(%sINFINITY)", small_tag(d), v < 0 ? "-" : "");
     return fmt("tg_cvt_f64_%s(%a)", small_tag(d), v);
   }
   switch (d.scalar) {

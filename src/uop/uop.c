@@ -292,6 +292,13 @@ uop_list uop_toposort(uop *root) {
 /* ---- printing */
 void uop_arg_str(const uop *u, char *buf, int n) {
   buf[0] = 0;
+  if (u->op == OP_REDUCE && u->arg.kind == ARG_INT) { snprintf(buf, (size_t)n, "%s", uop_op_name((uop_op)u->arg.i)); return; }
+  if (u->op == OP_REDUCE_AXIS && u->arg.kind == ARG_INTS && u->arg.n > 0) {
+    int k = snprintf(buf, (size_t)n, "(%s, (", uop_op_name((uop_op)u->arg.v[0]));
+    for (int i = 1; i < u->arg.n && k < n - 24; i++) k += snprintf(buf + k, (size_t)(n - k), i > 1 ? ",%lld" : "%lld", (long long)u->arg.v[i]);
+    snprintf(buf + k, (size_t)(n - k), u->arg.n == 2 ? ",))" : "))");
+    return;
+  }
   switch (u->arg.kind) {
   case ARG_INT:
     if (u->op == OP_CONST && u->dtype.scalar == TG_BOOL) snprintf(buf, (size_t)n, "%s", u->arg.i ? "True" : "False");
