@@ -46,7 +46,7 @@ $(BUILD)/tests/tg_tests: $(TEST_OBJ) $(BUILD)/libtg.a
 test: all $(BUILD)/tests/tg_tests
 	cd tests && ../$(BUILD)/tests/tg_tests
 
-$(BUILD)/bench/%: bench/%.c $(BUILD)/libtg.a
+$(BUILD)/bench/%: bench/%.c $(wildcard bench/*.h) $(BUILD)/libtg.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -O3 -march=native -fopenmp $< -o $@ $(BUILD)/libtg.a $(LDLIBS) -fopenmp
 

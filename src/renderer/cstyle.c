@@ -83,12 +83,12 @@ static char *render_const(rctx *c, uop *u) {
     const char *suf = d.scalar == TG_F32 ? "f" : "";
     if (isnan(v)) return fmt("(%s)NAN", ctype(d));
     if (isinf(v)) return fmt("(%s)%sINFINITY", ctype(d), v < 0 ? "-" : "");
-    return fmt("%a%s", v, suf);
+    return fmt(signbit(v) ? "(%a%s)" : "%a%s", v, suf);
   }
-  case TG_I64: return u->arg.i == INT64_MIN ? fmt("(-9223372036854775807LL-1)") : fmt("%lldLL", (long long)u->arg.i);
+  case TG_I64: return u->arg.i == INT64_MIN ? fmt("(-9223372036854775807LL-1)") : fmt(u->arg.i < 0 ? "(%lldLL)" : "%lldLL", (long long)u->arg.i);
   case TG_U64: return fmt("%lluULL", (unsigned long long)u->arg.i);
   case TG_U32: return fmt("%lluu", (unsigned long long)(uint32_t)u->arg.i);
-  case TG_I32: return u->arg.i == INT32_MIN ? fmt("(-2147483647-1)") : fmt("%lld", (long long)u->arg.i);
+  case TG_I32: return u->arg.i == INT32_MIN ? fmt("(-2147483647-1)") : fmt(u->arg.i < 0 ? "(%lld)" : "%lld", (long long)u->arg.i);
   default: return fmt("((%s)%lld)", ctype(d), (long long)u->arg.i);
   }
 }

@@ -207,7 +207,7 @@ static uop *lower_uncached(kctx *k, uop *u, uop *const *idx, uop *gate) {
     srcs[0] = lower(k, src, sidx, gate);
     return uop_new(OP_REDUCE, u->dtype, srcs, 1 + nr, arg_int(u->arg.v[0]));
   }
-  case OP_CONTIGUOUS: case OP_DETACH:
+  case OP_CONTIGUOUS: case OP_DETACH: case OP_UNIQUE:
     return lower(k, u->src[0], idx, gate);
   default:
     if (uop_is_alu(u->op)) {

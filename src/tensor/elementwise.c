@@ -3,8 +3,6 @@
 #include <math.h>
 #include "tensor/tensor.h"
 
-#define NEED(t, op) do { if (!(t)) TG_FAIL("%s: input is NULL (an earlier op failed: see its error)", op); } while (0)
-
 static bool same_device(const tg_tensor *a, const tg_tensor *b, const char *op) {
   if (a->device != b->device) { tg_seterr("%s: tensors are on different devices (%s and %s); use tg_to", op, a->device, b->device); return false; }
   return true;

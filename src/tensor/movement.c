@@ -2,8 +2,6 @@
  * These only build movement UOps; the scheduler turns them into index math. */
 #include "tensor/tensor.h"
 
-#define NEED(t, op) do { if (!(t)) TG_FAIL("%s: input is NULL (an earlier op failed: see its error)", op); } while (0)
-
 static char *shape_str(const int64_t *s, int nd, char *buf, int n) {
   int k = snprintf(buf, (size_t)n, "(");
   for (int i = 0; i < nd && k < n - 24; i++) k += snprintf(buf + k, (size_t)(n - k), i ? ",%lld" : "%lld", (long long)s[i]);

@@ -52,7 +52,7 @@ tg_tensor *tg_rand(tg_shape shape, tg_dtype dt) {
   uop *bits = random_bits(n);
   uop *lo = uop_cast(bits, DT_U32);
   uop *u = bits_to_unit(lo);
-  u = mv_reshape(uop_cast(u, dt_scalar(dt)), shape.d, shape.ndim);
+  u = make_unique(mv_reshape(uop_cast(u, dt_scalar(dt)), shape.d, shape.ndim));
   API_RETURN(tensor_wrap(u, tg_default_device()));
 }
 
@@ -70,6 +70,6 @@ tg_tensor *tg_randn(tg_shape shape, tg_dtype dt) {
   uop *r = uop_alu1(OP_SQRT, ln);
   uop *c = uop_alu1(OP_SIN, uop_alu(OP_SUB, const_like(M_PI / 2, DT_F32, sh, 1), uop_alu(OP_MUL, u2, const_like(2 * M_PI, DT_F32, sh, 1))));
   uop *z = uop_alu(OP_MUL, r, c);
-  z = mv_reshape(uop_cast(z, dt_scalar(dt)), shape.d, shape.ndim);
+  z = make_unique(mv_reshape(uop_cast(z, dt_scalar(dt)), shape.d, shape.ndim));
   API_RETURN(tensor_wrap(z, tg_default_device()));
 }

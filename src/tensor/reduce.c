@@ -4,8 +4,6 @@
 #include "tensor/tensor.h"
 #include "runtime/device.h"
 
-#define NEED(t, op) do { if (!(t)) TG_FAIL("%s: input is NULL (an earlier op failed: see its error)", op); } while (0)
-
 /* Resolves axes into flags; false with an error on a bad or repeated axis. */
 static bool axes_flags(tg_axes axes, int nd, bool *flags, const char *op) {
   for (int i = 0; i < nd; i++) flags[i] = axes.n < 0;

@@ -89,6 +89,10 @@ void tensors_substitute(const ptrmap *becomes) {
   pthread_mutex_unlock(&tensors_lock);
 }
 
+void tensor_null_input(const char *op) {
+  if (!tg_error()[0]) tg_seterr("%s: input is NULL (an earlier call failed)", op);
+}
+
 /* ---- devices */
 static const char *default_device_name;
 int tg_set_default_device(const char *name) {
@@ -161,6 +165,18 @@ uop *const_like(double v, dtype_t dt, const int64_t *shape, int nd) {
 }
 
 /* ---- creation */
+
+/* Tensors made by creation ops are distinct tensors even when their values
+ * are equal: two tg_zeros must realize into two buffers, or an assign to one
+ * would change the other. UNIQUE is free in kernels (lowering skips it). */
+uop *make_unique(uop *u) {
+  static int64_t next = 1;
+  static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+  pthread_mutex_lock(&mu);
+  int64_t id = next++;
+  pthread_mutex_unlock(&mu);
+  return uop1(OP_UNIQUE, u->dtype, u, arg_int(id));
+}
 static bool check_shape(tg_shape s, const char *op) {
   if (s.ndim < 0 || s.ndim > TG_MAX_DIMS) { tg_seterr("%s: bad number of dimensions %d", op, s.ndim); return false; }
   for (int i = 0; i < s.ndim; i++)
@@ -198,7 +214,7 @@ tg_tensor *tg_empty(tg_shape shape, tg_dtype dt) { return new_buffer_tensor(shap
 tg_tensor *tg_full(tg_shape shape, double value, tg_dtype dt) {
   if (!check_shape(shape, "tg_full") || !check_dtype(dt, "tg_full")) return NULL;
   API_BEGIN;
-  API_RETURN(tensor_wrap(const_like(value, dt_scalar(dt), shape.d, shape.ndim), tg_default_device()));
+  API_RETURN(tensor_wrap(make_unique(const_like(value, dt_scalar(dt), shape.d, shape.ndim)), tg_default_device()));
 }
 tg_tensor *tg_zeros(tg_shape shape, tg_dtype dt) { return tg_full(shape, 0, dt); }
 tg_tensor *tg_ones(tg_shape shape, tg_dtype dt) { return tg_full(shape, 1, dt); }
@@ -206,7 +222,7 @@ tg_tensor *tg_scalar(double value, tg_dtype dt) { return tg_full(TG_SHAPE(), val
 tg_tensor *tg_full_like(const tg_tensor *t, double value) {
   if (!t) return NULL;
   API_BEGIN;
-  API_RETURN(tensor_wrap(const_like(value, t->u->dtype, t->u->shape, t->u->ndim), t->device));
+  API_RETURN(tensor_wrap(make_unique(const_like(value, t->u->dtype, t->u->shape, t->u->ndim)), t->device));
 }
 tg_tensor *tg_zeros_like(const tg_tensor *t) { return tg_full_like(t, 0); }
 tg_tensor *tg_ones_like(const tg_tensor *t) { return tg_full_like(t, 1); }
@@ -237,7 +253,7 @@ tg_tensor *tg_arange(double start, double stop, double step, tg_dtype dt) {
   } else {
     v = uop_alu(OP_ADD, uop_alu(OP_MUL, idx, const_like(step, DT_INDEX, sh, 1)), const_like(start, DT_INDEX, sh, 1));
   }
-  API_RETURN(tensor_wrap(uop_cast(v, dt_scalar(dt)), tg_default_device()));
+  API_RETURN(tensor_wrap(make_unique(uop_cast(v, dt_scalar(dt))), tg_default_device()));
 }
 
 tg_tensor *tg_eye(int64_t n, tg_dtype dt) {
@@ -248,7 +264,7 @@ tg_tensor *tg_eye(int64_t n, tg_dtype dt) {
   int64_t col[2] = { n, 1 }, row[2] = { 1, n }, full[2] = { n, n };
   uop *a = mv_expand(mv_reshape(idx, col, 2), full, 2);
   uop *b = mv_expand(mv_reshape(idx, row, 2), full, 2);
-  API_RETURN(tensor_wrap(uop_cast(uop_alu(OP_CMPEQ, a, b), dt_scalar(dt)), tg_default_device()));
+  API_RETURN(tensor_wrap(make_unique(uop_cast(uop_alu(OP_CMPEQ, a, b), dt_scalar(dt))), tg_default_device()));
 }
 
 /* ---- realization */

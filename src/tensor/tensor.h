@@ -19,6 +19,12 @@ struct tg_tensor {
 
 /* Wraps u (retains it) in a new tensor in the current scope. */
 tg_tensor *tensor_wrap(uop *u, const char *device);
+/* An op given NULL returns NULL. The message of the failure that made the
+ * NULL is kept (it says what went wrong); only when there is none does this
+ * set "op: input is NULL". */
+void tensor_null_input(const char *op);
+#define NEED(t, op) do { if (!(t)) { tensor_null_input(op); return NULL; } } while (0)
+
 /* Every tensor op runs between these: a UOp pool for the graph it builds. */
 #define API_BEGIN uop_pool_push()
 #define API_RETURN(x) do { tg_tensor *r_ = (x); uop_pool_pop(); return r_; } while (0)
@@ -31,6 +37,9 @@ uop *mv_permute(uop *u, const int64_t *order);
 /* Broadcast a scalar CONST to a shape. */
 uop *const_like(double v, dtype_t dt, const int64_t *shape, int nd);
 int64_t shape_numel(const int64_t *shape, int nd);
+
+/* Wraps a freshly created value so it is distinct from equal values. */
+uop *make_unique(uop *u);
 
 /* Replace nodes in every live tensor's graph (after realization). */
 void tensors_substitute(const ptrmap *becomes);

@@ -1,0 +1,86 @@
+/* golden_io.h: reads the op goldens written by tests/gen/gen_ops.py (the
+ * format is described at the top of that script) and compares tg tensors
+ * with their expected arrays. Usable by any test:
+ *
+ *   golden_file *g = golden_load("goldens/ops_reduce.bin");
+ *   for (int i = 0; g && i < g->ncases; i++) {
+ *     const golden_case *c = &g->cases[i];
+ *     tg_tensor *x = golden_tensor(&c->in[0]);
+ *     ...
+ *     golden_check(result, &c->out[0], c, c->label);
+ *   }
+ *   golden_free(g);
+ */
+#ifndef TG_GOLDEN_IO_H
+#define TG_GOLDEN_IO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "tg.h"
+
+typedef struct {
+  tg_dtype dtype;
+  int ndim;
+  int64_t shape[TG_MAX_DIMS];
+  int64_t numel;
+  size_t nbytes;
+  void *data;          /* malloc'd, aligned for any element type; never NULL */
+} golden_array;
+
+typedef enum { GOLDEN_INTS = 0, GOLDEN_FLOATS = 1 } golden_param_type;
+typedef struct {
+  char key[64];
+  golden_param_type type;
+  int n;
+  int64_t *i;          /* type GOLDEN_INTS */
+  double *f;           /* type GOLDEN_FLOATS */
+} golden_param;
+
+typedef struct {
+  char op[64];         /* the dispatch name */
+  char label[160];     /* unique, says what the case checks */
+  double rtol, atol;
+  int nparams, nin, nout;
+  golden_param *params;
+  golden_array *in, *out;
+} golden_case;
+
+typedef struct {
+  char path[256];
+  int ncases;
+  golden_case *cases;
+} golden_file;
+
+/* Loads a golden file; NULL with a message in *err (static storage) when it
+ * is missing or malformed. */
+golden_file *golden_load(const char *path, const char **err);
+void golden_free(golden_file *g);
+
+/* Parameters. The getters accept either list type (ints convert to double and
+ * integral doubles to int). */
+const golden_param *golden_param_get(const golden_case *c, const char *key);
+bool golden_has(const golden_case *c, const char *key);
+int64_t golden_int(const golden_case *c, const char *key, int64_t dflt);
+double golden_f64(const golden_case *c, const char *key, double dflt);
+/* Copies up to max values of an int list into out; returns the count, or -1
+ * when the key is missing. */
+int golden_ints(const golden_case *c, const char *key, int64_t *out, int max);
+
+/* The array's shape as a tg_shape, and a tensor holding a copy of its data
+ * (on the default device). */
+tg_shape golden_shape(const golden_array *a);
+tg_tensor *golden_tensor(const golden_array *a);
+/* Element i as a double (small floats decoded exactly; 64-bit ints rounded). */
+double golden_value(const golden_array *a, int64_t i);
+
+/* Reads t back and compares it with want: shape and dtype must be equal, then
+ * every element (ints and bools exactly, floats with |got - want| <= atol +
+ * rtol*|want|, NaN matching NaN, inf matching inf of the same sign; bitexact:
+ * raw bytes). Reports the first mismatches through test_fail, prefixed with
+ * `what`; returns true when everything matched. */
+bool golden_compare(tg_tensor *t, const golden_array *want, double rtol, double atol, bool bitexact, const char *what);
+/* golden_compare with the case's tolerances and its bitexact parameter. */
+bool golden_check(tg_tensor *t, const golden_array *want, const golden_case *c, const char *what);
+
+#endif
