@@ -343,6 +343,10 @@ static int build_kernel(sctx *s, uop *u) {
     v = lower(&k, value, oidx, NULL);
   } else {
     v = lower(&k, value, oidx, NULL);
+    /* the loops must cover exactly the output buffer: a kernel never writes past it */
+    int64_t cover = 1;
+    for (int i = 0; i < nd; i++) cover *= value->shape[i];
+    if (cover != out->numel) { tg_seterr("internal: kernel for %s covers %lld elements, buffer has %lld", uop_op_name(u->op), (long long)cover, (long long)out->numel); k.failed = true; }
     store_ix = uop2(OP_INDEX, g0->dtype, g0, flat_index(oidx, value->shape, nd), arg_none());
   }
   if (k.failed) { pm_free(&k.memo); VEC_FREE(k.bufs); VEC_FREE(k.globals); VEC_FREE(k.deps); VEC_FREE(k.raw_reads); buffer_release(out); return -1; }

@@ -51,15 +51,37 @@ static tg_tensor *sum_like(tg_tensor *a, tg_axes axes, bool keepdim, uop_op op, 
   API_BEGIN;
   dtype_t in = a->u->dtype, acc = sum_acc_dtype(in);
   uop *r = reduce_uop(uop_cast(a->u, acc), op, fl, keepdim);
-  if (in.scalar == TG_F16 || in.scalar == TG_BF16) r = uop_cast(r, in);
+  /* tinygrad: sums of half, bfloat16 and fp8 return their dtype; prod always
+   * keeps the input dtype (x.cast(x.dtype)._reduce(MUL)). Accumulating wider
+   * and casting back gives the same ints (products wrap modulo 2^bits either
+   * way) and bools (a product of 0s and 1s), and more accurate floats. */
+  if (op == OP_MUL || in.scalar == TG_F16 || in.scalar == TG_BF16 || in.scalar == TG_FP8E4M3 || in.scalar == TG_FP8E5M2)
+    r = uop_cast(r, in);
   API_RETURN(tensor_wrap(r, a->device));
 }
 tg_tensor *tg_sum(tg_tensor *a, tg_axes axes, bool keepdim) { return sum_like(a, axes, keepdim, OP_ADD, "tg_sum"); }
-tg_tensor *tg_prod(tg_tensor *a, tg_axes axes, bool keepdim) { return sum_like(a, axes, keepdim, OP_MUL, "tg_prod"); }
+/* like tinygrad, prod keeps the input dtype (sum widens small ints) */
+tg_tensor *tg_prod(tg_tensor *a, tg_axes axes, bool keepdim) {
+  NEED(a, "tg_prod");
+  bool fl[TG_MAX_DIMS];
+  if (!axes_flags(axes, a->u->ndim, fl, "tg_prod")) return NULL;
+  API_BEGIN;
+  API_RETURN(tensor_wrap(reduce_uop(a->u, OP_MUL, fl, keepdim), a->device));
+}
 
+/* Every bit set, broadcast to x's shape. Not const_like(-1): uop_const goes
+ * through a double, and 2^64-1 (uint64's all-ones) is not one. */
+static uop *all_ones_like(uop *x) {
+  int bits = 8 * tg_dtype_size((tg_dtype)x->dtype.scalar);
+  uop *c = uop_const_int(x->dtype, dt_is_unsigned(x->dtype) && bits < 64 ? (int64_t)((1ULL << bits) - 1) : -1);
+  if (x->ndim == 0) return c;
+  int64_t ones[TG_MAX_DIMS * 4];
+  for (int i = 0; i < x->ndim; i++) ones[i] = 1;
+  return mv_expand(mv_reshape(c, ones, x->ndim), x->shape, x->ndim);
+}
 static uop *inverse(uop *x) {
   if (x->dtype.scalar == TG_BOOL) return uop_alu(OP_CMPEQ, x, const_like(0, x->dtype, x->shape, x->ndim));
-  if (dt_is_int(x->dtype)) return uop_alu(OP_XOR, x, const_like(-1, x->dtype, x->shape, x->ndim));
+  if (dt_is_int(x->dtype)) return uop_alu(OP_XOR, x, all_ones_like(x));
   return uop_alu1(OP_NEG, x);
 }
 

@@ -269,7 +269,7 @@ tg_tensor *tg_eye(int64_t n, tg_dtype dt) {
 
 /* ---- realization */
 int tg_realize_all(tg_tensor **ts, int n) {
-  for (int i = 0; i < n; i++) if (!ts[i]) return tg_seterr("tg_realize: tensor %d is NULL (an earlier op failed: see its error)", i);
+  for (int i = 0; i < n; i++) if (!ts[i]) { tensor_null_input("tg_realize"); return -1; }
   if (n == 0) return 0;
   uop_pool_push();
   uop **roots = tg_xmalloc(sizeof(uop *) * (size_t)n);
@@ -285,7 +285,7 @@ int tg_realize_all(tg_tensor **ts, int n) {
 int tg_realize(tg_tensor *t) { return tg_realize_all(&t, 1); }
 
 int tg_data(tg_tensor *t, void *out, size_t nbytes) {
-  if (!t) return tg_seterr("tg_data: tensor is NULL (an earlier op failed: see its error)");
+  if (!t) { tensor_null_input("tg_data"); return -1; }
   if (!out) return tg_seterr("tg_data: output pointer is NULL");
   size_t need = (size_t)tg_numel(t) * (size_t)tg_dtype_size(tg_dtype_of(t));
   if (nbytes < need) return tg_seterr("tg_data: buffer of %zu bytes is too small for %zu bytes", nbytes, need);
@@ -298,7 +298,7 @@ int tg_data(tg_tensor *t, void *out, size_t nbytes) {
 }
 
 double tg_item(tg_tensor *t) {
-  if (!t) { tg_seterr("tg_item: tensor is NULL"); return NAN; }
+  if (!t) { tensor_null_input("tg_item"); return NAN; }
   if (tg_numel(t) != 1) { tg_seterr("tg_item: tensor has %lld elements, not 1", (long long)tg_numel(t)); return NAN; }
   unsigned char buf[16];
   if (tg_data(t, buf, sizeof buf) < 0) return NAN;

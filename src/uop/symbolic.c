@@ -219,7 +219,10 @@ static void compute_one(uop *u) {
     if (u->arg.kind == ARG_INT) lo = hi = wrap(d, (uint64_t)u->arg.i);
     break;
   case OP_RANGE: case OP_SPECIAL:
-    if (ns >= 1 && k[0]) { lo = 0; hi = h[0] - 1 > 0 ? h[0] - 1 : 0; }
+    /* 0..size-1. A loop that may run zero times keeps an unknown range:
+     * folding its index to a constant would drop the loop, and the body
+     * would run once. */
+    if (ns >= 1 && k[0] && l[0] >= 1) { lo = 0; hi = h[0] - 1; }
     break;
   case OP_DEFINE_VAR:
     if (ns >= 2 && S[0]->op == OP_CONST && S[1]->op == OP_CONST && S[0]->arg.kind == ARG_INT && S[1]->arg.kind == ARG_INT &&

@@ -233,8 +233,12 @@ uop *uop_replace_src(uop *u, uop *const *src, int nsrc) {
 
 uop *uop_const(dtype_t dt, double v) {
   dtype_t s = dt_base(dt);
-  v = dt_cast_value(v, s);
-  uop *c = dt_is_float(s) ? uop0(OP_CONST, s, arg_float(v)) : uop0(OP_CONST, s, arg_int((int64_t)v));
+  uop *c;
+  if (dt_is_float(s)) c = uop0(OP_CONST, s, arg_float(dt_cast_value(v, s)));
+  else if (s.scalar == TG_BOOL) c = uop0(OP_CONST, s, arg_int(v != 0));
+  else if (v == floor(v) && v >= -9223372036854775808.0 && v < 9223372036854775808.0) c = uop_const_int(s, (int64_t)v);
+  else if (v == floor(v) && v >= 0 && v < 18446744073709551616.0) c = uop_const_int(s, (int64_t)(uint64_t)v);
+  else c = uop_const_int(s, (int64_t)dt_cast_value(v, s));
   if (dt.count > 1) {
     uop *lanes[256];
     for (int i = 0; i < dt.count; i++) lanes[i] = c;
@@ -242,9 +246,17 @@ uop *uop_const(dtype_t dt, double v) {
   }
   return c;
 }
+/* Integer constants are stored wrapped to their dtype's width (two's
+ * complement; uint64 keeps its bits in the int64). */
 uop *uop_const_int(dtype_t dt, int64_t v) {
   if (dt_is_float(dt)) return uop_const(dt, (double)v);
+  int bits = dt_itemsize(dt) * 8;
   if (dt.scalar == TG_BOOL) v = v != 0;
+  else if (bits < 64) {
+    uint64_t m = (1ULL << bits) - 1, u = (uint64_t)v & m;
+    if (!dt_is_unsigned(dt) && (u >> (bits - 1))) u |= ~m;
+    v = (int64_t)u;
+  }
   return uop0(OP_CONST, dt_base(dt), arg_int(v));
 }
 double uop_const_value(const uop *u) {

@@ -697,6 +697,10 @@ def gen_reduce():
     mi64 = np.array([[-2 ** 62, 5], [3, -2 ** 63]], np.int64)
     g.add("min", "min_i64_extreme", [mi64], np.min(mi64, axis=1), axes=[1], keepdim=0)
     g.add("max", "max_i64_extreme", [mi64], np.max(mi64, axis=0), axes=[0], keepdim=0)
+    mu64 = np.array([[2 ** 63 + 5, 2 ** 63 + 7, 2 ** 64 - 1], [1, 2 ** 62 + 1, 2 ** 62]], np.uint64)
+    g.add("min", "min_u64_big", [mu64], np.min(mu64, axis=1), axes=[1], keepdim=0)
+    g.add("max", "max_u64_big", [mu64], np.max(mu64, axis=1), axes=[1], keepdim=0)
+    g.add("argmin", "argmin_u64_big", [mu64], np.argmin(mu64, axis=1).astype(np.int32), axis=1, keepdim=0)
     g.add("max", "max_bool_any", [b], np.max(b, axis=1), axes=[1], keepdim=0)
     g.add("min", "min_bool_all", [b], np.min(b, axis=1), axes=[1], keepdim=0)
     g.add("mean", "mean_i32_to_f32", [np.array([[1, 2, 4], [5, 5, 6]], np.int32)], f32([7 / 3, 16 / 3]), rtol=1e-6, axes=[1], keepdim=0)
@@ -708,6 +712,12 @@ def gen_reduce():
     g.add("prod", "prod_i8_keeps_dtype_wraps", [p8], (np.prod(p8.astype(np.int64), axis=1) % 256).astype(np.uint8).view(np.int8),
           axes=[1], keepdim=0)
     g.add("prod", "prod_bool_keeps_dtype", [b], np.all(b, axis=0), axes=[0], keepdim=0)
+    # fp8: tinygrad sums in float32 and casts back to the fp8 dtype; these
+    # values and sums are exact in e4m3 (sums of a few multiples of 0.25 < 16)
+    f8 = np.array([[0.25, 1.5, -2.0, 3.0], [4.0, -0.5, 0.75, 1.0]], np.float32).astype(E4M3)
+    g.add("sum", "sum_fp8e4m3_keeps_dtype", [f8], f8.astype(np.float64).sum(1).astype(np.float32).astype(E4M3), axes=[1], keepdim=0)
+    ph = np.array([[1.5, 2.0, -0.5], [3.0, 0.25, 2.0]], np.float16)
+    g.add("prod", "prod_f16_keeps_dtype", [ph], np.prod(ph.astype(np.float64), axis=1).astype(np.float16), axes=[1], keepdim=0)
     # float16: accumulate in float32, round once to half: at most a half ulp
     # plus float32 accumulation (negligible here): rtol 1e-3 (one half ulp at 1
     # is 4.9e-4, a last-bit flip between two near-tie roundings is 9.8e-4).
