@@ -460,6 +460,23 @@ TEST(symbolic_deep_chain) {
   CHECK_EQ_INT(uop_live_count(), live0);
 }
 
+TEST(symbolic_shared_dag) {
+  /* 2^60 paths through a small DAG: every pass must visit nodes, not paths */
+  uop_pool_push();
+  uop *r = range(4);
+  uop *e = r;
+  for (int i = 0; i < 60; i++) e = add(mul(e, cl(2)), e);
+  uop *d = idiv(e, cl(7));
+  uop *s = S(d);
+  CHECK(s != NULL);
+  CHECK(S(lt(e, cl(5))) != NULL);
+  uop *f = r;
+  for (int i = 0; i < 20; i++) f = add(f, f);   /* r * 2^20 */
+  CHECK(S(f) == mul(r, cl(1 << 20)));
+  CHECK(S(idiv(f, cl(1 << 20))) == r);
+  uop_pool_pop();
+}
+
 /* ------------------------------------------------------------ random expressions, brute force */
 
 static uint64_t rs;

@@ -38,9 +38,25 @@ static rinfo *info_of(sctx *s, const uop *u) {
   return p == (void *)1 ? NULL : p;
 }
 
-/* A BUFFER, or a RESHAPE of one: already contiguous memory. */
+/* Skips AFTER wrappers: AFTER(x, assigns...) is x once the assigns ran. */
+static const uop *skip_after(const uop *u) {
+  while (u->op == OP_AFTER) u = u->src[0];
+  return u;
+}
+/* A BUFFER, or a RESHAPE of one (through AFTERs): contiguous memory. */
 static bool is_buffer_view(const uop *u) {
-  return u->op == OP_BUFFER || (u->op == OP_RESHAPE && u->src[0]->op == OP_BUFFER);
+  u = skip_after(u);
+  if (u->op == OP_RESHAPE) u = skip_after(u->src[0]);
+  return u->op == OP_BUFFER;
+}
+/* The same view with its AFTERs removed (what it becomes once they ran). */
+static uop *strip_after(uop *u) {
+  uop *x = (uop *)skip_after(u);
+  if (x->op == OP_RESHAPE) {
+    uop *b = (uop *)skip_after(x->src[0]);
+    return b == x->src[0] ? x : uop1(OP_RESHAPE, x->dtype, b, x->arg);
+  }
+  return x;
 }
 static tg_buffer *view_buffer(const uop *u) {
   while (u->nsrc && u->op != OP_BUFFER) u = u->src[0];
@@ -65,27 +81,6 @@ static void mark_reduces_below(sctx *s, uop *u) {
     for (int i = 0; i < x->nsrc; i++) VEC_PUSH(stack, x->src[i]);
   }
   VEC_FREE(stack);
-}
-
-/* Does value (through unstored nodes) read buffer b other than through the
- * exact view `target`? Then writing b in place would race with the reads. */
-static bool assign_hazard(sctx *s, uop *value, uop *target, tg_buffer *b) {
-  ptrmap seen = { 0 };
-  VEC(uop *) stack = { 0 };
-  bool hazard = false;
-  VEC_PUSH(stack, value);
-  while (stack.n && !hazard) {
-    uop *x = stack.v[--stack.n];
-    if (pm_get(&seen, x)) continue;
-    pm_put(&seen, x, (void *)1);
-    if (x == target) continue;
-    if (x->op == OP_ASSIGN && is_marked(s, x)) { hazard = view_buffer(assign_view(x)) == b && assign_view(x) != target; continue; }
-    if (is_marked(s, x)) continue;
-    if (x->op == OP_BUFFER) { hazard = x->arg.p == b; continue; }
-    for (int i = 0; i < x->nsrc; i++) VEC_PUSH(stack, x->src[i]);
-  }
-  VEC_FREE(stack); pm_free(&seen);
-  return hazard;
 }
 
 /* ------------------------------------------------------------ lowering */
@@ -141,6 +136,18 @@ static uop *lower_uncached(kctx *k, uop *u, uop *const *idx, uop *gate) {
     return r;
   }
   switch (u->op) {
+  case OP_AFTER: {
+    /* the buffer after some assigns: depend on their kernels; reading it is
+     * not a read of the old contents */
+    for (int i = 1; i < u->nsrc; i++) {
+      rinfo *di = is_marked(s, u->src[i]) ? info_of(s, u->src[i]) : NULL;
+      if (di && di->kernel >= 0) VEC_PUSH(k->deps, di->kernel);
+    }
+    k->via_repl++;
+    uop *r = lower(k, u->src[0], idx, gate);
+    k->via_repl--;
+    return r;
+  }
   case OP_BUFFER: {
     tg_buffer *b = u->arg.p;
     if (!k->via_repl) VEC_PUSH(k->raw_reads, b);
@@ -235,6 +242,19 @@ static uop *lower(kctx *k, uop *u, uop *const *idx, uop *gate) {
   return r;
 }
 
+/* Does the kernel value v load from buffer g at an index other than ix? */
+static bool reads_elsewhere(uop *v, uop *g, uop *ix) {
+  uop *want = uop_simplify(ix);
+  uop_list l = uop_toposort(v);
+  bool found = false;
+  for (int i = 0; i < l.n && !found; i++) {
+    uop *x = l.v[i];
+    if (x->op == OP_LOAD && x->src[0]->src[0] == g) found = uop_simplify(x->src[0]) != want;
+  }
+  free(l.v);
+  return found;
+}
+
 /* The kernel's name says its shape: E_ for elementwise, r_ with a reduce,
  * then the loop sizes (outputs first, then reduces). */
 static void kernel_name(uop *ast, char *buf, size_t n) {
@@ -291,6 +311,12 @@ static int build_kernel(sctx *s, uop *u) {
   }
   ri->buf = out;
   ri->kernel = kidx;
+  if (u->ndim > 0) {
+    /* nothing to compute for an empty output: the buffer is the answer */
+    bool empty = false;
+    for (int i = 0; i < u->ndim; i++) empty |= u->shape[i] == 0;
+    if (empty) { ri->kernel = -1; buffer_release(out); pm_put(&s->marked, u, ri); return 0; }
+  }
 
   sched_item it = { 0 };
   it.dev = dev;
@@ -314,33 +340,44 @@ static int build_kernel(sctx *s, uop *u) {
     return 0;
   }
 
-  kctx k = { 0 };
-  k.s = s; k.root = u;
-  uop *g0 = global_for(&k, out);
+  kctx k;
+  uop *g0, *store_ix, *v;
   uop *oidx[TG_MAX_DIMS * 4];
   int nd = value->ndim < 0 ? 0 : value->ndim;
+retry:
+  memset(&k, 0, sizeof k);
+  k.s = s; k.root = u;
+  g0 = global_for(&k, out);
   for (int i = 0; i < nd; i++) {
     if (value->shape[i] == 1) { oidx[i] = idx_const(0); continue; }
     int64_t rarg[2] = { k.next_range++, RANGE_LOOP };
     oidx[i] = uop1(OP_RANGE, DT_INDEX, idx_const(value->shape[i]), arg_ints(rarg, 2));
   }
-  uop *store_ix;
-  uop *v;
   if (u->op == OP_ASSIGN) {
-    /* the store goes through the target's view: lower it as an index */
+    /* the store goes through the target's view: lower it as an index (a
+     * padded view gives a gated store that writes only the real elements) */
     k.via_repl++;
     uop *probe = lower(&k, view, oidx, NULL);
     k.via_repl--;
+    if (probe->op == OP_WHERE) probe = probe->src[1];
     if (probe->op != OP_LOAD) { tg_seterr("internal: assign target did not lower to a load"); return -1; }
     store_ix = probe->src[0];
-    if (store_ix->nsrc > 2) {   /* a gated view (cannot happen for valid targets) */
-      tg_seterr("tg_assign: target view is padded"); return -1;
-    }
     if (u->src[0]->op == OP_ASSIGN && is_marked(s, u->src[0])) {
       rinfo *pi = info_of(s, u->src[0]);
       if (pi && pi->kernel >= 0) VEC_PUSH(k.deps, pi->kernel);
     }
     v = lower(&k, value, oidx, NULL);
+    /* Reading the target at other positions than the one being written
+     * (a = a.T, a[1:] = a[:-1], a[0] = a.sum(0)) races with the writes:
+     * compute the value into a temporary first. */
+    if (!k.failed && !is_marked(s, value) && reads_elsewhere(v, g0, store_ix)) {
+      pm_free(&k.memo); VEC_FREE(k.bufs); VEC_FREE(k.globals); VEC_FREE(k.deps); VEC_FREE(k.raw_reads);
+      mark(s, value);
+      if (build_kernel(s, value) < 0) { buffer_release(out); return -1; }
+      kidx = s->out->n;
+      ri->kernel = kidx;
+      goto retry;
+    }
   } else {
     v = lower(&k, value, oidx, NULL);
     /* the loops must cover exactly the output buffer: a kernel never writes past it */
@@ -431,6 +468,7 @@ int schedule_create(uop *const *roots, int n, const char *default_device, schedu
     uop *r = roots[i];
     if (r->op == OP_CONTIGUOUS && is_buffer_view(r->src[0])) continue;
     if (!is_buffer_view(r)) mark(&s, r);
+    else if (r != strip_after(r)) pm_put(becomes, r, strip_after(r));   /* its assigns run below */
   }
   for (int i = 0; i < topo.n; i++) {
     uop *u = topo.v[i];
@@ -442,12 +480,9 @@ int schedule_create(uop *const *roots, int n, const char *default_device, schedu
       mark(&s, u);
       if (!is_buffer_view(u->src[0])) mark(&s, u->src[0]);
       break;
-    case OP_ASSIGN: {
+    case OP_ASSIGN:
       mark(&s, u);
-      uop *view = assign_view(u);
-      if (assign_hazard(&s, u->src[1], view, view_buffer(view))) mark(&s, u->src[1]);
       break;
-    }
     case OP_REDUCE_AXIS:
       if ((intptr_t)pm_get(&s.nchildren, u) > 1) mark(&s, u);
       mark_reduces_below(&s, u->src[0]);
@@ -465,9 +500,10 @@ int schedule_create(uop *const *roots, int n, const char *default_device, schedu
     uop *u = topo.v[i];
     if (u == sink) continue;
     if (u->op == OP_CONTIGUOUS && !is_marked(&s, u) && is_buffer_view(u->src[0])) {
-      pm_put(becomes, u, u->src[0]);
+      pm_put(becomes, u, strip_after(u->src[0]));
       continue;
     }
+    if (u->op == OP_AFTER && !is_marked(&s, u)) continue;
     if (!is_marked(&s, u)) continue;
     rc = build_kernel(&s, u);
   }

@@ -1,6 +1,7 @@
 /* reduce.c: reductions, matmul, softmax, and the ops that realize or write
  * memory (contiguous, assign, copy to a device). */
 #include <math.h>
+#include <pthread.h>
 #include "tensor/tensor.h"
 #include "runtime/device.h"
 
@@ -214,10 +215,19 @@ tg_tensor *tg_contiguous(tg_tensor *a) {
   API_RETURN(tensor_wrap(uop1(OP_CONTIGUOUS, a->u->dtype, a->u, arg_none()), a->device));
 }
 
-/* An assign target must be movement ops (no expand, no pad) over a BUFFER. */
+/* An assign target must be movement ops over a BUFFER, without EXPAND (one
+ * element would be written several times); PAD is fine (its padding is not
+ * written). */
 static bool assignable(const uop *u) {
-  while (u->op == OP_RESHAPE || u->op == OP_PERMUTE || u->op == OP_SHRINK || u->op == OP_FLIP) u = u->src[0];
+  while (uop_is_movement(u->op) || u->op == OP_AFTER) {
+    if (u->op == OP_EXPAND) return false;
+    u = u->src[0];
+  }
   return u->op == OP_BUFFER;
+}
+static uop *base_buffer(uop *u) {
+  while (u->op != OP_BUFFER) u = u->src[0];
+  return u;
 }
 
 tg_tensor *tg_assign(tg_tensor *target, tg_tensor *value) {
@@ -226,14 +236,26 @@ tg_tensor *tg_assign(tg_tensor *target, tg_tensor *value) {
   if (target->u->dtype.bits != value->u->dtype.bits)
     TG_FAIL("tg_assign: dtype mismatch: target is %s, value is %s", tg_dtype_name(tg_dtype_of(target)), tg_dtype_name(tg_dtype_of(value)));
   uop *t = target->u;
-  if (t->op == OP_ASSIGN) t = t->src[0];   /* assigning again to a pending assign: chain on its target */
-  if (!assignable(t)) TG_FAIL("tg_assign: target must be a realized tensor or a view (reshape/permute/slice/flip) of one; realize it first");
+  while (t->op == OP_ASSIGN) t = t->src[0];   /* assigning again to pending assigns: chain on their target */
+  if (!assignable(t)) TG_FAIL("tg_assign: target must be a realized tensor or a view (reshape/permute/slice/flip/pad, no expand) of one; realize it first");
   tg_scope_begin();
   tg_tensor *v = tg_expand(value, tg_shape_of(target));
   if (!v) { tg_scope_end(); return NULL; }
+  /* Each assign is a distinct event: a unique arg keeps two assigns that
+   * look alike (x.assign(x+1), realized, then x.assign(x+1) again) from
+   * being one hash-consed node, which the first realize's substitution
+   * would mark as done. */
+  static int64_t next_id = 1;
+  static pthread_mutex_t id_lock = PTHREAD_MUTEX_INITIALIZER;
+  pthread_mutex_lock(&id_lock);
+  int64_t id = next_id++;
+  pthread_mutex_unlock(&id_lock);
   uop_pool_push();
-  uop *as = uop2(OP_ASSIGN, t->dtype, target->u->op == OP_ASSIGN ? target->u : t, v->u, arg_none());
+  uop *as = uop2(OP_ASSIGN, t->dtype, target->u->op == OP_ASSIGN ? target->u : t, v->u, arg_int(id));
   uop_retain(as);
+  /* like tinygrad: every other live tensor that reads this buffer now reads
+   * it after the assign (views of it see the new values) */
+  tensors_after_assign(base_buffer(t), as, target);
   uop_pool_pop();
   tg_scope_end();
   uop_release(target->u);

@@ -79,11 +79,68 @@ void tg_free(tg_tensor *t) {
   pthread_mutex_unlock(&tensors_lock);
 }
 
+/* Rebuilds u with buf replaced by repl, not entering ASSIGN nodes (an
+ * assign's own reads keep reading the old contents). */
+static uop *subst_outside_assigns(uop *u, uop *buf, uop *repl, ptrmap *memo) {
+  if (u == buf) return repl;
+  if (u->op == OP_ASSIGN || u->op == OP_BUFFER || u->op == OP_CONST) return u;
+  uop *m = pm_get(memo, u);
+  if (m) return m;
+  uop *src[64];
+  for (int i = 0; i < u->nsrc; i++) src[i] = subst_outside_assigns(u->src[i], buf, repl, memo);
+  uop *r = uop_replace_src(u, src, u->nsrc);
+  pm_put(memo, u, r);
+  return r;
+}
+
+void tensors_after_assign(uop *buf, uop *assign, const tg_tensor *except) {
+  uop_pool_push();
+  uop *after = uop2(OP_AFTER, buf->dtype, buf, assign, arg_none());
+  pthread_mutex_lock(&tensors_lock);
+  for (tg_tensor *t = live_head; t; t = t->next) {
+    if (t == except) continue;
+    /* only tensors that are the memory itself (views of the buffer) see the
+     * write; a lazy computation reads the buffer when it runs, ordered
+     * before the assign when both are in one schedule */
+    const uop *x = t->u;
+    while (uop_is_movement(x->op) || x->op == OP_AFTER) x = x->src[0];
+    if (x != buf) continue;
+    ptrmap memo = { 0 };
+    uop *nu = subst_outside_assigns(t->u, buf, after, &memo);
+    pm_free(&memo);
+    if (nu != t->u) { uop_retain(nu); uop_release(t->u); t->u = nu; }
+  }
+  pthread_mutex_unlock(&tensors_lock);
+  uop_pool_pop();
+}
+
+/* AFTER(x, deps) whose deps have all run (none is an ASSIGN any more) is x. */
+static uop *drop_done_afters(uop *u, ptrmap *memo) {
+  uop *m = pm_get(memo, u);
+  if (m) return m;
+  uop *r = u;
+  if (u->op == OP_AFTER) {
+    bool pending = false;
+    for (int i = 1; i < u->nsrc; i++) pending |= u->src[i]->op == OP_ASSIGN;
+    if (!pending) r = drop_done_afters(u->src[0], memo);
+  }
+  if (r == u && u->nsrc && u->op != OP_BUFFER) {
+    uop *src[64];
+    for (int i = 0; i < u->nsrc; i++) src[i] = drop_done_afters(u->src[i], memo);
+    r = uop_replace_src(u, src, u->nsrc);
+  }
+  pm_put(memo, u, r);
+  return r;
+}
+
 void tensors_substitute(const ptrmap *becomes) {
   if (!becomes->n) return;
   pthread_mutex_lock(&tensors_lock);
   for (tg_tensor *t = live_head; t; t = t->next) {
     uop *nu = graph_substitute(t->u, becomes);
+    ptrmap memo = { 0 };
+    nu = drop_done_afters(nu, &memo);
+    pm_free(&memo);
     if (nu != t->u) { uop_retain(nu); uop_release(t->u); t->u = nu; }
   }
   pthread_mutex_unlock(&tensors_lock);
@@ -144,6 +201,10 @@ void tg_print_graph(const tg_tensor *t) {
 
 /* ---- movement UOps (shapes already validated) */
 uop *mv_reshape(uop *u, const int64_t *shape, int nd) {
+  /* a reshape of a reshape is one reshape of the source (row-major order is
+   * kept by both), so a reshaped buffer stays RESHAPE(BUFFER): contiguous
+   * memory the scheduler reads in place instead of copying */
+  while (u->op == OP_RESHAPE) u = u->src[0];
   if (u->ndim == nd && !memcmp(u->shape, shape, sizeof(int64_t) * (size_t)nd)) return u;
   return uop1(OP_RESHAPE, u->dtype, u, arg_ints(shape, nd));
 }
@@ -292,7 +353,19 @@ int tg_data(tg_tensor *t, void *out, size_t nbytes) {
   if (tg_realize(t) < 0) return -1;
   if (need == 0) return 0;
   tg_buffer *b = uop_contiguous_buffer(t->u);
-  if (!b) return tg_seterr("tg_data: internal: realized tensor has no contiguous buffer");
+  if (!b) {
+    /* A realized view that is not contiguous memory (an assign to a slice
+     * leaves its target as that view of the base): read it through a
+     * contiguous copy, and leave t pointing at the base's memory. */
+    tg_scope_begin();
+    tg_tensor *c = tg_contiguous(t);
+    int rc = c && tg_realize(c) == 0 ? 0 : -1;
+    tg_buffer *cb = rc == 0 ? uop_contiguous_buffer(c->u) : NULL;
+    if (rc == 0 && !cb) rc = tg_seterr("tg_data: internal: realized tensor has no contiguous buffer");
+    if (rc == 0) rc = buffer_alloc(cb) < 0 ? -1 : buffer_copyout(cb, out, need);
+    tg_scope_end();
+    return rc;
+  }
   if (buffer_alloc(b) < 0) return -1;
   return buffer_copyout(b, out, need);
 }

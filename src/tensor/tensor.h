@@ -41,6 +41,11 @@ int64_t shape_numel(const int64_t *shape, int nd);
 /* Wraps a freshly created value so it is distinct from equal values. */
 uop *make_unique(uop *u);
 
+/* After an assign A to buffer node buf: every live tensor but `except` that
+ * is a view of buf (movement ops over it) reads AFTER(buf, A) instead, so
+ * reading the base after assigning to a slice sees the write. */
+void tensors_after_assign(uop *buf, uop *assign, const tg_tensor *except);
+
 /* Replace nodes in every live tensor's graph (after realization). */
 void tensors_substitute(const ptrmap *becomes);
 

@@ -6,8 +6,11 @@
  *   x              any node, bound to the name x (a name used twice must bind
  *                  the same node)
  *   _              any node, not bound
- *   0  1.5  -1     a CONST with that value
- *   x:CONST        a node of that op, bound to x ("x:{ADD,MUL}" for a set)
+ *   0  1.5  -1     a CONST with that value (the sign of zero counts: 0 does
+ *                  not match -0.0; bool true is 1)
+ *   x:CONST        a node of that op, bound to x ("x:{ADD,MUL}" for a set;
+ *                  sets may name groups: ALU, UNARY, BINARY, TERNARY,
+ *                  COMMUTATIVE, CMP)
  *   (ADD a b)      a node of op ADD whose sources match a and b, in order; for
  *                  commutative ops both orders are tried
  *   (ADD@n a b)    the same, and the node itself is bound to n
@@ -18,14 +21,17 @@
  *
  * A template builds the replacement from the bindings with the same syntax:
  * a name is the bound node; (OP a b) builds a node whose dtype is the first
- * source's (bool for comparisons); a number is a CONST of the matched root's
- * dtype.
+ * source's (the second's for WHERE, bool for comparisons; "(OP.f32 ...)" sets
+ * it); CAST, BITCAST and CONST need a callback. A number is a CONST of the
+ * dtype of its first non-number sibling, or else of the matched root's dtype.
  *
  *   static const tg_rule symbolic[] = {
- *     { "(ADD x 0)", "x" },
- *     { "(MUL x 1)", "x" },
- *     { "({ADD,MUL}@n a:CONST b:CONST)", .fn = fold_binary },
+ *     { .pattern = "(ADD x.int 0)", .replace = "x" },
+ *     { .pattern = "(MUL x 1)", .replace = "x" },
+ *     { .pattern = "({ADD,MUL}@n a:CONST b:CONST)", .fn = fold_binary },
  *   };
+ *
+ * See docs/rewrite.md.
  */
 #ifndef TG_REWRITE_H
 #define TG_REWRITE_H
@@ -45,7 +51,9 @@ typedef struct {
 uop *rw_get(const rw_match *m, const char *name);
 
 /* A callback returns the replacement (borrowed, from uop_new) or NULL when
- * the rule does not apply after all. ctx is graph_rewrite's ctx. */
+ * the rule does not apply after all; the matcher then tries the other
+ * bindings (e.g. the other order of a commutative op) and the next rules.
+ * ctx is graph_rewrite's ctx. */
 typedef uop *(*rw_fn)(void *ctx, const rw_match *m);
 
 typedef struct {
@@ -67,13 +75,16 @@ void matcher_free(tg_matcher *m);
 uop *matcher_apply(const tg_matcher *m, uop *u, void *ctx);
 
 /* Rewrites children first, then applies rules to each rebuilt node until
- * none matches (fixed point). Returns a borrowed node. */
+ * none matches (fixed point); nodes a rule returns are rewritten the same
+ * way. Memoized per call; iterative, so any depth is fine. Aborts, naming the
+ * rule, when rules loop. Returns a borrowed node. */
 uop *graph_rewrite(uop *root, const tg_matcher *m, void *ctx);
 
 /* Substitutes nodes: every node that is a key of map (uop* -> uop*) is
- * replaced by its value, and parents are rebuilt. */
+ * replaced by its value (taken as is), and parents are rebuilt. */
 uop *graph_substitute(uop *root, const void *map /* ptrmap* */);
 
-/* TRACK_REWRITES=1 prints each rule that fires (pattern, before, after). */
+/* TRACK_REWRITES=1 prints each rule that fires (rule, before, after) to
+ * stderr; TRACK_REWRITES=2 also prints both graphs. */
 
 #endif

@@ -431,53 +431,96 @@ static void lin_free(lin *l) { VEC_FREE(l->t); }
 
 #define COEF_MAX ((i128)1 << 62)
 
-/* Splits x through ADD, SUB, NEG and MUL by a constant (nodes of x's dtype),
- * merging equal leaves. False when a coefficient grows absurd. */
+/* *a += b, saturating far beyond COEF_MAX (|b| < 2^126) */
+static void add_sat(i128 *a, i128 b) {
+  const i128 big = (i128)1 << 100;
+  *a += b;
+  if (*a > big) *a = big;
+  if (*a < -big) *a = -big;
+}
+
+/* Is u a linear node of dtype d: ADD, SUB, NEG, or MUL by a constant? */
+static int lin_kind(const uop *u, dtype_t d, int64_t *c) {
+  if (!dt_eq(u->dtype, d)) return 0;
+  if ((u->op == OP_ADD || u->op == OP_SUB) && u->nsrc == 2) return 1;
+  if (u->op == OP_NEG) return 2;
+  if (u->op == OP_MUL) {
+    if (cint(u->src[1], c)) return 3;
+    if (cint(u->src[0], c)) return 4;
+  }
+  return 0;
+}
+
+/* Splits x through ADD, SUB, NEG and MUL by a constant (nodes of x's dtype)
+ * into K + sum f[i]*v[i], merging equal leaves, leaves in left-to-right
+ * order. Shared subgraphs are visited once (coefficients are propagated over
+ * the DAG), so this is linear in the graph's size. False when a coefficient
+ * grows absurd or, with limit > 0, when more than limit nodes are involved. */
 static bool split_n(uop *x, lin *out, int limit) {
   memset(out, 0, sizeof *out);
-  VEC(term) st = { 0 };
-  ptrmap where = { 0 };
-  VEC_PUSH(st, ((term){ x, 1 }));
+  dtype_t d = x->dtype;
+  ptrmap idx = { 0 };           /* node -> position in post + 1 */
+  VEC(uop *) post = { 0 };
+  VEC(uop *) st = { 0 };
+  VEC(int) sti = { 0 };
   bool ok = true;
-  int visited = 0;
+  int64_t c;
+  /* post-order of the linear sub-DAG (leaves included), src[0] first */
+  VEC_PUSH(st, x); VEC_PUSH(sti, 0);
+  pm_put(&idx, x, (void *)(intptr_t)-1);
   while (st.n && ok) {
-    if (limit && ++visited > limit) { ok = false; break; }
-    term t = st.v[--st.n];
-    uop *u = t.v;
-    int64_t c;
-    if (t.f > COEF_MAX || t.f < -COEF_MAX) { ok = false; break; }
+    uop *u = st.v[st.n - 1];
+    int *i = &sti.v[sti.n - 1];
+    int k = lin_kind(u, d, &c);
+    int nch = k == 1 ? 2 : k ? 1 : 0;
+    if (*i < nch) {
+      uop *ch = k == 3 ? u->src[0] : k == 4 ? u->src[1] : u->src[*i];
+      (*i)++;
+      if (!pm_get(&idx, ch)) {
+        pm_put(&idx, ch, (void *)(intptr_t)-1);
+        VEC_PUSH(st, ch); VEC_PUSH(sti, 0);
+      }
+      continue;
+    }
+    st.n--; sti.n--;
+    VEC_PUSH(post, u);
+    pm_put(&idx, u, (void *)(intptr_t)post.n);
+    if (limit && post.n > limit) ok = false;
+  }
+  i128 *coef = ok ? tg_xcalloc((size_t)post.n, sizeof(i128)) : NULL;
+  if (ok) coef[post.n - 1] = 1;   /* x is last */
+  /* parents before children: push coefficients down */
+  for (int p = post.n - 1; p >= 0 && ok; p--) {
+    uop *u = post.v[p];
+    i128 f = coef[p];
+    if (f == 0) continue;
+    if (f > COEF_MAX || f < -COEF_MAX) { ok = false; break; }
+    int k = lin_kind(u, d, &c);
+    if (!k) continue;
+#define CH(n) &coef[(intptr_t)pm_get(&idx, (n)) - 1]
+    if (k == 1) { add_sat(CH(u->src[0]), f); add_sat(CH(u->src[1]), u->op == OP_SUB ? -f : f); }
+    else if (k == 2) add_sat(CH(u->src[0]), -f);
+    else if (k == 3) add_sat(CH(u->src[0]), f * c);
+    else add_sat(CH(u->src[1]), f * c);
+#undef CH
+  }
+  /* leaves, left to right */
+  for (int p = 0; p < post.n && ok; p++) {
+    uop *u = post.v[p];
+    if (lin_kind(u, d, &c)) continue;
+    i128 f = coef[p];
+    if (f > COEF_MAX || f < -COEF_MAX) { ok = false; break; }
+    if (f == 0) continue;
     if (cint(u, &c)) {
-      out->k += t.f * c;
+      out->k += f * c;
       if (out->k > COEF_MAX || out->k < -COEF_MAX) ok = false;
       continue;
     }
-    if (dt_eq(u->dtype, x->dtype) && u->nsrc == 2 && (u->op == OP_ADD || u->op == OP_SUB)) {
-      VEC_PUSH(st, ((term){ u->src[1], u->op == OP_SUB ? -t.f : t.f }));
-      VEC_PUSH(st, ((term){ u->src[0], t.f }));
-      continue;
-    }
-    if (dt_eq(u->dtype, x->dtype) && u->op == OP_NEG) { VEC_PUSH(st, ((term){ u->src[0], -t.f })); continue; }
-    if (dt_eq(u->dtype, x->dtype) && u->op == OP_MUL) {
-      if (cint(u->src[1], &c)) { VEC_PUSH(st, ((term){ u->src[0], t.f * c })); continue; }
-      if (cint(u->src[0], &c)) { VEC_PUSH(st, ((term){ u->src[1], t.f * c })); continue; }
-    }
-    intptr_t at = (intptr_t)pm_get(&where, u);
-    if (at) {
-      out->t.v[at - 1].f += t.f;
-      if (out->t.v[at - 1].f > COEF_MAX || out->t.v[at - 1].f < -COEF_MAX) ok = false;
-    }
-    else { VEC_PUSH(out->t, t); pm_put(&where, u, (void *)(intptr_t)out->t.n); }
+    VEC_PUSH(out->t, ((term){ u, f }));
   }
-  VEC_FREE(st);
-  pm_free(&where);
-  if (out->k > COEF_MAX || out->k < -COEF_MAX) ok = false;
-  /* drop cancelled terms */
-  int w = 0;
-  for (int i = 0; i < out->t.n; i++) {
-    if (out->t.v[i].f > COEF_MAX || out->t.v[i].f < -COEF_MAX) ok = false;
-    if (out->t.v[i].f != 0) out->t.v[w++] = out->t.v[i];
-  }
-  out->t.n = w;
+  free(coef);
+  VEC_FREE(post); VEC_FREE(st); VEC_FREE(sti);
+  pm_free(&idx);
   if (!ok) lin_free(out);
   return ok;
 }

@@ -1,0 +1,374 @@
+/* test_errors.c: every class of error returns NULL (or a negative number),
+ * leaves a helpful message in tg_error() naming the call and the problem, and
+ * never crashes (run this file under `make test SAN=1` too). */
+#include <stdint.h>
+#include <string.h>
+#include "test.h"
+
+/* expr must fail (NULL) with an error containing both words (case-insensitive;
+ * NULL for none). */
+#define EXPECT_NULL(expr, w1, w2) do { \
+  tg_clear_error(); \
+  tg_tensor *r_ = (expr); \
+  CHECK_MSG(r_ == NULL, "%s: expected NULL, got a tensor", #expr); \
+  check_words(__FILE__, __LINE__, #expr, w1, w2); \
+} while (0)
+/* expr (an int) must be negative, with an error containing both words. */
+#define EXPECT_NEG(expr, w1, w2) do { \
+  tg_clear_error(); \
+  long long rc_ = (long long)(expr); \
+  CHECK_MSG(rc_ < 0, "%s: expected a negative result, got %lld", #expr, rc_); \
+  check_words(__FILE__, __LINE__, #expr, w1, w2); \
+} while (0)
+
+static void check_words(const char *file, int line, const char *expr, const char *w1, const char *w2) {
+  const char *e = tg_error();
+  if (!e || !*e) { test_fail(file, line, "%s: tg_error() is empty", expr); return; }
+  if (w1 && !strcasestr(e, w1)) test_fail(file, line, "%s: error \"%s\" does not mention \"%s\"", expr, e, w1);
+  if (w2 && !strcasestr(e, w2)) test_fail(file, line, "%s: error \"%s\" does not mention \"%s\"", expr, e, w2);
+}
+
+static tg_tensor *mat(int64_t r, int64_t c) {
+  static float d[64];
+  for (int i = 0; i < 64; i++) d[i] = (float)i;
+  return tg_from_data(d, TG_SHAPE(r, c), TG_F32);
+}
+
+/* ---------------------------------------------------------------- shapes */
+
+TEST(errors_broadcast) {
+  float x[4] = { 1, 2, 3, 4 };
+  tg_tensor *a = tg_from_data(x, TG_SHAPE(3), TG_F32), *b = tg_from_data(x, TG_SHAPE(4), TG_F32);
+  EXPECT_NULL(tg_add(a, b), "broadcast", "tg_add");
+  EXPECT_NULL(tg_mul(b, a), "broadcast", "(4)");
+  EXPECT_NULL(tg_lt(a, b), "broadcast", NULL);
+  EXPECT_NULL(tg_maximum(a, b), "broadcast", NULL);
+  EXPECT_NULL(tg_logical_and(a, b), "broadcast", NULL);
+  EXPECT_NULL(tg_where(tg_gt(a, a), a, b), "broadcast", "tg_where");
+  EXPECT_NULL(tg_where(tg_gt(b, b), a, a), "broadcast", NULL);
+  EXPECT_NULL(tg_add(mat(2, 3), mat(3, 2)), "broadcast", NULL);
+  /* still fine afterwards */
+  CHECK_OK(tg_add(a, a));
+}
+
+TEST(errors_reshape) {
+  tg_tensor *a = mat(2, 3);
+  EXPECT_NULL(tg_reshape(a, TG_SHAPE(4, 2)), "reshape", "6");
+  EXPECT_NULL(tg_reshape(a, TG_SHAPE(-1, -1)), "-1", NULL);
+  EXPECT_NULL(tg_reshape(a, TG_SHAPE(4, -1)), "reshape", NULL);
+  EXPECT_NULL(tg_reshape(a, TG_SHAPE(-2, 3)), "negative", NULL);
+  EXPECT_NULL(tg_reshape(a, TG_SHAPE(0, -1)), "reshape", NULL);
+  tg_shape big = { TG_MAX_DIMS + 1, { 0 } };
+  EXPECT_NULL(tg_reshape(a, big), "dimensions", NULL);
+  tg_shape neg = { -1, { 0 } };
+  EXPECT_NULL(tg_reshape(a, neg), "dimensions", NULL);
+  CHECK_OK(tg_reshape(a, TG_SHAPE(3, -1)));
+}
+
+TEST(errors_axes) {
+  tg_tensor *a = mat(2, 3);
+  EXPECT_NULL(tg_sum(a, TG_AXES(5), false), "axis", "tg_sum");
+  EXPECT_NULL(tg_sum(a, TG_AXES(-3), false), "axis", NULL);
+  EXPECT_NULL(tg_max(a, TG_AXES(2), true), "axis", NULL);
+  EXPECT_NULL(tg_mean(a, TG_AXES(0, 9), false), "axis", NULL);
+  EXPECT_NULL(tg_prod(a, TG_AXES(-100), false), "axis", NULL);
+  EXPECT_NULL(tg_sum(a, TG_AXES(0, 0), false), "repeated", NULL);
+  EXPECT_NULL(tg_min(a, TG_AXES(1, -1), false), "repeated", NULL);
+  EXPECT_NULL(tg_argmax(a, 2, false), "axis", "tg_argmax");
+  EXPECT_NULL(tg_argmin(a, -3, false), "axis", NULL);
+  EXPECT_NULL(tg_softmax(a, 2), "axis", "softmax");
+  EXPECT_NULL(tg_log_softmax(a, -3), "axis", NULL);
+  EXPECT_NULL(tg_flip(a, TG_AXES(2)), "axis", NULL);
+  EXPECT_NULL(tg_flip(a, TG_AXES(0, -2)), "repeated", NULL);
+  EXPECT_NULL(tg_transpose(a, 0, 2), "axis", NULL);
+  EXPECT_NULL(tg_squeeze(a, 2), "axis", NULL);
+  EXPECT_NULL(tg_unsqueeze(a, 4), "axis", NULL);
+  EXPECT_NULL(tg_unsqueeze(a, -4), "axis", NULL);
+  EXPECT_NULL(tg_flatten(a, 1, 0), "axis", NULL);
+  EXPECT_NULL(tg_flatten(a, 0, 3), "axis", NULL);
+  EXPECT_NULL(tg_T(tg_reshape(a, TG_SHAPE(6))), "dimension", NULL);
+  CHECK_EQ_INT(tg_dim(a, 2), -1);
+  CHECK_EQ_INT(tg_dim(a, -1), 3);
+  /* reducing an empty axis with max has no identity */
+  float d[1] = { 0 };
+  tg_tensor *e = tg_from_data(d, TG_SHAPE(0, 3), TG_F32);
+  EXPECT_NULL(tg_max(e, TG_AXES(0), false), "empty", NULL);
+  EXPECT_NULL(tg_argmax(e, 0, false), "empty", NULL);
+}
+
+TEST(errors_permute_expand_pad_shrink) {
+  tg_tensor *a = mat(2, 3);
+  EXPECT_NULL(tg_permute(a, TG_AXES(0)), "axes", "tg_permute");
+  EXPECT_NULL(tg_permute(a, TG_AXES(0, 1, 2)), "axes", NULL);
+  EXPECT_NULL(tg_permute(a, TG_AXES(1, 1)), "repeated", NULL);
+  EXPECT_NULL(tg_permute(a, TG_AXES(0, 2)), "axis", NULL);
+  EXPECT_NULL(tg_expand(a, TG_SHAPE(2, 4)), "expand", NULL);
+  EXPECT_NULL(tg_expand(a, TG_SHAPE(3)), "expand", NULL);
+  EXPECT_NULL(tg_expand(a, TG_SHAPE(3, 3, 3)), "expand", NULL);
+  EXPECT_NULL(tg_expand(a, TG_SHAPE(2, -2)), "expand", NULL);
+  CHECK_OK(tg_expand(a, TG_SHAPE(4, -1, 3)));
+  int64_t p1[2] = { 1, 1 }, p2[4] = { -3, 0, 0, 0 }, p3[4] = { 0, 0, -2, -2 };
+  EXPECT_NULL(tg_pad(a, p1, 1, 0), "pad", NULL);
+  EXPECT_NULL(tg_pad(a, p2, 2, 0), "negative", NULL);
+  EXPECT_NULL(tg_pad(a, p3, 2, 0), "negative", NULL);
+  int64_t s0[2] = { 0, 0 }, e0[2] = { 3, 3 }, s1[2] = { 1, 2 }, e1[2] = { 2, 1 }, s2[2] = { -1, 0 }, e2[2] = { 1, 1 };
+  EXPECT_NULL(tg_shrink(a, s0, e0), "axis", "tg_shrink");
+  EXPECT_NULL(tg_shrink(a, s1, e1), "axis", NULL);
+  EXPECT_NULL(tg_shrink(a, s2, e2), "axis", NULL);
+}
+
+TEST(errors_matmul) {
+  tg_tensor *a = mat(2, 3), *b = mat(4, 2), *v = tg_reshape(mat(1, 4), TG_SHAPE(4));
+  EXPECT_NULL(tg_matmul(a, b), "inner", "3");
+  EXPECT_NULL(tg_dot(a, v), "inner", NULL);
+  EXPECT_NULL(tg_matmul(v, tg_reshape(mat(1, 3), TG_SHAPE(3))), "inner", NULL);
+  EXPECT_NULL(tg_matmul(tg_scalar(2, TG_F32), a), "dimension", "matmul");
+  EXPECT_NULL(tg_matmul(a, tg_scalar(2, TG_F32)), "dimension", NULL);
+  tg_tensor *b3 = tg_reshape(mat(2, 12), TG_SHAPE(2, 3, 4)), *c3 = tg_reshape(mat(3, 8), TG_SHAPE(3, 4, 2));
+  EXPECT_NULL(tg_matmul(b3, c3), "broadcast", NULL);   /* batch 2 vs 3 */
+}
+
+/* ---------------------------------------------------------------- indexing */
+
+TEST(errors_getitem) {
+  tg_tensor *a = mat(2, 3);
+  EXPECT_NULL(TG_GET(a, TG_I(2)), "range", "tg_getitem");
+  EXPECT_NULL(TG_GET(a, TG_I(-3)), "range", NULL);
+  EXPECT_NULL(TG_GET(a, TG_ALLIDX, TG_I(3)), "range", NULL);
+  EXPECT_NULL(TG_GET(a, TG_STEP(0)), "step", NULL);
+  EXPECT_NULL(TG_GET(a, TG_ALLIDX, TG_SLICE(0, 2, 0)), "step", NULL);
+  EXPECT_NULL(TG_GET(a, TG_I(0), TG_I(0), TG_I(0)), "indices", NULL);
+  EXPECT_NULL(TG_GET(a, TG_ELLIPSIS, TG_I(0), TG_ELLIPSIS), "ellipsis", NULL);
+  tg_index bad = { (tg_index_kind)7, 0, 0, 1, false, false };
+  EXPECT_NULL(tg_getitem(a, &bad, 1), "index", NULL);
+  /* 17 new axes make more than TG_MAX_DIMS dimensions */
+  tg_index many[TG_MAX_DIMS + 1];
+  for (int i = 0; i <= TG_MAX_DIMS; i++) many[i] = TG_NEWAXIS;
+  EXPECT_NULL(tg_getitem(a, many, TG_MAX_DIMS + 1), "dimensions", NULL);
+  /* scalars: no index at all works, any int index is too many */
+  tg_tensor *s = tg_scalar(3, TG_F32);
+  CHECK_OK(tg_getitem(s, NULL, 0));
+  EXPECT_NULL(TG_GET(s, TG_I(0)), "indices", NULL);
+}
+
+/* ---------------------------------------------------------------- dtypes */
+
+TEST(errors_dtype_values) {
+  tg_tensor *a = mat(2, 3);
+  float d[4] = { 0 };
+  EXPECT_NULL(tg_cast(a, (tg_dtype)99), "dtype", "tg_cast");
+  EXPECT_NULL(tg_cast(a, (tg_dtype)-1), "dtype", NULL);
+  EXPECT_NULL(tg_bitcast(a, TG_DTYPE_COUNT), "dtype", NULL);
+  EXPECT_NULL(tg_zeros(TG_SHAPE(2), (tg_dtype)99), "dtype", NULL);
+  EXPECT_NULL(tg_full(TG_SHAPE(2), 1, (tg_dtype)15), "dtype", NULL);
+  EXPECT_NULL(tg_from_data(d, TG_SHAPE(2), (tg_dtype)200), "dtype", NULL);
+  EXPECT_NULL(tg_empty(TG_SHAPE(2), (tg_dtype)-5), "dtype", NULL);
+  EXPECT_NULL(tg_arange(0, 4, 1, (tg_dtype)99), "dtype", NULL);
+  EXPECT_NULL(tg_eye(3, (tg_dtype)99), "dtype", NULL);
+  EXPECT_NULL(tg_rand(TG_SHAPE(2), (tg_dtype)99), "dtype", NULL);
+}
+
+TEST(errors_bitcast) {
+  tg_tensor *a = mat(2, 3);
+  EXPECT_NULL(tg_bitcast(a, TG_F16), "bytes", "tg_bitcast");
+  EXPECT_NULL(tg_bitcast(a, TG_F64), "bytes", NULL);
+  EXPECT_NULL(tg_bitcast(a, TG_U8), "bytes", NULL);
+  EXPECT_NULL(tg_bitcast(tg_cast(a, TG_BOOL), TG_U8), "bool", NULL);
+  CHECK_OK(tg_bitcast(a, TG_U32));
+  CHECK_OK(tg_bitcast(tg_cast(a, TG_I8), TG_U8));
+}
+
+TEST(errors_arange_overflow) {
+  EXPECT_NULL(tg_arange(0, 129, 1, TG_I8), "overflow", "int8");
+  EXPECT_NULL(tg_arange(-129, 0, 1, TG_I8), "overflow", NULL);
+  EXPECT_NULL(tg_arange(0, 257, 1, TG_U8), "overflow", NULL);
+  EXPECT_NULL(tg_arange(-1, 3, 1, TG_U16), "overflow", NULL);
+  EXPECT_NULL(tg_arange(0, 3, 1, TG_BOOL), "overflow", NULL);
+  EXPECT_NULL(tg_arange(0, 1, 0, TG_F32), "step", NULL);
+  EXPECT_NULL(tg_arange(0, NAN, 1, TG_F32), "finite", NULL);
+  EXPECT_NULL(tg_arange(0, 3, 0.5, TG_I32), "integer", NULL);
+  tg_clear_error();
+  tg_tensor *ok = tg_arange(0, 128, 1, TG_I8);
+  CHECK_OK(ok);
+  int8_t v[128];
+  CHECK(ok && tg_data(ok, v, sizeof v) == 0);
+  for (int i = 0; ok && i < 128; i++) CHECK_MSG(v[i] == i, "arange int8 [%d] = %d", i, v[i]);
+  tg_tensor *down = tg_arange(127, -129, -1, TG_I8);   /* 127 .. -128 */
+  CHECK_OK(down);
+  int8_t w[256];
+  CHECK(down && tg_numel(down) == 256 && tg_data(down, w, sizeof w) == 0);
+  for (int i = 0; down && i < 256; i++) CHECK_MSG(w[i] == 127 - i, "arange int8 down [%d] = %d", i, w[i]);
+  CHECK_OK(tg_arange(0, 256, 1, TG_U8));
+}
+
+/* ---------------------------------------------------------------- creation */
+
+TEST(errors_creation) {
+  EXPECT_NULL(tg_full(TG_SHAPE(2, -1), 1, TG_F32), "negative", NULL);
+  EXPECT_NULL(tg_zeros(TG_SHAPE(-3), TG_F32), "negative", NULL);
+  EXPECT_NULL(tg_rand(TG_SHAPE(-3), TG_F32), "negative", NULL);
+  EXPECT_NULL(tg_eye(-1, TG_F32), "negative", NULL);
+  EXPECT_NULL(tg_from_data(NULL, TG_SHAPE(2), TG_F32), "NULL", "tg_from_data");
+  tg_shape big = { TG_MAX_DIMS + 1, { 0 } };
+  EXPECT_NULL(tg_zeros(big, TG_F32), "dimensions", NULL);
+}
+
+/* ---------------------------------------------------------------- NULL inputs */
+
+TEST(errors_null_inputs) {
+  tg_tensor *a = mat(2, 3);
+  int64_t p[4] = { 0 }, s[2] = { 0 }, e[2] = { 1, 1 };
+  tg_clear_error();
+  CHECK(tg_add(NULL, a) == NULL);
+  CHECK_MSG(strstr(tg_error(), "NULL") != NULL, "error for a NULL input: \"%s\"", tg_error());
+  tg_tensor *n = NULL;
+  CHECK(tg_add(a, n) == NULL && tg_sub(n, a) == NULL && tg_mul(n, n) == NULL && tg_div(a, n) == NULL);
+  CHECK(tg_pow(n, a) == NULL && tg_maximum(a, n) == NULL && tg_minimum(n, a) == NULL);
+  CHECK(tg_adds(n, 1) == NULL && tg_subs(n, 1) == NULL && tg_muls(n, 1) == NULL && tg_divs(n, 1) == NULL && tg_pows(n, 2) == NULL);
+  CHECK(tg_neg(n) == NULL && tg_exp(n) == NULL && tg_log(n) == NULL && tg_exp2(n) == NULL && tg_log2(n) == NULL);
+  CHECK(tg_sqrt(n) == NULL && tg_rsqrt(n) == NULL && tg_reciprocal(n) == NULL && tg_sin(n) == NULL && tg_cos(n) == NULL);
+  CHECK(tg_abs(n) == NULL && tg_relu(n) == NULL && tg_sigmoid(n) == NULL && tg_tanh(n) == NULL);
+  CHECK(tg_lt(n, a) == NULL && tg_le(a, n) == NULL && tg_gt(n, a) == NULL && tg_ge(a, n) == NULL && tg_eq(n, a) == NULL && tg_ne(a, n) == NULL);
+  CHECK(tg_logical_and(n, a) == NULL && tg_logical_or(a, n) == NULL && tg_logical_xor(n, n) == NULL && tg_logical_not(n) == NULL);
+  CHECK(tg_where(n, a, a) == NULL && tg_where(a, n, a) == NULL && tg_where(a, a, n) == NULL);
+  CHECK(tg_cast(n, TG_F16) == NULL && tg_bitcast(n, TG_I32) == NULL);
+  CHECK(tg_reshape(n, TG_SHAPE(6)) == NULL && tg_permute(n, TG_AXES(1, 0)) == NULL && tg_expand(n, TG_SHAPE(2, 3)) == NULL);
+  CHECK(tg_pad(n, p, 2, 0) == NULL && tg_shrink(n, s, e) == NULL && tg_flip(n, TG_ALL) == NULL && tg_transpose(n, 0, 1) == NULL);
+  CHECK(tg_T(n) == NULL && tg_squeeze(n, TG_NOAXIS) == NULL && tg_unsqueeze(n, 0) == NULL && tg_flatten(n, 0, -1) == NULL);
+  CHECK(TG_GET(n, TG_I(0)) == NULL);
+  CHECK(tg_sum(n, TG_ALL, false) == NULL && tg_prod(n, TG_ALL, false) == NULL && tg_max(n, TG_ALL, false) == NULL);
+  CHECK(tg_min(n, TG_ALL, false) == NULL && tg_mean(n, TG_ALL, false) == NULL && tg_argmax(n, 0, false) == NULL && tg_argmin(n, TG_NOAXIS, true) == NULL);
+  CHECK(tg_matmul(n, a) == NULL && tg_dot(a, n) == NULL && tg_softmax(n, 0) == NULL && tg_log_softmax(n, -1) == NULL);
+  CHECK(tg_contiguous(n) == NULL && tg_assign(n, a) == NULL && tg_assign(a, n) == NULL && tg_to(n, "CPU") == NULL);
+  CHECK(tg_full_like(n, 1) == NULL && tg_zeros_like(n) == NULL && tg_ones_like(n) == NULL);
+  float out[6];
+  CHECK(tg_realize(n) < 0);
+  tg_tensor *two[2] = { a, NULL };
+  CHECK(tg_realize_all(two, 2) < 0);
+  CHECK(tg_data(n, out, sizeof out) < 0);
+  CHECK(isnan(tg_item(n)));
+  CHECK_EQ_INT(tg_numel(n), -1);
+  CHECK_EQ_INT(tg_ndim(n), -1);
+  CHECK_EQ_INT(tg_dim(n, 0), -1);
+  CHECK_EQ_INT(tg_shape_of(n).ndim, -1);
+  CHECK(tg_device_of(n) == NULL);
+  CHECK(tg_keep(n) == NULL);
+  tg_free(n);
+  /* NULL output pointer */
+  EXPECT_NEG(tg_data(a, NULL, 24), "NULL", NULL);
+}
+
+/* The first error survives a chain of ops on its NULL result, so a block of
+ * ops can be checked once at its end. */
+TEST(errors_first_error_kept) {
+  float x[4] = { 1, 2, 3, 4 };
+  tg_tensor *a = tg_from_data(x, TG_SHAPE(3), TG_F32), *b = tg_from_data(x, TG_SHAPE(4), TG_F32);
+  tg_clear_error();
+  tg_tensor *r = tg_softmax(tg_exp(tg_sum(tg_add(a, b), TG_ALL, false)), 0);
+  CHECK(r == NULL);
+  CHECK_MSG(strstr(tg_error(), "broadcast") != NULL, "error after a chain: \"%s\"", tg_error());
+  float out[1];
+  CHECK(tg_data(r, out, sizeof out) < 0);
+  CHECK_MSG(strstr(tg_error(), "broadcast") != NULL, "error after tg_data: \"%s\"", tg_error());
+}
+
+/* ---------------------------------------------------------------- data, item */
+
+TEST(errors_data_and_item) {
+  tg_tensor *a = mat(2, 3);
+  float out[6];
+  EXPECT_NEG(tg_data(a, out, 20), "small", "tg_data");
+  EXPECT_NEG(tg_data(a, out, 0), "small", NULL);
+  tg_clear_error();
+  CHECK(tg_data(a, out, sizeof out) == 0);
+  tg_clear_error();
+  CHECK(isnan(tg_item(a)));
+  check_words(__FILE__, __LINE__, "tg_item(2x3)", "elements", "tg_item");
+  tg_clear_error();
+  CHECK(isnan(tg_item(tg_zeros(TG_SHAPE(0), TG_F32))));
+  check_words(__FILE__, __LINE__, "tg_item(empty)", "elements", NULL);
+  CHECK_NEAR(tg_item(tg_reshape(TG_GET(a, TG_I(1), TG_I(2)), TG_SHAPE(1, 1))), 5.0, 0);
+}
+
+/* ---------------------------------------------------------------- assign */
+
+TEST(errors_assign) {
+  tg_tensor *a = mat(2, 3);
+  int32_t iv[6] = { 0 };
+  tg_tensor *ai = tg_from_data(iv, TG_SHAPE(2, 3), TG_I32);
+  EXPECT_NULL(tg_assign(a, ai), "dtype", "tg_assign");
+  EXPECT_NULL(tg_assign(a, tg_cast(ai, TG_F16)), "dtype", NULL);
+  tg_tensor *computed = tg_adds(a, 1);
+  EXPECT_NULL(tg_assign(computed, tg_ones(TG_SHAPE(2, 3), TG_F32)), "realize", NULL);
+  EXPECT_NULL(tg_assign(tg_zeros(TG_SHAPE(2, 3), TG_F32), a), "realize", NULL);
+  EXPECT_NULL(tg_assign(tg_expand(tg_reshape(TG_GET(a, TG_I(0)), TG_SHAPE(1, 3)), TG_SHAPE(4, 3)), tg_zeros(TG_SHAPE(4, 3), TG_F32)),
+              "target", NULL);
+  EXPECT_NULL(tg_assign(a, mat(3, 2)), "expand", NULL);
+  EXPECT_NULL(tg_assign(a, mat(2, 4)), "expand", NULL);
+  /* a failed assign leaves the target as it was */
+  float out[6];
+  tg_clear_error();
+  CHECK(tg_data(a, out, sizeof out) == 0);
+  for (int i = 0; i < 6; i++) CHECK(out[i] == (float)i);
+}
+
+/* ---------------------------------------------------------------- devices */
+
+TEST(errors_devices) {
+  CHECK(!strcmp(tg_default_device(), "CPU"));
+  EXPECT_NEG(tg_set_default_device("TPU"), "TPU", NULL);
+  CHECK(!strcmp(tg_default_device(), "CPU"));
+  EXPECT_NEG(tg_set_default_device(""), NULL, NULL);
+  tg_clear_error();
+  CHECK(tg_set_default_device(NULL) < 0);
+  CHECK(!strcmp(tg_default_device(), "CPU"));
+  tg_tensor *a = mat(2, 3);
+  EXPECT_NULL(tg_to(a, "TPU"), "TPU", NULL);
+  /* a tensor on NULL next to one on CPU */
+  CHECK(tg_set_default_device("NULL") == 0);
+  tg_tensor *b = mat(2, 3);
+  CHECK(tg_set_default_device("CPU") == 0);
+  CHECK(b && !strcmp(tg_device_of(b), "NULL"));
+  EXPECT_NULL(tg_add(a, b), "device", "tg_add");
+  EXPECT_NULL(tg_mul(b, a), "device", NULL);
+  EXPECT_NULL(tg_where(tg_gt(a, a), b, b), "device", NULL);
+  EXPECT_NULL(tg_where(tg_gt(a, a), a, b), "device", NULL);
+  EXPECT_NULL(tg_logical_or(a, b), "device", NULL);
+  EXPECT_NULL(tg_matmul(a, tg_T(b)), "device", NULL);
+  EXPECT_NULL(tg_assign(a, b), "NULL", "CPU");
+  /* tg_to moves it over, and then it works */
+  tg_clear_error();
+  tg_tensor *b2 = tg_to(b, "CPU");
+  CHECK_OK(b2);
+  CHECK_OK(tg_add(a, b2));
+}
+
+/* ---------------------------------------------------------------- compiler */
+
+/* A missing compiler fails the realize with a clear message, leaves the
+ * tensor unrealized, and works again once the compiler is back. */
+TEST(errors_missing_compiler) {
+  const char *old_cc = getenv("CC"), *old_nc = getenv("TG_NOCACHE");
+  char *save_cc = old_cc ? strdup(old_cc) : NULL, *save_nc = old_nc ? strdup(old_nc) : NULL;
+  setenv("CC", "/nonexistent/tg-test-cc", 1);
+  setenv("TG_NOCACHE", "1", 1);
+  float x[7 * 11];
+  for (int i = 0; i < 7 * 11; i++) x[i] = (float)i * 0.5f;
+  tg_tensor *a = tg_from_data(x, TG_SHAPE(7, 11), TG_F32);
+  /* a graph (and kernel shape) used nowhere else, so no cache can serve it */
+  tg_tensor *r = tg_exp2(tg_adds(tg_muls(TG_GET(a, TG_STEP(-3), TG_SLICE(1, 10, 4)), 0.125), -0.375));
+  CHECK_OK(r);
+  int64_t k0 = tg_get_counters().kernels_run;
+  EXPECT_NEG(tg_realize(r), "compiler", "/nonexistent/tg-test-cc");
+  CHECK_EQ_INT(tg_get_counters().kernels_run, k0);
+  float out[9];
+  EXPECT_NEG(tg_data(r, out, sizeof out), "compiler", NULL);
+  if (save_cc) setenv("CC", save_cc, 1); else unsetenv("CC");
+  if (save_nc) setenv("TG_NOCACHE", save_nc, 1); else unsetenv("TG_NOCACHE");
+  free(save_cc); free(save_nc);
+  tg_clear_error();
+  CHECK_MSG(tg_data(r, out, sizeof out) == 0, "after restoring CC: %s", tg_error());
+  /* rows 6, 3, 0; columns 1, 5, 9 */
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++) CHECK_NEAR(out[i * 3 + j], exp2(x[(6 - 3 * i) * 11 + 1 + 4 * j] * 0.125 - 0.375), 1e-6);
+}
