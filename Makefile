@@ -66,3 +66,9 @@ clean:
 	rm -rf build build-san
 
 .PHONY: all test bench examples demo clean
+
+# Regenerates the committed test goldens (needs numpy, ml_dtypes, torch from PyPI).
+goldens:
+	@for g in tests/gen/gen_*.py; do echo "python3 $$g"; python3 $$g || exit 1; done
+
+.PHONY: goldens

@@ -240,6 +240,32 @@ int tg_data(tg_tensor *t, void *out, size_t nbytes);
 /* The single value of a one-element tensor, as a double (NaN on error). */
 double tg_item(tg_tensor *t);
 
+/* ---------------------------------------------------------------- autograd */
+
+/* Marks t as a leaf whose gradient tg_backward computes; returns t. */
+tg_tensor *tg_requires_grad(tg_tensor *t, bool on);
+bool tg_get_requires_grad(const tg_tensor *t);
+/* Backpropagates from loss (one element) into every tensor that requires
+ * grad and that loss depends on; gradients accumulate (sum) into tg_grad
+ * across calls until tg_zero_grad. 0 or a negative error. */
+int tg_backward(tg_tensor *loss);
+/* The accumulated gradient of t (lazy), owned by t; NULL when none. */
+tg_tensor *tg_grad(const tg_tensor *t);
+void tg_zero_grad(tg_tensor *t);
+/* Gradients of loss (one element) with respect to wrt[0..n), into out[]
+ * (new tensors in the current scope), without touching tg_grad. */
+int tg_gradient(tg_tensor *loss, tg_tensor *const *wrt, int n, tg_tensor **out);
+/* The same values, cut off from gradient flow. */
+tg_tensor *tg_detach(tg_tensor *t);
+/* While on, results of ops carry no gradient (like torch.no_grad()). */
+void tg_set_no_grad(bool on);
+bool tg_no_grad(void);
+
+/* ---------------------------------------------------------------- more ops */
+#include "tg_math.h"       /* elementwise math, reductions, scans, sort */
+#include "tg_movement.h"   /* joining, splitting, indexing, gather/scatter */
+#include "tg_nn.h"         /* convolution, pooling, norms, attention, losses, random */
+
 /* ---------------------------------------------------------------- counters */
 
 /* Totals since start (or the last reset): kernels launched, compiled, ... */
