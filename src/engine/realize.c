@@ -21,7 +21,7 @@ static double now_s(void) {
 }
 
 tg_buffer *uop_contiguous_buffer(const uop *u) {
-  if (u->op == OP_RESHAPE) u = u->src[0];
+  while (u->op == OP_RESHAPE) u = u->src[0];
   return u->op == OP_BUFFER ? u->arg.p : NULL;
 }
 

@@ -38,25 +38,18 @@ static rinfo *info_of(sctx *s, const uop *u) {
   return p == (void *)1 ? NULL : p;
 }
 
-/* Skips AFTER wrappers: AFTER(x, assigns...) is x once the assigns ran. */
-static const uop *skip_after(const uop *u) {
-  while (u->op == OP_AFTER) u = u->src[0];
-  return u;
-}
-/* A BUFFER, or a RESHAPE of one (through AFTERs): contiguous memory. */
+/* A BUFFER under reshapes (and AFTERs, DETACHes): contiguous memory. */
 static bool is_buffer_view(const uop *u) {
-  u = skip_after(u);
-  if (u->op == OP_RESHAPE) u = skip_after(u->src[0]);
+  while (u->op == OP_RESHAPE || u->op == OP_AFTER || u->op == OP_DETACH) u = u->src[0];
   return u->op == OP_BUFFER;
 }
-/* The same view with its AFTERs removed (what it becomes once they ran). */
+/* What such a view becomes once its AFTERs ran: RESHAPE(BUFFER) or BUFFER. */
 static uop *strip_after(uop *u) {
-  uop *x = (uop *)skip_after(u);
-  if (x->op == OP_RESHAPE) {
-    uop *b = (uop *)skip_after(x->src[0]);
-    return b == x->src[0] ? x : uop1(OP_RESHAPE, x->dtype, b, x->arg);
-  }
-  return x;
+  uop *b = u;
+  while (b->op != OP_BUFFER) b = b->src[0];
+  if (u->ndim == 1 && u->shape[0] == b->shape[0]) return b;
+  if (u->op == OP_RESHAPE && u->src[0] == b) return u;
+  return uop1(OP_RESHAPE, u->dtype, b, arg_ints(u->shape, u->ndim));
 }
 static tg_buffer *view_buffer(const uop *u) {
   while (u->nsrc && u->op != OP_BUFFER) u = u->src[0];

@@ -25,8 +25,18 @@ static void init_once(void) {
   pthread_once(&once, buffer_init_hooks);
 }
 
+static _Thread_local bool no_grad_mode;
+void tg_set_no_grad(bool on) { no_grad_mode = on; }
+bool tg_no_grad(void) { return no_grad_mode; }
+
 tg_tensor *tensor_wrap(uop *u, const char *device) {
   init_once();
+  if (no_grad_mode) {
+    /* results carry no gradient; views of memory stay views */
+    const uop *x = u;
+    while (uop_is_movement(x->op)) x = x->src[0];
+    if (x->op != OP_BUFFER && x->op != OP_DETACH) u = uop1(OP_DETACH, u->dtype, u, arg_none());
+  }
   tg_tensor *t = tg_xcalloc(1, sizeof *t);
   t->u = u; uop_retain(u);
   t->device = device;
@@ -39,10 +49,25 @@ tg_tensor *tensor_wrap(uop *u, const char *device) {
 
 static void tensor_destroy(tg_tensor *t) {
   /* caller holds tensors_lock and has removed t from its scope */
+  if (t->grad) tensor_destroy(t->grad);
   if (t->prev) t->prev->next = t->next; else live_head = t->next;
   if (t->next) t->next->prev = t->prev;
   uop_release(t->u);
   free(t);
+}
+
+void tensor_adopt(tg_tensor *owner, tg_tensor *t) {
+  pthread_mutex_lock(&tensors_lock);
+  if (t->scope) t->scope->v[t->scope_slot] = NULL;
+  t->scope = NULL;
+  t->owner = owner;
+  pthread_mutex_unlock(&tensors_lock);
+}
+
+void tensors_each_requiring_grad(void (*fn)(tg_tensor *t, void *ctx), void *ctx) {
+  pthread_mutex_lock(&tensors_lock);
+  for (tg_tensor *t = live_head; t; t = t->next) if (t->requires_grad) fn(t, ctx);
+  pthread_mutex_unlock(&tensors_lock);
 }
 
 void tg_scope_begin(void) {
@@ -66,15 +91,15 @@ tg_tensor *tg_keep(tg_tensor *t) {
   if (!t) return NULL;
   pthread_mutex_lock(&tensors_lock);
   tg_scope *s = t->scope;
-  if (s && s->up) { s->v[t->scope_slot] = NULL; scope_add(s->up, t); }
+  if (s && s->up && !t->owner) { s->v[t->scope_slot] = NULL; scope_add(s->up, t); }
   pthread_mutex_unlock(&tensors_lock);
   return t;
 }
 
 void tg_free(tg_tensor *t) {
-  if (!t) return;
+  if (!t || t->owner) return;   /* a gradient belongs to its tensor */
   pthread_mutex_lock(&tensors_lock);
-  t->scope->v[t->scope_slot] = NULL;
+  if (t->scope) t->scope->v[t->scope_slot] = NULL;
   tensor_destroy(t);
   pthread_mutex_unlock(&tensors_lock);
 }
@@ -201,10 +226,8 @@ void tg_print_graph(const tg_tensor *t) {
 
 /* ---- movement UOps (shapes already validated) */
 uop *mv_reshape(uop *u, const int64_t *shape, int nd) {
-  /* a reshape of a reshape is one reshape of the source (row-major order is
-   * kept by both), so a reshaped buffer stays RESHAPE(BUFFER): contiguous
-   * memory the scheduler reads in place instead of copying */
-  while (u->op == OP_RESHAPE) u = u->src[0];
+  /* chains of reshapes stay in the graph (autograd finds tensors by their
+   * node); the scheduler sees through them */
   if (u->ndim == nd && !memcmp(u->shape, shape, sizeof(int64_t) * (size_t)nd)) return u;
   return uop1(OP_RESHAPE, u->dtype, u, arg_ints(shape, nd));
 }

@@ -15,7 +15,16 @@ struct tg_tensor {
   struct tg_scope *scope;
   int scope_slot;
   tg_tensor *prev, *next;    /* the global list of live tensors */
+  bool requires_grad;
+  tg_tensor *grad;           /* accumulated gradient, owned by this tensor */
+  tg_tensor *owner;          /* for a gradient: the tensor owning it */
 };
+
+/* Takes t out of its scope: from now on `owner` frees it. */
+void tensor_adopt(tg_tensor *owner, tg_tensor *t);
+/* Calls fn on every live tensor that requires grad (under the tensor lock:
+ * fn must not create or free tensors). */
+void tensors_each_requiring_grad(void (*fn)(tg_tensor *t, void *ctx), void *ctx);
 
 /* Wraps u (retains it) in a new tensor in the current scope. */
 tg_tensor *tensor_wrap(uop *u, const char *device);

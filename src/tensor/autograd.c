@@ -1,0 +1,218 @@
+/* autograd.c: reverse-mode gradients computed on the UOp graph, like
+ * tinygrad's gradient.py. Every rule returns ordinary tensor-graph UOps, so a
+ * backward pass is scheduled and fused like any other graph. */
+#include <math.h>
+#include "tensor/tensor.h"
+
+/* ---- small builders on tensor-graph UOps (shapes already consistent) */
+static uop *cl(uop *like, double v) { return const_like(v, like->dtype, like->shape, like->ndim); }
+static uop *add(uop *a, uop *b) { return uop_alu(OP_ADD, a, b); }
+static uop *mul(uop *a, uop *b) { return uop_alu(OP_MUL, a, b); }
+static uop *neg(uop *a) { return uop_alu1(OP_NEG, a); }
+
+/* sum g over the axes where `to` has size 1 but g does not; keeps rank */
+static uop *sum_to(uop *g, const uop *to) {
+  int64_t arg[TG_MAX_DIMS * 4 + 1];
+  int n = 0;
+  arg[n++] = OP_ADD;
+  for (int i = 0; i < g->ndim; i++) if (to->shape[i] == 1 && g->shape[i] != 1) arg[n++] = i;
+  if (n == 1) return g;
+  return uop1(OP_REDUCE_AXIS, g->dtype, g, arg_ints(arg, n));
+}
+
+/* Gradients of u's sources given g = dL/du. out[i] = NULL when source i
+ * gets none. */
+static void grad_rule(uop *u, uop *g, uop **out) {
+  for (int i = 0; i < u->nsrc; i++) out[i] = NULL;
+  uop *a = u->nsrc > 0 ? u->src[0] : NULL, *b = u->nsrc > 1 ? u->src[1] : NULL;
+  switch (u->op) {
+  case OP_ADD: out[0] = g; out[1] = g; break;
+  case OP_SUB: out[0] = g; out[1] = neg(g); break;
+  case OP_MUL: out[0] = mul(g, b); out[1] = mul(g, a); break;
+  case OP_FDIV:
+    out[0] = uop_alu(OP_FDIV, g, b);
+    out[1] = neg(uop_alu(OP_FDIV, mul(g, a), mul(b, b)));
+    break;
+  case OP_NEG: out[0] = neg(g); break;
+  case OP_EXP2: out[0] = mul(g, mul(u, cl(u, M_LN2))); break;
+  case OP_LOG2: out[0] = uop_alu(OP_FDIV, g, mul(a, cl(a, M_LN2))); break;
+  case OP_SIN: out[0] = mul(g, uop_alu1(OP_SIN, uop_alu(OP_SUB, cl(a, M_PI / 2), a))); break;
+  case OP_SQRT: out[0] = uop_alu(OP_FDIV, g, mul(u, cl(u, 2))); break;
+  case OP_RECIPROCAL: out[0] = neg(mul(g, mul(u, u))); break;
+  case OP_MAX: {
+    /* ties share the gradient, like PyTorch's maximum */
+    uop *half = mul(g, cl(g, 0.5)), *zero = cl(g, 0);
+    uop *ne = uop_alu(OP_CMPNE, a, b);
+    out[0] = uop_where(uop_alu(OP_CMPLT, b, a), g, uop_where(ne, zero, half));
+    out[1] = uop_where(uop_alu(OP_CMPLT, a, b), g, uop_where(ne, zero, half));
+    break;
+  }
+  case OP_WHERE: {
+    uop *zero = cl(g, 0);
+    out[1] = uop_where(a, g, zero);
+    out[2] = uop_where(a, zero, g);
+    break;
+  }
+  case OP_CAST:
+    if (dt_is_float(a->dtype)) out[0] = uop_cast(g, a->dtype);
+    break;
+  case OP_TRUNC: out[0] = cl(a, 0); break;
+  case OP_REDUCE_AXIS: {
+    uop_op rop = (uop_op)u->arg.v[0];
+    uop *ge = mv_expand(g, a->shape, a->ndim);
+    if (rop == OP_ADD) out[0] = ge;
+    else if (rop == OP_MAX) {
+      /* split among the maxima, like tinygrad */
+      uop *mask = uop_cast(uop_alu(OP_CMPEQ, a, mv_expand(u, a->shape, a->ndim)), a->dtype);
+      int64_t arg[TG_MAX_DIMS + 1];
+      for (int i = 0; i < u->arg.n; i++) arg[i] = u->arg.v[i];
+      arg[0] = OP_ADD;
+      uop *count = uop1(OP_REDUCE_AXIS, a->dtype, mask, arg_ints(arg, u->arg.n));
+      out[0] = uop_alu(OP_FDIV, mul(mask, ge), mv_expand(count, a->shape, a->ndim));
+    } else if (rop == OP_MUL) {
+      out[0] = uop_alu(OP_FDIV, mul(ge, mv_expand(u, a->shape, a->ndim)), a);
+    }
+    break;
+  }
+  case OP_RESHAPE: out[0] = mv_reshape(g, a->shape, a->ndim); break;
+  case OP_PERMUTE: {
+    int64_t inv[TG_MAX_DIMS * 4];
+    for (int i = 0; i < u->ndim; i++) inv[u->arg.v[i]] = i;
+    out[0] = mv_permute(g, inv);
+    break;
+  }
+  case OP_EXPAND: out[0] = sum_to(g, a); break;
+  case OP_PAD: {
+    int64_t sh[TG_MAX_DIMS * 8];
+    for (int i = 0; i < a->ndim; i++) { sh[2 * i] = u->arg.v[2 * i]; sh[2 * i + 1] = u->arg.v[2 * i] + a->shape[i]; }
+    out[0] = uop1(OP_SHRINK, g->dtype, g, arg_ints(sh, 2 * a->ndim));
+    break;
+  }
+  case OP_SHRINK: {
+    int64_t pd[TG_MAX_DIMS * 8];
+    for (int i = 0; i < a->ndim; i++) { pd[2 * i] = u->arg.v[2 * i]; pd[2 * i + 1] = a->shape[i] - u->arg.v[2 * i + 1]; }
+    out[0] = uop1(OP_PAD, g->dtype, g, arg_ints(pd, 2 * a->ndim));
+    break;
+  }
+  case OP_FLIP: out[0] = uop1(OP_FLIP, g->dtype, g, u->arg); break;
+  case OP_CONTIGUOUS: case OP_UNIQUE: out[0] = g; break;
+  case OP_AFTER: out[0] = g; break;
+  case OP_COPY: out[0] = g; break;   /* single-device for now: the copy back is the identity */
+  default: break;   /* comparisons, bit ops, DETACH, ASSIGN, leaves: no gradient */
+  }
+}
+
+/* dL/dx for every x in targets that root depends on, given dL/droot.
+ * Returns a map uop -> grad (borrowed UOps). */
+static void compute_gradient(uop *root, uop *root_grad, const ptrmap *targets, ptrmap *grads) {
+  uop_list topo = uop_toposort(root);
+  /* keep only nodes on a path from root to a target */
+  ptrmap on_path = { 0 };
+  for (int i = 0; i < topo.n; i++) {
+    uop *u = topo.v[i];
+    bool p = pm_get(targets, u) != NULL;
+    if (!p && u->op != OP_DETACH && u->op != OP_ASSIGN)
+      for (int j = 0; j < u->nsrc && !p; j++) p = pm_get(&on_path, u->src[j]) != NULL;
+    if (p) pm_put(&on_path, u, (void *)1);
+  }
+  pm_put(grads, root, root_grad);
+  for (int i = topo.n - 1; i >= 0; i--) {
+    uop *u = topo.v[i];
+    uop *g = pm_get(grads, u);
+    if (!g || !pm_get(&on_path, u)) continue;
+    uop *sg[64];
+    grad_rule(u, g, sg);
+    for (int j = 0; j < u->nsrc; j++) {
+      uop *s = u->src[j];
+      if (!sg[j] || !pm_get(&on_path, s)) continue;
+      uop *prev = pm_get(grads, s);
+      pm_put(grads, s, prev ? add(prev, sg[j]) : sg[j]);
+    }
+  }
+  pm_free(&on_path);
+  free(topo.v);
+}
+
+/* ---- public API */
+
+tg_tensor *tg_requires_grad(tg_tensor *t, bool on) {
+  NEED(t, "tg_requires_grad");
+  if (on && !tg_dtype_is_float(tg_dtype_of(t))) TG_FAIL("tg_requires_grad: only float tensors can require grad (got %s)", tg_dtype_name(tg_dtype_of(t)));
+  t->requires_grad = on;
+  return t;
+}
+bool tg_get_requires_grad(const tg_tensor *t) { return t && t->requires_grad; }
+tg_tensor *tg_grad(const tg_tensor *t) { return t ? t->grad : NULL; }
+void tg_zero_grad(tg_tensor *t) {
+  if (!t || !t->grad) return;
+  tg_tensor *g = t->grad;
+  t->grad = NULL;
+  g->owner = NULL;
+  tg_free(g);
+}
+
+tg_tensor *tg_detach(tg_tensor *t) {
+  NEED(t, "tg_detach");
+  API_BEGIN;
+  API_RETURN(tensor_wrap(t->u->op == OP_DETACH ? t->u : uop1(OP_DETACH, t->u->dtype, t->u, arg_none()), t->device));
+}
+
+static int check_loss(tg_tensor *loss, const char *op) {
+  if (!loss) { tensor_null_input(op); return -1; }
+  if (tg_numel(loss) != 1) return tg_seterr("%s: loss must have one element, it has shape with %lld elements", op, (long long)tg_numel(loss));
+  if (!tg_dtype_is_float(tg_dtype_of(loss))) return tg_seterr("%s: loss must be a float tensor, not %s", op, tg_dtype_name(tg_dtype_of(loss)));
+  return 0;
+}
+
+typedef struct { VEC(tg_tensor *) ts; ptrmap targets; } collect_ctx;
+static void collect(tg_tensor *t, void *p) {
+  collect_ctx *c = p;
+  VEC_PUSH(c->ts, t);
+  pm_put(&c->targets, t->u, (void *)1);
+}
+
+int tg_backward(tg_tensor *loss) {
+  if (check_loss(loss, "tg_backward") < 0) return -1;
+  collect_ctx c = { 0 };
+  tensors_each_requiring_grad(collect, &c);
+  uop_pool_push();
+  ptrmap grads = { 0 };
+  compute_gradient(loss->u, cl(loss->u, 1), &c.targets, &grads);
+  int found = 0;
+  for (int i = 0; i < c.ts.n; i++) {
+    tg_tensor *t = c.ts.v[i];
+    uop *g = pm_get(&grads, t->u);
+    if (!g) continue;
+    found++;
+    uop *acc = t->grad ? add(t->grad->u, g) : g;
+    if (t->grad) {
+      uop_retain(acc); uop_release(t->grad->u); t->grad->u = acc;
+    } else {
+      tg_tensor *gt = tensor_wrap(acc, t->device);
+      tensor_adopt(t, gt);
+      t->grad = gt;
+    }
+  }
+  pm_free(&grads);
+  uop_pool_pop();
+  VEC_FREE(c.ts); pm_free(&c.targets);
+  if (!found) return tg_seterr("tg_backward: the loss does not depend on any tensor that requires grad");
+  return 0;
+}
+
+int tg_gradient(tg_tensor *loss, tg_tensor *const *wrt, int n, tg_tensor **out) {
+  if (check_loss(loss, "tg_gradient") < 0) return -1;
+  for (int i = 0; i < n; i++) if (!wrt[i]) { tensor_null_input("tg_gradient"); return -1; }
+  uop_pool_push();
+  ptrmap targets = { 0 }, grads = { 0 };
+  for (int i = 0; i < n; i++) pm_put(&targets, wrt[i]->u, (void *)1);
+  compute_gradient(loss->u, cl(loss->u, 1), &targets, &grads);
+  for (int i = 0; i < n; i++) {
+    uop *g = pm_get(&grads, wrt[i]->u);
+    if (!g) g = const_like(0, wrt[i]->u->dtype, wrt[i]->u->shape, wrt[i]->u->ndim);
+    out[i] = tensor_wrap(g, wrt[i]->device);
+  }
+  pm_free(&targets); pm_free(&grads);
+  uop_pool_pop();
+  return 0;
+}
