@@ -266,6 +266,16 @@ bool tg_no_grad(void);
 #include "tg_movement.h"   /* joining, splitting, indexing, gather/scatter */
 #include "tg_nn.h"         /* convolution, pooling, norms, attention, losses, random */
 
+/* ---------------------------------------------------------------- kernels */
+
+/* Kernel optimizations applied to every kernel compiled from now on, by
+ * name, instead of the built-in heuristic: "UPCAST:1:16,UNROLL:0:4,THREAD:0:2"
+ * (see docs/kernel_opts.md). An opt that does not fit a kernel makes its
+ * realize fail with a message saying why. NULL or "" restores the heuristic.
+ * The environment variable TG_OPTS does the same; NOOPT=1 turns the
+ * heuristic off. Returns 0, or -1 for a malformed spec. */
+int tg_set_kernel_opts(const char *spec);
+
 /* ---------------------------------------------------------------- counters */
 
 /* Totals since start (or the last reset): kernels launched, compiled, ... */

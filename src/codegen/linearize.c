@@ -4,6 +4,7 @@
 #include "util/util.h"
 
 typedef struct {
+  uop_list reduces;       /* every REDUCE of the kernel */
   ptrmap emitted;
   ptrmap free_ranges;     /* uop -> (bitmask of RANGE ids it depends on) + 1 */
   uint64_t open;          /* ranges whose loops are open */
@@ -26,38 +27,61 @@ static uint64_t free_of(lctx *c, uop *u) {
   return m;
 }
 
+static bool loop_before(const uop *a, const uop *b) {
+  bool ta = a->arg.v[1] == RANGE_THREAD, tb = b->arg.v[1] == RANGE_THREAD;
+  if (ta != tb) return ta;
+  return range_id(a) < range_id(b);
+}
+
 static void push(lctx *c, linst_kind k, uop *u) { VEC_PUSH(*c->out, ((linst){ k, u })); }
 
 static void emit(lctx *c, uop *u);
 
+static bool same_ranges(const uop *a, const uop *b) {
+  if (a->nsrc != b->nsrc) return false;
+  for (int i = 1; i < a->nsrc; i++) if (a->src[i] != b->src[i]) return false;
+  return true;
+}
+
+/* Emits r together with every other pending REDUCE over the same loops
+ * (upcast lanes): one loop nest, one accumulator each. */
 static void emit_reduce(lctx *c, uop *r) {
-  uop *v = r->src[0];
   uint64_t mine = 0;
   for (int i = 1; i < r->nsrc; i++) mine |= 1ULL << range_id(r->src[i]);
-  /* hoist what does not vary with this reduce's loops */
-  uop_list l = uop_toposort(v);
-  for (int i = 0; i < l.n; i++) {
-    uop *w = l.v[i];
-    if (w->op == OP_RANGE || pm_get(&c->emitted, w)) continue;
-    uint64_t f = free_of(c, w);
-    if (!(f & mine) && (f & ~c->open) == 0) emit(c, w);
+  uop *group[512];
+  int ng = 0;
+  for (int i = 0; i < c->reduces.n && ng < 512; i++) {
+    uop *o = c->reduces.v[i];
+    if (o == r || (!pm_get(&c->emitted, o) && same_ranges(o, r) && (free_of(c, o) & ~c->open) == 0)) group[ng++] = o;
   }
-  free(l.v);
-  push(c, LI_ACC_INIT, r);
+  /* hoist what does not vary with these loops */
+  for (int gi = 0; gi < ng; gi++) {
+    uop_list l = uop_toposort(group[gi]->src[0]);
+    for (int i = 0; i < l.n; i++) {
+      uop *w = l.v[i];
+      if (w->op == OP_RANGE || pm_get(&c->emitted, w)) continue;
+      uint64_t f = free_of(c, w);
+      if (!(f & mine) && (f & ~c->open) == 0) emit(c, w);
+    }
+    free(l.v);
+  }
+  for (int gi = 0; gi < ng; gi++) push(c, LI_ACC_INIT, group[gi]);
   /* open loops in id order */
   uop *rs[64];
   int n = 0;
   for (int i = 1; i < r->nsrc; i++) rs[n++] = r->src[i];
   for (int i = 1; i < n; i++) for (int j = i; j > 0 && range_id(rs[j - 1]) > range_id(rs[j]); j--) { uop *t = rs[j]; rs[j] = rs[j - 1]; rs[j - 1] = t; }
   for (int i = 0; i < n; i++) { emit(c, rs[i]->src[0]); push(c, LI_LOOP, rs[i]); c->open |= 1ULL << range_id(rs[i]); }
-  emit(c, v);
-  push(c, LI_ACC_UPDATE, r);
+  for (int gi = 0; gi < ng; gi++) emit(c, group[gi]->src[0]);
+  for (int gi = 0; gi < ng; gi++) push(c, LI_ACC_UPDATE, group[gi]);
   for (int i = n - 1; i >= 0; i--) { push(c, LI_ENDLOOP, rs[i]); c->open &= ~(1ULL << range_id(rs[i])); }
   /* nodes emitted inside those loops are out of scope now */
-  uop_list l2 = uop_toposort(v);
-  for (int i = 0; i < l2.n; i++) if (free_of(c, l2.v[i]) & mine) pm_put(&c->emitted, l2.v[i], NULL);
-  free(l2.v);
-  pm_put(&c->emitted, r, (void *)1);
+  for (int gi = 0; gi < ng; gi++) {
+    uop_list l2 = uop_toposort(group[gi]->src[0]);
+    for (int i = 0; i < l2.n; i++) if (free_of(c, l2.v[i]) & mine) pm_put(&c->emitted, l2.v[i], NULL);
+    free(l2.v);
+    pm_put(&c->emitted, group[gi], (void *)1);
+  }
 }
 
 static void emit(lctx *c, uop *u) {
@@ -80,10 +104,13 @@ int linearize(uop *ast, lprogram *out) {
     uop *u = l.v[i];
     if (u->op != OP_RANGE) continue;
     if (range_id(u) >= 64) { free(l.v); return tg_seterr("codegen: kernel has more than 64 loops"); }
-    if (u->arg.v[1] == RANGE_LOOP) loops[nl++] = u;
+    if (u->arg.v[1] != RANGE_REDUCE && u->arg.v[1] != RANGE_UNROLL) loops[nl++] = u;
   }
+  for (int i = 0; i < l.n; i++) if (l.v[i]->op == OP_REDUCE) VEC_PUSH(c.reduces, l.v[i]);
   free(l.v);
-  for (int i = 1; i < nl; i++) for (int j = i; j > 0 && range_id(loops[j - 1]) > range_id(loops[j]); j--) { uop *t = loops[j]; loops[j] = loops[j - 1]; loops[j - 1] = t; }
+  /* the thread loop outermost, then by id */
+  for (int i = 1; i < nl; i++)
+    for (int j = i; j > 0 && loop_before(loops[j], loops[j - 1]); j--) { uop *t = loops[j]; loops[j] = loops[j - 1]; loops[j - 1] = t; }
   /* buffers first, so they are declared at the top */
   uop_list all = uop_toposort(ast);
   for (int i = 0; i < all.n; i++) if (all.v[i]->op == OP_DEFINE_GLOBAL) emit(&c, all.v[i]);
@@ -92,6 +119,7 @@ int linearize(uop *ast, lprogram *out) {
   for (int i = 0; i < ast->nsrc; i++) emit(&c, ast->src[i]);
   for (int i = nl - 1; i >= 0; i--) push(&c, LI_ENDLOOP, loops[i]);
   pm_free(&c.emitted); pm_free(&c.free_ranges);
+  free(c.reduces.v);
   return 0;
 }
 

@@ -5,13 +5,57 @@
 #include <time.h>
 #include "engine/realize.h"
 #include "codegen/codegen.h"
+#include "codegen/opts.h"
+#include "runtime/thread_pool.h"
 #include "renderer/renderer.h"
 #include "schedule/schedule.h"
 #include "util/counters.h"
 
-typedef struct { tg_program *prog; double flops; } cached_prog;
-
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+typedef struct { tg_program *prog; double flops; int max_cores; } cached_prog;
+
+/* Opts for every kernel from tg_set_kernel_opts (or TG_OPTS); NULL: the
+ * heuristic picks (NOOPT=1: none). */
+static char *opts_override;
+int tg_set_kernel_opts(const char *spec) {
+  if (spec && *spec) {
+    kopt o[32];
+    if (kopts_parse(spec, o, 32) < 0) return -1;
+  }
+  pthread_mutex_lock(&cache_lock);
+  free(opts_override);
+  opts_override = spec && *spec ? tg_xstrdup(spec) : NULL;
+  pthread_mutex_unlock(&cache_lock);
+  return 0;
+}
+
+/* Applies the opts for this kernel and expands its lanes (borrowed). */
+static uop *optimize(sched_item *it, int *max_cores) {
+  uop *ast = it->ast;
+  const char *spec = opts_override ? opts_override : getenv("TG_OPTS");
+  kopt o[32];
+  if (spec && *spec) {
+    int n = kopts_parse(spec, o, 32);
+    if (n < 0) return NULL;
+    if (kernel_apply_opts(&ast, o, n, false) < 0) {
+      char msg[4096];
+      snprintf(msg, sizeof msg, "%s", tg_error());
+      tg_seterr("kernel %s: %s", it->name, msg);
+      return NULL;
+    }
+  } else if (!tg_getenv_int("NOOPT", 0)) {
+    int n = kernel_heuristic_opts(ast, tg_pool_threads(), o, 32);
+    for (int i = 0; i < n; i++) {
+      uop *trial = ast;
+      if (kernel_apply_opt(&trial, o[i], false) == 0) ast = trial;   /* a pick that does not fit is skipped */
+    }
+    tg_clear_error();
+  }
+  *max_cores = kernel_thread_count(ast);
+  return kernel_expand_lanes(ast);
+}
+
 static ptrmap prog_cache;   /* NOOP(ast, arg=device) -> cached_prog* */
 
 static double now_s(void) {
@@ -36,7 +80,10 @@ static cached_prog *get_program(sched_item *it) {
   int debug = (int)tg_getenv_int("DEBUG", 0);
   if (debug >= 3) { fprintf(stderr, "kernel %s AST:\n", it->name); uop_print(stderr, it->ast); }
   double t0 = now_s();
-  char *src = render_c(it->ast, it->name);
+  int max_cores = 1;
+  uop *opt_ast = optimize(it, &max_cores);
+  if (!opt_ast) { uop_pool_pop(); return NULL; }
+  char *src = render_c(opt_ast, it->name);
   if (!src) { uop_pool_pop(); return NULL; }
   if (debug >= 4) fprintf(stderr, "%s\n", src);
   tg_program *p = it->dev->compile(it->dev, src, it->name);
@@ -46,6 +93,8 @@ static cached_prog *get_program(sched_item *it) {
   cp = tg_xcalloc(1, sizeof *cp);
   cp->prog = p;
   cp->flops = kernel_flops(it->ast);
+  cp->max_cores = max_cores;
+  p->max_cores = max_cores;
   uop_retain(key);
   pthread_mutex_lock(&cache_lock);
   pm_put(&prog_cache, key, cp);

@@ -184,7 +184,16 @@ char *render_c(uop *ast, const char *name) {
     case LI_LOOP: {
       char *n = fmt("ridx%d", (int)u->arg.v[0]);
       indent(&c);
-      sb_printf(&c.body, "for (long long %s = 0; %s < %s; %s++) {\n", n, n, name_of(&c, u->src[0]), n);
+      if (u->arg.v[1] == RANGE_THREAD) {
+        /* this core's contiguous share of the loop */
+        const char *sz = name_of(&c, u->src[0]);
+        sb_printf(&c.body, "const long long %s_chunk = (%s + ncores - 1) / ncores, %s_end0 = (core + 1) * %s_chunk;\n", n, sz, n, n);
+        indent(&c);
+        sb_printf(&c.body, "const long long %s_end = %s_end0 < %s ? %s_end0 : %s;\n", n, n, sz, n, sz);
+        indent(&c);
+        sb_printf(&c.body, "for (long long %s = core * %s_chunk; %s < %s_end; %s++) {\n", n, n, n, n, n);
+      } else
+        sb_printf(&c.body, "for (long long %s = 0; %s < %s; %s++) {\n", n, n, name_of(&c, u->src[0]), n);
       set_name(&c, u, n);
       c.depth++;
       continue;

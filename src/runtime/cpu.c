@@ -30,6 +30,7 @@
 #include <unistd.h>
 #include "runtime/cpu_compiler.h"
 #include "runtime/device.h"
+#include "runtime/thread_pool.h"
 #include "util/counters.h"
 #include "util/util.h"
 
@@ -388,12 +389,25 @@ static void cpu_program_free(struct tg_device *d, tg_program *p) {
 
 /* ---------------------------------------------------------------- launching */
 
+/* Kernels split their outermost parallel loop by (core, ncores); the pool
+ * (thread_pool.c) calls them once per core, the calling thread being core 0. */
+typedef struct { tg_kernel_fn fn; void **bufs; const int64_t *vars; } launch_args;
+
+static void launch_core(void *arg, int core, int ncores) {
+  const launch_args *l = arg;
+  l->fn(l->bufs, l->vars, core, ncores);
+}
+
 static int cpu_launch(struct tg_device *d, tg_program *p, void **bufs, int nbufs, const int64_t *vars, int nvars) {
   if (!p || !p->fn) return tg_seterr("CPU: launch of a program with no function ('%s')", p && p->name ? p->name : "?");
-  /* One core for now. A thread pool goes here: run fn(bufs, vars, core,
-   * ncores) for core = 0..ncores-1 on the workers and wait for all; kernels
-   * already split their outermost parallel loop by (core, ncores). */
-  p->fn(bufs, vars, 0, 1);
+  int n = tg_pool_threads();
+  if (p->max_cores > 0 && p->max_cores < n) n = p->max_cores;
+  if (n <= 1) {
+    p->fn(bufs, vars, 0, 1);
+  } else {
+    launch_args l = { p->fn, bufs, vars };
+    tg_pool_run(launch_core, &l, n);
+  }
   return 0;
 }
 

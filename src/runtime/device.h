@@ -22,6 +22,10 @@ struct tg_program {
   char *name;
   tg_kernel_fn fn;      /* CPU: the loaded function; NULL on the NULL device */
   void *handle;         /* CPU: the dlopen handle */
+  int max_cores;        /* how many cores the kernel may use: 1 = the calling
+                         * thread only (a kernel that ignores core/ncores);
+                         * 0 (the default) = all of the pool's; set by the
+                         * engine after compile */
 };
 
 struct tg_device {

@@ -10,8 +10,11 @@
 #include "uop/uop.h"
 #include "util/util.h"
 
-/* RANGE arg: (id, kind). Output loops are LOOP; reduce loops REDUCE. */
-enum { RANGE_LOOP = 0, RANGE_REDUCE = 1 };
+/* RANGE arg: (id, kind). Output loops are LOOP, reduce loops REDUCE; the
+ * kernel optimizer (codegen/opts.c) makes THREAD (split across cores),
+ * UPCAST (output lanes kept in registers) and UNROLL (reduce lanes). Loops
+ * nest by id. */
+enum { RANGE_LOOP = 0, RANGE_REDUCE = 1, RANGE_UPCAST = 2, RANGE_UNROLL = 3, RANGE_THREAD = 4 };
 
 typedef struct {
   uop *ast;              /* retained; NULL for a copy between devices */

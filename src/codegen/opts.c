@@ -1,0 +1,412 @@
+/* opts.c: kernel optimizations as transformations of the kernel AST (see
+ * opts.h), the lane expansion that realizes UPCAST/UNROLL, and the
+ * hand-written heuristic that picks opts by default. */
+#include <stdlib.h>
+#include "codegen/opts.h"
+#include "schedule/schedule.h"
+#include "uop/symbolic.h"
+#include "util/util.h"
+
+static const char *opt_names[OPT_COUNT] = { "UPCAST", "UNROLL", "THREAD", "PADTO", "SWAP", "LOCAL", "GROUP", "GROUPTOP", "TC" };
+const char *kopt_name(kopt_op op) { return op < OPT_COUNT ? opt_names[op] : "?"; }
+
+int kopts_parse(const char *spec, kopt *out, int max) {
+  int n = 0;
+  const char *p = spec;
+  while (p && *p) {
+    while (*p == ' ' || *p == ',') p++;
+    if (!*p) break;
+    const char *colon = strchr(p, ':');
+    if (!colon) return tg_seterr("opts: '%s' is not OP:AXIS:AMOUNT", p);
+    int op = -1;
+    for (int i = 0; i < OPT_COUNT; i++)
+      if ((size_t)(colon - p) == strlen(opt_names[i]) && !strncmp(p, opt_names[i], (size_t)(colon - p))) op = i;
+    if (op < 0) return tg_seterr("opts: unknown opt '%.*s' (known: UPCAST UNROLL THREAD PADTO SWAP LOCAL GROUP GROUPTOP TC)", (int)(colon - p), p);
+    char *end;
+    long axis = strtol(colon + 1, &end, 10);
+    if (end == colon + 1 || *end != ':') return tg_seterr("opts: '%s': expected OP:AXIS:AMOUNT", p);
+    const char *amt_s = end + 1;
+    long amt = strtol(amt_s, &end, 10);
+    if (end == amt_s) return tg_seterr("opts: '%s': missing amount", p);
+    if (n >= max) return tg_seterr("opts: more than %d opts", max);
+    out[n++] = (kopt){ (kopt_op)op, (int)axis, (int)amt };
+    p = end;
+    if (*p && *p != ',') return tg_seterr("opts: unexpected '%c' after an opt", *p);
+  }
+  return n;
+}
+
+void kopts_format(const kopt *o, int n, char *buf, size_t size) {
+  size_t k = 0;
+  buf[0] = 0;
+  for (int i = 0; i < n && k + 32 < size; i++)
+    k += (size_t)snprintf(buf + k, size - k, "%s%s:%d:%d", i ? "," : "", kopt_name(o[i].op), o[i].axis, o[i].arg);
+}
+
+/* ------------------------------------------------------------ axes */
+
+static int rid(const uop *r) { return (int)r->arg.v[0]; }
+static int rkind(const uop *r) { return (int)r->arg.v[1]; }
+static int64_t rsize(const uop *r) { return (int64_t)uop_const_value(r->src[0]); }
+
+static int by_id(const void *a, const void *b) { return rid(*(uop *const *)a) - rid(*(uop *const *)b); }
+
+int kernel_axes(uop *ast, uop **axes, int max, int *first_reduce) {
+  uop_list l = uop_toposort(ast);
+  uop *outs[64], *reds[64];
+  int no = 0, nr = 0;
+  for (int i = 0; i < l.n; i++) {
+    uop *u = l.v[i];
+    if (u->op != OP_RANGE) continue;
+    if ((rkind(u) == RANGE_LOOP || rkind(u) == RANGE_THREAD) && no < 64) outs[no++] = u;
+    else if (rkind(u) == RANGE_REDUCE && nr < 64) reds[nr++] = u;
+  }
+  free(l.v);
+  qsort(outs, (size_t)no, sizeof(uop *), by_id);
+  qsort(reds, (size_t)nr, sizeof(uop *), by_id);
+  int n = 0;
+  for (int i = 0; i < no && n < max; i++) axes[n++] = outs[i];
+  if (first_reduce) *first_reduce = n;
+  for (int i = 0; i < nr && n < max; i++) axes[n++] = reds[i];
+  return n;
+}
+
+static int next_range_id(uop *ast) {
+  uop_list l = uop_toposort(ast);
+  int m = -1;
+  for (int i = 0; i < l.n; i++) if (l.v[i]->op == OP_RANGE && rid(l.v[i]) > m) m = rid(l.v[i]);
+  free(l.v);
+  return m + 1;
+}
+
+static uop *make_range(int64_t size, int id, int kind, int64_t extra) {
+  int64_t a[3] = { id, kind, extra };
+  return uop1(OP_RANGE, DT_INDEX, uop_const_int(DT_INDEX, size), arg_ints(a, extra ? 3 : 2));
+}
+
+/* Replaces range r everywhere by expr; in a REDUCE's range list r becomes
+ * the ranges in repl (NULL entries dropped). */
+static uop *subst_range(uop *u, uop *r, uop *expr, uop *const *repl, int nrepl, ptrmap *memo) {
+  if (u == r) return expr;
+  uop *m = pm_get(memo, u);
+  if (m) return m;
+  uop *src[256];
+  int n = 0;
+  for (int i = 0; i < u->nsrc; i++) {
+    if (u->op == OP_REDUCE && i > 0 && u->src[i] == r) {
+      for (int j = 0; j < nrepl; j++) if (repl[j] && repl[j]->op == OP_RANGE) src[n++] = repl[j];
+      continue;
+    }
+    src[n++] = subst_range(u->src[i], r, expr, repl, nrepl, memo);
+  }
+  uop *res = u->op == OP_REDUCE && n == 1 ? src[0] : uop_replace_src(u, src, n);
+  pm_put(memo, u, res);
+  return res;
+}
+static uop *replace_range(uop *ast, uop *r, uop *expr, uop *const *repl, int nrepl) {
+  ptrmap memo = { 0 };
+  uop *res = subst_range(ast, r, expr, repl, nrepl, &memo);
+  pm_free(&memo);
+  return uop_simplify(res);
+}
+
+/* r (size s) -> outer*amt + inner, outer of size s/amt and kind `outer_kind`. */
+static uop *split_range(uop *ast, uop *r, int amt, int inner_kind) {
+  int64_t size = rsize(r);
+  uop *inner = make_range(amt, next_range_id(ast), inner_kind, 0);
+  uop *outer = size / amt == 1 ? NULL : make_range(size / amt, rid(r), rkind(r), r->arg.n > 2 ? r->arg.v[2] : 0);
+  uop *expr = outer ? uop_alu(OP_ADD, uop_muli(outer, amt), inner) : inner;
+  uop *repl[2] = { outer, inner };
+  return replace_range(ast, r, expr, repl, 2);
+}
+
+/* nodes of ast that depend on r */
+static bool depends_on(uop *u, uop *r, ptrmap *memo) {
+  if (u == r) return true;
+  void *m = pm_get(memo, u);
+  if (m) return m == (void *)2;
+  bool d = false;
+  for (int i = 0; i < u->nsrc && !d; i++) d = depends_on(u->src[i], r, memo);
+  pm_put(memo, u, (void *)(intptr_t)(d ? 2 : 1));
+  return d;
+}
+
+/* PADTO: grow r to size; loads and stores that depend on it get r < old. */
+static uop *pad_range(uop *ast, uop *r, int64_t newsize) {
+  int64_t old = rsize(r);
+  uop *nr = make_range(newsize, rid(r), rkind(r), r->arg.n > 2 ? r->arg.v[2] : 0);
+  uop *repl[1] = { nr };
+  ptrmap memo = { 0 };
+  uop *res = subst_range(ast, r, nr, repl, 1, &memo);
+  pm_free(&memo);
+  uop *valid = uop_alu(OP_CMPLT, nr, uop_const_int(DT_INDEX, old));
+  /* gate every INDEX that depends on the range */
+  uop_list l = uop_toposort(res);
+  ptrmap dep = { 0 }, sub = { 0 };
+  for (int i = 0; i < l.n; i++) {
+    uop *u = l.v[i];
+    if (u->op != OP_INDEX || !depends_on(u, nr, &dep)) continue;
+    uop *gate = u->nsrc > 2 ? uop_alu(OP_AND, u->src[2], valid) : valid;
+    pm_put(&sub, u, uop3(OP_INDEX, u->dtype, u->src[0], u->src[1], gate, arg_none()));
+  }
+  free(l.v);
+  res = graph_substitute(res, &sub);
+  pm_free(&dep); pm_free(&sub);
+  return uop_simplify(res);
+}
+
+static int count_kind(uop *ast, int kind, int64_t *product) {
+  uop_list l = uop_toposort(ast);
+  int n = 0;
+  int64_t p = 1;
+  for (int i = 0; i < l.n; i++) if (l.v[i]->op == OP_RANGE && rkind(l.v[i]) == kind) { n++; p *= rsize(l.v[i]); }
+  free(l.v);
+  if (product) *product = p;
+  return n;
+}
+
+#define MAX_LANES 256
+
+int kernel_apply_opt(uop **ast, kopt o, bool has_local_memory) {
+  uop *axes[128];
+  int fr;
+  int n = kernel_axes(*ast, axes, 128, &fr);
+  const char *name = kopt_name(o.op);
+  if (o.op >= OPT_COUNT) return tg_seterr("opt: unknown opt %d", (int)o.op);
+  bool reduce_axis = o.op == OPT_UNROLL || o.op == OPT_GROUP || o.op == OPT_GROUPTOP;
+  int idx = reduce_axis ? fr + o.axis : o.axis;
+  int limit = reduce_axis ? n : fr;
+  if (o.axis < 0 || idx >= limit)
+    return tg_seterr("opt %s:%d:%d: axis %d out of range (the kernel has %d %s axes)", name, o.axis, o.arg, o.axis,
+                     reduce_axis ? n - fr : fr, reduce_axis ? "reduce" : "output");
+  uop *r = axes[idx];
+  int64_t size = rsize(r);
+  if (o.op == OPT_SWAP) {
+    if (o.arg < 0 || o.arg >= fr || o.arg == o.axis) return tg_seterr("opt SWAP:%d:%d: the other axis must be a different output axis (0..%d)", o.axis, o.arg, fr - 1);
+    uop *s = axes[o.arg];
+    uop *r2 = make_range(rsize(r), rid(s), rkind(r), r->arg.n > 2 ? r->arg.v[2] : 0);
+    uop *s2 = make_range(rsize(s), rid(r), rkind(s), s->arg.n > 2 ? s->arg.v[2] : 0);
+    uop *tmp = make_range(rsize(r), 1 << 20, rkind(r), 0);   /* avoid a clash while swapping */
+    uop *a = replace_range(*ast, r, tmp, (uop *[]){ tmp }, 1);
+    a = replace_range(a, s, s2, (uop *[]){ s2 }, 1);
+    *ast = replace_range(a, tmp, r2, (uop *[]){ r2 }, 1);
+    return 0;
+  }
+  if (o.arg < 1) return tg_seterr("opt %s:%d:%d: amount must be positive", name, o.axis, o.arg);
+  if (o.op == OPT_PADTO) {
+    if (rkind(r) != RANGE_LOOP) return tg_seterr("opt PADTO:%d:%d: only plain output axes can be padded", o.axis, o.arg);
+    int64_t ns = (size + o.arg - 1) / o.arg * o.arg;
+    if (ns == size) return tg_seterr("opt PADTO:%d:%d: axis size %lld is already a multiple of %d", o.axis, o.arg, (long long)size, o.arg);
+    if (ns > size * 2) return tg_seterr("opt PADTO:%d:%d: padding %lld to %lld more than doubles the work", o.axis, o.arg, (long long)size, (long long)ns);
+    *ast = pad_range(*ast, r, ns);
+    return 0;
+  }
+  if (size % o.arg != 0 && o.op != OPT_THREAD)
+    return tg_seterr("opt %s:%d:%d: axis %d has size %lld, not a multiple of %d", name, o.axis, o.arg, o.axis, (long long)size, o.arg);
+  switch (o.op) {
+  case OPT_UPCAST: case OPT_UNROLL: {
+    if (rkind(r) == RANGE_THREAD && o.op == OPT_UPCAST && size / o.arg < 1) return tg_seterr("opt UPCAST: nothing left to thread");
+    int64_t up, un;
+    count_kind(*ast, RANGE_UPCAST, &up);
+    count_kind(*ast, RANGE_UNROLL, &un);
+    if (up * un * o.arg > MAX_LANES) return tg_seterr("opt %s:%d:%d: more than %d lanes in total", name, o.axis, o.arg, MAX_LANES);
+    if (o.arg < 2) return tg_seterr("opt %s:%d:%d: amount must be at least 2", name, o.axis, o.arg);
+    *ast = split_range(*ast, r, o.arg, o.op == OPT_UPCAST ? RANGE_UPCAST : RANGE_UNROLL);
+    return 0;
+  }
+  case OPT_THREAD: {
+    if (rkind(r) != RANGE_LOOP) return tg_seterr("opt THREAD:%d:%d: only a plain output axis can be threaded", o.axis, o.arg);
+    if (count_kind(*ast, RANGE_THREAD, NULL)) return tg_seterr("opt THREAD:%d:%d: the kernel already has a thread axis", o.axis, o.arg);
+    if (o.arg < 2 || o.arg > 1024) return tg_seterr("opt THREAD:%d:%d: thread count must be 2..1024", o.axis, o.arg);
+    uop *t = make_range(size, rid(r), RANGE_THREAD, o.arg);
+    *ast = replace_range(*ast, r, t, (uop *[]){ t }, 1);
+    return 0;
+  }
+  case OPT_LOCAL: case OPT_GROUP: case OPT_GROUPTOP: case OPT_TC:
+    if (!has_local_memory)
+      return tg_seterr("opt %s:%d:%d: needs a device with work groups and local memory (a GPU); the CPU has none", name, o.axis, o.arg);
+    return tg_seterr("opt %s: not implemented for this device yet", name);
+  default:
+    return tg_seterr("opt %s: unknown", name);
+  }
+}
+
+int kernel_apply_opts(uop **ast, const kopt *o, int n, bool has_local_memory) {
+  for (int i = 0; i < n; i++) if (kernel_apply_opt(ast, o[i], has_local_memory) < 0) return -1;
+  return 0;
+}
+
+int kernel_thread_count(uop *ast) {
+  uop_list l = uop_toposort(ast);
+  int n = 1;
+  for (int i = 0; i < l.n; i++)
+    if (l.v[i]->op == OP_RANGE && rkind(l.v[i]) == RANGE_THREAD) n = (int)l.v[i]->arg.v[2];
+  free(l.v);
+  return n;
+}
+
+/* ------------------------------------------------------------ lane expansion */
+
+/* Substitutes ranges rs[i] -> lane value (digits of lane in mixed radix). */
+static uop *at_lane(uop *u, uop *const *rs, int nr, int64_t lane) {
+  ptrmap m = { 0 };
+  for (int i = nr - 1; i >= 0; i--) {
+    int64_t s = rsize(rs[i]);
+    pm_put(&m, rs[i], uop_const_int(DT_INDEX, lane % s));
+    lane /= s;
+  }
+  uop *res = graph_substitute(u, &m);
+  pm_free(&m);
+  return res;
+}
+
+static uop *combine(uop_op op, uop **v, int n) {
+  /* pairwise, so the partial results add in a balanced tree */
+  while (n > 1) {
+    int k = 0;
+    for (int i = 0; i + 1 < n; i += 2) v[k++] = uop_alu(op, v[i], v[i + 1]);
+    if (n % 2) v[k++] = v[n - 1];
+    n = k;
+  }
+  return v[0];
+}
+
+static uop *expand_reduce(uop *r) {
+  uop *un[16], *keep[64];
+  int nu = 0, nk = 0;
+  int64_t lanes = 1;
+  for (int i = 1; i < r->nsrc; i++) {
+    if (rkind(r->src[i]) == RANGE_UNROLL && nu < 16) { un[nu++] = r->src[i]; lanes *= rsize(r->src[i]); }
+    else if (nk < 64) keep[nk++] = r->src[i];
+  }
+  if (!nu) return r;
+  uop *parts[MAX_LANES];
+  for (int64_t l = 0; l < lanes && l < MAX_LANES; l++) {
+    uop *src[65];
+    src[0] = at_lane(r->src[0], un, nu, l);
+    for (int i = 0; i < nk; i++) src[1 + i] = keep[i];
+    parts[l] = nk ? uop_new(OP_REDUCE, r->dtype, src, 1 + nk, r->arg) : src[0];
+  }
+  return combine((uop_op)r->arg.i, parts, (int)(lanes < MAX_LANES ? lanes : MAX_LANES));
+}
+
+uop *kernel_expand_lanes(uop *ast) {
+  /* 1. unrolled reduces, bottom-up */
+  uop_list l = uop_toposort(ast);
+  ptrmap m = { 0 };
+  uop *cur = ast;
+  for (int i = 0; i < l.n; i++) {
+    uop *u = l.v[i];
+    uop *src[256];
+    for (int j = 0; j < u->nsrc; j++) { uop *x = pm_get(&m, u->src[j]); src[j] = x ? x : u->src[j]; }
+    uop *nu = uop_replace_src(u, src, u->nsrc);
+    if (nu->op == OP_REDUCE) nu = expand_reduce(nu);
+    if (nu != u) pm_put(&m, u, nu);
+    if (i == l.n - 1) cur = nu;
+  }
+  free(l.v);
+  pm_free(&m);
+  /* 2. upcast lanes: one store per lane */
+  uop_list l2 = uop_toposort(cur);
+  uop *up[16];
+  int nup = 0;
+  int64_t lanes = 1;
+  for (int i = 0; i < l2.n; i++)
+    if (l2.v[i]->op == OP_RANGE && rkind(l2.v[i]) == RANGE_UPCAST && nup < 16) { up[nup++] = l2.v[i]; lanes *= rsize(l2.v[i]); }
+  free(l2.v);
+  if (nup) {
+    qsort(up, (size_t)nup, sizeof(uop *), by_id);
+    uop **stores = tg_xmalloc(sizeof(uop *) * (size_t)(cur->nsrc * lanes + 1));
+    int ns = 0;
+    for (int s = 0; s < cur->nsrc; s++)
+      for (int64_t ln = 0; ln < lanes; ln++) stores[ns++] = at_lane(cur->src[s], up, nup, ln);
+    cur = uop_new(OP_SINK, DT_VOID, stores, ns, cur->arg);
+    free(stores);
+  }
+  return uop_simplify(cur);
+}
+
+/* ------------------------------------------------------------ heuristic */
+
+/* d(index)/d(r) for an affine index (others at 0); INT64_MIN when unknown */
+static int64_t stride_of(uop *index, uop *r, uop *const *axes, int n) {
+  ptrmap m0 = { 0 }, m1 = { 0 };
+  for (int i = 0; i < n; i++) {
+    pm_put(&m0, axes[i], uop_const_int(DT_INDEX, 0));
+    pm_put(&m1, axes[i], uop_const_int(DT_INDEX, axes[i] == r ? 1 : 0));
+  }
+  uop *a = uop_simplify(graph_substitute(index, &m0)), *b = uop_simplify(graph_substitute(index, &m1));
+  pm_free(&m0); pm_free(&m1);
+  if (a->op != OP_CONST || b->op != OP_CONST) return INT64_MIN;
+  return b->arg.i - a->arg.i;
+}
+
+/* Do the kernel's loads/stores step by 1 (or 0) along r? counts of each. */
+static void access_along(uop *ast, uop *r, uop *const *axes, int n, int *unit, int *zero, int *other) {
+  *unit = *zero = *other = 0;
+  uop_list l = uop_toposort(ast);
+  for (int i = 0; i < l.n; i++) {
+    uop *u = l.v[i];
+    if (u->op != OP_INDEX) continue;
+    int64_t s = stride_of(u->src[1], r, axes, n);
+    if (s == 1) (*unit)++;
+    else if (s == 0) (*zero)++;
+    else (*other)++;
+  }
+  free(l.v);
+}
+
+static int pick_amount(int64_t size, const int *choices) {
+  for (int i = 0; choices[i]; i++) if (size % choices[i] == 0 && size >= choices[i]) return choices[i];
+  return 0;
+}
+
+int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
+  uop *axes[64];
+  int fr;
+  int n = kernel_axes(ast, axes, 64, &fr);
+  int k = 0;
+  int64_t work = 1;
+  for (int i = 0; i < n; i++) work *= rsize(axes[i]);
+  static const int vec[] = { 16, 8, 4, 0 }, tile[] = { 4, 2, 0 };
+  bool has_reduce = n > fr;
+  if (has_reduce && fr > 0) {
+    /* outputs with a reduce: matmul (lanes along a unit-stride output axis,
+     * a second tile axis reusing loads) or matvec (lanes along the reduce) */
+    int vaxis = -1;
+    for (int i = fr - 1; i >= 0 && vaxis < 0; i--) {
+      int unit, zero, other;
+      access_along(ast, axes[i], axes, n, &unit, &zero, &other);
+      if (unit >= 2 || (unit >= 1 && zero >= 1)) vaxis = i;
+    }
+    int64_t lanes = 1;
+    if (vaxis >= 0) {
+      int amt = pick_amount(rsize(axes[vaxis]), vec);
+      if (amt && k < max) { out[k++] = (kopt){ OPT_UPCAST, vaxis, amt }; lanes *= amt; }
+      /* a second output axis whose lanes share loads */
+      for (int i = fr - 1; i >= 0; i--) {
+        if (i == vaxis) continue;
+        int unit, zero, other;
+        access_along(ast, axes[i], axes, n, &unit, &zero, &other);
+        int t = pick_amount(rsize(axes[i]), tile);
+        if (zero >= 1 && t && lanes * t <= 64 && k < max) { out[k++] = (kopt){ OPT_UPCAST, i, t }; lanes *= t; break; }
+      }
+    } else {
+      int unit, zero, other;
+      access_along(ast, axes[fr], axes, n, &unit, &zero, &other);
+      int amt = pick_amount(rsize(axes[fr]), vec);
+      if (unit >= 1 && amt && k < max) out[k++] = (kopt){ OPT_UNROLL, 0, amt };
+    }
+  } else if (has_reduce) {
+    /* a full reduction: independent partial sums */
+    int amt = pick_amount(rsize(axes[fr]), vec);
+    if (amt && k < max) out[k++] = (kopt){ OPT_UNROLL, 0, amt };
+  }
+  /* threads over the outermost output axis when there is enough work */
+  if (ncores > 1 && fr > 0 && work >= (1 << 16) && k < max) {
+    int64_t s = rsize(axes[0]);
+    for (int i = 0; i < k; i++) if (out[i].op == OPT_UPCAST && out[i].axis == 0) s /= out[i].arg;
+    if (s >= ncores) out[k++] = (kopt){ OPT_THREAD, 0, ncores };
+  }
+  return k;
+}

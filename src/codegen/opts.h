@@ -1,0 +1,53 @@
+/* opts.h: named kernel optimizations (tinygrad's OptOps), applied to a
+ * kernel AST before it is linearized.
+ *
+ * A kernel's axes are its loops in nesting order: first the output axes
+ * (LOOP and THREAD ranges, by id), then the reduce axes (REDUCE ranges).
+ *
+ *   UPCAST  axis amt   split an output axis; the inner amt lanes are computed
+ *                      together (register tile, vectorizable)
+ *   UNROLL  axis amt   split a reduce axis (axis counts from the first reduce
+ *                      axis); amt partial accumulators are kept and combined
+ *   THREAD  axis amt   run an output axis across amt cores
+ *   PADTO   axis amt   round an output axis up to a multiple of amt (the extra
+ *                      lanes are computed, never stored)
+ *   SWAP    axis other swap the nesting order of two output axes
+ *   LOCAL, GROUP, GROUPTOP, TC   GPU work-group and tensor-core opts: checked,
+ *                      then refused on devices without local memory (CPU)
+ */
+#ifndef TG_OPTS_H
+#define TG_OPTS_H
+
+#include "uop/uop.h"
+
+typedef enum { OPT_UPCAST, OPT_UNROLL, OPT_THREAD, OPT_PADTO, OPT_SWAP, OPT_LOCAL, OPT_GROUP, OPT_GROUPTOP, OPT_TC, OPT_COUNT } kopt_op;
+typedef struct { kopt_op op; int axis; int arg; } kopt;
+
+const char *kopt_name(kopt_op op);
+/* "UPCAST:1:16,UNROLL:0:4" -> opts; returns the count or -1 with tg_error. */
+int kopts_parse(const char *spec, kopt *out, int max);
+/* Writes "UPCAST:1:16,..." into buf. */
+void kopts_format(const kopt *o, int n, char *buf, size_t size);
+
+/* The kernel's axes (RANGE nodes) in nesting order: outputs then reduces.
+ * Returns the count; *first_reduce gets the index of the first reduce axis. */
+int kernel_axes(uop *ast, uop **axes, int max, int *first_reduce);
+
+/* Applies one opt; on success replaces *ast (borrowed) and returns 0, else -1
+ * with tg_error saying why the opt does not fit this kernel. */
+int kernel_apply_opt(uop **ast, kopt o, bool has_local_memory);
+int kernel_apply_opts(uop **ast, const kopt *o, int n, bool has_local_memory);
+
+/* Opts picked by hand-written rules for a CPU with ncores cores (matvec,
+ * matmul, reduce and elementwise cases). Returns the count. */
+int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max);
+
+/* Removes UPCAST and UNROLL ranges by computing their lanes side by side:
+ * each store is repeated per upcast lane, each reduce keeps one accumulator
+ * per unroll lane and combines them after its loop. (borrowed) */
+uop *kernel_expand_lanes(uop *ast);
+
+/* How many cores the kernel splits across (1 without a THREAD axis). */
+int kernel_thread_count(uop *ast);
+
+#endif

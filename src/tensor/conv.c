@@ -1,0 +1,185 @@
+/* conv.c: convolutions like tinygrad's Tensor.conv2d / conv_transpose2d:
+ * the padded input is viewed as sliding windows (nn_pool_view: movement ops
+ * only), broadcast against the weight per group, multiplied and summed, so a
+ * convolution with its bias (and a following activation) is one kernel. */
+#include "tensor/nn_internal.h"
+
+typedef struct { int n; int64_t s[3], d[3], pads[6]; int64_t groups; } conv_params;
+
+static bool check_float(tg_tensor *t, const char *what, const char *op) {
+  if (!tg_dtype_is_float(tg_dtype_of(t))) { tg_seterr("%s: %s must be a float tensor, not %s", op, what, tg_dtype_name(tg_dtype_of(t))); return false; }
+  return true;
+}
+
+/* x (N, Cin, *sp) (already batched), w (Cout, Cin/g, *k): validated here */
+static tg_tensor *conv_core(tg_tensor *x, tg_tensor *w, tg_tensor *b, const conv_params *p, const char *op) {
+  int n = p->n;
+  tg_shape xs = tg_shape_of(x), ws = tg_shape_of(w);
+  int64_t bs = xs.d[0], cin_ = xs.d[1], cout = ws.d[0], cin = ws.d[1], g = p->groups;
+  char b1[128], b2[128];
+  if (g <= 0) TG_FAIL("%s: groups must be positive, got %lld", op, (long long)g);
+  if (cin_ % g) TG_FAIL("%s: groups %lld does not divide the %lld input channels", op, (long long)g, (long long)cin_);
+  if (cout % g) TG_FAIL("%s: groups %lld does not divide the %lld output channels", op, (long long)g, (long long)cout);
+  if (cin * g != cin_)
+    TG_FAIL("%s: input %s has %lld channels but weight %s expects %lld (groups %lld x %lld)", op, nn_shape_str(x, b1, 128),
+            (long long)cin_, nn_shape_str(w, b2, 128), (long long)(cin * g), (long long)g, (long long)cin);
+  int64_t k[3], o[3];
+  for (int j = 0; j < n; j++) {
+    int64_t i = xs.d[2 + j], pb = p->pads[2 * j], pa = p->pads[2 * j + 1];
+    k[j] = ws.d[2 + j];
+    if (p->s[j] <= 0) TG_FAIL("%s: stride %lld on spatial axis %d must be positive", op, (long long)p->s[j], j);
+    if (p->d[j] <= 0) TG_FAIL("%s: dilation %lld on spatial axis %d must be positive", op, (long long)p->d[j], j);
+    if (k[j] <= 0) TG_FAIL("%s: kernel size %lld on spatial axis %d must be positive", op, (long long)k[j], j);
+    if (-pb > i || -pa > i) TG_FAIL("%s: padding (%lld, %lld) crops more than the size %lld of spatial axis %d", op, (long long)pb, (long long)pa, (long long)i, j);
+    int64_t padded = i + pb + pa, ek = p->d[j] * (k[j] - 1) + 1;
+    if (padded < ek)
+      TG_FAIL("%s: kernel size %lld (dilated: %lld) is larger than the padded input size %lld on spatial axis %d (input %s, padding %lld, %lld)",
+              op, (long long)k[j], (long long)ek, (long long)padded, j, nn_shape_str(x, b1, 128), (long long)pb, (long long)pa);
+    o[j] = (padded - ek) / p->s[j] + 1;
+  }
+  if (b) {
+    if (tg_ndim(b) != 1 || tg_dim(b, 0) != cout) TG_FAIL("%s: bias shape %s must be (%lld)", op, nn_shape_str(b, b1, 128), (long long)cout);
+    if (!check_float(b, "bias", op)) return NULL;
+  }
+  tg_scope_begin();
+  int64_t rcout = cout / g;
+  tg_tensor *v = nn_pool_view(nn_pad_spatial(x, n, p->pads, 0), n, k, p->s, p->d);   /* (bs, cin_, *o, *k) */
+  tg_shape r = { 0, { 0 } }, e = { 0, { 0 } };
+  int64_t head[4] = { bs, g, cin, 1 };
+  for (int i = 0; i < 4; i++) { r.d[r.ndim++] = head[i]; e.d[e.ndim++] = i == 3 ? rcout : head[i]; }
+  for (int j = 0; j < n; j++) { r.d[r.ndim++] = o[j]; e.d[e.ndim++] = o[j]; }
+  for (int j = 0; j < n; j++) { r.d[r.ndim++] = k[j]; e.d[e.ndim++] = k[j]; }
+  v = tg_expand(tg_reshape(v, r), e);
+  /* (bs, g, rcout, *o, cin, *k) */
+  tg_axes perm = { 4 + 2 * n, { 0, 1, 3 } };
+  int q = 3;
+  for (int j = 0; j < n; j++) perm.a[q++] = 4 + j;
+  perm.a[q++] = 2;
+  for (int j = 0; j < n; j++) perm.a[q++] = 4 + n + j;
+  v = tg_permute(v, perm);
+  tg_shape wr = { 0, { 1, g, rcout } };
+  wr.ndim = 3;
+  for (int j = 0; j < n; j++) wr.d[wr.ndim++] = 1;
+  wr.d[wr.ndim++] = cin;
+  for (int j = 0; j < n; j++) wr.d[wr.ndim++] = k[j];
+  tg_axes red = { 1 + n, { 0 } };
+  for (int j = 0; j <= n; j++) red.a[j] = -1 - j;
+  tg_tensor *out = tg_sum(tg_mul(v, tg_reshape(w, wr)), red, false);   /* (bs, g, rcout, *o) */
+  tg_shape os = { 2 + n, { bs, cout } };
+  for (int j = 0; j < n; j++) os.d[2 + j] = o[j];
+  out = tg_reshape(out, os);
+  if (b) {
+    tg_shape bsh = { 2 + n, { 1, cout } };
+    for (int j = 0; j < n; j++) bsh.d[2 + j] = 1;
+    out = tg_add(out, tg_reshape(b, bsh));
+  }
+  return nn_done(out);
+}
+
+/* Common shape checks; batches an unbatched input. want: spatial axes
+ * required (0: any of 1..3). */
+static bool conv_shapes(tg_tensor *x, tg_tensor *w, int want, int *n, bool *unbatched, const char *op) {
+  char b1[128], b2[128];
+  int wn = tg_ndim(w), xn = tg_ndim(x);
+  if (wn < 3 || wn > 5) { tg_seterr("%s: weight %s must have 1 to 3 spatial axes after (out, in) channels", op, nn_shape_str(w, b1, 128)); return false; }
+  *n = wn - 2;
+  if (want && *n != want) { tg_seterr("%s: weight %s must be %d-D", op, nn_shape_str(w, b1, 128), want + 2); return false; }
+  if (xn != wn && xn != wn - 1) {
+    tg_seterr("%s: input %s must be %d-D (batched) or %d-D (unbatched) for weight %s", op, nn_shape_str(x, b1, 128), wn, wn - 1, nn_shape_str(w, b2, 128));
+    return false;
+  }
+  *unbatched = xn == wn - 1;
+  return check_float(x, "input", op) && check_float(w, "weight", op);
+}
+
+static tg_tensor *conv_entry(tg_tensor *x, tg_tensor *w, tg_tensor *b, const tg_conv_opts *o, int want, const char *op) {
+  NEED(x, op); NEED(w, op);
+  int n;
+  bool unb;
+  if (!conv_shapes(x, w, want, &n, &unb, op)) return NULL;
+  conv_params p = { .n = n, .groups = o && o->groups ? o->groups : 1 };
+  for (int j = 0; j < n; j++) {
+    p.s[j] = o && o->stride[j] ? o->stride[j] : 1;
+    p.d[j] = o && o->dilation[j] ? o->dilation[j] : 1;
+    p.pads[2 * j] = o ? o->padding[2 * j] : 0;
+    p.pads[2 * j + 1] = o ? o->padding[2 * j + 1] : 0;
+  }
+  if (!unb) return conv_core(x, w, b, &p, op);
+  tg_scope_begin();
+  return nn_done(tg_squeeze(conv_core(tg_unsqueeze(x, 0), w, b, &p, op), 0));
+}
+
+tg_tensor *tg_conv(tg_tensor *x, tg_tensor *w, tg_tensor *b, const tg_conv_opts *o) { return conv_entry(x, w, b, o, 0, "tg_conv"); }
+tg_tensor *tg_conv1d(tg_tensor *x, tg_tensor *w, tg_tensor *b, const tg_conv_opts *o) { return conv_entry(x, w, b, o, 1, "tg_conv1d"); }
+tg_tensor *tg_conv2d(tg_tensor *x, tg_tensor *w, tg_tensor *b, const tg_conv_opts *o) { return conv_entry(x, w, b, o, 2, "tg_conv2d"); }
+tg_tensor *tg_conv3d(tg_tensor *x, tg_tensor *w, tg_tensor *b, const tg_conv_opts *o) { return conv_entry(x, w, b, o, 3, "tg_conv3d"); }
+
+/* ---------------------------------------------------------------- transposed */
+
+static tg_tensor *conv_transpose_entry(tg_tensor *x, tg_tensor *w, tg_tensor *b, const tg_conv_transpose_opts *o, int want, const char *op) {
+  NEED(x, op); NEED(w, op);
+  int n;
+  bool unb;
+  if (!conv_shapes(x, w, want, &n, &unb, op)) return NULL;
+  char b1[128], b2[128];
+  int64_t g = o && o->groups ? o->groups : 1;
+  tg_shape ws = tg_shape_of(w);
+  int64_t cin = ws.d[0], rcout = ws.d[1];
+  int64_t xc = tg_dim(x, unb ? 0 : 1);
+  if (g <= 0) TG_FAIL("%s: groups must be positive, got %lld", op, (long long)g);
+  if (xc != cin) TG_FAIL("%s: input %s has %lld channels but weight %s has %lld input channels", op, nn_shape_str(x, b1, 128), (long long)xc, nn_shape_str(w, b2, 128), (long long)cin);
+  if (cin % g) TG_FAIL("%s: groups %lld does not divide the %lld input channels", op, (long long)g, (long long)cin);
+  conv_params p = { .n = n, .groups = g };
+  int64_t s[3], pad[3], op_[3], d[3], k[3];
+  for (int j = 0; j < n; j++) {
+    s[j] = o && o->stride[j] ? o->stride[j] : 1;
+    d[j] = o && o->dilation[j] ? o->dilation[j] : 1;
+    pad[j] = o ? o->padding[j] : 0;
+    op_[j] = o ? o->output_padding[j] : 0;
+    k[j] = ws.d[2 + j];
+    if (s[j] <= 0) TG_FAIL("%s: stride %lld on spatial axis %d must be positive", op, (long long)s[j], j);
+    if (d[j] <= 0) TG_FAIL("%s: dilation %lld on spatial axis %d must be positive", op, (long long)d[j], j);
+    if (pad[j] < 0) TG_FAIL("%s: padding %lld on spatial axis %d must not be negative", op, (long long)pad[j], j);
+    if (op_[j] < 0 || (op_[j] >= s[j] && op_[j] >= d[j]))
+      TG_FAIL("%s: output_padding %lld on spatial axis %d must be smaller than the stride %lld or the dilation %lld", op, (long long)op_[j], j, (long long)s[j], (long long)d[j]);
+    int64_t i = tg_dim(x, (unb ? 1 : 2) + j);
+    int64_t out = (i - 1) * s[j] - 2 * pad[j] + d[j] * (k[j] - 1) + op_[j] + 1;
+    if (out <= 0) TG_FAIL("%s: output size %lld on spatial axis %d is not positive (input %lld, kernel %lld, stride %lld, padding %lld)", op, (long long)out, j, (long long)i, (long long)k[j], (long long)s[j], (long long)pad[j]);
+    p.s[j] = 1; p.d[j] = d[j];
+    p.pads[2 * j] = (k[j] - 1) * d[j] - pad[j];
+    p.pads[2 * j + 1] = (k[j] - 1) * d[j] - pad[j] + op_[j];
+  }
+  tg_scope_begin();
+  tg_tensor *xx = unb ? tg_unsqueeze(x, 0) : x;
+  /* weight (cin, rcout, *k) -> (g, cin/g, rcout, *k) -> (g, rcout, cin/g, *k), flipped -> (g*rcout, cin/g, *k) */
+  tg_shape u = { 3 + n, { g, cin / g, rcout } };
+  for (int j = 0; j < n; j++) u.d[3 + j] = k[j];
+  tg_axes fl = { n, { 0 } };
+  for (int j = 0; j < n; j++) fl.a[j] = 3 + j;
+  tg_tensor *wt = tg_flip(tg_transpose(tg_reshape(w, u), 1, 2), fl);
+  tg_shape wf = { 2 + n, { g * rcout, cin / g } };
+  for (int j = 0; j < n; j++) wf.d[2 + j] = k[j];
+  wt = tg_reshape(wt, wf);
+  bool strided = false;
+  for (int j = 0; j < n; j++) strided |= s[j] > 1;
+  if (strided && xx) {
+    /* insert s-1 zeros between input elements: (i) -> (i, 1) -> pad (i, s) -> (i*s) -> first i*s - (s-1) */
+    tg_shape xs = tg_shape_of(xx), r1 = { 2 + 2 * n, { xs.d[0], xs.d[1] } }, r2 = { 2 + n, { xs.d[0], xs.d[1] } };
+    int64_t pads[2 * TG_MAX_DIMS] = { 0 }, st[TG_MAX_DIMS] = { 0 }, en[TG_MAX_DIMS] = { xs.d[0], xs.d[1] };
+    for (int j = 0; j < n; j++) {
+      r1.d[2 + 2 * j] = xs.d[2 + j]; r1.d[3 + 2 * j] = 1;
+      pads[2 * (3 + 2 * j) + 1] = s[j] - 1;
+      r2.d[2 + j] = xs.d[2 + j] * s[j];
+      en[2 + j] = xs.d[2 + j] * s[j] - (s[j] - 1);
+    }
+    xx = tg_shrink(tg_reshape(tg_pad(tg_reshape(xx, r1), pads, 2 + 2 * n, 0), r2), st, en);
+  }
+  tg_tensor *r = xx && wt ? conv_core(xx, wt, b, &p, op) : NULL;
+  if (unb) r = tg_squeeze(r, 0);
+  return nn_done(r);
+}
+
+tg_tensor *tg_conv_transpose(tg_tensor *x, tg_tensor *w, tg_tensor *b, const tg_conv_transpose_opts *o) { return conv_transpose_entry(x, w, b, o, 0, "tg_conv_transpose"); }
+tg_tensor *tg_conv_transpose1d(tg_tensor *x, tg_tensor *w, tg_tensor *b, const tg_conv_transpose_opts *o) { return conv_transpose_entry(x, w, b, o, 1, "tg_conv_transpose1d"); }
+tg_tensor *tg_conv_transpose2d(tg_tensor *x, tg_tensor *w, tg_tensor *b, const tg_conv_transpose_opts *o) { return conv_transpose_entry(x, w, b, o, 2, "tg_conv_transpose2d"); }
+tg_tensor *tg_conv_transpose3d(tg_tensor *x, tg_tensor *w, tg_tensor *b, const tg_conv_transpose_opts *o) { return conv_transpose_entry(x, w, b, o, 3, "tg_conv_transpose3d"); }
