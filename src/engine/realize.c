@@ -72,7 +72,11 @@ tg_buffer *uop_contiguous_buffer(const uop *u) {
 /* The compiled program for a kernel, from the in-memory cache or fresh. */
 static cached_prog *get_program(sched_item *it) {
   uop_pool_push();
-  uop *key = uop1(OP_NOOP, DT_VOID, it->ast, arg_str(it->dev->name));
+  /* one program per kernel, device and opts setting */
+  char keystr[512];
+  const char *spec = opts_override ? opts_override : getenv("TG_OPTS");
+  snprintf(keystr, sizeof keystr, "%s|%s|%d", it->dev->name, spec ? spec : "", (int)tg_getenv_int("NOOPT", 0));
+  uop *key = uop1(OP_NOOP, DT_VOID, it->ast, arg_str(keystr));
   pthread_mutex_lock(&cache_lock);
   cached_prog *cp = pm_get(&prog_cache, key);
   pthread_mutex_unlock(&cache_lock);

@@ -1,6 +1,7 @@
 /* indexing.c: indexing with integer tensors (tinygrad's getitem: a one-hot
  * compare arange == index and a sum), setitem, index_select, and the
  * triangle/diagonal/one-hot ops. */
+#include <math.h>
 #include "tensor/indexing.h"
 
 /* ---------------------------------------------------------------- planning an index */
@@ -141,7 +142,7 @@ tg_tensor *tg_getitem_adv(tg_tensor *a, const tg_aindex *idx, int n) {
 
 /* value without leading size-1 axes beyond nd (torch strips them) */
 static tg_tensor *strip_leading_ones(tg_tensor *v, int nd) {
-  while (v && v->u->ndim > nd && v->u->shape[0] == 1) v = tg_reshape(v, (tg_shape){ v->u->ndim - 1, { 0 } }) ? mvx_reshape(v, v->u->shape + 1, v->u->ndim - 1) : NULL;
+  while (v && v->u->ndim > nd && v->u->shape[0] == 1) v = mvx_reshape(v, v->u->shape + 1, v->u->ndim - 1);
   return v;
 }
 

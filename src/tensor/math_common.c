@@ -125,11 +125,11 @@ dtype_t mt_sum_dtype(dtype_t d) {
 }
 
 /* ---- shapes */
-static int bshape(const uop *a, const int64_t *bs, int bnd, int64_t *out, const char *op) {
-  int nd = a->ndim > bnd ? a->ndim : bnd;
+static int bshape(const int64_t *as, int an, const int64_t *bs, int bnd, int64_t *out, const char *op) {
+  int nd = an > bnd ? an : bnd;
   for (int i = 0; i < nd; i++) {
-    int ia = i - (nd - a->ndim), ib = i - (nd - bnd);
-    int64_t da = ia >= 0 ? a->shape[ia] : 1, db = ib >= 0 ? bs[ib] : 1;
+    int ia = i - (nd - an), ib = i - (nd - bnd);
+    int64_t da = ia >= 0 ? as[ia] : 1, db = ib >= 0 ? bs[ib] : 1;
     if (da != db && da != 1 && db != 1)
       return tg_seterr("%s: shapes cannot broadcast (axis %d of the result: %lld vs %lld)", op, i, (long long)da, (long long)db);
     out[i] = da == 1 ? db : da;
@@ -154,8 +154,7 @@ bool mt_broadcast3(tg_tensor *a, tg_tensor *b, tg_tensor *c, uop **ua, uop **ub,
   memcpy(shape, a->u->shape, sizeof(int64_t) * (size_t)nd);
   for (int i = 1; i < n; i++) {
     memcpy(tmp, shape, sizeof(int64_t) * (size_t)nd);
-    uop fake = *ts[i]->u;
-    nd = bshape(&fake, tmp, nd, shape, op);
+    nd = bshape(ts[i]->u->shape, ts[i]->u->ndim, tmp, nd, shape, op);
     if (nd < 0) return false;
   }
   if (nd > TG_MAX_DIMS) { tg_seterr("%s: too many dimensions", op); return false; }
