@@ -4,14 +4,23 @@
  *
  *   bench NAME key=value key=value ... ratio=X
  *
+ * or, when a reference is not available on this machine,
+ *
+ *   bench NAME skipped reason=...
+ *
  * and exits non-zero (after a line starting "bench FAIL") when tg computes a
- * wrong answer or reports an error, so `make bench` fails loudly. */
+ * wrong answer or reports an error, so `make bench` fails loudly.
+ *
+ * ratio is always "above 1: tg is faster" (tg throughput / reference
+ * throughput, or reference time / tg time). */
 #ifndef TG_BENCH_H
 #define TG_BENCH_H
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include "tg.h"
 
@@ -19,6 +28,13 @@ static inline double bench_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Lets spinning worker threads (tg's pool, OpenMP, OpenBLAS) go to sleep
+ * before the next contender is timed. */
+static inline void bench_settle(double seconds) {
+  struct timespec ts = { (time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9) };
+  nanosleep(&ts, NULL);
 }
 
 /* Prints "bench FAIL NAME: message" (and tg_error() when set) and exits 1. */
@@ -37,20 +53,75 @@ static inline void bench_fail(const char *name, const char *fmt, ...) {
   exit(1);
 }
 
-/* 64-byte aligned, zeroed and touched (no page faults inside timed loops). */
-static inline float *bench_alloc_f32(size_t n) {
-  void *p = NULL;
-  if (posix_memalign(&p, 64, n * sizeof(float) + 64) != 0) { fprintf(stderr, "bench: out of memory\n"); exit(1); }
-  float *f = p;
-  for (size_t i = 0; i < n; i++) f[i] = 0;
-  return f;
+/* "bench NAME skipped reason=..." (the reason has no spaces: '_' instead). */
+__attribute__((format(printf, 2, 3)))
+static inline void bench_skip(const char *name, const char *fmt, ...) {
+  char reason[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(reason, sizeof reason, fmt, ap);
+  va_end(ap);
+  for (char *p = reason; *p; p++)
+    if (*p == ' ' || *p == '\t' || *p == '\n') *p = '_';
+  printf("bench %s skipped reason=%s\n", name, reason);
+  fflush(stdout);
 }
+
+/* 64-byte aligned, zeroed and touched (no page faults inside timed loops). */
+static inline void *bench_alloc(size_t nbytes) {
+  void *p = NULL;
+  if (posix_memalign(&p, 64, nbytes + 64) != 0) { fprintf(stderr, "bench: out of memory\n"); exit(1); }
+  memset(p, 0, nbytes + 64);
+  return p;
+}
+static inline float *bench_alloc_f32(size_t n) { return bench_alloc(n * sizeof(float)); }
 
 /* Number of timed repetitions: BENCH_REPS overrides the default. */
 static inline int bench_reps(int dflt) {
   const char *e = getenv("BENCH_REPS");
   int r = e && *e ? atoi(e) : dflt;
   return r > 0 ? r : dflt;
+}
+
+/* The kernel optimizer in effect, for the opts= key: "beamN" when BEAM=N is
+ * set in the environment, else "heuristic" ("noopt" with NOOPT=1, "manual"
+ * with TG_OPTS). */
+static inline const char *bench_opts_label(void) {
+  static char buf[32];
+  const char *b = getenv("BEAM"), *o = getenv("TG_OPTS"), *n = getenv("NOOPT");
+  if (o && *o) return "manual";
+  if (b && atoi(b) > 0) { snprintf(buf, sizeof buf, "beam%d", atoi(b)); return buf; }
+  if (n && atoi(n) > 0) return "noopt";
+  return "heuristic";
+}
+
+/* A multiple of 1/8 in [-1, 1] from an index: products of two are multiples
+ * of 1/64, so sums of up to 2^18 such products are exact in float32 and every
+ * correct summation order gives the same bits. */
+static inline float bench_eighths(uint64_t i, uint64_t salt) {
+  uint64_t h = (i + salt) * 0x9E3779B97F4A7C15ull;
+  h ^= h >> 29;
+  return (float)((int)(h % 17) - 8) / 8.0f;
+}
+
+/* ---------------------------------------------------------------- tg runs */
+
+typedef struct { double kernel_s, wall_s; int64_t kernels, compiled; } bench_tg_run;
+
+static inline bench_tg_run bench_tg_diff(tg_counters c0, tg_counters c1, double wall) {
+  bench_tg_run r = { c1.kernel_seconds - c0.kernel_seconds, wall, c1.kernels_run - c0.kernels_run,
+                     c1.kernels_compiled + c1.kernels_cached - c0.kernels_compiled - c0.kernels_cached };
+  return r;
+}
+
+/* Realizes t, timing it: kernel time from the counters, wall time around it. */
+static inline bench_tg_run bench_tg_realize(tg_tensor *t, const char *name) {
+  if (!t) bench_fail(name, "building the expression failed");
+  tg_counters c0 = tg_get_counters();
+  double t0 = bench_now();
+  if (tg_realize(t) < 0) bench_fail(name, "tg_realize failed");
+  double wall = bench_now() - t0;
+  return bench_tg_diff(c0, tg_get_counters(), wall);
 }
 
 #endif

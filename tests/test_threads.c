@@ -2,6 +2,7 @@
  * kernel launches on the CPU device. */
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sys/wait.h>
@@ -41,6 +42,16 @@ static void pool_env_restore(char *old) {
   if (old) setenv("TG_THREADS", old, 1); else unsetenv("TG_THREADS");
   free(old);
   tg_pool_reset_for_tests();
+}
+
+/* The default pool (TG_THREADS as it is), but at least 2 cores. */
+static char *pool_env_at_least_2(void) {
+  if (tg_pool_threads() < 2) return pool_env("2");
+  const char *cur = getenv("TG_THREADS");
+  char *copy = cur ? strdup(cur) : NULL;
+  char *old = pool_env(copy);
+  free(copy);
+  return old;
 }
 
 static int cpus_allowed(void) {
@@ -143,9 +154,7 @@ static void direct_call_loop(void (*volatile f)(void *, int, int), void *arg, in
 }
 
 TEST(threads_pool_many_tiny_calls) {
-  char *old = NULL;
-  if (tg_pool_threads() < 2) old = pool_env("2");
-  else old = pool_env(getenv("TG_THREADS"));   /* (restores the same value) */
+  char *old = pool_env_at_least_2();
   int n = 2;
   enum { REPS = 100000 };
   _Atomic long long sum = 0;
@@ -460,9 +469,7 @@ static const char tiny_src[] =
   "}\n";
 
 TEST(threads_kernel_launch_overhead) {
-  char *old = NULL;
-  if (tg_pool_threads() < 2) old = pool_env("2");
-  else old = pool_env(getenv("TG_THREADS"));
+  char *old = pool_env_at_least_2();
   struct tg_device *d = device_get("CPU");
   tg_program *p = d->compile(d, tiny_src, "tg_test_tiny");
   CHECK_OK(p);

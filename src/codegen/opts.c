@@ -314,6 +314,28 @@ uop *kernel_expand_lanes(uop *ast) {
   for (int i = 0; i < l2.n; i++)
     if (l2.v[i]->op == OP_RANGE && rkind(l2.v[i]) == RANGE_UPCAST && nup < 16) { up[nup++] = l2.v[i]; lanes *= rsize(l2.v[i]); }
   free(l2.v);
+  if (nup && !tg_getenv_int("TG_NOVEC", 0)) {
+    /* the upcast axis the stores walk with stride 1 becomes SIMD lanes */
+    for (int i = 0; i < nup; i++) {
+      int64_t sz = rsize(up[i]);
+      if (sz != 4 && sz != 8 && sz != 16) continue;
+      uop *st = cur->src[0];
+      if (st->op != OP_STORE) continue;
+      uop *ix = st->src[0]->src[1];
+      ptrmap m0 = { 0 }, m1 = { 0 };
+      pm_put(&m1, up[i], uop_const_int(DT_INDEX, 1));
+      pm_put(&m0, up[i], uop_const_int(DT_INDEX, 0));
+      uop *d = uop_simplify(uop_alu(OP_SUB, graph_substitute(ix, &m1), graph_substitute(ix, &m0)));
+      pm_free(&m0); pm_free(&m1);
+      if (!uop_is_const(d, 1)) continue;
+      uop *v = kernel_vectorize(cur, up[i]);
+      if (!v) continue;
+      cur = v;
+      lanes /= sz;
+      up[i] = up[--nup];
+      break;
+    }
+  }
   if (nup) {
     qsort(up, (size_t)nup, sizeof(uop *), by_id);
     uop **stores = tg_xmalloc(sizeof(uop *) * (size_t)(cur->nsrc * lanes + 1));

@@ -47,6 +47,11 @@ int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max);
  * per unroll lane and combines them after its loop. (borrowed) */
 uop *kernel_expand_lanes(uop *ast);
 
+/* Turns UPCAST range `lane_range` into SIMD lanes (vector dtypes, vector
+ * loads/stores where addresses are consecutive). NULL when some node cannot
+ * be vectorized (the caller expands scalar lanes instead). (borrowed) */
+uop *kernel_vectorize(uop *ast, uop *lane_range);
+
 /* How many cores the kernel splits across (1 without a THREAD axis). */
 int kernel_thread_count(uop *ast);
 

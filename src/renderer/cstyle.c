@@ -23,7 +23,46 @@ static const char *threefry_src =
   "  return ((unsigned long long)x1 << 32) | x0;\n"
   "}\n";
 
+static const char *scalar_ctype(dtype_t d);
+
+/* Vector types (gcc/clang vector extensions): tg_v16_float etc., declared
+ * with 4-byte alignment so any element address can be loaded as a vector.
+ * A bool vector is a comparison mask: lanes of -1/0 as wide as int. */
+static _Thread_local bool vec_used[TG_NSCALAR][65];
+static const char *vec_elem_name(int scalar) {
+  switch (scalar) {
+  case TG_BOOL: case TG_I32: return "int";
+  case TG_U32: return "uint";
+  case TG_I64: return "long";
+  case TG_U64: return "ulong";
+  case TG_F32: return "float";
+  case TG_F64: return "double";
+  case TG_I16: return "short";
+  case TG_U16: return "ushort";
+  case TG_I8: return "schar";
+  case TG_U8: return "uchar";
+  default: return "void";
+  }
+}
+static const char *vec_ctype(dtype_t d) {
+  static _Thread_local char names[TG_NSCALAR][65][32];
+  int s = d.scalar == TG_BOOL ? TG_I32 : d.scalar;
+  vec_used[s][d.count] = true;
+  char *n = names[s][d.count];
+  if (!n[0]) snprintf(n, 32, "tg_v%d_%s", d.count, vec_elem_name(s));
+  return n;
+}
+/* the mask type of comparisons between vectors of d */
+static dtype_t mask_of(dtype_t d) {
+  int sz = dt_itemsize(d);
+  return dt_vec(dt_scalar(sz == 8 ? TG_I64 : sz == 2 ? TG_I16 : sz == 1 ? TG_I8 : TG_I32), d.count);
+}
+
 static const char *ctype(dtype_t d) {
+  if (d.count > 1 && !dt_is_ptr(d)) return vec_ctype(d);
+  return scalar_ctype(d);
+}
+static const char *scalar_ctype(dtype_t d) {
   switch (d.scalar) {
   case TG_BOOL: return "_Bool";
   case TG_I8: return "signed char";
@@ -105,7 +144,47 @@ static char *render_cast(rctx *c, uop *u, const char *x) {
   return fmt("((%s)%s)", ctype(to), x);
 }
 
+/* a vector op's source, broadcast when it is a scalar (into vector type vt) */
+static char *vsrc(rctx *c, uop *x, const char *vt) {
+  if (x->dtype.count > 1) return tg_xstrdup(name_of(c, x));
+  return fmt("((%s){0}+%s)", vt, name_of(c, x));
+}
+
+static char *render_vec_alu(rctx *c, uop *u) {
+  /* operands share the type of the widest source (comparisons: of src 0) */
+  dtype_t opd = u->op == OP_WHERE ? u->dtype : uop_is_comparison(u->op) ? dt_vec(u->src[0]->dtype, u->dtype.count) : u->dtype;
+  if (u->op == OP_CAST) opd = dt_vec(u->src[0]->dtype, u->dtype.count);
+  const char *vt = ctype(opd), *mt = ctype(mask_of(opd));
+  int first = u->op == OP_WHERE ? 1 : 0;
+  char *s[3] = { NULL, NULL, NULL };
+  for (int i = first; i < u->nsrc; i++) s[i] = vsrc(c, u->src[i], vt);
+  char *r = NULL;
+  switch (u->op) {
+  case OP_ADD: r = fmt("(%s+%s)", s[0], s[1]); break;
+  case OP_SUB: r = fmt("(%s-%s)", s[0], s[1]); break;
+  case OP_MUL: r = fmt("(%s*%s)", s[0], s[1]); break;
+  case OP_FDIV: r = fmt("(%s/%s)", s[0], s[1]); break;
+  case OP_NEG: r = fmt("(-%s)", s[0]); break;
+  case OP_RECIPROCAL: r = fmt("(((%s){0}+1)/%s)", vt, s[0]); break;
+  case OP_CMPLT: r = fmt("(%s<%s)", s[0], s[1]); break;
+  case OP_CMPNE: r = fmt("(%s!=%s)", s[0], s[1]); break;
+  case OP_CMPEQ: r = fmt("(%s==%s)", s[0], s[1]); break;
+  case OP_MAX:   /* lanes where a > b or a is NaN take a */
+    r = fmt("({ %s a_ = %s, b_ = %s; %s m_ = (a_ > b_) | (a_ != a_); (%s)(((%s)a_ & m_) | ((%s)b_ & ~m_)); })", vt, s[0], s[1], mt, vt, mt, mt);
+    break;
+  case OP_WHERE:
+    if (u->src[0]->dtype.count == 1) r = fmt("(%s?%s:%s)", name_of(c, u->src[0]), s[1], s[2]);
+    else r = fmt("({ %s m_ = %s; (%s)(((%s)%s & m_) | ((%s)%s & ~m_)); })", mt, name_of(c, u->src[0]), vt, mt, s[1], mt, s[2]);
+    break;
+  case OP_CAST: r = fmt("__builtin_convertvector(%s, %s)", s[0], ctype(u->dtype)); break;
+  default: break;
+  }
+  for (int i = 0; i < 3; i++) free(s[i]);
+  return r;
+}
+
 static char *render_alu(rctx *c, uop *u) {
+  if (u->dtype.count > 1) return render_vec_alu(c, u);
   const char *a = u->nsrc > 0 ? name_of(c, u->src[0]) : "", *b = u->nsrc > 1 ? name_of(c, u->src[1]) : "", *w = u->nsrc > 2 ? name_of(c, u->src[2]) : "";
   bool f32 = u->dtype.scalar == TG_F32;
   bool fl = dt_is_float(u->dtype) || (u->nsrc && dt_is_float(u->src[0]->dtype));
@@ -156,14 +235,24 @@ static char *reduce_identity(uop *r) {
   if (op == OP_ADD) return tg_xstrdup(fl ? (d.scalar == TG_F32 ? "0.0f" : "0.0") : "0");
   if (op == OP_MUL) return tg_xstrdup(fl ? (d.scalar == TG_F32 ? "1.0f" : "1.0") : "1");
   /* MAX */
-  if (fl) return fmt("(%s)-INFINITY", ctype(d));
+  if (fl) return fmt("(%s)-INFINITY", ctype(dt_base(d)));
   if (d.scalar == TG_BOOL || dt_is_unsigned(d)) return tg_xstrdup("0");
   if (d.scalar == TG_I64) return tg_xstrdup("(-9223372036854775807LL-1)");
-  return fmt("((%s)%.0f)", ctype(d), dt_min(d));
+  return fmt("((%s)%.0f)", ctype(dt_base(d)), dt_min(d));
+}
+
+static bool has_mulacc_reduce(uop *ast) {
+  uop_list l = uop_toposort(ast);
+  bool found = false;
+  for (int i = 0; i < l.n && !found; i++)
+    found = l.v[i]->op == OP_REDUCE && l.v[i]->arg.i == OP_ADD && l.v[i]->src[0]->op == OP_MUL && dt_is_float(l.v[i]->dtype);
+  free(l.v);
+  return found;
 }
 
 char *render_c(uop *ast, const char *name) {
   uop_pool_push();
+  memset(vec_used, 0, sizeof vec_used);
   ast = decompose_small_floats(ast);
   lprogram prog;
   if (linearize(ast, &prog) < 0) { uop_pool_pop(); return NULL; }
@@ -203,7 +292,8 @@ char *render_c(uop *ast, const char *name) {
       char *n = fmt("acc%d", c.nvars++);
       char *id = reduce_identity(u);
       indent(&c);
-      sb_printf(&c.body, "%s %s = %s;\n", ctype(u->dtype), n, id);
+      if (u->dtype.count > 1) sb_printf(&c.body, "%s %s = (%s){0} + %s;\n", ctype(u->dtype), n, ctype(u->dtype), id);
+      else sb_printf(&c.body, "%s %s = %s;\n", ctype(u->dtype), n, id);
       free(id);
       set_name(&c, u, n);
       continue;
@@ -214,6 +304,10 @@ char *render_c(uop *ast, const char *name) {
       int op = (int)u->arg.i;
       if (op == OP_ADD) sb_printf(&c.body, "%s += %s;\n", acc, v);
       else if (op == OP_MUL) sb_printf(&c.body, "%s *= %s;\n", acc, v);
+      else if (u->dtype.count > 1) {
+        const char *vt = ctype(u->dtype), *mt = ctype(mask_of(u->dtype));
+        sb_printf(&c.body, "{ %s m_ = (%s > %s) | (%s != %s); %s = (%s)(((%s)%s & m_) | ((%s)%s & ~m_)); }\n", mt, v, acc, v, v, acc, vt, mt, v, mt, acc);
+      }
       else if (dt_is_float(u->dtype)) sb_printf(&c.body, "%s = (%s!=%s||%s>%s)?%s:%s;\n", acc, v, v, v, acc, v, acc);
       else sb_printf(&c.body, "%s = %s>%s?%s:%s;\n", acc, v, acc, v, acc);
       continue;
@@ -230,14 +324,17 @@ char *render_c(uop *ast, const char *name) {
     }
     case OP_INDEX: {
       /* an address expression; the gate (src 2) is applied by LOAD/STORE */
-      set_name(&c, u, fmt("%s[%s]", name_of(&c, u->src[0]), name_of(&c, u->src[1])));
+      if (u->dtype.count > 1)   /* a vector of consecutive elements */
+        set_name(&c, u, fmt("(*(%s*)(%s+%s))", ctype(dt_vec(dt_base(u->dtype), u->dtype.count)), name_of(&c, u->src[0]), name_of(&c, u->src[1])));
+      else set_name(&c, u, fmt("%s[%s]", name_of(&c, u->src[0]), name_of(&c, u->src[1])));
       break;
     }
     case OP_LOAD: {
       uop *ix = u->src[0];
       char *n = fmt("val%d", c.nvars++);
       indent(&c);
-      if (ix->nsrc > 2) sb_printf(&c.body, "%s %s = %s ? %s : 0;\n", ctype(u->dtype), n, name_of(&c, ix->src[2]), name_of(&c, ix));
+      if (ix->nsrc > 2 && u->dtype.count > 1) sb_printf(&c.body, "%s %s = %s ? %s : (%s){0};\n", ctype(u->dtype), n, name_of(&c, ix->src[2]), name_of(&c, ix), ctype(u->dtype));
+      else if (ix->nsrc > 2) sb_printf(&c.body, "%s %s = %s ? %s : 0;\n", ctype(u->dtype), n, name_of(&c, ix->src[2]), name_of(&c, ix));
       else sb_printf(&c.body, "%s %s = %s;\n", ctype(u->dtype), n, name_of(&c, ix));
       set_name(&c, u, n);
       break;
@@ -246,7 +343,10 @@ char *render_c(uop *ast, const char *name) {
       uop *ix = u->src[0];
       indent(&c);
       if (ix->nsrc > 2) sb_printf(&c.body, "if (%s) ", name_of(&c, ix->src[2]));
-      sb_printf(&c.body, "%s = %s;\n", name_of(&c, ix), name_of(&c, u->src[1]));
+      if (ix->dtype.count > 1 && u->src[1]->dtype.count == 1) {
+        dtype_t vd = dt_vec(dt_base(ix->dtype), ix->dtype.count);
+        sb_printf(&c.body, "%s = (%s){0} + %s;\n", name_of(&c, ix), ctype(vd), name_of(&c, u->src[1]));
+      } else sb_printf(&c.body, "%s = %s;\n", name_of(&c, ix), name_of(&c, u->src[1]));
       break;
     }
     case OP_SINK: case OP_NOOP: break;
@@ -266,7 +366,18 @@ char *render_c(uop *ast, const char *name) {
   sb_puts(&src, "#include <math.h>\n#include <stdint.h>\n#include <string.h>\n");
   if (c.need_fpconv) sb_puts(&src, tg_kernel_prelude_fpconv);
   if (c.need_threefry) sb_puts(&src, threefry_src);
+  static const char *velem[TG_NSCALAR] = { [TG_I8] = "signed char", [TG_U8] = "unsigned char", [TG_I16] = "short", [TG_U16] = "unsigned short",
+    [TG_I32] = "int", [TG_U32] = "unsigned int", [TG_I64] = "long long", [TG_U64] = "unsigned long long", [TG_F32] = "float", [TG_F64] = "double" };
+  for (int s = 0; s < TG_NSCALAR; s++)
+    for (int n = 2; n <= 64; n++) {
+      if (!vec_used[s][n] || !velem[s]) continue;
+      int sz = dt_itemsize(dt_scalar(s));
+      sb_printf(&src, "typedef %s tg_v%d_%s __attribute__((vector_size(%d), aligned(%d)));\n", velem[s], n, vec_elem_name(s), n * sz, sz);
+    }
   sb_printf(&src, "void %s(void **bufs, const long long *vars, int core, int ncores) {\n", name);
+  /* multiply-accumulate reductions (matmul, conv) may fuse into FMA: one
+   * rounding instead of two, and twice the arithmetic per instruction */
+  if (has_mulacc_reduce(ast)) sb_puts(&src, "#ifdef __clang__\n#pragma clang fp contract(fast)\n#endif\n");
   uop_list l = uop_toposort(ast);
   for (int i = 0; i < l.n; i++) {
     uop *g = l.v[i];

@@ -269,13 +269,24 @@ static void run_serial(tg_pool_fn fn, void *arg, int n) {
   for (int c = 0; c < n; c++) fn(arg, c, n);
 }
 
+/* The caller, done with core 0, waits for the workers: it spins like a
+ * worker, then yields its CPU in a loop for up to CALLER_YIELD_US more (the
+ * workers usually finish their equal shares soon, and a futex wake-up costs
+ * tens of microseconds on some machines), and only then sleeps. */
+#define CALLER_YIELD_US 1000
 static void wait_pending(void) {
   if (atomic_load_explicit(&pending, memory_order_acquire) == 0) return;
-  uint64_t deadline = now_ns() + (uint64_t)atomic_load_explicit(&spin_us, memory_order_relaxed) * 1000u;
+  int spin = atomic_load_explicit(&spin_us, memory_order_relaxed);
+  uint64_t t0 = now_ns(), deadline = t0 + (uint64_t)spin * 1000u;
   for (unsigned i = 1;; i++) {
     if (atomic_load_explicit(&pending, memory_order_acquire) == 0) return;
     if (i % 64 == 0 && now_ns() >= deadline) break;
     cpu_relax();
+  }
+  deadline = spin ? t0 + (uint64_t)(spin + CALLER_YIELD_US) * 1000u : 0;
+  while (now_ns() < deadline) {
+    if (atomic_load_explicit(&pending, memory_order_acquire) == 0) return;
+    sched_yield();
   }
   for (;;) {
     atomic_store(&caller_sleeping, 1);

@@ -191,7 +191,7 @@ tg_tensor *tg_masked_select(tg_tensor *a, tg_tensor *mask) {
   tg_scope_begin();
   tg_shape s = { nd, { 0 } };
   for (int i = 0; i < nd; i++) s.d[i] = sh[i];
-  tg_tensor *x = tg_reshape(tg_expand(tg_reshape(a, (tg_shape){ a->u->ndim == 0 ? 0 : a->u->ndim, { 0 } }.ndim ? tg_shape_of(a) : TG_SHAPE()), s), TG_SHAPE(-1));
+  tg_tensor *x = tg_reshape(tg_expand(a, s), TG_SHAPE(-1));
   tg_tensor *mk = tg_reshape(tg_expand(mask, s), TG_SHAPE(-1));
   int64_t n = tg_numel(x);
   double cnt = n ? tg_item(tg_sum(mk, TG_ALL, false)) : 0;

@@ -124,6 +124,18 @@ dtype_t mt_sum_dtype(dtype_t d) {
   return dt_scalar(tg_dtype_promote((tg_dtype)d.scalar, TG_F32));
 }
 
+dtype_t mt_compute_dtype(dtype_t out) {
+  int s = out.scalar;
+  return s == TG_F16 || s == TG_BF16 || s == TG_FP8E4M3 || s == TG_FP8E5M2 ? DT_F32 : dt_base(out);
+}
+tg_tensor *mt_unary(tg_tensor *a, mt_ufn f, const double *p, bool to_float, const char *name) {
+  NEED(a, name);
+  API_BEGIN;
+  dtype_t out = to_float ? mt_float_of(a->u->dtype) : a->u->dtype;
+  uop *x = uop_cast(a->u, mt_compute_dtype(out));
+  API_RETURN(tensor_wrap(uop_cast(f(x, p), out), a->device));
+}
+
 /* ---- shapes */
 static int bshape(const int64_t *as, int an, const int64_t *bs, int bnd, int64_t *out, const char *op) {
   int nd = an > bnd ? an : bnd;
@@ -192,12 +204,12 @@ bool mt_axes_flags(tg_axes axes, int nd, bool *flags, const char *op) {
 }
 
 uop *mt_reduce(uop *x, uop_op op, const bool *flags, bool keepdim) {
-  int64_t arg[TG_MAX_DIMS + 1];
+  int64_t arg[TG_MAX_DIMS * 2 + 1];
   int n = 0;
   arg[n++] = op;
   for (int i = 0; i < x->ndim; i++) if (flags[i] && x->shape[i] != 1) arg[n++] = i;
   uop *r = n > 1 ? uop1(OP_REDUCE_AXIS, x->dtype, x, arg_ints(arg, n)) : x;
-  int64_t sh[TG_MAX_DIMS];
+  int64_t sh[TG_MAX_DIMS * 2];
   int k = 0;
   for (int i = 0; i < x->ndim; i++) {
     if (!flags[i]) sh[k++] = x->shape[i];
@@ -240,6 +252,7 @@ uop *mt_arange_along(int64_t n, int axis, int nd, const int64_t *shape) {
 }
 
 int mt_scan_axis(int axis, int ndim, const char *op) {
+  if (ndim >= TG_MAX_DIMS) return tg_seterr("%s: needs a spare dimension (at most %d-D, got %d-D)", op, TG_MAX_DIMS - 1, ndim);
   if (ndim == 0) {
     if (axis == 0 || axis == -1) return 0;
     return tg_seterr("%s: axis %d out of range for a 0-D tensor (use 0 or -1)", op, axis);

@@ -59,6 +59,14 @@ dtype_t mt_float_of(dtype_t d);              /* d if a float, else float32 */
 uop *mt_to_float(uop *x);                    /* cast to mt_float_of */
 dtype_t mt_sum_dtype(dtype_t d);             /* tinygrad's sum accumulation dtype */
 
+/* Small floats (float16, bfloat16, fp8) compute in float32 and round once
+ * at the end, like PyTorch's opmath: the dtype to compute out in. */
+dtype_t mt_compute_dtype(dtype_t out);
+/* An elementwise function of one tensor with parameters p. */
+typedef uop *(*mt_ufn)(uop *x, const double *p);
+/* Applies f to a in its compute dtype; to_float makes ints and bools float32. */
+tg_tensor *mt_unary(tg_tensor *a, mt_ufn f, const double *p, bool to_float, const char *name);
+
 /* ---- shapes */
 /* Both tensors broadcast to one shape and the promoted dtype (or `force`
  * when it is not TG_VOID); false with an error naming op. */

@@ -269,7 +269,7 @@ int tg_batchnorm_stats(tg_tensor *x, tg_tensor **mean, tg_tensor **var) {
 
 tg_tensor *tg_batchnorm(tg_tensor *x, tg_tensor *mean, tg_tensor *var, tg_tensor *w, tg_tensor *b, double eps) {
   NEED(x, "tg_batchnorm");
-  char b1[128];
+  char b1[128], b2[128];
   int nd = tg_ndim(x);
   if (nd < 2) TG_FAIL("tg_batchnorm: input %s must be (N, C, ...)", nn_shape_str(x, b1, 128));
   if (!tg_dtype_is_float(tg_dtype_of(x))) TG_FAIL("tg_batchnorm: input must be a float tensor, not %s", tg_dtype_name(tg_dtype_of(x)));
@@ -278,7 +278,7 @@ tg_tensor *tg_batchnorm(tg_tensor *x, tg_tensor *mean, tg_tensor *var, tg_tensor
   tg_tensor *const ps[4] = { mean, var, w, b };
   const char *names[4] = { "mean", "var", "weight", "bias" };
   for (int i = 0; i < 4; i++)
-    if (ps[i] && !same_shape(ps[i], &c, 1)) TG_FAIL("tg_batchnorm: %s %s must be (%lld), the channels of input %s", names[i], nn_shape_str(ps[i], b1, 128), (long long)c, nn_shape_str(x, b1 + 64, 64));
+    if (ps[i] && !same_shape(ps[i], &c, 1)) TG_FAIL("tg_batchnorm: %s %s must be (%lld), the channels of input %s", names[i], nn_shape_str(ps[i], b1, 128), (long long)c, nn_shape_str(x, b2, 128));
   if (!(eps >= 0)) TG_FAIL("tg_batchnorm: eps %g must be >= 0", eps);
   tg_scope_begin();
   tg_shape cs = { nd, { 0 } };
