@@ -16,6 +16,7 @@ LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC  := $(sort $(wildcard tests/*.c))
 TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
+BENCH_BEAM_SRC := bench/bench_sgemm.c bench/bench_matvec.c bench/bench_conv.c
 EX_SRC    := $(sort $(wildcard examples/*.c))
 
 all: $(BUILD)/libtg.a $(BUILD)/libtg.so $(BUILD)/tg
@@ -46,12 +47,37 @@ $(BUILD)/tests/tg_tests: $(TEST_OBJ) $(BUILD)/libtg.a
 test: all $(BUILD)/tests/tg_tests
 	cd tests && ../$(BUILD)/tests/tg_tests
 
+# Benchmarks (docs/benchmarks.md). Only bench_sgemm links OpenBLAS, and only
+# when a program including cblas.h links with -lopenblas here (Debian:
+# libopenblas-dev); otherwise it prints a "skipped" line. The stamp rebuilds it
+# when that changes.
+BENCH_CFLAGS   = -O3 -march=native -fopenmp -DBENCH_DIR='"$(CURDIR)/bench"'
+BENCH_OPENBLAS = $(shell echo 'int main(void) { float x = 0; return (int)cblas_sdot(1, &x, 1, &x, 1); }' | \
+                   $(CC) -include cblas.h -x c - -o /dev/null -lopenblas >/dev/null 2>&1 && echo yes)
+
 $(BUILD)/bench/%: bench/%.c $(wildcard bench/*.h) $(BUILD)/libtg.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -O3 -march=native -fopenmp $< -o $@ $(BUILD)/libtg.a $(LDLIBS) -fopenmp
+	$(CC) $(CFLAGS) $(BENCH_CFLAGS) $< -o $@ $(BUILD)/libtg.a $(LDLIBS) -fopenmp
 
+$(BUILD)/bench/openblas.stamp: FORCE
+	@mkdir -p $(dir $@)
+	@echo 'openblas=$(BENCH_OPENBLAS)' | cmp -s - $@ || echo 'openblas=$(BENCH_OPENBLAS)' > $@
+
+$(BUILD)/bench/bench_sgemm: bench/bench_sgemm.c $(wildcard bench/*.h) $(BUILD)/libtg.a $(BUILD)/bench/openblas.stamp
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BENCH_CFLAGS) $(if $(BENCH_OPENBLAS),-DBENCH_HAVE_OPENBLAS) $< -o $@ $(BUILD)/libtg.a \
+	  $(if $(BENCH_OPENBLAS),-lopenblas) $(LDLIBS) -fopenmp
+
+# Every bench with tg's heuristic, then the ones where kernel search matters
+# with BEAM=$(BENCH_BEAM) (0 leaves them out). A library without BEAM search
+# (no "BEAM" in it) gets a "beam=n/a" line instead.
+BENCH_BEAM ?= 2
+BENCH_HAS_BEAM = $(shell grep -qaw BEAM $(BUILD)/libtg.a 2>/dev/null && echo yes)
 bench: all $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
-	@for b in $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%); do $$b || exit 1; done
+	@for b in $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%); do env -u BEAM $$b || exit 1; done
+	@if [ "$(BENCH_BEAM)" = 0 ]; then :; \
+	elif [ -z "$(BENCH_HAS_BEAM)" ]; then echo "bench beam skipped beam=n/a reason=tg_has_no_BEAM_search_yet"; \
+	else for b in $(BENCH_BEAM_SRC:bench/%.c=$(BUILD)/bench/%); do BEAM=$(BENCH_BEAM) $$b || exit 1; done; fi
 
 $(BUILD)/examples/%: examples/%.c $(BUILD)/libtg.a
 	@mkdir -p $(dir $@)
@@ -65,7 +91,7 @@ demo: all $(BUILD)/examples/demo
 clean:
 	rm -rf build build-san
 
-.PHONY: all test bench examples demo clean
+.PHONY: all test bench examples demo clean FORCE
 
 # Regenerates the committed test goldens (needs numpy, ml_dtypes, torch from PyPI).
 goldens:

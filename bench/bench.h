@@ -21,7 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <time.h>
+#include <unistd.h>
 #include "tg.h"
 
 static inline double bench_now(void) {
@@ -93,6 +95,29 @@ static inline const char *bench_opts_label(void) {
   if (b && atoi(b) > 0) { snprintf(buf, sizeof buf, "beam%d", atoi(b)); return buf; }
   if (n && atoi(n) > 0) return "noopt";
   return "heuristic";
+}
+
+/* The threads tg's pool uses (TG_THREADS, else the CPUs this process may run
+ * on): the references get as many. */
+static inline int bench_threads(void) {
+  const char *e = getenv("TG_THREADS");
+  if (e && atoi(e) > 0) return atoi(e);
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)n : 1;
+}
+
+/* "" with the heuristic, "_beamN" under BEAM=N: line names stay unique when
+ * a bench runs once with each. */
+static inline const char *bench_name_suffix(void) {
+  static char buf[32];
+  const char *b = getenv("BEAM");
+  if (b && atoi(b) > 0 && !(getenv("TG_OPTS") && *getenv("TG_OPTS"))) {
+    snprintf(buf, sizeof buf, "_beam%d", atoi(b));
+    return buf;
+  }
+  return "";
 }
 
 /* A multiple of 1/8 in [-1, 1] from an index: products of two are multiples

@@ -19,9 +19,9 @@ extern "C" {
 
 /* ---- trigonometric and hyperbolic (ints compute in float32) */
 tg_tensor *tg_tan(tg_tensor *a);      /* sin(x) / cos(x) */
-tg_tensor *tg_asin(tg_tensor *a);     /* tinygrad's polynomial (abs. error ~2e-8); NaN outside [-1, 1] */
-tg_tensor *tg_acos(tg_tensor *a);     /* pi/2 - asin(x) */
-tg_tensor *tg_atan(tg_tensor *a);     /* asin(x / sqrt(1 + x^2)), with atan(x) = +-pi/2 - atan(1/x) for |x| > 1 */
+tg_tensor *tg_asin(tg_tensor *a);     /* Cephes' float32 polynomial; NaN outside [-1, 1] */
+tg_tensor *tg_acos(tg_tensor *a);     /* pi/2 - asin(x), accurate near +-1 */
+tg_tensor *tg_atan(tg_tensor *a);     /* Cephes' float32 polynomial after range reduction */
 tg_tensor *tg_sinh(tg_tensor *a);     /* (e^x - e^-x) / 2 */
 tg_tensor *tg_cosh(tg_tensor *a);     /* (e^x + e^-x) / 2 */
 tg_tensor *tg_asinh(tg_tensor *a);    /* sign(x) * log(|x| + sqrt(x^2 + 1)) */

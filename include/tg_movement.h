@@ -98,11 +98,13 @@ tg_tensor *tg_pad_mode(tg_tensor *a, const int64_t *pads, int npads, tg_pad_kind
 
 /* ---------------------------------------------------------------- indexing with tensors */
 
-/* One entry of an advanced index: `tensor` (integer dtype) when not NULL,
- * otherwise the basic index `basic` (int, slice, new axis, ellipsis). */
+/* One entry of an advanced index: a basic index (int, slice, new axis,
+ * ellipsis), or, with kind TG_IDX_TENSOR, the integer tensor `tensor`
+ * (NULL there, e.g. from a failed call, makes the indexing fail). */
+#define TG_IDX_TENSOR ((tg_index_kind)16)
 typedef struct { tg_index basic; tg_tensor *tensor; } tg_aindex;
 #define TG_AI(i) ((tg_aindex){ (i), NULL })            /* wraps a tg_index: TG_AI(TG_I(2)) */
-#define TG_AT(t) ((tg_aindex){ TG_ALLIDX, (t) })        /* a tensor of indices */
+#define TG_AT(t) ((tg_aindex){ { TG_IDX_TENSOR, 0, 0, 1, false, false }, (t) })   /* a tensor of indices */
 /* a[idx...] with PyTorch's rules: ints and slices apply first (an int removes
  * its axis, as torch does); then each tensor index picks along its axis. The
  * index tensors broadcast together to shape B; the result has B in place of

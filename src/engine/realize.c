@@ -6,6 +6,8 @@
 #include "engine/realize.h"
 #include "codegen/codegen.h"
 #include "codegen/opts.h"
+#include "engine/beam.h"
+#include "engine/compile_jobs.h"
 #include "runtime/thread_pool.h"
 #include "renderer/renderer.h"
 #include "schedule/schedule.h"
@@ -44,6 +46,9 @@ static uop *optimize(sched_item *it, int *max_cores) {
       tg_seterr("kernel %s: %s", it->name, msg);
       return NULL;
     }
+  } else if (tg_getenv_int("BEAM", 0) > 0) {
+    int n = beam_opts(it, (int)tg_getenv_int("BEAM", 0), o, 32);
+    if (n < 0 || kernel_apply_opts(&ast, o, n, false) < 0) return NULL;
   } else if (!tg_getenv_int("NOOPT", 0)) {
     int n = kernel_heuristic_opts(ast, tg_pool_threads(), o, 32);
     for (int i = 0; i < n; i++) {
@@ -69,42 +74,88 @@ tg_buffer *uop_contiguous_buffer(const uop *u) {
   return u->op == OP_BUFFER ? u->arg.p : NULL;
 }
 
-/* The compiled program for a kernel, from the in-memory cache or fresh. */
-static cached_prog *get_program(sched_item *it) {
-  uop_pool_push();
+/* A kernel on its way to a program: found in the in-memory cache, or
+ * rendered and waiting for the compiler. */
+typedef struct {
+  uop *key;            /* retained while pending */
+  char *src;           /* rendered source (pending only) */
+  int max_cores;
+  double t_render;
+  cached_prog *cp;     /* the result */
+} prep;
+
+static uop *program_key(sched_item *it) {
   /* one program per kernel, device and opts setting */
   char keystr[512];
   const char *spec = opts_override ? opts_override : getenv("TG_OPTS");
-  snprintf(keystr, sizeof keystr, "%s|%s|%d", it->dev->name, spec ? spec : "", (int)tg_getenv_int("NOOPT", 0));
-  uop *key = uop1(OP_NOOP, DT_VOID, it->ast, arg_str(keystr));
+  snprintf(keystr, sizeof keystr, "%s|%s|%d|%d", it->dev->name, spec ? spec : "", (int)tg_getenv_int("NOOPT", 0), (int)tg_getenv_int("BEAM", 0));
+  return uop1(OP_NOOP, DT_VOID, it->ast, arg_str(keystr));
+}
+
+/* Finds the program in memory, or optimizes and renders the kernel. */
+static int prepare(sched_item *it, prep *p, int debug) {
+  memset(p, 0, sizeof *p);
+  uop_pool_push();
+  uop *key = program_key(it);
   pthread_mutex_lock(&cache_lock);
-  cached_prog *cp = pm_get(&prog_cache, key);
+  p->cp = pm_get(&prog_cache, key);
   pthread_mutex_unlock(&cache_lock);
-  if (cp) { uop_pool_pop(); return cp; }
-  int debug = (int)tg_getenv_int("DEBUG", 0);
+  if (p->cp) { uop_pool_pop(); return 0; }
   if (debug >= 3) { fprintf(stderr, "kernel %s AST:\n", it->name); uop_print(stderr, it->ast); }
   double t0 = now_s();
-  int max_cores = 1;
-  uop *opt_ast = optimize(it, &max_cores);
-  if (!opt_ast) { uop_pool_pop(); return NULL; }
-  char *src = render_c(opt_ast, it->name);
-  if (!src) { uop_pool_pop(); return NULL; }
-  if (debug >= 4) fprintf(stderr, "%s\n", src);
-  tg_program *p = it->dev->compile(it->dev, src, it->name);
-  free(src);
-  if (!p) { uop_pool_pop(); return NULL; }
-  if (debug >= 2) fprintf(stderr, "compiled %-24s in %7.2f ms\n", it->name, (now_s() - t0) * 1e3);
-  cp = tg_xcalloc(1, sizeof *cp);
-  cp->prog = p;
-  cp->flops = kernel_flops(it->ast);
-  cp->max_cores = max_cores;
-  p->max_cores = max_cores;
+  uop *opt_ast = optimize(it, &p->max_cores);
+  p->src = opt_ast ? render_c(opt_ast, it->name) : NULL;
+  p->t_render = now_s() - t0;
+  if (!p->src) { uop_pool_pop(); return -1; }
+  if (debug >= 4) fprintf(stderr, "%s\n", p->src);
   uop_retain(key);
-  pthread_mutex_lock(&cache_lock);
-  pm_put(&prog_cache, key, cp);
-  pthread_mutex_unlock(&cache_lock);
+  p->key = key;
   uop_pool_pop();
-  return cp;
+  return 0;
+}
+
+/* Compiles every pending kernel at once (the compiler runs as processes in
+ * parallel) and files the programs in the in-memory cache. */
+static int compile_pending(sched_item *items, prep *ps, int n, int debug) {
+  compile_job *jobs = tg_xcalloc((size_t)(n ? n : 1), sizeof(compile_job));
+  int *idx = tg_xcalloc((size_t)(n ? n : 1), sizeof(int)), nj = 0;
+  for (int i = 0; i < n; i++) {
+    if (!ps[i].src) continue;
+    /* the same kernel twice in one schedule: compile once */
+    bool dup = false;
+    for (int j = 0; j < nj && !dup; j++) dup = ps[idx[j]].key == ps[i].key;
+    if (dup) continue;
+    jobs[nj] = (compile_job){ items[i].dev, ps[i].src, items[i].name, NULL, "", 0 };
+    idx[nj++] = i;
+  }
+  compile_jobs_run(jobs, nj);
+  int rc = 0;
+  for (int j = 0; j < nj; j++) {
+    prep *p = &ps[idx[j]];
+    if (!jobs[j].prog) { if (rc == 0) tg_seterr("%s", jobs[j].err); rc = -1; continue; }
+    if (debug >= 2) fprintf(stderr, "compiled %-24s in %7.2f ms (render %.2f ms)\n", items[idx[j]].name, jobs[j].seconds * 1e3, p->t_render * 1e3);
+    cached_prog *cp = tg_xcalloc(1, sizeof *cp);
+    cp->prog = jobs[j].prog;
+    cp->flops = kernel_flops(items[idx[j]].ast);
+    cp->max_cores = p->max_cores;
+    cp->prog->max_cores = p->max_cores;
+    pthread_mutex_lock(&cache_lock);
+    pm_put(&prog_cache, p->key, cp);
+    pthread_mutex_unlock(&cache_lock);
+    p->key = NULL;   /* the cache owns it now */
+  }
+  /* fill every item from the cache (duplicates included) */
+  for (int i = 0; i < n && rc == 0; i++) {
+    if (ps[i].cp || !ps[i].src) continue;
+    pthread_mutex_lock(&cache_lock);
+    uop_pool_push();
+    ps[i].cp = pm_get(&prog_cache, program_key(&items[i]));
+    uop_pool_pop();
+    pthread_mutex_unlock(&cache_lock);
+  }
+  for (int i = 0; i < n; i++) { free(ps[i].src); ps[i].src = NULL; if (ps[i].key) uop_release(ps[i].key); ps[i].key = NULL; }
+  free(jobs); free(idx);
+  return rc;
 }
 
 static int run_copy(sched_item *it) {
@@ -118,10 +169,9 @@ static int run_copy(sched_item *it) {
   return rc;
 }
 
-static int run_item(sched_item *it, int debug) {
+static int run_item(sched_item *it, cached_prog *cp, int debug) {
   if (!it->ast) return run_copy(it);
-  cached_prog *cp = get_program(it);
-  if (!cp) return -1;   /* the compiler's message names the kernel */
+  if (!cp) return tg_seterr("internal: kernel %s has no program", it->name);
   void *ptrs[256];
   if (it->nbufs > 256) return tg_seterr("kernel %s: more than 256 buffers", it->name);
   double bytes = 0;
@@ -149,7 +199,12 @@ int engine_realize(uop *const *roots, int n, const char *default_device, ptrmap 
   counters_add_schedule();
   int debug = (int)tg_getenv_int("DEBUG", 0);
   int rc = 0;
-  for (int i = 0; i < s.n && rc == 0; i++) rc = run_item(&s.v[i], debug);
+  prep *ps = tg_xcalloc((size_t)(s.n ? s.n : 1), sizeof(prep));
+  for (int i = 0; i < s.n && rc == 0; i++) if (s.v[i].ast) rc = prepare(&s.v[i], &ps[i], debug);
+  if (rc == 0) rc = compile_pending(s.v, ps, s.n, debug);
+  else for (int i = 0; i < s.n; i++) { free(ps[i].src); if (ps[i].key) uop_release(ps[i].key); }
+  for (int i = 0; i < s.n && rc == 0; i++) rc = run_item(&s.v[i], ps[i].cp, debug);
+  free(ps);
   schedule_free(&s);
   return rc;
 }

@@ -2,6 +2,7 @@
  * tinygrad's gradient.py. Every rule returns ordinary tensor-graph UOps, so a
  * backward pass is scheduled and fused like any other graph. */
 #include <math.h>
+#include <pthread.h>
 #include "tensor/tensor.h"
 
 /* ---- small builders on tensor-graph UOps (shapes already consistent) */
@@ -102,17 +103,103 @@ static void grad_rule(uop *u, uop *g, uop **out) {
   }
 }
 
+/* ---- gradients through realized tensors
+ * Realizing replaces a computed node by a buffer in every tensor, which would
+ * cut the path from a loss to the leaves. So when a realized node depended on
+ * a tensor that requires grad, remember where its buffer came from: the
+ * gradient walk steps from the buffer view back into the computation (its
+ * values are recomputed inside the backward kernels). */
+static ptrmap grad_origin;   /* buffer view -> the lazy node it replaced (both retained) */
+static pthread_mutex_t origin_lock = PTHREAD_MUTEX_INITIALIZER;
+
+typedef struct { ptrmap leaves; int n; } leaf_ctx;
+static void add_leaf(tg_tensor *t, void *p) { leaf_ctx *c = p; pm_put(&c->leaves, t->u, (void *)1); c->n++; }
+
+static bool reaches_leaf(uop *u, const ptrmap *leaves, ptrmap *memo) {
+  if (pm_get(leaves, u)) return true;
+  void *m = pm_get(memo, u);
+  if (m) return m == (void *)2;
+  bool r = false;
+  uop *o = pm_get(&grad_origin, u);
+  if (o) r = reaches_leaf(o, leaves, memo);
+  for (int i = 0; i < u->nsrc && !r; i++) r = reaches_leaf(u->src[i], leaves, memo);
+  pm_put(memo, u, (void *)(intptr_t)(r ? 2 : 1));
+  return r;
+}
+
+void autograd_note_realized(const ptrmap *becomes) {
+  leaf_ctx c = { 0 };
+  tensors_each_requiring_grad(add_leaf, &c);
+  if (!c.n) { pm_free(&c.leaves); return; }
+  pthread_mutex_lock(&origin_lock);
+  /* forget origins nobody can reach any more (only this map holds them) */
+  for (size_t i = 0; i < grad_origin.cap; i++) {
+    uop *k = grad_origin.keys[i];
+    if (k && k->refcnt == 1) { uop_release(grad_origin.vals[i]); grad_origin.vals[i] = NULL; }
+  }
+  ptrmap memo = { 0 };
+  for (size_t i = 0; i < becomes->cap; i++) {
+    uop *node = becomes->keys[i], *repl = becomes->vals[i];
+    if (!node || !repl || node == repl || pm_get(&c.leaves, node)) continue;
+    if (!reaches_leaf(node, &c.leaves, &memo)) continue;
+    if (pm_get(&grad_origin, repl)) continue;
+    uop_retain(repl); uop_retain(node);
+    pm_put(&grad_origin, repl, node);
+  }
+  pm_free(&memo);
+  pthread_mutex_unlock(&origin_lock);
+  pm_free(&c.leaves);
+}
+
+/* u's sources for the gradient walk: a realized view steps to its origin */
+static int grad_srcs(uop *u, const ptrmap *targets, uop **out) {
+  uop *o = pm_get(targets, u) ? NULL : pm_get(&grad_origin, u);
+  if (o) { out[0] = o; return 1; }
+  for (int i = 0; i < u->nsrc; i++) out[i] = u->src[i];
+  return u->nsrc;
+}
+
+/* children before parents, following origins */
+static uop_list grad_toposort(uop *root, const ptrmap *targets) {
+  uop_list out = { 0 };
+  ptrmap seen = { 0 };
+  VEC(uop *) stack = { 0 };
+  VEC(int) state = { 0 };
+  VEC_PUSH(stack, root); VEC_PUSH(state, 0);
+  while (stack.n) {
+    uop *u = stack.v[stack.n - 1];
+    int *st = &state.v[state.n - 1];
+    uop *src[256];
+    int ns = grad_srcs(u, targets, src);
+    if (*st == 0 && pm_get(&seen, u)) { stack.n--; state.n--; continue; }
+    if (*st < ns) {
+      uop *s = src[(*st)++];
+      if (!pm_get(&seen, s)) { VEC_PUSH(stack, s); VEC_PUSH(state, 0); }
+      continue;
+    }
+    stack.n--; state.n--;
+    if (pm_get(&seen, u)) continue;
+    pm_put(&seen, u, (void *)1);
+    VEC_PUSH(out, u);
+  }
+  VEC_FREE(stack); VEC_FREE(state); pm_free(&seen);
+  return out;
+}
+
 /* dL/dx for every x in targets that root depends on, given dL/droot.
  * Returns a map uop -> grad (borrowed UOps). */
 static void compute_gradient(uop *root, uop *root_grad, const ptrmap *targets, ptrmap *grads) {
-  uop_list topo = uop_toposort(root);
+  pthread_mutex_lock(&origin_lock);
+  uop_list topo = grad_toposort(root, targets);
   /* keep only nodes on a path from root to a target */
   ptrmap on_path = { 0 };
   for (int i = 0; i < topo.n; i++) {
     uop *u = topo.v[i];
     bool p = pm_get(targets, u) != NULL;
+    uop *src[256];
+    int ns = grad_srcs(u, targets, src);
     if (!p && u->op != OP_DETACH && u->op != OP_ASSIGN)
-      for (int j = 0; j < u->nsrc && !p; j++) p = pm_get(&on_path, u->src[j]) != NULL;
+      for (int j = 0; j < ns && !p; j++) p = pm_get(&on_path, src[j]) != NULL;
     if (p) pm_put(&on_path, u, (void *)1);
   }
   pm_put(grads, root, root_grad);
@@ -120,17 +207,27 @@ static void compute_gradient(uop *root, uop *root_grad, const ptrmap *targets, p
     uop *u = topo.v[i];
     uop *g = pm_get(grads, u);
     if (!g || !pm_get(&on_path, u)) continue;
-    uop *sg[64];
-    grad_rule(u, g, sg);
-    for (int j = 0; j < u->nsrc; j++) {
-      uop *s = u->src[j];
+    uop *sg[256], *src[256];
+    int ns = grad_srcs(u, targets, src);
+    bool via_origin = !pm_get(targets, u) && pm_get(&grad_origin, u);
+    if (via_origin) sg[0] = g;   /* a realized view: its origin gets the gradient */
+    else grad_rule(u, g, sg);
+    for (int j = 0; j < ns; j++) {
+      uop *s = src[j];
       if (!sg[j] || !pm_get(&on_path, s)) continue;
       uop *prev = pm_get(grads, s);
       pm_put(grads, s, prev ? add(prev, sg[j]) : sg[j]);
     }
   }
+  /* a target the loss reads only through non-differentiable ops (a sign, a
+   * comparison) has gradient zero, like PyTorch */
+  for (int i = 0; i < topo.n; i++) {
+    uop *u = topo.v[i];
+    if (pm_get(targets, u) && !pm_get(grads, u)) pm_put(grads, u, const_like(0, u->dtype, u->shape, u->ndim));
+  }
   pm_free(&on_path);
   free(topo.v);
+  pthread_mutex_unlock(&origin_lock);
 }
 
 /* ---- public API */

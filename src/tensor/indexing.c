@@ -23,6 +23,7 @@ static bool plan_index(const tg_tensor *a, const tg_aindex *idx, int n, adv_plan
   int nd = a->u->ndim, used = 0, ell = 0;
   p->n = n; p->ntens = 0;
   for (int i = 0; i < n; i++) {
+    if (idx[i].basic.kind == TG_IDX_TENSOR && !idx[i].tensor) { tensor_null_input(op); return false; }
     if (idx[i].tensor) {
       if (!mvx_check_index(idx[i].tensor, "an index tensor", op)) return false;
       if (idx[i].tensor->device != a->device) { tg_seterr("%s: index tensor on %s, tensor on %s", op, idx[i].tensor->device, a->device); return false; }
@@ -129,7 +130,6 @@ static tg_tensor *adv_get(tg_tensor *x, const adv_plan *p, const char *op) {
 
 tg_tensor *tg_getitem_adv(tg_tensor *a, const tg_aindex *idx, int n) {
   NEED(a, "tg_getitem_adv");
-  for (int i = 0; i < n && idx; i++) if (idx[i].tensor == NULL && idx[i].basic.kind > TG_IDX_ELLIPSIS) TG_FAIL("tg_getitem_adv: bad index kind at position %d", i);
   adv_plan p;
   if (!plan_index(a, idx, n, &p, "tg_getitem_adv")) return NULL;
   if (p.ntens == 0) return tg_getitem(a, p.basic, n);

@@ -1,5 +1,5 @@
 /* indexing.h: helpers shared by the files of tg_movement.h (join_split.c,
- * rearrange.c, indexing.c, gather_scatter.c). Internal to the tensor layer. */
+ * pad_modes.c, rearrange.c, indexing.c, gather_scatter.c). Internal to the tensor layer. */
 #ifndef TG_TENSOR_INDEXING_H
 #define TG_TENSOR_INDEXING_H
 

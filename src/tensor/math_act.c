@@ -41,10 +41,11 @@ tg_tensor *tg_celu(tg_tensor *a, double alpha) {
 }
 tg_tensor *tg_selu(tg_tensor *a) { return mt_unary(a, f_selu, NULL, true, "tg_selu"); }
 
-/* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+/* 0.5 x (1 + tanh(z)), z = sqrt(2/pi) (x + 0.044715 x^3), written as
+ * x sigmoid(2z): the same function without the cancellation of 1 + tanh */
 static uop *f_gelu(uop *x, const double *p) {
-  uop *inner = mt_muls(mt_add(x, mt_muls(mt_mul(mt_mul(x, x), x), 0.044715)), sqrt(2.0 / M_PI));
-  return mt_mul(mt_muls(x, 0.5), mt_adds(mt_tanh(inner), 1));
+  uop *z2 = mt_muls(mt_add(x, mt_muls(mt_mul(mt_mul(x, x), x), 0.044715)), 2 * sqrt(2.0 / M_PI));
+  return mt_mul(x, mt_sigmoid(z2));
 }
 static uop *f_quick_gelu(uop *x, const double *p) { return mt_mul(x, mt_sigmoid(mt_muls(x, 1.702))); }
 static uop *f_silu(uop *x, const double *p) { return mt_mul(x, mt_sigmoid(x)); }

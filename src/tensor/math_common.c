@@ -76,7 +76,7 @@ uop *mt_expm1(uop *x) {
   uop *ok = mt_and(mt_and(mt_ne(u, mt_c(u, 1)), mt_ne(um1, mt_c(u, -1))), mt_ne(u, mt_c(u, INFINITY)));
   uop *xs = mt_safe(ok, x, 1);
   uop *us = mt_exp(xs);
-  uop *q = mt_div(mt_mul(mt_adds(us, -1), xs), mt_log(us));
+  uop *q = mt_mul(mt_adds(us, -1), mt_div(xs, mt_log(us)));
   return mt_where(ok, q, mt_where(mt_eq(u, mt_c(u, 1)), x, um1));
 }
 

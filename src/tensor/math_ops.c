@@ -52,7 +52,8 @@ static uop *f_tan(uop *x, const double *p) { return mt_div(mt_sin(x), mt_cos(x))
 /* sinh(|x|) = (m + m / (m + 1)) / 2 with m = expm1(|x|): no cancellation */
 static uop *f_sinh(uop *x, const double *p) {
   uop *m = mt_expm1(mt_abs(x));
-  uop *r = mt_muls(mt_add(m, mt_div(m, mt_adds(m, 1))), 0.5);
+  uop *inf = mt_isinf(m), *ms = mt_safe(mt_not(inf), m, 0);
+  uop *r = mt_where(inf, m, mt_muls(mt_add(ms, mt_div(ms, mt_adds(ms, 1))), 0.5));
   return mt_where(mt_lt(x, mt_c(x, 0)), mt_neg(r), r);
 }
 static uop *f_cosh(uop *x, const double *p) {
@@ -161,20 +162,25 @@ tg_tensor *tg_copysign(tg_tensor *a, tg_tensor *b) { return binary_float(a, b, f
 
 /* ---- division with rounding */
 
-/* Exact C fmod for floats: q = trunc(a / b), r = a - q b in float64 (exact
- * for float32 and smaller when |a / b| < 2^29), one correction when the
- * quotient rounded up, the sign of a on a zero result, a itself for an
- * infinite b. */
+/* C fmod for floats, |r| = |a| - q |b| with the sign of a. Float32 and
+ * smaller inputs are exact: the reduction runs in float64 in steps,
+ * dividing by |b| 2^(28 s) for s = S..0, so every quotient q has at most 29
+ * bits and q |b| 2^(28 s) (24-bit |b|) and the difference are exact.
+ * S covers the dtype's range of |a| / |b| (2^277 for float32). Float64
+ * inputs take one step: exact while q |b| is (|a / b| below about 2^29 for
+ * short mantissas), otherwise off by the rounding of q |b|. */
 static uop *float_fmod(uop *x, uop *y) {
   dtype_t out = x->dtype;
-  uop *xd = uop_cast(x, DT_F64), *yd = uop_cast(y, DT_F64);
-  uop *q = uop_alu1(OP_TRUNC, mt_div(xd, yd));
-  uop *r = mt_sub(xd, mt_mul(q, yd));
-  uop *z = mt_c(r, 0);
-  uop *ay = mt_abs(yd);
-  r = mt_where(mt_and(mt_lt(z, xd), mt_lt(r, z)), mt_add(r, ay), r);
-  r = mt_where(mt_and(mt_lt(xd, z), mt_lt(z, r)), mt_sub(r, ay), r);
-  r = mt_where(mt_eq(r, z), mt_mul(xd, z), r);
+  int steps = out.scalar == TG_F64 ? 0 : out.scalar == TG_F16 ? 1 : 9;
+  uop *xd = uop_cast(x, DT_F64), *yd = mt_abs(uop_cast(y, DT_F64));
+  uop *r = mt_abs(xd), *z = mt_c(r, 0);
+  for (int s = steps; s >= 0; s--) {
+    uop *ys = s ? mt_muls(yd, ldexp(1.0, 28 * s)) : yd;
+    uop *q = uop_alu1(OP_TRUNC, mt_div(r, ys));
+    r = mt_sub(r, mt_mul(q, ys));
+    r = mt_where(mt_lt(r, z), mt_add(r, ys), r);   /* q rounded up */
+  }
+  r = mt_where(mt_signbit(xd), mt_neg(r), r);
   uop *xfin = mt_not(mt_or(mt_isinf(xd), mt_isnan(xd)));
   r = mt_where(mt_and(mt_isinf(yd), xfin), xd, r);
   return uop_cast(r, out);

@@ -9,7 +9,7 @@
  * - Sorting counts, for every element, the elements that sort before it
  *   (its rank; ties by position, so the sort is stable), then places each
  *   value at its rank with a compare-and-reduce. O(n^2) work per row and
- *   O(n) memory; fine up to a few thousand elements per row.
+ *   O(n) memory; fine up to about 10^4 elements per row.
  *
  * The axis is kept where it is: the window or the comparison partner is a
  * new axis right after it. */

@@ -360,7 +360,7 @@ int tg_realize_all(tg_tensor **ts, int n) {
   for (int i = 0; i < n; i++) roots[i] = ts[i]->u;
   ptrmap becomes = { 0 };
   int rc = engine_realize(roots, n, ts[0]->device, &becomes);
-  if (rc == 0) tensors_substitute(&becomes);
+  if (rc == 0) { autograd_note_realized(&becomes); tensors_substitute(&becomes); }
   pm_free(&becomes);
   free(roots);
   uop_pool_pop();

@@ -55,6 +55,10 @@ uop *make_unique(uop *u);
  * reading the base after assigning to a slice sees the write. */
 void tensors_after_assign(uop *buf, uop *assign, const tg_tensor *except);
 
+/* Remembers the computations behind realized nodes that depend on tensors
+ * requiring grad, so gradients flow through realized tensors (autograd.c). */
+void autograd_note_realized(const ptrmap *becomes);
+
 /* Replace nodes in every live tensor's graph (after realization). */
 void tensors_substitute(const ptrmap *becomes);
 

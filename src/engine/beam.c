@@ -1,0 +1,191 @@
+/* beam.c: see beam.h. */
+#include <math.h>
+#include <time.h>
+#include <unistd.h>
+#include "engine/beam.h"
+#include "engine/compile_jobs.h"
+#include "renderer/renderer.h"
+#include "runtime/thread_pool.h"
+#include "util/util.h"
+
+#define BEAM_MAX_OPTS 8
+#define BEAM_DEPTH 4
+
+typedef struct { kopt o[BEAM_MAX_OPTS]; int n; double t; } cand;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The CPU model, so a cached choice is only reused on the same kind of machine. */
+static const char *machine_id(void) {
+  static char id[256];
+  if (id[0]) return id;
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  char line[512];
+  snprintf(id, sizeof id, "unknown");
+  while (f && fgets(line, sizeof line, f))
+    if (!strncmp(line, "model name", 10)) { char *c = strchr(line, ':'); if (c) snprintf(id, sizeof id, "%s", c + 2); break; }
+  if (f) fclose(f);
+  size_t n = strlen(id);
+  snprintf(id + n, sizeof id - n, "|cores=%d", tg_pool_threads());
+  return id;
+}
+
+static char *cache_file(sched_item *it, int width) {
+  char *ast = uop_to_string(it->ast);
+  char flags[512];
+  snprintf(flags, sizeof flags, "%s|beam=%d|%s", it->dev->name, width, machine_id());
+  char *p = compile_cache_path(ast, "beam-v1", flags, ".opts");
+  free(ast);
+  return p;
+}
+
+/* Best-of-3 time of one launch on the scratch buffers; +inf on failure. */
+static double time_program(tg_device *dev, tg_program *p, void **bufs, int n, double give_up) {
+  double best = INFINITY;
+  for (int r = 0; r < 3; r++) {
+    double t0 = now_s();
+    if (dev->launch(dev, p, bufs, n, NULL, 0) < 0) return INFINITY;
+    double dt = now_s() - t0;
+    if (dt < best) best = dt;
+    if (best > give_up) break;   /* clearly slower than the leader: stop early */
+  }
+  return best;
+}
+
+/* Every single opt that could extend c. */
+static int actions(uop *ast, kopt *out, int max) {
+  uop *axes[64];
+  int fr;
+  int n = kernel_axes(ast, axes, 64, &fr);
+  int k = 0;
+  static const int up[] = { 2, 3, 4, 8, 16 }, un[] = { 2, 4, 8, 16, 32 };
+  for (int i = 0; i < fr; i++) for (int j = 0; j < 5 && k < max; j++) out[k++] = (kopt){ OPT_UPCAST, i, up[j] };
+  for (int i = fr; i < n; i++) for (int j = 0; j < 5 && k < max; j++) out[k++] = (kopt){ OPT_UNROLL, i - fr, un[j] };
+  if (fr > 0 && tg_pool_threads() > 1 && k < max) out[k++] = (kopt){ OPT_THREAD, 0, tg_pool_threads() };
+  return k;
+}
+
+/* Compiles and times candidates; fills their t. */
+static void evaluate(sched_item *it, cand *cs, int nc, void **bufs, double best) {
+  compile_job *jobs = tg_xcalloc((size_t)nc, sizeof(compile_job));
+  char **srcs = tg_xcalloc((size_t)nc, sizeof(char *));
+  int *max_cores = tg_xcalloc((size_t)nc, sizeof(int));
+  uop_pool_push();
+  for (int i = 0; i < nc; i++) {
+    cs[i].t = INFINITY;
+    uop *a = it->ast;
+    if (kernel_apply_opts(&a, cs[i].o, cs[i].n, false) < 0) continue;
+    max_cores[i] = kernel_thread_count(a);
+    srcs[i] = render_c(kernel_expand_lanes(a), it->name);
+    jobs[i] = (compile_job){ it->dev, srcs[i], it->name, NULL, "", 0 };
+  }
+  uop_pool_pop();
+  /* compile the ones that rendered, all at once */
+  compile_job *todo = tg_xcalloc((size_t)nc, sizeof(compile_job));
+  int *map = tg_xcalloc((size_t)nc, sizeof(int)), nt = 0;
+  for (int i = 0; i < nc; i++) if (srcs[i]) { todo[nt] = jobs[i]; map[nt++] = i; }
+  compile_jobs_run(todo, nt);
+  for (int j = 0; j < nt; j++) {
+    int i = map[j];
+    if (!todo[j].prog) continue;
+    todo[j].prog->max_cores = max_cores[i];
+    cs[i].t = time_program(it->dev, todo[j].prog, bufs, it->nbufs, best * 3);
+    it->dev->program_free(it->dev, todo[j].prog);
+  }
+  for (int i = 0; i < nc; i++) free(srcs[i]);
+  free(srcs); free(jobs); free(todo); free(map); free(max_cores);
+  tg_clear_error();
+}
+
+static int by_time(const void *a, const void *b) {
+  double x = ((const cand *)a)->t, y = ((const cand *)b)->t;
+  return x < y ? -1 : x > y;
+}
+
+int beam_opts(sched_item *it, int width, kopt *out, int max) {
+  char *path = cache_file(it, width);
+  /* a cached choice: read and use it */
+  if (path) {
+    FILE *f = fopen(path, "r");
+    if (f) {
+      char spec[1024] = "";
+      if (!fgets(spec, sizeof spec, f)) spec[0] = 0;
+      fclose(f);
+      spec[strcspn(spec, "\n")] = 0;
+      free(path);
+      return kopts_parse(spec, out, max);
+    }
+  }
+  /* scratch buffers: candidates must not touch the real data */
+  void *bufs[256];
+  int nb = it->nbufs < 256 ? it->nbufs : 256;
+  for (int i = 0; i < nb; i++) {
+    bufs[i] = it->dev->alloc(it->dev, it->bufs[i]->nbytes);
+    if (bufs[i] && it->dev->name[0] == 'C') memset(bufs[i], 0, it->bufs[i]->nbytes);
+  }
+  double t0 = now_s();
+  cand base = { .n = 0 };
+  evaluate(it, &base, 1, bufs, INFINITY);
+  cand beam[64];
+  int nbeam = 1;
+  beam[0] = base;
+  cand best = base;
+  int tried = 1;
+  for (int depth = 0; depth < BEAM_DEPTH; depth++) {
+    cand *next = NULL;
+    int nn = 0, cap = 0;
+    for (int b = 0; b < nbeam; b++) {
+      uop_pool_push();
+      uop *a = it->ast;
+      kernel_apply_opts(&a, beam[b].o, beam[b].n, false);
+      kopt acts[128];
+      int na = actions(a, acts, 128);
+      uop_pool_pop();
+      for (int j = 0; j < na; j++) {
+        if (beam[b].n >= BEAM_MAX_OPTS) break;
+        cand c = beam[b];
+        c.o[c.n++] = acts[j];
+        /* only candidates whose opts apply */
+        uop_pool_push();
+        uop *t = it->ast;
+        bool ok = kernel_apply_opts(&t, c.o, c.n, false) == 0;
+        uop_pool_pop();
+        if (!ok) continue;
+        if (nn == cap) { cap = cap ? cap * 2 : 64; next = tg_xrealloc(next, sizeof(cand) * (size_t)cap); }
+        next[nn++] = c;
+      }
+    }
+    tg_clear_error();
+    if (!nn) { free(next); break; }
+    evaluate(it, next, nn, bufs, best.t);
+    tried += nn;
+    qsort(next, (size_t)nn, sizeof(cand), by_time);
+    bool improved = next[0].t < best.t * 0.98;
+    if (next[0].t < best.t) best = next[0];
+    nbeam = nn < width ? nn : width;
+    if (nbeam > 64) nbeam = 64;
+    memcpy(beam, next, sizeof(cand) * (size_t)nbeam);
+    free(next);
+    if (!improved) break;
+  }
+  for (int i = 0; i < nb; i++) if (bufs[i]) it->dev->free(it->dev, bufs[i], it->bufs[i]->nbytes);
+  char spec[1024];
+  kopts_format(best.o, best.n, spec, sizeof spec);
+  if (tg_getenv_int("DEBUG", 0) >= 2)
+    fprintf(stderr, "beam %-24s %4d candidates in %6.2f s: %s (%.2f us)\n", it->name, tried, now_s() - t0, spec[0] ? spec : "(no opts)", best.t * 1e6);
+  if (path) {
+    /* write atomically: other processes may be searching the same kernel */
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (f) { fprintf(f, "%s\n", spec); fclose(f); rename(tmp, path); }
+    free(path);
+  }
+  int n = best.n < max ? best.n : max;
+  memcpy(out, best.o, sizeof(kopt) * (size_t)n);
+  return n;
+}

@@ -1,0 +1,19 @@
+/* compile_jobs.h: compiling many kernel sources at once. The compiler is a
+ * separate process, so jobs run on their own threads (up to twice the cores)
+ * and the device's compile is thread-safe. */
+#ifndef TG_COMPILE_JOBS_H
+#define TG_COMPILE_JOBS_H
+
+#include "runtime/device.h"
+
+typedef struct {
+  tg_device *dev;
+  const char *src, *name;    /* in */
+  tg_program *prog;          /* out: NULL on failure */
+  char err[512];             /* out: the error on failure */
+  double seconds;            /* out: wall time of this compile */
+} compile_job;
+
+void compile_jobs_run(compile_job *jobs, int n);
+
+#endif
