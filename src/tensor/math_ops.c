@@ -319,7 +319,10 @@ tg_tensor *tg_clamp_tensor(tg_tensor *a, tg_tensor *lo, tg_tensor *hi) {
   API_BEGIN;
   uop *x, *l, *h;
   if (!mt_broadcast3(a, lo, hi, &x, &l, &h, TG_VOID, "tg_clamp_tensor")) API_RETURN(NULL);
-  API_RETURN(tensor_wrap(clamp_uop(x, l, h), a->device));
+  uop *r = clamp_uop(x, l, h);
+  /* a NaN bound gives NaN, like torch */
+  if (dt_is_float(x->dtype)) r = mt_where(mt_isnan(l), l, mt_where(mt_isnan(h), h, r));
+  API_RETURN(tensor_wrap(r, a->device));
 }
 
 tg_tensor *tg_masked_fill(tg_tensor *a, tg_tensor *mask, double value) {

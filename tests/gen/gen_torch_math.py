@@ -289,6 +289,10 @@ def gen_binary():
     a, lo, hi = g.randn((3, 4), scale=2.0), g.randn((4,), scale=0.5) - 1, g.randn((3, 1), scale=0.5) + 1
     g.add("clamp_tensor", "clamp_tensor_bcast", [a, lo.astype(np.float32), hi.astype(np.float32)],
           tn(torch.clamp(tt(a), tt(lo.astype(np.float32)), tt(hi.astype(np.float32)))), 0.0, 0.0)
+    cx, cl, ch = np.array([0.0, 5.0, -5.0, NAN, 1.0], np.float32), np.array([NAN, -1.0, -1.0, 0.0, 2.0], np.float32), np.array([1.0, NAN, 1.0, 1.0, 0.0], np.float32)
+    g.add("clamp_tensor", "clamp_tensor_nan_bounds", [cx, cl, ch], tn(torch.clamp(tt(cx), tt(cl), tt(ch))), 0.0, 0.0)
+    ci, cli, chi = np.array([-5, 0, 5], np.int32), np.array([-1, -1, -1], np.int32), np.array([1], np.int32)
+    g.add("clamp_tensor", "clamp_tensor_i32", [ci, cli, chi], tn(torch.clamp(tt(ci), tt(cli), tt(chi))), 0.0, 0.0)
     # masked_fill
     x, m = g.randn((4, 5)), g.rng.random((1, 5)) < 0.5
     g.add("masked_fill", "masked_fill_f32_bcast", [x, m], tn(tt(x).masked_fill(tt(m), -1.5)), 0.0, 0.0, value=-1.5)
