@@ -266,6 +266,33 @@ bool tg_no_grad(void);
 #include "tg_movement.h"   /* joining, splitting, indexing, gather/scatter */
 #include "tg_nn.h"         /* convolution, pooling, norms, attention, losses, random */
 
+/* ---------------------------------------------------------------- JIT */
+
+/* A step function: builds outputs from inputs with tensor ops (lazily).
+ * Return 0, or a negative number on failure. Assigns it makes (an optimizer
+ * update, a cache write) are realized with its outputs. */
+typedef int (*tg_jit_fn)(void *ctx, tg_tensor *const *in, int nin, tg_tensor **out, int nout);
+typedef struct tg_jit tg_jit;
+
+/* A JIT around fn. The first call runs fn normally; the second runs it and
+ * captures the kernels it launches; later calls replay those kernels on the
+ * new inputs' memory without calling fn, scheduling or compiling. Outputs
+ * are fresh tensors (in the current scope) every call. Inputs must keep
+ * their shapes, dtypes and devices from call to call, and no two inputs may
+ * share memory. Intermediate buffers of the replay share memory where their
+ * lifetimes allow (see tg_jit_stats). fn must be deterministic in what it
+ * builds: random numbers, for example, are replayed as captured. */
+tg_jit *tg_jit_new(tg_jit_fn fn, void *ctx);
+void tg_jit_free(tg_jit *j);
+int tg_jit_call(tg_jit *j, tg_tensor *const *in, int nin, tg_tensor **out, int nout);
+typedef struct {
+  int calls;               /* calls so far */
+  int kernels;             /* captured kernels replayed per call */
+  int64_t intermediate_bytes;   /* bytes of intermediates before planning */
+  int64_t planned_bytes;        /* bytes after sharing memory between them */
+} tg_jit_info;
+tg_jit_info tg_jit_stats(const tg_jit *j);
+
 /* ---------------------------------------------------------------- kernels */
 
 /* Kernel optimizations applied to every kernel compiled from now on, by
@@ -286,6 +313,8 @@ typedef struct {
   int64_t schedules;         /* schedules built */
   double flops, bytes;       /* estimated */
   double kernel_seconds;     /* wall time spent inside kernels */
+  int64_t mem_used;          /* bytes of device memory held by buffers now */
+  int64_t mem_peak;          /* the most mem_used has been (since a reset) */
 } tg_counters;
 tg_counters tg_get_counters(void);
 void tg_reset_counters(void);

@@ -564,7 +564,7 @@ TEST(runtime_cpu_parallel_compile) {
 
 TEST(runtime_cpu_launch_without_fn) {
   struct tg_device *d = device_get("CPU");
-  tg_program p = { d, "empty", NULL, NULL };
+  tg_program p = { .dev = d, .name = "empty" };
   tg_clear_error();
   CHECK(d->launch(d, &p, NULL, 0, NULL, 0) < 0);
   CHECK(strstr(tg_error(), "empty") != NULL);

@@ -158,6 +158,23 @@ static int compile_pending(sched_item *items, prep *ps, int n, int debug) {
   return rc;
 }
 
+static _Thread_local kernel_capture *capture;
+void engine_capture_begin(kernel_capture *c) { capture = c; }
+void engine_capture_end(void) { capture = NULL; }
+void kernel_capture_free(kernel_capture *c) {
+  for (int i = 0; i < c->n; i++) {
+    for (int j = 0; j < c->v[i].nbufs; j++) buffer_release(c->v[i].bufs[j]);
+    free(c->v[i].bufs);
+  }
+  VEC_FREE(*c);
+}
+static void capture_item(sched_item *it, cached_prog *cp) {
+  captured_kernel k = { cp ? cp->prog : NULL, it->dev, tg_xmalloc(sizeof(tg_buffer *) * (size_t)(it->nbufs ? it->nbufs : 1)), it->nbufs, cp ? cp->flops : 0, "" };
+  for (int i = 0; i < it->nbufs; i++) { k.bufs[i] = it->bufs[i]; buffer_retain(it->bufs[i]); }
+  snprintf(k.name, sizeof k.name, "%s", it->name);
+  VEC_PUSH(*capture, k);
+}
+
 static int run_copy(sched_item *it) {
   tg_buffer *dst = it->bufs[0], *src = it->bufs[1];
   if (buffer_alloc(dst) < 0 || buffer_alloc(src) < 0) return -1;
@@ -203,7 +220,10 @@ int engine_realize(uop *const *roots, int n, const char *default_device, ptrmap 
   for (int i = 0; i < s.n && rc == 0; i++) if (s.v[i].ast) rc = prepare(&s.v[i], &ps[i], debug);
   if (rc == 0) rc = compile_pending(s.v, ps, s.n, debug);
   else for (int i = 0; i < s.n; i++) { free(ps[i].src); if (ps[i].key) uop_release(ps[i].key); }
-  for (int i = 0; i < s.n && rc == 0; i++) rc = run_item(&s.v[i], ps[i].cp, debug);
+  for (int i = 0; i < s.n && rc == 0; i++) {
+    rc = run_item(&s.v[i], ps[i].cp, debug);
+    if (rc == 0 && capture) capture_item(&s.v[i], ps[i].cp);
+  }
   free(ps);
   schedule_free(&s);
   return rc;

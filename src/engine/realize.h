@@ -2,6 +2,7 @@
 #ifndef TG_REALIZE_H
 #define TG_REALIZE_H
 
+#include "runtime/device.h"
 #include "uop/uop.h"
 #include "util/util.h"
 
@@ -10,6 +11,21 @@
  * (RESHAPE(BUFFER) or a view of the assigned buffer; borrowed from the
  * caller's pool) and returns 0; on failure returns -1 with tg_error set. */
 int engine_realize(uop *const *roots, int n, const char *default_device, ptrmap *becomes);
+
+/* ---- kernel capture (for the JIT): while a capture is active on this
+ * thread, every kernel run is appended to it. */
+typedef struct {
+  tg_program *prog;       /* NULL for a copy between devices */
+  tg_device *dev;
+  struct tg_buffer **bufs;  /* retained */
+  int nbufs;
+  double flops;
+  char name[96];
+} captured_kernel;
+typedef struct { captured_kernel *v; int n, cap; } kernel_capture;
+void engine_capture_begin(kernel_capture *c);
+void engine_capture_end(void);
+void kernel_capture_free(kernel_capture *c);
 
 /* The buffer behind a realized, contiguous tensor node (RESHAPE(BUFFER) or
  * BUFFER), or NULL. */

@@ -194,11 +194,16 @@ static char *render_alu(rctx *c, uop *u) {
   case OP_MUL: return fmt("(%s*%s)", a, b);
   case OP_FDIV: return fmt("(%s/%s)", a, b);
   case OP_IDIV:
+    if (fl) return fmt("%s(%s/%s)", f32 ? "truncf" : "trunc", a, b);
     if (u->src[1]->op == OP_CONST && uop_const_value(u->src[1]) > 0) return fmt("(%s/%s)", a, b);
-    return fmt("(%s==0?0:%s/%s)", b, a, b);   /* never trap on /0 */
+    /* never trap: x/0 is 0, and MIN/-1 wraps to MIN like the other ops */
+    if (dt_is_unsigned(u->dtype)) return fmt("(%s==0?0:%s/%s)", b, a, b);
+    return fmt("(%s==0?0:%s==-1?(%s)(0ull-(unsigned long long)%s):%s/%s)", b, b, ctype(u->dtype), a, a, b);
   case OP_MOD:
+    if (fl) return fmt("%s(%s,%s)", f32 ? "fmodf" : "fmod", a, b);
     if (u->src[1]->op == OP_CONST && uop_const_value(u->src[1]) > 0) return fmt("(%s%%%s)", a, b);
-    return fmt("(%s==0?0:%s%%%s)", b, a, b);
+    if (dt_is_unsigned(u->dtype)) return fmt("(%s==0?0:%s%%%s)", b, a, b);
+    return fmt("((%s==0||%s==-1)?0:%s%%%s)", b, b, a, b);
   case OP_MAX:
     if (fl) return fmt("((%s!=%s||%s>%s)?%s:%s)", a, a, a, b, a, b);   /* NaN propagates */
     return fmt("(%s>%s?%s:%s)", a, b, a, b);

@@ -4,7 +4,48 @@
 #include <pthread.h>
 #include "runtime/buffer.h"
 #include "uop/uop_buffer.h"
+#include "util/counters.h"
 #include "util/util.h"
+
+/* ---- an allocator cache: freed device memory is kept, by size, and handed
+ * to the next buffer of the same size on the same device, so a training
+ * step's or a decode step's temporaries do not go back to the system (and
+ * pay page faults) every time. At most TG_ALLOC_CACHE_MB (default 1024) MB
+ * is kept. */
+typedef struct cached_mem { tg_device *dev; size_t nbytes; void *ptr; struct cached_mem *next; } cached_mem;
+static cached_mem *mem_cache;
+static size_t mem_cache_bytes;
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void *cache_take(tg_device *dev, size_t nbytes) {
+  pthread_mutex_lock(&cache_lock);
+  void *p = NULL;
+  for (cached_mem **pp = &mem_cache; *pp; pp = &(*pp)->next)
+    if ((*pp)->dev == dev && (*pp)->nbytes == nbytes) {
+      cached_mem *c = *pp;
+      *pp = c->next;
+      p = c->ptr;
+      mem_cache_bytes -= nbytes;
+      free(c);
+      break;
+    }
+  pthread_mutex_unlock(&cache_lock);
+  return p;
+}
+
+static void cache_give(tg_device *dev, void *ptr, size_t nbytes) {
+  size_t limit = (size_t)tg_getenv_int("TG_ALLOC_CACHE_MB", 1024) << 20;
+  pthread_mutex_lock(&cache_lock);
+  if (nbytes && mem_cache_bytes + nbytes <= limit) {
+    cached_mem *c = tg_xmalloc(sizeof *c);
+    *c = (cached_mem){ dev, nbytes, ptr, mem_cache };
+    mem_cache = c;
+    mem_cache_bytes += nbytes;
+    ptr = NULL;
+  }
+  pthread_mutex_unlock(&cache_lock);
+  if (ptr) dev->free(dev, ptr, nbytes);
+}
 
 static int64_t next_id = 1;                 /* atomic; ids increase from 1 */
 static pthread_mutex_t alloc_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -33,8 +74,9 @@ int buffer_alloc(tg_buffer *b) {
   int rc = 0;
   pthread_mutex_lock(&alloc_lock);   /* two threads may race to allocate one buffer */
   if (!b->ptr) {
-    void *p = b->dev->alloc(b->dev, b->nbytes);
-    if (p) __atomic_store_n(&b->ptr, p, __ATOMIC_RELEASE);
+    void *p = cache_take(b->dev, b->nbytes);
+    if (!p) p = b->dev->alloc(b->dev, b->nbytes);
+    if (p) { __atomic_store_n(&b->ptr, p, __ATOMIC_RELEASE); counters_mem((int64_t)b->nbytes); }
     else rc = -1;   /* the device set tg_error */
   }
   pthread_mutex_unlock(&alloc_lock);
@@ -48,7 +90,7 @@ void buffer_retain(tg_buffer *b) {
 void buffer_release(tg_buffer *b) {
   if (!b) return;
   if (__atomic_sub_fetch(&b->refcnt, 1, __ATOMIC_ACQ_REL) != 0) return;
-  if (b->ptr) b->dev->free(b->dev, b->ptr, b->nbytes);
+  if (b->ptr) { cache_give(b->dev, b->ptr, b->nbytes); counters_mem(-(int64_t)b->nbytes); }
   free(b);
 }
 

@@ -71,7 +71,19 @@ static void grad_rule(uop *u, uop *g, uop **out) {
       uop *count = uop1(OP_REDUCE_AXIS, a->dtype, mask, arg_ints(arg, u->arg.n));
       out[0] = uop_alu(OP_FDIV, mul(mask, ge), mv_expand(count, a->shape, a->ndim));
     } else if (rop == OP_MUL) {
-      out[0] = uop_alu(OP_FDIV, mul(ge, mv_expand(u, a->shape, a->ndim)), a);
+      /* d prod / d x_i = product of the others: prod / x_i where x_i != 0;
+       * at a zero, the product of the non-zeros if it is the only zero */
+      int64_t arg[TG_MAX_DIMS + 1];
+      for (int i = 0; i < u->arg.n; i++) arg[i] = u->arg.v[i];
+      uop *zero = cl(a, 0), *one = cl(a, 1);
+      uop *isz = uop_alu(OP_CMPEQ, a, zero);
+      uop *nz = uop_where(isz, one, a);
+      uop *prod_nz = mv_expand(uop1(OP_REDUCE_AXIS, a->dtype, nz, arg_ints(arg, u->arg.n)), a->shape, a->ndim);
+      arg[0] = OP_ADD;
+      uop *zc = mv_expand(uop1(OP_REDUCE_AXIS, a->dtype, uop_cast(isz, a->dtype), arg_ints(arg, u->arg.n)), a->shape, a->ndim);
+      uop *at_zero = uop_where(uop_alu(OP_CMPEQ, zc, one), prod_nz, zero);
+      uop *others = uop_where(isz, at_zero, uop_alu(OP_FDIV, mv_expand(u, a->shape, a->ndim), uop_where(isz, one, a)));
+      out[0] = mul(ge, others);
     }
     break;
   }

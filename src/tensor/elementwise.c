@@ -2,6 +2,7 @@
  * written in terms of the ALU primitives like tinygrad's Tensor. */
 #include <math.h>
 #include "tensor/tensor.h"
+#include "tensor/math_internal.h"
 
 static bool same_device(const tg_tensor *a, const tg_tensor *b, const char *op) {
   if (a->device != b->device) { tg_seterr("%s: tensors are on different devices (%s and %s); use tg_to", op, a->device, b->device); return false; }
@@ -176,13 +177,14 @@ static uop *f_abs(uop *x) {
 }
 static uop *f_relu(uop *x) { return uop_where(uop_alu(OP_CMPLT, c_like(x, 0), x), x, c_like(x, 0)); }
 static uop *f_sigmoid(uop *x) {
-  return uop_alu1(OP_RECIPROCAL, uop_alu(OP_ADD, c_like(x, 1), f_exp(uop_alu1(OP_NEG, x))));
+  /* 1 / (1 + exp(-x)); the exponent is capped below overflow, so the
+   * gradient stays 0 instead of 0 * inf for very negative x */
+  double cap = x->dtype.scalar == TG_F64 ? 700 : x->dtype.scalar == TG_F32 ? 80 : 10;
+  uop *e = f_exp(uop_alu1(OP_NEG, uop_alu(OP_MAX, x, c_like(x, -cap))));
+  return uop_alu1(OP_RECIPROCAL, uop_alu(OP_ADD, c_like(x, 1), e));
 }
-static uop *f_tanh(uop *x) {
-  /* 2*sigmoid(2x) - 1 */
-  uop *s = f_sigmoid(uop_alu(OP_MUL, x, c_like(x, 2)));
-  return uop_alu(OP_SUB, uop_alu(OP_MUL, s, c_like(x, 2)), c_like(x, 1));
-}
+/* accurate near 0 and free of overflow (math_common.c) */
+static uop *f_tanh(uop *x) { return mt_tanh(x); }
 tg_tensor *tg_neg(tg_tensor *a) { return unary(a, f_neg, false, "tg_neg"); }
 tg_tensor *tg_exp(tg_tensor *a) { return unary(a, f_exp, true, "tg_exp"); }
 tg_tensor *tg_log(tg_tensor *a) { return unary(a, f_log, true, "tg_log"); }

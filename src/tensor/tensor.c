@@ -64,6 +64,14 @@ void tensor_adopt(tg_tensor *owner, tg_tensor *t) {
   pthread_mutex_unlock(&tensors_lock);
 }
 
+int tensors_pending_assigns(tg_tensor **out, int max) {
+  int n = 0;
+  pthread_mutex_lock(&tensors_lock);
+  for (tg_tensor *t = live_head; t; t = t->next) if (t->u->op == OP_ASSIGN && n < max) out[n++] = t;
+  pthread_mutex_unlock(&tensors_lock);
+  return n;
+}
+
 void tensors_each_requiring_grad(void (*fn)(tg_tensor *t, void *ctx), void *ctx) {
   pthread_mutex_lock(&tensors_lock);
   for (tg_tensor *t = live_head; t; t = t->next) if (t->requires_grad) fn(t, ctx);
@@ -355,6 +363,14 @@ tg_tensor *tg_eye(int64_t n, tg_dtype dt) {
 int tg_realize_all(tg_tensor **ts, int n) {
   for (int i = 0; i < n; i++) if (!ts[i]) { tensor_null_input("tg_realize"); return -1; }
   if (n == 0) return 0;
+  /* already memory: nothing to schedule */
+  bool all_memory = true;
+  for (int i = 0; i < n && all_memory; i++) {
+    const uop *u = ts[i]->u;
+    while (u->op == OP_RESHAPE) u = u->src[0];
+    all_memory = u->op == OP_BUFFER;
+  }
+  if (all_memory) return 0;
   uop_pool_push();
   uop **roots = tg_xmalloc(sizeof(uop *) * (size_t)n);
   for (int i = 0; i < n; i++) roots[i] = ts[i]->u;

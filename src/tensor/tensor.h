@@ -59,6 +59,9 @@ void tensors_after_assign(uop *buf, uop *assign, const tg_tensor *except);
  * requiring grad, so gradients flow through realized tensors (autograd.c). */
 void autograd_note_realized(const ptrmap *becomes);
 
+/* Live tensors whose value is a pending assign (up to max); the count. */
+int tensors_pending_assigns(tg_tensor **out, int max);
+
 /* Replace nodes in every live tensor's graph (after realization). */
 void tensors_substitute(const ptrmap *becomes);
 

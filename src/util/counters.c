@@ -20,6 +20,12 @@ void counters_add_schedule(void) {
   totals.schedules++;
   pthread_mutex_unlock(&lock);
 }
+void counters_mem(int64_t delta) {
+  pthread_mutex_lock(&lock);
+  totals.mem_used += delta;
+  if (totals.mem_used > totals.mem_peak) totals.mem_peak = totals.mem_used;
+  pthread_mutex_unlock(&lock);
+}
 tg_counters tg_get_counters(void) {
   pthread_mutex_lock(&lock);
   tg_counters c = totals;
@@ -29,6 +35,7 @@ tg_counters tg_get_counters(void) {
 void tg_reset_counters(void) {
   pthread_mutex_lock(&lock);
   tg_counters z = { 0 };
+  z.mem_used = z.mem_peak = totals.mem_used;   /* memory stays held */
   totals = z;
   pthread_mutex_unlock(&lock);
 }

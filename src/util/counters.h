@@ -5,4 +5,6 @@
 void counters_add_run(double flops, double bytes, double seconds);
 void counters_add_compile(bool cached);
 void counters_add_schedule(void);
+/* Buffer memory taken (+) or given back (-). */
+void counters_mem(int64_t delta);
 #endif

@@ -1,0 +1,269 @@
+/* jit.c: capture the kernels of a step function once, replay them after.
+ *
+ * Call 1 runs the step normally (kernels compile). Call 2 runs it again with
+ * a kernel capture on: every launched kernel is recorded with its buffers.
+ * From call 3 on, the recorded kernels are launched directly: each kernel
+ * argument is either a fixed buffer (weights, state written in place by
+ * assigns), an input (replaced by this call's input memory), an output (a
+ * fresh buffer every call), or an intermediate (a slot of the memory plan,
+ * shared with other intermediates whose lifetimes do not overlap). */
+#include "engine/realize.h"
+#include "runtime/buffer.h"
+#include "tensor/tensor.h"
+#include "util/counters.h"
+
+enum { ARG_FIXED, ARG_INPUT, ARG_OUTPUT, ARG_SLOT };
+typedef struct { int kind, index; } jit_arg;
+
+typedef struct { tg_shape shape; tg_dtype dtype; const char *device; } tensor_sig;
+
+struct tg_jit {
+  tg_jit_fn fn;
+  void *ctx;
+  int calls;
+  kernel_capture cap;
+  jit_arg **args;            /* per kernel, per buffer */
+  int nin, nout;
+  tensor_sig *in_sig, *out_sig;
+  void **slots;              /* memory of the plan's slots */
+  size_t *slot_bytes;
+  tg_device **slot_dev;
+  int nslots;
+  int64_t inter_bytes, planned_bytes;
+};
+
+tg_jit *tg_jit_new(tg_jit_fn fn, void *ctx) {
+  if (!fn) TG_FAIL("tg_jit_new: no step function");
+  tg_jit *j = tg_xcalloc(1, sizeof *j);
+  j->fn = fn; j->ctx = ctx;
+  return j;
+}
+
+void tg_jit_free(tg_jit *j) {
+  if (!j) return;
+  kernel_capture_free(&j->cap);
+  for (int i = 0; j->args && i < j->cap.n; i++) free(j->args[i]);
+  free(j->args);
+  for (int s = 0; s < j->nslots; s++) if (j->slots[s]) j->slot_dev[s]->free(j->slot_dev[s], j->slots[s], j->slot_bytes[s]);
+  free(j->slots); free(j->slot_bytes); free(j->slot_dev);
+  free(j->in_sig); free(j->out_sig);
+  free(j);
+}
+
+tg_jit_info tg_jit_stats(const tg_jit *j) {
+  tg_jit_info s = { 0 };
+  if (!j) return s;
+  s.calls = j->calls; s.kernels = j->cap.n; s.intermediate_bytes = j->inter_bytes; s.planned_bytes = j->planned_bytes;
+  return s;
+}
+
+static tensor_sig sig_of(tg_tensor *t) { return (tensor_sig){ tg_shape_of(t), tg_dtype_of(t), tg_device_of(t) }; }
+static bool sig_eq(const tensor_sig *a, const tensor_sig *b) {
+  if (a->dtype != b->dtype || a->device != b->device || a->shape.ndim != b->shape.ndim) return false;
+  for (int i = 0; i < a->shape.ndim; i++) if (a->shape.d[i] != b->shape.d[i]) return false;
+  return true;
+}
+static void sig_str(const tensor_sig *s, char *buf, size_t n) {
+  size_t k = (size_t)snprintf(buf, n, "%s (", tg_dtype_name(s->dtype));
+  for (int i = 0; i < s->shape.ndim && k + 24 < n; i++) k += (size_t)snprintf(buf + k, n - k, i ? ",%lld" : "%lld", (long long)s->shape.d[i]);
+  snprintf(buf + k, n - k, ") on %s", s->device);
+}
+
+/* The realized, contiguous memory behind an input (realizing it if needed). */
+static tg_buffer *input_buffer(tg_tensor *t) {
+  if (tg_realize(t) < 0) return NULL;
+  tg_buffer *b = uop_contiguous_buffer(t->u);
+  if (!b) TG_FAIL("tg_jit_call: an input is not contiguous memory after realizing");
+  if (buffer_alloc(b) < 0) return NULL;
+  return b;
+}
+
+static int check_inputs(tg_jit *j, tg_tensor *const *in, int nin, tg_buffer **bufs) {
+  if (nin != j->nin) return tg_seterr("tg_jit_call: %d inputs, the captured step had %d", nin, j->nin);
+  for (int i = 0; i < nin; i++) {
+    if (!in[i]) { tensor_null_input("tg_jit_call"); return -1; }
+    tensor_sig s = sig_of(in[i]);
+    if (!sig_eq(&s, &j->in_sig[i])) {
+      char a[256], b[256];
+      sig_str(&s, a, sizeof a); sig_str(&j->in_sig[i], b, sizeof b);
+      return tg_seterr("tg_jit_call: input %d is %s, but the step was captured with %s", i, a, b);
+    }
+  }
+  for (int i = 0; i < nin; i++) {
+    bufs[i] = input_buffer(in[i]);
+    if (!bufs[i]) return -1;
+    for (int k = 0; k < i; k++)
+      if (bufs[k] == bufs[i]) return tg_seterr("tg_jit_call: inputs %d and %d share memory; the JIT needs distinct inputs", k, i);
+  }
+  return 0;
+}
+
+/* Runs the step, realizing its outputs and pending assigns together. */
+static int run_step(tg_jit *j, tg_tensor *const *in, int nin, tg_tensor **out, int nout) {
+  tg_scope_begin();
+  for (int i = 0; i < nout; i++) out[i] = NULL;
+  int rc = j->fn(j->ctx, in, nin, out, nout);
+  if (rc >= 0) {
+    tg_tensor *all[1024];
+    int n = 0;
+    for (int i = 0; i < nout; i++) {
+      if (!out[i]) { rc = tg_seterr("tg_jit_call: the step left output %d NULL%s%s", i, tg_error()[0] ? ": " : "", tg_error()); break; }
+      all[n++] = out[i];
+    }
+    if (rc >= 0) {
+      n += tensors_pending_assigns(all + n, 1024 - n);
+      rc = tg_realize_all(all, n);
+    }
+  } else if (!tg_error()[0]) tg_seterr("tg_jit_call: the step function returned %d", rc);
+  for (int i = 0; i < nout; i++) if (out[i] && rc >= 0) tg_keep(out[i]);
+  tg_scope_end();
+  if (rc < 0) for (int i = 0; i < nout; i++) out[i] = NULL;
+  return rc < 0 ? -1 : 0;
+}
+
+/* Classifies every kernel argument and plans the intermediates' memory. */
+static void plan(tg_jit *j, tg_buffer **inb, tg_tensor **out) {
+  int nk = j->cap.n;
+  j->args = tg_xcalloc((size_t)(nk ? nk : 1), sizeof(jit_arg *));
+  tg_buffer *outb[256] = { 0 };
+  for (int i = 0; i < j->nout && i < 256; i++) outb[i] = uop_contiguous_buffer(out[i]->u);
+  /* how many capture references each buffer has: a buffer nothing else
+   * holds is an intermediate of the step */
+  ptrmap refs = { 0 }, first = { 0 }, last = { 0 }, slot_of = { 0 };
+  for (int k = 0; k < nk; k++)
+    for (int a = 0; a < j->cap.v[k].nbufs; a++) {
+      tg_buffer *b = j->cap.v[k].bufs[a];
+      pm_put(&refs, b, (void *)((intptr_t)pm_get(&refs, b) + 1));
+      if (!pm_get(&first, b)) pm_put(&first, b, (void *)(intptr_t)(k + 1));
+      pm_put(&last, b, (void *)(intptr_t)(k + 1));
+    }
+  /* slots: greedy by first use; a slot is free once its last user ran */
+  int cap = 0;
+  int *slot_last = NULL;
+  for (int k = 0; k < nk; k++) {
+    captured_kernel *ck = &j->cap.v[k];
+    j->args[k] = tg_xcalloc((size_t)(ck->nbufs ? ck->nbufs : 1), sizeof(jit_arg));
+    for (int a = 0; a < ck->nbufs; a++) {
+      tg_buffer *b = ck->bufs[a];
+      jit_arg *ja = &j->args[k][a];
+      ja->kind = ARG_FIXED;
+      for (int i = 0; i < j->nin; i++) if (inb[i] == b) { ja->kind = ARG_INPUT; ja->index = i; }
+      for (int i = 0; i < j->nout && i < 256; i++) if (outb[i] == b) { ja->kind = ARG_OUTPUT; ja->index = i; }
+      if (ja->kind != ARG_FIXED || b->refcnt != (intptr_t)pm_get(&refs, b)) continue;
+      void *s = pm_get(&slot_of, b);
+      if (s) { ja->kind = ARG_SLOT; ja->index = (int)(intptr_t)s - 1; continue; }
+      /* a new intermediate: the first free slot (best fit), or a new one */
+      j->inter_bytes += (int64_t)b->nbytes;
+      int best = -1;
+      for (int t = 0; t < j->nslots; t++)
+        if (slot_last[t] < k + 1 && j->slot_dev[t] == b->dev && (best < 0 || j->slot_bytes[t] < j->slot_bytes[best] || (j->slot_bytes[best] < b->nbytes && j->slot_bytes[t] > j->slot_bytes[best])))
+          best = t;
+      if (best < 0) {
+        if (j->nslots == cap) {
+          cap = cap ? cap * 2 : 8;
+          j->slots = tg_xrealloc(j->slots, sizeof(void *) * (size_t)cap);
+          j->slot_bytes = tg_xrealloc(j->slot_bytes, sizeof(size_t) * (size_t)cap);
+          j->slot_dev = tg_xrealloc(j->slot_dev, sizeof(tg_device *) * (size_t)cap);
+          slot_last = tg_xrealloc(slot_last, sizeof(int) * (size_t)cap);
+        }
+        best = j->nslots++;
+        j->slots[best] = NULL; j->slot_bytes[best] = 0; j->slot_dev[best] = b->dev;
+      }
+      if (j->slot_bytes[best] < b->nbytes) j->slot_bytes[best] = b->nbytes;
+      slot_last[best] = (int)(intptr_t)pm_get(&last, b);
+      pm_put(&slot_of, b, (void *)(intptr_t)(best + 1));
+      ja->kind = ARG_SLOT; ja->index = best;
+    }
+  }
+  for (int t = 0; t < j->nslots; t++) {
+    j->slots[t] = j->slot_dev[t]->alloc(j->slot_dev[t], j->slot_bytes[t] ? j->slot_bytes[t] : 1);
+    j->planned_bytes += (int64_t)j->slot_bytes[t];
+  }
+  free(slot_last);
+  pm_free(&refs); pm_free(&first); pm_free(&last); pm_free(&slot_of);
+}
+
+static int replay(tg_jit *j, tg_tensor *const *in, int nin, tg_tensor **out, int nout) {
+  tg_buffer *inb[256];
+  if (nin > 256 || nout > 256) return tg_seterr("tg_jit_call: at most 256 inputs and outputs");
+  if (nout != j->nout) return tg_seterr("tg_jit_call: %d outputs, the captured step had %d", nout, j->nout);
+  if (check_inputs(j, in, nin, inb) < 0) return -1;
+  tg_buffer *outb[256];
+  for (int i = 0; i < nout; i++) {
+    tensor_sig *s = &j->out_sig[i];
+    int64_t numel = 1;
+    for (int d = 0; d < s->shape.ndim; d++) numel *= s->shape.d[d];
+    outb[i] = buffer_new(device_get(s->device), s->dtype, numel);
+    if (!outb[i] || buffer_alloc(outb[i]) < 0) { for (int k = 0; k <= i; k++) buffer_release(outb[k]); return -1; }
+  }
+  void *ptrs[256];
+  for (int k = 0; k < j->cap.n; k++) {
+    captured_kernel *ck = &j->cap.v[k];
+    for (int a = 0; a < ck->nbufs && a < 256; a++) {
+      jit_arg *ja = &j->args[k][a];
+      ptrs[a] = ja->kind == ARG_INPUT ? inb[ja->index]->ptr : ja->kind == ARG_OUTPUT ? outb[ja->index]->ptr
+              : ja->kind == ARG_SLOT ? j->slots[ja->index] : ck->bufs[a]->ptr;
+    }
+    if (!ck->prog) {   /* a copy between devices */
+      tg_buffer *dst = ck->bufs[0], *src = ck->bufs[1];
+      void *tmp = tg_xmalloc(src->nbytes);
+      int rc = src->dev->copyout(src->dev, tmp, ptrs[1], src->nbytes);
+      if (rc == 0) rc = dst->dev->copyin(dst->dev, ptrs[0], tmp, src->nbytes);
+      free(tmp);
+      if (rc < 0) return -1;
+      continue;
+    }
+    if (ck->dev->launch(ck->dev, ck->prog, ptrs, ck->nbufs, NULL, 0) < 0) return -1;
+    counters_add_run(ck->flops, 0, 0);
+  }
+  uop_pool_push();
+  for (int i = 0; i < nout; i++) {
+    tensor_sig *s = &j->out_sig[i];
+    uop *b = uop0(OP_BUFFER, dt_scalar(s->dtype), arg_ptr(outb[i]));
+    buffer_release(outb[i]);
+    out[i] = tensor_wrap(mv_reshape(b, s->shape.d, s->shape.ndim), s->device);
+  }
+  uop_pool_pop();
+  return 0;
+}
+
+int tg_jit_call(tg_jit *j, tg_tensor *const *in, int nin, tg_tensor **out, int nout) {
+  if (!j) return tg_seterr("tg_jit_call: no JIT");
+  if (nin < 0 || nout < 0 || (nin && !in) || (nout && !out)) return tg_seterr("tg_jit_call: bad input/output arrays");
+  if (j->calls >= 2) {
+    if (replay(j, in, nin, out, nout) < 0) return -1;
+    j->calls++;
+    return 0;
+  }
+  tg_buffer *inb[256];
+  if (nin > 256 || nout > 256) return tg_seterr("tg_jit_call: at most 256 inputs and outputs");
+  for (int i = 0; i < nin; i++) {
+    if (!in[i]) { tensor_null_input("tg_jit_call"); return -1; }
+    inb[i] = input_buffer(in[i]);
+    if (!inb[i]) return -1;
+    for (int k = 0; k < i; k++)
+      if (inb[k] == inb[i]) return tg_seterr("tg_jit_call: inputs %d and %d share memory; the JIT needs distinct inputs", k, i);
+  }
+  if (j->calls == 0) {
+    if (run_step(j, in, nin, out, nout) < 0) return -1;
+    j->calls = 1;
+    return 0;
+  }
+  /* call 2: capture */
+  kernel_capture_free(&j->cap);
+  engine_capture_begin(&j->cap);
+  int rc = run_step(j, in, nin, out, nout);
+  engine_capture_end();
+  if (rc < 0) { kernel_capture_free(&j->cap); return -1; }
+  j->nin = nin; j->nout = nout;
+  j->in_sig = tg_xcalloc((size_t)(nin ? nin : 1), sizeof(tensor_sig));
+  j->out_sig = tg_xcalloc((size_t)(nout ? nout : 1), sizeof(tensor_sig));
+  for (int i = 0; i < nin; i++) j->in_sig[i] = sig_of(in[i]);
+  for (int i = 0; i < nout; i++) {
+    j->out_sig[i] = sig_of(out[i]);
+    if (!uop_contiguous_buffer(out[i]->u)) return tg_seterr("tg_jit_call: output %d did not realize to memory", i);
+  }
+  plan(j, inb, out);
+  j->calls = 2;
+  return 0;
+}

@@ -1,0 +1,158 @@
+/* test_jit.c: tg_jit captures a step on its second call and replays it,
+ * checked against naive C loops: new inputs each call, fresh outputs,
+ * in-place state updates (an SGD step), input checks, memory planning. */
+#include "test.h"
+
+enum { R = 6, C = 8 };
+static float W[C * C];
+
+/* out = relu(x @ W + b) * 2 */
+static int step_mlp(void *ctx, tg_tensor *const *in, int nin, tg_tensor **out, int nout) {
+  tg_tensor *w = ctx;
+  out[0] = tg_muls(tg_relu(tg_add(tg_matmul(in[0], w), in[1])), 2);
+  return out[0] ? 0 : -1;
+}
+static void ref_mlp(const float *x, const float *b, float *o) {
+  for (int i = 0; i < R; i++)
+    for (int j = 0; j < C; j++) {
+      float s = 0;
+      for (int k = 0; k < C; k++) s += x[i * C + k] * W[k * C + j];
+      s += b[j];
+      o[i * C + j] = (s > 0 ? s : 0) * 2;
+    }
+}
+
+TEST(jit_replays_with_new_inputs) {
+  for (int i = 0; i < C * C; i++) W[i] = (float)((i * 5) % 7) - 3;
+  tg_tensor *w = tg_from_data(W, TG_SHAPE(C, C), TG_F32);
+  tg_jit *j = tg_jit_new(step_mlp, w);
+  tg_tensor *prev = NULL;
+  float prev_want[R * C];
+  for (int call = 0; call < 5; call++) {
+    float x[R * C], b[C], want[R * C], got[R * C];
+    for (int i = 0; i < R * C; i++) x[i] = (float)((i + call * 3) % 9) - 4;
+    for (int i = 0; i < C; i++) b[i] = (float)(i % 3) - call;
+    ref_mlp(x, b, want);
+    tg_tensor *in[2] = { tg_from_data(x, TG_SHAPE(R, C), TG_F32), tg_from_data(b, TG_SHAPE(C), TG_F32) };
+    tg_counters c0 = tg_get_counters();
+    tg_tensor *out = NULL;
+    CHECK_MSG(tg_jit_call(j, in, 2, &out, 1) == 0, "call %d: %s", call, tg_error());
+    tg_counters c1 = tg_get_counters();
+    if (call >= 2) {
+      CHECK_MSG(c1.schedules == c0.schedules, "call %d scheduled", call);
+      CHECK_MSG(c1.kernels_compiled == c0.kernels_compiled, "call %d compiled", call);
+    }
+    CHECK(tg_data(out, got, sizeof got) == 0);
+    test_close_f32(got, want, R * C, 0, 0, "jit output");
+    /* outputs are fresh: the previous call's output keeps its values */
+    if (prev) {
+      CHECK(tg_data(prev, got, sizeof got) == 0);
+      test_close_f32(got, prev_want, R * C, 0, 0, "previous output");
+    }
+    prev = out;
+    memcpy(prev_want, want, sizeof want);
+  }
+  tg_jit_info s = tg_jit_stats(j);
+  CHECK_EQ_INT(s.calls, 5);
+  CHECK(s.kernels >= 1);
+  tg_jit_free(j);
+}
+
+TEST(jit_rejects_changed_or_aliased_inputs) {
+  tg_tensor *w = tg_from_data(W, TG_SHAPE(C, C), TG_F32);
+  tg_jit *j = tg_jit_new(step_mlp, w);
+  float x[R * C] = { 0 }, b[C] = { 0 };
+  tg_tensor *out;
+  for (int call = 0; call < 2; call++) {
+    tg_tensor *in[2] = { tg_from_data(x, TG_SHAPE(R, C), TG_F32), tg_from_data(b, TG_SHAPE(C), TG_F32) };
+    CHECK(tg_jit_call(j, in, 2, &out, 1) == 0);
+  }
+  tg_tensor *bad_shape[2] = { tg_from_data(x, TG_SHAPE(C, R), TG_F32), tg_from_data(b, TG_SHAPE(C), TG_F32) };
+  CHECK(tg_jit_call(j, bad_shape, 2, &out, 1) < 0);
+  CHECK(strstr(tg_error(), "captured") != NULL);
+  double xd[R * C] = { 0 };
+  tg_tensor *bad_dtype[2] = { tg_from_data(xd, TG_SHAPE(R, C), TG_F64), tg_from_data(b, TG_SHAPE(C), TG_F32) };
+  CHECK(tg_jit_call(j, bad_dtype, 2, &out, 1) < 0);
+  tg_tensor *one = tg_from_data(x, TG_SHAPE(R, C), TG_F32);
+  CHECK(tg_jit_call(j, (tg_tensor *[]){ one, tg_from_data(b, TG_SHAPE(C), TG_F32) }, 1, &out, 1) < 0);   /* wrong count */
+  tg_jit_free(j);
+  /* aliasing: the same tensor twice */
+  tg_jit *j2 = tg_jit_new(step_mlp, w);
+  tg_tensor *v = tg_from_data(b, TG_SHAPE(C), TG_F32);
+  tg_tensor *al[2] = { v, v };
+  CHECK(tg_jit_call(j2, al, 2, &out, 1) < 0);
+  CHECK(strstr(tg_error(), "share memory") != NULL);
+  tg_jit_free(j2);
+}
+
+/* an SGD step on w for loss = sum((x @ w - y)^2): state updated in place */
+typedef struct { tg_tensor *w; } sgd_ctx;
+static int step_sgd(void *p, tg_tensor *const *in, int nin, tg_tensor **out, int nout) {
+  sgd_ctx *c = p;
+  tg_tensor *d = tg_sub(tg_matmul(in[0], c->w), in[1]);
+  tg_tensor *loss = tg_sum(tg_mul(d, d), TG_ALL, false);
+  tg_tensor *g = NULL;
+  if (tg_gradient(loss, &c->w, 1, &g) < 0) return -1;
+  tg_assign(c->w, tg_sub(c->w, tg_muls(g, 0.01)));
+  out[0] = loss;
+  return 0;
+}
+
+TEST(jit_sgd_state_updates_in_place) {
+  enum { N = 4, D = 3 };
+  float w0[D] = { 0.5f, -0.25f, 1 }, wref[D];
+  memcpy(wref, w0, sizeof w0);
+  sgd_ctx c = { tg_from_data(w0, TG_SHAPE(D, 1), TG_F32) };
+  tg_jit *j = tg_jit_new(step_sgd, &c);
+  for (int step = 0; step < 6; step++) {
+    float x[N * D], y[N];
+    for (int i = 0; i < N * D; i++) x[i] = (float)((i * 3 + step) % 5) - 2;
+    for (int i = 0; i < N; i++) y[i] = (float)(i - step % 2);
+    /* reference step */
+    double loss = 0, g[D] = { 0 };
+    for (int i = 0; i < N; i++) {
+      double p = 0;
+      for (int k = 0; k < D; k++) p += (double)x[i * D + k] * wref[k];
+      double d = p - y[i];
+      loss += d * d;
+      for (int k = 0; k < D; k++) g[k] += 2 * d * x[i * D + k];
+    }
+    for (int k = 0; k < D; k++) wref[k] = (float)(wref[k] - 0.01 * g[k]);
+    tg_tensor *in[2] = { tg_from_data(x, TG_SHAPE(N, D), TG_F32), tg_from_data(y, TG_SHAPE(N, 1), TG_F32) };
+    tg_tensor *out = NULL;
+    CHECK_MSG(tg_jit_call(j, in, 2, &out, 1) == 0, "step %d: %s", step, tg_error());
+    CHECK_NEAR(tg_item(out), loss, 1e-5);
+    float wg[D];
+    CHECK(tg_data(c.w, wg, sizeof wg) == 0);
+    for (int k = 0; k < D; k++) CHECK_NEAR(wg[k], wref[k], 1e-5);
+  }
+  tg_jit_free(j);
+}
+
+/* ten large intermediates in a chain, each stored: the plan needs ~2 */
+static int step_chain(void *ctx, tg_tensor *const *in, int nin, tg_tensor **out, int nout) {
+  tg_tensor *x = in[0];
+  for (int i = 0; i < 10; i++) x = tg_contiguous(tg_adds(x, 1));
+  out[0] = tg_sum(x, TG_ALL, false);
+  return 0;
+}
+
+TEST(jit_memory_plan_shares_intermediates) {
+  enum { L = 1 << 18 };
+  float *x = calloc(L, sizeof(float));
+  tg_jit *j = tg_jit_new(step_chain, NULL);
+  double want = 0;
+  want = 10.0 * L;   /* exact in float32: partial sums stay below 2^24 */
+  for (int call = 0; call < 4; call++) {
+    tg_tensor *in = tg_from_data(x, TG_SHAPE(L), TG_F32), *out = NULL;
+    CHECK(tg_jit_call(j, &in, 1, &out, 1) == 0);
+    CHECK_NEAR(tg_item(out), want, 1e-5);
+  }
+  tg_jit_info s = tg_jit_stats(j);
+  printf("  info: chain of 10: intermediates %lld bytes, planned %lld bytes (one buffer is %d bytes)\n",
+         (long long)s.intermediate_bytes, (long long)s.planned_bytes, L * 4);
+  CHECK_MSG(s.intermediate_bytes >= 9LL * L * 4, "expected ~10 intermediates, got %lld bytes", (long long)s.intermediate_bytes);
+  CHECK_MSG(s.planned_bytes <= 2LL * L * 4, "planned %lld bytes, want at most two buffers", (long long)s.planned_bytes);
+  tg_jit_free(j);
+  free(x);
+}
