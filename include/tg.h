@@ -266,6 +266,18 @@ bool tg_no_grad(void);
 #include "tg_movement.h"   /* joining, splitting, indexing, gather/scatter */
 #include "tg_nn.h"         /* convolution, pooling, norms, attention, losses, random */
 
+/* ---------------------------------------------------------------- variables */
+
+/* A symbolic integer (an int32 scalar tensor) whose value is bound at run
+ * time, like an LLM's position: kernels that use it are compiled once for
+ * the whole range [min, max] and read the bound value when they run (in and
+ * out of the JIT; a JIT replay uses the values bound at that call). Names
+ * are C identifiers; a name can be declared again only with the same range. */
+tg_tensor *tg_variable(const char *name, int64_t min, int64_t max);
+/* Binds name to value for the kernels run from now on. Fails for an unknown
+ * name or a value outside the variable's range. */
+int tg_bind(const char *name, int64_t value);
+
 /* ---------------------------------------------------------------- JIT */
 
 /* A step function: builds outputs from inputs with tensor ops (lazily).

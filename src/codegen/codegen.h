@@ -27,6 +27,10 @@ uop *decompose_small_floats(uop *ast);
 int linearize(uop *ast, lprogram *out);
 void lprogram_free(lprogram *p);
 
+/* The DEFINE_VAR names a kernel uses, sorted (the order of its vars[]
+ * argument); the count, at most max. Names point into the AST. */
+int kernel_var_names(uop *ast, const char **names, int max);
+
 /* Estimated FLOPs of one run (ALU ops times their loop trip counts). */
 double kernel_flops(uop *ast);
 

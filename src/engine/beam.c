@@ -3,7 +3,9 @@
 #include <time.h>
 #include <unistd.h>
 #include "engine/beam.h"
+#include "codegen/codegen.h"
 #include "engine/compile_jobs.h"
+#include "engine/vars.h"
 #include "renderer/renderer.h"
 #include "runtime/thread_pool.h"
 #include "util/util.h"
@@ -44,11 +46,15 @@ static char *cache_file(sched_item *it, int width) {
 }
 
 /* Best-of-3 time of one launch on the scratch buffers; +inf on failure. */
-static double time_program(tg_device *dev, tg_program *p, void **bufs, int n, double give_up) {
+static double time_program(tg_device *dev, tg_program *p, void **bufs, int n, uop *ast, double give_up) {
   double best = INFINITY;
+  const char *names[32];
+  int64_t vars[32];
+  int nv = kernel_var_names(ast, names, 32);
+  if (vars_values(names, nv, vars) < 0) return INFINITY;
   for (int r = 0; r < 3; r++) {
     double t0 = now_s();
-    if (dev->launch(dev, p, bufs, n, NULL, 0) < 0) return INFINITY;
+    if (dev->launch(dev, p, bufs, n, vars, nv) < 0) return INFINITY;
     double dt = now_s() - t0;
     if (dt < best) best = dt;
     if (best > give_up) break;   /* clearly slower than the leader: stop early */
@@ -93,7 +99,7 @@ static void evaluate(sched_item *it, cand *cs, int nc, void **bufs, double best)
     int i = map[j];
     if (!todo[j].prog) continue;
     todo[j].prog->max_cores = max_cores[i];
-    cs[i].t = time_program(it->dev, todo[j].prog, bufs, it->nbufs, best * 3);
+    cs[i].t = time_program(it->dev, todo[j].prog, bufs, it->nbufs, it->ast, best * 3);
     it->dev->program_free(it->dev, todo[j].prog);
   }
   for (int i = 0; i < nc; i++) free(srcs[i]);

@@ -8,6 +8,7 @@
  * fresh buffer every call), or an intermediate (a slot of the memory plan,
  * shared with other intermediates whose lifetimes do not overlap). */
 #include "engine/realize.h"
+#include "engine/vars.h"
 #include "runtime/buffer.h"
 #include "tensor/tensor.h"
 #include "util/counters.h"
@@ -213,7 +214,9 @@ static int replay(tg_jit *j, tg_tensor *const *in, int nin, tg_tensor **out, int
       if (rc < 0) return -1;
       continue;
     }
-    if (ck->dev->launch(ck->dev, ck->prog, ptrs, ck->nbufs, NULL, 0) < 0) return -1;
+    int64_t vars[32];
+    if (vars_values(ck->varnames, ck->nvars, vars) < 0) return -1;
+    if (ck->dev->launch(ck->dev, ck->prog, ptrs, ck->nbufs, vars, ck->nvars) < 0) return -1;
     counters_add_run(ck->flops, 0, 0);
   }
   uop_pool_push();

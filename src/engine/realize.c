@@ -8,6 +8,7 @@
 #include "codegen/opts.h"
 #include "engine/beam.h"
 #include "engine/compile_jobs.h"
+#include "engine/vars.h"
 #include "runtime/thread_pool.h"
 #include "renderer/renderer.h"
 #include "schedule/schedule.h"
@@ -15,7 +16,14 @@
 
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 
-typedef struct { tg_program *prog; double flops; int max_cores; } cached_prog;
+#define MAX_KERNEL_VARS 32
+typedef struct {
+  tg_program *prog;
+  double flops;
+  int max_cores;
+  const char *varnames[MAX_KERNEL_VARS];   /* the kernel's vars[] order (names live in the AST) */
+  int nvars;
+} cached_prog;
 
 /* Opts for every kernel from tg_set_kernel_opts (or TG_OPTS); NULL: the
  * heuristic picks (NOOPT=1: none). */
@@ -139,6 +147,7 @@ static int compile_pending(sched_item *items, prep *ps, int n, int debug) {
     cp->flops = kernel_flops(items[idx[j]].ast);
     cp->max_cores = p->max_cores;
     cp->prog->max_cores = p->max_cores;
+    cp->nvars = kernel_var_names(items[idx[j]].ast, cp->varnames, MAX_KERNEL_VARS);
     pthread_mutex_lock(&cache_lock);
     pm_put(&prog_cache, p->key, cp);
     pthread_mutex_unlock(&cache_lock);
@@ -169,7 +178,8 @@ void kernel_capture_free(kernel_capture *c) {
   VEC_FREE(*c);
 }
 static void capture_item(sched_item *it, cached_prog *cp) {
-  captured_kernel k = { cp ? cp->prog : NULL, it->dev, tg_xmalloc(sizeof(tg_buffer *) * (size_t)(it->nbufs ? it->nbufs : 1)), it->nbufs, cp ? cp->flops : 0, "" };
+  captured_kernel k = { cp ? cp->prog : NULL, it->dev, tg_xmalloc(sizeof(tg_buffer *) * (size_t)(it->nbufs ? it->nbufs : 1)), it->nbufs, cp ? cp->flops : 0, "", { 0 }, 0 };
+  if (cp) { k.nvars = cp->nvars; memcpy(k.varnames, cp->varnames, sizeof(char *) * (size_t)cp->nvars); }
   for (int i = 0; i < it->nbufs; i++) { k.bufs[i] = it->bufs[i]; buffer_retain(it->bufs[i]); }
   snprintf(k.name, sizeof k.name, "%s", it->name);
   VEC_PUSH(*capture, k);
@@ -197,8 +207,10 @@ static int run_item(sched_item *it, cached_prog *cp, int debug) {
     ptrs[i] = it->bufs[i]->ptr;
     bytes += (double)it->bufs[i]->nbytes;
   }
+  int64_t vars[MAX_KERNEL_VARS];
+  if (vars_values(cp->varnames, cp->nvars, vars) < 0) return -1;
   double t0 = now_s();
-  int rc = it->dev->launch(it->dev, cp->prog, ptrs, it->nbufs, NULL, 0);
+  int rc = it->dev->launch(it->dev, cp->prog, ptrs, it->nbufs, vars, cp->nvars);
   double dt = now_s() - t0;
   if (rc < 0) return rc;
   counters_add_run(cp->flops, bytes, dt);

@@ -21,6 +21,8 @@ typedef struct {
   int nbufs;
   double flops;
   char name[96];
+  const char *varnames[32];   /* symbolic variables, in vars[] order */
+  int nvars;
 } captured_kernel;
 typedef struct { captured_kernel *v; int n, cap; } kernel_capture;
 void engine_capture_begin(kernel_capture *c);

@@ -265,6 +265,8 @@ char *render_c(uop *ast, const char *name) {
   c.depth = 1;
   bool failed = false;
   int nbufs = 0;
+  const char *varnames[64];
+  int nvarnames = kernel_var_names(ast, varnames, 64);
   bool stored[256] = { 0 };
   for (int i = 0; i < prog.n; i++)
     if (prog.v[i].kind == LI_OP && prog.v[i].u->op == OP_STORE) {
@@ -321,6 +323,13 @@ char *render_c(uop *ast, const char *name) {
     }
     switch (u->op) {
     case OP_CONST: set_name(&c, u, render_const(&c, u)); break;
+    case OP_DEFINE_VAR: {
+      /* the kernel gets its variables' values in vars[], sorted by name */
+      int k = 0;
+      for (int v = 0; v < nvarnames; v++) if (!strcmp(varnames[v], u->arg.s)) k = v;
+      set_name(&c, u, fmt("vars[%d]", k));
+      break;
+    }
     case OP_DEFINE_GLOBAL: {
       int k = (int)u->arg.i;
       if (k + 1 > nbufs) nbufs = k + 1;

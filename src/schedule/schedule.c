@@ -148,7 +148,7 @@ static uop *lower_uncached(kctx *k, uop *u, uop *const *idx, uop *gate) {
     uop *ix = gate ? uop3(OP_INDEX, g->dtype, g, idx[0], gate, arg_none()) : uop2(OP_INDEX, g->dtype, g, idx[0], arg_none());
     return uop1(OP_LOAD, dt_scalar(b->dtype), ix, arg_none());
   }
-  case OP_CONST: return u;
+  case OP_CONST: case OP_DEFINE_VAR: return u;
   case OP_ARANGE: return idx[0];
   case OP_RESHAPE: {
     uop *src = u->src[0];

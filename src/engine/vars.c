@@ -1,0 +1,60 @@
+/* vars.c: see vars.h. */
+#include <ctype.h>
+#include <pthread.h>
+#include "engine/vars.h"
+#include "tensor/tensor.h"
+#include "util/util.h"
+
+typedef struct { char *name; int64_t min, max, value; bool bound; } var_entry;
+static VEC(var_entry) table;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+static var_entry *find(const char *name) {
+  for (int i = 0; i < table.n; i++) if (!strcmp(table.v[i].name, name)) return &table.v[i];
+  return NULL;
+}
+
+int vars_declare(const char *name, int64_t min, int64_t max) {
+  if (!name || !(isalpha((unsigned char)name[0]) || name[0] == '_')) return tg_seterr("tg_variable: '%s' is not a name", name ? name : "(null)");
+  for (const char *p = name; *p; p++) if (!isalnum((unsigned char)*p) && *p != '_') return tg_seterr("tg_variable: '%s' is not a name", name);
+  if (min > max) return tg_seterr("tg_variable: %s: min %lld > max %lld", name, (long long)min, (long long)max);
+  pthread_mutex_lock(&lock);
+  var_entry *e = find(name);
+  int rc = 0;
+  if (e && (e->min != min || e->max != max))
+    rc = tg_seterr("tg_variable: %s was declared with range [%lld, %lld], not [%lld, %lld]", name, (long long)e->min, (long long)e->max, (long long)min, (long long)max);
+  else if (!e) VEC_PUSH(table, ((var_entry){ tg_xstrdup(name), min, max, min, false }));
+  pthread_mutex_unlock(&lock);
+  return rc;
+}
+
+int tg_bind(const char *name, int64_t value) {
+  pthread_mutex_lock(&lock);
+  var_entry *e = name ? find(name) : NULL;
+  int rc = 0;
+  if (!e) rc = tg_seterr("tg_bind: no variable named '%s'", name ? name : "(null)");
+  else if (value < e->min || value > e->max)
+    rc = tg_seterr("tg_bind: %s = %lld is outside its range [%lld, %lld]", name, (long long)value, (long long)e->min, (long long)e->max);
+  else { e->value = value; e->bound = true; }
+  pthread_mutex_unlock(&lock);
+  return rc;
+}
+
+int vars_values(const char *const *names, int n, int64_t *values) {
+  pthread_mutex_lock(&lock);
+  int rc = 0;
+  for (int i = 0; i < n && rc == 0; i++) {
+    var_entry *e = find(names[i]);
+    if (!e || !e->bound) rc = tg_seterr("variable '%s' is not bound (tg_bind it before running)", names[i]);
+    else values[i] = e->value;
+  }
+  pthread_mutex_unlock(&lock);
+  return rc;
+}
+
+tg_tensor *tg_variable(const char *name, int64_t min, int64_t max) {
+  if (vars_declare(name, min, max) < 0) return NULL;
+  API_BEGIN;
+  uop *v = uop2(OP_DEFINE_VAR, DT_INDEX, uop_const_int(DT_INDEX, min), uop_const_int(DT_INDEX, max), arg_str(name));
+  API_RETURN(tensor_wrap(uop_cast(v, DT_I32), tg_default_device()));
+}
