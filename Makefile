@@ -4,7 +4,7 @@ CC      ?= cc
 BUILD   ?= build
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -fPIC -Iinclude -Isrc -pthread
-LDLIBS  += -lm -ldl -pthread
+LDLIBS  += -lm -ldl -pthread -lcjson
 ifeq ($(SAN),1)
   BUILD   := build-san
   CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -69,8 +69,9 @@ $(BUILD)/bench/bench_sgemm: bench/bench_sgemm.c $(wildcard bench/*.h) $(BUILD)/l
 	  $(if $(BENCH_OPENBLAS),-lopenblas) $(LDLIBS) -fopenmp
 
 # Every bench with tg's heuristic, then the ones where kernel search matters
-# with BEAM=$(BENCH_BEAM) (0 leaves them out). A library without BEAM search
-# (no "BEAM" in it) gets a "beam=n/a" line instead.
+# with BEAM=$(BENCH_BEAM) (0 leaves them out; the biggest kernels need
+# BENCH_BEAM_BIG=1, their first search takes minutes). A library without BEAM
+# search (no "BEAM" in it) gets a "beam=n/a" line instead.
 BENCH_BEAM ?= 2
 BENCH_HAS_BEAM = $(shell grep -qaw BEAM $(BUILD)/libtg.a 2>/dev/null && echo yes)
 bench: all $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)

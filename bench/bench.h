@@ -17,6 +17,7 @@
 #define TG_BENCH_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +56,13 @@ static inline void bench_fail(const char *name, const char *fmt, ...) {
   exit(1);
 }
 
+/* Makes s one key=value token: blanks become '_'. */
+static inline char *bench_token(char *s) {
+  for (char *p = s; *p; p++)
+    if (*p == ' ' || *p == '\t' || *p == '\n') *p = '_';
+  return s;
+}
+
 /* "bench NAME skipped reason=..." (the reason has no spaces: '_' instead). */
 __attribute__((format(printf, 2, 3)))
 static inline void bench_skip(const char *name, const char *fmt, ...) {
@@ -63,9 +71,7 @@ static inline void bench_skip(const char *name, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(reason, sizeof reason, fmt, ap);
   va_end(ap);
-  for (char *p = reason; *p; p++)
-    if (*p == ' ' || *p == '\t' || *p == '\n') *p = '_';
-  printf("bench %s skipped reason=%s\n", name, reason);
+  printf("bench %s skipped reason=%s\n", name, bench_token(reason));
   fflush(stdout);
 }
 
@@ -118,6 +124,17 @@ static inline const char *bench_name_suffix(void) {
     return buf;
   }
   return "";
+}
+
+/* True when BEAM is set but this case's search is too slow for a default
+ * `make bench` (the first search of a big kernel takes minutes; the result
+ * is cached on disk after that): BENCH_BEAM_BIG=1 runs it anyway. Prints the
+ * "skipped" line itself. */
+static inline bool bench_beam_too_big(const char *name) {
+  const char *b = getenv("BEAM"), *big = getenv("BENCH_BEAM_BIG");
+  if (!(b && atoi(b) > 0) || (big && atoi(big) > 0)) return false;
+  bench_skip(name, "BEAM search of this kernel takes minutes (BENCH_BEAM_BIG=1 runs it)");
+  return true;
 }
 
 /* A multiple of 1/8 in [-1, 1] from an index: products of two are multiples

@@ -16,8 +16,11 @@
  * sampled points (inputs are multiples of 1/8, so tg's float sums are exact:
  * equality), and against torch's whole output (within 1e-3: torch may use
  * another algorithm). When torch cannot be imported (or python3 is missing)
- * the line is "bench conv2d skipped reason=..." after tg's own time and
- * check. BENCH_PYTHON picks the interpreter (default python3). */
+ * the line is "bench conv2d skipped reason=... tg_ms=... tg_gflops=..." (tg
+ * still runs and is checked). BENCH_PYTHON picks the interpreter (default python3).
+ *
+ * With BEAM=n the line is named ..._beamN; the search of this kernel takes
+ * minutes, so it only runs with BENCH_BEAM_BIG=1 (else a "skipped" line). */
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -105,6 +108,7 @@ static double conv_at(const float *x, const float *w, int n, int co, int oy, int
 int main(void) {
   char name[96];
   snprintf(name, sizeof name, "conv2d_%dx%dx%dx%d_k%d%s", NB, CIN, HW, HW, K, bench_name_suffix());
+  if (bench_beam_too_big(name)) return 0;
   const int threads = bench_threads(), reps = bench_reps(3);
   const size_t nx = (size_t)NB * CIN * HW * HW, nw = (size_t)COUT * CIN * K * K, ny = (size_t)NB * COUT * OHW * OHW;
   const double gflop = 2.0 * NB * COUT * CIN * K * K * (double)OHW * OHW * 1e-9;
@@ -168,8 +172,8 @@ int main(void) {
   double torch_s = run_torch(name, dir, threads, reps < 3 ? 3 : reps, skip, sizeof skip, version, sizeof version);
   if (torch_s < 0) {
     remove_dir(dir, files, 3);
-    printf("bench %s tg_ms=%.2f tg_gflops=%.2f\n", name, best.kernel_s * 1e3, gflop / best.kernel_s);
-    bench_skip("conv2d", "%s", skip);
+    printf("bench conv2d skipped reason=%s tg_ms=%.2f tg_gflops=%.2f\n", bench_token(skip), best.kernel_s * 1e3,
+           gflop / best.kernel_s);
     return 0;
   }
   int rc = read_file(path, ref, ny * sizeof(float));

@@ -265,6 +265,8 @@ bool tg_no_grad(void);
 #include "tg_math.h"       /* elementwise math, reductions, scans, sort */
 #include "tg_movement.h"   /* joining, splitting, indexing, gather/scatter */
 #include "tg_nn.h"         /* convolution, pooling, norms, attention, losses, random */
+#include "tg_io.h"         /* safetensors, .npy, GGUF, file-backed (DISK) tensors */
+#include "tg_layers.h"     /* layers, state dicts, optimizers, lr schedules */
 
 /* ---------------------------------------------------------------- variables */
 

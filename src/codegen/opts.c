@@ -393,31 +393,34 @@ int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
   static const int vec[] = { 16, 8, 4, 0 }, tile[] = { 4, 2, 0 };
   bool has_reduce = n > fr;
   if (has_reduce && fr > 0) {
-    /* outputs with a reduce: matmul (lanes along a unit-stride output axis,
-     * a second tile axis reusing loads) or matvec (lanes along the reduce) */
-    int vaxis = -1;
+    /* outputs with a reduce (matmul, conv, matvec, row sums):
+     * 1. SIMD lanes along an output axis the loads walk with stride 1;
+     * 2. register tiles along output axes some load does not depend on (the
+     *    loaded value is reused by every lane);
+     * 3. without output lanes, partial sums along a unit-stride reduce axis */
+    int vaxis = -1, vamt = 0;
     for (int i = fr - 1; i >= 0 && vaxis < 0; i--) {
       int unit, zero, other;
       access_along(ast, axes[i], axes, n, &unit, &zero, &other);
-      if (unit >= 2 || (unit >= 1 && zero >= 1)) vaxis = i;
+      int amt = pick_amount(rsize(axes[i]), vec);
+      if (amt && (unit >= 2 || (unit >= 1 && zero >= 1))) { vaxis = i; vamt = amt; }
     }
     int64_t lanes = 1;
-    if (vaxis >= 0) {
-      int amt = pick_amount(rsize(axes[vaxis]), vec);
-      if (amt && k < max) { out[k++] = (kopt){ OPT_UPCAST, vaxis, amt }; lanes *= amt; }
-      /* a second output axis whose lanes share loads */
-      for (int i = fr - 1; i >= 0; i--) {
-        if (i == vaxis) continue;
-        int unit, zero, other;
-        access_along(ast, axes[i], axes, n, &unit, &zero, &other);
-        int t = pick_amount(rsize(axes[i]), tile);
-        if (zero >= 1 && t && lanes * t <= 64 && k < max) { out[k++] = (kopt){ OPT_UPCAST, i, t }; lanes *= t; break; }
-      }
-    } else {
+    if (vaxis >= 0 && k < max) { out[k++] = (kopt){ OPT_UPCAST, vaxis, vamt }; lanes *= vamt; }
+    for (int i = fr - 1; i >= 0; i--) {
+      if (i == vaxis) continue;
       int unit, zero, other;
-      access_along(ast, axes[fr], axes, n, &unit, &zero, &other);
-      int amt = pick_amount(rsize(axes[fr]), vec);
-      if (unit >= 1 && amt && k < max) out[k++] = (kopt){ OPT_UNROLL, 0, amt };
+      access_along(ast, axes[i], axes, n, &unit, &zero, &other);
+      int t = pick_amount(rsize(axes[i]), tile);
+      if (zero >= 1 && t && lanes * t <= 64 && k < max) { out[k++] = (kopt){ OPT_UPCAST, i, t }; lanes *= t; if (lanes >= 16 || vaxis >= 0) break; }
+    }
+    if (vaxis < 0) {
+      for (int r = n - 1; r >= fr; r--) {
+        int unit, zero, other;
+        access_along(ast, axes[r], axes, n, &unit, &zero, &other);
+        int amt = pick_amount(rsize(axes[r]), tile);
+        if (unit >= 1 && amt && lanes * amt <= 128 && k < max) { out[k++] = (kopt){ OPT_UNROLL, r - fr, amt }; break; }
+      }
     }
   } else if (has_reduce) {
     /* a full reduction: independent partial sums */

@@ -42,9 +42,9 @@ tg_jit *tg_jit_new(tg_jit_fn fn, void *ctx) {
 
 void tg_jit_free(tg_jit *j) {
   if (!j) return;
-  kernel_capture_free(&j->cap);
   for (int i = 0; j->args && i < j->cap.n; i++) free(j->args[i]);
   free(j->args);
+  kernel_capture_free(&j->cap);
   for (int s = 0; s < j->nslots; s++) if (j->slots[s]) j->slot_dev[s]->free(j->slot_dev[s], j->slots[s], j->slot_bytes[s]);
   free(j->slots); free(j->slot_bytes); free(j->slot_dev);
   free(j->in_sig); free(j->out_sig);

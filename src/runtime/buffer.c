@@ -50,7 +50,11 @@ static void cache_give(tg_device *dev, void *ptr, size_t nbytes) {
 static int64_t next_id = 1;                 /* atomic; ids increase from 1 */
 static pthread_mutex_t alloc_lock = PTHREAD_MUTEX_INITIALIZER;
 
+static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
+
 tg_buffer *buffer_new(struct tg_device *dev, tg_dtype dt, int64_t numel) {
+  /* BUFFER UOps must hold their buffers from the first one on */
+  pthread_once(&hooks_once, buffer_init_hooks);
   if (!dev) TG_FAIL("buffer_new: no device");
   if ((int)dt < 0 || dt >= TG_DTYPE_COUNT) TG_FAIL("buffer_new: bad dtype %d", (int)dt);
   if (numel < 0) TG_FAIL("buffer_new: negative size %lld", (long long)numel);

@@ -127,16 +127,27 @@ static pthread_mutex_t origin_lock = PTHREAD_MUTEX_INITIALIZER;
 typedef struct { ptrmap leaves; int n; } leaf_ctx;
 static void add_leaf(tg_tensor *t, void *p) { leaf_ctx *c = p; pm_put(&c->leaves, t->u, (void *)1); c->n++; }
 
-static bool reaches_leaf(uop *u, const ptrmap *leaves, ptrmap *memo) {
-  if (pm_get(leaves, u)) return true;
-  void *m = pm_get(memo, u);
-  if (m) return m == (void *)2;
-  bool r = false;
-  uop *o = pm_get(&grad_origin, u);
-  if (o) r = reaches_leaf(o, leaves, memo);
-  for (int i = 0; i < u->nsrc && !r; i++) r = reaches_leaf(u->src[i], leaves, memo);
-  pm_put(memo, u, (void *)(intptr_t)(r ? 2 : 1));
-  return r;
+/* Does u depend on a leaf (through sources and recorded origins)? memo: 1 no, 2 yes. */
+static bool reaches_leaf(uop *root, const ptrmap *leaves, ptrmap *memo) {
+  VEC(uop *) stack = { 0 };
+  VEC_PUSH(stack, root);
+  while (stack.n) {
+    uop *u = stack.v[stack.n - 1];
+    if (pm_get(memo, u)) { stack.n--; continue; }
+    if (pm_get(leaves, u)) { pm_put(memo, u, (void *)2); stack.n--; continue; }
+    /* children first; then u is 2 if any child is */
+    uop *o = pm_get(&grad_origin, u);
+    bool pending = false;
+    if (o && !pm_get(memo, o)) { VEC_PUSH(stack, o); pending = true; }
+    for (int i = 0; i < u->nsrc; i++) if (!pm_get(memo, u->src[i])) { VEC_PUSH(stack, u->src[i]); pending = true; }
+    if (pending) continue;
+    bool r = o && pm_get(memo, o) == (void *)2;
+    for (int i = 0; i < u->nsrc && !r; i++) r = pm_get(memo, u->src[i]) == (void *)2;
+    pm_put(memo, u, (void *)(intptr_t)(r ? 2 : 1));
+    stack.n--;
+  }
+  VEC_FREE(stack);
+  return pm_get(memo, root) == (void *)2;
 }
 
 void autograd_note_realized(const ptrmap *becomes) {
@@ -152,7 +163,10 @@ void autograd_note_realized(const ptrmap *becomes) {
   ptrmap memo = { 0 };
   for (size_t i = 0; i < becomes->cap; i++) {
     uop *node = becomes->keys[i], *repl = becomes->vals[i];
-    if (!node || !repl || node == repl || pm_get(&c.leaves, node)) continue;
+    /* assigns write state (optimizer moments, running stats): not values a
+     * gradient flows back through, and following them would chain every
+     * step's graph to the last */
+    if (!node || !repl || node == repl || pm_get(&c.leaves, node) || node->op == OP_ASSIGN) continue;
     if (!reaches_leaf(node, &c.leaves, &memo)) continue;
     if (pm_get(&grad_origin, repl)) continue;
     uop_retain(repl); uop_retain(node);

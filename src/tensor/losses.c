@@ -192,8 +192,8 @@ tg_tensor *tg_binary_crossentropy_logits(tg_tensor *x, tg_tensor *y, const tg_lo
   tg_scope_begin();
   tg_dtype dt = tg_dtype_of(x);
   tg_tensor *yy = tg_cast(y, dt), *one = tg_scalar(1, dt);
-  /* -log_sigmoid(x) = max(-x, 0) + log(1 + exp(-|x|)) */
-  tg_tensor *nls = tg_add(tg_maximum(tg_neg(x), tg_scalar(0, dt)), tg_log(tg_add(one, tg_exp(tg_neg(tg_abs(x))))));
+  /* -log_sigmoid(x) = max(-x, 0) + log1p(exp(-|x|)) */
+  tg_tensor *nls = tg_add(tg_maximum(tg_neg(x), tg_scalar(0, dt)), tg_log1p(tg_exp(tg_neg(tg_abs(x)))));
   tg_tensor *lw = o->pos_weight ? tg_add(tg_mul(tg_sub(tg_cast(o->pos_weight, dt), one), yy), one) : NULL;
   tg_tensor *l = tg_add(tg_mul(tg_sub(one, yy), x), lw ? tg_mul(lw, nls) : nls);
   if (o->weight) l = tg_mul(l, o->weight);

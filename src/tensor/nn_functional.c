@@ -377,15 +377,18 @@ tg_tensor *tg_scaled_dot_product_attention(tg_tensor *q, tg_tensor *k, tg_tensor
 
 /* ---------------------------------------------------------------- interpolate */
 
-/* x gathered along axis at the int positions idx (1-D, length m): the axis
- * becomes m long. One-hot select and sum (never multiplies 0 by inf). */
-static tg_tensor *take_along(tg_tensor *x, int axis, tg_tensor *idx) {
+/* Resamples axis `axis` of x (length n) to m positions: output j is
+ * sum_i x[i] * w[j, i] over the taps where sel[j, i], with sel (m, n) bool
+ * and w (m, n) (NULL: 1). A one-hot reduce (like tinygrad's gather), one
+ * kernel per axis; unselected elements never enter the sum, so an inf
+ * elsewhere in x does not turn the result into NaN. */
+static tg_tensor *resample_axis(tg_tensor *x, int axis, tg_tensor *sel, tg_tensor *w) {
   int nd = tg_ndim(x);
-  int64_t n = tg_dim(x, axis);
+  tg_dtype dt = tg_dtype_of(x);
   tg_tensor *xm = tg_unsqueeze(nn_moveaxis(x, axis, nd - 1), -2);   /* (..., 1, n) */
-  tg_tensor *oh = nn_one_hot_bool(idx, n);                           /* (m, n) */
-  tg_tensor *r = tg_sum(tg_where(oh, xm, tg_scalar(0, tg_dtype_of(x))), TG_AXES(-1), false);
-  if (r && tg_dtype_of(r) != tg_dtype_of(x)) r = tg_cast(r, tg_dtype_of(x));
+  tg_tensor *v = w ? tg_mul(xm, w) : xm;
+  tg_tensor *r = tg_sum(tg_where(sel, v, tg_scalar(0, dt)), TG_AXES(-1), false);
+  if (r && tg_dtype_of(r) != dt) r = tg_cast(r, dt);
   return nn_moveaxis(r, nd - 1, axis);
 }
 
@@ -418,7 +421,7 @@ tg_tensor *tg_interpolate(tg_tensor *x, const int64_t *size, int nsize, tg_inter
       tg_tensor *src = mode == TG_INTERP_NEAREST_EXACT ? tg_adds(dst, 0.5) : dst;
       tg_tensor *ix = tg_cast(tg_muls(src, scale), TG_I32);   /* >= 0: truncation is floor */
       ix = tg_minimum(ix, tg_scalar((double)(in - 1), TG_I32));
-      r = take_along(r, axis, ix);
+      r = resample_axis(r, axis, nn_one_hot_bool(ix, in), NULL);
       continue;
     }
     /* torch's area_pixel_compute_source_index: align_corners: scale*dst with
@@ -436,12 +439,14 @@ tg_tensor *tg_interpolate(tg_tensor *x, const int64_t *size, int nsize, tg_inter
     tg_tensor *i1 = tg_minimum(tg_adds(i0, 1), tg_scalar((double)(in - 1), TG_I32));
     tg_tensor *l1 = tg_sub(src, tg_cast(i0, TG_F32));
     tg_tensor *l0 = tg_sub(tg_scalar(1, TG_F32), l1);
-    tg_shape bs = { nd, { 0 } };
-    for (int j = 0; j < nd; j++) bs.d[j] = j == axis ? out : 1;
+    /* one (out, in) weight matrix holding both taps */
     tg_dtype dt = tg_dtype_of(x);
-    l0 = tg_reshape(tg_cast(l0, dt), bs);
-    l1 = tg_reshape(tg_cast(l1, dt), bs);
-    r = tg_add(tg_mul(take_along(r, axis, i0), l0), tg_mul(take_along(r, axis, i1), l1));
+    tg_tensor *oh0 = nn_one_hot_bool(i0, in), *oh1 = nn_one_hot_bool(i1, in);
+    tg_tensor *zero = tg_scalar(0, dt);
+    l0 = tg_unsqueeze(tg_cast(l0, dt), -1);
+    l1 = tg_unsqueeze(tg_cast(l1, dt), -1);
+    tg_tensor *w = tg_add(tg_where(oh0, l0, zero), tg_where(oh1, l1, zero));
+    r = resample_axis(r, axis, tg_logical_or(oh0, oh1), w);
   }
   if (r == x) r = tg_reshape(x, tg_shape_of(x));
   return nn_done(r);

@@ -143,7 +143,6 @@ tg_tensor *nn_pool_view(tg_tensor *x, int n, const int64_t *k, const int64_t *s,
     x = tg_reshape(tg_shrink(x, st, en), r);
     if (!x) return NULL;
     /* stride: keep o*s of each row, split into (o, s), keep s index 0 */
-    int nn2 = noop + 2 * n;
     sh = tg_shape_of(x);
     r.ndim = 0;
     for (int j = 0; j < noop; j++) { st[j] = 0; en[j] = sh.d[j]; r.d[r.ndim++] = sh.d[j]; }
@@ -152,7 +151,6 @@ tg_tensor *nn_pool_view(tg_tensor *x, int n, const int64_t *k, const int64_t *s,
       st[noop + 2 * j + 1] = 0; en[noop + 2 * j + 1] = o_[j] * s[j];
       r.d[r.ndim++] = k[j]; r.d[r.ndim++] = o_[j]; r.d[r.ndim++] = s[j];
     }
-    (void)nn2;
     x = tg_reshape(tg_shrink(x, st, en), r);
     if (!x) return NULL;
     sh = tg_shape_of(x);

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <pthread.h>
 #include "tensor/tensor.h"
+#include "runtime/buffer.h"
 
 static uint64_t rng_seed = 0x5eed;
 static uint64_t rng_counter;
@@ -23,10 +24,18 @@ static uop *random_bits(int64_t n) {
   rng_counter += (uint64_t)n;
   pthread_mutex_unlock(&rng_lock);
   int64_t sh[1] = { n };
-  uop *ctr = uop_cast(uop0(OP_ARANGE, DT_INDEX, arg_int(n)), DT_U64);
-  if (base) ctr = uop_alu(OP_ADD, ctr, mv_expand(mv_reshape(uop_const_int(DT_U64, (int64_t)base), (int64_t[]){ 1 }, 1), sh, 1));
-  uop *k = mv_expand(mv_reshape(uop_const_int(DT_U64, (int64_t)key), (int64_t[]){ 1 }, 1), sh, 1);
-  return uop2(OP_THREEFRY, DT_U64, ctr, k, arg_none());
+  /* counter and key live in a small buffer, not in the kernel: every draw
+   * then runs the same compiled kernel */
+  uint64_t ck[2] = { base, key };
+  tg_buffer *b = buffer_new(device_get(tg_default_device()), TG_U64, 2);
+  if (!b || buffer_copyin(b, ck, sizeof ck) < 0) { buffer_release(b); return NULL; }
+  uop *buf = uop0(OP_BUFFER, DT_U64, arg_ptr(b));
+  buffer_release(b);
+  int64_t lo[1] = { 0 }, hi[1] = { 1 }, lo2[1] = { 1 }, hi2[1] = { 2 };
+  uop *cbase = mv_expand(uop1(OP_SHRINK, DT_U64, buf, arg_ints((int64_t[]){ lo[0], hi[0] }, 2)), sh, 1);
+  uop *ckey = mv_expand(uop1(OP_SHRINK, DT_U64, buf, arg_ints((int64_t[]){ lo2[0], hi2[0] }, 2)), sh, 1);
+  uop *ctr = uop_alu(OP_ADD, uop_cast(uop0(OP_ARANGE, DT_INDEX, arg_int(n)), DT_U64), cbase);
+  return uop2(OP_THREEFRY, DT_U64, ctr, ckey, arg_none());
 }
 
 /* 32 bits -> float32 in [0, 1): 23 mantissa bits under exponent 0, minus 1 */
@@ -50,6 +59,7 @@ tg_tensor *tg_rand(tg_shape shape, tg_dtype dt) {
   int64_t n = shape_numel(shape.d, shape.ndim);
   API_BEGIN;
   uop *bits = random_bits(n);
+  if (!bits) API_RETURN(NULL);
   uop *lo = uop_cast(bits, DT_U32);
   uop *u = bits_to_unit(lo);
   u = make_unique(mv_reshape(uop_cast(u, dt_scalar(dt)), shape.d, shape.ndim));
@@ -62,6 +72,7 @@ tg_tensor *tg_randn(tg_shape shape, tg_dtype dt) {
   API_BEGIN;
   int64_t sh[1] = { n };
   uop *bits = random_bits(n);
+  if (!bits) API_RETURN(NULL);
   uop *u1 = bits_to_unit(uop_cast(bits, DT_U32));
   uop *u2 = bits_to_unit(uop_cast(uop_alu(OP_SHR, bits, const_like(32, DT_U64, sh, 1)), DT_U32));
   /* Box-Muller: sqrt(-2 ln(1-u1)) * cos(2 pi u2) */
