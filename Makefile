@@ -82,7 +82,7 @@ bench: all $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 $(BUILD)/examples/%: examples/%.c $(BUILD)/libtg.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $< -o $@ $(BUILD)/libtg.a $(LDLIBS)
+	$(CC) $(CFLAGS) $< -o $@ $(BUILD)/libtg.a $(LDLIBS) -lz
 
 examples: $(EX_SRC:examples/%.c=$(BUILD)/examples/%)
 

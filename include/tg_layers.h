@@ -200,7 +200,8 @@ double tg_lr_cosine(double base, int64_t step, int64_t t_max, double eta_min);
  * anneals to max_lr/div_factor/final_div_factor at step total_steps - 1.
  * torch's defaults: pct_start 0.3, div_factor 25, final_div_factor 1e4. */
 double tg_lr_one_cycle(double max_lr, int64_t step, int64_t total_steps, double pct_start, double div_factor, double final_div_factor);
-/* Linear warmup from 0 over `warmup` steps, then cosine to eta_min at total. */
+/* Linear warmup, base * (step + 1) / warmup for step < warmup (base at step
+ * warmup - 1), then cosine from base to eta_min at step total. */
 double tg_lr_warmup_cosine(double base, int64_t step, int64_t warmup, int64_t total, double eta_min);
 
 #ifdef __cplusplus

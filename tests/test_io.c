@@ -251,6 +251,24 @@ TEST(io_safetensors_save_matches_python) {
   tg_scope_end();
 }
 
+TEST(io_safetensors_escaping_matches_python) {
+  tg_scope_begin();
+  float v[3] = { 0, 1, 2 };
+  tg_tensor *t = tg_from_data(v, TG_SHAPE(3), TG_F32);
+  const char *names[] = { "a\"b" };
+  const char *meta[] = { "k\\", "tab\tnl\n\"\xc3\xa9\x1f\x7f/", NULL };
+  const char *p = tmp_path("meta.safetensors");
+  CHECK_MSG(tg_safetensors_save(p, names, &t, 1, meta) == 0, "%s", tg_error());
+  CHECK(files_equal(p, "goldens/state_meta.safetensors"));
+  tg_tensor_list l;
+  CHECK_MSG(tg_safetensors_load("goldens/state_meta.safetensors", NULL, &l) == 0, "%s", tg_error());
+  CHECK(l.n == 1 && strcmp(l.names[0], names[0]) == 0);
+  CHECK(l.nmeta == 1 && strcmp(l.meta_keys[0], meta[0]) == 0 && strcmp(l.meta_values[0], meta[1]) == 0);
+  tg_tensor_list_free(&l);
+  unlink(p);
+  tg_scope_end();
+}
+
 TEST(io_safetensors_save_views_and_metadata) {
   tg_scope_begin();
   float a[6] = { 1, 2, 3, 4, 5, 6 };

@@ -135,6 +135,7 @@ static void run_layer_case(const golden_case *c) {
   tg_tensor *params[8];
   int n = tg_state_dict_parameters(t.sd, params, 8);
   CHECK_MSG(n == np, "%s: %d parameters, golden has %d", c->label, n, np);
+  CHECK_MSG(c->nin == nx + nout + np + nbuf, "%s: %d inputs", c->label, c->nin);
   bool ok = n == np && c->nin == nx + nout + np + nbuf;
   static const char *bufnames[] = { "running_mean", "running_var" };
   for (int i = 0; ok && i < np; i++) {
@@ -404,7 +405,14 @@ TEST(layers_jit_training_step_matches_loop) {
   if (!a.l1 || !a.l2 || !b.l1 || !b.l2) goto done;
   tg_tensor *pa[4], *pb[4];
   mlp_params(&a, pa); mlp_params(&b, pb);
-  for (int i = 0; i < 4; i++) { CHECK(tg_assign(pb[i], tg_contiguous(tg_detach(pa[i]))) != NULL); CHECK(tg_realize(pb[i]) == 0); }
+  /* b starts from a's weights (copied through host memory: see the report
+   * on assigning a detached parameter to another parameter) */
+  for (int i = 0; i < 4; i++) {
+    float buf[I * H];
+    CHECK(tg_data(pa[i], buf, sizeof buf) == 0);
+    CHECK(tg_assign(pb[i], tg_from_data(buf, tg_shape_of(pb[i]), TG_F32)) != NULL);
+    CHECK(tg_realize(pb[i]) == 0);
+  }
   a.opt = tg_adam_new(pa, 4, 0.01, 0.9, 0.999, 1e-8);
   b.opt = tg_adam_new(pb, 4, 0.01, 0.9, 0.999, 1e-8);
   CHECK_OK(a.opt); CHECK_OK(b.opt);
@@ -446,4 +454,110 @@ TEST(layers_jit_training_step_matches_loop) {
 done:
   tg_optim_free(a.opt); tg_optim_free(b.opt);
   tg_linear_free(a.l1); tg_linear_free(a.l2); tg_linear_free(b.l1); tg_linear_free(b.l2);
+}
+
+/* ---------------------------------------------------------------- errors */
+
+TEST(layers_errors_do_not_abort) {
+  tg_linear_layer *l = tg_linear_new(3, 2, false);
+  CHECK_OK(l);
+  CHECK(tg_linear_forward(l, NULL) == NULL);
+  CHECK(tg_linear_forward(NULL, NULL) == NULL && strstr(tg_error(), "NULL"));
+  float x[4] = { 1, 2, 3, 4 };
+  CHECK(tg_linear_forward(l, tg_from_data(x, TG_SHAPE(1, 4), TG_F32)) == NULL);   /* 4 features into a 3-input layer */
+  tg_tensor *nul[1] = { NULL };
+  CHECK(tg_adam_new(nul, 1, 0.001, 0.9, 0.999, 1e-8) == NULL && strstr(tg_error(), "NULL"));
+  CHECK(tg_sgd_new(&l->weight, 1, 0.1, 0, 0, true) == NULL && strstr(tg_error(), "nesterov"));
+  CHECK(tg_adam_new(&l->weight, 1, 0.1, 1.5, 0.999, 1e-8) == NULL);
+  tg_tensor *ints = tg_zeros(TG_SHAPE(2), TG_I32);
+  CHECK(tg_sgd_new(&ints, 1, 0.1, 0, 0, false) == NULL);
+  CHECK(tg_optim_step(NULL) < 0);
+  /* a parameter without a gradient is left alone */
+  tg_optim *o = tg_sgd_new(&l->weight, 1, 0.1, 0.9, 0, false);
+  CHECK_OK(o);
+  float before[6], after[6];
+  CHECK(tg_data(l->weight, before, sizeof before) == 0);
+  CHECK(tg_optim_step(o) == 0);
+  CHECK(tg_data(l->weight, after, sizeof after) == 0);
+  CHECK(memcmp(before, after, sizeof before) == 0);
+  tg_embedding_layer *e = tg_embedding_new(4, 2);
+  CHECK(tg_embedding_forward(e, tg_from_data(x, TG_SHAPE(4), TG_F32)) == NULL && strstr(tg_error(), "integer"));
+  tg_tensor *h = NULL, *c = NULL;
+  tg_lstmcell_layer *ls = tg_lstmcell_new(2, 3, true);
+  CHECK(tg_lstmcell_forward(ls, tg_from_data(x, TG_SHAPE(1, 4), TG_F32), NULL, NULL, &h, &c) < 0 && h == NULL && c == NULL);
+  tg_lstmcell_free(ls);
+  tg_embedding_free(e);
+  tg_optim_free(o);
+  tg_linear_free(l);
+}
+
+/* ---------------------------------------------------------------- JIT with BatchNorm and a lazy step */
+
+typedef struct { tg_linear_layer *fc; tg_batchnorm_layer *bn; tg_optim *opt; bool lazy; } bn_net;
+
+static int bn_step(void *ctx, tg_tensor *const *in, int nin, tg_tensor **out, int nout) {
+  bn_net *m = ctx;
+  tg_optim_zero_grad(m->opt);
+  tg_tensor *h = tg_batchnorm_forward(m->bn, tg_linear_forward(m->fc, in[0]));
+  tg_tensor *loss = tg_mean(tg_mul(h, in[1]), TG_ALL, false);
+  if (tg_backward(loss) < 0 || tg_realize(loss) < 0) return -1;
+  if (m->lazy ? tg_optim_schedule_step(m->opt) < 0 : tg_optim_step(m->opt) < 0) return -1;
+  out[0] = loss;
+  return 0;
+}
+
+/* running statistics and a momentum SGD step captured by the JIT (the JIT
+ * realizes the lazy assigns with its outputs) vs the plain loop (which
+ * realizes them through the state dict) */
+TEST(layers_jit_batchnorm_running_stats_and_lazy_step) {
+  enum { N = 5, I = 3, C = 4, STEPS = 5 };
+  bn_net a = { tg_linear_new(I, C, true), tg_batchnorm_new(C, 1e-5, 0.1, true, true), NULL, false };
+  bn_net b = { tg_linear_new(I, C, true), tg_batchnorm_new(C, 1e-5, 0.1, true, true), NULL, true };
+  if (!a.fc || !a.bn || !b.fc || !b.bn) { test_fail(__FILE__, __LINE__, "%s", tg_error()); goto done; }
+  tg_state_dict *sa = tg_state_dict_new(), *sb = tg_state_dict_new();
+  tg_linear_state(a.fc, sa, "fc"); tg_batchnorm_state(a.bn, sa, "bn");
+  tg_linear_state(b.fc, sb, "fc"); tg_batchnorm_state(b.bn, sb, "bn");
+  for (int i = 0; i < sa->n; i++) {
+    float buf[16] = { 0 };
+    if (tg_dtype_of(sa->tensors[i]) != TG_F32) continue;
+    CHECK(tg_data(sa->tensors[i], buf, sizeof buf) == 0);
+    CHECK(tg_assign(sb->tensors[i], tg_from_data(buf, tg_shape_of(sb->tensors[i]), TG_F32)) && tg_realize(sb->tensors[i]) == 0);
+  }
+  tg_tensor *pa[4], *pb[4];
+  int na = tg_state_dict_parameters(sa, pa, 4), nb = tg_state_dict_parameters(sb, pb, 4);
+  a.opt = tg_sgd_new(pa, na, 0.1, 0.9, 0.01, false);
+  b.opt = tg_sgd_new(pb, nb, 0.1, 0.9, 0.01, false);
+  tg_jit *j = tg_jit_new(bn_step, &b);
+  for (int s = 0; s < STEPS; s++) {
+    tg_scope_begin();
+    float x[N * I], w[N * C];
+    for (int i = 0; i < N * I; i++) x[i] = (float)sin(1.3 * i + 0.5 * s) * 2 + 1;
+    for (int i = 0; i < N * C; i++) w[i] = (float)cos(0.9 * i + s);
+    tg_tensor *loss_a = NULL, *loss_b = NULL;
+    CHECK(bn_step(&a, (tg_tensor *[]){ tg_from_data(x, TG_SHAPE(N, I), TG_F32), tg_from_data(w, TG_SHAPE(N, C), TG_F32) }, 2, &loss_a, 1) == 0);
+    CHECK(tg_state_dict_realize(sa) == 0);
+    tg_tensor *in[2] = { tg_from_data(x, TG_SHAPE(N, I), TG_F32), tg_from_data(w, TG_SHAPE(N, C), TG_F32) };
+    CHECK_MSG(tg_jit_call(j, in, 2, &loss_b, 1) == 0, "step %d: %s", s, tg_error());
+    if (loss_a && loss_b) CHECK_NEAR(tg_item(loss_b), tg_item(loss_a), 1e-5);
+    tg_scope_end();
+  }
+  for (int i = 0; i < sa->n; i++) {
+    if (tg_dtype_of(sa->tensors[i]) != TG_F32) {
+      CHECK_NEAR(tg_item(sb->tensors[i]), STEPS, 0);   /* num_batches_tracked */
+      continue;
+    }
+    float va[16], vb[16];
+    int64_t n = tg_numel(sa->tensors[i]);
+    CHECK(tg_data(sa->tensors[i], va, sizeof va) == 0 && tg_data(sb->tensors[i], vb, sizeof vb) == 0);
+    test_close_f32(vb, va, (size_t)n, 1e-5, 1e-6, sa->names[i]);
+  }
+  /* the running mean moved away from its init */
+  float rm[C];
+  CHECK(tg_data(b.bn->running_mean, rm, sizeof rm) == 0);
+  CHECK(rm[0] != 0 || rm[1] != 0);
+  tg_jit_free(j);
+  tg_state_dict_free(sa); tg_state_dict_free(sb);
+done:
+  tg_optim_free(a.opt); tg_optim_free(b.opt);
+  tg_linear_free(a.fc); tg_linear_free(b.fc); tg_batchnorm_free(a.bn); tg_batchnorm_free(b.bn);
 }

@@ -71,7 +71,11 @@ static int skip_value(reader *r, uint32_t t, int depth, const char *key) {
     const char *s; uint64_t n;
     return rd_str(r, &s, &n, "a metadata string");
   }
-  if (t != GGUF_ARRAY) return rd_bytes(r, (size_t)gguf_scalar_size[t], "a metadata value") < 0 ? -1 : (r->pos += (size_t)gguf_scalar_size[t], 0);
+  if (t != GGUF_ARRAY) {
+    if (rd_bytes(r, (size_t)gguf_scalar_size[t], "a metadata value") < 0) return -1;
+    r->pos += (size_t)gguf_scalar_size[t];
+    return 0;
+  }
   if (depth >= GGUF_MAX_NESTING) return tg_seterr("%s: metadata '%s' nests arrays deeper than %d", r->path, key, GGUF_MAX_NESTING);
   uint32_t et; uint64_t cnt;
   if (rd_u32(r, &et, "an array's element type") < 0 || rd_u64(r, &cnt, "an array's length") < 0) return -1;

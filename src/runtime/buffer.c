@@ -35,6 +35,8 @@ static void *cache_take(tg_device *dev, size_t nbytes) {
 
 static void cache_give(tg_device *dev, void *ptr, size_t nbytes) {
   size_t limit = (size_t)tg_getenv_int("TG_ALLOC_CACHE_MB", 1024) << 20;
+  /* mapped files (DISK) go back to their device, which unmaps them */
+  if (!strcmp(dev->name, "DISK")) limit = 0;
   pthread_mutex_lock(&cache_lock);
   if (nbytes && mem_cache_bytes + nbytes <= limit) {
     cached_mem *c = tg_xmalloc(sizeof *c);

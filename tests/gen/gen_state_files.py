@@ -10,6 +10,9 @@ tests/goldens/state_torch.safetensors
   safetensors dtype torch has, a 0-d and an empty tensor) with metadata
   {"format": "pt"}. tg loads it, saves the same tensors with tg_safetensors_save,
   and the test compares the two files byte for byte.
+tests/goldens/state_meta.safetensors
+  one float32 tensor named 'a"b' = [0, 1, 2] with metadata {"k\\": "tab\tnl\n\"é\x1f\x7f/"}:
+  tg must escape names and metadata exactly as the Python package does.
 tests/goldens/state_torch_expected.bin
   for each entry of TENSORS in that order: its values as float64 (C order).
 tests/goldens/state_npy_<name>.npy
@@ -108,6 +111,10 @@ def main():
         exp.append(t.to(torch.float64).flatten().numpy())
     save_file(ts, f"{OUT}/state_torch.safetensors", metadata={"format": "pt"})
     np.concatenate(exp).astype("<f8").tofile(f"{OUT}/state_torch_expected.bin")
+    # string escaping in the header (serde_json's): quotes, backslashes,
+    # control characters, UTF-8
+    save_file({"a\"b": torch.arange(3, dtype=torch.float32)}, f"{OUT}/state_meta.safetensors",
+              metadata={"k\\": "tab\tnl\n\"é\x1f\x7f/"})
 
     # ---- npy
     exp = []
