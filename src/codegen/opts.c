@@ -90,7 +90,7 @@ static uop *subst_range(uop *u, uop *r, uop *expr, uop *const *repl, int nrepl, 
   if (u == r) return expr;
   uop *m = pm_get(memo, u);
   if (m) return m;
-  uop *src[256];
+  uop **src = tg_xmalloc(sizeof(uop *) * (size_t)(u->nsrc + nrepl + 1));
   int n = 0;
   for (int i = 0; i < u->nsrc; i++) {
     if (u->op == OP_REDUCE && i > 0 && u->src[i] == r) {
@@ -100,6 +100,7 @@ static uop *subst_range(uop *u, uop *r, uop *expr, uop *const *repl, int nrepl, 
     src[n++] = subst_range(u->src[i], r, expr, repl, nrepl, memo);
   }
   uop *res = u->op == OP_REDUCE && n == 1 ? src[0] : uop_replace_src(u, src, n);
+  free(src);
   pm_put(memo, u, res);
   return res;
 }
@@ -297,9 +298,10 @@ uop *kernel_expand_lanes(uop *ast) {
   uop *cur = ast;
   for (int i = 0; i < l.n; i++) {
     uop *u = l.v[i];
-    uop *src[256];
+    uop **src = tg_xmalloc(sizeof(uop *) * (size_t)(u->nsrc + 1));
     for (int j = 0; j < u->nsrc; j++) { uop *x = pm_get(&m, u->src[j]); src[j] = x ? x : u->src[j]; }
     uop *nu = uop_replace_src(u, src, u->nsrc);
+    free(src);
     if (nu->op == OP_REDUCE) nu = expand_reduce(nu);
     if (nu != u) pm_put(&m, u, nu);
     if (i == l.n - 1) cur = nu;
@@ -368,8 +370,9 @@ static void access_along(uop *ast, uop *r, uop *const *axes, int n, int *unit, i
   *unit = *zero = *other = 0;
   uop_list l = uop_toposort(ast);
   for (int i = 0; i < l.n; i++) {
-    uop *u = l.v[i];
-    if (u->op != OP_INDEX) continue;
+    /* the loads' addresses (a unit-stride store alone is no reason for lanes) */
+    if (l.v[i]->op != OP_LOAD) continue;
+    uop *u = l.v[i]->src[0];
     int64_t s = stride_of(u->src[1], r, axes, n);
     if (s == 1) (*unit)++;
     else if (s == 0) (*zero)++;
@@ -403,7 +406,7 @@ int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
       int unit, zero, other;
       access_along(ast, axes[i], axes, n, &unit, &zero, &other);
       int amt = pick_amount(rsize(axes[i]), vec);
-      if (amt && (unit >= 2 || (unit >= 1 && zero >= 1))) { vaxis = i; vamt = amt; }
+      if (amt && unit >= 1) { vaxis = i; vamt = amt; }
     }
     int64_t lanes = 1;
     if (vaxis >= 0 && k < max) { out[k++] = (kopt){ OPT_UPCAST, vaxis, vamt }; lanes *= vamt; }
@@ -418,7 +421,7 @@ int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
       for (int r = n - 1; r >= fr; r--) {
         int unit, zero, other;
         access_along(ast, axes[r], axes, n, &unit, &zero, &other);
-        int amt = pick_amount(rsize(axes[r]), tile);
+        int amt = pick_amount(rsize(axes[r]), vec);
         if (unit >= 1 && amt && lanes * amt <= 128 && k < max) { out[k++] = (kopt){ OPT_UNROLL, r - fr, amt }; break; }
       }
     }

@@ -21,7 +21,7 @@ uop *decompose_small_floats(uop *ast) {
   uop *res = ast;
   for (int i = 0; i < l.n; i++) {
     uop *u = l.v[i];
-    uop *src[64];
+    uop *stack_src[64], **src = u->nsrc <= 64 ? stack_src : tg_xmalloc(sizeof(uop *) * (size_t)u->nsrc);   /* a SINK may have many stores */
     for (int j = 0; j < u->nsrc; j++) { uop *r = pm_get(&m, u->src[j]); src[j] = r ? r : u->src[j]; }
     uop *nu;
     bool math = (uop_is_alu(u->op) && u->op != OP_CAST && u->op != OP_BITCAST) || u->op == OP_REDUCE;
@@ -36,6 +36,7 @@ uop *decompose_small_floats(uop *ast) {
     } else {
       nu = uop_replace_src(u, src, u->nsrc);
     }
+    if (src != stack_src) free(src);
     if (nu != u) pm_put(&m, u, nu);
     if (i == l.n - 1) res = nu;
   }

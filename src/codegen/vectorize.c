@@ -42,13 +42,15 @@ uop *kernel_vectorize(uop *ast, uop *lane_range) {
     vinfo *me = &vi[i];
     pm_put(&info, u, me);
     if (u == lane_range) { me->vec = true; me->affine = true; me->base = uop_const_int(DT_INDEX, 0); me->stride = 1; continue; }
-    vinfo *s[256];
+    vinfo *s_stack[64], **s = u->nsrc <= 64 ? s_stack : tg_xmalloc(sizeof(vinfo *) * (size_t)u->nsrc);
     bool anyvec = false;
     for (int j = 0; j < u->nsrc; j++) { s[j] = pm_get(&info, u->src[j]); anyvec |= s[j]->vec; }
     if (!anyvec) {
-      uop *src[256];
+      uop **src = tg_xmalloc(sizeof(uop *) * (size_t)(u->nsrc + 1));
       for (int j = 0; j < u->nsrc; j++) src[j] = s[j]->node;
       me->node = uop_replace_src(u, src, u->nsrc);
+      free(src);
+      if (s != s_stack) free(s);
       me->base = me->node; me->stride = 0; me->affine = dt_eq(u->dtype, DT_INDEX);
       continue;
     }
@@ -89,9 +91,10 @@ uop *kernel_vectorize(uop *ast, uop *lane_range) {
       break;
     }
     case OP_SINK: {
-      uop *src[1024];
-      for (int j = 0; j < u->nsrc && j < 1024; j++) src[j] = s[j]->node;
+      uop **src = tg_xmalloc(sizeof(uop *) * (size_t)(u->nsrc + 1));
+      for (int j = 0; j < u->nsrc; j++) src[j] = s[j]->node;
       me->node = uop_new(OP_SINK, DT_VOID, src, u->nsrc, u->arg);
+      free(src);
       me->vec = false;
       break;
     }
@@ -110,6 +113,7 @@ uop *kernel_vectorize(uop *ast, uop *lane_range) {
       me->node = uop_new(u->op, dt_vec(u->dtype, k), src, u->nsrc, u->arg);
     }
     }
+    if (s != s_stack) free(s);
     if (i == l.n - 1) result = me->node;
   }
   if (!fail && !result) result = vi[l.n - 1].node;
