@@ -62,15 +62,20 @@ static double time_program(tg_device *dev, tg_program *p, void **bufs, int n, uo
   return best;
 }
 
+static int64_t rsize_of(const uop *r) { return (int64_t)uop_const_value(r->src[0]); }
+
 /* Every single opt that could extend c. */
 static int actions(uop *ast, kopt *out, int max) {
   uop *axes[64];
   int fr;
   int n = kernel_axes(ast, axes, 64, &fr);
   int k = 0;
-  static const int up[] = { 2, 3, 4, 8, 16 }, un[] = { 2, 4, 8, 16, 32 };
-  for (int i = 0; i < fr; i++) for (int j = 0; j < 5 && k < max; j++) out[k++] = (kopt){ OPT_UPCAST, i, up[j] };
-  for (int i = fr; i < n; i++) for (int j = 0; j < 5 && k < max; j++) out[k++] = (kopt){ OPT_UNROLL, i - fr, un[j] };
+  static const int up[] = { 2, 3, 4, 5, 8, 16 }, un[] = { 2, 4, 8, 16, 32 };
+  /* only amounts that divide the axis */
+  for (int i = 0; i < fr; i++)
+    for (int j = 0; j < 6 && k < max; j++) if (rsize_of(axes[i]) % up[j] == 0) out[k++] = (kopt){ OPT_UPCAST, i, up[j] };
+  for (int i = fr; i < n; i++)
+    for (int j = 0; j < 5 && k < max; j++) if (rsize_of(axes[i]) % un[j] == 0) out[k++] = (kopt){ OPT_UNROLL, i - fr, un[j] };
   if (fr > 0 && tg_pool_threads() > 1 && k < max) out[k++] = (kopt){ OPT_THREAD, 0, tg_pool_threads() };
   return k;
 }
@@ -134,13 +139,17 @@ int beam_opts(sched_item *it, int width, kopt *out, int max) {
     if (bufs[i] && it->dev->name[0] == 'C') memset(bufs[i], 0, it->bufs[i]->nbytes);
   }
   double t0 = now_s();
-  cand base = { .n = 0 };
-  evaluate(it, &base, 1, bufs, INFINITY);
+  /* start from the plain kernel and from the heuristic's choice */
+  cand start[2] = { { .n = 0 }, { .n = 0 } };
+  start[1].n = kernel_heuristic_opts(it->ast, tg_pool_threads(), start[1].o, BEAM_MAX_OPTS);
+  int nstart = start[1].n ? 2 : 1;
+  evaluate(it, start, nstart, bufs, INFINITY);
+  qsort(start, (size_t)nstart, sizeof(cand), by_time);
   cand beam[64];
-  int nbeam = 1;
-  beam[0] = base;
-  cand best = base;
-  int tried = 1;
+  int nbeam = nstart;
+  memcpy(beam, start, sizeof(cand) * (size_t)nstart);
+  cand best = start[0];
+  int tried = nstart;
   for (int depth = 0; depth < BEAM_DEPTH; depth++) {
     cand *next = NULL;
     int nn = 0, cap = 0;

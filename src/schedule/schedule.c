@@ -76,6 +76,40 @@ static void mark_reduces_below(sctx *s, uop *u) {
   VEC_FREE(stack);
 }
 
+/* How much elementwise work (ALU ops, loads count one) is computed below u
+ * before reaching stored nodes; stops counting at `limit`. */
+static int compute_below(sctx *s, uop *u, int limit) {
+  ptrmap seen = { 0 };
+  VEC(uop *) stack = { 0 };
+  VEC_PUSH(stack, u);
+  int n = 0;
+  while (stack.n && n < limit) {
+    uop *x = stack.v[--stack.n];
+    if (pm_get(&seen, x) || is_marked(s, x)) continue;
+    pm_put(&seen, x, (void *)1);
+    if (x->op == OP_BUFFER) { n++; continue; }
+    if (uop_is_alu(x->op) && x->op != OP_CAST) n += (x->op == OP_SQRT || x->op == OP_EXP2 || x->op == OP_LOG2 || x->op == OP_SIN || x->op == OP_FDIV || x->op == OP_RECIPROCAL) ? 4 : 1;
+    for (int i = 0; i < x->nsrc; i++) VEC_PUSH(stack, x->src[i]);
+  }
+  VEC_FREE(stack); pm_free(&seen);
+  return n;
+}
+
+/* An EXPAND repeats its source's computation for every copy. When that
+ * computation is more than a few ops (a backward pass's elementwise chain
+ * feeding a convolution's window view), store it once instead. */
+#define EXPAND_RECOMPUTE_LIMIT 12
+static void mark_costly_expand_source(sctx *s, uop *e) {
+  uop *src = e->src[0];
+  while (uop_is_movement(src->op) && src->op != OP_EXPAND) src = src->src[0];
+  if (is_marked(s, src) || src->op == OP_BUFFER || src->op == OP_CONST || uop_is_movement(src->op)) return;
+  int64_t before = 1, after = 1;
+  for (int i = 0; i < src->ndim; i++) before *= src->shape[i];
+  for (int i = 0; i < e->ndim; i++) after *= e->shape[i];
+  if (after < before * 2) return;   /* not really repeated */
+  if (compute_below(s, src, EXPAND_RECOMPUTE_LIMIT) >= EXPAND_RECOMPUTE_LIMIT) mark(s, src);
+}
+
 /* ------------------------------------------------------------ lowering */
 
 typedef struct {
@@ -482,6 +516,7 @@ int schedule_create(uop *const *roots, int n, const char *default_device, schedu
       break;
     case OP_EXPAND: case OP_PAD:
       mark_reduces_below(&s, u->src[0]);
+      if (u->op == OP_EXPAND) mark_costly_expand_source(&s, u);
       break;
     default: break;
     }
