@@ -99,3 +99,11 @@ goldens:
 	@for g in tests/gen/gen_*.py; do echo "python3 $$g"; python3 $$g || exit 1; done
 
 .PHONY: goldens
+
+# Trains the beautiful_mnist CNN on Fashion-MNIST (Debian's dataset-fashion-mnist).
+train: all $(BUILD)/examples/fashion_mnist
+	@test -d /usr/share/datasets/fashion-mnist || { echo "installing dataset-fashion-mnist"; \
+	  (apt-get install -y dataset-fashion-mnist || sudo apt-get install -y dataset-fashion-mnist); }
+	./$(BUILD)/examples/fashion_mnist $(STEPS)
+
+.PHONY: train

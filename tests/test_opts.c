@@ -110,3 +110,18 @@ TEST(opts_default_heuristic_exact_on_odd_shapes) {
     free(a); free(b); free(want); free(got);
   }
 }
+
+TEST(opts_vector_lanes_with_bool_buffers) {
+  /* a stored bool mask read by a vectorized kernel: bools are bytes in
+   * memory, masks in registers; the lanes must not load them as ints */
+  enum { RR = 4, CC = 32 };
+  float x[RR * CC], got[RR * CC];
+  fill(x, RR * CC, 5);
+  tg_tensor *X = tg_from_data(x, TG_SHAPE(RR, CC), TG_F32);
+  tg_tensor *mask = tg_gt(X, tg_zeros(TG_SHAPE(RR, CC), TG_F32));
+  CHECK(tg_realize(mask) == 0);
+  CHECK(tg_set_kernel_opts("UPCAST:1:16") == 0);
+  CHECK(tg_data(tg_where(mask, tg_muls(X, 2), tg_zeros_like(X)), got, sizeof got) == 0);
+  tg_set_kernel_opts(NULL);
+  for (int i = 0; i < RR * CC; i++) CHECK_MSG(got[i] == (x[i] > 0 ? 2 * x[i] : 0), "[%d] %g", i, got[i]);
+}

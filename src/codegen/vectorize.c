@@ -70,6 +70,8 @@ uop *kernel_vectorize(uop *ast, uop *lane_range) {
     switch (u->op) {
     case OP_INDEX: {
       vinfo *ix = s[1];
+      /* bools are one byte in memory but comparison masks in registers */
+      if (u->dtype.scalar == TG_BOOL) { fail = true; break; }
       if (!ix->affine || (u->nsrc > 2 && s[2]->vec) || ix->stride != 1) { fail = true; break; }
       uop *src[3] = { s[0]->node, uop_simplify(ix->base), u->nsrc > 2 ? s[2]->node : NULL };
       me->node = uop_new(OP_INDEX, dt_vec(u->dtype, k), src, u->nsrc, u->arg);

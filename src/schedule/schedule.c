@@ -78,16 +78,17 @@ static void mark_reduces_below(sctx *s, uop *u) {
 
 /* How much elementwise work (ALU ops, loads count one) is computed below u
  * before reaching stored nodes; stops counting at `limit`. */
-static int compute_below(sctx *s, uop *u, int limit) {
+static int compute_below(sctx *s, uop *u, int limit, bool *reads_memory) {
   ptrmap seen = { 0 };
   VEC(uop *) stack = { 0 };
   VEC_PUSH(stack, u);
   int n = 0;
   while (stack.n && n < limit) {
     uop *x = stack.v[--stack.n];
-    if (pm_get(&seen, x) || is_marked(s, x)) continue;
+    if (pm_get(&seen, x)) continue;
     pm_put(&seen, x, (void *)1);
-    if (x->op == OP_BUFFER) { n++; continue; }
+    if (x->op == OP_BUFFER) { n++; *reads_memory = true; continue; }
+    if (is_marked(s, x)) { *reads_memory = true; continue; }
     if (uop_is_alu(x->op) && x->op != OP_CAST) n += (x->op == OP_SQRT || x->op == OP_EXP2 || x->op == OP_LOG2 || x->op == OP_SIN || x->op == OP_FDIV || x->op == OP_RECIPROCAL) ? 4 : 1;
     for (int i = 0; i < x->nsrc; i++) VEC_PUSH(stack, x->src[i]);
   }
@@ -106,8 +107,11 @@ static void mark_costly_expand_source(sctx *s, uop *e) {
   int64_t before = 1, after = 1;
   for (int i = 0; i < src->ndim; i++) before *= src->shape[i];
   for (int i = 0; i < e->ndim; i++) after *= e->shape[i];
-  if (after < before * 2) return;   /* not really repeated */
-  if (compute_below(s, src, EXPAND_RECOMPUTE_LIMIT) >= EXPAND_RECOMPUTE_LIMIT) mark(s, src);
+  if (after < before * 4) return;   /* not repeated much */
+  /* index-only math (aranges, constants) is cheap for the compiler to hoist;
+   * what costs is recomputing from loaded data */
+  bool reads_memory = false;
+  if (compute_below(s, src, EXPAND_RECOMPUTE_LIMIT, &reads_memory) >= EXPAND_RECOMPUTE_LIMIT && reads_memory) mark(s, src);
 }
 
 /* ------------------------------------------------------------ lowering */
