@@ -186,31 +186,14 @@ static int grad_srcs(uop *u, const ptrmap *targets, uop **out) {
 }
 
 /* children before parents, following origins */
-static uop_list grad_toposort(uop *root, const ptrmap *targets) {
-  uop_list out = { 0 };
-  ptrmap seen = { 0 };
-  VEC(uop *) stack = { 0 };
-  VEC(int) state = { 0 };
-  VEC_PUSH(stack, root); VEC_PUSH(state, 0);
-  while (stack.n) {
-    uop *u = stack.v[stack.n - 1];
-    int *st = &state.v[state.n - 1];
-    uop *src[256];
-    int ns = grad_srcs(u, targets, src);
-    if (*st == 0 && pm_get(&seen, u)) { stack.n--; state.n--; continue; }
-    if (*st < ns) {
-      uop *s = src[(*st)++];
-      if (!pm_get(&seen, s)) { VEC_PUSH(stack, s); VEC_PUSH(state, 0); }
-      continue;
-    }
-    stack.n--; state.n--;
-    if (pm_get(&seen, u)) continue;
-    pm_put(&seen, u, (void *)1);
-    VEC_PUSH(out, u);
-  }
-  VEC_FREE(stack); VEC_FREE(state); pm_free(&seen);
-  return out;
+static int origin_srcs(void *ctx, uop *u, uop *const **out) {
+  const ptrmap *targets = ctx;
+  uop *const *o = pm_get(targets, u) ? NULL : (uop *const *)pm_slot_value(&grad_origin, u);
+  if (o) { *out = o; return 1; }
+  *out = u->src;
+  return u->nsrc;
 }
+static uop_list grad_toposort(uop *root, const ptrmap *targets) { return uop_toposort_by(root, origin_srcs, (void *)targets); }
 
 /* dL/dx for every x in targets that root depends on, given dL/droot.
  * Returns a map uop -> grad (borrowed UOps). */

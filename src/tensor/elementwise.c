@@ -71,29 +71,13 @@ tg_tensor *tg_div(tg_tensor *a, tg_tensor *b) {
   API_RETURN(tensor_wrap(uop_alu(OP_FDIV, uop_cast(x, f), uop_cast(y, f)), a->device));
 }
 
-/* -x for floats, ~x for ints, !x for bools: maps max to min. */
-/* Every bit set, broadcast to x's shape. Not const_like(-1): uop_const goes
- * through a double, and 2^64-1 (uint64's all-ones) is not one. */
-static uop *all_ones_like(uop *x) {
-  int bits = 8 * tg_dtype_size((tg_dtype)x->dtype.scalar);
-  uop *c = uop_const_int(x->dtype, dt_is_unsigned(x->dtype) && bits < 64 ? (int64_t)((1ULL << bits) - 1) : -1);
-  if (x->ndim == 0) return c;
-  int64_t ones[TG_MAX_DIMS * 4];
-  for (int i = 0; i < x->ndim; i++) ones[i] = 1;
-  return mv_expand(mv_reshape(c, ones, x->ndim), x->shape, x->ndim);
-}
-static uop *inverse(uop *x) {
-  if (x->dtype.scalar == TG_BOOL) return uop_alu(OP_CMPEQ, x, const_like(0, x->dtype, x->shape, x->ndim));
-  if (dt_is_int(x->dtype)) return uop_alu(OP_XOR, x, all_ones_like(x));
-  return uop_alu1(OP_NEG, x);
-}
 
 tg_tensor *tg_minimum(tg_tensor *a, tg_tensor *b) {
   NEED(a, "tg_minimum"); NEED(b, "tg_minimum");
   API_BEGIN;
   uop *x, *y;
   if (!binary_prep(a, b, &x, &y, TG_VOID, "tg_minimum")) API_RETURN(NULL);
-  API_RETURN(tensor_wrap(inverse(uop_alu(OP_MAX, inverse(x), inverse(y))), a->device));
+  API_RETURN(tensor_wrap(order_inverse(uop_alu(OP_MAX, order_inverse(x), order_inverse(y))), a->device));
 }
 
 /* log2 and exp2 based pow, with numpy's sign rules for negative bases and
@@ -161,7 +145,7 @@ static tg_tensor *unary(tg_tensor *a, uop *(*f)(uop *), bool to_float, const cha
   API_RETURN(tensor_wrap(f(x), a->device));
 }
 static uop *c_like(uop *x, double v) { return const_like(v, x->dtype, x->shape, x->ndim); }
-static uop *f_neg(uop *x) { return x->dtype.scalar == TG_BOOL ? inverse(x) : uop_alu1(OP_NEG, x); }
+static uop *f_neg(uop *x) { return x->dtype.scalar == TG_BOOL ? order_inverse(x) : uop_alu1(OP_NEG, x); }
 static uop *f_exp2(uop *x) { return uop_alu1(OP_EXP2, x); }
 static uop *f_log2(uop *x) { return uop_alu1(OP_LOG2, x); }
 static uop *f_exp(uop *x) { return uop_alu1(OP_EXP2, uop_alu(OP_MUL, x, c_like(x, 1.0 / M_LN2))); }

@@ -70,22 +70,6 @@ tg_tensor *tg_prod(tg_tensor *a, tg_axes axes, bool keepdim) {
   API_RETURN(tensor_wrap(reduce_uop(a->u, OP_MUL, fl, keepdim), a->device));
 }
 
-/* Every bit set, broadcast to x's shape. Not const_like(-1): uop_const goes
- * through a double, and 2^64-1 (uint64's all-ones) is not one. */
-static uop *all_ones_like(uop *x) {
-  int bits = 8 * tg_dtype_size((tg_dtype)x->dtype.scalar);
-  uop *c = uop_const_int(x->dtype, dt_is_unsigned(x->dtype) && bits < 64 ? (int64_t)((1ULL << bits) - 1) : -1);
-  if (x->ndim == 0) return c;
-  int64_t ones[TG_MAX_DIMS * 4];
-  for (int i = 0; i < x->ndim; i++) ones[i] = 1;
-  return mv_expand(mv_reshape(c, ones, x->ndim), x->shape, x->ndim);
-}
-static uop *inverse(uop *x) {
-  if (x->dtype.scalar == TG_BOOL) return uop_alu(OP_CMPEQ, x, const_like(0, x->dtype, x->shape, x->ndim));
-  if (dt_is_int(x->dtype)) return uop_alu(OP_XOR, x, all_ones_like(x));
-  return uop_alu1(OP_NEG, x);
-}
-
 static tg_tensor *max_like(tg_tensor *a, tg_axes axes, bool keepdim, bool is_min, const char *name) {
   NEED(a, name);
   bool fl[TG_MAX_DIMS];
@@ -93,9 +77,9 @@ static tg_tensor *max_like(tg_tensor *a, tg_axes axes, bool keepdim, bool is_min
   for (int i = 0; i < a->u->ndim; i++)
     if (fl[i] && a->u->shape[i] == 0) TG_FAIL("%s: cannot reduce over an empty axis %d (no identity)", name, i);
   API_BEGIN;
-  uop *x = is_min ? inverse(a->u) : a->u;
+  uop *x = is_min ? order_inverse(a->u) : a->u;
   uop *r = reduce_uop(x, OP_MAX, fl, keepdim);
-  API_RETURN(tensor_wrap(is_min ? inverse(r) : r, a->device));
+  API_RETURN(tensor_wrap(is_min ? order_inverse(r) : r, a->device));
 }
 tg_tensor *tg_max(tg_tensor *a, tg_axes axes, bool keepdim) { return max_like(a, axes, keepdim, false, "tg_max"); }
 tg_tensor *tg_min(tg_tensor *a, tg_axes axes, bool keepdim) { return max_like(a, axes, keepdim, true, "tg_min"); }
@@ -138,7 +122,7 @@ static tg_tensor *arg_extreme(tg_tensor *a, int axis, bool keepdim, bool is_min,
   int64_t n = a->u->shape[ax];
   if (n == 0) TG_FAIL("%s: empty axis %d", name, ax);
   API_BEGIN;
-  uop *x = is_min ? inverse(a->u) : a->u;
+  uop *x = is_min ? order_inverse(a->u) : a->u;
   bool fl[TG_MAX_DIMS] = { 0 };
   fl[ax] = true;
   uop *m = reduce_uop(x, OP_MAX, fl, true);

@@ -129,13 +129,6 @@ static tg_tensor *scan_op(tg_tensor *a, int axis, uop_op op, const char *name) {
 tg_tensor *tg_cumsum(tg_tensor *a, int axis) { return scan_op(a, axis, OP_ADD, "tg_cumsum"); }
 tg_tensor *tg_cumprod(tg_tensor *a, int axis) { return scan_op(a, axis, OP_MUL, "tg_cumprod"); }
 
-/* maps order to reversed order exactly: -x, ~x, !x */
-static uop *inverse(uop *x) {
-  if (x->dtype.scalar == TG_BOOL) return mt_not(x);
-  if (dt_is_int(x->dtype)) return uop_alu(OP_XOR, x, dt_is_unsigned(x->dtype) ? mt_max_value(x) : mt_c(x, -1));
-  return mt_neg(x);
-}
-
 /* The running max of x and, when idx is not NULL, the last j <= i where
  * x[j] equals it (NaN matching NaN), like torch.cummax. */
 static uop *cummax_uop(uop *x, int ax, uop **idx) {
@@ -165,8 +158,8 @@ static tg_tensor *cum_extreme(tg_tensor *a, int axis, tg_tensor **indices, bool 
     API_RETURN(tensor_wrap(x, a->device));
   }
   uop *idx = NULL;
-  uop *v = cummax_uop(is_min ? inverse(x) : x, ax, indices ? &idx : NULL);
-  tg_tensor *r = tensor_wrap(is_min ? inverse(v) : v, a->device);
+  uop *v = cummax_uop(is_min ? order_inverse(x) : x, ax, indices ? &idx : NULL);
+  tg_tensor *r = tensor_wrap(is_min ? order_inverse(v) : v, a->device);
   if (indices) *indices = tensor_wrap(idx, a->device);
   API_RETURN(r);
 }

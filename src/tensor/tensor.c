@@ -256,6 +256,24 @@ uop *const_like(double v, dtype_t dt, const int64_t *shape, int nd) {
   return mv_expand(mv_reshape(c, ones, nd), shape, nd);
 }
 
+/* ---- shared helpers */
+
+/* Every bit set, broadcast to x's shape. Not const_like(-1): uop_const goes
+ * through a double, and 2^64-1 (uint64's all-ones) is not one. */
+static uop *all_ones_like(uop *x) {
+  int bits = 8 * tg_dtype_size((tg_dtype)x->dtype.scalar);
+  uop *c = uop_const_int(x->dtype, dt_is_unsigned(x->dtype) && bits < 64 ? (int64_t)((1ULL << bits) - 1) : -1);
+  if (x->ndim == 0) return c;
+  int64_t ones[TG_MAX_DIMS * 4];
+  for (int i = 0; i < x->ndim; i++) ones[i] = 1;
+  return mv_expand(mv_reshape(c, ones, x->ndim), x->shape, x->ndim);
+}
+uop *order_inverse(uop *x) {
+  if (x->dtype.scalar == TG_BOOL) return uop_alu(OP_CMPEQ, x, const_like(0, x->dtype, x->shape, x->ndim));
+  if (dt_is_int(x->dtype)) return uop_alu(OP_XOR, x, all_ones_like(x));
+  return uop_alu1(OP_NEG, x);
+}
+
 /* ---- creation */
 
 /* Tensors made by creation ops are distinct tensors even when their values

@@ -43,6 +43,9 @@ void tensor_null_input(const char *op);
 uop *mv_reshape(uop *u, const int64_t *shape, int nd);
 uop *mv_expand(uop *u, const int64_t *shape, int nd);
 uop *mv_permute(uop *u, const int64_t *order);
+/* -x for floats, ~x for ints, !x for bools: reverses the order exactly, so
+ * min is order_inverse(max(order_inverse(x))). */
+uop *order_inverse(uop *x);
 /* Broadcast a scalar CONST to a shape. */
 uop *const_like(double v, dtype_t dt, const int64_t *shape, int nd);
 int64_t shape_numel(const int64_t *shape, int nd);

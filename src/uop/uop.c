@@ -276,7 +276,10 @@ uop *uop_addi(uop *a, int64_t b) { return b == 0 ? a : uop_alu(OP_ADD, a, uop_co
 uop *uop_muli(uop *a, int64_t b) { return b == 1 ? a : uop_alu(OP_MUL, a, uop_const_int(a->dtype, b)); }
 
 /* ---- traversal */
-uop_list uop_toposort(uop *root) {
+static int own_srcs(void *ctx, uop *u, uop *const **out) { (void)ctx; *out = u->src; return u->nsrc; }
+uop_list uop_toposort(uop *root) { return uop_toposort_by(root, own_srcs, NULL); }
+
+uop_list uop_toposort_by(uop *root, uop_srcs_fn srcs, void *ctx) {
   uop_list out = { 0 };
   if (!root) return out;
   ptrmap seen = { 0 };
@@ -287,8 +290,10 @@ uop_list uop_toposort(uop *root) {
     uop *u = stack.v[stack.n - 1];
     int *st = &state.v[state.n - 1];
     if (*st == 0 && pm_get(&seen, u)) { stack.n--; state.n--; continue; }
-    if (*st < u->nsrc) {
-      uop *s = u->src[(*st)++];
+    uop *const *us;
+    int ns = srcs(ctx, u, &us);
+    if (*st < ns) {
+      uop *s = us[(*st)++];
       if (!pm_get(&seen, s)) { VEC_PUSH(stack, s); VEC_PUSH(state, 0); }
       continue;
     }

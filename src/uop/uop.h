@@ -107,6 +107,10 @@ int uop_op_from_name(const char *name, int len);
 /* All nodes reachable from root, children before parents. Caller frees .v. */
 typedef struct { uop **v; int n, cap; } uop_list;
 uop_list uop_toposort(uop *root);
+/* The same, with the sources of each node given by srcs (e.g. to follow
+ * extra edges): it sets *out to the sources and returns their count. */
+typedef int (*uop_srcs_fn)(void *ctx, uop *u, uop *const **out);
+uop_list uop_toposort_by(uop *root, uop_srcs_fn srcs, void *ctx);
 
 /* ---- printing: one numbered line per node, children first. */
 void uop_print(FILE *f, uop *root);

@@ -59,6 +59,11 @@ void *pm_get(const ptrmap *m, const void *key) {
   size_t h = pm_slot(m, key);
   return m->keys[h] ? m->vals[h] : NULL;
 }
+void **pm_slot_value(const ptrmap *m, const void *key) {
+  if (!m->cap) return NULL;
+  size_t h = pm_slot(m, key);
+  return m->keys[h] && m->vals[h] ? &m->vals[h] : NULL;
+}
 void pm_put(ptrmap *m, const void *key, void *val) {
   if ((m->n + 1) * 2 > m->cap) {
     ptrmap old = *m;
