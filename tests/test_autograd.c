@@ -174,3 +174,27 @@ TEST(autograd_cnn_backward_kernel_count) {
           CHECK_MSG(fabs(got - s) <= 1e-5 + 1e-4 * fabs(s), "dK2[%d,%d,%d,%d]: %g vs %g", oc, c, ky, kx, got, s);
         }
 }
+
+TEST(autograd_copy_between_params_then_step) {
+  /* a parameter assigned from a detached copy of another: realizing must
+   * not loop (the copy is existing memory, not a computation) */
+  float a[4] = { 1, 2, 3, 4 }, b[4] = { 0 }, x[4] = { 1, 1, 2, 2 };
+  tg_tensor *p = tg_requires_grad(tg_from_data(a, TG_SHAPE(4), TG_F32), true);
+  tg_tensor *q = tg_requires_grad(tg_from_data(b, TG_SHAPE(4), TG_F32), true);
+  tg_assign(q, tg_contiguous(tg_detach(p)));
+  CHECK(tg_realize(q) == 0);
+  tg_tensor *X = tg_from_data(x, TG_SHAPE(4), TG_F32);
+  CHECK(tg_backward(tg_sum(tg_mul(tg_add(p, q), X), TG_ALL, false)) == 0);
+  tg_assign(p, tg_sub(p, tg_muls(tg_grad(p), 0.5)));
+  CHECK(tg_realize(p) == 0);
+  float got[4];
+  CHECK(tg_data(p, got, sizeof got) == 0);
+  for (int i = 0; i < 4; i++) CHECK_NEAR(got[i], a[i] - 0.5 * x[i], 0);
+  /* a computed contiguous keeps its gradient path after realizing */
+  tg_tensor *h = tg_contiguous(tg_mul(p, X));
+  CHECK(tg_realize(h) == 0);
+  tg_zero_grad(p);
+  CHECK(tg_backward(tg_sum(h, TG_ALL, false)) == 0);
+  CHECK(tg_data(tg_grad(p), got, sizeof got) == 0);
+  for (int i = 0; i < 4; i++) CHECK_NEAR(got[i], x[i], 0);
+}

@@ -127,19 +127,26 @@ static pthread_mutex_t origin_lock = PTHREAD_MUTEX_INITIALIZER;
 typedef struct { ptrmap leaves; int n; } leaf_ctx;
 static void add_leaf(tg_tensor *t, void *p) { leaf_ctx *c = p; pm_put(&c->leaves, t->u, (void *)1); c->n++; }
 
-/* Does u depend on a leaf (through sources and recorded origins)? memo: 1 no, 2 yes. */
+/* Does u depend on a leaf through a differentiable path (sources and
+ * recorded origins, not DETACH)? memo: 1 no, 2 yes, 3 being visited (a
+ * node met again while in progress counts as no, so nothing loops). */
 static bool reaches_leaf(uop *root, const ptrmap *leaves, ptrmap *memo) {
   VEC(uop *) stack = { 0 };
   VEC_PUSH(stack, root);
   while (stack.n) {
     uop *u = stack.v[stack.n - 1];
-    if (pm_get(memo, u)) { stack.n--; continue; }
+    void *state = pm_get(memo, u);
+    if (state == (void *)1 || state == (void *)2) { stack.n--; continue; }
     if (pm_get(leaves, u)) { pm_put(memo, u, (void *)2); stack.n--; continue; }
+    if (u->op == OP_DETACH) { pm_put(memo, u, (void *)1); stack.n--; continue; }
     /* children first; then u is 2 if any child is */
     uop *o = pm_get(&grad_origin, u);
     bool pending = false;
-    if (o && !pm_get(memo, o)) { VEC_PUSH(stack, o); pending = true; }
-    for (int i = 0; i < u->nsrc; i++) if (!pm_get(memo, u->src[i])) { VEC_PUSH(stack, u->src[i]); pending = true; }
+    if (!state) {
+      pm_put(memo, u, (void *)3);
+      if (o && !pm_get(memo, o)) { VEC_PUSH(stack, o); pending = true; }
+      for (int i = 0; i < u->nsrc; i++) if (!pm_get(memo, u->src[i])) { VEC_PUSH(stack, u->src[i]); pending = true; }
+    }
     if (pending) continue;
     bool r = o && pm_get(memo, o) == (void *)2;
     for (int i = 0; i < u->nsrc && !r; i++) r = pm_get(memo, u->src[i]) == (void *)2;
@@ -167,6 +174,16 @@ void autograd_note_realized(const ptrmap *becomes) {
      * gradient flows back through, and following them would chain every
      * step's graph to the last */
     if (!node || !repl || node == repl || pm_get(&c.leaves, node) || node->op == OP_ASSIGN) continue;
+    /* memory that already existed (a CONTIGUOUS of a realized tensor
+     * becomes that tensor): nothing was computed */
+    if (node->op == OP_DETACH) continue;
+    if (node->op == OP_CONTIGUOUS) {
+      uop_list sub = uop_toposort(node);
+      bool existing = false;
+      for (int k = 0; k < sub.n && !existing; k++) existing = sub.v[k] == repl || (sub.v[k]->op == OP_BUFFER && repl->op == OP_RESHAPE && repl->src[0] == sub.v[k]);
+      free(sub.v);
+      if (existing) continue;
+    }
     if (!reaches_leaf(node, &c.leaves, &memo)) continue;
     if (pm_get(&grad_origin, repl)) continue;
     uop_retain(repl); uop_retain(node);
