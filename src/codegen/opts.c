@@ -410,12 +410,20 @@ int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
     }
     int64_t lanes = 1;
     if (vaxis >= 0 && k < max) { out[k++] = (kopt){ OPT_UPCAST, vaxis, vamt }; lanes *= vamt; }
+    /* long reductions over big outputs (matmul): two vectors per row of the
+     * tile, so each load of the other operand feeds twice the math */
+    int64_t red = 1;
+    for (int r = fr; r < n; r++) red *= rsize(axes[r]);
+    if (vaxis >= 0 && vamt == 16 && red >= 256 && (rsize(axes[vaxis]) / 16) % 2 == 0 && rsize(axes[vaxis]) >= 128 && k < max) {
+      out[k++] = (kopt){ OPT_UPCAST, vaxis, 2 };
+      lanes *= 2;
+    }
     for (int i = fr - 1; i >= 0; i--) {
       if (i == vaxis) continue;
       int unit, zero, other;
       access_along(ast, axes[i], axes, n, &unit, &zero, &other);
       int t = pick_amount(rsize(axes[i]), tile);
-      if (zero >= 1 && t && lanes * t <= 64 && k < max) { out[k++] = (kopt){ OPT_UPCAST, i, t }; lanes *= t; if (lanes >= 16 || vaxis >= 0) break; }
+      if (zero >= 1 && t && lanes * t <= 128 && k < max) { out[k++] = (kopt){ OPT_UPCAST, i, t }; lanes *= t; if (lanes >= 16 || vaxis >= 0) break; }
     }
     if (vaxis < 0) {
       for (int r = n - 1; r >= fr; r--) {
