@@ -82,7 +82,10 @@ bench: all $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 $(BUILD)/examples/%: examples/%.c $(BUILD)/libtg.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $< -o $@ $(BUILD)/libtg.a $(LDLIBS) -lz
+	$(CC) $(CFLAGS) $< -o $@ $(BUILD)/libtg.a $(LDLIBS) $(EXAMPLE_LIBS)
+
+# the Fashion-MNIST example reads gzip files (zlib1g-dev)
+$(BUILD)/examples/fashion_mnist: EXAMPLE_LIBS = -lz
 
 examples: $(EX_SRC:examples/%.c=$(BUILD)/examples/%)
 
@@ -100,10 +103,12 @@ goldens:
 
 .PHONY: goldens
 
-# Trains the beautiful_mnist CNN on Fashion-MNIST (Debian's dataset-fashion-mnist).
-train: all $(BUILD)/examples/fashion_mnist
-	@test -d /usr/share/datasets/fashion-mnist || { echo "installing dataset-fashion-mnist"; \
-	  (apt-get install -y dataset-fashion-mnist || sudo apt-get install -y dataset-fashion-mnist); }
+# Trains the beautiful_mnist CNN on Fashion-MNIST (Debian's dataset-fashion-mnist),
+# installing the dataset and zlib first when missing. STEPS=n sets the steps.
+train:
+	@test -d /usr/share/datasets/fashion-mnist -a -f /usr/include/zlib.h || { echo "installing dataset-fashion-mnist zlib1g-dev"; \
+	  apt-get install -y dataset-fashion-mnist zlib1g-dev || sudo apt-get install -y dataset-fashion-mnist zlib1g-dev; }
+	$(MAKE) all $(BUILD)/examples/fashion_mnist
 	./$(BUILD)/examples/fashion_mnist $(STEPS)
 
 .PHONY: train
