@@ -185,7 +185,7 @@ TEST(threads_pool_many_tiny_calls) {
   printf("  info: per call: tg_pool_run on %d cores %.3f us (workers spinning), %.3f us (workers asleep); direct call %.4f us; %d CPUs\n",
          n, t_pool * 1e6, t_sleep * 1e6, t_direct * 1e6, cpus_allowed());
   /* generous: sanitizers and busy machines are slow, a broken hand-off is far slower */
-  CHECK_MSG(t_pool < 1e-3, "tg_pool_run takes %.1f us per call", t_pool * 1e6);
+  CHECK_MSG(t_pool < 1e-2, "tg_pool_run takes %.1f us per call", t_pool * 1e6);
   pool_env_restore(old);
 }
 
