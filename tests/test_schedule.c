@@ -359,3 +359,20 @@ TEST(schedule_empty_tensor) {
   CHECK(tg_data(tg_muls(a, 2), big, sizeof big) == 0);
   for (int i = 0; i < 48; i++) CHECK(big[i] == 2 * A[i]);
 }
+
+TEST(schedule_big_full_reduce_splits_across_cores) {
+  /* 2^20 elements: partial sums (an output axis to thread) then their sum;
+   * small integers make every order exact */
+  enum { N = 1 << 20 };
+  float *x = malloc(sizeof(float) * N);
+  double want = 0;
+  for (int i = 0; i < N; i++) { x[i] = (float)(i % 7) - 3; want += x[i]; }
+  tg_tensor *t = tg_from_data(x, TG_SHAPE(N), TG_F32);
+  int64_t k0 = tg_get_counters().kernels_run;
+  CHECK_NEAR(tg_item(tg_sum(t, TG_ALL, false)), want, 0);
+  CHECK_EQ_INT(tg_get_counters().kernels_run - k0, 2);
+  float mx = -1e30f;
+  for (int i = 0; i < N; i++) mx = x[i] > mx ? x[i] : mx;
+  CHECK_NEAR(tg_item(tg_max(t, TG_ALL, false)), mx, 0);
+  free(x);
+}

@@ -18,14 +18,28 @@ static bool axes_flags(tg_axes axes, int nd, bool *flags, const char *op) {
 }
 
 /* REDUCE_AXIS over the flagged axes, then drop them unless keepdim. */
+#define SPLIT_REDUCE_MIN (1 << 18)
+#define SPLIT_REDUCE_PARTS 256
+
 static uop *reduce_uop(uop *x, uop_op op, const bool *flags, bool keepdim) {
   int64_t arg[TG_MAX_DIMS + 1];
   int n = 0;
   arg[n++] = op;
-  for (int i = 0; i < x->ndim; i++) if (flags[i] && x->shape[i] != 1) arg[n++] = i;
-  uop *r = n > 1 ? uop1(OP_REDUCE_AXIS, x->dtype, x, arg_ints(arg, n)) : x;
-  if (n > 1 && op == OP_ADD) {
-    /* an empty axis sums to 0: REDUCE over size 0 is fine, nothing to fix */
+  int64_t total = 1, kept = 1;
+  for (int i = 0; i < x->ndim; i++) {
+    if (flags[i] && x->shape[i] != 1) arg[n++] = i;
+    if (flags[i]) total *= x->shape[i]; else kept *= x->shape[i];
+  }
+  uop *r;
+  if (n > 1 && kept == 1 && total >= SPLIT_REDUCE_MIN && total % SPLIT_REDUCE_PARTS == 0) {
+    /* a big full reduction: SPLIT_REDUCE_PARTS partial results first (a
+     * kernel with an output axis, so it runs on all cores), then those */
+    int64_t two[2] = { SPLIT_REDUCE_PARTS, total / SPLIT_REDUCE_PARTS };
+    int64_t inner[2] = { op, 1 }, outer[2] = { op, 0 };
+    uop *part = uop1(OP_REDUCE_AXIS, x->dtype, mv_reshape(x, two, 2), arg_ints(inner, 2));
+    r = uop1(OP_REDUCE_AXIS, x->dtype, part, arg_ints(outer, 2));
+  } else {
+    r = n > 1 ? uop1(OP_REDUCE_AXIS, x->dtype, x, arg_ints(arg, n)) : x;
   }
   if (keepdim) {
     int64_t sh[TG_MAX_DIMS];
