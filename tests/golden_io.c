@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include "golden_io.h"
 #include "test.h"
 
@@ -288,4 +290,42 @@ bool golden_compare(tg_tensor *t, const golden_array *want, double rtol, double 
 
 bool golden_check(tg_tensor *t, const golden_array *want, const golden_case *c, const char *what) {
   return golden_compare(t, want, c->rtol, c->atol, golden_int(c, "bitexact", 0) != 0, what);
+}
+
+/* ---------------------------------------------------------------- runner */
+
+static bool run_isolated(const golden_case *c, golden_case_fn run) {
+  fflush(stdout); fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) return run(c);
+  if (pid == 0) _exit(run(c) ? 0 : 1);
+  int st = 0;
+  if (waitpid(pid, &st, 0) < 0) { test_fail(__FILE__, __LINE__, "%s: waitpid failed", c->label); return false; }
+  if (WIFSIGNALED(st)) { test_fail(__FILE__, __LINE__, "%s: crashed with signal %d", c->label, WTERMSIG(st)); return false; }
+  if (WEXITSTATUS(st) != 0) { test_fail(__FILE__, __LINE__, "%s: failed (in a child process; see above)", c->label); return false; }
+  return true;
+}
+
+void golden_run_file(const char *path, golden_case_fn run, golden_known_fn known, bool known_only, int *ran) {
+  const char *err = NULL;
+  golden_file *g = golden_load(path, &err);
+  if (!g) { test_fail(__FILE__, __LINE__, "%s", err); return; }
+  int failed = 0, n = 0;
+  const char *only = getenv("TG_TEST_CASE");
+  bool verbose = getenv("TG_TEST_VERBOSE") != NULL;
+  for (int i = 0; i < g->ncases; i++) {
+    const golden_case *c = &g->cases[i];
+    const char *why = known ? known(c->label) : NULL;
+    if ((why != NULL) != known_only) continue;
+    if (only && !strstr(c->label, only)) continue;
+    if (verbose) { printf("  running %s\n", c->label); fflush(stdout); }
+    n++;
+    if (!(known_only ? run_isolated(c, run) : run(c))) {
+      failed++;
+      printf("  case %s (%s) failed%s%s\n", c->label, c->op, why ? ": known bug: " : "", why ? why : "");
+    }
+  }
+  if (!known_only) printf("  %s: %d cases, %d failed\n", path, n, failed);
+  if (ran) *ran += n;
+  golden_free(g);
 }

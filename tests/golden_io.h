@@ -83,4 +83,14 @@ bool golden_compare(tg_tensor *t, const golden_array *want, double rtol, double 
 /* golden_compare with the case's tolerances and its bitexact parameter. */
 bool golden_check(tg_tensor *t, const golden_array *want, const golden_case *c, const char *what);
 
+
+/* Runs the cases of a golden file with run(c). A case that known(label)
+ * names (NULL: none) is a known bug: those run only when known_only, each in
+ * a forked child so a crash cannot take the suite down; the others run only
+ * when !known_only. Prints a summary line, counts run cases into *ran (may be
+ * NULL). TG_TEST_CASE=substring runs matching labels only; TG_TEST_VERBOSE
+ * prints each label first. */
+typedef bool (*golden_case_fn)(const golden_case *c);
+typedef const char *(*golden_known_fn)(const char *label);
+void golden_run_file(const char *path, golden_case_fn run, golden_known_fn known, bool known_only, int *ran);
 #endif

@@ -180,21 +180,7 @@ static bool run_case(const golden_case *c) {
 static void run_group(const char *group) {
   char path[256];
   snprintf(path, sizeof path, "goldens/torch_math_%s.bin", group);
-  const char *err = NULL;
-  golden_file *g = golden_load(path, &err);
-  if (!g) { test_fail(__FILE__, __LINE__, "%s", err); return; }
-  int failed = 0, n = 0;
-  const char *only = getenv("TG_TEST_CASE");
-  bool verbose = getenv("TG_TEST_VERBOSE") != NULL;
-  for (int i = 0; i < g->ncases; i++) {
-    const golden_case *c = &g->cases[i];
-    if (only && !strstr(c->label, only)) continue;
-    if (verbose) { printf("  running %s\n", c->label); fflush(stdout); }
-    n++;
-    if (!run_case(c)) { failed++; printf("  case %s (%s) failed\n", c->label, c->op); }
-  }
-  printf("  %s: %d cases, %d failed\n", path, n, failed);
-  golden_free(g);
+  golden_run_file(path, run_case, NULL, false, NULL);
 }
 
 TEST(math_unary) { run_group("unary"); }

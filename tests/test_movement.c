@@ -10,8 +10,6 @@
  * so does an entry no golden uses. Backward cases (param backward=1) also
  * check the gradients of L = sum_k sum(out_k * w_k) (see the script). */
 #include <stdint.h>
-#include <sys/wait.h>
-#include <unistd.h>
 #include "test.h"
 #include "golden_io.h"
 
@@ -203,17 +201,6 @@ static bool run_case(const golden_case *c) {
   return ok && test_failures == before;
 }
 
-static bool run_case_isolated(const golden_case *c) {
-  fflush(stdout); fflush(stderr);
-  pid_t pid = fork();
-  if (pid < 0) return run_case(c);
-  if (pid == 0) _exit(run_case(c) ? 0 : 1);
-  int st = 0;
-  if (waitpid(pid, &st, 0) < 0) { test_fail(__FILE__, __LINE__, "%s: waitpid failed", c->label); return false; }
-  if (WIFSIGNALED(st)) { test_fail(__FILE__, __LINE__, "%s: crashed with signal %d", c->label, WTERMSIG(st)); return false; }
-  if (WEXITSTATUS(st) != 0) { test_fail(__FILE__, __LINE__, "%s: failed (in a child process; see above)", c->label); return false; }
-  return true;
-}
 
 /* Runs goldens/torch_movement_<group>.bin: the known-bug cases when
  * known_only, the others otherwise. TG_TEST_CASE=substring runs matching
@@ -221,27 +208,7 @@ static bool run_case_isolated(const golden_case *c) {
 static void run_group(const char *group, bool known_only, int *ran) {
   char path[256];
   snprintf(path, sizeof path, "goldens/torch_movement_%s.bin", group);
-  const char *err = NULL;
-  golden_file *g = golden_load(path, &err);
-  if (!g) { test_fail(__FILE__, __LINE__, "%s", err); return; }
-  int failed = 0, n = 0;
-  const char *only = getenv("TG_TEST_CASE");
-  bool verbose = getenv("TG_TEST_VERBOSE") != NULL;
-  for (int i = 0; i < g->ncases; i++) {
-    const golden_case *c = &g->cases[i];
-    const char *why = known_bug_of(c->label);
-    if ((why != NULL) != known_only) continue;
-    if (only && !strstr(c->label, only)) continue;
-    if (verbose) { printf("  running %s\n", c->label); fflush(stdout); }
-    n++;
-    if (!(known_only ? run_case_isolated(c) : run_case(c))) {
-      failed++;
-      printf("  case %s (%s) failed%s%s\n", c->label, c->op, why ? ": known bug: " : "", why ? why : "");
-    }
-  }
-  if (!known_only) printf("  %s: %d cases, %d failed\n", path, n, failed);
-  if (ran) *ran += n;
-  golden_free(g);
+  golden_run_file(path, run_case, known_bug_of, known_only, ran);
 }
 
 TEST(movement_join) { run_group("join", false, NULL); }

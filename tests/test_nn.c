@@ -15,8 +15,6 @@
  * with the reason; they run (in a child process) in TEST(nn_known_bugs),
  * which fails while any of them still fails. */
 #include <stdint.h>
-#include <sys/wait.h>
-#include <unistd.h>
 #include "test.h"
 #include "golden_io.h"
 
@@ -194,20 +192,6 @@ static const dispatch_entry *find_op(const char *name) {
 static const char *const groups[] = { "conv", "pool", "functional", "loss", "backward" };
 #define NGROUPS ((int)(sizeof groups / sizeof groups[0]))
 
-/* Is autograd usable? A trivial backward must work; otherwise backward
- * cases are skipped with a message. */
-static bool autograd_ready(void) {
-  static int state = -1;
-  if (state >= 0) return state;
-  tg_scope_begin();
-  tg_tensor *x = tg_requires_grad(tg_from_data((float[]){ 1, 2 }, TG_SHAPE(2), TG_F32), true);
-  float g[2] = { 0, 0 };
-  state = x && tg_backward(tg_sum(tg_mul(x, x), TG_ALL, false)) == 0 && tg_grad(x) && tg_data(tg_grad(x), g, sizeof g) == 0 && g[0] == 2 && g[1] == 4;
-  tg_scope_end();
-  tg_clear_error();
-  return state;
-}
-
 /* Runs one case; true when it passed. */
 static bool run_case(const golden_case *c) {
   const dispatch_entry *d = find_op(c->op);
@@ -254,17 +238,6 @@ static bool run_case(const golden_case *c) {
   return ok && test_failures == before;
 }
 
-static bool run_case_isolated(const golden_case *c) {
-  fflush(stdout); fflush(stderr);
-  pid_t pid = fork();
-  if (pid < 0) return run_case(c);
-  if (pid == 0) _exit(run_case(c) ? 0 : 1);
-  int st = 0;
-  if (waitpid(pid, &st, 0) < 0) { test_fail(__FILE__, __LINE__, "%s: waitpid failed", c->label); return false; }
-  if (WIFSIGNALED(st)) { test_fail(__FILE__, __LINE__, "%s: crashed with signal %d", c->label, WTERMSIG(st)); return false; }
-  if (WEXITSTATUS(st) != 0) { test_fail(__FILE__, __LINE__, "%s: failed (in a child process; see above)", c->label); return false; }
-  return true;
-}
 
 /* Runs goldens/torch_nn_<group>.bin: the known-bug cases when known_only,
  * the others otherwise. TG_TEST_CASE=substring runs matching labels only;
@@ -272,32 +245,7 @@ static bool run_case_isolated(const golden_case *c) {
 static void run_group(const char *group, bool known_only, int *ran) {
   char path[256];
   snprintf(path, sizeof path, "goldens/torch_nn_%s.bin", group);
-  const char *err = NULL;
-  golden_file *g = golden_load(path, &err);
-  if (!g) { test_fail(__FILE__, __LINE__, "%s", err); return; }
-  int failed = 0, n = 0, skipped = 0;
-  const char *only = getenv("TG_TEST_CASE");
-  bool verbose = getenv("TG_TEST_VERBOSE") != NULL;
-  for (int i = 0; i < g->ncases; i++) {
-    const golden_case *c = &g->cases[i];
-    const char *why = known_bug_of(c->label);
-    if ((why != NULL) != known_only) continue;
-    if (only && !strstr(c->label, only)) continue;
-    if (flag(c, "backward") && !autograd_ready()) { skipped++; continue; }
-    if (verbose) { printf("  running %s\n", c->label); fflush(stdout); }
-    n++;
-    if (!(known_only ? run_case_isolated(c) : run_case(c))) {
-      failed++;
-      printf("  case %s (%s) failed%s%s\n", c->label, c->op, why ? ": known bug: " : "", why ? why : "");
-    }
-  }
-  if (!known_only) printf("  %s: %d cases, %d failed\n", path, n, failed);
-  if (skipped) {
-    printf("  %s: %d backward cases skipped: tg_backward is not working yet\n", path, skipped);
-    if (!n && !failed) test_skipped = true;
-  }
-  if (ran) *ran += n;
-  golden_free(g);
+  golden_run_file(path, run_case, known_bug_of, known_only, ran);
 }
 
 TEST(nn_golden_conv) { run_group("conv", false, NULL); }
