@@ -365,14 +365,23 @@ static int64_t stride_of(uop *index, uop *r, uop *const *axes, int n) {
   return b->arg.i - a->arg.i;
 }
 
-/* Do the kernel's loads/stores step by 1 (or 0) along r? counts of each. */
+/* Do the kernel's loads step by 1 (or 0) along r? counts of each. Only the
+ * loads inside the reduce loops count when there are any (a bias read once
+ * per output is no reason for lanes), and stores never do. */
 static void access_along(uop *ast, uop *r, uop *const *axes, int n, int *unit, int *zero, int *other) {
   *unit = *zero = *other = 0;
   uop_list l = uop_toposort(ast);
+  bool has_reduce = false;
+  for (int i = 0; i < n; i++) has_reduce |= rkind(axes[i]) == RANGE_REDUCE;
   for (int i = 0; i < l.n; i++) {
-    /* the loads' addresses (a unit-stride store alone is no reason for lanes) */
     if (l.v[i]->op != OP_LOAD) continue;
     uop *u = l.v[i]->src[0];
+    if (has_reduce) {
+      bool inner = false;
+      for (int a = 0; a < n && !inner; a++)
+        if (rkind(axes[a]) == RANGE_REDUCE) { int64_t sr = stride_of(u->src[1], axes[a], axes, n); inner = sr != 0; }
+      if (!inner) continue;
+    }
     int64_t s = stride_of(u->src[1], r, axes, n);
     if (s == 1) (*unit)++;
     else if (s == 0) (*zero)++;

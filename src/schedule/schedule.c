@@ -102,7 +102,7 @@ static int compute_below(sctx *s, uop *u, int limit, bool *reads_memory) {
 #define EXPAND_RECOMPUTE_LIMIT 12
 static void mark_costly_expand_source(sctx *s, uop *e) {
   uop *src = e->src[0];
-  while (uop_is_movement(src->op) && src->op != OP_EXPAND) src = src->src[0];
+  while ((uop_is_movement(src->op) && src->op != OP_EXPAND) || src->op == OP_WINDOW) src = src->src[0];
   if (is_marked(s, src) || src->op == OP_BUFFER || src->op == OP_CONST || uop_is_movement(src->op)) return;
   int64_t before = 1, after = 1;
   for (int i = 0; i < src->ndim; i++) before *= src->shape[i];
@@ -216,6 +216,14 @@ static uop *lower_uncached(kctx *k, uop *u, uop *const *idx, uop *gate) {
   case OP_FLIP:
     for (int i = 0; i < nd; i++) sidx[i] = u->arg.v[i] ? uop_alu(OP_SUB, idx_const(u->shape[i] - 1), idx[i]) : idx[i];
     return lower(k, u->src[0], sidx, gate);
+  case OP_WINDOW: {
+    /* window (o, k) of axis i reads i = o*stride + k*dilation */
+    int n = (int)u->arg.v[0], lead = u->src[0]->ndim - n;
+    for (int i = 0; i < lead; i++) sidx[i] = idx[i];
+    for (int j = 0; j < n; j++)
+      sidx[lead + j] = uop_alu(OP_ADD, uop_muli(idx[lead + j], u->arg.v[1 + n + j]), uop_muli(idx[lead + n + j], u->arg.v[1 + 2 * n + j]));
+    return lower(k, u->src[0], sidx, gate);
+  }
   case OP_PAD: {
     uop *valid = NULL;
     for (int i = 0; i < nd; i++) {
@@ -518,9 +526,9 @@ int schedule_create(uop *const *roots, int n, const char *default_device, schedu
       if ((intptr_t)pm_get(&s.nchildren, u) > 1) mark(&s, u);
       mark_reduces_below(&s, u->src[0]);
       break;
-    case OP_EXPAND: case OP_PAD:
+    case OP_EXPAND: case OP_PAD: case OP_WINDOW:   /* a window repeats elements too */
       mark_reduces_below(&s, u->src[0]);
-      if (u->op == OP_EXPAND) mark_costly_expand_source(&s, u);
+      if (u->op != OP_PAD) mark_costly_expand_source(&s, u);
       break;
     default: break;
     }

@@ -21,6 +21,65 @@ static uop *sum_to(uop *g, const uop *to) {
   return uop1(OP_REDUCE_AXIS, g->dtype, g, arg_ints(arg, n));
 }
 
+static uop *shrink_to(uop *x, const int64_t *starts, const int64_t *ends) {
+  int64_t sh[TG_MAX_DIMS * 8];
+  bool ident = true;
+  for (int i = 0; i < x->ndim; i++) { sh[2 * i] = starts[i]; sh[2 * i + 1] = ends[i]; ident &= starts[i] == 0 && ends[i] == x->shape[i]; }
+  return ident ? x : uop1(OP_SHRINK, x->dtype, x, arg_ints(sh, 2 * x->ndim));
+}
+static uop *pad_by(uop *x, const int64_t *pads) {
+  bool any = false;
+  for (int i = 0; i < 2 * x->ndim; i++) any |= pads[i] != 0;
+  return any ? uop1(OP_PAD, x->dtype, x, arg_ints(pads, 2 * x->ndim)) : x;
+}
+
+/* The gradient of a sliding-window view: every window position (o, k) sends
+ * its gradient back to input position o*stride + k*dilation. One term per
+ * kernel offset k: the (o) slice placed by padding (stride 1) or spread
+ * out first (stride > 1); the terms add up. */
+static uop *window_grad(uop *u, uop *g) {
+  uop *a = u->src[0];
+  int n = (int)u->arg.v[0], lead = a->ndim - n;
+  const int64_t *K = u->arg.v + 1, *S = u->arg.v + 1 + n, *D = u->arg.v + 1 + 2 * n;
+  int64_t terms = 1;
+  for (int j = 0; j < n; j++) terms *= K[j];
+  uop *sum = NULL;
+  for (int64_t t = 0; t < terms; t++) {
+    int64_t kk[3], rem = t;
+    for (int j = n - 1; j >= 0; j--) { kk[j] = rem % K[j]; rem /= K[j]; }
+    int64_t st[TG_MAX_DIMS * 4], en[TG_MAX_DIMS * 4];
+    for (int i = 0; i < g->ndim; i++) { st[i] = 0; en[i] = g->shape[i]; }
+    for (int j = 0; j < n; j++) { st[lead + n + j] = kk[j]; en[lead + n + j] = kk[j] + 1; }
+    uop *x = mv_reshape(shrink_to(g, st, en), g->shape, lead + n);   /* (..., O) */
+    for (int j = 0; j < n; j++) {
+      int ax = lead + j;
+      int64_t O = x->shape[ax], span = O;
+      if (S[j] > 1) {
+        /* spread: (O) -> (O, 1) -> pad to (O, s) -> (O*s) -> first (O-1)*s+1 */
+        int64_t sh[TG_MAX_DIMS * 4], pd[TG_MAX_DIMS * 8] = { 0 };
+        int m = 0;
+        for (int i = 0; i < x->ndim; i++) { sh[m++] = x->shape[i]; if (i == ax) sh[m++] = 1; }
+        uop *y = mv_reshape(x, sh, m);
+        pd[2 * (ax + 1) + 1] = S[j] - 1;
+        y = pad_by(y, pd);
+        int64_t flat[TG_MAX_DIMS * 4];
+        for (int i = 0; i < x->ndim; i++) flat[i] = i == ax ? O * S[j] : x->shape[i];
+        y = mv_reshape(y, flat, x->ndim);
+        span = (O - 1) * S[j] + 1;
+        int64_t s2[TG_MAX_DIMS * 4], e2[TG_MAX_DIMS * 4];
+        for (int i = 0; i < y->ndim; i++) { s2[i] = 0; e2[i] = i == ax ? span : y->shape[i]; }
+        x = shrink_to(y, s2, e2);
+      }
+      int64_t pd[TG_MAX_DIMS * 8] = { 0 };
+      pd[2 * ax] = kk[j] * D[j];
+      pd[2 * ax + 1] = a->shape[ax] - span - kk[j] * D[j];
+      x = pad_by(x, pd);
+    }
+    sum = sum ? add(sum, x) : x;
+  }
+  return sum;
+}
+
 /* Gradients of u's sources given g = dL/du. out[i] = NULL when source i
  * gets none. */
 static void grad_rule(uop *u, uop *g, uop **out) {
@@ -108,6 +167,7 @@ static void grad_rule(uop *u, uop *g, uop **out) {
     break;
   }
   case OP_FLIP: out[0] = uop1(OP_FLIP, g->dtype, g, u->arg); break;
+  case OP_WINDOW: out[0] = window_grad(u, g); break;
   case OP_CONTIGUOUS: case OP_UNIQUE: out[0] = g; break;
   case OP_AFTER: out[0] = g; break;
   case OP_COPY: out[0] = g; break;   /* single-device for now: the copy back is the identity */

@@ -111,92 +111,15 @@ tg_tensor *nn_moveaxis(tg_tensor *x, int from, int to) {
 
 tg_tensor *nn_pool_view(tg_tensor *x, int n, const int64_t *k, const int64_t *s, const int64_t *d) {
   NEED(x, "pool");
-  int nd = tg_ndim(x), noop = nd - n;
-  if (noop + 3 * n > TG_MAX_DIMS) TG_FAIL("pool: too many dimensions");
-  tg_shape sh = tg_shape_of(x);
-  int64_t i_[3], o_[3];
-  bool general = false;
-  for (int j = 0; j < n; j++) {
-    i_[j] = sh.d[noop + j];
-    o_[j] = ceildiv(i_[j] - d[j] * (k[j] - 1), s[j]);
-    general |= k[j] > s[j] || d[j] != 1;
-  }
-  int64_t st[TG_MAX_DIMS], en[TG_MAX_DIMS];
-  tg_shape r = { 0, { 0 } };
-  if (general) {
-    /* repeat each axis so that windows are rows of a reshape: (k, i*f + d)
-     * rows, row r starting at element r*d (mod i) */
-    int64_t f_[3], reps[TG_MAX_DIMS];
-    for (int j = 0; j < noop; j++) reps[j] = 1;
-    for (int j = 0; j < n; j++) {
-      f_[j] = 1 + (o_[j] * s[j] > i_[j] - d[j] * (k[j] - 1));
-      reps[noop + j] = ceildiv(k[j] * (i_[j] * f_[j] + d[j]), i_[j]);
-    }
-    x = nn_repeat(x, reps);
-    if (!x) return NULL;
-    sh = tg_shape_of(x);
-    for (int j = 0; j < noop; j++) { st[j] = 0; en[j] = sh.d[j]; r.d[r.ndim++] = sh.d[j]; }
-    for (int j = 0; j < n; j++) {
-      st[noop + j] = 0; en[noop + j] = k[j] * (i_[j] * f_[j] + d[j]);
-      r.d[r.ndim++] = k[j]; r.d[r.ndim++] = i_[j] * f_[j] + d[j];
-    }
-    x = tg_reshape(tg_shrink(x, st, en), r);
-    if (!x) return NULL;
-    /* stride: keep o*s of each row, split into (o, s), keep s index 0 */
-    sh = tg_shape_of(x);
-    r.ndim = 0;
-    for (int j = 0; j < noop; j++) { st[j] = 0; en[j] = sh.d[j]; r.d[r.ndim++] = sh.d[j]; }
-    for (int j = 0; j < n; j++) {
-      st[noop + 2 * j] = 0; en[noop + 2 * j] = k[j];
-      st[noop + 2 * j + 1] = 0; en[noop + 2 * j + 1] = o_[j] * s[j];
-      r.d[r.ndim++] = k[j]; r.d[r.ndim++] = o_[j]; r.d[r.ndim++] = s[j];
-    }
-    x = tg_reshape(tg_shrink(x, st, en), r);
-    if (!x) return NULL;
-    sh = tg_shape_of(x);
-    r.ndim = 0;
-    for (int j = 0; j < noop; j++) { st[j] = 0; en[j] = sh.d[j]; r.d[r.ndim++] = sh.d[j]; }
-    for (int j = 0; j < n; j++) {
-      st[noop + 3 * j] = 0; en[noop + 3 * j] = k[j];
-      st[noop + 3 * j + 1] = 0; en[noop + 3 * j + 1] = o_[j];
-      st[noop + 3 * j + 2] = 0; en[noop + 3 * j + 2] = 1;
-      r.d[r.ndim++] = k[j]; r.d[r.ndim++] = o_[j];
-    }
-    x = tg_reshape(tg_shrink(x, st, en), r);
-    /* (..., k1, o1, k2, o2, ...) -> (..., o1, o2, ..., k1, k2, ...) */
-    tg_axes perm = { noop + 2 * n, { 0 } };
-    for (int j = 0; j < noop; j++) perm.a[j] = j;
-    for (int j = 0; j < n; j++) { perm.a[noop + j] = noop + 2 * j + 1; perm.a[noop + n + j] = noop + 2 * j; }
-    return tg_permute(x, perm);
-  }
-  /* windows no longer than the stride: pad/shrink to o*s, split (o, s),
-   * keep the first k of each step */
-  int64_t pads[2 * TG_MAX_DIMS] = { 0 };
-  for (int j = 0; j < n; j++) {
-    int64_t want = o_[j] * s[j];
-    pads[2 * j + 1] = want > i_[j] ? want - i_[j] : 0;
-  }
-  x = nn_pad_spatial(x, n, pads, 0);
-  if (!x) return NULL;
-  sh = tg_shape_of(x);
-  for (int j = 0; j < noop; j++) { st[j] = 0; en[j] = sh.d[j]; r.d[r.ndim++] = sh.d[j]; }
-  for (int j = 0; j < n; j++) {
-    st[noop + j] = 0; en[noop + j] = o_[j] * s[j];
-    r.d[r.ndim++] = o_[j]; r.d[r.ndim++] = s[j];
-  }
-  x = tg_reshape(tg_shrink(x, st, en), r);
-  if (!x) return NULL;
-  sh = tg_shape_of(x);
-  for (int j = 0; j < noop; j++) { st[j] = 0; en[j] = sh.d[j]; }
-  for (int j = 0; j < n; j++) {
-    st[noop + 2 * j] = 0; en[noop + 2 * j] = o_[j];
-    st[noop + 2 * j + 1] = 0; en[noop + 2 * j + 1] = k[j];
-  }
-  x = tg_shrink(x, st, en);
-  tg_axes perm = { noop + 2 * n, { 0 } };
-  for (int j = 0; j < noop; j++) perm.a[j] = j;
-  for (int j = 0; j < n; j++) { perm.a[noop + j] = noop + 2 * j; perm.a[noop + n + j] = noop + 2 * j + 1; }
-  return tg_permute(x, perm);
+  int nd = tg_ndim(x);
+  if (nd - n + 2 * n > TG_MAX_DIMS) TG_FAIL("pool: too many dimensions");
+  /* one WINDOW op: in kernels window (o, k) reads o*s + k*d, and its
+   * gradient is a sum of shifted slices (plain index math both ways) */
+  int64_t arg[1 + 9];
+  arg[0] = n;
+  for (int j = 0; j < n; j++) { arg[1 + j] = k[j]; arg[1 + n + j] = s[j]; arg[1 + 2 * n + j] = d[j]; }
+  API_BEGIN;
+  API_RETURN(tensor_wrap(uop1(OP_WINDOW, x->u->dtype, x->u, arg_ints(arg, 1 + 3 * n)), x->device));
 }
 
 /* ---------------------------------------------------------------- pools */

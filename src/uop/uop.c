@@ -116,6 +116,18 @@ static void set_shape(uop *u) {
     nd = s0->ndim; for (int i = 0; i < nd; i++) tmp[i] = s0->shape[i] + u->arg.v[2 * i] + u->arg.v[2 * i + 1]; break;
   case OP_SHRINK:
     nd = s0->ndim; for (int i = 0; i < nd; i++) tmp[i] = u->arg.v[2 * i + 1] - u->arg.v[2 * i]; break;
+  case OP_WINDOW: {
+    /* arg (n, k[n], s[n], d[n]): the last n axes (i) become (o) then (k) */
+    int n = (int)u->arg.v[0], lead = s0->ndim - n;
+    nd = lead + 2 * n;
+    memcpy(tmp, s0->shape, sizeof(int64_t) * (size_t)lead);
+    for (int j = 0; j < n; j++) {
+      int64_t k = u->arg.v[1 + j], st = u->arg.v[1 + n + j], dl = u->arg.v[1 + 2 * n + j];
+      tmp[lead + j] = (s0->shape[lead + j] - dl * (k - 1) - 1) / st + 1;
+      tmp[lead + n + j] = k;
+    }
+    break;
+  }
   case OP_REDUCE_AXIS:
     nd = s0->ndim; memcpy(tmp, s0->shape, sizeof(int64_t) * (size_t)nd);
     for (int i = 1; i < u->arg.n; i++) tmp[u->arg.v[i]] = 1;
