@@ -130,7 +130,7 @@ static void normalize(const unsigned char *src, float *dst, int n) {
 }
 
 int main(int argc, char **argv) {
-  int steps = argc > 1 ? atoi(argv[1]) : 300;
+  int steps = argc > 1 ? atoi(argv[1]) : 70;   /* tinygrad's beautiful_mnist runs 70 */
   const char *dir = argc > 2 ? argv[2] : "/usr/share/datasets/fashion-mnist";
   int ntrain, ntest, nl, ntl;
   unsigned char *xtr = read_idx(dir, "train-images-idx3-ubyte.gz", &ntrain, 3);
