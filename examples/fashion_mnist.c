@@ -168,7 +168,7 @@ int main(int argc, char **argv) {
     printf("\r[%.*s%*s] step %4d/%d  loss %.4f  %7.0f samples/s  ETA %4.0fs ", bar, "==============================", 30 - bar, "", s + 1, steps, loss_v, rate, eta);
     fflush(stdout);
   }
-  double train_s = now() - t0;
+  double t_end = now(), train_s = t_end - t0;
   /* test accuracy, eval mode (running statistics) */
   int correct = 0;
   float *xt = malloc(sizeof(float) * 1000 * 784);
@@ -182,8 +182,11 @@ int main(int argc, char **argv) {
     tg_scope_end();
   }
   tg_counters c = tg_get_counters();
+  double replay_rate = steps > 3 ? (steps - 3) * (double)BATCH / (t_end - t_first) : 0;
   printf("\ntrained %d steps in %.1f s; test accuracy %.2f%% (%lld kernels compiled, %lld from cache)\n",
          steps, train_s, 100.0 * correct / ntest, (long long)c.kernels_compiled, (long long)c.kernels_cached);
+  /* for bench/bench_fmnist.c */
+  printf("result steps=%d samples_per_s=%.1f accuracy=%.4f\n", steps, replay_rate, (double)correct / ntest);
   tg_jit_free(jit);
   free(xb); free(yb); free(xt); free(xtr); free(ytr); free(xte); free(yte);
   return 0;
