@@ -21,18 +21,6 @@ static uop *sum_to(uop *g, const uop *to) {
   return uop1(OP_REDUCE_AXIS, g->dtype, g, arg_ints(arg, n));
 }
 
-static uop *shrink_to(uop *x, const int64_t *starts, const int64_t *ends) {
-  int64_t sh[TG_MAX_DIMS * 8];
-  bool ident = true;
-  for (int i = 0; i < x->ndim; i++) { sh[2 * i] = starts[i]; sh[2 * i + 1] = ends[i]; ident &= starts[i] == 0 && ends[i] == x->shape[i]; }
-  return ident ? x : uop1(OP_SHRINK, x->dtype, x, arg_ints(sh, 2 * x->ndim));
-}
-static uop *pad_by(uop *x, const int64_t *pads) {
-  bool any = false;
-  for (int i = 0; i < 2 * x->ndim; i++) any |= pads[i] != 0;
-  return any ? uop1(OP_PAD, x->dtype, x, arg_ints(pads, 2 * x->ndim)) : x;
-}
-
 /* The gradient of a sliding-window view: every window position (o, k) sends
  * its gradient back to input position o*stride + k*dilation. One term per
  * kernel offset k: the (o) slice placed by padding (stride 1) or spread
@@ -50,7 +38,7 @@ static uop *window_grad(uop *u, uop *g) {
     int64_t st[TG_MAX_DIMS * 4], en[TG_MAX_DIMS * 4];
     for (int i = 0; i < g->ndim; i++) { st[i] = 0; en[i] = g->shape[i]; }
     for (int j = 0; j < n; j++) { st[lead + n + j] = kk[j]; en[lead + n + j] = kk[j] + 1; }
-    uop *x = mv_reshape(shrink_to(g, st, en), g->shape, lead + n);   /* (..., O) */
+    uop *x = mv_reshape(mv_shrink(g, st, en), g->shape, lead + n);   /* (..., O) */
     for (int j = 0; j < n; j++) {
       int ax = lead + j;
       int64_t O = x->shape[ax], span = O;
@@ -61,19 +49,19 @@ static uop *window_grad(uop *u, uop *g) {
         for (int i = 0; i < x->ndim; i++) { sh[m++] = x->shape[i]; if (i == ax) sh[m++] = 1; }
         uop *y = mv_reshape(x, sh, m);
         pd[2 * (ax + 1) + 1] = S[j] - 1;
-        y = pad_by(y, pd);
+        y = mv_pad(y, pd, 0);
         int64_t flat[TG_MAX_DIMS * 4];
         for (int i = 0; i < x->ndim; i++) flat[i] = i == ax ? O * S[j] : x->shape[i];
         y = mv_reshape(y, flat, x->ndim);
         span = (O - 1) * S[j] + 1;
         int64_t s2[TG_MAX_DIMS * 4], e2[TG_MAX_DIMS * 4];
         for (int i = 0; i < y->ndim; i++) { s2[i] = 0; e2[i] = i == ax ? span : y->shape[i]; }
-        x = shrink_to(y, s2, e2);
+        x = mv_shrink(y, s2, e2);
       }
       int64_t pd[TG_MAX_DIMS * 8] = { 0 };
       pd[2 * ax] = kk[j] * D[j];
       pd[2 * ax + 1] = a->shape[ax] - span - kk[j] * D[j];
-      x = pad_by(x, pd);
+      x = mv_pad(x, pd, 0);
     }
     sum = sum ? add(sum, x) : x;
   }

@@ -223,25 +223,6 @@ uop *mt_reduce1(uop *x, uop_op op, int axis, bool keepdim) {
   return mt_reduce(x, op, fl, keepdim);
 }
 
-uop *mt_pad(uop *u, const int64_t *pads, double v) {
-  bool any = false;
-  for (int i = 0; i < 2 * u->ndim; i++) any |= pads[i] != 0;
-  if (!any) return u;
-  uop *p = uop1(OP_PAD, u->dtype, u, arg_ints(pads, 2 * u->ndim));
-  if (v == 0) return p;
-  uop *mask = uop1(OP_PAD, DT_BOOL, mt_ct(u, 1, DT_BOOL), arg_ints(pads, 2 * u->ndim));
-  return mt_where(mask, p, mt_c(p, v));
-}
-
-uop *mt_shrink(uop *u, const int64_t *starts, const int64_t *ends) {
-  bool ident = true;
-  int64_t sh[2 * TG_MAX_DIMS * 2];
-  for (int i = 0; i < u->ndim; i++) {
-    sh[2 * i] = starts[i]; sh[2 * i + 1] = ends[i];
-    ident &= starts[i] == 0 && ends[i] == u->shape[i];
-  }
-  return ident ? u : uop1(OP_SHRINK, u->dtype, u, arg_ints(sh, 2 * u->ndim));
-}
 
 uop *mt_arange_along(int64_t n, int axis, int nd, const int64_t *shape) {
   uop *ar = uop0(OP_ARANGE, DT_INDEX, arg_int(n));

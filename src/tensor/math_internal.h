@@ -82,10 +82,6 @@ bool mt_axes_flags(tg_axes axes, int nd, bool *flags, const char *op);
 /* REDUCE_AXIS (ADD, MUL or MAX) over the flagged axes; keepdim keeps them as 1. */
 uop *mt_reduce(uop *x, uop_op op, const bool *flags, bool keepdim);
 uop *mt_reduce1(uop *x, uop_op op, int axis, bool keepdim);
-/* Constant padding (pads: before/after per axis) with value v. */
-uop *mt_pad(uop *u, const int64_t *pads, double v);
-/* Keeps [starts[i], ends[i]) of every axis. */
-uop *mt_shrink(uop *u, const int64_t *starts, const int64_t *ends);
 /* ARANGE(n) (int64 index values) as an axis of an nd-D tensor: shape 1
  * everywhere but axis, expanded to shape when shape is not NULL. */
 uop *mt_arange_along(int64_t n, int axis, int nd, const int64_t *shape);

@@ -70,7 +70,7 @@ tg_tensor *tg_expand(tg_tensor *a, tg_shape shape) {
 }
 
 /* zero padding as a PAD UOp, then where(mask, x, value) for other values */
-static uop *pad_uop(uop *u, const int64_t *pads, double value) {
+uop *mv_pad(uop *u, const int64_t *pads, double value) {
   bool any = false;
   for (int i = 0; i < 2 * u->ndim; i++) any |= pads[i] != 0;
   if (!any) return u;
@@ -101,10 +101,10 @@ tg_tensor *tg_pad(tg_tensor *a, const int64_t *pads, int npairs, double value) {
     for (int i = 0; i < nd; i++) { sh[2 * i] = starts[i]; sh[2 * i + 1] = ends[i]; }
     u = uop1(OP_SHRINK, u->dtype, u, arg_ints(sh, 2 * nd));
   }
-  API_RETURN(tensor_wrap(pad_uop(u, p, value), a->device));
+  API_RETURN(tensor_wrap(mv_pad(u, p, value), a->device));
 }
 
-static uop *shrink_uop(uop *u, const int64_t *starts, const int64_t *ends) {
+uop *mv_shrink(uop *u, const int64_t *starts, const int64_t *ends) {
   bool ident = true;
   int64_t sh[2 * TG_MAX_DIMS * 2];
   for (int i = 0; i < u->ndim; i++) {
@@ -120,7 +120,7 @@ tg_tensor *tg_shrink(tg_tensor *a, const int64_t *starts, const int64_t *ends) {
     if (starts[i] < 0 || ends[i] < starts[i] || ends[i] > a->u->shape[i])
       TG_FAIL("tg_shrink: [%lld, %lld) is not inside axis %d of size %lld", (long long)starts[i], (long long)ends[i], i, (long long)a->u->shape[i]);
   API_BEGIN;
-  API_RETURN(tensor_wrap(shrink_uop(a->u, starts, ends), a->device));
+  API_RETURN(tensor_wrap(mv_shrink(a->u, starts, ends), a->device));
 }
 
 static uop *flip_uop(uop *u, const bool *flip) {
@@ -260,7 +260,7 @@ tg_tensor *tg_getitem(tg_tensor *a, const tg_index *idx, int n) {
     }
     axis++;
   }
-  u = shrink_uop(u, starts, ends);
+  u = mv_shrink(u, starts, ends);
   u = flip_uop(u, flip);
   /* pass 2: strides > 1 by pad-reshape-shrink */
   bool strided = false;
@@ -274,9 +274,9 @@ tg_tensor *tg_getitem(tg_tensor *a, const tg_index *idx, int n) {
       s0[2 * i] = 0; s1[2 * i] = cnt; s0[2 * i + 1] = 0; s1[2 * i + 1] = 1;
       fin[i] = cnt;
     }
-    u = pad_uop(u, pads, 0);
+    u = mv_pad(u, pads, 0);
     u = mv_reshape(u, rs, 2 * nd);
-    u = shrink_uop(u, s0, s1);
+    u = mv_shrink(u, s0, s1);
     u = mv_reshape(u, fin, nd);
   }
   /* pass 3: drop int axes, insert new axes */

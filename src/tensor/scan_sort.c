@@ -57,9 +57,9 @@ static uop *scan_last(uop *x, uop_op op) {
   int64_t nb = (n + SCAN_SPLIT - 1) / SCAN_SPLIT, pad0 = nb * SCAN_SPLIT - n;
   int64_t pads[TG_MAX_DIMS * 4] = { 0 }, sh[TG_MAX_DIMS * 2], st[TG_MAX_DIMS * 2], en[TG_MAX_DIMS * 2];
   pads[2 * (nd - 1)] = pad0;
-  uop *xp = mt_pad(x, pads, op == OP_MUL ? 1 : 0);
+  uop *xp = mv_pad(x, pads, op == OP_MUL ? 1 : 0);
   if (op == OP_MAX && pad0) {
-    /* pad with the dtype's minimum (mt_pad takes a double) */
+    /* pad with the dtype's minimum (mv_pad takes a double) */
     uop *mask = uop1(OP_PAD, DT_BOOL, mt_ct(x, 1, DT_BOOL), arg_ints(pads, 2 * nd));
     xp = mt_where(mask, xp, identity(xp, op));
   }
@@ -68,7 +68,7 @@ static uop *scan_last(uop *x, uop_op op) {
   uop *blocks = scan_window(mv_reshape(xp, sh, nd + 1), nd, op);           /* (..., nb, B) */
   for (int i = 0; i <= nd; i++) { st[i] = 0; en[i] = blocks->shape[i]; }
   st[nd] = SCAN_SPLIT - 1;
-  uop *tot = mv_reshape(mt_shrink(blocks, st, en), sh, nd);                  /* (..., nb) */
+  uop *tot = mv_reshape(mv_shrink(blocks, st, en), sh, nd);                  /* (..., nb) */
   uop *inc = scan_last(tot, op);
   /* exclusive: shift right by one, the identity first */
   int64_t p1[TG_MAX_DIMS * 4] = { 0 };
@@ -78,7 +78,7 @@ static uop *scan_last(uop *x, uop_op op) {
   ex = mt_where(pm, ex, identity(ex, op));
   for (int i = 0; i < nd; i++) { st[i] = 0; en[i] = ex->shape[i]; }
   en[nd - 1] = nb;
-  ex = mt_shrink(ex, st, en);
+  ex = mv_shrink(ex, st, en);
   int64_t bsh[TG_MAX_DIMS * 2];
   for (int i = 0; i < nd; i++) bsh[i] = ex->shape[i];
   bsh[nd] = 1;
@@ -89,7 +89,7 @@ static uop *scan_last(uop *x, uop_op op) {
   r = mv_reshape(r, fsh, nd);
   for (int i = 0; i < nd; i++) { st[i] = 0; en[i] = r->shape[i]; }
   st[nd - 1] = pad0;
-  return mt_shrink(r, st, en);
+  return mv_shrink(r, st, en);
 }
 
 /* inclusive scan along ax of any tensor (moves ax last and back for long axes) */
@@ -250,7 +250,7 @@ static tg_tensor *sort_impl(tg_tensor *a, int axis, bool descending, int64_t k, 
   int64_t sh[TG_MAX_DIMS], st[TG_MAX_DIMS];
   for (int i = 0; i < x->ndim; i++) { st[i] = 0; sh[i] = i == ax ? k : x->shape[i]; }
   if (has_zero_dim(x) || k == 0 || n == 1) {
-    uop *v = mt_shrink(x, st, sh);
+    uop *v = mv_shrink(x, st, sh);
     if (indices) *indices = tensor_wrap(mt_ct(v, 0, DT_I32), a->device);
     API_RETURN(tensor_wrap(v, a->device));
   }

@@ -43,6 +43,9 @@ void tensor_null_input(const char *op);
 uop *mv_reshape(uop *u, const int64_t *shape, int nd);
 uop *mv_expand(uop *u, const int64_t *shape, int nd);
 uop *mv_permute(uop *u, const int64_t *order);
+/* PAD by pads[2*i], pads[2*i+1] (filled with value); SHRINK to [starts, ends). */
+uop *mv_pad(uop *u, const int64_t *pads, double value);
+uop *mv_shrink(uop *u, const int64_t *starts, const int64_t *ends);
 /* -x for floats, ~x for ints, !x for bools: reverses the order exactly, so
  * min is order_inverse(max(order_inverse(x))). */
 uop *order_inverse(uop *x);
