@@ -2,7 +2,6 @@
 #include <ctype.h>
 #include <pthread.h>
 #include "engine/vars.h"
-#include "tensor/tensor.h"
 #include "util/util.h"
 
 typedef struct { char *name; int64_t min, max, value; bool bound; } var_entry;
@@ -50,11 +49,4 @@ int vars_values(const char *const *names, int n, int64_t *values) {
   }
   pthread_mutex_unlock(&lock);
   return rc;
-}
-
-tg_tensor *tg_variable(const char *name, int64_t min, int64_t max) {
-  if (vars_declare(name, min, max) < 0) return NULL;
-  API_BEGIN;
-  uop *v = uop2(OP_DEFINE_VAR, DT_INDEX, uop_const_int(DT_INDEX, min), uop_const_int(DT_INDEX, max), arg_str(name));
-  API_RETURN(tensor_wrap(uop_cast(v, DT_I32), tg_default_device()));
 }
