@@ -294,6 +294,32 @@ bool golden_check(tg_tensor *t, const golden_array *want, const golden_case *c, 
 
 /* ---------------------------------------------------------------- runner */
 
+bool golden_inputs(const golden_case *c, tg_tensor **in) {
+  bool ok = true;
+  for (int i = 0; i < c->nin; i++) {
+    in[i] = golden_tensor(&c->in[i]);
+    if (!in[i]) { test_fail(__FILE__, __LINE__, "%s: input %d: %s", c->label, i, tg_error()); ok = false; }
+  }
+  return ok;
+}
+
+bool golden_check_results(const golden_case *c, tg_tensor *const *out, int nf, tg_tensor *const *in, const int64_t *grad, int ngrad) {
+  bool ok = true;
+  for (int k = 0; ok && k < nf; k++) {
+    char what[240];
+    snprintf(what, sizeof what, "%s[out %d]", c->label, k);
+    ok &= golden_check(out[k], &c->out[k], c, what);
+  }
+  for (int k = 0; ok && k < ngrad; k++) {
+    char what[240];
+    snprintf(what, sizeof what, "%s[grad of input %d]", c->label, (int)grad[k]);
+    tg_tensor *g = tg_grad(in[grad[k]]);
+    if (!g) { test_fail(__FILE__, __LINE__, "%s: no gradient", what); ok = false; break; }
+    ok &= golden_check(g, &c->out[nf + k], c, what);
+  }
+  return ok;
+}
+
 static bool run_isolated(const golden_case *c, golden_case_fn run) {
   fflush(stdout); fflush(stderr);
   pid_t pid = fork();

@@ -84,6 +84,13 @@ bool golden_compare(tg_tensor *t, const golden_array *want, double rtol, double 
 bool golden_check(tg_tensor *t, const golden_array *want, const golden_case *c, const char *what);
 
 
+/* Makes tensors of the case's inputs into in[]; false (reported) when one
+ * fails. */
+bool golden_inputs(const golden_case *c, tg_tensor **in);
+/* Checks forward outputs out[0..nf) against c->out[0..nf), then the
+ * gradients of in[grad[k]] against c->out[nf + k]. */
+bool golden_check_results(const golden_case *c, tg_tensor *const *out, int nf, tg_tensor *const *in, const int64_t *grad, int ngrad);
+
 /* Runs the cases of a golden file with run(c). A case that known(label)
  * names (NULL: none) is a known bug: those run only when known_only, each in
  * a forked child so a crash cannot take the suite down; the others run only

@@ -168,11 +168,7 @@ static bool run_case(const golden_case *c) {
   tg_scope_begin();
   tg_clear_error();
   tg_tensor *in[16] = { 0 }, *out[MAXOUT] = { 0 };
-  bool ok = true;
-  for (int i = 0; i < c->nin; i++) {
-    in[i] = golden_tensor(&c->in[i]);
-    if (!in[i]) { test_fail(__FILE__, __LINE__, "%s: input %d: %s", c->label, i, tg_error()); ok = false; }
-  }
+  bool ok = golden_inputs(c, in);
   for (int k = 0; ok && k < ngrad; k++) tg_requires_grad(in[grad[k]], true);
   int n = ok ? d->fn(c, in, nin, out) : -1;
   if (ok && n < 0) { test_fail(__FILE__, __LINE__, "%s: %s failed: %s", c->label, c->op, tg_error()); ok = false; }
@@ -185,18 +181,7 @@ static bool run_case(const golden_case *c) {
     }
     if (tg_backward(loss) < 0) { test_fail(__FILE__, __LINE__, "%s: tg_backward failed: %s", c->label, tg_error()); ok = false; }
   }
-  for (int k = 0; ok && k < nf; k++) {
-    char what[200];
-    snprintf(what, sizeof what, "%s[out %d]", c->label, k);
-    ok &= golden_check(out[k], &c->out[k], c, what);
-  }
-  for (int k = 0; ok && k < ngrad; k++) {
-    char what[200];
-    snprintf(what, sizeof what, "%s[grad of input %d]", c->label, (int)grad[k]);
-    tg_tensor *g = tg_grad(in[grad[k]]);
-    if (!g) { test_fail(__FILE__, __LINE__, "%s: no gradient", what); ok = false; break; }
-    ok &= golden_check(g, &c->out[nf + k], c, what);
-  }
+  if (ok) ok = golden_check_results(c, out, nf, in, grad, ngrad);
   tg_scope_end();
   return ok && test_failures == before;
 }
