@@ -529,7 +529,7 @@ TEST(io_gguf_corrupt) {
   CHECK_LOAD_FAILS(gguf_load(p), p, "version 1");
   n = make_gguf(b, 3, 1, 1, 4, 2, 1, 32, 0, 64);   /* Q4_0 */
   write_file(p, b, n);
-  CHECK_LOAD_FAILS(gguf_load(p), p, "ggml type 2");
+  CHECK_LOAD_FAILS(gguf_load(p), p, "Q4_0");
   n = make_gguf(b, 3, 1, 1, 4, 0, 1, 5, 0, 16);   /* 20 bytes in 16 */
   write_file(p, b, n);
   CHECK_LOAD_FAILS(gguf_load(p), p, "past the end of the data section");
