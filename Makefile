@@ -18,10 +18,12 @@ TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BEAM_SRC := bench/bench_sgemm.c bench/bench_matvec.c bench/bench_conv.c
 EX_SRC    := $(sort $(wildcard examples/*.c))
+TOOL_SRC  := $(sort $(wildcard tools/*.c))
+TOOL_OBJ  := $(TOOL_SRC:%.c=$(BUILD)/%.o)
 
 all: $(BUILD)/libtg.a $(BUILD)/libtg.so $(BUILD)/tg
 
-$(BUILD)/%.o: %.c $(wildcard include/*.h src/*/*.h)
+$(BUILD)/%.o: %.c $(wildcard include/*.h src/*/*.h tools/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
@@ -38,7 +40,7 @@ $(BUILD)/libtg.a: $(LIB_OBJ) $(BUILD)/gen/kernel_prelude.o
 	ar rcs $@ $^
 $(BUILD)/libtg.so: $(LIB_OBJ) $(BUILD)/gen/kernel_prelude.o
 	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LDLIBS)
-$(BUILD)/tg: $(BUILD)/tools/tg.o $(BUILD)/libtg.a
+$(BUILD)/tg: $(TOOL_OBJ) $(BUILD)/libtg.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/tests/tg_tests: $(TEST_OBJ) $(BUILD)/libtg.a

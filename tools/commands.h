@@ -1,0 +1,15 @@
+/* commands.h: the `tg` subcommands. Each lives in tools/cmd_<name>.c and
+ * takes the arguments after its name (argv[0] is the command name). It
+ * returns the process exit status: 0 ok, 1 failure, 2 usage error. */
+#ifndef TG_TOOLS_COMMANDS_H
+#define TG_TOOLS_COMMANDS_H
+
+typedef struct {
+  const char *name;
+  int (*run)(int argc, char **argv);
+  const char *summary;
+} tg_command;
+
+int cmd_selftest(int argc, char **argv);
+
+#endif
