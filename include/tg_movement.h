@@ -131,6 +131,15 @@ tg_tensor *tg_index_select(tg_tensor *a, int axis, tg_tensor *index);
 
 /* ---------------------------------------------------------------- gather and scatter */
 
+/* Rows of a picked by an integer tensor (an embedding lookup): out has shape
+ * index.shape + a.shape[1:], out[i..., j...] = a[index[i...], j...]. Each
+ * output element reads one element of a (no one-hot mask): the index is
+ * loaded inside the kernel. Indices outside [0, a.shape[0]) read 0. The
+ * result is a view that tg_assign can write through (a KV-cache write at a
+ * symbolic position: tg_take(cache, tg_add(pos, tg_arange(...)))); indices
+ * that repeat make such a write race. No gradient flows through it. */
+tg_tensor *tg_take(tg_tensor *a, tg_tensor *index);
+
 /* torch.gather: out[i][j][k] = a[index[i][j][k]][j][k] for axis 0 (and so on).
  * index has a's ndim and, except on axis, no larger sizes. Out-of-range
  * indices read 0 (torch raises). */

@@ -3,7 +3,7 @@
  * requested device. Types with a tg dtype (F32 F16 BF16 F64 I8 I16 I32 I64)
  * load as that dtype. */
 #include <strings.h>
-#include "io/gguf_file.h"
+#include "io/gguf_loader.h"
 #include "io/io.h"
 #include "util/util.h"
 
@@ -29,6 +29,17 @@ static tg_shape gguf_shape(const gguf_tensor_info *g) {
   return s;
 }
 
+tg_tensor *gguf_tensor_load(const gguf_tensor_info *g, const char *device) {
+  int dt = plain_dtype(g->type);
+  if (dt < 0) {
+    tg_seterr("%s: tensor '%s' has ggml type %s, which tg does not load yet", g->map->path, g->name, ggml_type_info(g->type)->name);
+    return NULL;
+  }
+  tg_tensor *t = disk_tensor(g->map, g->file_offset, gguf_shape(g), (tg_dtype)dt);
+  if (t && !(device && strcasecmp(device, "DISK") == 0)) t = disk_tensor_to(t, device);
+  return t;
+}
+
 int tg_gguf_load_tensors(const char *path, const char *device, tg_tensor_list *out) {
   if (!out) return tg_seterr("tg_gguf_load_tensors: no output list");
   memset(out, 0, sizeof *out);
@@ -36,18 +47,15 @@ int tg_gguf_load_tensors(const char *path, const char *device, tg_tensor_list *o
   if (!f) return -1;
   int rc = -1;
   for (int i = 0; i < f->n_tensors; i++) {
-    const gguf_tensor_info *g = &f->tensors[i];
-    if (plain_dtype(g->type) < 0) {
-      tg_seterr("%s: tensor '%s' has ggml type %s, which tg_gguf_load_tensors does not load yet", path, g->name, ggml_type_info(g->type)->name);
+    if (plain_dtype(f->tensors[i].type) < 0) {
+      tg_seterr("%s: tensor '%s' has ggml type %s, which tg_gguf_load_tensors does not load yet", path, f->tensors[i].name, ggml_type_info(f->tensors[i].type)->name);
       goto done;
     }
   }
   for (int i = 0; i < f->n_tensors; i++) {
-    const gguf_tensor_info *g = &f->tensors[i];
-    tg_tensor *t = disk_tensor(g->map, g->file_offset, gguf_shape(g), (tg_dtype)plain_dtype(g->type));
-    if (t && !(device && strcasecmp(device, "DISK") == 0)) t = disk_tensor_to(t, device);
+    tg_tensor *t = gguf_tensor_load(&f->tensors[i], device);
     if (!t) goto done;
-    io_list_push(out, g->name, t);
+    io_list_push(out, f->tensors[i].name, t);
   }
   rc = 0;
 done:

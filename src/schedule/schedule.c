@@ -224,6 +224,19 @@ static uop *lower_uncached(kctx *k, uop *u, uop *const *idx, uop *gate) {
       sidx[lead + j] = uop_alu(OP_ADD, uop_muli(idx[lead + j], u->arg.v[1 + n + j]), uop_muli(idx[lead + n + j], u->arg.v[1 + 2 * n + j]));
     return lower(k, u->src[0], sidx, gate);
   }
+  case OP_TAKE: {
+    /* row r = index[i...] (a value loaded in the kernel): reads table[r, j...];
+     * an index outside the table reads 0 (and a store through it is dropped) */
+    uop *tab = u->src[0], *ix = u->src[1];
+    int m = ix->ndim;
+    uop *row = uop_cast(lower(k, ix, idx, gate), DT_INDEX);
+    uop *valid = uop_simplify(bool_and(uop_alu(OP_CMPLT, idx_const(-1), row), uop_alu(OP_CMPLT, row, idx_const(tab->shape[0]))));
+    sidx[0] = row;
+    for (int i = 1; i < tab->ndim; i++) sidx[i] = idx[m + i - 1];
+    if (uop_is_const(valid, 1)) return lower(k, tab, sidx, gate);
+    uop *v = lower(k, tab, sidx, bool_and(gate, valid));
+    return uop_where(valid, v, uop_const(u->dtype, 0));
+  }
   case OP_PAD: {
     uop *valid = NULL;
     for (int i = 0; i < nd; i++) {

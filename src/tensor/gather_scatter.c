@@ -46,6 +46,16 @@ tg_tensor *tg_gather(tg_tensor *a, int axis, tg_tensor *index) {
   return mvx_keep(tg_cast(r, tg_dtype_of(a)));
 }
 
+tg_tensor *tg_take(tg_tensor *a, tg_tensor *index) {
+  NEED(a, "tg_take"); NEED(index, "tg_take");
+  if (!mvx_check_index(index, "index", "tg_take") || !same_device(a, index, "index", "tg_take")) return NULL;
+  if (a->u->ndim < 1) TG_FAIL("tg_take: the tensor is 0-D (it needs rows)");
+  if (index->u->ndim + a->u->ndim - 1 > TG_MAX_DIMS) TG_FAIL("tg_take: the result would have more than %d dimensions", TG_MAX_DIMS);
+  API_BEGIN;
+  uop *ix = uop_cast(index->u, tg_dtype_of(index) == TG_I64 || tg_dtype_of(index) == TG_U64 ? DT_I64 : DT_I32);
+  API_RETURN(tensor_wrap(uop2(OP_TAKE, a->u->dtype, a->u, ix, arg_none()), a->device));
+}
+
 /* tinygrad's _pre_scatter: src (cut to index's shape) and the one-hot mask,
  * both as a.shape + (index.shape[axis],): entry [..., i at axis, ..., j] is
  * src at position j along axis, sent to i. Returns the normalized axis or -1. */

@@ -217,7 +217,7 @@ tg_tensor *tg_contiguous(tg_tensor *a) {
  * element would be written several times); PAD is fine (its padding is not
  * written). */
 static bool assignable(const uop *u) {
-  while (uop_is_movement(u->op) || u->op == OP_AFTER) {
+  while (uop_is_movement(u->op) || u->op == OP_AFTER || u->op == OP_TAKE) {
     if (u->op == OP_EXPAND) return false;
     u = u->src[0];
   }
@@ -235,7 +235,7 @@ tg_tensor *tg_assign(tg_tensor *target, tg_tensor *value) {
     TG_FAIL("tg_assign: dtype mismatch: target is %s, value is %s", tg_dtype_name(tg_dtype_of(target)), tg_dtype_name(tg_dtype_of(value)));
   uop *t = target->u;
   while (t->op == OP_ASSIGN) t = t->src[0];   /* assigning again to pending assigns: chain on their target */
-  if (!assignable(t)) TG_FAIL("tg_assign: target must be a realized tensor or a view (reshape/permute/slice/flip/pad, no expand) of one; realize it first");
+  if (!assignable(t)) TG_FAIL("tg_assign: target must be a realized tensor or a view (reshape/permute/slice/flip/pad/take, no expand) of one; realize it first");
   tg_scope_begin();
   tg_tensor *v = tg_expand(value, tg_shape_of(target));
   if (!v) { tg_scope_end(); return NULL; }

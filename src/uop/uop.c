@@ -128,6 +128,14 @@ static void set_shape(uop *u) {
     }
     break;
   }
+  case OP_TAKE: {
+    /* rows of src[0] picked by the integers of src[1]: index shape + row shape */
+    const uop *ix = u->src[1];
+    nd = ix->ndim + s0->ndim - 1;
+    memcpy(tmp, ix->shape, sizeof(int64_t) * (size_t)ix->ndim);
+    memcpy(tmp + ix->ndim, s0->shape + 1, sizeof(int64_t) * (size_t)(s0->ndim - 1));
+    break;
+  }
   case OP_REDUCE_AXIS:
     nd = s0->ndim; memcpy(tmp, s0->shape, sizeof(int64_t) * (size_t)nd);
     for (int i = 1; i < u->arg.n; i++) tmp[u->arg.v[i]] = 1;

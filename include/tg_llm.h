@@ -1,0 +1,77 @@
+/* tg_llm.h: transformer language models from GGUF files, and sampling.
+ * Included by tg.h. See docs/llm.md.
+ *
+ * tg_llm_load builds the model from the file's metadata (llama, mistral,
+ * qwen2, qwen3, olmo2 architectures): weights stay as the file stores them
+ * (quantized types are dequantized inside the kernels that use them). A
+ * model holds one sequence's KV cache of n_ctx positions; tg_llm_eval appends
+ * tokens to it and returns the logits of the last one. Decoding one token at
+ * a time runs under the JIT with the position as a symbolic variable, so it
+ * compiles once for every position. */
+#ifndef TG_LLM_H
+#define TG_LLM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tg_llm tg_llm;
+
+typedef struct {
+  int n_ctx;              /* KV cache positions; 0: the model's context length (at most 4096) */
+  const char *device;     /* NULL: the default device */
+} tg_llm_opts;
+
+/* The hyperparameters read from the file. */
+typedef struct {
+  char arch[32];          /* general.architecture */
+  int n_vocab, dim, n_layers, n_heads, n_kv_heads, head_dim, ffn_dim;
+  int n_ctx_train;        /* <arch>.context_length */
+  int n_ctx;              /* this model's cache size */
+  float rms_eps;
+  float rope_base;
+  int rope_dim;           /* dimensions of each head that RoPE rotates */
+  bool rope_neox;         /* rotate (i, i + d/2) pairs instead of (2i, 2i+1) */
+} tg_llm_config;
+
+/* Loads path; NULL + tg_error naming a missing tensor, an unsupported
+ * architecture or a bad file. opts may be NULL. */
+tg_llm *tg_llm_load(const char *path, const tg_llm_opts *opts);
+void tg_llm_free(tg_llm *m);
+const tg_llm_config *tg_llm_config_of(const tg_llm *m);
+
+/* Runs tokens[0..n) at positions n_past.. (appending them to the cache) and
+ * writes the logits of the last one (n_vocab floats) to logits (may be NULL).
+ * Fails, changing nothing, when the cache has no room. 0 or -1. */
+int tg_llm_eval(tg_llm *m, const int32_t *tokens, int n, float *logits);
+/* Positions in the cache. */
+int tg_llm_n_past(const tg_llm *m);
+/* Forgets positions from n_past on (to reuse a shared prefix). */
+void tg_llm_rewind(tg_llm *m, int n_past);
+
+/* ---------------------------------------------------------------- sampling */
+
+typedef struct {
+  float temperature;      /* <= 0: greedy (argmax) */
+  int top_k;              /* 0: off */
+  float top_p;            /* 1: off */
+  float min_p;            /* 0: off */
+  uint64_t seed;
+} tg_sampling;
+/* llama.cpp's defaults: temperature 0.8, top_k 40, top_p 0.95, min_p 0.05. */
+tg_sampling tg_sampling_default(void);
+
+typedef struct tg_sampler tg_sampler;
+tg_sampler *tg_sampler_new(const tg_sampling *s);
+void tg_sampler_free(tg_sampler *s);
+/* A token drawn from logits (n floats) by the chain top-k, top-p, min-p,
+ * temperature, then a draw from the sampler's seeded generator. */
+int32_t tg_sampler_sample(tg_sampler *s, const float *logits, int n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

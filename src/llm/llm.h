@@ -1,0 +1,44 @@
+/* llm.h: the model runner's internals (see include/tg_llm.h): the model
+ * struct, config from GGUF metadata, weights, and the forward graph. */
+#ifndef TG_LLM_INTERNAL_H
+#define TG_LLM_INTERNAL_H
+
+#include "io/gguf_file.h"
+#include "tg.h"
+
+/* The chunk sizes a prompt is cut into; each has its own JIT. */
+#define LLM_CHUNKS { 64, 16, 4, 1 }
+#define LLM_NCHUNKS 4
+
+typedef struct {
+  tg_tensor *attn_norm, *wq, *wk, *wv, *wo, *bq, *bk, *bv;
+  tg_tensor *q_norm, *k_norm;            /* qwen3: per head; olmo2: over all heads */
+  tg_tensor *attn_post_norm, *ffn_post_norm;   /* olmo2 normalizes after, not before */
+  tg_tensor *ffn_norm, *w_gate, *w_up, *w_down;
+  tg_tensor *k_cache, *v_cache;          /* (n_ctx, n_kv_heads, head_dim) */
+} llm_layer;
+
+struct tg_llm {
+  tg_llm_config cfg;
+  gguf_file *file;
+  bool post_norms;                       /* olmo2 */
+  bool qk_norm_per_head;                 /* qwen3 (else over the whole q/k) */
+  tg_tensor *tok_embd, *output_norm, *output;
+  llm_layer *layers;
+  tg_tensor *rope_cos, *rope_sin;        /* (n_ctx, rope_dim / 2) */
+  char pos_name[32];                     /* the symbolic position's variable */
+  tg_tensor *pos;
+  int n_past;
+  tg_jit *jit[LLM_NCHUNKS];
+  int chunk[LLM_NCHUNKS];
+};
+
+/* Fills m->cfg from the file's metadata; -1 + tg_error. */
+int llm_read_config(tg_llm *m, int n_ctx);
+/* Loads every weight of m's architecture (NULL-safe for optional ones). */
+int llm_load_weights(tg_llm *m, const char *device);
+/* The logits (1, n_vocab) of the last of tokens (T,) int32 at positions
+ * pos .. pos+T-1, writing their keys and values into the caches. */
+tg_tensor *llm_forward(tg_llm *m, tg_tensor *tokens);
+
+#endif

@@ -1,0 +1,67 @@
+/* llm_config.c: a model's hyperparameters from GGUF metadata
+ * (<arch>.embedding_length and friends, as llama.cpp names them). */
+#include <stdio.h>
+#include <string.h>
+#include "llm/llm.h"
+#include "util/util.h"
+
+static const char *const supported[] = { "llama", "mistral", "qwen2", "qwen3", "olmo2", NULL };
+
+/* Integer <arch>.<key>; def when absent (def < 0: required). */
+static int arch_int(tg_llm *m, const char *key, int64_t def, int *out) {
+  char k[128];
+  snprintf(k, sizeof k, "%s.%s", m->cfg.arch, key);
+  int64_t v = def;
+  const gguf_kv *kv = gguf_find(m->file, k);
+  if (kv && kv->type == GGUF_ARRAY) {   /* per-layer arrays: take the first */
+    if (!kv->arr_n || kv->arr_type == GGUF_STRING || kv->arr_type == GGUF_ARRAY) return tg_seterr("%s: %s is not a number", m->file->path, k);
+    v = gguf_arr_int(kv, 0);
+  } else if (!gguf_get_int(m->file, k, &v) && def < 0) {
+    return tg_seterr("%s: metadata %s is missing", m->file->path, k);
+  }
+  if (v < 0 || v > (1 << 30)) return tg_seterr("%s: %s = %lld is out of range", m->file->path, k, (long long)v);
+  *out = (int)v;
+  return 0;
+}
+
+static float arch_float(tg_llm *m, const char *key, double def) {
+  char k[128];
+  snprintf(k, sizeof k, "%s.%s", m->cfg.arch, key);
+  double v = def;
+  gguf_get_f64(m->file, k, &v);
+  return (float)v;
+}
+
+int llm_read_config(tg_llm *m, int n_ctx) {
+  tg_llm_config *c = &m->cfg;
+  char *arch = gguf_get_str(m->file, "general.architecture");
+  if (!arch) return tg_seterr("%s: metadata general.architecture is missing", m->file->path);
+  bool ok = false;
+  for (int i = 0; supported[i]; i++) ok |= !strcmp(arch, supported[i]);
+  if (!ok) {
+    tg_seterr("%s: architecture '%s' is not supported (supported: llama, mistral, qwen2, qwen3, olmo2)", m->file->path, arch);
+    free(arch);
+    return -1;
+  }
+  snprintf(c->arch, sizeof c->arch, "%s", arch);
+  free(arch);
+  if (arch_int(m, "embedding_length", -1, &c->dim) < 0 || arch_int(m, "block_count", -1, &c->n_layers) < 0 ||
+      arch_int(m, "attention.head_count", -1, &c->n_heads) < 0 || arch_int(m, "feed_forward_length", -1, &c->ffn_dim) < 0 ||
+      arch_int(m, "context_length", 2048, &c->n_ctx_train) < 0 || arch_int(m, "attention.head_count_kv", c->n_heads, &c->n_kv_heads) < 0)
+    return -1;
+  if (c->n_heads <= 0 || c->dim <= 0 || c->n_layers <= 0) return tg_seterr("%s: embedding_length, block_count and head_count must be positive", m->file->path);
+  if (arch_int(m, "attention.key_length", c->dim / c->n_heads, &c->head_dim) < 0) return -1;
+  if (arch_int(m, "rope.dimension_count", c->head_dim, &c->rope_dim) < 0) return -1;
+  if (c->n_kv_heads <= 0 || c->n_heads % c->n_kv_heads)
+    return tg_seterr("%s: head_count %d is not a multiple of head_count_kv %d", m->file->path, c->n_heads, c->n_kv_heads);
+  if (c->rope_dim > c->head_dim || c->rope_dim % 2) return tg_seterr("%s: rope.dimension_count %d does not fit head size %d", m->file->path, c->rope_dim, c->head_dim);
+  c->rms_eps = arch_float(m, "attention.layer_norm_rms_epsilon", 1e-5);
+  c->rope_base = arch_float(m, "rope.freq_base", 10000.0);
+  /* llama.cpp's rope types: llama and mistral rotate adjacent pairs (their
+   * converter permuted q and k for it); the others rotate halves (NEOX) */
+  c->rope_neox = strcmp(c->arch, "llama") && strcmp(c->arch, "mistral");
+  m->post_norms = !strcmp(c->arch, "olmo2");
+  m->qk_norm_per_head = !strcmp(c->arch, "qwen3");
+  c->n_ctx = n_ctx > 0 ? n_ctx : (c->n_ctx_train < 4096 ? c->n_ctx_train : 4096);
+  return 0;
+}

@@ -1,0 +1,100 @@
+/* llm_forward.c: the transformer's forward graph for T tokens at the
+ * symbolic position m->pos (llama.cpp's llm_build_llama / qwen2 / qwen3 /
+ * olmo2 in tensor ops). Everything is lazy; llm_eval realizes it (under the
+ * JIT). Attention reads the whole cache with a causal mask, so one compiled
+ * step serves every position. */
+#include <math.h>
+#include "llm/llm.h"
+
+static tg_tensor *rms_norm(tg_tensor *x, tg_tensor *w, float eps) {
+  tg_tensor *ms = tg_mean(tg_mul(x, x), TG_AXES(-1), true);
+  tg_tensor *y = tg_mul(x, tg_rsqrt(tg_add(ms, tg_scalar(eps, TG_F32))));
+  return w ? tg_mul(y, tg_cast(w, TG_F32)) : y;
+}
+
+static tg_tensor *linear(tg_tensor *x, tg_tensor *w, tg_tensor *b) {
+  tg_tensor *y = tg_matmul(x, tg_T(w));
+  if (tg_dtype_of(y) != TG_F32) y = tg_cast(y, TG_F32);
+  return b ? tg_add(y, tg_cast(b, TG_F32)) : y;
+}
+
+/* Rotates x (T, H, head_dim): the first rope_dim dims of each head, by the
+ * angles of cos/sin (T, 1, rope_dim/2). */
+static tg_tensor *rope(tg_llm *m, tg_tensor *x, tg_tensor *cos, tg_tensor *sin) {
+  const tg_llm_config *c = &m->cfg;
+  int64_t T = tg_dim(x, 0), H = tg_dim(x, 1), half = c->rope_dim / 2;
+  tg_tensor *rot = x, *pass = NULL;
+  if (c->rope_dim < c->head_dim) {
+    rot = TG_GET(x, TG_ALLIDX, TG_ALLIDX, TG_UPTO(c->rope_dim));
+    pass = TG_GET(x, TG_ALLIDX, TG_ALLIDX, TG_FROM(c->rope_dim));
+  }
+  tg_tensor *x0, *x1;
+  if (c->rope_neox) {
+    x0 = TG_GET(rot, TG_ALLIDX, TG_ALLIDX, TG_UPTO(half));
+    x1 = TG_GET(rot, TG_ALLIDX, TG_ALLIDX, TG_FROM(half));
+  } else {
+    tg_tensor *pairs = tg_reshape(rot, TG_SHAPE(T, H, half, 2));
+    x0 = TG_GET(pairs, TG_ALLIDX, TG_ALLIDX, TG_ALLIDX, TG_I(0));
+    x1 = TG_GET(pairs, TG_ALLIDX, TG_ALLIDX, TG_ALLIDX, TG_I(1));
+  }
+  tg_tensor *y0 = tg_sub(tg_mul(x0, cos), tg_mul(x1, sin));
+  tg_tensor *y1 = tg_add(tg_mul(x0, sin), tg_mul(x1, cos));
+  tg_tensor *y;
+  if (c->rope_neox) y = tg_cat((tg_tensor *[]){ y0, y1 }, 2, -1);
+  else y = tg_reshape(tg_stack((tg_tensor *[]){ y0, y1 }, 2, -1), TG_SHAPE(T, H, c->rope_dim));
+  return pass ? tg_cat((tg_tensor *[]){ y, pass }, 2, -1) : y;
+}
+
+/* Attention of q (T, H, hd) over the layer's whole cache, keys at positions
+ * j <= pos + t. mask is (T, n_ctx) bool. */
+static tg_tensor *attention(tg_llm *m, llm_layer *l, tg_tensor *q, tg_tensor *mask) {
+  const tg_llm_config *c = &m->cfg;
+  int64_t T = tg_dim(q, 0), KV = c->n_kv_heads, G = c->n_heads / c->n_kv_heads, hd = c->head_dim, S = c->n_ctx;
+  tg_tensor *qg = tg_permute(tg_reshape(q, TG_SHAPE(T, KV, G, hd)), TG_AXES(1, 2, 0, 3));        /* (KV, G, T, hd) */
+  tg_tensor *kt = tg_reshape(tg_permute(l->k_cache, TG_AXES(1, 2, 0)), TG_SHAPE(KV, 1, hd, S));  /* (KV, 1, hd, S) */
+  tg_tensor *v = tg_reshape(tg_permute(l->v_cache, TG_AXES(1, 0, 2)), TG_SHAPE(KV, 1, S, hd));   /* (KV, 1, S, hd) */
+  tg_tensor *scores = tg_mul(tg_matmul(qg, kt), tg_scalar(1.0 / sqrt((double)hd), TG_F32));
+  scores = tg_where(mask, scores, tg_scalar(-INFINITY, TG_F32));
+  tg_tensor *o = tg_matmul(tg_softmax(scores, -1), v);                                         /* (KV, G, T, hd) */
+  return tg_reshape(tg_permute(o, TG_AXES(2, 0, 1, 3)), TG_SHAPE(T, c->n_heads * hd));
+}
+
+static tg_tensor *norm_heads(tg_tensor *x, tg_tensor *w, float eps, bool per_head, int64_t T, int64_t H, int64_t hd) {
+  if (!w) return x;
+  if (per_head) return rms_norm(x, w, eps);
+  return tg_reshape(rms_norm(tg_reshape(x, TG_SHAPE(T, H * hd)), w, eps), TG_SHAPE(T, H, hd));
+}
+
+tg_tensor *llm_forward(tg_llm *m, tg_tensor *tokens) {
+  const tg_llm_config *c = &m->cfg;
+  int64_t T = tg_dim(tokens, 0), hd = c->head_dim;
+  tg_tensor *positions = tg_add(m->pos, tg_arange(0, (double)T, 1, TG_I32));                  /* (T,) */
+  tg_tensor *cos = tg_unsqueeze(tg_take(m->rope_cos, positions), 1);                           /* (T, 1, rope/2) */
+  tg_tensor *sin = tg_unsqueeze(tg_take(m->rope_sin, positions), 1);
+  tg_tensor *keys = tg_arange(0, c->n_ctx, 1, TG_I32);
+  tg_tensor *mask = tg_le(tg_unsqueeze(keys, 0), tg_unsqueeze(positions, 1));                   /* (T, n_ctx) */
+  tg_tensor *x = tg_cast(tg_take(m->tok_embd, tokens), TG_F32);                                /* (T, dim) */
+  for (int i = 0; i < c->n_layers; i++) {
+    llm_layer *l = &m->layers[i];
+    tg_tensor *h = m->post_norms ? x : rms_norm(x, l->attn_norm, c->rms_eps);
+    tg_tensor *q = linear(h, l->wq, l->bq), *k = linear(h, l->wk, l->bk), *v = linear(h, l->wv, l->bv);
+    q = tg_reshape(q, TG_SHAPE(T, c->n_heads, hd));
+    k = tg_reshape(k, TG_SHAPE(T, c->n_kv_heads, hd));
+    v = tg_reshape(v, TG_SHAPE(T, c->n_kv_heads, hd));
+    q = norm_heads(q, l->q_norm, c->rms_eps, m->qk_norm_per_head, T, c->n_heads, hd);
+    k = norm_heads(k, l->k_norm, c->rms_eps, m->qk_norm_per_head, T, c->n_kv_heads, hd);
+    q = rope(m, q, cos, sin);
+    k = rope(m, k, cos, sin);
+    tg_assign(tg_take(l->k_cache, positions), k);
+    tg_assign(tg_take(l->v_cache, positions), v);
+    tg_tensor *a = linear(attention(m, l, q, mask), l->wo, NULL);
+    if (m->post_norms) a = rms_norm(a, l->attn_post_norm, c->rms_eps);
+    x = tg_add(x, a);
+    h = m->post_norms ? x : rms_norm(x, l->ffn_norm, c->rms_eps);
+    tg_tensor *f = linear(tg_mul(tg_silu(linear(h, l->w_gate, NULL)), linear(h, l->w_up, NULL)), l->w_down, NULL);
+    if (m->post_norms) f = rms_norm(f, l->ffn_post_norm, c->rms_eps);
+    x = tg_add(x, f);
+  }
+  tg_tensor *last = T > 1 ? TG_GET(x, TG_FROM(T - 1)) : x;                                     /* (1, dim) */
+  return linear(rms_norm(last, m->output_norm, c->rms_eps), m->output, NULL);
+}

@@ -1,0 +1,119 @@
+/* llm_model.c: loading a model (tg_llm_load) and running tokens through it
+ * (tg_llm_eval): prompts in chunks of 64/16/4/1 tokens, each chunk size a JIT
+ * whose position is a symbolic variable, so after two calls a chunk replays
+ * its kernels without scheduling or compiling. */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include "llm/llm.h"
+#include "tensor/tensor.h"
+#include "util/util.h"
+
+/* cos/sin of pos * base^(-2i/rope_dim), computed in double (llama.cpp uses
+ * float: the angles agree to within an ulp). */
+static int rope_tables(tg_llm *m) {
+  const tg_llm_config *c = &m->cfg;
+  int half = c->rope_dim / 2;
+  float *cs = tg_xmalloc(sizeof(float) * (size_t)c->n_ctx * (size_t)half);
+  float *sn = tg_xmalloc(sizeof(float) * (size_t)c->n_ctx * (size_t)half);
+  for (int p = 0; p < c->n_ctx; p++)
+    for (int i = 0; i < half; i++) {
+      double theta = p * pow((double)c->rope_base, -2.0 * i / c->rope_dim);
+      cs[(size_t)p * half + i] = (float)cos(theta);
+      sn[(size_t)p * half + i] = (float)sin(theta);
+    }
+  tg_scope_begin();
+  m->rope_cos = tg_from_data(cs, TG_SHAPE(c->n_ctx, half), TG_F32);
+  m->rope_sin = tg_from_data(sn, TG_SHAPE(c->n_ctx, half), TG_F32);
+  int rc = m->rope_cos && m->rope_sin && tg_realize(m->rope_cos) == 0 && tg_realize(m->rope_sin) == 0 ? 0 : -1;
+  if (rc == 0) { tensor_adopt(NULL, m->rope_cos); tensor_adopt(NULL, m->rope_sin); }
+  else m->rope_cos = m->rope_sin = NULL;
+  tg_scope_end();
+  free(cs); free(sn);
+  return rc;
+}
+
+static int step(void *ctx, tg_tensor *const *in, int nin, tg_tensor **out, int nout) {
+  (void)nin; (void)nout;
+  out[0] = llm_forward(ctx, in[0]);
+  return out[0] ? 0 : -1;
+}
+
+tg_llm *tg_llm_load(const char *path, const tg_llm_opts *opts) {
+  tg_llm_opts o = opts ? *opts : (tg_llm_opts){ 0 };
+  tg_llm *m = tg_xcalloc(1, sizeof *m);
+  m->file = gguf_open(path);
+  if (!m->file || llm_read_config(m, o.n_ctx) < 0 || llm_load_weights(m, o.device) < 0 || rope_tables(m) < 0) {
+    tg_llm_free(m);
+    return NULL;
+  }
+  /* each model gets its own position variable */
+  static atomic_int next_id;
+  snprintf(m->pos_name, sizeof m->pos_name, "llm_pos_%d", atomic_fetch_add(&next_id, 1));
+  tg_scope_begin();
+  m->pos = tg_variable(m->pos_name, 0, m->cfg.n_ctx - 1);
+  if (m->pos) tensor_adopt(NULL, m->pos);
+  tg_scope_end();
+  if (!m->pos) { tg_llm_free(m); return NULL; }
+  int sizes[LLM_NCHUNKS] = LLM_CHUNKS;
+  for (int i = 0; i < LLM_NCHUNKS; i++) {
+    m->chunk[i] = sizes[i];
+    m->jit[i] = tg_jit_new(step, m);
+  }
+  return m;
+}
+
+void tg_llm_free(tg_llm *m) {
+  if (!m) return;
+  for (int i = 0; i < LLM_NCHUNKS; i++) tg_jit_free(m->jit[i]);
+  tg_tensor **own[] = { &m->tok_embd, &m->output_norm, &m->rope_cos, &m->rope_sin, &m->pos };
+  if (m->output != m->tok_embd) tg_free(m->output);
+  for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) tg_free(*own[i]);
+  for (int i = 0; m->layers && i < m->cfg.n_layers; i++) {
+    llm_layer *l = &m->layers[i];
+    tg_tensor *ts[] = { l->attn_norm, l->wq, l->wk, l->wv, l->wo, l->bq, l->bk, l->bv, l->q_norm, l->k_norm, l->attn_post_norm,
+                        l->ffn_post_norm, l->ffn_norm, l->w_gate, l->w_up, l->w_down, l->k_cache, l->v_cache };
+    for (size_t k = 0; k < sizeof ts / sizeof ts[0]; k++) tg_free(ts[k]);
+  }
+  free(m->layers);
+  gguf_close(m->file);
+  free(m);
+}
+
+const tg_llm_config *tg_llm_config_of(const tg_llm *m) { return &m->cfg; }
+int tg_llm_n_past(const tg_llm *m) { return m->n_past; }
+void tg_llm_rewind(tg_llm *m, int n_past) {
+  if (n_past >= 0 && n_past < m->n_past) m->n_past = n_past;
+}
+
+/* Runs one chunk of exactly its JIT's size at m->n_past. */
+static int eval_chunk(tg_llm *m, int which, const int32_t *tokens, float *logits) {
+  int T = m->chunk[which];
+  tg_scope_begin();
+  int rc = -1;
+  tg_tensor *in = tg_from_data(tokens, TG_SHAPE(T), TG_I32), *out = NULL;
+  if (in && tg_bind(m->pos_name, m->n_past) == 0 && tg_jit_call(m->jit[which], &in, 1, &out, 1) == 0)
+    rc = logits ? tg_data(out, logits, sizeof(float) * (size_t)m->cfg.n_vocab) : tg_realize(out);
+  tg_scope_end();
+  if (rc == 0) m->n_past += T;
+  return rc;
+}
+
+int tg_llm_eval(tg_llm *m, const int32_t *tokens, int n, float *logits) {
+  if (!m) return tg_seterr("tg_llm_eval: no model");
+  if (n <= 0) return tg_seterr("tg_llm_eval: no tokens");
+  if (n > m->cfg.n_ctx - m->n_past)
+    return tg_seterr("tg_llm_eval: %d tokens do not fit: %d of the context's %d positions are used", n, m->n_past, m->cfg.n_ctx);
+  for (int i = 0; i < n; i++)
+    if (tokens[i] < 0 || tokens[i] >= m->cfg.n_vocab) return tg_seterr("tg_llm_eval: token %d is outside the vocabulary (%d)", tokens[i], m->cfg.n_vocab);
+  int start = m->n_past, done = 0;
+  while (done < n) {
+    int which = 0;
+    while (m->chunk[which] > n - done) which++;
+    bool last = done + m->chunk[which] == n;
+    if (eval_chunk(m, which, tokens + done, last ? logits : NULL) < 0) { m->n_past = start; return -1; }
+    done += m->chunk[which];
+  }
+  return 0;
+}

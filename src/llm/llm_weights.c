@@ -1,0 +1,92 @@
+/* llm_weights.c: a model's tensors from its GGUF file, by llama.cpp's names
+ * (token_embd, blk.N.attn_q, ...). Each is copied out of the mapping once
+ * and stays in the file's type; missing required tensors are named in the
+ * error. */
+#include <stdio.h>
+#include <string.h>
+#include "llm/llm.h"
+#include "io/gguf_loader.h"
+#include "tensor/tensor.h"
+#include "util/util.h"
+
+/* The tensor called name, realized on device and owned by the model; NULL
+ * when absent (an error only when required). *err is set on failure. */
+static tg_tensor *load(tg_llm *m, const char *device, const char *name, bool required, bool *err) {
+  if (*err) return NULL;
+  const gguf_tensor_info *g = gguf_find_tensor(m->file, name);
+  if (!g) {
+    if (required) { tg_seterr("%s: tensor '%s' is missing (architecture %s)", m->file->path, name, m->cfg.arch); *err = true; }
+    return NULL;
+  }
+  tg_scope_begin();
+  tg_tensor *t = gguf_tensor_load(g, device);
+  if (t && tg_realize(t) < 0) t = NULL;
+  if (t) tensor_adopt(NULL, t);
+  tg_scope_end();
+  if (!t) *err = true;
+  return t;
+}
+
+/* Checks that t has the shape (d0, d1) (or (d0) when d1 < 0). */
+static bool shaped(tg_llm *m, tg_tensor *t, const char *name, int64_t d0, int64_t d1, bool *err) {
+  if (!t || *err) return !*err;
+  tg_shape s = tg_shape_of(t);
+  bool ok = d1 < 0 ? s.ndim == 1 && s.d[0] == d0 : s.ndim == 2 && s.d[0] == d0 && s.d[1] == d1;
+  if (!ok) {
+    tg_seterr("%s: tensor '%s' has shape (%lld%s%lld), expected (%lld%s%lld)", m->file->path, name, (long long)s.d[0], s.ndim > 1 ? ", " : "",
+              s.ndim > 1 ? (long long)s.d[1] : 0LL, (long long)d0, d1 >= 0 ? ", " : "", d1 >= 0 ? (long long)d1 : 0LL);
+    *err = true;
+  }
+  return ok;
+}
+
+int llm_load_weights(tg_llm *m, const char *device) {
+  tg_llm_config *c = &m->cfg;
+  bool err = false;
+  char n[128];
+  m->tok_embd = load(m, device, "token_embd.weight", true, &err);
+  if (err) return -1;
+  tg_shape es = tg_shape_of(m->tok_embd);
+  if (es.ndim != 2 || es.d[1] != c->dim) return tg_seterr("%s: token_embd.weight is not (n_vocab, %d)", m->file->path, c->dim);
+  c->n_vocab = (int)es.d[0];
+  m->output_norm = load(m, device, "output_norm.weight", true, &err);
+  shaped(m, m->output_norm, "output_norm.weight", c->dim, -1, &err);
+  m->output = load(m, device, "output.weight", false, &err);
+  if (!m->output && !err) m->output = m->tok_embd;   /* tied embeddings */
+  shaped(m, m->output, "output.weight", c->n_vocab, c->dim, &err);
+  int q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
+  m->layers = tg_xcalloc((size_t)c->n_layers, sizeof *m->layers);
+  for (int i = 0; i < c->n_layers && !err; i++) {
+    llm_layer *l = &m->layers[i];
+#define W(field, suffix, req, d0, d1) \
+    do { snprintf(n, sizeof n, "blk.%d.%s", i, suffix); l->field = load(m, device, n, req, &err); shaped(m, l->field, n, d0, d1, &err); } while (0)
+    W(attn_norm, "attn_norm.weight", !m->post_norms, c->dim, -1);
+    W(wq, "attn_q.weight", true, q_dim, c->dim);
+    W(wk, "attn_k.weight", true, kv_dim, c->dim);
+    W(wv, "attn_v.weight", true, kv_dim, c->dim);
+    W(wo, "attn_output.weight", true, c->dim, q_dim);
+    W(bq, "attn_q.bias", false, q_dim, -1);
+    W(bk, "attn_k.bias", false, kv_dim, -1);
+    W(bv, "attn_v.bias", false, kv_dim, -1);
+    W(q_norm, "attn_q_norm.weight", false, m->qk_norm_per_head ? c->head_dim : q_dim, -1);
+    W(k_norm, "attn_k_norm.weight", false, m->qk_norm_per_head ? c->head_dim : kv_dim, -1);
+    W(attn_post_norm, "post_attention_norm.weight", m->post_norms, c->dim, -1);
+    W(ffn_norm, "ffn_norm.weight", !m->post_norms, c->dim, -1);
+    W(ffn_post_norm, "post_ffw_norm.weight", m->post_norms, c->dim, -1);
+    W(w_gate, "ffn_gate.weight", true, c->ffn_dim, c->dim);
+    W(w_up, "ffn_up.weight", true, c->ffn_dim, c->dim);
+    W(w_down, "ffn_down.weight", true, c->dim, c->ffn_dim);
+#undef W
+    if (err) break;
+    tg_scope_begin();
+    l->k_cache = tg_zeros(TG_SHAPE(c->n_ctx, c->n_kv_heads, c->head_dim), TG_F32);
+    l->v_cache = tg_zeros(TG_SHAPE(c->n_ctx, c->n_kv_heads, c->head_dim), TG_F32);
+    l->k_cache = tg_contiguous(l->k_cache);
+    l->v_cache = tg_contiguous(l->v_cache);
+    if (tg_realize(l->k_cache) < 0 || tg_realize(l->v_cache) < 0) err = true;
+    else { tensor_adopt(NULL, l->k_cache); tensor_adopt(NULL, l->v_cache); }
+    tg_scope_end();
+    if (err) l->k_cache = l->v_cache = NULL;
+  }
+  return err ? -1 : 0;
+}

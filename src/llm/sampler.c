@@ -1,0 +1,89 @@
+/* sampler.c: picking the next token from logits: greedy, or top-k, top-p,
+ * min-p and temperature (llama.cpp's default order) and a seeded draw. */
+#include <math.h>
+#include <stdlib.h>
+#include "tg.h"
+#include "util/util.h"
+
+struct tg_sampler {
+  tg_sampling p;
+  uint64_t state;
+  int *idx;          /* candidates, sorted by logit */
+  float *prob;
+  int cap;
+};
+
+tg_sampling tg_sampling_default(void) {
+  return (tg_sampling){ .temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f, .seed = 0 };
+}
+
+tg_sampler *tg_sampler_new(const tg_sampling *s) {
+  tg_sampler *r = tg_xcalloc(1, sizeof *r);
+  r->p = s ? *s : tg_sampling_default();
+  r->state = r->p.seed ^ 0x9e3779b97f4a7c15ull;
+  return r;
+}
+
+void tg_sampler_free(tg_sampler *s) {
+  if (!s) return;
+  free(s->idx);
+  free(s->prob);
+  free(s);
+}
+
+/* splitmix64: a uniform double in [0, 1) */
+static double next_uniform(tg_sampler *s) {
+  uint64_t z = (s->state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  return (double)(z >> 11) / 9007199254740992.0;
+}
+
+static int by_logit(const void *a, const void *b, void *ctx) {
+  const float *l = ctx;
+  float x = l[*(const int *)a], y = l[*(const int *)b];
+  return x > y ? -1 : x < y ? 1 : *(const int *)a - *(const int *)b;
+}
+
+int32_t tg_sampler_sample(tg_sampler *s, const float *logits, int n) {
+  if (n <= 0) return -1;
+  int best = 0;
+  for (int i = 1; i < n; i++) if (logits[i] > logits[best]) best = i;
+  if (s->p.temperature <= 0) return best;
+  if (s->cap < n) {
+    s->idx = tg_xrealloc(s->idx, sizeof(int) * (size_t)n);
+    s->prob = tg_xrealloc(s->prob, sizeof(float) * (size_t)n);
+    s->cap = n;
+  }
+  /* top-k first keeps the sort small */
+  int k = s->p.top_k > 0 && s->p.top_k < n ? s->p.top_k : n;
+  for (int i = 0; i < n; i++) s->idx[i] = i;
+  qsort_r(s->idx, (size_t)n, sizeof(int), by_logit, (void *)logits);
+  /* softmax over the k candidates (before temperature, as llama.cpp's top-p
+   * and min-p see the distribution) */
+  double max = logits[s->idx[0]], sum = 0;
+  for (int i = 0; i < k; i++) sum += s->prob[i] = (float)exp(logits[s->idx[i]] - max);
+  for (int i = 0; i < k; i++) s->prob[i] = (float)(s->prob[i] / sum);
+  if (s->p.top_p > 0 && s->p.top_p < 1) {
+    double cum = 0;
+    int keep = k;
+    for (int i = 0; i < k; i++) { cum += s->prob[i]; if (cum >= s->p.top_p) { keep = i + 1; break; } }
+    k = keep;
+  }
+  if (s->p.min_p > 0) {
+    float floor_p = s->prob[0] * s->p.min_p;
+    int keep = 1;
+    while (keep < k && s->prob[keep] >= floor_p) keep++;
+    k = keep;
+  }
+  /* temperature, then draw */
+  sum = 0;
+  for (int i = 0; i < k; i++) sum += s->prob[i] = (float)exp((logits[s->idx[i]] - max) / s->p.temperature);
+  double u = next_uniform(s) * sum, acc = 0;
+  for (int i = 0; i < k; i++) {
+    acc += s->prob[i];
+    if (u < acc) return s->idx[i];
+  }
+  return s->idx[k - 1];
+}
