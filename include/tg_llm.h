@@ -35,6 +35,12 @@ typedef struct {
   float rope_base;
   int rope_dim;           /* dimensions of each head that RoPE rotates */
   bool rope_neox;         /* rotate (i, i + d/2) pairs instead of (2i, 2i+1) */
+  /* mixture of experts (0 experts: a dense feed-forward) */
+  int n_experts, n_experts_used, expert_ffn_dim, n_shared_experts, shared_ffn_dim;
+  int n_dense_leading;    /* the first layers use a dense feed-forward */
+  bool expert_weights_norm;    /* renormalize the chosen experts' weights */
+  float expert_weights_scale;  /* 0: none */
+  bool expert_gating_sigmoid;  /* sigmoid instead of softmax router */
 } tg_llm_config;
 
 /* Loads path; NULL + tg_error naming a missing tensor, an unsupported

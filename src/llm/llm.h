@@ -16,6 +16,9 @@ typedef struct {
   tg_tensor *attn_post_norm, *ffn_post_norm;   /* olmo2 normalizes after, not before */
   tg_tensor *ffn_norm, *w_gate, *w_up, *w_down;
   tg_tensor *k_cache, *v_cache;          /* (n_ctx, n_kv_heads, head_dim) */
+  /* mixture of experts: router (E, dim), experts (E, ffn, dim) / (E, dim, ffn) */
+  tg_tensor *router, *expert_bias, *gate_exps, *up_exps, *down_exps;
+  tg_tensor *gate_shexp, *up_shexp, *down_shexp, *router_shexp;
 } llm_layer;
 
 struct tg_llm {

@@ -5,7 +5,7 @@
 #include "llm/llm.h"
 #include "util/util.h"
 
-static const char *const supported[] = { "llama", "mistral", "qwen2", "qwen3", "olmo2", NULL };
+static const char *const supported[] = { "llama", "mistral", "qwen2", "qwen3", "olmo2", "qwen2moe", "qwen3moe", NULL };
 
 /* Integer <arch>.<key>; def when absent (def < 0: required). */
 static int arch_int(tg_llm *m, const char *key, int64_t def, int *out) {
@@ -39,7 +39,7 @@ int llm_read_config(tg_llm *m, int n_ctx) {
   bool ok = false;
   for (int i = 0; supported[i]; i++) ok |= !strcmp(arch, supported[i]);
   if (!ok) {
-    tg_seterr("%s: architecture '%s' is not supported (supported: llama, mistral, qwen2, qwen3, olmo2)", m->file->path, arch);
+    tg_seterr("%s: architecture '%s' is not supported (supported: llama (and mixtral), mistral, qwen2, qwen3, olmo2, qwen2moe, qwen3moe)", m->file->path, arch);
     free(arch);
     return -1;
   }
@@ -55,13 +55,32 @@ int llm_read_config(tg_llm *m, int n_ctx) {
   if (c->n_kv_heads <= 0 || c->n_heads % c->n_kv_heads)
     return tg_seterr("%s: head_count %d is not a multiple of head_count_kv %d", m->file->path, c->n_heads, c->n_kv_heads);
   if (c->rope_dim > c->head_dim || c->rope_dim % 2) return tg_seterr("%s: rope.dimension_count %d does not fit head size %d", m->file->path, c->rope_dim, c->head_dim);
+  if (arch_int(m, "expert_count", 0, &c->n_experts) < 0 || arch_int(m, "expert_used_count", 0, &c->n_experts_used) < 0 ||
+      arch_int(m, "expert_feed_forward_length", c->ffn_dim, &c->expert_ffn_dim) < 0 ||
+      arch_int(m, "expert_shared_count", 0, &c->n_shared_experts) < 0 ||
+      arch_int(m, "expert_shared_feed_forward_length", c->expert_ffn_dim, &c->shared_ffn_dim) < 0 ||
+      arch_int(m, "leading_dense_block_count", 0, &c->n_dense_leading) < 0)
+    return -1;
+  if (c->n_experts && (c->n_experts_used <= 0 || c->n_experts_used > c->n_experts))
+    return tg_seterr("%s: expert_used_count %d does not fit expert_count %d", m->file->path, c->n_experts_used, c->n_experts);
+  {
+    char k[128];
+    int gating = 1;
+    snprintf(k, sizeof k, "%s.expert_weights_norm", c->arch);
+    /* llama.cpp: mixtral (llama) and qwen3moe renormalize; qwen2moe does not */
+    c->expert_weights_norm = !strcmp(c->arch, "llama") || !strcmp(c->arch, "qwen3moe");
+    gguf_get_bool(m->file, k, &c->expert_weights_norm);
+    c->expert_weights_scale = arch_float(m, "expert_weights_scale", 0.0);
+    if (arch_int(m, "expert_gating_func", 1, &gating) < 0) return -1;
+    c->expert_gating_sigmoid = gating == 2;
+  }
   c->rms_eps = arch_float(m, "attention.layer_norm_rms_epsilon", 1e-5);
   c->rope_base = arch_float(m, "rope.freq_base", 10000.0);
   /* llama.cpp's rope types: llama and mistral rotate adjacent pairs (their
    * converter permuted q and k for it); the others rotate halves (NEOX) */
   c->rope_neox = strcmp(c->arch, "llama") && strcmp(c->arch, "mistral");
   m->post_norms = !strcmp(c->arch, "olmo2");
-  m->qk_norm_per_head = !strcmp(c->arch, "qwen3");
+  m->qk_norm_per_head = !strcmp(c->arch, "qwen3") || !strcmp(c->arch, "qwen3moe");
   c->n_ctx = n_ctx > 0 ? n_ctx : (c->n_ctx_train < 4096 ? c->n_ctx_train : 4096);
   return 0;
 }

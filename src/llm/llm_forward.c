@@ -59,6 +59,37 @@ static tg_tensor *attention(tg_llm *m, llm_layer *l, tg_tensor *q, tg_tensor *ma
   return tg_reshape(tg_permute(o, TG_AXES(2, 0, 1, 3)), TG_SHAPE(T, c->n_heads * hd));
 }
 
+static tg_tensor *dense_ffn(tg_tensor *h, tg_tensor *gate, tg_tensor *up, tg_tensor *down) {
+  return linear(tg_mul(tg_silu(linear(h, gate, NULL)), linear(h, up, NULL)), down, NULL);
+}
+
+/* llama.cpp's build_moe_ffn: route each token to its top-k experts and add
+ * their outputs by the router's weights. The chosen experts' matrices are
+ * read through tg_take, so a token's kernels read only those experts. */
+static tg_tensor *moe_ffn(tg_llm *m, llm_layer *l, tg_tensor *h) {
+  const tg_llm_config *c = &m->cfg;
+  int64_t T = tg_dim(h, 0), K = c->n_experts_used;
+  tg_tensor *logits = linear(h, l->router, NULL);                                               /* (T, E) */
+  tg_tensor *probs = c->expert_gating_sigmoid ? tg_sigmoid(logits) : tg_softmax(logits, -1);
+  tg_tensor *select = l->expert_bias ? tg_add(probs, tg_cast(l->expert_bias, TG_F32)) : probs;
+  tg_tensor *chosen = NULL;
+  tg_topk(select, K, -1, true, true, &chosen);                                                 /* (T, K) */
+  tg_tensor *w = tg_gather(probs, -1, chosen);                                                  /* (T, K) */
+  if (c->expert_weights_norm) w = tg_div(w, tg_sum(w, TG_AXES(-1), true));
+  if (c->expert_weights_scale > 0) w = tg_mul(w, tg_scalar(c->expert_weights_scale, TG_F32));
+  tg_tensor *x = tg_reshape(h, TG_SHAPE(T, 1, c->dim, 1));
+  tg_tensor *g = tg_matmul(tg_take(l->gate_exps, chosen), x), *u = tg_matmul(tg_take(l->up_exps, chosen), x);   /* (T, K, F, 1) */
+  tg_tensor *a = tg_cast(tg_mul(tg_silu(tg_cast(g, TG_F32)), tg_cast(u, TG_F32)), TG_F32);
+  tg_tensor *d = tg_cast(tg_matmul(tg_take(l->down_exps, chosen), a), TG_F32);                 /* (T, K, dim, 1) */
+  tg_tensor *out = tg_sum(tg_mul(d, tg_reshape(w, TG_SHAPE(T, K, 1, 1))), TG_AXES(1, 3), false);  /* (T, dim) */
+  if (l->gate_shexp) {
+    tg_tensor *s = dense_ffn(h, l->gate_shexp, l->up_shexp, l->down_shexp);
+    if (l->router_shexp) s = tg_mul(s, tg_sigmoid(linear(h, tg_unsqueeze(l->router_shexp, 0), NULL)));
+    out = tg_add(out, s);
+  }
+  return out;
+}
+
 static tg_tensor *norm_heads(tg_tensor *x, tg_tensor *w, float eps, bool per_head, int64_t T, int64_t H, int64_t hd) {
   if (!w) return x;
   if (per_head) return rms_norm(x, w, eps);
@@ -91,7 +122,7 @@ tg_tensor *llm_forward(tg_llm *m, tg_tensor *tokens) {
     if (m->post_norms) a = rms_norm(a, l->attn_post_norm, c->rms_eps);
     x = tg_add(x, a);
     h = m->post_norms ? x : rms_norm(x, l->ffn_norm, c->rms_eps);
-    tg_tensor *f = linear(tg_mul(tg_silu(linear(h, l->w_gate, NULL)), linear(h, l->w_up, NULL)), l->w_down, NULL);
+    tg_tensor *f = l->router ? moe_ffn(m, l, h) : dense_ffn(h, l->w_gate, l->w_up, l->w_down);
     if (m->post_norms) f = rms_norm(f, l->ffn_post_norm, c->rms_eps);
     x = tg_add(x, f);
   }

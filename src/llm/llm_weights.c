@@ -27,9 +27,17 @@ static tg_tensor *load(tg_llm *m, const char *device, const char *name, bool req
   return t;
 }
 
-/* Checks that t has the shape (d0, d1) (or (d0) when d1 < 0). */
+static bool shaped3(tg_llm *m, tg_tensor *t, const char *name, int64_t d0, int64_t d1, int64_t d2) {
+  tg_shape s = tg_shape_of(t);
+  if (s.ndim == 3 && s.d[0] == d0 && s.d[1] == d1 && s.d[2] == d2) return true;
+  tg_seterr("%s: tensor blk.N.%s.weight is %d-D (%lld, %lld, %lld), expected (%lld, %lld, %lld)", m->file->path, name, s.ndim, (long long)s.d[0],
+            (long long)s.d[1], (long long)s.d[2], (long long)d0, (long long)d1, (long long)d2);
+  return false;
+}
+
+/* Checks that t has the shape (d0, d1) (or (d0) when d1 < 0; any when d0 < -2). */
 static bool shaped(tg_llm *m, tg_tensor *t, const char *name, int64_t d0, int64_t d1, bool *err) {
-  if (!t || *err) return !*err;
+  if (!t || *err || d0 < -2) return !*err;
   tg_shape s = tg_shape_of(t);
   bool ok = d1 < 0 ? s.ndim == 1 && s.d[0] == d0 : s.ndim == 2 && s.d[0] == d0 && s.d[1] == d1;
   if (!ok) {
@@ -73,9 +81,24 @@ int llm_load_weights(tg_llm *m, const char *device) {
     W(attn_post_norm, "post_attention_norm.weight", m->post_norms, c->dim, -1);
     W(ffn_norm, "ffn_norm.weight", !m->post_norms, c->dim, -1);
     W(ffn_post_norm, "post_ffw_norm.weight", m->post_norms, c->dim, -1);
-    W(w_gate, "ffn_gate.weight", true, c->ffn_dim, c->dim);
-    W(w_up, "ffn_up.weight", true, c->ffn_dim, c->dim);
-    W(w_down, "ffn_down.weight", true, c->dim, c->ffn_dim);
+    bool moe = c->n_experts > 0 && i >= c->n_dense_leading;
+    W(w_gate, "ffn_gate.weight", !moe, c->ffn_dim, c->dim);
+    W(w_up, "ffn_up.weight", !moe, c->ffn_dim, c->dim);
+    W(w_down, "ffn_down.weight", !moe, c->dim, c->ffn_dim);
+    if (moe) {
+      int E = c->n_experts, F = c->expert_ffn_dim, S = c->shared_ffn_dim * (c->n_shared_experts ? c->n_shared_experts : 1);
+      W(router, "ffn_gate_inp.weight", true, E, c->dim);
+      W(expert_bias, "exp_probs_b.bias", false, E, -1);
+      W(gate_exps, "ffn_gate_exps.weight", true, -3, 0);
+      W(up_exps, "ffn_up_exps.weight", true, -3, 0);
+      W(down_exps, "ffn_down_exps.weight", true, -3, 0);
+      err = err || !shaped3(m, l->gate_exps, "ffn_gate_exps", E, F, c->dim) || !shaped3(m, l->up_exps, "ffn_up_exps", E, F, c->dim) ||
+            !shaped3(m, l->down_exps, "ffn_down_exps", E, c->dim, F);
+      W(gate_shexp, "ffn_gate_shexp.weight", false, S, c->dim);
+      W(up_shexp, "ffn_up_shexp.weight", false, S, c->dim);
+      W(down_shexp, "ffn_down_shexp.weight", false, c->dim, S);
+      W(router_shexp, "ffn_gate_inp_shexp.weight", false, c->dim, -1);
+    }
 #undef W
     if (err) break;
     tg_scope_begin();

@@ -1,0 +1,185 @@
+"""Tiny random transformer GGUFs (written with gguf-py) and their logits from
+an independent numpy forward pass (float64), for tests/test_llm.c.
+
+Models: a llama (GQA, adjacent-pair RoPE), a qwen3moe (per-head q/k norms,
+NEOX RoPE, 4 experts top-2 with renormalized softmax routing) and a qwen2moe
+(q/k/v biases, softmax routing without renormalization, a shared expert
+behind a sigmoid gate). Each file gets 7 prompt tokens then 3 single tokens;
+the goldens hold the logits after the prompt and after each single token.
+"""
+import os
+import numpy as np
+import gguf
+
+OUT = os.path.join(os.path.dirname(__file__), "..", "goldens")
+PROMPT = [1, 5, 9, 13, 17, 21, 25]
+NEXT = [30, 2, 41]
+
+
+def rms(x, w, eps):
+    return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * w
+
+
+def rope(x, pos, base, neox):
+    # x (T, H, hd)
+    hd = x.shape[-1]
+    half = hd // 2
+    inv = base ** (-2.0 * np.arange(half) / hd)
+    ang = np.asarray(pos)[:, None] * inv[None, :]
+    c, s = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
+    if neox:
+        x0, x1 = x[..., :half], x[..., half:]
+        return np.concatenate([x0 * c - x1 * s, x0 * s + x1 * c], -1)
+    x0, x1 = x[..., 0::2], x[..., 1::2]
+    y = np.empty_like(x)
+    y[..., 0::2] = x0 * c - x1 * s
+    y[..., 1::2] = x0 * s + x1 * c
+    return y
+
+
+def silu(x):
+    return x / (1 + np.exp(-x))
+
+
+def softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+class Model:
+    def __init__(self, cfg, w):
+        self.c, self.w = cfg, w
+        self.k = [[] for _ in range(cfg["layers"])]
+        self.v = [[] for _ in range(cfg["layers"])]
+
+    def ffn(self, i, h):
+        c, w = self.c, self.w
+        p = f"blk.{i}."
+        if not c.get("experts"):
+            return (silu(h @ w[p + "ffn_gate.weight"].T) * (h @ w[p + "ffn_up.weight"].T)) @ w[p + "ffn_down.weight"].T
+        out = np.zeros_like(h)
+        for t in range(h.shape[0]):
+            probs = softmax(h[t] @ w[p + "ffn_gate_inp.weight"].T)
+            top = np.argsort(-probs, kind="stable")[: c["used"]]
+            wt = probs[top]
+            if c["norm_w"]:
+                wt = wt / wt.sum()
+            for e, we in zip(top, wt):
+                g = w[p + "ffn_gate_exps.weight"][e] @ h[t]
+                u = w[p + "ffn_up_exps.weight"][e] @ h[t]
+                out[t] += we * (w[p + "ffn_down_exps.weight"][e] @ (silu(g) * u))
+            if p + "ffn_gate_shexp.weight" in w:
+                s = (silu(w[p + "ffn_gate_shexp.weight"] @ h[t]) * (w[p + "ffn_up_shexp.weight"] @ h[t])) @ w[p + "ffn_down_shexp.weight"].T
+                gate = 1 / (1 + np.exp(-(w[p + "ffn_gate_inp_shexp.weight"] @ h[t])))
+                out[t] += gate * s
+        return out
+
+    def forward(self, toks, start):
+        c, w = self.c, self.w
+        T, H, KV, hd, eps = len(toks), c["heads"], c["kv"], c["hd"], 1e-5
+        pos = list(range(start, start + T))
+        x = w["token_embd.weight"][toks]
+        for i in range(c["layers"]):
+            p = f"blk.{i}."
+            h = rms(x, w[p + "attn_norm.weight"], eps)
+            q, k, v = (h @ w[p + n + ".weight"].T for n in ("attn_q", "attn_k", "attn_v"))
+            if p + "attn_q.bias" in w:
+                q, k, v = q + w[p + "attn_q.bias"], k + w[p + "attn_k.bias"], v + w[p + "attn_v.bias"]
+            q, k, v = q.reshape(T, H, hd), k.reshape(T, KV, hd), v.reshape(T, KV, hd)
+            if p + "attn_q_norm.weight" in w:
+                q, k = rms(q, w[p + "attn_q_norm.weight"], eps), rms(k, w[p + "attn_k_norm.weight"], eps)
+            q, k = rope(q, pos, 10000.0, c["neox"]), rope(k, pos, 10000.0, c["neox"])
+            self.k[i].extend(k)
+            self.v[i].extend(v)
+            K, V = np.array(self.k[i]), np.array(self.v[i])  # (S, KV, hd)
+            att = np.zeros((T, H, hd))
+            for t in range(T):
+                n = pos[t] + 1
+                for hh in range(H):
+                    kv = hh // (H // KV)
+                    sc = K[:n, kv] @ q[t, hh] / np.sqrt(hd)
+                    att[t, hh] = softmax(sc) @ V[:n, kv]
+            x = x + att.reshape(T, H * hd) @ w[p + "attn_output.weight"].T
+            x = x + self.ffn(i, rms(x, w[p + "ffn_norm.weight"], eps))
+        return rms(x[-1], w["output_norm.weight"], eps) @ w["output.weight"].T
+
+
+def make(name, arch, cfg, seed):
+    rng = np.random.default_rng(seed)
+    dim, L, H, KV, hd, ffn, V = cfg["dim"], cfg["layers"], cfg["heads"], cfg["kv"], cfg["hd"], cfg["ffn"], cfg["vocab"]
+    w = {}
+
+    def t(n, shape, scale=0.3, norm=False):
+        a = (1 + 0.1 * rng.standard_normal(shape)) if norm else scale * rng.standard_normal(shape)
+        w[n] = a.astype(np.float32).astype(np.float64)
+
+    t("token_embd.weight", (V, dim), 1.0)
+    for i in range(L):
+        p = f"blk.{i}."
+        t(p + "attn_norm.weight", (dim,), norm=True)
+        t(p + "attn_q.weight", (H * hd, dim))
+        t(p + "attn_k.weight", (KV * hd, dim))
+        t(p + "attn_v.weight", (KV * hd, dim))
+        t(p + "attn_output.weight", (dim, H * hd))
+        if cfg.get("bias"):
+            t(p + "attn_q.bias", (H * hd,), 0.1)
+            t(p + "attn_k.bias", (KV * hd,), 0.1)
+            t(p + "attn_v.bias", (KV * hd,), 0.1)
+        if cfg.get("qk_norm"):
+            t(p + "attn_q_norm.weight", (hd,), norm=True)
+            t(p + "attn_k_norm.weight", (hd,), norm=True)
+        t(p + "ffn_norm.weight", (dim,), norm=True)
+        if cfg.get("experts"):
+            E, F = cfg["experts"], cfg["eff"]
+            t(p + "ffn_gate_inp.weight", (E, dim))
+            t(p + "ffn_gate_exps.weight", (E, F, dim))
+            t(p + "ffn_up_exps.weight", (E, F, dim))
+            t(p + "ffn_down_exps.weight", (E, dim, F))
+            if cfg.get("shared"):
+                t(p + "ffn_gate_shexp.weight", (cfg["shared"], dim))
+                t(p + "ffn_up_shexp.weight", (cfg["shared"], dim))
+                t(p + "ffn_down_shexp.weight", (dim, cfg["shared"]))
+                t(p + "ffn_gate_inp_shexp.weight", (dim,))
+        else:
+            t(p + "ffn_gate.weight", (ffn, dim))
+            t(p + "ffn_up.weight", (ffn, dim))
+            t(p + "ffn_down.weight", (dim, ffn))
+    t("output_norm.weight", (dim,), norm=True)
+    t("output.weight", (V, dim))
+
+    path = os.path.join(OUT, f"llm_{name}.gguf")
+    g = gguf.GGUFWriter(path, arch)
+    g.add_context_length(32)
+    g.add_embedding_length(dim)
+    g.add_block_count(L)
+    g.add_feed_forward_length(ffn)
+    g.add_head_count(H)
+    g.add_head_count_kv(KV)
+    g.add_key_length(hd)
+    g.add_value_length(hd)
+    g.add_layer_norm_rms_eps(1e-5)
+    if cfg.get("experts"):
+        g.add_expert_count(cfg["experts"])
+        g.add_expert_used_count(cfg["used"])
+        g.add_expert_feed_forward_length(cfg["eff"])
+        if cfg.get("shared"):
+            g.add_expert_shared_feed_forward_length(cfg["shared"])
+    for n, a in w.items():
+        g.add_tensor(n, a.astype(np.float32))
+    g.write_header_to_file()
+    g.write_kv_data_to_file()
+    g.write_tensors_to_file()
+    g.close()
+
+    m = Model(cfg, w)
+    logits = [m.forward(PROMPT, 0)]
+    for i, tok in enumerate(NEXT):
+        logits.append(m.forward([tok], len(PROMPT) + i))
+    np.array(logits, dtype=np.float32).tofile(os.path.join(OUT, f"llm_{name}.logits.bin"))
+    print(f"wrote {path}")
+
+
+base = dict(dim=32, layers=2, heads=4, kv=2, hd=8, ffn=48, vocab=53)
+make("llama", "llama", dict(base, neox=False), 1)
+make("qwen3moe", "qwen3moe", dict(base, hd=12, neox=True, qk_norm=True, experts=4, used=2, eff=24, norm_w=True), 2)
+make("qwen2moe", "qwen2moe", dict(base, neox=True, bias=True, experts=4, used=2, eff=24, norm_w=False, shared=40), 3)

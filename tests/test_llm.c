@@ -1,0 +1,135 @@
+/* test_llm.c: the model runner against independent references: tiny random
+ * models (tests/gen/gen_llm.py: numpy forward passes in float64) for dense
+ * llama, qwen3moe and qwen2moe; and stories260K's greedy continuation as
+ * llama.cpp prints it (../shared/testdata/README.md). */
+#include "test.h"
+#include "io/gguf_file.h"
+
+static void check_model(const char *name) {
+  char path[256], lpath[256];
+  snprintf(path, sizeof path, "goldens/llm_%s.gguf", name);
+  snprintf(lpath, sizeof lpath, "goldens/llm_%s.logits.bin", name);
+  size_t n;
+  float *want = test_read_file(lpath, &n);
+  CHECK_MSG(want != NULL, "missing %s", lpath);
+  if (!want) return;
+  tg_llm *m = tg_llm_load(path, NULL);
+  CHECK_MSG(m != NULL, "load %s: %s", path, tg_error());
+  if (!m) { free(want); return; }
+  int V = tg_llm_config_of(m)->n_vocab;
+  CHECK_EQ_INT(n, sizeof(float) * 4 * (size_t)V);
+  float *got = malloc(sizeof(float) * (size_t)V);
+  int32_t prompt[] = { 1, 5, 9, 13, 17, 21, 25 }, next[] = { 30, 2, 41 };
+  CHECK_OK(tg_llm_eval(m, prompt, 7, got) == 0);
+  char what[64];
+  snprintf(what, sizeof what, "%s prompt", name);
+  test_close_f32(got, want, (size_t)V, 1e-4, 1e-4, what);
+  for (int i = 0; i < 3; i++) {
+    CHECK_OK(tg_llm_eval(m, &next[i], 1, got) == 0);
+    snprintf(what, sizeof what, "%s token %d", name, i);
+    test_close_f32(got, want + (size_t)(i + 1) * (size_t)V, (size_t)V, 1e-4, 1e-4, what);
+  }
+  /* rewinding and running the same tokens again gives the same logits */
+  tg_llm_rewind(m, 7);
+  CHECK_OK(tg_llm_eval(m, &next[0], 1, got) == 0);
+  test_close_f32(got, want + V, (size_t)V, 1e-4, 1e-4, "after rewind");
+  CHECK_EQ_INT(tg_llm_n_past(m), 8);
+  free(got);
+  free(want);
+  tg_llm_free(m);
+}
+
+TEST(llm_tiny_llama) { check_model("llama"); }
+TEST(llm_tiny_qwen3moe) { check_model("qwen3moe"); }
+TEST(llm_tiny_qwen2moe) { check_model("qwen2moe"); }
+
+TEST(llm_errors) {
+  CHECK(tg_llm_load("goldens/nope.gguf", NULL) == NULL);
+  CHECK(strstr(tg_error(), "nope.gguf") != NULL);
+  tg_llm_opts o = { .n_ctx = 8 };
+  tg_llm *m = tg_llm_load("goldens/llm_llama.gguf", &o);
+  CHECK_OK(m);
+  if (!m) return;
+  int32_t toks[9] = { 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+  CHECK(tg_llm_eval(m, toks, 9, NULL) < 0);
+  CHECK(strstr(tg_error(), "do not fit") != NULL);
+  int32_t bad = 1000;
+  CHECK(tg_llm_eval(m, &bad, 1, NULL) < 0);
+  CHECK(strstr(tg_error(), "vocabulary") != NULL);
+  CHECK_EQ_INT(tg_llm_n_past(m), 0);
+  tg_llm_free(m);
+}
+
+/* Greedy decoding of stories260K: the text llama.cpp prints. Tokens are
+ * turned into text with the vocabulary directly (SPM pieces), so this test
+ * does not depend on the tokenizer. */
+static void stories(const char *file) {
+  char path[256];
+  snprintf(path, sizeof path, "../../shared/testdata/models/%s", file);
+  FILE *f = fopen(path, "rb");
+  if (!f) SKIP("%s is absent", path);
+  fclose(f);
+  tg_llm *m = tg_llm_load(path, NULL);
+  CHECK_MSG(m != NULL, "load: %s", tg_error());
+  if (!m) return;
+  gguf_file *g = gguf_open(path);
+  const gguf_kv *vocab = gguf_get_arr(g, "tokenizer.ggml.tokens", GGUF_STRING);
+  int V = tg_llm_config_of(m)->n_vocab;
+  float *logits = malloc(sizeof(float) * (size_t)V);
+  int32_t prompt[] = { 1, 403, 407, 261, 378 };   /* <s> Once upon a time */
+  char text[1024] = "";
+  size_t len = 0;
+  CHECK_OK(tg_llm_eval(m, prompt, 5, logits) == 0);
+  for (int i = 0; i < 64; i++) {
+    int best = 0;
+    for (int j = 1; j < V; j++) if (logits[j] > logits[best]) best = j;
+    const char *s = vocab->strs[best];
+    size_t n = (size_t)vocab->str_lens[best];
+    if (n == 6 && !memcmp(s, "<0x", 3)) { text[len++] = (char)strtol(s + 3, NULL, 16); }
+    else for (size_t k = 0; k < n && len < sizeof text - 2; k++) {
+      if (k + 2 < n && !memcmp(s + k, "\xe2\x96\x81", 3)) { text[len++] = ' '; k += 2; }
+      else text[len++] = s[k];
+    }
+    text[len] = 0;
+    int32_t t = best;
+    if (tg_llm_eval(m, &t, 1, logits) < 0) { CHECK_MSG(0, "eval: %s", tg_error()); break; }
+  }
+  const char *want = ", there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red "
+                     "ball. She wanted to play with it, but it was too high.\nLily's mom said";
+  CHECK_MSG(!strcmp(text, want), "got '%s'", text);
+  free(logits);
+  gguf_close(g);
+  tg_llm_free(m);
+}
+
+TEST(llm_stories260k_greedy) { stories("stories260K.gguf"); }
+TEST(llm_stories260k_f16_greedy) { stories("stories260K-F16.gguf"); }
+
+TEST(llm_sampler) {
+  float logits[5] = { 1, 3, 2, 3, -1 };
+  tg_sampler *s = tg_sampler_new(&(tg_sampling){ .temperature = 0 });
+  CHECK_EQ_INT(tg_sampler_sample(s, logits, 5), 1);   /* the first maximum */
+  tg_sampler_free(s);
+  /* top_k 1 is greedy whatever the temperature */
+  s = tg_sampler_new(&(tg_sampling){ .temperature = 5, .top_k = 1, .top_p = 1 });
+  for (int i = 0; i < 10; i++) CHECK_EQ_INT(tg_sampler_sample(s, logits, 5), 1);
+  tg_sampler_free(s);
+  /* frequencies follow softmax(logits / T) */
+  int counts[5] = { 0 };
+  s = tg_sampler_new(&(tg_sampling){ .temperature = 1, .top_k = 0, .top_p = 1, .min_p = 0, .seed = 42 });
+  for (int i = 0; i < 20000; i++) counts[tg_sampler_sample(s, logits, 5)]++;
+  tg_sampler_free(s);
+  double z = 0, p[5];
+  for (int i = 0; i < 5; i++) z += p[i] = exp(logits[i]);
+  for (int i = 0; i < 5; i++) CHECK_NEAR(counts[i] / 20000.0, p[i] / z, 0.05);
+  /* the same seed gives the same draws */
+  tg_sampler *a = tg_sampler_new(&(tg_sampling){ .temperature = 1, .top_p = 1, .seed = 7 });
+  tg_sampler *b = tg_sampler_new(&(tg_sampling){ .temperature = 1, .top_p = 1, .seed = 7 });
+  for (int i = 0; i < 50; i++) CHECK_EQ_INT(tg_sampler_sample(a, logits, 5), tg_sampler_sample(b, logits, 5));
+  tg_sampler_free(a);
+  tg_sampler_free(b);
+  /* min_p 0.5 keeps only tokens within half of the best's probability */
+  s = tg_sampler_new(&(tg_sampling){ .temperature = 1, .top_p = 1, .min_p = 0.5f, .seed = 3 });
+  for (int i = 0; i < 200; i++) { int t = tg_sampler_sample(s, logits, 5); CHECK(t == 1 || t == 3); }
+  tg_sampler_free(s);
+}
