@@ -29,6 +29,12 @@ typedef struct {
 typedef struct {
   char arch[32];          /* general.architecture */
   int n_vocab, dim, n_layers, n_heads, n_kv_heads, head_dim, ffn_dim;
+  int head_dim_v;         /* value head size (attention.value_length) */
+  /* DeepSeek's multi-head latent attention (kv_lora_rank > 0): keys and
+   * values come from a compressed latent; q from a low-rank pair when
+   * q_lora_rank > 0. The last rope_dim dims of each key head are RoPE'd and
+   * shared by all heads. */
+  int kv_lora_rank, q_lora_rank;
   int n_ctx_train;        /* <arch>.context_length */
   int n_ctx;              /* this model's cache size */
   float rms_eps;

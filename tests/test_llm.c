@@ -42,6 +42,7 @@ static void check_model(const char *name) {
 TEST(llm_tiny_llama) { check_model("llama"); }
 TEST(llm_tiny_qwen3moe) { check_model("qwen3moe"); }
 TEST(llm_tiny_qwen2moe) { check_model("qwen2moe"); }
+TEST(llm_tiny_deepseek2_mla) { check_model("deepseek2"); }
 
 TEST(llm_errors) {
   CHECK(tg_llm_load("goldens/nope.gguf", NULL) == NULL);

@@ -15,7 +15,9 @@ typedef struct {
   tg_tensor *q_norm, *k_norm;            /* qwen3: per head; olmo2: over all heads */
   tg_tensor *attn_post_norm, *ffn_post_norm;   /* olmo2 normalizes after, not before */
   tg_tensor *ffn_norm, *w_gate, *w_up, *w_down;
-  tg_tensor *k_cache, *v_cache;          /* (n_ctx, n_kv_heads, head_dim) */
+  tg_tensor *k_cache, *v_cache;          /* (n_ctx, n_kv_heads, head_dim / head_dim_v) */
+  /* MLA: q_a (q_lora, dim), q_a_norm, q_b (H * hd, q_lora); kv_a (kv_lora + rope, dim), kv_a_norm, kv_b (H * (nope + hd_v), kv_lora) */
+  tg_tensor *q_a, *q_a_norm, *q_b, *kv_a, *kv_a_norm, *kv_b;
   /* mixture of experts: router (E, dim), experts (E, ffn, dim) / (E, dim, ffn) */
   tg_tensor *router, *expert_bias, *gate_exps, *up_exps, *down_exps;
   tg_tensor *gate_shexp, *up_shexp, *down_shexp, *router_shexp;

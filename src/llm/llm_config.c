@@ -5,7 +5,7 @@
 #include "llm/llm.h"
 #include "util/util.h"
 
-static const char *const supported[] = { "llama", "mistral", "qwen2", "qwen3", "olmo2", "qwen2moe", "qwen3moe", NULL };
+static const char *const supported[] = { "llama", "mistral", "qwen2", "qwen3", "olmo2", "qwen2moe", "qwen3moe", "deepseek2", NULL };
 
 /* Integer <arch>.<key>; def when absent (def < 0: required). */
 static int arch_int(tg_llm *m, const char *key, int64_t def, int *out) {
@@ -39,7 +39,7 @@ int llm_read_config(tg_llm *m, int n_ctx) {
   bool ok = false;
   for (int i = 0; supported[i]; i++) ok |= !strcmp(arch, supported[i]);
   if (!ok) {
-    tg_seterr("%s: architecture '%s' is not supported (supported: llama (and mixtral), mistral, qwen2, qwen3, olmo2, qwen2moe, qwen3moe)", m->file->path, arch);
+    tg_seterr("%s: architecture '%s' is not supported (supported: llama (and mixtral), mistral, qwen2, qwen3, olmo2, qwen2moe, qwen3moe, deepseek2)", m->file->path, arch);
     free(arch);
     return -1;
   }
@@ -51,7 +51,10 @@ int llm_read_config(tg_llm *m, int n_ctx) {
     return -1;
   if (c->n_heads <= 0 || c->dim <= 0 || c->n_layers <= 0) return tg_seterr("%s: embedding_length, block_count and head_count must be positive", m->file->path);
   if (arch_int(m, "attention.key_length", c->dim / c->n_heads, &c->head_dim) < 0) return -1;
-  if (arch_int(m, "rope.dimension_count", c->head_dim, &c->rope_dim) < 0) return -1;
+  if (arch_int(m, "rope.dimension_count", c->head_dim, &c->rope_dim) < 0 || arch_int(m, "attention.value_length", c->head_dim, &c->head_dim_v) < 0 ||
+      arch_int(m, "attention.kv_lora_rank", 0, &c->kv_lora_rank) < 0 || arch_int(m, "attention.q_lora_rank", 0, &c->q_lora_rank) < 0)
+    return -1;
+  if (c->kv_lora_rank) c->n_kv_heads = c->n_heads;   /* MLA expands the latent to every head */
   if (c->n_kv_heads <= 0 || c->n_heads % c->n_kv_heads)
     return tg_seterr("%s: head_count %d is not a multiple of head_count_kv %d", m->file->path, c->n_heads, c->n_kv_heads);
   if (c->rope_dim > c->head_dim || c->rope_dim % 2) return tg_seterr("%s: rope.dimension_count %d does not fit head size %d", m->file->path, c->rope_dim, c->head_dim);
@@ -68,7 +71,7 @@ int llm_read_config(tg_llm *m, int n_ctx) {
     int gating = 1;
     snprintf(k, sizeof k, "%s.expert_weights_norm", c->arch);
     /* llama.cpp: mixtral (llama) and qwen3moe renormalize; qwen2moe does not */
-    c->expert_weights_norm = !strcmp(c->arch, "llama") || !strcmp(c->arch, "qwen3moe");
+    c->expert_weights_norm = !strcmp(c->arch, "llama") || !strcmp(c->arch, "qwen3moe");   /* deepseek2 reads it */
     gguf_get_bool(m->file, k, &c->expert_weights_norm);
     c->expert_weights_scale = arch_float(m, "expert_weights_scale", 0.0);
     if (arch_int(m, "expert_gating_func", 1, &gating) < 0) return -1;
@@ -78,7 +81,7 @@ int llm_read_config(tg_llm *m, int n_ctx) {
   c->rope_base = arch_float(m, "rope.freq_base", 10000.0);
   /* llama.cpp's rope types: llama and mistral rotate adjacent pairs (their
    * converter permuted q and k for it); the others rotate halves (NEOX) */
-  c->rope_neox = strcmp(c->arch, "llama") && strcmp(c->arch, "mistral");
+  c->rope_neox = strcmp(c->arch, "llama") && strcmp(c->arch, "mistral") && strcmp(c->arch, "deepseek2");
   m->post_norms = !strcmp(c->arch, "olmo2");
   m->qk_norm_per_head = !strcmp(c->arch, "qwen3") || !strcmp(c->arch, "qwen3moe");
   c->n_ctx = n_ctx > 0 ? n_ctx : (c->n_ctx_train < 4096 ? c->n_ctx_train : 4096);

@@ -24,7 +24,7 @@ static tg_tensor *rope(tg_llm *m, tg_tensor *x, tg_tensor *cos, tg_tensor *sin) 
   const tg_llm_config *c = &m->cfg;
   int64_t T = tg_dim(x, 0), H = tg_dim(x, 1), half = c->rope_dim / 2;
   tg_tensor *rot = x, *pass = NULL;
-  if (c->rope_dim < c->head_dim) {
+  if (c->rope_dim < tg_dim(x, 2)) {
     rot = TG_GET(x, TG_ALLIDX, TG_ALLIDX, TG_UPTO(c->rope_dim));
     pass = TG_GET(x, TG_ALLIDX, TG_ALLIDX, TG_FROM(c->rope_dim));
   }
@@ -49,14 +49,14 @@ static tg_tensor *rope(tg_llm *m, tg_tensor *x, tg_tensor *cos, tg_tensor *sin) 
  * j <= pos + t. mask is (T, n_ctx) bool. */
 static tg_tensor *attention(tg_llm *m, llm_layer *l, tg_tensor *q, tg_tensor *mask) {
   const tg_llm_config *c = &m->cfg;
-  int64_t T = tg_dim(q, 0), KV = c->n_kv_heads, G = c->n_heads / c->n_kv_heads, hd = c->head_dim, S = c->n_ctx;
+  int64_t T = tg_dim(q, 0), KV = c->n_kv_heads, G = c->n_heads / c->n_kv_heads, hd = c->head_dim, hv = c->head_dim_v, S = c->n_ctx;
   tg_tensor *qg = tg_permute(tg_reshape(q, TG_SHAPE(T, KV, G, hd)), TG_AXES(1, 2, 0, 3));        /* (KV, G, T, hd) */
   tg_tensor *kt = tg_reshape(tg_permute(l->k_cache, TG_AXES(1, 2, 0)), TG_SHAPE(KV, 1, hd, S));  /* (KV, 1, hd, S) */
-  tg_tensor *v = tg_reshape(tg_permute(l->v_cache, TG_AXES(1, 0, 2)), TG_SHAPE(KV, 1, S, hd));   /* (KV, 1, S, hd) */
+  tg_tensor *v = tg_reshape(tg_permute(l->v_cache, TG_AXES(1, 0, 2)), TG_SHAPE(KV, 1, S, hv));   /* (KV, 1, S, hv) */
   tg_tensor *scores = tg_mul(tg_matmul(qg, kt), tg_scalar(1.0 / sqrt((double)hd), TG_F32));
   scores = tg_where(mask, scores, tg_scalar(-INFINITY, TG_F32));
-  tg_tensor *o = tg_matmul(tg_softmax(scores, -1), v);                                         /* (KV, G, T, hd) */
-  return tg_reshape(tg_permute(o, TG_AXES(2, 0, 1, 3)), TG_SHAPE(T, c->n_heads * hd));
+  tg_tensor *o = tg_matmul(tg_softmax(scores, -1), v);                                         /* (KV, G, T, hv) */
+  return tg_reshape(tg_permute(o, TG_AXES(2, 0, 1, 3)), TG_SHAPE(T, c->n_heads * hv));
 }
 
 static tg_tensor *dense_ffn(tg_tensor *h, tg_tensor *gate, tg_tensor *up, tg_tensor *down) {
@@ -96,9 +96,42 @@ static tg_tensor *norm_heads(tg_tensor *x, tg_tensor *w, float eps, bool per_hea
   return tg_reshape(rms_norm(tg_reshape(x, TG_SHAPE(T, H * hd)), w, eps), TG_SHAPE(T, H, hd));
 }
 
+/* q, k, v (T, heads, head size) of the usual attention: projections,
+ * optional q/k norms, RoPE on q and k. */
+static void qkv_mha(tg_llm *m, llm_layer *l, tg_tensor *h, tg_tensor *cos, tg_tensor *sin, tg_tensor **q, tg_tensor **k, tg_tensor **v) {
+  const tg_llm_config *c = &m->cfg;
+  int64_t T = tg_dim(h, 0), hd = c->head_dim;
+  *q = tg_reshape(linear(h, l->wq, l->bq), TG_SHAPE(T, c->n_heads, hd));
+  *k = tg_reshape(linear(h, l->wk, l->bk), TG_SHAPE(T, c->n_kv_heads, hd));
+  *v = tg_reshape(linear(h, l->wv, l->bv), TG_SHAPE(T, c->n_kv_heads, c->head_dim_v));
+  *q = rope(m, norm_heads(*q, l->q_norm, c->rms_eps, m->qk_norm_per_head, T, c->n_heads, hd), cos, sin);
+  *k = rope(m, norm_heads(*k, l->k_norm, c->rms_eps, m->qk_norm_per_head, T, c->n_kv_heads, hd), cos, sin);
+}
+
+/* DeepSeek's multi-head latent attention (llama.cpp's llm_build_deepseek2):
+ * q from a low-rank pair (or one matrix); keys and values decompressed from
+ * a normalized latent; the RoPE'd part of the key is one head shared by all.
+ * The cache holds the decompressed keys and values. */
+static void qkv_mla(tg_llm *m, llm_layer *l, tg_tensor *h, tg_tensor *cos, tg_tensor *sin, tg_tensor **q, tg_tensor **k, tg_tensor **v) {
+  const tg_llm_config *c = &m->cfg;
+  int64_t T = tg_dim(h, 0), H = c->n_heads, hd = c->head_dim, rd = c->rope_dim, nope = hd - rd, R = c->kv_lora_rank;
+  tg_tensor *qf = l->q_a ? linear(rms_norm(linear(h, l->q_a, NULL), l->q_a_norm, c->rms_eps), l->q_b, NULL) : linear(h, l->wq, NULL);
+  qf = tg_reshape(qf, TG_SHAPE(T, H, hd));
+  tg_tensor *q_nope = TG_GET(qf, TG_ALLIDX, TG_ALLIDX, TG_UPTO(nope));
+  tg_tensor *q_pe = rope(m, TG_GET(qf, TG_ALLIDX, TG_ALLIDX, TG_FROM(nope)), cos, sin);
+  tg_tensor *kv_a = linear(h, l->kv_a, NULL);                                                     /* (T, R + rd) */
+  tg_tensor *latent = rms_norm(TG_GET(kv_a, TG_ALLIDX, TG_UPTO(R)), l->kv_a_norm, c->rms_eps);
+  tg_tensor *k_pe = rope(m, tg_reshape(TG_GET(kv_a, TG_ALLIDX, TG_FROM(R)), TG_SHAPE(T, 1, rd)), cos, sin);
+  tg_tensor *kv = tg_reshape(linear(latent, l->kv_b, NULL), TG_SHAPE(T, H, nope + c->head_dim_v));
+  tg_tensor *k_nope = TG_GET(kv, TG_ALLIDX, TG_ALLIDX, TG_UPTO(nope));
+  *v = TG_GET(kv, TG_ALLIDX, TG_ALLIDX, TG_FROM(nope));
+  *q = tg_cat((tg_tensor *[]){ q_nope, q_pe }, 2, -1);
+  *k = tg_cat((tg_tensor *[]){ k_nope, tg_expand(k_pe, TG_SHAPE(T, H, rd)) }, 2, -1);
+}
+
 tg_tensor *llm_forward(tg_llm *m, tg_tensor *tokens) {
   const tg_llm_config *c = &m->cfg;
-  int64_t T = tg_dim(tokens, 0), hd = c->head_dim;
+  int64_t T = tg_dim(tokens, 0);
   tg_tensor *positions = tg_add(m->pos, tg_arange(0, (double)T, 1, TG_I32));                  /* (T,) */
   tg_tensor *cos = tg_unsqueeze(tg_take(m->rope_cos, positions), 1);                           /* (T, 1, rope/2) */
   tg_tensor *sin = tg_unsqueeze(tg_take(m->rope_sin, positions), 1);
@@ -108,14 +141,9 @@ tg_tensor *llm_forward(tg_llm *m, tg_tensor *tokens) {
   for (int i = 0; i < c->n_layers; i++) {
     llm_layer *l = &m->layers[i];
     tg_tensor *h = m->post_norms ? x : rms_norm(x, l->attn_norm, c->rms_eps);
-    tg_tensor *q = linear(h, l->wq, l->bq), *k = linear(h, l->wk, l->bk), *v = linear(h, l->wv, l->bv);
-    q = tg_reshape(q, TG_SHAPE(T, c->n_heads, hd));
-    k = tg_reshape(k, TG_SHAPE(T, c->n_kv_heads, hd));
-    v = tg_reshape(v, TG_SHAPE(T, c->n_kv_heads, hd));
-    q = norm_heads(q, l->q_norm, c->rms_eps, m->qk_norm_per_head, T, c->n_heads, hd);
-    k = norm_heads(k, l->k_norm, c->rms_eps, m->qk_norm_per_head, T, c->n_kv_heads, hd);
-    q = rope(m, q, cos, sin);
-    k = rope(m, k, cos, sin);
+    tg_tensor *q, *k, *v;
+    if (l->kv_a) qkv_mla(m, l, h, cos, sin, &q, &k, &v);
+    else qkv_mha(m, l, h, cos, sin, &q, &k, &v);
     tg_assign(tg_take(l->k_cache, positions), k);
     tg_assign(tg_take(l->v_cache, positions), v);
     tg_tensor *a = linear(attention(m, l, q, mask), l->wo, NULL);

@@ -69,10 +69,25 @@ int llm_load_weights(tg_llm *m, const char *device) {
 #define W(field, suffix, req, d0, d1) \
     do { snprintf(n, sizeof n, "blk.%d.%s", i, suffix); l->field = load(m, device, n, req, &err); shaped(m, l->field, n, d0, d1, &err); } while (0)
     W(attn_norm, "attn_norm.weight", !m->post_norms, c->dim, -1);
-    W(wq, "attn_q.weight", true, q_dim, c->dim);
-    W(wk, "attn_k.weight", true, kv_dim, c->dim);
-    W(wv, "attn_v.weight", true, kv_dim, c->dim);
-    W(wo, "attn_output.weight", true, c->dim, q_dim);
+    bool mla = c->kv_lora_rank > 0;
+    if (mla) {
+      int nope = c->head_dim - c->rope_dim;
+      if (c->q_lora_rank) {
+        W(q_a, "attn_q_a.weight", true, c->q_lora_rank, c->dim);
+        W(q_a_norm, "attn_q_a_norm.weight", true, c->q_lora_rank, -1);
+        W(q_b, "attn_q_b.weight", true, q_dim, c->q_lora_rank);
+      } else {
+        W(wq, "attn_q.weight", true, q_dim, c->dim);
+      }
+      W(kv_a, "attn_kv_a_mqa.weight", true, c->kv_lora_rank + c->rope_dim, c->dim);
+      W(kv_a_norm, "attn_kv_a_norm.weight", true, c->kv_lora_rank, -1);
+      W(kv_b, "attn_kv_b.weight", true, c->n_heads * (nope + c->head_dim_v), c->kv_lora_rank);
+    } else {
+      W(wq, "attn_q.weight", true, q_dim, c->dim);
+      W(wk, "attn_k.weight", true, kv_dim, c->dim);
+      W(wv, "attn_v.weight", true, c->n_kv_heads * c->head_dim_v, c->dim);
+    }
+    W(wo, "attn_output.weight", true, c->dim, c->n_heads * c->head_dim_v);
     W(bq, "attn_q.bias", false, q_dim, -1);
     W(bk, "attn_k.bias", false, kv_dim, -1);
     W(bv, "attn_v.bias", false, kv_dim, -1);
@@ -103,7 +118,7 @@ int llm_load_weights(tg_llm *m, const char *device) {
     if (err) break;
     tg_scope_begin();
     l->k_cache = tg_zeros(TG_SHAPE(c->n_ctx, c->n_kv_heads, c->head_dim), TG_F32);
-    l->v_cache = tg_zeros(TG_SHAPE(c->n_ctx, c->n_kv_heads, c->head_dim), TG_F32);
+    l->v_cache = tg_zeros(TG_SHAPE(c->n_ctx, c->n_kv_heads, c->head_dim_v), TG_F32);
     l->k_cache = tg_contiguous(l->k_cache);
     l->v_cache = tg_contiguous(l->v_cache);
     if (tg_realize(l->k_cache) < 0 || tg_realize(l->v_cache) < 0) err = true;

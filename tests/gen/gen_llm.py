@@ -2,9 +2,11 @@
 an independent numpy forward pass (float64), for tests/test_llm.c.
 
 Models: a llama (GQA, adjacent-pair RoPE), a qwen3moe (per-head q/k norms,
-NEOX RoPE, 4 experts top-2 with renormalized softmax routing) and a qwen2moe
+NEOX RoPE, 4 experts top-2 with renormalized softmax routing), a qwen2moe
 (q/k/v biases, softmax routing without renormalization, a shared expert
-behind a sigmoid gate). Each file gets 7 prompt tokens then 3 single tokens;
+behind a sigmoid gate) and a deepseek2 (multi-head latent attention with a
+low-rank q, a dense first layer, then sigmoid routing with an expert bias,
+renormalized and scaled weights, and a shared expert). Each file gets 7 prompt tokens then 3 single tokens;
 the goldens hold the logits after the prompt and after each single token.
 """
 import os
@@ -57,20 +59,26 @@ class Model:
         p = f"blk.{i}."
         if not c.get("experts"):
             return (silu(h @ w[p + "ffn_gate.weight"].T) * (h @ w[p + "ffn_up.weight"].T)) @ w[p + "ffn_down.weight"].T
+        if p + "ffn_gate.weight" in w:  # a leading dense layer
+            return (silu(h @ w[p + "ffn_gate.weight"].T) * (h @ w[p + "ffn_up.weight"].T)) @ w[p + "ffn_down.weight"].T
         out = np.zeros_like(h)
         for t in range(h.shape[0]):
-            probs = softmax(h[t] @ w[p + "ffn_gate_inp.weight"].T)
-            top = np.argsort(-probs, kind="stable")[: c["used"]]
+            logits = h[t] @ w[p + "ffn_gate_inp.weight"].T
+            probs = 1 / (1 + np.exp(-logits)) if c.get("sigmoid") else softmax(logits)
+            sel = probs + w[p + "exp_probs_b.bias"] if p + "exp_probs_b.bias" in w else probs
+            top = np.argsort(-sel, kind="stable")[: c["used"]]
             wt = probs[top]
             if c["norm_w"]:
                 wt = wt / wt.sum()
+            if c.get("scale"):
+                wt = wt * c["scale"]
             for e, we in zip(top, wt):
                 g = w[p + "ffn_gate_exps.weight"][e] @ h[t]
                 u = w[p + "ffn_up_exps.weight"][e] @ h[t]
                 out[t] += we * (w[p + "ffn_down_exps.weight"][e] @ (silu(g) * u))
             if p + "ffn_gate_shexp.weight" in w:
                 s = (silu(w[p + "ffn_gate_shexp.weight"] @ h[t]) * (w[p + "ffn_up_shexp.weight"] @ h[t])) @ w[p + "ffn_down_shexp.weight"].T
-                gate = 1 / (1 + np.exp(-(w[p + "ffn_gate_inp_shexp.weight"] @ h[t])))
+                gate = 1 / (1 + np.exp(-(w[p + "ffn_gate_inp_shexp.weight"] @ h[t]))) if p + "ffn_gate_inp_shexp.weight" in w else 1.0
                 out[t] += gate * s
         return out
 
@@ -82,6 +90,43 @@ class Model:
         for i in range(c["layers"]):
             p = f"blk.{i}."
             h = rms(x, w[p + "attn_norm.weight"], eps)
+            if c.get("mla"):
+                q, k, v = self.mla(i, h, pos)
+            else:
+                q, k, v = self.mha(i, h, pos)
+            self.k[i].extend(k)
+            self.v[i].extend(v)
+            K, V = np.array(self.k[i]), np.array(self.v[i])  # (S, KV, hd)
+            hdk = q.shape[-1]
+            att = np.zeros((T, H, V.shape[-1]))
+            for t in range(T):
+                n = pos[t] + 1
+                for hh in range(H):
+                    kv = hh // (H // K.shape[1])
+                    sc = K[:n, kv] @ q[t, hh] / np.sqrt(hdk)
+                    att[t, hh] = softmax(sc) @ V[:n, kv]
+            x = x + att.reshape(T, -1) @ w[p + "attn_output.weight"].T
+            x = x + self.ffn(i, rms(x, w[p + "ffn_norm.weight"], eps))
+        return rms(x[-1], w["output_norm.weight"], eps) @ w["output.weight"].T
+
+    def mla(self, i, h, pos):
+        c, w, p, eps = self.c, self.w, f"blk.{i}.", 1e-5
+        T, H, hd, rd, R, hv = h.shape[0], c["heads"], c["hd"], c["rope"], c["kv_lora"], c["hv"]
+        nope = hd - rd
+        q = rms(h @ w[p + "attn_q_a.weight"].T, w[p + "attn_q_a_norm.weight"], eps) @ w[p + "attn_q_b.weight"].T
+        q = q.reshape(T, H, hd)
+        q = np.concatenate([q[..., :nope], rope(q[..., nope:], pos, 10000.0, False)], -1)
+        kva = h @ w[p + "attn_kv_a_mqa.weight"].T
+        latent = rms(kva[:, :R], w[p + "attn_kv_a_norm.weight"], eps)
+        k_pe = rope(kva[:, R:].reshape(T, 1, rd), pos, 10000.0, False)
+        kv = (latent @ w[p + "attn_kv_b.weight"].T).reshape(T, H, nope + hv)
+        k = np.concatenate([kv[..., :nope], np.broadcast_to(k_pe, (T, H, rd))], -1)
+        return q, k, kv[..., nope:]
+
+    def mha(self, i, h, pos):
+        c, w, p, eps = self.c, self.w, f"blk.{i}.", 1e-5
+        T, H, KV, hd = h.shape[0], c["heads"], c["kv"], c["hd"]
+        if True:
             q, k, v = (h @ w[p + n + ".weight"].T for n in ("attn_q", "attn_k", "attn_v"))
             if p + "attn_q.bias" in w:
                 q, k, v = q + w[p + "attn_q.bias"], k + w[p + "attn_k.bias"], v + w[p + "attn_v.bias"]
@@ -89,19 +134,7 @@ class Model:
             if p + "attn_q_norm.weight" in w:
                 q, k = rms(q, w[p + "attn_q_norm.weight"], eps), rms(k, w[p + "attn_k_norm.weight"], eps)
             q, k = rope(q, pos, 10000.0, c["neox"]), rope(k, pos, 10000.0, c["neox"])
-            self.k[i].extend(k)
-            self.v[i].extend(v)
-            K, V = np.array(self.k[i]), np.array(self.v[i])  # (S, KV, hd)
-            att = np.zeros((T, H, hd))
-            for t in range(T):
-                n = pos[t] + 1
-                for hh in range(H):
-                    kv = hh // (H // KV)
-                    sc = K[:n, kv] @ q[t, hh] / np.sqrt(hd)
-                    att[t, hh] = softmax(sc) @ V[:n, kv]
-            x = x + att.reshape(T, H * hd) @ w[p + "attn_output.weight"].T
-            x = x + self.ffn(i, rms(x, w[p + "ffn_norm.weight"], eps))
-        return rms(x[-1], w["output_norm.weight"], eps) @ w["output.weight"].T
+        return q, k, v
 
 
 def make(name, arch, cfg, seed):
@@ -117,10 +150,20 @@ def make(name, arch, cfg, seed):
     for i in range(L):
         p = f"blk.{i}."
         t(p + "attn_norm.weight", (dim,), norm=True)
-        t(p + "attn_q.weight", (H * hd, dim))
-        t(p + "attn_k.weight", (KV * hd, dim))
-        t(p + "attn_v.weight", (KV * hd, dim))
-        t(p + "attn_output.weight", (dim, H * hd))
+        if cfg.get("mla"):
+            R, rd, hv, QR = cfg["kv_lora"], cfg["rope"], cfg["hv"], cfg["q_lora"]
+            t(p + "attn_q_a.weight", (QR, dim))
+            t(p + "attn_q_a_norm.weight", (QR,), norm=True)
+            t(p + "attn_q_b.weight", (H * hd, QR))
+            t(p + "attn_kv_a_mqa.weight", (R + rd, dim))
+            t(p + "attn_kv_a_norm.weight", (R,), norm=True)
+            t(p + "attn_kv_b.weight", (H * (hd - rd + hv), R))
+            t(p + "attn_output.weight", (dim, H * hv))
+        else:
+            t(p + "attn_q.weight", (H * hd, dim))
+            t(p + "attn_k.weight", (KV * hd, dim))
+            t(p + "attn_v.weight", (KV * hd, dim))
+            t(p + "attn_output.weight", (dim, H * hd))
         if cfg.get("bias"):
             t(p + "attn_q.bias", (H * hd,), 0.1)
             t(p + "attn_k.bias", (KV * hd,), 0.1)
@@ -129,9 +172,11 @@ def make(name, arch, cfg, seed):
             t(p + "attn_q_norm.weight", (hd,), norm=True)
             t(p + "attn_k_norm.weight", (hd,), norm=True)
         t(p + "ffn_norm.weight", (dim,), norm=True)
-        if cfg.get("experts"):
+        if cfg.get("experts") and i >= cfg.get("dense", 0):
             E, F = cfg["experts"], cfg["eff"]
             t(p + "ffn_gate_inp.weight", (E, dim))
+            if cfg.get("sigmoid"):
+                t(p + "exp_probs_b.bias", (E,), 0.5)
             t(p + "ffn_gate_exps.weight", (E, F, dim))
             t(p + "ffn_up_exps.weight", (E, F, dim))
             t(p + "ffn_down_exps.weight", (E, dim, F))
@@ -139,7 +184,8 @@ def make(name, arch, cfg, seed):
                 t(p + "ffn_gate_shexp.weight", (cfg["shared"], dim))
                 t(p + "ffn_up_shexp.weight", (cfg["shared"], dim))
                 t(p + "ffn_down_shexp.weight", (dim, cfg["shared"]))
-                t(p + "ffn_gate_inp_shexp.weight", (dim,))
+                if not cfg.get("sigmoid"):
+                    t(p + "ffn_gate_inp_shexp.weight", (dim,))
         else:
             t(p + "ffn_gate.weight", (ffn, dim))
             t(p + "ffn_up.weight", (ffn, dim))
@@ -156,13 +202,24 @@ def make(name, arch, cfg, seed):
     g.add_head_count(H)
     g.add_head_count_kv(KV)
     g.add_key_length(hd)
-    g.add_value_length(hd)
+    g.add_value_length(cfg.get("hv", hd))
+    if cfg.get("mla"):
+        g.add_kv_lora_rank(cfg["kv_lora"])
+        g.add_q_lora_rank(cfg["q_lora"])
+        g.add_rope_dimension_count(cfg["rope"])
+    if cfg.get("dense"):
+        g.add_leading_dense_block_count(cfg["dense"])
+    if cfg.get("sigmoid"):
+        g.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
+        g.add_expert_weights_norm(cfg["norm_w"])
+        g.add_expert_weights_scale(cfg["scale"])
+        g.add_expert_shared_count(1)
     g.add_layer_norm_rms_eps(1e-5)
     if cfg.get("experts"):
         g.add_expert_count(cfg["experts"])
         g.add_expert_used_count(cfg["used"])
         g.add_expert_feed_forward_length(cfg["eff"])
-        if cfg.get("shared"):
+        if cfg.get("shared") and not cfg.get("sigmoid"):
             g.add_expert_shared_feed_forward_length(cfg["shared"])
     for n, a in w.items():
         g.add_tensor(n, a.astype(np.float32))
@@ -183,3 +240,5 @@ base = dict(dim=32, layers=2, heads=4, kv=2, hd=8, ffn=48, vocab=53)
 make("llama", "llama", dict(base, neox=False), 1)
 make("qwen3moe", "qwen3moe", dict(base, hd=12, neox=True, qk_norm=True, experts=4, used=2, eff=24, norm_w=True), 2)
 make("qwen2moe", "qwen2moe", dict(base, neox=True, bias=True, experts=4, used=2, eff=24, norm_w=False, shared=40), 3)
+make("deepseek2", "deepseek2", dict(base, hd=12, heads=4, kv=4, mla=True, kv_lora=16, q_lora=20, rope=4, hv=10, dense=1,
+                                    experts=4, used=2, eff=24, sigmoid=True, norm_w=True, scale=2.5, shared=24), 4)
