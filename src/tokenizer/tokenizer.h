@@ -1,0 +1,64 @@
+/* tokenizer.h: the tokenizer's internals, shared by the files of
+ * src/tokenizer/ and the model runner (which loads the tokenizer from the
+ * GGUF file it already opened). */
+#ifndef TG_TOKENIZER_TOKENIZER_H
+#define TG_TOKENIZER_TOKENIZER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "tg_tokenizer.h"
+#include "io/gguf_file.h"
+#include "tokenizer/pretokenize.h"
+#include "tokenizer/strmap.h"
+#include "util/util.h"
+
+typedef enum { TOK_SPM, TOK_BPE, TOK_WPM } tok_kind;
+
+/* Token attributes (llama.cpp's llama_token_attr bits). */
+enum {
+  TOK_ATTR_UNKNOWN = 1 << 0, TOK_ATTR_UNUSED = 1 << 1, TOK_ATTR_NORMAL = 1 << 2, TOK_ATTR_CONTROL = 1 << 3,
+  TOK_ATTR_USER_DEFINED = 1 << 4, TOK_ATTR_BYTE = 1 << 5, TOK_ATTR_LSTRIP = 1 << 7, TOK_ATTR_RSTRIP = 1 << 8,
+};
+
+struct tg_tokenizer {
+  tok_kind kind;
+  char *model, *pre_name, *name;     /* tokenizer.ggml.model / .pre, general.name */
+  int n_vocab;
+  char **text;                       /* token texts, NUL-terminated */
+  uint32_t *text_len;
+  float *score;
+  uint16_t *attr;
+  int max_token_len;
+  strmap ids;                        /* text -> id */
+  strmap merges;                     /* "left\xFFright" -> rank (BPE) */
+  char *merge_keys;                  /* storage of those keys */
+  pretok *pre;                       /* BPE */
+  int32_t byte_token[256];           /* byte -> its token (<0xXX> or GPT-2 char), -1 */
+
+  int32_t bos, eos, eot, eom, unk, sep, pad, mask;
+  int32_t fim_pad, fim_rep, fim_sep;
+  bool add_bos, add_eos, add_sep, add_space_prefix, ignore_merges, clean_spaces;
+  bool lowercase, strip_accents;     /* BERT normalizer */
+  uint8_t *eog;                      /* per id: ends generation */
+
+  int32_t *specials;                 /* control/user-defined/unknown ids, longest text first */
+  int n_specials;
+  char **piece;                      /* per id: its piece with special = true */
+  uint32_t *piece_len;
+};
+
+/* Builds the tokenizer from f's tokenizer.ggml.* metadata (f stays owned by
+ * the caller; nothing points into it afterwards). */
+tg_tokenizer *tokenizer_from_gguf(const gguf_file *f);
+
+/* The encoders: append the ids of one fragment of raw text (no specials). */
+typedef VEC(int32_t) ids_vec;
+void spm_encode(const tg_tokenizer *t, const char *text, size_t n, ids_vec *out);
+void bpe_encode(const tg_tokenizer *t, const char *text, size_t n, ids_vec *out);
+void wpm_encode(const tg_tokenizer *t, const char *text, size_t n, ids_vec *out);
+
+/* Builds the piece cache (detokenize.c). */
+void tokenizer_build_pieces(tg_tokenizer *t);
+
+#endif
