@@ -39,6 +39,7 @@ typedef struct {
   int n_ctx;              /* this model's cache size */
   float rms_eps;
   float rope_base;
+  float rope_scale;       /* linear scaling: positions are divided by it (1: none) */
   int rope_dim;           /* dimensions of each head that RoPE rotates */
   bool rope_neox;         /* rotate (i, i + d/2) pairs instead of (2i, 2i+1) */
   /* mixture of experts (0 experts: a dense feed-forward) */

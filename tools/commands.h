@@ -11,5 +11,6 @@ typedef struct {
 } tg_command;
 
 int cmd_selftest(int argc, char **argv);
+int cmd_bench_llm(int argc, char **argv);
 
 #endif

@@ -79,6 +79,16 @@ int llm_read_config(tg_llm *m, int n_ctx) {
   }
   c->rms_eps = arch_float(m, "attention.layer_norm_rms_epsilon", 1e-5);
   c->rope_base = arch_float(m, "rope.freq_base", 10000.0);
+  {
+    char k[128], *type;
+    snprintf(k, sizeof k, "%s.rope.scaling.type", c->arch);
+    type = gguf_get_str(m->file, k);
+    c->rope_scale = 1;
+    if (type && !strcmp(type, "linear")) c->rope_scale = arch_float(m, "rope.scaling.factor", 1.0);
+    else if (type && strcmp(type, "none")) { tg_seterr("%s: rope scaling '%s' is not supported (none and linear are)", m->file->path, type); free(type); return -1; }
+    free(type);
+    if (!(c->rope_scale > 0)) return tg_seterr("%s: rope.scaling.factor must be positive", m->file->path);
+  }
   /* llama.cpp's rope types: llama and mistral rotate adjacent pairs (their
    * converter permuted q and k for it); the others rotate halves (NEOX) */
   c->rope_neox = strcmp(c->arch, "llama") && strcmp(c->arch, "mistral") && strcmp(c->arch, "deepseek2");

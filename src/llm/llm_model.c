@@ -10,16 +10,25 @@
 #include "tensor/tensor.h"
 #include "util/util.h"
 
-/* cos/sin of pos * base^(-2i/rope_dim), computed in double (llama.cpp uses
- * float: the angles agree to within an ulp). */
+/* cos/sin of (pos / scale) * base^(-2i/rope_dim) / freq_factor[i], computed
+ * in double (llama.cpp uses float: the angles agree to within an ulp).
+ * rope_freqs.weight (llama 3.1) holds the per-dimension factors. */
 static int rope_tables(tg_llm *m) {
   const tg_llm_config *c = &m->cfg;
   int half = c->rope_dim / 2;
+  float *factors = NULL;
+  const gguf_tensor_info *ff = gguf_find_tensor(m->file, "rope_freqs.weight");
+  if (ff) {
+    if (ff->type != GGML_TYPE_F32 || ff->ne[0] != half || ff->n_dims != 1)
+      return tg_seterr("%s: rope_freqs.weight must be %d float32 values", m->file->path, half);
+    factors = (float *)(ff->map->base + ff->file_offset);
+  }
   float *cs = tg_xmalloc(sizeof(float) * (size_t)c->n_ctx * (size_t)half);
   float *sn = tg_xmalloc(sizeof(float) * (size_t)c->n_ctx * (size_t)half);
   for (int p = 0; p < c->n_ctx; p++)
     for (int i = 0; i < half; i++) {
-      double theta = p * pow((double)c->rope_base, -2.0 * i / c->rope_dim);
+      double theta = p / (double)c->rope_scale * pow((double)c->rope_base, -2.0 * i / c->rope_dim);
+      if (factors) theta /= factors[i];
       cs[(size_t)p * half + i] = (float)cos(theta);
       sn[(size_t)p * half + i] = (float)sin(theta);
     }
