@@ -65,6 +65,9 @@ int tg_llm_n_past(const tg_llm *m);
 /* Forgets positions from n_past on (to reuse a shared prefix). */
 void tg_llm_rewind(tg_llm *m, int n_past);
 
+/* The tokens now in the cache (tg_llm_n_past of them), oldest first. */
+const int32_t *tg_llm_history(const tg_llm *m);
+
 /* ---------------------------------------------------------------- sampling */
 
 typedef struct {
@@ -83,6 +86,31 @@ void tg_sampler_free(tg_sampler *s);
 /* A token drawn from logits (n floats) by the chain top-k, top-p, min-p,
  * temperature, then a draw from the sampler's seeded generator. */
 int32_t tg_sampler_sample(tg_sampler *s, const float *logits, int n);
+
+/* ---------------------------------------------------------------- generation */
+
+struct tg_tokenizer;
+/* Called with each piece of generated text as soon as it is complete UTF-8;
+ * return false to stop generating (a client went away, a stop string). */
+typedef bool (*tg_llm_emit_fn)(void *user, const char *text, size_t len);
+
+typedef struct {
+  int n_prompt;           /* prompt tokens */
+  int n_reused;           /* of those, already in the cache (a shared prefix) */
+  int n_generated;
+  bool hit_eog;           /* stopped at an end-of-generation token */
+  bool hit_ctx;           /* stopped because the context is full */
+  double prompt_seconds, gen_seconds;
+} tg_gen_stats;
+
+/* Feeds prompt (reusing the longest prefix already in the cache), then
+ * samples up to max_tokens tokens with s, emitting their text, until an
+ * end-of-generation token of tok, a full context, or emit returning false.
+ * The generated tokens stay in the cache (a next turn reuses them). end
+ * tokens are not emitted. extra_stop (n_extra ids, may be NULL) also ends
+ * generation. 0 or -1 + tg_error. */
+int tg_llm_generate(tg_llm *m, const struct tg_tokenizer *tok, const int32_t *prompt, int n_prompt, int max_tokens,
+                    tg_sampler *s, const int32_t *extra_stop, int n_extra, tg_llm_emit_fn emit, void *user, tg_gen_stats *stats);
 
 #ifdef __cplusplus
 }

@@ -134,3 +134,50 @@ TEST(llm_sampler) {
   for (int i = 0; i < 200; i++) { int t = tg_sampler_sample(s, logits, 5); CHECK(t == 1 || t == 3); }
   tg_sampler_free(s);
 }
+
+typedef struct { char buf[2048]; size_t n; int calls; int stop_after; } collect;
+static bool collect_piece(void *u, const char *text, size_t len) {
+  collect *c = u;
+  if (c->n + len < sizeof c->buf) { memcpy(c->buf + c->n, text, len); c->n += len; c->buf[c->n] = 0; }
+  return ++c->calls != c->stop_after;
+}
+
+/* tg run's path: tokenizer + generate, greedy, against llama.cpp's text;
+ * a second prompt sharing the prefix reuses the cache. */
+TEST(llm_generate_stories260k) {
+  const char *path = "../../shared/testdata/models/stories260K.gguf";
+  FILE *f = fopen(path, "rb");
+  if (!f) SKIP("%s is absent", path);
+  fclose(f);
+  tg_tokenizer *tok = tg_tokenizer_load(path);
+  tg_llm *m = tg_llm_load(path, NULL);
+  CHECK_OK(tok); CHECK_OK(m);
+  if (!tok || !m) { tg_tokenizer_free(tok); tg_llm_free(m); return; }
+  tg_sampler *s = tg_sampler_new(&(tg_sampling){ .temperature = 0 });
+  const char *prompts[2] = { "The little dog", "Once upon a time" };
+  const char *want[2] = { " was a little girl named Lily. She loved to play with her toys and her toys. One day, she saw a big box with a big box. It was a big,",
+                          ", there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball. She wanted to play "
+                          "with it, but it was too high.\nLily's mom said" };
+  int ns[2] = { 48, 64 };
+  for (int p = 0; p < 2; p++) {
+    int32_t *ids;
+    int n = tg_tokenize(tok, prompts[p], strlen(prompts[p]), true, false, &ids);
+    CHECK(n > 1 && ids[0] == 1);
+    collect c = { .n = 0 };
+    tg_gen_stats st;
+    CHECK_OK(tg_llm_generate(m, tok, ids, n, ns[p], s, NULL, 0, collect_piece, &c, &st) == 0);
+    CHECK_MSG(!strcmp(c.buf, want[p]), "'%s' continues as '%s'", prompts[p], c.buf);
+    CHECK_EQ_INT(st.n_generated, ns[p]);
+    CHECK_EQ_INT(st.n_reused, 1);   /* the two prompts share only BOS */
+    /* the same prompt again reuses all but its last token, and stops when emit says so */
+    collect c2 = { .n = 0, .stop_after = 3 };
+    CHECK_OK(tg_llm_generate(m, tok, ids, n, ns[p], s, NULL, 0, collect_piece, &c2, &st) == 0);
+    CHECK_EQ_INT(st.n_reused, n - 1);
+    CHECK_EQ_INT(c2.calls, 3);
+    CHECK(!strncmp(c2.buf, want[p], c2.n));
+    free(ids);
+  }
+  tg_sampler_free(s);
+  tg_llm_free(m);
+  tg_tokenizer_free(tok);
+}

@@ -34,6 +34,7 @@ struct tg_llm {
   char pos_name[32];                     /* the symbolic position's variable */
   tg_tensor *pos;
   int n_past;
+  int32_t *history;                      /* the n_past tokens in the cache */
   tg_jit *jit[LLM_NCHUNKS];
   int chunk[LLM_NCHUNKS];
 };

@@ -65,6 +65,7 @@ tg_llm *tg_llm_load(const char *path, const tg_llm_opts *opts) {
   if (m->pos) tensor_adopt(NULL, m->pos);
   tg_scope_end();
   if (!m->pos) { tg_llm_free(m); return NULL; }
+  m->history = tg_xcalloc((size_t)m->cfg.n_ctx, sizeof(int32_t));
   int sizes[LLM_NCHUNKS] = LLM_CHUNKS;
   for (int i = 0; i < LLM_NCHUNKS; i++) {
     m->chunk[i] = sizes[i];
@@ -88,11 +89,13 @@ void tg_llm_free(tg_llm *m) {
     for (size_t k = 0; k < sizeof ts / sizeof ts[0]; k++) tg_free(ts[k]);
   }
   free(m->layers);
+  free(m->history);
   gguf_close(m->file);
   free(m);
 }
 
 const tg_llm_config *tg_llm_config_of(const tg_llm *m) { return &m->cfg; }
+const int32_t *tg_llm_history(const tg_llm *m) { return m->history; }
 int tg_llm_n_past(const tg_llm *m) { return m->n_past; }
 void tg_llm_rewind(tg_llm *m, int n_past) {
   if (n_past >= 0 && n_past < m->n_past) m->n_past = n_past;
@@ -107,7 +110,10 @@ static int eval_chunk(tg_llm *m, int which, const int32_t *tokens, float *logits
   if (in && tg_bind(m->pos_name, m->n_past) == 0 && tg_jit_call(m->jit[which], &in, 1, &out, 1) == 0)
     rc = logits ? tg_data(out, logits, sizeof(float) * (size_t)m->cfg.n_vocab) : tg_realize(out);
   tg_scope_end();
-  if (rc == 0) m->n_past += T;
+  if (rc == 0) {
+    memcpy(m->history + m->n_past, tokens, sizeof(int32_t) * (size_t)T);
+    m->n_past += T;
+  }
   return rc;
 }
 

@@ -1,0 +1,62 @@
+/* cmd_run.c: `tg run -m MODEL.gguf -p PROMPT [-n N] [--temp T] [--seed S]`
+ * prints the model's continuation of PROMPT (BOS added as the model's
+ * metadata says, like llama.cpp), streaming it as it is generated. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "commands.h"
+#include "llm_args.h"
+
+static bool print_piece(void *u, const char *text, size_t len) {
+  (void)u;
+  fwrite(text, 1, len, stdout);
+  fflush(stdout);
+  return true;
+}
+
+int cmd_run(int argc, char **argv) {
+  llm_args a;
+  llm_args_init(&a);
+  const char *prompt = NULL;
+  bool stats = false;
+  for (int i = 1; i < argc; i++) {
+    int r = llm_args_parse(&a, argc, argv, &i, "tg run");
+    if (r < 0) return 2;
+    if (r > 0) continue;
+    if (!strcmp(argv[i], "-p") && i + 1 < argc) prompt = argv[++i];
+    else if (!strcmp(argv[i], "--stats")) stats = true;
+    else {
+      fprintf(stderr, "tg run: unknown argument '%s'\nusage: tg run -m MODEL.gguf -p PROMPT [options]\n%s"
+                      "  --stats          print token counts and speeds to stderr\n", argv[i], llm_args_help);
+      return 2;
+    }
+  }
+  if (!prompt) { fprintf(stderr, "tg run: no prompt: pass -p TEXT\n"); return 2; }
+  tg_llm *m;
+  tg_tokenizer *tok;
+  if (!llm_args_load(&a, "tg run", &m, &tok)) return 1;
+  int32_t *ids = NULL;
+  int n = tg_tokenize(tok, prompt, strlen(prompt), true, false, &ids);
+  int rc = 1;
+  if (n < 0) fprintf(stderr, "tg run: %s\n", tg_error());
+  else if (n == 0) fprintf(stderr, "tg run: the prompt has no tokens\n");
+  else {
+    tg_sampler *s = tg_sampler_new(&a.sampling);
+    tg_gen_stats st;
+    int max = a.n_predict < 0 ? tg_llm_config_of(m)->n_ctx : a.n_predict;
+    if (tg_llm_generate(m, tok, ids, n, max, s, NULL, 0, print_piece, NULL, &st) < 0) fprintf(stderr, "\ntg run: %s\n", tg_error());
+    else {
+      rc = 0;
+      printf("\n");
+      if (stats)
+        fprintf(stderr, "prompt: %d tokens, %.1f tok/s; generated: %d tokens, %.1f tok/s%s\n", st.n_prompt,
+                st.n_prompt / (st.prompt_seconds > 0 ? st.prompt_seconds : 1e-9), st.n_generated,
+                st.n_generated / (st.gen_seconds > 0 ? st.gen_seconds : 1e-9), st.hit_ctx ? " (context full)" : "");
+    }
+    tg_sampler_free(s);
+  }
+  free(ids);
+  tg_llm_free(m);
+  tg_tokenizer_free(tok);
+  return rc;
+}

@@ -1,0 +1,62 @@
+/* llm_args.c: options shared by the LLM commands (see llm_args.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "llm_args.h"
+
+const char llm_args_help[] =
+  "  -m FILE          the model (GGUF)\n"
+  "  -c N             context size in tokens (default: the model's, at most 4096)\n"
+  "  -n N             tokens to generate (default: until the end or a full context)\n"
+  "  --temp T         temperature (default 0.8; 0 = greedy)\n"
+  "  --top-k K        (default 40; 0 = off)   --top-p P (default 0.95)   --min-p P (default 0.05)\n"
+  "  --seed S         sampling seed (default: from the clock)\n";
+
+void llm_args_init(llm_args *a) {
+  memset(a, 0, sizeof *a);
+  a->n_predict = -1;
+  a->sampling = tg_sampling_default();
+  a->sampling.seed = (uint64_t)time(NULL);
+}
+
+static bool number(const char *s, double *v) {
+  char *end;
+  *v = strtod(s, &end);
+  return end != s && !*end;
+}
+
+int llm_args_parse(llm_args *a, int argc, char **argv, int *i, const char *cmd) {
+  static const char *const names[] = { "-m", "-c", "-n", "--temp", "--top-k", "--top-p", "--min-p", "--seed", NULL };
+  const char *opt = argv[*i];
+  int which = -1;
+  for (int k = 0; names[k]; k++) if (!strcmp(opt, names[k])) which = k;
+  if (which < 0) return 0;
+  if (*i + 1 >= argc) { fprintf(stderr, "%s: %s needs a value\n", cmd, opt); return -1; }
+  const char *val = argv[++*i];
+  double v = 0;
+  if (which > 0 && !number(val, &v)) { fprintf(stderr, "%s: %s: '%s' is not a number\n", cmd, opt, val); return -1; }
+  switch (which) {
+  case 0: a->model = val; break;
+  case 1: if (v < 1 || v > 1 << 20) goto range; a->n_ctx = (int)v; break;
+  case 2: if (v < -1 || v > 1 << 30) goto range; a->n_predict = (int)v; break;
+  case 3: if (v < 0 || v > 100) goto range; a->sampling.temperature = (float)v; break;
+  case 4: if (v < 0) goto range; a->sampling.top_k = (int)v; break;
+  case 5: if (v < 0 || v > 1) goto range; a->sampling.top_p = (float)v; break;
+  case 6: if (v < 0 || v > 1) goto range; a->sampling.min_p = (float)v; break;
+  case 7: if (v < 0) goto range; a->sampling.seed = (uint64_t)v; a->seed_given = true; break;
+  }
+  return 1;
+range:
+  fprintf(stderr, "%s: %s %s is out of range\n", cmd, opt, val);
+  return -1;
+}
+
+bool llm_args_load(const llm_args *a, const char *cmd, tg_llm **m, tg_tokenizer **tok) {
+  if (!a->model) { fprintf(stderr, "%s: no model: pass -m FILE.gguf\n", cmd); return false; }
+  *tok = tg_tokenizer_load(a->model);
+  if (!*tok) { fprintf(stderr, "%s: %s\n", cmd, tg_error()); return false; }
+  *m = tg_llm_load(a->model, &(tg_llm_opts){ .n_ctx = a->n_ctx });
+  if (!*m) { fprintf(stderr, "%s: %s\n", cmd, tg_error()); tg_tokenizer_free(*tok); return false; }
+  return true;
+}

@@ -1,0 +1,28 @@
+/* llm_args.h: the options tg run, tg chat and tg serve share: the model,
+ * context size and sampling (parsed the same way everywhere). */
+#ifndef TG_TOOLS_LLM_ARGS_H
+#define TG_TOOLS_LLM_ARGS_H
+
+#include <stdbool.h>
+#include "tg.h"
+
+typedef struct {
+  const char *model;
+  int n_ctx;
+  int n_predict;          /* -n: tokens to generate (-1: until the end or the context fills) */
+  tg_sampling sampling;
+  bool seed_given;
+} llm_args;
+
+/* Defaults: llama.cpp's sampling, n_predict -1, n_ctx 0 (the model's). */
+void llm_args_init(llm_args *a);
+/* Consumes argv[*i] (and its value) when it is a shared option: returns 1,
+ * 0 when it is not one, -1 (message printed) for a bad value. */
+int llm_args_parse(llm_args *a, int argc, char **argv, int *i, const char *cmd);
+/* The options' help lines. */
+extern const char llm_args_help[];
+
+/* Loads the model and its tokenizer; prints an error and returns false. */
+bool llm_args_load(const llm_args *a, const char *cmd, tg_llm **m, tg_tokenizer **tok);
+
+#endif
