@@ -267,6 +267,7 @@ bool tg_no_grad(void);
 #include "tg_nn.h"         /* convolution, pooling, norms, attention, losses, random */
 #include "tg_io.h"         /* safetensors, .npy, GGUF, file-backed (DISK) tensors */
 #include "tg_layers.h"     /* layers, state dicts, optimizers, lr schedules */
+#include "tg_chat.h"        /* chat templates: Jinja rendering and built-in presets */
 
 /* ---------------------------------------------------------------- variables */
 
