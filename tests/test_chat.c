@@ -327,10 +327,12 @@ TEST(chat_errors) {
   CHECK_RENDER_FAILS("{% for i in range(1000000) %}{% for j in range(1000000) %}{% endfor %}{% endfor %}", NULL, "loop iterations");
   CHECK_RENDER_FAILS("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", NULL, "recursion");
   CHECK_RENDER_FAILS("{% set s = 'x' * 1000000 %}{% for i in range(1000) %}{{ s }}{% endfor %}", NULL, "output exceeds");
-  CHECK_RENDER_FAILS("{{ ((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((("
-                     "((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((("
-                     "((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((1",
-                     NULL, "nested too deeply");
+  char deep[1024] = "{{ ";
+  for (int i = 0; i < 300; i++) strcat(deep, "(");
+  strcat(deep, "1");
+  for (int i = 0; i < 300; i++) strcat(deep, ")");
+  strcat(deep, " }}");
+  CHECK_RENDER_FAILS(deep, NULL, "nested too deeply");
   CHECK_RENDER_FAILS("{{ raise_exception('Bad role') }}", NULL, "Bad role");
   /* a message without role or content */
   tg_chat_template *t = tg_chat_template_new(NULL, "chatml", NULL, NULL);

@@ -307,7 +307,7 @@ int chat_preset_format(int id, const tg_chat_message *m, int n, bool add_ass, st
   case P_CHATGLM4: case P_GLMEDGE:
     if (id == P_CHATGLM4) put(b, "[gMASK]<sop>");
     for (int i = 0; i < n; i++) sb_printf(b, "<|%s|>\n%s", m[i].role, m[i].content);
-    if (add_ass) put(b, id == P_CHATGLM4 ? "<|assistant|>\n" : "<|assistant|>");
+    if (add_ass) put(b, "<|assistant|>");
     break;
   case P_MINICPM:
     for (int i = 0; i < n; i++) {
@@ -343,14 +343,11 @@ int chat_preset_format(int id, const tg_chat_message *m, int n, bool add_ass, st
     }
     if (add_ass) put(b, "[|assistant|]");
     break;
-  case P_RWKV_WORLD:
+  case P_RWKV_WORLD:   /* the model ends its turns with "\n\n" */
     for (int i = 0; i < n; i++) {
-      const char *label = is_role(&m[i], "system") ? "System" : is_role(&m[i], "user") ? "User" : is_role(&m[i], "assistant") ? "Assistant" : NULL;
-      if (!label) continue;
-      sb_printf(b, "%s: ", label);
-      put_trimmed(b, m[i].content);
-      put(b, "\n\n");
-      if (is_role(&m[i], "user") && i == n - 1) put(b, "Assistant:");
+      if (is_role(&m[i], "system")) sb_printf(b, "%s\n\n", m[i].content);
+      else if (is_role(&m[i], "user")) sb_printf(b, "User: %s\n\nAssistant:", m[i].content);
+      else sb_printf(b, "%s\n\n", m[i].content);
     }
     break;
   case P_GRANITE:

@@ -52,10 +52,12 @@ typedef struct jv {
   };
 } jv;
 
-typedef struct jlist { jv *v; int n, cap; bool tuple; } jlist;
+/* `frozen`: came from the caller's variables; methods that would mutate it
+ * work on a copy instead, so a render never changes its inputs (as minja) */
+typedef struct jlist { jv *v; int n, cap; bool tuple, frozen; } jlist;
 /* insertion-ordered; keys are any scalar value. `ns` marks a namespace()
  * object, the one kind of dict whose attributes `set` may assign. */
-typedef struct jdict { jv *keys, *vals; int n, cap; bool ns; } jdict;
+typedef struct jdict { jv *keys, *vals; int n, cap; bool ns, frozen; } jdict;
 
 /* Everything a render allocates from, plus its error target. */
 typedef struct jheap {

@@ -168,9 +168,27 @@ static int64_t to_int(jctx *c, jv v, int64_t dflt) {
   }
 }
 
+/* a private copy of a frozen (caller-owned) container, for mutating methods */
+static jv thaw(jctx *c, jv obj) {
+  if (obj.k == JV_LIST && obj.l->frozen) {
+    jv copy = jv_list(&c->h, obj.l->n);
+    for (int i = 0; i < obj.l->n; i++) jlist_push(&c->h, copy.l, obj.l->v[i]);
+    return copy;
+  }
+  if (obj.k == JV_DICT && obj.d->frozen) {
+    jv copy = jv_dict(&c->h);
+    for (int i = 0; i < obj.d->n; i++) jdict_set(&c->h, copy.d, obj.d->keys[i], obj.d->vals[i]);
+    return copy;
+  }
+  return obj;
+}
+
 jv jinja_method(jctx *c, jv obj, const char *name, jargs *a, bool *found) {
   jheap *h = &c->h;
   *found = true;
+  static const char *const mutating[] = { "append", "extend", "pop", "insert", "update", "setdefault", NULL };
+  for (int i = 0; mutating[i]; i++)
+    if (!strcmp(name, mutating[i])) obj = thaw(c, obj);
   #define IS(s) (!strcmp(name, s))
   if (obj.k == JV_STR) {
     if (IS("strip")) return strip(obj, jarg(a, 0, "chars"), true, true);

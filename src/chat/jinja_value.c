@@ -394,11 +394,13 @@ jv jv_from_cjson(jheap *h, const cJSON *j) {
   if (cJSON_IsArray(j)) {
     jv l = jv_list(h, cJSON_GetArraySize(j));
     for (const cJSON *c = j->child; c; c = c->next) jlist_push(h, l.l, jv_from_cjson(h, c));
+    l.l->frozen = true;
     return l;
   }
   if (cJSON_IsObject(j)) {
     jv d = jv_dict(h);
     for (const cJSON *c = j->child; c; c = c->next) jdict_set(h, d.d, jv_str(h, c->string ? c->string : ""), jv_from_cjson(h, c));
+    d.d->frozen = true;
     return d;
   }
   return jv_none();
