@@ -324,7 +324,11 @@ TEST(chat_errors) {
   CHECK(strstr(tg_error(), "line 1"));
   /* runaway templates are bounded */
   CHECK_RENDER_FAILS("{% for i in range(10**9) %}x{% endfor %}", NULL, "range()");
-  CHECK_RENDER_FAILS("{% for i in range(1000000) %}{% for j in range(1000000) %}{% endfor %}{% endfor %}", NULL, "loop iterations");
+  CHECK_RENDER_FAILS("{% for i in range(1000000) %}{% for j in range(1000000) %}{% endfor %}{% endfor %}", NULL, "work limit");
+  CHECK_RENDER_FAILS("{% set r = range(1000000) %}{% for i in r %}{% if i in r %}{% endif %}{% endfor %}", NULL, "work limit");
+  CHECK_RENDER_FAILS("{% set x = [] %}{% set _ = x.append(x) %}{{ x | tojson }}", NULL, "nested too deeply");
+  CHECK_RENDER_FAILS("{% set x = [] %}{% set _ = x.append(x) %}{{ x }}", NULL, "nested too deeply");
+  CHECK_RENDER_FAILS("{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}", NULL, "memory limit");
   CHECK_RENDER_FAILS("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", NULL, "recursion");
   CHECK_RENDER_FAILS("{% set s = 'x' * 1000000 %}{% for i in range(1000) %}{{ s }}{% endfor %}", NULL, "output exceeds");
   char deep[1024] = "{{ ";

@@ -123,7 +123,7 @@ void jinja_free(jinja_template *t);
 typedef struct jinja_limits {
   size_t max_output;      /* bytes of rendered text */
   size_t max_memory;      /* bytes the render may allocate */
-  int64_t max_iterations; /* loop iterations, all loops together */
+  int64_t max_iterations; /* work: loop iterations plus items that filters, `in` and sorts visit */
   int max_depth;          /* nested macro calls */
   int64_t max_range;      /* items range() may produce */
 } jinja_limits;

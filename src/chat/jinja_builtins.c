@@ -409,21 +409,33 @@ static int cmp_values(jctx *c, jv x, jv y, bool case_sensitive) {
   return jv_compare(&c->h, x, y);
 }
 
+typedef struct sort_key { jv attr; bool reverse, case_sensitive; int pair_index; } sort_key;
+
+static int sort_cmp(jctx *c, const sort_key *k, jv p, jv q) {
+  jctx_charge(c, 1);
+  if (k->pair_index >= 0) { p = p.l->v[k->pair_index]; q = q.l->v[k->pair_index]; }
+  else if (k->attr.k != JV_UNDEF) { p = jinja_getattr(c, p, k->attr); q = jinja_getattr(c, q, k->attr); }
+  int r = cmp_values(c, p, q, k->case_sensitive);
+  return k->reverse ? -r : r;
+}
+
+/* stable merge sort; comparisons may fail the render, so no qsort */
+static void merge_sort(jctx *c, const sort_key *k, jv *v, jv *tmp, int n) {
+  if (n < 2) return;
+  int mid = n / 2;
+  merge_sort(c, k, v, tmp, mid);
+  merge_sort(c, k, v + mid, tmp, n - mid);
+  int i = 0, j = mid, o = 0;
+  while (i < mid && j < n) tmp[o++] = sort_cmp(c, k, v[j], v[i]) < 0 ? v[j++] : v[i++];
+  while (i < mid) tmp[o++] = v[i++];
+  while (j < n) tmp[o++] = v[j++];
+  memcpy(v, tmp, (size_t)n * sizeof(jv));
+}
+
 static void sort_list(jctx *c, jlist *l, jv attr, bool reverse, bool case_sensitive, int pair_index) {
-  /* insertion sort: stable, and the comparisons may fail the render */
-  for (int i = 1; i < l->n; i++) {
-    jv x = l->v[i];
-    int j = i - 1;
-    for (; j >= 0; j--) {
-      jv p = l->v[j], q = x;
-      if (pair_index >= 0) { p = p.l->v[pair_index]; q = q.l->v[pair_index]; }
-      else if (attr.k != JV_UNDEF) { p = jinja_getattr(c, p, attr); q = jinja_getattr(c, q, attr); }
-      int r = cmp_values(c, p, q, case_sensitive);
-      if (reverse ? r >= 0 : r <= 0) break;
-      l->v[j + 1] = l->v[j];
-    }
-    l->v[j + 1] = x;
-  }
+  sort_key k = { attr, reverse, case_sensitive, pair_index };
+  jv *tmp = jalloc(&c->h, (size_t)(l->n + 1) * sizeof(jv));
+  merge_sort(c, &k, l->v, tmp, l->n);
 }
 
 static jv copy_list(jctx *c, jlist *src) {
@@ -566,6 +578,7 @@ jv jinja_filter(jctx *c, const char *name, jv in, jargs *a) {
     jv out = jv_list(h, 0);
     for (int i = 0; i < items->n; i++) {
       bool seen = false;
+      jctx_charge(c, out.l->n);
       for (int k = 0; k < out.l->n && !seen; k++) seen = jv_equal(out.l->v[k], items->v[i]) && out.l->v[k].k == items->v[i].k;
       if (!seen) jlist_push(h, out.l, items->v[i]);
     }

@@ -25,6 +25,12 @@ _Noreturn void jctx_fail(jctx *c, const char *fmt, ...) {
   jfail(&c->err, "%s (template line %d, column %d)", msg, line, col);
 }
 
+void jctx_charge(jctx *c, int64_t n) {
+  c->iterations += n;
+  if (c->iterations > c->lim.max_iterations)
+    jctx_fail(c, "template exceeded its work limit (%lld loop iterations and items visited)", (long long)c->lim.max_iterations);
+}
+
 jinja_limits jinja_default_limits(void) {
   return (jinja_limits){
     .max_output = (size_t)64 << 20,
@@ -57,6 +63,7 @@ static void exec_body(jctx *c, const jnodes *body, jscope *s, jbuf *out);
 
 jlist *jinja_iter_items(jctx *c, jv v) {
   jheap *h = &c->h;
+  jctx_charge(c, v.k == JV_LIST ? v.l->n : v.k == JV_DICT ? v.d->n : v.k == JV_STR ? (int64_t)v.s.n : 0);
   switch (v.k) {
   case JV_LIST: return v.l;
   case JV_UNDEF: case JV_NONE: return jv_list(h, 0).l;
@@ -115,6 +122,7 @@ static jv eval_slice(jctx *c, const jnode *n, jscope *s) {
     jctx_fail(c, "cannot slice a %s", jv_kind_name(obj));
   }
   int64_t len = obj.k == JV_LIST ? obj.l->n : (int64_t)obj.s.n;
+  jctx_charge(c, len);
   int64_t a = slice_bound(c, parts[0], len, step, true), b = slice_bound(c, parts[1], len, step, false);
   if (obj.k == JV_LIST) {
     jv out = jv_list(&c->h, 0);
@@ -136,6 +144,7 @@ static jv arith(jctx *c, const char *op, jv a, jv b) {
   }
   if (!strcmp(op, "+")) {
     if (a.k == JV_LIST && b.k == JV_LIST) {
+      jctx_charge(c, a.l->n + b.l->n);
       jv out = jv_list(h, a.l->n + b.l->n);
       for (int i = 0; i < a.l->n; i++) jlist_push(h, out.l, a.l->v[i]);
       for (int i = 0; i < b.l->n; i++) jlist_push(h, out.l, b.l->v[i]);
@@ -208,6 +217,7 @@ static bool contains(jctx *c, jv container, jv x) {
     if (x.s.n == 0) return true;
     return memmem(container.s.p, container.s.n, x.s.p, x.s.n) != NULL;
   case JV_LIST:
+    jctx_charge(c, container.l->n);
     for (int i = 0; i < container.l->n; i++)
       if (jv_equal(container.l->v[i], x)) return true;
     return false;
@@ -226,9 +236,6 @@ static jv eval_binary(jctx *c, const jnode *n, jscope *s) {
   if (!strcmp(op, "in")) return jv_bool(contains(c, b, a));
   if (!strcmp(op, "not in")) return jv_bool(!contains(c, b, a));
   if (op[0] == '<' || op[0] == '>') {
-    jheap h = c->h;
-    jerr *saved = h.err;
-    (void)saved;
     if (!((jv_is_number(a) && jv_is_number(b)) || (a.k == JV_STR && b.k == JV_STR) || (a.k == JV_LIST && b.k == JV_LIST)))
       jctx_fail(c, "'%s' not supported between %s and %s", op, jv_kind_name(a), jv_kind_name(b));
     int r = jv_compare(&c->h, a, b);
@@ -415,14 +422,12 @@ static void exec_for(jctx *c, const jnode *n, jscope *s, jbuf *out) {
   jheap *h = &c->h;
   jv seq = eval(c, n->a, s);
   c->pos = n->pos;
-  if (seq.k == JV_DICT && n->ntargets == 2) {   /* `for k, v in d` is rare; iterate keys like Python */
-  }
   jlist *items = jinja_iter_items(c, seq);
   jscope *ls = new_scope(c, s);
   if (n->b) {   /* loop filter: loop.* counts only the kept items */
     jlist *kept = jv_list(h, items->n).l;
     for (int i = 0; i < items->n; i++) {
-      if (++c->iterations > c->lim.max_iterations) jctx_fail(c, "template exceeded the limit of %lld loop iterations", (long long)c->lim.max_iterations);
+      jctx_charge(c, 1);
       assign_targets(c, ls, n->targets, n->ntargets, items->v[i]);
       if (jv_truthy(eval(c, n->b, ls))) jlist_push(h, kept, items->v[i]);
     }
@@ -439,10 +444,8 @@ static void exec_for(jctx *c, const jnode *n, jscope *s, jbuf *out) {
   jdict_sets(h, ls->vars, "loop", loop);
   int len = items->n;
   for (int i = 0; i < len; i++) {
-    if (++c->iterations > c->lim.max_iterations) {
-      c->pos = n->pos;
-      jctx_fail(c, "template exceeded the limit of %lld loop iterations", (long long)c->lim.max_iterations);
-    }
+    c->pos = n->pos;
+    jctx_charge(c, 1);
     jv item = items->v[i];
     assign_targets(c, ls, n->targets, n->ntargets, item);
     cycle->state = jv_int(i);

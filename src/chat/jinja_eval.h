@@ -48,6 +48,8 @@ struct jctx {
 
 /* fails the render with the message and the current source position */
 _Noreturn void jctx_fail(jctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* counts n units of work (loop iterations, items visited) against the limit */
+void jctx_charge(jctx *c, int64_t n);
 
 jv jinja_call(jctx *c, jv fn, jargs *a);
 jv jinja_filter(jctx *c, const char *name, jv input, jargs *a);

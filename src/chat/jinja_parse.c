@@ -620,6 +620,7 @@ static const char *parse_body(parser *P, jnodes *out, const char *const *stop, c
         pfail_at(P, kw->pos, "Unexpected %.*s", (int)kw->n, kw->p);
       }
       P->i++;
+      if (++P->nesting > MAX_NESTING) pfail_at(P, pos, "blocks nested too deeply");
       jnode *n;
       if (is_name(kw, "if")) n = parse_if(P, pos);
       else if (is_name(kw, "for")) n = parse_for(P, pos);
@@ -642,6 +643,7 @@ static const char *parse_body(parser *P, jnodes *out, const char *const *stop, c
       } else {
         pfail_at(P, kw->pos, "unknown statement '%.*s'", (int)kw->n, kw->p);
       }
+      P->nesting--;
       push(P, out, n);
       break;
     }

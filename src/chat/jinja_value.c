@@ -108,7 +108,11 @@ double jv_num(jv v) {
   return v.k == JV_INT ? (double)v.i : v.k == JV_FLOAT ? v.f : v.k == JV_BOOL ? (double)v.b : 0;
 }
 
-bool jv_equal(jv a, jv b) {
+/* containers can contain themselves (x.append(x)); recursion stops here */
+enum { MAX_VALUE_DEPTH = 256 };
+
+static bool equal_at(jv a, jv b, int depth) {
+  if (depth > MAX_VALUE_DEPTH) return false;
   if (jv_is_number(a) && jv_is_number(b)) {
     if (a.k == JV_FLOAT || b.k == JV_FLOAT) return jv_num(a) == jv_num(b);
     return (a.k == JV_BOOL ? a.b : a.i) == (b.k == JV_BOOL ? b.b : b.i);
@@ -120,13 +124,13 @@ bool jv_equal(jv a, jv b) {
   case JV_LIST:
     if (a.l->n != b.l->n) return false;
     for (int i = 0; i < a.l->n; i++)
-      if (!jv_equal(a.l->v[i], b.l->v[i])) return false;
+      if (!equal_at(a.l->v[i], b.l->v[i], depth + 1)) return false;
     return true;
   case JV_DICT:
     if (a.d->n != b.d->n) return false;
     for (int i = 0; i < a.d->n; i++) {
       jv *o = jdict_get(b.d, a.d->keys[i]);
-      if (!o || !jv_equal(a.d->vals[i], *o)) return false;
+      if (!o || !equal_at(a.d->vals[i], *o, depth + 1)) return false;
     }
     return true;
   case JV_FUNC: return a.fn == b.fn;
@@ -134,13 +138,16 @@ bool jv_equal(jv a, jv b) {
   }
 }
 
+bool jv_equal(jv a, jv b) { return equal_at(a, b, 0); }
+
 const char *jv_kind_name(jv v) {
   static const char *names[] = { "undefined", "none", "bool", "int", "float", "string", "list", "dict", "function" };
   if (v.k == JV_LIST && v.l->tuple) return "tuple";
   return names[v.k];
 }
 
-int jv_compare(jheap *h, jv a, jv b) {
+static int compare_at(jheap *h, jv a, jv b, int depth) {
+  if (depth > MAX_VALUE_DEPTH) jfail(h->err, "values nested too deeply to compare");
   if (jv_is_number(a) && jv_is_number(b)) {
     double x = jv_num(a), y = jv_num(b);
     if (a.k != JV_FLOAT && b.k != JV_FLOAT) {
@@ -157,13 +164,15 @@ int jv_compare(jheap *h, jv a, jv b) {
   }
   if (a.k == JV_LIST && b.k == JV_LIST) {
     for (int i = 0; i < a.l->n && i < b.l->n; i++) {
-      int c = jv_compare(h, a.l->v[i], b.l->v[i]);
+      int c = compare_at(h, a.l->v[i], b.l->v[i], depth + 1);
       if (c) return c;
     }
     return a.l->n < b.l->n ? -1 : a.l->n > b.l->n;
   }
   jfail(h->err, "cannot compare %s with %s", jv_kind_name(a), jv_kind_name(b));
 }
+
+int jv_compare(jheap *h, jv a, jv b) { return compare_at(h, a, b, 0); }
 
 /* ---- buffers ---- */
 
@@ -247,13 +256,14 @@ static void write_scalar(jheap *h, jbuf *b, jv v) {
   }
 }
 
-void jv_write_repr(jheap *h, jbuf *b, jv v) {
+static void write_repr(jheap *h, jbuf *b, jv v, int depth) {
+  if (depth > MAX_VALUE_DEPTH) jfail(h->err, "value nested too deeply to print (does it contain itself?)");
   if (v.k == JV_STR) { write_quoted_repr(h, b, v.s.p, v.s.n); return; }
   if (v.k == JV_LIST) {
     jbuf_puts(h, b, v.l->tuple ? "(" : "[");
     for (int i = 0; i < v.l->n; i++) {
       if (i) jbuf_puts(h, b, ", ");
-      jv_write_repr(h, b, v.l->v[i]);
+      write_repr(h, b, v.l->v[i], depth + 1);
     }
     if (v.l->tuple && v.l->n == 1) jbuf_puts(h, b, ",");
     jbuf_puts(h, b, v.l->tuple ? ")" : "]");
@@ -263,15 +273,17 @@ void jv_write_repr(jheap *h, jbuf *b, jv v) {
     jbuf_puts(h, b, "{");
     for (int i = 0; i < v.d->n; i++) {
       if (i) jbuf_puts(h, b, ", ");
-      jv_write_repr(h, b, v.d->keys[i]);
+      write_repr(h, b, v.d->keys[i], depth + 1);
       jbuf_puts(h, b, ": ");
-      jv_write_repr(h, b, v.d->vals[i]);
+      write_repr(h, b, v.d->vals[i], depth + 1);
     }
     jbuf_puts(h, b, "}");
     return;
   }
   write_scalar(h, b, v);
 }
+
+void jv_write_repr(jheap *h, jbuf *b, jv v) { write_repr(h, b, v, 0); }
 
 void jv_write_str(jheap *h, jbuf *b, jv v) {
   if (v.k == JV_STR) jbuf_put(h, b, v.s.p, v.s.n);
@@ -335,6 +347,7 @@ static int cmp_keys(const void *x, const void *y) {
 
 static void write_json(jheap *h, jbuf *b, jv v, int indent, bool sort_keys, int level) {
   char tmp[64];
+  if (level > MAX_VALUE_DEPTH) jfail(h->err, "value nested too deeply for tojson (does it contain itself?)");
   switch (v.k) {
   case JV_UNDEF: case JV_NONE: case JV_FUNC: jbuf_puts(h, b, "null"); return;
   case JV_BOOL: jbuf_puts(h, b, v.b ? "true" : "false"); return;
