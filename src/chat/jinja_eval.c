@@ -437,7 +437,12 @@ static void exec_for(jctx *c, const jnode *n, jscope *s, jbuf *out) {
     exec_body(c, &n->orelse, s, out);
     return;
   }
+  /* loop.* lives in one dict whose slots are overwritten per iteration */
+  static const char *const keys[] = { "index", "index0", "revindex", "revindex0", "first", "last", "length",
+                                      "depth", "depth0", "previtem", "nextitem", "cycle" };
+  enum { NKEYS = sizeof keys / sizeof keys[0] };
   jv loop = jv_dict(h);
+  for (int k = 0; k < NKEYS; k++) jdict_sets(h, loop.d, keys[k], jv_undef());
   jfunc *cycle = jalloc(h, sizeof *cycle);
   cycle->kind = JF_CYCLE;
   cycle->name = "cycle";
@@ -446,22 +451,15 @@ static void exec_for(jctx *c, const jnode *n, jscope *s, jbuf *out) {
   for (int i = 0; i < len; i++) {
     c->pos = n->pos;
     jctx_charge(c, 1);
-    jv item = items->v[i];
-    assign_targets(c, ls, n->targets, n->ntargets, item);
+    assign_targets(c, ls, n->targets, n->ntargets, items->v[i]);
     cycle->state = jv_int(i);
-    jdict *L = loop.d;
-    jdict_sets(h, L, "index", jv_int(i + 1));
-    jdict_sets(h, L, "index0", jv_int(i));
-    jdict_sets(h, L, "revindex", jv_int(len - i));
-    jdict_sets(h, L, "revindex0", jv_int(len - i - 1));
-    jdict_sets(h, L, "first", jv_bool(i == 0));
-    jdict_sets(h, L, "last", jv_bool(i == len - 1));
-    jdict_sets(h, L, "length", jv_int(len));
-    jdict_sets(h, L, "depth", jv_int(1));
-    jdict_sets(h, L, "depth0", jv_int(0));
-    jdict_sets(h, L, "previtem", i > 0 ? items->v[i - 1] : jv_undef());
-    jdict_sets(h, L, "nextitem", i + 1 < len ? items->v[i + 1] : jv_undef());
-    jdict_sets(h, L, "cycle", (jv){ .k = JV_FUNC, .fn = cycle });
+    jv vals[NKEYS] = {
+      jv_int(i + 1), jv_int(i), jv_int(len - i), jv_int(len - i - 1), jv_bool(i == 0), jv_bool(i == len - 1),
+      jv_int(len), jv_int(1), jv_int(0), i > 0 ? items->v[i - 1] : jv_undef(), i + 1 < len ? items->v[i + 1] : jv_undef(),
+      { .k = JV_FUNC, .fn = cycle },
+    };
+    if (loop.d->n != NKEYS) jctx_fail(c, "the loop variable was modified");
+    memcpy(loop.d->vals, vals, sizeof vals);
     exec_body(c, &n->body, ls, out);
     if (c->ctrl == CTRL_BREAK) { c->ctrl = CTRL_NONE; break; }
     if (c->ctrl == CTRL_CONTINUE) c->ctrl = CTRL_NONE;
