@@ -269,6 +269,7 @@ bool tg_no_grad(void);
 #include "tg_layers.h"     /* layers, state dicts, optimizers, lr schedules */
 #include "tg_tokenizer.h"  /* tokenizers from GGUF metadata: encode, decode, streaming */
 #include "tg_llm.h"        /* language models from GGUF, sampling */
+#include "tg_chat.h"        /* chat templates: Jinja rendering and built-in presets */
 
 /* ---------------------------------------------------------------- variables */
 
