@@ -14,6 +14,7 @@ static const tg_command commands[] = {
   { "version", cmd_version, "print the version" },
   { "selftest", cmd_selftest, "build a small graph, compile it and check the result" },
   { "run", cmd_run, "continue a prompt with a GGUF model" },
+  { "chat", cmd_chat, "chat with a GGUF model interactively" },
   { "bench-llm", cmd_bench_llm, "prompt and decode speed of a GGUF model (tok/s)" },
 };
 #define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
