@@ -4,7 +4,7 @@ CC      ?= cc
 BUILD   ?= build
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -fPIC -Iinclude -Isrc -pthread
-LDLIBS  += -lm -ldl -pthread -lcjson
+LDLIBS  += -lm -ldl -pthread -lcjson -lmicrohttpd
 ifeq ($(SAN),1)
   BUILD   := build-san
   CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
