@@ -92,20 +92,22 @@ static bool ready(const serve_job *j, wait_for what, size_t seen) {
 }
 
 /* Waits, with q->mu held, until the job reaches `what` (WAIT_TEXT: final
- * text beyond `seen`). False when the client left or the server is stopping. */
+ * text beyond `seen`). False when the client left or the server is stopping.
+ * Other jobs' progress wakes us too, so the client check goes by the clock. */
 static bool wait_job(serve_server *s, struct MHD_Connection *c, serve_job *j, wait_for what, size_t seen) {
+  struct timespec next;
+  clock_gettime(CLOCK_REALTIME, &next);
   while (!ready(j, what, seen)) {
     if (s->queue.stopping) return false;
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += CLIENT_CHECK_MS * 1000000L;
-    if (until.tv_nsec >= 1000000000L) { until.tv_sec++; until.tv_nsec -= 1000000000L; }
-    if (pthread_cond_timedwait(&s->queue.progress, &s->queue.mu, &until) == ETIMEDOUT && !ready(j, what, seen)) {
-      pthread_mutex_unlock(&s->queue.mu);   /* the socket check needs no lock */
-      bool alive = client_alive(c);
-      pthread_mutex_lock(&s->queue.mu);
-      if (!alive) return false;
-    }
+    next.tv_nsec += CLIENT_CHECK_MS * 1000000L;
+    if (next.tv_nsec >= 1000000000L) { next.tv_sec++; next.tv_nsec -= 1000000000L; }
+    while (!ready(j, what, seen) && !s->queue.stopping &&
+           pthread_cond_timedwait(&s->queue.progress, &s->queue.mu, &next) != ETIMEDOUT) {}
+    if (ready(j, what, seen) || s->queue.stopping) continue;
+    pthread_mutex_unlock(&s->queue.mu);   /* the socket check needs no lock */
+    bool alive = client_alive(c);
+    pthread_mutex_lock(&s->queue.mu);
+    if (!alive) return false;
   }
   return true;
 }
