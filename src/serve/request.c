@@ -48,13 +48,15 @@ static int get_bool(const cJSON *o, const char *name, bool *out, serve_error *e)
 }
 
 static int parse_sampling(serve_request *r, const cJSON *o, serve_error *e) {
-  double temp = 1, top_p = 1, min_p = 0, top_k = 0, max_tokens = -1, n = 1, seed = 0;
+  double temp = 1, top_p = 1, min_p = 0, top_k = 0, max_tokens = -1, seed = 0;
   if (get_number(o, "temperature", 0, 2, false, &temp, e) || get_number(o, "top_p", 0, 1, false, &top_p, e) ||
       get_number(o, "min_p", 0, 1, false, &min_p, e) || get_number(o, "top_k", 0, INFINITY, true, &top_k, e) ||
       get_number(o, "max_tokens", 1, INFINITY, true, &max_tokens, e) ||
       get_number(o, "max_completion_tokens", 1, INFINITY, true, &max_tokens, e) ||   /* the newer name wins */
-      get_number(o, "n", 1, 1, true, &n, e) || get_number(o, "seed", -INFINITY, INFINITY, true, &seed, e))
+      get_number(o, "seed", -INFINITY, INFINITY, true, &seed, e))
     return -1;
+  const cJSON *n = field(o, "n");
+  if (n && !(is_int(n) && n->valuedouble == 1)) return bad(e, "n", "must be 1: one choice per request");
   r->sampling = (serve_sampling){ .temperature = (float)temp, .top_p = (float)top_p, .min_p = (float)min_p,
                                   .top_k = (int)fmin(top_k, 1 << 30), .seed = (uint64_t)(int64_t)seed,
                                   .has_seed = field(o, "seed") != NULL };
