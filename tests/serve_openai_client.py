@@ -9,6 +9,7 @@ client = openai.OpenAI(base_url=f"http://127.0.0.1:{sys.argv[1]}/v1", api_key="n
 
 models = client.models.list()
 assert [m.id for m in models.data] == ["fake-model"], models
+assert client.models.retrieve("fake-model").id == "fake-model"
 
 r = client.chat.completions.create(model="fake-model", messages=[{"role": "user", "content": "hi"}], temperature=0)
 assert r.choices[0].message.content == TEXT, r

@@ -222,6 +222,18 @@ TEST(serve_models) {
   body = http(serve_port(s), "GET", "/models", NULL, &st);
   CHECK_EQ_INT(st, 200);
   free(body);
+  body = http(serve_port(s), "GET", "/v1/models/fake-model", NULL, &st);
+  j = cJSON_Parse(body);
+  CHECK_EQ_INT(st, 200);
+  CHECK_STR(jstr(j, "id"), "fake-model");
+  cJSON_Delete(j);
+  free(body);
+  body = http(serve_port(s), "GET", "/v1/models/other", NULL, &st);
+  CHECK_EQ_INT(st, 404);
+  free(body);
+  body = http(serve_port(s), "GET", "/health", NULL, &st);
+  CHECK_EQ_INT(st, 200);
+  free(body);
   serve_stop(s);
 }
 
@@ -415,12 +427,39 @@ TEST(serve_errors) {
   char *body = http(port, "POST", "/v1/completions", big, &st);
   CHECK_EQ_INT(st, 413);
   free(body);
+  body = curl_finish(curl_start(port, "POST", "/v1/completions", big, "-H 'Transfer-Encoding: chunked'"), &st);
+  CHECK_EQ_INT(st, 413);   /* no Content-Length: found out while reading */
+  free(body);
   free(big);
   /* CORS preflight */
   body = curl_finish(curl_start(port, "OPTIONS", "/v1/chat/completions", NULL, "-i"), &st);
   CHECK_EQ_INT(st, 204);
   CHECK_MSG(strcasestr(body, "access-control-allow-origin: *") != NULL, "no CORS header:\n%s", body);
   free(body);
+  serve_stop(s);
+}
+
+TEST(serve_start_errors) {
+  serve_server *s = start_server();
+  if (!s) return;
+  serve_options opt = { .port = serve_port(s), .quiet = true };
+  CHECK(serve_start(&opt, &fake_backend) == NULL);   /* the port is taken */
+  CHECK_MSG(strstr(tg_error(), "cannot listen") != NULL, "error: %s", tg_error());
+  opt = (serve_options){ .host = "no.such.host.invalid", .quiet = true };
+  CHECK(serve_start(&opt, &fake_backend) == NULL);
+  CHECK_MSG(strstr(tg_error(), "cannot resolve") != NULL, "error: %s", tg_error());
+  serve_backend incomplete = fake_backend;
+  incomplete.generate = NULL;
+  CHECK(serve_start(&opt, &incomplete) == NULL);
+  serve_stop(s);
+  /* IPv6, where the machine has it */
+  opt = (serve_options){ .host = "::1", .quiet = true };
+  s = serve_start(&opt, &fake_backend);
+  if (s && have_curl()) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "curl -sS -g --max-time 10 -o /dev/null 'http://[::1]:%d/health'", serve_port(s));
+    CHECK_MSG(system(cmd) == 0, "GET /health over IPv6 failed");
+  }
   serve_stop(s);
 }
 

@@ -108,16 +108,24 @@ char *serve_reply_usage_chunk(const serve_reply_meta *m, int n_prompt, int n_out
   return print_free(o);
 }
 
-char *serve_reply_models(const char *model_id, long created, int n_ctx) {
-  cJSON *o = cJSON_CreateObject();
-  cJSON_AddStringToObject(o, "object", "list");
-  cJSON *data = cJSON_AddArrayToObject(o, "data"), *mdl = cJSON_CreateObject();
+static cJSON *model_object(const char *model_id, long created, int n_ctx) {
+  cJSON *mdl = cJSON_CreateObject();
   cJSON_AddStringToObject(mdl, "id", model_id);
   cJSON_AddStringToObject(mdl, "object", "model");
   cJSON_AddNumberToObject(mdl, "created", (double)created);
   cJSON_AddStringToObject(mdl, "owned_by", "tg");
   cJSON *meta = cJSON_AddObjectToObject(mdl, "meta");
   cJSON_AddNumberToObject(meta, "n_ctx", n_ctx);
-  cJSON_AddItemToArray(data, mdl);
+  return mdl;
+}
+
+char *serve_reply_models(const char *model_id, long created, int n_ctx) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "object", "list");
+  cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "data"), model_object(model_id, created, n_ctx));
   return print_free(o);
+}
+
+char *serve_reply_model(const char *model_id, long created, int n_ctx) {
+  return print_free(model_object(model_id, created, n_ctx));
 }

@@ -40,7 +40,8 @@ char *serve_reply_chunk(const serve_reply_meta *m, const char *role, const char 
                         const char *finish, bool with_usage);
 /* The usage chunk after the last one: no choices, just usage. */
 char *serve_reply_usage_chunk(const serve_reply_meta *m, int n_prompt, int n_out);
-/* GET /v1/models */
+/* GET /v1/models: the list; GET /v1/models/{id}: one model */
 char *serve_reply_models(const char *model_id, long created, int n_ctx);
+char *serve_reply_model(const char *model_id, long created, int n_ctx);
 
 #endif

@@ -253,9 +253,11 @@ static enum MHD_Result handle_completion(serve_server *s, struct MHD_Connection 
 
 /* ---- routing */
 
-typedef enum { ROUTE_MODELS, ROUTE_HEALTH, ROUTE_CHAT, ROUTE_COMPLETIONS } route_kind;
+typedef enum { ROUTE_MODELS, ROUTE_MODEL, ROUTE_HEALTH, ROUTE_CHAT, ROUTE_COMPLETIONS } route_kind;
+/* A path ending in '/' takes one more segment (the model id). */
 static const struct { const char *path, *method; route_kind kind; } routes[] = {
   { "/v1/models", "GET", ROUTE_MODELS },            { "/models", "GET", ROUTE_MODELS },
+  { "/v1/models/", "GET", ROUTE_MODEL },            { "/models/", "GET", ROUTE_MODEL },
   { "/health", "GET", ROUTE_HEALTH },               { "/v1/health", "GET", ROUTE_HEALTH },
   { "/v1/chat/completions", "POST", ROUTE_CHAT },   { "/chat/completions", "POST", ROUTE_CHAT },
   { "/v1/completions", "POST", ROUTE_COMPLETIONS }, { "/completions", "POST", ROUTE_COMPLETIONS },
@@ -263,8 +265,11 @@ static const struct { const char *path, *method; route_kind kind; } routes[] = {
 #define N_ROUTES (int)(sizeof routes / sizeof *routes)
 
 static int find_route(const char *url) {
-  for (int i = 0; i < N_ROUTES; i++)
-    if (strcmp(routes[i].path, url) == 0) return i;
+  for (int i = 0; i < N_ROUTES; i++) {
+    size_t n = strlen(routes[i].path);
+    if (routes[i].path[n - 1] == '/' ? strncmp(routes[i].path, url, n) == 0 && url[n] : strcmp(routes[i].path, url) == 0)
+      return i;
+  }
   return -1;
 }
 
@@ -321,6 +326,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   }
   switch (routes[route].kind) {
   case ROUTE_MODELS: return send_json(c, MHD_HTTP_OK, serve_reply_models(s->be->model_id, s->started, s->be->n_ctx));
+  case ROUTE_MODEL:
+    if (strcmp(url + strlen(routes[route].path), s->be->model_id) != 0)
+      return send_new_error(c, 404, "model_not_found", "no such model: %s", url + strlen(routes[route].path));
+    return send_json(c, MHD_HTTP_OK, serve_reply_model(s->be->model_id, s->started, s->be->n_ctx));
   case ROUTE_HEALTH: return send_json(c, MHD_HTTP_OK, tg_xstrdup("{\"status\":\"ok\"}"));
   case ROUTE_CHAT: return handle_completion(s, c, rq, true);
   case ROUTE_COMPLETIONS: return handle_completion(s, c, rq, false);
