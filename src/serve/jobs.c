@@ -24,9 +24,9 @@ static void fail_locked(serve_queue *q, serve_job *j) {
   pthread_cond_broadcast(&q->progress);
 }
 
-/* The backend's emit callback (on the worker thread): false stops generating. */
 typedef struct { serve_queue *q; serve_job *j; } emit_ctx;
 
+/* The backend's emit callback (on the worker thread): false stops generating. */
 static bool emit_piece(void *u, const char *piece, size_t len) {
   emit_ctx *c = u;
   pthread_mutex_lock(&c->q->mu);
@@ -74,7 +74,7 @@ static void run_job(serve_queue *q, serve_job *j) {
   int *toks = NULL;
   int n = tokenize(q, j, &toks);
   pthread_mutex_lock(&q->mu);
-  if (n < 0) {
+  if (n < 0 || j->cancelled) {   /* a client that left while its prompt was tokenized needs nothing more */
     fail_locked(q, j);
     pthread_mutex_unlock(&q->mu);
     free(toks);
