@@ -1,7 +1,9 @@
 /* test_serve.c: the OpenAI-compatible server (src/serve) over a fake backend,
  * driven by curl and by the official openai Python client. */
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include "test.h"
@@ -557,6 +559,39 @@ TEST(serve_stop_with_requests_in_flight) {
   int sa, sb;
   free(curl_finish(a, &sa));
   free(curl_finish(b, &sb));
+}
+
+/* What `tg serve` calls: it reports its address and stops on SIGTERM. */
+TEST(serve_run_until_signal) {
+  NEED_CURL();
+  int fds[2];
+  CHECK(pipe(fds) == 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 2);
+    close(fds[0]);
+    serve_options opt = { .port = 0, .quiet = true };
+    _exit(serve_run(&opt, &fake_backend) == 0 ? 0 : 1);
+  }
+  close(fds[1]);
+  char line[512] = "";
+  FILE *f = fdopen(fds[0], "r");
+  CHECK(fgets(line, sizeof line, f) != NULL);
+  const char *at = strstr(line, "http://127.0.0.1:");
+  CHECK_MSG(at && strstr(line, "fake-model"), "no address line: %s", line);
+  int port = at ? atoi(at + strlen("http://127.0.0.1:")) : 0, st = 0;
+  free(http(port, "GET", "/health", NULL, &st));
+  CHECK_EQ_INT(st, 200);
+  kill(pid, SIGTERM);
+  int status = 0;
+  double t0 = now_s();
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (now_s() - t0 > 5) { kill(pid, SIGKILL); waitpid(pid, &status, 0); break; }
+    usleep(10000);
+  }
+  CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "serve_run did not return 0 after SIGTERM (status %d)", status);
+  fclose(f);
 }
 
 TEST(serve_openai_client) {
