@@ -519,9 +519,9 @@ TEST(serve_client_disconnect) {
   serve_server *s = start_server();
   if (!s) return;
   int st;
-  /* ~500 tokens at 20 ms would take 10 s; curl gives up after 0.5 s */
+  /* ~500 tokens at 20 ms would take 10 s; curl gives up after 1 s */
   curl_call c = curl_start(serve_port(s), "POST", "/v1/chat/completions",
-                           "{\"messages\":[{\"role\":\"user\",\"content\":\"forever\"}],\"stream\":true}", "--max-time 0.5");
+                           "{\"messages\":[{\"role\":\"user\",\"content\":\"forever\"}],\"stream\":true}", "--max-time 1");
   char *body = curl_finish(c, &st);
   CHECK_MSG(strstr(body, "data: ") != NULL, "the stream should have started: %s", body);
   free(body);
@@ -530,17 +530,17 @@ TEST(serve_client_disconnect) {
   double dt = now_s() - t0;
   CHECK_EQ_INT(st, 200);
   CHECK_MSG(strstr(body, FAKE_TEXT) != NULL, "reply: %s", body);
-  CHECK_MSG(dt < 2.0, "the next request waited %.2f s: the abandoned generation kept running", dt);
+  CHECK_MSG(dt < 3.0, "the next request waited %.2f s: the abandoned generation kept running", dt);
   CHECK_EQ_INT(atomic_load(&fake.generations), 2);
   free(body);
   /* a client that leaves a non-streamed request also frees the worker */
-  c = curl_start(serve_port(s), "POST", "/v1/completions", "{\"prompt\":\"forever\"}", "--max-time 0.5");
+  c = curl_start(serve_port(s), "POST", "/v1/completions", "{\"prompt\":\"forever\"}", "--max-time 1");
   free(curl_finish(c, &st));
   t0 = now_s();
   body = http(serve_port(s), "POST", "/v1/completions", "{\"prompt\":\"hi\"}", &st);
   dt = now_s() - t0;
   CHECK_EQ_INT(st, 200);
-  CHECK_MSG(dt < 2.0, "the next request waited %.2f s after a non-streamed client left", dt);
+  CHECK_MSG(dt < 3.0, "the next request waited %.2f s after a non-streamed client left", dt);
   free(body);
   serve_stop(s);
 }
