@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include "test.h"
 #include "serve/serve.h"
+#include "serve/text_filter.h"
 #include "util/util.h"
 
 /* ---------------------------------------------------------------- the fake backend
@@ -207,6 +208,40 @@ static sse_summary parse_sse(const char *body, bool chat) {
 }
 
 /* ---------------------------------------------------------------- tests */
+
+/* The stop-string and UTF-8 hold-back logic on its own. */
+TEST(serve_text_filter) {
+  char *stops[] = { "abc", "bd" };
+  serve_text t = { .stop = stops, .n_stop = 2 };
+  CHECK(serve_text_push(&t, "xa", 2));
+  CHECK_EQ_INT(t.safe, 1);                 /* "a" may start "abc" */
+  CHECK(serve_text_push(&t, "b", 1));
+  CHECK_EQ_INT(t.safe, 1);                 /* "ab" still may, and "b" may start "bd" */
+  CHECK(!serve_text_push(&t, "d!", 2));    /* "bd" matched */
+  CHECK(t.stopped);
+  CHECK_STR(t.text.s, "xa");
+  CHECK(!serve_text_push(&t, "more", 4));
+  serve_text_finish(&t);
+  CHECK_STR(t.text.s, "xa");
+  CHECK_EQ_INT(t.safe, 2);
+  serve_text_free(&t);
+
+  t = (serve_text){ .stop = stops, .n_stop = 2 };
+  CHECK(serve_text_push(&t, "xab", 3));
+  CHECK(serve_text_push(&t, "x", 1));
+  CHECK_EQ_INT(t.safe, 4);                 /* the prefix did not grow into a stop string */
+  serve_text_free(&t);
+
+  t = (serve_text){ 0 };
+  CHECK(serve_text_push(&t, "a\xC3", 2));
+  CHECK_EQ_INT(t.safe, 1);                 /* half of "é" waits */
+  CHECK(serve_text_push(&t, "\xA9\xE2\x82", 3));
+  CHECK_EQ_INT(t.safe, 3);
+  serve_text_finish(&t);                   /* a character never finished becomes U+FFFD */
+  CHECK_STR(t.text.s, "a\xC3\xA9\xEF\xBF\xBD");
+  CHECK_EQ_INT(t.safe, t.text.n);
+  serve_text_free(&t);
+}
 
 TEST(serve_models) {
   NEED_CURL();

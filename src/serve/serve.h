@@ -59,9 +59,12 @@ typedef struct serve_backend {
                   serve_emit_fn emit, void *u, int *n_out, bool *hit_eos);
 } serve_backend;
 
+/* The port `tg serve` listens on without --port (llama.cpp's). */
+#define SERVE_DEFAULT_PORT 8080
+
 typedef struct {
   const char *host;       /* address to bind; NULL = "127.0.0.1" (use "0.0.0.0" or "::" for all) */
-  int port;               /* 0 = any free port (serve_port tells which) */
+  int port;               /* 0 = any free port (serve_port tells which); tg serve: SERVE_DEFAULT_PORT */
   size_t max_body;        /* request body cap in bytes; 0 = 8 MiB. Larger bodies get 413 */
   bool quiet;             /* no per-request log lines on stderr */
 } serve_options;
