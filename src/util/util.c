@@ -39,6 +39,15 @@ void sb_printf(strbuf *b, const char *fmt, ...) {
   b->n += (size_t)need;
 }
 void sb_puts(strbuf *b, const char *s) { sb_printf(b, "%s", s); }
+void sb_append(strbuf *b, const void *p, size_t n) {
+  if (b->n + n + 1 > b->cap) {
+    b->cap = (b->n + n + 1) * 2;
+    b->s = tg_xrealloc(b->s, b->cap);
+  }
+  memcpy(b->s + b->n, p, n);
+  b->n += n;
+  b->s[b->n] = 0;
+}
 void sb_free(strbuf *b) { free(b->s); b->s = NULL; b->n = b->cap = 0; }
 
 uint64_t tg_hash_bytes(const void *p, size_t n, uint64_t seed) {

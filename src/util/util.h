@@ -33,6 +33,8 @@ char *tg_xstrdup(const char *s);
 typedef struct { char *s; size_t n, cap; } strbuf;
 void sb_printf(strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sb_puts(strbuf *b, const char *s);
+/* Appends n bytes (which may hold NULs); keeps the buffer NUL-terminated. */
+void sb_append(strbuf *b, const void *p, size_t n);
 void sb_free(strbuf *b);
 
 /* ---- hashing */

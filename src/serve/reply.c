@@ -1,0 +1,131 @@
+/* reply.c: OpenAI-shaped JSON replies (see reply.h). */
+#include "serve/reply.h"
+#include <cjson/cJSON.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "util/util.h"
+
+int serve_error_set(serve_error *e, int status, const char *code, const char *param, const char *fmt, ...) {
+  e->status = status;
+  e->type = status == 404 ? "not_found_error" : status >= 500 ? "server_error" : "invalid_request_error";
+  e->code = code;
+  snprintf(e->param, sizeof e->param, "%s", param ? param : "");
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(e->message, sizeof e->message, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+static char *print_free(cJSON *o) {
+  char *s = cJSON_PrintUnformatted(o);
+  cJSON_Delete(o);
+  if (!s) { fprintf(stderr, "tg serve: out of memory printing JSON\n"); abort(); }
+  return s;
+}
+
+static void add_str_or_null(cJSON *o, const char *key, const char *v) {
+  if (v && *v) cJSON_AddStringToObject(o, key, v);
+  else cJSON_AddNullToObject(o, key);
+}
+
+char *serve_error_json(const serve_error *e) {
+  cJSON *root = cJSON_CreateObject(), *err = cJSON_AddObjectToObject(root, "error");
+  cJSON_AddStringToObject(err, "message", e->message);
+  cJSON_AddStringToObject(err, "type", e->type);
+  add_str_or_null(err, "param", e->param);
+  add_str_or_null(err, "code", e->code);
+  return print_free(root);
+}
+
+/* cJSON wants NUL-terminated strings; generated text arrives as (ptr, len). */
+static cJSON *string_n(const char *s, size_t n) {
+  char *tmp = tg_xmalloc(n + 1);
+  memcpy(tmp, s, n);
+  tmp[n] = 0;
+  cJSON *o = cJSON_CreateString(tmp);
+  free(tmp);
+  return o;
+}
+
+static cJSON *header(const serve_reply_meta *m, bool chunk) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "id", m->id);
+  cJSON_AddStringToObject(o, "object", m->chat ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion");
+  cJSON_AddNumberToObject(o, "created", (double)m->created);
+  cJSON_AddStringToObject(o, "model", m->model);
+  cJSON_AddStringToObject(o, "system_fingerprint", "tg");
+  return o;
+}
+
+static void add_usage(cJSON *o, int n_prompt, int n_out) {
+  cJSON *u = cJSON_AddObjectToObject(o, "usage");
+  cJSON_AddNumberToObject(u, "prompt_tokens", n_prompt);
+  cJSON_AddNumberToObject(u, "completion_tokens", n_out);
+  cJSON_AddNumberToObject(u, "total_tokens", n_prompt + n_out);
+}
+
+/* One choice; chat puts text under message/delta, completions under "text". */
+static cJSON *choice(const serve_reply_meta *m, bool chunk, const char *role, const char *text, size_t len,
+                     const char *finish) {
+  cJSON *c = cJSON_CreateObject();
+  cJSON_AddNumberToObject(c, "index", 0);
+  if (m->chat) {
+    cJSON *msg = cJSON_AddObjectToObject(c, chunk ? "delta" : "message");
+    if (role) cJSON_AddStringToObject(msg, "role", role);
+    if (len || role) cJSON_AddItemToObject(msg, "content", string_n(text, len));
+  } else {
+    cJSON_AddItemToObject(c, "text", string_n(text, len));
+  }
+  cJSON_AddNullToObject(c, "logprobs");
+  add_str_or_null(c, "finish_reason", finish);
+  return c;
+}
+
+char *serve_reply_full(const serve_reply_meta *m, const char *text, const char *finish, int n_prompt, int n_out) {
+  cJSON *o = header(m, false);
+  cJSON *choices = cJSON_AddArrayToObject(o, "choices");
+  cJSON_AddItemToArray(choices, choice(m, false, m->chat ? "assistant" : NULL, text, strlen(text), finish));
+  add_usage(o, n_prompt, n_out);
+  return print_free(o);
+}
+
+char *serve_reply_chunk(const serve_reply_meta *m, const char *role, const char *text, size_t len,
+                        const char *finish, bool with_usage) {
+  cJSON *o = header(m, true);
+  cJSON *choices = cJSON_AddArrayToObject(o, "choices");
+  cJSON_AddItemToArray(choices, choice(m, true, role, text, len, finish));
+  if (with_usage) cJSON_AddNullToObject(o, "usage");
+  return print_free(o);
+}
+
+char *serve_reply_usage_chunk(const serve_reply_meta *m, int n_prompt, int n_out) {
+  cJSON *o = header(m, true);
+  cJSON_AddArrayToObject(o, "choices");
+  add_usage(o, n_prompt, n_out);
+  return print_free(o);
+}
+
+static cJSON *model_object(const char *model_id, long created, int n_ctx) {
+  cJSON *mdl = cJSON_CreateObject();
+  cJSON_AddStringToObject(mdl, "id", model_id);
+  cJSON_AddStringToObject(mdl, "object", "model");
+  cJSON_AddNumberToObject(mdl, "created", (double)created);
+  cJSON_AddStringToObject(mdl, "owned_by", "tg");
+  cJSON *meta = cJSON_AddObjectToObject(mdl, "meta");
+  cJSON_AddNumberToObject(meta, "n_ctx", n_ctx);
+  return mdl;
+}
+
+char *serve_reply_models(const char *model_id, long created, int n_ctx) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "object", "list");
+  cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "data"), model_object(model_id, created, n_ctx));
+  return print_free(o);
+}
+
+char *serve_reply_model(const char *model_id, long created, int n_ctx) {
+  return print_free(model_object(model_id, created, n_ctx));
+}

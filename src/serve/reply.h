@@ -1,0 +1,47 @@
+/* reply.h: the OpenAI-shaped JSON the server sends: errors, model lists,
+ * completions and their streamed chunks. Every builder returns a malloc'd
+ * string (compact JSON). */
+#ifndef TG_SERVE_REPLY_H
+#define TG_SERVE_REPLY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* An error reply: HTTP status, OpenAI error type ("invalid_request_error",
+ * "server_error", ...), an optional code ("context_length_exceeded", ...) and
+ * the request field at fault (param), if any. */
+typedef struct {
+  int status;
+  const char *type, *code;    /* static strings; code may be NULL */
+  char param[96];             /* "" = none */
+  char message[512];
+} serve_error;
+
+/* Fills e: a 4xx status is an "invalid_request_error" (or "not_found_error" for
+ * 404), 5xx a "server_error". Returns -1. */
+int serve_error_set(serve_error *e, int status, const char *code, const char *param, const char *fmt, ...)
+  __attribute__((format(printf, 5, 6)));
+/* {"error": {"message", "type", "param", "code"}} */
+char *serve_error_json(const serve_error *e);
+
+/* What every completion object repeats. */
+typedef struct {
+  bool chat;                  /* chat.completion(.chunk) vs text_completion */
+  const char *id, *model;
+  long created;
+} serve_reply_meta;
+
+/* The whole non-streamed reply, with usage. */
+char *serve_reply_full(const serve_reply_meta *m, const char *text, const char *finish, int n_prompt, int n_out);
+/* One streamed chunk: role (chat's first chunk, else NULL), a piece of text
+ * (may be empty) and finish (NULL until the last chunk). with_usage adds
+ * "usage": null, as OpenAI does when stream_options.include_usage is set. */
+char *serve_reply_chunk(const serve_reply_meta *m, const char *role, const char *text, size_t len,
+                        const char *finish, bool with_usage);
+/* The usage chunk after the last one: no choices, just usage. */
+char *serve_reply_usage_chunk(const serve_reply_meta *m, int n_prompt, int n_out);
+/* GET /v1/models: the list; GET /v1/models/{id}: one model */
+char *serve_reply_models(const char *model_id, long created, int n_ctx);
+char *serve_reply_model(const char *model_id, long created, int n_ctx);
+
+#endif

@@ -1,0 +1,231 @@
+/* server.c: the HTTP side of `tg serve`: libmicrohttpd with one thread per
+ * connection, routing, request bodies, plain replies, and starting and
+ * stopping. Completion requests go on to completion.c. */
+#include <errno.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <time.h>
+#include "serve/server.h"
+#include "util/util.h"
+
+#define DEFAULT_MAX_BODY (8u << 20)
+
+/* Per-request state kept between the access handler's calls. */
+typedef struct {
+  strbuf body;
+  bool too_large;
+} request_ctx;
+
+/* ---- replies */
+
+void serve_add_common_headers(struct MHD_Response *r, const char *content_type) {
+  if (content_type) MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+  MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");
+}
+
+/* Sends a malloc'd string (taking it) with the given status. */
+static enum MHD_Result send_owned(struct MHD_Connection *c, int status, char *body, const char *content_type) {
+  struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+  serve_add_common_headers(r, content_type);
+  enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, r);
+  MHD_destroy_response(r);
+  return ok;
+}
+
+enum MHD_Result serve_send_json(struct MHD_Connection *c, int status, char *json) {
+  return send_owned(c, status, json, "application/json");
+}
+
+enum MHD_Result serve_send_error(struct MHD_Connection *c, const serve_error *e) {
+  return serve_send_json(c, e->status, serve_error_json(e));
+}
+
+static enum MHD_Result send_new_error(struct MHD_Connection *c, int status, const char *code, const char *fmt,
+                                      const char *arg) {
+  serve_error e;
+  serve_error_set(&e, status, code, NULL, fmt, arg);
+  return serve_send_error(c, &e);
+}
+
+/* ---- routing */
+
+typedef enum { ROUTE_MODELS, ROUTE_MODEL, ROUTE_HEALTH, ROUTE_CHAT, ROUTE_COMPLETIONS } route_kind;
+/* A path ending in '/' takes one more segment (the model id). */
+static const struct { const char *path, *method; route_kind kind; } routes[] = {
+  { "/v1/models", "GET", ROUTE_MODELS },            { "/models", "GET", ROUTE_MODELS },
+  { "/v1/models/", "GET", ROUTE_MODEL },            { "/models/", "GET", ROUTE_MODEL },
+  { "/health", "GET", ROUTE_HEALTH },               { "/v1/health", "GET", ROUTE_HEALTH },
+  { "/v1/chat/completions", "POST", ROUTE_CHAT },   { "/chat/completions", "POST", ROUTE_CHAT },
+  { "/v1/completions", "POST", ROUTE_COMPLETIONS }, { "/completions", "POST", ROUTE_COMPLETIONS },
+};
+#define N_ROUTES (int)(sizeof routes / sizeof *routes)
+
+static int find_route(const char *url) {
+  for (int i = 0; i < N_ROUTES; i++) {
+    size_t n = strlen(routes[i].path);
+    if (routes[i].path[n - 1] == '/' ? strncmp(routes[i].path, url, n) == 0 && url[n] : strcmp(routes[i].path, url) == 0)
+      return i;
+  }
+  return -1;
+}
+
+/* OPTIONS (a browser's CORS preflight) or a method the path does not take. */
+static enum MHD_Result send_allow(struct MHD_Connection *c, int route, bool preflight, const char *method) {
+  char allow[32];
+  snprintf(allow, sizeof allow, "%s, OPTIONS", routes[route].method);
+  struct MHD_Response *r;
+  if (preflight) {
+    r = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+    serve_add_common_headers(r, NULL);
+    MHD_add_response_header(r, "Access-Control-Allow-Methods", allow);
+    MHD_add_response_header(r, "Access-Control-Allow-Headers", "Content-Type, Authorization");
+    MHD_add_response_header(r, "Access-Control-Max-Age", "86400");
+  } else {
+    serve_error e;
+    serve_error_set(&e, 405, "method_not_allowed", NULL, "%s does not take %s", routes[route].path, method);
+    char *json = serve_error_json(&e);
+    r = MHD_create_response_from_buffer(strlen(json), json, MHD_RESPMEM_MUST_FREE);
+    serve_add_common_headers(r, "application/json");
+  }
+  MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+  enum MHD_Result ok = MHD_queue_response(c, preflight ? MHD_HTTP_NO_CONTENT : MHD_HTTP_METHOD_NOT_ALLOWED, r);
+  MHD_destroy_response(r);
+  return ok;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                  const char *version, const char *upload, size_t *upload_size, void **con_cls) {
+  serve_server *s = cls;
+  request_ctx *rq = *con_cls;
+  if (!rq) {   /* first call: headers only */
+    rq = *con_cls = tg_xcalloc(1, sizeof *rq);
+    const char *len = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (len && strtoull(len, NULL, 10) > s->max_body) rq->too_large = true;
+    if (!rq->too_large) return MHD_YES;
+  }
+  if (*upload_size) {   /* a piece of the body */
+    if (!rq->too_large && rq->body.n + *upload_size <= s->max_body) {
+      sb_append(&rq->body, upload, *upload_size);
+    } else rq->too_large = true;
+    *upload_size = 0;
+    return MHD_YES;
+  }
+  int route = find_route(url);
+  if (route < 0) return send_new_error(c, 404, "not_found", "no such endpoint: %s", url);
+  if (strcmp(method, "OPTIONS") == 0) return send_allow(c, route, true, method);
+  if (strcmp(method, routes[route].method) != 0 && !(strcmp(method, "HEAD") == 0 && strcmp(routes[route].method, "GET") == 0))
+    return send_allow(c, route, false, method);
+  if (rq->too_large) {
+    char cap[32];
+    snprintf(cap, sizeof cap, "%zu", s->max_body);
+    return send_new_error(c, MHD_HTTP_CONTENT_TOO_LARGE, "request_too_large", "the request body is over the %s byte limit", cap);
+  }
+  switch (routes[route].kind) {
+  case ROUTE_MODELS: return serve_send_json(c, MHD_HTTP_OK, serve_reply_models(s->be->model_id, s->started, s->be->n_ctx));
+  case ROUTE_MODEL:
+    if (strcmp(url + strlen(routes[route].path), s->be->model_id) != 0)
+      return send_new_error(c, 404, "model_not_found", "no such model: %s", url + strlen(routes[route].path));
+    return serve_send_json(c, MHD_HTTP_OK, serve_reply_model(s->be->model_id, s->started, s->be->n_ctx));
+  case ROUTE_HEALTH: return serve_send_json(c, MHD_HTTP_OK, tg_xstrdup("{\"status\":\"ok\"}"));
+  case ROUTE_CHAT: return serve_handle_completion(s, c, rq->body.s ? rq->body.s : "", rq->body.n, true);
+  case ROUTE_COMPLETIONS: return serve_handle_completion(s, c, rq->body.s ? rq->body.s : "", rq->body.n, false);
+  }
+  return MHD_NO;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode code) {
+  request_ctx *rq = *con_cls;
+  if (!rq) return;
+  sb_free(&rq->body);
+  free(rq);
+  *con_cls = NULL;
+}
+
+/* ---- start and stop */
+
+static bool backend_complete(const serve_backend *be) {
+  return be && be->tokenize_chat && be->tokenize_text && be->generate && be->model_id && be->n_ctx > 0;
+}
+
+serve_server *serve_start(const serve_options *opt, const serve_backend *be) {
+  if (!backend_complete(be)) TG_FAIL("serve: the backend lacks a function, a model id or a context length");
+  const char *host = opt && opt->host ? opt->host : "127.0.0.1";
+  int port = opt ? opt->port : 0;
+  if (port < 0 || port > 65535) TG_FAIL("serve: port %d is out of range", port);
+
+  struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE }, *ai;
+  char port_s[8];
+  snprintf(port_s, sizeof port_s, "%d", port);
+  int gai = getaddrinfo(host, port_s, &hints, &ai);
+  if (gai) TG_FAIL("serve: cannot resolve host '%s': %s", host, gai_strerror(gai));
+
+  serve_server *s = tg_xcalloc(1, sizeof *s);
+  s->be = be;
+  s->max_body = opt && opt->max_body ? opt->max_body : DEFAULT_MAX_BODY;
+  s->started = (long)time(NULL);
+  s->id_state = (uint64_t)s->started ^ (uint64_t)(uintptr_t)s;
+  pthread_mutex_init(&s->id_mu, NULL);
+  if (serve_queue_start(&s->queue, be, opt && opt->quiet)) {
+    freeaddrinfo(ai);
+    pthread_mutex_destroy(&s->id_mu);
+    free(s);
+    return NULL;
+  }
+  unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_AUTO_INTERNAL_THREAD;
+  if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
+  s->daemon = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, s,
+                               MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+                               MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                               MHD_OPTION_CONNECTION_LIMIT, 256u,
+                               MHD_OPTION_END);
+  int err = errno;
+  freeaddrinfo(ai);
+  if (!s->daemon) {
+    serve_queue_stop(&s->queue);
+    serve_queue_destroy(&s->queue);
+    pthread_mutex_destroy(&s->id_mu);
+    free(s);
+    TG_FAIL("serve: cannot listen on %s:%d (%s)", host, port, strerror(err));
+  }
+  const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+  s->port = di ? di->port : port;
+  return s;
+}
+
+int serve_port(const serve_server *s) { return s->port; }
+
+void serve_stop(serve_server *s) {
+  if (!s) return;
+  serve_queue_stop(&s->queue);     /* waiting connections see `stopping` and give up */
+  MHD_stop_daemon(s->daemon);      /* joins the connection threads */
+  serve_queue_destroy(&s->queue);
+  pthread_mutex_destroy(&s->id_mu);
+  free(s);
+}
+
+int serve_run(const serve_options *opt, const serve_backend *be) {
+  /* Block the signals before any thread starts, so all threads inherit the
+   * mask and sigwait here is the one place they arrive. */
+  sigset_t sigs, old;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &sigs, &old);
+  serve_server *s = serve_start(opt, be);
+  if (!s) {
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return -1;
+  }
+  const char *host = opt && opt->host ? opt->host : "127.0.0.1";
+  bool v6 = strchr(host, ':') != NULL;
+  fprintf(stderr, "tg serve: %s (context %d) on http://%s%s%s:%d/v1 (Ctrl-C stops)\n", be->model_id, be->n_ctx,
+          v6 ? "[" : "", host, v6 ? "]" : "", serve_port(s));
+  int sig = 0;
+  sigwait(&sigs, &sig);
+  fprintf(stderr, "tg serve: stopping\n");
+  serve_stop(s);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return 0;
+}

@@ -1,0 +1,34 @@
+/* server.h: what the two halves of the HTTP server share: server.c (the
+ * daemon, routing, request bodies) and completion.c (completion requests:
+ * queueing, waiting, whole and streamed replies). Internal to src/serve. */
+#ifndef TG_SERVE_SERVER_H
+#define TG_SERVE_SERVER_H
+
+#include <microhttpd.h>
+#include <pthread.h>
+#include "serve/jobs.h"
+#include "serve/reply.h"
+#include "serve/serve.h"
+
+struct serve_server {
+  struct MHD_Daemon *daemon;
+  serve_queue queue;        /* the generation worker and its jobs */
+  const serve_backend *be;
+  size_t max_body;          /* request body cap in bytes */
+  int port;
+  long started;             /* the models' "created" time */
+  pthread_mutex_t id_mu;    /* guards id_state, the source of reply ids */
+  uint64_t id_state;
+};
+
+/* Replies: every one carries the CORS header. send_* take ownership of the
+ * malloc'd body. */
+void serve_add_common_headers(struct MHD_Response *r, const char *content_type);
+enum MHD_Result serve_send_json(struct MHD_Connection *c, int status, char *json);
+enum MHD_Result serve_send_error(struct MHD_Connection *c, const serve_error *e);
+
+/* POST /v1/chat/completions (chat) or /v1/completions with its whole body. */
+enum MHD_Result serve_handle_completion(serve_server *s, struct MHD_Connection *c, const char *body, size_t len,
+                                        bool chat);
+
+#endif

@@ -1,0 +1,649 @@
+/* test_serve.c: the OpenAI-compatible server (src/serve) over a fake backend,
+ * driven by curl and by the official openai Python client. */
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "test.h"
+#include "serve/serve.h"
+#include "serve/text_filter.h"
+#include "util/util.h"
+
+/* ---------------------------------------------------------------- the fake backend
+ * Tokens are the prompt's bytes. Generation emits one word per token, then an
+ * end token after the tenth word: "Hello world one two ... eight". A prompt
+ * holding "forever" never ends (words " w"); "slow" makes each token take
+ * 20 ms instead of 2; "emoji" emits a 4-byte character split over two tokens. */
+#define FAKE_N_CTX 512
+static const char *fake_words[] = { "Hello", " world", " one", " two", " three",
+                                    " four", " five", " six", " seven", " eight" };
+#define FAKE_N_WORDS 10
+#define FAKE_TEXT "Hello world one two three four five six seven eight"
+
+typedef struct {
+  atomic_int running, max_running;   /* generations in flight, at most */
+  atomic_int generations, last_n_out;
+  atomic_bool last_stopped_by_emit;
+  pthread_mutex_t mu;
+  char last_prompt[FAKE_N_CTX * 2];
+} fake_ctx;
+
+static int bytes_to_tokens(const char *s, int **tokens) {
+  int n = (int)strlen(s);
+  *tokens = malloc((size_t)(n ? n : 1) * sizeof(int));
+  for (int i = 0; i < n; i++) (*tokens)[i] = (unsigned char)s[i];
+  return n;
+}
+
+static int fake_tokenize_text(void *ctx, const char *prompt, int **tokens) {
+  fake_ctx *f = ctx;
+  pthread_mutex_lock(&f->mu);
+  snprintf(f->last_prompt, sizeof f->last_prompt, "%s", prompt);
+  pthread_mutex_unlock(&f->mu);
+  return bytes_to_tokens(prompt, tokens);
+}
+
+/* The "template": "role: content\n" per message, then "assistant:" unless
+ * the last (assistant) message is continued. */
+static int fake_tokenize_chat(void *ctx, const cJSON *messages, bool continue_final, int **tokens) {
+  strbuf b = { 0 };
+  const cJSON *m;
+  int i = 0, n = cJSON_GetArraySize(messages);
+  cJSON_ArrayForEach(m, messages) {
+    const char *role = cJSON_GetObjectItem(m, "role")->valuestring, *content = cJSON_GetObjectItem(m, "content")->valuestring;
+    if (strstr(content, "BADTEMPLATE")) { sb_free(&b); return tg_seterr("fake template: cannot render"); }
+    sb_printf(&b, continue_final && ++i == n ? "%s: %s" : "%s: %s\n", role, content);
+  }
+  if (!continue_final) sb_puts(&b, "assistant:");
+  int r = fake_tokenize_text(ctx, b.s, tokens);
+  sb_free(&b);
+  return r;
+}
+
+static int fake_generate(void *ctx, const int *prompt, int n_prompt, const serve_sampling *s, int max_tokens,
+                         serve_emit_fn emit, void *u, int *n_out, bool *hit_eos) {
+  fake_ctx *f = ctx;
+  int now = atomic_fetch_add(&f->running, 1) + 1;
+  if (now > atomic_load(&f->max_running)) atomic_store(&f->max_running, now);
+  char text[FAKE_N_CTX + 1];
+  for (int i = 0; i < n_prompt && i < FAKE_N_CTX; i++) text[i] = (char)prompt[i];
+  text[n_prompt < FAKE_N_CTX ? n_prompt : FAKE_N_CTX] = 0;
+  bool forever = strstr(text, "forever"), slow = strstr(text, "slow"), emoji = strstr(text, "emoji");
+  *n_out = 0;
+  *hit_eos = false;
+  bool stopped = false;
+  for (int i = 0; i < max_tokens; i++) {
+    usleep(slow || forever ? 20000 : 2000);
+    ++*n_out;
+    if (!forever && i == FAKE_N_WORDS) { *hit_eos = true; break; }
+    const char *w = forever ? " w" : fake_words[i];
+    if (emoji && i == 2) w = " \xF0\x9F";
+    if (emoji && i == 3) w = "\x98\x80";
+    if (!emit(u, w, strlen(w))) { stopped = true; break; }
+  }
+  atomic_store(&f->last_stopped_by_emit, stopped);
+  atomic_store(&f->last_n_out, *n_out);
+  atomic_fetch_add(&f->generations, 1);
+  atomic_fetch_sub(&f->running, 1);
+  return 0;
+}
+
+static fake_ctx fake;
+static serve_backend fake_backend = { &fake, "fake-model", FAKE_N_CTX, fake_tokenize_chat, fake_tokenize_text,
+                                      fake_generate };
+
+static serve_server *start_server(void) {
+  atomic_store(&fake.running, 0);
+  atomic_store(&fake.max_running, 0);
+  atomic_store(&fake.generations, 0);
+  static bool init;
+  if (!init) { pthread_mutex_init(&fake.mu, NULL); init = true; }
+  serve_options opt = { .host = "127.0.0.1", .port = 0, .max_body = 1 << 20, .quiet = true };
+  serve_server *s = serve_start(&opt, &fake_backend);
+  CHECK_MSG(s != NULL, "serve_start: %s", tg_error());
+  return s;
+}
+
+/* ---------------------------------------------------------------- clients */
+
+static bool have_curl(void) { return system("curl --version >/dev/null 2>&1") == 0; }
+#define NEED_CURL() do { if (!have_curl()) SKIP("curl is not installed (apt-get install curl)"); } while (0)
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Starts curl (method, path, JSON body or NULL, extra options); the reply
+ * comes back from curl_finish. The body travels through a temporary file. */
+typedef struct { FILE *p; char file[64]; } curl_call;
+
+static curl_call curl_start(int port, const char *method, const char *path, const char *body, const char *extra) {
+  curl_call c = { 0 };
+  char data[128] = "";
+  if (body) {
+    snprintf(c.file, sizeof c.file, "/tmp/tg_serve_test_XXXXXX");
+    int fd = mkstemp(c.file);
+    if (fd >= 0) {
+      if (write(fd, body, strlen(body)) != (ssize_t)strlen(body)) perror("write");
+      close(fd);
+    }
+    snprintf(data, sizeof data, "-H 'Content-Type: application/json' --data-binary @%s", c.file);
+  }
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "curl -sS -N --max-time 20 -w '\\n%%{http_code}' -X %s %s %s 'http://127.0.0.1:%d%s' 2>/dev/null",
+           method, data, extra ? extra : "", port, path);
+  c.p = popen(cmd, "r");
+  return c;
+}
+
+/* The reply body (malloc'd); *status: the HTTP status, 0 when none came. */
+static char *curl_finish(curl_call c, int *status) {
+  strbuf b = { 0 };
+  sb_puts(&b, "");
+  char buf[4096];
+  size_t n;
+  while (c.p && (n = fread(buf, 1, sizeof buf, c.p)) > 0) sb_append(&b, buf, n);
+  if (c.p) pclose(c.p);
+  if (c.file[0]) unlink(c.file);
+  char *nl = strrchr(b.s, '\n');
+  *status = nl ? atoi(nl + 1) : 0;
+  if (nl) *nl = 0;
+  return b.s;
+}
+
+static char *http(int port, const char *method, const char *path, const char *body, int *status) {
+  return curl_finish(curl_start(port, method, path, body, NULL), status);
+}
+
+/* Looks up a dotted path such as "choices.0.message.content" ("" = root). */
+static const cJSON *jget(const cJSON *o, const char *path) {
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", path);
+  for (char *save = NULL, *k = strtok_r(buf, ".", &save); o && k; k = strtok_r(NULL, ".", &save))
+    o = *k >= '0' && *k <= '9' ? cJSON_GetArrayItem(o, atoi(k)) : cJSON_GetObjectItemCaseSensitive(o, k);
+  return o;
+}
+static const char *jstr(const cJSON *o, const char *path) {
+  const cJSON *v = jget(o, path);
+  return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+static double jnum(const cJSON *o, const char *path) {
+  const cJSON *v = jget(o, path);
+  return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+#define CHECK_STR(got, want) do { const char *g_ = (got), *w_ = (want); \
+  CHECK_MSG(g_ && strcmp(g_, w_) == 0, "%s: got \"%s\", want \"%s\"", #got, g_ ? g_ : "(null)", w_); } while (0)
+
+/* A streamed reply, checked and summarized: SSE framing ("data: ...\n\n"
+ * events ending with [DONE]), the text of all deltas joined, the finish
+ * reason, and the usage chunk's total (or -1). */
+typedef struct { strbuf text; char finish[16]; int n_events, total_tokens; bool first_has_role, framing_ok, done; } sse_summary;
+
+static sse_summary parse_sse(const char *body, bool chat) {
+  sse_summary r = { .total_tokens = -1, .framing_ok = true };
+  sb_puts(&r.text, "");
+  const char *p = body;
+  while (*p) {
+    const char *end = strstr(p, "\n\n");
+    if (strncmp(p, "data: ", 6) != 0 || !end || r.done) { r.framing_ok = false; break; }
+    char *ev = strndup(p + 6, (size_t)(end - p - 6));
+    p = end + 2;
+    if (strcmp(ev, "[DONE]") == 0) { r.done = true; free(ev); continue; }
+    cJSON *j = cJSON_Parse(ev);
+    free(ev);
+    if (!j) { r.framing_ok = false; break; }
+    if (r.n_events++ == 0 && chat) r.first_has_role = jstr(j, "choices.0.delta.role") != NULL;
+    const char *t = jstr(j, chat ? "choices.0.delta.content" : "choices.0.text");
+    if (t) sb_puts(&r.text, t);
+    const char *f = jstr(j, "choices.0.finish_reason");
+    if (f) snprintf(r.finish, sizeof r.finish, "%s", f);
+    if (jget(j, "usage.total_tokens")) r.total_tokens = (int)jnum(j, "usage.total_tokens");
+    cJSON_Delete(j);
+  }
+  return r;
+}
+
+/* ---------------------------------------------------------------- tests */
+
+/* The stop-string and UTF-8 hold-back logic on its own. */
+TEST(serve_text_filter) {
+  char *stops[] = { "abc", "bd" };
+  serve_text t = { .stop = stops, .n_stop = 2 };
+  CHECK(serve_text_push(&t, "xa", 2));
+  CHECK_EQ_INT(t.safe, 1);                 /* "a" may start "abc" */
+  CHECK(serve_text_push(&t, "b", 1));
+  CHECK_EQ_INT(t.safe, 1);                 /* "ab" still may, and "b" may start "bd" */
+  CHECK(!serve_text_push(&t, "d!", 2));    /* "bd" matched */
+  CHECK(t.stopped);
+  CHECK_STR(t.text.s, "xa");
+  CHECK(!serve_text_push(&t, "more", 4));
+  serve_text_finish(&t);
+  CHECK_STR(t.text.s, "xa");
+  CHECK_EQ_INT(t.safe, 2);
+  serve_text_free(&t);
+
+  t = (serve_text){ .stop = stops, .n_stop = 2 };
+  CHECK(serve_text_push(&t, "xab", 3));
+  CHECK(serve_text_push(&t, "x", 1));
+  CHECK_EQ_INT(t.safe, 4);                 /* the prefix did not grow into a stop string */
+  serve_text_free(&t);
+
+  t = (serve_text){ 0 };
+  CHECK(serve_text_push(&t, "a\xC3", 2));
+  CHECK_EQ_INT(t.safe, 1);                 /* half of "é" waits */
+  CHECK(serve_text_push(&t, "\xA9\xE2\x82", 3));
+  CHECK_EQ_INT(t.safe, 3);
+  serve_text_finish(&t);                   /* a character never finished becomes U+FFFD */
+  CHECK_STR(t.text.s, "a\xC3\xA9\xEF\xBF\xBD");
+  CHECK_EQ_INT(t.safe, t.text.n);
+  serve_text_free(&t);
+}
+
+TEST(serve_models) {
+  NEED_CURL();
+  serve_server *s = start_server();
+  if (!s) return;
+  int st;
+  char *body = http(serve_port(s), "GET", "/v1/models", NULL, &st);
+  cJSON *j = cJSON_Parse(body);
+  CHECK_EQ_INT(st, 200);
+  CHECK_STR(jstr(j, "object"), "list");
+  CHECK_STR(jstr(j, "data.0.id"), "fake-model");
+  CHECK_STR(jstr(j, "data.0.object"), "model");
+  cJSON_Delete(j);
+  free(body);
+  body = http(serve_port(s), "GET", "/models", NULL, &st);
+  CHECK_EQ_INT(st, 200);
+  free(body);
+  body = http(serve_port(s), "GET", "/v1/models/fake-model", NULL, &st);
+  j = cJSON_Parse(body);
+  CHECK_EQ_INT(st, 200);
+  CHECK_STR(jstr(j, "id"), "fake-model");
+  cJSON_Delete(j);
+  free(body);
+  body = http(serve_port(s), "GET", "/v1/models/other", NULL, &st);
+  CHECK_EQ_INT(st, 404);
+  free(body);
+  body = http(serve_port(s), "GET", "/health", NULL, &st);
+  CHECK_EQ_INT(st, 200);
+  free(body);
+  serve_stop(s);
+}
+
+TEST(serve_chat) {
+  NEED_CURL();
+  serve_server *s = start_server();
+  if (!s) return;
+  int st;
+  char *body = http(serve_port(s), "POST", "/v1/chat/completions",
+                    "{\"model\":\"x\",\"messages\":[{\"role\":\"system\",\"content\":\"be brief\"},"
+                    "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"hi\"}]}],\"temperature\":0}", &st);
+  cJSON *j = cJSON_Parse(body);
+  CHECK_EQ_INT(st, 200);
+  CHECK_MSG(j != NULL, "not JSON: %s", body);
+  CHECK_STR(jstr(j, "object"), "chat.completion");
+  CHECK_STR(jstr(j, "model"), "fake-model");
+  CHECK_MSG(jstr(j, "id") && strncmp(jstr(j, "id"), "chatcmpl-", 9) == 0, "id: %s", body);
+  CHECK_STR(jstr(j, "choices.0.message.role"), "assistant");
+  CHECK_STR(jstr(j, "choices.0.message.content"), FAKE_TEXT);
+  CHECK_STR(jstr(j, "choices.0.finish_reason"), "stop");
+  const char *prompt = "system: be brief\nuser: hi\nassistant:";
+  CHECK_STR(fake.last_prompt, prompt);
+  CHECK_EQ_INT(jnum(j, "usage.prompt_tokens"), strlen(prompt));
+  CHECK_EQ_INT(jnum(j, "usage.completion_tokens"), FAKE_N_WORDS + 1);   /* the end token counts */
+  CHECK_EQ_INT(jnum(j, "usage.total_tokens"), strlen(prompt) + FAKE_N_WORDS + 1);
+  cJSON_Delete(j);
+  free(body);
+  serve_stop(s);
+}
+
+TEST(serve_chat_prefill) {
+  NEED_CURL();
+  serve_server *s = start_server();
+  if (!s) return;
+  int st;
+  char *body = http(serve_port(s), "POST", "/v1/chat/completions",
+                    "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"},{\"role\":\"assistant\",\"content\":\"Sure:\"}]}", &st);
+  CHECK_EQ_INT(st, 200);
+  CHECK_STR(fake.last_prompt, "user: hi\nassistant: Sure:");   /* no new assistant turn: continued */
+  free(body);
+  serve_stop(s);
+}
+
+TEST(serve_chat_stream) {
+  NEED_CURL();
+  serve_server *s = start_server();
+  if (!s) return;
+  int st;
+  char *body = http(serve_port(s), "POST", "/v1/chat/completions",
+                    "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"stream\":true,"
+                    "\"stream_options\":{\"include_usage\":true}}", &st);
+  CHECK_EQ_INT(st, 200);
+  sse_summary r = parse_sse(body, true);
+  CHECK_MSG(r.framing_ok && r.done, "bad SSE framing or no [DONE]:\n%s", body);
+  CHECK(r.first_has_role);
+  CHECK_STR(r.text.s, FAKE_TEXT);
+  CHECK_STR(r.finish, "stop");
+  CHECK_EQ_INT(r.total_tokens, (int)strlen("user: hi\nassistant:") + FAKE_N_WORDS + 1);
+  CHECK_MSG(r.n_events >= FAKE_N_WORDS + 2, "%d events: the text should arrive piece by piece", r.n_events);
+  sb_free(&r.text);
+  free(body);
+  serve_stop(s);
+}
+
+TEST(serve_completions) {
+  NEED_CURL();
+  serve_server *s = start_server();
+  if (!s) return;
+  int st;
+  char *body = http(serve_port(s), "POST", "/v1/completions", "{\"prompt\":\"Once\",\"max_tokens\":3,\"seed\":7}", &st);
+  cJSON *j = cJSON_Parse(body);
+  CHECK_EQ_INT(st, 200);
+  CHECK_STR(jstr(j, "object"), "text_completion");
+  CHECK_STR(jstr(j, "choices.0.text"), "Hello world one");
+  CHECK_STR(jstr(j, "choices.0.finish_reason"), "length");
+  CHECK_EQ_INT(jnum(j, "usage.prompt_tokens"), 4);
+  CHECK_EQ_INT(jnum(j, "usage.completion_tokens"), 3);
+  CHECK_STR(fake.last_prompt, "Once");
+  cJSON_Delete(j);
+  free(body);
+  body = http(serve_port(s), "POST", "/v1/completions", "{\"prompt\":\"Once\",\"stream\":true}", &st);
+  CHECK_EQ_INT(st, 200);
+  sse_summary r = parse_sse(body, false);
+  CHECK_MSG(r.framing_ok && r.done, "bad SSE framing or no [DONE]:\n%s", body);
+  CHECK_STR(r.text.s, FAKE_TEXT);
+  CHECK_STR(r.finish, "stop");
+  CHECK_EQ_INT(r.total_tokens, -1);   /* no usage chunk unless asked for */
+  sb_free(&r.text);
+  free(body);
+  serve_stop(s);
+}
+
+TEST(serve_max_tokens_length) {
+  NEED_CURL();
+  serve_server *s = start_server();
+  if (!s) return;
+  int st;
+  char *body = http(serve_port(s), "POST", "/v1/chat/completions",
+                    "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_completion_tokens\":4}", &st);
+  cJSON *j = cJSON_Parse(body);
+  CHECK_EQ_INT(st, 200);
+  CHECK_STR(jstr(j, "choices.0.message.content"), "Hello world one two");
+  CHECK_STR(jstr(j, "choices.0.finish_reason"), "length");
+  CHECK_EQ_INT(jnum(j, "usage.completion_tokens"), 4);
+  cJSON_Delete(j);
+  free(body);
+  serve_stop(s);
+}
+
+TEST(serve_stop_strings) {
+  NEED_CURL();
+  serve_server *s = start_server();
+  if (!s) return;
+  int st;
+  /* "thr" arrives in " three": the text ends before it, finish_reason "stop" */
+  char *body = http(serve_port(s), "POST", "/v1/chat/completions",
+                    "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"stop\":[\"zzz\",\"o thr\"]}", &st);
+  cJSON *j = cJSON_Parse(body);
+  CHECK_EQ_INT(st, 200);
+  CHECK_STR(jstr(j, "choices.0.message.content"), "Hello world one tw");
+  CHECK_STR(jstr(j, "choices.0.finish_reason"), "stop");
+  CHECK_MSG(jnum(j, "usage.completion_tokens") == 5, "generation should stop at the stop string: %s", body);
+  cJSON_Delete(j);
+  free(body);
+  /* streamed: the held-back "o" (which could start "o thr") must never be sent */
+  body = http(serve_port(s), "POST", "/v1/completions", "{\"prompt\":\"x\",\"stream\":true,\"stop\":\"o thr\"}", &st);
+  sse_summary r = parse_sse(body, false);
+  CHECK_MSG(r.framing_ok && r.done, "bad SSE:\n%s", body);
+  CHECK_STR(r.text.s, "Hello world one tw");
+  CHECK_STR(r.finish, "stop");
+  sb_free(&r.text);
+  free(body);
+  /* a prefix of a stop string that never completes is released at the end */
+  body = http(serve_port(s), "POST", "/v1/completions", "{\"prompt\":\"x\",\"stream\":true,\"stop\":\"eight!\"}", &st);
+  r = parse_sse(body, false);
+  CHECK_STR(r.text.s, FAKE_TEXT);
+  sb_free(&r.text);
+  free(body);
+  serve_stop(s);
+}
+
+TEST(serve_utf8_split) {
+  NEED_CURL();
+  serve_server *s = start_server();
+  if (!s) return;
+  int st;
+  char *body = http(serve_port(s), "POST", "/v1/completions",
+                    "{\"prompt\":\"emoji\",\"stream\":true,\"max_tokens\":5}", &st);
+  sse_summary r = parse_sse(body, false);
+  CHECK_MSG(r.framing_ok && r.done, "bad SSE:\n%s", body);
+  CHECK_STR(r.text.s, "Hello world \xF0\x9F\x98\x80 three");   /* never half a character per chunk */
+  sb_free(&r.text);
+  free(body);
+  serve_stop(s);
+}
+
+TEST(serve_errors) {
+  NEED_CURL();
+  serve_server *s = start_server();
+  if (!s) return;
+  int port = serve_port(s), st;
+  struct { const char *method, *path, *body; int status; const char *code, *param; } cases[] = {
+    { "POST", "/v1/chat/completions", "{\"messages\": [", 400, "invalid_json", NULL },
+    { "POST", "/v1/chat/completions", "{}", 400, "missing_field", "messages" },
+    { "POST", "/v1/chat/completions", "{\"messages\":[{\"role\":\"robot\",\"content\":\"x\"}]}", 400, "invalid_value", "messages[0].role" },
+    { "POST", "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"temperature\":\"hot\"}", 400, "invalid_value", "temperature" },
+    { "POST", "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":0}", 400, "invalid_value", "max_tokens" },
+    { "POST", "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"BADTEMPLATE\"}]}", 400, "invalid_prompt", "messages" },
+    { "POST", "/v1/completions", "{\"prompt\":7}", 400, "invalid_value", "prompt" },
+    { "POST", "/v1/completions", "{\"prompt\":\"x\",\"stop\":[1]}", 400, "invalid_value", "stop" },
+    { "GET", "/v1/nothing", NULL, 404, "not_found", NULL },
+    { "GET", "/v1/chat/completions", NULL, 405, "method_not_allowed", NULL },
+    { "POST", "/v1/models", "{}", 405, "method_not_allowed", NULL },
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char *body = http(port, cases[i].method, cases[i].path, cases[i].body, &st);
+    cJSON *j = cJSON_Parse(body);
+    CHECK_MSG(st == cases[i].status, "case %zu: status %d, want %d: %s", i, st, cases[i].status, body);
+    CHECK_MSG(jstr(j, "error.message") && jstr(j, "error.type"), "case %zu: not an OpenAI error: %s", i, body);
+    CHECK_MSG(jstr(j, "error.code") && strcmp(jstr(j, "error.code"), cases[i].code) == 0, "case %zu: code: %s", i, body);
+    if (cases[i].param) CHECK_MSG(jstr(j, "error.param") && strcmp(jstr(j, "error.param"), cases[i].param) == 0,
+                                  "case %zu: param: %s", i, body);
+    cJSON_Delete(j);
+    free(body);
+  }
+  /* over the body cap (1 MiB in these tests): 413 */
+  char *big = malloc((2 << 20) + 64);
+  strcpy(big, "{\"prompt\":\"");
+  memset(big + 11, 'a', 2 << 20);
+  strcpy(big + 11 + (2 << 20), "\"}");
+  char *body = http(port, "POST", "/v1/completions", big, &st);
+  CHECK_EQ_INT(st, 413);
+  free(body);
+  body = curl_finish(curl_start(port, "POST", "/v1/completions", big, "-H 'Transfer-Encoding: chunked'"), &st);
+  CHECK_EQ_INT(st, 413);   /* no Content-Length: found out while reading */
+  free(body);
+  free(big);
+  /* CORS preflight */
+  body = curl_finish(curl_start(port, "OPTIONS", "/v1/chat/completions", NULL, "-i"), &st);
+  CHECK_EQ_INT(st, 204);
+  CHECK_MSG(strcasestr(body, "access-control-allow-origin: *") != NULL, "no CORS header:\n%s", body);
+  free(body);
+  serve_stop(s);
+}
+
+TEST(serve_start_errors) {
+  serve_server *s = start_server();
+  if (!s) return;
+  serve_options opt = { .port = serve_port(s), .quiet = true };
+  CHECK(serve_start(&opt, &fake_backend) == NULL);   /* the port is taken */
+  CHECK_MSG(strstr(tg_error(), "cannot listen") != NULL, "error: %s", tg_error());
+  opt = (serve_options){ .host = "no.such.host.invalid", .quiet = true };
+  CHECK(serve_start(&opt, &fake_backend) == NULL);
+  CHECK_MSG(strstr(tg_error(), "cannot resolve") != NULL, "error: %s", tg_error());
+  serve_backend incomplete = fake_backend;
+  incomplete.generate = NULL;
+  CHECK(serve_start(&opt, &incomplete) == NULL);
+  serve_stop(s);
+  /* IPv6, where the machine has it */
+  opt = (serve_options){ .host = "::1", .quiet = true };
+  s = serve_start(&opt, &fake_backend);
+  if (s && have_curl()) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "curl -sS -g --max-time 10 -o /dev/null 'http://[::1]:%d/health'", serve_port(s));
+    CHECK_MSG(system(cmd) == 0, "GET /health over IPv6 failed");
+  }
+  serve_stop(s);
+}
+
+TEST(serve_context_length_exceeded) {
+  NEED_CURL();
+  serve_server *s = start_server();
+  if (!s) return;
+  int st;
+  char json[FAKE_N_CTX + 64];
+  /* exactly n_ctx prompt tokens: no room for one generated token */
+  snprintf(json, sizeof json, "{\"prompt\":\"%0*d\",\"stream\":true}", FAKE_N_CTX, 0);
+  char *body = http(serve_port(s), "POST", "/v1/completions", json, &st);
+  cJSON *j = cJSON_Parse(body);
+  CHECK_EQ_INT(st, 400);
+  CHECK_STR(jstr(j, "error.code"), "context_length_exceeded");
+  CHECK_STR(jstr(j, "error.type"), "invalid_request_error");
+  cJSON_Delete(j);
+  free(body);
+  /* one token less fits, generates exactly one token, and says "length" */
+  snprintf(json, sizeof json, "{\"prompt\":\"%0*d\"}", FAKE_N_CTX - 1, 0);
+  body = http(serve_port(s), "POST", "/v1/completions", json, &st);
+  j = cJSON_Parse(body);
+  CHECK_EQ_INT(st, 200);
+  CHECK_EQ_INT(jnum(j, "usage.completion_tokens"), 1);
+  CHECK_STR(jstr(j, "choices.0.finish_reason"), "length");
+  cJSON_Delete(j);
+  free(body);
+  serve_stop(s);
+}
+
+TEST(serve_queue_concurrent) {
+  NEED_CURL();
+  serve_server *s = start_server();
+  if (!s) return;
+  const char *req = "{\"messages\":[{\"role\":\"user\",\"content\":\"slow\"}]}";
+  double t0 = now_s();
+  curl_call a = curl_start(serve_port(s), "POST", "/v1/chat/completions", req, NULL);
+  curl_call b = curl_start(serve_port(s), "POST", "/v1/chat/completions", req, "-N");
+  int sa, sb;
+  char *ba = curl_finish(a, &sa), *bb = curl_finish(b, &sb);
+  double dt = now_s() - t0;
+  CHECK_EQ_INT(sa, 200);
+  CHECK_EQ_INT(sb, 200);
+  CHECK_MSG(strstr(ba, FAKE_TEXT) && strstr(bb, FAKE_TEXT), "replies:\n%s\n%s", ba, bb);
+  CHECK_EQ_INT(atomic_load(&fake.max_running), 1);   /* one generation at a time */
+  CHECK_EQ_INT(atomic_load(&fake.generations), 2);
+  CHECK_MSG(dt >= 2 * 0.2, "two 11-token generations at 20 ms a token took only %.2f s", dt);
+  free(ba);
+  free(bb);
+  serve_stop(s);
+}
+
+TEST(serve_client_disconnect) {
+  NEED_CURL();
+  serve_server *s = start_server();
+  if (!s) return;
+  int st;
+  /* ~500 tokens at 20 ms would take 10 s; curl gives up after 1 s */
+  curl_call c = curl_start(serve_port(s), "POST", "/v1/chat/completions",
+                           "{\"messages\":[{\"role\":\"user\",\"content\":\"forever\"}],\"stream\":true}", "--max-time 1");
+  char *body = curl_finish(c, &st);
+  CHECK_MSG(strstr(body, "data: ") != NULL, "the stream should have started: %s", body);
+  free(body);
+  double t0 = now_s();
+  body = http(serve_port(s), "POST", "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}", &st);
+  double dt = now_s() - t0;
+  CHECK_EQ_INT(st, 200);
+  CHECK_MSG(strstr(body, FAKE_TEXT) != NULL, "reply: %s", body);
+  CHECK_MSG(dt < 3.0, "the next request waited %.2f s: the abandoned generation kept running", dt);
+  CHECK_EQ_INT(atomic_load(&fake.generations), 2);
+  free(body);
+  /* a client that leaves a non-streamed request also frees the worker */
+  c = curl_start(serve_port(s), "POST", "/v1/completions", "{\"prompt\":\"forever\"}", "--max-time 1");
+  free(curl_finish(c, &st));
+  t0 = now_s();
+  body = http(serve_port(s), "POST", "/v1/completions", "{\"prompt\":\"hi\"}", &st);
+  dt = now_s() - t0;
+  CHECK_EQ_INT(st, 200);
+  CHECK_MSG(dt < 3.0, "the next request waited %.2f s after a non-streamed client left", dt);
+  free(body);
+  serve_stop(s);
+}
+
+TEST(serve_stop_with_requests_in_flight) {
+  NEED_CURL();
+  serve_server *s = start_server();
+  if (!s) return;
+  curl_call a = curl_start(serve_port(s), "POST", "/v1/completions", "{\"prompt\":\"forever\",\"stream\":true}", NULL);
+  curl_call b = curl_start(serve_port(s), "POST", "/v1/completions", "{\"prompt\":\"forever\"}", NULL);
+  usleep(300000);
+  double t0 = now_s();
+  serve_stop(s);
+  double dt = now_s() - t0;
+  CHECK_MSG(dt < 2.0, "serve_stop took %.2f s", dt);
+  int sa, sb;
+  free(curl_finish(a, &sa));
+  free(curl_finish(b, &sb));
+}
+
+/* What `tg serve` calls: it reports its address and stops on SIGTERM. */
+TEST(serve_run_until_signal) {
+  NEED_CURL();
+  int fds[2];
+  CHECK(pipe(fds) == 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 2);
+    close(fds[0]);
+    serve_options opt = { .port = 0, .quiet = true };
+    _exit(serve_run(&opt, &fake_backend) == 0 ? 0 : 1);
+  }
+  close(fds[1]);
+  char line[512] = "";
+  FILE *f = fdopen(fds[0], "r");
+  CHECK(fgets(line, sizeof line, f) != NULL);
+  const char *at = strstr(line, "http://127.0.0.1:");
+  CHECK_MSG(at && strstr(line, "fake-model"), "no address line: %s", line);
+  int port = at ? atoi(at + strlen("http://127.0.0.1:")) : 0, st = 0;
+  free(http(port, "GET", "/health", NULL, &st));
+  CHECK_EQ_INT(st, 200);
+  kill(pid, SIGTERM);
+  int status = 0;
+  double t0 = now_s();
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (now_s() - t0 > 5) { kill(pid, SIGKILL); waitpid(pid, &status, 0); break; }
+    usleep(10000);
+  }
+  CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "serve_run did not return 0 after SIGTERM (status %d)", status);
+  fclose(f);
+}
+
+TEST(serve_openai_client) {
+  if (system("python3 -c 'import openai' >/dev/null 2>&1") != 0)
+    SKIP("the openai Python package is not installed (python3 -m pip install openai)");
+  serve_server *s = start_server();
+  if (!s) return;
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "python3 serve_openai_client.py %d 2>&1", serve_port(s));
+  FILE *p = popen(cmd, "r");
+  strbuf out = { 0 };
+  sb_puts(&out, "");
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) sb_append(&out, buf, n);
+  int rc = pclose(p);
+  CHECK_MSG(rc == 0 && strstr(out.s, "openai client: all ok"), "serve_openai_client.py failed (%d):\n%s", rc, out.s);
+  sb_free(&out);
+  serve_stop(s);
+}
