@@ -14,5 +14,6 @@ int cmd_selftest(int argc, char **argv);
 int cmd_bench_llm(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 #endif

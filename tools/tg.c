@@ -15,6 +15,7 @@ static const tg_command commands[] = {
   { "selftest", cmd_selftest, "build a small graph, compile it and check the result" },
   { "run", cmd_run, "continue a prompt with a GGUF model" },
   { "chat", cmd_chat, "chat with a GGUF model interactively" },
+  { "serve", cmd_serve, "an OpenAI-compatible HTTP server for a GGUF model" },
   { "bench-llm", cmd_bench_llm, "prompt and decode speed of a GGUF model (tok/s)" },
 };
 #define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))

@@ -135,6 +135,12 @@ static int parse_messages(serve_request *r, const cJSON *o, serve_error *e) {
     while (k < sizeof roles / sizeof *roles && strcmp(roles[k], role->valuestring) != 0) k++;
     if (k == sizeof roles / sizeof *roles)
       return bad(e, param, "must be one of system, developer, user, assistant, tool");
+    /* content may be null only for an assistant turn (one that called tools) */
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(m, "content");
+    if (!c && strcmp(role->valuestring, "assistant") != 0) {
+      snprintf(param, sizeof param, "messages[%d].content", i);
+      return serve_error_set(e, 400, "missing_field", param, "'%s' is required", param);
+    }
     strbuf content = { 0 };
     sb_puts(&content, "");
     if (flatten_content(cJSON_GetObjectItemCaseSensitive(m, "content"), i, &content, e)) { sb_free(&content); return -1; }

@@ -1,0 +1,73 @@
+/* cmd_serve.c: `tg serve -m MODEL.gguf [--host 127.0.0.1] [--port 8080]`:
+ * the OpenAI-compatible HTTP server (src/serve) on a model: chat prompts go
+ * through the model's chat format, requests run one at a time. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <cjson/cJSON.h>
+#include "chat_session.h"
+#include "commands.h"
+#include "serve/serve.h"
+#include "util/util.h"
+
+static int tokenize_chat(void *ctx, const cJSON *messages, bool continue_final, int **tokens) {
+  char *json = cJSON_PrintUnformatted(messages);
+  if (!json) return tg_seterr("could not print the messages");
+  int32_t *ids = NULL;
+  int n = chat_session_tokens(ctx, json, continue_final, &ids);
+  free(json);
+  *tokens = (int *)ids;
+  return n;
+}
+
+static int tokenize_text(void *ctx, const char *prompt, int **tokens) {
+  chat_session *s = ctx;
+  int32_t *ids = NULL;
+  int n = tg_tokenize(s->tok, prompt, strlen(prompt), true, true, &ids);
+  *tokens = (int *)ids;
+  return n;
+}
+
+static int generate(void *ctx, const int *prompt, int n_prompt, const serve_sampling *ss, int max_tokens, serve_emit_fn emit, void *u,
+                    int *n_out, bool *hit_eos) {
+  chat_session *s = ctx;
+  tg_sampling p = { .temperature = ss->temperature, .top_k = ss->top_k, .top_p = ss->top_p, .min_p = ss->min_p,
+                    .seed = ss->has_seed ? ss->seed : (uint64_t)time(NULL) ^ (uint64_t)clock() };
+  tg_sampler *smp = tg_sampler_new(&p);
+  tg_gen_stats st = { 0 };
+  int rc = tg_llm_generate(s->model, s->tok, (const int32_t *)prompt, n_prompt, max_tokens, smp, s->end_ids, s->n_end, emit, u, &st);
+  tg_sampler_free(smp);
+  *n_out = st.n_generated + (st.hit_eog ? 1 : 0);
+  *hit_eos = st.hit_eog;
+  return rc;
+}
+
+int cmd_serve(int argc, char **argv) {
+  llm_args a;
+  llm_args_init(&a);
+  const char *host = "127.0.0.1", *alias = NULL;
+  int port = SERVE_DEFAULT_PORT;
+  for (int i = 1; i < argc; i++) {
+    int r = llm_args_parse(&a, argc, argv, &i, "tg serve");
+    if (r < 0) return 2;
+    if (r > 0) continue;
+    if (!strcmp(argv[i], "--host") && i + 1 < argc) host = argv[++i];
+    else if (!strcmp(argv[i], "--port") && i + 1 < argc) port = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--alias") && i + 1 < argc) alias = argv[++i];
+    else {
+      fprintf(stderr, "tg serve: unknown argument '%s'\nusage: tg serve -m MODEL.gguf [--host 127.0.0.1] [--port %d] [--alias NAME] [-c CTX]\n",
+              argv[i], SERVE_DEFAULT_PORT);
+      return 2;
+    }
+  }
+  if (port < 0 || port > 65535) { fprintf(stderr, "tg serve: port %d is out of range\n", port); return 2; }
+  chat_session s;
+  if (!chat_session_open(&s, &a, "tg serve")) return 1;
+  const char *slash = strrchr(a.model, '/');
+  serve_backend b = { .ctx = &s, .model_id = alias ? alias : slash ? slash + 1 : a.model, .n_ctx = tg_llm_config_of(s.model)->n_ctx,
+                      .tokenize_chat = tokenize_chat, .tokenize_text = tokenize_text, .generate = generate };
+  int rc = serve_run(&(serve_options){ .host = host, .port = port }, &b);
+  chat_session_close(&s);
+  return rc == 0 ? 0 : 1;
+}
