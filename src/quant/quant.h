@@ -50,14 +50,20 @@ tg_tensor *qt_lut(tg_tensor *idx, const int *table, int n);
  * (..., width), by tg_gather. For the IQ lattices (hundreds of rows). */
 tg_tensor *qt_gather_rows(tg_tensor *table, tg_tensor *idx);
 /* Each of the nsub values of x (nb, nsub) repeated len times, in place:
- * (nb, nsub*len). Spreads per-sub-block scales over their values. */
+ * (nb, nsub*len). Spreads per-sub-block fields over their values.
+ *
+ * Spread raw fields (a load and a shift or two), then decode them per value:
+ * the scheduler stores a costly computation that an EXPAND repeats, while
+ * the repeated cheap decode is merged back into one by codegen (the values
+ * of a sub-block are unrolled together), so the dequantization stays fused
+ * into its consumer. */
 tg_tensor *qt_spread(tg_tensor *x, int len);
 /* (x as F32) with shape kept. */
 tg_tensor *qt_f32(tg_tensor *x);
 
-/* The 6-bit scales and mins of Q4_K/Q5_K, packed in 12 bytes at off:
- * (nb, 8) I32 each. */
-void qt_scale_min_k4(tg_tensor *blk, int off, tg_tensor **sc, tg_tensor **mn);
+/* The 6-bit scales and mins of Q4_K/Q5_K, packed in 12 bytes at off, each
+ * spread over its len values: (nb, 8*len) I32 each. */
+void qt_scale_min_k4(tg_tensor *blk, int off, int len, tg_tensor **sc, tg_tensor **mn);
 
 /* One dequantizer per type: (nb, bytes) U8 -> (nb, block_size) F32. */
 typedef tg_tensor *(*qt_dequant_fn)(tg_tensor *blk);

@@ -68,15 +68,19 @@ tg_tensor *qt_gather_rows(tg_tensor *table, tg_tensor *idx) {
   return tg_reshape(tg_gather(table, 0, ix), s);
 }
 
-void qt_scale_min_k4(tg_tensor *blk, int off, tg_tensor **sc, tg_tensor **mn) {
-  /* sub-blocks 0..3 keep 6 bits in bytes 0..3 (scales) and 4..7 (mins);
-   * 4..7 take their low 4 bits from bytes 8..11 and their top 2 bits from
-   * the spare top bits of bytes 0..7 */
-  tg_tensor *a = qt_u8(blk, off, 4), *b = qt_u8(blk, off + 4, 4), *c = qt_u8(blk, off + 8, 4);
-  tg_tensor *s[2] = { qt_and(a, 63), qt_or(qt_and(c, 15), tg_lshifts(tg_rshifts(a, 6), 4)) };
-  tg_tensor *m[2] = { qt_and(b, 63), qt_or(tg_rshifts(c, 4), tg_lshifts(tg_rshifts(b, 6), 4)) };
-  *sc = tg_cat(s, 2, 1);
-  *mn = tg_cat(m, 2, 1);
+void qt_scale_min_k4(tg_tensor *blk, int off, int len, tg_tensor **sc, tg_tensor **mn) {
+  /* sub-blocks j < 4 keep 6 bits in bytes j (scale) and 4+j (min); j >= 4
+   * take their low 4 bits from byte 8+j-4 and their top 2 bits from the
+   * spare top bits of bytes j-4 and j. Each value reads the bytes of its
+   * sub-block j at j%4 of the three 4-byte groups. */
+  int64_t nb = tg_dim(blk, 0);
+  tg_tensor *g[3];
+  for (int k = 0; k < 3; k++)
+    g[k] = qt_spread(tg_reshape(qt_repeat(qt_u8(blk, off + 4 * k, 4), 1, 2), TG_SHAPE(nb, 8)), len);
+  tg_tensor *a = g[0], *b = g[1], *c = g[2];
+  tg_tensor *first = tg_reshape(tg_lt(tg_arange(0, 8 * len, 1, TG_I32), tg_scalar(4 * len, TG_I32)), TG_SHAPE(1, 8 * len));
+  *sc = tg_where(first, qt_and(a, 63), qt_or(qt_and(c, 15), tg_lshifts(tg_rshifts(a, 6), 4)));
+  *mn = tg_where(first, qt_and(b, 63), qt_or(tg_rshifts(c, 4), tg_lshifts(tg_rshifts(b, 6), 4)));
 }
 
 tg_tensor *qt_spread(tg_tensor *x, int len) {
