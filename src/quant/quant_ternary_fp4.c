@@ -26,10 +26,10 @@ tg_tensor *dq_tq1_0(tg_tensor *blk) {
 
 /* MXFP4: an E8M0 exponent byte e and 32 E2M1 codes. ggml keeps the codes
  * doubled (integers) and halves the scale: d = 2^(e-128), built from its
- * float bits (subnormal for e < 2). */
+ * float bits (subnormal for e < 2), per value from the spread byte. */
 tg_tensor *dq_mxfp4(tg_tensor *blk) {
   static const int e2m1x2[16] = { 0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12 };
-  tg_tensor *e = qt_u8(blk, 0, 1);
+  tg_tensor *e = qt_spread(qt_u8(blk, 0, 1), 32);
   tg_tensor *bits = tg_where(tg_lt(e, tg_scalar(2, TG_I32)), tg_lshift(tg_scalar(0x00200000, TG_I32), e),
                              tg_lshifts(tg_subs(e, 1), 23));
   tg_tensor *d = tg_bitcast(tg_cast(bits, TG_U32), TG_F32);
