@@ -266,6 +266,7 @@ bool tg_no_grad(void);
 #include "tg_movement.h"   /* joining, splitting, indexing, gather/scatter */
 #include "tg_nn.h"         /* convolution, pooling, norms, attention, losses, random */
 #include "tg_io.h"         /* safetensors, .npy, GGUF, file-backed (DISK) tensors */
+#include "tg_quant.h"      /* ggml quantized formats dequantized by tensor ops */
 #include "tg_layers.h"     /* layers, state dicts, optimizers, lr schedules */
 #include "tg_tokenizer.h"  /* tokenizers from GGUF metadata: encode, decode, streaming */
 #include "tg_llm.h"        /* language models from GGUF, sampling */

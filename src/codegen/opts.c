@@ -390,6 +390,30 @@ static void access_along(uop *ast, uop *r, uop *const *axes, int n, int *unit, i
   free(l.v);
 }
 
+/* The largest constant P (up to 32) that some `x // P` or `x % P` with x
+ * depending on r uses: r walks a block structure of that period (packed
+ * quantized weights: blocks of 32 values, nibble halves, sub-blocks).
+ * Lanes of r covering whole periods turn those divisions into constants. */
+static int64_t index_period(uop *ast, uop *r) {
+  uop_list l = uop_toposort(ast);
+  ptrmap dep = { 0 };   /* nodes depending on r */
+  int64_t best = 0;
+  for (int i = 0; i < l.n; i++) {
+    uop *u = l.v[i];
+    bool d = u == r;
+    for (int j = 0; j < u->nsrc && !d; j++) d = pm_get(&dep, u->src[j]) != NULL;
+    if (!d) continue;
+    pm_put(&dep, u, (void *)1);
+    if ((u->op == OP_IDIV || u->op == OP_MOD) && u->src[1]->op == OP_CONST && pm_get(&dep, u->src[0])) {
+      int64_t p = u->src[1]->arg.i;
+      if (p > best && p <= 32) best = p;
+    }
+  }
+  pm_free(&dep);
+  free(l.v);
+  return best;
+}
+
 static int pick_amount(int64_t size, const int *choices) {
   for (int i = 0; choices[i]; i++) if (size % choices[i] == 0 && size >= choices[i]) return choices[i];
   return 0;
@@ -427,14 +451,25 @@ int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
       out[k++] = (kopt){ OPT_UPCAST, vaxis, 2 };
       lanes *= 2;
     }
-    for (int i = fr - 1; i >= 0; i--) {
+    /* a reduce walking a block structure (quantized weights): unroll whole
+     * blocks, so the block's scales and bit positions become constants per
+     * iteration, and skip the register tile (the per-element decoding is the
+     * work; sharing the other operand's load saves little) */
+    int pr = -1;
+    if (vaxis < 0)
+      for (int r = n - 1; r >= fr && pr < 0; r--) {
+        int64_t p = index_period(ast, axes[r]);
+        if (p >= 8 && rsize(axes[r]) % 32 == 0 && 32 % p == 0) pr = r;
+      }
+    if (pr >= 0 && k < max) out[k++] = (kopt){ OPT_UNROLL, pr - fr, 32 };
+    for (int i = fr - 1; i >= 0 && pr < 0; i--) {
       if (i == vaxis) continue;
       int unit, zero, other;
       access_along(ast, axes[i], axes, n, &unit, &zero, &other);
       int t = pick_amount(rsize(axes[i]), tile);
       if (zero >= 1 && t && lanes * t <= 128 && k < max) { out[k++] = (kopt){ OPT_UPCAST, i, t }; lanes *= t; if (lanes >= 16 || vaxis >= 0) break; }
     }
-    if (vaxis < 0) {
+    if (vaxis < 0 && pr < 0) {
       for (int r = n - 1; r >= fr; r--) {
         int unit, zero, other;
         access_along(ast, axes[r], axes, n, &unit, &zero, &other);

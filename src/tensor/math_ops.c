@@ -259,6 +259,26 @@ tg_tensor *tg_bitwise_not(tg_tensor *a) {
   API_RETURN(tensor_wrap(uop_alu(OP_XOR, x, ones), a->device));
 }
 
+/* Bounds of an integer tensor built from constants and aranges by movement
+ * ops, casts, adds and multiplies (a shift amount like arange(n)*4); false
+ * when unknown. */
+static bool index_range(uop *u, int64_t *lo, int64_t *hi, int depth) {
+  if (depth > 24 || !(dt_is_int(u->dtype) || u->op == OP_ARANGE)) return false;
+  if (u->op == OP_CONST && u->arg.kind == ARG_INT) { *lo = *hi = u->arg.i; return true; }
+  if (u->op == OP_ARANGE) { *lo = 0, *hi = u->arg.i - 1; return u->arg.i > 0; }
+  if (u->op == OP_CAST || u->op == OP_UNIQUE || (uop_is_movement(u->op) && u->op != OP_PAD)) return index_range(u->src[0], lo, hi, depth + 1);
+  if (u->op != OP_ADD && u->op != OP_MUL) return false;
+  int64_t a0, a1, b0, b1;
+  if (!index_range(u->src[0], &a0, &a1, depth + 1) || !index_range(u->src[1], &b0, &b1, depth + 1)) return false;
+  const int64_t big = (int64_t)1 << 30;
+  if (a0 < -big || a1 > big || b0 < -big || b1 > big) return false;
+  if (u->op == OP_ADD) { *lo = a0 + b0, *hi = a1 + b1; return true; }
+  int64_t p[4] = { a0 * b0, a0 * b1, a1 * b0, a1 * b1 };
+  *lo = *hi = p[0];
+  for (int i = 1; i < 4; i++) { if (p[i] < *lo) *lo = p[i]; if (p[i] > *hi) *hi = p[i]; }
+  return true;
+}
+
 static tg_tensor *shift(tg_tensor *a, tg_tensor *b, bool left, const char *name) {
   NEED(a, name); NEED(b, name);
   if (!int_or_bool(a, false, name) || !int_or_bool(b, false, name)) return NULL;
@@ -266,6 +286,9 @@ static tg_tensor *shift(tg_tensor *a, tg_tensor *b, bool left, const char *name)
   uop *x, *y;
   if (!mt_broadcast2(a, b, &x, &y, TG_VOID, name)) API_RETURN(NULL);
   int bits = 8 * tg_dtype_size((tg_dtype)x->dtype.scalar);
+  /* amounts known to be in range (bit-field unpacking by arange(n)*k) need no guard */
+  int64_t lo, hi;
+  if (index_range(y, &lo, &hi, 0) && lo >= 0 && hi < bits) API_RETURN(tensor_wrap(uop_alu(left ? OP_SHL : OP_SHR, x, y), a->device));
   /* shifting by < 0 or >= the width is undefined in C: select torch's answer */
   uop *bad = mt_or(mt_lt(y, mt_c(y, 0)), mt_not(mt_lt(y, mt_c(y, bits))));
   uop *ys = mt_where(bad, mt_c(y, 0), y);

@@ -1,0 +1,122 @@
+/* bench_qmatvec.c: quantized matrix-vector products y = W @ x, the shape of
+ * LLM decoding with ggml-quantized weights.
+ *
+ *   qmatvec_TYPE_ROWSxCOLS   W: raw ggml blocks of TYPE (Q8_0 Q4_0 Q4_K
+ *                            Q6_K), x float32: tg_matmul(tg_dequantize(W), x),
+ *                            one kernel reading the packed bytes
+ *
+ * Matvec is bound by reading the weights once, so GB/s counts the packed
+ * bytes. The reference is the read bandwidth of a hand OpenMP loop over the
+ * same bytes (all cores, rows split between them, each row summed as 64-bit
+ * words): what any kernel reading those bytes could at best reach. ratio =
+ * tg GB/s / loop GB/s. tg's time is the kernel time from tg_get_counters(),
+ * the loop's its wall time; they take turns and the best of each counts.
+ *
+ * The check: sampled rows against float64 dot products of the dequantized
+ * weights (tg_dequantize realized on its own), to a tolerance of summation
+ * order (the fused kernel may contract multiply-adds). */
+#include <math.h>
+#include "bench.h"
+
+/* Random bytes with every fp16 scale field set to a modest value (no inf or
+ * NaN): byte offsets of those fields per type. */
+static void fill_blocks(unsigned char *p, int64_t nblocks, int bpb, const int *scale_at, int nscale) {
+  uint64_t h = 0x243F6A8885A308D3ull;
+  for (int64_t b = 0; b < nblocks; b++) {
+    unsigned char *q = p + b * bpb;
+    for (int i = 0; i < bpb; i++) {
+      h = h * 6364136223846793005ull + 1442695040888963407ull;
+      q[i] = (unsigned char)(h >> 56);
+    }
+    for (int s = 0; s < nscale; s++) {
+      uint16_t f = (uint16_t)(0x1C00 + ((b * 7 + s) % 512));   /* about 2^-8 .. 2^-7 */
+      q[scale_at[s]] = (unsigned char)f, q[scale_at[s] + 1] = (unsigned char)(f >> 8);
+    }
+  }
+}
+
+/* Sums each row's bytes as 64-bit words: a pure read of the packed matrix. */
+__attribute__((noinline)) static void omp_read_rows(const unsigned char *restrict w, float *restrict y, long rows, long row_bytes) {
+#pragma omp parallel for schedule(static)
+  for (long i = 0; i < rows; i++) {
+    const uint64_t *p = (const uint64_t *)(const void *)(w + i * row_bytes);
+    uint64_t s = 0;
+    for (long k = 0; k < row_bytes / 8; k++) s += p[k];
+    y[i] = (float)(s & 0xFFFF);
+  }
+}
+
+typedef struct { const char *type; int scale_at[2], nscale; } qcase;
+
+static void bench_qmatvec(const qcase *c, int64_t rows, int64_t cols, int reps) {
+  char name[96];
+  snprintf(name, sizeof name, "qmatvec_%s_%lldx%lld%s", c->type, (long long)rows, (long long)cols, bench_name_suffix());
+  int t = tg_ggml_type_from_name(c->type);
+  int64_t nbytes = tg_ggml_nbytes(t, rows * cols), row_bytes = nbytes / rows;
+  int64_t nblocks = rows * cols / (t == TG_GGML_Q8_0 || t == TG_GGML_Q4_0 ? 32 : 256);
+  unsigned char *raw = bench_alloc((size_t)nbytes);
+  fill_blocks(raw, nblocks, (int)(nbytes / nblocks), c->scale_at, c->nscale);
+  float *x = bench_alloc_f32((size_t)cols), *got = bench_alloc_f32((size_t)rows), *sink = bench_alloc_f32((size_t)rows);
+  for (int64_t i = 0; i < cols; i++) x[i] = bench_eighths((uint64_t)i, 5);
+  const double gb = (double)nbytes * 1e-9;
+
+  tg_scope_begin();
+  tg_tensor *w = tg_from_data(raw, TG_SHAPE(nbytes), TG_U8), *xv = tg_from_data(x, TG_SHAPE(cols), TG_F32);
+  if (!w || !xv || tg_realize(w) < 0 || tg_realize(xv) < 0) bench_fail(name, "tg_from_data failed");
+  double loop_s = 1e30;
+  bench_tg_run first = { 0 }, best = { 1e30, 1e30, 0, 0 };
+  int64_t compiles = 0;
+  for (int r = 0; r <= reps; r++) {   /* repetition 0 warms up (tg compiles) and checks */
+    double t0 = bench_now();
+    omp_read_rows(raw, sink, (long)rows, (long)row_bytes);
+    double dt = bench_now() - t0;
+    if (r && dt < loop_s) loop_s = dt;
+    bench_settle(0.002);
+
+    tg_scope_begin();
+    tg_tensor *y = tg_matmul(tg_dequantize(w, t, TG_SHAPE(rows, cols)), xv);
+    bench_tg_run run = bench_tg_realize(y, name);
+    if (r == 0) {
+      first = run;
+      if (tg_data(y, got, (size_t)rows * sizeof(float)) < 0) bench_fail(name, "tg_data failed");
+    } else {
+      compiles += run.compiled;
+      if (run.kernel_s < best.kernel_s) best = run;
+    }
+    tg_scope_end();
+  }
+  /* check 64 rows spread over the matrix */
+  float *wrow = bench_alloc_f32((size_t)cols);
+  for (int s = 0; s < 64; s++) {
+    int64_t i = s * (rows - 1) / 63;
+    tg_scope_begin();
+    int64_t st[1] = { i * row_bytes }, en[1] = { (i + 1) * row_bytes };
+    tg_tensor *wr = tg_dequantize(tg_shrink(w, st, en), t, TG_SHAPE(cols));
+    if (!wr || tg_data(wr, wrow, (size_t)cols * sizeof(float)) < 0) bench_fail(name, "dequantizing row %lld failed", (long long)i);
+    tg_scope_end();
+    double ref = 0, mag = 0;
+    for (int64_t k = 0; k < cols; k++) ref += (double)wrow[k] * x[k], mag += fabs((double)wrow[k] * x[k]);
+    if (!(fabs(got[i] - ref) <= 1e-5 * mag + 1e-30)) bench_fail(name, "row %lld: tg %.9g, float64 %.9g", (long long)i, got[i], ref);
+  }
+  tg_scope_end();
+  if (best.kernel_s <= 0) bench_fail(name, "no kernel time recorded (is TG_DEVICE=NULL set?)");
+  printf("bench %s type=%s rows=%lld cols=%lld mbytes=%.1f opts=%s kernels=%lld first_ms=%.1f tg_ms=%.3f tg_wall_ms=%.3f "
+         "tg_gbs=%.2f read_ms=%.3f read_gbs=%.2f recompiles=%lld ratio=%.3f\n",
+         name, c->type, (long long)rows, (long long)cols, (double)nbytes * 1e-6, bench_opts_label(), (long long)best.kernels,
+         first.wall_s * 1e3, best.kernel_s * 1e3, best.wall_s * 1e3, gb / best.kernel_s, loop_s * 1e3, gb / loop_s,
+         (long long)compiles, loop_s / best.kernel_s);
+  fflush(stdout);
+  free(raw); free(x); free(got); free(sink); free(wrow);
+}
+
+int main(int argc, char **argv) {
+  static const qcase cases[] = {
+    { "Q8_0", { 0 }, 1 }, { "Q4_0", { 0 }, 1 }, { "Q4_K", { 0, 2 }, 2 }, { "Q6_K", { 208 }, 1 },
+  };
+  static const int64_t shapes[][2] = { { 4096, 4096 }, { 11008, 4096 } };
+  int reps = bench_reps(10);
+  for (int s = 0; s < 2; s++)
+    for (int c = 0; c < 4; c++)
+      if (argc < 2 || strstr(cases[c].type, argv[1])) bench_qmatvec(&cases[c], shapes[s][0], shapes[s][1], reps);
+  return 0;
+}

@@ -1,0 +1,53 @@
+/* tg_quant.h: ggml's quantized block formats as lazy tensor graphs.
+ * Included by tg.h. See docs/quant.md.
+ *
+ * A quantized weight stays in memory as its packed bytes (a U8 tensor); its
+ * values are a graph of ordinary tensor ops over those bytes (bit shifts,
+ * masks, small table lookups, the block scales), so using them (a matmul,
+ * say) fuses the dequantization into the consumer's kernel: W @ x reads the
+ * packed bytes once and never stores float weights.
+ *
+ * The values are exactly ggml's dequantize_row_* results (float32, same
+ * order of operations, no fused multiply-add). */
+#ifndef TG_QUANT_H
+#define TG_QUANT_H
+
+#include "tg.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ggml type ids as stored in GGUF files (a subset; see docs/quant.md). */
+enum {
+  TG_GGML_F32 = 0, TG_GGML_F16 = 1, TG_GGML_Q4_0 = 2, TG_GGML_Q4_1 = 3, TG_GGML_Q5_0 = 6,
+  TG_GGML_Q5_1 = 7, TG_GGML_Q8_0 = 8, TG_GGML_Q2_K = 10, TG_GGML_Q3_K = 11, TG_GGML_Q4_K = 12,
+  TG_GGML_Q5_K = 13, TG_GGML_Q6_K = 14, TG_GGML_IQ2_XXS = 16, TG_GGML_IQ2_XS = 17,
+  TG_GGML_IQ3_XXS = 18, TG_GGML_IQ1_S = 19, TG_GGML_IQ4_NL = 20, TG_GGML_IQ3_S = 21,
+  TG_GGML_IQ2_S = 22, TG_GGML_IQ4_XS = 23, TG_GGML_IQ1_M = 29, TG_GGML_BF16 = 30,
+  TG_GGML_TQ1_0 = 34, TG_GGML_TQ2_0 = 35, TG_GGML_MXFP4 = 39
+};
+
+/* The id called name ("Q4_K", case-insensitive), or -1. */
+int tg_ggml_type_from_name(const char *name);
+/* "Q4_K", ...; NULL for an unknown id. */
+const char *tg_ggml_type_name(int ggml_type);
+/* True when tg_dequantize handles the type. */
+bool tg_ggml_type_dequantizable(int ggml_type);
+/* Bytes holding numel values of the type, or -1 when numel is not a whole
+ * number of blocks (or the type is unknown). */
+int64_t tg_ggml_nbytes(int ggml_type, int64_t numel);
+
+/* The values of a tensor of ggml type ggml_type and (tg) shape `shape`,
+ * whose packed bytes are raw: a U8 tensor of tg_ggml_nbytes(...) elements
+ * (any shape), in ggml's block order. Returns a lazy F32 tensor of `shape`
+ * computed from raw by tensor ops. The last dimension must be a multiple of
+ * the block size (ggml's rows are whole blocks). Types: F32 F16 BF16 Q4_0
+ * Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K IQ2_XXS IQ2_XS IQ2_S IQ3_XXS
+ * IQ3_S IQ1_S IQ1_M IQ4_NL IQ4_XS TQ1_0 TQ2_0 MXFP4. */
+tg_tensor *tg_dequantize(tg_tensor *raw, int ggml_type, tg_shape shape);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
