@@ -19,8 +19,19 @@ static tg_tensor *load(tg_llm *m, const char *device, const char *name, bool req
     return NULL;
   }
   tg_scope_begin();
-  tg_tensor *t = gguf_tensor_load(g, device);
-  if (t && tg_realize(t) < 0) t = NULL;
+  tg_tensor *t;
+  if (tg_ggml_type_dequantizable((int)g->type) && ggml_type_info(g->type)->block_size > 1) {
+    /* quantized: the packed bytes are copied out of the file once and stay
+     * packed; the values are a lazy graph that fuses into each matmul */
+    tg_shape s = { .ndim = g->n_dims };
+    for (int k = 0; k < g->n_dims; k++) s.d[g->n_dims - 1 - k] = g->ne[k];
+    tg_tensor *raw = disk_tensor(g->map, g->file_offset, TG_SHAPE((int64_t)g->nbytes), TG_U8);
+    if (raw) raw = disk_tensor_to(raw, device);
+    t = raw && tg_realize(raw) == 0 ? tg_dequantize(raw, (int)g->type, s) : NULL;
+  } else {
+    t = gguf_tensor_load(g, device);
+    if (t && tg_realize(t) < 0) t = NULL;
+  }
   if (t) tensor_adopt(NULL, t);
   tg_scope_end();
   if (!t) *err = true;
