@@ -75,3 +75,192 @@ TEST(gguf_w_quant_errors) {
   CHECK(quant_rows(GGML_TYPE_IQ2_XXS, x, y, 1, 256) < 0);
   CHECK(!quant_can_write(GGML_TYPE_IQ1_S));
 }
+
+/* ---------------------------------------------------------------- writer */
+
+static char tmpdir[64];
+static void rm_tmpdir(void) {
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+  if (system(cmd)) {}
+}
+static const char *tmp_path(const char *name) {
+  static char buf[4][256];
+  static int k;
+  if (!tmpdir[0]) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/tg_test_gguf_w.XXXXXX");
+    if (!mkdtemp(tmpdir)) { tmpdir[0] = 0; return "/nonexistent/tg_test_gguf_w"; }
+    atexit(rm_tmpdir);
+  }
+  char *b = buf[k++ % 4];
+  snprintf(b, 256, "%s/%s", tmpdir, name);
+  return b;
+}
+
+/* Whether files a and b hold the same bytes; reports the first difference. */
+static bool same_file(const char *a, const char *b) {
+  size_t na, nb;
+  unsigned char *pa = test_read_file(a, &na), *pb = test_read_file(b, &nb);
+  bool ok = pa && pb && na == nb && !memcmp(pa, pb, na);
+  if (pa && pb && !ok) {
+    size_t i = 0;
+    while (i < na && i < nb && pa[i] == pb[i]) i++;
+    printf("  %s (%zu bytes) and %s (%zu bytes) differ at byte %zu\n", a, na, b, nb, i);
+  }
+  free(pa); free(pb);
+  return ok;
+}
+
+#define GOLDEN_ALL "goldens/gguf_writer_all.gguf"
+#define GOLDEN_STATE "goldens/gguf_writer_state.gguf"
+
+/* The content of gguf_writer_all.gguf (tests/gen/gen_gguf_writer.py). */
+static void build_all(gguf_writer *w, float *f32, uint16_t *f16, int32_t *i32, uint16_t *bf16, uint8_t *q8) {
+  gguf_w_set_str(w, "general.architecture", "tgtest");
+  CHECK(gguf_w_set_u32(w, "general.alignment", 64) == 0);
+  uint8_t u8 = 200; int8_t i8 = -100; uint16_t u16 = 60000; int16_t i16 = -30000;
+  uint64_t u64 = (1ull << 63) + 5; int64_t i64 = -(1ll << 62) - 3; double f64 = -0.1;
+  gguf_w_set(w, "v.u8", GGUF_U8, &u8);
+  gguf_w_set(w, "v.i8", GGUF_I8, &i8);
+  gguf_w_set(w, "v.u16", GGUF_U16, &u16);
+  gguf_w_set(w, "v.i16", GGUF_I16, &i16);
+  gguf_w_set_u32(w, "v.u32", 4000000000u);
+  gguf_w_set_i32(w, "v.i32", -2000000000);
+  gguf_w_set_f32(w, "v.f32", 1.5f);
+  gguf_w_set_bool(w, "v.bool", true);
+  gguf_w_set_str(w, "v.str", "hello, GGUF");
+  gguf_w_set(w, "v.u64", GGUF_U64, &u64);
+  gguf_w_set(w, "v.i64", GGUF_I64, &i64);
+  gguf_w_set(w, "v.f64", GGUF_F64, &f64);
+  const uint8_t au8[] = { 1, 2, 255 };
+  const int32_t ai32[] = { -1, 0, 7, 1 << 30 };
+  const float af32[] = { 0.5f, -2.0f, 3.25f };
+  const uint8_t abool[] = { 1, 0, 1 };
+  const char *astr[] = { "<s>", "", "\xc3\xa9\xe2\x82\xac", "word" };
+  gguf_w_set_arr(w, "a.u8", GGUF_U8, au8, 3);
+  gguf_w_set_arr(w, "a.i32", GGUF_I32, ai32, 4);
+  gguf_w_set_arr(w, "a.f32", GGUF_F32, af32, 3);
+  gguf_w_set_arr(w, "a.bool", GGUF_BOOL, abool, 3);
+  gguf_w_set_str_arr(w, "a.str", astr, 4);
+  /* [[1, 2], [3, 4, 5]]: ARRAY, 2, then (I32, 2, 1 2) and (I32, 3, 3 4 5) */
+  unsigned char nested[12 + 2 * 12 + 5 * 4], *p = nested;
+  uint32_t u; uint64_t n;
+#define PUT(x) (memcpy(p, &(x), sizeof(x)), p += sizeof(x))
+  u = GGUF_ARRAY; PUT(u); n = 2; PUT(n);
+  u = GGUF_I32; PUT(u); n = 2; PUT(n);
+  for (int32_t v = 1; v <= 2; v++) PUT(v);
+  u = GGUF_I32; PUT(u); n = 3; PUT(n);
+  for (int32_t v = 3; v <= 5; v++) PUT(v);
+#undef PUT
+  CHECK(gguf_w_set_raw(w, "a.nested", GGUF_ARRAY, nested, sizeof nested) == 0);
+
+  for (int i = 0; i < 15; i++) f32[i] = i * 0.25f - 3;
+  for (int i = 0; i < 7; i++) f16[i] = quant_f32_to_f16((i - 3) / 4.0f);
+  for (int i = 0; i < 6; i++) i32[i] = 7 * i - 11;
+  for (int i = 0; i < 8; i++) bf16[i] = (uint16_t)(0x3F80 + 3 * i);
+  for (int i = 0; i < 68; i++) q8[i] = (uint8_t)((37 * i + 11) % 256);
+  CHECK(gguf_w_add_tensor(w, "t.f32", GGML_TYPE_F32, 2, (int64_t[]){ 5, 3 }, f32) == 0);
+  CHECK(gguf_w_add_tensor(w, "t.f16", GGML_TYPE_F16, 1, (int64_t[]){ 7 }, f16) == 1);
+  CHECK(gguf_w_add_tensor(w, "t.i32", GGML_TYPE_I32, 3, (int64_t[]){ 3, 1, 2 }, i32) == 2);
+  CHECK(gguf_w_add_tensor(w, "t.bf16", GGML_TYPE_BF16, 2, (int64_t[]){ 4, 2 }, bf16) == 3);
+  CHECK(gguf_w_add_tensor(w, "t.q8_0", GGML_TYPE_Q8_0, 2, (int64_t[]){ 32, 2 }, q8) == 4);
+}
+
+TEST(gguf_w_golden_bytes) {
+  if (access(GOLDEN_ALL, R_OK)) SKIP("%s missing (python3 tests/gen/gen_gguf_writer.py)", GOLDEN_ALL);
+  float f32[15]; uint16_t f16[7], bf16[8]; int32_t i32[6]; uint8_t q8[68];
+  gguf_writer *w = gguf_writer_new();
+  build_all(w, f32, f16, i32, bf16, q8);
+  const char *p = tmp_path("all.gguf");
+  CHECK_MSG(gguf_writer_write(w, p, NULL, NULL) == 0, "%s", tg_error());
+  gguf_writer_free(w);
+  CHECK(same_file(p, GOLDEN_ALL));
+}
+
+TEST(gguf_w_golden_reads_back) {
+  gguf_file *f = gguf_open(GOLDEN_ALL);
+  if (!f) SKIP("%s: %s", GOLDEN_ALL, tg_error());
+  CHECK_EQ_INT(f->alignment, 64);
+  CHECK_EQ_INT(f->n_kv, 20);
+  CHECK_EQ_INT(f->n_tensors, 5);
+  int64_t v;
+  double d;
+  CHECK(gguf_get_int(f, "v.u64", &v) && (uint64_t)v == (1ull << 63) + 5);
+  CHECK(gguf_get_int(f, "v.i8", &v) && v == -100);
+  CHECK(gguf_get_f64(f, "v.f64", &d) && d == -0.1);
+  const gguf_kv *a = gguf_get_arr(f, "a.str", GGUF_STRING);
+  CHECK(a && a->arr_n == 4 && a->str_lens[1] == 0 && a->str_lens[2] == 5 && !memcmp(a->strs[3], "word", 4));
+  const gguf_tensor_info *t = gguf_find_tensor(f, "t.q8_0");
+  CHECK(t && t->type == GGML_TYPE_Q8_0 && t->ne[0] == 32 && t->ne[1] == 2 && t->nbytes == 68 && t->file_offset % 64 == 0);
+  /* copying every entry and tensor into a new writer gives the same file */
+  gguf_writer *w = gguf_writer_new();
+  for (int i = 0; i < f->n_kv; i++) CHECK(gguf_w_copy_kv(w, &f->kv[i]) == 0);
+  for (int i = 0; i < f->n_tensors; i++) {
+    const gguf_tensor_info *ti = &f->tensors[i];
+    CHECK(gguf_w_add_tensor(w, ti->name, ti->type, ti->n_dims, ti->ne, (const char *)ti->map->base + ti->file_offset) == i);
+  }
+  const char *p = tmp_path("copy.gguf");
+  CHECK_MSG(gguf_writer_write(w, p, NULL, NULL) == 0, "%s", tg_error());
+  gguf_writer_free(w);
+  gguf_close(f);
+  CHECK(same_file(p, GOLDEN_ALL));
+}
+
+TEST(gguf_w_save_state) {
+  if (access(GOLDEN_STATE, R_OK)) SKIP("%s missing (python3 tests/gen/gen_gguf_writer.py)", GOLDEN_STATE);
+  float wv[6] = { -2.5f, -1.5f, -0.5f, 0.5f, 1.5f, 2.5f };
+  int32_t nv[4] = { -1, 999, 1999, 2999 };
+  tg_tensor *t[3] = {
+    tg_from_data(wv, TG_SHAPE(2, 3), TG_F32),
+    tg_cast(tg_div(tg_arange(0, 3, 1, TG_F32), tg_full(TG_SHAPE(3), 8, TG_F32)), TG_F16),
+    tg_from_data(nv, TG_SHAPE(4), TG_I32),
+  };
+  const char *names[3] = { "w", "b", "n" };
+  const char *meta[] = { "general.architecture", "tgtest", "general.name", "state", NULL };
+  const char *p = tmp_path("state.gguf");
+  CHECK_MSG(tg_gguf_save(p, names, t, 3, meta) == 0, "%s", tg_error());
+  CHECK(same_file(p, GOLDEN_STATE));
+  /* loads back */
+  tg_tensor_list l = { 0 };
+  CHECK_MSG(tg_gguf_load_tensors(GOLDEN_STATE, NULL, &l) == 0 || strstr(tg_error(), "I32"), "%s", tg_error());
+  tg_tensor_list_free(&l);
+}
+
+static int fill_short(void *ctx, int i, gguf_w_sink *s) {
+  (void)ctx; (void)i;
+  return gguf_w_sink_write(s, "abc", 3);
+}
+
+TEST(gguf_w_errors) {
+  gguf_writer *w = gguf_writer_new();
+  CHECK(gguf_w_set_u32(w, "general.alignment", 48) < 0);
+  CHECK(gguf_w_set_i32(w, "general.alignment", 64) < 0);
+  CHECK(gguf_w_add_tensor(w, "q", GGML_TYPE_Q4_K, 2, (int64_t[]){ 100, 2 }, NULL) < 0);
+  CHECK(strstr(tg_error(), "multiple of 256"));
+  CHECK(gguf_w_add_tensor(w, "x", GGML_TYPE_F32, 5, (int64_t[]){ 1, 1, 1, 1, 1 }, NULL) < 0);
+  CHECK(gguf_w_add_tensor(w, "x", GGML_TYPE_F32, 1, (int64_t[]){ 4 }, NULL) == 0);
+  CHECK(gguf_w_add_tensor(w, "x", GGML_TYPE_F32, 1, (int64_t[]){ 4 }, NULL) < 0);
+  CHECK(strstr(tg_error(), "twice"));
+  /* a failed write leaves an existing file alone */
+  const char *p = tmp_path("keep.gguf");
+  FILE *fp = fopen(p, "wb");
+  fputs("old", fp);
+  fclose(fp);
+  CHECK(gguf_writer_write(w, p, fill_short, NULL) < 0);
+  CHECK_MSG(strstr(tg_error(), "were not written"), "%s", tg_error());
+  size_t n;
+  char *old = test_read_file(p, &n);
+  CHECK(old && n == 3 && !memcmp(old, "old", 3));
+  free(old);
+  /* replacing a key keeps its place */
+  gguf_w_set_str(w, "a", "1");
+  gguf_w_set_str(w, "b", "2");
+  gguf_w_set_u32(w, "a", 3);
+  CHECK_EQ_INT(gguf_w_n_kv(w), 2);
+  gguf_writer_free(w);
+
+  tg_tensor *b = tg_from_data((uint8_t[]){ 1, 0 }, TG_SHAPE(2), TG_BOOL);
+  const char *nm = "m";
+  CHECK(tg_gguf_save(tmp_path("bool.gguf"), &nm, &b, 1, NULL) < 0);
+  CHECK(strstr(tg_error(), "bool"));
+}
