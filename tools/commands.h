@@ -11,5 +11,8 @@ typedef struct {
 } tg_command;
 
 int cmd_selftest(int argc, char **argv);
+int cmd_gguf(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
+int cmd_llm_init(int argc, char **argv);
 
 #endif

@@ -13,6 +13,9 @@ static int cmd_version(int argc, char **argv) {
 static const tg_command commands[] = {
   { "version", cmd_version, "print the version" },
   { "selftest", cmd_selftest, "build a small graph, compile it and check the result" },
+  { "gguf", cmd_gguf, "print a GGUF file's header, metadata and tensor table" },
+  { "quantize", cmd_quantize, "IN.gguf OUT.gguf TYPE: quantize a model's weights (as llama-quantize)" },
+  { "llm-init", cmd_llm_init, "OUT.gguf [opts]: write a random-weight llama GGUF" },
 };
 #define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
 

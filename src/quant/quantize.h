@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Quantizes k floats (a multiple of the type's block size) into k/block
  * blocks at y. */
@@ -68,3 +69,33 @@ static inline void quant_put_f16(uint8_t *p, float x) {
 static inline float quant_get_f16(const uint8_t *p) { return quant_f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
 
 #endif
+
+/* ---- whole GGUF files (quantize_model.c; `tg quantize`) */
+
+typedef struct {
+  bool pure;        /* every quantizable tensor gets the target type (no
+                     * output.weight rule), like llama-quantize --pure */
+  FILE *log;        /* per-tensor progress lines and the size summary, or NULL */
+} quant_model_opts;
+
+/* The ggml type tensor `name` (ggml type `type`, n_dims, ne) gets when a
+ * model is quantized to `target`, following llama.cpp's llama-quantize
+ * without the per-layer mixtures of its _S/_M/_L file types: only F32/F16/
+ * BF16 weights ("...weight") of 2+ dims are converted, never norms and the
+ * other small tensors llama.cpp leaves alone; output.weight (or
+ * token_embd.weight when has_output is false: tied embeddings) becomes Q6_K
+ * for quantized targets other than Q8_0 (Q8_0 when its rows are not a
+ * multiple of 256); a row length the type cannot hold falls back as in
+ * llama.cpp (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, Q2_K/Q3_K/TQ* ->
+ * Q4_0, IQ4_XS -> IQ4_NL) and finally to F16. */
+uint32_t quant_tensor_type(const char *name, uint32_t type, int n_dims, const int64_t *ne, uint32_t target, bool has_output,
+                           bool pure);
+
+/* llama.cpp's LLAMA_FTYPE for a model quantized to ggml type t (K-quants:
+ * the _S variants), or -1. */
+int quant_llama_ftype(uint32_t t);
+
+/* Reads the GGUF file in, writes out with every tensor converted as
+ * quant_tensor_type says, all metadata copied (split keys dropped),
+ * general.quantization_version = 2 and general.file_type set. 0 or -1. */
+int quant_model(const char *in, const char *out, uint32_t target, const quant_model_opts *opts);
