@@ -9,6 +9,7 @@
 #include "io/ggml_types.h"
 #include "io/gguf_file.h"
 #include "io/gguf_writer.h"
+#include "io/gguf_llama_init.h"
 
 #define QUANT_DIR "../../shared/testdata/quants/"
 
@@ -97,12 +98,13 @@ static const char *tmp_path(const char *name) {
   return b;
 }
 
-/* Whether files a and b hold the same bytes; reports the first difference. */
-static bool same_file(const char *a, const char *b) {
+/* Whether files a and b hold the same bytes; reports the first difference
+ * when `report`. */
+static bool same_file_r(const char *a, const char *b, bool report) {
   size_t na, nb;
   unsigned char *pa = test_read_file(a, &na), *pb = test_read_file(b, &nb);
   bool ok = pa && pb && na == nb && !memcmp(pa, pb, na);
-  if (pa && pb && !ok) {
+  if (pa && pb && !ok && report) {
     size_t i = 0;
     while (i < na && i < nb && pa[i] == pb[i]) i++;
     printf("  %s (%zu bytes) and %s (%zu bytes) differ at byte %zu\n", a, na, b, nb, i);
@@ -110,6 +112,7 @@ static bool same_file(const char *a, const char *b) {
   free(pa); free(pb);
   return ok;
 }
+static bool same_file(const char *a, const char *b) { return same_file_r(a, b, true); }
 
 #define GOLDEN_ALL "goldens/gguf_writer_all.gguf"
 #define GOLDEN_STATE "goldens/gguf_writer_state.gguf"
@@ -263,4 +266,114 @@ TEST(gguf_w_errors) {
   const char *nm = "m";
   CHECK(tg_gguf_save(tmp_path("bool.gguf"), &nm, &b, 1, NULL) < 0);
   CHECK(strstr(tg_error(), "bool"));
+}
+
+/* ---------------------------------------------------------------- quantize / llm-init */
+
+TEST(gguf_w_tensor_type_rules) {
+  const int64_t sq[2] = { 512, 512 }, odd[2] = { 96, 8 }, tiny[2] = { 48, 8 }, row[1] = { 512 };
+  CHECK_EQ_INT(quant_tensor_type("blk.0.attn_q.weight", GGML_TYPE_F16, 2, sq, GGML_TYPE_Q4_K, true, false), GGML_TYPE_Q4_K);
+  CHECK_EQ_INT(quant_tensor_type("blk.0.attn_norm.weight", GGML_TYPE_F32, 2, sq, GGML_TYPE_Q4_K, true, false), GGML_TYPE_F32);
+  CHECK_EQ_INT(quant_tensor_type("blk.0.attn_q.bias", GGML_TYPE_F32, 2, sq, GGML_TYPE_Q4_K, true, false), GGML_TYPE_F32);
+  CHECK_EQ_INT(quant_tensor_type("blk.0.x.weight", GGML_TYPE_F32, 1, row, GGML_TYPE_Q4_0, true, false), GGML_TYPE_F32);
+  CHECK_EQ_INT(quant_tensor_type("blk.0.x.weight", GGML_TYPE_Q8_0, 2, sq, GGML_TYPE_Q4_0, true, false), GGML_TYPE_Q8_0);
+  CHECK_EQ_INT(quant_tensor_type("blk.0.ffn_gate_inp.weight", GGML_TYPE_F32, 2, sq, GGML_TYPE_Q4_0, true, false), GGML_TYPE_F32);
+  /* output.weight (or tied token_embd) gets Q6_K, Q8_0 when rows are not
+   * a multiple of 256, and stays Q8_0 for Q8_0 */
+  CHECK_EQ_INT(quant_tensor_type("output.weight", GGML_TYPE_F16, 2, sq, GGML_TYPE_Q4_0, true, false), GGML_TYPE_Q6_K);
+  CHECK_EQ_INT(quant_tensor_type("output.weight", GGML_TYPE_F16, 2, sq, GGML_TYPE_Q4_0, true, true), GGML_TYPE_Q4_0);
+  CHECK_EQ_INT(quant_tensor_type("output.weight", GGML_TYPE_F16, 2, sq, GGML_TYPE_Q8_0, true, false), GGML_TYPE_Q8_0);
+  CHECK_EQ_INT(quant_tensor_type("output.weight", GGML_TYPE_F16, 2, odd, GGML_TYPE_Q4_0, true, false), GGML_TYPE_Q8_0);
+  CHECK_EQ_INT(quant_tensor_type("token_embd.weight", GGML_TYPE_F16, 2, sq, GGML_TYPE_Q4_0, true, false), GGML_TYPE_Q4_0);
+  CHECK_EQ_INT(quant_tensor_type("token_embd.weight", GGML_TYPE_F16, 2, sq, GGML_TYPE_Q4_0, false, false), GGML_TYPE_Q6_K);
+  /* fallbacks for rows the type cannot hold */
+  CHECK_EQ_INT(quant_tensor_type("a.weight", GGML_TYPE_F32, 2, odd, GGML_TYPE_Q4_K, true, false), GGML_TYPE_Q5_0);
+  CHECK_EQ_INT(quant_tensor_type("a.weight", GGML_TYPE_F32, 2, odd, GGML_TYPE_Q6_K, true, false), GGML_TYPE_Q8_0);
+  CHECK_EQ_INT(quant_tensor_type("a.weight", GGML_TYPE_F32, 2, odd, GGML_TYPE_IQ4_XS, true, false), GGML_TYPE_IQ4_NL);
+  CHECK_EQ_INT(quant_tensor_type("a.weight", GGML_TYPE_F32, 2, tiny, GGML_TYPE_Q4_0, true, false), GGML_TYPE_F16);
+  CHECK_EQ_INT(quant_tensor_type("a.weight", GGML_TYPE_F32, 2, tiny, GGML_TYPE_BF16, true, false), GGML_TYPE_BF16);
+  CHECK_EQ_INT(quant_llama_ftype(GGML_TYPE_Q4_K), 14);
+  CHECK_EQ_INT(quant_llama_ftype(GGML_TYPE_Q8_0), 7);
+}
+
+static llama_init_params small_llama(uint32_t type, uint64_t seed) {
+  llama_init_params p = llama_init_defaults();
+  p.dim = 256; p.layers = 2; p.heads = 4; p.kv_heads = 2; p.ffn = 512; p.vocab = 300; p.ctx = 128;
+  p.type = type; p.seed = seed;
+  return p;
+}
+
+TEST(gguf_w_llm_init) {
+  const char *p1 = tmp_path("init1.gguf"), *p2 = tmp_path("init2.gguf"), *p3 = tmp_path("init3.gguf");
+  llama_init_params p = small_llama(GGML_TYPE_Q8_0, 7);
+  int64_t n = llama_init_write(p1, &p, NULL);
+  CHECK_MSG(n == 300 * 256 * 2 + 2 * (2 * 256 + 2 * 256 * 256 + 2 * 256 * 128 + 3 * 256 * 512) + 256, "%lld: %s", (long long)n, tg_error());
+  CHECK(llama_init_write(p2, &p, NULL) == n);
+  CHECK_MSG(same_file(p1, p2), "the same seed gives the same file");
+  p.seed = 8;
+  CHECK(llama_init_write(p3, &p, NULL) == n);
+  CHECK(!same_file_r(p1, p3, false));
+  gguf_file *f = gguf_open(p1);
+  CHECK_MSG(f, "%s", tg_error());
+  if (!f) return;
+  CHECK_EQ_INT(f->n_tensors, 1 + 2 * 9 + 2);
+  int64_t v;
+  char *arch = gguf_get_str(f, "general.architecture");
+  CHECK(arch && !strcmp(arch, "llama"));
+  free(arch);
+  CHECK(gguf_get_int(f, "llama.attention.head_count_kv", &v) && v == 2);
+  CHECK(gguf_get_int(f, "llama.rope.dimension_count", &v) && v == 64);
+  CHECK(gguf_get_int(f, "general.file_type", &v) && v == 7);
+  const gguf_kv *tok = gguf_get_arr(f, "tokenizer.ggml.tokens", GGUF_STRING);
+  CHECK(tok && tok->arr_n == 300 && tok->str_lens[1] == 3 && !memcmp(tok->strs[1], "<s>", 3) && !memcmp(tok->strs[3 + 0x41], "<0x41>", 6));
+  const gguf_kv *tt = gguf_get_arr(f, "tokenizer.ggml.token_type", GGUF_I32);
+  CHECK(tt && tt->arr_n == 300 && gguf_arr_int(tt, 0) == 2 && gguf_arr_int(tt, 2) == 3 && gguf_arr_int(tt, 10) == 6 && gguf_arr_int(tt, 299) == 1);
+  const gguf_tensor_info *k = gguf_find_tensor(f, "blk.1.attn_k.weight");
+  CHECK(k && k->type == GGML_TYPE_Q8_0 && k->ne[0] == 256 && k->ne[1] == 128);
+  const gguf_tensor_info *nrm = gguf_find_tensor(f, "blk.1.ffn_norm.weight");
+  CHECK(nrm && nrm->type == GGML_TYPE_F32 && nrm->n_dims == 1);
+  if (nrm) {
+    float one;
+    memcpy(&one, nrm->map->base + nrm->file_offset, 4);
+    CHECK(one == 1.0f);
+  }
+  const gguf_tensor_info *o = gguf_find_tensor(f, "output.weight");
+  CHECK(o && o->type == GGML_TYPE_Q8_0);
+  gguf_close(f);
+
+  p.vocab = 100;
+  CHECK(llama_init_write(p3, &p, NULL) < 0 && strstr(tg_error(), "259"));
+}
+
+TEST(gguf_w_quantize_model) {
+  const char *src = tmp_path("f32.gguf"), *dst = tmp_path("q4k.gguf");
+  llama_init_params p = small_llama(GGML_TYPE_F32, 1);
+  CHECK_MSG(llama_init_write(src, &p, NULL) > 0, "%s", tg_error());
+  CHECK_MSG(quant_model(src, dst, GGML_TYPE_Q4_K, NULL) == 0, "%s", tg_error());
+  gguf_file *a = gguf_open(src), *b = gguf_open(dst);
+  CHECK(a && b);
+  if (!a || !b) { gguf_close(a); gguf_close(b); return; }
+  /* metadata: the same entries in the same order, two of them changed */
+  CHECK_EQ_INT(b->n_kv, a->n_kv);
+  for (int i = 0; i < a->n_kv && i < b->n_kv; i++) CHECK(!strcmp(a->kv[i].key, b->kv[i].key));
+  int64_t v;
+  CHECK(gguf_get_int(b, "general.file_type", &v) && v == 14);
+  CHECK(gguf_get_int(b, "general.quantization_version", &v) && v == 2);
+  CHECK(gguf_get_arr(b, "tokenizer.ggml.tokens", GGUF_STRING)->arr_n == 300);
+  CHECK_EQ_INT(b->n_tensors, a->n_tensors);
+  for (int i = 0; i < a->n_tensors && i < b->n_tensors; i++) {
+    const gguf_tensor_info *x = &a->tensors[i], *y = &b->tensors[i];
+    uint32_t want = x->n_dims == 1 ? GGML_TYPE_F32 : !strcmp(x->name, "output.weight") ? GGML_TYPE_Q6_K : GGML_TYPE_Q4_K;
+    CHECK_MSG(y->type == want && !strcmp(x->name, y->name), "%s: type %u", y->name, y->type);
+    /* the bytes are quant_rows of the source (or the source itself) */
+    int64_t rows = x->n_dims == 2 ? x->ne[1] : 1;
+    unsigned char *q = malloc(y->nbytes);
+    CHECK(quant_rows(y->type, (const float *)(x->map->base + x->file_offset), q, rows, x->ne[0]) == (int64_t)y->nbytes);
+    CHECK_MSG(!memcmp(q, y->map->base + y->file_offset, y->nbytes), "%s: data", y->name);
+    free(q);
+  }
+  gguf_close(a);
+  gguf_close(b);
+  CHECK(quant_model(src, dst, GGML_TYPE_IQ2_XXS, NULL) < 0);
+  CHECK(quant_model(tmp_path("missing.gguf"), dst, GGML_TYPE_Q4_0, NULL) < 0);
 }
