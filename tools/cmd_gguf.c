@@ -2,15 +2,33 @@
  * entry (type and value) and the tensor table, like llama.cpp's gguf-dump. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 #include "tg.h"
 #include "commands.h"
 #include "io/gguf_file.h"
+#include "io/gguf_writer.h"
+
+/* An array of arrays: the element type and count of the first few. */
+static void format_nested(const gguf_kv *kv, char *buf, size_t n) {
+  const unsigned char *p = kv->arr_data;
+  size_t at = (size_t)snprintf(buf, n, "[");
+  for (uint64_t k = 0; k < kv->arr_n && k < 6 && at < n; k++) {
+    uint32_t et;
+    uint64_t cnt;
+    memcpy(&et, p, 4);
+    memcpy(&cnt, p + 4, 8);
+    at += (size_t)snprintf(buf + at, n - at, "%s[%" PRIu64 " x %s]", k ? ", " : "", cnt, gguf_type_name(et));
+    p += 12 + gguf_arr_bytes(et, cnt, p + 12);
+  }
+  if (at < n) snprintf(buf + at, n - at, "%s] (%" PRIu64 " x array)", kv->arr_n > 6 ? ", ..." : "", kv->arr_n);
+}
 
 static void print_kv(int i, const gguf_kv *kv) {
   char type[24], val[512];
   if (kv->type == GGUF_ARRAY) snprintf(type, sizeof type, "[%s]", gguf_type_name(kv->arr_type));
   else snprintf(type, sizeof type, "%s", gguf_type_name(kv->type));
-  gguf_kv_format(kv, val, sizeof val);
+  if (kv->type == GGUF_ARRAY && kv->arr_type == GGUF_ARRAY) format_nested(kv, val, sizeof val);
+  else gguf_kv_format(kv, val, sizeof val);
   printf("%6d: %-10s %s = %s\n", i + 1, type, kv->key, val);
 }
 

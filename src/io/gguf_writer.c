@@ -148,9 +148,7 @@ int gguf_w_set_raw(gguf_writer *w, const char *key, uint32_t t, const void *enco
   return put_kv(w, key, t, b);
 }
 
-/* Encoded size of n array elements of type et at p (a parsed file's bytes,
- * already bounds-checked by gguf_open). */
-static size_t arr_size(uint32_t et, uint64_t n, const unsigned char *p) {
+size_t gguf_arr_bytes(uint32_t et, uint64_t n, const unsigned char *p) {
   if (et < GGUF_NTYPES && scalar_size[et]) return (size_t)n * (size_t)scalar_size[et];
   size_t at = 0;
   for (uint64_t i = 0; i < n; i++) {
@@ -160,7 +158,7 @@ static size_t arr_size(uint32_t et, uint64_t n, const unsigned char *p) {
     memcpy(&inner, p + at, 4);
     memcpy(&len, p + at + 4, 8);
     at += 12;
-    at += arr_size(inner, len, p + at);
+    at += gguf_arr_bytes(inner, len, p + at);
   }
   return at;
 }
@@ -180,7 +178,7 @@ int gguf_w_copy_kv(gguf_writer *w, const gguf_kv *kv) {
   bytes b = { 0 };
   b_le(&b, kv->arr_type, 4);
   b_le(&b, kv->arr_n, 8);
-  b_put(&b, kv->arr_data, arr_size(kv->arr_type, kv->arr_n, kv->arr_data));
+  b_put(&b, kv->arr_data, gguf_arr_bytes(kv->arr_type, kv->arr_n, kv->arr_data));
   return put_kv(w, kv->key, GGUF_ARRAY, b);
 }
 

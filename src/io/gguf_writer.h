@@ -48,6 +48,9 @@ int gguf_w_set_str_arr(gguf_writer *w, const char *key, const char *const *strs,
 int gguf_w_set_raw(gguf_writer *w, const char *key, uint32_t t, const void *encoded, size_t n);
 /* A copy of an entry of a parsed file (any type, nested arrays included). */
 int gguf_w_copy_kv(gguf_writer *w, const gguf_kv *kv);
+/* Encoded size of n array elements of type et at p: bytes of a parsed
+ * file's array (gguf_kv.arr_data), already bounds-checked by gguf_open. */
+size_t gguf_arr_bytes(uint32_t et, uint64_t n, const unsigned char *p);
 static inline int gguf_w_set_u32(gguf_writer *w, const char *key, uint32_t v) { return gguf_w_set(w, key, GGUF_U32, &v); }
 static inline int gguf_w_set_i32(gguf_writer *w, const char *key, int32_t v) { return gguf_w_set(w, key, GGUF_I32, &v); }
 static inline int gguf_w_set_f32(gguf_writer *w, const char *key, float v) { return gguf_w_set(w, key, GGUF_F32, &v); }
