@@ -262,6 +262,21 @@ TEST(gguf_w_errors) {
   CHECK_EQ_INT(gguf_w_n_kv(w), 2);
   gguf_writer_free(w);
 
+  /* a 0-d tensor is stored as ne [1] */
+  tg_tensor *s0 = tg_full(TG_SHAPE(), 2.5, TG_F32);
+  const char *n0 = "s";
+  CHECK_MSG(tg_gguf_save(tmp_path("scalar.gguf"), &n0, &s0, 1, NULL) == 0, "%s", tg_error());
+  gguf_file *f = gguf_open(tmp_path("scalar.gguf"));
+  CHECK(f && f->n_tensors == 1 && f->tensors[0].n_dims == 1 && f->tensors[0].ne[0] == 1 && f->n_kv == 0);
+  if (f) {
+    float v;
+    memcpy(&v, f->tensors[0].map->base + f->tensors[0].file_offset, 4);
+    CHECK(v == 2.5f);
+  }
+  gguf_close(f);
+  const char *bad_meta[] = { "k", NULL };
+  CHECK(tg_gguf_save(tmp_path("meta.gguf"), &n0, &s0, 1, bad_meta) < 0);
+
   tg_tensor *b = tg_from_data((uint8_t[]){ 1, 0 }, TG_SHAPE(2), TG_BOOL);
   const char *nm = "m";
   CHECK(tg_gguf_save(tmp_path("bool.gguf"), &nm, &b, 1, NULL) < 0);

@@ -8,6 +8,10 @@
 #include "io/io.h"
 #include "util/util.h"
 
+/* Values are copied from memory as they are: GGUF is little-endian, and so
+ * must the host be. */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the GGUF writer assumes a little-endian host");
+
 /* Bytes of each scalar type (0: not a scalar). */
 static const int scalar_size[GGUF_NTYPES] = { 1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8 };
 

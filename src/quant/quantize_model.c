@@ -107,7 +107,7 @@ static int qm_fill(void *vctx, int i, gguf_w_sink *s) {
   const unsigned char *src = ti->map->base + ti->file_offset;
   uint32_t t = c->types[i];
   uint64_t out_bytes = ti->nbytes;
-  if (t == ti->type) {
+  if (t == ti->type || ti->nbytes == 0) {   /* kept, or empty */
     if (gguf_w_sink_write(s, src, (size_t)ti->nbytes) < 0) return -1;
   } else {
     int64_t n = ti->ne[0], nrows = (int64_t)(ti->nbytes / ((uint64_t)n * (ti->type == GGML_TYPE_F32 ? 4 : 2)));
