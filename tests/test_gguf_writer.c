@@ -65,6 +65,7 @@ TEST(gguf_w_quant_iq4_nl) { check_quant_golden("IQ4_NL"); }
 TEST(gguf_w_quant_iq4_xs) { check_quant_golden("IQ4_XS"); }
 TEST(gguf_w_quant_tq1_0) { check_quant_golden("TQ1_0"); }
 TEST(gguf_w_quant_tq2_0) { check_quant_golden("TQ2_0"); }
+TEST(gguf_w_quant_mxfp4) { check_quant_golden("MXFP4"); }
 TEST(gguf_w_quant_f16) { check_quant_golden("F16"); }
 TEST(gguf_w_quant_bf16) { check_quant_golden("BF16"); }
 

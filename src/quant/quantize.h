@@ -37,6 +37,7 @@ void quantize_row_iq4_nl(const float *x, void *y, int64_t k);
 void quantize_row_iq4_xs(const float *x, void *y, int64_t k);
 void quantize_row_tq1_0(const float *x, void *y, int64_t k);
 void quantize_row_tq2_0(const float *x, void *y, int64_t k);
+void quantize_row_mxfp4(const float *x, void *y, int64_t k);
 
 /* The row quantizer of ggml type t, or NULL when tg cannot write t. */
 quant_row_fn quant_row_func(uint32_t t);

@@ -25,6 +25,7 @@ quant_row_fn quant_row_func(uint32_t t) {
     case GGML_TYPE_IQ4_XS: return quantize_row_iq4_xs;
     case GGML_TYPE_TQ1_0: return quantize_row_tq1_0;
     case GGML_TYPE_TQ2_0: return quantize_row_tq2_0;
+    case GGML_TYPE_MXFP4: return quantize_row_mxfp4;
     default: return NULL;
   }
 }
