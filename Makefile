@@ -27,6 +27,10 @@ $(BUILD)/%.o: %.c $(wildcard include/*.h src/*/*.h tools/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
+# The quantizers must round exactly as ggml's C code does: no a*b+c fused
+# into one FMA (see src/quant/quantize.h).
+$(BUILD)/src/quant/quantize_%.o: CFLAGS += -ffp-contract=off
+
 # The float-conversion helpers are compiled into the library and also pasted,
 # as text, into generated kernels: one source for both.
 $(BUILD)/gen/kernel_prelude.c: src/dtype/fpconv.h

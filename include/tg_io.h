@@ -63,6 +63,16 @@ int tg_npy_save(const char *path, tg_tensor *t);
  * types, e.g. quantized ones, is refused for now). Shapes are ggml's ne[]
  * reversed: ne = [4096, 32000] becomes the tg shape (32000, 4096). */
 int tg_gguf_load_tensors(const char *path, const char *device, tg_tensor_list *out);
+/* Writes tensors (realizing them one at a time) as a GGUF v3 file, byte for
+ * byte what gguf-py's GGUFWriter writes for the same content: metadata (NULL
+ * or a NULL-terminated list of key, value strings, stored as GGUF strings,
+ * in order; pass "general.architecture" first for llama.cpp-style readers),
+ * then the tensors in the order given, each at a multiple of 32 bytes. Shapes
+ * are stored as ggml's ne[] (the tg shape reversed; a 0-d tensor as [1]);
+ * at most 4 dims. dtypes: float32, float16, bfloat16, float64, int8, int16,
+ * int32, int64. Names must be distinct. Written to a temporary file, then
+ * renamed. 0 or -1. */
+int tg_gguf_save(const char *path, const char *const *names, tg_tensor *const *tensors, int n, const char *const *metadata);
 
 #ifdef __cplusplus
 }

@@ -15,5 +15,8 @@ int cmd_bench_llm(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_gguf(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
+int cmd_llm_init(int argc, char **argv);
 
 #endif

@@ -17,6 +17,9 @@ static const tg_command commands[] = {
   { "chat", cmd_chat, "chat with a GGUF model interactively" },
   { "serve", cmd_serve, "an OpenAI-compatible HTTP server for a GGUF model" },
   { "bench-llm", cmd_bench_llm, "prompt and decode speed of a GGUF model (tok/s)" },
+  { "gguf", cmd_gguf, "print a GGUF file's header, metadata and tensor table" },
+  { "quantize", cmd_quantize, "IN.gguf OUT.gguf TYPE: quantize a model's weights (as llama-quantize)" },
+  { "llm-init", cmd_llm_init, "OUT.gguf [opts]: write a random-weight llama GGUF" },
 };
 #define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
 

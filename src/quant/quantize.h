@@ -1,0 +1,102 @@
+/* quantize.h: float32 rows -> ggml's block formats, byte for byte what ggml's
+ * ggml_quantize_chunk(type, src, dst, 0, nrows, n_per_row, NULL) writes, i.e.
+ * what llama-quantize writes without an importance matrix (for the K-quants
+ * that is ggml's quantize_row_*_ref path; IQ4_NL/IQ4_XS use the chunk path's
+ * 7 scale trials).
+ *
+ * Bit-exactness depends on doing ggml's float operations in ggml's order,
+ * with no FMA contraction (the Makefile builds src/quant/quantize_*.c with
+ * -ffp-contract=off) and ggml's rounding helpers: nearest_int's
+ * add-1.5*2^23 trick, and truncating casts such as (int8_t)(x*id + 8.5f) in
+ * the legacy formats. Inputs must be finite. */
+#ifndef TG_QUANT_QUANTIZE_H
+#define TG_QUANT_QUANTIZE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Quantizes k floats (a multiple of the type's block size) into k/block
+ * blocks at y. */
+typedef void (*quant_row_fn)(const float *x, void *y, int64_t k);
+
+void quantize_row_f32(const float *x, void *y, int64_t k);
+void quantize_row_f16(const float *x, void *y, int64_t k);
+void quantize_row_bf16(const float *x, void *y, int64_t k);
+void quantize_row_q4_0(const float *x, void *y, int64_t k);
+void quantize_row_q4_1(const float *x, void *y, int64_t k);
+void quantize_row_q5_0(const float *x, void *y, int64_t k);
+void quantize_row_q5_1(const float *x, void *y, int64_t k);
+void quantize_row_q8_0(const float *x, void *y, int64_t k);
+void quantize_row_q2_k(const float *x, void *y, int64_t k);
+void quantize_row_q3_k(const float *x, void *y, int64_t k);
+void quantize_row_q4_k(const float *x, void *y, int64_t k);
+void quantize_row_q5_k(const float *x, void *y, int64_t k);
+void quantize_row_q6_k(const float *x, void *y, int64_t k);
+void quantize_row_iq4_nl(const float *x, void *y, int64_t k);
+void quantize_row_iq4_xs(const float *x, void *y, int64_t k);
+void quantize_row_tq1_0(const float *x, void *y, int64_t k);
+void quantize_row_tq2_0(const float *x, void *y, int64_t k);
+void quantize_row_mxfp4(const float *x, void *y, int64_t k);
+
+/* The row quantizer of ggml type t, or NULL when tg cannot write t. */
+quant_row_fn quant_row_func(uint32_t t);
+static inline bool quant_can_write(uint32_t t) { return quant_row_func(t) != 0; }
+
+/* Quantizes nrows rows of n_per_row floats (n_per_row a multiple of the
+ * block size) to type t, spread over the CPU thread pool by rows. Returns
+ * the bytes written, or -1 + tg_error for a type tg cannot write or a row
+ * length that is not a multiple of the block size. */
+int64_t quant_rows(uint32_t t, const float *src, void *dst, int64_t nrows, int64_t n_per_row);
+
+/* ---- shared by the quantize_*.c files */
+
+/* ggml's nearest_int: round to nearest, ties to even, via the float
+ * addition of 1.5 * 2^23 (|x| must be below 2^22). */
+static inline int quant_nearest_int(float x) {
+  float v = x + 12582912.f;
+  int32_t i;
+  __builtin_memcpy(&i, &v, 4);
+  return (i & 0x007fffff) - 0x00400000;
+}
+
+/* fp16 / bf16 conversions with round-to-nearest-even (ggml's). */
+uint16_t quant_f32_to_f16(float x);
+float quant_f16_to_f32(uint16_t h);
+static inline void quant_put_f16(uint8_t *p, float x) {
+  uint16_t h = quant_f32_to_f16(x);
+  p[0] = (uint8_t)h; p[1] = (uint8_t)(h >> 8);
+}
+static inline float quant_get_f16(const uint8_t *p) { return quant_f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
+
+#endif
+
+/* ---- whole GGUF files (quantize_model.c; `tg quantize`) */
+
+typedef struct {
+  bool pure;        /* every quantizable tensor gets the target type (no
+                     * output.weight rule), like llama-quantize --pure */
+  FILE *log;        /* per-tensor progress lines and the size summary, or NULL */
+} quant_model_opts;
+
+/* The ggml type tensor `name` (ggml type `type`, n_dims, ne) gets when a
+ * model is quantized to `target`, following llama.cpp's llama-quantize
+ * without the per-layer mixtures of its _S/_M/_L file types: only F32/F16/
+ * BF16 weights ("...weight") of 2+ dims are converted, never norms and the
+ * other small tensors llama.cpp leaves alone; output.weight (or
+ * token_embd.weight when has_output is false: tied embeddings) becomes Q6_K
+ * for quantized targets other than Q8_0 (Q8_0 when its rows are not a
+ * multiple of 256); a row length the type cannot hold falls back as in
+ * llama.cpp (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, Q2_K/Q3_K/TQ* ->
+ * Q4_0, IQ4_XS -> IQ4_NL) and finally to F16. */
+uint32_t quant_tensor_type(const char *name, uint32_t type, int n_dims, const int64_t *ne, uint32_t target, bool has_output,
+                           bool pure);
+
+/* llama.cpp's LLAMA_FTYPE for a model quantized to ggml type t (K-quants:
+ * the _S variants), or -1. */
+int quant_llama_ftype(uint32_t t);
+
+/* Reads the GGUF file in, writes out with every tensor converted as
+ * quant_tensor_type says, all metadata copied (split keys dropped),
+ * general.quantization_version = 2 and general.file_type set. 0 or -1. */
+int quant_model(const char *in, const char *out, uint32_t target, const quant_model_opts *opts);
