@@ -308,8 +308,15 @@ typedef struct {
   int kernels;             /* captured kernels replayed per call */
   int64_t intermediate_bytes;   /* bytes of intermediates before planning */
   int64_t planned_bytes;        /* bytes after sharing memory between them */
+  int pruned;              /* kernels dropped by pruning */
 } tg_jit_info;
 tg_jit_info tg_jit_stats(const tg_jit *j);
+/* Pruning (off by default; set it before the second call): kernels whose
+ * results cannot change between calls (they read no input, no symbolic
+ * variable, nothing that changes, and write an intermediate: e.g. weights
+ * transformed inside the step) run once, in the capture, and the replay
+ * skips them. */
+void tg_jit_set_prune(tg_jit *j, bool on);
 
 /* ---------------------------------------------------------------- kernels */
 

@@ -156,3 +156,44 @@ TEST(jit_memory_plan_shares_intermediates) {
   tg_jit_free(j);
   free(x);
 }
+
+/* out = x @ (W * 2 + 1).T: the weight transform reads no input, so pruning
+ * runs it once; the replay launches only the matmul. */
+static int step_pruned(void *ctx, tg_tensor *const *in, int nin, tg_tensor **out, int nout) {
+  tg_tensor *w = ctx;
+  tg_tensor *wt = tg_contiguous(tg_adds(tg_muls(w, 2), 1));
+  out[0] = tg_matmul(in[0], tg_T(wt));
+  return out[0] ? 0 : -1;
+}
+
+TEST(jit_prune_drops_constant_kernels) {
+  for (int i = 0; i < C * C; i++) W[i] = (float)((i * 3) % 5) - 2;
+  tg_tensor *w = tg_from_data(W, TG_SHAPE(C, C), TG_F32);
+  tg_jit *j[2] = { tg_jit_new(step_pruned, w), tg_jit_new(step_pruned, w) };
+  tg_jit_set_prune(j[1], true);
+  for (int call = 0; call < 4; call++) {
+    float x[R * C], want[R * C], got[R * C];
+    for (int i = 0; i < R * C; i++) x[i] = (float)((i + call) % 7) - 3;
+    for (int r = 0; r < R; r++)
+      for (int c = 0; c < C; c++) {
+        float s = 0;
+        for (int k = 0; k < C; k++) s += x[r * C + k] * (W[c * C + k] * 2 + 1);
+        want[r * C + c] = s;
+      }
+    for (int v = 0; v < 2; v++) {
+      tg_scope_begin();
+      tg_tensor *in = tg_from_data(x, TG_SHAPE(R, C), TG_F32), *out = NULL;
+      CHECK_MSG(tg_jit_call(j[v], &in, 1, &out, 1) == 0, "call %d: %s", call, tg_error());
+      CHECK_OK(tg_data(out, got, sizeof got) == 0);
+      for (int i = 0; i < R * C; i++) CHECK_MSG(got[i] == want[i], "prune=%d call %d [%d]: %g != %g", v, call, i, got[i], want[i]);
+      tg_scope_end();
+    }
+  }
+  tg_jit_info plain = tg_jit_stats(j[0]), pruned = tg_jit_stats(j[1]);
+  CHECK_EQ_INT(plain.pruned, 0);
+  CHECK_EQ_INT(pruned.pruned, 1);
+  CHECK_EQ_INT(pruned.kernels, plain.kernels - 1);
+  tg_jit_free(j[0]);
+  tg_jit_free(j[1]);
+  tg_free(w);
+}

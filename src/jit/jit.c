@@ -6,7 +6,12 @@
  * argument is either a fixed buffer (weights, state written in place by
  * assigns), an input (replaced by this call's input memory), an output (a
  * fresh buffer every call), or an intermediate (a slot of the memory plan,
- * shared with other intermediates whose lifetimes do not overlap). */
+ * shared with other intermediates whose lifetimes do not overlap).
+ *
+ * With pruning on (tg_jit_set_prune), kernels whose results cannot change
+ * from call to call (they read no input, no symbolic variable, nothing a
+ * changing kernel wrote, and write an intermediate) ran during the capture
+ * and are dropped from the replay; their results stay in their own memory. */
 #include "engine/realize.h"
 #include "engine/vars.h"
 #include "runtime/buffer.h"
@@ -31,7 +36,13 @@ struct tg_jit {
   tg_device **slot_dev;
   int nslots;
   int64_t inter_bytes, planned_bytes;
+  bool prune;
+  int pruned;
+  tg_buffer **pinned;        /* results of pruned kernels (one reference each) */
+  int npinned;
 };
+
+void tg_jit_set_prune(tg_jit *j, bool on) { if (j) j->prune = on; }
 
 tg_jit *tg_jit_new(tg_jit_fn fn, void *ctx) {
   if (!fn) TG_FAIL("tg_jit_new: no step function");
@@ -48,6 +59,8 @@ void tg_jit_free(tg_jit *j) {
   for (int s = 0; s < j->nslots; s++) if (j->slots[s]) j->slot_dev[s]->free(j->slot_dev[s], j->slots[s], j->slot_bytes[s]);
   free(j->slots); free(j->slot_bytes); free(j->slot_dev);
   free(j->in_sig); free(j->out_sig);
+  for (int i = 0; i < j->npinned; i++) buffer_release(j->pinned[i]);
+  free(j->pinned);
   free(j);
 }
 
@@ -55,6 +68,7 @@ tg_jit_info tg_jit_stats(const tg_jit *j) {
   tg_jit_info s = { 0 };
   if (!j) return s;
   s.calls = j->calls; s.kernels = j->cap.n; s.intermediate_bytes = j->inter_bytes; s.planned_bytes = j->planned_bytes;
+  s.pruned = j->pruned;
   return s;
 }
 
@@ -122,22 +136,54 @@ static int run_step(tg_jit *j, tg_tensor *const *in, int nin, tg_tensor **out, i
   return rc < 0 ? -1 : 0;
 }
 
+/* how many capture references each buffer has: a buffer nothing else
+ * holds is an intermediate of the step */
+static void count_refs(tg_jit *j, ptrmap *refs) {
+  for (int k = 0; k < j->cap.n; k++)
+    for (int a = 0; a < j->cap.v[k].nbufs; a++) {
+      tg_buffer *b = j->cap.v[k].bufs[a];
+      pm_put(refs, b, (void *)((intptr_t)pm_get(refs, b) + 1));
+    }
+}
+
+/* Drops the kernels whose results are the same every call (see the top).
+ * A kernel's bufs[0] is what it writes; the others are what it reads. */
+static void prune_constant_kernels(tg_jit *j, tg_buffer **inb) {
+  ptrmap refs = { 0 }, changing = { 0 };
+  count_refs(j, &refs);
+  for (int i = 0; i < j->nin; i++) pm_put(&changing, inb[i], (void *)1);
+  int kept = 0;
+  for (int k = 0; k < j->cap.n; k++) {
+    captured_kernel *ck = &j->cap.v[k];
+    tg_buffer *w = ck->nbufs ? ck->bufs[0] : NULL;
+    bool keep = !w || ck->nvars > 0 || w->refcnt != (intptr_t)pm_get(&refs, w);   /* writes state or an output */
+    for (int a = 1; a < ck->nbufs && !keep; a++) keep = pm_get(&changing, ck->bufs[a]) != NULL;
+    if (keep) {
+      if (w) pm_put(&changing, w, (void *)1);
+      j->cap.v[kept++] = *ck;
+      continue;
+    }
+    /* its result stays in its captured buffer, which the JIT keeps */
+    for (int a = 1; a < ck->nbufs; a++) buffer_release(ck->bufs[a]);
+    free(ck->bufs);
+    j->pinned = tg_xrealloc(j->pinned, sizeof(tg_buffer *) * (size_t)(j->npinned + 1));
+    j->pinned[j->npinned++] = w;
+    j->pruned++;
+  }
+  j->cap.n = kept;
+  pm_free(&refs); pm_free(&changing);
+}
+
 /* Classifies every kernel argument and plans the intermediates' memory. */
 static void plan(tg_jit *j, tg_buffer **inb, tg_tensor **out) {
   int nk = j->cap.n;
   j->args = tg_xcalloc((size_t)(nk ? nk : 1), sizeof(jit_arg *));
   tg_buffer *outb[256] = { 0 };
   for (int i = 0; i < j->nout && i < 256; i++) outb[i] = uop_contiguous_buffer(out[i]->u);
-  /* how many capture references each buffer has: a buffer nothing else
-   * holds is an intermediate of the step */
-  ptrmap refs = { 0 }, first = { 0 }, last = { 0 }, slot_of = { 0 };
+  ptrmap refs = { 0 }, last = { 0 }, slot_of = { 0 };
+  count_refs(j, &refs);
   for (int k = 0; k < nk; k++)
-    for (int a = 0; a < j->cap.v[k].nbufs; a++) {
-      tg_buffer *b = j->cap.v[k].bufs[a];
-      pm_put(&refs, b, (void *)((intptr_t)pm_get(&refs, b) + 1));
-      if (!pm_get(&first, b)) pm_put(&first, b, (void *)(intptr_t)(k + 1));
-      pm_put(&last, b, (void *)(intptr_t)(k + 1));
-    }
+    for (int a = 0; a < j->cap.v[k].nbufs; a++) pm_put(&last, j->cap.v[k].bufs[a], (void *)(intptr_t)(k + 1));
   /* slots: greedy by first use; a slot is free once its last user ran */
   int cap = 0;
   int *slot_last = NULL;
@@ -181,7 +227,7 @@ static void plan(tg_jit *j, tg_buffer **inb, tg_tensor **out) {
     j->planned_bytes += (int64_t)j->slot_bytes[t];
   }
   free(slot_last);
-  pm_free(&refs); pm_free(&first); pm_free(&last); pm_free(&slot_of);
+  pm_free(&refs); pm_free(&last); pm_free(&slot_of);
 }
 
 static int replay(tg_jit *j, tg_tensor *const *in, int nin, tg_tensor **out, int nout) {
@@ -266,6 +312,7 @@ int tg_jit_call(tg_jit *j, tg_tensor *const *in, int nin, tg_tensor **out, int n
     j->out_sig[i] = sig_of(out[i]);
     if (!uop_contiguous_buffer(out[i]->u)) return tg_seterr("tg_jit_call: output %d did not realize to memory", i);
   }
+  if (j->prune) prune_constant_kernels(j, inb);
   plan(j, inb, out);
   j->calls = 2;
   return 0;
