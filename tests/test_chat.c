@@ -5,6 +5,7 @@
 #include <cjson/cJSON.h>
 #include <stdint.h>
 #include "test.h"
+#include "chat/chat_internal.h"
 
 #define CHAT_DIR "../../shared/testdata/chat"
 #define VOCAB_DIR "../../shared/testdata/vocab"
@@ -110,6 +111,23 @@ static void run_case(const cJSON *c, void *ctx) {
   free(text);
   if (!tmpl) { t->total++; test_fail(__FILE__, __LINE__, "%s: template: %s", name, tg_error()); return; }
   tg_chat_set_time(tmpl, CASES_NOW);
+  if (jinja) {   /* the case lists the polyfills that changed its messages; ours must give render_messages */
+    bool sys, args;
+    chat_template_polyfills(tmpl, &sys, &args);
+    const cJSON *want = cJSON_GetObjectItemCaseSensitive(c, "polyfills");
+    bool want_sys = false, want_args = false;
+    for (const cJSON *p = want ? want->child : NULL; p; p = p->next) {
+      want_sys |= !strcmp(p->valuestring, "system_role");
+      want_args |= !strcmp(p->valuestring, "object_arguments");
+    }
+    CHECK_MSG((sys || !want_sys) && (args || !want_args), "%s: polyfills system_role=%d object_arguments=%d, want %d %d",
+              name, sys, args, want_sys, want_args);
+    const cJSON *rm = cJSON_GetObjectItemCaseSensitive(c, "render_messages");
+    cJSON *mine = chat_polyfill_messages(tmpl, cJSON_GetObjectItemCaseSensitive(c, "messages"));
+    CHECK_MSG(cJSON_Compare(mine, rm ? rm : cJSON_GetObjectItemCaseSensitive(c, "messages"), true),
+              "%s: polyfilled messages differ from render_messages", name);
+    cJSON_Delete(mine);
+  }
   if (!jinja && strcmp(tg_chat_preset_name(tmpl) ? tg_chat_preset_name(tmpl) : "(none)", str_of(c, "preset")))
     test_fail(__FILE__, __LINE__, "%s: detected %s, want %s", name, tg_chat_preset_name(tmpl), str_of(c, "preset"));
   /* the original messages: the polyfills must turn them into render_messages */
@@ -201,6 +219,17 @@ static void run_detect(const cJSON *c, void *ctx) {
   t->total++;
   if ((want && (!got || strcmp(got, want))) || (!want && got)) test_fail(__FILE__, __LINE__, "%s: detected %s, want %s", path, got, want);
   else t->pass++;
+  /* minja's capability probes, which decide the polyfills */
+  tg_chat_template *tmpl = text ? tg_chat_template_new(text, NULL, str_of(c, "bos_token"), str_of(c, "eos_token")) : NULL;
+  CHECK_OK(tmpl);
+  if (tmpl) {
+    const cJSON *caps = cJSON_GetObjectItemCaseSensitive(c, "minja_caps");
+    bool sys, args;
+    chat_template_polyfills(tmpl, &sys, &args);
+    CHECK_MSG(sys == !bool_of(caps, "supports_system_role"), "%s: system_role polyfill %d", path, sys);
+    CHECK_MSG(args == bool_of(caps, "requires_object_arguments"), "%s: object_arguments polyfill %d", path, args);
+    tg_chat_template_free(tmpl);
+  }
   free(text);
 }
 

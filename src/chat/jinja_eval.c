@@ -361,9 +361,17 @@ static jv eval(jctx *c, const jnode *n, jscope *s) {
     for (int i = 0; i + 1 < n->args.n; i += 2) jdict_set(h, d.d, eval(c, n->args.v[i], s), eval(c, n->args.v[i + 1], s));
     return d;
   }
-  case N_ATTR: return jinja_getattr(c, eval(c, n->a, s), jv_strref(n->name, strlen(n->name)));
-  case N_INDEX: {
-    jv obj = eval(c, n->a, s), key = eval(c, n->b, s);
+  case N_ATTR: case N_INDEX: {
+    /* as jinja2: a missing key gives undefined, but reading into an
+     * undefined value is an error (minja's probes rely on it) */
+    jv obj = eval(c, n->a, s), key = n->k == N_ATTR ? jv_strref(n->name, strlen(n->name)) : eval(c, n->b, s);
+    if (obj.k == JV_UNDEF) {
+      c->pos = n->pos;
+      jbuf what = { 0 };
+      jv_write_repr(h, &what, key);
+      jctx_fail(c, "cannot read %s of an undefined value%s%s", what.p, n->a->k == N_NAME ? ": " : "",
+                n->a->k == N_NAME ? n->a->name : "");
+    }
     return jinja_getattr(c, obj, key);
   }
   case N_SLICE: return eval_slice(c, n, s);
