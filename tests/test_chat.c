@@ -427,3 +427,35 @@ TEST(chat_api) {
   free(out);
   tg_chat_template_free(t);
 }
+
+/* features the shared cases do not reach */
+TEST(chat_jinja_features) {
+  static const struct { const char *tmpl, *want; } cases[] = {
+    { "{{ '%s-%d-%5.2f|%r%%' % ('a', 3, 2.5, 'x') }}", "a-3- 2.50|'x'%" },
+    { "{{ 'n=%s' % 5 }}", "n=5" },
+    { "{{ '{} and {1} {name} {{x}}'.format('A', 'B', name='N') }}", "A and B N {x}" },
+    { "{% raw %}{{ not rendered }}{% endraw %}", "{{ not rendered }}" },
+    { "{% macro m(x) %}[{{ caller(x * 2) }}]{% endmacro %}{% call(y) m(4) %}{{ y }}{% endcall %}", "[8]" },
+    { "{{ [{'n': 'b', 'v': 2}, {'n': 'a', 'v': 1}] | sort(attribute='n') | map(attribute='v') | join(',') }}", "1,2" },
+    { "{{ [3, 1, 2] | sort(reverse=true) }}", "[3, 2, 1]" },
+    { "{% for k, v in {'b': 1, 'a': 2} | dictsort %}{{ k }}={{ v }};{% endfor %}", "a=2;b=1;" },
+    { "{% filter upper %}abc{% endfilter %}", "ABC" },
+    { "{% for x in [1, 2, 3] %}{{ loop.previtem | default('-') }}{{ loop.nextitem | default('-') }} {% endfor %}", "-2 13 2- " },
+    { "{{ 'a\\tb\\u00e9\\x41' }}", "a\tb\xc3\xa9" "A" },
+    { "{{ 4 is divisibleby 2 }},{{ 3 is odd }},{{ 'x' is in 'xyz' }},{{ none is none }},{{ 1.5 is float }}", "True,True,True,True,True" },
+    { "{{ 7 // 2 }},{{ -7 // 2 }},{{ -7 % 3 }},{{ 7 / 2 }},{{ 2 ** 10 }},{{ 1e3 }}", "3,-4,2,3.5,1024,1000.0" },
+    { "{% set a, b = 1, 2 %}{{ a }}{{ b }}", "12" },
+    { "{% set d = {'x': 1} %}{% set _ = d.update({'y': 2}) %}{{ d | tojson(indent=2) }}", "{\n  \"x\": 1,\n  \"y\": 2\n}" },
+    { "{{ 'x' if false }}|{{ 'é' | length }}|{{ 'abc'[::-1] }}|{{ [1, 2][5] is defined }}", "|1|cba|False" },
+    { "{{ {'a': [1, {'b': none}], 'c': true} | tojson }}", "{\"a\": [1, {\"b\": null}], \"c\": true}" },
+    { "{{ '\"<tag>\\n' | tojson }}", "\"\\\"<tag>\\n\"" },
+    { "{% for m in messages %}{{ m.role }}{% endfor %}", "" },
+    { "  {%+ if true %}x{% endif %}", "  x" },
+    { "{{ strftime_now('%Y') | length }}", "4" },
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *out = render(cases[i].tmpl, NULL);
+    CHECK_MSG(out && !strcmp(out, cases[i].want), "%s: got '%s', want '%s'", cases[i].tmpl, out ? out : tg_error(), cases[i].want);
+    free(out);
+  }
+}

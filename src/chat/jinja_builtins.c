@@ -183,6 +183,90 @@ static jv thaw(jctx *c, jv obj) {
   return obj;
 }
 
+jv jinja_percent_format(jctx *c, jv fmt, jv args) {
+  jheap *h = &c->h;
+  jlist *items = args.k == JV_LIST && args.l->tuple ? args.l : NULL;
+  int next = 0;
+  jbuf b = { 0 };
+  for (size_t i = 0; i < fmt.s.n; i++) {
+    char ch = fmt.s.p[i];
+    if (ch != '%') { jbuf_put(h, &b, &ch, 1); continue; }
+    size_t start = i++;
+    while (i < fmt.s.n && strchr("-+ #0123456789.", fmt.s.p[i])) i++;
+    if (i >= fmt.s.n) jctx_fail(c, "incomplete format");
+    char conv = fmt.s.p[i];
+    if (conv == '%') { jbuf_put(h, &b, "%", 1); continue; }
+    jv v;
+    if (items) {
+      if (next >= items->n) jctx_fail(c, "not enough arguments for format string");
+      v = items->v[next++];
+    } else {
+      if (next++) jctx_fail(c, "not enough arguments for format string");
+      v = args;
+    }
+    char spec[32];
+    size_t flen = i - start;
+    if (flen > 20) jctx_fail(c, "format specifier too long");
+    memcpy(spec, fmt.s.p + start, flen);
+    switch (conv) {
+    case 's': case 'r': {
+      jbuf t = { 0 };
+      if (conv == 's') jv_write_str(h, &t, v);
+      else jv_write_repr(h, &t, v);
+      spec[flen] = 's';
+      spec[flen + 1] = 0;
+      jbuf_printf(h, &b, spec, t.p ? t.p : "");
+      break;
+    }
+    case 'd': case 'i': case 'x': case 'X':
+      if (!jv_is_number(v)) jctx_fail(c, "%%%c format: a number is required, not %s", conv, jv_kind_name(v));
+      memcpy(spec + flen, "ll", 2);
+      spec[flen + 2] = conv == 'i' ? 'd' : conv;
+      spec[flen + 3] = 0;
+      jbuf_printf(h, &b, spec, (long long)jv_num(v));
+      break;
+    case 'f': case 'F': case 'e': case 'E': case 'g': case 'G':
+      if (!jv_is_number(v)) jctx_fail(c, "%%%c format: a number is required, not %s", conv, jv_kind_name(v));
+      spec[flen] = conv;
+      spec[flen + 1] = 0;
+      jbuf_printf(h, &b, spec, jv_num(v));
+      break;
+    default: jctx_fail(c, "unsupported format character '%c'", conv);
+    }
+  }
+  if (items && next < items->n) jctx_fail(c, "not all arguments converted during string formatting");
+  return mkstr(&b);
+}
+
+/* str.format: {} {0} {name}, {{ and }}; a format spec after ':' is ignored */
+static jv str_format(jctx *c, jv fmt, jargs *a) {
+  jheap *h = &c->h;
+  jbuf b = { 0 };
+  int auto_index = 0;
+  for (size_t i = 0; i < fmt.s.n; i++) {
+    char ch = fmt.s.p[i];
+    if ((ch == '{' || ch == '}') && i + 1 < fmt.s.n && fmt.s.p[i + 1] == ch) { jbuf_put(h, &b, &ch, 1); i++; continue; }
+    if (ch != '{') { jbuf_put(h, &b, &ch, 1); continue; }
+    const char *close = memchr(fmt.s.p + i, '}', fmt.s.n - i);
+    if (!close) jctx_fail(c, "single '{' encountered in format string");
+    size_t end = (size_t)(close - fmt.s.p), k = i + 1;
+    size_t name_end = k;
+    while (name_end < end && fmt.s.p[name_end] != ':' && fmt.s.p[name_end] != '!') name_end++;
+    jv *v;
+    char name[64];
+    size_t nl = name_end - k < sizeof name - 1 ? name_end - k : sizeof name - 1;
+    memcpy(name, fmt.s.p + k, nl);
+    name[nl] = 0;
+    if (nl == 0) v = jarg(a, auto_index++, NULL);
+    else if (name[0] >= '0' && name[0] <= '9') v = jarg(a, atoi(name), NULL);
+    else v = jarg(a, -1, name);
+    if (!v) jctx_fail(c, "format: no argument for {%s}", name);
+    jv_write_str(h, &b, *v);
+    i = end;
+  }
+  return mkstr(&b);
+}
+
 jv jinja_method(jctx *c, jv obj, const char *name, jargs *a, bool *found) {
   jheap *h = &c->h;
   *found = true;
@@ -205,6 +289,7 @@ jv jinja_method(jctx *c, jv obj, const char *name, jargs *a, bool *found) {
       return replace(c, obj, str_arg(c, a, 0, "old", "replace"), str_arg(c, a, 1, "new", "replace"),
                      to_int(c, jarg_or(a, 2, "count", jv_int(-1)), -1));
     if (IS("join")) return join(c, jinja_iter_items(c, jarg_or(a, 0, "iterable", jv_none())), obj);
+    if (IS("format")) return str_format(c, obj, a);
     if (IS("find") || IS("count")) {
       jv sub = str_arg(c, a, 0, "sub", name);
       int64_t n = 0;

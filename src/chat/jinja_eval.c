@@ -169,6 +169,7 @@ static jv arith(jctx *c, const char *op, jv a, jv b) {
       for (int k = 0; k < seq.l->n; k++) jlist_push(h, out.l, seq.l->v[k]);
     return out;
   }
+  if (!strcmp(op, "%") && a.k == JV_STR) return jinja_percent_format(c, a, b);
   if (!jv_is_number(a) || !jv_is_number(b))
     jctx_fail(c, "unsupported operand types for %s: %s and %s", op, jv_kind_name(a), jv_kind_name(b));
   bool ints = a.k != JV_FLOAT && b.k != JV_FLOAT;

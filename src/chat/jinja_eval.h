@@ -57,6 +57,8 @@ bool jinja_test(jctx *c, const char *name, jv input, jargs *a);
 /* obj.name(args): Python methods of str, list and dict; *found false when none */
 jv jinja_method(jctx *c, jv obj, const char *name, jargs *a, bool *found);
 void jinja_add_globals(jctx *c, jdict *globals);
+/* Python's `fmt % args` for strings (%s %r %d %i %f %x %%, with width and precision) */
+jv jinja_percent_format(jctx *c, jv fmt, jv args);
 
 /* argument helpers: the i-th positional argument, or the keyword `kw`, or NULL */
 jv *jarg(jargs *a, int i, const char *kw);
