@@ -5,6 +5,7 @@
 #include <cjson/cJSON.h>
 #include <stdint.h>
 #include "test.h"
+#include "chat/chat_internal.h"
 
 #define CHAT_DIR "../../shared/testdata/chat"
 #define VOCAB_DIR "../../shared/testdata/vocab"
@@ -110,6 +111,23 @@ static void run_case(const cJSON *c, void *ctx) {
   free(text);
   if (!tmpl) { t->total++; test_fail(__FILE__, __LINE__, "%s: template: %s", name, tg_error()); return; }
   tg_chat_set_time(tmpl, CASES_NOW);
+  if (jinja) {   /* the case lists the polyfills that changed its messages; ours must give render_messages */
+    bool sys, args;
+    chat_template_polyfills(tmpl, &sys, &args);
+    const cJSON *want = cJSON_GetObjectItemCaseSensitive(c, "polyfills");
+    bool want_sys = false, want_args = false;
+    for (const cJSON *p = want ? want->child : NULL; p; p = p->next) {
+      want_sys |= !strcmp(p->valuestring, "system_role");
+      want_args |= !strcmp(p->valuestring, "object_arguments");
+    }
+    CHECK_MSG((sys || !want_sys) && (args || !want_args), "%s: polyfills system_role=%d object_arguments=%d, want %d %d",
+              name, sys, args, want_sys, want_args);
+    const cJSON *rm = cJSON_GetObjectItemCaseSensitive(c, "render_messages");
+    cJSON *mine = chat_polyfill_messages(tmpl, cJSON_GetObjectItemCaseSensitive(c, "messages"));
+    CHECK_MSG(cJSON_Compare(mine, rm ? rm : cJSON_GetObjectItemCaseSensitive(c, "messages"), true),
+              "%s: polyfilled messages differ from render_messages", name);
+    cJSON_Delete(mine);
+  }
   if (!jinja && strcmp(tg_chat_preset_name(tmpl) ? tg_chat_preset_name(tmpl) : "(none)", str_of(c, "preset")))
     test_fail(__FILE__, __LINE__, "%s: detected %s, want %s", name, tg_chat_preset_name(tmpl), str_of(c, "preset"));
   /* the original messages: the polyfills must turn them into render_messages */
@@ -201,6 +219,17 @@ static void run_detect(const cJSON *c, void *ctx) {
   t->total++;
   if ((want && (!got || strcmp(got, want))) || (!want && got)) test_fail(__FILE__, __LINE__, "%s: detected %s, want %s", path, got, want);
   else t->pass++;
+  /* minja's capability probes, which decide the polyfills */
+  tg_chat_template *tmpl = text ? tg_chat_template_new(text, NULL, str_of(c, "bos_token"), str_of(c, "eos_token")) : NULL;
+  CHECK_OK(tmpl);
+  if (tmpl) {
+    const cJSON *caps = cJSON_GetObjectItemCaseSensitive(c, "minja_caps");
+    bool sys, args;
+    chat_template_polyfills(tmpl, &sys, &args);
+    CHECK_MSG(sys == !bool_of(caps, "supports_system_role"), "%s: system_role polyfill %d", path, sys);
+    CHECK_MSG(args == bool_of(caps, "requires_object_arguments"), "%s: object_arguments polyfill %d", path, args);
+    tg_chat_template_free(tmpl);
+  }
   free(text);
 }
 
@@ -397,4 +426,36 @@ TEST(chat_api) {
   CHECK(out && !strcmp(out, "[user: Be brief.\nHi][assistant: Hello there]"));
   free(out);
   tg_chat_template_free(t);
+}
+
+/* features the shared cases do not reach */
+TEST(chat_jinja_features) {
+  static const struct { const char *tmpl, *want; } cases[] = {
+    { "{{ '%s-%d-%5.2f|%r%%' % ('a', 3, 2.5, 'x') }}", "a-3- 2.50|'x'%" },
+    { "{{ 'n=%s' % 5 }}", "n=5" },
+    { "{{ '{} and {1} {name} {{x}}'.format('A', 'B', name='N') }}", "A and B N {x}" },
+    { "{% raw %}{{ not rendered }}{% endraw %}", "{{ not rendered }}" },
+    { "{% macro m(x) %}[{{ caller(x * 2) }}]{% endmacro %}{% call(y) m(4) %}{{ y }}{% endcall %}", "[8]" },
+    { "{{ [{'n': 'b', 'v': 2}, {'n': 'a', 'v': 1}] | sort(attribute='n') | map(attribute='v') | join(',') }}", "1,2" },
+    { "{{ [3, 1, 2] | sort(reverse=true) }}", "[3, 2, 1]" },
+    { "{% for k, v in {'b': 1, 'a': 2} | dictsort %}{{ k }}={{ v }};{% endfor %}", "a=2;b=1;" },
+    { "{% filter upper %}abc{% endfilter %}", "ABC" },
+    { "{% for x in [1, 2, 3] %}{{ loop.previtem | default('-') }}{{ loop.nextitem | default('-') }} {% endfor %}", "-2 13 2- " },
+    { "{{ 'a\\tb\\u00e9\\x41' }}", "a\tb\xc3\xa9" "A" },
+    { "{{ 4 is divisibleby 2 }},{{ 3 is odd }},{{ 'x' is in 'xyz' }},{{ none is none }},{{ 1.5 is float }}", "True,True,True,True,True" },
+    { "{{ 7 // 2 }},{{ -7 // 2 }},{{ -7 % 3 }},{{ 7 / 2 }},{{ 2 ** 10 }},{{ 1e3 }}", "3,-4,2,3.5,1024,1000.0" },
+    { "{% set a, b = 1, 2 %}{{ a }}{{ b }}", "12" },
+    { "{% set d = {'x': 1} %}{% set _ = d.update({'y': 2}) %}{{ d | tojson(indent=2) }}", "{\n  \"x\": 1,\n  \"y\": 2\n}" },
+    { "{{ 'x' if false }}|{{ 'é' | length }}|{{ 'abc'[::-1] }}|{{ [1, 2][5] is defined }}", "|1|cba|False" },
+    { "{{ {'a': [1, {'b': none}], 'c': true} | tojson }}", "{\"a\": [1, {\"b\": null}], \"c\": true}" },
+    { "{{ '\"<tag>\\n' | tojson }}", "\"\\\"<tag>\\n\"" },
+    { "{% for m in messages %}{{ m.role }}{% endfor %}", "" },
+    { "  {%+ if true %}x{% endif %}", "  x" },
+    { "{{ strftime_now('%Y') | length }}", "4" },
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *out = render(cases[i].tmpl, NULL);
+    CHECK_MSG(out && !strcmp(out, cases[i].want), "%s: got '%s', want '%s'", cases[i].tmpl, out ? out : tg_error(), cases[i].want);
+    free(out);
+  }
 }

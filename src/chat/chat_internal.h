@@ -13,4 +13,10 @@ const char *const *chat_preset_end_strings(int id);
 /* appends the preset's prompt for the messages to b; -1 for an unknown id */
 int chat_preset_format(int id, const tg_chat_message *m, int n, bool add_ass, strbuf *b);
 
+/* The polyfills a Jinja template needs (minja's probes), and the messages
+ * (a cJSON array) rewritten with them: a new array the caller deletes. */
+struct cJSON;
+void chat_template_polyfills(const tg_chat_template *t, bool *system_role, bool *object_arguments);
+struct cJSON *chat_polyfill_messages(const tg_chat_template *t, const struct cJSON *messages);
+
 #endif

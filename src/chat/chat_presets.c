@@ -3,6 +3,7 @@
  * from roles and contents only. These are hand-written approximations of
  * the real templates, kept byte-compatible with llama.cpp. */
 #include <ctype.h>
+#include <pthread.h>
 #include <string.h>
 #include "chat/chat_internal.h"
 #include "util/util.h"
@@ -64,11 +65,15 @@ static const preset PRESETS[P_COUNT] = {
   [P_OLMO2] = { "olmo2", { "<|im_end|>", "<|endoftext|>" } },
 };
 
+static const char *preset_names[P_COUNT + 1];
+static void fill_preset_names(void) {
+  for (int i = 0; i < P_COUNT; i++) preset_names[i] = PRESETS[i].name;
+}
+
 const char *const *tg_chat_preset_names(void) {
-  static const char *names[P_COUNT + 1];
-  if (!names[0])
-    for (int i = 0; i < P_COUNT; i++) names[i] = PRESETS[i].name;
-  return names;
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, fill_preset_names);
+  return preset_names;
 }
 
 int chat_preset_by_name(const char *name) {

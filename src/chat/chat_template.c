@@ -193,6 +193,17 @@ static void polyfill_object_arguments(cJSON *msgs) {
   }
 }
 
+void chat_template_polyfills(const tg_chat_template *t, bool *system_role, bool *object_arguments) {
+  *system_role = t->jinja && !t->supports_system_role;
+  *object_arguments = t->jinja && t->requires_object_arguments;
+}
+
+cJSON *chat_polyfill_messages(const tg_chat_template *t, const cJSON *msgs) {
+  cJSON *use = t->supports_system_role ? cJSON_Duplicate(msgs, true) : polyfill_system_role(msgs);
+  if (t->requires_object_arguments) polyfill_object_arguments(use);
+  return use;
+}
+
 static void strip_bos_eos(const tg_chat_template *t, char *s) {
   size_t n = strlen(s), b = strlen(t->bos), e = strlen(t->eos);
   if (b && n >= b && !memcmp(s, t->bos, b)) { memmove(s, s + b, n - b + 1); n -= b; }
@@ -256,8 +267,7 @@ char *tg_chat_apply_json(const tg_chat_template *t, const char *messages_json, c
   if (!t->jinja) {
     out = apply_preset(t, msgs, add_generation_prompt);
   } else {
-    cJSON *use = t->supports_system_role ? cJSON_Duplicate(msgs, true) : polyfill_system_role(msgs);
-    if (t->requires_object_arguments) polyfill_object_arguments(use);
+    cJSON *use = chat_polyfill_messages(t, msgs);
     out = render(t, use, tools, extra, add_generation_prompt);
     cJSON_Delete(use);
     if (out) strip_bos_eos(t, out);

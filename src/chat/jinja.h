@@ -6,7 +6,9 @@
  *   jinja_lex.c      template text -> tokens (whitespace control lives here)
  *   jinja_parse.c    tokens -> syntax tree
  *   jinja_eval.c     syntax tree + variables -> output
- *   jinja_builtins.c filters, tests, methods on str/list/dict, globals
+ *   jinja_filters.c  filters and tests
+ *   jinja_methods.c  methods on str/list/dict, string formatting
+ *   jinja_globals.c  range, namespace, raise_exception, strftime_now, ...
  * Errors inside a parse or a render longjmp to the entry point, which turns
  * them into tg_seterr; everything allocated lives in an arena that is freed
  * in one go, so an error path cannot leak. */
@@ -96,6 +98,8 @@ typedef struct jbuf { char *p; size_t n, cap, limit; } jbuf;
 void jbuf_put(jheap *h, jbuf *b, const char *p, size_t n);
 static inline void jbuf_puts(jheap *h, jbuf *b, const char *s) { jbuf_put(h, b, s, strlen(s)); }
 void jbuf_printf(jheap *h, jbuf *b, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* the buffer's bytes as a string value (no copy) */
+static inline jv jv_from_buf(const jbuf *b) { return jv_strref(b->p ? b->p : "", b->n); }
 
 void jv_write_str(jheap *h, jbuf *b, jv v);    /* Python str(): what {{ v }} prints */
 void jv_write_repr(jheap *h, jbuf *b, jv v);   /* Python repr() */

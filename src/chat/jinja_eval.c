@@ -131,7 +131,7 @@ static jv eval_slice(jctx *c, const jnode *n, jscope *s) {
   }
   jbuf out = { 0 };
   for (int64_t i = a; step > 0 ? i < b : i > b; i += step) jbuf_put(&c->h, &out, obj.s.p + i, 1);
-  return jv_strref(out.p ? out.p : "", out.n);
+  return jv_from_buf(&out);
 }
 
 static jv arith(jctx *c, const char *op, jv a, jv b) {
@@ -140,7 +140,7 @@ static jv arith(jctx *c, const char *op, jv a, jv b) {
     jbuf out = { 0 };
     jv_write_str(h, &out, a);
     jv_write_str(h, &out, b);
-    return jv_strref(out.p ? out.p : "", out.n);
+    return jv_from_buf(&out);
   }
   if (!strcmp(op, "+")) {
     if (a.k == JV_LIST && b.k == JV_LIST) {
@@ -162,13 +162,14 @@ static jv arith(jctx *c, const char *op, jv a, jv b) {
     if (seq.k == JV_STR) {
       jbuf out = { 0 };
       for (int64_t i = 0; i < times; i++) jbuf_put(h, &out, seq.s.p, seq.s.n);
-      return jv_strref(out.p ? out.p : "", out.n);
+      return jv_from_buf(&out);
     }
     jv out = jv_list(h, 0);
     for (int64_t i = 0; i < times; i++)
       for (int k = 0; k < seq.l->n; k++) jlist_push(h, out.l, seq.l->v[k]);
     return out;
   }
+  if (!strcmp(op, "%") && a.k == JV_STR) return jinja_percent_format(c, a, b);
   if (!jv_is_number(a) || !jv_is_number(b))
     jctx_fail(c, "unsupported operand types for %s: %s and %s", op, jv_kind_name(a), jv_kind_name(b));
   bool ints = a.k != JV_FLOAT && b.k != JV_FLOAT;
@@ -250,11 +251,6 @@ static jv eval_binary(jctx *c, const jnode *n, jscope *s) {
 /* evaluates call arguments, expanding *list and **dict */
 static void eval_args(jctx *c, const jnode *n, jscope *s, jargs *out) {
   jheap *h = &c->h;
-  int cap = n->args.n + 8;
-  out->pos = jalloc(h, (size_t)cap * sizeof(jv));
-  out->kwn = jalloc(h, (size_t)cap * sizeof(char *));
-  out->kwv = jalloc(h, (size_t)cap * sizeof(jv));
-  out->npos = out->nkw = 0;
   jlist *pos = jv_list(h, n->args.n).l;
   jdict *kw = jv_dict(h).d;
   for (int i = 0; i < n->args.n; i++) {
@@ -295,7 +291,7 @@ static jv call_macro(jctx *c, jfunc *f, jargs *a, jv caller) {
   exec_body(c, &m->body, s, &out);
   c->ctrl = saved_ctrl;
   c->depth--;
-  return jv_strref(out.p ? out.p : "", out.n);
+  return jv_from_buf(&out);
 }
 
 jv jinja_call(jctx *c, jv fn, jargs *a) {
@@ -361,9 +357,17 @@ static jv eval(jctx *c, const jnode *n, jscope *s) {
     for (int i = 0; i + 1 < n->args.n; i += 2) jdict_set(h, d.d, eval(c, n->args.v[i], s), eval(c, n->args.v[i + 1], s));
     return d;
   }
-  case N_ATTR: return jinja_getattr(c, eval(c, n->a, s), jv_strref(n->name, strlen(n->name)));
-  case N_INDEX: {
-    jv obj = eval(c, n->a, s), key = eval(c, n->b, s);
+  case N_ATTR: case N_INDEX: {
+    /* as jinja2: a missing key gives undefined, but reading into an
+     * undefined value is an error (minja's probes rely on it) */
+    jv obj = eval(c, n->a, s), key = n->k == N_ATTR ? jv_strref(n->name, strlen(n->name)) : eval(c, n->b, s);
+    if (obj.k == JV_UNDEF) {
+      c->pos = n->pos;
+      jbuf what = { 0 };
+      jv_write_repr(h, &what, key);
+      jctx_fail(c, "cannot read %s of an undefined value%s%s", what.p, n->a->k == N_NAME ? ": " : "",
+                n->a->k == N_NAME ? n->a->name : "");
+    }
     return jinja_getattr(c, obj, key);
   }
   case N_SLICE: return eval_slice(c, n, s);
@@ -495,7 +499,7 @@ static void exec_stmt(jctx *c, const jnode *n, jscope *s, jbuf *out) {
   case S_SET_BLOCK: {
     jbuf b = { .limit = c->lim.max_output };
     exec_body(c, &n->body, s, &b);
-    jdict_sets(h, s->vars, n->targets[0], jv_strref(b.p ? b.p : "", b.n));
+    jdict_sets(h, s->vars, n->targets[0], jv_from_buf(&b));
     return;
   }
   case S_MACRO: {
@@ -520,7 +524,7 @@ static void exec_stmt(jctx *c, const jnode *n, jscope *s, jbuf *out) {
     jbuf b = { .limit = c->lim.max_output };
     exec_body(c, &n->body, s, &b);
     jv saved = c->block_input;
-    c->block_input = jv_strref(b.p ? b.p : "", b.n);
+    c->block_input = jv_from_buf(&b);
     jv r = eval(c, n->a, s);
     c->block_input = saved;
     jv_write_str(h, out, r);

@@ -1,5 +1,6 @@
-/* jinja_eval.h: what the evaluator shares with the built-in filters, tests,
- * methods and globals (jinja_builtins.c). */
+/* jinja_eval.h: what the evaluator shares with the built-in filters and
+ * tests (jinja_filters.c), methods (jinja_methods.c) and globals
+ * (jinja_globals.c). */
 #ifndef TG_CHAT_JINJA_EVAL_H
 #define TG_CHAT_JINJA_EVAL_H
 
@@ -57,6 +58,17 @@ bool jinja_test(jctx *c, const char *name, jv input, jargs *a);
 /* obj.name(args): Python methods of str, list and dict; *found false when none */
 jv jinja_method(jctx *c, jv obj, const char *name, jargs *a, bool *found);
 void jinja_add_globals(jctx *c, jdict *globals);
+/* Python's `fmt % args` for strings (%s %r %d %i %f %x %%, with width and precision) */
+jv jinja_percent_format(jctx *c, jv fmt, jv args);
+
+/* string helpers (jinja_methods.c), shared by methods and filters */
+jv jinja_strip(jv s, const jv *chars, bool left, bool right);   /* chars NULL: whitespace */
+jv jinja_change_case(jctx *c, jv s, int mode);                  /* 0 upper, 1 lower, 2 capitalize, 3 title */
+jv jinja_replace(jctx *c, jv s, jv old, jv new_, int64_t count);   /* count < 0: all */
+jv jinja_split(jctx *c, jv s, const jv *sep, int64_t maxsplit);    /* sep NULL: runs of whitespace */
+jv jinja_join(jctx *c, jlist *items, jv sep);
+jv jinja_items(jctx *c, jv d);                                  /* (key, value) tuples of a dict */
+int64_t jinja_to_int(jctx *c, jv v, int64_t dflt);              /* int(v), or dflt when v has none */
 
 /* argument helpers: the i-th positional argument, or the keyword `kw`, or NULL */
 jv *jarg(jargs *a, int i, const char *kw);

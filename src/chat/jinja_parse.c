@@ -39,8 +39,8 @@ static bool is_name(const jtok *t, const char *s) { return t->k == T_NAME && t->
 static bool accept_op(parser *P, const char *op) { if (is_op(cur(P), op)) { P->i++; return true; } return false; }
 static bool accept_name(parser *P, const char *s) { if (is_name(cur(P), s)) { P->i++; return true; } return false; }
 
-static const char *tok_desc(parser *P, const jtok *t) {
-  static char buf[80];
+static const char *tok_desc(const jtok *t) {
+  static _Thread_local char buf[80];   /* only used to build one error message */
   switch (t->k) {
   case T_EOF: return "end of template";
   case T_VAR_END: return "'}}'";
@@ -48,18 +48,17 @@ static const char *tok_desc(parser *P, const jtok *t) {
   case T_STR: return "a string";
   default:
     if (t->p && t->n) { snprintf(buf, sizeof buf, "'%.*s'", (int)(t->n < 40 ? t->n : 40), t->p); return buf; }
-    (void)P;
     return "a token";
   }
 }
 
 static void expect_op(parser *P, const char *op) {
-  if (!accept_op(P, op)) pfail_at(P, cur(P)->pos, "expected '%s', found %s", op, tok_desc(P, cur(P)));
+  if (!accept_op(P, op)) pfail_at(P, cur(P)->pos, "expected '%s', found %s", op, tok_desc(cur(P)));
 }
 
 static const char *expect_ident(parser *P) {
   jtok *t = cur(P);
-  if (t->k != T_NAME) pfail_at(P, t->pos, "expected a name, found %s", tok_desc(P, t));
+  if (t->k != T_NAME) pfail_at(P, t->pos, "expected a name, found %s", tok_desc(t));
   P->i++;
   char *s = jalloc(P->h, t->n + 1);
   memcpy(s, t->p, t->n);
@@ -67,7 +66,7 @@ static const char *expect_ident(parser *P) {
 }
 
 static void expect_block_end(parser *P) {
-  if (cur(P)->k != T_BLOCK_END) pfail_at(P, cur(P)->pos, "expected '%%}', found %s", tok_desc(P, cur(P)));
+  if (cur(P)->k != T_BLOCK_END) pfail_at(P, cur(P)->pos, "expected '%%}', found %s", tok_desc(cur(P)));
   P->i++;
 }
 
@@ -152,7 +151,7 @@ static jnode *parse_primary(parser *P) {
       P->i++;
     }
     jnode *n = mk(P, N_LIT, pos);
-    n->lit = jv_strref(b.p ? b.p : "", b.n);
+    n->lit = jv_from_buf(&b);
     return n;
   }
   case T_INT: P->i++; { jnode *n = mk(P, N_LIT, pos); n->lit = jv_int(t->i); return n; }
@@ -189,7 +188,7 @@ static jnode *parse_primary(parser *P) {
     break;
   default: break;
   }
-  pfail_at(P, pos, "unexpected %s", tok_desc(P, t));
+  pfail_at(P, pos, "unexpected %s", tok_desc(t));
 }
 
 static jnode *parse_postfix(parser *P, jnode *n) {
@@ -460,7 +459,7 @@ static jnode *parse_if(parser *P, size_t pos) {
 static jnode *parse_for(parser *P, size_t pos) {
   jnode *n = mk(P, S_FOR, pos);
   parse_names(P, n);
-  if (!accept_name(P, "in")) pfail_at(P, cur(P)->pos, "expected 'in' in for loop, found %s", tok_desc(P, cur(P)));
+  if (!accept_name(P, "in")) pfail_at(P, cur(P)->pos, "expected 'in' in for loop, found %s", tok_desc(cur(P)));
   n->a = parse_or(P);
   if (accept_name(P, "if")) n->b = parse_expr(P);
   accept_name(P, "recursive");
@@ -595,7 +594,7 @@ static const char *parse_body(parser *P, jnodes *out, const char *const *stop, c
       P->i++;
       jnode *n = mk(P, S_OUT, t->pos);
       n->a = parse_expr_or_tuple(P);
-      if (cur(P)->k != T_VAR_END) pfail_at(P, cur(P)->pos, "expected '}}', found %s", tok_desc(P, cur(P)));
+      if (cur(P)->k != T_VAR_END) pfail_at(P, cur(P)->pos, "expected '}}', found %s", tok_desc(cur(P)));
       P->i++;
       push(P, out, n);
       break;
@@ -604,7 +603,7 @@ static const char *parse_body(parser *P, jnodes *out, const char *const *stop, c
       P->i++;
       jtok *kw = cur(P);
       size_t pos = t->pos;
-      if (kw->k != T_NAME) pfail_at(P, kw->pos, "expected a statement name, found %s", tok_desc(P, kw));
+      if (kw->k != T_NAME) pfail_at(P, kw->pos, "expected a statement name, found %s", tok_desc(kw));
       if (in_list(kw, stop)) {
         P->i++;
         for (const char *const *w = stop;; w++)
@@ -648,7 +647,7 @@ static const char *parse_body(parser *P, jnodes *out, const char *const *stop, c
       break;
     }
     default:
-      pfail_at(P, t->pos, "unexpected %s", tok_desc(P, t));
+      pfail_at(P, t->pos, "unexpected %s", tok_desc(t));
     }
   }
 }

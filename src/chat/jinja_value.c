@@ -294,7 +294,7 @@ jv jv_to_str(jheap *h, jv v) {
   if (v.k == JV_STR) return v;
   jbuf b = { 0 };
   jv_write_str(h, &b, v);
-  return jv_strref(b.p ? b.p : "", b.n);
+  return jv_from_buf(&b);
 }
 
 /* ---- JSON ---- */
