@@ -317,6 +317,10 @@ tg_jit_info tg_jit_stats(const tg_jit *j);
  * transformed inside the step) run once, in the capture, and the replay
  * skips them. */
 void tg_jit_set_prune(tg_jit *j, bool on);
+/* Reused outputs (off by default): replays write the same output memory
+ * every call instead of fresh buffers, so an output tensor of an earlier
+ * call changes when the JIT runs again. Saves an allocation per output. */
+void tg_jit_set_reuse_outputs(tg_jit *j, bool on);
 
 /* ---------------------------------------------------------------- kernels */
 

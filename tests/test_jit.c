@@ -197,3 +197,33 @@ TEST(jit_prune_drops_constant_kernels) {
   tg_jit_free(j[1]);
   tg_free(w);
 }
+
+/* Outputs are fresh each call; with reuse they share one buffer, so an
+ * earlier call's output shows the latest values. */
+TEST(jit_outputs_fresh_unless_reused) {
+  for (int i = 0; i < C * C; i++) W[i] = (float)(i % 3) - 1;
+  tg_tensor *w = tg_from_data(W, TG_SHAPE(C, C), TG_F32);
+  for (int reuse = 0; reuse < 2; reuse++) {
+    tg_jit *j = tg_jit_new(step_pruned, w);
+    tg_jit_set_reuse_outputs(j, reuse);
+    tg_tensor *outs[5];
+    float first[R * C];
+    for (int call = 0; call < 5; call++) {
+      float x[R * C];
+      for (int i = 0; i < R * C; i++) x[i] = (float)(call + 1);
+      tg_tensor *in = tg_from_data(x, TG_SHAPE(R, C), TG_F32);
+      CHECK_OK(tg_jit_call(j, &in, 1, &outs[call], 1) == 0);
+      if (call == 2) CHECK_OK(tg_data(outs[2], first, sizeof first) == 0);
+      tg_free(in);
+    }
+    float again[R * C], last[R * C];
+    CHECK_OK(tg_data(outs[2], again, sizeof again) == 0);
+    CHECK_OK(tg_data(outs[4], last, sizeof last) == 0);
+    /* calls 3 and 4 are replays: with reuse, call 2's replay output now holds call 4's values */
+    bool same_as_first = !memcmp(again, first, sizeof first), same_as_last = !memcmp(again, last, sizeof last);
+    CHECK_MSG(reuse ? same_as_last && !same_as_first : same_as_first && !same_as_last, "reuse=%d", reuse);
+    for (int i = 0; i < 5; i++) tg_free(outs[i]);
+    tg_jit_free(j);
+  }
+  tg_free(w);
+}

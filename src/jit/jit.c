@@ -40,7 +40,11 @@ struct tg_jit {
   int pruned;
   tg_buffer **pinned;        /* results of pruned kernels (one reference each) */
   int npinned;
+  bool reuse_outputs;
+  tg_buffer *outb[256];      /* with reuse_outputs: the outputs' memory, kept across calls */
 };
+
+void tg_jit_set_reuse_outputs(tg_jit *j, bool on) { if (j) j->reuse_outputs = on; }
 
 void tg_jit_set_prune(tg_jit *j, bool on) { if (j) j->prune = on; }
 
@@ -60,6 +64,7 @@ void tg_jit_free(tg_jit *j) {
   free(j->slots); free(j->slot_bytes); free(j->slot_dev);
   free(j->in_sig); free(j->out_sig);
   for (int i = 0; i < j->npinned; i++) buffer_release(j->pinned[i]);
+  for (int i = 0; i < 256; i++) if (j->outb[i]) buffer_release(j->outb[i]);
   free(j->pinned);
   free(j);
 }
@@ -237,11 +242,13 @@ static int replay(tg_jit *j, tg_tensor *const *in, int nin, tg_tensor **out, int
   if (check_inputs(j, in, nin, inb) < 0) return -1;
   tg_buffer *outb[256];
   for (int i = 0; i < nout; i++) {
+    if (j->reuse_outputs && j->outb[i]) { outb[i] = j->outb[i]; buffer_retain(outb[i]); continue; }
     tensor_sig *s = &j->out_sig[i];
     int64_t numel = 1;
     for (int d = 0; d < s->shape.ndim; d++) numel *= s->shape.d[d];
     outb[i] = buffer_new(device_get(s->device), s->dtype, numel);
     if (!outb[i] || buffer_alloc(outb[i]) < 0) { for (int k = 0; k <= i; k++) buffer_release(outb[k]); return -1; }
+    if (j->reuse_outputs) { j->outb[i] = outb[i]; buffer_retain(outb[i]); }
   }
   void *ptrs[256];
   for (int k = 0; k < j->cap.n; k++) {
