@@ -29,6 +29,8 @@ static tg_shape gguf_shape(const gguf_tensor_info *g) {
   return s;
 }
 
+bool gguf_tensor_load_supported(const gguf_tensor_info *g) { return plain_dtype(g->type) >= 0; }
+
 tg_tensor *gguf_tensor_load(const gguf_tensor_info *g, const char *device) {
   int dt = plain_dtype(g->type);
   if (dt < 0) {

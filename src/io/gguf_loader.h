@@ -10,5 +10,7 @@
  * the file bytes themselves), in tg's shape (ne reversed), in the current
  * scope. NULL + tg_error for a type tg cannot load. */
 tg_tensor *gguf_tensor_load(const gguf_tensor_info *g, const char *device);
+/* Whether gguf_tensor_load takes g's type as a plain dtype (no dequantizing). */
+bool gguf_tensor_load_supported(const gguf_tensor_info *g);
 
 #endif

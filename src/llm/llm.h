@@ -12,6 +12,7 @@
 
 typedef struct {
   tg_tensor *attn_norm, *wq, *wk, *wv, *wo, *bq, *bk, *bv;
+  tg_tensor *wqkv, *w_gate_up;           /* q|k|v and gate|up stacked by rows (when their types match) */
   tg_tensor *q_norm, *k_norm;            /* qwen3: per head; olmo2: over all heads */
   tg_tensor *attn_post_norm, *ffn_post_norm;   /* olmo2 normalizes after, not before */
   tg_tensor *ffn_norm, *w_gate, *w_up, *w_down;

@@ -101,9 +101,20 @@ static tg_tensor *norm_heads(tg_tensor *x, tg_tensor *w, float eps, bool per_hea
 static void qkv_mha(tg_llm *m, llm_layer *l, tg_tensor *h, tg_tensor *cos, tg_tensor *sin, tg_tensor **q, tg_tensor **k, tg_tensor **v) {
   const tg_llm_config *c = &m->cfg;
   int64_t T = tg_dim(h, 0), hd = c->head_dim;
-  *q = tg_reshape(linear(h, l->wq, l->bq), TG_SHAPE(T, c->n_heads, hd));
-  *k = tg_reshape(linear(h, l->wk, l->bk), TG_SHAPE(T, c->n_kv_heads, hd));
-  *v = tg_reshape(linear(h, l->wv, l->bv), TG_SHAPE(T, c->n_kv_heads, c->head_dim_v));
+  int64_t qd = c->n_heads * hd, kd = c->n_kv_heads * hd;
+  tg_tensor *qf, *kf, *vf;
+  if (l->wqkv) {
+    tg_tensor *qkv = linear(h, l->wqkv, NULL);
+    qf = TG_GET(qkv, TG_ALLIDX, TG_UPTO(qd));
+    kf = TG_GET(qkv, TG_ALLIDX, TG_SLICE(qd, qd + kd, 1));
+    vf = TG_GET(qkv, TG_ALLIDX, TG_FROM(qd + kd));
+    if (l->bq) { qf = tg_add(qf, tg_cast(l->bq, TG_F32)); kf = tg_add(kf, tg_cast(l->bk, TG_F32)); vf = tg_add(vf, tg_cast(l->bv, TG_F32)); }
+  } else {
+    qf = linear(h, l->wq, l->bq); kf = linear(h, l->wk, l->bk); vf = linear(h, l->wv, l->bv);
+  }
+  *q = tg_reshape(qf, TG_SHAPE(T, c->n_heads, hd));
+  *k = tg_reshape(kf, TG_SHAPE(T, c->n_kv_heads, hd));
+  *v = tg_reshape(vf, TG_SHAPE(T, c->n_kv_heads, c->head_dim_v));
   *q = rope(m, norm_heads(*q, l->q_norm, c->rms_eps, m->qk_norm_per_head, T, c->n_heads, hd), cos, sin);
   *k = rope(m, norm_heads(*k, l->k_norm, c->rms_eps, m->qk_norm_per_head, T, c->n_kv_heads, hd), cos, sin);
 }
@@ -150,7 +161,12 @@ tg_tensor *llm_forward(tg_llm *m, tg_tensor *tokens) {
     if (m->post_norms) a = rms_norm(a, l->attn_post_norm, c->rms_eps);
     x = tg_add(x, a);
     h = m->post_norms ? x : rms_norm(x, l->ffn_norm, c->rms_eps);
-    tg_tensor *f = l->router ? moe_ffn(m, l, h) : dense_ffn(h, l->w_gate, l->w_up, l->w_down);
+    tg_tensor *f;
+    if (l->router) f = moe_ffn(m, l, h);
+    else if (l->w_gate_up) {
+      tg_tensor *gu = linear(h, l->w_gate_up, NULL);
+      f = linear(tg_mul(tg_silu(TG_GET(gu, TG_ALLIDX, TG_UPTO(c->ffn_dim))), TG_GET(gu, TG_ALLIDX, TG_FROM(c->ffn_dim))), l->w_down, NULL);
+    } else f = dense_ffn(h, l->w_gate, l->w_up, l->w_down);
     if (m->post_norms) f = rms_norm(f, l->ffn_post_norm, c->rms_eps);
     x = tg_add(x, f);
   }

@@ -85,7 +85,7 @@ void tg_llm_free(tg_llm *m) {
     tg_tensor *ts[] = { l->attn_norm, l->wq, l->wk, l->wv, l->wo, l->bq, l->bk, l->bv, l->q_norm, l->k_norm, l->attn_post_norm,
                         l->ffn_post_norm, l->ffn_norm, l->w_gate, l->w_up, l->w_down, l->k_cache, l->v_cache, l->router,
                         l->expert_bias, l->gate_exps, l->up_exps, l->down_exps, l->gate_shexp, l->up_shexp, l->down_shexp, l->router_shexp,
-                        l->q_a, l->q_a_norm, l->q_b, l->kv_a, l->kv_a_norm, l->kv_b };
+                        l->q_a, l->q_a_norm, l->q_b, l->kv_a, l->kv_a_norm, l->kv_b, l->wqkv, l->w_gate_up };
     for (size_t k = 0; k < sizeof ts / sizeof ts[0]; k++) tg_free(ts[k]);
   }
   free(m->layers);

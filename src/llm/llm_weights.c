@@ -9,6 +9,13 @@
 #include "tensor/tensor.h"
 #include "util/util.h"
 
+/* tg's shape of a GGUF tensor: ne reversed. */
+static tg_shape info_shape(const gguf_tensor_info *g) {
+  tg_shape s = { .ndim = g->n_dims };
+  for (int k = 0; k < g->n_dims; k++) s.d[g->n_dims - 1 - k] = g->ne[k];
+  return s;
+}
+
 /* The tensor called name, realized on device and owned by the model; NULL
  * when absent (an error only when required). *err is set on failure. */
 static tg_tensor *load(tg_llm *m, const char *device, const char *name, bool required, bool *err) {
@@ -23,8 +30,7 @@ static tg_tensor *load(tg_llm *m, const char *device, const char *name, bool req
   if (tg_ggml_type_dequantizable((int)g->type) && ggml_type_info(g->type)->block_size > 1) {
     /* quantized: the packed bytes are copied out of the file once and stay
      * packed; the values are a lazy graph that fuses into each matmul */
-    tg_shape s = { .ndim = g->n_dims };
-    for (int k = 0; k < g->n_dims; k++) s.d[g->n_dims - 1 - k] = g->ne[k];
+    tg_shape s = info_shape(g);
     tg_tensor *raw = disk_tensor(g->map, g->file_offset, TG_SHAPE((int64_t)g->nbytes), TG_U8);
     if (raw) raw = disk_tensor_to(raw, device);
     t = raw && tg_realize(raw) == 0 ? tg_dequantize(raw, (int)g->type, s) : NULL;
@@ -44,6 +50,36 @@ static bool shaped3(tg_llm *m, tg_tensor *t, const char *name, int64_t d0, int64
   tg_seterr("%s: tensor blk.N.%s.weight is %d-D (%lld, %lld, %lld), expected (%lld, %lld, %lld)", m->file->path, name, s.ndim, (long long)s.d[0],
             (long long)s.d[1], (long long)s.d[2], (long long)d0, (long long)d1, (long long)d2);
   return false;
+}
+
+/* Matrices that multiply the same input, stacked by rows into one weight
+ * (q|k|v, gate|up), so one matvec kernel computes them all: their rows must
+ * have the same type and length. Checks each one's shape (rows[i], cols).
+ * NULL (no error) when they cannot be stacked; *err on failure. */
+static tg_tensor *load_stacked(tg_llm *m, const char *device, const char *const *names, const int64_t *rows, int n, int64_t cols, bool *err) {
+  const gguf_tensor_info *g[4];
+  int64_t total = 0;
+  for (int i = 0; i < n; i++) {
+    g[i] = gguf_find_tensor(m->file, names[i]);
+    if (!g[i] || g[i]->n_dims != 2 || g[i]->ne[0] != cols || g[i]->ne[1] != rows[i] || g[i]->type != g[0]->type) return NULL;
+    total += rows[i];
+  }
+  bool quant = ggml_type_info(g[0]->type)->block_size > 1;
+  if (quant && !tg_ggml_type_dequantizable((int)g[0]->type)) return NULL;
+  if (!quant && !gguf_tensor_load_supported(g[0])) return NULL;
+  tg_scope_begin();
+  tg_tensor *parts[4];
+  for (int i = 0; i < n; i++) {
+    parts[i] = quant ? disk_tensor(g[i]->map, g[i]->file_offset, TG_SHAPE((int64_t)g[i]->nbytes), TG_U8) : gguf_tensor_load(g[i], "DISK");
+    if (parts[i]) parts[i] = disk_tensor_to(parts[i], device);
+  }
+  tg_tensor *t = tg_contiguous(tg_cat(parts, n, 0));
+  if (t && tg_realize(t) < 0) t = NULL;
+  if (t && quant) t = tg_dequantize(t, (int)g[0]->type, TG_SHAPE(total, cols));
+  if (t) tensor_adopt(NULL, t);
+  tg_scope_end();
+  if (!t) *err = true;
+  return t;
 }
 
 /* Checks that t has the shape (d0, d1) (or (d0) when d1 < 0; any when d0 < -2). */
@@ -94,9 +130,16 @@ int llm_load_weights(tg_llm *m, const char *device) {
       W(kv_a_norm, "attn_kv_a_norm.weight", true, c->kv_lora_rank, -1);
       W(kv_b, "attn_kv_b.weight", true, c->n_heads * (nope + c->head_dim_v), c->kv_lora_rank);
     } else {
-      W(wq, "attn_q.weight", true, q_dim, c->dim);
-      W(wk, "attn_k.weight", true, kv_dim, c->dim);
-      W(wv, "attn_v.weight", true, c->n_kv_heads * c->head_dim_v, c->dim);
+      char nq[128], nk[128], nv[128];
+      snprintf(nq, sizeof nq, "blk.%d.attn_q.weight", i);
+      snprintf(nk, sizeof nk, "blk.%d.attn_k.weight", i);
+      snprintf(nv, sizeof nv, "blk.%d.attn_v.weight", i);
+      l->wqkv = load_stacked(m, device, (const char *[]){ nq, nk, nv }, (int64_t[]){ q_dim, kv_dim, c->n_kv_heads * c->head_dim_v }, 3, c->dim, &err);
+      if (!l->wqkv) {
+        W(wq, "attn_q.weight", true, q_dim, c->dim);
+        W(wk, "attn_k.weight", true, kv_dim, c->dim);
+        W(wv, "attn_v.weight", true, c->n_kv_heads * c->head_dim_v, c->dim);
+      }
     }
     W(wo, "attn_output.weight", true, c->dim, c->n_heads * c->head_dim_v);
     W(bq, "attn_q.bias", false, q_dim, -1);
@@ -108,8 +151,16 @@ int llm_load_weights(tg_llm *m, const char *device) {
     W(ffn_norm, "ffn_norm.weight", !m->post_norms, c->dim, -1);
     W(ffn_post_norm, "post_ffw_norm.weight", m->post_norms, c->dim, -1);
     bool moe = c->n_experts > 0 && i >= c->n_dense_leading;
-    W(w_gate, "ffn_gate.weight", !moe, c->ffn_dim, c->dim);
-    W(w_up, "ffn_up.weight", !moe, c->ffn_dim, c->dim);
+    if (!moe) {
+      char ng[128], nu[128];
+      snprintf(ng, sizeof ng, "blk.%d.ffn_gate.weight", i);
+      snprintf(nu, sizeof nu, "blk.%d.ffn_up.weight", i);
+      l->w_gate_up = load_stacked(m, device, (const char *[]){ ng, nu }, (int64_t[]){ c->ffn_dim, c->ffn_dim }, 2, c->dim, &err);
+    }
+    if (!l->w_gate_up) {
+      W(w_gate, "ffn_gate.weight", !moe, c->ffn_dim, c->dim);
+      W(w_up, "ffn_up.weight", !moe, c->ffn_dim, c->dim);
+    }
     W(w_down, "ffn_down.weight", !moe, c->dim, c->ffn_dim);
     if (moe) {
       int E = c->n_experts, F = c->expert_ffn_dim, S = c->shared_ffn_dim * (c->n_shared_experts ? c->n_shared_experts : 1);
