@@ -9,6 +9,11 @@
 /* The chunk sizes a prompt is cut into; each has its own JIT. */
 #define LLM_CHUNKS { 64, 16, 4, 1 }
 #define LLM_NCHUNKS 4
+/* Attention reads the first `span` cache positions, span the smallest of
+ * 256, 512, 1024, ... (and n_ctx) that holds them all: each (chunk, span)
+ * pair is a JIT, so a short conversation does not read a long cache. */
+#define LLM_MIN_SPAN 256
+#define LLM_MAX_SPANS 24
 
 typedef struct {
   tg_tensor *attn_norm, *wq, *wk, *wv, *wo, *bq, *bk, *bv;
@@ -36,8 +41,10 @@ struct tg_llm {
   tg_tensor *pos;
   int n_past;
   int32_t *history;                      /* the n_past tokens in the cache */
-  tg_jit *jit[LLM_NCHUNKS];
+  tg_jit *jit[LLM_NCHUNKS][LLM_MAX_SPANS];   /* made on first use */
   int chunk[LLM_NCHUNKS];
+  int span[LLM_MAX_SPANS], nspans;
+  int cur_span;                          /* the span llm_forward builds for */
 };
 
 /* Fills m->cfg from the file's metadata; -1 + tg_error. */

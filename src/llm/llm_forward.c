@@ -45,14 +45,16 @@ static tg_tensor *rope(tg_llm *m, tg_tensor *x, tg_tensor *cos, tg_tensor *sin) 
   return pass ? tg_cat((tg_tensor *[]){ y, pass }, 2, -1) : y;
 }
 
-/* Attention of q (T, H, hd) over the layer's whole cache, keys at positions
- * j <= pos + t. mask is (T, n_ctx) bool. */
+/* Attention of q (T, H, hd) over the first S = m->cur_span cache positions,
+ * keys at positions j <= pos + t. mask is (T, S) bool. */
 static tg_tensor *attention(tg_llm *m, llm_layer *l, tg_tensor *q, tg_tensor *mask) {
   const tg_llm_config *c = &m->cfg;
-  int64_t T = tg_dim(q, 0), KV = c->n_kv_heads, G = c->n_heads / c->n_kv_heads, hd = c->head_dim, hv = c->head_dim_v, S = c->n_ctx;
+  int64_t T = tg_dim(q, 0), KV = c->n_kv_heads, G = c->n_heads / c->n_kv_heads, hd = c->head_dim, hv = c->head_dim_v, S = m->cur_span;
+  tg_tensor *kc = S < c->n_ctx ? TG_GET(l->k_cache, TG_UPTO(S)) : l->k_cache;
+  tg_tensor *vc = S < c->n_ctx ? TG_GET(l->v_cache, TG_UPTO(S)) : l->v_cache;
   tg_tensor *qg = tg_permute(tg_reshape(q, TG_SHAPE(T, KV, G, hd)), TG_AXES(1, 2, 0, 3));        /* (KV, G, T, hd) */
-  tg_tensor *kt = tg_reshape(tg_permute(l->k_cache, TG_AXES(1, 2, 0)), TG_SHAPE(KV, 1, hd, S));  /* (KV, 1, hd, S) */
-  tg_tensor *v = tg_reshape(tg_permute(l->v_cache, TG_AXES(1, 0, 2)), TG_SHAPE(KV, 1, S, hv));   /* (KV, 1, S, hv) */
+  tg_tensor *kt = tg_reshape(tg_permute(kc, TG_AXES(1, 2, 0)), TG_SHAPE(KV, 1, hd, S));          /* (KV, 1, hd, S) */
+  tg_tensor *v = tg_reshape(tg_permute(vc, TG_AXES(1, 0, 2)), TG_SHAPE(KV, 1, S, hv));           /* (KV, 1, S, hv) */
   tg_tensor *scores = tg_mul(tg_matmul(qg, kt), tg_scalar(1.0 / sqrt((double)hd), TG_F32));
   scores = tg_where(mask, scores, tg_scalar(-INFINITY, TG_F32));
   tg_tensor *o = tg_matmul(tg_softmax(scores, -1), v);                                         /* (KV, G, T, hv) */
@@ -146,8 +148,8 @@ tg_tensor *llm_forward(tg_llm *m, tg_tensor *tokens) {
   tg_tensor *positions = tg_add(m->pos, tg_arange(0, (double)T, 1, TG_I32));                  /* (T,) */
   tg_tensor *cos = tg_unsqueeze(tg_take(m->rope_cos, positions), 1);                           /* (T, 1, rope/2) */
   tg_tensor *sin = tg_unsqueeze(tg_take(m->rope_sin, positions), 1);
-  tg_tensor *keys = tg_arange(0, c->n_ctx, 1, TG_I32);
-  tg_tensor *mask = tg_le(tg_unsqueeze(keys, 0), tg_unsqueeze(positions, 1));                   /* (T, n_ctx) */
+  tg_tensor *keys = tg_arange(0, m->cur_span, 1, TG_I32);
+  tg_tensor *mask = tg_le(tg_unsqueeze(keys, 0), tg_unsqueeze(positions, 1));                   /* (T, span) */
   tg_tensor *x = tg_cast(tg_take(m->tok_embd, tokens), TG_F32);                                /* (T, dim) */
   for (int i = 0; i < c->n_layers; i++) {
     llm_layer *l = &m->layers[i];
