@@ -60,6 +60,18 @@ static inline int quant_nearest_int(float x) {
   return (i & 0x007fffff) - 0x00400000;
 }
 
+/* The value of largest magnitude, with its sign (the first on ties; 0 for
+ * an all-zero block); *amax gets its magnitude. */
+static inline float quant_signed_absmax(const float *x, int n, float *amax) {
+  float a = 0, m = 0;
+  for (int i = 0; i < n; i++) {
+    float v = x[i] < 0 ? -x[i] : x[i];
+    if (v > a) { a = v; m = x[i]; }
+  }
+  *amax = a;
+  return m;
+}
+
 /* fp16 / bf16 conversions with round-to-nearest-even (ggml's). */
 uint16_t quant_f32_to_f16(float x);
 float quant_f16_to_f32(uint16_t h);
