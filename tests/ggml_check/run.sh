@@ -17,7 +17,7 @@ build/tg llm-init "$W/m.gguf" --dim 512 --layers 2 --heads 8 --kv-heads 2 --ffn 
 python3 tests/ggml_check/stress_gguf.py "$W/s.gguf"
 fail=0
 for src in m s; do
-  for t in Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K IQ4_NL IQ4_XS TQ1_0 TQ2_0 BF16 F16; do
+  for t in Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K_S Q3_K_M Q3_K_L Q4_K_S Q4_K_M Q5_K_S Q5_K_M Q6_K IQ4_NL IQ4_XS TQ1_0 TQ2_0 BF16 F16; do
     build/tg quantize "$W/$src.gguf" "$W/q.gguf" $t >/dev/null
     printf '%-3s %-7s' $src $t
     out=$("$W/check" "$W/q.gguf" "$W/$src.gguf") || fail=1
