@@ -286,42 +286,81 @@ TEST(gguf_w_errors) {
 
 /* ---------------------------------------------------------------- quantize / llm-init */
 
-TEST(gguf_w_tensor_type_rules) {
-  const int64_t sq[2] = { 512, 512 }, odd[2] = { 96, 8 }, tiny[2] = { 48, 8 }, row[1] = { 512 };
-  CHECK_EQ_INT(quant_tensor_type("blk.0.attn_q.weight", GGML_TYPE_F16, 2, sq, GGML_TYPE_Q4_K, true, false), GGML_TYPE_Q4_K);
-  CHECK_EQ_INT(quant_tensor_type("blk.0.attn_norm.weight", GGML_TYPE_F32, 2, sq, GGML_TYPE_Q4_K, true, false), GGML_TYPE_F32);
-  CHECK_EQ_INT(quant_tensor_type("blk.0.attn_q.bias", GGML_TYPE_F32, 2, sq, GGML_TYPE_Q4_K, true, false), GGML_TYPE_F32);
-  CHECK_EQ_INT(quant_tensor_type("blk.0.x.weight", GGML_TYPE_F32, 1, row, GGML_TYPE_Q4_0, true, false), GGML_TYPE_F32);
-  CHECK_EQ_INT(quant_tensor_type("blk.0.x.weight", GGML_TYPE_Q8_0, 2, sq, GGML_TYPE_Q4_0, true, false), GGML_TYPE_Q8_0);
-  CHECK_EQ_INT(quant_tensor_type("blk.0.ffn_gate_inp.weight", GGML_TYPE_F32, 2, sq, GGML_TYPE_Q4_0, true, false), GGML_TYPE_F32);
-  /* output.weight (or tied token_embd) gets Q6_K, Q8_0 when rows are not
-   * a multiple of 256, and stays Q8_0 for Q8_0 */
-  CHECK_EQ_INT(quant_tensor_type("output.weight", GGML_TYPE_F16, 2, sq, GGML_TYPE_Q4_0, true, false), GGML_TYPE_Q6_K);
-  CHECK_EQ_INT(quant_tensor_type("output.weight", GGML_TYPE_F16, 2, sq, GGML_TYPE_Q4_0, true, true), GGML_TYPE_Q4_0);
-  CHECK_EQ_INT(quant_tensor_type("output.weight", GGML_TYPE_F16, 2, sq, GGML_TYPE_Q8_0, true, false), GGML_TYPE_Q8_0);
-  CHECK_EQ_INT(quant_tensor_type("output.weight", GGML_TYPE_F16, 2, odd, GGML_TYPE_Q4_0, true, false), GGML_TYPE_Q8_0);
-  CHECK_EQ_INT(quant_tensor_type("token_embd.weight", GGML_TYPE_F16, 2, sq, GGML_TYPE_Q4_0, true, false), GGML_TYPE_Q4_0);
-  CHECK_EQ_INT(quant_tensor_type("token_embd.weight", GGML_TYPE_F16, 2, sq, GGML_TYPE_Q4_0, false, false), GGML_TYPE_Q6_K);
-  /* fallbacks for rows the type cannot hold */
-  CHECK_EQ_INT(quant_tensor_type("a.weight", GGML_TYPE_F32, 2, odd, GGML_TYPE_Q4_K, true, false), GGML_TYPE_Q5_0);
-  CHECK_EQ_INT(quant_tensor_type("a.weight", GGML_TYPE_F32, 2, odd, GGML_TYPE_Q6_K, true, false), GGML_TYPE_Q8_0);
-  CHECK_EQ_INT(quant_tensor_type("a.weight", GGML_TYPE_F32, 2, odd, GGML_TYPE_IQ4_XS, true, false), GGML_TYPE_IQ4_NL);
-  CHECK_EQ_INT(quant_tensor_type("a.weight", GGML_TYPE_F32, 2, tiny, GGML_TYPE_Q4_0, true, false), GGML_TYPE_F16);
-  CHECK_EQ_INT(quant_tensor_type("a.weight", GGML_TYPE_F32, 2, tiny, GGML_TYPE_BF16, true, false), GGML_TYPE_BF16);
-  CHECK_EQ_INT(quant_llama_ftype(GGML_TYPE_Q4_K), 14);
-  CHECK_EQ_INT(quant_llama_ftype(GGML_TYPE_Q8_0), 7);
+/* The type quant_plan_type gives one tensor under a fresh plan. */
+static uint32_t type_for(const char *ftype, const char *name, uint32_t type, int n_dims, const int64_t *ne, bool has_output,
+                         bool pure) {
+  quant_plan p = { .ft = quant_ftype_by_name(ftype), .pure = pure, .has_output = has_output, .n_gqa = 1, .n_layer = 8,
+                   .n_attention_wv = 8 };
+  return quant_plan_type(&p, name, type, n_dims, ne);
 }
 
-static llama_init_params small_llama(uint32_t type, uint64_t seed) {
+TEST(gguf_w_tensor_type_rules) {
+  const int64_t sq[2] = { 512, 512 }, odd[2] = { 96, 8 }, tiny[2] = { 48, 8 }, row[1] = { 512 };
+  CHECK(quant_ftype_by_name("q4_k")->ftype == 15 && quant_ftype_by_name("Q4_K_S")->ftype == 14);
+  CHECK(quant_ftype_by_name("Q8_0")->ftype == 7 && quant_ftype_by_name("bf16")->ftype == 32);
+  CHECK(!quant_ftype_by_name("IQ2_XXS") && !quant_ftype_by_name("Q4_K_X"));
+  CHECK_EQ_INT(type_for("Q4_K_S", "blk.0.attn_q.weight", GGML_TYPE_F16, 2, sq, true, false), GGML_TYPE_Q4_K);
+  CHECK_EQ_INT(type_for("Q4_K_S", "blk.0.attn_norm.weight", GGML_TYPE_F32, 2, sq, true, false), GGML_TYPE_F32);
+  CHECK_EQ_INT(type_for("Q4_K_S", "blk.0.attn_q.bias", GGML_TYPE_F32, 2, sq, true, false), GGML_TYPE_F32);
+  CHECK_EQ_INT(type_for("Q4_0", "blk.0.x.weight", GGML_TYPE_F32, 1, row, true, false), GGML_TYPE_F32);
+  CHECK_EQ_INT(type_for("Q4_0", "blk.0.x.weight", GGML_TYPE_Q8_0, 2, sq, true, false), GGML_TYPE_Q8_0);
+  CHECK_EQ_INT(type_for("Q4_0", "blk.0.ffn_gate_inp.weight", GGML_TYPE_F32, 2, sq, true, false), GGML_TYPE_F32);
+  CHECK_EQ_INT(type_for("F16", "blk.0.x.weight", GGML_TYPE_F32, 2, tiny, true, false), GGML_TYPE_F16);
+  /* output.weight (or tied token_embd) gets Q6_K, Q8_0 when rows are not
+   * a multiple of 256, and stays Q8_0 for Q8_0 */
+  CHECK_EQ_INT(type_for("Q4_0", "output.weight", GGML_TYPE_F16, 2, sq, true, false), GGML_TYPE_Q6_K);
+  CHECK_EQ_INT(type_for("Q4_0", "output.weight", GGML_TYPE_F16, 2, sq, true, true), GGML_TYPE_Q4_0);
+  CHECK_EQ_INT(type_for("Q8_0", "output.weight", GGML_TYPE_F16, 2, sq, true, false), GGML_TYPE_Q8_0);
+  CHECK_EQ_INT(type_for("Q4_0", "output.weight", GGML_TYPE_F16, 2, odd, true, false), GGML_TYPE_Q8_0);
+  CHECK_EQ_INT(type_for("Q4_0", "token_embd.weight", GGML_TYPE_F16, 2, sq, true, false), GGML_TYPE_Q4_0);
+  CHECK_EQ_INT(type_for("Q4_0", "token_embd.weight", GGML_TYPE_F16, 2, sq, false, false), GGML_TYPE_Q6_K);
+  CHECK_EQ_INT(type_for("TQ1_0", "token_embd.weight", GGML_TYPE_F16, 2, sq, true, false), GGML_TYPE_Q4_K);
+  /* fallbacks for rows the type cannot hold */
+  CHECK_EQ_INT(type_for("Q4_K_S", "a.weight", GGML_TYPE_F32, 2, odd, true, false), GGML_TYPE_Q5_0);
+  CHECK_EQ_INT(type_for("Q6_K", "a.weight", GGML_TYPE_F32, 2, odd, true, false), GGML_TYPE_Q8_0);
+  CHECK_EQ_INT(type_for("IQ4_XS", "a.weight", GGML_TYPE_F32, 2, odd, true, false), GGML_TYPE_IQ4_NL);
+  CHECK_EQ_INT(type_for("Q4_0", "a.weight", GGML_TYPE_F32, 2, tiny, true, false), GGML_TYPE_F16);
+
+  /* mixtures over 8 layers (use_more_bits: layers 0, 3, 6, 7) */
+  quant_plan p = { .ft = quant_ftype_by_name("Q4_K_M"), .has_output = true, .n_gqa = 1, .n_layer = 8, .n_attention_wv = 8 };
+  char name[64];
+  uint32_t v[8], d[8];
+  for (int l = 0; l < 8; l++) {
+    snprintf(name, sizeof name, "blk.%d.attn_v.weight", l);
+    v[l] = quant_plan_type(&p, name, GGML_TYPE_F16, 2, sq);
+    snprintf(name, sizeof name, "blk.%d.ffn_down.weight", l);
+    d[l] = quant_plan_type(&p, name, GGML_TYPE_F16, 2, sq);
+  }
+  for (int l = 0; l < 8; l++) {
+    uint32_t want = l == 0 || l == 3 || l == 6 || l == 7 ? GGML_TYPE_Q6_K : GGML_TYPE_Q4_K;
+    CHECK_MSG(v[l] == want && d[l] == want, "Q4_K_M layer %d: attn_v %u, ffn_down %u, want %u", l, v[l], d[l], want);
+  }
+  quant_plan q = { .ft = quant_ftype_by_name("Q3_K_M"), .has_output = true, .n_gqa = 4, .n_layer = 8, .n_attention_wv = 8 };
+  CHECK_EQ_INT(quant_plan_type(&q, "blk.0.attn_v.weight", GGML_TYPE_F16, 2, sq), GGML_TYPE_Q5_K);
+  CHECK_EQ_INT(quant_plan_type(&q, "blk.1.attn_v.weight", GGML_TYPE_F16, 2, sq), GGML_TYPE_Q5_K);
+  CHECK_EQ_INT(quant_plan_type(&q, "blk.2.attn_v.weight", GGML_TYPE_F16, 2, sq), GGML_TYPE_Q4_K);
+  CHECK_EQ_INT(quant_plan_type(&q, "blk.2.attn_output.weight", GGML_TYPE_F16, 2, sq), GGML_TYPE_Q4_K);
+  CHECK_EQ_INT(quant_plan_type(&q, "blk.2.ffn_up.weight", GGML_TYPE_F16, 2, sq), GGML_TYPE_Q3_K);
+  quant_plan r = { .ft = quant_ftype_by_name("Q2_K"), .has_output = true, .n_gqa = 4, .n_layer = 8, .n_attention_wv = 8 };
+  CHECK_EQ_INT(quant_plan_type(&r, "blk.0.attn_v.weight", GGML_TYPE_F16, 2, sq), GGML_TYPE_Q4_K);
+  CHECK_EQ_INT(quant_plan_type(&r, "blk.0.ffn_down.weight", GGML_TYPE_F16, 2, sq), GGML_TYPE_Q3_K);
+  CHECK_EQ_INT(quant_plan_type(&r, "blk.0.attn_q.weight", GGML_TYPE_F16, 2, sq), GGML_TYPE_Q2_K);
+  /* llama.cpp's tensor order */
+  CHECK(quant_tensor_cmp("output.weight", "blk.0.attn_q.weight") < 0);
+  CHECK(quant_tensor_cmp("blk.2.ffn_up.weight", "blk.10.attn_q.weight") < 0);
+  CHECK(quant_tensor_cmp("blk.1.attn_v.weight", "blk.1.attn_k.weight") > 0);
+}
+
+static llama_init_params small_llama(const char *ftype, uint64_t seed) {
   llama_init_params p = llama_init_defaults();
   p.dim = 256; p.layers = 2; p.heads = 4; p.kv_heads = 2; p.ffn = 512; p.vocab = 300; p.ctx = 128;
-  p.type = type; p.seed = seed;
+  p.ft = quant_ftype_by_name(ftype); p.seed = seed;
   return p;
 }
 
 TEST(gguf_w_llm_init) {
   const char *p1 = tmp_path("init1.gguf"), *p2 = tmp_path("init2.gguf"), *p3 = tmp_path("init3.gguf");
-  llama_init_params p = small_llama(GGML_TYPE_Q8_0, 7);
+  llama_init_params p = small_llama("Q8_0", 7);
   int64_t n = llama_init_write(p1, &p, NULL);
   CHECK_MSG(n == 300 * 256 * 2 + 2 * (2 * 256 + 2 * 256 * 256 + 2 * 256 * 128 + 3 * 256 * 512) + 256, "%lld: %s", (long long)n, tg_error());
   CHECK(llama_init_write(p2, &p, NULL) == n);
@@ -363,24 +402,36 @@ TEST(gguf_w_llm_init) {
 
 TEST(gguf_w_quantize_model) {
   const char *src = tmp_path("f32.gguf"), *dst = tmp_path("q4k.gguf");
-  llama_init_params p = small_llama(GGML_TYPE_F32, 1);
+  llama_init_params p = small_llama("F32", 1);
   CHECK_MSG(llama_init_write(src, &p, NULL) > 0, "%s", tg_error());
-  CHECK_MSG(quant_model(src, dst, GGML_TYPE_Q4_K, NULL) == 0, "%s", tg_error());
+  CHECK_MSG(quant_model(src, dst, quant_ftype_by_name("Q4_K_M"), NULL) == 0, "%s", tg_error());
   gguf_file *a = gguf_open(src), *b = gguf_open(dst);
   CHECK(a && b);
   if (!a || !b) { gguf_close(a); gguf_close(b); return; }
-  /* metadata: the same entries in the same order, two of them changed */
+  /* metadata: the same entries, general.quantization_version and
+   * general.file_type moved to the end (as llama-quantize does) */
   CHECK_EQ_INT(b->n_kv, a->n_kv);
-  for (int i = 0; i < a->n_kv && i < b->n_kv; i++) CHECK(!strcmp(a->kv[i].key, b->kv[i].key));
+  for (int i = 0, j = 0; i < a->n_kv && j < b->n_kv - 2; i++) {
+    if (!strcmp(a->kv[i].key, "general.quantization_version") || !strcmp(a->kv[i].key, "general.file_type")) continue;
+    CHECK_MSG(!strcmp(a->kv[i].key, b->kv[j].key), "key %d: %s vs %s", j, a->kv[i].key, b->kv[j].key);
+    j++;
+  }
+  CHECK(!strcmp(b->kv[b->n_kv - 2].key, "general.quantization_version") && !strcmp(b->kv[b->n_kv - 1].key, "general.file_type"));
   int64_t v;
-  CHECK(gguf_get_int(b, "general.file_type", &v) && v == 14);
+  CHECK(gguf_get_int(b, "general.file_type", &v) && v == 15);
   CHECK(gguf_get_int(b, "general.quantization_version", &v) && v == 2);
   CHECK(gguf_get_arr(b, "tokenizer.ggml.tokens", GGUF_STRING)->arr_n == 300);
   CHECK_EQ_INT(b->n_tensors, a->n_tensors);
-  for (int i = 0; i < a->n_tensors && i < b->n_tensors; i++) {
-    const gguf_tensor_info *x = &a->tensors[i], *y = &b->tensors[i];
-    uint32_t want = x->n_dims == 1 ? GGML_TYPE_F32 : !strcmp(x->name, "output.weight") ? GGML_TYPE_Q6_K : GGML_TYPE_Q4_K;
-    CHECK_MSG(y->type == want && !strcmp(x->name, y->name), "%s: type %u", y->name, y->type);
+  for (int i = 0; i < b->n_tensors; i++) {
+    const gguf_tensor_info *y = &b->tensors[i], *x = gguf_find_tensor(a, y->name);
+    CHECK(x != NULL);
+    if (!x) continue;
+    if (i) CHECK_MSG(quant_tensor_cmp(b->tensors[i - 1].name, y->name) < 0, "tensor order at %s", y->name);
+    /* Q4_K_M over 2 layers: layer 1's attn_v and ffn_down get Q6_K */
+    uint32_t want = x->n_dims == 1 ? GGML_TYPE_F32
+                  : !strcmp(x->name, "output.weight") || !strcmp(x->name, "blk.1.attn_v.weight") ||
+                    !strcmp(x->name, "blk.1.ffn_down.weight") ? GGML_TYPE_Q6_K : GGML_TYPE_Q4_K;
+    CHECK_MSG(y->type == want, "%s: type %u, want %u", y->name, y->type, want);
     /* the bytes are quant_rows of the source (or the source itself) */
     int64_t rows = x->n_dims == 2 ? x->ne[1] : 1;
     unsigned char *q = malloc(y->nbytes);
@@ -390,6 +441,5 @@ TEST(gguf_w_quantize_model) {
   }
   gguf_close(a);
   gguf_close(b);
-  CHECK(quant_model(src, dst, GGML_TYPE_IQ2_XXS, NULL) < 0);
-  CHECK(quant_model(tmp_path("missing.gguf"), dst, GGML_TYPE_Q4_0, NULL) < 0);
+  CHECK(quant_model(tmp_path("missing.gguf"), dst, quant_ftype_by_name("Q4_0"), NULL) < 0);
 }

@@ -6,13 +6,12 @@
 #include <time.h>
 #include "tg.h"
 #include "commands.h"
-#include "io/ggml_types.h"
 #include "io/gguf_llama_init.h"
 #include "quant/quantize.h"
 
 static int usage(void) {
   fprintf(stderr, "usage: tg llm-init OUT.gguf [--dim 768] [--layers 12] [--heads 12] [--kv-heads 4] [--ffn 2048]\n"
-                  "                   [--vocab 32000] [--ctx 2048] [--type f32|f16|bf16|q8_0|q4_0|q4_k|...] [--seed S]\n");
+                  "                   [--vocab 32000] [--ctx 2048] [--type f32|f16|bf16|q8_0|q4_0|q4_k_m|...] [--seed S]\n");
   return 2;
 }
 
@@ -39,12 +38,10 @@ int cmd_llm_init(int argc, char **argv) {
     } else if (!strcmp(a, "--seed")) {
       p.seed = strtoull(v, NULL, 10);
     } else if (!strcmp(a, "--type")) {
-      int t = ggml_type_by_name(v);
-      if (t < 0 || !quant_can_write((uint32_t)t) || quant_llama_ftype((uint32_t)t) < 0) {
-        fprintf(stderr, "tg llm-init: unknown or unsupported type '%s'\n", v);
+      if (!(p.ft = quant_ftype_by_name(v))) {
+        fprintf(stderr, "tg llm-init: unknown or unsupported type '%s' (see tg quantize)\n", v);
         return 2;
       }
-      p.type = (uint32_t)t;
     } else {
       return usage();
     }

@@ -8,7 +8,8 @@
 #include "util/util.h"
 
 llama_init_params llama_init_defaults(void) {
-  return (llama_init_params){ 768, 12, 12, 4, 2048, 32000, 2048, GGML_TYPE_F32, 0, 0.02f, 10000.f, 1e-5f, "tg-random-llama" };
+  return (llama_init_params){ 768, 12, 12, 4, 2048, 32000, 2048, quant_ftype_by_name("F32"), 0, 0.02f, 10000.f, 1e-5f,
+                              "tg-random-llama" };
 }
 
 /* ---- deterministic normals: each row has its own generator (seeded from
@@ -151,8 +152,7 @@ int64_t llama_init_write(const char *path, const llama_init_params *p, FILE *log
   if (p->dim % p->heads || p->heads % p->kv_heads)
     return tg_seterr("llm-init: dim (%d) must be a multiple of heads (%d), and heads of kv-heads (%d)", p->dim, p->heads, p->kv_heads);
   if (p->vocab < 259) return tg_seterr("llm-init: vocab must be at least 259 (<unk> <s> </s> and 256 byte tokens)");
-  const ggml_type_traits *tt = ggml_type_info(p->type);
-  if (!quant_can_write(p->type)) return tg_seterr("llm-init: tg cannot write type %s", tt && tt->name ? tt->name : "?");
+  if (!p->ft || !quant_can_write(p->ft->type)) return tg_seterr("llm-init: no file type, or one tg cannot write");
   int head_dim = p->dim / p->heads, kv_dim = head_dim * p->kv_heads;
 
   tensor_specs ts = { 0 };
@@ -170,12 +170,15 @@ int64_t llama_init_write(const char *path, const llama_init_params *p, FILE *log
   add_spec(&ts, "output_norm.weight", p->dim, 0);
   add_spec(&ts, "output.weight", p->dim, p->vocab);
 
+  /* the types llama-quantize would give an F32 model of this shape */
+  quant_plan plan = { .ft = p->ft, .has_output = true, .n_gqa = p->heads / p->kv_heads, .n_layer = p->layers,
+                      .n_attention_wv = p->layers, .is_70b = p->layers == 80 && p->heads != p->kv_heads };
   gguf_writer *w = gguf_writer_new();
   int rc = 0;
   int64_t nparams = 0;
   for (int i = 0; i < ts.n && rc == 0; i++) {
     tensor_spec *t = &ts.v[i];
-    t->type = quant_tensor_type(t->name, GGML_TYPE_F32, t->n_dims, t->ne, p->type, true, false);
+    t->type = quant_plan_type(&plan, t->name, GGML_TYPE_F32, t->n_dims, t->ne);
     if (gguf_w_add_tensor(w, t->name, t->type, t->n_dims, t->ne, NULL) < 0) rc = -1;
     nparams += t->ne[0] * (t->n_dims == 2 ? t->ne[1] : 1);
   }
@@ -190,7 +193,7 @@ int64_t llama_init_write(const char *path, const llama_init_params *p, FILE *log
   rc = rc ? rc : gguf_w_set_u32(w, "llama.attention.head_count_kv", (uint32_t)p->kv_heads);
   rc = rc ? rc : gguf_w_set_f32(w, "llama.rope.freq_base", p->rope_freq_base);
   rc = rc ? rc : gguf_w_set_f32(w, "llama.attention.layer_norm_rms_epsilon", p->rms_eps);
-  rc = rc ? rc : gguf_w_set_u32(w, "general.file_type", (uint32_t)quant_llama_ftype(p->type));
+  rc = rc ? rc : gguf_w_set_u32(w, "general.file_type", (uint32_t)p->ft->ftype);
   rc = rc ? rc : gguf_w_set_u32(w, "llama.vocab_size", (uint32_t)p->vocab);
   rc = rc ? rc : gguf_w_set_u32(w, "llama.rope.dimension_count", (uint32_t)head_dim);
   rc = rc ? rc : set_vocab(w, p->vocab);

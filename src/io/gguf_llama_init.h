@@ -8,18 +8,20 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include "quant/quantize.h"
 
 typedef struct {
   int dim, layers, heads, kv_heads, ffn, vocab, ctx;
-  uint32_t type;        /* ggml type of the 2-D weights (norms stay F32;
-                         * output.weight follows quant_tensor_type) */
+  const quant_ftype *ft; /* llama.cpp file type: the 2-D weights get the
+                         * types llama-quantize would give them (norms stay
+                         * F32) */
   uint64_t seed;
   float std, rope_freq_base, rms_eps;
   const char *name;     /* general.name */
 } llama_init_params;
 
 /* dim 768, 12 layers, 12 heads, 4 kv heads, ffn 2048, vocab 32000, ctx
- * 2048, F32, seed 0, std 0.02, rope base 10000, eps 1e-5. */
+ * 2048, file type F32, seed 0, std 0.02, rope base 10000, eps 1e-5. */
 llama_init_params llama_init_defaults(void);
 
 /* Writes the model to path; progress lines to log when not NULL. Returns

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "io/gguf_file.h"
 
 /* Quantizes k floats (a multiple of the type's block size) into k/block
  * blocks at y. */
@@ -60,6 +61,18 @@ static inline int quant_nearest_int(float x) {
   return (i & 0x007fffff) - 0x00400000;
 }
 
+/* The value of largest magnitude, with its sign (the first on ties; 0 for
+ * an all-zero block); *amax gets its magnitude. */
+static inline float quant_signed_absmax(const float *x, int n, float *amax) {
+  float a = 0, m = 0;
+  for (int i = 0; i < n; i++) {
+    float v = x[i] < 0 ? -x[i] : x[i];
+    if (v > a) { a = v; m = x[i]; }
+  }
+  *amax = a;
+  return m;
+}
+
 /* fp16 / bf16 conversions with round-to-nearest-even (ggml's). */
 uint16_t quant_f32_to_f16(float x);
 float quant_f16_to_f32(uint16_t h);
@@ -69,34 +82,65 @@ static inline void quant_put_f16(uint8_t *p, float x) {
 }
 static inline float quant_get_f16(const uint8_t *p) { return quant_f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
 
-#endif
+/* ---- llama.cpp's file types and tensor rules (quantize_plan.c) */
+
+/* A llama.cpp file type (LLAMA_FTYPE, stored as general.file_type) tg can
+ * write: its name as llama-quantize spells it, and its default tensor type. */
+typedef struct {
+  const char *name;
+  int ftype;
+  uint32_t type;
+} quant_ftype;
+
+/* The file type called name, case-insensitive ("Q4_K_M"; "Q3_K", "Q4_K",
+ * "Q5_K" are llama-quantize's aliases of the _M types), or NULL. */
+const quant_ftype *quant_ftype_by_name(const char *name);
+/* All of them, in llama-quantize's order; *n gets the count. */
+const quant_ftype *quant_ftypes(int *n);
+
+/* What llama.cpp's choice of each tensor's type depends on: the file type,
+ * facts about the model, and counters advanced as tensors are typed (in
+ * llama.cpp's tensor order, quant_tensor_cmp). */
+typedef struct {
+  const quant_ftype *ft;
+  bool pure;            /* every quantizable tensor gets ft->type (--pure) */
+  bool has_output;      /* false: token_embd.weight doubles as the output */
+  bool falcon, is_70b;
+  int n_gqa, n_expert, n_layer, n_attention_wv;
+  int i_attention_wv, i_ffn_down, i_ffn_gate, i_ffn_up;
+} quant_plan;
+
+/* A plan for the model in f (architecture, head counts, expert count,
+ * block count, tensor names). */
+void quant_plan_for_file(quant_plan *p, const quant_ftype *ft, bool pure, const gguf_file *f);
+
+/* The ggml type tensor `name` (ggml `type`, n_dims, ne) gets, as llama.cpp's
+ * llama-quantize decides without an importance matrix or overrides: only
+ * F32/F16/BF16 weights ("...weight") of 2+ dims change, never norms and the
+ * other small tensors llama.cpp leaves alone; output.weight (or token_embd
+ * when tied) becomes Q6_K (Q8_0 stays Q8_0; rows not a multiple of the
+ * block: Q8_0); the _S/_M/_L mixtures give some attn_v / ffn_down /
+ * attn_output layers more bits; a row length the type cannot hold falls
+ * back (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, Q2_K/Q3_K/TQ* -> Q4_0,
+ * IQ4_XS -> IQ4_NL, then F16). Call once per tensor, in llama.cpp's order. */
+uint32_t quant_plan_type(quant_plan *p, const char *name, uint32_t type, int n_dims, const int64_t *ne);
+
+/* llama.cpp's tensor order (strcmp-like): tensors outside "blk.N." first,
+ * then by layer N, then by name. */
+int quant_tensor_cmp(const char *a, const char *b);
 
 /* ---- whole GGUF files (quantize_model.c; `tg quantize`) */
 
 typedef struct {
-  bool pure;        /* every quantizable tensor gets the target type (no
-                     * output.weight rule), like llama-quantize --pure */
+  bool pure;        /* see quant_plan */
   FILE *log;        /* per-tensor progress lines and the size summary, or NULL */
 } quant_model_opts;
 
-/* The ggml type tensor `name` (ggml type `type`, n_dims, ne) gets when a
- * model is quantized to `target`, following llama.cpp's llama-quantize
- * without the per-layer mixtures of its _S/_M/_L file types: only F32/F16/
- * BF16 weights ("...weight") of 2+ dims are converted, never norms and the
- * other small tensors llama.cpp leaves alone; output.weight (or
- * token_embd.weight when has_output is false: tied embeddings) becomes Q6_K
- * for quantized targets other than Q8_0 (Q8_0 when its rows are not a
- * multiple of 256); a row length the type cannot hold falls back as in
- * llama.cpp (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, Q2_K/Q3_K/TQ* ->
- * Q4_0, IQ4_XS -> IQ4_NL) and finally to F16. */
-uint32_t quant_tensor_type(const char *name, uint32_t type, int n_dims, const int64_t *ne, uint32_t target, bool has_output,
-                           bool pure);
+/* Reads the GGUF file in and writes out as llama-quantize would: tensors in
+ * llama.cpp's order, each typed by quant_plan_type and converted with
+ * quant_rows (others copied), all metadata copied (split keys dropped) with
+ * general.quantization_version = 2 and general.file_type moved to the end.
+ * 0 or -1. */
+int quant_model(const char *in, const char *out, const quant_ftype *ft, const quant_model_opts *opts);
 
-/* llama.cpp's LLAMA_FTYPE for a model quantized to ggml type t (K-quants:
- * the _S variants), or -1. */
-int quant_llama_ftype(uint32_t t);
-
-/* Reads the GGUF file in, writes out with every tensor converted as
- * quant_tensor_type says, all metadata copied (split keys dropped),
- * general.quantization_version = 2 and general.file_type set. 0 or -1. */
-int quant_model(const char *in, const char *out, uint32_t target, const quant_model_opts *opts);
+#endif

@@ -30,11 +30,8 @@ static int nearest_value(float x) {
  * indices of the start scale. */
 static float fit_block(const float *x, uint8_t *L) {
   enum { NTRY = 7 };
-  float amax = 0, max = 0, w[32];
-  for (int j = 0; j < 32; j++) {
-    w[j] = x[j] * x[j];
-    if (fabsf(x[j]) > amax) { amax = fabsf(x[j]); max = x[j]; }
-  }
+  float amax, max = quant_signed_absmax(x, 32, &amax), w[32];
+  for (int j = 0; j < 32; j++) w[j] = x[j] * x[j];
   if (amax < GROUP_MAX_EPS) return 0;
   float d = -max / iq4_values[0], id = 1 / d, sumqx = 0, sumq2 = 0;
   for (int j = 0; j < 32; j++) {
@@ -80,11 +77,8 @@ void quantize_row_iq4_xs(const float *x, void *y, int64_t k) {
   uint8_t *b = y, L[256];
   float scales[8];
   for (int64_t i = 0; i < k / 256; i++, x += 256, b += 136) {
-    float max_scale = 0, amax_scale = 0;
-    for (int ib = 0; ib < 8; ib++) {
-      scales[ib] = fit_block(x + 32 * ib, L + 32 * ib);
-      if (fabsf(scales[ib]) > amax_scale) { amax_scale = fabsf(scales[ib]); max_scale = scales[ib]; }
-    }
+    for (int ib = 0; ib < 8; ib++) scales[ib] = fit_block(x + 32 * ib, L + 32 * ib);
+    float amax_scale, max_scale = quant_signed_absmax(scales, 8, &amax_scale);
     /* the sub-block scales become 6-bit multiples of d (d itself is used
      * unrounded for the indices, as ggml does) */
     float d = -max_scale / 32;

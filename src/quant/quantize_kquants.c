@@ -23,9 +23,7 @@ static int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v;
 /* Symmetric levels l in [-nmax, nmax) with x ~ scale * l, weighting each
  * value by x^2 and trying 18 scales around nmax/max; L gets l + nmax. */
 static float fit_symmetric(int n, int nmax, const float *x, int8_t *L) {
-  float amax = 0, max = 0;
-  for (int i = 0; i < n; i++)
-    if (fabsf(x[i]) > amax) { amax = fabsf(x[i]); max = x[i]; }
+  float amax, max = quant_signed_absmax(x, n, &amax);
   if (amax < GROUP_MAX_EPS) { memset(L, 0, (size_t)n); return 0.f; }
   float iscale = -nmax / max;
   float sumlx = 0, suml2 = 0;
@@ -60,9 +58,7 @@ static float fit_symmetric(int n, int nmax, const float *x, int8_t *L) {
 /* Q3_K's variant: start at nmax/max, then up to 5 passes moving single
  * levels while the x^2-weighted fit improves. L gets l + nmax. */
 static float fit_symmetric_q3(int n, int nmax, const float *x, int8_t *L) {
-  float amax = 0, max = 0;
-  for (int i = 0; i < n; i++)
-    if (fabsf(x[i]) > amax) { amax = fabsf(x[i]); max = x[i]; }
+  float amax, max = quant_signed_absmax(x, n, &amax);
   if (amax < GROUP_MAX_EPS) { memset(L, 0, (size_t)n); return 0.f; }
   float iscale = -nmax / max;
   float sumlx = 0, suml2 = 0;
@@ -198,11 +194,8 @@ void quantize_row_q3_k(const float *x, void *y, int64_t k) {
   float scales[16];
   for (int64_t i = 0; i < k / QK_K; i++, x += QK_K, b += 110) {
     uint8_t *hmask = b, *qs = b + 32, *sc = b + 96;
-    float max_scale = 0, amax = 0;
-    for (int j = 0; j < 16; j++) {
-      scales[j] = fit_symmetric_q3(16, 4, x + 16 * j, L + 16 * j);
-      if (fabsf(scales[j]) > amax) { amax = fabsf(scales[j]); max_scale = scales[j]; }
-    }
+    for (int j = 0; j < 16; j++) scales[j] = fit_symmetric_q3(16, 4, x + 16 * j, L + 16 * j);
+    float amax, max_scale = quant_signed_absmax(scales, 16, &amax);
     memset(sc, 0, 12);
     if (max_scale) {
       /* 6-bit scales (offset 32): low nibbles in bytes 0..7, the top two
@@ -318,11 +311,8 @@ void quantize_row_q6_k(const float *x, void *y, int64_t k) {
   for (int64_t i = 0; i < k / QK_K; i++, x += QK_K, b += 210) {
     uint8_t *ql = b, *qh = b + 128;
     int8_t *sc = (int8_t *)(b + 192);
-    float max_scale = 0, max_abs = 0;
-    for (int j = 0; j < 16; j++) {
-      scales[j] = fit_symmetric(16, 32, x + 16 * j, L + 16 * j);
-      if (fabsf(scales[j]) > max_abs) { max_abs = fabsf(scales[j]); max_scale = scales[j]; }
-    }
+    for (int j = 0; j < 16; j++) scales[j] = fit_symmetric(16, 32, x + 16 * j, L + 16 * j);
+    float max_abs, max_scale = quant_signed_absmax(scales, 16, &max_abs);
     if (max_abs < GROUP_MAX_EPS) { memset(b, 0, 210); continue; }
     float iscale = -128.f / max_scale;
     quant_put_f16(b + 208, 1 / iscale);

@@ -27,14 +27,6 @@ void quantize_row_bf16(const float *x, void *y, int64_t k) {
   }
 }
 
-/* The signed value of largest magnitude (the first one on ties). */
-static float signed_absmax(const float *x, int n) {
-  float amax = 0, max = 0;
-  for (int j = 0; j < n; j++)
-    if (amax < fabsf(x[j])) { amax = fabsf(x[j]); max = x[j]; }
-  return max;
-}
-
 static void min_max(const float *x, int n, float *mn, float *mx) {
   *mn = FLT_MAX; *mx = -FLT_MAX;
   for (int j = 0; j < n; j++) {
@@ -48,7 +40,8 @@ static void min_max(const float *x, int n, float *mn, float *mx) {
 void quantize_row_q4_0(const float *x, void *y, int64_t k) {
   uint8_t *b = y;
   for (int64_t i = 0; i < k / 32; i++, x += 32, b += 18) {
-    const float d = signed_absmax(x, 32) / -8;
+    float amax;
+    const float d = quant_signed_absmax(x, 32, &amax) / -8;
     const float id = d ? 1.0f / d : 0.0f;
     quant_put_f16(b, d);
     for (int j = 0; j < 16; j++) {
@@ -95,7 +88,8 @@ static void pack5(const uint8_t *q, uint8_t *qh, uint8_t *qs) {
 void quantize_row_q5_0(const float *x, void *y, int64_t k) {
   uint8_t *b = y, q[32];
   for (int64_t i = 0; i < k / 32; i++, x += 32, b += 22) {
-    const float d = signed_absmax(x, 32) / -16;
+    float amax;
+    const float d = quant_signed_absmax(x, 32, &amax) / -16;
     const float id = d ? 1.0f / d : 0.0f;
     quant_put_f16(b, d);
     for (int j = 0; j < 32; j++) {
