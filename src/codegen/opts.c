@@ -272,6 +272,38 @@ static uop *combine(uop_op op, uop **v, int n) {
   return v[0];
 }
 
+/* An unrolled reduce whose source steps through memory by one element along
+ * an unroll range of 8 or 16 becomes SIMD: a vector accumulator per
+ * remaining unroll lane, added across lanes after the loop (the lanes of a
+ * matvec's dot product). NULL when the source does not vectorize. */
+static uop *vectorize_reduce(uop *r, uop **un, int nu, uop *const *keep, int nk) {
+  if (tg_getenv_int("TG_NOVEC", 0) || (r->arg.i != OP_ADD && r->arg.i != OP_MAX) || r->dtype.count != 1) return NULL;
+  if (r->dtype.scalar != TG_F32 && r->dtype.scalar != TG_I32) return NULL;
+  for (int i = 0; i < nu; i++) {
+    int64_t k = rsize(un[i]);
+    if (k != 8 && k != 16) continue;
+    uop *v = kernel_vectorize(r->src[0], un[i]);
+    if (!v || v->dtype.count != k) continue;
+    uop *rest[16];
+    int nr = 0;
+    int64_t lanes = 1;
+    for (int j = 0; j < nu; j++) if (j != i) { rest[nr++] = un[j]; lanes *= rsize(un[j]); }
+    if (lanes * k > MAX_LANES) return NULL;
+    uop *parts[MAX_LANES];
+    for (int64_t l = 0; l < lanes; l++) {
+      uop *src[65];
+      src[0] = at_lane(v, rest, nr, l);
+      for (int j = 0; j < nk; j++) src[1 + j] = keep[j];
+      parts[l] = nk ? uop_new(OP_REDUCE, v->dtype, src, 1 + nk, r->arg) : src[0];
+    }
+    uop *acc = combine((uop_op)r->arg.i, parts, (int)lanes);
+    uop *sc[16];
+    for (int64_t l = 0; l < k; l++) sc[l] = uop1(OP_GEP, r->dtype, acc, arg_int(l));
+    return combine((uop_op)r->arg.i, sc, (int)k);
+  }
+  return NULL;
+}
+
 static uop *expand_reduce(uop *r) {
   uop *un[16], *keep[64];
   int nu = 0, nk = 0;
@@ -281,6 +313,8 @@ static uop *expand_reduce(uop *r) {
     else if (nk < 64) keep[nk++] = r->src[i];
   }
   if (!nu) return r;
+  uop *vec = vectorize_reduce(r, un, nu, keep, nk);
+  if (vec) return vec;
   uop *parts[MAX_LANES];
   for (int64_t l = 0; l < lanes && l < MAX_LANES; l++) {
     uop *src[65];

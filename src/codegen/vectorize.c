@@ -26,6 +26,8 @@ static bool vec_alu_ok(const uop *u) {
   case OP_ADD: case OP_SUB: case OP_MUL: case OP_FDIV: case OP_MAX: case OP_NEG: case OP_RECIPROCAL:
   case OP_CMPLT: case OP_CMPNE: case OP_CMPEQ: case OP_WHERE: case OP_CAST:
     return true;
+  case OP_AND: case OP_OR: case OP_XOR: case OP_SHL: case OP_SHR:   /* integer lanes (unpacking quantized weights) */
+    return !dt_is_float(u->dtype) && u->dtype.scalar != TG_BOOL;
   default: return false;
   }
 }

@@ -177,6 +177,11 @@ static char *render_vec_alu(rctx *c, uop *u) {
     else r = fmt("({ %s m_ = %s; (%s)(((%s)%s & m_) | ((%s)%s & ~m_)); })", mt, name_of(c, u->src[0]), vt, mt, s[1], mt, s[2]);
     break;
   case OP_CAST: r = fmt("__builtin_convertvector(%s, %s)", s[0], ctype(u->dtype)); break;
+  case OP_AND: r = fmt("(%s&%s)", s[0], s[1]); break;
+  case OP_OR: r = fmt("(%s|%s)", s[0], s[1]); break;
+  case OP_XOR: r = fmt("(%s^%s)", s[0], s[1]); break;
+  case OP_SHL: r = fmt("(%s<<%s)", s[0], s[1]); break;
+  case OP_SHR: r = fmt("(%s>>%s)", s[0], s[1]); break;
   default: break;
   }
   for (int i = 0; i < 3; i++) free(s[i]);
@@ -227,6 +232,7 @@ static char *render_alu(rctx *c, uop *u) {
   case OP_WHERE: return fmt("(%s?%s:%s)", a, b, w);
   case OP_MULACC: return fmt("((%s*%s)+%s)", a, b, w);
   case OP_CAST: return render_cast(c, u, a);
+  case OP_GEP: return fmt("%s[%lld]", a, (long long)u->arg.i);   /* one lane of a vector */
   case OP_BITCAST:
     return fmt("({ %s o_; %s i_ = %s; __builtin_memcpy(&o_, &i_, sizeof o_); o_; })", ctype(u->dtype), ctype(u->src[0]->dtype), a);
   default: return NULL;
