@@ -495,7 +495,9 @@ int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
         int64_t p = index_period(ast, axes[r]);
         if (p >= 8 && rsize(axes[r]) % 32 == 0 && 32 % p == 0) pr = r;
       }
-    if (pr >= 0 && k < max) out[k++] = (kopt){ OPT_UNROLL, pr - fr, 32 };
+    /* as 16 inner lanes (consecutive bytes: SIMD when the decoding allows)
+     * times 2 (the two nibble halves of a block) */
+    if (pr >= 0 && k + 1 < max) { out[k++] = (kopt){ OPT_UNROLL, pr - fr, 16 }; out[k++] = (kopt){ OPT_UNROLL, pr - fr, 2 }; }
     for (int i = fr - 1; i >= 0 && pr < 0; i--) {
       if (i == vaxis) continue;
       int unit, zero, other;
