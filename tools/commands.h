@@ -11,5 +11,6 @@ typedef struct {
 } tg_command;
 
 int cmd_selftest(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
 
 #endif

@@ -13,6 +13,7 @@ static int cmd_version(int argc, char **argv) {
 static const tg_command commands[] = {
   { "version", cmd_version, "print the version" },
   { "selftest", cmd_selftest, "build a small graph, compile it and check the result" },
+  { "tokenize", cmd_tokenize, "print the tokens of a text with a GGUF file's tokenizer" },
 };
 #define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
 
