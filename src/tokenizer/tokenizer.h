@@ -40,6 +40,7 @@ struct tg_tokenizer {
   int32_t fim_pad, fim_rep, fim_sep;
   bool add_bos, add_eos, add_sep, add_space_prefix, ignore_merges, clean_spaces;
   bool lowercase, strip_accents;     /* BERT normalizer */
+  bool spm_split_words;              /* SPM: no token has "▁" after another character (see spm.c) */
   uint8_t *eog;                      /* per id: ends generation */
 
   int32_t *specials;                 /* control/user-defined/unknown ids, longest text first */

@@ -147,6 +147,19 @@ static int load_merges(tg_tokenizer *t, const gguf_file *f) {
   return 0;
 }
 
+/* True when every "▁" inside every token follows another "▁": then no
+ * merge can join a character to a following "▁", so SPM may merge the words
+ * (runs starting at such a "▁") separately with the same result. */
+static bool spm_words_independent(const tg_tokenizer *t) {
+  for (int i = 0; i < t->n_vocab; i++) {
+    const char *s = t->text[i];
+    size_t n = t->text_len[i];
+    for (size_t p = 1; p + 3 <= n; p++)
+      if (!memcmp(s + p, "\xE2\x96\x81", 3) && (p < 3 || memcmp(s + p - 3, "\xE2\x96\x81", 3))) return false;
+  }
+  return true;
+}
+
 static void set_byte_tokens(tg_tokenizer *t) {
   for (int b = 0; b < 256; b++) {
     char buf[8];
@@ -308,6 +321,7 @@ tg_tokenizer *tokenizer_from_gguf(const gguf_file *f) {
   if (load_tokens(t, f) < 0) return fail(t);
   if (t->kind == TOK_BPE && load_merges(t, f) < 0) return fail(t);
   set_byte_tokens(t);
+  if (t->kind == TOK_SPM) t->spm_split_words = spm_words_independent(t);
 
   static const struct { const char *key; size_t off; } special_keys[] = {
     { KEY("bos_token_id"), offsetof(tg_tokenizer, bos) }, { KEY("eos_token_id"), offsetof(tg_tokenizer, eos) },
