@@ -129,6 +129,7 @@ static void naive_encode(const tg_tokenizer *t, const char *text, size_t n, ivec
   char *clean = utf8_sanitize(text, n, &cn);
   pretok_span *words;
   int nw = pretok_split(t->pre, clean, cn, &words);
+  if (nw < 0) bench_fail("tokenize", "pre-tokenizer failed");
   char enc[4096];
   sym s[2048];
   for (int k = 0; k < nw; k++) {

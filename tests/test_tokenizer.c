@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include "test.h"
 #include "tokenizer/pretokenize.h"
+#include "tokenizer/tokenizer.h"
 
 #define VOCAB_DIR "../../shared/testdata/vocab/"
 #define MODEL_DIR "../../shared/testdata/models/"
@@ -368,4 +369,52 @@ TEST(tok_all_pretokenizers) {
   CHECK(tg_tokenizer_load(p) == NULL);
   CHECK(strstr(tg_error(), "not supported") != NULL);
   remove(p);
+}
+
+/* Long words: the regexes with repeated groups (gpt-4o, tekken) outgrow
+ * PCRE2's JIT stack; the interpreter takes over and the word stays whole. */
+TEST(tok_long_word) {
+  static const char *const toks[] = { "a", "b", "ab", "\xC4\xA0", "\xC4\xA0" "a", "c", "d", "e", "f", "g", "h",
+                                      "i", "j", "k", "l", "m" };
+  static const char *const merges[] = { "a b", "\xC4\xA0 a" };
+  size_t n = 200000;
+  char *text = malloc(n + 1);
+  memset(text, 'a', n);   /* one 200 KB word */
+  text[n] = 0;
+  const char *pres[] = { "gpt-4o", "tekken", "llama3" };
+  for (int k = 0; k < 3; k++) {
+    const char *p = write_vocab(pres[k], toks, 16, merges, 2);
+    tg_tokenizer *t = tg_tokenizer_load(p);
+    CHECK_OK(t);
+    int32_t *ids;
+    int c = t ? tg_tokenize(t, text, n, false, false, &ids) : -1;
+    CHECK_MSG(c == (int)n, "%s: %d ids (%s)", pres[k], c, c < 0 ? tg_error() : "");   /* no "a a" merge */
+    if (c >= 0) free(ids);
+    tg_tokenizer_free(t);
+    remove(p);
+  }
+  free(text);
+}
+
+/* SPM merges word by word when the vocabulary allows: the ids must be those
+ * of merging the whole text at once (llama.cpp's way). */
+TEST(tok_spm_word_split) {
+  tg_tokenizer *t = load_or_skip(VOCAB_DIR "ggml-vocab-llama-spm.gguf");
+  if (!t) SKIP("no llama-spm vocab (shared test data absent)");
+  strings v;
+  CHECK(read_inp(VOCAB_DIR "ggml-vocab-llama-spm.gguf.inp", &v));
+  char *text = malloc(1 << 17);
+  size_t n = 0;
+  for (int r = 0; n < 60000; r++)
+    for (int i = 0; i < v.n; i++) { memcpy(text + n, v.s[i], v.len[i]); n += v.len[i]; text[n++] = ' '; }
+  CHECK(t->spm_split_words);
+  int32_t *a, *b;
+  int na = tg_tokenize(t, text, n, true, false, &a);
+  ((tg_tokenizer *)t)->spm_split_words = false;
+  int nb = tg_tokenize(t, text, n, true, false, &b);
+  CHECK_EQ_INT(na, nb);
+  CHECK(na == nb && !memcmp(a, b, (size_t)na * sizeof *a));
+  free(a); free(b); free(text);
+  strings_free(&v);
+  tg_tokenizer_free(t);
 }

@@ -63,11 +63,15 @@ static void bpe_word(bpe_state *s, const char *w, size_t n, const uint8_t *sym_l
   }
 }
 
-void bpe_encode(const tg_tokenizer *t, const char *raw, size_t raw_n, ids_vec *out) {
+int bpe_encode(const tg_tokenizer *t, const char *raw, size_t raw_n, ids_vec *out) {
   size_t n;
   char *text = utf8_sanitize(raw, raw_n, &n);   /* PCRE2 needs valid UTF-8; llama.cpp makes it so too */
   pretok_span *words;
   int n_words = pretok_split(t->pre, text, n, &words);
+  if (n_words < 0) {
+    free(text);
+    return -1;
+  }
 
   /* per-call cache: word bytes -> [first, count) in `cached` */
   strmap cache = { 0 };
@@ -118,4 +122,5 @@ void bpe_encode(const tg_tokenizer *t, const char *raw, size_t raw_n, ids_vec *o
   VEC_FREE(spans);
   free(words);
   free(text);
+  return 0;
 }

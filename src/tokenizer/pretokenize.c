@@ -209,14 +209,30 @@ static void push_span(span_vec *v, size_t start, size_t len) {
   if (len) VEC_PUSH(*v, ((pretok_span){ start, len }));
 }
 
-/* Splits [start, start+len) of text by re into matches and gaps. */
-static void split_one(const pcre2_code *re, pcre2_match_data *md, const char *text, size_t start, size_t len,
-                      span_vec *out) {
+/* One match at or after pos: the JIT first; when it runs out of its stack
+ * (long words in patterns with repeated groups), the interpreter, which
+ * uses the heap. >= 0 on a match, PCRE2_ERROR_NOMATCH, or another error. */
+static int match_at(const pcre2_code *re, PCRE2_SPTR subj, size_t len, size_t pos, uint32_t opts,
+                    pcre2_match_data *md) {
+  int rc = pcre2_match(re, subj, len, pos, opts | PCRE2_NO_UTF_CHECK, md, NULL);
+  if (rc == PCRE2_ERROR_JIT_STACKLIMIT) rc = pcre2_match(re, subj, len, pos, opts | PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, md, NULL);
+  return rc;
+}
+
+/* Splits [start, start+len) of text by re into matches and gaps; -1 with
+ * tg_error when PCRE2 fails (e.g. a resource limit). */
+static int split_one(const pcre2_code *re, pcre2_match_data *md, const char *text, size_t start, size_t len,
+                     span_vec *out) {
   PCRE2_SPTR subj = (PCRE2_SPTR)(text + start);
   size_t pos = 0, done = 0;
   uint32_t opts = 0;
   while (pos <= len) {
-    int rc = pcre2_match(re, subj, len, pos, opts | PCRE2_NO_UTF_CHECK, md, NULL);
+    int rc = match_at(re, subj, len, pos, opts, md);
+    if (rc < 0 && rc != PCRE2_ERROR_NOMATCH) {
+      PCRE2_UCHAR msg[256];
+      pcre2_get_error_message(rc, msg, sizeof msg);
+      return tg_seterr("tokenizer: pre-tokenizer regex failed at byte %zu: %s", start + pos, (const char *)msg);
+    }
     if (rc < 0) {
       if (opts && pos < len) {   /* no non-empty match here: step one character */
         opts = 0;
@@ -237,6 +253,7 @@ static void split_one(const pcre2_code *re, pcre2_match_data *md, const char *te
     if (ms == me && pos >= len) break;
   }
   push_span(out, start + done, len - done);
+  return 0;
 }
 
 int pretok_split(const pretok *p, const char *text, size_t n, pretok_span **out) {
@@ -245,10 +262,16 @@ int pretok_split(const pretok *p, const char *text, size_t n, pretok_span **out)
   for (int r = 0; r < p->n; r++) {
     pcre2_match_data *md = pcre2_match_data_create_from_pattern(p->re[r], NULL);
     span_vec next = { 0 };
-    for (int i = 0; i < cur.n; i++) split_one(p->re[r], md, text, cur.v[i].start, cur.v[i].len, &next);
+    int rc = 0;
+    for (int i = 0; i < cur.n && rc == 0; i++) rc = split_one(p->re[r], md, text, cur.v[i].start, cur.v[i].len, &next);
     pcre2_match_data_free(md);
     VEC_FREE(cur);
     cur = next;
+    if (rc < 0) {
+      VEC_FREE(cur);
+      *out = NULL;
+      return -1;
+    }
   }
   *out = cur.v;
   return cur.n;

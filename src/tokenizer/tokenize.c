@@ -85,7 +85,13 @@ int tg_tokenize(const tg_tokenizer *t, const char *text, size_t len, bool add_sp
     const char *s = text + fr->start;
     switch (t->kind) {
     case TOK_SPM: spm_fragment(t, s, fr->len, t->add_space_prefix && prev_special, &out); break;
-    case TOK_BPE: bpe_encode(t, s, fr->len, &out); break;
+    case TOK_BPE:
+      if (bpe_encode(t, s, fr->len, &out) < 0) {
+        VEC_FREE(out);
+        VEC_FREE(frags);
+        return -1;
+      }
+      break;
     case TOK_WPM: wpm_encode(t, s, fr->len, &out); break;
     }
     prev_special = false;

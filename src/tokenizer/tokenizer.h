@@ -53,10 +53,12 @@ struct tg_tokenizer {
  * the caller; nothing points into it afterwards). */
 tg_tokenizer *tokenizer_from_gguf(const gguf_file *f);
 
-/* The encoders: append the ids of one fragment of raw text (no specials). */
+/* The encoders: append the ids of one fragment of raw text (no specials).
+ * SPM takes text with spaces already escaped to "▁". bpe_encode returns -1
+ * with tg_error when the pre-tokenizer's regex engine fails. */
 typedef VEC(int32_t) ids_vec;
 void spm_encode(const tg_tokenizer *t, const char *text, size_t n, ids_vec *out);
-void bpe_encode(const tg_tokenizer *t, const char *text, size_t n, ids_vec *out);
+int bpe_encode(const tg_tokenizer *t, const char *text, size_t n, ids_vec *out);
 void wpm_encode(const tg_tokenizer *t, const char *text, size_t n, ids_vec *out);
 
 /* Builds the piece cache (detokenize.c). */
