@@ -37,7 +37,7 @@ struct tg_tokenizer {
   int32_t byte_token[256];           /* byte -> its token (<0xXX> or GPT-2 char), -1 */
 
   int32_t bos, eos, eot, eom, unk, sep, pad, mask;
-  int32_t fim_pad, fim_rep, fim_sep;
+  int32_t fim_pre, fim_suf, fim_mid, fim_pad, fim_rep, fim_sep;
   bool add_bos, add_eos, add_sep, add_space_prefix, ignore_merges, clean_spaces;
   bool lowercase, strip_accents;     /* BERT normalizer */
   bool spm_split_words;              /* SPM: no token has "▁" after another character (see spm.c) */

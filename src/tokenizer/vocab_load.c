@@ -44,7 +44,7 @@ static tg_tokenizer *fail(tg_tokenizer *t) {
 /* Per model type: kind, default special ids and flags (llama.cpp's). */
 static int set_model_defaults(tg_tokenizer *t) {
   t->eot = t->eom = t->sep = t->pad = t->mask = -1;
-  t->fim_pad = t->fim_rep = t->fim_sep = -1;
+  t->fim_pre = t->fim_suf = t->fim_mid = t->fim_pad = t->fim_rep = t->fim_sep = -1;
   t->lowercase = true;
   if (!strcmp(t->model, "llama")) {
     t->kind = TOK_SPM;
@@ -196,6 +196,12 @@ static void detect_specials(tg_tokenizer *t) {
   static const char *const eot_texts[] = { "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
     "<|end_of_text|>", "<EOT>", "_<EOT>", "[EOT]", "<｜end▁of▁sentence｜>", "<end_of_utterance>", NULL };
   static const char *const eom_texts[] = { "<|eom_id|>", NULL };
+  static const char *const fim_pre_texts[] = { "<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<｜fim▁begin｜>",
+    "<PRE>", "▁<PRE>", "<|code_prefix|>", "<|prefix|>", NULL };
+  static const char *const fim_suf_texts[] = { "<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<｜fim▁hole｜>",
+    "<SUF>", "▁<SUF>", "<|code_suffix|>", "<|suffix|>", NULL };
+  static const char *const fim_mid_texts[] = { "<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<｜fim▁end｜>",
+    "<MID>", "▁<MID>", "<|code_middle|>", "<|middle|>", NULL };
   static const char *const fim_pad_texts[] = { "<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]", NULL };
   static const char *const fim_rep_texts[] = { "<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>", NULL };
   static const char *const fim_sep_texts[] = { "<|file_sep|>", NULL };
@@ -204,7 +210,8 @@ static void detect_specials(tg_tokenizer *t) {
     "[EOS]", "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
     "<｜end▁of▁sentence｜>", "[e~[", NULL };
   struct { int32_t *id; const char *const *texts; } finds[] = {
-    { &t->eot, eot_texts }, { &t->eom, eom_texts }, { &t->fim_pad, fim_pad_texts },
+    { &t->eot, eot_texts }, { &t->eom, eom_texts }, { &t->fim_pre, fim_pre_texts }, { &t->fim_suf, fim_suf_texts },
+    { &t->fim_mid, fim_mid_texts }, { &t->fim_pad, fim_pad_texts },
     { &t->fim_rep, fim_rep_texts }, { &t->fim_sep, fim_sep_texts },
   };
   for (size_t k = 0; k < sizeof finds / sizeof finds[0]; k++) {
@@ -328,6 +335,9 @@ tg_tokenizer *tokenizer_from_gguf(const gguf_file *f) {
     { KEY("eot_token_id"), offsetof(tg_tokenizer, eot) }, { KEY("eom_token_id"), offsetof(tg_tokenizer, eom) },
     { KEY("unknown_token_id"), offsetof(tg_tokenizer, unk) }, { KEY("seperator_token_id"), offsetof(tg_tokenizer, sep) },
     { KEY("padding_token_id"), offsetof(tg_tokenizer, pad) }, { KEY("mask_token_id"), offsetof(tg_tokenizer, mask) },
+    { KEY("fim_pre_token_id"), offsetof(tg_tokenizer, fim_pre) }, { KEY("fim_suf_token_id"), offsetof(tg_tokenizer, fim_suf) },
+    { KEY("fim_mid_token_id"), offsetof(tg_tokenizer, fim_mid) }, { KEY("prefix_token_id"), offsetof(tg_tokenizer, fim_pre) },
+    { KEY("suffix_token_id"), offsetof(tg_tokenizer, fim_suf) }, { KEY("middle_token_id"), offsetof(tg_tokenizer, fim_mid) },
     { KEY("fim_pad_token_id"), offsetof(tg_tokenizer, fim_pad) }, { KEY("fim_rep_token_id"), offsetof(tg_tokenizer, fim_rep) },
     { KEY("fim_sep_token_id"), offsetof(tg_tokenizer, fim_sep) },
   };
