@@ -418,3 +418,50 @@ TEST(tok_spm_word_split) {
   strings_free(&v);
   tg_tokenizer_free(t);
 }
+
+/* Tokens llama.cpp recognizes by their text: end of generation, and control
+ * (so special parsing finds them) even when the metadata says normal. */
+TEST(tok_eog_by_text) {
+  static const char *const toks[] = { "a", "b", "ab", "\xC4\xA0", "\xC4\xA0" "a", "c", "d", "e", "f", "g", "h",
+                                      "i", "<|im_end|>", "<|eot_id|>", "<|fim_pad|>", "m" };
+  static const char *const merges[] = { "a b", "\xC4\xA0 a" };
+  const char *p = write_vocab("qwen2", toks, 16, merges, 2);
+  tg_tokenizer *t = tg_tokenizer_load(p);
+  CHECK_OK(t);
+  if (t) {
+    CHECK_EQ_INT(tg_tokenizer_find(t, "<|im_end|>"), 12);
+    CHECK(tg_tokenizer_is_eog(t, 12));
+    CHECK(tg_tokenizer_is_eog(t, 13));
+    CHECK(tg_tokenizer_is_eog(t, 14));   /* FIM pad ends generation too */
+    CHECK(!tg_tokenizer_is_eog(t, 0));
+    CHECK_EQ_INT(tg_tokenizer_eot(t), 12);
+    int32_t *ids;
+    int n = tg_tokenize(t, "ab<|im_end|>", 12, false, true, &ids);
+    CHECK_EQ_INT(n, 2);
+    if (n == 2) { CHECK_EQ_INT(ids[0], 2); CHECK_EQ_INT(ids[1], 12); }
+    size_t len;
+    char *d = tg_detokenize(t, ids, n, false, false, &len);
+    CHECK(d && !strcmp(d, "ab"));
+    free(d);
+    d = tg_detokenize(t, ids, n, false, true, &len);
+    CHECK(d && !strcmp(d, "ab<|im_end|>"));
+    free(d);
+    free(ids);
+  }
+  tg_tokenizer_free(t);
+  remove(p);
+}
+
+/* gpt-2 style detokenize cleans up spaces before punctuation, as llama.cpp. */
+TEST(tok_detokenize_clean_spaces) {
+  tg_tokenizer *t = load_or_skip(VOCAB_DIR "ggml-vocab-gpt-2.gguf");
+  if (!t) SKIP("no gpt-2 vocab (shared test data absent)");
+  const char *s = "Hello , world ! I 'm here .";
+  int32_t *ids;
+  int n = tg_tokenize(t, s, strlen(s), false, false, &ids);
+  char *d = tg_detokenize(t, ids, n, false, false, NULL);
+  CHECK_MSG(d && !strcmp(d, "Hello, world! I'm here."), "got '%s'", d ? d : "(null)");
+  free(d);
+  free(ids);
+  tg_tokenizer_free(t);
+}
