@@ -465,3 +465,43 @@ TEST(tok_detokenize_clean_spaces) {
   free(ids);
   tg_tokenizer_free(t);
 }
+
+/* Arbitrary bytes (invalid UTF-8, NULs, pieces of special tokens) never
+ * crash and give ids in range that decode. */
+TEST(tok_random_bytes) {
+  const char *vocabs[] = { "llama-spm", "gpt-2", "deepseek-coder", "bert-bge", "phi-3" };
+  const char *alphabet[] = { "a", " ", "\n", "\xE2", "\x96", "\x81", "\xF0\x9F", "<", "|", ">", "<|endoftext|>", "<s>",
+                             "\xC3\xBC", "\xFF", "'s", "1", "\t", "\0", "\xCC\x81" };
+  uint64_t seed = 12345;
+  int loaded = 0;
+  for (int v = 0; v < 5; v++) {
+    char path[512];
+    snprintf(path, sizeof path, VOCAB_DIR "ggml-vocab-%s.gguf", vocabs[v]);
+    tg_tokenizer *t = load_or_skip(path);
+    if (!t) continue;
+    loaded++;
+    for (int r = 0; r < 200; r++) {
+      char text[512];
+      size_t n = 0;
+      seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+      int parts = (int)(seed >> 58);
+      for (int k = 0; k < parts; k++) {
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        const char *a = alphabet[(seed >> 33) % 19];
+        size_t al = (seed >> 33) % 19 == 17 ? 1 : strlen(a);
+        memcpy(text + n, a, al);
+        n += al;
+      }
+      int32_t *ids;
+      int c = tg_tokenize(t, text, n, r % 2, r % 3 == 0, &ids);
+      CHECK(c >= 0);
+      for (int i = 0; i < c; i++) CHECK(ids[i] >= 0 && ids[i] < tg_tokenizer_n_vocab(t));
+      char *d = tg_detokenize(t, ids, c, r % 2, true, NULL);
+      CHECK(d != NULL);
+      free(d);
+      free(ids);
+    }
+    tg_tokenizer_free(t);
+  }
+  if (!loaded) SKIP("no vocabs (shared test data absent)");
+}
