@@ -61,6 +61,14 @@ void spm_encode(const tg_tokenizer *t, const char *text, size_t n, ids_vec *out)
 int bpe_encode(const tg_tokenizer *t, const char *text, size_t n, ids_vec *out);
 void wpm_encode(const tg_tokenizer *t, const char *text, size_t n, ids_vec *out);
 
+/* special_tokens.c, in this order after the tokens and special ids are
+ * loaded: roles and attributes from token texts and the end-of-generation
+ * set; the list of special tokens, longest first; model-specific strip
+ * attributes. */
+void special_tokens_detect(tg_tokenizer *t);
+void special_tokens_cache(tg_tokenizer *t);
+void special_tokens_strip_attrs(tg_tokenizer *t, const gguf_file *f);
+
 /* Builds the piece cache (detokenize.c). */
 void tokenizer_build_pieces(tg_tokenizer *t);
 
