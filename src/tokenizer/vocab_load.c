@@ -1,6 +1,6 @@
 /* vocab_load.c: a tokenizer from tokenizer.ggml.* GGUF metadata, with
- * llama.cpp's defaults per model type and pre-tokenizer, its special-token
- * fallbacks and its end-of-generation detection by token text. */
+ * llama.cpp's defaults per model type and pre-tokenizer and its special-id
+ * fallbacks (special_tokens.c infers the rest from token texts). */
 #include <string.h>
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/unicode.h"
