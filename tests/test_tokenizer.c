@@ -505,3 +505,30 @@ TEST(tok_random_bytes) {
   }
   if (!loaded) SKIP("no vocabs (shared test data absent)");
 }
+
+/* Pre-tokenizer splits: digit grouping by lookahead (tiny_aya) and by empty
+ * matches (superbpe), llama3's contractions and whitespace rules. */
+static void check_split(const char *pre, const char *text, const char *want) {
+  unsigned fl;
+  pretok *p = pretok_new(pre, &fl);
+  CHECK_OK(p);
+  if (!p) return;
+  pretok_span *w;
+  int n = pretok_split(p, text, strlen(text), &w);
+  char got[512] = "";
+  for (int i = 0; i < n; i++) {
+    size_t l = strlen(got);
+    snprintf(got + l, sizeof got - l, "%s%.*s", i ? "|" : "", (int)w[i].len, text + w[i].start);
+  }
+  CHECK_MSG(!strcmp(got, want), "%s: '%s' split as '%s', want '%s'", pre, text, got, want);
+  free(w);
+  pretok_free(p);
+}
+
+TEST(tok_pretokenizer_splits) {
+  check_split("tiny_aya", "1234567 ab", "1|234|567| ab");
+  check_split("superbpe", "x1234567", "x|1|234|567");
+  check_split("llama3", "I'VE  been 12345\n\n x", "I|'VE| | been| |123|45|\n\n| x");
+  check_split("gpt-2", "Hello  world's 42!", "Hello| | world|'s| 42|!");
+  check_split("default", "a+b 1234", "a|+|b| |123|4");   /* its last regex, [0-9]{3}, splits digit runs */
+}

@@ -1,6 +1,6 @@
 /* pretokenize.c: see pretokenize.h. The regexes are those of the models'
  * tokenizer.json files as llama.cpp adapts them (case-insensitive groups
- * spelled out); "\s" and "\S" are rewritten to llama.cpp's whitespace set. */
+ * spelled out), with a few escapes rewritten to mean what they mean there. */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "tokenizer/pretokenize.h"
 #include <pcre2.h>
@@ -143,16 +143,22 @@ struct pretok {
   int n;
 };
 
-/* Rewrites \s and \S to llama.cpp's whitespace set (PCRE2's \s lacks U+0085
- * and friends). */
-static char *rewrite_space(const char *re) {
+/* Rewrites the escapes whose meaning under PCRE2_UCP differs from what
+ * llama.cpp runs: \s and \S are its whitespace set (PCRE2's lacks U+0085
+ * and friends); \d and \b are ASCII, as in std::wregex's "C" locale. */
+#define ASCII_WORD "[A-Za-z0-9_]"
+static char *rewrite_escapes(const char *re) {
   strbuf b = { 0 };
   bool in_class = false;
   for (const char *p = re; *p; p++) {
     if (*p == '\\' && p[1]) {
-      if (p[1] == 's') sb_printf(&b, in_class ? "%s" : "[%s]", UCP_SPACE_CLASS);
-      else if (p[1] == 'S' && !in_class) sb_printf(&b, "[^%s]", UCP_SPACE_CLASS);
-      else sb_printf(&b, "%c%c", p[0], p[1]);
+      char e = p[1];
+      if (e == 's') sb_printf(&b, in_class ? "%s" : "[%s]", UCP_SPACE_CLASS);
+      else if (e == 'S' && !in_class) sb_printf(&b, "[^%s]", UCP_SPACE_CLASS);
+      else if (e == 'd') sb_puts(&b, in_class ? "0-9" : "[0-9]");
+      else if (e == 'b' && !in_class)
+        sb_puts(&b, "(?:(?<=" ASCII_WORD ")(?!" ASCII_WORD ")|(?<!" ASCII_WORD ")(?=" ASCII_WORD "))");
+      else sb_printf(&b, "%c%c", p[0], e);
       p++;
       continue;
     }
@@ -183,7 +189,7 @@ pretok *pretok_new(const char *name, unsigned *flags) {
   *flags = pn->flags;
   pretok *p = tg_xcalloc(1, sizeof *p);
   for (int i = 0; i < MAX_RE && REGEX_SETS[pn->set][i]; i++) {
-    char *src = rewrite_space(REGEX_SETS[pn->set][i]);
+    char *src = rewrite_escapes(REGEX_SETS[pn->set][i]);
     int err;
     PCRE2_SIZE off;
     pcre2_code *re = pcre2_compile((PCRE2_SPTR)src, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP | PCRE2_DOLLAR_ENDONLY,
