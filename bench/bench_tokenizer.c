@@ -82,12 +82,7 @@ static double spm_pair(const tg_tokenizer *t, const char *w, const sym *a, const
 }
 
 static double bpe_pair(const tg_tokenizer *t, const char *w, const sym *a, const sym *b) {
-  char key[1024];
-  if (a->n + b->n + 1 > sizeof key) return -1e308;
-  memcpy(key, w + a->off, a->n);
-  key[a->n] = (char)0xFF;
-  memcpy(key + a->n + 1, w + b->off, b->n);
-  int32_t r = strmap_get(&t->merges, key, a->n + b->n + 1);
+  int32_t r = bpe_pair_rank(t, w + a->off, a->n, w + b->off, b->n);
   return r < 0 ? -1e308 : -(double)r;
 }
 

@@ -21,7 +21,7 @@ static void spm_add_pair(void *ctx, int left, int right) {
   size_t n = l->n + r->n;
   int32_t id = strmap_get(&s->t->ids, s->text + l->off, n);
   if (id < 0) return;
-  bigram_push(&s->heap, (bigram){ s->t->score[id], left, right, n });
+  bigram_push(&s->heap, (bigram){ s->t->score[id], left, right, n, id });
 }
 
 static bool is_space_sym(const spm_state *s, int i) {
@@ -34,7 +34,7 @@ static void spm_emit(const spm_state *s, int first, ids_vec *out) {
   const tg_tokenizer *t = s->t;
   for (int i = first; i >= 0; i = s->syms.v[i].next) {
     const merge_symbol *sym = &s->syms.v[i];
-    int32_t id = strmap_get(&t->ids, s->text + sym->off, sym->n);
+    int32_t id = sym->id != SYM_ID_UNKNOWN ? sym->id : strmap_get(&t->ids, s->text + sym->off, sym->n);
     if (id >= 0) {
       VEC_PUSH(*out, id);
       continue;
@@ -52,7 +52,7 @@ void spm_encode(const tg_tokenizer *t, const char *text, size_t n, ids_vec *out)
     size_t len = (size_t)utf8_seq_len((unsigned char)text[off]);
     if (len > n - off) len = n - off;
     int i = s.syms.n;
-    VEC_PUSH(s.syms, ((merge_symbol){ i - 1, off + len == n ? -1 : i + 1, off, len }));
+    VEC_PUSH(s.syms, ((merge_symbol){ i - 1, off + len == n ? -1 : i + 1, off, len, SYM_ID_UNKNOWN }));
     off += len;
   }
   /* llama.cpp merges the whole text at once; when the vocabulary allows

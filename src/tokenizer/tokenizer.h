@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include "tg_tokenizer.h"
 #include "io/gguf_file.h"
+#include "tokenizer/pairmap.h"
 #include "tokenizer/pretokenize.h"
 #include "tokenizer/strmap.h"
 #include "util/util.h"
@@ -31,7 +32,8 @@ struct tg_tokenizer {
   uint16_t *attr;
   int max_token_len;
   strmap ids;                        /* text -> id */
-  strmap merges;                     /* "left\xFFright" -> rank (BPE) */
+  pairmap pair_ranks;                /* BPE merges of two tokens: id pair -> rank, merged id */
+  strmap merges;                     /* the other merges: "left\xFFright" -> rank */
   char *merge_keys;                  /* storage of those keys */
   pretok *pre;                       /* BPE */
   int32_t byte_token[256];           /* byte -> its token (<0xXX> or GPT-2 char), -1 */
@@ -59,6 +61,8 @@ tg_tokenizer *tokenizer_from_gguf(const gguf_file *f);
 typedef VEC(int32_t) ids_vec;
 void spm_encode(const tg_tokenizer *t, const char *text, size_t n, ids_vec *out);
 int bpe_encode(const tg_tokenizer *t, const char *text, size_t n, ids_vec *out);
+/* The merge rank of the byte-encoded texts left + right, or -1. */
+int32_t bpe_pair_rank(const tg_tokenizer *t, const char *left, size_t ln, const char *right, size_t rn);
 void wpm_encode(const tg_tokenizer *t, const char *text, size_t n, ids_vec *out);
 
 /* special_tokens.c, in this order after the tokens and special ids are

@@ -18,6 +18,7 @@ void tg_tokenizer_free(tg_tokenizer *t) {
   free(t->piece); free(t->piece_len); free(t->specials); free(t->merge_keys);
   strmap_free(&t->ids);
   strmap_free(&t->merges);
+  pairmap_free(&t->pair_ranks);
   pretok_free(t->pre);
   free(t->model); free(t->pre_name); free(t->name);
   free(t);
@@ -120,30 +121,46 @@ static int load_tokens(tg_tokenizer *t, const gguf_file *f) {
 }
 
 /* Merges "first second" (split at the first space after the first byte) ->
- * rank, keyed "first\xFFsecond" (0xFF never occurs in UTF-8). */
+ * rank. A merge of two vocabulary tokens goes to the id-pair map with the id
+ * of its result; any other to a string map keyed "first\xFFsecond" (0xFF
+ * never occurs in UTF-8). A repeated pair keeps its first rank. */
 static int load_merges(tg_tokenizer *t, const gguf_file *f) {
   const gguf_kv *m = gguf_find(f, KEY("merges"));
   if (!m) return tg_seterr("tokenizer: gpt2 tokenizer without tokenizer.ggml.merges");
   if (m->type != GGUF_ARRAY || m->arr_type != GGUF_STRING)
     return tg_seterr("tokenizer: tokenizer.ggml.merges is not an array of strings");
   if (m->arr_n > INT32_MAX) return tg_seterr("tokenizer: too many merges");
-  size_t total = 0;
-  for (uint64_t i = 0; i < m->arr_n; i++) total += (size_t)m->str_lens[i];
+  size_t total = 0, longest = 0;
+  for (uint64_t i = 0; i < m->arr_n; i++) {
+    total += (size_t)m->str_lens[i];
+    if ((size_t)m->str_lens[i] > longest) longest = (size_t)m->str_lens[i];
+  }
   t->merge_keys = tg_xmalloc(total + 1);
-  strmap_init(&t->merges, (size_t)m->arr_n);
-  char *k = t->merge_keys;
+  pairmap_init(&t->pair_ranks, (size_t)m->arr_n);
+  char *k = t->merge_keys, *joined = tg_xmalloc(longest + 1);
   for (uint64_t i = 0; i < m->arr_n; i++) {
     size_t len = (size_t)m->str_lens[i];
     const char *s = m->strs[i];
     const char *sp = len > 1 ? memchr(s + 1, ' ', len - 1) : NULL;
-    if (!sp)
+    if (!sp) {
+      free(joined);
       return tg_seterr("tokenizer: tokenizer.ggml.merges[%llu] '%.*s' is not two tokens separated by a space",
                        (unsigned long long)i, (int)(len < 64 ? len : 64), s);
+    }
+    size_t fl = (size_t)(sp - s), sl = len - fl - 1;
+    int32_t a = strmap_get(&t->ids, s, fl), b = strmap_get(&t->ids, sp + 1, sl);
+    if (a >= 0 && b >= 0) {
+      memcpy(joined, s, fl);
+      memcpy(joined + fl, sp + 1, sl);
+      pairmap_put(&t->pair_ranks, a, b, (int32_t)i, strmap_get(&t->ids, joined, fl + sl));
+      continue;
+    }
     memcpy(k, s, len);
-    k[sp - s] = (char)0xFF;
-    strmap_put(&t->merges, k, len, (int32_t)i, NULL);   /* a repeated pair keeps its first rank */
+    k[fl] = (char)0xFF;
+    strmap_put(&t->merges, k, len, (int32_t)i, NULL);
     k += len;
   }
+  free(joined);
   return 0;
 }
 
