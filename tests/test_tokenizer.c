@@ -532,3 +532,26 @@ TEST(tok_pretokenizer_splits) {
   check_split("gpt-2", "Hello  world's 42!", "Hello| | world|'s| 42|!");
   check_split("default", "a+b 1234", "a|+|b| |123|4");   /* its last regex, [0-9]{3}, splits digit runs */
 }
+
+/* A merge whose sides are not tokens (llama.cpp ranks merges by text) still
+ * applies; a word without a token falls back to single-byte tokens. */
+TEST(tok_bpe_non_token_merge) {
+  static const char *const toks[] = { "xy", "xyz", "z", "q", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n" };
+  static const char *const merges[] = { "x y", "xy z" };
+  const char *p = write_vocab("gpt-2", toks, 16, merges, 2);
+  tg_tokenizer *t = tg_tokenizer_load(p);
+  CHECK_OK(t);
+  if (t) {
+    int32_t *ids;
+    int n = tg_tokenize(t, "xyz", 3, false, false, &ids);
+    CHECK_EQ_INT(n, 1);
+    if (n == 1) CHECK_EQ_INT(ids[0], 1);
+    free(ids);
+    n = tg_tokenize(t, "xq", 2, false, false, &ids);   /* "x" has no token: dropped, as llama.cpp */
+    CHECK_EQ_INT(n, 1);
+    if (n == 1) CHECK_EQ_INT(ids[0], 3);
+    free(ids);
+  }
+  tg_tokenizer_free(t);
+  remove(p);
+}
