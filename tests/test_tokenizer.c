@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include "test.h"
 #include "tokenizer/pretokenize.h"
+#include "tokenizer/tokenizer.h"
 
 #define VOCAB_DIR "../../shared/testdata/vocab/"
 #define MODEL_DIR "../../shared/testdata/models/"
@@ -367,5 +368,190 @@ TEST(tok_all_pretokenizers) {
   const char *p = write_vocab("kimi-k2", toks, 5, merges, 2);
   CHECK(tg_tokenizer_load(p) == NULL);
   CHECK(strstr(tg_error(), "not supported") != NULL);
+  remove(p);
+}
+
+/* Long words: the regexes with repeated groups (gpt-4o, tekken) outgrow
+ * PCRE2's JIT stack; the interpreter takes over and the word stays whole. */
+TEST(tok_long_word) {
+  static const char *const toks[] = { "a", "b", "ab", "\xC4\xA0", "\xC4\xA0" "a", "c", "d", "e", "f", "g", "h",
+                                      "i", "j", "k", "l", "m" };
+  static const char *const merges[] = { "a b", "\xC4\xA0 a" };
+  size_t n = 200000;
+  char *text = malloc(n + 1);
+  memset(text, 'a', n);   /* one 200 KB word */
+  text[n] = 0;
+  const char *pres[] = { "gpt-4o", "tekken", "llama3" };
+  for (int k = 0; k < 3; k++) {
+    const char *p = write_vocab(pres[k], toks, 16, merges, 2);
+    tg_tokenizer *t = tg_tokenizer_load(p);
+    CHECK_OK(t);
+    int32_t *ids;
+    int c = t ? tg_tokenize(t, text, n, false, false, &ids) : -1;
+    CHECK_MSG(c == (int)n, "%s: %d ids (%s)", pres[k], c, c < 0 ? tg_error() : "");   /* no "a a" merge */
+    if (c >= 0) free(ids);
+    tg_tokenizer_free(t);
+    remove(p);
+  }
+  free(text);
+}
+
+/* SPM merges word by word when the vocabulary allows: the ids must be those
+ * of merging the whole text at once (llama.cpp's way). */
+TEST(tok_spm_word_split) {
+  tg_tokenizer *t = load_or_skip(VOCAB_DIR "ggml-vocab-llama-spm.gguf");
+  if (!t) SKIP("no llama-spm vocab (shared test data absent)");
+  strings v;
+  CHECK(read_inp(VOCAB_DIR "ggml-vocab-llama-spm.gguf.inp", &v));
+  char *text = malloc(1 << 17);
+  size_t n = 0;
+  for (int r = 0; n < 60000; r++)
+    for (int i = 0; i < v.n; i++) { memcpy(text + n, v.s[i], v.len[i]); n += v.len[i]; text[n++] = ' '; }
+  CHECK(t->spm_split_words);
+  int32_t *a, *b;
+  int na = tg_tokenize(t, text, n, true, false, &a);
+  ((tg_tokenizer *)t)->spm_split_words = false;
+  int nb = tg_tokenize(t, text, n, true, false, &b);
+  CHECK_EQ_INT(na, nb);
+  CHECK(na == nb && !memcmp(a, b, (size_t)na * sizeof *a));
+  free(a); free(b); free(text);
+  strings_free(&v);
+  tg_tokenizer_free(t);
+}
+
+/* Tokens llama.cpp recognizes by their text: end of generation, and control
+ * (so special parsing finds them) even when the metadata says normal. */
+TEST(tok_eog_by_text) {
+  static const char *const toks[] = { "a", "b", "ab", "\xC4\xA0", "\xC4\xA0" "a", "c", "d", "e", "f", "g", "h",
+                                      "i", "<|im_end|>", "<|eot_id|>", "<|fim_pad|>", "m" };
+  static const char *const merges[] = { "a b", "\xC4\xA0 a" };
+  const char *p = write_vocab("qwen2", toks, 16, merges, 2);
+  tg_tokenizer *t = tg_tokenizer_load(p);
+  CHECK_OK(t);
+  if (t) {
+    CHECK_EQ_INT(tg_tokenizer_find(t, "<|im_end|>"), 12);
+    CHECK(tg_tokenizer_is_eog(t, 12));
+    CHECK(tg_tokenizer_is_eog(t, 13));
+    CHECK(tg_tokenizer_is_eog(t, 14));   /* FIM pad ends generation too */
+    CHECK(!tg_tokenizer_is_eog(t, 0));
+    CHECK_EQ_INT(tg_tokenizer_eot(t), 12);
+    int32_t *ids;
+    int n = tg_tokenize(t, "ab<|im_end|>", 12, false, true, &ids);
+    CHECK_EQ_INT(n, 2);
+    if (n == 2) { CHECK_EQ_INT(ids[0], 2); CHECK_EQ_INT(ids[1], 12); }
+    size_t len;
+    char *d = tg_detokenize(t, ids, n, false, false, &len);
+    CHECK(d && !strcmp(d, "ab"));
+    free(d);
+    d = tg_detokenize(t, ids, n, false, true, &len);
+    CHECK(d && !strcmp(d, "ab<|im_end|>"));
+    free(d);
+    free(ids);
+  }
+  tg_tokenizer_free(t);
+  remove(p);
+}
+
+/* gpt-2 style detokenize cleans up spaces before punctuation, as llama.cpp. */
+TEST(tok_detokenize_clean_spaces) {
+  tg_tokenizer *t = load_or_skip(VOCAB_DIR "ggml-vocab-gpt-2.gguf");
+  if (!t) SKIP("no gpt-2 vocab (shared test data absent)");
+  const char *s = "Hello , world ! I 'm here .";
+  int32_t *ids;
+  int n = tg_tokenize(t, s, strlen(s), false, false, &ids);
+  char *d = tg_detokenize(t, ids, n, false, false, NULL);
+  CHECK_MSG(d && !strcmp(d, "Hello, world! I'm here."), "got '%s'", d ? d : "(null)");
+  free(d);
+  free(ids);
+  tg_tokenizer_free(t);
+}
+
+/* Arbitrary bytes (invalid UTF-8, NULs, pieces of special tokens) never
+ * crash and give ids in range that decode. */
+TEST(tok_random_bytes) {
+  const char *vocabs[] = { "llama-spm", "gpt-2", "deepseek-coder", "bert-bge", "phi-3" };
+  const char *alphabet[] = { "a", " ", "\n", "\xE2", "\x96", "\x81", "\xF0\x9F", "<", "|", ">", "<|endoftext|>", "<s>",
+                             "\xC3\xBC", "\xFF", "'s", "1", "\t", "\0", "\xCC\x81" };
+  uint64_t seed = 12345;
+  int loaded = 0;
+  for (int v = 0; v < 5; v++) {
+    char path[512];
+    snprintf(path, sizeof path, VOCAB_DIR "ggml-vocab-%s.gguf", vocabs[v]);
+    tg_tokenizer *t = load_or_skip(path);
+    if (!t) continue;
+    loaded++;
+    for (int r = 0; r < 200; r++) {
+      char text[512];
+      size_t n = 0;
+      seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+      int parts = (int)(seed >> 58);
+      for (int k = 0; k < parts; k++) {
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        const char *a = alphabet[(seed >> 33) % 19];
+        size_t al = (seed >> 33) % 19 == 17 ? 1 : strlen(a);
+        memcpy(text + n, a, al);
+        n += al;
+      }
+      int32_t *ids;
+      int c = tg_tokenize(t, text, n, r % 2, r % 3 == 0, &ids);
+      CHECK(c >= 0);
+      for (int i = 0; i < c; i++) CHECK(ids[i] >= 0 && ids[i] < tg_tokenizer_n_vocab(t));
+      char *d = tg_detokenize(t, ids, c, r % 2, true, NULL);
+      CHECK(d != NULL);
+      free(d);
+      free(ids);
+    }
+    tg_tokenizer_free(t);
+  }
+  if (!loaded) SKIP("no vocabs (shared test data absent)");
+}
+
+/* Pre-tokenizer splits: digit grouping by lookahead (tiny_aya) and by empty
+ * matches (superbpe), llama3's contractions and whitespace rules. */
+static void check_split(const char *pre, const char *text, const char *want) {
+  unsigned fl;
+  pretok *p = pretok_new(pre, &fl);
+  CHECK_OK(p);
+  if (!p) return;
+  pretok_span *w;
+  int n = pretok_split(p, text, strlen(text), &w);
+  char got[512] = "";
+  for (int i = 0; i < n; i++) {
+    size_t l = strlen(got);
+    snprintf(got + l, sizeof got - l, "%s%.*s", i ? "|" : "", (int)w[i].len, text + w[i].start);
+  }
+  CHECK_MSG(!strcmp(got, want), "%s: '%s' split as '%s', want '%s'", pre, text, got, want);
+  free(w);
+  pretok_free(p);
+}
+
+TEST(tok_pretokenizer_splits) {
+  check_split("tiny_aya", "1234567 ab", "1|234|567| ab");
+  check_split("superbpe", "x1234567", "x|1|234|567");
+  check_split("llama3", "I'VE  been 12345\n\n x", "I|'VE| | been| |123|45|\n\n| x");
+  check_split("gpt-2", "Hello  world's 42!", "Hello| | world|'s| 42|!");
+  check_split("default", "a+b 1234", "a|+|b| |123|4");   /* its last regex, [0-9]{3}, splits digit runs */
+}
+
+/* A merge whose sides are not tokens (llama.cpp ranks merges by text) still
+ * applies; a word without a token falls back to single-byte tokens. */
+TEST(tok_bpe_non_token_merge) {
+  static const char *const toks[] = { "xy", "xyz", "z", "q", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n" };
+  static const char *const merges[] = { "x y", "xy z" };
+  const char *p = write_vocab("gpt-2", toks, 16, merges, 2);
+  tg_tokenizer *t = tg_tokenizer_load(p);
+  CHECK_OK(t);
+  if (t) {
+    int32_t *ids;
+    int n = tg_tokenize(t, "xyz", 3, false, false, &ids);
+    CHECK_EQ_INT(n, 1);
+    if (n == 1) CHECK_EQ_INT(ids[0], 1);
+    free(ids);
+    n = tg_tokenize(t, "xq", 2, false, false, &ids);   /* "x" has no token: dropped, as llama.cpp */
+    CHECK_EQ_INT(n, 1);
+    if (n == 1) CHECK_EQ_INT(ids[0], 3);
+    free(ids);
+  }
+  tg_tokenizer_free(t);
   remove(p);
 }

@@ -20,6 +20,7 @@ static const tg_command commands[] = {
   { "gguf", cmd_gguf, "print a GGUF file's header, metadata and tensor table" },
   { "quantize", cmd_quantize, "IN.gguf OUT.gguf TYPE: quantize a model's weights (as llama-quantize)" },
   { "llm-init", cmd_llm_init, "OUT.gguf [opts]: write a random-weight llama GGUF" },
+  { "tokenize", cmd_tokenize, "print the tokens of a text with a GGUF file's tokenizer" },
 };
 #define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
 

@@ -13,6 +13,7 @@ typedef struct {
   double prio;
   int left, right;
   size_t size;       /* bytes of left + right when queued */
+  int32_t id;        /* the token left + right make (SYM_ID_UNKNOWN: look it up) */
 } bigram;
 
 typedef VEC(bigram) bigram_heap;
@@ -48,10 +49,13 @@ static inline bigram bigram_pop(bigram_heap *h) {
 }
 
 /* A symbol of the text being merged: bytes [off, off+n) of the word, linked
- * to its live neighbours; n == 0 once merged into its left neighbour. */
+ * to its live neighbours; n == 0 once merged into its left neighbour. id is
+ * its token, -1 when its text is none, SYM_ID_UNKNOWN when not looked up. */
+#define SYM_ID_UNKNOWN (-2)
 typedef struct {
   int prev, next;
   size_t off, n;
+  int32_t id;
 } merge_symbol;
 typedef VEC(merge_symbol) symbol_vec;
 
@@ -65,6 +69,7 @@ static inline void bigram_merge_all(bigram_heap *h, merge_symbol *syms, void (*a
     merge_symbol *l = &syms[b.left], *r = &syms[b.right];
     if (l->n == 0 || r->n == 0 || l->n + r->n != b.size) continue;   /* stale */
     l->n += r->n;
+    l->id = b.id;
     r->n = 0;
     l->next = r->next;
     if (r->next >= 0) syms[r->next].prev = b.left;

@@ -1,7 +1,8 @@
 /* bpe.c: byte-level BPE (tokenizer.ggml.model "gpt2"): pre-tokenize into
  * words, map each byte to GPT-2's printable character, then repeatedly merge
- * the adjacent pair with the lowest merge rank (a hash map of
- * "left\xFFright" -> rank). Results are cached per word within one call. */
+ * the adjacent pair with the lowest merge rank (a hash map of token-id pair
+ * -> rank; symbols carry their token ids). Results are cached per word
+ * within one call. */
 #include <string.h>
 #include "tokenizer/bigram_heap.h"
 #include "tokenizer/tokenizer.h"
@@ -16,26 +17,53 @@ typedef struct {
   size_t key_cap;
 } bpe_state;
 
-static void bpe_add_pair(void *ctx, int left, int right) {
-  bpe_state *s = ctx;
-  if (left < 0 || right < 0) return;
-  const merge_symbol *l = &s->syms.v[left], *r = &s->syms.v[right];
-  size_t n = l->n + r->n + 1;
+/* Rank of a merge with a non-token side, from the string map. */
+static int32_t string_rank(bpe_state *s, const char *l, size_t ln, const char *r, size_t rn) {
+  size_t n = ln + rn + 1;
   if (n > s->key_cap) {
     s->key_cap = n * 2;
     s->key = tg_xrealloc(s->key, s->key_cap);
   }
-  memcpy(s->key, s->word + l->off, l->n);
-  s->key[l->n] = (char)0xFF;
-  memcpy(s->key + l->n + 1, s->word + r->off, r->n);
-  int32_t rank = strmap_get(&s->t->merges, s->key, n);
-  if (rank < 0) return;
-  bigram_push(&s->heap, (bigram){ -(double)rank, left, right, l->n + r->n });
+  memcpy(s->key, l, ln);
+  s->key[ln] = (char)0xFF;
+  memcpy(s->key + ln + 1, r, rn);
+  return strmap_get(&s->t->merges, s->key, n);
 }
 
-/* The ids of one byte-encoded word (w, n bytes; one symbol per source byte:
- * sym_len[i] bytes each). */
-static void bpe_word(bpe_state *s, const char *w, size_t n, const uint8_t *sym_len, int n_syms, ids_vec *out) {
+static void bpe_add_pair(void *ctx, int left, int right) {
+  bpe_state *s = ctx;
+  if (left < 0 || right < 0) return;
+  const merge_symbol *l = &s->syms.v[left], *r = &s->syms.v[right];
+  int32_t rank, id;
+  if (l->id >= 0 && r->id >= 0) {   /* two tokens: the id-pair map has every such merge */
+    const pairmap_entry *e = pairmap_get(&s->t->pair_ranks, l->id, r->id);
+    if (!e) return;
+    rank = e->rank;
+    id = e->id;
+  } else {
+    rank = string_rank(s, s->word + l->off, l->n, s->word + r->off, r->n);
+    if (rank < 0) return;
+    id = strmap_get(&s->t->ids, s->word + l->off, l->n + r->n);   /* the symbols are adjacent */
+  }
+  bigram_push(&s->heap, (bigram){ -(double)rank, left, right, l->n + r->n, id });
+}
+
+int32_t bpe_pair_rank(const tg_tokenizer *t, const char *left, size_t ln, const char *right, size_t rn) {
+  int32_t a = strmap_get(&t->ids, left, ln), b = strmap_get(&t->ids, right, rn);
+  if (a >= 0 && b >= 0) {
+    const pairmap_entry *e = pairmap_get(&t->pair_ranks, a, b);
+    return e ? e->rank : -1;
+  }
+  bpe_state s = { t, NULL, { 0 }, { 0 }, NULL, 0 };
+  int32_t r = string_rank(&s, left, ln, right, rn);
+  free(s.key);
+  return r;
+}
+
+/* The ids of one byte-encoded word (w, n bytes; one symbol per source byte
+ * b[i], sym_len[i] bytes each). */
+static void bpe_word(bpe_state *s, const char *w, size_t n, const unsigned char *b, const uint8_t *sym_len, int n_syms,
+                     ids_vec *out) {
   const tg_tokenizer *t = s->t;
   if (t->ignore_merges) {
     int32_t id = strmap_get(&t->ids, w, n);
@@ -45,29 +73,32 @@ static void bpe_word(bpe_state *s, const char *w, size_t n, const uint8_t *sym_l
   s->syms.n = 0;
   s->heap.n = 0;
   size_t off = 0;
-  for (int i = 0; i < n_syms; i++) {
-    VEC_PUSH(s->syms, ((merge_symbol){ i - 1, i + 1 == n_syms ? -1 : i + 1, off, sym_len[i] }));
+  for (int i = 0; i < n_syms; i++) {   /* a byte's character is its byte token, when the vocabulary has it */
+    VEC_PUSH(s->syms, ((merge_symbol){ i - 1, i + 1 == n_syms ? -1 : i + 1, off, sym_len[i], t->byte_token[b[i]] }));
     off += sym_len[i];
   }
   for (int i = 1; i < n_syms; i++) bpe_add_pair(s, i - 1, i);
   bigram_merge_all(&s->heap, s->syms.v, bpe_add_pair, s);
   for (int i = n_syms ? 0 : -1; i >= 0; i = s->syms.v[i].next) {
     const merge_symbol *sym = &s->syms.v[i];
-    int32_t id = strmap_get(&t->ids, w + sym->off, sym->n);
-    if (id >= 0) { VEC_PUSH(*out, id); continue; }
+    if (sym->id >= 0) { VEC_PUSH(*out, sym->id); continue; }
     /* no token: llama.cpp tries each byte of the encoded text alone */
     for (size_t j = 0; j < sym->n; j++) {
-      int32_t b = strmap_get(&t->ids, w + sym->off + j, 1);
-      if (b >= 0) VEC_PUSH(*out, b);
+      int32_t id = strmap_get(&t->ids, w + sym->off + j, 1);
+      if (id >= 0) VEC_PUSH(*out, id);
     }
   }
 }
 
-void bpe_encode(const tg_tokenizer *t, const char *raw, size_t raw_n, ids_vec *out) {
+int bpe_encode(const tg_tokenizer *t, const char *raw, size_t raw_n, ids_vec *out) {
   size_t n;
   char *text = utf8_sanitize(raw, raw_n, &n);   /* PCRE2 needs valid UTF-8; llama.cpp makes it so too */
   pretok_span *words;
   int n_words = pretok_split(t->pre, text, n, &words);
+  if (n_words < 0) {
+    free(text);
+    return -1;
+  }
 
   /* per-call cache: word bytes -> [first, count) in `cached` */
   strmap cache = { 0 };
@@ -100,7 +131,7 @@ void bpe_encode(const tg_tokenizer *t, const char *raw, size_t raw_n, ids_vec *o
       en += (size_t)l;
     }
     int first = out->n;
-    bpe_word(&s, enc, en, sym_len, (int)wn, out);
+    bpe_word(&s, enc, en, (const unsigned char *)word, sym_len, (int)wn, out);
     if (cache.n < 65536 && out->n - first < 1024) {   /* bounded memory for huge inputs */
       uint64_t sp = ((uint64_t)cached.n << 32) | (uint32_t)(out->n - first);
       for (int k = first; k < out->n; k++) VEC_PUSH(cached, out->v[k]);
@@ -118,4 +149,5 @@ void bpe_encode(const tg_tokenizer *t, const char *raw, size_t raw_n, ids_vec *o
   VEC_FREE(spans);
   free(words);
   free(text);
+  return 0;
 }

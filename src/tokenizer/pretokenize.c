@@ -1,6 +1,6 @@
 /* pretokenize.c: see pretokenize.h. The regexes are those of the models'
  * tokenizer.json files as llama.cpp adapts them (case-insensitive groups
- * spelled out); "\s" and "\S" are rewritten to llama.cpp's whitespace set. */
+ * spelled out), with a few escapes rewritten to mean what they mean there. */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "tokenizer/pretokenize.h"
 #include <pcre2.h>
@@ -143,16 +143,22 @@ struct pretok {
   int n;
 };
 
-/* Rewrites \s and \S to llama.cpp's whitespace set (PCRE2's \s lacks U+0085
- * and friends). */
-static char *rewrite_space(const char *re) {
+/* Rewrites the escapes whose meaning under PCRE2_UCP differs from what
+ * llama.cpp runs: \s and \S are its whitespace set (PCRE2's lacks U+0085
+ * and friends); \d and \b are ASCII, as in std::wregex's "C" locale. */
+#define ASCII_WORD "[A-Za-z0-9_]"
+static char *rewrite_escapes(const char *re) {
   strbuf b = { 0 };
   bool in_class = false;
   for (const char *p = re; *p; p++) {
     if (*p == '\\' && p[1]) {
-      if (p[1] == 's') sb_printf(&b, in_class ? "%s" : "[%s]", UCP_SPACE_CLASS);
-      else if (p[1] == 'S' && !in_class) sb_printf(&b, "[^%s]", UCP_SPACE_CLASS);
-      else sb_printf(&b, "%c%c", p[0], p[1]);
+      char e = p[1];
+      if (e == 's') sb_printf(&b, in_class ? "%s" : "[%s]", UCP_SPACE_CLASS);
+      else if (e == 'S' && !in_class) sb_printf(&b, "[^%s]", UCP_SPACE_CLASS);
+      else if (e == 'd') sb_puts(&b, in_class ? "0-9" : "[0-9]");
+      else if (e == 'b' && !in_class)
+        sb_puts(&b, "(?:(?<=" ASCII_WORD ")(?!" ASCII_WORD ")|(?<!" ASCII_WORD ")(?=" ASCII_WORD "))");
+      else sb_printf(&b, "%c%c", p[0], e);
       p++;
       continue;
     }
@@ -183,7 +189,7 @@ pretok *pretok_new(const char *name, unsigned *flags) {
   *flags = pn->flags;
   pretok *p = tg_xcalloc(1, sizeof *p);
   for (int i = 0; i < MAX_RE && REGEX_SETS[pn->set][i]; i++) {
-    char *src = rewrite_space(REGEX_SETS[pn->set][i]);
+    char *src = rewrite_escapes(REGEX_SETS[pn->set][i]);
     int err;
     PCRE2_SIZE off;
     pcre2_code *re = pcre2_compile((PCRE2_SPTR)src, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP | PCRE2_DOLLAR_ENDONLY,
@@ -209,14 +215,30 @@ static void push_span(span_vec *v, size_t start, size_t len) {
   if (len) VEC_PUSH(*v, ((pretok_span){ start, len }));
 }
 
-/* Splits [start, start+len) of text by re into matches and gaps. */
-static void split_one(const pcre2_code *re, pcre2_match_data *md, const char *text, size_t start, size_t len,
-                      span_vec *out) {
+/* One match at or after pos: the JIT first; when it runs out of its stack
+ * (long words in patterns with repeated groups), the interpreter, which
+ * uses the heap. >= 0 on a match, PCRE2_ERROR_NOMATCH, or another error. */
+static int match_at(const pcre2_code *re, PCRE2_SPTR subj, size_t len, size_t pos, uint32_t opts,
+                    pcre2_match_data *md) {
+  int rc = pcre2_match(re, subj, len, pos, opts | PCRE2_NO_UTF_CHECK, md, NULL);
+  if (rc == PCRE2_ERROR_JIT_STACKLIMIT) rc = pcre2_match(re, subj, len, pos, opts | PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, md, NULL);
+  return rc;
+}
+
+/* Splits [start, start+len) of text by re into matches and gaps; -1 with
+ * tg_error when PCRE2 fails (e.g. a resource limit). */
+static int split_one(const pcre2_code *re, pcre2_match_data *md, const char *text, size_t start, size_t len,
+                     span_vec *out) {
   PCRE2_SPTR subj = (PCRE2_SPTR)(text + start);
   size_t pos = 0, done = 0;
   uint32_t opts = 0;
   while (pos <= len) {
-    int rc = pcre2_match(re, subj, len, pos, opts | PCRE2_NO_UTF_CHECK, md, NULL);
+    int rc = match_at(re, subj, len, pos, opts, md);
+    if (rc < 0 && rc != PCRE2_ERROR_NOMATCH) {
+      PCRE2_UCHAR msg[256];
+      pcre2_get_error_message(rc, msg, sizeof msg);
+      return tg_seterr("tokenizer: pre-tokenizer regex failed at byte %zu: %s", start + pos, (const char *)msg);
+    }
     if (rc < 0) {
       if (opts && pos < len) {   /* no non-empty match here: step one character */
         opts = 0;
@@ -237,6 +259,7 @@ static void split_one(const pcre2_code *re, pcre2_match_data *md, const char *te
     if (ms == me && pos >= len) break;
   }
   push_span(out, start + done, len - done);
+  return 0;
 }
 
 int pretok_split(const pretok *p, const char *text, size_t n, pretok_span **out) {
@@ -245,10 +268,16 @@ int pretok_split(const pretok *p, const char *text, size_t n, pretok_span **out)
   for (int r = 0; r < p->n; r++) {
     pcre2_match_data *md = pcre2_match_data_create_from_pattern(p->re[r], NULL);
     span_vec next = { 0 };
-    for (int i = 0; i < cur.n; i++) split_one(p->re[r], md, text, cur.v[i].start, cur.v[i].len, &next);
+    int rc = 0;
+    for (int i = 0; i < cur.n && rc == 0; i++) rc = split_one(p->re[r], md, text, cur.v[i].start, cur.v[i].len, &next);
     pcre2_match_data_free(md);
     VEC_FREE(cur);
     cur = next;
+    if (rc < 0) {
+      VEC_FREE(cur);
+      *out = NULL;
+      return -1;
+    }
   }
   *out = cur.v;
   return cur.n;

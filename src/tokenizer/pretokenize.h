@@ -30,7 +30,8 @@ const char *pretok_name(int i);
 typedef struct { size_t start, len; } pretok_span;
 /* Splits text (valid UTF-8) into words, every byte in exactly one word, in
  * order: each regex in turn splits each piece into its matches and the gaps
- * between them. *out gets a malloc'd array; returns the count. */
+ * between them. *out gets a malloc'd array; returns the count, or -1 with
+ * tg_error when PCRE2 fails (a match limit). */
 int pretok_split(const pretok *p, const char *text, size_t n, pretok_span **out);
 
 #endif

@@ -72,7 +72,8 @@ int tg_tokenize(const tg_tokenizer *t, const char *text, size_t len, bool add_sp
   }
 
   ids_vec out = { 0 };
-  bool bos = add_special && (t->kind == TOK_WPM || t->add_bos);
+  /* (ids checked: a BERT vocab may lack its default [CLS]/[SEP] ids) */
+  bool bos = add_special && (t->kind == TOK_WPM || t->add_bos) && t->bos >= 0;
   if (bos) VEC_PUSH(out, t->bos);
   bool prev_special = true;
   for (int f = 0; f < frags.n; f++) {
@@ -85,12 +86,18 @@ int tg_tokenize(const tg_tokenizer *t, const char *text, size_t len, bool add_sp
     const char *s = text + fr->start;
     switch (t->kind) {
     case TOK_SPM: spm_fragment(t, s, fr->len, t->add_space_prefix && prev_special, &out); break;
-    case TOK_BPE: bpe_encode(t, s, fr->len, &out); break;
+    case TOK_BPE:
+      if (bpe_encode(t, s, fr->len, &out) < 0) {
+        VEC_FREE(out);
+        VEC_FREE(frags);
+        return -1;
+      }
+      break;
     case TOK_WPM: wpm_encode(t, s, fr->len, &out); break;
     }
     prev_special = false;
   }
-  if (add_special && t->kind == TOK_WPM) VEC_PUSH(out, t->sep);
+  if (add_special && t->kind == TOK_WPM) { if (t->sep >= 0) VEC_PUSH(out, t->sep); }
   else if (add_special && t->add_eos) VEC_PUSH(out, t->eos);
   VEC_FREE(frags);
   *ids = out.v ? out.v : tg_xmalloc(sizeof(int32_t));

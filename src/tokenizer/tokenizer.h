@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include "tg_tokenizer.h"
 #include "io/gguf_file.h"
+#include "tokenizer/pairmap.h"
 #include "tokenizer/pretokenize.h"
 #include "tokenizer/strmap.h"
 #include "util/util.h"
@@ -31,15 +32,17 @@ struct tg_tokenizer {
   uint16_t *attr;
   int max_token_len;
   strmap ids;                        /* text -> id */
-  strmap merges;                     /* "left\xFFright" -> rank (BPE) */
+  pairmap pair_ranks;                /* BPE merges of two tokens: id pair -> rank, merged id */
+  strmap merges;                     /* the other merges: "left\xFFright" -> rank */
   char *merge_keys;                  /* storage of those keys */
   pretok *pre;                       /* BPE */
   int32_t byte_token[256];           /* byte -> its token (<0xXX> or GPT-2 char), -1 */
 
   int32_t bos, eos, eot, eom, unk, sep, pad, mask;
-  int32_t fim_pad, fim_rep, fim_sep;
+  int32_t fim_pre, fim_suf, fim_mid, fim_pad, fim_rep, fim_sep;
   bool add_bos, add_eos, add_sep, add_space_prefix, ignore_merges, clean_spaces;
   bool lowercase, strip_accents;     /* BERT normalizer */
+  bool spm_split_words;              /* SPM: no token has "▁" after another character (see spm.c) */
   uint8_t *eog;                      /* per id: ends generation */
 
   int32_t *specials;                 /* control/user-defined/unknown ids, longest text first */
@@ -52,11 +55,23 @@ struct tg_tokenizer {
  * the caller; nothing points into it afterwards). */
 tg_tokenizer *tokenizer_from_gguf(const gguf_file *f);
 
-/* The encoders: append the ids of one fragment of raw text (no specials). */
+/* The encoders: append the ids of one fragment of raw text (no specials).
+ * SPM takes text with spaces already escaped to "▁". bpe_encode returns -1
+ * with tg_error when the pre-tokenizer's regex engine fails. */
 typedef VEC(int32_t) ids_vec;
 void spm_encode(const tg_tokenizer *t, const char *text, size_t n, ids_vec *out);
-void bpe_encode(const tg_tokenizer *t, const char *text, size_t n, ids_vec *out);
+int bpe_encode(const tg_tokenizer *t, const char *text, size_t n, ids_vec *out);
+/* The merge rank of the byte-encoded texts left + right, or -1. */
+int32_t bpe_pair_rank(const tg_tokenizer *t, const char *left, size_t ln, const char *right, size_t rn);
 void wpm_encode(const tg_tokenizer *t, const char *text, size_t n, ids_vec *out);
+
+/* special_tokens.c, in this order after the tokens and special ids are
+ * loaded: roles and attributes from token texts and the end-of-generation
+ * set; the list of special tokens, longest first; model-specific strip
+ * attributes. */
+void special_tokens_detect(tg_tokenizer *t);
+void special_tokens_cache(tg_tokenizer *t);
+void special_tokens_strip_attrs(tg_tokenizer *t, const gguf_file *f);
 
 /* Builds the piece cache (detokenize.c). */
 void tokenizer_build_pieces(tg_tokenizer *t);

@@ -1,6 +1,6 @@
 /* vocab_load.c: a tokenizer from tokenizer.ggml.* GGUF metadata, with
- * llama.cpp's defaults per model type and pre-tokenizer, its special-token
- * fallbacks and its end-of-generation detection by token text. */
+ * llama.cpp's defaults per model type and pre-tokenizer and its special-id
+ * fallbacks (special_tokens.c infers the rest from token texts). */
 #include <string.h>
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/unicode.h"
@@ -18,6 +18,7 @@ void tg_tokenizer_free(tg_tokenizer *t) {
   free(t->piece); free(t->piece_len); free(t->specials); free(t->merge_keys);
   strmap_free(&t->ids);
   strmap_free(&t->merges);
+  pairmap_free(&t->pair_ranks);
   pretok_free(t->pre);
   free(t->model); free(t->pre_name); free(t->name);
   free(t);
@@ -44,7 +45,7 @@ static tg_tokenizer *fail(tg_tokenizer *t) {
 /* Per model type: kind, default special ids and flags (llama.cpp's). */
 static int set_model_defaults(tg_tokenizer *t) {
   t->eot = t->eom = t->sep = t->pad = t->mask = -1;
-  t->fim_pad = t->fim_rep = t->fim_sep = -1;
+  t->fim_pre = t->fim_suf = t->fim_mid = t->fim_pad = t->fim_rep = t->fim_sep = -1;
   t->lowercase = true;
   if (!strcmp(t->model, "llama")) {
     t->kind = TOK_SPM;
@@ -120,31 +121,60 @@ static int load_tokens(tg_tokenizer *t, const gguf_file *f) {
 }
 
 /* Merges "first second" (split at the first space after the first byte) ->
- * rank, keyed "first\xFFsecond" (0xFF never occurs in UTF-8). */
+ * rank. A merge of two vocabulary tokens goes to the id-pair map with the id
+ * of its result; any other to a string map keyed "first\xFFsecond" (0xFF
+ * never occurs in UTF-8). A repeated pair keeps its first rank. */
 static int load_merges(tg_tokenizer *t, const gguf_file *f) {
   const gguf_kv *m = gguf_find(f, KEY("merges"));
   if (!m) return tg_seterr("tokenizer: gpt2 tokenizer without tokenizer.ggml.merges");
   if (m->type != GGUF_ARRAY || m->arr_type != GGUF_STRING)
     return tg_seterr("tokenizer: tokenizer.ggml.merges is not an array of strings");
   if (m->arr_n > INT32_MAX) return tg_seterr("tokenizer: too many merges");
-  size_t total = 0;
-  for (uint64_t i = 0; i < m->arr_n; i++) total += (size_t)m->str_lens[i];
+  size_t total = 0, longest = 0;
+  for (uint64_t i = 0; i < m->arr_n; i++) {
+    total += (size_t)m->str_lens[i];
+    if ((size_t)m->str_lens[i] > longest) longest = (size_t)m->str_lens[i];
+  }
   t->merge_keys = tg_xmalloc(total + 1);
-  strmap_init(&t->merges, (size_t)m->arr_n);
-  char *k = t->merge_keys;
+  pairmap_init(&t->pair_ranks, (size_t)m->arr_n);
+  char *k = t->merge_keys, *joined = tg_xmalloc(longest + 1);
   for (uint64_t i = 0; i < m->arr_n; i++) {
     size_t len = (size_t)m->str_lens[i];
     const char *s = m->strs[i];
     const char *sp = len > 1 ? memchr(s + 1, ' ', len - 1) : NULL;
-    if (!sp)
+    if (!sp) {
+      free(joined);
       return tg_seterr("tokenizer: tokenizer.ggml.merges[%llu] '%.*s' is not two tokens separated by a space",
                        (unsigned long long)i, (int)(len < 64 ? len : 64), s);
+    }
+    size_t fl = (size_t)(sp - s), sl = len - fl - 1;
+    int32_t a = strmap_get(&t->ids, s, fl), b = strmap_get(&t->ids, sp + 1, sl);
+    if (a >= 0 && b >= 0) {
+      memcpy(joined, s, fl);
+      memcpy(joined + fl, sp + 1, sl);
+      pairmap_put(&t->pair_ranks, a, b, (int32_t)i, strmap_get(&t->ids, joined, fl + sl));
+      continue;
+    }
     memcpy(k, s, len);
-    k[sp - s] = (char)0xFF;
-    strmap_put(&t->merges, k, len, (int32_t)i, NULL);   /* a repeated pair keeps its first rank */
+    k[fl] = (char)0xFF;
+    strmap_put(&t->merges, k, len, (int32_t)i, NULL);
     k += len;
   }
+  free(joined);
   return 0;
+}
+
+/* True when every "▁" inside every token follows another "▁": then no
+ * merge can join a character to a following "▁", so SPM may merge the words
+ * (runs starting at such a "▁") separately with the same result. */
+static bool spm_words_independent(const tg_tokenizer *t) {
+  for (int i = 0; i < t->n_vocab; i++) {
+    const char *s = t->text[i];
+    size_t n = t->text_len[i];
+    for (size_t p = 1; p + 3 <= n; p++)
+      if (!memcmp(s + p, "\xE2\x96\x81", 3) && (p < 3 || memcmp(s + p - 3, "\xE2\x96\x81", 3))) return false;
+  }
+  return true;
 }
 
 static void set_byte_tokens(tg_tokenizer *t) {
@@ -167,121 +197,6 @@ static void read_special_id(tg_tokenizer *t, const gguf_file *f, const char *key
   if (*id >= t->n_vocab) *id = -1;    /* a default out of range is disabled */
   int64_t v;
   if (gguf_get_int(f, key, &v) && v >= 0 && v < t->n_vocab) *id = (int32_t)v;
-}
-
-static bool text_in(const char *s, const char *const *list) {
-  for (; *list; list++)
-    if (!strcmp(s, *list)) return true;
-  return false;
-}
-
-static void mark_control(tg_tokenizer *t, int id) { t->attr[id] |= TOK_ATTR_CONTROL; }
-
-/* Finds special tokens by their text where the metadata does not say, as
- * llama.cpp does, and builds the end-of-generation set. */
-static void detect_specials(tg_tokenizer *t) {
-  static const char *const eot_texts[] = { "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-    "<|end_of_text|>", "<EOT>", "_<EOT>", "[EOT]", "<｜end▁of▁sentence｜>", "<end_of_utterance>", NULL };
-  static const char *const eom_texts[] = { "<|eom_id|>", NULL };
-  static const char *const fim_pad_texts[] = { "<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]", NULL };
-  static const char *const fim_rep_texts[] = { "<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>", NULL };
-  static const char *const fim_sep_texts[] = { "<|file_sep|>", NULL };
-  static const char *const eog_texts[] = { "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>",
-    "<|flush|>", "<|calls|>", "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]",
-    "[EOS]", "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
-    "<｜end▁of▁sentence｜>", "[e~[", NULL };
-  struct { int32_t *id; const char *const *texts; } finds[] = {
-    { &t->eot, eot_texts }, { &t->eom, eom_texts }, { &t->fim_pad, fim_pad_texts },
-    { &t->fim_rep, fim_rep_texts }, { &t->fim_sep, fim_sep_texts },
-  };
-  for (size_t k = 0; k < sizeof finds / sizeof finds[0]; k++) {
-    if (*finds[k].id >= 0) continue;
-    for (int i = 0; i < t->n_vocab; i++)
-      if (text_in(t->text[i], finds[k].texts)) { *finds[k].id = i; mark_control(t, i); break; }
-  }
-  /* control tokens named "unused..." are unused */
-  for (int i = 0; i < t->n_vocab; i++)
-    if ((t->attr[i] & TOK_ATTR_CONTROL) && strstr(t->text[i], "unused")) t->attr[i] |= TOK_ATTR_UNUSED;
-
-  t->eog = tg_xcalloc((size_t)t->n_vocab, 1);
-  int32_t fixed[] = { t->fim_pad, t->fim_rep, t->fim_sep, t->eos, t->eot, t->eom };
-  for (size_t k = 0; k < sizeof fixed / sizeof fixed[0]; k++)
-    if (fixed[k] >= 0) t->eog[fixed[k]] = 1;
-  for (int i = 0; i < t->n_vocab; i++)
-    if (text_in(t->text[i], eog_texts)) { t->eog[i] = 1; mark_control(t, i); }
-  /* gpt-oss: these are always rendered */
-  static const char *const harmony_user[] = { "<|channel|>", "<|message|>", "<|start|>", "<|constrain|>", NULL };
-  for (int i = 0; i < t->n_vocab; i++)
-    if (text_in(t->text[i], harmony_user)) t->attr[i] = TOK_ATTR_USER_DEFINED;
-
-  /* o200k_harmony / solar-open: <|end|> is not an end of generation when
-   * <|return|> and <|call|> (or <|calls|> and <|flush|>) are; gemma4 and
-   * paddleocr: </s> is not when <|tool_response> is */
-  int32_t ret = strmap_get(&t->ids, "<|return|>", 10), call = strmap_get(&t->ids, "<|call|>", 8);
-  int32_t calls = strmap_get(&t->ids, "<|calls|>", 9), flush = strmap_get(&t->ids, "<|flush|>", 9);
-  int32_t end = strmap_get(&t->ids, "<|end|>", 7);
-  bool has_call = (call >= 0 && t->eog[call]) || (calls >= 0 && t->eog[calls]);
-  bool has_ret = ret >= 0 && t->eog[ret], has_flush = flush >= 0 && t->eog[flush];
-  if (end >= 0 && t->eog[end] && ((has_ret && has_call) || (has_call && has_flush))) {
-    t->eog[end] = 0;
-    t->attr[end] = TOK_ATTR_USER_DEFINED;
-  }
-  int32_t tool = strmap_get(&t->ids, "<|tool_response>", 16), s_end = strmap_get(&t->ids, "</s>", 4);
-  if (tool >= 0 && t->eog[tool] && s_end >= 0 && t->eog[s_end]) {
-    t->eog[s_end] = 0;
-    t->attr[s_end] = TOK_ATTR_NORMAL;
-  }
-}
-
-static int by_len_desc(const void *a, const void *b, void *ctx) {
-  const tg_tokenizer *t = ctx;
-  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-  uint32_t lx = t->text_len[x], ly = t->text_len[y];
-  if (lx != ly) return lx > ly ? -1 : 1;
-  return x < y ? -1 : x > y;
-}
-
-static void build_special_cache(tg_tokenizer *t) {
-  t->specials = tg_xmalloc((size_t)t->n_vocab * sizeof *t->specials);
-  for (int i = 0; i < t->n_vocab; i++)
-    if (t->attr[i] & (TOK_ATTR_CONTROL | TOK_ATTR_USER_DEFINED | TOK_ATTR_UNKNOWN)) t->specials[t->n_specials++] = i;
-  /* longest first, so a special containing another wins; ties by id */
-  qsort_r(t->specials, (size_t)t->n_specials, sizeof *t->specials, by_len_desc, t);
-}
-
-static bool contains_any(const char *s, const char *const *subs) {
-  if (!s) return false;
-  for (; *subs; subs++)
-    if (strstr(s, *subs)) return true;
-  return false;
-}
-
-/* llama.cpp's per-model strip attributes (the GGUF has no per-token ones). */
-static void set_strip_attrs(tg_tokenizer *t, const gguf_file *f) {
-  char *arch = gguf_get_str(f, "general.architecture");
-  char lname[256] = "";
-  if (t->name) {
-    size_t i = 0;
-    for (; t->name[i] && i + 1 < sizeof lname; i++)
-      lname[i] = (char)(t->name[i] >= 'A' && t->name[i] <= 'Z' ? t->name[i] + 32 : t->name[i]);
-    lname[i] = 0;
-  }
-  static const char *const jina[] = { "jina-v2-de", "jina-v2-es", "jina-v2-code", NULL };
-  static const char *const arches[] = { "nomic-bert-moe", "jina-bert-v3", NULL };
-  static const char *const phi3[] = { "phi-3", "phi3", NULL }, *const mbert[] = { "modern-bert", NULL };
-  int32_t id;
-  if (contains_any(t->pre_name, jina) || contains_any(arch, arches)) {
-    if ((id = strmap_get(&t->ids, "<mask>", 6)) >= 0) t->attr[id] |= TOK_ATTR_LSTRIP;
-  } else if (contains_any(lname, phi3)) {
-    for (int i = 0; i < t->n_specials; i++) t->attr[t->specials[i]] |= TOK_ATTR_RSTRIP;
-    if ((id = strmap_get(&t->ids, "</s>", 4)) >= 0) t->attr[id] |= TOK_ATTR_RSTRIP;
-    static const char *const keep[] = { "<unk>", "<s>", "<|endoftext|>" };
-    for (int k = 0; k < 3; k++)
-      if ((id = strmap_get(&t->ids, keep[k], strlen(keep[k]))) >= 0) t->attr[id] &= (uint16_t)~TOK_ATTR_RSTRIP;
-  } else if (contains_any(lname, mbert)) {
-    if ((id = strmap_get(&t->ids, "[MASK]", 6)) >= 0) t->attr[id] |= TOK_ATTR_LSTRIP;
-  }
-  free(arch);
 }
 
 tg_tokenizer *tokenizer_from_gguf(const gguf_file *f) {
@@ -308,12 +223,16 @@ tg_tokenizer *tokenizer_from_gguf(const gguf_file *f) {
   if (load_tokens(t, f) < 0) return fail(t);
   if (t->kind == TOK_BPE && load_merges(t, f) < 0) return fail(t);
   set_byte_tokens(t);
+  if (t->kind == TOK_SPM) t->spm_split_words = spm_words_independent(t);
 
   static const struct { const char *key; size_t off; } special_keys[] = {
     { KEY("bos_token_id"), offsetof(tg_tokenizer, bos) }, { KEY("eos_token_id"), offsetof(tg_tokenizer, eos) },
     { KEY("eot_token_id"), offsetof(tg_tokenizer, eot) }, { KEY("eom_token_id"), offsetof(tg_tokenizer, eom) },
     { KEY("unknown_token_id"), offsetof(tg_tokenizer, unk) }, { KEY("seperator_token_id"), offsetof(tg_tokenizer, sep) },
     { KEY("padding_token_id"), offsetof(tg_tokenizer, pad) }, { KEY("mask_token_id"), offsetof(tg_tokenizer, mask) },
+    { KEY("fim_pre_token_id"), offsetof(tg_tokenizer, fim_pre) }, { KEY("fim_suf_token_id"), offsetof(tg_tokenizer, fim_suf) },
+    { KEY("fim_mid_token_id"), offsetof(tg_tokenizer, fim_mid) }, { KEY("prefix_token_id"), offsetof(tg_tokenizer, fim_pre) },
+    { KEY("suffix_token_id"), offsetof(tg_tokenizer, fim_suf) }, { KEY("middle_token_id"), offsetof(tg_tokenizer, fim_mid) },
     { KEY("fim_pad_token_id"), offsetof(tg_tokenizer, fim_pad) }, { KEY("fim_rep_token_id"), offsetof(tg_tokenizer, fim_rep) },
     { KEY("fim_sep_token_id"), offsetof(tg_tokenizer, fim_sep) },
   };
@@ -330,9 +249,9 @@ tg_tokenizer *tokenizer_from_gguf(const gguf_file *f) {
   t->strip_accents = t->lowercase;
   gguf_get_bool(f, KEY("normalizer.strip_accents"), &t->strip_accents);
 
-  detect_specials(t);
-  build_special_cache(t);
-  set_strip_attrs(t, f);
+  special_tokens_detect(t);
+  special_tokens_cache(t);
+  special_tokens_strip_attrs(t, f);
   tokenizer_build_pieces(t);
   return t;
 }

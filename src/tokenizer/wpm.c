@@ -36,7 +36,7 @@ static void wpm_word(const tg_tokenizer *t, const char *word, size_t wn, ids_vec
     }
     if (!match) { out->n = first; break; }   /* discard the word's pieces */
   }
-  if (out->n == first) VEC_PUSH(*out, t->unk);
+  if (out->n == first && t->unk >= 0) VEC_PUSH(*out, t->unk);
   if (w != stack) free(w);
 }
 
