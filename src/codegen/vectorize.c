@@ -32,6 +32,66 @@ static bool vec_alu_ok(const uop *u) {
   }
 }
 
+static bool int_affine_dtype(dtype_t d) {
+  return d.count == 1 && !dt_is_float(d) && d.scalar != TG_BOOL;
+}
+
+/* A number every value of u is a multiple of (1 when unknown). */
+static int64_t known_divisor(const uop *u) {
+  switch (u->op) {
+  case OP_CONST: { int64_t v = u->arg.i < 0 ? -u->arg.i : u->arg.i; return v ? v : (int64_t)1 << 40; }
+  case OP_MUL:
+    if (u->src[1]->op == OP_CONST) return known_divisor(u->src[0]) * known_divisor(u->src[1]);
+    if (u->src[0]->op == OP_CONST) return known_divisor(u->src[0]) * known_divisor(u->src[1]);
+    return 1;
+  case OP_ADD: case OP_SUB: {
+    int64_t a = known_divisor(u->src[0]), b = known_divisor(u->src[1]);
+    while (b) { int64_t t = a % b; a = b; b = t; }
+    return a;
+  }
+  default: return 1;
+  }
+}
+
+/* The vector of lane values base + stride*lane (an iota), for an affine
+ * integer used as data. */
+static uop *materialize(vinfo *x, dtype_t d, int k) {
+  if (!x->node) x->node = uop1(OP_VECTORIZE, dt_vec(d, k), uop_cast(uop_simplify(x->base), d), arg_int(x->stride));
+  return x->node;
+}
+
+/* Lane-affine integer arithmetic: me = base + stride*lane. false when u is
+ * not affine in its sources. */
+static bool affine_alu(uop *u, vinfo *me, vinfo **s, int k) {
+  vinfo *a = s[0], *b = u->nsrc > 1 ? s[1] : NULL;
+  if (!uop_is_alu(u->op) || !a->affine || (b && !b->affine) || u->nsrc > 2) return false;
+  dtype_t d = u->dtype;
+  if (u->op == OP_ADD) { me->base = uop_alu(OP_ADD, a->base, b->base); me->stride = a->stride + b->stride; }
+  else if (u->op == OP_SUB) { me->base = uop_alu(OP_SUB, a->base, b->base); me->stride = a->stride - b->stride; }
+  else if (u->op == OP_MUL && !b->vec && b->base->op == OP_CONST) { me->base = uop_alu(OP_MUL, a->base, b->base); me->stride = a->stride * b->base->arg.i; }
+  else if (u->op == OP_MUL && !a->vec && a->base->op == OP_CONST) { me->base = uop_alu(OP_MUL, a->base, b->base); me->stride = b->stride * a->base->arg.i; }
+  else if (u->op == OP_CAST && int_affine_dtype(u->src[0]->dtype) && dt_itemsize(d) >= 4) { me->base = uop_cast(a->base, d); me->stride = a->stride; }
+  else if ((u->op == OP_MOD || u->op == OP_IDIV) && !b->vec && b->base->op == OP_CONST && b->base->arg.i > 0 && a->stride >= 0) {
+    /* base + stride*lane stays inside one period of c for every lane: the
+     * MOD steps like the base, the IDIV is the same for every lane. Known
+     * when base % c leaves room for the lanes (by its range, or because
+     * base is a multiple of d with stride*(k-1) < d) */
+    int64_t c = b->base->arg.i;
+    uop *base = uop_simplify(a->base), *rem = uop_simplify(uop_alu(OP_MOD, base, b->base));
+    int64_t dv = known_divisor(base), g = c;
+    for (int64_t x = dv; x; ) { int64_t t = g % x; g = x; x = t; }
+    bool room = (uop_vmin(rem) >= 0 && uop_vmax(rem) + a->stride * (k - 1) < c) || a->stride * (k - 1) < g;
+    if (uop_vmin(base) < 0 || !room) return false;
+    if (u->op == OP_MOD) { me->base = rem; me->stride = a->stride; }
+    else { me->base = uop_simplify(uop_alu(OP_IDIV, base, b->base)); me->stride = 0; }
+  }
+  else return false;
+  me->base = uop_simplify(me->base);
+  me->affine = true;
+  if (me->stride == 0) { me->vec = false; me->node = uop_cast(me->base, d); }   /* the same for every lane */
+  return true;
+}
+
 uop *kernel_vectorize(uop *ast, uop *lane_range) {
   int k = (int)uop_const_value(lane_range->src[0]);
   uop_list l = uop_toposort(ast);
@@ -53,22 +113,16 @@ uop *kernel_vectorize(uop *ast, uop *lane_range) {
       me->node = uop_replace_src(u, src, u->nsrc);
       free(src);
       if (s != s_stack) free(s);
-      me->base = me->node; me->stride = 0; me->affine = dt_eq(u->dtype, DT_INDEX);
+      me->base = me->node; me->stride = 0; me->affine = int_affine_dtype(u->dtype);
       continue;
     }
     me->vec = true;
-    if (dt_eq(u->dtype, DT_INDEX) && uop_is_alu(u->op)) {
-      /* lane-affine index arithmetic */
-      vinfo *a = s[0], *b = u->nsrc > 1 ? s[1] : NULL;
-      if (!a->affine || (b && !b->affine)) { fail = true; break; }
-      me->affine = true;
-      if (u->op == OP_ADD) { me->base = uop_alu(OP_ADD, a->base, b->base); me->stride = a->stride + b->stride; }
-      else if (u->op == OP_SUB) { me->base = uop_alu(OP_SUB, a->base, b->base); me->stride = a->stride - b->stride; }
-      else if (u->op == OP_MUL && !b->vec && b->base->op == OP_CONST) { me->base = uop_alu(OP_MUL, a->base, b->base); me->stride = a->stride * b->base->arg.i; }
-      else if (u->op == OP_MUL && !a->vec && a->base->op == OP_CONST) { me->base = uop_alu(OP_MUL, a->base, b->base); me->stride = b->stride * a->base->arg.i; }
-      else fail = true;
-      continue;
-    }
+    if (int_affine_dtype(u->dtype) && affine_alu(u, me, s, k)) { if (s != s_stack) free(s); continue; }
+    /* lane-varying index math that is not affine cannot address memory */
+    if (dt_eq(u->dtype, DT_INDEX)) { fail = true; if (s != s_stack) free(s); break; }
+    /* affine integers used as data become vectors of their lane values */
+    for (int j = 0; j < u->nsrc; j++)
+      if (s[j]->vec && s[j]->affine && !s[j]->node && u->op != OP_INDEX) materialize(s[j], u->src[j]->dtype, k);
     switch (u->op) {
     case OP_INDEX: {
       vinfo *ix = s[1];
@@ -119,6 +173,17 @@ uop *kernel_vectorize(uop *ast, uop *lane_range) {
     }
     if (s != s_stack) free(s);
     if (i == l.n - 1) result = me->node;
+  }
+  if (fail && tg_getenv_int("TG_DEBUG_VEC", 0)) {
+    /* the last node given info is where it failed */
+    uop *bad = NULL;
+    for (int i = 0; i < l.n; i++) if (pm_get(&info, l.v[i])) bad = l.v[i];
+    fprintf(stderr, "vectorize: gave up at %s %s:", uop_op_name(bad->op), tg_dtype_name((tg_dtype)bad->dtype.scalar));
+    for (int j = 0; j < bad->nsrc; j++) {
+      vinfo *x = pm_get(&info, bad->src[j]);
+      fprintf(stderr, " [%s %s vec=%d affine=%d stride=%lld]", uop_op_name(bad->src[j]->op), tg_dtype_name((tg_dtype)bad->src[j]->dtype.scalar), x ? x->vec : -1, x ? x->affine : -1, x ? (long long)x->stride : 0LL);
+    }
+    fprintf(stderr, "\n");
   }
   if (!fail && !result) result = vi[l.n - 1].node;
   free(vi);

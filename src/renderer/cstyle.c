@@ -177,6 +177,21 @@ static char *render_vec_alu(rctx *c, uop *u) {
     else r = fmt("({ %s m_ = %s; (%s)(((%s)%s & m_) | ((%s)%s & ~m_)); })", mt, name_of(c, u->src[0]), vt, mt, s[1], mt, s[2]);
     break;
   case OP_CAST: r = fmt("__builtin_convertvector(%s, %s)", s[0], ctype(u->dtype)); break;
+  case OP_VECTORIZE:
+    if (u->nsrc == 1) {   /* an iota: lane i is base + stride*i */
+      strbuf b = { 0 };
+      sb_printf(&b, "(((%s){", vt);
+      for (int i = 0; i < u->dtype.count; i++) sb_printf(&b, i ? ",%d" : "%d", i);
+      sb_printf(&b, "})*%lld+%s)", (long long)u->arg.i, s[0]);
+      r = b.s;
+    } else {
+      strbuf b = { 0 };
+      sb_printf(&b, "((%s){", vt);
+      for (int i = 0; i < u->nsrc; i++) sb_printf(&b, i ? ",%s" : "%s", name_of(c, u->src[i]));
+      sb_puts(&b, "})");
+      r = b.s;
+    }
+    break;
   case OP_AND: r = fmt("(%s&%s)", s[0], s[1]); break;
   case OP_OR: r = fmt("(%s|%s)", s[0], s[1]); break;
   case OP_XOR: r = fmt("(%s^%s)", s[0], s[1]); break;

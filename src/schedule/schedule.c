@@ -231,6 +231,12 @@ static uop *lower_uncached(kctx *k, uop *u, uop *const *idx, uop *gate) {
     int m = ix->ndim;
     uop *row = uop_cast(lower(k, ix, idx, gate), DT_INDEX);
     uop *valid = uop_simplify(bool_and(uop_alu(OP_CMPLT, idx_const(-1), row), uop_alu(OP_CMPLT, row, idx_const(tab->shape[0]))));
+    /* a loaded row's range is unknown; the address uses (uint32)row % n,
+     * which is row wherever valid and provably in [0, n) for the index math */
+    if (!uop_is_const(valid, 1) && tab->shape[0] > 0 && tab->shape[0] <= UINT32_MAX) {
+      dtype_t u32 = dt_scalar(TG_U32);
+      row = uop_cast(uop_alu(OP_MOD, uop_cast(row, u32), uop_const_int(u32, tab->shape[0])), DT_INDEX);
+    }
     sidx[0] = row;
     for (int i = 1; i < tab->ndim; i++) sidx[i] = idx[m + i - 1];
     if (uop_is_const(valid, 1)) return lower(k, tab, sidx, gate);

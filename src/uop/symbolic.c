@@ -234,8 +234,8 @@ static void compute_one(uop *u) {
     break;
   case OP_VECTORIZE: {
     i128 a = INT64_MAX, b = INT64_MIN;
-    bool all = ns > 0;
-    for (int i = 0; i < ns; i++) {
+    bool all = ns > 0 && ns == (int)d.count;   /* one source: an iota (lanes base + stride*i), left unknown */
+    for (int i = 0; i < ns && all; i++) {
       if (!src_known(S[i])) { all = false; break; }
       if (S[i]->vmin < a) a = S[i]->vmin;
       if (S[i]->vmax > b) b = S[i]->vmax;
