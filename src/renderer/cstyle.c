@@ -41,6 +41,7 @@ static const char *vec_elem_name(int scalar) {
   case TG_U16: return "ushort";
   case TG_I8: return "schar";
   case TG_U8: return "uchar";
+  case TG_F16: return "half";   /* float16 bits (unsigned short lanes) */
   default: return "void";
   }
 }
@@ -91,6 +92,7 @@ typedef struct {
   int nvars;
   int depth;
   bool need_threefry, need_fpconv;
+  bool need_vcvt_f16[65];   /* lanes of float16 -> float32 vector conversions used */
 } rctx;
 
 static void indent(rctx *c) { for (int i = 0; i < c->depth; i++) sb_puts(&c->body, "  "); }
@@ -176,7 +178,10 @@ static char *render_vec_alu(rctx *c, uop *u) {
     if (u->src[0]->dtype.count == 1) r = fmt("(%s?%s:%s)", name_of(c, u->src[0]), s[1], s[2]);
     else r = fmt("({ %s m_ = %s; (%s)(((%s)%s & m_) | ((%s)%s & ~m_)); })", mt, name_of(c, u->src[0]), vt, mt, s[1], mt, s[2]);
     break;
-  case OP_CAST: r = fmt("__builtin_convertvector(%s, %s)", s[0], ctype(u->dtype)); break;
+  case OP_CAST:
+    if (u->src[0]->dtype.scalar == TG_F16) { c->need_vcvt_f16[u->dtype.count] = true; r = fmt("tg_cvt_v%d_f16_f32(%s)", u->dtype.count, s[0]); }
+    else r = fmt("__builtin_convertvector(%s, %s)", s[0], ctype(u->dtype));
+    break;
   case OP_VECTORIZE:
     if (u->nsrc == 1) {   /* an iota: lane i is base + stride*i */
       strbuf b = { 0 };
@@ -402,13 +407,25 @@ char *render_c(uop *ast, const char *name) {
   if (c.need_fpconv) sb_puts(&src, tg_kernel_prelude_fpconv);
   if (c.need_threefry) sb_puts(&src, threefry_src);
   static const char *velem[TG_NSCALAR] = { [TG_I8] = "signed char", [TG_U8] = "unsigned char", [TG_I16] = "short", [TG_U16] = "unsigned short",
-    [TG_I32] = "int", [TG_U32] = "unsigned int", [TG_I64] = "long long", [TG_U64] = "unsigned long long", [TG_F32] = "float", [TG_F64] = "double" };
+    [TG_I32] = "int", [TG_U32] = "unsigned int", [TG_I64] = "long long", [TG_U64] = "unsigned long long", [TG_F32] = "float", [TG_F64] = "double",
+    [TG_F16] = "unsigned short" };
   for (int s = 0; s < TG_NSCALAR; s++)
     for (int n = 2; n <= 64; n++) {
       if (!vec_used[s][n] || !velem[s]) continue;
       int sz = dt_itemsize(dt_scalar(s));
       sb_printf(&src, "typedef %s tg_v%d_%s __attribute__((vector_size(%d), aligned(%d)));\n", velem[s], n, vec_elem_name(s), n * sz, sz);
     }
+  /* float16 lanes to float32: the hardware conversion when the compiler has
+   * _Float16 (exact, like the scalar helper), else lane by lane */
+  for (int n = 2; n <= 64; n++) {
+    if (!c.need_vcvt_f16[n]) continue;
+    if (!c.need_fpconv) sb_puts(&src, tg_kernel_prelude_fpconv);
+    c.need_fpconv = true;
+    sb_printf(&src, "static inline tg_v%d_float tg_cvt_v%d_f16_f32(tg_v%d_half b) {\n#ifdef __FLT16_MAX__\n"
+                    "  typedef _Float16 h_ __attribute__((vector_size(%d)));\n  return __builtin_convertvector((h_)b, tg_v%d_float);\n#else\n"
+                    "  tg_v%d_float r;\n  for (int i = 0; i < %d; i++) r[i] = tg_cvt_f16_f32(b[i]);\n  return r;\n#endif\n}\n",
+              n, n, n, 2 * n, n, n, n);
+  }
   sb_printf(&src, "void %s(void **bufs, const long long *vars, int core, int ncores) {\n", name);
   /* multiply-accumulate reductions (matmul, conv) may fuse into FMA: one
    * rounding instead of two, and twice the arithmetic per instruction */
