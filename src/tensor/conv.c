@@ -43,7 +43,13 @@ static tg_tensor *conv_core(tg_tensor *x, tg_tensor *w, tg_tensor *b, const conv
   }
   tg_scope_begin();
   int64_t rcout = cout / g;
-  tg_tensor *v = nn_pool_view(nn_pad_spatial(x, n, p->pads, 0), n, k, p->s, p->d);   /* (bs, cin_, *o, *k) */
+  /* the padded input is stored once: the conv's loads then need no bounds
+   * checks and walk memory in SIMD lanes (a padded view would gate every load) */
+  tg_tensor *xp = nn_pad_spatial(x, n, p->pads, 0);
+  bool padded = false;
+  for (int j = 0; j < 2 * n; j++) padded |= p->pads[j] > 0;
+  if (padded) xp = tg_contiguous(xp);
+  tg_tensor *v = nn_pool_view(xp, n, k, p->s, p->d);   /* (bs, cin_, *o, *k) */
   tg_shape r = { 0, { 0 } }, e = { 0, { 0 } };
   int64_t head[4] = { bs, g, cin, 1 };
   for (int i = 0; i < 4; i++) { r.d[r.ndim++] = head[i]; e.d[e.ndim++] = i == 3 ? rcout : head[i]; }
