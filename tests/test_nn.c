@@ -425,8 +425,10 @@ static int64_t kernels_to_realize(tg_tensor *t) {
   return tg_get_counters().kernels_run - a.kernels_run;
 }
 
-/* A conv2d + bias + relu forward over realized inputs is one fused kernel
- * (padding, windows and channel groups are index math). */
+/* A small conv2d + bias + relu forward over realized inputs is one fused
+ * kernel (padding, windows and channel groups are index math); a big one
+ * stores its padded input first (two kernels), so the conv's loads need no
+ * bounds checks and vectorize. */
 TEST(nn_conv2d_bias_relu_one_kernel) {
   tg_manual_seed(3);
   tg_tensor *x = tg_contiguous(tg_randn(TG_SHAPE(2, 4, 6, 6), TG_F32));
@@ -439,6 +441,10 @@ TEST(nn_conv2d_bias_relu_one_kernel) {
   CHECK_OK(y);
   int64_t k = kernels_to_realize(y);
   CHECK_MSG(k == 1, "conv2d + bias + relu took %lld kernels", (long long)k);
+  tg_tensor *xb = tg_contiguous(tg_randn(TG_SHAPE(2, 4, 64, 64), TG_F32));
+  CHECK(tg_realize(xb) == 0);
+  k = kernels_to_realize(tg_relu(tg_conv2d(xb, w, b, &o)));
+  CHECK_MSG(k == 2, "a big conv2d + bias + relu took %lld kernels", (long long)k);
 }
 
 /* Kernel counts of the other families, with upper bounds that catch a

@@ -503,7 +503,9 @@ int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
       int unit, zero, other;
       access_along(ast, axes[i], axes, n, &unit, &zero, &other);
       int t = pick_amount(rsize(axes[i]), tile);
-      if (zero >= 1 && t && lanes * t <= 128 && k < max) { out[k++] = (kopt){ OPT_UPCAST, i, t }; lanes *= t; if (lanes >= 16 || vaxis >= 0) break; }
+      /* with SIMD lanes, up to two tiles (conv: output rows and channels,
+       * so each loaded vector and each broadcast weight is used 4 times) */
+      if (zero >= 1 && t && lanes * t <= 128 && k < max) { out[k++] = (kopt){ OPT_UPCAST, i, t }; lanes *= t; if (vaxis < 0 ? lanes >= 16 : lanes >= 8 * vamt) break; }
     }
     if (vaxis < 0 && pr < 0) {
       for (int r = n - 1; r >= fr; r--) {
