@@ -448,6 +448,15 @@ static int64_t index_period(uop *ast, uop *r) {
   return best;
 }
 
+/* Does the kernel read packed bytes (uint8: quantized weights)? */
+static bool loads_bytes(uop *ast) {
+  uop_list l = uop_toposort(ast);
+  bool found = false;
+  for (int i = 0; i < l.n && !found; i++) found = l.v[i]->op == OP_LOAD && l.v[i]->dtype.scalar == TG_U8;
+  free(l.v);
+  return found;
+}
+
 static int pick_amount(int64_t size, const int *choices) {
   for (int i = 0; choices[i]; i++) if (size % choices[i] == 0 && size >= choices[i]) return choices[i];
   return 0;
@@ -490,7 +499,7 @@ int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
      * iteration, and skip the register tile (the per-element decoding is the
      * work; sharing the other operand's load saves little) */
     int pr = -1;
-    if (vaxis < 0)
+    if (vaxis < 0 && loads_bytes(ast))
       for (int r = n - 1; r >= fr && pr < 0; r--) {
         int64_t p = index_period(ast, axes[r]);
         if (p >= 8 && rsize(axes[r]) % 32 == 0 && 32 % p == 0) pr = r;
