@@ -131,6 +131,13 @@ tg_tensor *tg_index_select(tg_tensor *a, int axis, tg_tensor *index);
 
 /* ---------------------------------------------------------------- gather and scatter */
 
+/* out[...] = table[index[...]] for a 1-D table and an integer index of any
+ * shape (the result has index's shape). Indices outside the table read 0.
+ * A direct, data-dependent read (no one-hot mask, no reduce), so it fuses
+ * like an elementwise op: lookup tables of any size inside other kernels.
+ * No gradient flows to the table or the index. */
+tg_tensor *tg_take(tg_tensor *table, tg_tensor *index);
+
 /* torch.gather: out[i][j][k] = a[index[i][j][k]][j][k] for axis 0 (and so on).
  * index has a's ndim and, except on axis, no larger sizes. Out-of-range
  * indices read 0 (torch raises). */

@@ -195,3 +195,30 @@ TEST(quant_matvec_one_kernel_Q3_K) { check_fused_matvec("Q3_K", (int[]){ 108 }, 
 TEST(quant_matvec_one_kernel_Q2_K) { check_fused_matvec("Q2_K", (int[]){ 80, 82 }, 2); }
 TEST(quant_matvec_one_kernel_IQ4_XS) { check_fused_matvec("IQ4_XS", (int[]){ 0 }, 1); }
 TEST(quant_matvec_one_kernel_MXFP4) { check_fused_matvec("MXFP4", NULL, 0); }
+TEST(quant_matvec_one_kernel_IQ4_NL) { check_fused_matvec("IQ4_NL", (int[]){ 0 }, 1); }
+/* lattice types: the grid lookup (tg_take) fuses too */
+TEST(quant_matvec_one_kernel_IQ2_S) { check_fused_matvec("IQ2_S", (int[]){ 0 }, 1); }
+TEST(quant_matvec_one_kernel_IQ3_S) { check_fused_matvec("IQ3_S", (int[]){ 0 }, 1); }
+TEST(quant_matvec_one_kernel_IQ1_S) { check_fused_matvec("IQ1_S", (int[]){ 0 }, 1); }
+
+/* ---------------------------------------------------------------- tg_take */
+
+/* The lookup the IQ grids use: a direct read at a computed index, fused
+ * with what surrounds it; out-of-range indices read 0. */
+TEST(quant_take_table_lookup) {
+  tg_scope_begin();
+  float tab[4] = { 10, 20, 30, 40 }, xs[6] = { 1, 2, 3, 4, 5, 6 }, got[6];
+  int idx[6] = { 3, 0, 2, 9, -1, 1 };
+  tg_tensor *t = tg_from_data(tab, TG_SHAPE(4), TG_F32), *i = tg_from_data(idx, TG_SHAPE(3, 2), TG_I32);
+  tg_tensor *x = tg_from_data(xs, TG_SHAPE(3, 2), TG_F32);
+  CHECK_OK(tg_realize(t) == 0 && tg_realize(i) == 0 && tg_realize(x) == 0 ? t : NULL);
+  int64_t k0 = tg_get_counters().kernels_run;
+  tg_tensor *y = tg_add(tg_muls(tg_take(t, tg_adds(i, 0)), 2), x);
+  CHECK_MSG(y && tg_data(y, got, sizeof got) == 0, "%s", tg_error());
+  CHECK_EQ_INT(tg_get_counters().kernels_run - k0, 1);
+  const float want[6] = { 81, 22, 63, 4, 5, 46 };
+  for (int k = 0; k < 6; k++) CHECK_MSG(got[k] == want[k], "[%d]: %g != %g", k, got[k], want[k]);
+  CHECK(tg_take(tg_reshape(t, TG_SHAPE(2, 2)), i) == NULL && strstr(tg_error(), "1-D"));
+  CHECK(tg_take(t, x) == NULL);
+  tg_scope_end();
+}

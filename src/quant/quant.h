@@ -47,7 +47,8 @@ tg_tensor *qt_repeat(tg_tensor *x, int axis, int n);
  * as a select tree on idx's bits: elementwise, so it fuses. I32 result. */
 tg_tensor *qt_lut(tg_tensor *idx, const int *table, int n);
 /* Rows table[idx] of a (n, width) table (a tensor): idx (...) gives
- * (..., width), by tg_gather. For the IQ lattices (hundreds of rows). */
+ * (..., width), by tg_take (a direct read, so it fuses). For the IQ
+ * lattices (hundreds of rows). */
 tg_tensor *qt_gather_rows(tg_tensor *table, tg_tensor *idx);
 /* Each of the nsub values of x (nb, nsub) repeated len times, in place:
  * (nb, nsub*len). Spreads per-sub-block fields over their values.

@@ -61,11 +61,10 @@ tg_tensor *qt_lut(tg_tensor *idx, const int *table, int n) {
 }
 
 tg_tensor *qt_gather_rows(tg_tensor *table, tg_tensor *idx) {
-  int64_t w = tg_dim(table, 1), m = tg_numel(idx);
-  tg_tensor *ix = tg_expand(tg_reshape(idx, TG_SHAPE(m, 1)), TG_SHAPE(m, w));
-  tg_shape s = tg_shape_of(idx);
-  s.d[s.ndim++] = w;
-  return tg_reshape(tg_gather(table, 0, ix), s);
+  int64_t n = tg_dim(table, 0), w = tg_dim(table, 1);
+  tg_tensor *col = tg_arange(0, (double)w, 1, TG_I32);
+  tg_tensor *flat = tg_add(tg_muls(tg_unsqueeze(idx, -1), (double)w), col);   /* (..., w) */
+  return tg_take(tg_reshape(table, TG_SHAPE(n * w)), flat);
 }
 
 void qt_scale_min_k4(tg_tensor *blk, int off, int len, tg_tensor **sc, tg_tensor **mn) {

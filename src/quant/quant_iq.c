@@ -3,7 +3,7 @@
  * (iq_grids.c) picked by an index of 8..11 bits; IQ2/IQ3 add per-value sign
  * bits, IQ1 a shift of +-1/8. Every type has 8 sub-blocks of 32 values.
  *
- * The grid lookup is tg_gather over the grid as a tensor; the sign patterns
+ * The grid lookup is tg_take over the grid as a tensor; the sign patterns
  * of IQ2_XXS/IQ2_XS/IQ3_XXS (ggml's ksigns_iq2xs: 7 stored bits plus an even
  * parity bit) are computed, not looked up. */
 #include "quant/quant.h"

@@ -253,6 +253,16 @@ static uop *lower_uncached(kctx *k, uop *u, uop *const *idx, uop *gate) {
     srcs[0] = lower(k, src, sidx, gate);
     return uop_new(OP_REDUCE, u->dtype, srcs, 1 + nr, arg_int(u->arg.v[0]));
   }
+  case OP_TAKE: {
+    /* table[index]: the table read at a computed (data-dependent) index;
+     * indices outside the table read 0 and load nothing */
+    uop *i = lower(k, u->src[1], idx, gate);
+    if (i->dtype.bits != DT_INDEX.bits) i = uop_cast(i, DT_INDEX);
+    uop *valid = uop_simplify(bool_and(uop_alu(OP_CMPLT, idx_const(-1), i), uop_alu(OP_CMPLT, i, idx_const(u->src[0]->shape[0]))));
+    if (uop_is_const(valid, 1)) return lower(k, u->src[0], &i, gate);
+    uop *v = lower(k, u->src[0], &i, bool_and(gate, valid));
+    return uop_where(valid, v, uop_const(u->dtype, 0));
+  }
   case OP_CONTIGUOUS: case OP_DETACH: case OP_UNIQUE:
     return lower(k, u->src[0], idx, gate);
   default:

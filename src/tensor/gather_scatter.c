@@ -16,6 +16,14 @@ static bool same_device(const tg_tensor *a, const tg_tensor *b, const char *what
   return false;
 }
 
+tg_tensor *tg_take(tg_tensor *table, tg_tensor *index) {
+  NEED(table, "tg_take"); NEED(index, "tg_take");
+  if (!mvx_check_index(index, "index", "tg_take") || !same_device(table, index, "index", "tg_take")) return NULL;
+  if (table->u->ndim != 1) TG_FAIL("tg_take: the table must be 1-D, not %d-D (reshape it to (-1))", table->u->ndim);
+  API_BEGIN;
+  API_RETURN(tensor_wrap(uop2(OP_TAKE, table->u->dtype, table->u, index->u, arg_none()), table->device));
+}
+
 tg_tensor *tg_gather(tg_tensor *a, int axis, tg_tensor *index) {
   NEED(a, "tg_gather"); NEED(index, "tg_gather");
   const char *op = "tg_gather";

@@ -128,6 +128,9 @@ static void set_shape(uop *u) {
     }
     break;
   }
+  case OP_TAKE:   /* (table, index): the index's shape */
+    if (u->nsrc == 2 && u->src[1]->ndim >= 0) { nd = u->src[1]->ndim; memcpy(tmp, u->src[1]->shape, sizeof(int64_t) * (size_t)nd); }
+    break;
   case OP_REDUCE_AXIS:
     nd = s0->ndim; memcpy(tmp, s0->shape, sizeof(int64_t) * (size_t)nd);
     for (int i = 1; i < u->arg.n; i++) tmp[u->arg.v[i]] = 1;
