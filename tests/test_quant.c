@@ -141,6 +141,11 @@ static unsigned char *random_blocks(int type, int64_t n, const int *scale_at, in
   int64_t bpb = tg_ggml_nbytes(type, 32) > 0 ? tg_ggml_nbytes(type, 32) : tg_ggml_nbytes(type, 256);
   for (int64_t b = 0; b < nb / bpb; b++) {
     if (type == TG_GGML_MXFP4) p[b * bpb] = (unsigned char)(120 + b % 16);
+    if (type == TG_GGML_IQ1_M)   /* fp16 0x2C00 + ..., a nibble on top of each of the last 4 words */
+      for (int k = 0; k < 4; k++) {
+        unsigned char *hi = &p[b * bpb + bpb - 7 + 2 * k];
+        *hi = (unsigned char)((*hi & 0x0F) | (((0x2C00 + (b % 64) * 16) >> (4 * k)) & 0xF) << 4);
+      }
     for (int s = 0; s < nscale; s++) {
       uint16_t f = (uint16_t)(0x2000 + (b * 37 + s) % 1024);
       p[b * bpb + scale_at[s]] = (unsigned char)f, p[b * bpb + scale_at[s] + 1] = (unsigned char)(f >> 8);
@@ -190,16 +195,17 @@ TEST(quant_matvec_one_kernel_Q4_0) { check_fused_matvec("Q4_0", (int[]){ 0 }, 1)
 TEST(quant_matvec_one_kernel_Q8_0) { check_fused_matvec("Q8_0", (int[]){ 0 }, 1); }
 TEST(quant_matvec_one_kernel_Q4_K) { check_fused_matvec("Q4_K", (int[]){ 0, 2 }, 2); }
 TEST(quant_matvec_one_kernel_Q6_K) { check_fused_matvec("Q6_K", (int[]){ 208 }, 1); }
-TEST(quant_matvec_one_kernel_Q5_K) { check_fused_matvec("Q5_K", (int[]){ 0, 2 }, 2); }
-TEST(quant_matvec_one_kernel_Q3_K) { check_fused_matvec("Q3_K", (int[]){ 108 }, 1); }
-TEST(quant_matvec_one_kernel_Q2_K) { check_fused_matvec("Q2_K", (int[]){ 80, 82 }, 2); }
-TEST(quant_matvec_one_kernel_IQ4_XS) { check_fused_matvec("IQ4_XS", (int[]){ 0 }, 1); }
-TEST(quant_matvec_one_kernel_MXFP4) { check_fused_matvec("MXFP4", NULL, 0); }
-TEST(quant_matvec_one_kernel_IQ4_NL) { check_fused_matvec("IQ4_NL", (int[]){ 0 }, 1); }
-/* lattice types: the grid lookup (tg_take) fuses too */
-TEST(quant_matvec_one_kernel_IQ2_S) { check_fused_matvec("IQ2_S", (int[]){ 0 }, 1); }
-TEST(quant_matvec_one_kernel_IQ3_S) { check_fused_matvec("IQ3_S", (int[]){ 0 }, 1); }
-TEST(quant_matvec_one_kernel_IQ1_S) { check_fused_matvec("IQ1_S", (int[]){ 0 }, 1); }
+/* every other type fuses too (the lattice types' grid lookup is tg_take) */
+TEST(quant_matvec_one_kernel_other_types) {
+  static const struct { const char *type; int at[2], n; } t[] = {
+    { "Q4_1", { 0, 2 }, 2 }, { "Q5_0", { 0 }, 1 }, { "Q5_1", { 0, 2 }, 2 }, { "Q2_K", { 80, 82 }, 2 },
+    { "Q3_K", { 108 }, 1 }, { "Q5_K", { 0, 2 }, 2 }, { "IQ4_NL", { 0 }, 1 }, { "IQ4_XS", { 0 }, 1 },
+    { "TQ1_0", { 52 }, 1 }, { "TQ2_0", { 64 }, 1 }, { "MXFP4", { 0 }, 0 }, { "IQ2_XXS", { 0 }, 1 },
+    { "IQ2_XS", { 0 }, 1 }, { "IQ2_S", { 0 }, 1 }, { "IQ3_XXS", { 0 }, 1 }, { "IQ3_S", { 0 }, 1 },
+    { "IQ1_S", { 0 }, 1 }, { "IQ1_M", { 0 }, 0 },
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) check_fused_matvec(t[i].type, t[i].at, t[i].n);
+}
 
 /* ---------------------------------------------------------------- tg_take */
 
