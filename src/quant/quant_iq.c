@@ -29,23 +29,14 @@ static tg_tensor *per_value(tg_tensor *x) {
   while (tg_ndim(x) < 4) x = tg_unsqueeze(x, -1);
   return tg_expand(x, TG_SHAPE(tg_dim(x, 0), 8, 4, 8));
 }
-/* Byte k of each sub-block's 4-byte word at off (per value). */
-static tg_tensor *word_byte(tg_tensor *blk, int off, int k) {
-  tg_tensor *w = tg_reshape(qt_u8(blk, off, 32), TG_SHAPE(tg_dim(blk, 0), 8, 4));
-  return per_value(cols(w, k, 1));
+/* Bytes [start, start+n) of each sub-block's `stride` bytes at off: (nb, 8, n). */
+static tg_tensor *sub_bytes(tg_tensor *blk, int off, int stride, int start, int n) {
+  return cols(tg_reshape(qt_u8(blk, off, 8 * stride), TG_SHAPE(tg_dim(blk, 0), 8, stride)), start, n);
 }
 
-static tg_tensor *ksign_of(tg_tensor *i);
-/* The sign bit (1: negative) of value j of row l, from the sub-block's
- * 32-bit word whose bits 7l.. hold the row's 7-bit ksigns index; bit 7 of a
- * ksigns pattern makes the number of set bits even. Per value. */
-static tg_tensor *ksign_bit(tg_tensor *b0, tg_tensor *b1, tg_tensor *b2, tg_tensor *b3) {
-  tg_tensor *w = qt_or(qt_or(tg_cast(b0, TG_I64), tg_lshifts(tg_cast(b1, TG_I64), 8)),
-                       qt_or(tg_lshifts(tg_cast(b2, TG_I64), 16), tg_lshifts(tg_cast(b3, TG_I64), 24)));
-  tg_tensor *l7 = tg_reshape(tg_arange(0, 28, 7, TG_I64), TG_SHAPE(1, 1, 4, 1));
-  return ksign_of(tg_cast(qt_and(tg_rshift(w, l7), 127), TG_I32));
-}
-/* Bit j (the value's position in its row) of ksigns pattern i (0..127). */
+/* The sign bit (1: negative) of value j of its row, from the row's 7-bit
+ * ksigns index i (per value): bit j of i, and for j = 7 the bit that makes
+ * the pattern's number of set bits even. */
 static tg_tensor *ksign_of(tg_tensor *i) {
   tg_tensor *p = tg_bitwise_xor(i, tg_rshifts(i, 4));
   p = tg_bitwise_xor(p, tg_rshifts(p, 2));
@@ -53,9 +44,18 @@ static tg_tensor *ksign_of(tg_tensor *i) {
   tg_tensor *j = tg_reshape(tg_arange(0, 8, 1, TG_I32), TG_SHAPE(1, 1, 1, 8));
   return qt_and(tg_rshift(qt_or(i, tg_lshifts(p, 7)), j), 1);
 }
-/* ksign_bit of the 4-byte words at off. */
-static tg_tensor *ksign_bits_at(tg_tensor *blk, int off) {
-  return ksign_bit(word_byte(blk, off, 0), word_byte(blk, off, 1), word_byte(blk, off, 2), word_byte(blk, off, 3));
+/* ksign_of the index of row l: bits 7l.. of the sub-block's 32-bit word
+ * (its bytes b0..b3, per value). */
+static tg_tensor *ksign_bit(tg_tensor *b0, tg_tensor *b1, tg_tensor *b2, tg_tensor *b3) {
+  tg_tensor *w = qt_or(qt_or(tg_cast(b0, TG_I64), tg_lshifts(tg_cast(b1, TG_I64), 8)),
+                       qt_or(tg_lshifts(tg_cast(b2, TG_I64), 16), tg_lshifts(tg_cast(b3, TG_I64), 24)));
+  tg_tensor *l7 = tg_reshape(tg_arange(0, 28, 7, TG_I64), TG_SHAPE(1, 1, 4, 1));
+  return ksign_of(tg_cast(qt_and(tg_rshift(w, l7), 127), TG_I32));
+}
+/* The sub-blocks' 32-bit words (bytes [start, start+4) of each sub-block's
+ * `stride` bytes at off), byte by byte per value: sign indices and a scale. */
+static void sub_words(tg_tensor *blk, int off, int stride, int start, tg_tensor **b) {
+  for (int k = 0; k < 4; k++) b[k] = per_value(sub_bytes(blk, off, stride, start + k, 1));
 }
 
 /* db * grid value, negated where the sign bit is set (ggml multiplies by -1). */
@@ -78,13 +78,10 @@ tg_tensor *dq_iq2_xxs(tg_tensor *blk) {
   int64_t nb = tg_dim(blk, 0);
   /* per sub-block 8 bytes: 4 grid indices, then a 32-bit word holding four
    * 7-bit sign indices and a 4-bit scale on top */
-  tg_tensor *q = tg_reshape(qt_u8(blk, 2, 64), TG_SHAPE(nb, 8, 2, 4));
-  tg_tensor *idx = tg_reshape(tg_shrink(q, (int64_t[]){ 0, 0, 0, 0 }, (int64_t[]){ nb, 8, 1, 4 }), TG_SHAPE(nb, 8, 4));
   tg_tensor *b[4];
-  for (int k = 0; k < 4; k++)
-    b[k] = per_value(tg_reshape(tg_shrink(q, (int64_t[]){ 0, 0, 1, k }, (int64_t[]){ nb, 8, 2, k + 1 }), TG_SHAPE(nb, 8)));
+  sub_words(blk, 2, 8, 4, b);
   tg_tensor *db = half_scale(per_value(qt_f16(blk, 0)), tg_rshifts(b[3], 4), 0.25);
-  tg_tensor *g = qt_gather_rows(grid(qt_iq2xxs_grid, 256, 8, false), idx);
+  tg_tensor *g = qt_gather_rows(grid(qt_iq2xxs_grid, 256, 8, false), sub_bytes(blk, 2, 8, 0, 4));
   return flat(signed_values(db, g, ksign_bit(b[0], b[1], b[2], b[3])));
 }
 
@@ -122,9 +119,11 @@ static tg_tensor *iq3_rows(tg_tensor *idx, const uint32_t *gr, int n) {
 tg_tensor *dq_iq3_xxs(tg_tensor *blk) {
   int64_t nb = tg_dim(blk, 0);
   /* the sub-blocks' 32-bit words at 66: four 7-bit sign indices, a 4-bit scale */
-  tg_tensor *db = half_scale(per_value(qt_f16(blk, 0)), tg_rshifts(word_byte(blk, 66, 3), 4), 0.5);
+  tg_tensor *b[4];
+  sub_words(blk, 66, 4, 0, b);
+  tg_tensor *db = half_scale(per_value(qt_f16(blk, 0)), tg_rshifts(b[3], 4), 0.5);
   tg_tensor *g = iq3_rows(tg_reshape(qt_u8(blk, 2, 64), TG_SHAPE(nb, 8, 8)), qt_iq3xxs_grid, 256);
-  return flat(signed_values(db, g, ksign_bits_at(blk, 66)));
+  return flat(signed_values(db, g, ksign_bit(b[0], b[1], b[2], b[3])));
 }
 
 tg_tensor *dq_iq3_s(tg_tensor *blk) {
