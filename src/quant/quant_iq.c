@@ -75,7 +75,6 @@ static tg_tensor *trail(tg_tensor *x, int extra) {
 }
 
 tg_tensor *dq_iq2_xxs(tg_tensor *blk) {
-  int64_t nb = tg_dim(blk, 0);
   /* per sub-block 8 bytes: 4 grid indices, then a 32-bit word holding four
    * 7-bit sign indices and a 4-bit scale on top */
   tg_tensor *b[4];
