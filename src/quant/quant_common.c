@@ -77,7 +77,9 @@ void qt_scale_min_k4(tg_tensor *blk, int off, int len, tg_tensor **sc, tg_tensor
   for (int k = 0; k < 3; k++)
     g[k] = qt_spread(tg_reshape(qt_repeat(qt_u8(blk, off + 4 * k, 4), 1, 2), TG_SHAPE(nb, 8)), len);
   tg_tensor *a = g[0], *b = g[1], *c = g[2];
-  tg_tensor *first = tg_reshape(tg_lt(tg_arange(0, 8 * len, 1, TG_I32), tg_scalar(4 * len, TG_I32)), TG_SHAPE(1, 8 * len));
+  /* j < 4, made per sub-block and spread (a test on the value's own index
+   * would hide from codegen that it is constant within a sub-block) */
+  tg_tensor *first = qt_spread(tg_reshape(tg_lt(tg_arange(0, 8, 1, TG_I32), tg_scalar(4, TG_I32)), TG_SHAPE(1, 8)), len);
   *sc = tg_where(first, qt_and(a, 63), qt_or(qt_and(c, 15), tg_lshifts(tg_rshifts(a, 6), 4)));
   *mn = tg_where(first, qt_and(b, 63), qt_or(tg_rshifts(c, 4), tg_lshifts(tg_rshifts(b, 6), 4)));
 }
