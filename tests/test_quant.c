@@ -228,3 +228,62 @@ TEST(quant_take_table_lookup) {
   CHECK(tg_take(t, x) == NULL);
   tg_scope_end();
 }
+
+/* ---------------------------------------------------------------- errors, plain floats */
+
+/* float16 / bfloat16 as tg dtypes (how GGUF loads them): the framework's own
+ * casts to float32 give ggml's values too. */
+static void check_plain(const char *type, tg_dtype dt) {
+  char path[256];
+  size_t nraw = 0, nf = 0;
+  snprintf(path, sizeof path, QUANT_DIR "/%s.blocks.bin", type);
+  unsigned char *raw = test_read_file(path, &nraw);
+  snprintf(path, sizeof path, QUANT_DIR "/%s.f32.bin", type);
+  float *want = test_read_file(path, &nf);
+  if (!raw || !want) {
+    free(raw), free(want);
+    SKIP("%s not found (the shared quant test data is absent)", path);
+  }
+  size_t n = nf / sizeof(float);
+  float *got = calloc(n, sizeof(float));
+  tg_scope_begin();
+  tg_tensor *y = tg_cast(tg_from_data(raw, TG_SHAPE((int64_t)n), dt), TG_F32);
+  CHECK_MSG(y && tg_data(y, got, n * sizeof(float)) == 0, "%s", tg_error());
+  int bad = 0;
+  for (size_t i = 0; i < n; i++) bad += !(got[i] == want[i] || (isnan(got[i]) && isnan(want[i])));
+  CHECK_MSG(bad == 0, "%s: %d of %zu values differ", type, bad, n);
+  tg_scope_end();
+  free(raw), free(want), free(got);
+}
+TEST(quant_exact_F16_as_dtype) { check_plain("F16", TG_F16); }
+TEST(quant_exact_BF16_as_dtype) { check_plain("BF16", TG_BF16); }
+
+/* float32 through the byte path of tg_dequantize */
+TEST(quant_f32_bytes) {
+  tg_scope_begin();
+  const float v[4] = { 1.5f, -0.0f, 3e-40f, -65504.25f };
+  float got[4];
+  tg_tensor *y = tg_dequantize(tg_from_data(v, TG_SHAPE(16), TG_U8), TG_GGML_F32, TG_SHAPE(2, 2));
+  CHECK_MSG(y && tg_data(y, got, sizeof got) == 0, "%s", tg_error());
+  CHECK(memcmp(got, v, sizeof v) == 0);
+  tg_scope_end();
+}
+
+TEST(quant_errors) {
+  tg_scope_begin();
+  unsigned char b[68] = { 0 };   /* two Q8_0 blocks */
+  tg_tensor *r = tg_from_data(b, TG_SHAPE(68), TG_U8);
+  CHECK(tg_dequantize(r, TG_GGML_Q8_0, TG_SHAPE(64)) != NULL);
+  CHECK(tg_dequantize(r, TG_GGML_Q8_0, TG_SHAPE(2, 32)) != NULL);
+  CHECK(tg_dequantize(r, TG_GGML_Q8_0, TG_SHAPE(32, 2)) == NULL && strstr(tg_error(), "multiple"));
+  CHECK(tg_dequantize(r, TG_GGML_Q4_0, TG_SHAPE(64)) == NULL && strstr(tg_error(), "bytes"));
+  CHECK(tg_dequantize(r, 9, TG_SHAPE(32)) == NULL && strstr(tg_error(), "Q8_1"));
+  CHECK(tg_dequantize(r, 77, TG_SHAPE(32)) == NULL && strstr(tg_error(), "not supported"));
+  CHECK(tg_dequantize(tg_cast(r, TG_I8), TG_GGML_Q8_0, TG_SHAPE(64)) == NULL && strstr(tg_error(), "uint8"));
+  CHECK(tg_dequantize(NULL, TG_GGML_Q8_0, TG_SHAPE(64)) == NULL);
+  CHECK_EQ_INT(tg_ggml_nbytes(TG_GGML_Q4_K, 512), 288);
+  CHECK_EQ_INT(tg_ggml_nbytes(TG_GGML_Q4_K, 100), -1);
+  CHECK(tg_ggml_type_from_name("iq2_xxs") == TG_GGML_IQ2_XXS && !strcmp(tg_ggml_type_name(TG_GGML_MXFP4), "MXFP4"));
+  CHECK(tg_ggml_type_dequantizable(TG_GGML_IQ1_M) && !tg_ggml_type_dequantizable(9));
+  tg_scope_end();
+}
