@@ -37,10 +37,6 @@ tg_tensor *qt_fields(tg_tensor *blk, int off, int groups, int bytes, int n, int 
  * negative) and fills element k of it with (x >> (k*bits)) & ((1<<bits)-1):
  * the n bit fields of each x, lowest first. */
 tg_tensor *qt_unpack(tg_tensor *x, int axis, int n, int bits);
-/* Bit fields of `groups` runs of `bytes` bytes at off: field k of byte i of
- * run g is value g*n*bytes + k*bytes + i (the layout ggml uses for nibbles,
- * 2-bit and 1-bit planes). (nb, groups*n*bytes) I32. */
-tg_tensor *qt_fields(tg_tensor *blk, int off, int groups, int bytes, int n, int bits);
 /* Inserts a new axis of size n before `axis` repeating x (a broadcast). */
 tg_tensor *qt_repeat(tg_tensor *x, int axis, int n);
 /* table[idx] for small tables of integers (n a power of two, idx in [0, n)),
