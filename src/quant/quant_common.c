@@ -49,15 +49,7 @@ tg_tensor *qt_unpack(tg_tensor *x, int axis, int n, int bits) {
 }
 
 tg_tensor *qt_lut(tg_tensor *idx, const int *table, int n) {
-  tg_tensor *v[256];
-  if (n > 256) return NULL;
-  for (int k = 0; k < n; k++) v[k] = tg_scalar(table[k], TG_I32);
-  /* level b picks between neighbours by bit b of idx */
-  for (int b = 0, m = n; m > 1; b++, m /= 2) {
-    tg_tensor *bit = tg_ne(qt_and(tg_rshifts(idx, b), 1), tg_scalar(0, TG_I32));
-    for (int k = 0; k < m / 2; k++) v[k] = tg_where(bit, v[2 * k + 1], v[2 * k]);
-  }
-  return v[0];
+  return tg_take(tg_from_data(table, TG_SHAPE(n), TG_I32), idx);
 }
 
 tg_tensor *qt_gather_rows(tg_tensor *table, tg_tensor *idx) {
