@@ -1,5 +1,5 @@
-/* tg_io.h: tensors from and to files: safetensors, .npy, GGUF (F32/F16/BF16
- * tensors), and raw file regions. Included by tg.h. See docs/state_files.md.
+/* tg_io.h: tensors from and to files: safetensors, .npy, GGUF (plain and
+ * quantized tensors), and raw file regions. Included by tg.h. See docs/state_files.md.
  *
  * Files are memory-mapped, never read whole. A tensor loaded from a file is a
  * BUFFER on the DISK device whose memory is the mapping; the mapping stays
@@ -59,9 +59,14 @@ tg_tensor *tg_npy_load(const char *path, const char *device);
  * writes. bfloat16 and fp8 have no .npy dtype: cast first. 0 or -1. */
 int tg_npy_save(const char *path, tg_tensor *t);
 
-/* GGUF v2/v3: the tensors of types F32, F16 and BF16 (a file holding other
- * types, e.g. quantized ones, is refused for now). Shapes are ggml's ne[]
- * reversed: ne = [4096, 32000] becomes the tg shape (32000, 4096). */
+/* GGUF v2/v3 tensors. Types F32 F16 BF16 F64 I8 I16 I32 I64 load as that
+ * dtype. Quantized types (every type tg_dequantize handles, see tg_quant.h)
+ * load as float32 tensors computed lazily from their packed bytes, which are
+ * copied to `device` once, on first use: used in a matmul, the decoding
+ * fuses into its kernel and the weights stay packed in memory (realizing
+ * such a tensor by itself makes float32 weights). Quantized tensors need a
+ * compute device: "DISK" refuses them. Shapes are ggml's ne[] reversed:
+ * ne = [4096, 32000] becomes the tg shape (32000, 4096). */
 int tg_gguf_load_tensors(const char *path, const char *device, tg_tensor_list *out);
 /* Writes tensors (realizing them one at a time) as a GGUF v3 file, byte for
  * byte what gguf-py's GGUFWriter writes for the same content: metadata (NULL

@@ -394,6 +394,18 @@ TEST(symbolic_divmod) {
   /* negative dividends are left alone where truncation differs from floor */
   uop *e = idiv(add(mul(n, ci(4)), ci(2)), ci(8));
   CHECK(S(e) == e);
+  /* in-period offsets of a blocked index (unrolled lanes of packed weights):
+   * ((32r + u) % 256) // 32 and (32r + u) % 64 for 0 <= u < 32 */
+  uop *r = var("r", 0, 40), *u = var("u", 0, 31);
+  uop *k = add(mul(r, ci(32)), u);
+  char why[160];
+  uop *e1 = idiv(mod(k, ci(256)), ci(32)), *e2 = mod(k, ci(64)), *e3 = idiv(mod(n, ci(256)), ci(32));
+  CHECK(S(idiv(mod(add(mul(r, ci(32)), ci(5)), ci(256)), ci(32))) == mod(r, ci(8)));
+  CHECK(S(mod(add(mul(r, ci(32)), ci(5)), ci(64))) == add(mul(mod(r, ci(2)), ci(32)), ci(5)));
+  uop *vars[2] = { r, u };
+  CHECK_MSG(same_values(e1, S(e1), vars, 2, why, sizeof why), "(k%%256)//32: %s", why);
+  CHECK_MSG(same_values(e2, S(e2), vars, 2, why, sizeof why), "k%%64: %s", why);
+  CHECK_MSG(same_values(e3, S(e3), &n, 1, why, sizeof why), "(n%%256)//32: %s", why);   /* n may be negative */
   uop_pool_pop();
 }
 

@@ -424,10 +424,11 @@ static void access_along(uop *ast, uop *r, uop *const *axes, int n, int *unit, i
   free(l.v);
 }
 
-/* The largest constant P (up to 32) that some `x // P` or `x % P` with x
- * depending on r uses: r walks a block structure of that period (packed
- * quantized weights: blocks of 32 values, nibble halves, sub-blocks).
- * Lanes of r covering whole periods turn those divisions into constants. */
+/* The largest power of two P (up to 256) that some `x // P` or `x % P`
+ * with x depending on r uses: r walks a block structure of that period
+ * (packed quantized weights: blocks of 32 or 256 values, nibble halves,
+ * sub-blocks). Lanes of r covering whole periods turn those divisions into
+ * constants. */
 static int64_t index_period(uop *ast, uop *r) {
   uop_list l = uop_toposort(ast);
   ptrmap dep = { 0 };   /* nodes depending on r */
@@ -440,7 +441,7 @@ static int64_t index_period(uop *ast, uop *r) {
     pm_put(&dep, u, (void *)1);
     if ((u->op == OP_IDIV || u->op == OP_MOD) && u->src[1]->op == OP_CONST && pm_get(&dep, u->src[0])) {
       int64_t p = u->src[1]->arg.i;
-      if (p > best && p <= 32) best = p;
+      if (p > best && p <= 256 && (p & (p - 1)) == 0) best = p;
     }
   }
   pm_free(&dep);
@@ -495,18 +496,22 @@ int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
       lanes *= 2;
     }
     /* a reduce walking a block structure (quantized weights): unroll whole
-     * blocks, so the block's scales and bit positions become constants per
-     * iteration, and skip the register tile (the per-element decoding is the
-     * work; sharing the other operand's load saves little) */
-    int pr = -1;
+     * blocks (at least 32 lanes, at most 128), so a block's scales and bit
+     * positions become constants per iteration and are decoded once for its
+     * values; skip the register tile (the per-element decoding is the work;
+     * sharing the other operand's load saves little). Only for kernels
+     * reading packed bytes: float kernels (a conv's backward) have periods
+     * too, and want tiles. */
+    int pr = -1, pamt = 0;
     if (vaxis < 0 && loads_bytes(ast))
       for (int r = n - 1; r >= fr && pr < 0; r--) {
         int64_t p = index_period(ast, axes[r]);
-        if (p >= 8 && rsize(axes[r]) % 32 == 0 && 32 % p == 0) pr = r;
+        int64_t amt = p < 32 ? 32 : p > 128 ? 128 : p;
+        if (p >= 8 && rsize(axes[r]) % amt == 0) pr = r, pamt = (int)amt;
       }
     /* as 16 inner lanes (consecutive bytes: SIMD when the decoding allows)
-     * times 2 (the two nibble halves of a block) */
-    if (pr >= 0 && k + 1 < max) { out[k++] = (kopt){ OPT_UNROLL, pr - fr, 16 }; out[k++] = (kopt){ OPT_UNROLL, pr - fr, 2 }; }
+     * times the rest of the block (nibble halves, sub-blocks) */
+    if (pr >= 0 && k + 1 < max) { out[k++] = (kopt){ OPT_UNROLL, pr - fr, 16 }; out[k++] = (kopt){ OPT_UNROLL, pr - fr, pamt / 16 }; }
     for (int i = fr - 1; i >= 0 && pr < 0; i--) {
       if (i == vaxis) continue;
       int unit, zero, other;

@@ -1,10 +1,13 @@
 /* gguf.c: GGUF tensors as tg tensors (tg_gguf_load_tensors). The parsing is
  * in gguf_file.c; here each tensor's bytes become a DISK tensor moved to the
  * requested device. Types with a tg dtype (F32 F16 BF16 F64 I8 I16 I32 I64)
- * load as that dtype. */
+ * load as that dtype; quantized types load as their packed bytes (U8, moved
+ * to the device once) under the lazy dequantization graph of tg_dequantize,
+ * so the weights stay packed in memory and consumers fuse the decoding. */
 #include <strings.h>
 #include "io/gguf_loader.h"
 #include "io/io.h"
+#include "tg_quant.h"
 #include "util/util.h"
 
 /* The tg dtype of a plain (unquantized) ggml type, or -1. */
@@ -33,12 +36,20 @@ bool gguf_tensor_load_supported(const gguf_tensor_info *g) { return plain_dtype(
 
 tg_tensor *gguf_tensor_load(const gguf_tensor_info *g, const char *device) {
   int dt = plain_dtype(g->type);
-  if (dt < 0) {
-    tg_seterr("%s: tensor '%s' has ggml type %s, which tg does not load yet", g->map->path, g->name, ggml_type_info(g->type)->name);
+  bool on_disk = device && strcasecmp(device, "DISK") == 0;
+  if (dt < 0 && (on_disk || !tg_ggml_type_dequantizable((int)g->type))) {
+    tg_seterr("%s: tensor '%s' has ggml type %s, which tg cannot load%s", g->map->path, g->name, ggml_type_info(g->type)->name,
+              on_disk ? " on DISK (its values are computed)" : "");
     return NULL;
   }
-  tg_tensor *t = disk_tensor(g->map, g->file_offset, gguf_shape(g), (tg_dtype)dt);
-  if (t && !(device && strcasecmp(device, "DISK") == 0)) t = disk_tensor_to(t, device);
+  tg_shape shape = gguf_shape(g);
+  tg_tensor *t = disk_tensor(g->map, g->file_offset, dt >= 0 ? shape : TG_SHAPE((int64_t)g->nbytes), dt >= 0 ? (tg_dtype)dt : TG_U8);
+  if (t && !on_disk) t = disk_tensor_to(t, device);
+  if (t && dt < 0) {
+    tg_tensor *raw = t;
+    t = tg_dequantize(raw, (int)g->type, shape);
+    tg_free(raw);   /* the graph of t holds the bytes */
+  }
   return t;
 }
 
@@ -48,9 +59,17 @@ int tg_gguf_load_tensors(const char *path, const char *device, tg_tensor_list *o
   gguf_file *f = gguf_open(path);
   if (!f) return -1;
   int rc = -1;
+  const bool on_disk = device && strcasecmp(device, "DISK") == 0;
   for (int i = 0; i < f->n_tensors; i++) {
-    if (plain_dtype(f->tensors[i].type) < 0) {
-      tg_seterr("%s: tensor '%s' has ggml type %s, which tg_gguf_load_tensors does not load yet", path, f->tensors[i].name, ggml_type_info(f->tensors[i].type)->name);
+    const gguf_tensor_info *g = &f->tensors[i];
+    bool quant = plain_dtype(g->type) < 0;
+    if (quant && !tg_ggml_type_dequantizable((int)g->type)) {
+      tg_seterr("%s: tensor '%s' has ggml type %s, which tg_gguf_load_tensors does not load", path, g->name, ggml_type_info(g->type)->name);
+      goto done;
+    }
+    if (quant && on_disk) {
+      tg_seterr("%s: tensor '%s' is quantized (%s): its values are computed, which needs a compute device, not DISK "
+                "(tg_from_file gives its raw bytes)", path, g->name, ggml_type_info(g->type)->name);
       goto done;
     }
   }

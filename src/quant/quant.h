@@ -37,17 +37,15 @@ tg_tensor *qt_fields(tg_tensor *blk, int off, int groups, int bytes, int n, int 
  * negative) and fills element k of it with (x >> (k*bits)) & ((1<<bits)-1):
  * the n bit fields of each x, lowest first. */
 tg_tensor *qt_unpack(tg_tensor *x, int axis, int n, int bits);
-/* Bit fields of `groups` runs of `bytes` bytes at off: field k of byte i of
- * run g is value g*n*bytes + k*bytes + i (the layout ggml uses for nibbles,
- * 2-bit and 1-bit planes). (nb, groups*n*bytes) I32. */
-tg_tensor *qt_fields(tg_tensor *blk, int off, int groups, int bytes, int n, int bits);
 /* Inserts a new axis of size n before `axis` repeating x (a broadcast). */
 tg_tensor *qt_repeat(tg_tensor *x, int axis, int n);
-/* table[idx] for small tables of integers (n a power of two, idx in [0, n)),
- * as a select tree on idx's bits: elementwise, so it fuses. I32 result. */
+/* table[idx] for a table of n integers (idx in [0, n)), by tg_take: a
+ * direct read at the computed index, so it fuses. I32 result. (A select
+ * tree on idx's bits also fuses, but is slower even at 16 entries.) */
 tg_tensor *qt_lut(tg_tensor *idx, const int *table, int n);
 /* Rows table[idx] of a (n, width) table (a tensor): idx (...) gives
- * (..., width), by tg_gather. For the IQ lattices (hundreds of rows). */
+ * (..., width), by tg_take (a direct read, so it fuses). For the IQ
+ * lattices (hundreds of rows). */
 tg_tensor *qt_gather_rows(tg_tensor *table, tg_tensor *idx);
 /* Each of the nsub values of x (nb, nsub) repeated len times, in place:
  * (nb, nsub*len). Spreads per-sub-block fields over their values.

@@ -49,23 +49,14 @@ tg_tensor *qt_unpack(tg_tensor *x, int axis, int n, int bits) {
 }
 
 tg_tensor *qt_lut(tg_tensor *idx, const int *table, int n) {
-  tg_tensor *v[256];
-  if (n > 256) return NULL;
-  for (int k = 0; k < n; k++) v[k] = tg_scalar(table[k], TG_I32);
-  /* level b picks between neighbours by bit b of idx */
-  for (int b = 0, m = n; m > 1; b++, m /= 2) {
-    tg_tensor *bit = tg_ne(qt_and(tg_rshifts(idx, b), 1), tg_scalar(0, TG_I32));
-    for (int k = 0; k < m / 2; k++) v[k] = tg_where(bit, v[2 * k + 1], v[2 * k]);
-  }
-  return v[0];
+  return tg_take(tg_from_data(table, TG_SHAPE(n), TG_I32), idx);
 }
 
 tg_tensor *qt_gather_rows(tg_tensor *table, tg_tensor *idx) {
-  int64_t w = tg_dim(table, 1), m = tg_numel(idx);
-  tg_tensor *ix = tg_expand(tg_reshape(idx, TG_SHAPE(m, 1)), TG_SHAPE(m, w));
-  tg_shape s = tg_shape_of(idx);
-  s.d[s.ndim++] = w;
-  return tg_reshape(tg_gather(table, 0, ix), s);
+  int64_t n = tg_dim(table, 0), w = tg_dim(table, 1);
+  tg_tensor *col = tg_arange(0, (double)w, 1, TG_I32);
+  tg_tensor *flat = tg_add(tg_muls(tg_unsqueeze(idx, -1), (double)w), col);   /* (..., w) */
+  return tg_take(tg_reshape(table, TG_SHAPE(n * w)), flat);
 }
 
 void qt_scale_min_k4(tg_tensor *blk, int off, int len, tg_tensor **sc, tg_tensor **mn) {
@@ -78,7 +69,9 @@ void qt_scale_min_k4(tg_tensor *blk, int off, int len, tg_tensor **sc, tg_tensor
   for (int k = 0; k < 3; k++)
     g[k] = qt_spread(tg_reshape(qt_repeat(qt_u8(blk, off + 4 * k, 4), 1, 2), TG_SHAPE(nb, 8)), len);
   tg_tensor *a = g[0], *b = g[1], *c = g[2];
-  tg_tensor *first = tg_reshape(tg_lt(tg_arange(0, 8 * len, 1, TG_I32), tg_scalar(4 * len, TG_I32)), TG_SHAPE(1, 8 * len));
+  /* j < 4, made per sub-block and spread (a test on the value's own index
+   * would hide from codegen that it is constant within a sub-block) */
+  tg_tensor *first = qt_spread(tg_reshape(tg_lt(tg_arange(0, 8, 1, TG_I32), tg_scalar(4, TG_I32)), TG_SHAPE(1, 8)), len);
   *sc = tg_where(first, qt_and(a, 63), qt_or(qt_and(c, 15), tg_lshifts(tg_rshifts(a, 6), 4)));
   *mn = tg_where(first, qt_and(b, 63), qt_or(tg_rshifts(c, 4), tg_lshifts(tg_rshifts(b, 6), 4)));
 }

@@ -12,9 +12,9 @@ tg_tensor *dq_tq2_0(tg_tensor *blk) {
  * Values: 32 bytes x 5 trits, then 16 bytes x 5, then the 4 bytes of qh x 4;
  * within a run, value n*len + m comes from byte m. */
 static tg_tensor *trits(tg_tensor *blk, int off, int len, int n) {
-  static const int pow3[8] = { 1, 3, 9, 27, 81, 243, 0, 0 };
+  static const int pow3[6] = { 1, 3, 9, 27, 81, 243 };
   tg_tensor *b = qt_repeat(qt_u8(blk, off, len), 1, n);
-  tg_tensor *p = tg_reshape(qt_lut(tg_arange(0, n, 1, TG_I32), pow3, 8), TG_SHAPE(n, 1));
+  tg_tensor *p = tg_reshape(qt_lut(tg_arange(0, n, 1, TG_I32), pow3, 6), TG_SHAPE(n, 1));
   tg_tensor *q = qt_and(tg_mul(b, p), 255);
   tg_tensor *t = tg_rshifts(tg_muls(q, 3), 8);
   return tg_reshape(t, TG_SHAPE(tg_dim(blk, 0), (int64_t)len * n));

@@ -661,6 +661,27 @@ static uop *mod_mod(void *ctx, const rw_match *m) {
   return NULL;
 }
 
+/* (x%a)//b -> (x//b)%(a/b) when b divides a and x >= 0: the division can
+ * then simplify with x (e.g. (32*r + u)//32 -> r for 0 <= u < 32). */
+static uop *mod_div(void *ctx, const rw_match *m) {
+  GET(x); GET(a); GET(b);
+  int64_t va, vb, lo, hi;
+  if (!cint(a, &va) || !cint(b, &vb) || va <= 0 || vb <= 1 || va % vb || !idx_dtype(x->dtype)) return NULL;
+  if (!rng(x, &lo, &hi) || lo < 0) return NULL;
+  return uop_alu(OP_MOD, uop_alu(OP_IDIV, x, b), iconst(x->dtype, va / vb));
+}
+
+/* (x*c + y) % m -> (x % (m/c))*c + y when c divides m, x >= 0 and
+ * 0 <= y < c: an offset inside one period of c stays out of the modulo
+ * (e.g. (32*r + 5) % 64 -> (r%2)*32 + 5). */
+static uop *mod_of_scaled(void *ctx, const rw_match *m) {
+  GET(x); GET(c); GET(y); GET(mm);
+  int64_t vc, vm, xl, xh, yl, yh;
+  if (!cint(c, &vc) || !cint(mm, &vm) || vc <= 1 || vm <= 0 || vm % vc || !idx_dtype(x->dtype)) return NULL;
+  if (!rng(x, &xl, &xh) || xl < 0 || !rng(y, &yl, &yh) || yl < 0 || yh >= vc) return NULL;
+  return uop_alu(OP_ADD, uop_alu(OP_MUL, uop_alu(OP_MOD, x, iconst(x->dtype, vm / vc)), c), y);
+}
+
 /* In a sum, (x//c)*(k*c) + (x%c)*k -> x*k (C's identity x == (x//c)*c + x%c
  * for c != 0). Sums are searched up to a bound, so long chains stay linear. */
 static uop *divmod_recombine(void *ctx, const rw_match *m) {
@@ -965,6 +986,8 @@ static const tg_rule symbolic_rules[] = {
   /* division and modulo */
   { "(IDIV.int (IDIV x a:CONST) b:CONST)", .fn = div_div, .name = "(x//a)//b" },
   { "(MOD.int (MOD x a:CONST) b:CONST)", .fn = mod_mod, .name = "(x%a)%b" },
+  { "(IDIV.int (MOD x a:CONST) b:CONST)", .fn = mod_div, .name = "(x%a)//b" },
+  { "(MOD.int (ADD (MUL x c:CONST) y) mm:CONST)", .fn = mod_of_scaled, .name = "(x*c+y)%m" },
   { "(ADD.int _ _:{MOD,IDIV})", .fn = divmod_recombine, .name = "(x//c)*c+x%c" },
   { "(ADD.int _ (MUL _:IDIV _:CONST))", .fn = divmod_recombine, .name = "(x//c)*c+x%c" },
   { "(IDIV.int (ADD (IDIV x c:CONST) a:CONST) d:CONST)", .fn = div_add_div, .name = "(x//c+a)//d" },
