@@ -10,17 +10,25 @@
 
 /* Dequantizes TYPE.blocks.bin with tg_dequantize and compares with
  * TYPE.f32.bin. */
+/* TYPE.blocks.bin and TYPE.f32.bin of the shared data; false (both NULL,
+ * path names the missing file) when absent. */
+static bool read_golden(const char *type, unsigned char **raw, size_t *nraw, float **want, size_t *nf, char *path, size_t np) {
+  snprintf(path, np, QUANT_DIR "/%s.blocks.bin", type);
+  *raw = test_read_file(path, nraw);
+  snprintf(path, np, QUANT_DIR "/%s.f32.bin", type);
+  *want = test_read_file(path, nf);
+  if (*raw && *want) return true;
+  free(*raw), free(*want);
+  *raw = NULL, *want = NULL;
+  return false;
+}
+
 static void check_type(const char *type) {
   char path[256];
   size_t nraw = 0, nf = 0;
-  snprintf(path, sizeof path, QUANT_DIR "/%s.blocks.bin", type);
-  unsigned char *raw = test_read_file(path, &nraw);
-  snprintf(path, sizeof path, QUANT_DIR "/%s.f32.bin", type);
-  float *want = test_read_file(path, &nf);
-  if (!raw || !want) {
-    free(raw), free(want);
-    SKIP("%s not found (the shared quant test data is absent)", path);
-  }
+  unsigned char *raw;
+  float *want;
+  if (!read_golden(type, &raw, &nraw, &want, &nf, path, sizeof path)) SKIP("%s not found (the shared quant test data is absent)", path);
   int t = tg_ggml_type_from_name(type);
   int64_t n = (int64_t)(nf / sizeof(float));
   CHECK_EQ_INT(tg_ggml_nbytes(t, n), nraw);
@@ -236,14 +244,9 @@ TEST(quant_take_table_lookup) {
 static void check_plain(const char *type, tg_dtype dt) {
   char path[256];
   size_t nraw = 0, nf = 0;
-  snprintf(path, sizeof path, QUANT_DIR "/%s.blocks.bin", type);
-  unsigned char *raw = test_read_file(path, &nraw);
-  snprintf(path, sizeof path, QUANT_DIR "/%s.f32.bin", type);
-  float *want = test_read_file(path, &nf);
-  if (!raw || !want) {
-    free(raw), free(want);
-    SKIP("%s not found (the shared quant test data is absent)", path);
-  }
+  unsigned char *raw;
+  float *want;
+  if (!read_golden(type, &raw, &nraw, &want, &nf, path, sizeof path)) SKIP("%s not found (the shared quant test data is absent)", path);
   size_t n = nf / sizeof(float);
   float *got = calloc(n, sizeof(float));
   tg_scope_begin();
