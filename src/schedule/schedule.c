@@ -153,6 +153,46 @@ static uop *flat_index(uop *const *idx, const int64_t *shape, int nd) {
 
 static uop *lower(kctx *k, uop *u, uop *const *idx, uop *gate);
 
+/* The address of a gated load only matters where the gate holds: a gate
+ * `r < c` or `c < r` on a loop narrows r's range there, which lets the
+ * index math fold (a padded view's `(h*20 + w) / 20` is h when w < 20).
+ * Each narrowed loop is swapped for a variable with the narrower range,
+ * the index simplified, and the loop put back (tinygrad's simplify given
+ * valid). */
+static void collect_bounds(uop *g, uop **rs, int64_t *lo, int64_t *hi, int *n) {
+  if (g->op == OP_AND && g->dtype.scalar == TG_BOOL) { collect_bounds(g->src[0], rs, lo, hi, n); collect_bounds(g->src[1], rs, lo, hi, n); return; }
+  if (g->op != OP_CMPLT) return;
+  uop *a = g->src[0], *b = g->src[1], *r = NULL;
+  int64_t l = INT64_MIN, h = INT64_MAX;
+  if (a->op == OP_RANGE && b->op == OP_CONST) { r = a; h = b->arg.i - 1; }
+  else if (b->op == OP_RANGE && a->op == OP_CONST) { r = b; l = a->arg.i + 1; }
+  if (!r) return;
+  int i = 0;
+  while (i < *n && rs[i] != r) i++;
+  if (i == *n) { if (*n == 8) return; rs[i] = r; lo[i] = uop_vmin(r); hi[i] = uop_vmax(r); (*n)++; }
+  if (l > lo[i]) lo[i] = l;
+  if (h < hi[i]) hi[i] = h;
+}
+
+static uop *simplify_given_gate(uop *ix, uop *gate) {
+  static const char *const names[8] = { "tg_valid0", "tg_valid1", "tg_valid2", "tg_valid3", "tg_valid4", "tg_valid5", "tg_valid6", "tg_valid7" };
+  uop *rs[8];
+  int64_t lo[8], hi[8];
+  int n = 0;
+  collect_bounds(gate, rs, lo, hi, &n);
+  if (!n) return ix;
+  ptrmap to = { 0 }, back = { 0 };
+  for (int i = 0; i < n; i++) {
+    if (lo[i] > hi[i]) { pm_free(&to); pm_free(&back); return ix; }   /* never valid: leave it */
+    uop *v = uop2(OP_DEFINE_VAR, DT_INDEX, idx_const(lo[i]), idx_const(hi[i]), arg_str(names[i]));
+    pm_put(&to, rs[i], v);
+    pm_put(&back, v, rs[i]);
+  }
+  uop *s = graph_substitute(uop_simplify(graph_substitute(ix, &to)), &back);
+  pm_free(&to); pm_free(&back);
+  return s;
+}
+
 static uop *lower_uncached(kctx *k, uop *u, uop *const *idx, uop *gate) {
   sctx *s = k->s;
   int nd = u->ndim;
@@ -183,7 +223,8 @@ static uop *lower_uncached(kctx *k, uop *u, uop *const *idx, uop *gate) {
     tg_buffer *b = u->arg.p;
     if (!k->via_repl) VEC_PUSH(k->raw_reads, b);
     uop *g = global_for(k, b);
-    uop *ix = gate ? uop3(OP_INDEX, g->dtype, g, idx[0], gate, arg_none()) : uop2(OP_INDEX, g->dtype, g, idx[0], arg_none());
+    uop *ix = gate ? uop3(OP_INDEX, g->dtype, g, simplify_given_gate(uop_simplify(idx[0]), gate), gate, arg_none())
+                   : uop2(OP_INDEX, g->dtype, g, idx[0], arg_none());
     return uop1(OP_LOAD, dt_scalar(b->dtype), ix, arg_none());
   }
   case OP_CONST: case OP_DEFINE_VAR: return u;
