@@ -273,7 +273,7 @@ static uop *combine(uop_op op, uop **v, int n) {
 }
 
 /* An unrolled reduce whose source steps through memory by one element along
- * an unroll range of 8 or 16 becomes SIMD: a vector accumulator per
+ * an unroll range of 4, 8 or 16 becomes SIMD: a vector accumulator per
  * remaining unroll lane, added across lanes after the loop (the lanes of a
  * matvec's dot product). NULL when the source does not vectorize. */
 static uop *vectorize_reduce(uop *r, uop **un, int nu, uop *const *keep, int nk) {
@@ -281,7 +281,7 @@ static uop *vectorize_reduce(uop *r, uop **un, int nu, uop *const *keep, int nk)
   if (r->dtype.scalar != TG_F32 && r->dtype.scalar != TG_I32) return NULL;
   for (int i = 0; i < nu; i++) {
     int64_t k = rsize(un[i]);
-    if (k != 8 && k != 16) continue;
+    if (k != 4 && k != 8 && k != 16) continue;
     uop *v = kernel_vectorize(r->src[0], un[i]);
     if (!v || v->dtype.count != k) continue;
     uop *rest[16];
