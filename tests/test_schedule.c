@@ -376,3 +376,60 @@ TEST(schedule_big_full_reduce_splits_across_cores) {
   CHECK_NEAR(tg_item(tg_max(t, TG_ALL, false)), mx, 0);
   free(x);
 }
+
+/* Multi-output kernels: outputs realized together over the same loops share
+ * one kernel (each input read once), checked against naive loops; outputs
+ * with other loops, or that depend on each other, stay apart. */
+TEST(schedule_multi_output_siblings_share_a_kernel) {
+  init_data();
+  tg_scope_begin();
+  tg_tensor *a = tg_from_data(A, TG_SHAPE(6, 8), TG_F32), *b = tg_from_data(B, TG_SHAPE(6, 8), TG_F32);
+  CHECK_OK(tg_realize(a) == 0 && tg_realize(b) == 0 ? a : NULL);
+  tg_tensor *outs[3] = { tg_add(a, b), tg_mul(a, b), tg_subs(tg_muls(a, 3), 1) };
+  int64_t k0 = kernels_now();
+  CHECK_OK(tg_realize_all(outs, 3) == 0 ? a : NULL);
+  CHECK_EQ_INT(kernels_now() - k0, 1);
+  float got[3][48];
+  for (int o = 0; o < 3; o++) CHECK_OK(tg_data(outs[o], got[o], sizeof got[o]) == 0 ? a : NULL);
+  for (int i = 0; i < 48; i++) {
+    CHECK(got[0][i] == A[i] + B[i]);
+    CHECK(got[1][i] == A[i] * B[i]);
+    CHECK(got[2][i] == A[i] * 3 - 1);
+  }
+  /* other loops: a row sum and an elementwise op are two kernels */
+  tg_tensor *mixed[2] = { tg_sum(a, TG_AXES(1), false), tg_add(a, b) };
+  k0 = kernels_now();
+  CHECK_OK(tg_realize_all(mixed, 2) == 0 ? a : NULL);
+  CHECK_EQ_INT(kernels_now() - k0, 2);
+  /* a chain: the second output reads the first one's buffer, so they stay
+   * apart and the values are still right */
+  tg_tensor *y = tg_contiguous(tg_adds(a, 1));
+  tg_tensor *chain[2] = { y, tg_muls(y, 2) };
+  CHECK_OK(tg_realize_all(chain, 2) == 0 ? a : NULL);
+  float c2[48];
+  CHECK_OK(tg_data(chain[1], c2, sizeof c2) == 0 ? a : NULL);
+  for (int i = 0; i < 48; i++) CHECK(c2[i] == (A[i] + 1) * 2);
+  tg_scope_end();
+}
+
+/* An assign realized together with a computation made before it that reads
+ * the target: the reader sees the old values (it runs before the writer, a
+ * write-after-read order), so the two must not merge into one kernel that
+ * would mix old and new values. Same answer as without merging. */
+TEST(schedule_multi_output_respects_assign_hazards) {
+  init_data();
+  tg_scope_begin();
+  tg_tensor *a = tg_contiguous(tg_from_data(A, TG_SHAPE(6, 8), TG_F32)), *b = tg_from_data(B, TG_SHAPE(6, 8), TG_F32);
+  CHECK_OK(tg_realize(a) == 0 && tg_realize(b) == 0 ? a : NULL);
+  tg_tensor *old = tg_muls(a, 2);                 /* made before the assign */
+  tg_tensor *both[2] = { old, tg_assign(a, tg_add(a, b)) };
+  CHECK_OK(tg_realize_all(both, 2) == 0 ? a : NULL);
+  float got_old[48], got_a[48];
+  CHECK_OK(tg_data(old, got_old, sizeof got_old) == 0 ? a : NULL);
+  CHECK_OK(tg_data(a, got_a, sizeof got_a) == 0 ? a : NULL);
+  for (int i = 0; i < 48; i++) {
+    CHECK_MSG(got_a[i] == A[i] + B[i], "a[%d] = %g", i, got_a[i]);
+    CHECK_MSG(got_old[i] == A[i] * 2, "old[%d] = %g", i, got_old[i]);
+  }
+  tg_scope_end();
+}

@@ -503,6 +503,8 @@ retry:
   return 0;
 }
 
+static void merge_sibling_kernels(schedule *out);
+
 /* Orders kernels: producers before consumers (RAW), and readers of a
  * buffer's old contents before the kernel that assigns it (WAR). */
 static void order_kernels(sctx *s) {
@@ -613,6 +615,9 @@ int schedule_create(uop *const *roots, int n, const char *default_device, schedu
       if (ri) pm_put(becomes, topo.v[i], ri->repl);
     }
     order_kernels(&s);
+    uop_pool_push();
+    merge_sibling_kernels(s.out);
+    uop_pool_pop();
   }
   for (int i = 0; i < s.infos.n; i++) free(s.infos.v[i]);
   for (int i = 0; i < s.deps.n; i++) { free(s.deps.v[i]); free(s.reads.v[i]); }
@@ -621,6 +626,95 @@ int schedule_create(uop *const *roots, int n, const char *default_device, schedu
   free(topo.v);
   if (rc < 0) schedule_free(out);
   return rc;
+}
+
+/* ---- multi-output kernels: consecutive elementwise kernels over the same
+ * loops that do not touch each other's outputs become one kernel with
+ * several stores (their loads of shared inputs then happen once). */
+
+/* The loop ranges of an elementwise kernel (sorted by id); false when the
+ * kernel reduces or is not a plain store kernel. */
+static bool elementwise_loops(uop *ast, uop **rs, int *n) {
+  if (!ast || ast->op != OP_SINK) return false;
+  uop_list l = uop_toposort(ast);
+  bool ok = true;
+  *n = 0;
+  for (int i = 0; i < l.n && ok; i++) {
+    uop *u = l.v[i];
+    if (u->op == OP_REDUCE) ok = false;
+    else if (u->op == OP_RANGE) { if (u->arg.v[1] != RANGE_LOOP || *n == 16) ok = false; else rs[(*n)++] = u; }
+  }
+  free(l.v);
+  for (int i = 1; i < *n; i++) for (int j = i; j > 0 && rs[j - 1]->arg.v[0] > rs[j]->arg.v[0]; j--) { uop *t = rs[j]; rs[j] = rs[j - 1]; rs[j - 1] = t; }
+  return ok;
+}
+
+/* Buffers a kernel stores to (write) and loads from (read). */
+static bool touches(const sched_item *it, const tg_buffer *b, bool store) {
+  uop_list l = uop_toposort(it->ast);
+  bool found = false;
+  for (int i = 0; i < l.n && !found; i++) {
+    uop *u = l.v[i];
+    if (u->op != (store ? OP_STORE : OP_LOAD)) continue;
+    uop *g = u->src[0]->src[0];
+    found = g->op == OP_DEFINE_GLOBAL && it->bufs[g->arg.i] == b;
+  }
+  free(l.v);
+  return found;
+}
+
+static bool can_merge(const sched_item *a, const sched_item *b) {
+  uop *ra[16], *rb[16];
+  int na, nb;
+  if (a->dev != b->dev || !elementwise_loops(a->ast, ra, &na) || !elementwise_loops(b->ast, rb, &nb) || na != nb) return false;
+  for (int i = 0; i < na; i++) if (ra[i] != rb[i]) return false;
+  if (a->nbufs + b->nbufs > 64) return false;
+  /* neither reads or writes what the other writes */
+  for (int i = 0; i < a->nbufs; i++) if (touches(a, a->bufs[i], true) && (touches(b, a->bufs[i], false) || touches(b, a->bufs[i], true))) return false;
+  for (int i = 0; i < b->nbufs; i++) if (touches(b, b->bufs[i], true) && touches(a, b->bufs[i], false)) return false;
+  return true;
+}
+
+/* Appends b's stores to a (renumbering b's buffers) and frees b. */
+static void merge_into(sched_item *a, sched_item *b) {
+  ptrmap remap = { 0 };
+  uop_list l = uop_toposort(b->ast);
+  a->bufs = tg_xrealloc(a->bufs, sizeof(tg_buffer *) * (size_t)(a->nbufs + b->nbufs));
+  for (int i = 0; i < l.n; i++) {
+    uop *g = l.v[i];
+    if (g->op != OP_DEFINE_GLOBAL) continue;
+    tg_buffer *buf = b->bufs[g->arg.i];
+    int k = 0;
+    while (k < a->nbufs && a->bufs[k] != buf) k++;
+    if (k == a->nbufs) { a->bufs[a->nbufs++] = buf; buffer_retain(buf); }
+    pm_put(&remap, g, uop0(OP_DEFINE_GLOBAL, g->dtype, arg_int(k)));
+  }
+  free(l.v);
+  uop *bs = graph_substitute(b->ast, &remap);
+  pm_free(&remap);
+  uop **st = tg_xmalloc(sizeof(uop *) * (size_t)(a->ast->nsrc + bs->nsrc));
+  int n = 0;
+  for (int i = 0; i < a->ast->nsrc; i++) st[n++] = a->ast->src[i];
+  for (int i = 0; i < bs->nsrc; i++) st[n++] = bs->src[i];
+  uop *ast = uop_new(OP_SINK, DT_VOID, st, n, a->ast->arg);
+  free(st);
+  uop_retain(ast);
+  uop_release(a->ast);
+  a->ast = ast;
+  kernel_name(ast, a->name, sizeof a->name);
+  uop_release(b->ast);
+  for (int j = 0; j < b->nbufs; j++) buffer_release(b->bufs[j]);
+  free(b->bufs);
+}
+
+static void merge_sibling_kernels(schedule *out) {
+  if (tg_getenv_int("TG_NO_MULTI_OUTPUT", 0)) return;
+  int w = 0;
+  for (int i = 0; i < out->n; i++) {
+    if (w > 0 && out->v[w - 1].ast && out->v[i].ast && can_merge(&out->v[w - 1], &out->v[i])) { merge_into(&out->v[w - 1], &out->v[i]); continue; }
+    out->v[w++] = out->v[i];
+  }
+  out->n = w;
 }
 
 void schedule_free(schedule *s) {
