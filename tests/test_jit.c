@@ -227,3 +227,37 @@ TEST(jit_outputs_fresh_unless_reused) {
   }
   tg_free(w);
 }
+
+/* Two outputs of one multi-output kernel that reads no input: pruning keeps
+ * both results (not only the first store's). */
+static int step_pruned_pair(void *ctx, tg_tensor *const *in, int nin, tg_tensor **out, int nout) {
+  tg_tensor *w = ctx;
+  tg_tensor *p[2] = { tg_adds(w, 1), tg_muls(w, 3) };   /* realized together: one kernel, two stores */
+  out[0] = tg_add(tg_matmul(in[0], tg_T(tg_contiguous(p[0]))), tg_matmul(in[0], tg_T(tg_contiguous(p[1]))));
+  return out[0] ? 0 : -1;
+}
+
+TEST(jit_prune_keeps_every_output_of_a_multi_output_kernel) {
+  for (int i = 0; i < C * C; i++) W[i] = (float)((i * 7) % 5) - 2;
+  tg_tensor *w = tg_from_data(W, TG_SHAPE(C, C), TG_F32);
+  tg_jit *j = tg_jit_new(step_pruned_pair, w);
+  tg_jit_set_prune(j, true);
+  for (int call = 0; call < 4; call++) {
+    float x[R * C], got[R * C];
+    for (int i = 0; i < R * C; i++) x[i] = (float)((i + 2 * call) % 5) - 2;
+    tg_scope_begin();
+    tg_tensor *in = tg_from_data(x, TG_SHAPE(R, C), TG_F32), *out = NULL;
+    CHECK_MSG(tg_jit_call(j, &in, 1, &out, 1) == 0, "call %d: %s", call, tg_error());
+    CHECK_OK(tg_data(out, got, sizeof got) == 0 ? out : NULL);
+    for (int r = 0; r < R; r++)
+      for (int c = 0; c < C; c++) {
+        float s = 0;
+        for (int k = 0; k < C; k++) s += x[r * C + k] * (W[c * C + k] + 1) + x[r * C + k] * (W[c * C + k] * 3);
+        CHECK_MSG(fabsf(got[r * C + c] - s) <= 1e-4f * (1 + fabsf(s)), "call %d [%d][%d]: %g != %g", call, r, c, got[r * C + c], s);
+      }
+    tg_scope_end();
+  }
+  CHECK_EQ_INT(tg_jit_stats(j).pruned, 1);   /* the two transformed weights: one kernel */
+  tg_jit_free(j);
+  tg_free(w);
+}

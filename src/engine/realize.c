@@ -178,10 +178,18 @@ void kernel_capture_free(kernel_capture *c) {
   VEC_FREE(*c);
 }
 static void capture_item(sched_item *it, cached_prog *cp) {
-  captured_kernel k = { cp ? cp->prog : NULL, it->dev, tg_xmalloc(sizeof(tg_buffer *) * (size_t)(it->nbufs ? it->nbufs : 1)), it->nbufs, cp ? cp->flops : 0, "", { 0 }, 0 };
+  captured_kernel k = { cp ? cp->prog : NULL, it->dev, tg_xmalloc(sizeof(tg_buffer *) * (size_t)(it->nbufs ? it->nbufs : 1)), it->nbufs, cp ? cp->flops : 0, "", { 0 }, 0, 0 };
   if (cp) { k.nvars = cp->nvars; memcpy(k.varnames, cp->varnames, sizeof(char *) * (size_t)cp->nvars); }
   for (int i = 0; i < it->nbufs; i++) { k.bufs[i] = it->bufs[i]; buffer_retain(it->bufs[i]); }
   snprintf(k.name, sizeof k.name, "%s", it->name);
+  k.writes = 1;   /* a copy writes its destination */
+  if (it->ast) {
+    k.writes = 0;
+    uop_list l = uop_toposort(it->ast);
+    for (int i = 0; i < l.n; i++)
+      if (l.v[i]->op == OP_STORE && l.v[i]->src[0]->src[0]->arg.i < 64) k.writes |= 1ULL << l.v[i]->src[0]->src[0]->arg.i;
+    free(l.v);
+  }
   VEC_PUSH(*capture, k);
 }
 

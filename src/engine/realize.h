@@ -23,6 +23,7 @@ typedef struct {
   char name[96];
   const char *varnames[32];   /* symbolic variables, in vars[] order */
   int nvars;
+  uint64_t writes;            /* bit i: the kernel stores to bufs[i] (a copy: bufs[0]) */
 } captured_kernel;
 typedef struct { captured_kernel *v; int n, cap; } kernel_capture;
 void engine_capture_begin(kernel_capture *c);

@@ -152,7 +152,8 @@ static void count_refs(tg_jit *j, ptrmap *refs) {
 }
 
 /* Drops the kernels whose results are the same every call (see the top).
- * A kernel's bufs[0] is what it writes; the others are what it reads. */
+ * ck->writes says which of a kernel's buffers it writes (a multi-output
+ * kernel writes several); the others are what it reads. */
 static void prune_constant_kernels(tg_jit *j, tg_buffer **inb) {
   ptrmap refs = { 0 }, changing = { 0 };
   count_refs(j, &refs);
@@ -160,19 +161,25 @@ static void prune_constant_kernels(tg_jit *j, tg_buffer **inb) {
   int kept = 0;
   for (int k = 0; k < j->cap.n; k++) {
     captured_kernel *ck = &j->cap.v[k];
-    tg_buffer *w = ck->nbufs ? ck->bufs[0] : NULL;
-    bool keep = !w || ck->nvars > 0 || w->refcnt != (intptr_t)pm_get(&refs, w);   /* writes state or an output */
-    for (int a = 1; a < ck->nbufs && !keep; a++) keep = pm_get(&changing, ck->bufs[a]) != NULL;
+    bool keep = ck->nvars > 0 || !ck->writes || ck->nbufs > 64;
+    for (int a = 0; a < ck->nbufs && !keep; a++) {
+      tg_buffer *b = ck->bufs[a];
+      if (ck->writes >> a & 1) keep = b->refcnt != (intptr_t)pm_get(&refs, b);   /* writes state or an output */
+      else keep = pm_get(&changing, b) != NULL;                                  /* reads what changes */
+    }
     if (keep) {
-      if (w) pm_put(&changing, w, (void *)1);
+      for (int a = 0; a < ck->nbufs && a < 64; a++) if (ck->writes >> a & 1) pm_put(&changing, ck->bufs[a], (void *)1);
       j->cap.v[kept++] = *ck;
       continue;
     }
-    /* its result stays in its captured buffer, which the JIT keeps */
-    for (int a = 1; a < ck->nbufs; a++) buffer_release(ck->bufs[a]);
+    /* its results stay in their captured buffers, which the JIT keeps */
+    for (int a = 0; a < ck->nbufs; a++) {
+      if (ck->writes >> a & 1) {
+        j->pinned = tg_xrealloc(j->pinned, sizeof(tg_buffer *) * (size_t)(j->npinned + 1));
+        j->pinned[j->npinned++] = ck->bufs[a];
+      } else buffer_release(ck->bufs[a]);
+    }
     free(ck->bufs);
-    j->pinned = tg_xrealloc(j->pinned, sizeof(tg_buffer *) * (size_t)(j->npinned + 1));
-    j->pinned[j->npinned++] = w;
     j->pruned++;
   }
   j->cap.n = kept;
