@@ -129,6 +129,21 @@ TEST(llm_sampler) {
   for (int i = 0; i < 50; i++) CHECK_EQ_INT(tg_sampler_sample(a, logits, 5), tg_sampler_sample(b, logits, 5));
   tg_sampler_free(a);
   tg_sampler_free(b);
+  /* top-k over a big vocabulary: every draw is one of the k largest (found
+   * by a loop over sorted copies, independently of the sampler's heap) */
+  enum { NV = 5000 };
+  static float big[NV], sorted[NV];
+  for (int i = 0; i < NV; i++) big[i] = sorted[i] = (float)((i * 7919) % 4999) / 100.0f;
+  for (int i = 1; i < NV; i++) for (int j = i; j > 0 && sorted[j - 1] < sorted[j]; j--) { float t = sorted[j]; sorted[j] = sorted[j - 1]; sorted[j - 1] = t; }
+  s = tg_sampler_new(&(tg_sampling){ .temperature = 2, .top_k = 7, .top_p = 1, .seed = 9 });
+  bool seen_not_best = false;
+  for (int i = 0; i < 300; i++) {
+    int t = tg_sampler_sample(s, big, NV);
+    CHECK_MSG(t >= 0 && big[t] >= sorted[6], "token %d (logit %g) is not in the top 7", t, t >= 0 ? big[t] : 0);
+    seen_not_best |= t >= 0 && big[t] < sorted[0];
+  }
+  CHECK(seen_not_best);
+  tg_sampler_free(s);
   /* min_p 0.5 keeps only tokens within half of the best's probability */
   s = tg_sampler_new(&(tg_sampling){ .temperature = 1, .top_p = 1, .min_p = 0.5f, .seed = 3 });
   for (int i = 0; i < 200; i++) { int t = tg_sampler_sample(s, logits, 5); CHECK(t == 1 || t == 3); }

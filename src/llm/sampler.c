@@ -56,14 +56,40 @@ int32_t tg_sampler_sample(tg_sampler *s, const float *logits, int n) {
     s->prob = tg_xrealloc(s->prob, sizeof(float) * (size_t)n);
     s->cap = n;
   }
-  /* top-k first keeps the sort small */
-  int k = s->p.top_k > 0 && s->p.top_k < n ? s->p.top_k : n;
-  for (int i = 0; i < n; i++) s->idx[i] = i;
-  qsort_r(s->idx, (size_t)n, sizeof(int), by_logit, (void *)logits);
-  /* softmax over the k candidates (before temperature, as llama.cpp's top-p
-   * and min-p see the distribution) */
-  double max = logits[s->idx[0]], sum = 0;
+  /* candidates, without sorting the whole vocabulary: the k largest logits
+   * (a min-heap), or without top-k every logit min-p could keep
+   * (p_i >= min_p * p_max, i.e. l_i >= l_max + ln(min_p)) */
+  double max = logits[best];
+  int k = 0;
+  if (s->p.top_k > 0 && s->p.top_k < n) {
+    int K = s->p.top_k;
+    for (int i = 0; i < n; i++) {
+      if (k < K) {   /* sift up */
+        int c = k++;
+        s->idx[c] = i;
+        while (c > 0 && logits[s->idx[(c - 1) / 2]] > logits[s->idx[c]]) { int t = s->idx[c]; s->idx[c] = s->idx[(c - 1) / 2]; s->idx[(c - 1) / 2] = t; c = (c - 1) / 2; }
+      } else if (logits[i] > logits[s->idx[0]]) {   /* replace the smallest, sift down */
+        s->idx[0] = i;
+        for (int c = 0;;) {
+          int l = 2 * c + 1, r = l + 1, m = c;
+          if (l < K && logits[s->idx[l]] < logits[s->idx[m]]) m = l;
+          if (r < K && logits[s->idx[r]] < logits[s->idx[m]]) m = r;
+          if (m == c) break;
+          int t = s->idx[c]; s->idx[c] = s->idx[m]; s->idx[m] = t; c = m;
+        }
+      }
+    }
+  } else {
+    double floor_l = s->p.min_p > 0 ? max + log((double)s->p.min_p) : -INFINITY;
+    for (int i = 0; i < n; i++) if (logits[i] >= floor_l) s->idx[k++] = i;
+  }
+  if (k == 0) return best;   /* NaN logits */
+  qsort_r(s->idx, (size_t)k, sizeof(int), by_logit, (void *)logits);
+  /* the distribution top-p and min-p see (before temperature, as in
+   * llama.cpp): over the k after top-k, else over the whole vocabulary */
+  double sum = 0;
   for (int i = 0; i < k; i++) sum += s->prob[i] = (float)exp(logits[s->idx[i]] - max);
+  if (!(s->p.top_k > 0 && s->p.top_k < n)) { sum = 0; for (int i = 0; i < n; i++) sum += exp(logits[i] - max); }
   for (int i = 0; i < k; i++) s->prob[i] = (float)(s->prob[i] / sum);
   if (s->p.top_p > 0 && s->p.top_p < 1) {
     double cum = 0;
