@@ -58,6 +58,11 @@ char *tg_chat_apply_json(const tg_chat_template *t, const char *messages_json, c
  * runner can stop on them; NULL-terminated. In Jinja mode they come from the
  * preset the template text matches, else from eos_token. */
 const char *const *tg_chat_end_strings(const tg_chat_template *t);
+/* Does token id end the assistant's turn? The tokenizer's end-of-generation
+ * tokens (EOS, EOT, EOM, <|im_end|>-like tokens) and the tokens whose text is
+ * one of tg_chat_end_strings(t). */
+struct tg_tokenizer;
+bool tg_chat_is_end(const tg_chat_template *t, const struct tg_tokenizer *tok, int32_t id);
 /* The preset in use (preset mode), or the one the template text matches
  * (Jinja mode); NULL when none matches. */
 const char *tg_chat_preset_name(const tg_chat_template *t);

@@ -459,3 +459,26 @@ TEST(chat_jinja_features) {
     free(out);
   }
 }
+
+/* is_end: phi-3's template and tokenizer from its GGUF: <|end|> and the
+ * tokenizer's EOS end a turn, an ordinary word does not. */
+TEST(chat_is_end_phi3) {
+  const char *path = VOCAB_DIR "/ggml-vocab-phi-3.gguf";
+  char *tmpl = gguf_string(path, "tokenizer.chat_template");
+  if (!tmpl) SKIP("no %s (shared test data)", path);
+  tg_tokenizer *tok = tg_tokenizer_load(path);
+  CHECK_MSG(tok != NULL, "%s", tg_error());
+  tg_chat_template *t = tg_chat_template_new(tmpl, NULL, "<s>", "</s>");
+  CHECK_MSG(t != NULL, "%s", tg_error());
+  if (tok && t) {
+    int32_t end = tg_tokenizer_find(tok, "<|end|>"), word = tg_tokenizer_find(tok, "▁Hello");
+    CHECK(end >= 0 && word >= 0);
+    CHECK(tg_chat_is_end(t, tok, end));
+    CHECK(tg_chat_is_end(t, tok, tg_tokenizer_eos(tok)));
+    CHECK(!tg_chat_is_end(t, tok, word));
+    CHECK(!tg_chat_is_end(t, tok, -1));
+  }
+  tg_chat_template_free(t);
+  tg_tokenizer_free(tok);
+  free(tmpl);
+}
