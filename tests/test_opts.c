@@ -125,3 +125,26 @@ TEST(opts_vector_lanes_with_bool_buffers) {
   tg_set_kernel_opts(NULL);
   for (int i = 0; i < RR * CC; i++) CHECK_MSG(got[i] == (x[i] > 0 ? 2 * x[i] : 0), "[%d] %g", i, got[i]);
 }
+
+/* float16 and bfloat16 weights widen to float32 inside a vectorized matvec
+ * (hardware conversion / a bit shift): exact against a naive loop on values
+ * that every format holds exactly. */
+TEST(opts_half_weights_matvec_exact) {
+  enum { R = 64, C = 256 };
+  static float w[R * C], x[C], y[R];
+  for (int i = 0; i < R * C; i++) w[i] = (float)((i * 37) % 17 - 8) / 8;
+  for (int i = 0; i < C; i++) x[i] = (float)((i * 11) % 9 - 4) / 4;
+  tg_dtype dts[2] = { TG_F16, TG_BF16 };
+  for (int d = 0; d < 2; d++) {
+    tg_scope_begin();
+    tg_tensor *W = tg_contiguous(tg_cast(tg_from_data(w, TG_SHAPE(R, C), TG_F32), dts[d]));
+    CHECK_OK(tg_realize(W) == 0 ? W : NULL);
+    CHECK_OK(tg_data(tg_matmul(tg_cast(W, TG_F32), tg_from_data(x, TG_SHAPE(C), TG_F32)), y, sizeof y) == 0 ? W : NULL);
+    for (int r = 0; r < R; r++) {
+      double s = 0;
+      for (int c = 0; c < C; c++) s += (double)w[r * C + c] * x[c];
+      CHECK_MSG(y[r] == (float)s, "%s row %d: %g != %g", tg_dtype_name(dts[d]), r, y[r], s);
+    }
+    tg_scope_end();
+  }
+}

@@ -160,7 +160,8 @@ uop *kernel_vectorize(uop *ast, uop *lane_range) {
       if (!uop_is_alu(u->op) || !vec_alu_ok(u) || small_float(u->dtype) || (u->dtype.scalar == TG_BOOL && !uop_is_comparison(u->op))) { fail = true; break; }
       uop *src[3];
       /* float16 lanes widen to float32 (vcvtph2ps); other small floats stay scalar */
-      bool widen16 = u->op == OP_CAST && u->src[0]->dtype.scalar == TG_F16 && u->dtype.scalar == TG_F32 && (k == 8 || k == 16);
+      bool widen16 = u->op == OP_CAST && (u->src[0]->dtype.scalar == TG_F16 || u->src[0]->dtype.scalar == TG_BF16) && u->dtype.scalar == TG_F32 &&
+                     (k == 8 || k == 16);
       for (int j = 0; j < u->nsrc; j++) {
         if (!s[j]->node || (small_float(u->src[j]->dtype) && !widen16)) { fail = true; break; }
         src[j] = s[j]->node;

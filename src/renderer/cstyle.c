@@ -42,6 +42,7 @@ static const char *vec_elem_name(int scalar) {
   case TG_I8: return "schar";
   case TG_U8: return "uchar";
   case TG_F16: return "half";   /* float16 bits (unsigned short lanes) */
+  case TG_BF16: return "bhalf";  /* bfloat16 bits (unsigned short lanes) */
   default: return "void";
   }
 }
@@ -180,6 +181,8 @@ static char *render_vec_alu(rctx *c, uop *u) {
     break;
   case OP_CAST:
     if (u->src[0]->dtype.scalar == TG_F16) { c->need_vcvt_f16[u->dtype.count] = true; r = fmt("tg_cvt_v%d_f16_f32(%s)", u->dtype.count, s[0]); }
+    else if (u->src[0]->dtype.scalar == TG_BF16)   /* bfloat16 is the top half of a float32: shift the bits up */
+      r = fmt("((%s)(__builtin_convertvector(%s, %s) << 16))", ctype(u->dtype), s[0], ctype(dt_vec(dt_scalar(TG_U32), u->dtype.count)));
     else r = fmt("__builtin_convertvector(%s, %s)", s[0], ctype(u->dtype));
     break;
   case OP_VECTORIZE:
@@ -408,7 +411,7 @@ char *render_c(uop *ast, const char *name) {
   if (c.need_threefry) sb_puts(&src, threefry_src);
   static const char *velem[TG_NSCALAR] = { [TG_I8] = "signed char", [TG_U8] = "unsigned char", [TG_I16] = "short", [TG_U16] = "unsigned short",
     [TG_I32] = "int", [TG_U32] = "unsigned int", [TG_I64] = "long long", [TG_U64] = "unsigned long long", [TG_F32] = "float", [TG_F64] = "double",
-    [TG_F16] = "unsigned short" };
+    [TG_F16] = "unsigned short", [TG_BF16] = "unsigned short" };
   for (int s = 0; s < TG_NSCALAR; s++)
     for (int n = 2; n <= 64; n++) {
       if (!vec_used[s][n] || !velem[s]) continue;
