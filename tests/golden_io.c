@@ -355,3 +355,44 @@ void golden_run_file(const char *path, golden_case_fn run, golden_known_fn known
   if (ran) *ran += n;
   golden_free(g);
 }
+
+void golden_run_group(const golden_set *s, const char *group, golden_case_fn run, golden_known_fn known, bool known_only, int *ran) {
+  char path[256];
+  snprintf(path, sizeof path, s->pattern, group);
+  golden_run_file(path, run, known, known_only, ran);
+}
+
+void golden_run_known_bugs(const golden_set *s, golden_case_fn run, golden_known_fn known, int listed) {
+  int ran = 0;
+  for (int i = 0; i < s->ngroups; i++) golden_run_group(s, s->groups[i], run, known, true, &ran);
+  CHECK_MSG(ran == listed, "known_bugs[] lists %d cases but %d exist in the goldens", listed, ran);
+}
+
+static const char *entry_name(const void *table, size_t entry_size, int i) {
+  return *(const char *const *)(const void *)((const char *)table + (size_t)i * entry_size);
+}
+
+int golden_check_dispatch(const golden_set *s, const void *table, size_t entry_size, int n, golden_each_fn each, void *ctx) {
+  bool *used = calloc((size_t)n + 1, sizeof(bool));
+  int total = 0;
+  for (int gi = 0; gi < s->ngroups; gi++) {
+    char path[256];
+    snprintf(path, sizeof path, s->pattern, s->groups[gi]);
+    const char *err = NULL;
+    golden_file *g = golden_load(path, &err);
+    if (!g) { test_fail(__FILE__, __LINE__, "%s", err); continue; }
+    CHECK_MSG(g->ncases > 0, "%s has no cases", path);
+    for (int i = 0; i < g->ncases; i++) {
+      int d = 0;
+      while (d < n && strcmp(entry_name(table, entry_size, d), g->cases[i].op)) d++;
+      CHECK_MSG(d < n, "%s: case %s: op '%s' has no dispatch entry", path, g->cases[i].label, g->cases[i].op);
+      if (d < n) used[d] = true;
+      if (each) each(&g->cases[i], path, ctx);
+    }
+    total += g->ncases;
+    golden_free(g);
+  }
+  for (int i = 0; i < n; i++) CHECK_MSG(used[i], "dispatch entry '%s' is used by no golden case", entry_name(table, entry_size, i));
+  free(used);
+  return total;
+}

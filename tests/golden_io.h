@@ -100,4 +100,19 @@ bool golden_check_results(const golden_case *c, tg_tensor *const *out, int nf, t
 typedef bool (*golden_case_fn)(const golden_case *c);
 typedef const char *(*golden_known_fn)(const char *label);
 void golden_run_file(const char *path, golden_case_fn run, golden_known_fn known, bool known_only, int *ran);
+
+/* The golden files of one test file: pattern has one %s, filled with each
+ * group name ("goldens/ops_%s.bin"). */
+typedef struct { const char *pattern; const char *const *groups; int ngroups; } golden_set;
+/* golden_run_file on the file of group. */
+void golden_run_group(const golden_set *s, const char *group, golden_case_fn run, golden_known_fn known, bool known_only, int *ran);
+/* Runs the known-bug cases of every group; fails unless exactly `listed`
+ * (the length of the test file's known_bugs[]) exist. */
+void golden_run_known_bugs(const golden_set *s, golden_case_fn run, golden_known_fn known, int listed);
+/* Every case's op names an entry of a dispatch table and every entry is
+ * used. The table holds n entries of entry_size bytes, each beginning with
+ * its `const char *name`. each(c, path, ctx), when given, checks a case
+ * further. Returns the number of cases. */
+typedef void (*golden_each_fn)(const golden_case *c, const char *path, void *ctx);
+int golden_check_dispatch(const golden_set *s, const void *table, size_t entry_size, int n, golden_each_fn each, void *ctx);
 #endif

@@ -117,7 +117,7 @@ static const dispatch_entry *find_op(const char *name) {
 }
 
 static const char *const groups[] = { "unary", "binary", "reduce", "scan", "sort", "backward" };
-#define NGROUPS ((int)(sizeof groups / sizeof groups[0]))
+static const golden_set goldens = { "goldens/torch_math_%s.bin", groups, (int)(sizeof groups / sizeof groups[0]) };
 
 /* Forward: the result (and the second result when there are two outputs). */
 static bool run_forward(const golden_case *c, const dispatch_entry *d, tg_tensor **in) {
@@ -177,11 +177,7 @@ static bool run_case(const golden_case *c) {
   return ok && test_failures == before;
 }
 
-static void run_group(const char *group) {
-  char path[256];
-  snprintf(path, sizeof path, "goldens/torch_math_%s.bin", group);
-  golden_run_file(path, run_case, NULL, false, NULL);
-}
+static void run_group(const char *group) { golden_run_group(&goldens, group, run_case, NULL, false, NULL); }
 
 TEST(math_unary) { run_group("unary"); }
 TEST(math_binary) { run_group("binary"); }
@@ -192,24 +188,7 @@ TEST(math_backward) { run_group("backward"); }
 
 /* Every golden op has a dispatch entry and every entry is used. */
 TEST(math_dispatch_covers_goldens) {
-  bool used[NDISPATCH] = { 0 };
-  int total = 0;
-  for (int gi = 0; gi < NGROUPS; gi++) {
-    char path[256];
-    snprintf(path, sizeof path, "goldens/torch_math_%s.bin", groups[gi]);
-    const char *err = NULL;
-    golden_file *g = golden_load(path, &err);
-    if (!g) { test_fail(__FILE__, __LINE__, "%s", err); continue; }
-    CHECK_MSG(g->ncases > 0, "%s has no cases", path);
-    for (int i = 0; i < g->ncases; i++) {
-      const dispatch_entry *d = find_op(g->cases[i].op);
-      CHECK_MSG(d != NULL, "%s: case %s: op '%s' has no dispatch entry", path, g->cases[i].label, g->cases[i].op);
-      if (d) used[d - dispatch] = true;
-    }
-    total += g->ncases;
-    golden_free(g);
-  }
-  for (int i = 0; i < NDISPATCH; i++) CHECK_MSG(used[i], "dispatch entry '%s' is used by no golden case", dispatch[i].name);
+  int total = golden_check_dispatch(&goldens, dispatch, sizeof dispatch[0], NDISPATCH, NULL, NULL);
   printf("  %d golden cases, %d dispatch entries\n", total, NDISPATCH);
 }
 

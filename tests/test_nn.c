@@ -190,7 +190,7 @@ static const dispatch_entry *find_op(const char *name) {
 }
 
 static const char *const groups[] = { "conv", "pool", "functional", "loss", "backward" };
-#define NGROUPS ((int)(sizeof groups / sizeof groups[0]))
+static const golden_set goldens = { "goldens/torch_nn_%s.bin", groups, (int)(sizeof groups / sizeof groups[0]) };
 
 /* Runs one case; true when it passed. */
 static bool run_case(const golden_case *c) {
@@ -228,9 +228,7 @@ static bool run_case(const golden_case *c) {
  * the others otherwise. TG_TEST_CASE=substring runs matching labels only;
  * TG_TEST_VERBOSE prints each label. */
 static void run_group(const char *group, bool known_only, int *ran) {
-  char path[256];
-  snprintf(path, sizeof path, "goldens/torch_nn_%s.bin", group);
-  golden_run_file(path, run_case, known_bug_of, known_only, ran);
+  golden_run_group(&goldens, group, run_case, known_bug_of, known_only, ran);
 }
 
 TEST(nn_golden_conv) { run_group("conv", false, NULL); }
@@ -240,34 +238,19 @@ TEST(nn_golden_loss) { run_group("loss", false, NULL); }
 TEST(nn_golden_backward) { run_group("backward", false, NULL); }
 
 TEST(nn_known_bugs) {
-  int ran = 0;
-  for (int i = 0; i < NGROUPS; i++) run_group(groups[i], true, &ran);
   int listed = 0;
   while (known_bugs[listed].label) listed++;
-  CHECK_MSG(ran == listed, "known_bugs[] lists %d cases but %d exist in the goldens", listed, ran);
+  golden_run_known_bugs(&goldens, run_case, known_bug_of, listed);
 }
 
 /* Every golden op has a dispatch entry and every entry is used. */
+static void count_forward(const golden_case *c, const char *path, void *ctx) {
+  (void)path;
+  *(int *)ctx += !flag(c, "backward");
+}
 TEST(nn_dispatch_covers_goldens) {
-  bool used[NDISPATCH] = { 0 };
-  int total = 0, fwd = 0;
-  for (int gi = 0; gi < NGROUPS; gi++) {
-    char path[256];
-    snprintf(path, sizeof path, "goldens/torch_nn_%s.bin", groups[gi]);
-    const char *err = NULL;
-    golden_file *g = golden_load(path, &err);
-    if (!g) { test_fail(__FILE__, __LINE__, "%s", err); continue; }
-    CHECK_MSG(g->ncases > 0, "%s has no cases", path);
-    for (int i = 0; i < g->ncases; i++) {
-      const dispatch_entry *d = find_op(g->cases[i].op);
-      CHECK_MSG(d != NULL, "%s: case %s: op '%s' has no dispatch entry", path, g->cases[i].label, g->cases[i].op);
-      if (d) used[d - dispatch] = true;
-      fwd += !flag(&g->cases[i], "backward");
-    }
-    total += g->ncases;
-    golden_free(g);
-  }
-  for (int i = 0; i < NDISPATCH; i++) CHECK_MSG(used[i], "dispatch entry '%s' is used by no golden case", dispatch[i].name);
+  int fwd = 0;
+  int total = golden_check_dispatch(&goldens, dispatch, sizeof dispatch[0], NDISPATCH, count_forward, &fwd);
   printf("  %d golden cases (%d forward, %d backward), %d dispatch entries\n", total, fwd, total - fwd, NDISPATCH);
 }
 

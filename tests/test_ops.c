@@ -233,7 +233,7 @@ static const dispatch_entry *find_op(const char *name) {
 }
 
 static const char *const groups[] = { "create", "elementwise", "cast", "movement", "reduce", "matmul", "softmax", "chain", "views" };
-#define NGROUPS ((int)(sizeof groups / sizeof groups[0]))
+static const golden_set goldens = { "goldens/ops_%s.bin", groups, (int)(sizeof groups / sizeof groups[0]) };
 
 /* Runs one case; true when it passed. */
 static bool run_case(const golden_case *c) {
@@ -263,9 +263,7 @@ static bool run_case(const golden_case *c) {
 /* Runs the cases of goldens/ops_<group>.bin: the known-bug ones when
  * known_only, the others otherwise. */
 static void run_group(const char *group, bool known_only, int *ran) {
-  char path[256];
-  snprintf(path, sizeof path, "goldens/ops_%s.bin", group);
-  golden_run_file(path, run_case, known_bug_of, known_only, ran);
+  golden_run_group(&goldens, group, run_case, known_bug_of, known_only, ran);
 }
 
 TEST(ops_create) { run_group("create", false, NULL); }
@@ -280,35 +278,19 @@ TEST(ops_views) { run_group("views", false, NULL); }
 
 /* The cases listed in known_bugs[]: fails while any of them still fails. */
 TEST(ops_known_bugs) {
-  int ran = 0;
-  for (int i = 0; i < NGROUPS; i++) run_group(groups[i], true, &ran);
   int listed = 0;
   while (known_bugs[listed].label) listed++;
-  CHECK_MSG(ran == listed, "known_bugs[] lists %d cases but %d exist in the goldens", listed, ran);
+  golden_run_known_bugs(&goldens, run_case, known_bug_of, listed);
 }
 
-/* Every golden op has a dispatch entry and every entry is used; labels are
- * unique across files. */
+/* Every golden op has a dispatch entry and every entry is used; every case
+ * has one output. */
+static void one_output(const golden_case *c, const char *path, void *ctx) {
+  (void)ctx;
+  CHECK_MSG(c->nout == 1, "%s: case %s has %d outputs", path, c->label, c->nout);
+}
 TEST(ops_dispatch_covers_goldens) {
-  bool used[NDISPATCH] = { 0 };
-  int total = 0;
-  for (int gi = 0; gi < NGROUPS; gi++) {
-    char path[256];
-    snprintf(path, sizeof path, "goldens/ops_%s.bin", groups[gi]);
-    const char *err = NULL;
-    golden_file *g = golden_load(path, &err);
-    if (!g) { test_fail(__FILE__, __LINE__, "%s", err); continue; }
-    CHECK_MSG(g->ncases > 0, "%s has no cases", path);
-    for (int i = 0; i < g->ncases; i++) {
-      const dispatch_entry *d = find_op(g->cases[i].op);
-      CHECK_MSG(d != NULL, "%s: case %s: op '%s' has no dispatch entry", path, g->cases[i].label, g->cases[i].op);
-      if (d) used[d - dispatch] = true;
-      CHECK_MSG(g->cases[i].nout == 1, "%s: case %s has %d outputs", path, g->cases[i].label, g->cases[i].nout);
-    }
-    total += g->ncases;
-    golden_free(g);
-  }
-  for (int i = 0; i < NDISPATCH; i++) CHECK_MSG(used[i], "dispatch entry '%s' is used by no golden case", dispatch[i].name);
+  int total = golden_check_dispatch(&goldens, dispatch, sizeof dispatch[0], NDISPATCH, one_output, NULL);
   printf("  %d golden cases, %d dispatch entries\n", total, NDISPATCH);
 }
 

@@ -128,6 +128,10 @@ def enc_param(key, v):
 
 
 class Group:
+    """Cases written to tests/goldens/<PREFIX><name>.bin; the torch generators
+    subclass it with their own PREFIX."""
+    PREFIX = "ops_"
+
     def __init__(self, name, seed):
         self.name, self.cases, self.labels = name, [], set()
         self.rng = np.random.default_rng(seed)
@@ -151,7 +155,7 @@ class Group:
             for a in ins: data += enc_array(a)
             data += struct.pack("<I", len(outs))
             for a in outs: data += enc_array(a)
-        path = os.path.join(OUT, "ops_%s.bin" % self.name)
+        path = os.path.join(OUT, "%s%s.bin" % (self.PREFIX, self.name))
         with open(path, "wb") as f:
             f.write(bytes(data))
         return path, len(self.cases), len(data)

@@ -24,12 +24,11 @@ Where tg follows tinygrad instead of torch the golden says so (dtype column):
   * gelu is the tanh approximation (torch: approximate='tanh').
 """
 import os
-import struct
 import sys
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gen_ops import Group, enc_str, enc_param, enc_array, OUT  # noqa: E402
+from gen_ops import Group, OUT  # noqa: E402
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -43,22 +42,7 @@ INF, NAN = float("inf"), float("nan")
 
 class TGroup(Group):
     """A Group written to torch_math_<name>.bin."""
-
-    def write(self):
-        data = bytearray(b"TGGOLD1\0" + struct.pack("<I", len(self.cases)))
-        for op, label, rtol, atol, params, ins, outs in self.cases:
-            data += enc_str(op) + enc_str(label) + struct.pack("<dd", rtol, atol)
-            data += struct.pack("<I", len(params))
-            for k, v in params.items():
-                data += enc_param(k, v)
-            data += struct.pack("<I", len(ins))
-            for a in ins: data += enc_array(a)
-            data += struct.pack("<I", len(outs))
-            for a in outs: data += enc_array(a)
-        path = os.path.join(OUT, "torch_math_%s.bin" % self.name)
-        with open(path, "wb") as f:
-            f.write(bytes(data))
-        return path, len(self.cases), len(data)
+    PREFIX = "torch_math_"
 
 
 def tt(a):

@@ -31,11 +31,10 @@ w_k per forward output; the outputs are the forward outputs followed by
 dL/d(input) for each input in grad, for L = sum_k sum(out_k * w_k).
 """
 import os
-import struct
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gen_ops import Group, enc_str, enc_param, enc_array, OUT  # noqa: E402
+from gen_ops import Group, OUT  # noqa: E402
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -46,22 +45,7 @@ torch.use_deterministic_algorithms(False)
 
 class TGroup(Group):
     """gen_ops.Group writing tests/goldens/torch_movement_<name>.bin."""
-
-    def write(self):
-        data = bytearray(b"TGGOLD1\0" + struct.pack("<I", len(self.cases)))
-        for op, label, rtol, atol, params, ins, outs in self.cases:
-            data += enc_str(op) + enc_str(label) + struct.pack("<dd", rtol, atol)
-            data += struct.pack("<I", len(params))
-            for k, v in params.items():
-                data += enc_param(k, v)
-            data += struct.pack("<I", len(ins))
-            for a in ins: data += enc_array(a)
-            data += struct.pack("<I", len(outs))
-            for a in outs: data += enc_array(a)
-        path = os.path.join(OUT, "torch_movement_%s.bin" % self.name)
-        with open(path, "wb") as f:
-            f.write(bytes(data))
-        return path, len(self.cases), len(data)
+    PREFIX = "torch_movement_"
 
     def ints_(self, shape, lo, hi, dt=np.int64):
         return self.rng.integers(lo, hi, shape, endpoint=True).astype(dt)

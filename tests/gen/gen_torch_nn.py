@@ -67,15 +67,7 @@ torch.set_default_dtype(torch.float64)
 
 class NNGroup(Group):
     """gen_ops.Group writing tests/goldens/torch_nn_<name>.bin."""
-
-    def write(self):
-        name = self.name
-        self.name = "__tmp_torch_nn_" + name
-        tmp, n, size = Group.write(self)
-        self.name = name
-        path = os.path.join(OUT, "torch_nn_%s.bin" % name)
-        os.replace(tmp, path)
-        return path, n, size
+    PREFIX = "torch_nn_"
 
 
 def T(a):
