@@ -25,29 +25,35 @@ static int plain_dtype(uint32_t t) {
   }
 }
 
-/* tg's shape of a GGUF tensor: ne[] reversed. */
-static tg_shape gguf_shape(const gguf_tensor_info *g) {
+tg_shape gguf_tensor_shape(const gguf_tensor_info *g) {
   tg_shape s = { .ndim = g->n_dims };
   for (int k = 0; k < g->n_dims; k++) s.d[g->n_dims - 1 - k] = g->ne[k];
   return s;
 }
 
-bool gguf_tensor_load_supported(const gguf_tensor_info *g) { return plain_dtype(g->type) >= 0; }
+bool gguf_tensor_quantized(const gguf_tensor_info *g) { return plain_dtype(g->type) < 0; }
+bool gguf_tensor_loadable(const gguf_tensor_info *g) { return !gguf_tensor_quantized(g) || tg_ggml_type_dequantizable((int)g->type); }
 
-tg_tensor *gguf_tensor_load(const gguf_tensor_info *g, const char *device) {
-  int dt = plain_dtype(g->type);
-  bool on_disk = device && strcasecmp(device, "DISK") == 0;
-  if (dt < 0 && (on_disk || !tg_ggml_type_dequantizable((int)g->type))) {
-    tg_seterr("%s: tensor '%s' has ggml type %s, which tg cannot load%s", g->map->path, g->name, ggml_type_info(g->type)->name,
-              on_disk ? " on DISK (its values are computed)" : "");
+tg_tensor *gguf_tensor_stored(const gguf_tensor_info *g, const char *device) {
+  if (!gguf_tensor_loadable(g)) {
+    tg_seterr("%s: tensor '%s' has ggml type %s, which tg cannot load", g->map->path, g->name, ggml_type_info(g->type)->name);
     return NULL;
   }
-  tg_shape shape = gguf_shape(g);
-  tg_tensor *t = disk_tensor(g->map, g->file_offset, dt >= 0 ? shape : TG_SHAPE((int64_t)g->nbytes), dt >= 0 ? (tg_dtype)dt : TG_U8);
-  if (t && !on_disk) t = disk_tensor_to(t, device);
-  if (t && dt < 0) {
+  int dt = plain_dtype(g->type);
+  tg_tensor *t = disk_tensor(g->map, g->file_offset, dt >= 0 ? gguf_tensor_shape(g) : TG_SHAPE((int64_t)g->nbytes), dt >= 0 ? (tg_dtype)dt : TG_U8);
+  return t && !(device && strcasecmp(device, "DISK") == 0) ? disk_tensor_to(t, device) : t;
+}
+
+tg_tensor *gguf_tensor_load(const gguf_tensor_info *g, const char *device) {
+  if (gguf_tensor_quantized(g) && device && strcasecmp(device, "DISK") == 0) {
+    tg_seterr("%s: tensor '%s' has ggml type %s, which tg cannot load on DISK (its values are computed)", g->map->path, g->name,
+              ggml_type_info(g->type)->name);
+    return NULL;
+  }
+  tg_tensor *t = gguf_tensor_stored(g, device);
+  if (t && gguf_tensor_quantized(g)) {
     tg_tensor *raw = t;
-    t = tg_dequantize(raw, (int)g->type, shape);
+    t = tg_dequantize(raw, (int)g->type, gguf_tensor_shape(g));
     tg_free(raw);   /* the graph of t holds the bytes */
   }
   return t;
@@ -62,8 +68,8 @@ int tg_gguf_load_tensors(const char *path, const char *device, tg_tensor_list *o
   const bool on_disk = device && strcasecmp(device, "DISK") == 0;
   for (int i = 0; i < f->n_tensors; i++) {
     const gguf_tensor_info *g = &f->tensors[i];
-    bool quant = plain_dtype(g->type) < 0;
-    if (quant && !tg_ggml_type_dequantizable((int)g->type)) {
+    bool quant = gguf_tensor_quantized(g);
+    if (!gguf_tensor_loadable(g)) {
       tg_seterr("%s: tensor '%s' has ggml type %s, which tg_gguf_load_tensors does not load", path, g->name, ggml_type_info(g->type)->name);
       goto done;
     }

@@ -10,7 +10,16 @@
  * the file bytes themselves), in tg's shape (ne reversed), in the current
  * scope. NULL + tg_error for a type tg cannot load. */
 tg_tensor *gguf_tensor_load(const gguf_tensor_info *g, const char *device);
-/* Whether gguf_tensor_load takes g's type as a plain dtype (no dequantizing). */
-bool gguf_tensor_load_supported(const gguf_tensor_info *g);
+
+/* The pieces of gguf_tensor_load, for loaders that keep the stored bytes
+ * themselves (the LLM runner realizes them once and stacks matrices):
+ * whether tg can load g's type, whether it is a quantized (block) type,
+ * tg's shape of g (ne reversed), and g's stored form moved to device: its
+ * dtype and shape for plain types, its nbytes as a 1-D U8 tensor for
+ * quantized ones (tg_dequantize gives their values). */
+bool gguf_tensor_loadable(const gguf_tensor_info *g);
+bool gguf_tensor_quantized(const gguf_tensor_info *g);
+tg_shape gguf_tensor_shape(const gguf_tensor_info *g);
+tg_tensor *gguf_tensor_stored(const gguf_tensor_info *g, const char *device);
 
 #endif

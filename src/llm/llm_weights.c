@@ -9,13 +9,6 @@
 #include "tensor/tensor.h"
 #include "util/util.h"
 
-/* tg's shape of a GGUF tensor: ne reversed. */
-static tg_shape info_shape(const gguf_tensor_info *g) {
-  tg_shape s = { .ndim = g->n_dims };
-  for (int k = 0; k < g->n_dims; k++) s.d[g->n_dims - 1 - k] = g->ne[k];
-  return s;
-}
-
 /* The tensor called name, realized on device and owned by the model; NULL
  * when absent (an error only when required). *err is set on failure. */
 static tg_tensor *load(tg_llm *m, const char *device, const char *name, bool required, bool *err) {
@@ -26,18 +19,11 @@ static tg_tensor *load(tg_llm *m, const char *device, const char *name, bool req
     return NULL;
   }
   tg_scope_begin();
-  tg_tensor *t;
-  if (tg_ggml_type_dequantizable((int)g->type) && ggml_type_info(g->type)->block_size > 1) {
-    /* quantized: the packed bytes are copied out of the file once and stay
-     * packed; the values are a lazy graph that fuses into each matmul */
-    tg_shape s = info_shape(g);
-    tg_tensor *raw = disk_tensor(g->map, g->file_offset, TG_SHAPE((int64_t)g->nbytes), TG_U8);
-    if (raw) raw = disk_tensor_to(raw, device);
-    t = raw && tg_realize(raw) == 0 ? tg_dequantize(raw, (int)g->type, s) : NULL;
-  } else {
-    t = gguf_tensor_load(g, device);
-    if (t && tg_realize(t) < 0) t = NULL;
-  }
+  /* the stored form is copied out of the file once; quantized bytes stay
+   * packed, their values a lazy graph that fuses into each matmul */
+  tg_tensor *t = gguf_tensor_stored(g, device);
+  if (t && tg_realize(t) < 0) t = NULL;
+  if (t && gguf_tensor_quantized(g)) t = tg_dequantize(t, (int)g->type, gguf_tensor_shape(g));
   if (t) tensor_adopt(NULL, t);
   tg_scope_end();
   if (!t) *err = true;
@@ -64,14 +50,12 @@ static tg_tensor *load_stacked(tg_llm *m, const char *device, const char *const 
     if (!g[i] || g[i]->n_dims != 2 || g[i]->ne[0] != cols || g[i]->ne[1] != rows[i] || g[i]->type != g[0]->type) return NULL;
     total += rows[i];
   }
-  bool quant = ggml_type_info(g[0]->type)->block_size > 1;
-  if (quant && !tg_ggml_type_dequantizable((int)g[0]->type)) return NULL;
-  if (!quant && !gguf_tensor_load_supported(g[0])) return NULL;
+  bool quant = gguf_tensor_quantized(g[0]);
+  if (!gguf_tensor_loadable(g[0])) return NULL;
   tg_scope_begin();
   tg_tensor *parts[4];
   for (int i = 0; i < n; i++) {
-    parts[i] = quant ? disk_tensor(g[i]->map, g[i]->file_offset, TG_SHAPE((int64_t)g[i]->nbytes), TG_U8) : gguf_tensor_load(g[i], "DISK");
-    if (parts[i]) parts[i] = disk_tensor_to(parts[i], device);
+    parts[i] = gguf_tensor_stored(g[i], device);
   }
   tg_tensor *t = tg_contiguous(tg_cat(parts, n, 0));
   if (t && tg_realize(t) < 0) t = NULL;
