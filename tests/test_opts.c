@@ -148,3 +148,70 @@ TEST(opts_half_weights_matvec_exact) {
     tg_scope_end();
   }
 }
+
+/* Big enough matmuls read b through a packed panel copy, and the heuristic
+ * walks the panels in the outer loop (two kernels: the copy, the matmul);
+ * x @ w.T with few rows of x is a tile of dot products instead (one kernel).
+ * All exact against the naive loop, batched ones too, and the gradients. */
+static void naive_batched(const float *a, const float *b, float *c, int batch, int n, int m, int k, bool b_transposed) {
+  for (int z = 0; z < batch; z++)
+    for (int i = 0; i < n; i++)
+      for (int j = 0; j < m; j++) {
+        float s = 0;
+        for (int p = 0; p < k; p++) s += a[(z * n + i) * k + p] * (b_transposed ? b[(z * m + j) * k + p] : b[(z * k + p) * m + j]);
+        c[(z * n + i) * m + j] = s;
+      }
+}
+
+static void matmul_case(int batch, int n, int m, int k, bool b_transposed, int want_kernels) {
+  size_t na = (size_t)(batch * n * k), nb = (size_t)(batch * k * m), nc = (size_t)(batch * n * m);
+  float *a = malloc(na * sizeof(float)), *b = malloc(nb * sizeof(float)), *want = malloc(nc * sizeof(float)), *got = malloc(nc * sizeof(float));
+  fill(a, (int)na, n); fill(b, (int)nb, m);
+  naive_batched(a, b, want, batch, n, m, k, b_transposed);
+  tg_scope_begin();
+  tg_tensor *x = tg_from_data(a, batch > 1 ? TG_SHAPE(batch, n, k) : TG_SHAPE(n, k), TG_F32);
+  tg_tensor *w = b_transposed ? tg_from_data(b, batch > 1 ? TG_SHAPE(batch, m, k) : TG_SHAPE(m, k), TG_F32)
+                              : tg_from_data(b, batch > 1 ? TG_SHAPE(batch, k, m) : TG_SHAPE(k, m), TG_F32);
+  CHECK(tg_realize(x) == 0 && tg_realize(w) == 0);
+  if (b_transposed) w = tg_transpose(w, -1, -2);
+  int64_t before = tg_get_counters().kernels_run;
+  tg_tensor *r = tg_matmul(x, w);
+  CHECK_MSG(tg_data(r, got, nc * sizeof(float)) == 0, "%s", tg_error());
+  char what[96];
+  snprintf(what, sizeof what, "matmul %dx(%d,%d)@(%d,%d)%s", batch, n, k, k, m, b_transposed ? " b=w.T" : "");
+  CHECK_MSG(tg_get_counters().kernels_run - before == want_kernels, "%s: %lld kernels, want %d", what,
+            (long long)(tg_get_counters().kernels_run - before), want_kernels);
+  test_close_f32(got, want, nc, 0, 0, what);
+  tg_scope_end();
+  free(a); free(b); free(want); free(got);
+}
+
+TEST(opts_packed_matmul_exact) {
+  matmul_case(1, 128, 96, 128, false, 2);    /* packed: 3 panels of 32 */
+  matmul_case(1, 64, 256, 320, false, 2);
+  matmul_case(3, 32, 64, 256, false, 2);     /* batched panels */
+  matmul_case(1, 512, 64, 64, true, 2);      /* many rows: w.T is packed too */
+  matmul_case(1, 64, 128, 256, true, 1);     /* few rows: dot-product tiles on w's rows */
+  matmul_case(1, 128, 100, 128, false, 1);   /* 100 columns: no whole panels, plain kernel */
+  matmul_case(1, 8, 256, 256, false, 1);     /* too few rows to pay for the copy */
+}
+
+TEST(opts_packed_matmul_gradients) {
+  /* d(sum(x @ w * g))/dx = g @ w.T, /dw = x.T @ g, through the panel copy */
+  enum { R = 64, KK = 128, C = 64 };
+  static float a[R * KK], b[KK * C], g[R * C], gx[R * KK], gw[KK * C], want_x[R * KK], want_w[KK * C];
+  fill(a, R * KK, 1); fill(b, KK * C, 2); fill(g, R * C, 3);
+  for (int i = 0; i < R; i++)
+    for (int p = 0; p < KK; p++) { float s = 0; for (int j = 0; j < C; j++) s += g[i * C + j] * b[p * C + j]; want_x[i * KK + p] = s; }
+  for (int p = 0; p < KK; p++)
+    for (int j = 0; j < C; j++) { float s = 0; for (int i = 0; i < R; i++) s += a[i * KK + p] * g[i * C + j]; want_w[p * C + j] = s; }
+  tg_scope_begin();
+  tg_tensor *x = tg_from_data(a, TG_SHAPE(R, KK), TG_F32), *w = tg_from_data(b, TG_SHAPE(KK, C), TG_F32);
+  tg_requires_grad(x, true); tg_requires_grad(w, true);
+  tg_tensor *loss = tg_sum(tg_mul(tg_matmul(x, w), tg_from_data(g, TG_SHAPE(R, C), TG_F32)), TG_ALL, false);
+  CHECK(tg_backward(loss) == 0);
+  CHECK(tg_data(tg_grad(x), gx, sizeof gx) == 0 && tg_data(tg_grad(w), gw, sizeof gw) == 0);
+  test_close_f32(gx, want_x, R * KK, 0, 0, "packed matmul dx");
+  test_close_f32(gw, want_w, KK * C, 0, 0, "packed matmul dw");
+  tg_scope_end();
+}

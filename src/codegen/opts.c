@@ -458,9 +458,54 @@ static bool loads_bytes(uop *ast) {
   return found;
 }
 
+/* The panel width of a packed operand along output axis v: the stride, along
+ * the innermost reduce axis, of a load that steps by 1 along v (tg_matmul's
+ * packed b, [n / P][k][P], gives P); 0 when no load looks like that. When v
+ * gets exactly P lanes, one tile of v reads one contiguous run of memory
+ * over the whole reduce. */
+static int64_t panel_stride(uop *ast, uop *const *axes, int n, int fr, int v) {
+  if (n <= fr) return 0;
+  uop_list l = uop_toposort(ast);
+  int64_t p = 0;
+  for (int i = 0; i < l.n && !p; i++) {
+    if (l.v[i]->op != OP_LOAD) continue;
+    uop *idx = l.v[i]->src[0]->src[1];
+    if (stride_of(idx, axes[v], axes, n) != 1) continue;
+    int64_t s = stride_of(idx, axes[n - 1], axes, n);
+    if (s > 1 && s <= 64) p = s;
+  }
+  free(l.v);
+  return p;
+}
+
 static int pick_amount(int64_t size, const int *choices) {
   for (int i = 0; choices[i]; i++) if (size % choices[i] == 0 && size >= choices[i]) return choices[i];
   return 0;
+}
+
+/* Elements every core would read whole if axis a were the threaded one:
+ * over the loads inside the reduce that do not depend on a, the product of
+ * the axes they do depend on. */
+static int64_t unsplit_reads(uop *ast, uop *const *axes, int n, uop *a) {
+  uop_list l = uop_toposort(ast);
+  int64_t total = 0;
+  for (int i = 0; i < l.n; i++) {
+    if (l.v[i]->op != OP_LOAD) continue;
+    uop *idx = l.v[i]->src[0]->src[1];
+    if (stride_of(idx, a, axes, n) != 0) continue;
+    int64_t e = 1;
+    for (int j = 0; j < n; j++) if (stride_of(idx, axes[j], axes, n) != 0) e *= rsize(axes[j]);
+    total += e;
+  }
+  free(l.v);
+  return total;
+}
+
+/* the lanes the UPCASTs chosen so far give output axis a */
+static int64_t lanes_on(const kopt *o, int k, int a) {
+  int64_t l = 1;
+  for (int i = 0; i < k; i++) if (o[i].op == OPT_UPCAST && o[i].axis == a) l *= o[i].arg;
+  return l;
 }
 
 int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
@@ -472,6 +517,7 @@ int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
   for (int i = 0; i < n; i++) work *= rsize(axes[i]);
   static const int vec[] = { 16, 8, 4, 0 }, tile[] = { 4, 2, 0 };
   bool has_reduce = n > fr;
+  int outer = 0;   /* the output axis that ends up outermost */
   if (has_reduce && fr > 0) {
     /* outputs with a reduce (matmul, conv, matvec, row sums):
      * 1. SIMD lanes along an output axis the loads walk with stride 1;
@@ -491,7 +537,11 @@ int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
      * tile, so each load of the other operand feeds twice the math */
     int64_t red = 1;
     for (int r = fr; r < n; r++) red *= rsize(axes[r]);
-    if (vaxis >= 0 && vamt == 16 && red >= 256 && (rsize(axes[vaxis]) / 16) % 2 == 0 && rsize(axes[vaxis]) >= 128 && k < max) {
+    int64_t panel = vaxis >= 0 ? panel_stride(ast, axes, n, fr, vaxis) : 0;
+    if (panel > vamt && panel % vamt == 0 && panel / vamt <= 4 && rsize(axes[vaxis]) % panel == 0 && k < max) {
+      out[k++] = (kopt){ OPT_UPCAST, vaxis, (int)(panel / vamt) };   /* lanes = the whole panel */
+      lanes *= panel / vamt;
+    } else if (vaxis >= 0 && vamt == 16 && red >= 256 && (rsize(axes[vaxis]) / 16) % 2 == 0 && rsize(axes[vaxis]) >= 128 && k < max) {
       out[k++] = (kopt){ OPT_UPCAST, vaxis, 2 };
       lanes *= 2;
     }
@@ -525,20 +575,41 @@ int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
       for (int r = n - 1; r >= fr; r--) {
         int unit, zero, other;
         access_along(ast, axes[r], axes, n, &unit, &zero, &other);
-        int amt = pick_amount(rsize(axes[r]), vec);
-        if (unit >= 1 && amt && lanes * amt <= 128 && k < max) { out[k++] = (kopt){ OPT_UNROLL, r - fr, amt }; break; }
+        /* the widest that fits next to the register tile (4x4 tiles of
+         * dot products: 8 lanes) */
+        int amt = 0;
+        for (int c = 0; vec[c] && !amt; c++)
+          if (rsize(axes[r]) % vec[c] == 0 && lanes * vec[c] <= 128) amt = vec[c];
+        if (unit >= 1 && amt && k < max) { out[k++] = (kopt){ OPT_UNROLL, r - fr, amt }; break; }
       }
+    }
+    /* a panel read along the lanes axis (packed matmul operand): put its
+     * tiles in the outer loop, so one panel stays in cache while the other
+     * operand's rows stream past (reading the other operand again per panel
+     * costs less than reading every panel again per row tile) */
+    if (vaxis > 0 && pr < 0 && k < max && panel && panel == lanes_on(out, k, vaxis)) {
+      out[k++] = (kopt){ OPT_SWAP, 0, vaxis };
+      outer = vaxis;
     }
   } else if (has_reduce) {
     /* a full reduction: independent partial sums */
     int amt = pick_amount(rsize(axes[fr]), vec);
     if (amt && k < max) out[k++] = (kopt){ OPT_UNROLL, 0, amt };
   }
-  /* threads over the outermost output axis when there is enough work */
+  /* threads over the outermost output axis when there is enough work, or
+   * over an inner one when that splits much more of what is read (x @ W.T
+   * with few rows of x: split W's rows, so each core reads half of W) */
   if (ncores > 1 && fr > 0 && work >= (1 << 16) && k < max) {
-    int64_t s = rsize(axes[0]);
-    for (int i = 0; i < k; i++) if (out[i].op == OPT_UPCAST && out[i].axis == 0) s /= out[i].arg;
-    if (s >= ncores) out[k++] = (kopt){ OPT_THREAD, 0, ncores };
+    int64_t s = rsize(axes[outer]) / lanes_on(out, k, outer);
+    int pos = 0;   /* position of the threaded axis after the opts */
+    if (has_reduce) {
+      int64_t best = unsplit_reads(ast, axes, n, axes[outer]);
+      for (int i = 0; i < fr; i++) {
+        int64_t si = rsize(axes[i]) / lanes_on(out, k, i), c = unsplit_reads(ast, axes, n, axes[i]);
+        if (i != outer && si >= 4 * ncores && c * 2 < best) best = c, s = si, pos = i == 0 ? outer : i;
+      }
+    }
+    if (s >= ncores) out[k++] = (kopt){ OPT_THREAD, pos, ncores };
   }
   return k;
 }

@@ -12,7 +12,13 @@ static tg_tensor *rms_norm(tg_tensor *x, tg_tensor *w, float eps) {
   return w ? tg_mul(y, tg_cast(w, TG_F32)) : y;
 }
 
+/* x (T, in) @ w.T. With many rows (a prefill chunk) a quantized w is decoded
+ * into a float32 copy first, once, instead of once per row tile inside the
+ * matmul (decoding is the expensive part of a quantized dot product); a
+ * realized float32 w is already contiguous, so this costs it nothing. */
+#define LINEAR_DECODE_ONCE_ROWS 16
 static tg_tensor *linear(tg_tensor *x, tg_tensor *w, tg_tensor *b) {
+  if (tg_dim(x, 0) >= LINEAR_DECODE_ONCE_ROWS && tg_dtype_of(w) == TG_F32) w = tg_contiguous(w);
   tg_tensor *y = tg_matmul(x, tg_T(w));
   if (tg_dtype_of(y) != TG_F32) y = tg_cast(y, TG_F32);
   return b ? tg_add(y, tg_cast(b, TG_F32)) : y;

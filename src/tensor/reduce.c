@@ -158,6 +158,39 @@ tg_tensor *tg_argmax(tg_tensor *a, int axis, bool keepdim) { return arg_extreme(
 tg_tensor *tg_argmin(tg_tensor *a, int axis, bool keepdim) { return arg_extreme(a, axis, keepdim, true, "tg_argmin"); }
 
 /* ---- matmul: numpy's rules, as broadcast multiply and a sum (tinygrad's dot) */
+
+/* Large matmuls on the CPU read b through a packed copy: b (..., K, N) as
+ * (..., N/P, K, P), P = MATMUL_PANEL columns. One panel of b (P columns by all
+ * of K) is then one contiguous run: the kernel keeps it in L2 while the rows
+ * of a stream past it (the heuristic puts the panels in the outer loop),
+ * instead of striding down b's columns N floats apart (cache-set conflicts,
+ * a new page every few rows). The copy costs K*N moves against M*K*N
+ * multiply-adds, so only matmuls with enough rows of a pay for it. */
+#define MATMUL_PANEL 32
+static tg_tensor *pack_b_panels(tg_tensor *a, tg_tensor *b) {
+  int n1 = a->u->ndim, n2 = b->u->ndim;
+  if (strcmp(a->device, "CPU") != 0 || strcmp(b->device, "CPU") != 0) return NULL;
+  int64_t m = 1, k = b->u->shape[n2 - 2], n = b->u->shape[n2 - 1];
+  for (int i = 0; i < n1 - 1; i++) m *= a->u->shape[i];
+  int64_t batch = 1;
+  for (int i = 0; i < n2 - 2; i++) batch *= b->u->shape[i];
+  if (n1 + 2 > TG_MAX_DIMS || n2 + 2 > TG_MAX_DIMS) return NULL;
+  if (n % MATMUL_PANEL || k < 32 || m < 16 * batch || m * k * n < (1 << 20)) return NULL;
+  /* b = w.T with w's rows contiguous along K: with few rows of a, the kernel
+   * reads both along K (tiles of dot products) and a panel copy (a
+   * transpose) would cost more than it saves */
+  if (b->u->op == OP_PERMUTE && b->u->arg.v[n2 - 1] == n2 - 2 && m / batch < 256) return NULL;
+  if (getenv("TG_NO_MATMUL_PACK")) return NULL;
+  tg_shape s = tg_shape_of(b);
+  s.d[n2 - 1] = n / MATMUL_PANEL;
+  s.d[s.ndim++] = MATMUL_PANEL;   /* (..., K, N/P, P) */
+  tg_axes order = { 0, { 0 } };
+  for (int i = 0; i < n2 - 2; i++) order.a[order.n++] = i;
+  order.a[order.n++] = n2 - 1;
+  order.a[order.n++] = n2 - 2;
+  order.a[order.n++] = n2;
+  return tg_contiguous(tg_permute(tg_reshape(b, s), order));   /* (..., N/P, K, P) */
+}
 tg_tensor *tg_dot(tg_tensor *a, tg_tensor *b) {
   NEED(a, "tg_matmul"); NEED(b, "tg_matmul");
   int n1 = a->u->ndim, n2 = b->u->ndim;
@@ -178,7 +211,28 @@ tg_tensor *tg_dot(tg_tensor *a, tg_tensor *b) {
   for (int i = n2 - tail; i < n2; i++) ws.d[ws.ndim++] = b->u->shape[i];
   tg_tensor *x = tg_reshape(a, xs);
   tg_tensor *w = tg_transpose(tg_reshape(b, ws), -1, -tail);
-  tg_tensor *r = tg_sum(tg_mul(x, w), TG_AXES(-1), false);
+  tg_tensor *packed = n1 >= 2 && n2 >= 2 ? pack_b_panels(a, b) : NULL;
+  tg_tensor *r;
+  if (packed) {
+    /* x (..., M, 1, 1, K) times the panels (..., 1, N/P, P, K), summed over K,
+     * is (..., M, N/P, P): the output (..., M, N) */
+    tg_shape xp = { 0, { 0 } }, wp = { 0, { 0 } };
+    for (int i = 0; i < n1 - 1; i++) xp.d[xp.ndim++] = a->u->shape[i];
+    xp.d[xp.ndim++] = 1;
+    xp.d[xp.ndim++] = 1;
+    xp.d[xp.ndim++] = a->u->shape[n1 - 1];
+    for (int i = 0; i < n2 - 2; i++) wp.d[wp.ndim++] = b->u->shape[i];
+    wp.d[wp.ndim++] = 1;
+    wp.d[wp.ndim++] = b->u->shape[n2 - 1] / MATMUL_PANEL;
+    wp.d[wp.ndim++] = MATMUL_PANEL;
+    wp.d[wp.ndim++] = b->u->shape[n2 - 2];
+    r = tg_sum(tg_mul(tg_reshape(a, xp), tg_reshape(tg_transpose(packed, -1, -2), wp)), TG_AXES(-1), false);
+    tg_shape rs = tg_shape_of(r);
+    rs.d[rs.ndim - 2] *= MATMUL_PANEL;
+    rs.ndim--;
+    r = tg_reshape(r, rs);
+  } else
+    r = tg_sum(tg_mul(x, w), TG_AXES(-1), false);
   tg_dtype out = tg_dtype_promote((tg_dtype)a->u->dtype.scalar, (tg_dtype)b->u->dtype.scalar);
   r = tg_cast(r, out);
   if (r) tg_keep(r);
