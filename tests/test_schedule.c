@@ -433,3 +433,47 @@ TEST(schedule_multi_output_respects_assign_hazards) {
   }
   tg_scope_end();
 }
+
+/* Work that several kernels read is stored once instead of recomputed in
+ * each: a reduce read by two optimizer-style updates through a reshape, and
+ * a costly elementwise chain read by two reductions. Counted by the
+ * estimated flops of the realize (one copy of the work, not two). */
+TEST(schedule_shared_work_stored_once) {
+  init_data();
+  tg_scope_begin();
+  tg_tensor *a = tg_from_data(A, TG_SHAPE(6, 8), TG_F32), *b = tg_from_data(B, TG_SHAPE(6, 8), TG_F32);
+  tg_tensor *m = tg_contiguous(tg_zeros(TG_SHAPE(8), TG_F32)), *v = tg_contiguous(tg_zeros(TG_SHAPE(8), TG_F32));
+  CHECK_OK(tg_realize(a) == 0 && tg_realize(b) == 0 && tg_realize(m) == 0 && tg_realize(v) == 0 ? a : NULL);
+  tg_tensor *g = tg_reshape(tg_sum(tg_mul(a, b), TG_AXES(0), true), TG_SHAPE(8));
+  tg_tensor *upd[2] = { tg_assign(m, tg_add(tg_muls(m, 0.9), g)), tg_assign(v, tg_add(tg_muls(v, 0.5), tg_mul(g, g))) };
+  int64_t k0 = kernels_now();
+  CHECK_OK(tg_realize_all(upd, 2) == 0 ? a : NULL);
+  CHECK_MSG(kernels_now() - k0 >= 2, "the gradient's reduce should be its own kernel: %lld kernels", (long long)(kernels_now() - k0));
+  float gm[8], gv[8];
+  CHECK_OK(tg_data(m, gm, sizeof gm) == 0 && tg_data(v, gv, sizeof gv) == 0 ? a : NULL);
+  for (int j = 0; j < 8; j++) {
+    float s = 0;
+    for (int i = 0; i < 6; i++) s += A[i * 8 + j] * B[i * 8 + j];
+    CHECK_NEAR(gm[j], s, 1e-5);
+    CHECK_NEAR(gv[j], s * s, 1e-3);
+  }
+  /* a chain of 60 ops read by a row sum and a column sum */
+  tg_tensor *e = a;
+  for (int i = 0; i < 30; i++) e = tg_add(tg_mul(e, b), a);
+  tg_tensor *sums[2] = { tg_sum(e, TG_AXES(0), false), tg_sum(e, TG_AXES(1), false) };
+  k0 = kernels_now();
+  CHECK_OK(tg_realize_all(sums, 2) == 0 ? a : NULL);
+  CHECK_EQ_INT(kernels_now() - k0, 3);   /* the chain once, then the two sums */
+  float rows[8], cols[6];
+  CHECK_OK(tg_data(sums[0], rows, sizeof rows) == 0 && tg_data(sums[1], cols, sizeof cols) == 0 ? a : NULL);
+  float want_r[8] = { 0 }, want_c[6] = { 0 };
+  for (int i = 0; i < 6; i++)
+    for (int j = 0; j < 8; j++) {
+      float x = A[i * 8 + j];
+      for (int k = 0; k < 30; k++) x = x * B[i * 8 + j] + A[i * 8 + j];
+      want_r[j] += x; want_c[i] += x;
+    }
+  for (int j = 0; j < 8; j++) CHECK_NEAR(rows[j], want_r[j], 1e-4);
+  for (int i = 0; i < 6; i++) CHECK_NEAR(cols[i], want_c[i], 1e-4);
+  tg_scope_end();
+}

@@ -222,13 +222,17 @@ static int run_item(sched_item *it, cached_prog *cp, int debug) {
   double dt = now_s() - t0;
   if (rc < 0) return rc;
   counters_add_run(cp->flops, bytes, dt);
-  if (debug >= 2) {
-    tg_counters c = tg_get_counters();
-    fprintf(stderr, "*** %-4s %6lld %-28s bufs %2d  tm %10.2fus  %9.2f GFLOPS  %8.2f GB/s\n", it->dev->name,
-            (long long)c.kernels_run, it->name, it->nbufs, dt * 1e6, dt > 0 ? cp->flops / dt * 1e-9 : 0, dt > 0 ? bytes / dt * 1e-9 : 0);
-  }
+  if (debug >= 2) engine_print_kernel_run("***", it->dev->name, it->name, it->nbufs, dt, cp->flops, bytes);
   return 0;
 }
+
+void engine_print_kernel_run(const char *tag, const char *device, const char *name, int nbufs, double dt, double flops, double bytes) {
+  tg_counters c = tg_get_counters();
+  fprintf(stderr, "%s %-4s %6lld %-28s bufs %2d  tm %10.2fus  %9.2f GFLOPS  %8.2f GB/s\n", tag, device, (long long)c.kernels_run, name,
+          nbufs, dt * 1e6, dt > 0 ? flops / dt * 1e-9 : 0, dt > 0 ? bytes / dt * 1e-9 : 0);
+}
+
+double engine_now_s(void) { return now_s(); }
 
 int engine_realize(uop *const *roots, int n, const char *default_device, ptrmap *becomes) {
   schedule s;

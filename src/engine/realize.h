@@ -34,4 +34,9 @@ void kernel_capture_free(kernel_capture *c);
  * BUFFER), or NULL. */
 struct tg_buffer *uop_contiguous_buffer(const uop *u);
 
+/* DEBUG=2's line for one kernel run (tag "***" when realized, "JIT" when
+ * replayed); dt in seconds. */
+void engine_print_kernel_run(const char *tag, const char *device, const char *name, int nbufs, double dt, double flops, double bytes);
+double engine_now_s(void);   /* a monotonic clock, in seconds */
+
 #endif

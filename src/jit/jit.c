@@ -258,6 +258,7 @@ static int replay(tg_jit *j, tg_tensor *const *in, int nin, tg_tensor **out, int
     if (j->reuse_outputs) { j->outb[i] = outb[i]; buffer_retain(outb[i]); }
   }
   void *ptrs[256];
+  int debug = (int)tg_getenv_int("DEBUG", 0);
   for (int k = 0; k < j->cap.n; k++) {
     captured_kernel *ck = &j->cap.v[k];
     for (int a = 0; a < ck->nbufs && a < 256; a++) {
@@ -276,8 +277,14 @@ static int replay(tg_jit *j, tg_tensor *const *in, int nin, tg_tensor **out, int
     }
     int64_t vars[32];
     if (vars_values(ck->varnames, ck->nvars, vars) < 0) return -1;
+    double t0 = debug >= 2 ? engine_now_s() : 0;
     if (ck->dev->launch(ck->dev, ck->prog, ptrs, ck->nbufs, vars, ck->nvars) < 0) return -1;
     counters_add_run(ck->flops, 0, 0);
+    if (debug >= 2) {
+      double bytes = 0;
+      for (int a = 0; a < ck->nbufs; a++) bytes += (double)ck->bufs[a]->nbytes;
+      engine_print_kernel_run("JIT", ck->dev->name, ck->name, ck->nbufs, engine_now_s() - t0, ck->flops, bytes);
+    }
   }
   uop_pool_push();
   for (int i = 0; i < nout; i++) {

@@ -114,6 +114,82 @@ static void mark_costly_expand_source(sctx *s, uop *e) {
   if (compute_below(s, src, EXPAND_RECOMPUTE_LIMIT, &reads_memory) >= EXPAND_RECOMPUTE_LIMIT && reads_memory) mark(s, src);
 }
 
+/* An unstored computation that several kernels read is computed again in
+ * each of them. When it is a reduce, or costly elementwise work (a backward
+ * pass's col2im feeding a batch norm's gradient sums), store it once
+ * instead: the kernels then read one buffer. Cost counts ALU ops (transcendentals 4) and movement ops (index
+ * math; PAD and WINDOW 4, for their gates and window sums); loads count
+ * one. */
+#define SHARED_RECOMPUTE_LIMIT 48
+static int recompute_cost(sctx *s, uop *u, int limit) {
+  ptrmap seen = { 0 };
+  VEC(uop *) stack = { 0 };
+  VEC_PUSH(stack, u);
+  int n = 0;
+  while (stack.n && n < limit) {
+    uop *x = stack.v[--stack.n];
+    if (pm_get(&seen, x)) continue;
+    pm_put(&seen, x, (void *)1);
+    if (x->op == OP_BUFFER || (x != u && is_marked(s, x))) { n++; continue; }
+    if (uop_is_alu(x->op) && x->op != OP_CAST) n += (x->op == OP_SQRT || x->op == OP_EXP2 || x->op == OP_LOG2 || x->op == OP_SIN || x->op == OP_FDIV || x->op == OP_RECIPROCAL) ? 4 : 1;
+    else if (x->op == OP_PAD || x->op == OP_WINDOW) n += 4;
+    else if (uop_is_movement(x->op) && x->op != OP_EXPAND) n += 1;
+    for (int i = 0; i < x->nsrc; i++) VEC_PUSH(stack, x->src[i]);
+  }
+  VEC_FREE(stack); pm_free(&seen);
+  return n;
+}
+
+/* Rounds: count, for every unstored ALU node, the kernels that reach it (a
+ * stored node's kernel walks its sources down to stored nodes); store the
+ * costly ones reached by two or more kernels whose consumers are not such
+ * candidates themselves (storing the outermost shared node already computes
+ * everything below it once); repeat until nothing changes. */
+static void mark_shared_costly(sctx *s, const uop_list *topo) {
+  for (int round = 0; round < 16; round++) {
+    ptrmap reach = { 0 };   /* node -> kernels reaching it */
+    for (int i = 0; i < topo->n; i++) {
+      uop *k = topo->v[i];
+      if (!is_marked(s, k)) continue;
+      ptrmap seen = { 0 };
+      VEC(uop *) stack = { 0 };
+      for (int j = 0; j < k->nsrc; j++) VEC_PUSH(stack, k->src[j]);
+      while (stack.n) {
+        uop *x = stack.v[--stack.n];
+        if (pm_get(&seen, x) || is_marked(s, x) || x->op == OP_BUFFER) continue;
+        pm_put(&seen, x, (void *)1);
+        pm_put(&reach, x, (void *)((intptr_t)pm_get(&reach, x) + 1));
+        for (int j = 0; j < x->nsrc; j++) VEC_PUSH(stack, x->src[j]);
+      }
+      VEC_FREE(stack); pm_free(&seen);
+    }
+    ptrmap cand = { 0 };
+    for (int i = 0; i < topo->n; i++) {
+      uop *x = topo->v[i];
+      if (is_marked(s, x) || x->ndim < 1 || (intptr_t)pm_get(&reach, x) < 2) continue;
+      /* a reduce is always worth storing (an optimizer's two moment updates
+       * reading one gradient through a reshape); elementwise work when costly */
+      if (x->op == OP_REDUCE_AXIS || (uop_is_alu(x->op) && recompute_cost(s, x, SHARED_RECOMPUTE_LIMIT) >= SHARED_RECOMPUTE_LIMIT))
+        pm_put(&cand, x, (void *)1);
+    }
+    /* a candidate with a candidate consumer waits for the next round */
+    ptrmap covered = { 0 };
+    for (int i = topo->n - 1; i >= 0; i--) {
+      uop *x = topo->v[i];
+      if (!pm_get(&cand, x) && !pm_get(&covered, x)) continue;
+      if (is_marked(s, x)) continue;
+      for (int j = 0; j < x->nsrc; j++) pm_put(&covered, x->src[j], (void *)1);
+    }
+    int marked = 0;
+    for (int i = 0; i < topo->n; i++) {
+      uop *x = topo->v[i];
+      if (pm_get(&cand, x) && !pm_get(&covered, x)) { mark(s, x); marked++; }
+    }
+    pm_free(&reach); pm_free(&cand); pm_free(&covered);
+    if (!marked) break;
+  }
+}
+
 /* ------------------------------------------------------------ lowering */
 
 typedef struct {
@@ -595,6 +671,7 @@ int schedule_create(uop *const *roots, int n, const char *default_device, schedu
     default: break;
     }
   }
+  if (!getenv("TG_NO_SHARED_STORE")) mark_shared_costly(&s, &topo);
   /* build kernels in topological order; a CONTIGUOUS of memory that is
    * already contiguous becomes that memory */
   int rc = 0;

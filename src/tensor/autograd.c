@@ -3,6 +3,8 @@
  * backward pass is scheduled and fused like any other graph. */
 #include <math.h>
 #include <pthread.h>
+#include <stddef.h>
+#include <string.h>
 #include "tensor/tensor.h"
 
 /* ---- small builders on tensor-graph UOps (shapes already consistent) */
@@ -170,7 +172,10 @@ static void grad_rule(uop *u, uop *g, uop **out) {
  * gradient walk steps from the buffer view back into the computation (its
  * values are recomputed inside the backward kernels). */
 static ptrmap grad_origin;   /* buffer view -> the lazy node it replaced (both retained) */
-static pthread_mutex_t origin_lock = PTHREAD_MUTEX_INITIALIZER;
+/* recursive: a custom gradient (conv_grad) builds ops that register custom
+ * gradients of their own while compute_gradient holds the lock */
+static pthread_mutex_t origin_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+static _Thread_local int in_gradient;   /* > 0 inside compute_gradient */
 
 typedef struct { ptrmap leaves; int n; } leaf_ctx;
 static void add_leaf(tg_tensor *t, void *p) { leaf_ctx *c = p; pm_put(&c->leaves, t->u, (void *)1); c->n++; }
@@ -242,19 +247,74 @@ void autograd_note_realized(const ptrmap *becomes) {
   pm_free(&c.leaves);
 }
 
-/* u's sources for the gradient walk: a realized view steps to its origin */
+/* ---- custom gradients (see tensor.h); guarded by origin_lock */
+typedef struct {
+  uop *src[AUTOGRAD_CUSTOM_MAX_SRCS];   /* retained */
+  int n;
+  autograd_custom_fn fn;
+  _Alignas(max_align_t) unsigned char ctx[AUTOGRAD_CUSTOM_MAX_CTX];
+} custom_grad;
+static ptrmap custom_grads;   /* out (retained) -> custom_grad* */
+static size_t custom_live_after_sweep;
+
+static void custom_free(uop *key, custom_grad *c) {
+  for (int i = 0; i < c->n; i++) uop_release(c->src[i]);
+  free(c);
+  uop_release(key);
+}
+
+/* drops entries whose node only this map still holds */
+static void custom_sweep(void) {
+  ptrmap live = { 0 };
+  for (size_t i = 0; i < custom_grads.cap; i++) {
+    uop *k = custom_grads.keys[i];
+    if (!k) continue;
+    if (k->refcnt == 1) custom_free(k, custom_grads.vals[i]);
+    else pm_put(&live, k, custom_grads.vals[i]);
+  }
+  pm_free(&custom_grads);
+  custom_grads = live;
+  custom_live_after_sweep = live.n;
+}
+
+void autograd_set_custom(uop *out, uop *const *srcs, int n, autograd_custom_fn fn, const void *ctx, size_t ctx_size) {
+  if (n > AUTOGRAD_CUSTOM_MAX_SRCS || ctx_size > AUTOGRAD_CUSTOM_MAX_CTX) return;   /* the generic rules still apply */
+  pthread_mutex_lock(&origin_lock);
+  if (!pm_get(&custom_grads, out)) {
+    if (!in_gradient && custom_grads.n >= 2 * custom_live_after_sweep + 16) custom_sweep();
+    custom_grad *c = tg_xcalloc(1, sizeof *c);
+    c->n = n;
+    c->fn = fn;
+    for (int i = 0; i < n; i++) { c->src[i] = srcs[i]; uop_retain(srcs[i]); }
+    if (ctx_size) memcpy(c->ctx, ctx, ctx_size);
+    uop_retain(out);
+    pm_put(&custom_grads, out, c);
+  }
+  pthread_mutex_unlock(&origin_lock);
+}
+
+/* u's sources for the gradient walk: a realized view steps to its origin, a
+ * node with a custom gradient to its custom sources */
 static int grad_srcs(uop *u, const ptrmap *targets, uop **out) {
-  uop *o = pm_get(targets, u) ? NULL : pm_get(&grad_origin, u);
+  if (pm_get(targets, u)) goto plain;
+  uop *o = pm_get(&grad_origin, u);
   if (o) { out[0] = o; return 1; }
+  custom_grad *c = pm_get(&custom_grads, u);
+  if (c) { for (int i = 0; i < c->n; i++) out[i] = c->src[i]; return c->n; }
+plain:
   for (int i = 0; i < u->nsrc; i++) out[i] = u->src[i];
   return u->nsrc;
 }
 
-/* children before parents, following origins */
+/* children before parents, following origins and custom sources */
 static int origin_srcs(void *ctx, uop *u, uop *const **out) {
   const ptrmap *targets = ctx;
-  uop *const *o = pm_get(targets, u) ? NULL : (uop *const *)pm_slot_value(&grad_origin, u);
-  if (o) { *out = o; return 1; }
+  if (!pm_get(targets, u)) {
+    uop *const *o = (uop *const *)pm_slot_value(&grad_origin, u);
+    if (o && *o) { *out = o; return 1; }
+    custom_grad *c = pm_get(&custom_grads, u);
+    if (c) { *out = c->src; return c->n; }
+  }
   *out = u->src;
   return u->nsrc;
 }
@@ -264,6 +324,7 @@ static uop_list grad_toposort(uop *root, const ptrmap *targets) { return uop_top
  * Returns a map uop -> grad (borrowed UOps). */
 static void compute_gradient(uop *root, uop *root_grad, const ptrmap *targets, ptrmap *grads) {
   pthread_mutex_lock(&origin_lock);
+  in_gradient++;
   uop_list topo = grad_toposort(root, targets);
   /* keep only nodes on a path from root to a target */
   ptrmap on_path = { 0 };
@@ -284,7 +345,9 @@ static void compute_gradient(uop *root, uop *root_grad, const ptrmap *targets, p
     uop *sg[256], *src[256];
     int ns = grad_srcs(u, targets, src);
     bool via_origin = !pm_get(targets, u) && pm_get(&grad_origin, u);
+    custom_grad *cg = pm_get(targets, u) || via_origin ? NULL : pm_get(&custom_grads, u);
     if (via_origin) sg[0] = g;   /* a realized view: its origin gets the gradient */
+    else if (cg) { for (int j = 0; j < cg->n; j++) sg[j] = NULL; cg->fn(cg->ctx, g, cg->src, cg->n, sg); }
     else grad_rule(u, g, sg);
     for (int j = 0; j < ns; j++) {
       uop *s = src[j];
@@ -301,6 +364,7 @@ static void compute_gradient(uop *root, uop *root_grad, const ptrmap *targets, p
   }
   pm_free(&on_path);
   free(topo.v);
+  in_gradient--;
   pthread_mutex_unlock(&origin_lock);
 }
 

@@ -14,6 +14,69 @@ static bool check_float(tg_tensor *t, const char *what, const char *op) {
   return true;
 }
 
+/* A big padded input is stored once: the conv's loads then need no bounds
+ * checks and walk memory in SIMD lanes (a padded view gates every load,
+ * about 10x slower). Small ones stay index math: one fused kernel. */
+static tg_tensor *padded_input(tg_tensor *x, const conv_params *p) {
+  tg_tensor *xp = nn_pad_spatial(x, p->n, p->pads, 0);
+  bool padded = false;
+  for (int j = 0; j < 2 * p->n; j++) padded |= p->pads[j] > 0;
+  if (padded && tg_numel(xp) >= CONV_STORE_PADDED_MIN && tg_dim(xp, -1) >= 8) xp = tg_contiguous(xp);
+  return xp;
+}
+
+static tg_tensor *conv_core(tg_tensor *x, tg_tensor *w, tg_tensor *b, const conv_params *p, const char *op);
+
+/* The gradients of a stride-1 convolution as convolutions (custom gradient,
+ * see autograd_set_custom): the input's is the output gradient convolved
+ * with the weight flipped and its channel axes swapped, padded by k-1-pad
+ * (a transposed convolution: one reduce kernel); the weight's sums the output
+ * gradient against the input's windows. The generic rules would instead
+ * store a gradient for every window element and add up k^n shifted slices. */
+static void conv_grad(const void *ctx, uop *g, uop *const *srcs, int nsrc, uop **grads) {
+  const conv_params *p = ctx;
+  int n = p->n;
+  (void)nsrc;
+  tg_scope_begin();
+  const char *dev = tg_default_device();
+  tg_tensor *G = tensor_wrap(g, dev), *X = tensor_wrap(srcs[0], dev), *W = tensor_wrap(srcs[1], dev);
+  conv_params q = *p;
+  tg_axes sp = { n, { 0 } };
+  int64_t k[3];
+  for (int j = 0; j < n; j++) {
+    k[j] = tg_dim(W, 2 + j);
+    sp.a[j] = 2 + j;
+    q.pads[2 * j] = k[j] - 1 - p->pads[2 * j];
+    q.pads[2 * j + 1] = k[j] - 1 - p->pads[2 * j + 1];
+  }
+  tg_tensor *gx = conv_core(G, tg_flip(tg_transpose(W, 0, 1), sp), NULL, &q, "conv gradient");
+  /* gw[co, ci, *k] = sum over (batch, *o) of g[b, co, *o] * windows[b, ci, *o, *k] */
+  tg_tensor *v = nn_pool_view(padded_input(X, p), n, k, p->s, p->d);
+  int64_t bs = tg_dim(X, 0), cin = tg_dim(X, 1), cout = tg_dim(G, 1);
+  tg_shape gs = { 0, { bs, cout, 1 } }, vs = { 0, { bs, 1, cin } };
+  gs.ndim = vs.ndim = 3;
+  for (int j = 0; j < n; j++) { gs.d[gs.ndim++] = tg_dim(G, 2 + j); vs.d[vs.ndim++] = tg_dim(G, 2 + j); }
+  for (int j = 0; j < n; j++) { gs.d[gs.ndim++] = 1; vs.d[vs.ndim++] = k[j]; }
+  tg_axes red = { 1 + n, { 0 } };
+  for (int j = 0; j < n; j++) red.a[1 + j] = 3 + j;
+  tg_tensor *gw = tg_sum(tg_mul(tg_reshape(G, gs), tg_reshape(v, vs)), red, false);
+  if (gx && tg_dtype_of(gx) != tg_dtype_of(X)) gx = tg_cast(gx, tg_dtype_of(X));
+  if (gw && tg_dtype_of(gw) != tg_dtype_of(W)) gw = tg_cast(gw, tg_dtype_of(W));
+  if (gx) { grads[0] = gx->u; uop_pool_keep(gx->u); }
+  if (gw) { grads[1] = gw->u; uop_pool_keep(gw->u); }
+  tg_scope_end();
+}
+
+/* Which convolutions take conv_grad: one group, stride and dilation 1,
+ * padding within 0..k-1 on each side (the transposed conv's padding is then
+ * not negative), input and weight of one dtype. */
+static bool has_transposed_grad(tg_tensor *x, tg_tensor *w, const conv_params *p, const int64_t *k) {
+  if (p->groups != 1 || tg_dtype_of(x) != tg_dtype_of(w) || getenv("TG_CONV_GENERIC_GRAD")) return false;
+  for (int j = 0; j < p->n; j++)
+    if (p->s[j] != 1 || p->d[j] != 1 || p->pads[2 * j] < 0 || p->pads[2 * j + 1] < 0 || p->pads[2 * j] > k[j] - 1 || p->pads[2 * j + 1] > k[j] - 1) return false;
+  return true;
+}
+
 /* x (N, Cin, *sp) (already batched), w (Cout, Cin/g, *k): validated here */
 static tg_tensor *conv_core(tg_tensor *x, tg_tensor *w, tg_tensor *b, const conv_params *p, const char *op) {
   int n = p->n;
@@ -46,14 +109,7 @@ static tg_tensor *conv_core(tg_tensor *x, tg_tensor *w, tg_tensor *b, const conv
   }
   tg_scope_begin();
   int64_t rcout = cout / g;
-  /* A big padded input is stored once: the conv's loads then need no bounds
-   * checks and walk memory in SIMD lanes (a padded view gates every load,
-   * about 10x slower). Small ones stay index math: one fused kernel. */
-  tg_tensor *xp = nn_pad_spatial(x, n, p->pads, 0);
-  bool padded = false;
-  for (int j = 0; j < 2 * n; j++) padded |= p->pads[j] > 0;
-  if (padded && tg_numel(xp) >= CONV_STORE_PADDED_MIN && tg_dim(xp, -1) >= 8) xp = tg_contiguous(xp);
-  tg_tensor *v = nn_pool_view(xp, n, k, p->s, p->d);   /* (bs, cin_, *o, *k) */
+  tg_tensor *v = nn_pool_view(padded_input(x, p), n, k, p->s, p->d);   /* (bs, cin_, *o, *k) */
   tg_shape r = { 0, { 0 } }, e = { 0, { 0 } };
   int64_t head[4] = { bs, g, cin, 1 };
   for (int i = 0; i < 4; i++) { r.d[r.ndim++] = head[i]; e.d[e.ndim++] = i == 3 ? rcout : head[i]; }
@@ -78,6 +134,10 @@ static tg_tensor *conv_core(tg_tensor *x, tg_tensor *w, tg_tensor *b, const conv
   tg_shape os = { 2 + n, { bs, cout } };
   for (int j = 0; j < n; j++) os.d[2 + j] = o[j];
   out = tg_reshape(out, os);
+  if (out && has_transposed_grad(x, w, p, k)) {
+    conv_params q = *p;
+    autograd_set_custom(out->u, (uop *[]){ x->u, w->u }, 2, conv_grad, &q, sizeof q);
+  }
   if (b) {
     tg_shape bsh = { 2 + n, { 1, cout } };
     for (int j = 0; j < n; j++) bsh.d[2 + j] = 1;

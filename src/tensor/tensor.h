@@ -65,6 +65,16 @@ void tensors_after_assign(uop *buf, uop *assign, const tg_tensor *except);
  * requiring grad, so gradients flow through realized tensors (autograd.c). */
 void autograd_note_realized(const ptrmap *becomes);
 
+/* A custom gradient for a node built from several ops (a convolution's
+ * input gradient as a transposed convolution instead of the window view's
+ * col2im sum): the gradient walk steps from out straight to srcs and asks fn
+ * for their gradients given out's gradient g (borrowed UOps; NULL for none).
+ * ctx (ctx_size bytes) is copied. */
+typedef void (*autograd_custom_fn)(const void *ctx, uop *g, uop *const *srcs, int n, uop **grads);
+#define AUTOGRAD_CUSTOM_MAX_SRCS 4
+#define AUTOGRAD_CUSTOM_MAX_CTX 256
+void autograd_set_custom(uop *out, uop *const *srcs, int n, autograd_custom_fn fn, const void *ctx, size_t ctx_size);
+
 /* Live tensors whose value is a pending assign (up to max); the count. */
 int tensors_pending_assigns(tg_tensor **out, int max);
 

@@ -98,6 +98,11 @@ static void pool_add(uop *u) {
   p->v[p->n++] = u;
 }
 
+void uop_pool_keep(uop *u) {
+  uop_retain(u);
+  pool_add(u);
+}
+
 /* ---- shapes */
 static void set_shape(uop *u) {
   u->ndim = -1; u->shape = NULL;

@@ -89,6 +89,8 @@ void uop_retain(uop *u);
 void uop_release(uop *u);
 void uop_pool_push(void);
 void uop_pool_pop(void);
+/* Keeps u alive until the innermost pool pops (a reference that pool owns). */
+void uop_pool_keep(uop *u);
 /* Live node count (for tests of hash-consing and leaks). */
 int64_t uop_live_count(void);
 

@@ -568,6 +568,13 @@ def gen_backward():
     loss_case(g, "binary_crossentropy", "binary_crossentropy_mean", g.uniform((3, 4), 0.05, 0.95), g.uniform((3, 4), 0, 1), backward=True)
     loss_case(g, "binary_crossentropy_logits", "binary_crossentropy_logits_pos_weight", g.randn((3, 4), scale=2.0), g.uniform((3, 4), 0, 1),
               pos_weight=g.uniform((4,), 0.5, 2.0), backward=True)
+    # stride-1 convs whose gradients tg computes as convolutions (conv_grad):
+    # symmetric, asymmetric and full (k-1) padding, 1-D and 3-D
+    c2((2, 3, 6, 5), (4, 3, 3, 3), pads=[1, 1, 1, 1], tag="_same")
+    c2((1, 2, 6, 7), (3, 2, 3, 2), pads=[0, 2, 1, 0], bias=False, tag="_asym")
+    c2((2, 2, 4, 4), (2, 2, 2, 2), pads=[1, 1, 1, 1], tag="_full")
+    conv_case(g, 1, (2, 3, 9), (2, 3, 3), pads=[2, 0], backward=True, tag="_s1")
+    conv_case(g, 3, (1, 2, 4, 3, 3), (2, 2, 2, 2, 2), pads=[1, 0, 0, 1, 1, 1], backward=True, tag="_s1")
     return g
 
 
