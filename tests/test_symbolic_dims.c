@@ -231,6 +231,22 @@ TEST(symdims_realized_result_stays_symbolic) {
   }
 }
 
+/* Assigning through a symbolic view writes only its valid rows. */
+TEST(symdims_assign_writes_valid_rows) {
+  declare("sd_w", 0, MAXN);
+  tg_tensor *c = tg_zeros(TG_SHAPE(MAXN, W4), TG_F32);
+  CHECK(tg_realize(c) == 0);
+  for (int n = 2; n <= 5; n += 3) {
+    CHECK(tg_bind("sd_w", n) == 0);
+    tg_tensor *v = tg_shrink_var(c, 0, "sd_w");
+    CHECK_MSG(tg_realize(tg_assign(v, tg_adds(v, 1))) == 0, "%s", tg_error());
+  }
+  float got[MAXN * W4];
+  CHECK(tg_data(c, got, sizeof got) == 0);
+  for (int i = 0; i < MAXN; i++)
+    for (int j = 0; j < W4; j++) CHECK_NEAR(got[i * W4 + j], i < 2 ? 2 : i < 5 ? 1 : 0, 0);
+}
+
 /* ---- the JIT replays with new bindings */
 
 static int step_attention(void *ctx, tg_tensor *const *in, int nin, tg_tensor **out, int nout) {

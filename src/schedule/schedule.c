@@ -466,9 +466,11 @@ retry:
   k.s = s; k.root = u;
   g0 = global_for(&k, out);
   for (int i = 0; i < nd; i++) {
-    if (value->shape[i] == 1 && !uop_dim_var(value, i)) { oidx[i] = idx_const(0); continue; }
+    /* an assign through a symbolic view writes only its valid part */
+    const uop *ax = view && !uop_dim_var(value, i) && uop_dim_var(view, i) ? view : value;
+    if (value->shape[i] == 1 && !uop_dim_var(ax, i)) { oidx[i] = idx_const(0); continue; }
     int64_t rarg[2] = { k.next_range++, RANGE_LOOP };
-    oidx[i] = uop1(OP_RANGE, DT_INDEX, axis_end(value, i), arg_ints(rarg, 2));
+    oidx[i] = uop1(OP_RANGE, DT_INDEX, axis_end(ax, i), arg_ints(rarg, 2));
   }
   if (u->op == OP_ASSIGN) {
     /* the store goes through the target's view: lower it as an index (a
