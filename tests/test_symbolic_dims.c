@@ -348,3 +348,62 @@ TEST(symdims_errors) {
   CHECK(tg_matmul(a, tg_T(b)) != NULL);   /* (sd_a, 4) @ (4, sd_b): two symbolic axes, fine */
   CHECK(tg_matmul(tg_T(a), b) == NULL);   /* inner axis sd_a vs sd_b */
 }
+
+/* A variable-length batch: gradients of weights sum over the valid rows. */
+TEST(symdims_weight_gradient_over_valid_rows) {
+  declare("sd_g", 1, MAXN);
+  enum { KK = 3, N = 2 };
+  float x[MAXN * KK], w[KK * N] = { 1, 2, 3, 4, 5, 6 }, got[KK * N];
+  fill_rows(x, MAXN, KK, 5);
+  CHECK(tg_bind("sd_g", 5) == 0);
+  tg_tensor *wt = tg_requires_grad(tg_from_data(w, TG_SHAPE(KK, N), TG_F32), true);
+  tg_tensor *xs = tg_shrink_var(tg_from_data(x, TG_SHAPE(MAXN, KK), TG_F32), 0, "sd_g");
+  tg_tensor *loss = tg_mean(tg_matmul(xs, wt), TG_ALL, false);
+  CHECK_OK(loss);
+  CHECK_MSG(tg_backward(loss) == 0, "%s", tg_error());
+  CHECK_MSG(tg_data(tg_grad(wt), got, sizeof got) == 0, "%s", tg_error());
+  /* d mean / d w[k][j] = sum_i x[i][k] / (n * N) */
+  for (int k = 0; k < KK; k++)
+    for (int j = 0; j < N; j++) {
+      float s = 0;
+      for (int i = 0; i < 5; i++) s += x[i * KK + k];
+      CHECK_NEAR(got[k * N + j], s / (5 * N), 1e-5);
+    }
+}
+
+/* Big enough for the heuristic's SIMD lanes on the static axis and threads
+ * on the symbolic one. */
+TEST(symdims_matmul_heuristic_sizes) {
+  declare("sd_h", 0, 96);
+  enum { M = 96, KK = 64, N = 64 };
+  static float x[M * KK], w[KK * N], got[M * N];
+  for (int i = 0; i < M * KK; i++) x[i] = (float)((i * 7) % 13) * 0.25f - 1.5f;
+  for (int i = 0; i < KK * N; i++) w[i] = (float)((i * 5) % 11) * 0.125f - 0.5f;
+  for (int n = 37; n <= M; n += 59) {
+    tg_scope_begin();
+    CHECK(tg_bind("sd_h", n) == 0);
+    tg_tensor *xs = tg_shrink_var(tg_from_data(x, TG_SHAPE(M, KK), TG_F32), 0, "sd_h");
+    tg_tensor *wt = tg_from_data(w, TG_SHAPE(KK, N), TG_F32);
+    tg_tensor *y = tg_matmul(xs, wt), *yt = tg_matmul(tg_T(xs), xs);   /* symbolic rows; symbolic inner axis */
+    tg_tensor *both[2] = { y, yt };
+    CHECK_MSG(tg_realize_all(both, 2) == 0, "%s", tg_error());
+    CHECK(tg_data(y, got, sizeof(float) * M * N) == 0);
+    int bad = 0;
+    for (int i = 0; i < n; i++)
+      for (int j = 0; j < N; j++) {
+        float s = 0;
+        for (int k = 0; k < KK; k++) s += x[i * KK + k] * w[k * N + j];
+        bad += fabsf(got[i * N + j] - s) > 1e-4f * (1 + fabsf(s));
+      }
+    CHECK_MSG(bad == 0, "n=%d: %d wrong outputs of x @ w", n, bad);
+    CHECK(tg_data(yt, got, sizeof(float) * KK * KK) == 0);
+    for (int a = 0; a < KK; a++)
+      for (int b = 0; b < KK; b++) {
+        float s = 0;
+        for (int i = 0; i < n; i++) s += x[i * KK + a] * x[i * KK + b];
+        bad += fabsf(got[a * KK + b] - s) > 1e-4f * (1 + fabsf(s));
+      }
+    CHECK_MSG(bad == 0, "n=%d: %d wrong outputs of x.T @ x", n, bad);
+    tg_scope_end();
+  }
+}
