@@ -296,7 +296,7 @@ int tg_bind(const char *name, int64_t value);
  * line up a symbolic axis with the same variable or with a size-1 axis
  * (broadcast); against another variable or a static size > 1 they fail,
  * and so do reshapes that split or merge it, and pad, shrink or flip of it.
- * Gradients do not flow through tg_shrink_var. */
+ * Gradients flow through it: the source's gradient is 0 past var. */
 tg_tensor *tg_shrink_var(tg_tensor *t, int axis, const char *var);
 /* The variable axis runs to, or NULL for a static axis (or a bad axis). */
 const char *tg_dim_var(const tg_tensor *t, int axis);

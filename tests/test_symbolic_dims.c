@@ -407,3 +407,27 @@ TEST(symdims_matmul_heuristic_sizes) {
     tg_scope_end();
   }
 }
+
+/* The gradient of a symbolic view is the gradient on its valid rows, 0 past them. */
+TEST(symdims_gradient_through_shrink_var) {
+  declare("sd_d", 0, MAXN);
+  float x[MAXN * W4], got[MAXN * W4];
+  fill_rows(x, MAXN, W4, MAXN);
+  for (int n = 3; n <= 6; n += 3) {
+    tg_scope_begin();
+    CHECK(tg_bind("sd_d", n) == 0);
+    tg_tensor *xt = tg_requires_grad(tg_from_data(x, TG_SHAPE(MAXN, W4), TG_F32), true);
+    tg_tensor *xs = tg_shrink_var(xt, 0, "sd_d");
+    /* d/dx of sum(x^2) + max over the rows = 2x + (1 at each column's max) */
+    tg_tensor *loss = tg_add(tg_sum(tg_mul(xs, xs), TG_ALL, false), tg_sum(tg_max(xs, TG_AXES(0), false), TG_ALL, false));
+    CHECK_MSG(tg_backward(loss) == 0, "%s", tg_error());
+    CHECK_MSG(tg_data(tg_grad(xt), got, sizeof got) == 0, "%s", tg_error());
+    for (int j = 0; j < W4; j++) {
+      int am = 0;
+      for (int i = 1; i < n; i++) if (x[i * W4 + j] > x[am * W4 + j]) am = i;
+      for (int i = 0; i < MAXN; i++)
+        CHECK_NEAR(got[i * W4 + j], i < n ? 2 * x[i * W4 + j] + (i == am) : 0, 1e-5);
+    }
+    tg_scope_end();
+  }
+}

@@ -268,6 +268,11 @@ static uop *lower_uncached(kctx *k, uop *u, uop *const *idx, uop *gate) {
     return lower(k, u->src[0], sidx, gate);
   case OP_SHRINK_VAR:   /* the loops over the axis end at the variable */
     return lower(k, u->src[0], idx, gate);
+  case OP_UNSHRINK_VAR: {   /* 0 past the variable, like a PAD */
+    uop *valid = uop_alu(OP_CMPLT, idx[u->arg.i], u->src[1]);
+    uop *v = lower(k, u->src[0], idx, bool_and(gate, valid));
+    return uop_where(valid, v, uop_const(u->dtype, 0));
+  }
   case OP_FLIP:
     for (int i = 0; i < nd; i++) sidx[i] = u->arg.v[i] ? uop_alu(OP_SUB, idx_const(u->shape[i] - 1), idx[i]) : idx[i];
     return lower(k, u->src[0], sidx, gate);

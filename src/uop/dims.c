@@ -97,6 +97,9 @@ void uop_set_dims(uop *u) {
     set_var(u, a, u->src[1]);
     break;
   }
+  case OP_UNSHRINK_VAR:
+    for (int i = 0; i < nd; i++) if (i != u->arg.i) copy_axis(u, i, s, i);
+    break;
   case OP_PERMUTE:
     for (int i = 0; i < nd; i++) copy_axis(u, i, s, (int)u->arg.v[i]);
     break;

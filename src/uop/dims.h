@@ -2,7 +2,8 @@
  * variable (a DEFINE_VAR bound per call) instead of its full size: the
  * node's shape keeps the variable's max, and dim_var names the variable
  * (see the fields in uop.h). SHRINK_VAR(x, var) with arg = axis makes one;
- * the rules below carry it through the graph. */
+ * the rules below carry it through the graph. UNSHRINK_VAR(x, var) undoes
+ * it (the axis is static again, 0 past the variable): SHRINK_VAR's gradient. */
 #ifndef TG_DIMS_H
 #define TG_DIMS_H
 

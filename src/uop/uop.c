@@ -141,7 +141,7 @@ static void set_shape(uop *u) {
     nd = s0->ndim; memcpy(tmp, s0->shape, sizeof(int64_t) * (size_t)nd);
     for (int i = 1; i < u->arg.n; i++) tmp[u->arg.v[i]] = 1;
     break;
-  case OP_FLIP: case OP_SHRINK_VAR: case OP_CONTIGUOUS: case OP_COPY: case OP_DETACH: case OP_ASSIGN: case OP_UNIQUE: case OP_AFTER:
+  case OP_FLIP: case OP_SHRINK_VAR: case OP_UNSHRINK_VAR: case OP_CONTIGUOUS: case OP_COPY: case OP_DETACH: case OP_ASSIGN: case OP_UNIQUE: case OP_AFTER:
     if (s0 && s0->ndim >= 0) { nd = s0->ndim; memcpy(tmp, s0->shape, sizeof(int64_t) * (size_t)nd); }
     break;
   default:
