@@ -284,6 +284,24 @@ tg_tensor *tg_variable(const char *name, int64_t min, int64_t max);
  * name or a value outside the variable's range. */
 int tg_bind(const char *name, int64_t value);
 
+/* Symbolic dimensions (docs/symbolic.md): a view of t whose axis runs over
+ * [0, var) for the value var is bound to when kernels run, e.g. the first
+ * pos+1 rows of a KV cache. var must be declared (tg_variable) with
+ * 0 <= min and max <= t's size on that axis. Kernels over such an axis are
+ * compiled once for the whole range and loop to the bound value: reductions
+ * see exactly [0, var) (tg_mean divides by the bound count), and a result
+ * stored to memory holds its valid part [0, var); the rest of the axis is
+ * not written (tg_data returns the full size, the tail unspecified).
+ * tg_shape_of and tg_dim report the axis's maximum size. Elementwise ops
+ * line up a symbolic axis with the same variable or with a size-1 axis
+ * (broadcast); against another variable or a static size > 1 they fail,
+ * and so do reshapes that split or merge it, and pad, shrink or flip of it.
+ * Gradients flow through it: the source's gradient is 0 past var. */
+tg_tensor *tg_shrink_var(tg_tensor *t, int axis, const char *var);
+/* The variable axis runs to, or NULL for a static axis (or a bad axis). */
+const char *tg_dim_var(const tg_tensor *t, int axis);
+bool tg_dim_is_symbolic(const tg_tensor *t, int axis);
+
 /* ---------------------------------------------------------------- JIT */
 
 /* A step function: builds outputs from inputs with tensor ops (lazily).

@@ -131,7 +131,7 @@ double kernel_flops(uop *ast) {
   uop_list l = uop_toposort(ast);
   int64_t size[64] = { 0 };
   for (int i = 0; i < l.n; i++)
-    if (l.v[i]->op == OP_RANGE && range_id(l.v[i]) < 64) size[range_id(l.v[i])] = (int64_t)uop_const_value(l.v[i]->src[0]);
+    if (l.v[i]->op == OP_RANGE && range_id(l.v[i]) < 64) size[range_id(l.v[i])] = range_max_size(l.v[i]);   /* symbolic: at most */
   double flops = 0;
   for (int i = 0; i < l.n; i++) {
     uop *u = l.v[i];

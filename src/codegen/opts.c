@@ -47,7 +47,10 @@ void kopts_format(const kopt *o, int n, char *buf, size_t size) {
 
 static int rid(const uop *r) { return (int)r->arg.v[0]; }
 static int rkind(const uop *r) { return (int)r->arg.v[1]; }
-static int64_t rsize(const uop *r) { return (int64_t)uop_const_value(r->src[0]); }
+/* rsize: the trip count (a symbolic axis: its max, for estimates);
+ * rstatic: the size opts may split (a symbolic axis: 1, nothing to split) */
+static int64_t rsize(const uop *r) { return range_max_size(r); }
+static int64_t rstatic(const uop *r) { return range_is_symbolic(r) ? 1 : range_max_size(r); }
 
 static int by_id(const void *a, const void *b) { return rid(*(uop *const *)a) - rid(*(uop *const *)b); }
 
@@ -79,10 +82,11 @@ static int next_range_id(uop *ast) {
   return m + 1;
 }
 
-static uop *make_range(int64_t size, int id, int kind, int64_t extra) {
+static uop *make_range_to(uop *end, int id, int kind, int64_t extra) {
   int64_t a[3] = { id, kind, extra };
-  return uop1(OP_RANGE, DT_INDEX, uop_const_int(DT_INDEX, size), arg_ints(a, extra ? 3 : 2));
+  return uop1(OP_RANGE, DT_INDEX, end, arg_ints(a, extra ? 3 : 2));
 }
+static uop *make_range(int64_t size, int id, int kind, int64_t extra) { return make_range_to(uop_const_int(DT_INDEX, size), id, kind, extra); }
 
 /* Replaces range r everywhere by expr; in a REDUCE's range list r becomes
  * the ranges in repl (NULL entries dropped). */
@@ -182,12 +186,17 @@ int kernel_apply_opt(uop **ast, kopt o, bool has_local_memory) {
                      reduce_axis ? n - fr : fr, reduce_axis ? "reduce" : "output");
   uop *r = axes[idx];
   int64_t size = rsize(r);
+  /* a loop to a variable can be threaded or reordered; splitting it into
+   * lanes needs a size known when compiling */
+  if (range_is_symbolic(r) && o.op != OPT_THREAD && o.op != OPT_SWAP)
+    return tg_seterr("opt %s:%d:%d: axis %d has a symbolic size ('%s'); only THREAD and SWAP apply to it", name, o.axis, o.arg, o.axis,
+                     r->src[0]->op == OP_DEFINE_VAR ? r->src[0]->arg.s : "?");
   if (o.op == OPT_SWAP) {
     if (o.arg < 0 || o.arg >= fr || o.arg == o.axis) return tg_seterr("opt SWAP:%d:%d: the other axis must be a different output axis (0..%d)", o.axis, o.arg, fr - 1);
     uop *s = axes[o.arg];
-    uop *r2 = make_range(rsize(r), rid(s), rkind(r), r->arg.n > 2 ? r->arg.v[2] : 0);
-    uop *s2 = make_range(rsize(s), rid(r), rkind(s), s->arg.n > 2 ? s->arg.v[2] : 0);
-    uop *tmp = make_range(rsize(r), 1 << 20, rkind(r), 0);   /* avoid a clash while swapping */
+    uop *r2 = make_range_to(r->src[0], rid(s), rkind(r), r->arg.n > 2 ? r->arg.v[2] : 0);
+    uop *s2 = make_range_to(s->src[0], rid(r), rkind(s), s->arg.n > 2 ? s->arg.v[2] : 0);
+    uop *tmp = make_range_to(r->src[0], 1 << 20, rkind(r), 0);   /* avoid a clash while swapping */
     uop *a = replace_range(*ast, r, tmp, (uop *[]){ tmp }, 1);
     a = replace_range(a, s, s2, (uop *[]){ s2 }, 1);
     *ast = replace_range(a, tmp, r2, (uop *[]){ r2 }, 1);
@@ -219,7 +228,7 @@ int kernel_apply_opt(uop **ast, kopt o, bool has_local_memory) {
     if (rkind(r) != RANGE_LOOP) return tg_seterr("opt THREAD:%d:%d: only a plain output axis can be threaded", o.axis, o.arg);
     if (count_kind(*ast, RANGE_THREAD, NULL)) return tg_seterr("opt THREAD:%d:%d: the kernel already has a thread axis", o.axis, o.arg);
     if (o.arg < 2 || o.arg > 1024) return tg_seterr("opt THREAD:%d:%d: thread count must be 2..1024", o.axis, o.arg);
-    uop *t = make_range(size, rid(r), RANGE_THREAD, o.arg);
+    uop *t = make_range_to(r->src[0], rid(r), RANGE_THREAD, o.arg);
     *ast = replace_range(*ast, r, t, (uop *[]){ t }, 1);
     return 0;
   }
@@ -528,7 +537,7 @@ int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
     for (int i = fr - 1; i >= 0 && vaxis < 0; i--) {
       int unit, zero, other;
       access_along(ast, axes[i], axes, n, &unit, &zero, &other);
-      int amt = pick_amount(rsize(axes[i]), vec);
+      int amt = pick_amount(rstatic(axes[i]), vec);
       if (amt && unit >= 1) { vaxis = i; vamt = amt; }
     }
     int64_t lanes = 1;
@@ -557,7 +566,7 @@ int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
       for (int r = n - 1; r >= fr && pr < 0; r--) {
         int64_t p = index_period(ast, axes[r]);
         int64_t amt = p < 32 ? 32 : p > 128 ? 128 : p;
-        if (p >= 8 && rsize(axes[r]) % amt == 0) pr = r, pamt = (int)amt;
+        if (p >= 8 && rstatic(axes[r]) % amt == 0) pr = r, pamt = (int)amt;
       }
     /* as 16 inner lanes (consecutive bytes: SIMD when the decoding allows)
      * times the rest of the block (nibble halves, sub-blocks) */
@@ -566,7 +575,7 @@ int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
       if (i == vaxis) continue;
       int unit, zero, other;
       access_along(ast, axes[i], axes, n, &unit, &zero, &other);
-      int t = pick_amount(rsize(axes[i]), tile);
+      int t = pick_amount(rstatic(axes[i]), tile);
       /* with SIMD lanes, up to two tiles (conv: output rows and channels,
        * so each loaded vector and each broadcast weight is used 4 times) */
       if (zero >= 1 && t && lanes * t <= 128 && k < max) { out[k++] = (kopt){ OPT_UPCAST, i, t }; lanes *= t; if (vaxis < 0 ? lanes >= 16 : lanes >= 8 * vamt) break; }
@@ -579,7 +588,7 @@ int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
          * dot products: 8 lanes) */
         int amt = 0;
         for (int c = 0; vec[c] && !amt; c++)
-          if (rsize(axes[r]) % vec[c] == 0 && lanes * vec[c] <= 128) amt = vec[c];
+          if (rstatic(axes[r]) % vec[c] == 0 && lanes * vec[c] <= 128) amt = vec[c];
         if (unit >= 1 && amt && k < max) { out[k++] = (kopt){ OPT_UNROLL, r - fr, amt }; break; }
       }
     }
@@ -593,7 +602,7 @@ int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
     }
   } else if (has_reduce) {
     /* a full reduction: independent partial sums */
-    int amt = pick_amount(rsize(axes[fr]), vec);
+    int amt = pick_amount(rstatic(axes[fr]), vec);
     if (amt && k < max) out[k++] = (kopt){ OPT_UNROLL, 0, amt };
   }
   /* threads over the outermost output axis when there is enough work, or

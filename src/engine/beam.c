@@ -62,7 +62,8 @@ static double time_program(tg_device *dev, tg_program *p, void **bufs, int n, uo
   return best;
 }
 
-static int64_t rsize_of(const uop *r) { return (int64_t)uop_const_value(r->src[0]); }
+/* a symbolic axis has nothing to split */
+static int64_t rsize_of(const uop *r) { return range_is_symbolic(r) ? 1 : range_max_size(r); }
 
 /* Every single opt that could extend c. */
 static int actions(uop *ast, kopt *out, int max) {

@@ -78,7 +78,7 @@ static double now_s(void) {
 }
 
 tg_buffer *uop_contiguous_buffer(const uop *u) {
-  while (u->op == OP_RESHAPE) u = u->src[0];
+  while (u->op == OP_RESHAPE || u->op == OP_SHRINK_VAR) u = u->src[0];
   return u->op == OP_BUFFER ? u->arg.p : NULL;
 }
 

@@ -27,6 +27,14 @@ int vars_declare(const char *name, int64_t min, int64_t max) {
   return rc;
 }
 
+int vars_range(const char *name, int64_t *min, int64_t *max) {
+  pthread_mutex_lock(&lock);
+  var_entry *e = name ? find(name) : NULL;
+  if (e) { *min = e->min; *max = e->max; }
+  pthread_mutex_unlock(&lock);
+  return e ? 0 : -1;
+}
+
 int tg_bind(const char *name, int64_t value) {
   pthread_mutex_lock(&lock);
   var_entry *e = name ? find(name) : NULL;

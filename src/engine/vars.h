@@ -7,6 +7,8 @@
 
 /* Declares a variable (or checks a redeclaration has the same range). */
 int vars_declare(const char *name, int64_t min, int64_t max);
+/* The declared range of name; -1 (no error set) when it is not declared. */
+int vars_range(const char *name, int64_t *min, int64_t *max);
 /* Fills values for names from the current bindings; -1 + tg_error when one
  * is unbound. */
 int vars_values(const char *const *names, int n, int64_t *values);

@@ -16,12 +16,14 @@
 #include "engine/vars.h"
 #include "runtime/buffer.h"
 #include "tensor/tensor.h"
+#include "uop/dims.h"
 #include "util/counters.h"
 
 enum { ARG_FIXED, ARG_INPUT, ARG_OUTPUT, ARG_SLOT };
 typedef struct { int kind, index; } jit_arg;
 
-typedef struct { tg_shape shape; tg_dtype dtype; const char *device; } tensor_sig;
+/* var[i]: an output's symbolic axis (retained DEFINE_VAR), NULL when static */
+typedef struct { tg_shape shape; tg_dtype dtype; const char *device; uop *var[TG_MAX_DIMS]; } tensor_sig;
 
 struct tg_jit {
   tg_jit_fn fn;
@@ -62,6 +64,8 @@ void tg_jit_free(tg_jit *j) {
   kernel_capture_free(&j->cap);
   for (int s = 0; s < j->nslots; s++) if (j->slots[s]) j->slot_dev[s]->free(j->slot_dev[s], j->slots[s], j->slot_bytes[s]);
   free(j->slots); free(j->slot_bytes); free(j->slot_dev);
+  for (int i = 0; j->out_sig && i < j->nout; i++)
+    for (int a = 0; a < j->out_sig[i].shape.ndim; a++) uop_release(j->out_sig[i].var[a]);
   free(j->in_sig); free(j->out_sig);
   for (int i = 0; i < j->npinned; i++) buffer_release(j->pinned[i]);
   for (int i = 0; i < 256; i++) if (j->outb[i]) buffer_release(j->outb[i]);
@@ -77,7 +81,7 @@ tg_jit_info tg_jit_stats(const tg_jit *j) {
   return s;
 }
 
-static tensor_sig sig_of(tg_tensor *t) { return (tensor_sig){ tg_shape_of(t), tg_dtype_of(t), tg_device_of(t) }; }
+static tensor_sig sig_of(tg_tensor *t) { return (tensor_sig){ tg_shape_of(t), tg_dtype_of(t), tg_device_of(t), { 0 } }; }
 static bool sig_eq(const tensor_sig *a, const tensor_sig *b) {
   if (a->dtype != b->dtype || a->device != b->device || a->shape.ndim != b->shape.ndim) return false;
   for (int i = 0; i < a->shape.ndim; i++) if (a->shape.d[i] != b->shape.d[i]) return false;
@@ -291,7 +295,9 @@ static int replay(tg_jit *j, tg_tensor *const *in, int nin, tg_tensor **out, int
     tensor_sig *s = &j->out_sig[i];
     uop *b = uop0(OP_BUFFER, dt_scalar(s->dtype), arg_ptr(outb[i]));
     buffer_release(outb[i]);
-    out[i] = tensor_wrap(mv_reshape(b, s->shape.d, s->shape.ndim), s->device);
+    uop *v = mv_reshape(b, s->shape.d, s->shape.ndim);
+    for (int a = 0; a < s->shape.ndim; a++) if (s->var[a]) v = uop2(OP_SHRINK_VAR, v->dtype, v, s->var[a], arg_int(a));
+    out[i] = tensor_wrap(v, s->device);
   }
   uop_pool_pop();
   return 0;
@@ -331,6 +337,7 @@ int tg_jit_call(tg_jit *j, tg_tensor *const *in, int nin, tg_tensor **out, int n
   for (int i = 0; i < nin; i++) j->in_sig[i] = sig_of(in[i]);
   for (int i = 0; i < nout; i++) {
     j->out_sig[i] = sig_of(out[i]);
+    for (int a = 0; a < j->out_sig[i].shape.ndim; a++) { j->out_sig[i].var[a] = uop_dim_var(out[i]->u, a); uop_retain(j->out_sig[i].var[a]); }
     if (!uop_contiguous_buffer(out[i]->u)) return tg_seterr("tg_jit_call: output %d did not realize to memory", i);
   }
   if (j->prune) prune_constant_kernels(j, inb);

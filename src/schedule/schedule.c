@@ -10,6 +10,7 @@
  *    the kernel that consumes it. */
 #include "schedule/schedule.h"
 #include "uop/symbolic.h"
+#include "uop/dims.h"
 
 typedef struct {
   tg_buffer *buf;       /* the buffer the node's value lands in */
@@ -38,18 +39,23 @@ static rinfo *info_of(sctx *s, const uop *u) {
   return p == (void *)1 ? NULL : p;
 }
 
-/* A BUFFER under reshapes (and AFTERs, DETACHes): contiguous memory. */
+/* A BUFFER under reshapes (and AFTERs, DETACHes, symbolic axes):
+ * contiguous memory. */
 static bool is_buffer_view(const uop *u) {
-  while (u->op == OP_RESHAPE || u->op == OP_AFTER || u->op == OP_DETACH) u = u->src[0];
+  while (u->op == OP_RESHAPE || u->op == OP_AFTER || u->op == OP_DETACH || u->op == OP_SHRINK_VAR) u = u->src[0];
   return u->op == OP_BUFFER;
 }
-/* What such a view becomes once its AFTERs ran: RESHAPE(BUFFER) or BUFFER. */
+/* What such a view becomes once its AFTERs ran: RESHAPE(BUFFER) or BUFFER,
+ * with its symbolic axes. */
 static uop *strip_after(uop *u) {
-  uop *b = u;
+  uop *b = u, *r;
   while (b->op != OP_BUFFER) b = b->src[0];
-  if (u->ndim == 1 && u->shape[0] == b->shape[0]) return b;
-  if (u->op == OP_RESHAPE && u->src[0] == b) return u;
-  return uop1(OP_RESHAPE, u->dtype, b, arg_ints(u->shape, u->ndim));
+  uop *x = u;
+  while (x->op == OP_SHRINK_VAR) x = x->src[0];
+  if (u->ndim == 1 && u->shape[0] == b->shape[0]) r = b;
+  else if (x->op == OP_RESHAPE && x->src[0] == b) r = x;
+  else r = uop1(OP_RESHAPE, u->dtype, b, arg_ints(u->shape, u->ndim));
+  return uop_with_dims_of(r, u);
 }
 static tg_buffer *view_buffer(const uop *u) {
   while (u->nsrc && u->op != OP_BUFFER) u = u->src[0];
@@ -229,6 +235,12 @@ static uop *flat_index(uop *const *idx, const int64_t *shape, int nd) {
 
 static uop *lower(kctx *k, uop *u, uop *const *idx, uop *gate);
 
+/* Where the loop over axis i of u ends: its size, or its variable. */
+static uop *axis_end(const uop *u, int i) {
+  uop *v = uop_dim_var(u, i);
+  return v ? v : idx_const(u->shape[i]);
+}
+
 /* The address of a gated load only matters where the gate holds: a gate
  * `r < c` or `c < r` on a loop narrows r's range there, which lets the
  * index math fold (a padded view's `(h*20 + w) / 20` is h when w < 20).
@@ -330,6 +342,13 @@ static uop *lower_uncached(kctx *k, uop *u, uop *const *idx, uop *gate) {
   case OP_SHRINK:
     for (int i = 0; i < nd; i++) sidx[i] = uop_addi(idx[i], u->arg.v[2 * i]);
     return lower(k, u->src[0], sidx, gate);
+  case OP_SHRINK_VAR:   /* the loops over the axis end at the variable */
+    return lower(k, u->src[0], idx, gate);
+  case OP_UNSHRINK_VAR: {   /* 0 past the variable, like a PAD */
+    uop *valid = uop_alu(OP_CMPLT, idx[u->arg.i], u->src[1]);
+    uop *v = lower(k, u->src[0], idx, bool_and(gate, valid));
+    return uop_where(valid, v, uop_const(u->dtype, 0));
+  }
   case OP_FLIP:
     for (int i = 0; i < nd; i++) sidx[i] = u->arg.v[i] ? uop_alu(OP_SUB, idx_const(u->shape[i] - 1), idx[i]) : idx[i];
     return lower(k, u->src[0], sidx, gate);
@@ -382,7 +401,7 @@ static uop *lower_uncached(kctx *k, uop *u, uop *const *idx, uop *gate) {
     for (int a = 1; a < u->arg.n; a++) {
       int ax = (int)u->arg.v[a];
       int64_t rarg[2] = { k->next_range++, RANGE_REDUCE };
-      uop *r = uop1(OP_RANGE, DT_INDEX, idx_const(src->shape[ax]), arg_ints(rarg, 2));
+      uop *r = uop1(OP_RANGE, DT_INDEX, axis_end(src, ax), arg_ints(rarg, 2));
       sidx[ax] = r;
       srcs[1 + nr++] = r;
     }
@@ -434,14 +453,14 @@ static bool reads_elsewhere(uop *v, uop *g, uop *ix) {
  * then the loop sizes (outputs first, then reduces). */
 static void kernel_name(uop *ast, char *buf, size_t n) {
   uop_list l = uop_toposort(ast);
-  int64_t sizes[2][64];
+  uop *sizes[2][64];
   int cnt[2] = { 0, 0 };
   int64_t ids[2][64];
   for (int i = 0; i < l.n; i++) {
     uop *r = l.v[i];
     if (r->op != OP_RANGE) continue;
     int kind = r->arg.v[1] == RANGE_REDUCE;
-    if (cnt[kind] < 64) { ids[kind][cnt[kind]] = r->arg.v[0]; sizes[kind][cnt[kind]++] = (int64_t)uop_const_value(r->src[0]); }
+    if (cnt[kind] < 64) { ids[kind][cnt[kind]] = r->arg.v[0]; sizes[kind][cnt[kind]++] = r->src[0]; }
   }
   free(l.v);
   /* order by range id */
@@ -449,11 +468,15 @@ static void kernel_name(uop *ast, char *buf, size_t n) {
     for (int i = 1; i < cnt[kind]; i++)
       for (int j = i; j > 0 && ids[kind][j - 1] > ids[kind][j]; j--) {
         int64_t t = ids[kind][j]; ids[kind][j] = ids[kind][j - 1]; ids[kind][j - 1] = t;
-        t = sizes[kind][j]; sizes[kind][j] = sizes[kind][j - 1]; sizes[kind][j - 1] = t;
+        uop *ts = sizes[kind][j]; sizes[kind][j] = sizes[kind][j - 1]; sizes[kind][j - 1] = ts;
       }
   size_t k = (size_t)snprintf(buf, n, "%s", cnt[1] ? "r" : "E");
   for (int kind = 0; kind < 2; kind++)
-    for (int i = 0; i < cnt[kind] && k + 24 < n; i++) k += (size_t)snprintf(buf + k, n - k, "_%lld", (long long)sizes[kind][i]);
+    for (int i = 0; i < cnt[kind] && k + 24 < n; i++) {
+      uop *e = sizes[kind][i];
+      if (e->op == OP_CONST) k += (size_t)snprintf(buf + k, n - k, "_%lld", (long long)e->arg.i);
+      else k += (size_t)snprintf(buf + k, n - k, "_%.20s", e->op == OP_DEFINE_VAR ? e->arg.s : "var");
+    }
   if (!cnt[0] && !cnt[1]) snprintf(buf + k, n - k, "_1");
 }
 
@@ -481,7 +504,7 @@ static int build_kernel(sctx *s, uop *u) {
     for (int i = 0; i < u->ndim; i++) numel *= u->shape[i];
     out = buffer_new(dev, (tg_dtype)u->dtype.scalar, numel);
     uop *b = uop0(OP_BUFFER, dt_scalar(out->dtype), arg_ptr(out));
-    ri->repl = u->ndim == 1 ? b : uop1(OP_RESHAPE, u->dtype, b, arg_ints(u->shape, u->ndim));
+    ri->repl = uop_with_dims_of(u->ndim == 1 ? b : uop1(OP_RESHAPE, u->dtype, b, arg_ints(u->shape, u->ndim)), u);
     if (u->op == OP_CONTIGUOUS) value = u->src[0];
   }
   ri->buf = out;
@@ -524,9 +547,11 @@ retry:
   k.s = s; k.root = u;
   g0 = global_for(&k, out);
   for (int i = 0; i < nd; i++) {
-    if (value->shape[i] == 1) { oidx[i] = idx_const(0); continue; }
+    /* an assign through a symbolic view writes only its valid part */
+    const uop *ax = view && !uop_dim_var(value, i) && uop_dim_var(view, i) ? view : value;
+    if (value->shape[i] == 1 && !uop_dim_var(ax, i)) { oidx[i] = idx_const(0); continue; }
     int64_t rarg[2] = { k.next_range++, RANGE_LOOP };
-    oidx[i] = uop1(OP_RANGE, DT_INDEX, idx_const(value->shape[i]), arg_ints(rarg, 2));
+    oidx[i] = uop1(OP_RANGE, DT_INDEX, axis_end(ax, i), arg_ints(rarg, 2));
   }
   if (u->op == OP_ASSIGN) {
     /* the store goes through the target's view: lower it as an index (a

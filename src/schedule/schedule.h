@@ -16,6 +16,15 @@
  * nest by id. */
 enum { RANGE_LOOP = 0, RANGE_REDUCE = 1, RANGE_UPCAST = 2, RANGE_UNROLL = 3, RANGE_THREAD = 4 };
 
+/* A RANGE's end is a CONST, or a DEFINE_VAR for a symbolic axis (the loop
+ * runs to the value bound when the kernel runs). */
+static inline bool range_is_symbolic(const uop *r) { return r->src[0]->op != OP_CONST; }
+/* Its trip count: the constant, or the variable's max (an upper bound). */
+static inline int64_t range_max_size(const uop *r) {
+  const uop *e = r->src[0];
+  return e->op == OP_CONST ? e->arg.i : e->op == OP_DEFINE_VAR ? e->src[1]->arg.i : 1;
+}
+
 typedef struct {
   uop *ast;              /* retained; NULL for a copy between devices */
   tg_buffer **bufs;      /* retained; bufs[i] is DEFINE_GLOBAL i (copy: dst, src) */

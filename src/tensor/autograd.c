@@ -157,6 +157,8 @@ static void grad_rule(uop *u, uop *g, uop **out) {
     break;
   }
   case OP_FLIP: out[0] = uop1(OP_FLIP, g->dtype, g, u->arg); break;
+  case OP_SHRINK_VAR: out[0] = uop2(OP_UNSHRINK_VAR, g->dtype, g, u->src[1], u->arg); break;
+  case OP_UNSHRINK_VAR: out[0] = uop2(OP_SHRINK_VAR, g->dtype, g, u->src[1], u->arg); break;
   case OP_WINDOW: out[0] = window_grad(u, g); break;
   case OP_CONTIGUOUS: case OP_UNIQUE: out[0] = g; break;
   case OP_AFTER: out[0] = g; break;

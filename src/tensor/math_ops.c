@@ -266,7 +266,7 @@ static bool index_range(uop *u, int64_t *lo, int64_t *hi, int depth) {
   if (depth > 24 || !(dt_is_int(u->dtype) || u->op == OP_ARANGE)) return false;
   if (u->op == OP_CONST && u->arg.kind == ARG_INT) { *lo = *hi = u->arg.i; return true; }
   if (u->op == OP_ARANGE) { *lo = 0, *hi = u->arg.i - 1; return u->arg.i > 0; }
-  if (u->op == OP_CAST || u->op == OP_UNIQUE || (uop_is_movement(u->op) && u->op != OP_PAD)) return index_range(u->src[0], lo, hi, depth + 1);
+  if (u->op == OP_CAST || u->op == OP_UNIQUE || (uop_is_movement(u->op) && u->op != OP_PAD && u->op != OP_UNSHRINK_VAR)) return index_range(u->src[0], lo, hi, depth + 1);
   if (u->op != OP_ADD && u->op != OP_MUL) return false;
   int64_t a0, a1, b0, b1;
   if (!index_range(u->src[0], &a0, &a1, depth + 1) || !index_range(u->src[1], &b0, &b1, depth + 1)) return false;

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include "tensor/tensor.h"
 #include "runtime/device.h"
+#include "uop/dims.h"
 
 /* Resolves axes into flags; false with an error on a bad or repeated axis. */
 static bool axes_flags(tg_axes axes, int nd, bool *flags, const char *op) {
@@ -31,7 +32,7 @@ static uop *reduce_uop(uop *x, uop_op op, const bool *flags, bool keepdim) {
     if (flags[i]) total *= x->shape[i]; else kept *= x->shape[i];
   }
   uop *r;
-  if (n > 1 && kept == 1 && total >= SPLIT_REDUCE_MIN && total % SPLIT_REDUCE_PARTS == 0) {
+  if (n > 1 && kept == 1 && total >= SPLIT_REDUCE_MIN && total % SPLIT_REDUCE_PARTS == 0 && !uop_has_var_dims(x)) {
     /* a big full reduction: SPLIT_REDUCE_PARTS partial results first (a
      * kernel with an output axis, so it runs on all cores), then those */
     int64_t two[2] = { SPLIT_REDUCE_PARTS, total / SPLIT_REDUCE_PARTS };
@@ -103,14 +104,20 @@ tg_tensor *tg_mean(tg_tensor *a, tg_axes axes, bool keepdim) {
   bool fl[TG_MAX_DIMS];
   if (!axes_flags(axes, a->u->ndim, fl, "tg_mean")) return NULL;
   int64_t cnt = 1;
-  for (int i = 0; i < a->u->ndim; i++) if (fl[i]) cnt *= a->u->shape[i];
+  for (int i = 0; i < a->u->ndim; i++) if (fl[i] && !uop_dim_var(a->u, i)) cnt *= a->u->shape[i];
   API_BEGIN;
   dtype_t in = a->u->dtype, out = dt_is_float(in) ? in : DT_F32;
   dtype_t acc = sum_acc_dtype(in);
   uop *s = reduce_uop(uop_cast(a->u, acc), OP_ADD, fl, keepdim);
   dtype_t f = dt_is_float(acc) ? acc : DT_F32;
   s = uop_cast(s, f);
-  uop *r = uop_alu(OP_FDIV, s, const_like((double)cnt, f, s->shape, s->ndim));
+  /* a symbolic axis counts the bound value, not its maximum */
+  uop *c = uop_const(f, (double)cnt);
+  for (int i = 0; i < a->u->ndim; i++)
+    if (fl[i] && uop_dim_var(a->u, i)) c = uop_alu(OP_MUL, c, uop_cast(uop_dim_var(a->u, i), f));
+  int64_t ones[TG_MAX_DIMS];
+  for (int i = 0; i < s->ndim; i++) ones[i] = 1;
+  uop *r = uop_alu(OP_FDIV, s, mv_expand(mv_reshape(c, ones, s->ndim), s->shape, s->ndim));
   API_RETURN(tensor_wrap(uop_cast(r, out), a->device));
 }
 
@@ -181,6 +188,7 @@ static tg_tensor *pack_b_panels(tg_tensor *a, tg_tensor *b) {
    * transpose) would cost more than it saves */
   if (b->u->op == OP_PERMUTE && b->u->arg.v[n2 - 1] == n2 - 2 && m / batch < 256) return NULL;
   if (getenv("TG_NO_MATMUL_PACK")) return NULL;
+  if (uop_has_var_dims(a->u) || uop_has_var_dims(b->u)) return NULL;   /* the panels would split a symbolic axis */
   tg_shape s = tg_shape_of(b);
   s.d[n2 - 1] = n / MATMUL_PANEL;
   s.d[s.ndim++] = MATMUL_PANEL;   /* (..., K, N/P, P) */

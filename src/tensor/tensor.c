@@ -6,6 +6,7 @@
 #include "engine/realize.h"
 #include "runtime/buffer.h"
 #include "uop/symbolic.h"
+#include "uop/dims.h"
 
 /* ---- scopes: a stack of tensor lists. Scope 0 is the root (never ends). */
 typedef struct tg_scope { tg_tensor **v; int n, cap; struct tg_scope *up; } tg_scope;
@@ -31,6 +32,7 @@ bool tg_no_grad(void) { return no_grad_mode; }
 
 tg_tensor *tensor_wrap(uop *u, const char *device) {
   init_once();
+  if (u->dim_err) { tg_seterr("symbolic dimension: %s", u->dim_err); return NULL; }
   if (no_grad_mode) {
     /* results carry no gradient; views of memory stay views */
     const uop *x = u;
@@ -385,7 +387,7 @@ int tg_realize_all(tg_tensor **ts, int n) {
   bool all_memory = true;
   for (int i = 0; i < n && all_memory; i++) {
     const uop *u = ts[i]->u;
-    while (u->op == OP_RESHAPE) u = u->src[0];
+    while (u->op == OP_RESHAPE || u->op == OP_SHRINK_VAR) u = u->src[0];
     all_memory = u->op == OP_BUFFER;
   }
   if (all_memory) return 0;

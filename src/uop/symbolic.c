@@ -223,6 +223,9 @@ static void compute_one(uop *u) {
      * folding its index to a constant would drop the loop, and the body
      * would run once. */
     if (ns >= 1 && k[0] && l[0] >= 1) { lo = 0; hi = h[0] - 1; }
+    /* a loop to a variable (a symbolic axis) may run zero times too, but
+     * with two or more possible values its index never folds to a constant */
+    else if (ns >= 1 && k[0] && S[0]->op != OP_CONST && l[0] >= 0 && h[0] >= 2) { lo = 0; hi = h[0] - 1; }
     break;
   case OP_DEFINE_VAR:
     if (ns >= 2 && S[0]->op == OP_CONST && S[1]->op == OP_CONST && S[0]->arg.kind == ARG_INT && S[1]->arg.kind == ARG_INT &&

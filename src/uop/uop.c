@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include "uop/uop.h"
 #include "uop/uop_buffer.h"
+#include "uop/dims.h"
 #include "util/util.h"
 
 static const char *op_names[] = {
@@ -145,7 +146,7 @@ static void set_shape(uop *u) {
     nd = s0->ndim; memcpy(tmp, s0->shape, sizeof(int64_t) * (size_t)nd);
     for (int i = 1; i < u->arg.n; i++) tmp[u->arg.v[i]] = 1;
     break;
-  case OP_FLIP: case OP_CONTIGUOUS: case OP_COPY: case OP_DETACH: case OP_ASSIGN: case OP_UNIQUE: case OP_AFTER:
+  case OP_FLIP: case OP_SHRINK_VAR: case OP_UNSHRINK_VAR: case OP_CONTIGUOUS: case OP_COPY: case OP_DETACH: case OP_ASSIGN: case OP_UNIQUE: case OP_AFTER:
     if (s0 && s0->ndim >= 0) { nd = s0->ndim; memcpy(tmp, s0->shape, sizeof(int64_t) * (size_t)nd); }
     break;
   default:
@@ -199,6 +200,7 @@ uop *uop_new(uop_op op, dtype_t dt, uop *const *src, int nsrc, uop_arg arg) {
   u->next = table[slot]; table[slot] = u; table_n++;
   pthread_mutex_unlock(&lock);
   set_shape(u);
+  uop_set_dims(u);
   pool_add(u);
   return u;
 }
@@ -228,7 +230,9 @@ void uop_release(uop *u) {
     if (d->arg.kind == ARG_INTS) free((void *)d->arg.v);
     else if (d->arg.kind == ARG_STR) free((void *)d->arg.s);
     else if (d->op == OP_BUFFER && d->arg.kind == ARG_PTR) VEC_PUSH(bufs, d->arg.p);
-    free(d->src); free(d->shape); free(d);
+    free(d->src); free(d->shape); free(d->dim_var);
+    if (d->dim_err_own) free((void *)d->dim_err);
+    free(d);
   }
   pthread_mutex_unlock(&lock);
   for (int i = 0; i < bufs.n; i++) if (buf_hooks) buf_hooks->release(bufs.v[i]);

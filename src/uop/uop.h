@@ -42,6 +42,16 @@ struct uop {
    * nodes that have none). */
   int ndim;
   int64_t *shape;
+  /* Derived at creation (dims.c): symbolic axes. dim_var[i] is the
+   * DEFINE_VAR axis i runs to (its shape entry is the variable's max), NULL
+   * for a static axis; dim_var itself is NULL when no axis is symbolic.
+   * dim_bcast has bit i set when axis i repeats one value (expanded from
+   * size 1), so it lines up with a symbolic axis. dim_err says why the axes
+   * of the sources do not line up (the tensor layer reports it). */
+  uop **dim_var;
+  uint64_t dim_bcast;
+  const char *dim_err;
+  bool dim_err_own;
   /* Derived lazily: value range for integer/bool nodes (symbolic.c). */
   bool range_known;
   int64_t vmin, vmax;
