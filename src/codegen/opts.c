@@ -571,7 +571,30 @@ int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
     /* as 16 inner lanes (consecutive bytes: SIMD when the decoding allows)
      * times the rest of the block (nibble halves, sub-blocks) */
     if (pr >= 0 && k + 1 < max) { out[k++] = (kopt){ OPT_UNROLL, pr - fr, 16 }; out[k++] = (kopt){ OPT_UNROLL, pr - fr, pamt / 16 }; }
-    for (int i = fr - 1; i >= 0 && pr < 0; i--) {
+    /* a convolution's weight gradient: a small kernel-window axis (kw) whose
+     * loads step by 1, like the reduce's output column (ow) they add to.
+     * All of kw as lanes, with 4 (or 6, 3, 2) of ow unrolled: neighbouring lanes read
+     * overlapping input, loaded once; one tile of 8 output channels. */
+    int win = -1;
+    if (vaxis < 0 && pr < 0 && n > fr) {
+      int unit, zero, other, ru, rz, ro;
+      access_along(ast, axes[fr - 1], axes, n, &unit, &zero, &other);
+      access_along(ast, axes[n - 1], axes, n, &ru, &rz, &ro);
+      int64_t ws = rstatic(axes[fr - 1]);
+      int ur = pick_amount(rstatic(axes[n - 1]), (const int[]){ 4, 6, 3, 2, 0 });
+      if (unit >= 1 && ru >= 2 && ws >= 2 && ws <= 7 && ur && k < max) {
+        out[k++] = (kopt){ OPT_UPCAST, fr - 1, (int)ws };
+        lanes *= ws;
+        win = fr - 1;
+        for (int i = 0; i < fr - 1; i++) {
+          access_along(ast, axes[i], axes, n, &unit, &zero, &other);
+          int t = pick_amount(rstatic(axes[i]), (const int[]){ 8, 4, 2, 0 });
+          if (zero >= 1 && t && k < max) { out[k++] = (kopt){ OPT_UPCAST, i, t }; lanes *= t; break; }
+        }
+        if (k < max) { out[k++] = (kopt){ OPT_UNROLL, n - 1 - fr, ur }; lanes *= ur; }
+      }
+    }
+    for (int i = fr - 1; i >= 0 && pr < 0 && win < 0; i--) {
       if (i == vaxis) continue;
       int unit, zero, other;
       access_along(ast, axes[i], axes, n, &unit, &zero, &other);
@@ -580,7 +603,7 @@ int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
        * so each loaded vector and each broadcast weight is used 4 times) */
       if (zero >= 1 && t && lanes * t <= 128 && k < max) { out[k++] = (kopt){ OPT_UPCAST, i, t }; lanes *= t; if (vaxis < 0 ? lanes >= 16 : lanes >= 8 * vamt) break; }
     }
-    if (vaxis < 0 && pr < 0) {
+    if (vaxis < 0 && pr < 0 && win < 0) {
       for (int r = n - 1; r >= fr; r--) {
         int unit, zero, other;
         access_along(ast, axes[r], axes, n, &unit, &zero, &other);

@@ -31,6 +31,27 @@ static uop *window_grad(uop *u, uop *g) {
   uop *a = u->src[0];
   int n = (int)u->arg.v[0], lead = a->ndim - n;
   const int64_t *K = u->arg.v + 1, *S = u->arg.v + 1 + n, *D = u->arg.v + 1 + 2 * n;
+  /* windows that tile the input without overlap (a 2x2 pool with stride 2):
+   * each input element is in one window at most, so the gradient is g with
+   * its (o, k) axes interleaved back into o*k + k, padded with zeros where
+   * no window reached: movement only, no sum of gated terms */
+  bool tiles = true;
+  for (int j = 0; j < n; j++) tiles &= S[j] == K[j] && D[j] == 1;
+  if (tiles) {
+    int64_t order[TG_MAX_DIMS * 4], shape[TG_MAX_DIMS * 4], pd[TG_MAX_DIMS * 8] = { 0 };
+    for (int i = 0; i < lead; i++) order[i] = i;
+    for (int j = 0; j < n; j++) { order[lead + 2 * j] = lead + j; order[lead + 2 * j + 1] = lead + n + j; }
+    uop *x = mv_permute(g, order);
+    for (int i = 0; i < lead; i++) shape[i] = g->shape[i];
+    for (int j = 0; j < n; j++) {
+      shape[lead + j] = g->shape[lead + j] * K[j];
+      pd[2 * (lead + j) + 1] = a->shape[lead + j] - shape[lead + j];
+    }
+    x = mv_reshape(x, shape, lead + n);
+    bool any = false;
+    for (int j = 0; j < n; j++) any |= pd[2 * (lead + j) + 1] > 0;
+    return any ? mv_pad(x, pd, 0) : x;
+  }
   int64_t terms = 1;
   for (int j = 0; j < n; j++) terms *= K[j];
   uop *sum = NULL;

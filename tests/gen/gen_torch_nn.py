@@ -575,6 +575,10 @@ def gen_backward():
     c2((2, 2, 4, 4), (2, 2, 2, 2), pads=[1, 1, 1, 1], tag="_full")
     conv_case(g, 1, (2, 3, 9), (2, 3, 3), pads=[2, 0], backward=True, tag="_s1")
     conv_case(g, 3, (1, 2, 4, 3, 3), (2, 2, 2, 2, 2), pads=[1, 0, 0, 1, 1, 1], backward=True, tag="_s1")
+    # windows that tile the input (stride = kernel), with a leftover row and column
+    for xs, p in [((2, 3, 7, 5), pool_params([2, 2]))]:
+        add_bwd(g, "max_pool2d", "bwd_max_pool2d_%s_%s" % (sh(xs), lbl(p)), [g.randn(xs)], max_fn(p), [0], **p)
+        add_bwd(g, "avg_pool2d", "bwd_avg_pool2d_%s_%s" % (sh(xs), lbl(p)), [g.randn(xs)], avg_fn(p), [0], **p)
     return g
 
 
