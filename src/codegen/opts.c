@@ -492,6 +492,20 @@ static int pick_amount(int64_t size, const int *choices) {
   return 0;
 }
 
+/* Does a load that steps by 1 along output axis v stay put along axis a (a
+ * convolution's input row, the same for every output channel)? */
+static bool row_reused_along(uop *ast, uop *const *axes, int n, int v, int a) {
+  uop_list l = uop_toposort(ast);
+  bool found = false;
+  for (int i = 0; i < l.n && !found; i++) {
+    if (l.v[i]->op != OP_LOAD) continue;
+    uop *idx = l.v[i]->src[0]->src[1];
+    found = stride_of(idx, axes[v], axes, n) == 1 && stride_of(idx, axes[a], axes, n) == 0;
+  }
+  free(l.v);
+  return found;
+}
+
 /* Elements every core would read whole if axis a were the threaded one:
  * over the loads inside the reduce that do not depend on a, the product of
  * the axes they do depend on. */
@@ -537,7 +551,12 @@ int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
     for (int i = fr - 1; i >= 0 && vaxis < 0; i--) {
       int unit, zero, other;
       access_along(ast, axes[i], axes, n, &unit, &zero, &other);
-      int amt = pick_amount(rstatic(axes[i]), vec);
+      int64_t size = rstatic(axes[i]);
+      int amt = pick_amount(size, vec);
+      /* a convolution's output row that 8 lanes do not divide (20, 6):
+       * the whole row as lanes, unless it is shorter than the innermost
+       * reduce (then it is a weight gradient's kernel window, below) */
+      if (size % 8 && size >= 5 && size <= 32 && n > fr && size >= rstatic(axes[n - 1])) amt = (int)size;
       if (amt && unit >= 1) { vaxis = i; vamt = amt; }
     }
     int64_t lanes = 1;
@@ -594,14 +613,24 @@ int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
         if (k < max) { out[k++] = (kopt){ OPT_UNROLL, n - 1 - fr, ur }; lanes *= ur; }
       }
     }
+    /* a whole convolution row as lanes: 4 output channels share each loaded
+     * row (up to 160 lanes), then 2 of another axis if they fit */
+    bool full_row = vaxis >= 0 && vamt != 16 && vamt != 8 && vamt != 4;
+    for (int i = 0; i < fr && full_row && k < max; i++)
+      if (i != vaxis && row_reused_along(ast, axes, n, vaxis, i) && rstatic(axes[i]) % 4 == 0 && lanes * 4 <= 160) {
+        out[k++] = (kopt){ OPT_UPCAST, i, 4 };
+        lanes *= 4;
+        break;
+      }
     for (int i = fr - 1; i >= 0 && pr < 0 && win < 0; i--) {
-      if (i == vaxis) continue;
+      if (i == vaxis || (full_row && lanes_on(out, k, i) > 1)) continue;
       int unit, zero, other;
       access_along(ast, axes[i], axes, n, &unit, &zero, &other);
       int t = pick_amount(rstatic(axes[i]), tile);
       /* with SIMD lanes, up to two tiles (conv: output rows and channels,
        * so each loaded vector and each broadcast weight is used 4 times) */
-      if (zero >= 1 && t && lanes * t <= 128 && k < max) { out[k++] = (kopt){ OPT_UPCAST, i, t }; lanes *= t; if (vaxis < 0 ? lanes >= 16 : lanes >= 8 * vamt) break; }
+      if (full_row) t = rstatic(axes[i]) % 2 == 0 ? 2 : 0;
+      if (zero >= 1 && t && lanes * t <= (full_row ? 160 : 128) && k < max) { out[k++] = (kopt){ OPT_UPCAST, i, t }; lanes *= t; if (vaxis < 0 ? lanes >= 16 : lanes >= 8 * vamt) break; }
     }
     if (vaxis < 0 && pr < 0 && win < 0) {
       for (int r = n - 1; r >= fr; r--) {
