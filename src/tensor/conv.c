@@ -6,6 +6,8 @@
 
 /* inputs at least this big (elements, after padding) get their padding stored */
 #define CONV_STORE_PADDED_MIN (1 << 15)
+/* a weight gradient sums over groups of samples whose input is about this big */
+#define WGRAD_GROUP_BYTES (1 << 20)
 
 typedef struct { int n; int64_t s[3], d[3], pads[6]; int64_t groups; } conv_params;
 
@@ -26,6 +28,55 @@ static tg_tensor *padded_input(tg_tensor *x, const conv_params *p) {
 }
 
 static tg_tensor *conv_core(tg_tensor *x, tg_tensor *w, tg_tensor *b, const conv_params *p, const char *op);
+
+/* (N, C, *sp) as a view of a channels-last copy (N, *sp, C): the same values,
+ * but stepping along C is stepping by one in memory */
+static tg_tensor *channels_last(tg_tensor *t, int n) {
+  tg_axes to = { 2 + n, { 0 } }, back = { 2 + n, { 0 } };
+  for (int j = 0; j < n; j++) to.a[1 + j] = 2 + j;
+  to.a[1 + n] = 1;
+  back.a[1] = 1 + n;
+  for (int j = 0; j < n; j++) back.a[2 + j] = 1 + j;
+  return tg_permute(tg_contiguous(tg_permute(t, to)), back);
+}
+
+/* gw[co, ci, *k] = sum over (batch, *o) of g[b, co, *o] * windows[b, ci, *o, *k].
+ * Computed as gw[co, *k, ci]; when the output rows are short, from
+ * channels-last copies of g and the padded input, so the loads and the store
+ * step along ci (SIMD lanes; long rows get lanes along them instead). First
+ * per group of samples, then over the groups: each output tile of the first
+ * kernel streams only its group's input (sized to stay in L2) instead of
+ * the whole batch from memory. */
+static tg_tensor *weight_grad(tg_tensor *X, tg_tensor *G, const conv_params *p, const int64_t *k) {
+  int n = p->n;
+  tg_tensor *xp = padded_input(X, p);
+  int64_t bs = tg_dim(X, 0), cin = tg_dim(X, 1), cout = tg_dim(G, 1);
+  int64_t per_sample = tg_numel(xp) / bs * 4, group = 1;
+  while (group * 2 * per_sample <= WGRAD_GROUP_BYTES && bs % (group * 2) == 0) group *= 2;
+  if (bs / group < 2) group = bs;   /* too small to split */
+  /* channels-last pays when the output rows are too short for lanes along them */
+  bool cl = cin >= 16 && tg_dim(G, 1 + n) < 8;
+  tg_tensor *v = nn_pool_view(cl ? channels_last(xp, n) : xp, n, k, p->s, p->d);   /* (b, ci, *o, *k) */
+  tg_tensor *gc = cl ? channels_last(G, n) : G;
+  /* both as (b/group, group, *o, co, *k, ci) */
+  tg_axes gp = { 2 + n, { 0 } }, vp = { 2 + 2 * n, { 0 } };
+  for (int j = 0; j < n; j++) gp.a[1 + j] = 2 + j;
+  gp.a[1 + n] = 1;
+  for (int j = 0; j < n; j++) { vp.a[1 + j] = 2 + j; vp.a[1 + n + j] = 2 + n + j; }
+  vp.a[1 + 2 * n] = 1;
+  tg_shape gs = { 2, { bs / group, group } }, vs = { 2, { bs / group, group } };
+  for (int j = 0; j < n; j++) { gs.d[gs.ndim++] = tg_dim(G, 2 + j); vs.d[vs.ndim++] = tg_dim(G, 2 + j); }
+  gs.d[gs.ndim++] = cout; vs.d[vs.ndim++] = 1;
+  for (int j = 0; j < n; j++) { gs.d[gs.ndim++] = 1; vs.d[vs.ndim++] = k[j]; }
+  gs.d[gs.ndim++] = 1; vs.d[vs.ndim++] = cin;
+  tg_axes red = { 1 + n, { 1 } };
+  for (int j = 0; j < n; j++) red.a[1 + j] = 2 + j;
+  tg_tensor *part = tg_sum(tg_mul(tg_reshape(tg_permute(gc, gp), gs), tg_reshape(tg_permute(v, vp), vs)), red, false);   /* (b/group, co, *k, ci) */
+  tg_tensor *gw = tg_contiguous(tg_sum(part, TG_AXES(0), false));   /* stored as computed: (co, *k, ci) */
+  tg_axes back = { 2 + n, { 0, 1 + n } };
+  for (int j = 0; j < n; j++) back.a[2 + j] = 1 + j;
+  return tg_permute(gw, back);
+}
 
 /* The gradients of a stride-1 convolution as convolutions (custom gradient,
  * see autograd_set_custom): the input's is the output gradient convolved
@@ -50,16 +101,7 @@ static void conv_grad(const void *ctx, uop *g, uop *const *srcs, int nsrc, uop *
     q.pads[2 * j + 1] = k[j] - 1 - p->pads[2 * j + 1];
   }
   tg_tensor *gx = conv_core(G, tg_flip(tg_transpose(W, 0, 1), sp), NULL, &q, "conv gradient");
-  /* gw[co, ci, *k] = sum over (batch, *o) of g[b, co, *o] * windows[b, ci, *o, *k] */
-  tg_tensor *v = nn_pool_view(padded_input(X, p), n, k, p->s, p->d);
-  int64_t bs = tg_dim(X, 0), cin = tg_dim(X, 1), cout = tg_dim(G, 1);
-  tg_shape gs = { 0, { bs, cout, 1 } }, vs = { 0, { bs, 1, cin } };
-  gs.ndim = vs.ndim = 3;
-  for (int j = 0; j < n; j++) { gs.d[gs.ndim++] = tg_dim(G, 2 + j); vs.d[vs.ndim++] = tg_dim(G, 2 + j); }
-  for (int j = 0; j < n; j++) { gs.d[gs.ndim++] = 1; vs.d[vs.ndim++] = k[j]; }
-  tg_axes red = { 1 + n, { 0 } };
-  for (int j = 0; j < n; j++) red.a[1 + j] = 3 + j;
-  tg_tensor *gw = tg_sum(tg_mul(tg_reshape(G, gs), tg_reshape(v, vs)), red, false);
+  tg_tensor *gw = weight_grad(X, G, p, k);
   if (gx && tg_dtype_of(gx) != tg_dtype_of(X)) gx = tg_cast(gx, tg_dtype_of(X));
   if (gw && tg_dtype_of(gw) != tg_dtype_of(W)) gw = tg_cast(gw, tg_dtype_of(W));
   if (gx) { grads[0] = gx->u; uop_pool_keep(gx->u); }
