@@ -4,7 +4,9 @@
 Trains tinygrad's beautiful_mnist CNN (the same model as
 examples/fashion_mnist.c: conv 1->32 5x5, conv 32->32 5x5, batchnorm, maxpool,
 conv 32->64 3x3, conv 64->64 3x3, batchnorm, maxpool, linear 576->10) on
-Fashion-MNIST with Adam (lr 1e-3), batch 512, for --steps steps on the CPU
+Fashion-MNIST with Adam and the example's learning-rate schedule (linear
+warm-up over 10% of the steps to 3e-3, then cosine decay to 0), batch 512,
+for --steps steps on the CPU
 with --threads threads, then prints one line:
 
     result steps=S samples_per_s=X accuracy=A torch=VERSION
@@ -12,7 +14,7 @@ with --threads threads, then prints one line:
 samples/s counts the steps after the first three (warm-up), like the C side.
 Prints "skip reason=..." and exits 3 when torch is missing.
 """
-import argparse, gzip, sys, time
+import argparse, gzip, math, sys, time
 
 
 def idx(path, dims):
@@ -21,6 +23,13 @@ def idx(path, dims):
     hdr = 4 + 4 * dims
     shape = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(dims)]
     return data[hdr:], shape
+
+
+def learning_rate(step, steps, peak=3e-3):
+    warm = max(steps // 10, 1)
+    if step < warm:
+        return peak * (step + 1) / warm
+    return peak * 0.5 * (1 + math.cos(math.pi * (step - warm) / (steps - warm)))
 
 
 def main():
@@ -53,6 +62,8 @@ def main():
     for step in range(a.steps):
         if step == 3:
             t_first = time.perf_counter()
+        for group in opt.param_groups:
+            group["lr"] = learning_rate(step, a.steps)
         i = torch.randint(0, X.shape[0], (512,))
         loss = nn.functional.cross_entropy(model(X[i]), Y[i])
         opt.zero_grad()

@@ -14,6 +14,9 @@
 #include "tg.h"
 
 #define BATCH 512
+/* learning rate: a linear warm-up over the first 10% of the steps to
+ * LR_PEAK, then a cosine decay to 0 (a one-cycle schedule) */
+#define LR_PEAK 3e-3
 
 /* ---------------------------------------------------------------- data */
 
@@ -95,8 +98,8 @@ static tg_tensor *forward(model *m, tg_tensor *x, bool train) {
   return tg_linear(tg_flatten(x, 1, -1), m->lw, m->lb);
 }
 
-/* Adam (lr 1e-3, betas 0.9/0.999, eps 1e-8), state updated in place */
-static void adam_step(model *m, tg_tensor **ps, int np) {
+/* Adam (lr from the schedule, betas 0.9/0.999, eps 1e-8), state updated in place */
+static void adam_step(model *m, tg_tensor **ps, int np, tg_tensor *lr) {
   tg_assign(m->t, tg_adds(m->t, 1));
   tg_tensor *c1 = tg_adds(tg_neg(tg_exp2(tg_muls(m->t, log2(0.9)))), 1);   /* 1 - b1^t */
   tg_tensor *c2 = tg_adds(tg_neg(tg_exp2(tg_muls(m->t, log2(0.999)))), 1);
@@ -105,7 +108,7 @@ static void adam_step(model *m, tg_tensor **ps, int np) {
     tg_assign(m->adam_m[i], tg_add(tg_muls(m->adam_m[i], 0.9), tg_muls(g, 0.1)));
     tg_assign(m->adam_v[i], tg_add(tg_muls(m->adam_v[i], 0.999), tg_muls(tg_mul(g, g), 0.001)));
     tg_tensor *mh = tg_div(m->adam_m[i], c1), *vh = tg_div(m->adam_v[i], c2);
-    tg_assign(ps[i], tg_sub(ps[i], tg_muls(tg_div(mh, tg_adds(tg_sqrt(vh), 1e-8)), 1e-3)));
+    tg_assign(ps[i], tg_sub(ps[i], tg_mul(tg_div(mh, tg_adds(tg_sqrt(vh), 1e-8)), lr)));
   }
 }
 
@@ -118,9 +121,15 @@ static int train_step(void *ctx, tg_tensor *const *in, int nin, tg_tensor **out,
   if (!loss) return -1;
   for (int i = 0; i < 14; i++) tg_zero_grad(m->params[i]);
   if (tg_backward(loss) < 0) return -1;
-  adam_step(m, m->params, 14);
+  adam_step(m, m->params, 14, in[2]);
   out[0] = loss;
   return 0;
+}
+
+static float learning_rate(int step, int steps) {
+  int warm = steps / 10 > 0 ? steps / 10 : 1;
+  if (step < warm) return (float)(LR_PEAK * (step + 1) / warm);
+  return (float)(LR_PEAK * 0.5 * (1 + cos(M_PI * (step - warm) / (double)(steps - warm))));
 }
 
 static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
@@ -130,7 +139,7 @@ static void normalize(const unsigned char *src, float *dst, int n) {
 }
 
 int main(int argc, char **argv) {
-  int steps = argc > 1 ? atoi(argv[1]) : 70;   /* tinygrad's beautiful_mnist runs 70 */
+  int steps = argc > 1 ? atoi(argv[1]) : 200;   /* about 1.7 epochs: 88% in under 2 minutes here */
   const char *dir = argc > 2 ? argv[2] : "/usr/share/datasets/fashion-mnist";
   int ntrain, ntest, nl, ntl;
   unsigned char *xtr = read_idx(dir, "train-images-idx3-ubyte.gz", &ntrain, 3);
@@ -155,9 +164,11 @@ int main(int argc, char **argv) {
       normalize(xtr + (size_t)k * 784, xb + (size_t)i * 784, 784);
       yb[i] = ytr[k];
     }
-    tg_tensor *in[2] = { tg_from_data(xb, TG_SHAPE(BATCH, 1, 28, 28), TG_F32), tg_from_data(yb, TG_SHAPE(BATCH), TG_I32) };
+    float lr = learning_rate(s, steps);
+    tg_tensor *in[3] = { tg_from_data(xb, TG_SHAPE(BATCH, 1, 28, 28), TG_F32), tg_from_data(yb, TG_SHAPE(BATCH), TG_I32),
+                         tg_from_data(&lr, TG_SHAPE(), TG_F32) };
     tg_tensor *loss = NULL;
-    if (tg_jit_call(jit, in, 2, &loss, 1) < 0) { fprintf(stderr, "\nstep %d: %s\n", s, tg_error()); return 1; }
+    if (tg_jit_call(jit, in, 3, &loss, 1) < 0) { fprintf(stderr, "\nstep %d: %s\n", s, tg_error()); return 1; }
     if (s % 10 == 0 || s == steps - 1) loss_v = (float)tg_item(loss);
     tg_scope_end();
     if (s == 2) t_first = now();   /* from here on the JIT replays */
