@@ -82,9 +82,11 @@ static void mark_reduces_below(sctx *s, uop *u) {
   VEC_FREE(stack);
 }
 
-/* How much elementwise work (ALU ops, loads count one) is computed below u
- * before reaching stored nodes; stops counting at `limit`. */
-static int compute_below(sctx *s, uop *u, int limit, bool *reads_memory) {
+/* How much work is computed below u before reaching stored nodes: ALU ops
+ * (transcendentals 4), loads of memory one; with index_math, movement ops
+ * too (PAD and WINDOW 4, for their gates and window sums) and stored nodes
+ * one. Stops counting at `limit`; *reads_memory says whether it loads. */
+static int compute_below(sctx *s, uop *u, int limit, bool index_math, bool *reads_memory) {
   ptrmap seen = { 0 };
   VEC(uop *) stack = { 0 };
   VEC_PUSH(stack, u);
@@ -94,8 +96,10 @@ static int compute_below(sctx *s, uop *u, int limit, bool *reads_memory) {
     if (pm_get(&seen, x)) continue;
     pm_put(&seen, x, (void *)1);
     if (x->op == OP_BUFFER) { n++; *reads_memory = true; continue; }
-    if (is_marked(s, x)) { *reads_memory = true; continue; }
+    if (x != u && is_marked(s, x)) { n += index_math; *reads_memory = true; continue; }
     if (uop_is_alu(x->op) && x->op != OP_CAST) n += (x->op == OP_SQRT || x->op == OP_EXP2 || x->op == OP_LOG2 || x->op == OP_SIN || x->op == OP_FDIV || x->op == OP_RECIPROCAL) ? 4 : 1;
+    else if (index_math && (x->op == OP_PAD || x->op == OP_WINDOW)) n += 4;
+    else if (index_math && uop_is_movement(x->op) && x->op != OP_EXPAND) n += 1;
     for (int i = 0; i < x->nsrc; i++) VEC_PUSH(stack, x->src[i]);
   }
   VEC_FREE(stack); pm_free(&seen);
@@ -117,34 +121,14 @@ static void mark_costly_expand_source(sctx *s, uop *e) {
   /* index-only math (aranges, constants) is cheap for the compiler to hoist;
    * what costs is recomputing from loaded data */
   bool reads_memory = false;
-  if (compute_below(s, src, EXPAND_RECOMPUTE_LIMIT, &reads_memory) >= EXPAND_RECOMPUTE_LIMIT && reads_memory) mark(s, src);
+  if (compute_below(s, src, EXPAND_RECOMPUTE_LIMIT, false, &reads_memory) >= EXPAND_RECOMPUTE_LIMIT && reads_memory) mark(s, src);
 }
 
 /* An unstored computation that several kernels read is computed again in
  * each of them. When it is a reduce, or costly elementwise work (a backward
- * pass's col2im feeding a batch norm's gradient sums), store it once
- * instead: the kernels then read one buffer. Cost counts ALU ops (transcendentals 4) and movement ops (index
- * math; PAD and WINDOW 4, for their gates and window sums); loads count
- * one. */
+ * pass's col2im feeding a batch norm's gradient sums, costed with its index
+ * math), store it once instead: the kernels then read one buffer. */
 #define SHARED_RECOMPUTE_LIMIT 48
-static int recompute_cost(sctx *s, uop *u, int limit) {
-  ptrmap seen = { 0 };
-  VEC(uop *) stack = { 0 };
-  VEC_PUSH(stack, u);
-  int n = 0;
-  while (stack.n && n < limit) {
-    uop *x = stack.v[--stack.n];
-    if (pm_get(&seen, x)) continue;
-    pm_put(&seen, x, (void *)1);
-    if (x->op == OP_BUFFER || (x != u && is_marked(s, x))) { n++; continue; }
-    if (uop_is_alu(x->op) && x->op != OP_CAST) n += (x->op == OP_SQRT || x->op == OP_EXP2 || x->op == OP_LOG2 || x->op == OP_SIN || x->op == OP_FDIV || x->op == OP_RECIPROCAL) ? 4 : 1;
-    else if (x->op == OP_PAD || x->op == OP_WINDOW) n += 4;
-    else if (uop_is_movement(x->op) && x->op != OP_EXPAND) n += 1;
-    for (int i = 0; i < x->nsrc; i++) VEC_PUSH(stack, x->src[i]);
-  }
-  VEC_FREE(stack); pm_free(&seen);
-  return n;
-}
 
 /* Rounds: count, for every unstored ALU node, the kernels that reach it (a
  * stored node's kernel walks its sources down to stored nodes); store the
@@ -175,7 +159,8 @@ static void mark_shared_costly(sctx *s, const uop_list *topo) {
       if (is_marked(s, x) || x->ndim < 1 || (intptr_t)pm_get(&reach, x) < 2) continue;
       /* a reduce is always worth storing (an optimizer's two moment updates
        * reading one gradient through a reshape); elementwise work when costly */
-      if (x->op == OP_REDUCE_AXIS || (uop_is_alu(x->op) && recompute_cost(s, x, SHARED_RECOMPUTE_LIMIT) >= SHARED_RECOMPUTE_LIMIT))
+      bool reads = false;
+      if (x->op == OP_REDUCE_AXIS || (uop_is_alu(x->op) && compute_below(s, x, SHARED_RECOMPUTE_LIMIT, true, &reads) >= SHARED_RECOMPUTE_LIMIT))
         pm_put(&cand, x, (void *)1);
     }
     /* a candidate with a candidate consumer waits for the next round */
