@@ -28,6 +28,9 @@ static bool vec_alu_ok(const uop *u) {
     return true;
   case OP_AND: case OP_OR: case OP_XOR: case OP_SHL: case OP_SHR:   /* integer lanes (unpacking quantized weights) */
     return !dt_is_float(u->dtype) && u->dtype.scalar != TG_BOOL;
+  case OP_BITCAST:   /* between integer lanes of one size (uint8 bytes read as int8) */
+    return !dt_is_float(u->dtype) && !dt_is_float(u->src[0]->dtype) && u->dtype.scalar != TG_BOOL &&
+           u->src[0]->dtype.scalar != TG_BOOL && dt_itemsize(u->dtype) == dt_itemsize(u->src[0]->dtype);
   default: return false;
   }
 }

@@ -35,7 +35,7 @@ tg_tensor *qt_or(tg_tensor *a, tg_tensor *b);
 tg_tensor *qt_fields(tg_tensor *blk, int off, int groups, int bytes, int n, int bits);
 /* Inserts a new axis of size n before `axis` (counted in the result, may be
  * negative) and fills element k of it with (x >> (k*bits)) & ((1<<bits)-1):
- * the n bit fields of each x, lowest first. */
+ * the n bit fields of each x, lowest first, in x's (integer) dtype. */
 tg_tensor *qt_unpack(tg_tensor *x, int axis, int n, int bits);
 /* Inserts a new axis of size n before `axis` repeating x (a broadcast). */
 tg_tensor *qt_repeat(tg_tensor *x, int axis, int n);

@@ -44,7 +44,7 @@ tg_tensor *qt_unpack(tg_tensor *x, int axis, int n, int bits) {
   tg_shape ss = { .ndim = nd - ax };
   ss.d[0] = n;
   for (int k = 1; k < ss.ndim; k++) ss.d[k] = 1;
-  tg_tensor *sh = tg_reshape(tg_arange(0, (double)n * bits, bits, TG_I32), ss);
+  tg_tensor *sh = tg_reshape(tg_arange(0, (double)n * bits, bits, tg_dtype_of(x)), ss);
   return qt_and(tg_rshift(r, sh), (1 << bits) - 1);
 }
 

@@ -200,6 +200,9 @@ static char *render_vec_alu(rctx *c, uop *u) {
       r = b.s;
     }
     break;
+  case OP_BITCAST:   /* lanes of the same size: a vector cast reinterprets the bits */
+    r = fmt("((%s)%s)", ctype(u->dtype), s[0]);
+    break;
   case OP_AND: r = fmt("(%s&%s)", s[0], s[1]); break;
   case OP_OR: r = fmt("(%s|%s)", s[0], s[1]); break;
   case OP_XOR: r = fmt("(%s^%s)", s[0], s[1]); break;

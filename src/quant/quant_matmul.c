@@ -1,0 +1,113 @@
+/* quant_matmul.c: tg_quant_matmul (tg_quant.h), x @ W.T computed the way
+ * ggml's CPU backend does for quantized weights: x is quantized to 8-bit
+ * blocks once (Q8_0: 32 values, one fp16 scale), each weight block's dot
+ * product with x's block is an integer sum, and the sums are scaled by the
+ * two blocks' scales in float.
+ *
+ * All of it is tensor ops. The quantized x (int8 values, float scales) is
+ * realized by small kernels of its own; the product is then one kernel over
+ * the packed weight bytes: an integer reduce over each block (int8 x int8
+ * -> int32) nested in a float reduce over the blocks. */
+#include "io/ggml_types.h"
+#include "quant/quant.h"
+#include "util/util.h"
+
+/* ggml's roundf: half away from zero (tg_round is half to even). v - trunc(v)
+ * is exact, so the test on the fraction is too. */
+static tg_tensor *round_half_away(tg_tensor *v) {
+  tg_tensor *t = tg_trunc(v);
+  tg_tensor *up = tg_ge(tg_abs(tg_sub(v, t)), tg_scalar(0.5, TG_F32));
+  return tg_add(t, tg_where(up, tg_sign(v), tg_scalar(0, TG_F32)));
+}
+
+/* quantize_row_q8_0_ref of every 32 values of x (rows, K): *q (rows, K/32,
+ * 32) I8 and *d (rows, K/32) F32, the scale rounded to fp16 as ggml stores
+ * it. d = amax / 127, id = d ? 1/d : 0, q = roundf(x * id). */
+static void quantize_q8_0(tg_tensor *x, tg_tensor **q, tg_tensor **d) {
+  int64_t rows = tg_dim(x, 0), nb = tg_dim(x, 1) / 32;
+  tg_tensor *xb = tg_reshape(tg_cast(x, TG_F32), TG_SHAPE(rows, nb, 32));
+  tg_tensor *amax = tg_max(tg_abs(xb), TG_AXES(-1), true);
+  tg_tensor *dd = tg_div(amax, tg_scalar(127, TG_F32));
+  tg_tensor *zero = tg_scalar(0, TG_F32);
+  tg_tensor *id = tg_where(tg_ne(dd, zero), tg_div(tg_scalar(1, TG_F32), dd), zero);
+  *q = tg_contiguous(tg_cast(round_half_away(tg_mul(xb, id)), TG_I16));
+  *d = tg_contiguous(tg_reshape(tg_cast(tg_cast(dd, TG_F16), TG_F32), TG_SHAPE(rows, nb)));
+}
+
+/* The integer values of every weight block as (N*nb, 2, 16) I16: value
+ * h*16 + l of the block at [h, l]. NULL for types without an integer path.
+ * 16-bit lanes: a product with x's int8 (|q| <= 127) fits in them exactly
+ * (|w| <= 128), and 16-bit multiplies are what the CPU does fast. */
+static tg_tensor *weight_ints(tg_tensor *blk, int t) {
+  int64_t nb = tg_dim(blk, 0);
+  tg_tensor *q = NULL;
+  switch (t) {
+  case GGML_TYPE_Q8_0: q = tg_cast(qt_i8(blk, 2, 32), TG_I16); break;
+  case GGML_TYPE_Q4_0:   /* low nibbles of the 16 bytes, then high nibbles */
+    q = tg_subs(qt_unpack(tg_cast(qt_u8(blk, 2, 16), TG_I16), 1, 2, 4), 8);
+    break;
+  default: return NULL;
+  }
+  return tg_reshape(q, TG_SHAPE(nb, 2, 16));
+}
+
+/* Half h of the (..., 2, 16) products: (..., 16). */
+static tg_tensor *half(tg_tensor *p, int h) {
+  int nd = tg_ndim(p);
+  int64_t st[TG_MAX_DIMS] = { 0 }, en[TG_MAX_DIMS];
+  for (int i = 0; i < nd; i++) en[i] = tg_dim(p, i);
+  st[nd - 2] = h, en[nd - 2] = h + 1;
+  return tg_squeeze(tg_shrink(p, st, en), nd - 2);
+}
+
+static bool has_int_path(int t) { return t == GGML_TYPE_Q8_0 || t == GGML_TYPE_Q4_0; }
+
+/* y (rows, n) = x (rows, k) @ W.T in ggml's way, for a type with an integer
+ * path. The block's 32 products are added in two halves' 16 lanes (value l
+ * with value l + 16) as integers, and the 16 lane sums (exact) are scaled in
+ * float and summed: what the whole block's integer sum times the scales
+ * gives, up to float rounding (ggml's own AVX2 code also keeps lane sums in
+ * float). The lanes become one SIMD vector per block in the kernel. */
+static tg_tensor *int_matmul(tg_tensor *x, tg_tensor *raw, int t, int64_t n, int64_t k) {
+  const ggml_type_traits *tr = ggml_type_info((uint32_t)t);
+  int64_t nb = k / 32, rows = tg_dim(x, 0);
+  tg_tensor *blk = tg_reshape(raw, TG_SHAPE(n * nb, tr->type_size));
+  tg_tensor *wq = tg_reshape(weight_ints(blk, t), TG_SHAPE(1, n, nb, 2, 16));
+  tg_tensor *dw = tg_reshape(qt_f16(blk, 0), TG_SHAPE(1, n, nb, 1));
+  tg_tensor *xq, *dx;
+  quantize_q8_0(x, &xq, &dx);
+  xq = tg_reshape(xq, TG_SHAPE(rows, 1, nb, 2, 16));
+  dx = tg_reshape(dx, TG_SHAPE(rows, 1, nb, 1));
+  /* int16 products of the two halves, added in int16 (exact: at most
+   * 2 * 128 * 127 = 32512): (rows, n, nb, 16) */
+  tg_tensor *p = tg_mul(wq, xq);
+  tg_tensor *lanes = qt_f32(tg_add(half(p, 0), half(p, 1)));
+  /* ggml: sumi * (dw * dx) (Q4_0's generic code multiplies by dw, then dx;
+   * with lane sums the rounding differs anyway, and one scale is cheaper) */
+  tg_tensor *blk_dot = tg_mul(lanes, tg_mul(dw, dx));
+  return tg_sum(blk_dot, TG_AXES(-2, -1), false);
+}
+
+tg_tensor *tg_quant_matmul(tg_tensor *x, tg_tensor *raw, int t, tg_shape w_shape) {
+  if (!x || !raw) return tg_seterr("tg_quant_matmul: x or raw is NULL"), NULL;
+  if (w_shape.ndim != 2) return tg_seterr("tg_quant_matmul: W must be 2-D (N, K), not %d-D", w_shape.ndim), NULL;
+  int64_t n = w_shape.d[0], k = w_shape.d[1];
+  int nd = tg_ndim(x);
+  if (nd < 1 || tg_dim(x, nd - 1) != k)
+    return tg_seterr("tg_quant_matmul: x's last dimension must be K = %lld", (long long)k), NULL;
+  if (!tg_dtype_is_float(tg_dtype_of(x))) return tg_seterr("tg_quant_matmul: x must be a float tensor, not %s", tg_dtype_name(tg_dtype_of(x))), NULL;
+  tg_scope_begin();
+  /* tg_dequantize checks the type and raw's size; its graph is also the
+   * float path of the types without an integer one */
+  tg_tensor *w = tg_dequantize(raw, t, w_shape), *r = NULL;
+  if (w && !has_int_path(t)) r = tg_matmul(x, tg_T(w));
+  else if (w) {
+    tg_tensor *y = int_matmul(tg_reshape(x, TG_SHAPE(tg_numel(x) / k, k)), raw, t, n, k);
+    tg_shape s = tg_shape_of(x);
+    s.d[nd - 1] = n;
+    r = tg_reshape(y, s);
+  }
+  if (r) tg_keep(r);
+  tg_scope_end();
+  return r;
+}
