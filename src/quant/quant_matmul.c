@@ -31,7 +31,9 @@ static void quantize_q8_0(tg_tensor *x, tg_tensor **q, tg_tensor **d) {
   tg_tensor *zero = tg_scalar(0, TG_F32);
   tg_tensor *id = tg_where(tg_ne(dd, zero), tg_div(tg_scalar(1, TG_F32), dd), zero);
   *q = tg_contiguous(tg_cast(round_half_away(tg_mul(xb, id)), TG_I16));
-  *d = tg_contiguous(tg_reshape(tg_cast(tg_cast(dd, TG_F16), TG_F32), TG_SHAPE(rows, nb)));
+  /* stored once per value (like q), so one kernel writes both */
+  tg_tensor *dfull = tg_contiguous(tg_expand(tg_cast(tg_cast(dd, TG_F16), TG_F32), TG_SHAPE(rows, nb, 32)));
+  *d = tg_reshape(tg_shrink(dfull, (int64_t[]){ 0, 0, 0 }, (int64_t[]){ rows, nb, 1 }), TG_SHAPE(rows, nb));
 }
 
 /* The integer values of every weight block as (N*nb, 2, 16) I16: value

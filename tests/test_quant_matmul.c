@@ -1,0 +1,201 @@
+/* test_quant_matmul.c: tg_quant_matmul (tg_quant.h), x @ W.T computed the
+ * way ggml's CPU backend does: x quantized to Q8_0, integer block sums.
+ *
+ * The reference below is ggml's generic C code, restated: x quantized by
+ * quantize_row_q8_0_ref (d = amax / 127 stored as fp16, id = d ? 1/d : 0,
+ * q = roundf(x * id)), then ggml_vec_dot_q8_0_q8_0_generic /
+ * ggml_vec_dot_q4_0_q8_0_generic (an int sum per block, scaled by the two
+ * fp16 scales in float, summed over blocks). The quantized x and every
+ * integer block sum are exact, so they must match exactly (the identity
+ * test pins x's quantization bit for bit); the float sum over blocks runs in
+ * another order (16 lane sums per block, SIMD accumulators), so results are
+ * compared to a relative tolerance of 1e-5 of the sum of |block terms|. */
+#include <stdint.h>
+#include "test.h"
+
+static float f16_bits_to_f32(uint16_t h) { _Float16 f; memcpy(&f, &h, 2); return (float)f; }
+static uint16_t f32_to_f16_bits(float v) { _Float16 f = (_Float16)v; uint16_t h; memcpy(&h, &f, 2); return h; }
+
+/* ggml's quantize_row_q8_0_ref: q (k) and the fp16 scales as floats (k/32) */
+static void ref_quantize_q8_0(const float *x, int64_t k, int8_t *q, float *d) {
+  for (int64_t b = 0; b < k / 32; b++) {
+    float amax = 0;
+    for (int j = 0; j < 32; j++) { float v = fabsf(x[b * 32 + j]); amax = amax > v ? amax : v; }
+    const float dd = amax / 127, id = dd ? 1.0f / dd : 0.0f;
+    d[b] = f16_bits_to_f32(f32_to_f16_bits(dd));
+    for (int j = 0; j < 32; j++) q[b * 32 + j] = (int8_t)roundf(x[b * 32 + j] * id);
+  }
+}
+
+/* ggml_vec_dot_{q8_0,q4_0}_q8_0_generic of one weight row; *mag gets the
+ * sum of |block terms|. */
+static float ref_dot(int t, const uint8_t *w, const int8_t *q, const float *dx, int64_t k, double *mag) {
+  float sumf = 0;
+  *mag = 0;
+  for (int64_t b = 0; b < k / 32; b++) {
+    const uint8_t *blk = w + b * (t == TG_GGML_Q8_0 ? 34 : 18);
+    const float dw = f16_bits_to_f32((uint16_t)(blk[0] | blk[1] << 8));
+    int sumi = 0;
+    float term;
+    if (t == TG_GGML_Q8_0) {
+      for (int j = 0; j < 32; j++) sumi += (int8_t)blk[2 + j] * q[b * 32 + j];
+      term = sumi * (dw * dx[b]);
+    } else {
+      int s0 = 0, s1 = 0;
+      for (int j = 0; j < 16; j++) {
+        s0 += ((blk[2 + j] & 0x0F) - 8) * q[b * 32 + j];
+        s1 += ((blk[2 + j] >> 4) - 8) * q[b * 32 + 16 + j];
+      }
+      sumi = s0 + s1;
+      term = sumi * dw * dx[b];
+    }
+    sumf += term;
+    *mag += fabs((double)term);
+  }
+  return sumf;
+}
+
+/* Random blocks with modest fp16 scales (about 2^-8 .. 2^-6), some negative. */
+static uint8_t *random_weights(int t, int64_t n, int64_t k, int64_t *nbytes) {
+  int bpb = t == TG_GGML_Q8_0 ? 34 : 18;
+  int64_t nb = n * k / 32;
+  *nbytes = nb * bpb;
+  uint8_t *p = malloc((size_t)*nbytes);
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)t;
+  for (int64_t i = 0; i < *nbytes; i++) { h = h * 6364136223846793005ull + 1442695040888963407ull; p[i] = (uint8_t)(h >> 56); }
+  for (int64_t b = 0; b < nb; b++) {
+    uint16_t f = (uint16_t)(0x1C00 + (b * 37) % 1024) | (uint16_t)(b % 5 == 0 ? 0x8000 : 0);
+    p[b * bpb] = (uint8_t)f, p[b * bpb + 1] = (uint8_t)(f >> 8);
+  }
+  return p;
+}
+
+/* x: blocks of different ranges, a block of zeros, ties of roundf */
+static void fill_x(float *x, int64_t m, int64_t k) {
+  for (int64_t i = 0; i < m * k; i++) {
+    int64_t b = i / 32;
+    float scale = b % 7 == 3 ? 0 : (float)(1 + b % 5) * (b % 3 ? 1.0f : 1e-3f);
+    x[i] = scale * (float)((i * 7919 + i / 13) % 1001 - 500) / 97.0f;
+  }
+}
+
+static void check_type(const char *type, int64_t m, int64_t n, int64_t k) {
+  int t = tg_ggml_type_from_name(type);
+  int64_t nbytes;
+  uint8_t *w = random_weights(t, n, k, &nbytes);
+  float *x = malloc(sizeof(float) * (size_t)(m * k)), *y = malloc(sizeof(float) * (size_t)(m * n)), *dx = malloc(sizeof(float) * (size_t)(k / 32));
+  int8_t *q = malloc((size_t)k);
+  fill_x(x, m, k);
+  tg_scope_begin();
+  tg_tensor *raw = tg_from_data(w, TG_SHAPE(nbytes), TG_U8), *xv = tg_from_data(x, TG_SHAPE(m, k), TG_F32);
+  tg_tensor *yv = tg_quant_matmul(xv, raw, t, TG_SHAPE(n, k));
+  CHECK_OK(yv);
+  CHECK_MSG(yv && tg_data(yv, y, sizeof(float) * (size_t)(m * n)) == 0, "%s: %s", type, tg_error());
+  int bad = 0;
+  for (int64_t r = 0; r < m; r++) {
+    ref_quantize_q8_0(x + r * k, k, q, dx);
+    for (int64_t i = 0; i < n; i++) {
+      double mag;
+      float want = ref_dot(t, w + i * (nbytes / n), q, dx, k, &mag);
+      if (!(fabs((double)y[r * n + i] - want) <= 1e-5 * mag)) {
+        if (bad++ < 5) test_fail(__FILE__, __LINE__, "%s [%lld, %lld]: tg %.9g, ggml %.9g (mag %.3g)", type, (long long)r, (long long)i,
+                                 y[r * n + i], want, mag);
+      }
+    }
+  }
+  CHECK_EQ_INT(bad, 0);
+  tg_scope_end();
+  free(w), free(x), free(y), free(dx), free(q);
+}
+
+TEST(quant_matmul_q8_0_vs_ggml) { check_type("Q8_0", 3, 40, 512); }
+TEST(quant_matmul_q4_0_vs_ggml) { check_type("Q4_0", 3, 40, 512); }
+TEST(quant_matmul_matvec_vs_ggml) { check_type("Q8_0", 1, 64, 4096); check_type("Q4_0", 1, 64, 4096); }
+
+/* W = the identity in Q8_0 (scale 1): y[i] = q[i] * d of i's block, so y
+ * shows x's quantization exactly: ggml's roundf (ties away from zero: 2.5
+ * -> 3, -0.5 -> -1, where round-to-even gives 2 and -0), the fp16 scale, a
+ * block of zeros (d = 0, q = 0). */
+TEST(quant_matmul_quantizes_x_like_ggml) {
+  enum { K = 128 };
+  static uint8_t w[K * K / 32 * 34];
+  memset(w, 0, sizeof w);
+  for (int i = 0; i < K; i++)
+    for (int b = 0; b < K / 32; b++) {
+      uint8_t *blk = w + ((int64_t)i * (K / 32) + b) * 34;
+      blk[0] = 0x00, blk[1] = 0x3C;   /* 1.0 */
+      if (i / 32 == b) blk[2 + i % 32] = 1;
+    }
+  float x[K], y[K], dx[K / 32];
+  int8_t q[K];
+  for (int j = 0; j < 32; j++) x[j] = j == 0 ? 127.0f : (float)(j - 16) + 0.5f;   /* d = 1: ties of .5 */
+  for (int j = 32; j < 64; j++) x[j] = 0;
+  for (int j = 64; j < 96; j++) x[j] = (float)(j - 80) * 0.37f;
+  for (int j = 96; j < K; j++) x[j] = (float)(j - 100) * 1e-6f;   /* a tiny scale: subnormal in fp16 */
+  ref_quantize_q8_0(x, K, q, dx);
+  CHECK(q[1] == -15 && q[16] == 1 && q[15] == -1 && q[18] == 3);   /* the ties, rounded away from zero */
+  tg_scope_begin();
+  tg_tensor *yv = tg_quant_matmul(tg_from_data(x, TG_SHAPE(K), TG_F32), tg_from_data(w, TG_SHAPE(sizeof w), TG_U8), TG_GGML_Q8_0,
+                                  TG_SHAPE(K, K));
+  CHECK_MSG(yv && tg_data(yv, y, sizeof y) == 0, "%s", tg_error());
+  for (int i = 0; i < K; i++) CHECK_MSG(y[i] == (float)q[i] * dx[i / 32], "x[%d] = %g: tg %g, ggml %d * %g", i, x[i], y[i], q[i], dx[i / 32]);
+  tg_scope_end();
+}
+
+/* One kernel quantizes x (its values and scales together, after a small
+ * reduce for the block maxima), then ONE kernel reads the packed weights,
+ * on NULL and CPU. Leading dims of x stay. */
+TEST(quant_matmul_kernel_count) {
+  const int64_t n = 48, k = 256;
+  for (int t = 0; t < 2; t++) {
+    int type = t ? TG_GGML_Q4_0 : TG_GGML_Q8_0;
+    int64_t nbytes;
+    uint8_t *w = random_weights(type, n, k, &nbytes);
+    float x[2 * 3 * 256];
+    fill_x(x, 6, k);
+    for (int d = 0; d < 2; d++) {
+      tg_set_default_device(d ? "CPU" : "NULL");
+      tg_scope_begin();
+      tg_tensor *raw = tg_from_data(w, TG_SHAPE(nbytes), TG_U8), *xv = tg_from_data(x, TG_SHAPE(2, 3, k), TG_F32);
+      CHECK_OK(tg_realize(raw) == 0 && tg_realize(xv) == 0 ? raw : NULL);
+      int64_t k0 = tg_get_counters().kernels_run;
+      tg_tensor *y = tg_quant_matmul(xv, raw, type, TG_SHAPE(n, k));
+      CHECK_MSG(y && tg_realize(y) == 0, "%s", tg_error());
+      CHECK_EQ_INT(tg_get_counters().kernels_run - k0, 3);   /* block maxima, quantized x, the product */
+      CHECK(y && tg_ndim(y) == 3 && tg_dim(y, 0) == 2 && tg_dim(y, 1) == 3 && tg_dim(y, 2) == n);
+      tg_scope_end();
+    }
+    tg_set_default_device("CPU");
+    free(w);
+  }
+}
+
+/* Types without an integer path: the float product of tg_dequantize. */
+TEST(quant_matmul_other_types_float) {
+  const int64_t n = 8, k = 256;
+  static uint8_t raw[8 * 144];
+  for (size_t i = 0; i < sizeof raw; i++) raw[i] = (uint8_t)(i * 131 + 7);
+  for (int r = 0; r < 8; r++) raw[r * 144 + 1] = 0x1C, raw[r * 144 + 3] = 0x1C;   /* modest d, dmin */
+  float x[256], got[8], want[8];
+  for (int i = 0; i < k; i++) x[i] = (float)(i % 17) / 8 - 1;
+  tg_scope_begin();
+  tg_tensor *w = tg_from_data(raw, TG_SHAPE(sizeof raw), TG_U8), *xv = tg_from_data(x, TG_SHAPE(1, k), TG_F32);
+  tg_tensor *a = tg_quant_matmul(xv, w, TG_GGML_Q4_K, TG_SHAPE(n, k));
+  tg_tensor *b = tg_matmul(xv, tg_T(tg_dequantize(w, TG_GGML_Q4_K, TG_SHAPE(n, k))));
+  CHECK_MSG(a && b && tg_data(a, got, sizeof got) == 0 && tg_data(b, want, sizeof want) == 0, "%s", tg_error());
+  for (int i = 0; i < n; i++) CHECK_MSG(got[i] == want[i], "row %d: %g vs %g", i, got[i], want[i]);
+  tg_scope_end();
+}
+
+TEST(quant_matmul_errors) {
+  tg_scope_begin();
+  uint8_t raw[34 * 4] = { 0 };
+  tg_tensor *w = tg_from_data(raw, TG_SHAPE(sizeof raw), TG_U8);
+  CHECK(tg_quant_matmul(tg_zeros(TG_SHAPE(1, 64), TG_F32), w, TG_GGML_Q8_0, TG_SHAPE(2, 64)) != NULL);
+  CHECK(tg_quant_matmul(tg_zeros(TG_SHAPE(1, 32), TG_F32), w, TG_GGML_Q8_0, TG_SHAPE(2, 64)) == NULL && strstr(tg_error(), "K = 64"));
+  CHECK(tg_quant_matmul(tg_zeros(TG_SHAPE(1, 64), TG_F32), w, TG_GGML_Q8_0, TG_SHAPE(4, 64)) == NULL && strstr(tg_error(), "bytes"));
+  CHECK(tg_quant_matmul(tg_zeros(TG_SHAPE(1, 64), TG_I32), w, TG_GGML_Q8_0, TG_SHAPE(2, 64)) == NULL && strstr(tg_error(), "float"));
+  CHECK(tg_quant_matmul(tg_zeros(TG_SHAPE(1, 64), TG_F32), w, TG_GGML_Q8_0, TG_SHAPE(128)) == NULL && strstr(tg_error(), "2-D"));
+  CHECK(tg_quant_matmul(NULL, w, TG_GGML_Q8_0, TG_SHAPE(2, 64)) == NULL);
+  tg_scope_end();
+}
