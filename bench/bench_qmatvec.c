@@ -4,6 +4,11 @@
  *   qmatvec_TYPE_ROWSxCOLS   W: raw ggml blocks of TYPE (Q8_0 Q4_0 Q4_K
  *                            Q6_K), x float32: tg_matmul(tg_dequantize(W), x),
  *                            one kernel reading the packed bytes
+ *   qmatvec_q8act_TYPE_ROWSxCOLS
+ *                            the same W (Q8_0 Q4_0) and x through
+ *                            tg_quant_matmul: x quantized to Q8_0 (two small
+ *                            kernels), integer block dot products (ggml's
+ *                            way); tg's time counts all three kernels
  *
  * Matvec is bound by reading the weights once, so GB/s counts the packed
  * bytes. The reference is the read bandwidth of a hand OpenMP loop over the
@@ -21,7 +26,10 @@
  *
  * The check: 64 sampled rows against float64 dot products of the
  * dequantized weights (tg_dequantize realized on its own), to a tolerance
- * of summation order (the fused kernel may contract multiply-adds). */
+ * of summation order (the fused kernel may contract multiply-adds). The
+ * q8act lines differ from that by x's quantization: per block at most
+ * 0.6 * (max|x| / 127) * sum|w| (half a step, plus the fp16 scale's
+ * rounding); tests/test_quant_matmul.c checks them against ggml's code. */
 #include <math.h>
 #include "bench.h"
 
@@ -115,9 +123,9 @@ __attribute__((noinline)) static void omp_hand_matvec(int t, const unsigned char
 
 typedef struct { const char *type; int scale_at[2], nscale; } qcase;
 
-static void bench_qmatvec(const qcase *c, int64_t rows, int64_t cols, int reps) {
+static void bench_qmatvec(const qcase *c, int64_t rows, int64_t cols, int reps, bool q8act) {
   char name[96];
-  snprintf(name, sizeof name, "qmatvec_%s_%lldx%lld%s", c->type, (long long)rows, (long long)cols, bench_name_suffix());
+  snprintf(name, sizeof name, "qmatvec_%s%s_%lldx%lld%s", q8act ? "q8act_" : "", c->type, (long long)rows, (long long)cols, bench_name_suffix());
   int t = tg_ggml_type_from_name(c->type);
   int64_t nbytes = tg_ggml_nbytes(t, rows * cols), row_bytes = nbytes / rows;
   int64_t nblocks = rows * cols / (t == TG_GGML_Q8_0 || t == TG_GGML_Q4_0 ? 32 : 256);
@@ -150,7 +158,7 @@ static void bench_qmatvec(const qcase *c, int64_t rows, int64_t cols, int reps) 
 
     for (int k = 0; k < 2; k++) {
       tg_scope_begin();
-      tg_tensor *y = tg_matmul(tg_dequantize(w, t, TG_SHAPE(rows, cols)), xv);
+      tg_tensor *y = q8act ? tg_quant_matmul(xv, w, t, TG_SHAPE(rows, cols)) : tg_matmul(tg_dequantize(w, t, TG_SHAPE(rows, cols)), xv);
       bench_tg_run run = bench_tg_realize(y, name);
       if (r == 0 && k == 0) {
         first = run;
@@ -171,9 +179,14 @@ static void bench_qmatvec(const qcase *c, int64_t rows, int64_t cols, int reps) 
   if (!ws || tg_data(ws, wrow, (size_t)(64 * cols) * sizeof(float)) < 0) bench_fail(name, "dequantizing the checked rows failed");
   for (int s = 0; s < 64; s++) {
     int64_t i = s * step;
-    double ref = 0, mag = 0;
+    double ref = 0, mag = 0, xq_err = 0;
     for (int64_t k = 0; k < cols; k++) ref += (double)wrow[s * cols + k] * x[k], mag += fabs((double)wrow[s * cols + k] * x[k]);
-    if (!(fabs(got[i] - ref) <= 1e-5 * mag + 1e-30)) bench_fail(name, "row %lld: tg %.9g, float64 %.9g", (long long)i, got[i], ref);
+    for (int64_t b = 0; q8act && b < cols / 32; b++) {
+      double amax = 0, wsum = 0;
+      for (int j = 0; j < 32; j++) amax = fmax(amax, fabs(x[b * 32 + j])), wsum += fabs(wrow[s * cols + b * 32 + j]);
+      xq_err += 0.6 * amax / 127 * wsum;
+    }
+    if (!(fabs(got[i] - ref) <= 1e-5 * mag + xq_err + 1e-30)) bench_fail(name, "row %lld: tg %.9g, float64 %.9g", (long long)i, got[i], ref);
   }
   tg_scope_end();
   if (best.kernel_s <= 0) bench_fail(name, "no kernel time recorded (is TG_DEVICE=NULL set?)");
@@ -193,8 +206,13 @@ int main(int argc, char **argv) {
   };
   static const int64_t shapes[][2] = { { 4096, 4096 }, { 11008, 4096 } };
   int reps = bench_reps(10);
+  /* argv[1] picks lines by a part of their name ("Q4_0", "q8act") */
   for (int s = 0; s < 2; s++)
-    for (int c = 0; c < 4; c++)
-      if (argc < 2 || strstr(cases[c].type, argv[1])) bench_qmatvec(&cases[c], shapes[s][0], shapes[s][1], reps);
+    for (int q8act = 0; q8act < 2; q8act++)
+      for (int c = 0; c < (q8act ? 2 : 4); c++) {
+        char key[32];
+        snprintf(key, sizeof key, "%s%s", q8act ? "q8act_" : "", cases[c].type);
+        if (argc < 2 || strstr(key, argv[1])) bench_qmatvec(&cases[c], shapes[s][0], shapes[s][1], reps, q8act);
+      }
   return 0;
 }
