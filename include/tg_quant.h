@@ -48,16 +48,16 @@ int64_t tg_ggml_nbytes(int ggml_type, int64_t numel);
 tg_tensor *tg_dequantize(tg_tensor *raw, int ggml_type, tg_shape shape);
 
 /* x @ W.T the way ggml's CPU backend computes it (llama.cpp's numbers, not
- * tg_matmul(x, tg_T(tg_dequantize(...)))'s): x (..., K) float is quantized
- * to Q8_0 once (per 32 values: d = max|x| / 127 rounded to fp16, q =
- * roundf(x / d) as int8, ggml's quantize_row_q8_0_ref), each block of W
- * (N, K), whose packed bytes are raw (as for tg_dequantize), is multiplied
- * with x's block in integers (int8 x int8 summed in int32), and the block
- * sums are scaled by the two fp16 scales in float and added: ggml's
- * ggml_vec_dot_<TYPE>_q8_0. Returns a lazy (..., N) F32 tensor: a small
- * kernel quantizing x, then one kernel over the packed bytes.
- * Integer path: Q8_0 and Q4_0. Other types give the float product of
- * tg_dequantize (same result as tg_matmul(x, tg_T(tg_dequantize(...)))). */
+ * tg_matmul(x, tg_T(tg_dequantize(...)))'s; see docs/quant.md): x (..., K)
+ * float is quantized to Q8_0 once (per 32 values: d = max|x| / 127 stored
+ * as fp16, q = roundf(x * (1/d)) as int8: quantize_row_q8_0_ref), each
+ * block of W (N, K), whose packed bytes are raw (as for tg_dequantize), is
+ * multiplied with x's block in integers (exact), and the block sums are
+ * scaled by the two fp16 scales in float and added: ggml's
+ * ggml_vec_dot_<TYPE>_q8_0, up to the order of the float additions.
+ * Returns a lazy (..., N) F32 tensor: two small kernels quantize x, one
+ * kernel reads the packed bytes. Integer path: Q8_0 and Q4_0; other types
+ * give tg_matmul(x, tg_T(tg_dequantize(raw, ggml_type, w_shape))). */
 tg_tensor *tg_quant_matmul(tg_tensor *x, tg_tensor *raw, int ggml_type, tg_shape w_shape);
 
 #ifdef __cplusplus

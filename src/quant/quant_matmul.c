@@ -4,10 +4,13 @@
  * product with x's block is an integer sum, and the sums are scaled by the
  * two blocks' scales in float.
  *
- * All of it is tensor ops. The quantized x (int8 values, float scales) is
- * realized by small kernels of its own; the product is then one kernel over
- * the packed weight bytes: an integer reduce over each block (int8 x int8
- * -> int32) nested in a float reduce over the blocks. */
+ * All of it is tensor ops. x's block maxima are one small reduce kernel,
+ * its int values and fp16 scales one elementwise kernel; the product is one
+ * kernel over the packed weight bytes. In that kernel a block is 16 lanes
+ * (value l and value l + 16 of the block, multiplied in int16 and added:
+ * exact) that become one SIMD vector: int16 multiplies, one conversion to
+ * float and one multiply-add with the block's scale per 16 lanes, where
+ * tg_dequantize's float path decodes, converts and multiplies every value. */
 #include "io/ggml_types.h"
 #include "quant/quant.h"
 #include "util/util.h"
@@ -21,8 +24,9 @@ static tg_tensor *round_half_away(tg_tensor *v) {
 }
 
 /* quantize_row_q8_0_ref of every 32 values of x (rows, K): *q (rows, K/32,
- * 32) I8 and *d (rows, K/32) F32, the scale rounded to fp16 as ggml stores
- * it. d = amax / 127, id = d ? 1/d : 0, q = roundf(x * id). */
+ * 32) and *d (rows, K/32) F32, the scale rounded to fp16 as ggml stores it.
+ * d = amax / 127, id = d ? 1/d : 0, q = roundf(x * id) (-127..127, held in
+ * int16, the width the product kernel multiplies in). */
 static void quantize_q8_0(tg_tensor *x, tg_tensor **q, tg_tensor **d) {
   int64_t rows = tg_dim(x, 0), nb = tg_dim(x, 1) / 32;
   tg_tensor *xb = tg_reshape(tg_cast(x, TG_F32), TG_SHAPE(rows, nb, 32));
