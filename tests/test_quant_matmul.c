@@ -170,6 +170,35 @@ TEST(quant_matmul_kernel_count) {
   }
 }
 
+/* x's leading axes stay as they are, so a symbolic one (an LLM's prompt
+ * rows) works: rows [0, n) of the same kernels for every n. */
+TEST(quant_matmul_symbolic_rows) {
+  enum { MAXR = 6, N = 16, K = 64 };
+  int64_t nbytes;
+  uint8_t *w = random_weights(TG_GGML_Q8_0, N, K, &nbytes);
+  float x[MAXR * K], y[MAXR * N], dx[K / 32];
+  int8_t q[K];
+  fill_x(x, MAXR, K);
+  CHECK_OK(tg_variable("qmm_rows", 1, MAXR));
+  for (int n = 1; n <= MAXR; n += 2) {
+    tg_scope_begin();
+    CHECK(tg_bind("qmm_rows", n) == 0);
+    tg_tensor *xs = tg_shrink_var(tg_from_data(x, TG_SHAPE(MAXR, K), TG_F32), 0, "qmm_rows");
+    tg_tensor *yv = tg_quant_matmul(xs, tg_from_data(w, TG_SHAPE(nbytes), TG_U8), TG_GGML_Q8_0, TG_SHAPE(N, K));
+    CHECK_MSG(yv && tg_dim_is_symbolic(yv, 0) && tg_data(yv, y, sizeof y) == 0, "%s", tg_error());
+    for (int r = 0; r < n; r++) {
+      ref_quantize_q8_0(x + r * K, K, q, dx);
+      for (int i = 0; i < N; i++) {
+        double mag;
+        float want = ref_dot(TG_GGML_Q8_0, w + i * (nbytes / N), q, dx, K, &mag);
+        CHECK_MSG(fabs((double)y[r * N + i] - want) <= 1e-5 * mag, "n=%d [%d, %d]: %g vs %g", n, r, i, y[r * N + i], want);
+      }
+    }
+    tg_scope_end();
+  }
+  free(w);
+}
+
 /* Types without an integer path: the float product of tg_dequantize. */
 TEST(quant_matmul_other_types_float) {
   const int64_t n = 8, k = 256;

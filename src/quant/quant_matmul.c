@@ -23,25 +23,43 @@ static tg_tensor *round_half_away(tg_tensor *v) {
   return tg_add(t, tg_where(up, tg_sign(v), tg_scalar(0, TG_F32)));
 }
 
-/* quantize_row_q8_0_ref of every 32 values of x (rows, K): *q (rows, K/32,
- * 32) and *d (rows, K/32) F32, the scale rounded to fp16 as ggml stores it.
- * d = amax / 127, id = d ? 1/d : 0, q = roundf(x * id) (-127..127, held in
- * int16, the width the product kernel multiplies in). */
+/* [lo, hi) of x's last axis. */
+static tg_tensor *slice_last(tg_tensor *x, int64_t lo, int64_t hi) {
+  int nd = tg_ndim(x);
+  int64_t st[TG_MAX_DIMS] = { 0 }, en[TG_MAX_DIMS];
+  for (int i = 0; i < nd; i++) en[i] = tg_dim(x, i);
+  st[nd - 1] = lo, en[nd - 1] = hi;
+  return tg_shrink(x, st, en);
+}
+
+/* x's shape with its last axis replaced by the n sizes in d. */
+static tg_shape with_tail(const tg_tensor *x, int n, const int64_t *d) {
+  tg_shape s = tg_shape_of(x);
+  s.ndim--;
+  for (int i = 0; i < n; i++) s.d[s.ndim++] = d[i];
+  return s;
+}
+
+/* quantize_row_q8_0_ref of every 32 values of x (..., K): *q (..., K/32,
+ * 32) and *d (..., K/32, 1) F32, the scale rounded to fp16 as ggml stores
+ * it. d = amax / 127, id = d ? 1/d : 0, q = roundf(x * id) (-127..127, held
+ * in int16, the width the product kernel multiplies in). x's leading axes
+ * stay as they are (a symbolic one too). */
 static void quantize_q8_0(tg_tensor *x, tg_tensor **q, tg_tensor **d) {
-  int64_t rows = tg_dim(x, 0), nb = tg_dim(x, 1) / 32;
-  tg_tensor *xb = tg_reshape(tg_cast(x, TG_F32), TG_SHAPE(rows, nb, 32));
+  int64_t nb = tg_dim(x, tg_ndim(x) - 1) / 32;
+  tg_tensor *xb = tg_reshape(tg_cast(x, TG_F32), with_tail(x, 2, (int64_t[]){ nb, 32 }));
   tg_tensor *amax = tg_max(tg_abs(xb), TG_AXES(-1), true);
   tg_tensor *dd = tg_div(amax, tg_scalar(127, TG_F32));
   tg_tensor *zero = tg_scalar(0, TG_F32);
   tg_tensor *id = tg_where(tg_ne(dd, zero), tg_div(tg_scalar(1, TG_F32), dd), zero);
   *q = tg_contiguous(tg_cast(round_half_away(tg_mul(xb, id)), TG_I16));
   /* stored once per value (like q), so one kernel writes both */
-  tg_tensor *dfull = tg_contiguous(tg_expand(tg_cast(tg_cast(dd, TG_F16), TG_F32), TG_SHAPE(rows, nb, 32)));
-  *d = tg_reshape(tg_shrink(dfull, (int64_t[]){ 0, 0, 0 }, (int64_t[]){ rows, nb, 1 }), TG_SHAPE(rows, nb));
+  tg_tensor *dfull = tg_contiguous(tg_expand(tg_cast(tg_cast(dd, TG_F16), TG_F32), tg_shape_of(xb)));
+  *d = slice_last(dfull, 0, 1);
 }
 
-/* The integer values of every weight block as (N*nb, 2, 16) I16: value
- * h*16 + l of the block at [h, l]. NULL for types without an integer path.
+/* The integer values of every weight block as (N*nb, 32) I16, in the
+ * block's order. NULL for types without an integer path.
  * 16-bit lanes: a product with x's int8 (|q| <= 127) fits in them exactly
  * (|w| <= 128), and 16-bit multiplies are what the CPU does fast. */
 static tg_tensor *weight_ints(tg_tensor *blk, int t) {
@@ -54,21 +72,12 @@ static tg_tensor *weight_ints(tg_tensor *blk, int t) {
     break;
   default: return NULL;
   }
-  return tg_reshape(q, TG_SHAPE(nb, 2, 16));
-}
-
-/* Half h of the (..., 2, 16) products: (..., 16). */
-static tg_tensor *half(tg_tensor *p, int h) {
-  int nd = tg_ndim(p);
-  int64_t st[TG_MAX_DIMS] = { 0 }, en[TG_MAX_DIMS];
-  for (int i = 0; i < nd; i++) en[i] = tg_dim(p, i);
-  st[nd - 2] = h, en[nd - 2] = h + 1;
-  return tg_squeeze(tg_shrink(p, st, en), nd - 2);
+  return tg_reshape(q, TG_SHAPE(nb, 32));
 }
 
 static bool has_int_path(int t) { return t == GGML_TYPE_Q8_0 || t == GGML_TYPE_Q4_0; }
 
-/* y (rows, n) = x (rows, k) @ W.T in ggml's way, for a type with an integer
+/* y (..., n) = x (..., k) @ W.T in ggml's way, for a type with an integer
  * path. The block's 32 products are added in two halves' 16 lanes (value l
  * with value l + 16) as integers, and the 16 lane sums (exact) are scaled in
  * float and summed: what the whole block's integer sum times the scales
@@ -76,18 +85,18 @@ static bool has_int_path(int t) { return t == GGML_TYPE_Q8_0 || t == GGML_TYPE_Q
  * float). The lanes become one SIMD vector per block in the kernel. */
 static tg_tensor *int_matmul(tg_tensor *x, tg_tensor *raw, int t, int64_t n, int64_t k) {
   const ggml_type_traits *tr = ggml_type_info((uint32_t)t);
-  int64_t nb = k / 32, rows = tg_dim(x, 0);
+  int64_t nb = k / 32;
   tg_tensor *blk = tg_reshape(raw, TG_SHAPE(n * nb, tr->type_size));
-  tg_tensor *wq = tg_reshape(weight_ints(blk, t), TG_SHAPE(1, n, nb, 2, 16));
-  tg_tensor *dw = tg_reshape(qt_f16(blk, 0), TG_SHAPE(1, n, nb, 1));
+  tg_tensor *wq = tg_reshape(weight_ints(blk, t), TG_SHAPE(n, nb, 32));
+  tg_tensor *dw = tg_reshape(qt_f16(blk, 0), TG_SHAPE(n, nb, 1));
   tg_tensor *xq, *dx;
   quantize_q8_0(x, &xq, &dx);
-  xq = tg_reshape(xq, TG_SHAPE(rows, 1, nb, 2, 16));
-  dx = tg_reshape(dx, TG_SHAPE(rows, 1, nb, 1));
+  xq = tg_unsqueeze(xq, -3), dx = tg_unsqueeze(dx, -3);                         /* (..., 1, nb, 32|1) */
   /* int16 products of the two halves, added in int16 (exact: at most
-   * 2 * 128 * 127 = 32512): (rows, n, nb, 16) */
-  tg_tensor *p = tg_mul(wq, xq);
-  tg_tensor *lanes = qt_f32(tg_add(half(p, 0), half(p, 1)));
+   * 2 * 128 * 127 = 32512): (..., n, nb, 16) */
+  tg_tensor *lo = tg_mul(slice_last(wq, 0, 16), slice_last(xq, 0, 16));
+  tg_tensor *hi = tg_mul(slice_last(wq, 16, 32), slice_last(xq, 16, 32));
+  tg_tensor *lanes = qt_f32(tg_add(lo, hi));
   /* ggml: sumi * (dw * dx) (Q4_0's generic code multiplies by dw, then dx;
    * with lane sums the rounding differs anyway, and one scale is cheaper) */
   tg_tensor *blk_dot = tg_mul(lanes, tg_mul(dw, dx));
@@ -107,12 +116,7 @@ tg_tensor *tg_quant_matmul(tg_tensor *x, tg_tensor *raw, int t, tg_shape w_shape
    * float path of the types without an integer one */
   tg_tensor *w = tg_dequantize(raw, t, w_shape), *r = NULL;
   if (w && !has_int_path(t)) r = tg_matmul(x, tg_T(w));
-  else if (w) {
-    tg_tensor *y = int_matmul(tg_reshape(x, TG_SHAPE(tg_numel(x) / k, k)), raw, t, n, k);
-    tg_shape s = tg_shape_of(x);
-    s.d[nd - 1] = n;
-    r = tg_reshape(y, s);
-  }
+  else if (w) r = int_matmul(x, raw, t, n, k);
   if (r) tg_keep(r);
   tg_scope_end();
   return r;
