@@ -36,7 +36,7 @@ struct tg_llm {
   tg_tensor *rope_cos, *rope_sin;        /* (n_ctx, rope_dim / 2) */
   char pos_name[32];                     /* the symbolic position's variable */
   char kv_name[32];                      /* the attended length pos + T: a symbolic axis size */
-  tg_tensor *pos, *kv_len;
+  tg_tensor *pos;
   int n_past;
   int32_t *history;                      /* the n_past tokens in the cache */
   tg_jit *jit[LLM_NCHUNKS];              /* made on first use */

@@ -65,11 +65,10 @@ tg_llm *tg_llm_load(const char *path, const tg_llm_opts *opts) {
   snprintf(m->kv_name, sizeof m->kv_name, "llm_kv_%d", id);
   tg_scope_begin();
   m->pos = tg_variable(m->pos_name, 0, m->cfg.n_ctx - 1);
-  m->kv_len = tg_variable(m->kv_name, 1, m->cfg.n_ctx);
   if (m->pos) tensor_adopt(NULL, m->pos);
-  if (m->kv_len) tensor_adopt(NULL, m->kv_len);
+  bool kv_declared = tg_variable(m->kv_name, 1, m->cfg.n_ctx) != NULL;   /* used by name (tg_shrink_var) */
   tg_scope_end();
-  if (!m->pos || !m->kv_len) { tg_llm_free(m); return NULL; }
+  if (!m->pos || !kv_declared) { tg_llm_free(m); return NULL; }
   m->history = tg_xcalloc((size_t)m->cfg.n_ctx, sizeof(int32_t));
   int sizes[LLM_NCHUNKS] = LLM_CHUNKS;
   for (int i = 0; i < LLM_NCHUNKS; i++) m->chunk[i] = sizes[i];
@@ -79,7 +78,7 @@ tg_llm *tg_llm_load(const char *path, const tg_llm_opts *opts) {
 void tg_llm_free(tg_llm *m) {
   if (!m) return;
   for (int i = 0; i < LLM_NCHUNKS; i++) tg_jit_free(m->jit[i]);
-  tg_tensor **own[] = { &m->tok_embd, &m->output_norm, &m->rope_cos, &m->rope_sin, &m->pos, &m->kv_len };
+  tg_tensor **own[] = { &m->tok_embd, &m->output_norm, &m->rope_cos, &m->rope_sin, &m->pos };
   if (m->output != m->tok_embd) tg_free(m->output);
   for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) tg_free(*own[i]);
   for (int i = 0; m->layers && i < m->cfg.n_layers; i++) {
