@@ -44,6 +44,41 @@ TEST(llm_tiny_qwen3moe) { check_model("qwen3moe"); }
 TEST(llm_tiny_qwen2moe) { check_model("qwen2moe"); }
 TEST(llm_tiny_deepseek2_mla) { check_model("deepseek2"); }
 
+static int64_t compiles(void) {
+  tg_counters c = tg_get_counters();
+  return c.kernels_compiled + c.kernels_cached;
+}
+
+/* Attention reads the cache's first pos + T rows (a symbolic length): each
+ * chunk size compiles once for every position (here past 256, where the
+ * length needs more than one block of rows), and a rewound cache's stale
+ * rows are never read: decoding token by token after a rewind gives the
+ * logits of one chunked prompt. */
+TEST(llm_one_compile_per_chunk_size) {
+  enum { N = 300, CTX = 320 };
+  tg_llm_opts o = { .n_ctx = CTX };
+  tg_llm *m = tg_llm_load("goldens/llm_llama.gguf", &o), *ref = tg_llm_load("goldens/llm_llama.gguf", &o);
+  CHECK_OK(m); CHECK_OK(ref);
+  if (!m || !ref) { tg_llm_free(m); tg_llm_free(ref); return; }
+  int V = tg_llm_config_of(m)->n_vocab;
+  int32_t a[N], b[N];
+  for (int i = 0; i < N; i++) { a[i] = (i * 7 + 3) % V; b[i] = (i * 11 + 5) % V; }
+  float *got = malloc(sizeof(float) * (size_t)V), *want = malloc(sizeof(float) * (size_t)V);
+  /* two calls of every chunk size (64 + 16 + 4 + 1): compiled and captured */
+  CHECK_OK(tg_llm_eval(m, a, 85, NULL) == 0);
+  CHECK_OK(tg_llm_eval(m, a + 85, 85, NULL) == 0);
+  int64_t before = compiles();
+  CHECK_OK(tg_llm_eval(m, a + 170, N - 170, NULL) == 0);   /* replays up to position 299 */
+  CHECK_MSG(compiles() == before, "%lld kernels compiled past the capture", (long long)(compiles() - before));
+  tg_llm_rewind(m, 0);
+  for (int i = 0; i < N; i++) CHECK_OK(tg_llm_eval(m, &b[i], 1, got) == 0);
+  CHECK_MSG(compiles() == before, "%lld kernels compiled decoding", (long long)(compiles() - before));
+  CHECK_OK(tg_llm_eval(ref, b, N, want) == 0);
+  test_close_f32(got, want, (size_t)V, 1e-4, 1e-4, "token by token vs chunks");
+  free(got); free(want);
+  tg_llm_free(m); tg_llm_free(ref);
+}
+
 TEST(llm_errors) {
   CHECK(tg_llm_load("goldens/nope.gguf", NULL) == NULL);
   CHECK(strstr(tg_error(), "nope.gguf") != NULL);

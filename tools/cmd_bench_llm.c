@@ -1,7 +1,8 @@
 /* cmd_bench_llm.c: `tg bench-llm -m MODEL.gguf [-p 64] [-n 128] [-c CTX] [-r 3]`
  * measures prompt processing (pp: one prompt of p tokens) and decoding (tg:
  * n tokens one at a time) in tokens per second, like llama-bench's pp64 and
- * tg128, on random token ids. The first pass compiles (and is not timed). */
+ * tg128, on random token ids. The first pass compiles (and is not timed);
+ * the kernels compiled in it and in the timed passes are counted. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,11 @@ static double median(double *v, int n) {
   for (int i = 1; i < n; i++)
     for (int j = i; j > 0 && v[j - 1] > v[j]; j--) { double t = v[j]; v[j] = v[j - 1]; v[j - 1] = t; }
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static long long compiles(void) {
+  tg_counters c = tg_get_counters();
+  return (long long)(c.kernels_compiled + c.kernels_cached);
 }
 
 int cmd_bench_llm(int argc, char **argv) {
@@ -48,8 +54,10 @@ int cmd_bench_llm(int argc, char **argv) {
   int rc = 0;
   double pp_t[100], tg_t[100];
   /* warm-up: compiles every chunk size, and the decode JIT captures */
+  long long c0 = compiles();
   if (tg_llm_eval(m, toks, pp, NULL) < 0) rc = -1;
   for (int i = 0; i < 3 && rc == 0; i++) rc = tg_llm_eval(m, &toks[i], 1, NULL);
+  long long c1 = compiles();
   for (int r = 0; r < reps && rc == 0; r++) {
     tg_llm_rewind(m, 0);
     double t0 = now();
@@ -64,6 +72,7 @@ int cmd_bench_llm(int argc, char **argv) {
   printf("model %s: %s, %d layers, dim %d, vocab %d, ctx %d\n", model, c->arch, c->n_layers, c->dim, c->n_vocab, ctx);
   printf("pp%d: %.1f tok/s\n", pp, pp / median(pp_t, reps));
   printf("tg%d: %.1f tok/s\n", tg, tg / median(tg_t, reps));
+  printf("kernels compiled: %lld in the warm-up, %lld in the timed passes\n", c1 - c0, compiles() - c1);
   free(toks);
   tg_llm_free(m);
   return 0;

@@ -6,14 +6,11 @@
 #include "io/gguf_file.h"
 #include "tg.h"
 
-/* The chunk sizes a prompt is cut into; each has its own JIT. */
+/* The chunk sizes a prompt is cut into; each has its own JIT, compiled
+ * once for every position: attention reads the cache's first kv_len =
+ * pos + T rows, kv_len a symbolic dimension (tg_shrink_var). */
 #define LLM_CHUNKS { 64, 16, 4, 1 }
 #define LLM_NCHUNKS 4
-/* Attention reads the first `span` cache positions, span the smallest of
- * 256, 512, 1024, ... (and n_ctx) that holds them all: each (chunk, span)
- * pair is a JIT, so a short conversation does not read a long cache. */
-#define LLM_MIN_SPAN 256
-#define LLM_MAX_SPANS 24
 
 typedef struct {
   tg_tensor *attn_norm, *wq, *wk, *wv, *wo, *bq, *bk, *bv;
@@ -38,13 +35,12 @@ struct tg_llm {
   llm_layer *layers;
   tg_tensor *rope_cos, *rope_sin;        /* (n_ctx, rope_dim / 2) */
   char pos_name[32];                     /* the symbolic position's variable */
+  char kv_name[32];                      /* the attended length pos + T: a symbolic axis size */
   tg_tensor *pos;
   int n_past;
   int32_t *history;                      /* the n_past tokens in the cache */
-  tg_jit *jit[LLM_NCHUNKS][LLM_MAX_SPANS];   /* made on first use */
+  tg_jit *jit[LLM_NCHUNKS];              /* made on first use */
   int chunk[LLM_NCHUNKS];
-  int span[LLM_MAX_SPANS], nspans;
-  int cur_span;                          /* the span llm_forward builds for */
 };
 
 /* Fills m->cfg from the file's metadata; -1 + tg_error. */

@@ -1,8 +1,9 @@
 /* llm_forward.c: the transformer's forward graph for T tokens at the
  * symbolic position m->pos (llama.cpp's llm_build_llama / qwen2 / qwen3 /
  * olmo2 in tensor ops). Everything is lazy; llm_eval realizes it (under the
- * JIT). Attention reads the whole cache with a causal mask, so one compiled
- * step serves every position. */
+ * JIT). Attention reads the cache's first kv_len = pos + T rows, a symbolic
+ * dimension, with a causal mask within the chunk, so one compiled step
+ * serves every position. */
 #include <math.h>
 #include "llm/llm.h"
 
@@ -51,18 +52,18 @@ static tg_tensor *rope(tg_llm *m, tg_tensor *x, tg_tensor *cos, tg_tensor *sin) 
   return pass ? tg_cat((tg_tensor *[]){ y, pass }, 2, -1) : y;
 }
 
-/* Attention of q (T, H, hd) over the first S = m->cur_span cache positions,
- * keys at positions j <= pos + t. mask is (T, S) bool. */
+/* Attention of q (T, H, hd) over the first kv_len = pos + T cache positions
+ * (a symbolic axis of size S = n_ctx), keys at positions j <= pos + t. mask
+ * is (T, S) bool, NULL for one token (it sees every key). */
 static tg_tensor *attention(tg_llm *m, llm_layer *l, tg_tensor *q, tg_tensor *mask) {
   const tg_llm_config *c = &m->cfg;
-  int64_t T = tg_dim(q, 0), KV = c->n_kv_heads, G = c->n_heads / c->n_kv_heads, hd = c->head_dim, hv = c->head_dim_v, S = m->cur_span;
-  tg_tensor *kc = S < c->n_ctx ? TG_GET(l->k_cache, TG_UPTO(S)) : l->k_cache;
-  tg_tensor *vc = S < c->n_ctx ? TG_GET(l->v_cache, TG_UPTO(S)) : l->v_cache;
+  int64_t T = tg_dim(q, 0), KV = c->n_kv_heads, G = c->n_heads / c->n_kv_heads, hd = c->head_dim, hv = c->head_dim_v, S = c->n_ctx;
+  tg_tensor *kc = tg_shrink_var(l->k_cache, 0, m->kv_name), *vc = tg_shrink_var(l->v_cache, 0, m->kv_name);
   tg_tensor *qg = tg_permute(tg_reshape(q, TG_SHAPE(T, KV, G, hd)), TG_AXES(1, 2, 0, 3));        /* (KV, G, T, hd) */
   tg_tensor *kt = tg_reshape(tg_permute(kc, TG_AXES(1, 2, 0)), TG_SHAPE(KV, 1, hd, S));          /* (KV, 1, hd, S) */
   tg_tensor *v = tg_reshape(tg_permute(vc, TG_AXES(1, 0, 2)), TG_SHAPE(KV, 1, S, hv));           /* (KV, 1, S, hv) */
   tg_tensor *scores = tg_mul(tg_matmul(qg, kt), tg_scalar(1.0 / sqrt((double)hd), TG_F32));
-  scores = tg_where(mask, scores, tg_scalar(-INFINITY, TG_F32));
+  if (mask) scores = tg_where(mask, scores, tg_scalar(-INFINITY, TG_F32));
   tg_tensor *o = tg_matmul(tg_softmax(scores, -1), v);                                         /* (KV, G, T, hv) */
   return tg_reshape(tg_permute(o, TG_AXES(2, 0, 1, 3)), TG_SHAPE(T, c->n_heads * hv));
 }
@@ -154,8 +155,11 @@ tg_tensor *llm_forward(tg_llm *m, tg_tensor *tokens) {
   tg_tensor *positions = tg_add(m->pos, tg_arange(0, (double)T, 1, TG_I32));                  /* (T,) */
   tg_tensor *cos = tg_unsqueeze(tg_take(m->rope_cos, positions), 1);                           /* (T, 1, rope/2) */
   tg_tensor *sin = tg_unsqueeze(tg_take(m->rope_sin, positions), 1);
-  tg_tensor *keys = tg_arange(0, m->cur_span, 1, TG_I32);
-  tg_tensor *mask = tg_le(tg_unsqueeze(keys, 0), tg_unsqueeze(positions, 1));                   /* (T, span) */
+  tg_tensor *mask = NULL;
+  if (T > 1) {
+    tg_tensor *keys = tg_shrink_var(tg_arange(0, c->n_ctx, 1, TG_I32), 0, m->kv_name);
+    mask = tg_le(tg_unsqueeze(keys, 0), tg_unsqueeze(positions, 1));                           /* (T, kv_len) */
+  }
   tg_tensor *x = tg_cast(tg_take(m->tok_embd, tokens), TG_F32);                                /* (T, dim) */
   for (int i = 0; i < c->n_layers; i++) {
     llm_layer *l = &m->layers[i];

@@ -1,8 +1,8 @@
 /* llm_model.c: loading a model (tg_llm_load) and running tokens through it
- * (tg_llm_eval): prompts in chunks of 64/16/4/1 tokens; each chunk size and
- * attention span (see llm.h) is a JIT whose position is a symbolic variable,
- * so after two calls a chunk replays its kernels without scheduling or
- * compiling. */
+ * (tg_llm_eval): prompts in chunks of 64/16/4/1 tokens; each chunk size is a
+ * JIT whose position and attended length are symbolic variables, so after
+ * two calls a chunk replays its kernels at any position without scheduling
+ * or compiling. */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -58,29 +58,26 @@ tg_llm *tg_llm_load(const char *path, const tg_llm_opts *opts) {
     tg_llm_free(m);
     return NULL;
   }
-  /* each model gets its own position variable */
+  /* each model gets its own variables: the position and the attended length */
   static atomic_int next_id;
-  snprintf(m->pos_name, sizeof m->pos_name, "llm_pos_%d", atomic_fetch_add(&next_id, 1));
+  int id = atomic_fetch_add(&next_id, 1);
+  snprintf(m->pos_name, sizeof m->pos_name, "llm_pos_%d", id);
+  snprintf(m->kv_name, sizeof m->kv_name, "llm_kv_%d", id);
   tg_scope_begin();
   m->pos = tg_variable(m->pos_name, 0, m->cfg.n_ctx - 1);
   if (m->pos) tensor_adopt(NULL, m->pos);
+  bool kv_declared = tg_variable(m->kv_name, 1, m->cfg.n_ctx) != NULL;   /* used by name (tg_shrink_var) */
   tg_scope_end();
-  if (!m->pos) { tg_llm_free(m); return NULL; }
+  if (!m->pos || !kv_declared) { tg_llm_free(m); return NULL; }
   m->history = tg_xcalloc((size_t)m->cfg.n_ctx, sizeof(int32_t));
   int sizes[LLM_NCHUNKS] = LLM_CHUNKS;
   for (int i = 0; i < LLM_NCHUNKS; i++) m->chunk[i] = sizes[i];
-  for (int s = LLM_MIN_SPAN; ; s *= 2) {
-    m->span[m->nspans++] = s < m->cfg.n_ctx ? s : m->cfg.n_ctx;
-    if (s >= m->cfg.n_ctx || m->nspans == LLM_MAX_SPANS - 1) break;
-  }
-  if (m->span[m->nspans - 1] < m->cfg.n_ctx) m->span[m->nspans++] = m->cfg.n_ctx;
   return m;
 }
 
 void tg_llm_free(tg_llm *m) {
   if (!m) return;
-  for (int i = 0; i < LLM_NCHUNKS; i++)
-    for (int s = 0; s < LLM_MAX_SPANS; s++) tg_jit_free(m->jit[i][s]);
+  for (int i = 0; i < LLM_NCHUNKS; i++) tg_jit_free(m->jit[i]);
   tg_tensor **own[] = { &m->tok_embd, &m->output_norm, &m->rope_cos, &m->rope_sin, &m->pos };
   if (m->output != m->tok_embd) tg_free(m->output);
   for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) tg_free(*own[i]);
@@ -107,14 +104,13 @@ void tg_llm_rewind(tg_llm *m, int n_past) {
 
 /* Runs one chunk of exactly its JIT's size at m->n_past. */
 static int eval_chunk(tg_llm *m, int which, const int32_t *tokens, float *logits) {
-  int T = m->chunk[which], s = 0;
-  while (m->span[s] < m->n_past + T) s++;
-  if (!m->jit[which][s]) m->jit[which][s] = tg_jit_new(step, m);
-  m->cur_span = m->span[s];
+  int T = m->chunk[which];
+  if (!m->jit[which]) m->jit[which] = tg_jit_new(step, m);
   tg_scope_begin();
   int rc = -1;
   tg_tensor *in = tg_from_data(tokens, TG_SHAPE(T), TG_I32), *out = NULL;
-  if (in && tg_bind(m->pos_name, m->n_past) == 0 && tg_jit_call(m->jit[which][s], &in, 1, &out, 1) == 0)
+  if (in && tg_bind(m->pos_name, m->n_past) == 0 && tg_bind(m->kv_name, m->n_past + T) == 0 &&
+      tg_jit_call(m->jit[which], &in, 1, &out, 1) == 0)
     rc = logits ? tg_data(out, logits, sizeof(float) * (size_t)m->cfg.n_vocab) : tg_realize(out);
   tg_scope_end();
   if (rc == 0) {
