@@ -3,7 +3,9 @@
  * llama, qwen3moe and qwen2moe; and stories260K's greedy continuation as
  * llama.cpp prints it (../shared/testdata/README.md). */
 #include "test.h"
+#include <unistd.h>
 #include "io/gguf_file.h"
+#include "quant/quantize.h"
 
 static void check_model(const char *name) {
   char path[256], lpath[256];
@@ -43,6 +45,48 @@ TEST(llm_tiny_llama) { check_model("llama"); }
 TEST(llm_tiny_qwen3moe) { check_model("qwen3moe"); }
 TEST(llm_tiny_qwen2moe) { check_model("qwen2moe"); }
 TEST(llm_tiny_deepseek2_mla) { check_model("deepseek2"); }
+
+/* Quantized weights decode through tg_quant_matmul (x quantized to 8-bit
+ * blocks, integer block dot products, like llama.cpp): the tiny llama
+ * quantized to Q8_0 and Q4_0 gives logits close to the same weights
+ * multiplied in float (TG_LLM_FLOAT_MATVEC=1), with the same best token,
+ * and not identical ones (the integer path ran). */
+static void quant_decode_close(const char *type) {
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/tg_test_llm_%s_%d.gguf", type, (int)getpid());
+  quant_model_opts qo = { .pure = true };
+  CHECK_OK(quant_model("goldens/llm_llama.gguf", path, quant_ftype_by_name(type), &qo) == 0);
+  tg_llm *q = tg_llm_load(path, NULL);
+  setenv("TG_LLM_FLOAT_MATVEC", "1", 1);
+  tg_llm *f = tg_llm_load(path, NULL);
+  CHECK_MSG(q && f, "load %s: %s", path, tg_error());
+  int32_t prompt[] = { 1, 5, 9, 13, 17, 21, 25 };
+  if (q && f) {
+    int V = tg_llm_config_of(q)->n_vocab;
+    float *a = malloc(sizeof(float) * (size_t)V), *b = malloc(sizeof(float) * (size_t)V);
+    unsetenv("TG_LLM_FLOAT_MATVEC");
+    CHECK_OK(tg_llm_eval(q, prompt, 7, a) == 0);
+    setenv("TG_LLM_FLOAT_MATVEC", "1", 1);
+    CHECK_OK(tg_llm_eval(f, prompt, 7, b) == 0);
+    float amax = 0, dmax = 0;
+    int ia = 0, ib = 0;
+    for (int i = 0; i < V; i++) {
+      amax = fmaxf(amax, fabsf(b[i]));
+      dmax = fmaxf(dmax, fabsf(a[i] - b[i]));
+      if (a[i] > a[ia]) ia = i;
+      if (b[i] > b[ib]) ib = i;
+    }
+    CHECK_MSG(dmax <= 0.05f * amax, "%s: logits differ by %g (largest %g)", type, dmax, amax);
+    CHECK_MSG(dmax > 0, "%s: logits identical: the integer path did not run", type);
+    CHECK_MSG(ia == ib, "%s: best token %d vs %d", type, ia, ib);
+    free(a); free(b);
+  }
+  unsetenv("TG_LLM_FLOAT_MATVEC");
+  tg_llm_free(q); tg_llm_free(f);
+  unlink(path);
+}
+TEST(llm_quant_decode_q8_0) { quant_decode_close("Q8_0"); }
+TEST(llm_quant_decode_q4_0) { quant_decode_close("Q4_0"); }
 
 static int64_t compiles(void) {
   tg_counters c = tg_get_counters();

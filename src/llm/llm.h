@@ -26,6 +26,11 @@ typedef struct {
   tg_tensor *gate_shexp, *up_shexp, *down_shexp, *router_shexp;
 } llm_layer;
 
+/* A quantized weight's packed bytes next to its lazy float values, so a
+ * matmul with few rows can use tg_quant_matmul (ggml's integer block dot
+ * products) instead of decoding every weight to float. */
+typedef struct { tg_tensor *w, *raw; int type; } llm_packed;
+
 struct tg_llm {
   tg_llm_config cfg;
   gguf_file *file;
@@ -41,7 +46,12 @@ struct tg_llm {
   int32_t *history;                      /* the n_past tokens in the cache */
   tg_jit *jit[LLM_NCHUNKS];              /* made on first use */
   int chunk[LLM_NCHUNKS];
+  llm_packed *packed;                    /* quantized weights (owned raws) */
+  int npacked;
 };
+
+/* The packed bytes behind weight w (NULL when it is not quantized). */
+const llm_packed *llm_packed_of(const tg_llm *m, const tg_tensor *w);
 
 /* Fills m->cfg from the file's metadata; -1 + tg_error. */
 int llm_read_config(tg_llm *m, int n_ctx);

@@ -5,6 +5,7 @@
  * dimension, with a causal mask within the chunk, so one compiled step
  * serves every position. */
 #include <math.h>
+#include <stdlib.h>
 #include "llm/llm.h"
 
 static tg_tensor *rms_norm(tg_tensor *x, tg_tensor *w, float eps) {
@@ -13,12 +14,18 @@ static tg_tensor *rms_norm(tg_tensor *x, tg_tensor *w, float eps) {
   return w ? tg_mul(y, tg_cast(w, TG_F32)) : y;
 }
 
-/* x (T, in) @ w.T. With many rows (a prefill chunk) a quantized w is decoded
- * into a float32 copy first, once, instead of once per row tile inside the
- * matmul (decoding is the expensive part of a quantized dot product); a
- * realized float32 w is already contiguous, so this costs it nothing. */
+/* x (T, in) @ w.T. A quantized w with few rows of x (decoding) multiplies
+ * like ggml: x quantized to 8-bit blocks, integer dot products per block
+ * (tg_quant_matmul). With many rows (a prefill chunk) it is decoded into a
+ * float32 copy first, once, instead of once per row tile inside the matmul;
+ * a realized float32 w is already contiguous, so this costs it nothing. */
 #define LINEAR_DECODE_ONCE_ROWS 16
-static tg_tensor *linear(tg_tensor *x, tg_tensor *w, tg_tensor *b) {
+static tg_tensor *linear(tg_llm *m, tg_tensor *x, tg_tensor *w, tg_tensor *b) {
+  const llm_packed *pk = llm_packed_of(m, w);
+  if (pk && tg_dim(x, 0) < LINEAR_DECODE_ONCE_ROWS && !getenv("TG_LLM_FLOAT_MATVEC")) {
+    tg_tensor *y = tg_quant_matmul(x, pk->raw, pk->type, tg_shape_of(w));
+    return b ? tg_add(y, tg_cast(b, TG_F32)) : y;
+  }
   if (tg_dim(x, 0) >= LINEAR_DECODE_ONCE_ROWS && tg_dtype_of(w) == TG_F32) w = tg_contiguous(w);
   tg_tensor *y = tg_matmul(x, tg_T(w));
   if (tg_dtype_of(y) != TG_F32) y = tg_cast(y, TG_F32);
@@ -68,8 +75,8 @@ static tg_tensor *attention(tg_llm *m, llm_layer *l, tg_tensor *q, tg_tensor *ma
   return tg_reshape(tg_permute(o, TG_AXES(2, 0, 1, 3)), TG_SHAPE(T, c->n_heads * hv));
 }
 
-static tg_tensor *dense_ffn(tg_tensor *h, tg_tensor *gate, tg_tensor *up, tg_tensor *down) {
-  return linear(tg_mul(tg_silu(linear(h, gate, NULL)), linear(h, up, NULL)), down, NULL);
+static tg_tensor *dense_ffn(tg_llm *m, tg_tensor *h, tg_tensor *gate, tg_tensor *up, tg_tensor *down) {
+  return linear(m, tg_mul(tg_silu(linear(m, h, gate, NULL)), linear(m, h, up, NULL)), down, NULL);
 }
 
 /* llama.cpp's build_moe_ffn: route each token to its top-k experts and add
@@ -78,7 +85,7 @@ static tg_tensor *dense_ffn(tg_tensor *h, tg_tensor *gate, tg_tensor *up, tg_ten
 static tg_tensor *moe_ffn(tg_llm *m, llm_layer *l, tg_tensor *h) {
   const tg_llm_config *c = &m->cfg;
   int64_t T = tg_dim(h, 0), K = c->n_experts_used;
-  tg_tensor *logits = linear(h, l->router, NULL);                                               /* (T, E) */
+  tg_tensor *logits = linear(m, h, l->router, NULL);                                               /* (T, E) */
   tg_tensor *probs = c->expert_gating_sigmoid ? tg_sigmoid(logits) : tg_softmax(logits, -1);
   tg_tensor *select = l->expert_bias ? tg_add(probs, tg_cast(l->expert_bias, TG_F32)) : probs;
   tg_tensor *chosen = NULL;
@@ -92,8 +99,8 @@ static tg_tensor *moe_ffn(tg_llm *m, llm_layer *l, tg_tensor *h) {
   tg_tensor *d = tg_cast(tg_matmul(tg_take(l->down_exps, chosen), a), TG_F32);                 /* (T, K, dim, 1) */
   tg_tensor *out = tg_sum(tg_mul(d, tg_reshape(w, TG_SHAPE(T, K, 1, 1))), TG_AXES(1, 3), false);  /* (T, dim) */
   if (l->gate_shexp) {
-    tg_tensor *s = dense_ffn(h, l->gate_shexp, l->up_shexp, l->down_shexp);
-    if (l->router_shexp) s = tg_mul(s, tg_sigmoid(linear(h, tg_unsqueeze(l->router_shexp, 0), NULL)));
+    tg_tensor *s = dense_ffn(m, h, l->gate_shexp, l->up_shexp, l->down_shexp);
+    if (l->router_shexp) s = tg_mul(s, tg_sigmoid(linear(m, h, tg_unsqueeze(l->router_shexp, 0), NULL)));
     out = tg_add(out, s);
   }
   return out;
@@ -113,13 +120,13 @@ static void qkv_mha(tg_llm *m, llm_layer *l, tg_tensor *h, tg_tensor *cos, tg_te
   int64_t qd = c->n_heads * hd, kd = c->n_kv_heads * hd;
   tg_tensor *qf, *kf, *vf;
   if (l->wqkv) {
-    tg_tensor *qkv = linear(h, l->wqkv, NULL);
+    tg_tensor *qkv = linear(m, h, l->wqkv, NULL);
     qf = TG_GET(qkv, TG_ALLIDX, TG_UPTO(qd));
     kf = TG_GET(qkv, TG_ALLIDX, TG_SLICE(qd, qd + kd, 1));
     vf = TG_GET(qkv, TG_ALLIDX, TG_FROM(qd + kd));
     if (l->bq) { qf = tg_add(qf, tg_cast(l->bq, TG_F32)); kf = tg_add(kf, tg_cast(l->bk, TG_F32)); vf = tg_add(vf, tg_cast(l->bv, TG_F32)); }
   } else {
-    qf = linear(h, l->wq, l->bq); kf = linear(h, l->wk, l->bk); vf = linear(h, l->wv, l->bv);
+    qf = linear(m, h, l->wq, l->bq); kf = linear(m, h, l->wk, l->bk); vf = linear(m, h, l->wv, l->bv);
   }
   *q = tg_reshape(qf, TG_SHAPE(T, c->n_heads, hd));
   *k = tg_reshape(kf, TG_SHAPE(T, c->n_kv_heads, hd));
@@ -135,14 +142,14 @@ static void qkv_mha(tg_llm *m, llm_layer *l, tg_tensor *h, tg_tensor *cos, tg_te
 static void qkv_mla(tg_llm *m, llm_layer *l, tg_tensor *h, tg_tensor *cos, tg_tensor *sin, tg_tensor **q, tg_tensor **k, tg_tensor **v) {
   const tg_llm_config *c = &m->cfg;
   int64_t T = tg_dim(h, 0), H = c->n_heads, hd = c->head_dim, rd = c->rope_dim, nope = hd - rd, R = c->kv_lora_rank;
-  tg_tensor *qf = l->q_a ? linear(rms_norm(linear(h, l->q_a, NULL), l->q_a_norm, c->rms_eps), l->q_b, NULL) : linear(h, l->wq, NULL);
+  tg_tensor *qf = l->q_a ? linear(m, rms_norm(linear(m, h, l->q_a, NULL), l->q_a_norm, c->rms_eps), l->q_b, NULL) : linear(m, h, l->wq, NULL);
   qf = tg_reshape(qf, TG_SHAPE(T, H, hd));
   tg_tensor *q_nope = TG_GET(qf, TG_ALLIDX, TG_ALLIDX, TG_UPTO(nope));
   tg_tensor *q_pe = rope(m, TG_GET(qf, TG_ALLIDX, TG_ALLIDX, TG_FROM(nope)), cos, sin);
-  tg_tensor *kv_a = linear(h, l->kv_a, NULL);                                                     /* (T, R + rd) */
+  tg_tensor *kv_a = linear(m, h, l->kv_a, NULL);                                                     /* (T, R + rd) */
   tg_tensor *latent = rms_norm(TG_GET(kv_a, TG_ALLIDX, TG_UPTO(R)), l->kv_a_norm, c->rms_eps);
   tg_tensor *k_pe = rope(m, tg_reshape(TG_GET(kv_a, TG_ALLIDX, TG_FROM(R)), TG_SHAPE(T, 1, rd)), cos, sin);
-  tg_tensor *kv = tg_reshape(linear(latent, l->kv_b, NULL), TG_SHAPE(T, H, nope + c->head_dim_v));
+  tg_tensor *kv = tg_reshape(linear(m, latent, l->kv_b, NULL), TG_SHAPE(T, H, nope + c->head_dim_v));
   tg_tensor *k_nope = TG_GET(kv, TG_ALLIDX, TG_ALLIDX, TG_UPTO(nope));
   *v = TG_GET(kv, TG_ALLIDX, TG_ALLIDX, TG_FROM(nope));
   *q = tg_cat((tg_tensor *[]){ q_nope, q_pe }, 2, -1);
@@ -169,19 +176,19 @@ tg_tensor *llm_forward(tg_llm *m, tg_tensor *tokens) {
     else qkv_mha(m, l, h, cos, sin, &q, &k, &v);
     tg_assign(tg_take(l->k_cache, positions), k);
     tg_assign(tg_take(l->v_cache, positions), v);
-    tg_tensor *a = linear(attention(m, l, q, mask), l->wo, NULL);
+    tg_tensor *a = linear(m, attention(m, l, q, mask), l->wo, NULL);
     if (m->post_norms) a = rms_norm(a, l->attn_post_norm, c->rms_eps);
     x = tg_add(x, a);
     h = m->post_norms ? x : rms_norm(x, l->ffn_norm, c->rms_eps);
     tg_tensor *f;
     if (l->router) f = moe_ffn(m, l, h);
     else if (l->w_gate_up) {
-      tg_tensor *gu = linear(h, l->w_gate_up, NULL);
-      f = linear(tg_mul(tg_silu(TG_GET(gu, TG_ALLIDX, TG_UPTO(c->ffn_dim))), TG_GET(gu, TG_ALLIDX, TG_FROM(c->ffn_dim))), l->w_down, NULL);
-    } else f = dense_ffn(h, l->w_gate, l->w_up, l->w_down);
+      tg_tensor *gu = linear(m, h, l->w_gate_up, NULL);
+      f = linear(m, tg_mul(tg_silu(TG_GET(gu, TG_ALLIDX, TG_UPTO(c->ffn_dim))), TG_GET(gu, TG_ALLIDX, TG_FROM(c->ffn_dim))), l->w_down, NULL);
+    } else f = dense_ffn(m, h, l->w_gate, l->w_up, l->w_down);
     if (m->post_norms) f = rms_norm(f, l->ffn_post_norm, c->rms_eps);
     x = tg_add(x, f);
   }
   tg_tensor *last = T > 1 ? TG_GET(x, TG_FROM(T - 1)) : x;                                     /* (1, dim) */
-  return linear(rms_norm(last, m->output_norm, c->rms_eps), m->output, NULL);
+  return linear(m, rms_norm(last, m->output_norm, c->rms_eps), m->output, NULL);
 }

@@ -89,6 +89,8 @@ void tg_llm_free(tg_llm *m) {
                         l->q_a, l->q_a_norm, l->q_b, l->kv_a, l->kv_a_norm, l->kv_b, l->wqkv, l->w_gate_up };
     for (size_t k = 0; k < sizeof ts / sizeof ts[0]; k++) tg_free(ts[k]);
   }
+  for (int i = 0; i < m->npacked; i++) tg_free(m->packed[i].raw);
+  free(m->packed);
   free(m->layers);
   free(m->history);
   gguf_close(m->file);

@@ -9,6 +9,21 @@
 #include "tensor/tensor.h"
 #include "util/util.h"
 
+/* Records quantized weight w (lazy floats) with its packed bytes raw; the
+ * model owns raw from now on. Returns w. */
+static tg_tensor *keep_packed(tg_llm *m, tg_tensor *raw, tg_tensor *w, int type) {
+  if (!w) return NULL;
+  m->packed = tg_xrealloc(m->packed, sizeof *m->packed * (size_t)(m->npacked + 1));
+  m->packed[m->npacked++] = (llm_packed){ w, raw, type };
+  tensor_adopt(NULL, raw);
+  return w;
+}
+
+const llm_packed *llm_packed_of(const tg_llm *m, const tg_tensor *w) {
+  for (int i = 0; i < m->npacked; i++) if (m->packed[i].w == w) return &m->packed[i];
+  return NULL;
+}
+
 /* The tensor called name, realized on device and owned by the model; NULL
  * when absent (an error only when required). *err is set on failure. */
 static tg_tensor *load(tg_llm *m, const char *device, const char *name, bool required, bool *err) {
@@ -23,7 +38,7 @@ static tg_tensor *load(tg_llm *m, const char *device, const char *name, bool req
    * packed, their values a lazy graph that fuses into each matmul */
   tg_tensor *t = gguf_tensor_stored(g, device);
   if (t && tg_realize(t) < 0) t = NULL;
-  if (t && gguf_tensor_quantized(g)) t = tg_dequantize(t, (int)g->type, gguf_tensor_shape(g));
+  if (t && gguf_tensor_quantized(g)) t = keep_packed(m, t, tg_dequantize(t, (int)g->type, gguf_tensor_shape(g)), (int)g->type);
   if (t) tensor_adopt(NULL, t);
   tg_scope_end();
   if (!t) *err = true;
@@ -59,7 +74,7 @@ static tg_tensor *load_stacked(tg_llm *m, const char *device, const char *const 
   }
   tg_tensor *t = tg_contiguous(tg_cat(parts, n, 0));
   if (t && tg_realize(t) < 0) t = NULL;
-  if (t && quant) t = tg_dequantize(t, (int)g[0]->type, TG_SHAPE(total, cols));
+  if (t && quant) t = keep_packed(m, t, tg_dequantize(t, (int)g[0]->type, TG_SHAPE(total, cols)), (int)g[0]->type);
   if (t) tensor_adopt(NULL, t);
   tg_scope_end();
   if (!t) *err = true;
