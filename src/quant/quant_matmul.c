@@ -77,12 +77,36 @@ static tg_tensor *weight_ints(tg_tensor *blk, int t) {
 
 static bool has_int_path(int t) { return t == GGML_TYPE_Q8_0 || t == GGML_TYPE_Q4_0; }
 
+/* Element p of every pair of the last axis (..., 2m) -> (..., m). */
+static tg_tensor *pair_elem(tg_tensor *v, int p) {
+  int nd = tg_ndim(v);
+  int64_t m = tg_dim(v, nd - 1) / 2;
+  tg_tensor *pairs = tg_reshape(v, with_tail(v, 2, (int64_t[]){ m, 2 }));
+  return tg_reshape(slice_last(pairs, p, p + 1), with_tail(v, 1, (int64_t[]){ m }));
+}
+
+/* The int32 sums of adjacent products (value 2l with 2l + 1) of the last
+ * axis, added over `parts` equal parts of it: (..., 32) -> (..., 16/parts). */
+static tg_tensor *pair_dots(tg_tensor *w, tg_tensor *x, int parts) {
+  int64_t len = tg_dim(w, tg_ndim(w) - 1) / parts;
+  tg_tensor *acc = NULL;
+  for (int h = 0; h < parts; h++)
+    for (int p = 0; p < 2; p++) {
+      tg_tensor *a = pair_elem(slice_last(w, h * len, (h + 1) * len), p), *b = pair_elem(slice_last(x, h * len, (h + 1) * len), p);
+      tg_tensor *prod = tg_mul(tg_cast(a, TG_I32), tg_cast(b, TG_I32));
+      acc = acc ? tg_add(acc, prod) : prod;
+    }
+  return acc;
+}
+
 /* y (..., n) = x (..., k) @ W.T in ggml's way, for a type with an integer
- * path. The block's 32 products are added in two halves' 16 lanes (value l
- * with value l + 16) as integers, and the 16 lane sums (exact) are scaled in
- * float and summed: what the whole block's integer sum times the scales
- * gives, up to float rounding (ggml's own AVX2 code also keeps lane sums in
- * float). The lanes become one SIMD vector per block in the kernel. */
+ * path. Each lane adds adjacent products (value 2l with 2l + 1) as int32:
+ * in the kernel that is one vpmaddwd of the block's int16 values (a wide
+ * load, see vectorize.c). Q8_0 has 16 lanes of 2 products per block, Q4_0
+ * 8 lanes of 4 (its two nibble halves come from the same bytes). The lane
+ * sums (exact) are scaled in float and summed: what the whole block's
+ * integer sum times the scales gives, up to float rounding (ggml's own
+ * AVX2 code also keeps lane sums in float). */
 static tg_tensor *int_matmul(tg_tensor *x, tg_tensor *raw, int t, int64_t n, int64_t k) {
   const ggml_type_traits *tr = ggml_type_info((uint32_t)t);
   int64_t nb = k / 32;
@@ -92,11 +116,7 @@ static tg_tensor *int_matmul(tg_tensor *x, tg_tensor *raw, int t, int64_t n, int
   tg_tensor *xq, *dx;
   quantize_q8_0(x, &xq, &dx);
   xq = tg_unsqueeze(xq, -3), dx = tg_unsqueeze(dx, -3);                         /* (..., 1, nb, 32|1) */
-  /* int16 products of the two halves, added in int16 (exact: at most
-   * 2 * 128 * 127 = 32512): (..., n, nb, 16) */
-  tg_tensor *lo = tg_mul(slice_last(wq, 0, 16), slice_last(xq, 0, 16));
-  tg_tensor *hi = tg_mul(slice_last(wq, 16, 32), slice_last(xq, 16, 32));
-  tg_tensor *lanes = qt_f32(tg_add(lo, hi));
+  tg_tensor *lanes = qt_f32(pair_dots(wq, xq, t == GGML_TYPE_Q4_0 ? 2 : 1));   /* (..., n, nb, 16|8) */
   /* ggml: sumi * (dw * dx) (Q4_0's generic code multiplies by dw, then dx;
    * with lane sums the rounding differs anyway, and one scale is cheaper) */
   tg_tensor *blk_dot = tg_mul(lanes, tg_mul(dw, dx));
