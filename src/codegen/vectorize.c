@@ -4,9 +4,10 @@
  * addresses that do not change across lanes stay scalar and are broadcast.
  * Loads whose address steps by 2 or 4 per lane (pairs of adjacent values,
  * as in an int16 multiply-add) load all s*k elements once and keep that
- * wide vector through integer ops of at most 2 bytes per lane; where it
- * meets anything else, a shuffle picks its lanes (clang then forms
- * vpmaddwd from the int32 products of even and odd int16 lanes).
+ * wide vector through integer ops (unpacking bits); where it meets
+ * anything else, or is widened to int32 for a multiply, a shuffle picks
+ * its lanes from int16 values (clang then forms vpmaddwd from the int32
+ * products of even and odd int16 lanes).
  * Anything else (gathers, transcendental math, small floats) makes the pass
  * give up, and the range is expanded into scalar lanes instead. */
 #include "codegen/opts.h"
@@ -32,9 +33,16 @@ static uop *narrow(vinfo *x, dtype_t d, int k) {
 
 static bool vec_alu_ok(const uop *u);
 
+/* A cast of narrow integers to int32 (narrowed through int16 lanes when it
+ * feeds a multiply). */
+static bool widens_for_mul(const uop *u) {
+  return u->op == OP_CAST && !dt_is_float(u->dtype) && !dt_is_float(u->src[0]->dtype) && u->src[0]->dtype.scalar != TG_BOOL &&
+         dt_itemsize(u->dtype) == 4 && (dt_itemsize(u->src[0]->dtype) == 1 || u->src[0]->dtype.scalar == TG_I16);
+}
+
 /* Can u work on the wide vectors of its sources (every lane-varying source
  * wide with the same stride and parity, integers of at most 2 bytes)? */
-static bool stays_wide(const uop *u, vinfo **s) {
+static bool stays_wide(const uop *u, vinfo **s, const ptrmap *mul_src) {
   int ws = 0, wp = -1;
   for (int j = 0; j < u->nsrc; j++) {
     if (!s[j]->vec) continue;
@@ -43,7 +51,7 @@ static bool stays_wide(const uop *u, vinfo **s) {
   }
   if (u->op == OP_LOAD) return ws != 0;
   return ws && uop_is_alu(u->op) && vec_alu_ok(u) && !uop_is_comparison(u->op) && u->op != OP_WHERE && !dt_is_float(u->dtype) &&
-         u->dtype.scalar != TG_BOOL && dt_itemsize(u->dtype) <= 2;
+         u->dtype.scalar != TG_BOOL && dt_itemsize(u->dtype) <= 4 && !(widens_for_mul(u) && pm_get(mul_src, u));
 }
 
 static bool small_float(dtype_t d) {
@@ -128,6 +136,10 @@ uop *kernel_vectorize(uop *ast, uop *lane_range) {
   int k = (int)uop_const_value(lane_range->src[0]);
   uop_list l = uop_toposort(ast);
   ptrmap info = { 0 }, wide_seen = { 0 };   /* wide index -> bit mask of the parities loaded */
+  ptrmap mul_src = { 0 };                    /* operands of integer multiplies */
+  for (int i = 0; i < l.n; i++)
+    if (l.v[i]->op == OP_MUL && !dt_is_float(l.v[i]->dtype))
+      for (int j = 0; j < 2; j++) pm_put(&mul_src, l.v[i]->src[j], (void *)1);
   vinfo *vi = tg_xcalloc((size_t)l.n, sizeof(vinfo));
   bool fail = false;
   uop *result = NULL;
@@ -149,7 +161,7 @@ uop *kernel_vectorize(uop *ast, uop *lane_range) {
       continue;
     }
     me->vec = true;
-    if (stays_wide(u, s)) {
+    if (stays_wide(u, s, &mul_src)) {
       uop *src[3];
       for (int j = 0; j < u->nsrc && j < 3; j++) src[j] = s[j]->wide ? s[j]->wnode : s[j]->node;
       for (int j = 0; j < u->nsrc; j++) if (s[j]->vec) me->wide = s[j]->wide, me->par = s[j]->par;
@@ -158,10 +170,10 @@ uop *kernel_vectorize(uop *ast, uop *lane_range) {
       if (!me->wnode) { fail = true; break; }
       continue;
     }
-    if (u->op == OP_CAST && s[0]->wide && !dt_is_float(u->dtype) && dt_itemsize(u->dtype) >= 4 && dt_itemsize(u->src[0]->dtype) == 1) {
-      /* bytes to int32 by way of int16 lanes, so the shuffle picks int16
-       * lanes (the form clang turns into vpmaddwd) */
-      uop *w16 = uop1(OP_CAST, dt_vec(dt_scalar(TG_I16), s[0]->wide * k), s[0]->wnode, u->arg);
+    if (s[0]->wide && widens_for_mul(u)) {
+      /* to int32 by way of int16 lanes, so the shuffle picks int16 lanes
+       * (the form clang turns into vpmaddwd) */
+      uop *w16 = u->src[0]->dtype.scalar == TG_I16 ? s[0]->wnode : uop1(OP_CAST, dt_vec(dt_scalar(TG_I16), s[0]->wide * k), s[0]->wnode, u->arg);
       uop *n16 = uop1(OP_GEP, dt_vec(dt_scalar(TG_I16), k), w16, arg_int(s[0]->par));
       me->node = uop1(OP_CAST, dt_vec(u->dtype, k), n16, u->arg);
       if (s != s_stack) free(s);
@@ -270,5 +282,6 @@ uop *kernel_vectorize(uop *ast, uop *lane_range) {
   free(l.v);
   pm_free(&info);
   pm_free(&wide_seen);
+  pm_free(&mul_src);
   return fail ? NULL : result;
 }
