@@ -654,7 +654,13 @@ int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
           if (rstatic(axes[r]) % vec[c] == 0 && lanes * vec[c] <= 128) amt = vec[c];
         /* packed bytes read in pairs (tg_quant_matmul's int16 multiply-adds) */
         bool pairs = unit == 0 && loads_bytes(ast) && pair_loads_along(ast, axes[r], axes, n) >= 2;
-        if ((unit >= 1 || pairs) && amt && k < max) { out[k++] = (kopt){ OPT_UNROLL, r - fr, amt }; break; }
+        if ((unit >= 1 || pairs) && amt && k < max) {
+          out[k++] = (kopt){ OPT_UNROLL, r - fr, amt };
+          /* the 16 sub-blocks of a K-quant super-block, 4 at a time (their
+           * scales' bit positions become constants; 1.5x for Q4_K) */
+          if (pairs && r > fr && rstatic(axes[r - 1]) == 16 && k < max) out[k++] = (kopt){ OPT_UNROLL, r - 1 - fr, 4 };
+          break;
+        }
       }
     }
     /* a panel read along the lanes axis (packed matmul operand): put its

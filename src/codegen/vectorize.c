@@ -179,6 +179,12 @@ uop *kernel_vectorize(uop *ast, uop *lane_range) {
       if (s != s_stack) free(s);
       continue;
     }
+    /* int32 multiply operands known to fit in int16: shuffled as int16 too */
+    for (int j = 0; j < u->nsrc && u->op == OP_MUL; j++)
+      if (s[j]->wide && !s[j]->node && u->src[j]->dtype.scalar == TG_I32 && uop_vmin(u->src[j]) >= -32768 && uop_vmax(u->src[j]) <= 32767) {
+        uop *w16 = uop1(OP_CAST, dt_vec(dt_scalar(TG_I16), s[j]->wide * k), s[j]->wnode, arg_none());
+        s[j]->node = uop1(OP_CAST, dt_vec(u->src[j]->dtype, k), uop1(OP_GEP, dt_vec(dt_scalar(TG_I16), k), w16, arg_int(s[j]->par)), arg_none());
+      }
     for (int j = 0; j < u->nsrc && !fail; j++)
       if (s[j]->wide) { if (dt_is_ptr(u->src[j]->dtype)) fail = true; else narrow(s[j], u->src[j]->dtype, k); }
     if (fail) { if (s != s_stack) free(s); break; }
