@@ -107,41 +107,41 @@ static tg_tensor *pair_elem(tg_tensor *v, int p) {
 }
 
 /* The int32 sums of adjacent products (value 2l with 2l + 1) of the last
- * axis, added over `parts` equal parts of it: (..., 32) -> (..., 16/parts). */
-static tg_tensor *pair_dots(tg_tensor *w, tg_tensor *x, int parts) {
-  int64_t len = tg_dim(w, tg_ndim(w) - 1) / parts;
+ * axis: (..., 2m) -> (..., m). Each becomes one vpmaddwd when its sum is
+ * not added to another such sum in int32 (clang reassociates the adds and
+ * loses the pattern), so callers convert or scale it first. */
+static tg_tensor *pair_dots(tg_tensor *w, tg_tensor *x) {
   tg_tensor *acc = NULL;
-  for (int h = 0; h < parts; h++)
-    for (int p = 0; p < 2; p++) {
-      tg_tensor *a = pair_elem(slice_last(w, h * len, (h + 1) * len), p), *b = pair_elem(slice_last(x, h * len, (h + 1) * len), p);
-      tg_tensor *prod = tg_mul(tg_cast(a, TG_I32), tg_cast(b, TG_I32));
-      acc = acc ? tg_add(acc, prod) : prod;
-    }
+  for (int p = 0; p < 2; p++) {
+    tg_tensor *prod = tg_mul(tg_cast(pair_elem(w, p), TG_I32), tg_cast(pair_elem(x, p), TG_I32));
+    acc = acc ? tg_add(acc, prod) : prod;
+  }
   return acc;
 }
 
 /* y (..., n) = x (..., k) @ W.T in ggml's way, for a type with an integer
  * path. Each lane adds adjacent products (value 2l with 2l + 1) as int32:
  * in the kernel that is one vpmaddwd of the block's int16 values (a wide
- * load, see vectorize.c). Q8_0 has 16 lanes of 2 products per block, Q4_0
- * 8 lanes of 4 (its two nibble halves come from the same bytes). The lane
- * sums (exact) are scaled in float and summed: what the whole block's
- * integer sum times the scales gives, up to float rounding (ggml's own
- * AVX2 code also keeps lane sums in float). */
+ * load, see vectorize.c). Q8_0 has 16 lanes per block, Q4_0 8 per nibble
+ * half (both halves come from the same bytes). The lane sums (exact) are
+ * scaled in float and summed: what the whole block's integer sum times the
+ * scales gives, up to float rounding (ggml's own AVX2 code also keeps lane
+ * sums in float). */
 static tg_tensor *int_matmul(tg_tensor *x, tg_tensor *raw, int t, int64_t n, int64_t k) {
   const ggml_type_traits *tr = ggml_type_info((uint32_t)t);
-  int64_t nb = k / 32;
+  int64_t nb = k / 32, h = t == GGML_TYPE_Q4_0 ? 2 : 1;
   tg_tensor *blk = tg_reshape(raw, TG_SHAPE(n * nb, tr->type_size));
-  tg_tensor *wq = tg_reshape(weight_ints(blk, t), TG_SHAPE(n, nb, 32));
-  tg_tensor *dw = tg_reshape(qt_f16(blk, 0), TG_SHAPE(n, nb, 1));
+  tg_tensor *wq = tg_reshape(weight_ints(blk, t), TG_SHAPE(n, nb, h, 32 / h));
+  tg_tensor *dw = tg_reshape(qt_f16(blk, 0), TG_SHAPE(n, nb, 1, 1));
   tg_tensor *xq, *dx;
   quantize_q8_0(x, &xq, &dx);
-  xq = tg_unsqueeze(xq, -3), dx = tg_unsqueeze(dx, -3);                         /* (..., 1, nb, 32|1) */
-  tg_tensor *lanes = qt_f32(pair_dots(wq, xq, t == GGML_TYPE_Q4_0 ? 2 : 1));   /* (..., n, nb, 16|8) */
+  xq = tg_reshape(xq, with_tail(x, 4, (int64_t[]){ 1, nb, h, 32 / h }));
+  dx = tg_reshape(dx, with_tail(x, 4, (int64_t[]){ 1, nb, 1, 1 }));
+  tg_tensor *lanes = qt_f32(pair_dots(wq, xq));   /* (..., n, nb, h, 16 / h) */
   /* ggml: sumi * (dw * dx) (Q4_0's generic code multiplies by dw, then dx;
    * with lane sums the rounding differs anyway, and one scale is cheaper) */
   tg_tensor *blk_dot = tg_mul(lanes, tg_mul(dw, dx));
-  return tg_sum(blk_dot, TG_AXES(-2, -1), false);
+  return tg_sum(blk_dot, TG_AXES(-3, -2, -1), false);
 }
 
 /* The K-quants (Q4_K, Q6_K) against x quantized to Q8_K, like ggml's
@@ -162,7 +162,7 @@ static tg_tensor *kquant_matmul(tg_tensor *x, tg_tensor *raw, int t, int64_t n, 
   xq = tg_reshape(xq, with_tail(x, 4, (int64_t[]){ 1, nb, 16, 16 }));
   dx = tg_reshape(dx, with_tail(x, 4, (int64_t[]){ 1, nb, 1, 1 }));
   tg_tensor *sc16 = slice_last(tg_reshape(sc, per16), 0, 1);                                /* (n, nb, 16, 1) */
-  tg_tensor *dot = tg_mul(qt_f32(tg_mul(pair_dots(wq, xq, 1), sc16)), tg_mul(tg_reshape(dw, one), dx));
+  tg_tensor *dot = tg_mul(qt_f32(tg_mul(pair_dots(wq, xq), sc16)), tg_mul(tg_reshape(dw, one), dx));
   if (m) {
     tg_tensor *xs = tg_add(tg_cast(pair_elem(xq, 0), TG_I32), tg_cast(pair_elem(xq, 1), TG_I32));
     tg_tensor *m16 = slice_last(tg_reshape(m, per16), 0, 1);
