@@ -5,10 +5,10 @@
  *                            Q6_K), x float32: tg_matmul(tg_dequantize(W), x),
  *                            one kernel reading the packed bytes
  *   qmatvec_q8act_TYPE_ROWSxCOLS
- *                            the same W (Q8_0 Q4_0) and x through
- *                            tg_quant_matmul: x quantized to Q8_0 (two small
- *                            kernels), integer block dot products (ggml's
- *                            way); tg's time counts all three kernels
+ *                            the same W and x through tg_quant_matmul: x
+ *                            quantized to Q8_0 (Q8_K for the K-quants) by
+ *                            small kernels, integer block dot products
+ *                            (ggml's way); tg's time counts all kernels
  *
  * Matvec is bound by reading the weights once, so GB/s counts the packed
  * bytes. The reference is the read bandwidth of a hand OpenMP loop over the
@@ -29,7 +29,7 @@
  * of summation order (the fused kernel may contract multiply-adds). The
  * q8act lines differ from that by x's quantization: per block at most
  * 0.6 * (max|x| / 127) * sum|w| (half a step, plus the fp16 scale's
- * rounding); tests/test_quant_matmul.c checks them against ggml's code. */
+ * rounding); tests/test_quant_matmul*.c check them against ggml's code. */
 #include <math.h>
 #include "bench.h"
 
@@ -181,9 +181,10 @@ static void bench_qmatvec(const qcase *c, int64_t rows, int64_t cols, int reps, 
     int64_t i = s * step;
     double ref = 0, mag = 0, xq_err = 0;
     for (int64_t k = 0; k < cols; k++) ref += (double)wrow[s * cols + k] * x[k], mag += fabs((double)wrow[s * cols + k] * x[k]);
-    for (int64_t b = 0; q8act && b < cols / 32; b++) {
+    const int64_t qb = nblocks / rows == cols / 32 ? 32 : 256;   /* x's blocks: Q8_0 or Q8_K */
+    for (int64_t b = 0; q8act && b < cols / qb; b++) {
       double amax = 0, wsum = 0;
-      for (int j = 0; j < 32; j++) amax = fmax(amax, fabs(x[b * 32 + j])), wsum += fabs(wrow[s * cols + b * 32 + j]);
+      for (int64_t j = 0; j < qb; j++) amax = fmax(amax, fabs(x[b * qb + j])), wsum += fabs(wrow[s * cols + b * qb + j]);
       xq_err += 0.6 * amax / 127 * wsum;
     }
     if (!(fabs(got[i] - ref) <= 1e-5 * mag + xq_err + 1e-30)) bench_fail(name, "row %lld: tg %.9g, float64 %.9g", (long long)i, got[i], ref);
@@ -209,7 +210,7 @@ int main(int argc, char **argv) {
   /* argv[1] picks lines by a part of their name ("Q4_0", "q8act") */
   for (int s = 0; s < 2; s++)
     for (int q8act = 0; q8act < 2; q8act++)
-      for (int c = 0; c < (q8act ? 2 : 4); c++) {
+      for (int c = 0; c < 4; c++) {
         char key[32];
         snprintf(key, sizeof key, "%s%s", q8act ? "q8act_" : "", cases[c].type);
         if (argc < 2 || strstr(key, argv[1])) bench_qmatvec(&cases[c], shapes[s][0], shapes[s][1], reps, q8act);

@@ -202,15 +202,15 @@ TEST(quant_matmul_symbolic_rows) {
 /* Types without an integer path: the float product of tg_dequantize. */
 TEST(quant_matmul_other_types_float) {
   const int64_t n = 8, k = 256;
-  static uint8_t raw[8 * 144];
+  static uint8_t raw[8 * 176];   /* Q5_K */
   for (size_t i = 0; i < sizeof raw; i++) raw[i] = (uint8_t)(i * 131 + 7);
-  for (int r = 0; r < 8; r++) raw[r * 144 + 1] = 0x1C, raw[r * 144 + 3] = 0x1C;   /* modest d, dmin */
+  for (int r = 0; r < 8; r++) raw[r * 176 + 1] = 0x1C, raw[r * 176 + 3] = 0x1C;   /* modest d, dmin */
   float x[256], got[8], want[8];
   for (int i = 0; i < k; i++) x[i] = (float)(i % 17) / 8 - 1;
   tg_scope_begin();
   tg_tensor *w = tg_from_data(raw, TG_SHAPE(sizeof raw), TG_U8), *xv = tg_from_data(x, TG_SHAPE(1, k), TG_F32);
-  tg_tensor *a = tg_quant_matmul(xv, w, TG_GGML_Q4_K, TG_SHAPE(n, k));
-  tg_tensor *b = tg_matmul(xv, tg_T(tg_dequantize(w, TG_GGML_Q4_K, TG_SHAPE(n, k))));
+  tg_tensor *a = tg_quant_matmul(xv, w, TG_GGML_Q5_K, TG_SHAPE(n, k));
+  tg_tensor *b = tg_matmul(xv, tg_T(tg_dequantize(w, TG_GGML_Q5_K, TG_SHAPE(n, k))));
   CHECK_MSG(a && b && tg_data(a, got, sizeof got) == 0 && tg_data(b, want, sizeof want) == 0, "%s", tg_error());
   for (int i = 0; i < n; i++) CHECK_MSG(got[i] == want[i], "row %d: %g vs %g", i, got[i], want[i]);
   tg_scope_end();

@@ -433,6 +433,17 @@ static void access_along(uop *ast, uop *r, uop *const *axes, int n, int *unit, i
   free(l.v);
 }
 
+/* How many loads step by 2 along r (pairs of adjacent values: vectorize.c
+ * loads them as one wide vector). */
+static int pair_loads_along(uop *ast, uop *r, uop *const *axes, int n) {
+  uop_list l = uop_toposort(ast);
+  int c = 0;
+  for (int i = 0; i < l.n; i++)
+    if (l.v[i]->op == OP_LOAD && stride_of(l.v[i]->src[0]->src[1], r, axes, n) == 2) c++;
+  free(l.v);
+  return c;
+}
+
 /* The largest power of two P (up to 256) that some `x // P` or `x % P`
  * with x depending on r uses: r walks a block structure of that period
  * (packed quantized weights: blocks of 32 or 256 values, nibble halves,
@@ -641,7 +652,15 @@ int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
         int amt = 0;
         for (int c = 0; vec[c] && !amt; c++)
           if (rstatic(axes[r]) % vec[c] == 0 && lanes * vec[c] <= 128) amt = vec[c];
-        if (unit >= 1 && amt && k < max) { out[k++] = (kopt){ OPT_UNROLL, r - fr, amt }; break; }
+        /* packed bytes read in pairs (tg_quant_matmul's int16 multiply-adds) */
+        bool pairs = unit == 0 && loads_bytes(ast) && pair_loads_along(ast, axes[r], axes, n) >= 2;
+        if ((unit >= 1 || pairs) && amt && k < max) {
+          out[k++] = (kopt){ OPT_UNROLL, r - fr, amt };
+          /* the 16 sub-blocks of a K-quant super-block, 4 at a time (their
+           * scales' bit positions become constants; 1.5x for Q4_K) */
+          if (pairs && r > fr && rstatic(axes[r - 1]) == 16 && k < max) out[k++] = (kopt){ OPT_UNROLL, r - 1 - fr, 4 };
+          break;
+        }
       }
     }
     /* a panel read along the lanes axis (packed matmul operand): put its

@@ -2,6 +2,12 @@
  * depends on the range becomes a vector (float.vec(16)); loads and stores
  * whose address steps by one element per lane become vector loads/stores,
  * addresses that do not change across lanes stay scalar and are broadcast.
+ * Loads whose address steps by 2 or 4 per lane (pairs of adjacent values,
+ * as in an int16 multiply-add) load all s*k elements once and keep that
+ * wide vector through integer ops (unpacking bits); where it meets
+ * anything else, or is widened to int32 for a multiply, a shuffle picks
+ * its lanes from int16 values (clang then forms vpmaddwd from the int32
+ * products of even and odd int16 lanes).
  * Anything else (gathers, transcendental math, small floats) makes the pass
  * give up, and the range is expanded into scalar lanes instead. */
 #include "codegen/opts.h"
@@ -15,7 +21,38 @@ typedef struct {
   uop *base;        /* index math: lane l is base + stride * l */
   int64_t stride;
   bool affine;
+  int wide, par;    /* strided lanes: lane l is wnode[par + wide*l] */
+  uop *wnode;
 } vinfo;
+
+/* The k lanes of a wide value (a shuffle). */
+static uop *narrow(vinfo *x, dtype_t d, int k) {
+  if (!x->node) x->node = uop1(OP_GEP, dt_vec(d, k), x->wnode, arg_int(x->par));
+  return x->node;
+}
+
+static bool vec_alu_ok(const uop *u);
+
+/* A cast of narrow integers to int32 (narrowed through int16 lanes when it
+ * feeds a multiply). */
+static bool widens_for_mul(const uop *u) {
+  return u->op == OP_CAST && !dt_is_float(u->dtype) && !dt_is_float(u->src[0]->dtype) && u->src[0]->dtype.scalar != TG_BOOL &&
+         dt_itemsize(u->dtype) == 4 && (dt_itemsize(u->src[0]->dtype) == 1 || u->src[0]->dtype.scalar == TG_I16);
+}
+
+/* Can u work on the wide vectors of its sources (every lane-varying source
+ * wide with the same stride and parity, integers of at most 2 bytes)? */
+static bool stays_wide(const uop *u, vinfo **s, const ptrmap *mul_src) {
+  int ws = 0, wp = -1;
+  for (int j = 0; j < u->nsrc; j++) {
+    if (!s[j]->vec) continue;
+    if (!s[j]->wide || (ws && (s[j]->wide != ws || s[j]->par != wp))) return false;
+    ws = s[j]->wide, wp = s[j]->par;
+  }
+  if (u->op == OP_LOAD) return ws != 0;
+  return ws && uop_is_alu(u->op) && vec_alu_ok(u) && !uop_is_comparison(u->op) && u->op != OP_WHERE && !dt_is_float(u->dtype) &&
+         u->dtype.scalar != TG_BOOL && dt_itemsize(u->dtype) <= 4 && !(widens_for_mul(u) && pm_get(mul_src, u));
+}
 
 static bool small_float(dtype_t d) {
   return d.scalar == TG_F16 || d.scalar == TG_BF16 || d.scalar == TG_FP8E4M3 || d.scalar == TG_FP8E5M2;
@@ -98,7 +135,11 @@ static bool affine_alu(uop *u, vinfo *me, vinfo **s, int k) {
 uop *kernel_vectorize(uop *ast, uop *lane_range) {
   int k = (int)uop_const_value(lane_range->src[0]);
   uop_list l = uop_toposort(ast);
-  ptrmap info = { 0 };
+  ptrmap info = { 0 }, wide_seen = { 0 };   /* wide index -> bit mask of the parities loaded */
+  ptrmap mul_src = { 0 };                    /* operands of integer multiplies */
+  for (int i = 0; i < l.n; i++)
+    if (l.v[i]->op == OP_MUL && !dt_is_float(l.v[i]->dtype))
+      for (int j = 0; j < 2; j++) pm_put(&mul_src, l.v[i]->src[j], (void *)1);
   vinfo *vi = tg_xcalloc((size_t)l.n, sizeof(vinfo));
   bool fail = false;
   uop *result = NULL;
@@ -120,6 +161,33 @@ uop *kernel_vectorize(uop *ast, uop *lane_range) {
       continue;
     }
     me->vec = true;
+    if (stays_wide(u, s, &mul_src)) {
+      uop *src[3];
+      for (int j = 0; j < u->nsrc && j < 3; j++) src[j] = s[j]->wide ? s[j]->wnode : s[j]->node;
+      for (int j = 0; j < u->nsrc; j++) if (s[j]->vec) me->wide = s[j]->wide, me->par = s[j]->par;
+      me->wnode = u->nsrc > 3 ? NULL : uop_new(u->op, dt_vec(u->dtype, me->wide * k), src, u->nsrc, u->arg);
+      if (s != s_stack) free(s);
+      if (!me->wnode) { fail = true; break; }
+      continue;
+    }
+    if (s[0]->wide && widens_for_mul(u)) {
+      /* to int32 by way of int16 lanes, so the shuffle picks int16 lanes
+       * (the form clang turns into vpmaddwd) */
+      uop *w16 = u->src[0]->dtype.scalar == TG_I16 ? s[0]->wnode : uop1(OP_CAST, dt_vec(dt_scalar(TG_I16), s[0]->wide * k), s[0]->wnode, u->arg);
+      uop *n16 = uop1(OP_GEP, dt_vec(dt_scalar(TG_I16), k), w16, arg_int(s[0]->par));
+      me->node = uop1(OP_CAST, dt_vec(u->dtype, k), n16, u->arg);
+      if (s != s_stack) free(s);
+      continue;
+    }
+    /* int32 multiply operands known to fit in int16: shuffled as int16 too */
+    for (int j = 0; j < u->nsrc && u->op == OP_MUL; j++)
+      if (s[j]->wide && !s[j]->node && u->src[j]->dtype.scalar == TG_I32 && uop_vmin(u->src[j]) >= -32768 && uop_vmax(u->src[j]) <= 32767) {
+        uop *w16 = uop1(OP_CAST, dt_vec(dt_scalar(TG_I16), s[j]->wide * k), s[j]->wnode, arg_none());
+        s[j]->node = uop1(OP_CAST, dt_vec(u->src[j]->dtype, k), uop1(OP_GEP, dt_vec(dt_scalar(TG_I16), k), w16, arg_int(s[j]->par)), arg_none());
+      }
+    for (int j = 0; j < u->nsrc && !fail; j++)
+      if (s[j]->wide) { if (dt_is_ptr(u->src[j]->dtype)) fail = true; else narrow(s[j], u->src[j]->dtype, k); }
+    if (fail) { if (s != s_stack) free(s); break; }
     if (int_affine_dtype(u->dtype) && affine_alu(u, me, s, k)) { if (s != s_stack) free(s); continue; }
     /* lane-varying index math that is not affine cannot address memory */
     if (dt_eq(u->dtype, DT_INDEX)) { fail = true; if (s != s_stack) free(s); break; }
@@ -131,6 +199,24 @@ uop *kernel_vectorize(uop *ast, uop *lane_range) {
       vinfo *ix = s[1];
       /* bools are one byte in memory but comparison masks in registers */
       if (u->dtype.scalar == TG_BOOL) { fail = true; break; }
+      if (ix->affine && u->nsrc == 2 && (ix->stride == 2 || ix->stride == 4)) {
+        /* lane l reads base + st*l: one load of st*k elements from the
+         * multiple of st below base (known from the index math), a shuffle
+         * picks the lanes. Reading past the last lane is safe only when the
+         * top parity is loaded too (checked at the end) */
+        int st = (int)ix->stride, p = 0;
+        uop *b0 = uop_simplify(ix->base), *b = NULL;
+        for (; p < st && !b; p++) {
+          uop *c = uop_simplify(uop_alu(OP_SUB, b0, uop_const_int(DT_INDEX, p)));
+          if (known_divisor(c) % st == 0 && uop_vmin(c) >= 0) b = c;
+        }
+        if (!b) { fail = true; break; }
+        me->wide = st, me->par = p - 1;
+        me->wnode = uop_new(OP_INDEX, dt_vec(u->dtype, st * k), (uop *[]){ s[0]->node, b }, 2, u->arg);
+        uintptr_t *seen = (uintptr_t *)pm_get(&wide_seen, me->wnode);
+        pm_put(&wide_seen, me->wnode, (void *)(((uintptr_t)seen) | (uintptr_t)1 << me->par));
+        break;
+      }
       if (!ix->affine || (u->nsrc > 2 && s[2]->vec) || ix->stride != 1) { fail = true; break; }
       uop *src[3] = { s[0]->node, uop_simplify(ix->base), u->nsrc > 2 ? s[2]->node : NULL };
       me->node = uop_new(OP_INDEX, dt_vec(u->dtype, k), src, u->nsrc, u->arg);
@@ -192,8 +278,16 @@ uop *kernel_vectorize(uop *ast, uop *lane_range) {
     fprintf(stderr, "\n");
   }
   if (!fail && !result) result = vi[l.n - 1].node;
+  for (size_t i = 0; i < wide_seen.cap && !fail; i++)
+    if (wide_seen.keys[i]) {
+      uop *w = wide_seen.keys[i];
+      int st = w->dtype.count / k;
+      fail = !((uintptr_t)wide_seen.vals[i] >> (st - 1) & 1);
+    }
   free(vi);
   free(l.v);
   pm_free(&info);
+  pm_free(&wide_seen);
+  pm_free(&mul_src);
   return fail ? NULL : result;
 }

@@ -14,15 +14,18 @@ static tg_tensor *rms_norm(tg_tensor *x, tg_tensor *w, float eps) {
   return w ? tg_mul(y, tg_cast(w, TG_F32)) : y;
 }
 
-/* x (T, in) @ w.T. A quantized w with few rows of x (decoding) multiplies
- * like ggml: x quantized to 8-bit blocks, integer dot products per block
- * (tg_quant_matmul). With many rows (a prefill chunk) it is decoded into a
+/* x (T, in) @ w.T. A Q8_0 or Q4_0 w with few rows of x (decoding)
+ * multiplies like ggml: x quantized to 8-bit blocks, integer dot products
+ * per block (tg_quant_matmul; its K-quant path is slower than the fused
+ * float kernel so far, docs/quant.md, so those stay on the float path).
+ * With many rows (a prefill chunk) it is decoded into a
  * float32 copy first, once, instead of once per row tile inside the matmul;
  * a realized float32 w is already contiguous, so this costs it nothing. */
 #define LINEAR_DECODE_ONCE_ROWS 16
 static tg_tensor *linear(tg_llm *m, tg_tensor *x, tg_tensor *w, tg_tensor *b) {
   const llm_packed *pk = llm_packed_of(m, w);
-  if (pk && tg_dim(x, 0) < LINEAR_DECODE_ONCE_ROWS && !getenv("TG_LLM_FLOAT_MATVEC")) {
+  bool int_fast = pk && (pk->type == TG_GGML_Q8_0 || pk->type == TG_GGML_Q4_0);
+  if (int_fast && tg_dim(x, 0) < LINEAR_DECODE_ONCE_ROWS && !getenv("TG_LLM_FLOAT_MATVEC")) {
     tg_tensor *y = tg_quant_matmul(x, pk->raw, pk->type, tg_shape_of(w));
     return b ? tg_add(y, tg_cast(b, TG_F32)) : y;
   }

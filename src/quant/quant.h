@@ -63,6 +63,11 @@ tg_tensor *qt_f32(tg_tensor *x);
  * spread over its len values: (nb, 8*len) I32 each. */
 void qt_scale_min_k4(tg_tensor *blk, int off, int len, tg_tensor **sc, tg_tensor **mn);
 
+/* The integers of Q4_K (d*sc*q - dmin*m) and Q6_K (d*sc*q): q (nb, 256)
+ * and the sub-block scales (and mins) spread over their values, I32. */
+void qk_q4_k_ints(tg_tensor *blk, tg_tensor **q, tg_tensor **sc, tg_tensor **m);
+void qk_q6_k_ints(tg_tensor *blk, tg_tensor **q, tg_tensor **sc);
+
 /* One dequantizer per type: (nb, bytes) U8 -> (nb, block_size) F32. */
 typedef tg_tensor *(*qt_dequant_fn)(tg_tensor *blk);
 tg_tensor *dq_q4_0(tg_tensor *blk);

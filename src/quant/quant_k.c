@@ -34,10 +34,15 @@ tg_tensor *dq_q3_k(tg_tensor *blk) {
   return affine(q, qt_f16(blk, 108), sc, NULL, NULL);
 }
 
+void qk_q4_k_ints(tg_tensor *blk, tg_tensor **q, tg_tensor **sc, tg_tensor **m) {
+  qt_scale_min_k4(blk, 4, 32, sc, m);
+  *q = nibbles256(blk, 16);
+}
+
 tg_tensor *dq_q4_k(tg_tensor *blk) {
-  tg_tensor *sc, *m;
-  qt_scale_min_k4(blk, 4, 32, &sc, &m);
-  return affine(nibbles256(blk, 16), qt_f16(blk, 0), sc, qt_f16(blk, 2), m);
+  tg_tensor *q, *sc, *m;
+  qk_q4_k_ints(blk, &q, &sc, &m);
+  return affine(q, qt_f16(blk, 0), sc, qt_f16(blk, 2), m);
 }
 
 tg_tensor *dq_q5_k(tg_tensor *blk) {
@@ -47,10 +52,16 @@ tg_tensor *dq_q5_k(tg_tensor *blk) {
   return affine(q, qt_f16(blk, 0), sc, qt_f16(blk, 2), m);
 }
 
-tg_tensor *dq_q6_k(tg_tensor *blk) {
+void qk_q6_k_ints(tg_tensor *blk, tg_tensor **q, tg_tensor **sc) {
   /* value n*128 + k*32 + l: low 4 bits from nibble k/2 of ql[n*64 + (k%2)*32 + l],
    * top 2 bits from bits 2k.. of qh[n*32 + l] */
   tg_tensor *ql = qt_fields(blk, 0, 2, 64, 2, 4), *qh = qt_fields(blk, 128, 2, 32, 4, 2);
-  tg_tensor *q = tg_subs(qt_or(ql, tg_lshifts(qh, 4)), 32);
-  return affine(q, qt_f16(blk, 208), qt_spread(qt_i8(blk, 192, 16), 16), NULL, NULL);
+  *q = tg_subs(qt_or(ql, tg_lshifts(qh, 4)), 32);
+  *sc = qt_spread(qt_i8(blk, 192, 16), 16);
+}
+
+tg_tensor *dq_q6_k(tg_tensor *blk) {
+  tg_tensor *q, *sc;
+  qk_q6_k_ints(blk, &q, &sc);
+  return affine(q, qt_f16(blk, 208), sc, NULL, NULL);
 }

@@ -75,32 +75,100 @@ static tg_tensor *weight_ints(tg_tensor *blk, int t) {
   return tg_reshape(q, TG_SHAPE(nb, 32));
 }
 
-static bool has_int_path(int t) { return t == GGML_TYPE_Q8_0 || t == GGML_TYPE_Q4_0; }
+static bool has_int_path(int t) {
+  return t == GGML_TYPE_Q8_0 || t == GGML_TYPE_Q4_0 || t == GGML_TYPE_Q4_K || t == GGML_TYPE_Q6_K;
+}
+
+/* quantize_row_q8_K_ref of every 256 values of x (..., K): *q (..., K/256,
+ * 256) I16 and *d (..., K/256, 1) F32. max is the first value of largest
+ * |x| (sign kept), iscale = -127 / max, q = min(127, nearest_int(iscale *
+ * x)) (ggml's nearest_int rounds half to even, like tg_round), d = 1 /
+ * iscale; a block of zeros has d = 0, q = 0. */
+static void quantize_q8_k(tg_tensor *x, tg_tensor **q, tg_tensor **d) {
+  int64_t nb = tg_dim(x, tg_ndim(x) - 1) / 256;
+  tg_tensor *xb = tg_reshape(tg_cast(x, TG_F32), with_tail(x, 2, (int64_t[]){ nb, 256 }));
+  tg_tensor *ax = tg_abs(xb), *zero = tg_scalar(0, TG_F32);
+  tg_tensor *nz = tg_ne(tg_max(ax, TG_AXES(-1), true), zero);
+  tg_tensor *first = tg_eq(tg_arange(0, 256, 1, TG_I32), tg_cast(tg_argmax(ax, -1, true), TG_I32));
+  tg_tensor *mx = tg_sum(tg_where(first, xb, zero), TG_AXES(-1), true);
+  tg_tensor *iscale = tg_div(tg_scalar(-127, TG_F32), tg_where(nz, mx, tg_scalar(1, TG_F32)));
+  tg_tensor *v = tg_minimum(tg_round(tg_mul(iscale, xb)), tg_scalar(127, TG_F32));
+  *q = tg_contiguous(tg_cast(tg_where(nz, v, zero), TG_I16));
+  tg_tensor *dfull = tg_contiguous(tg_expand(tg_where(nz, tg_div(tg_scalar(1, TG_F32), iscale), zero), tg_shape_of(xb)));
+  *d = slice_last(dfull, 0, 1);
+}
+
+/* Element p of every pair of the last axis (..., 2m) -> (..., m). */
+static tg_tensor *pair_elem(tg_tensor *v, int p) {
+  int nd = tg_ndim(v);
+  int64_t m = tg_dim(v, nd - 1) / 2;
+  tg_tensor *pairs = tg_reshape(v, with_tail(v, 2, (int64_t[]){ m, 2 }));
+  return tg_reshape(slice_last(pairs, p, p + 1), with_tail(v, 1, (int64_t[]){ m }));
+}
+
+/* The int32 sums of adjacent products (value 2l with 2l + 1) of the last
+ * axis: (..., 2m) -> (..., m). Each becomes one vpmaddwd when its sum is
+ * not added to another such sum in int32 (clang reassociates the adds and
+ * loses the pattern), so callers convert or scale it first. */
+static tg_tensor *pair_dots(tg_tensor *w, tg_tensor *x) {
+  tg_tensor *acc = NULL;
+  for (int p = 0; p < 2; p++) {
+    tg_tensor *prod = tg_mul(tg_cast(pair_elem(w, p), TG_I32), tg_cast(pair_elem(x, p), TG_I32));
+    acc = acc ? tg_add(acc, prod) : prod;
+  }
+  return acc;
+}
 
 /* y (..., n) = x (..., k) @ W.T in ggml's way, for a type with an integer
- * path. The block's 32 products are added in two halves' 16 lanes (value l
- * with value l + 16) as integers, and the 16 lane sums (exact) are scaled in
- * float and summed: what the whole block's integer sum times the scales
- * gives, up to float rounding (ggml's own AVX2 code also keeps lane sums in
- * float). The lanes become one SIMD vector per block in the kernel. */
+ * path. Each lane adds adjacent products (value 2l with 2l + 1) as int32:
+ * in the kernel that is one vpmaddwd of the block's int16 values (a wide
+ * load, see vectorize.c). Q8_0 has 16 lanes per block, Q4_0 8 per nibble
+ * half (both halves come from the same bytes). The lane sums (exact) are
+ * scaled in float and summed: what the whole block's integer sum times the
+ * scales gives, up to float rounding (ggml's own AVX2 code also keeps lane
+ * sums in float). */
 static tg_tensor *int_matmul(tg_tensor *x, tg_tensor *raw, int t, int64_t n, int64_t k) {
   const ggml_type_traits *tr = ggml_type_info((uint32_t)t);
-  int64_t nb = k / 32;
+  int64_t nb = k / 32, h = t == GGML_TYPE_Q4_0 ? 2 : 1;
   tg_tensor *blk = tg_reshape(raw, TG_SHAPE(n * nb, tr->type_size));
-  tg_tensor *wq = tg_reshape(weight_ints(blk, t), TG_SHAPE(n, nb, 32));
-  tg_tensor *dw = tg_reshape(qt_f16(blk, 0), TG_SHAPE(n, nb, 1));
+  tg_tensor *wq = tg_reshape(weight_ints(blk, t), TG_SHAPE(n, nb, h, 32 / h));
+  tg_tensor *dw = tg_reshape(qt_f16(blk, 0), TG_SHAPE(n, nb, 1, 1));
   tg_tensor *xq, *dx;
   quantize_q8_0(x, &xq, &dx);
-  xq = tg_unsqueeze(xq, -3), dx = tg_unsqueeze(dx, -3);                         /* (..., 1, nb, 32|1) */
-  /* int16 products of the two halves, added in int16 (exact: at most
-   * 2 * 128 * 127 = 32512): (..., n, nb, 16) */
-  tg_tensor *lo = tg_mul(slice_last(wq, 0, 16), slice_last(xq, 0, 16));
-  tg_tensor *hi = tg_mul(slice_last(wq, 16, 32), slice_last(xq, 16, 32));
-  tg_tensor *lanes = qt_f32(tg_add(lo, hi));
+  xq = tg_reshape(xq, with_tail(x, 4, (int64_t[]){ 1, nb, h, 32 / h }));
+  dx = tg_reshape(dx, with_tail(x, 4, (int64_t[]){ 1, nb, 1, 1 }));
+  tg_tensor *lanes = qt_f32(pair_dots(wq, xq));   /* (..., n, nb, h, 16 / h) */
   /* ggml: sumi * (dw * dx) (Q4_0's generic code multiplies by dw, then dx;
    * with lane sums the rounding differs anyway, and one scale is cheaper) */
   tg_tensor *blk_dot = tg_mul(lanes, tg_mul(dw, dx));
-  return tg_sum(blk_dot, TG_AXES(-2, -1), false);
+  return tg_sum(blk_dot, TG_AXES(-3, -2, -1), false);
+}
+
+/* The K-quants (Q4_K, Q6_K) against x quantized to Q8_K, like ggml's
+ * ggml_vec_dot_{q4_K,q6_K}_q8_K: per 16 values of a sub-block, 8 lanes of
+ * adjacent products times the sub-block's scale (int32, exact), scaled by
+ * d_w * d_x in float; Q4_K subtracts dmin_w * d_x * m times x's sums. */
+static tg_tensor *kquant_matmul(tg_tensor *x, tg_tensor *raw, int t, int64_t n, int64_t k) {
+  const ggml_type_traits *tr = ggml_type_info((uint32_t)t);
+  int64_t nb = k / 256;
+  tg_tensor *blk = tg_reshape(raw, TG_SHAPE(n * nb, tr->type_size));
+  tg_tensor *q, *sc, *m = NULL, *dw, *dmin = NULL;
+  if (t == GGML_TYPE_Q4_K) qk_q4_k_ints(blk, &q, &sc, &m), dw = qt_f16(blk, 0), dmin = qt_f16(blk, 2);
+  else qk_q6_k_ints(blk, &q, &sc), dw = qt_f16(blk, 208);
+  const tg_shape per16 = TG_SHAPE(n, nb, 16, 16), one = TG_SHAPE(n, nb, 1, 1);
+  tg_tensor *wq = tg_reshape(tg_cast(q, TG_I16), per16);
+  tg_tensor *xq, *dx;
+  quantize_q8_k(x, &xq, &dx);
+  xq = tg_reshape(xq, with_tail(x, 4, (int64_t[]){ 1, nb, 16, 16 }));
+  dx = tg_reshape(dx, with_tail(x, 4, (int64_t[]){ 1, nb, 1, 1 }));
+  tg_tensor *sc16 = slice_last(tg_reshape(sc, per16), 0, 1);                                /* (n, nb, 16, 1) */
+  tg_tensor *dot = tg_mul(qt_f32(tg_mul(pair_dots(wq, xq), sc16)), tg_mul(tg_reshape(dw, one), dx));
+  if (m) {
+    tg_tensor *xs = tg_add(tg_cast(pair_elem(xq, 0), TG_I32), tg_cast(pair_elem(xq, 1), TG_I32));
+    tg_tensor *m16 = slice_last(tg_reshape(m, per16), 0, 1);
+    dot = tg_sub(dot, tg_mul(qt_f32(tg_mul(xs, m16)), tg_mul(tg_reshape(dmin, one), dx)));
+  }
+  return tg_sum(dot, TG_AXES(-3, -2, -1), false);
 }
 
 tg_tensor *tg_quant_matmul(tg_tensor *x, tg_tensor *raw, int t, tg_shape w_shape) {
@@ -116,7 +184,7 @@ tg_tensor *tg_quant_matmul(tg_tensor *x, tg_tensor *raw, int t, tg_shape w_shape
    * float path of the types without an integer one */
   tg_tensor *w = tg_dequantize(raw, t, w_shape), *r = NULL;
   if (w && !has_int_path(t)) r = tg_matmul(x, tg_T(w));
-  else if (w) r = int_matmul(x, raw, t, n, k);
+  else if (w) r = t == GGML_TYPE_Q4_K || t == GGML_TYPE_Q6_K ? kquant_matmul(x, raw, t, n, k) : int_matmul(x, raw, t, n, k);
   if (r) tg_keep(r);
   tg_scope_end();
   return r;

@@ -214,7 +214,19 @@ static char *render_vec_alu(rctx *c, uop *u) {
   return r;
 }
 
+/* k lanes of a wider vector: lane l is src[arg + l * (src lanes / k)] */
+static char *render_vec_gep(rctx *c, uop *u) {
+  strbuf b = { 0 };
+  const char *a = name_of(c, u->src[0]);
+  int st = u->src[0]->dtype.count / u->dtype.count;
+  sb_printf(&b, "__builtin_shufflevector(%s, %s", a, a);
+  for (int i = 0; i < u->dtype.count; i++) sb_printf(&b, ", %lld", (long long)(u->arg.i + (int64_t)st * i));
+  sb_puts(&b, ")");
+  return b.s;
+}
+
 static char *render_alu(rctx *c, uop *u) {
+  if (u->dtype.count > 1 && u->op == OP_GEP) return render_vec_gep(c, u);
   if (u->dtype.count > 1) return render_vec_alu(c, u);
   const char *a = u->nsrc > 0 ? name_of(c, u->src[0]) : "", *b = u->nsrc > 1 ? name_of(c, u->src[1]) : "", *w = u->nsrc > 2 ? name_of(c, u->src[2]) : "";
   bool f32 = u->dtype.scalar == TG_F32;

@@ -1,0 +1,190 @@
+/* test_quant_matmul_k.c: tg_quant_matmul for the K-quants (Q4_K, Q6_K):
+ * x quantized to Q8_K, integer sub-block dots.
+ *
+ * The reference is ggml's generic C code, restated: quantize_row_q8_K_ref
+ * (max = the first value of largest |x|, iscale = -127 / max, q =
+ * min(127, nearest_int(iscale * x)) rounding half to even, d = 1 / iscale)
+ * and ggml_vec_dot_{q4_K,q6_K}_q8_K_generic (int32 lanes of scale * q_w *
+ * q_x per super-block, scaled by d_w * d_x in float; Q4_K subtracts dmin_w
+ * * d_x * sum of m * x's sums per 16). The quantized x is checked bit for
+ * bit (W the identity); dot products to 1e-5 of the sum of |block terms|
+ * (the float sums run in another order). */
+#include <stdint.h>
+#include "test.h"
+
+static float f16_to_f32(uint16_t h) { _Float16 f; memcpy(&f, &h, 2); return (float)f; }
+
+static int nearest_int(float fval) {
+  float val = fval + 12582912.f;
+  int i;
+  memcpy(&i, &val, sizeof(int));
+  return (i & 0x007fffff) - 0x00400000;
+}
+
+/* quantize_row_q8_K_ref: q (k), d (k/256), bsums (k/16) */
+static void ref_quantize_q8_k(const float *x, int64_t k, int8_t *q, float *d, int *bsums) {
+  for (int64_t b = 0; b < k / 256; b++, x += 256) {
+    float max = 0, amax = 0;
+    for (int j = 0; j < 256; j++) {
+      float ax = fabsf(x[j]);
+      if (ax > amax) amax = ax, max = x[j];
+    }
+    if (!amax) {
+      d[b] = 0;
+      memset(q + b * 256, 0, 256);
+    } else {
+      const float iscale = -127.f / max;
+      for (int j = 0; j < 256; j++) {
+        int v = nearest_int(iscale * x[j]);
+        q[b * 256 + j] = (int8_t)(v < 127 ? v : 127);
+      }
+      d[b] = 1 / iscale;
+    }
+    for (int j = 0; j < 16; j++) {
+      int s = 0;
+      for (int i = 0; i < 16; i++) s += q[b * 256 + j * 16 + i];
+      bsums[b * 16 + j] = s;
+    }
+  }
+}
+
+static void get_scale_min_k4(int j, const uint8_t *q, int *d, int *m) {
+  if (j < 4) *d = q[j] & 63, *m = q[j + 4] & 63;
+  else *d = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4), *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+}
+
+/* ggml_vec_dot_{q4_K,q6_K}_q8_K_generic of one weight row; *mag gets the
+ * sum of |block terms|. */
+static float ref_dot(int t, const uint8_t *w, const int8_t *q8, const float *dx, const int *bsums, int64_t k, double *mag) {
+  float sums[8] = { 0 }, sumf = 0;
+  *mag = 0;
+  for (int64_t b = 0; b < k / 256; b++) {
+    const uint8_t *blk = w + b * (t == TG_GGML_Q4_K ? 144 : 210);
+    const int8_t *y = q8 + b * 256;
+    int8_t a[256];
+    int aux32[8] = { 0 }, sc[16];
+    float d;
+    if (t == TG_GGML_Q4_K) {
+      for (int j = 0; j < 4; j++)
+        for (int l = 0; l < 32; l++) a[j * 64 + l] = (int8_t)(blk[16 + j * 32 + l] & 0xF), a[j * 64 + 32 + l] = (int8_t)(blk[16 + j * 32 + l] >> 4);
+      int sumi = 0;
+      for (int j = 0; j < 8; j++) {
+        int s, m;
+        get_scale_min_k4(j, blk + 4, &s, &m);
+        sc[2 * j] = sc[2 * j + 1] = s;
+        sumi += (bsums[b * 16 + 2 * j] + bsums[b * 16 + 2 * j + 1]) * m;
+      }
+      const float dmin = f16_to_f32((uint16_t)(blk[2] | blk[3] << 8)) * dx[b];
+      sumf -= dmin * sumi;
+      *mag += fabs((double)dmin * sumi);
+      d = f16_to_f32((uint16_t)(blk[0] | blk[1] << 8)) * dx[b];
+    } else {
+      const uint8_t *ql = blk, *qh = blk + 128;
+      for (int n = 0; n < 2; n++, ql += 64, qh += 32)
+        for (int l = 0; l < 32; l++) {
+          a[n * 128 + l] = (int8_t)((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
+          a[n * 128 + l + 32] = (int8_t)((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
+          a[n * 128 + l + 64] = (int8_t)((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+          a[n * 128 + l + 96] = (int8_t)((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+        }
+      for (int j = 0; j < 16; j++) sc[j] = (int8_t)blk[192 + j];
+      d = f16_to_f32((uint16_t)(blk[208] | blk[209] << 8)) * dx[b];
+    }
+    for (int j = 0; j < 256; j++) aux32[j % 8] += sc[j / 16] * (int16_t)(y[j] * a[j]);
+    for (int l = 0; l < 8; l++) sums[l] += d * aux32[l], *mag += fabs((double)d * aux32[l]);
+  }
+  for (int l = 0; l < 8; l++) sumf += sums[l];
+  return sumf;
+}
+
+static uint8_t *random_k(int t, int64_t n, int64_t k, int64_t *nbytes) {
+  int bpb = t == TG_GGML_Q4_K ? 144 : 210;
+  int64_t nb = n * k / 256;
+  *nbytes = nb * bpb;
+  uint8_t *p = malloc((size_t)*nbytes);
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)t;
+  for (int64_t i = 0; i < *nbytes; i++) { h = h * 6364136223846793005ull + 1442695040888963407ull; p[i] = (uint8_t)(h >> 56); }
+  for (int64_t b = 0; b < nb; b++) {
+    uint8_t *blk = p + b * bpb;
+    int at = t == TG_GGML_Q4_K ? 0 : 208;
+    uint16_t f = (uint16_t)(0x1C00 + (b * 37) % 1024) | (uint16_t)(b % 5 == 0 ? 0x8000 : 0);
+    blk[at] = (uint8_t)f, blk[at + 1] = (uint8_t)(f >> 8);
+    if (t == TG_GGML_Q4_K) blk[2] = (uint8_t)(b * 11), blk[3] = 0x18;   /* dmin */
+  }
+  return p;
+}
+
+/* x: blocks of different ranges, a block of zeros, a block whose largest
+ * |x| comes first as a negative and then as a positive value */
+static void fill_x(float *x, int64_t m, int64_t k) {
+  for (int64_t i = 0; i < m * k; i++) {
+    int64_t b = i / 256;
+    float scale = b % 7 == 3 ? 0 : (float)(1 + b % 5) * (b % 3 ? 1.0f : 1e-3f);
+    x[i] = scale * (float)((i * 7919 + i / 13) % 1001 - 500) / 97.0f;
+  }
+  if (k >= 512) x[256 + 3] = -40, x[256 + 9] = 40;
+}
+
+static void check_k(int t, int64_t m, int64_t n, int64_t k) {
+  int64_t nbytes;
+  uint8_t *w = random_k(t, n, k, &nbytes);
+  float *x = malloc(sizeof(float) * (size_t)(m * k)), *y = malloc(sizeof(float) * (size_t)(m * n)), *dx = malloc(sizeof(float) * (size_t)(k / 256));
+  int8_t *q = malloc((size_t)k);
+  int *bs = malloc(sizeof(int) * (size_t)(k / 16));
+  fill_x(x, m, k);
+  tg_scope_begin();
+  tg_tensor *yv = tg_quant_matmul(tg_from_data(x, TG_SHAPE(m, k), TG_F32), tg_from_data(w, TG_SHAPE(nbytes), TG_U8), t, TG_SHAPE(n, k));
+  CHECK_MSG(yv && tg_data(yv, y, sizeof(float) * (size_t)(m * n)) == 0, "%s", tg_error());
+  int bad = 0;
+  for (int64_t r = 0; r < m; r++) {
+    ref_quantize_q8_k(x + r * k, k, q, dx, bs);
+    for (int64_t i = 0; i < n; i++) {
+      double mag;
+      float want = ref_dot(t, w + i * (nbytes / n), q, dx, bs, k, &mag);
+      if (!(fabs((double)y[r * n + i] - want) <= 1e-5 * mag) && bad++ < 5)
+        test_fail(__FILE__, __LINE__, "%s [%lld, %lld]: tg %.9g, ggml %.9g (mag %.3g)", tg_ggml_type_name(t), (long long)r, (long long)i,
+                  y[r * n + i], want, mag);
+    }
+  }
+  CHECK_EQ_INT(bad, 0);
+  tg_scope_end();
+  free(w), free(x), free(y), free(dx), free(q), free(bs);
+}
+
+TEST(quant_matmul_q4_k_vs_ggml) { check_k(TG_GGML_Q4_K, 3, 24, 1024); check_k(TG_GGML_Q4_K, 1, 16, 4096); }
+TEST(quant_matmul_q6_k_vs_ggml) { check_k(TG_GGML_Q6_K, 3, 24, 1024); check_k(TG_GGML_Q6_K, 1, 16, 4096); }
+
+/* W = the identity in Q6_K (d = 1, scales 1, q - 32 = 1 on the diagonal):
+ * y[i] = q[i] * d of i's block, x's Q8_K quantization bit for bit: ties
+ * of nearest_int (half to even), the sign of the first largest |x|, a block
+ * of zeros. */
+TEST(quant_matmul_quantizes_x_like_q8_k) {
+  enum { K = 512 };
+  static uint8_t w[K * K / 256 * 210];
+  memset(w, 0, sizeof w);
+  float x[K], y[K], dx[K / 256];
+  int8_t q[K];
+  int bs[K / 16];
+  for (int i = 0; i < K; i++) {
+    for (int b = 0; b < K / 256; b++) {
+      uint8_t *blk = w + ((int64_t)i * (K / 256) + b) * 210;
+      memset(blk, 0, 128);
+      memset(blk + 128, 0xAA, 64);   /* top bits 2 of every value: q - 32 = the low bits */
+      memset(blk + 192, 1, 16);
+      blk[208] = 0x00, blk[209] = 0x3C;
+    }
+    /* value i % 256 of block i / 256 gets low bits 1 (q - 32 = 1) */
+    int j = i % 256, n = j / 128, kk = (j % 128) / 32, l = j % 32;
+    uint8_t *blk = w + ((int64_t)i * (K / 256) + i / 256) * 210;
+    blk[n * 64 + (kk % 2) * 32 + l] |= (uint8_t)(1 << (4 * (kk / 2)));
+  }
+  for (int j = 0; j < 256; j++) x[j] = j == 5 ? -127.0f : j == 200 ? 127.0f : (float)(j % 64 - 32) + 0.5f;   /* iscale 1: ties */
+  for (int j = 256; j < K; j++) x[j] = j < 384 ? 0 : (float)(j - 400) * 0.37f;
+  ref_quantize_q8_k(x, K, q, dx, bs);
+  CHECK(dx[0] == 1.0f && q[5] == -127 && q[200] == 127 && q[6] == -26);   /* max = x[5]; -25.5 -> -26, half to even */
+  tg_scope_begin();
+  tg_tensor *yv = tg_quant_matmul(tg_from_data(x, TG_SHAPE(K), TG_F32), tg_from_data(w, TG_SHAPE(sizeof w), TG_U8), TG_GGML_Q6_K, TG_SHAPE(K, K));
+  CHECK_MSG(yv && tg_data(yv, y, sizeof y) == 0, "%s", tg_error());
+  for (int i = 0; i < K; i++) CHECK_MSG(y[i] == (float)q[i] * dx[i / 256], "x[%d] = %g: tg %g, ggml %d * %g", i, x[i], y[i], q[i], dx[i / 256]);
+  tg_scope_end();
+}
