@@ -5,7 +5,7 @@ Trains tinygrad's beautiful_mnist CNN (the same model as
 examples/fashion_mnist.c: conv 1->32 5x5, conv 32->32 5x5, batchnorm, maxpool,
 conv 32->64 3x3, conv 64->64 3x3, batchnorm, maxpool, linear 576->10) on
 Fashion-MNIST with Adam and the example's learning-rate schedule (linear
-warm-up over 10% of the steps to 3e-3, then cosine decay to 0), batch 512,
+warm-up over 10% of the steps to 4e-3, then cosine decay to 0), batch 512,
 for --steps steps on the CPU
 with --threads threads, then prints one line:
 
@@ -25,7 +25,7 @@ def idx(path, dims):
     return data[hdr:], shape
 
 
-def learning_rate(step, steps, peak=3e-3):
+def learning_rate(step, steps, peak=4e-3):
     warm = max(steps // 10, 1)
     if step < warm:
         return peak * (step + 1) / warm

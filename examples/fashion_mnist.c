@@ -16,7 +16,7 @@
 #define BATCH 512
 /* learning rate: a linear warm-up over the first 10% of the steps to
  * LR_PEAK, then a cosine decay to 0 (a one-cycle schedule) */
-#define LR_PEAK 3e-3
+#define LR_PEAK 4e-3
 
 /* ---------------------------------------------------------------- data */
 
