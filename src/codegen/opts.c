@@ -408,24 +408,31 @@ static int64_t stride_of(uop *index, uop *r, uop *const *axes, int n) {
   return b->arg.i - a->arg.i;
 }
 
+/* The index expression of every LOAD in the kernel (free .v after use). */
+static uop_list load_indices(uop *ast) {
+  uop_list l = uop_toposort(ast);
+  int n = 0;
+  for (int i = 0; i < l.n; i++) if (l.v[i]->op == OP_LOAD) l.v[n++] = l.v[i]->src[0]->src[1];
+  l.n = n;
+  return l;
+}
+
 /* Do the kernel's loads step by 1 (or 0) along r? counts of each. Only the
  * loads inside the reduce loops count when there are any (a bias read once
  * per output is no reason for lanes), and stores never do. */
 static void access_along(uop *ast, uop *r, uop *const *axes, int n, int *unit, int *zero, int *other) {
   *unit = *zero = *other = 0;
-  uop_list l = uop_toposort(ast);
+  uop_list l = load_indices(ast);
   bool has_reduce = false;
   for (int i = 0; i < n; i++) has_reduce |= rkind(axes[i]) == RANGE_REDUCE;
   for (int i = 0; i < l.n; i++) {
-    if (l.v[i]->op != OP_LOAD) continue;
-    uop *u = l.v[i]->src[0];
     if (has_reduce) {
       bool inner = false;
       for (int a = 0; a < n && !inner; a++)
-        if (rkind(axes[a]) == RANGE_REDUCE) { int64_t sr = stride_of(u->src[1], axes[a], axes, n); inner = sr != 0; }
+        if (rkind(axes[a]) == RANGE_REDUCE) { int64_t sr = stride_of(l.v[i], axes[a], axes, n); inner = sr != 0; }
       if (!inner) continue;
     }
-    int64_t s = stride_of(u->src[1], r, axes, n);
+    int64_t s = stride_of(l.v[i], r, axes, n);
     if (s == 1) (*unit)++;
     else if (s == 0) (*zero)++;
     else (*other)++;
@@ -436,10 +443,9 @@ static void access_along(uop *ast, uop *r, uop *const *axes, int n, int *unit, i
 /* How many loads step by 2 along r (pairs of adjacent values: vectorize.c
  * loads them as one wide vector). */
 static int pair_loads_along(uop *ast, uop *r, uop *const *axes, int n) {
-  uop_list l = uop_toposort(ast);
+  uop_list l = load_indices(ast);
   int c = 0;
-  for (int i = 0; i < l.n; i++)
-    if (l.v[i]->op == OP_LOAD && stride_of(l.v[i]->src[0]->src[1], r, axes, n) == 2) c++;
+  for (int i = 0; i < l.n; i++) c += stride_of(l.v[i], r, axes, n) == 2;
   free(l.v);
   return c;
 }
@@ -485,13 +491,11 @@ static bool loads_bytes(uop *ast) {
  * over the whole reduce. */
 static int64_t panel_stride(uop *ast, uop *const *axes, int n, int fr, int v) {
   if (n <= fr) return 0;
-  uop_list l = uop_toposort(ast);
+  uop_list l = load_indices(ast);
   int64_t p = 0;
   for (int i = 0; i < l.n && !p; i++) {
-    if (l.v[i]->op != OP_LOAD) continue;
-    uop *idx = l.v[i]->src[0]->src[1];
-    if (stride_of(idx, axes[v], axes, n) != 1) continue;
-    int64_t s = stride_of(idx, axes[n - 1], axes, n);
+    if (stride_of(l.v[i], axes[v], axes, n) != 1) continue;
+    int64_t s = stride_of(l.v[i], axes[n - 1], axes, n);
     if (s > 1 && s <= 64) p = s;
   }
   free(l.v);
@@ -506,13 +510,9 @@ static int pick_amount(int64_t size, const int *choices) {
 /* Does a load that steps by 1 along output axis v stay put along axis a (a
  * convolution's input row, the same for every output channel)? */
 static bool row_reused_along(uop *ast, uop *const *axes, int n, int v, int a) {
-  uop_list l = uop_toposort(ast);
+  uop_list l = load_indices(ast);
   bool found = false;
-  for (int i = 0; i < l.n && !found; i++) {
-    if (l.v[i]->op != OP_LOAD) continue;
-    uop *idx = l.v[i]->src[0]->src[1];
-    found = stride_of(idx, axes[v], axes, n) == 1 && stride_of(idx, axes[a], axes, n) == 0;
-  }
+  for (int i = 0; i < l.n && !found; i++) found = stride_of(l.v[i], axes[v], axes, n) == 1 && stride_of(l.v[i], axes[a], axes, n) == 0;
   free(l.v);
   return found;
 }
@@ -521,14 +521,12 @@ static bool row_reused_along(uop *ast, uop *const *axes, int n, int v, int a) {
  * over the loads inside the reduce that do not depend on a, the product of
  * the axes they do depend on. */
 static int64_t unsplit_reads(uop *ast, uop *const *axes, int n, uop *a) {
-  uop_list l = uop_toposort(ast);
+  uop_list l = load_indices(ast);
   int64_t total = 0;
   for (int i = 0; i < l.n; i++) {
-    if (l.v[i]->op != OP_LOAD) continue;
-    uop *idx = l.v[i]->src[0]->src[1];
-    if (stride_of(idx, a, axes, n) != 0) continue;
+    if (stride_of(l.v[i], a, axes, n) != 0) continue;
     int64_t e = 1;
-    for (int j = 0; j < n; j++) if (stride_of(idx, axes[j], axes, n) != 0) e *= rsize(axes[j]);
+    for (int j = 0; j < n; j++) if (stride_of(l.v[i], axes[j], axes, n) != 0) e *= rsize(axes[j]);
     total += e;
   }
   free(l.v);

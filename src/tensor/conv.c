@@ -85,12 +85,15 @@ static tg_tensor *weight_grad(tg_tensor *X, tg_tensor *G, const conv_params *p, 
  * (a transposed convolution: one reduce kernel); the weight's sums the output
  * gradient against the input's windows. The generic rules would instead
  * store a gradient for every window element and add up k^n shifted slices. */
+typedef struct { conv_params p; const char *device; } conv_grad_ctx;
+
 static void conv_grad(const void *ctx, uop *g, uop *const *srcs, int nsrc, uop **grads) {
-  const conv_params *p = ctx;
+  const conv_grad_ctx *c = ctx;
+  const conv_params *p = &c->p;
   int n = p->n;
   (void)nsrc;
   tg_scope_begin();
-  const char *dev = tg_default_device();
+  const char *dev = c->device;
   tg_tensor *G = tensor_wrap(g, dev), *X = tensor_wrap(srcs[0], dev), *W = tensor_wrap(srcs[1], dev);
   conv_params q = *p;
   tg_axes sp = { n, { 0 } };
@@ -178,8 +181,8 @@ static tg_tensor *conv_core(tg_tensor *x, tg_tensor *w, tg_tensor *b, const conv
   for (int j = 0; j < n; j++) os.d[2 + j] = o[j];
   out = tg_reshape(out, os);
   if (out && has_transposed_grad(x, w, p, k)) {
-    conv_params q = *p;
-    autograd_set_custom(out->u, (uop *[]){ x->u, w->u }, 2, conv_grad, &q, sizeof q);
+    conv_grad_ctx gc = { *p, x->device };
+    autograd_set_custom(out->u, (uop *[]){ x->u, w->u }, 2, conv_grad, &gc, sizeof gc);
   }
   if (b) {
     tg_shape bsh = { 2 + n, { 1, cout } };

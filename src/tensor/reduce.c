@@ -217,8 +217,6 @@ tg_tensor *tg_dot(tg_tensor *a, tg_tensor *b) {
   for (int i = 0; i < mid; i++) ws.d[ws.ndim++] = 1;
   int tail = n2 < 2 ? n2 : 2;
   for (int i = n2 - tail; i < n2; i++) ws.d[ws.ndim++] = b->u->shape[i];
-  tg_tensor *x = tg_reshape(a, xs);
-  tg_tensor *w = tg_transpose(tg_reshape(b, ws), -1, -tail);
   tg_tensor *packed = n1 >= 2 && n2 >= 2 ? pack_b_panels(a, b) : NULL;
   tg_tensor *r;
   if (packed) {
@@ -240,7 +238,7 @@ tg_tensor *tg_dot(tg_tensor *a, tg_tensor *b) {
     rs.ndim--;
     r = tg_reshape(r, rs);
   } else
-    r = tg_sum(tg_mul(x, w), TG_AXES(-1), false);
+    r = tg_sum(tg_mul(tg_reshape(a, xs), tg_transpose(tg_reshape(b, ws), -1, -tail)), TG_AXES(-1), false);
   tg_dtype out = tg_dtype_promote((tg_dtype)a->u->dtype.scalar, (tg_dtype)b->u->dtype.scalar);
   r = tg_cast(r, out);
   if (r) tg_keep(r);
