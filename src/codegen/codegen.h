@@ -4,6 +4,7 @@
 #define TG_CODEGEN_H
 
 #include "uop/uop.h"
+#include "util/util.h"
 
 typedef enum {
   LI_OP,          /* compute u (or emit a STORE) */
@@ -30,6 +31,12 @@ void lprogram_free(lprogram *p);
 /* The DEFINE_VAR names a kernel uses, sorted (the order of its vars[]
  * argument); the count, at most max. Names point into the AST. */
 int kernel_var_names(uop *ast, const char **names, int max);
+
+/* Software prefetches for a kernel that streams a big operand once (one
+ * output loop over row groups, loads along a reduce loop: a matvec): maps
+ * each chosen LOAD to how many bytes ahead of its address to prefetch
+ * (intptr_t values in `ahead`). Returns how many loads got one. */
+int kernel_prefetch_plan(uop *ast, ptrmap *ahead);
 
 /* Estimated FLOPs of one run (ALU ops times their loop trip counts). */
 double kernel_flops(uop *ast);

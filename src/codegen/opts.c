@@ -395,8 +395,7 @@ uop *kernel_expand_lanes(uop *ast) {
 
 /* ------------------------------------------------------------ heuristic */
 
-/* d(index)/d(r) for an affine index (others at 0); INT64_MIN when unknown */
-static int64_t stride_of(uop *index, uop *r, uop *const *axes, int n) {
+int64_t index_stride(uop *index, uop *r, uop *const *axes, int n) {
   ptrmap m0 = { 0 }, m1 = { 0 };
   for (int i = 0; i < n; i++) {
     pm_put(&m0, axes[i], uop_const_int(DT_INDEX, 0));
@@ -429,10 +428,10 @@ static void access_along(uop *ast, uop *r, uop *const *axes, int n, int *unit, i
     if (has_reduce) {
       bool inner = false;
       for (int a = 0; a < n && !inner; a++)
-        if (rkind(axes[a]) == RANGE_REDUCE) { int64_t sr = stride_of(l.v[i], axes[a], axes, n); inner = sr != 0; }
+        if (rkind(axes[a]) == RANGE_REDUCE) { int64_t sr = index_stride(l.v[i], axes[a], axes, n); inner = sr != 0; }
       if (!inner) continue;
     }
-    int64_t s = stride_of(l.v[i], r, axes, n);
+    int64_t s = index_stride(l.v[i], r, axes, n);
     if (s == 1) (*unit)++;
     else if (s == 0) (*zero)++;
     else (*other)++;
@@ -445,7 +444,7 @@ static void access_along(uop *ast, uop *r, uop *const *axes, int n, int *unit, i
 static int pair_loads_along(uop *ast, uop *r, uop *const *axes, int n) {
   uop_list l = load_indices(ast);
   int c = 0;
-  for (int i = 0; i < l.n; i++) c += stride_of(l.v[i], r, axes, n) == 2;
+  for (int i = 0; i < l.n; i++) c += index_stride(l.v[i], r, axes, n) == 2;
   free(l.v);
   return c;
 }
@@ -494,8 +493,8 @@ static int64_t panel_stride(uop *ast, uop *const *axes, int n, int fr, int v) {
   uop_list l = load_indices(ast);
   int64_t p = 0;
   for (int i = 0; i < l.n && !p; i++) {
-    if (stride_of(l.v[i], axes[v], axes, n) != 1) continue;
-    int64_t s = stride_of(l.v[i], axes[n - 1], axes, n);
+    if (index_stride(l.v[i], axes[v], axes, n) != 1) continue;
+    int64_t s = index_stride(l.v[i], axes[n - 1], axes, n);
     if (s > 1 && s <= 64) p = s;
   }
   free(l.v);
@@ -512,7 +511,7 @@ static int pick_amount(int64_t size, const int *choices) {
 static bool row_reused_along(uop *ast, uop *const *axes, int n, int v, int a) {
   uop_list l = load_indices(ast);
   bool found = false;
-  for (int i = 0; i < l.n && !found; i++) found = stride_of(l.v[i], axes[v], axes, n) == 1 && stride_of(l.v[i], axes[a], axes, n) == 0;
+  for (int i = 0; i < l.n && !found; i++) found = index_stride(l.v[i], axes[v], axes, n) == 1 && index_stride(l.v[i], axes[a], axes, n) == 0;
   free(l.v);
   return found;
 }
@@ -524,9 +523,9 @@ static int64_t unsplit_reads(uop *ast, uop *const *axes, int n, uop *a) {
   uop_list l = load_indices(ast);
   int64_t total = 0;
   for (int i = 0; i < l.n; i++) {
-    if (stride_of(l.v[i], a, axes, n) != 0) continue;
+    if (index_stride(l.v[i], a, axes, n) != 0) continue;
     int64_t e = 1;
-    for (int j = 0; j < n; j++) if (stride_of(l.v[i], axes[j], axes, n) != 0) e *= rsize(axes[j]);
+    for (int j = 0; j < n; j++) if (index_stride(l.v[i], axes[j], axes, n) != 0) e *= rsize(axes[j]);
     total += e;
   }
   free(l.v);

@@ -311,6 +311,8 @@ char *render_c(uop *ast, const char *name) {
   int nbufs = 0;
   const char *varnames[64];
   int nvarnames = kernel_var_names(ast, varnames, 64);
+  ptrmap prefetch_ahead = { 0 };
+  if (!getenv("TG_NO_PREFETCH")) kernel_prefetch_plan(ast, &prefetch_ahead);
   bool stored[256] = { 0 };
   for (int i = 0; i < prog.n; i++)
     if (prog.v[i].kind == LI_OP && prog.v[i].u->op == OP_STORE) {
@@ -390,7 +392,12 @@ char *render_c(uop *ast, const char *name) {
     case OP_LOAD: {
       uop *ix = u->src[0];
       char *n = fmt("val%d", c.nvars++);
+      intptr_t ahead = (intptr_t)pm_get(&prefetch_ahead, u);
       indent(&c);
+      if (ahead) {
+        sb_printf(&c.body, "__builtin_prefetch((const char *)&%s + %lld);\n", name_of(&c, ix), (long long)ahead);
+        indent(&c);
+      }
       if (ix->nsrc > 2 && u->dtype.count > 1) sb_printf(&c.body, "%s %s = %s ? %s : (%s){0};\n", ctype(u->dtype), n, name_of(&c, ix->src[2]), name_of(&c, ix), ctype(u->dtype));
       else if (ix->nsrc > 2) sb_printf(&c.body, "%s %s = %s ? %s : 0;\n", ctype(u->dtype), n, name_of(&c, ix->src[2]), name_of(&c, ix));
       else sb_printf(&c.body, "%s %s = %s;\n", ctype(u->dtype), n, name_of(&c, ix));
@@ -462,6 +469,7 @@ char *render_c(uop *ast, const char *name) {
   sb_free(&c.body);
   for (size_t i = 0; i < c.names.cap; i++) if (c.names.keys[i]) free(c.names.vals[i]);
   pm_free(&c.names);
+  pm_free(&prefetch_ahead);
   lprogram_free(&prog);
   uop_pool_pop();
   if (failed) { sb_free(&src); return NULL; }

@@ -1,0 +1,53 @@
+/* prefetch.c: software prefetches for kernels that stream a big operand once.
+ *
+ * A matrix-vector product (LLM decoding) reads every weight once: the one
+ * output loop walks groups of rows, the reduce loop walks along them, and
+ * the vector loads of a row group are a few interleaved streams. When the
+ * weights are not in cache, the hardware prefetchers do not run far enough
+ * ahead of such streams: measured on a 2-core Xeon, a Q8_0 4096x768 matvec
+ * over cold weights read 6-7 GB/s while a plain read loop reached 15.
+ * Prefetching the same place one row group (at least PREFETCH_AHEAD bytes)
+ * ahead brought it to 11-12.5 GB/s. A prefetch never faults, so running
+ * past the end of the buffer is harmless. */
+#include "codegen/codegen.h"
+#include "codegen/opts.h"
+#include "schedule/schedule.h"
+
+#define PREFETCH_AHEAD (2 << 10)       /* bytes: at least this far ahead */
+#define PREFETCH_MAX_STEP (64 << 10)   /* one outer step further than this is no stream */
+#define PREFETCH_MIN_BYTES (256 << 10) /* smaller operands stay in cache */
+#define PREFETCH_MIN_LOAD 16           /* bytes: vector loads only (one per line or so) */
+
+int kernel_prefetch_plan(uop *ast, ptrmap *ahead) {
+  uop_list l = uop_toposort(ast);
+  uop *axes[64], *outer = NULL;
+  int n = 0, nouter = 0, nreduce = 0;
+  for (int i = 0; i < l.n && n < 64; i++) {
+    uop *u = l.v[i];
+    if (u->op != OP_RANGE) continue;
+    axes[n++] = u;
+    if (u->arg.v[1] == RANGE_REDUCE) nreduce++;
+    else if (range_max_size(u) > 1) outer = u, nouter++;
+  }
+  int planned = 0;
+  if (nouter != 1 || nreduce == 0) { free(l.v); return 0; }
+  const int64_t trips = range_max_size(outer);
+  for (int i = 0; i < l.n; i++) {
+    uop *u = l.v[i];
+    if (u->op != OP_LOAD) continue;
+    uop *index = u->src[0]->src[1];
+    const int64_t item = dt_itemsize(dt_scalar(u->dtype.scalar));
+    if (item * u->dtype.count < PREFETCH_MIN_LOAD) continue;
+    const int64_t step = index_stride(index, outer, axes, n);
+    if (step <= 0 || step == INT64_MIN || step * item > PREFETCH_MAX_STEP || step * item * trips < PREFETCH_MIN_BYTES) continue;
+    bool along_reduce = false;   /* read inside the reduce loop, not once per row group */
+    for (int a = 0; a < n && !along_reduce; a++)
+      if (axes[a]->arg.v[1] == RANGE_REDUCE) along_reduce = index_stride(index, axes[a], axes, n) != 0;
+    if (!along_reduce) continue;
+    const int64_t steps_ahead = (PREFETCH_AHEAD + step * item - 1) / (step * item);
+    pm_put(ahead, u, (void *)(intptr_t)(steps_ahead * step * item));
+    planned++;
+  }
+  free(l.v);
+  return planned;
+}
