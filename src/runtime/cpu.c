@@ -40,8 +40,17 @@ extern char **environ;
  * a*b+c rounds twice exactly as the reference loops (and numpy) compute it;
  * results then do not depend on the compiler or on -march=native.
  * -fno-math-errno lets sqrt & co. become single instructions (kernels never
- * read errno). */
-const char *const cpu_compile_flags = "-O2 -march=native -fPIC -shared -fno-math-errno -ffp-contract=off";
+ * read errno).
+ * -mprefer-vector-width=512 (x86-64): on Intel CPUs with AVX-512 both gcc and
+ * clang otherwise split 64-byte vectors into 32-byte halves; with it,
+ * quantized matvecs run 1.2-1.4x faster (LLM decoding, Sapphire Rapids
+ * class Xeon: Q8_0 130-140 -> 170-184 tok/s). */
+#if defined(__x86_64__)
+#define CPU_VECTOR_WIDTH_FLAG " -mprefer-vector-width=512"
+#else
+#define CPU_VECTOR_WIDTH_FLAG ""
+#endif
+const char *const cpu_compile_flags = "-O2 -march=native" CPU_VECTOR_WIDTH_FLAG " -fPIC -shared -fno-math-errno -ffp-contract=off";
 
 #define CPU_ALIGN 64
 #define MAX_COMPILER_OUTPUT 65536   /* what we keep of a compiler's output */
