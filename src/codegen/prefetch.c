@@ -12,11 +12,24 @@
 #include "codegen/codegen.h"
 #include "codegen/opts.h"
 #include "schedule/schedule.h"
+#include "uop/symbolic.h"
 
 #define PREFETCH_AHEAD (2 << 10)       /* bytes: at least this far ahead */
 #define PREFETCH_MAX_STEP (64 << 10)   /* one outer step further than this is no stream */
 #define PREFETCH_MIN_BYTES (256 << 10) /* smaller operands stay in cache */
 #define PREFETCH_MIN_LOAD 16           /* bytes: vector loads only (one per line or so) */
+#define PREFETCH_LINE 64
+
+/* Is load u within a cache line of one already planned (same buffer, index
+ * a constant away)? Then its prefetch would repeat that one's. */
+static bool near_planned(uop *u, int64_t item, uop *const *planned, int n) {
+  for (int i = 0; i < n; i++) {
+    if (planned[i]->src[0]->src[0] != u->src[0]->src[0]) continue;
+    uop *d = uop_simplify(uop_alu(OP_SUB, u->src[0]->src[1], planned[i]->src[0]->src[1]));
+    if (d->op == OP_CONST && d->arg.i * item < PREFETCH_LINE && d->arg.i * item > -PREFETCH_LINE) return true;
+  }
+  return false;
+}
 
 int kernel_prefetch_plan(uop *ast, ptrmap *ahead) {
   uop_list l = uop_toposort(ast);
@@ -29,7 +42,8 @@ int kernel_prefetch_plan(uop *ast, ptrmap *ahead) {
     if (u->arg.v[1] == RANGE_REDUCE) nreduce++;
     else if (range_max_size(u) > 1) outer = u, nouter++;
   }
-  int planned = 0;
+  uop *planned[64];
+  int np = 0;
   if (nouter != 1 || nreduce == 0) { free(l.v); return 0; }
   const int64_t trips = range_max_size(outer);
   for (int i = 0; i < l.n; i++) {
@@ -43,11 +57,11 @@ int kernel_prefetch_plan(uop *ast, ptrmap *ahead) {
     bool along_reduce = false;   /* read inside the reduce loop, not once per row group */
     for (int a = 0; a < n && !along_reduce; a++)
       if (axes[a]->arg.v[1] == RANGE_REDUCE) along_reduce = index_stride(index, axes[a], axes, n) != 0;
-    if (!along_reduce) continue;
+    if (!along_reduce || near_planned(u, item, planned, np) || np == 64) continue;
     const int64_t steps_ahead = (PREFETCH_AHEAD + step * item - 1) / (step * item);
     pm_put(ahead, u, (void *)(intptr_t)(steps_ahead * step * item));
-    planned++;
+    planned[np++] = u;
   }
   free(l.v);
-  return planned;
+  return np;
 }
