@@ -656,6 +656,9 @@ int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
           /* the 16 sub-blocks of a K-quant super-block, 4 at a time (their
            * scales' bit positions become constants; 1.5x for Q4_K) */
           if (pairs && r > fr && rstatic(axes[r - 1]) == 16 && k < max) out[k++] = (kopt){ OPT_UNROLL, r - 1 - fr, 4 };
+          /* the two nibble halves of a Q4_0/Q4_1 block: one load of the
+           * bytes and one decode of the block's scale serve both */
+          if (pairs && r > fr && rstatic(axes[r - 1]) == 2 && k < max) out[k++] = (kopt){ OPT_UNROLL, r - 1 - fr, 2 };
           break;
         }
       }
