@@ -58,12 +58,18 @@ static uop *optimize(sched_item *it, int *max_cores) {
     int n = beam_opts(it, (int)tg_getenv_int("BEAM", 0), o, 32);
     if (n < 0 || kernel_apply_opts(&ast, o, n, false) < 0) return NULL;
   } else if (!tg_getenv_int("NOOPT", 0)) {
-    int n = kernel_heuristic_opts(ast, tg_pool_threads(), o, 32);
+    int n = kernel_heuristic_opts(ast, tg_pool_threads(), o, 32), applied = 0;
+    kopt used[32];
     for (int i = 0; i < n; i++) {
       uop *trial = ast;
-      if (kernel_apply_opt(&trial, o[i], false) == 0) ast = trial;   /* a pick that does not fit is skipped */
+      if (kernel_apply_opt(&trial, o[i], false) == 0) ast = trial, used[applied++] = o[i];   /* a pick that does not fit is skipped */
     }
     tg_clear_error();
+    if (tg_getenv_int("DEBUG", 0) >= 3) {   /* what TG_OPTS would reproduce */
+      char picked[512];
+      kopts_format(used, applied, picked, sizeof picked);
+      fprintf(stderr, "opts %s: %s\n", it->name, applied ? picked : "(none)");
+    }
   }
   *max_cores = kernel_thread_count(ast);
   return kernel_expand_lanes(ast);
