@@ -346,6 +346,8 @@ void tg_jit_set_reuse_outputs(tg_jit *j, bool on);
  * name, instead of the built-in heuristic: "UPCAST:1:16,UNROLL:0:4,THREAD:0:2"
  * (see docs/kernel_opts.md). An opt that does not fit a kernel makes its
  * realize fail with a message saying why. NULL or "" restores the heuristic.
+ * "NAME=OPTS;NAME2=OPTS2" gives opts to the kernels of those names only
+ * (names as DEBUG=2 prints them); the others keep the heuristic.
  * The environment variable TG_OPTS does the same; NOOPT=1 turns the
  * heuristic off. Returns 0, or -1 for a malformed spec. */
 int tg_set_kernel_opts(const char *spec);

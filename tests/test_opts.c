@@ -70,6 +70,18 @@ TEST(opts_invalid_are_refused_with_reasons) {
   CHECK(tg_set_kernel_opts("UPCAST:x:2") < 0);
 }
 
+TEST(opts_by_kernel_name) {
+  /* "NAME=OPTS": only the kernel of that name gets them */
+  matmul_with("r_12_32_20=UPCAST:1:4,UNROLL:0:4", true, NULL);
+  matmul_with("r_12_32_20=UPCAST:2:4", false, "out of range");
+  matmul_with("r_other=UPCAST:2:4", true, NULL);   /* no such kernel: the heuristic */
+  matmul_with("r_other=UPCAST:2:4;r_12_32_20=UPCAST:0:4", true, NULL);
+  matmul_with("r_other=UPCAST:1:4;r_12_32_20=UPCAST:0:5", false, "multiple");
+  CHECK(tg_set_kernel_opts("r_12_32_20=UPCAST:1") < 0);
+  CHECK(tg_set_kernel_opts("r_a=UPCAST:1:4;UNROLL:0:4") < 0);
+  CHECK(strstr(tg_error(), "NAME=OPTS") != NULL);
+}
+
 TEST(opts_elementwise_and_full_reduce) {
   enum { L = 1000 };
   float a[L], got[L];

@@ -28,10 +28,41 @@ typedef struct {
 /* Opts for every kernel from tg_set_kernel_opts (or TG_OPTS); NULL: the
  * heuristic picks (NOOPT=1: none). */
 static char *opts_override;
+
+/* The opts a spec gives kernel `name`: the whole spec, or with entries
+ * "NAME=OPTS;NAME2=OPTS" the OPTS of the entry naming it (into buf); NULL
+ * when no entry names it (the heuristic picks). */
+static const char *opts_for(const char *spec, const char *name, char *buf, size_t size) {
+  if (!strchr(spec, '=')) return spec;
+  for (const char *e = spec; e && *e; e = strchr(e, ';') ? strchr(e, ';') + 1 : NULL) {
+    const char *eq = strchr(e, '='), *end = strchr(e, ';');
+    if (!eq || (end && eq > end)) continue;
+    size_t nlen = (size_t)(eq - e), olen = end ? (size_t)(end - eq - 1) : strlen(eq + 1);
+    if (name && strlen(name) == nlen && !strncmp(e, name, nlen) && olen < size) {
+      memcpy(buf, eq + 1, olen);
+      buf[olen] = 0;
+      return buf;
+    }
+  }
+  return NULL;
+}
+
 int tg_set_kernel_opts(const char *spec) {
   if (spec && *spec) {
     kopt o[32];
-    if (kopts_parse(spec, o, 32) < 0) return -1;
+    char buf[512];
+    bool per_kernel = strchr(spec, '=') != NULL;
+    for (const char *e = spec; e && *e; e = per_kernel && strchr(e, ';') ? strchr(e, ';') + 1 : NULL) {
+      const char *eq = per_kernel ? strchr(e, '=') : NULL;
+      if (per_kernel && !eq) return tg_seterr("tg_set_kernel_opts: \"%s\": expected NAME=OPTS entries separated by ';'", e);
+      const char *opts = per_kernel ? eq + 1 : e;
+      size_t len = per_kernel && strchr(opts, ';') ? (size_t)(strchr(opts, ';') - opts) : strlen(opts);
+      if (len >= sizeof buf) return tg_seterr("tg_set_kernel_opts: opts too long");
+      memcpy(buf, opts, len);
+      buf[len] = 0;
+      if (kopts_parse(buf, o, 32) < 0) return -1;
+      if (!per_kernel) break;
+    }
   }
   pthread_mutex_lock(&cache_lock);
   free(opts_override);
@@ -44,6 +75,8 @@ int tg_set_kernel_opts(const char *spec) {
 static uop *optimize(sched_item *it, int *max_cores) {
   uop *ast = it->ast;
   const char *spec = opts_override ? opts_override : getenv("TG_OPTS");
+  char mine[512];
+  if (spec && *spec) spec = opts_for(spec, it->name, mine, sizeof mine);
   kopt o[32];
   if (spec && *spec) {
     int n = kopts_parse(spec, o, 32);
