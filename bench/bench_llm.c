@@ -36,32 +36,57 @@ static int tg_bench(const char *cmd, double *pp, double *tg) {
   return *pp > 0 && *tg > 0 ? 0 : -1;
 }
 
-/* llama-bench's CSV: the avg_ts column of the pp and tg rows. */
-static int llama_bench(const char *bin, const char *model, double *pp, double *tg) {
+/* Splits one CSV line into fields (quotes removed; a quoted field may hold
+ * commas); returns the count. */
+static int csv_fields(char *line, char **fields, int max) {
+  int n = 0;
+  char *s = line;
+  while (*s && *s != '\n' && n < max) {
+    char *out = s, *w = s;
+    bool quoted = *s == '"';
+    if (quoted) s++;
+    while (*s && (quoted || (*s != ',' && *s != '\n'))) {
+      if (quoted && *s == '"') { quoted = false; s++; continue; }
+      *w++ = *s++;
+    }
+    if (*s == ',') s++;
+    else if (*s == '\n') *s = 0;
+    *w = 0;
+    fields[n++] = out;
+  }
+  return n;
+}
+
+/* llama-bench's CSV: avg_ts of the row with n_gen 0 (prefill) and of the
+ * row with n_gen > 0 (decode), found by the header's column names. */
+static int llama_bench(const char *bin, const char *model, double *pp_out, double *tg_out) {
   char cmd[2048];
   snprintf(cmd, sizeof cmd, "%s -m %s -p 64 -n 128 -t 2 -o csv 2>/dev/null", bin, model);
   FILE *p = popen(cmd, "r");
   if (!p) return -1;
   char line[8192];
-  int col = -1;
-  *pp = *tg = -1;
+  int c_ts = -1, c_gen = -1;
+  double pp = -1, tg = -1;
   while (fgets(line, sizeof line, p)) {
-    char *fields[128];
-    int n = 0;
-    for (char *s = strtok(line, ",\n"); s && n < 128; s = strtok(NULL, ",\n")) fields[n++] = s;
-    if (col < 0) {
-      for (int i = 0; i < n; i++) if (strstr(fields[i], "avg_ts")) col = i;
+    char *fields[256];
+    int n = csv_fields(line, fields, 256);
+    if (c_ts < 0) {
+      for (int i = 0; i < n; i++) {
+        if (!strcmp(fields[i], "avg_ts")) c_ts = i;
+        if (!strcmp(fields[i], "n_gen")) c_gen = i;
+      }
+      if (c_gen < 0) c_ts = -1;
       continue;
     }
-    if (col >= n) continue;
-    /* n_prompt and n_gen columns tell the row kind: the row whose n_gen is 0 is pp */
-    double ts = atof(fields[col][0] == '"' ? fields[col] + 1 : fields[col]);
-    bool is_pp = false;
-    for (int i = 0; i < n; i++) if (strstr(fields[i], "\"0\"") && i > 0) is_pp = true;
-    if (is_pp) *pp = ts; else *tg = ts;
+    if (c_ts >= n || c_gen >= n) continue;
+    if (atoi(fields[c_gen]) == 0) pp = atof(fields[c_ts]);
+    else tg = atof(fields[c_ts]);
   }
-  pclose(p);
-  return *tg > 0 ? 0 : -1;
+  int rc = pclose(p);
+  if (rc != 0 || tg <= 0) return -1;   /* e.g. it crashed: keep the recorded figures */
+  *tg_out = tg;
+  if (pp > 0) *pp_out = pp;
+  return 0;
 }
 
 int main(void) {
