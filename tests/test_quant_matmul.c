@@ -228,3 +228,39 @@ TEST(quant_matmul_errors) {
   CHECK(tg_quant_matmul(NULL, w, TG_GGML_Q8_0, TG_SHAPE(2, 64)) == NULL);
   tg_scope_end();
 }
+
+/* x (many rows) @ dequantize(w).T in float, the LLM's prefill path: one
+ * kernel that decodes w inside the matmul, 8 rows of x sharing each decoded
+ * vector (the heuristic's tile), against a float64 loop over the values
+ * tg_dequantize gives (checked bit for bit against ggml elsewhere). */
+static void check_float_prefill(const char *type, int64_t m, int64_t n, int64_t k) {
+  int t = tg_ggml_type_from_name(type);
+  int64_t nbytes;
+  uint8_t *w = random_weights(t, n, k, &nbytes);
+  float *x = malloc(sizeof(float) * (size_t)(m * k)), *y = malloc(sizeof(float) * (size_t)(m * n)), *wf = malloc(sizeof(float) * (size_t)(n * k));
+  fill_x(x, m, k);
+  tg_scope_begin();
+  tg_tensor *raw = tg_from_data(w, TG_SHAPE(nbytes), TG_U8), *xv = tg_from_data(x, TG_SHAPE(m, k), TG_F32);
+  CHECK_OK(tg_realize(raw) == 0 && tg_realize(xv) == 0);
+  CHECK_OK(tg_data(tg_dequantize(raw, t, TG_SHAPE(n, k)), wf, sizeof(float) * (size_t)(n * k)) == 0);
+  int64_t k0 = tg_get_counters().kernels_run;
+  tg_tensor *yv = tg_matmul(xv, tg_T(tg_dequantize(raw, t, TG_SHAPE(n, k))));
+  CHECK_MSG(yv && tg_data(yv, y, sizeof(float) * (size_t)(m * n)) == 0, "%s: %s", type, tg_error());
+  CHECK_EQ_INT(tg_get_counters().kernels_run - k0, 1);
+  int bad = 0;
+  for (int64_t r = 0; r < m; r++)
+    for (int64_t i = 0; i < n; i++) {
+      double want = 0, mag = 0;
+      for (int64_t j = 0; j < k; j++) want += (double)x[r * k + j] * wf[i * k + j], mag += fabs((double)x[r * k + j] * wf[i * k + j]);
+      if (!(fabs((double)y[r * n + i] - want) <= 1e-5 * mag + 1e-30) && bad++ < 5)
+        test_fail(__FILE__, __LINE__, "%s [%lld, %lld]: tg %.9g, float64 %.9g", type, (long long)r, (long long)i, y[r * n + i], want);
+    }
+  CHECK_EQ_INT(bad, 0);
+  tg_scope_end();
+  free(w), free(x), free(y), free(wf);
+}
+TEST(quant_float_prefill_tile_exact) {
+  check_float_prefill("Q8_0", 32, 64, 256);
+  check_float_prefill("Q4_0", 24, 40, 512);
+  check_float_prefill("Q8_0", 17, 6, 96);   /* rows that 8 does not divide: no tile */
+}

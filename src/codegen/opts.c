@@ -483,6 +483,20 @@ static bool loads_bytes(uop *ast) {
   return found;
 }
 
+/* Along output axis r, do the packed-byte (uint8) loads stay put (0), all
+ * move (1), or some of each (-1)? */
+static int byte_loads_along(uop *ast, uop *r, uop *const *axes, int n) {
+  uop_list l = uop_toposort(ast);
+  int still = 0, moving = 0;
+  for (int i = 0; i < l.n; i++) {
+    if (l.v[i]->op != OP_LOAD || l.v[i]->dtype.scalar != TG_U8) continue;
+    if (index_stride(l.v[i]->src[0]->src[1], r, axes, n) == 0) still++;
+    else moving++;
+  }
+  free(l.v);
+  return still && moving ? -1 : moving ? 1 : 0;
+}
+
 /* The panel width of a packed operand along output axis v: the stride, along
  * the innermost reduce axis, of a load that steps by 1 along v (tg_matmul's
  * packed b, [n / P][k][P], gives P); 0 when no load looks like that. When v
@@ -597,7 +611,22 @@ int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
       }
     /* as 16 inner lanes (consecutive bytes: SIMD when the decoding allows)
      * times the rest of the block (nibble halves, sub-blocks) */
-    if (pr >= 0 && k + 1 < max) { out[k++] = (kopt){ OPT_UNROLL, pr - fr, 16 }; out[k++] = (kopt){ OPT_UNROLL, pr - fr, pamt / 16 }; }
+    /* many rows of the other operand (x @ w.T for a prefill chunk of x):
+     * 8 of them share each decoded vector of w and 2 rows of w each loaded
+     * vector of x, 16 lanes of the block at a time (2x a decode-once copy of
+     * w for Q8_0/Q4_0 at 64x4096x768) */
+    int xrows = -1, wrows = -1;
+    for (int i = 0; i < fr && pr >= 0; i++) {
+      int moves = byte_loads_along(ast, axes[i], axes, n);
+      if (moves == 0 && xrows < 0 && rstatic(axes[i]) >= 16 && rstatic(axes[i]) % 8 == 0) xrows = i;
+      else if (moves == 1 && wrows < 0 && rstatic(axes[i]) % 2 == 0) wrows = i;
+    }
+    if (xrows >= 0 && wrows >= 0 && k + 2 < max) {
+      out[k++] = (kopt){ OPT_UPCAST, xrows, 8 };
+      out[k++] = (kopt){ OPT_UPCAST, wrows, 2 };
+      out[k++] = (kopt){ OPT_UNROLL, pr - fr, 16 };
+      lanes *= 16;
+    } else if (pr >= 0 && k + 1 < max) { out[k++] = (kopt){ OPT_UNROLL, pr - fr, 16 }; out[k++] = (kopt){ OPT_UNROLL, pr - fr, pamt / 16 }; }
     /* a convolution's weight gradient: a small kernel-window axis (kw) whose
      * loads step by 1, like the reduce's output column (ow) they add to.
      * All of kw as lanes, with 4 (or 6, 3, 2) of ow unrolled: neighbouring lanes read

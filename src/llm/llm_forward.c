@@ -18,9 +18,12 @@ static tg_tensor *rms_norm(tg_tensor *x, tg_tensor *w, float eps) {
  * multiplies like ggml: x quantized to 8-bit blocks, integer dot products
  * per block (tg_quant_matmul; its K-quant path is slower than the fused
  * float kernel so far, docs/quant.md, so those stay on the float path).
- * With many rows (a prefill chunk) it is decoded into a
- * float32 copy first, once, instead of once per row tile inside the matmul;
- * a realized float32 w is already contiguous, so this costs it nothing. */
+ * With many rows (a prefill chunk), a Q8_0 or Q4_0 w is decoded inside the
+ * matmul, each decoded vector serving 8 rows of x (the heuristic's tile for
+ * it: 2x a decoded float32 copy, which costs a write and a read of 4 bytes
+ * per weight); other types are decoded into a float32 copy first, once,
+ * instead of once per row tile; a realized float32 w is already
+ * contiguous, so this costs it nothing. */
 #define LINEAR_DECODE_ONCE_ROWS 16
 static tg_tensor *linear(tg_llm *m, tg_tensor *x, tg_tensor *w, tg_tensor *b) {
   const llm_packed *pk = llm_packed_of(m, w);
@@ -29,7 +32,7 @@ static tg_tensor *linear(tg_llm *m, tg_tensor *x, tg_tensor *w, tg_tensor *b) {
     tg_tensor *y = tg_quant_matmul(x, pk->raw, pk->type, tg_shape_of(w));
     return b ? tg_add(y, tg_cast(b, TG_F32)) : y;
   }
-  if (tg_dim(x, 0) >= LINEAR_DECODE_ONCE_ROWS && tg_dtype_of(w) == TG_F32) w = tg_contiguous(w);
+  if (tg_dim(x, 0) >= LINEAR_DECODE_ONCE_ROWS && tg_dtype_of(w) == TG_F32 && !int_fast) w = tg_contiguous(w);
   tg_tensor *y = tg_matmul(x, tg_T(w));
   if (tg_dtype_of(y) != TG_F32) y = tg_cast(y, TG_F32);
   return b ? tg_add(y, tg_cast(b, TG_F32)) : y;
