@@ -7,6 +7,7 @@
 #include "engine/compile_jobs.h"
 #include "engine/vars.h"
 #include "renderer/renderer.h"
+#include "runtime/cpu_compiler.h"
 #include "runtime/thread_pool.h"
 #include "util/util.h"
 
@@ -39,7 +40,9 @@ static const char *machine_id(void) {
 static char *cache_file(sched_item *it, int width) {
   char *ast = uop_to_string(it->ast);
   char flags[512];
-  snprintf(flags, sizeof flags, "%s|beam=%d|%s", it->dev->name, width, machine_id());
+  /* the compile flags too: a winner found for other code generation (say
+   * 256-bit vectors) need not win now */
+  snprintf(flags, sizeof flags, "%s|beam=%d|%s|%s", it->dev->name, width, machine_id(), cpu_compile_flags);
   char *p = compile_cache_path(ast, "beam-v1", flags, ".opts");
   free(ast);
   return p;
