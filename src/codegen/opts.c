@@ -483,6 +483,26 @@ static bool loads_bytes(uop *ast) {
   return found;
 }
 
+/* Does the reduce loop hold scalar work that costs (a transcendental or a
+ * division: a libm call or a slow instruction) and does not vary along
+ * lane axis v? Each vector of v's lanes repeats it (attention's
+ * exp(score - max) / sum, once per 16 of the head's values). */
+static bool costly_beside_lanes(uop *ast, uop *const *axes, int n, int fr, uop *v) {
+  uop_list l = uop_toposort(ast);
+  ptrmap on_v = { 0 }, on_red[8] = { { 0 } };
+  bool found = false;
+  for (int i = 0; i < l.n && !found; i++) {
+    uop *u = l.v[i];
+    if (u->op != OP_EXP2 && u->op != OP_LOG2 && u->op != OP_SIN && u->op != OP_SQRT && u->op != OP_RECIPROCAL && u->op != OP_FDIV) continue;
+    if (depends_on(u, v, &on_v)) continue;
+    for (int r = fr; r < n && r - fr < 8 && !found; r++) found = depends_on(u, axes[r], &on_red[r - fr]);
+  }
+  pm_free(&on_v);
+  for (int r = 0; r < 8; r++) pm_free(&on_red[r]);
+  free(l.v);
+  return found;
+}
+
 /* Along output axis r, do the packed-byte (uint8) loads stay put (0), all
  * move (1), or some of each (-1)? */
 static int byte_loads_along(uop *ast, uop *r, uop *const *axes, int n) {
@@ -553,6 +573,12 @@ static int64_t lanes_on(const kopt *o, int k, int a) {
   return l;
 }
 
+/* Iterations below which a kernel stays on one core: waking the other
+ * cores and waiting for them costs several microseconds, about what 2^18
+ * vectorized iterations take (attention over a short context ran faster on
+ * one core than on two). */
+#define THREAD_MIN_WORK (1 << 18)
+
 int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
   uop *axes[64];
   int fr;
@@ -594,6 +620,12 @@ int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
     } else if (vaxis >= 0 && vamt == 16 && red >= 256 && (rsize(axes[vaxis]) / 16) % 2 == 0 && rsize(axes[vaxis]) >= 128 && k < max) {
       out[k++] = (kopt){ OPT_UPCAST, vaxis, 2 };
       lanes *= 2;
+    } else if (vaxis >= 0 && vamt == 16 && rstatic(axes[vaxis]) % 16 == 0 && rstatic(axes[vaxis]) / 16 >= 2 && rstatic(axes[vaxis]) / 16 <= 4 &&
+               costly_beside_lanes(ast, axes, n, fr, axes[vaxis]) && k < max) {
+      /* all of the (short) lane axis at once: the costly scalar work runs
+       * once per iteration, not once per 16 lanes */
+      out[k++] = (kopt){ OPT_UPCAST, vaxis, (int)(rstatic(axes[vaxis]) / 16) };
+      lanes *= rstatic(axes[vaxis]) / 16;
     }
     /* a reduce walking a block structure (quantized weights): unroll whole
      * blocks (at least 32 lanes, at most 128), so a block's scales and bit
@@ -708,7 +740,7 @@ int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
   /* threads over the outermost output axis when there is enough work, or
    * over an inner one when that splits much more of what is read (x @ W.T
    * with few rows of x: split W's rows, so each core reads half of W) */
-  if (ncores > 1 && fr > 0 && work >= (1 << 16) && k < max) {
+  if (ncores > 1 && fr > 0 && work >= THREAD_MIN_WORK && k < max) {
     int64_t s = rsize(axes[outer]) / lanes_on(out, k, outer);
     int pos = 0;   /* position of the threaded axis after the opts */
     if (has_reduce) {

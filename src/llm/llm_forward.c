@@ -77,7 +77,10 @@ static tg_tensor *attention(tg_llm *m, llm_layer *l, tg_tensor *q, tg_tensor *ma
   tg_tensor *v = tg_reshape(tg_permute(vc, TG_AXES(1, 0, 2)), TG_SHAPE(KV, 1, S, hv));           /* (KV, 1, S, hv) */
   tg_tensor *scores = tg_mul(tg_matmul(qg, kt), tg_scalar(1.0 / sqrt((double)hd), TG_F32));
   if (mask) scores = tg_where(mask, scores, tg_scalar(-INFINITY, TG_F32));
-  tg_tensor *o = tg_matmul(tg_softmax(scores, -1), v);                                         /* (KV, G, T, hv) */
+  /* softmax with its exponentials stored once: both the sum and the
+   * product with v read them (each would call exp for every score again) */
+  tg_tensor *e = tg_contiguous(tg_exp(tg_sub(scores, tg_max(scores, TG_AXES(-1), true))));
+  tg_tensor *o = tg_matmul(tg_div(e, tg_sum(e, TG_AXES(-1), true)), v);                        /* (KV, G, T, hv) */
   return tg_reshape(tg_permute(o, TG_AXES(2, 0, 1, 3)), TG_SHAPE(T, c->n_heads * hv));
 }
 
