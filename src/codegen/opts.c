@@ -2,6 +2,7 @@
  * opts.h), the lane expansion that realizes UPCAST/UNROLL, and the
  * hand-written heuristic that picks opts by default. */
 #include <stdlib.h>
+#include "codegen/codegen.h"
 #include "codegen/opts.h"
 #include "schedule/schedule.h"
 #include "uop/symbolic.h"
@@ -573,11 +574,14 @@ static int64_t lanes_on(const kopt *o, int k, int a) {
   return l;
 }
 
-/* Iterations below which a kernel stays on one core: waking the other
- * cores and waiting for them costs several microseconds, about what 2^18
- * vectorized iterations take (attention over a short context ran faster on
- * one core than on two). */
+/* Work below which a kernel stays on one core: waking the other cores and
+ * waiting for them costs several microseconds, about what 2^18 vectorized
+ * iterations of a multiply-add take (attention over a short context ran
+ * faster on one core than on two). Iterations that each do much more
+ * (decoding quantized weights: 10 and more ops per value) count by their
+ * ops. */
 #define THREAD_MIN_WORK (1 << 18)
+#define THREAD_MIN_FLOPS (1 << 21)
 
 int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
   uop *axes[64];
@@ -740,7 +744,7 @@ int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
   /* threads over the outermost output axis when there is enough work, or
    * over an inner one when that splits much more of what is read (x @ W.T
    * with few rows of x: split W's rows, so each core reads half of W) */
-  if (ncores > 1 && fr > 0 && work >= THREAD_MIN_WORK && k < max) {
+  if (ncores > 1 && fr > 0 && (work >= THREAD_MIN_WORK || kernel_flops(ast) >= THREAD_MIN_FLOPS) && k < max) {
     int64_t s = rsize(axes[outer]) / lanes_on(out, k, outer);
     int pos = 0;   /* position of the threaded axis after the opts */
     if (has_reduce) {
