@@ -740,6 +740,17 @@ int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
     /* a full reduction: independent partial sums */
     int amt = pick_amount(rstatic(axes[fr]), vec);
     if (amt && k < max) out[k++] = (kopt){ OPT_UNROLL, 0, amt };
+  } else if (fr > 0 && loads_bytes(ast)) {
+    /* packed blocks decoded into a float copy (an LLM prefill's K-quant
+     * weights): like the reduce rule above, lanes over whole periods of the
+     * innermost axis, so a block's scales and bit positions decode once per
+     * iteration instead of once per value */
+    int64_t p = index_period(ast, axes[fr - 1]);
+    int64_t amt = p < 32 ? 32 : p > 128 ? 128 : p;
+    if (p >= 8 && rstatic(axes[fr - 1]) % amt == 0 && k + 1 < max) {
+      out[k++] = (kopt){ OPT_UPCAST, fr - 1, 16 };
+      out[k++] = (kopt){ OPT_UPCAST, fr - 1, (int)(amt / 16) };
+    }
   }
   /* threads over the outermost output axis when there is enough work, or
    * over an inner one when that splits much more of what is read (x @ W.T
