@@ -125,7 +125,13 @@ int linearize(uop *ast, lprogram *out) {
 
 void lprogram_free(lprogram *p) { VEC_FREE(*p); }
 
-double kernel_flops(uop *ast) {
+/* ALU ops times their trip counts; with `weigh`, a transcendental counts as
+ * the 16 or so ops its libm call or expansion costs. */
+static double alu_ops(uop *ast, bool weigh);
+double kernel_flops(uop *ast) { return alu_ops(ast, false); }
+double kernel_cost(uop *ast) { return alu_ops(ast, true); }
+
+static double alu_ops(uop *ast, bool weigh) {
   /* each ALU op runs once per iteration of the loops it varies with */
   lctx c = { 0 };
   uop_list l = uop_toposort(ast);
@@ -142,7 +148,8 @@ double kernel_flops(uop *ast) {
     uint64_t f = free_of(&c, u);
     if (u->op == OP_REDUCE) for (int k = 1; k < u->nsrc; k++) f |= 1ULL << range_id(u->src[k]);
     for (int b = 0; b < 64; b++) if (f >> b & 1) trips *= (double)size[b];
-    flops += trips;
+    bool transcendental = u->op == OP_EXP2 || u->op == OP_LOG2 || u->op == OP_SIN || u->op == OP_POW;
+    flops += trips * (weigh && transcendental ? 16 : 1);
   }
   free(l.v);
   pm_free(&c.free_ranges);

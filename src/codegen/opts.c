@@ -578,8 +578,8 @@ static int64_t lanes_on(const kopt *o, int k, int a) {
  * waiting for them costs several microseconds, about what 2^18 vectorized
  * iterations of a multiply-add take (attention over a short context ran
  * faster on one core than on two). Iterations that each do much more
- * (decoding quantized weights: 10 and more ops per value) count by their
- * ops. */
+ * (decoding quantized weights: 10 and more ops per value; exponentials)
+ * count by their ops (kernel_cost). */
 #define THREAD_MIN_WORK (1 << 18)
 #define THREAD_MIN_FLOPS (1 << 21)
 
@@ -755,7 +755,7 @@ int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
   /* threads over the outermost output axis when there is enough work, or
    * over an inner one when that splits much more of what is read (x @ W.T
    * with few rows of x: split W's rows, so each core reads half of W) */
-  if (ncores > 1 && fr > 0 && (work >= THREAD_MIN_WORK || kernel_flops(ast) >= THREAD_MIN_FLOPS) && k < max) {
+  if (ncores > 1 && fr > 0 && (work >= THREAD_MIN_WORK || kernel_cost(ast) >= THREAD_MIN_FLOPS) && k < max) {
     int64_t s = rsize(axes[outer]) / lanes_on(out, k, outer);
     int pos = 0;   /* position of the threaded axis after the opts */
     if (has_reduce) {
