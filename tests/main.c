@@ -45,6 +45,18 @@ bool test_close_f32(const float *got, const float *want, size_t n, double rtol, 
   return bad == 0;
 }
 
+uint8_t *test_random_blocks(uint64_t seed, int64_t nblocks, int bpb, int scale_at, int64_t *nbytes) {
+  *nbytes = nblocks * bpb;
+  uint8_t *p = malloc((size_t)*nbytes);
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ seed;
+  for (int64_t i = 0; i < *nbytes; i++) { h = h * 6364136223846793005ull + 1442695040888963407ull; p[i] = (uint8_t)(h >> 56); }
+  for (int64_t b = 0; b < nblocks; b++) {
+    uint16_t f = (uint16_t)(0x1C00 + (b * 37) % 1024) | (uint16_t)(b % 5 == 0 ? 0x8000 : 0);
+    p[b * bpb + scale_at] = (uint8_t)f, p[b * bpb + scale_at + 1] = (uint8_t)(f >> 8);
+  }
+  return p;
+}
+
 static int by_name(const void *a, const void *b) {
   return strcmp(((const test_case *)a)->name, ((const test_case *)b)->name);
 }

@@ -40,4 +40,9 @@ void *test_read_file(const char *path, size_t *n);
  * mismatches. Returns true when all match. NaNs must match NaNs. */
 bool test_close_f32(const float *got, const float *want, size_t n, double rtol, double atol, const char *what);
 
+/* nblocks ggml blocks of bpb random bytes (a fixed sequence per seed) whose
+ * fp16 scale at byte scale_at is modest (about 2^-8 .. 2^-6), every fifth
+ * negative. malloc'ed; *nbytes gets the size. */
+uint8_t *test_random_blocks(uint64_t seed, int64_t nblocks, int bpb, int scale_at, int64_t *nbytes);
+
 #endif

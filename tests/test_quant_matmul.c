@@ -55,19 +55,9 @@ static float ref_dot(int t, const uint8_t *w, const int8_t *q, const float *dx, 
   return sumf;
 }
 
-/* Random blocks with modest fp16 scales (about 2^-8 .. 2^-6), some negative. */
+/* Random blocks with modest fp16 scales, some negative. */
 static uint8_t *random_weights(int t, int64_t n, int64_t k, int64_t *nbytes) {
-  int bpb = t == TG_GGML_Q8_0 ? 34 : 18;
-  int64_t nb = n * k / 32;
-  *nbytes = nb * bpb;
-  uint8_t *p = malloc((size_t)*nbytes);
-  uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)t;
-  for (int64_t i = 0; i < *nbytes; i++) { h = h * 6364136223846793005ull + 1442695040888963407ull; p[i] = (uint8_t)(h >> 56); }
-  for (int64_t b = 0; b < nb; b++) {
-    uint16_t f = (uint16_t)(0x1C00 + (b * 37) % 1024) | (uint16_t)(b % 5 == 0 ? 0x8000 : 0);
-    p[b * bpb] = (uint8_t)f, p[b * bpb + 1] = (uint8_t)(f >> 8);
-  }
-  return p;
+  return test_random_blocks((uint64_t)t, n * k / 32, t == TG_GGML_Q8_0 ? 34 : 18, 0, nbytes);
 }
 
 /* x: blocks of different ranges, a block of zeros, ties of roundf */

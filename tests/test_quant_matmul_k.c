@@ -99,18 +99,8 @@ static float ref_dot(int t, const uint8_t *w, const int8_t *q8, const float *dx,
 
 static uint8_t *random_k(int t, int64_t n, int64_t k, int64_t *nbytes) {
   int bpb = t == TG_GGML_Q4_K ? 144 : 210;
-  int64_t nb = n * k / 256;
-  *nbytes = nb * bpb;
-  uint8_t *p = malloc((size_t)*nbytes);
-  uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)t;
-  for (int64_t i = 0; i < *nbytes; i++) { h = h * 6364136223846793005ull + 1442695040888963407ull; p[i] = (uint8_t)(h >> 56); }
-  for (int64_t b = 0; b < nb; b++) {
-    uint8_t *blk = p + b * bpb;
-    int at = t == TG_GGML_Q4_K ? 0 : 208;
-    uint16_t f = (uint16_t)(0x1C00 + (b * 37) % 1024) | (uint16_t)(b % 5 == 0 ? 0x8000 : 0);
-    blk[at] = (uint8_t)f, blk[at + 1] = (uint8_t)(f >> 8);
-    if (t == TG_GGML_Q4_K) blk[2] = (uint8_t)(b * 11), blk[3] = 0x18;   /* dmin */
-  }
+  uint8_t *p = test_random_blocks((uint64_t)t, n * k / 256, bpb, t == TG_GGML_Q4_K ? 0 : 208, nbytes);
+  for (int64_t b = 0; t == TG_GGML_Q4_K && b < *nbytes / bpb; b++) p[b * bpb + 2] = (uint8_t)(b * 11), p[b * bpb + 3] = 0x18;   /* dmin */
   return p;
 }
 
