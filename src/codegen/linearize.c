@@ -127,10 +127,6 @@ void lprogram_free(lprogram *p) { VEC_FREE(*p); }
 
 /* ALU ops times their trip counts; with `weigh`, a transcendental counts as
  * the 16 or so ops its libm call or expansion costs. */
-static double alu_ops(uop *ast, bool weigh);
-double kernel_flops(uop *ast) { return alu_ops(ast, false); }
-double kernel_cost(uop *ast) { return alu_ops(ast, true); }
-
 static double alu_ops(uop *ast, bool weigh) {
   /* each ALU op runs once per iteration of the loops it varies with */
   lctx c = { 0 };
@@ -155,3 +151,6 @@ static double alu_ops(uop *ast, bool weigh) {
   pm_free(&c.free_ranges);
   return flops;
 }
+
+double kernel_flops(uop *ast) { return alu_ops(ast, false); }
+double kernel_cost(uop *ast) { return alu_ops(ast, true); }

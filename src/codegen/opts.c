@@ -494,7 +494,7 @@ static bool costly_beside_lanes(uop *ast, uop *const *axes, int n, int fr, uop *
   bool found = false;
   for (int i = 0; i < l.n && !found; i++) {
     uop *u = l.v[i];
-    if (u->op != OP_EXP2 && u->op != OP_LOG2 && u->op != OP_SIN && u->op != OP_SQRT && u->op != OP_RECIPROCAL && u->op != OP_FDIV) continue;
+    if (!uop_is_costly(u->op)) continue;
     if (depends_on(u, v, &on_v)) continue;
     for (int r = fr; r < n && r - fr < 8 && !found; r++) found = depends_on(u, axes[r], &on_red[r - fr]);
   }

@@ -7,7 +7,6 @@
 #include "engine/compile_jobs.h"
 #include "engine/vars.h"
 #include "renderer/renderer.h"
-#include "runtime/cpu_compiler.h"
 #include "runtime/thread_pool.h"
 #include "util/util.h"
 
@@ -42,7 +41,7 @@ static char *cache_file(sched_item *it, int width) {
   char flags[512];
   /* the compile flags too: a winner found for other code generation (say
    * 256-bit vectors) need not win now */
-  snprintf(flags, sizeof flags, "%s|beam=%d|%s|%s", it->dev->name, width, machine_id(), cpu_compile_flags);
+  snprintf(flags, sizeof flags, "%s|beam=%d|%s|%s", it->dev->name, width, machine_id(), it->dev->compile_flags ? it->dev->compile_flags : "");
   char *p = compile_cache_path(ast, "beam-v1", flags, ".opts");
   free(ast);
   return p;

@@ -29,40 +29,46 @@ typedef struct {
  * heuristic picks (NOOPT=1: none). */
 static char *opts_override;
 
-/* The opts a spec gives kernel `name`: the whole spec, or with entries
- * "NAME=OPTS;NAME2=OPTS" the OPTS of the entry naming it (into buf); NULL
- * when no entry names it (the heuristic picks). */
+/* The entries of a spec, one per call: the whole spec when it names no
+ * kernel (no '='), else each "NAME=OPTS" of "NAME=OPTS;NAME2=OPTS2" (name
+ * NULL for the whole spec). *cursor starts at the spec. Returns 1 with an
+ * entry, 0 after the last, -1 for an entry without '='. */
+typedef struct { const char *name, *opts; size_t nlen, olen; } opts_entry;
+static int next_entry(const char *spec, const char **cursor, opts_entry *out) {
+  const char *e = *cursor;
+  if (!e || !*e) return 0;
+  if (!strchr(spec, '=')) { *out = (opts_entry){ NULL, e, 0, strlen(e) }; *cursor = NULL; return 1; }
+  const char *end = strchr(e, ';'), *eq = strchr(e, '=');
+  if (!eq || (end && eq > end)) return -1;
+  *out = (opts_entry){ e, eq + 1, (size_t)(eq - e), end ? (size_t)(end - eq - 1) : strlen(eq + 1) };
+  *cursor = end ? end + 1 : NULL;
+  return 1;
+}
+
+/* The opts spec gives kernel `name` (into buf), or NULL when it names other
+ * kernels only (the heuristic picks). */
 static const char *opts_for(const char *spec, const char *name, char *buf, size_t size) {
-  if (!strchr(spec, '=')) return spec;
-  for (const char *e = spec; e && *e; e = strchr(e, ';') ? strchr(e, ';') + 1 : NULL) {
-    const char *eq = strchr(e, '='), *end = strchr(e, ';');
-    if (!eq || (end && eq > end)) continue;
-    size_t nlen = (size_t)(eq - e), olen = end ? (size_t)(end - eq - 1) : strlen(eq + 1);
-    if (name && strlen(name) == nlen && !strncmp(e, name, nlen) && olen < size) {
-      memcpy(buf, eq + 1, olen);
-      buf[olen] = 0;
+  opts_entry en;
+  for (const char *e = spec; next_entry(spec, &e, &en) == 1;)
+    if ((!en.name || (name && strlen(name) == en.nlen && !strncmp(en.name, name, en.nlen))) && en.olen < size) {
+      memcpy(buf, en.opts, en.olen);
+      buf[en.olen] = 0;
       return buf;
     }
-  }
   return NULL;
 }
 
 int tg_set_kernel_opts(const char *spec) {
-  if (spec && *spec) {
+  opts_entry en;
+  int got;
+  for (const char *e = spec; (got = next_entry(spec, &e, &en)) != 0;) {
+    if (got < 0) return tg_seterr("tg_set_kernel_opts: \"%s\": expected NAME=OPTS entries separated by ';'", e);
     kopt o[32];
     char buf[512];
-    bool per_kernel = strchr(spec, '=') != NULL;
-    for (const char *e = spec; e && *e; e = per_kernel && strchr(e, ';') ? strchr(e, ';') + 1 : NULL) {
-      const char *eq = per_kernel ? strchr(e, '=') : NULL;
-      if (per_kernel && !eq) return tg_seterr("tg_set_kernel_opts: \"%s\": expected NAME=OPTS entries separated by ';'", e);
-      const char *opts = per_kernel ? eq + 1 : e;
-      size_t len = per_kernel && strchr(opts, ';') ? (size_t)(strchr(opts, ';') - opts) : strlen(opts);
-      if (len >= sizeof buf) return tg_seterr("tg_set_kernel_opts: opts too long");
-      memcpy(buf, opts, len);
-      buf[len] = 0;
-      if (kopts_parse(buf, o, 32) < 0) return -1;
-      if (!per_kernel) break;
-    }
+    if (en.olen >= sizeof buf) return tg_seterr("tg_set_kernel_opts: opts too long");
+    memcpy(buf, en.opts, en.olen);
+    buf[en.olen] = 0;
+    if (kopts_parse(buf, o, 32) < 0) return -1;
   }
   pthread_mutex_lock(&cache_lock);
   free(opts_override);

@@ -50,7 +50,8 @@ extern char **environ;
 #else
 #define CPU_VECTOR_WIDTH_FLAG ""
 #endif
-const char *const cpu_compile_flags = "-O2 -march=native" CPU_VECTOR_WIDTH_FLAG " -fPIC -shared -fno-math-errno -ffp-contract=off";
+#define CPU_COMPILE_FLAGS "-O2 -march=native" CPU_VECTOR_WIDTH_FLAG " -fPIC -shared -fno-math-errno -ffp-contract=off"
+const char *const cpu_compile_flags = CPU_COMPILE_FLAGS;
 
 #define CPU_ALIGN 64
 #define MAX_COMPILER_OUTPUT 65536   /* what we keep of a compiler's output */
@@ -432,6 +433,7 @@ static struct tg_device cpu_dev = {
   .program_free = cpu_program_free,
   .launch = cpu_launch,
   .renderer = "c",
+  .compile_flags = CPU_COMPILE_FLAGS,
 };
 
 struct tg_device *cpu_device(void) { return &cpu_dev; }

@@ -43,6 +43,9 @@ struct tg_device {
   int (*launch)(tg_device *d, tg_program *p, void **bufs, int nbufs, const int64_t *vars, int nvars);
   /* Which renderer writes its kernels: "c" for CPU-like devices. */
   const char *renderer;
+  /* How it compiles them (flags that change the code), or NULL: part of any
+   * cache of choices made by timing its kernels (BEAM). */
+  const char *compile_flags;
 };
 
 /* Look a device up by name ("CPU", "NULL"; case-insensitive). NULL + tg_error

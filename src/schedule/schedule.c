@@ -97,7 +97,7 @@ static int compute_below(sctx *s, uop *u, int limit, bool index_math, bool *read
     pm_put(&seen, x, (void *)1);
     if (x->op == OP_BUFFER) { n++; *reads_memory = true; continue; }
     if (x != u && is_marked(s, x)) { n += index_math; *reads_memory = true; continue; }
-    if (uop_is_alu(x->op) && x->op != OP_CAST) n += (x->op == OP_SQRT || x->op == OP_EXP2 || x->op == OP_LOG2 || x->op == OP_SIN || x->op == OP_FDIV || x->op == OP_RECIPROCAL) ? 4 : 1;
+    if (uop_is_alu(x->op) && x->op != OP_CAST) n += uop_is_costly(x->op) ? 4 : 1;
     else if (index_math && (x->op == OP_PAD || x->op == OP_WINDOW)) n += 4;
     else if (index_math && uop_is_movement(x->op) && x->op != OP_EXPAND) n += 1;
     for (int i = 0; i < x->nsrc; i++) VEC_PUSH(stack, x->src[i]);

@@ -22,6 +22,9 @@ bool uop_is_unary(uop_op op) { return op >= OP_EXP2 && op <= OP_BITCAST; }
 bool uop_is_binary(uop_op op) { return op >= OP_ADD && op <= OP_THREEFRY; }
 bool uop_is_alu(uop_op op) { return op >= OP_EXP2 && op <= OP_MULACC; }
 bool uop_is_comparison(uop_op op) { return op == OP_CMPLT || op == OP_CMPNE || op == OP_CMPEQ; }
+bool uop_is_costly(uop_op op) {
+  return op == OP_SQRT || op == OP_EXP2 || op == OP_LOG2 || op == OP_SIN || op == OP_FDIV || op == OP_RECIPROCAL;
+}
 bool uop_is_commutative(uop_op op) {
   return op == OP_ADD || op == OP_MUL || op == OP_MAX || op == OP_CMPNE || op == OP_CMPEQ ||
          op == OP_AND || op == OP_OR || op == OP_XOR;

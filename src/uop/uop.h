@@ -111,6 +111,9 @@ bool uop_is_binary(uop_op op);
 bool uop_is_commutative(uop_op op);
 bool uop_is_comparison(uop_op op);
 bool uop_is_movement(uop_op op);
+/* Square roots, exponentials, logarithms, sines and divisions: ALU ops that
+ * cost a library call or a slow instruction, not one cycle. */
+bool uop_is_costly(uop_op op);
 const char *uop_op_name(uop_op op);
 /* Op by name ("ADD"), -1 when unknown. */
 int uop_op_from_name(const char *name, int len);
