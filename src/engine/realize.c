@@ -45,17 +45,21 @@ static int next_entry(const char *spec, const char **cursor, opts_entry *out) {
   return 1;
 }
 
-/* The opts spec gives kernel `name` (into buf), or NULL when it names other
- * kernels only (the heuristic picks). */
-static const char *opts_for(const char *spec, const char *name, char *buf, size_t size) {
+/* The opts spec gives kernel `name`: 1 with them in buf, 0 when the spec
+ * names other kernels only (the heuristic picks), -1 + tg_error for a
+ * malformed entry. */
+static int opts_for(const char *spec, const char *name, char *buf, size_t size) {
   opts_entry en;
-  for (const char *e = spec; next_entry(spec, &e, &en) == 1;)
-    if ((!en.name || (name && strlen(name) == en.nlen && !strncmp(en.name, name, en.nlen))) && en.olen < size) {
-      memcpy(buf, en.opts, en.olen);
-      buf[en.olen] = 0;
-      return buf;
-    }
-  return NULL;
+  int got;
+  for (const char *e = spec; (got = next_entry(spec, &e, &en)) != 0;) {
+    if (got < 0) return tg_seterr("TG_OPTS: \"%s\": expected NAME=OPTS entries separated by ';'", e);
+    if (en.name && !(name && strlen(name) == en.nlen && !strncmp(en.name, name, en.nlen))) continue;
+    if (en.olen >= size) return tg_seterr("TG_OPTS: opts too long");
+    memcpy(buf, en.opts, en.olen);
+    buf[en.olen] = 0;
+    return 1;
+  }
+  return 0;
 }
 
 int tg_set_kernel_opts(const char *spec) {
@@ -82,7 +86,11 @@ static uop *optimize(sched_item *it, int *max_cores) {
   uop *ast = it->ast;
   const char *spec = opts_override ? opts_override : getenv("TG_OPTS");
   char mine[512];
-  if (spec && *spec) spec = opts_for(spec, it->name, mine, sizeof mine);
+  if (spec && *spec) {
+    int found = opts_for(spec, it->name, mine, sizeof mine);
+    if (found < 0) return NULL;
+    spec = found ? mine : NULL;
+  }
   kopt o[32];
   if (spec && *spec) {
     int n = kopts_parse(spec, o, 32);
