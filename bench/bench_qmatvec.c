@@ -9,6 +9,10 @@
  *                            quantized to Q8_0 (Q8_K for the K-quants) by
  *                            small kernels, integer block dot products
  *                            (ggml's way); tg's time counts all kernels
+ *   qmatvec_rows_TYPE_ROWSxCOLS
+ *                            the same through tg_quant_pack_rows (packed
+ *                            once, before timing) and tg_quant_matmul_rows:
+ *                            16 rows side by side, byte dot products (Q4_0)
  *
  * Matvec is bound by reading the weights once, so GB/s counts the packed
  * bytes. The reference is the read bandwidth of a hand OpenMP loop over the
@@ -123,9 +127,13 @@ __attribute__((noinline)) static void omp_hand_matvec(int t, const unsigned char
 
 typedef struct { const char *type; int scale_at[2], nscale; } qcase;
 
-static void bench_qmatvec(const qcase *c, int64_t rows, int64_t cols, int reps, bool q8act) {
+enum { MODE_FLOAT, MODE_Q8ACT, MODE_ROWS };
+static const char *const mode_prefix[] = { "", "q8act_", "rows_" };
+
+static void bench_qmatvec(const qcase *c, int64_t rows, int64_t cols, int reps, int mode) {
   char name[96];
-  snprintf(name, sizeof name, "qmatvec_%s%s_%lldx%lld%s", q8act ? "q8act_" : "", c->type, (long long)rows, (long long)cols, bench_name_suffix());
+  const bool q8act = mode != MODE_FLOAT;   /* x quantized to 8 bits */
+  snprintf(name, sizeof name, "qmatvec_%s%s_%lldx%lld%s", mode_prefix[mode], c->type, (long long)rows, (long long)cols, bench_name_suffix());
   int t = tg_ggml_type_from_name(c->type);
   int64_t nbytes = tg_ggml_nbytes(t, rows * cols), row_bytes = nbytes / rows;
   int64_t nblocks = rows * cols / (t == TG_GGML_Q8_0 || t == TG_GGML_Q4_0 ? 32 : 256);
@@ -138,6 +146,9 @@ static void bench_qmatvec(const qcase *c, int64_t rows, int64_t cols, int reps, 
   tg_scope_begin();
   tg_tensor *w = tg_from_data(raw, TG_SHAPE(nbytes), TG_U8), *xv = tg_from_data(x, TG_SHAPE(cols), TG_F32);
   if (!w || !xv || tg_realize(w) < 0 || tg_realize(xv) < 0) bench_fail(name, "tg_from_data failed");
+  tg_tensor *scales = NULL, *quants = NULL;
+  if (mode == MODE_ROWS && (tg_quant_pack_rows(w, t, TG_SHAPE(rows, cols), &scales, &quants) < 0 || tg_realize(scales) < 0 || tg_realize(quants) < 0))
+    bench_fail(name, "tg_quant_pack_rows: %s", tg_error());
   double loop_s = 1e30, hand_s = 1e30;
   bench_tg_run first = { 0 }, best = { 1e30, 1e30, 0, 0 };
   int64_t compiles = 0;
@@ -158,7 +169,8 @@ static void bench_qmatvec(const qcase *c, int64_t rows, int64_t cols, int reps, 
 
     for (int k = 0; k < 2; k++) {
       tg_scope_begin();
-      tg_tensor *y = q8act ? tg_quant_matmul(xv, w, t, TG_SHAPE(rows, cols)) : tg_matmul(tg_dequantize(w, t, TG_SHAPE(rows, cols)), xv);
+      tg_tensor *y = mode == MODE_ROWS ? tg_quant_matmul_rows(xv, scales, quants, t, TG_SHAPE(rows, cols))
+                     : q8act ? tg_quant_matmul(xv, w, t, TG_SHAPE(rows, cols)) : tg_matmul(tg_dequantize(w, t, TG_SHAPE(rows, cols)), xv);
       bench_tg_run run = bench_tg_realize(y, name);
       if (r == 0 && k == 0) {
         first = run;
@@ -209,11 +221,13 @@ int main(int argc, char **argv) {
   int reps = bench_reps(10);
   /* argv[1] picks lines by a part of their name ("Q4_0", "q8act") */
   for (int s = 0; s < 2; s++)
-    for (int q8act = 0; q8act < 2; q8act++)
+    for (int mode = MODE_FLOAT; mode <= MODE_ROWS; mode++)
       for (int c = 0; c < 4; c++) {
         char key[32];
-        snprintf(key, sizeof key, "%s%s", q8act ? "q8act_" : "", cases[c].type);
-        if (argc < 2 || strstr(key, argv[1])) bench_qmatvec(&cases[c], shapes[s][0], shapes[s][1], reps, q8act);
+        int t = tg_ggml_type_from_name(cases[c].type);
+        if (mode == MODE_ROWS && t != TG_GGML_Q4_0) continue;   /* the types tg_quant_pack_rows takes */
+        snprintf(key, sizeof key, "%s%s", mode_prefix[mode], cases[c].type);
+        if (argc < 2 || strstr(key, argv[1])) bench_qmatvec(&cases[c], shapes[s][0], shapes[s][1], reps, mode);
       }
   return 0;
 }

@@ -5,6 +5,7 @@
 #include "test.h"
 #include <unistd.h>
 #include "io/gguf_file.h"
+#include "llm/llm.h"
 #include "quant/quantize.h"
 
 static void check_model(const char *name) {
@@ -47,16 +48,20 @@ TEST(llm_tiny_qwen2moe) { check_model("qwen2moe"); }
 TEST(llm_tiny_deepseek2_mla) { check_model("deepseek2"); }
 
 /* Quantized weights decode through tg_quant_matmul (x quantized to 8-bit
- * blocks, integer block dot products, like llama.cpp): the tiny llama
- * quantized to Q8_0 and Q4_0 gives logits close to the same weights
- * multiplied in float (TG_LLM_FLOAT_MATVEC=1), with the same best token,
- * and not identical ones (the integer path ran). */
+ * blocks, integer block dot products, like llama.cpp), Q4_0 through its
+ * row-packed copy (tg_quant_matmul_rows): the tiny llama quantized to Q8_0
+ * and Q4_0 gives logits close to the same weights multiplied in float
+ * (TG_LLM_FLOAT_MATVEC=1), with the same best token, and not identical
+ * ones (the integer path ran). */
 static void quant_decode_close(const char *type) {
   char path[64];
   snprintf(path, sizeof path, "/tmp/tg_test_llm_%s_%d.gguf", type, (int)getpid());
   quant_model_opts qo = { .pure = true };
   CHECK_OK(quant_model("goldens/llm_llama.gguf", path, quant_ftype_by_name(type), &qo) == 0);
   tg_llm *q = tg_llm_load(path, NULL);
+  int row_packed = 0;
+  for (int i = 0; q && i < q->npacked; i++) row_packed += q->packed[i].row_quants != NULL;
+  if (!strcmp(type, "Q4_0")) CHECK_MSG(row_packed > 0, "no Q4_0 weight was row-packed");
   setenv("TG_LLM_FLOAT_MATVEC", "1", 1);
   tg_llm *f = tg_llm_load(path, NULL);
   CHECK_MSG(q && f, "load %s: %s", path, tg_error());

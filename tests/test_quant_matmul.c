@@ -69,7 +69,8 @@ static void fill_x(float *x, int64_t m, int64_t k) {
   }
 }
 
-static void check_type(const char *type, int64_t m, int64_t n, int64_t k) {
+/* rows: through tg_quant_pack_rows / tg_quant_matmul_rows */
+static void check_path(const char *type, int64_t m, int64_t n, int64_t k, bool rows) {
   int t = tg_ggml_type_from_name(type);
   int64_t nbytes;
   uint8_t *w = random_weights(t, n, k, &nbytes);
@@ -78,7 +79,10 @@ static void check_type(const char *type, int64_t m, int64_t n, int64_t k) {
   fill_x(x, m, k);
   tg_scope_begin();
   tg_tensor *raw = tg_from_data(w, TG_SHAPE(nbytes), TG_U8), *xv = tg_from_data(x, TG_SHAPE(m, k), TG_F32);
-  tg_tensor *yv = tg_quant_matmul(xv, raw, t, TG_SHAPE(n, k));
+  tg_tensor *yv = NULL, *sc = NULL, *qs = NULL;
+  if (!rows) yv = tg_quant_matmul(xv, raw, t, TG_SHAPE(n, k));
+  else if (tg_quant_pack_rows(raw, t, TG_SHAPE(n, k), &sc, &qs) == 0 && tg_realize(sc) == 0 && tg_realize(qs) == 0)
+    yv = tg_quant_matmul_rows(xv, sc, qs, t, TG_SHAPE(n, k));
   CHECK_OK(yv);
   CHECK_MSG(yv && tg_data(yv, y, sizeof(float) * (size_t)(m * n)) == 0, "%s: %s", type, tg_error());
   int bad = 0;
@@ -97,6 +101,8 @@ static void check_type(const char *type, int64_t m, int64_t n, int64_t k) {
   tg_scope_end();
   free(w), free(x), free(y), free(dx), free(q);
 }
+
+static void check_type(const char *type, int64_t m, int64_t n, int64_t k) { check_path(type, m, n, k, false); }
 
 TEST(quant_matmul_q8_0_vs_ggml) { check_type("Q8_0", 3, 40, 512); }
 TEST(quant_matmul_q4_0_vs_ggml) { check_type("Q4_0", 3, 40, 512); }
@@ -253,4 +259,12 @@ TEST(quant_float_prefill_tile_exact) {
   check_float_prefill("Q8_0", 32, 64, 256);
   check_float_prefill("Q4_0", 24, 40, 512);
   check_float_prefill("Q8_0", 17, 6, 96);   /* rows that 8 does not divide: no tile */
+}
+
+/* Row-packed Q4_0 (decoding's path): the same numbers as ggml's, for one
+ * row of x, a few rows, and the widths of the 125M model's matrices. */
+TEST(quant_matmul_rows_q4_0_vs_ggml) {
+  check_path("Q4_0", 1, 64, 512, true);
+  check_path("Q4_0", 3, 32, 256, true);
+  check_path("Q4_0", 1, 256, 2048, true);
 }

@@ -115,7 +115,8 @@ static void fill_x(float *x, int64_t m, int64_t k) {
   if (k >= 512) x[256 + 3] = -40, x[256 + 9] = 40;
 }
 
-static void check_k(int t, int64_t m, int64_t n, int64_t k) {
+/* rows: through tg_quant_pack_rows / tg_quant_matmul_rows */
+static void check_k_path(int t, int64_t m, int64_t n, int64_t k, bool rows) {
   int64_t nbytes;
   uint8_t *w = random_k(t, n, k, &nbytes);
   float *x = malloc(sizeof(float) * (size_t)(m * k)), *y = malloc(sizeof(float) * (size_t)(m * n)), *dx = malloc(sizeof(float) * (size_t)(k / 256));
@@ -123,7 +124,10 @@ static void check_k(int t, int64_t m, int64_t n, int64_t k) {
   int *bs = malloc(sizeof(int) * (size_t)(k / 16));
   fill_x(x, m, k);
   tg_scope_begin();
-  tg_tensor *yv = tg_quant_matmul(tg_from_data(x, TG_SHAPE(m, k), TG_F32), tg_from_data(w, TG_SHAPE(nbytes), TG_U8), t, TG_SHAPE(n, k));
+  tg_tensor *xv = tg_from_data(x, TG_SHAPE(m, k), TG_F32), *raw = tg_from_data(w, TG_SHAPE(nbytes), TG_U8), *yv = NULL, *sc, *qs;
+  if (!rows) yv = tg_quant_matmul(xv, raw, t, TG_SHAPE(n, k));
+  else if (tg_quant_pack_rows(raw, t, TG_SHAPE(n, k), &sc, &qs) == 0 && tg_realize(sc) == 0 && tg_realize(qs) == 0)
+    yv = tg_quant_matmul_rows(xv, sc, qs, t, TG_SHAPE(n, k));
   CHECK_MSG(yv && tg_data(yv, y, sizeof(float) * (size_t)(m * n)) == 0, "%s", tg_error());
   int bad = 0;
   for (int64_t r = 0; r < m; r++) {
@@ -141,8 +145,12 @@ static void check_k(int t, int64_t m, int64_t n, int64_t k) {
   free(w), free(x), free(y), free(dx), free(q), free(bs);
 }
 
+static void check_k(int t, int64_t m, int64_t n, int64_t k) { check_k_path(t, m, n, k, false); }
+
 TEST(quant_matmul_q4_k_vs_ggml) { check_k(TG_GGML_Q4_K, 3, 24, 1024); check_k(TG_GGML_Q4_K, 1, 16, 4096); }
 TEST(quant_matmul_q6_k_vs_ggml) { check_k(TG_GGML_Q6_K, 3, 24, 1024); check_k(TG_GGML_Q6_K, 1, 16, 4096); }
+/* row-packed Q6_K (decoding's path for llama.cpp's output matrices) */
+TEST(quant_matmul_rows_q6_k_vs_ggml) { check_k_path(TG_GGML_Q6_K, 3, 32, 1024, true); check_k_path(TG_GGML_Q6_K, 1, 64, 768, true); }
 
 /* W = the identity in Q6_K (d = 1, scales 1, q - 32 = 1 on the diagonal):
  * y[i] = q[i] * d of i's block, x's Q8_K quantization bit for bit: ties

@@ -132,6 +132,80 @@ static bool affine_alu(uop *u, vinfo *me, vinfo **s, int k) {
   return true;
 }
 
+/* ---- byte dot products: an int32 sum of 4 byte products per lane, byte
+ * p of lane l being byte 4l + p of one wide vector (a load with stride 4),
+ * times byte p of 4 bytes that are the same for every lane (or of a second
+ * wide vector). That is one vpdpbusd (4 unsigned bytes times 4 signed
+ * bytes, added into an int32 lane), rendered as OP_DOT4: src 0 the int32
+ * accumulator (a CONST 0 when none), src 1 the unsigned bytes, src 2 the
+ * signed ones, each a vector of 4k bytes or an int32 holding 4 bytes for
+ * every lane. */
+
+/* u's source when it is a byte cast to int32 for a multiply, else NULL. */
+static uop *byte_of_cast(const uop *u) {
+  if (u->op != OP_CAST || u->dtype.scalar != TG_I32 || u->dtype.count != 1) return NULL;
+  int s = u->src[0]->dtype.scalar;
+  return (s == TG_U8 || s == TG_I8) && u->src[0]->dtype.count == 1 ? u->src[0] : NULL;
+}
+
+/* The 4 bytes b[0..3] (scalars) as one int32, byte p at bits 8p. */
+static uop *pack_bytes(uop *const *b) {
+  uop *r = NULL;
+  for (int p = 0; p < 4; p++) {
+    uop *x = b[p]->dtype.scalar == TG_I8 ? uop1(OP_BITCAST, dt_scalar(TG_U8), b[p], arg_none()) : b[p];
+    uop *v = uop_cast(x, dt_scalar(TG_I32));
+    if (p) v = uop_alu(OP_SHL, v, uop_const_int(dt_scalar(TG_I32), 8 * p));
+    r = r ? uop_alu(OP_OR, r, v) : v;
+  }
+  return r;
+}
+
+static bool is_dot4(const uop *u) { return u && u->op == OP_DOT4; }
+
+/* u (an int32 ADD that varies across lanes) as an OP_DOT4, or NULL. */
+static uop *match_dot4(uop *u, ptrmap *info, int k) {
+  /* an ADD with a DOT4 without accumulator on one side takes the other
+   * side as that accumulator: chains of dot products */
+  for (int j = 0; j < 2; j++) {
+    vinfo *a = pm_get(info, u->src[j]), *b = pm_get(info, u->src[1 - j]);
+    if (is_dot4(a->node) && a->node->src[0]->op == OP_CONST && b->vec && b->node && b->node->dtype.count == k)
+      return uop_new(OP_DOT4, a->node->dtype, (uop *[]){ b->node, a->node->src[1], a->node->src[2] }, 3, arg_none());
+  }
+  /* the leaves of the ADD tree: exactly 4 products */
+  uop *stack[8] = { u }, *prods[4];
+  int ns = 1, np = 0;
+  while (ns) {
+    uop *x = stack[--ns];
+    vinfo *xi = pm_get(info, x);
+    if (x->op == OP_ADD && x->dtype.scalar == TG_I32 && !is_dot4(xi->node) && ns + 2 <= 8) { stack[ns++] = x->src[0]; stack[ns++] = x->src[1]; continue; }
+    if (x->op != OP_MUL || np == 4) return NULL;
+    prods[np++] = x;
+  }
+  if (np != 4) return NULL;
+  uop *wide = NULL, *other_wide = NULL, *bytes[4] = { 0 };
+  int wide_dt = -1, other_dt = -1;
+  unsigned seen = 0;
+  for (int i = 0; i < 4; i++) {
+    uop *a = byte_of_cast(prods[i]->src[0]), *b = byte_of_cast(prods[i]->src[1]);
+    if (!a || !b) return NULL;
+    vinfo *ai = pm_get(info, a), *bi = pm_get(info, b);
+    if (!ai->wide) { uop *t = a; a = b; b = t; vinfo *ti = ai; ai = bi; bi = ti; }
+    if (ai->wide != 4 || (wide && ai->wnode != wide) || (seen >> ai->par & 1)) return NULL;
+    wide = ai->wnode, wide_dt = a->dtype.scalar, seen |= 1u << ai->par;
+    if (other_dt >= 0 && b->dtype.scalar != other_dt) return NULL;
+    other_dt = b->dtype.scalar;
+    if (bi->vec) {   /* a second wide vector, byte for byte */
+      if (bi->wide != 4 || bi->par != ai->par || (other_wide && bi->wnode != other_wide)) return NULL;
+      other_wide = bi->wnode;
+    } else if (other_wide || !bi->node) return NULL;
+    else bytes[ai->par] = bi->node;
+  }
+  if (wide_dt == other_dt) return NULL;   /* vpdpbusd multiplies unsigned by signed bytes */
+  uop *other = other_wide ? other_wide : pack_bytes(bytes);
+  uop *unsig = wide_dt == TG_U8 ? wide : other, *sig = wide_dt == TG_U8 ? other : wide;
+  return uop_new(OP_DOT4, dt_vec(dt_scalar(TG_I32), k), (uop *[]){ uop_const_int(dt_scalar(TG_I32), 0), unsig, sig }, 3, arg_none());
+}
+
 uop *kernel_vectorize(uop *ast, uop *lane_range) {
   int k = (int)uop_const_value(lane_range->src[0]);
   uop_list l = uop_toposort(ast);
@@ -161,6 +235,11 @@ uop *kernel_vectorize(uop *ast, uop *lane_range) {
       continue;
     }
     me->vec = true;
+    if (u->op == OP_ADD && u->dtype.scalar == TG_I32 && (me->node = match_dot4(u, &info, k))) {
+      if (s != s_stack) free(s);
+      if (i == l.n - 1) result = me->node;
+      continue;
+    }
     if (stays_wide(u, s, &mul_src)) {
       uop *src[3];
       for (int j = 0; j < u->nsrc && j < 3; j++) src[j] = s[j]->wide ? s[j]->wnode : s[j]->node;

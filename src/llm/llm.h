@@ -29,7 +29,11 @@ typedef struct {
 /* A quantized weight's packed bytes next to its lazy float values, so a
  * matmul with few rows can use tg_quant_matmul (ggml's integer block dot
  * products) instead of decoding every weight to float. */
-typedef struct { tg_tensor *w, *raw; int type; } llm_packed;
+typedef struct {
+  tg_tensor *w, *raw;
+  int type;
+  tg_tensor *row_scales, *row_quants;   /* tg_quant_pack_rows's copy, for decoding (NULL: none) */
+} llm_packed;
 
 struct tg_llm {
   tg_llm_config cfg;

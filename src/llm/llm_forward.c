@@ -14,27 +14,32 @@ static tg_tensor *rms_norm(tg_tensor *x, tg_tensor *w, float eps) {
   return w ? tg_mul(y, tg_cast(w, TG_F32)) : y;
 }
 
-/* x (T, in) @ w.T. A Q8_0 or Q4_0 w with few rows of x (decoding)
+/* x (T, in) @ w.T. With few rows of x (decoding), a quantized w
  * multiplies like ggml: x quantized to 8-bit blocks, integer dot products
- * per block (tg_quant_matmul; its K-quant path is slower than the fused
- * float kernel so far, docs/quant.md, so those stay on the float path).
- * With many rows (a prefill chunk), a Q8_0 or Q4_0 w is decoded inside the
- * matmul, each decoded vector serving 8 rows of x (the heuristic's tile for
- * it: 2x a decoded float32 copy, which costs a write and a read of 4 bytes
- * per weight); other types are decoded into a float32 copy first, once,
- * instead of once per row tile; a realized float32 w is already
- * contiguous, so this costs it nothing. */
+ * per block; from the row-packed copy where the model has one (Q4_0, Q6_K:
+ * byte dot products over 16 rows at once, tg_quant_matmul_rows), else from
+ * the packed bytes for Q8_0 (tg_quant_matmul; its K-quant path is slower
+ * than the fused float kernel so far, docs/quant.md, so other types stay on
+ * the float path). With many rows (a prefill chunk), a Q8_0 or Q4_0 w is
+ * decoded inside the matmul, each decoded vector serving 8 rows of x (the
+ * heuristic's tile for it: 2x a decoded float32 copy, which costs a write
+ * and a read of 4 bytes per weight); other types are decoded into a float32
+ * copy first, once, instead of once per row tile; a realized float32 w is
+ * already contiguous, so this costs it nothing. */
 #define LINEAR_DECODE_ONCE_ROWS 16
 static tg_tensor *linear(tg_llm *m, tg_tensor *x, tg_tensor *w, tg_tensor *b) {
   const llm_packed *pk = llm_packed_of(m, w);
   bool int_fast = pk && (pk->type == TG_GGML_Q8_0 || pk->type == TG_GGML_Q4_0);
-  if (int_fast && tg_dim(x, 0) < LINEAR_DECODE_ONCE_ROWS && !getenv("TG_LLM_FLOAT_MATVEC")) {
-    tg_tensor *y = tg_quant_matmul(x, pk->raw, pk->type, tg_shape_of(w));
-    return b ? tg_add(y, tg_cast(b, TG_F32)) : y;
+  tg_tensor *y = NULL;
+  if (pk && tg_dim(x, 0) < LINEAR_DECODE_ONCE_ROWS && !getenv("TG_LLM_FLOAT_MATVEC")) {
+    if (pk->row_quants) y = tg_quant_matmul_rows(x, pk->row_scales, pk->row_quants, pk->type, tg_shape_of(w));
+    else if (int_fast) y = tg_quant_matmul(x, pk->raw, pk->type, tg_shape_of(w));
   }
-  if (tg_dim(x, 0) >= LINEAR_DECODE_ONCE_ROWS && tg_dtype_of(w) == TG_F32 && !int_fast) w = tg_contiguous(w);
-  tg_tensor *y = tg_matmul(x, tg_T(w));
-  if (tg_dtype_of(y) != TG_F32) y = tg_cast(y, TG_F32);
+  if (!y) {
+    if (tg_dim(x, 0) >= LINEAR_DECODE_ONCE_ROWS && tg_dtype_of(w) == TG_F32 && !int_fast) w = tg_contiguous(w);
+    y = tg_matmul(x, tg_T(w));
+    if (tg_dtype_of(y) != TG_F32) y = tg_cast(y, TG_F32);
+  }
   return b ? tg_add(y, tg_cast(b, TG_F32)) : y;
 }
 

@@ -89,7 +89,7 @@ void tg_llm_free(tg_llm *m) {
                         l->q_a, l->q_a_norm, l->q_b, l->kv_a, l->kv_a_norm, l->kv_b, l->wqkv, l->w_gate_up };
     for (size_t k = 0; k < sizeof ts / sizeof ts[0]; k++) tg_free(ts[k]);
   }
-  for (int i = 0; i < m->npacked; i++) tg_free(m->packed[i].raw);
+  for (int i = 0; i < m->npacked; i++) tg_free(m->packed[i].raw), tg_free(m->packed[i].row_scales), tg_free(m->packed[i].row_quants);
   free(m->packed);
   free(m->layers);
   free(m->history);

@@ -3,6 +3,7 @@
  * and stays in the file's type; missing required tensors are named in the
  * error. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "llm/llm.h"
 #include "io/gguf_loader.h"
@@ -14,8 +15,20 @@
 static tg_tensor *keep_packed(tg_llm *m, tg_tensor *raw, tg_tensor *w, int type) {
   if (!w) return NULL;
   m->packed = tg_xrealloc(m->packed, sizeof *m->packed * (size_t)(m->npacked + 1));
-  m->packed[m->npacked++] = (llm_packed){ w, raw, type };
+  llm_packed *pk = &m->packed[m->npacked++];
+  *pk = (llm_packed){ w, raw, type, NULL, NULL };
   tensor_adopt(NULL, raw);
+  /* decoding's matvecs read a row-packed copy where there is one (Q4_0,
+   * Q6_K; tg_quant_pack_rows) */
+  tg_shape ws = tg_shape_of(w);
+  bool rows = (type == TG_GGML_Q4_0 && ws.ndim == 2 && ws.d[1] % 32 == 0) || (type == TG_GGML_Q6_K && ws.ndim == 2 && ws.d[1] % 256 == 0);
+  if (rows && ws.d[0] % 16 == 0 && !getenv("TG_LLM_NO_ROWS")) {
+    tg_tensor *sc, *q;
+    if (tg_quant_pack_rows(raw, type, ws, &sc, &q) == 0 && tg_realize(sc) == 0 && tg_realize(q) == 0) {
+      tensor_adopt(NULL, sc), tensor_adopt(NULL, q);
+      pk->row_scales = sc, pk->row_quants = q;
+    }
+  }
   return w;
 }
 

@@ -68,6 +68,24 @@ void qt_scale_min_k4(tg_tensor *blk, int off, int len, tg_tensor **sc, tg_tensor
 void qk_q4_k_ints(tg_tensor *blk, tg_tensor **q, tg_tensor **sc, tg_tensor **m);
 void qk_q6_k_ints(tg_tensor *blk, tg_tensor **q, tg_tensor **sc);
 
+/* Shared by the integer matmul paths (quant_matmul.c, quant_rows.c). */
+/* [lo, hi) of x's last axis. */
+tg_tensor *qm_slice_last(tg_tensor *x, int64_t lo, int64_t hi);
+/* x's shape with its last axis replaced by the n sizes in d. */
+tg_shape qm_with_tail(const tg_tensor *x, int n, const int64_t *d);
+/* quantize_row_q8_0_ref of every 32 values of x (..., K): *q (..., K/32,
+ * 32) of qdtype (an integer type: I16 for int16 multiplies, I8 for byte dot
+ * products) and *d (..., K/32, 1) F32, the scale rounded to fp16 as ggml
+ * stores it. d = amax / 127, id = d ? 1/d : 0, q = roundf(x * id)
+ * (-127..127). x's leading axes stay as they are (a symbolic one too). */
+void qm_quantize_q8_0(tg_tensor *x, tg_dtype qdtype, tg_tensor **q, tg_tensor **d);
+/* quantize_row_q8_K_ref of every 256 values of x (..., K): *q (..., K/256,
+ * 256) of qdtype and *d (..., K/256, 1) F32. max is the first value of
+ * largest |x| (sign kept), iscale = -127 / max, q = min(127,
+ * nearest_int(iscale * x)) (ggml's nearest_int rounds half to even, like
+ * tg_round), d = 1 / iscale; a block of zeros has d = 0, q = 0. */
+void qm_quantize_q8_k(tg_tensor *x, tg_dtype qdtype, tg_tensor **q, tg_tensor **d);
+
 /* One dequantizer per type: (nb, bytes) U8 -> (nb, block_size) F32. */
 typedef tg_tensor *(*qt_dequant_fn)(tg_tensor *blk);
 tg_tensor *dq_q4_0(tg_tensor *blk);

@@ -24,7 +24,7 @@ static tg_tensor *round_half_away(tg_tensor *v) {
 }
 
 /* [lo, hi) of x's last axis. */
-static tg_tensor *slice_last(tg_tensor *x, int64_t lo, int64_t hi) {
+tg_tensor *qm_slice_last(tg_tensor *x, int64_t lo, int64_t hi) {
   int nd = tg_ndim(x);
   int64_t st[TG_MAX_DIMS] = { 0 }, en[TG_MAX_DIMS];
   for (int i = 0; i < nd; i++) en[i] = tg_dim(x, i);
@@ -33,29 +33,24 @@ static tg_tensor *slice_last(tg_tensor *x, int64_t lo, int64_t hi) {
 }
 
 /* x's shape with its last axis replaced by the n sizes in d. */
-static tg_shape with_tail(const tg_tensor *x, int n, const int64_t *d) {
+tg_shape qm_with_tail(const tg_tensor *x, int n, const int64_t *d) {
   tg_shape s = tg_shape_of(x);
   s.ndim--;
   for (int i = 0; i < n; i++) s.d[s.ndim++] = d[i];
   return s;
 }
 
-/* quantize_row_q8_0_ref of every 32 values of x (..., K): *q (..., K/32,
- * 32) and *d (..., K/32, 1) F32, the scale rounded to fp16 as ggml stores
- * it. d = amax / 127, id = d ? 1/d : 0, q = roundf(x * id) (-127..127, held
- * in int16, the width the product kernel multiplies in). x's leading axes
- * stay as they are (a symbolic one too). */
-static void quantize_q8_0(tg_tensor *x, tg_tensor **q, tg_tensor **d) {
+void qm_quantize_q8_0(tg_tensor *x, tg_dtype qdtype, tg_tensor **q, tg_tensor **d) {
   int64_t nb = tg_dim(x, tg_ndim(x) - 1) / 32;
-  tg_tensor *xb = tg_reshape(tg_cast(x, TG_F32), with_tail(x, 2, (int64_t[]){ nb, 32 }));
+  tg_tensor *xb = tg_reshape(tg_cast(x, TG_F32), qm_with_tail(x, 2, (int64_t[]){ nb, 32 }));
   tg_tensor *amax = tg_max(tg_abs(xb), TG_AXES(-1), true);
   tg_tensor *dd = tg_div(amax, tg_scalar(127, TG_F32));
   tg_tensor *zero = tg_scalar(0, TG_F32);
   tg_tensor *id = tg_where(tg_ne(dd, zero), tg_div(tg_scalar(1, TG_F32), dd), zero);
-  *q = tg_contiguous(tg_cast(round_half_away(tg_mul(xb, id)), TG_I16));
+  *q = tg_contiguous(tg_cast(round_half_away(tg_mul(xb, id)), qdtype));
   /* stored once per value (like q), so one kernel writes both */
   tg_tensor *dfull = tg_contiguous(tg_expand(tg_cast(tg_cast(dd, TG_F16), TG_F32), tg_shape_of(xb)));
-  *d = slice_last(dfull, 0, 1);
+  *d = qm_slice_last(dfull, 0, 1);
 }
 
 /* The integer values of every weight block as (N*nb, 32) I16, in the
@@ -79,31 +74,26 @@ static bool has_int_path(int t) {
   return t == GGML_TYPE_Q8_0 || t == GGML_TYPE_Q4_0 || t == GGML_TYPE_Q4_K || t == GGML_TYPE_Q6_K;
 }
 
-/* quantize_row_q8_K_ref of every 256 values of x (..., K): *q (..., K/256,
- * 256) I16 and *d (..., K/256, 1) F32. max is the first value of largest
- * |x| (sign kept), iscale = -127 / max, q = min(127, nearest_int(iscale *
- * x)) (ggml's nearest_int rounds half to even, like tg_round), d = 1 /
- * iscale; a block of zeros has d = 0, q = 0. */
-static void quantize_q8_k(tg_tensor *x, tg_tensor **q, tg_tensor **d) {
+void qm_quantize_q8_k(tg_tensor *x, tg_dtype qdtype, tg_tensor **q, tg_tensor **d) {
   int64_t nb = tg_dim(x, tg_ndim(x) - 1) / 256;
-  tg_tensor *xb = tg_reshape(tg_cast(x, TG_F32), with_tail(x, 2, (int64_t[]){ nb, 256 }));
+  tg_tensor *xb = tg_reshape(tg_cast(x, TG_F32), qm_with_tail(x, 2, (int64_t[]){ nb, 256 }));
   tg_tensor *ax = tg_abs(xb), *zero = tg_scalar(0, TG_F32);
   tg_tensor *nz = tg_ne(tg_max(ax, TG_AXES(-1), true), zero);
   tg_tensor *first = tg_eq(tg_arange(0, 256, 1, TG_I32), tg_cast(tg_argmax(ax, -1, true), TG_I32));
   tg_tensor *mx = tg_sum(tg_where(first, xb, zero), TG_AXES(-1), true);
   tg_tensor *iscale = tg_div(tg_scalar(-127, TG_F32), tg_where(nz, mx, tg_scalar(1, TG_F32)));
   tg_tensor *v = tg_minimum(tg_round(tg_mul(iscale, xb)), tg_scalar(127, TG_F32));
-  *q = tg_contiguous(tg_cast(tg_where(nz, v, zero), TG_I16));
+  *q = tg_contiguous(tg_cast(tg_where(nz, v, zero), qdtype));
   tg_tensor *dfull = tg_contiguous(tg_expand(tg_where(nz, tg_div(tg_scalar(1, TG_F32), iscale), zero), tg_shape_of(xb)));
-  *d = slice_last(dfull, 0, 1);
+  *d = qm_slice_last(dfull, 0, 1);
 }
 
 /* Element p of every pair of the last axis (..., 2m) -> (..., m). */
 static tg_tensor *pair_elem(tg_tensor *v, int p) {
   int nd = tg_ndim(v);
   int64_t m = tg_dim(v, nd - 1) / 2;
-  tg_tensor *pairs = tg_reshape(v, with_tail(v, 2, (int64_t[]){ m, 2 }));
-  return tg_reshape(slice_last(pairs, p, p + 1), with_tail(v, 1, (int64_t[]){ m }));
+  tg_tensor *pairs = tg_reshape(v, qm_with_tail(v, 2, (int64_t[]){ m, 2 }));
+  return tg_reshape(qm_slice_last(pairs, p, p + 1), qm_with_tail(v, 1, (int64_t[]){ m }));
 }
 
 /* The int32 sums of adjacent products (value 2l with 2l + 1) of the last
@@ -134,9 +124,9 @@ static tg_tensor *int_matmul(tg_tensor *x, tg_tensor *raw, int t, int64_t n, int
   tg_tensor *wq = tg_reshape(weight_ints(blk, t), TG_SHAPE(n, nb, h, 32 / h));
   tg_tensor *dw = tg_reshape(qt_f16(blk, 0), TG_SHAPE(n, nb, 1, 1));
   tg_tensor *xq, *dx;
-  quantize_q8_0(x, &xq, &dx);
-  xq = tg_reshape(xq, with_tail(x, 4, (int64_t[]){ 1, nb, h, 32 / h }));
-  dx = tg_reshape(dx, with_tail(x, 4, (int64_t[]){ 1, nb, 1, 1 }));
+  qm_quantize_q8_0(x, TG_I16, &xq, &dx);
+  xq = tg_reshape(xq, qm_with_tail(x, 4, (int64_t[]){ 1, nb, h, 32 / h }));
+  dx = tg_reshape(dx, qm_with_tail(x, 4, (int64_t[]){ 1, nb, 1, 1 }));
   tg_tensor *lanes = qt_f32(pair_dots(wq, xq));   /* (..., n, nb, h, 16 / h) */
   /* ggml: sumi * (dw * dx) (Q4_0's generic code multiplies by dw, then dx;
    * with lane sums the rounding differs anyway, and one scale is cheaper) */
@@ -158,14 +148,14 @@ static tg_tensor *kquant_matmul(tg_tensor *x, tg_tensor *raw, int t, int64_t n, 
   const tg_shape per16 = TG_SHAPE(n, nb, 16, 16), one = TG_SHAPE(n, nb, 1, 1);
   tg_tensor *wq = tg_reshape(tg_cast(q, TG_I16), per16);
   tg_tensor *xq, *dx;
-  quantize_q8_k(x, &xq, &dx);
-  xq = tg_reshape(xq, with_tail(x, 4, (int64_t[]){ 1, nb, 16, 16 }));
-  dx = tg_reshape(dx, with_tail(x, 4, (int64_t[]){ 1, nb, 1, 1 }));
-  tg_tensor *sc16 = slice_last(tg_reshape(sc, per16), 0, 1);                                /* (n, nb, 16, 1) */
+  qm_quantize_q8_k(x, TG_I16, &xq, &dx);
+  xq = tg_reshape(xq, qm_with_tail(x, 4, (int64_t[]){ 1, nb, 16, 16 }));
+  dx = tg_reshape(dx, qm_with_tail(x, 4, (int64_t[]){ 1, nb, 1, 1 }));
+  tg_tensor *sc16 = qm_slice_last(tg_reshape(sc, per16), 0, 1);                                /* (n, nb, 16, 1) */
   tg_tensor *dot = tg_mul(qt_f32(tg_mul(pair_dots(wq, xq), sc16)), tg_mul(tg_reshape(dw, one), dx));
   if (m) {
     tg_tensor *xs = tg_add(tg_cast(pair_elem(xq, 0), TG_I32), tg_cast(pair_elem(xq, 1), TG_I32));
-    tg_tensor *m16 = slice_last(tg_reshape(m, per16), 0, 1);
+    tg_tensor *m16 = qm_slice_last(tg_reshape(m, per16), 0, 1);
     dot = tg_sub(dot, tg_mul(qt_f32(tg_mul(xs, m16)), tg_mul(tg_reshape(dmin, one), dx)));
   }
   return tg_sum(dot, TG_AXES(-3, -2, -1), false);

@@ -94,6 +94,7 @@ typedef struct {
   int depth;
   bool need_threefry, need_fpconv;
   bool need_vcvt_f16[65];   /* lanes of float16 -> float32 vector conversions used */
+  bool need_dot4[17];       /* lanes of byte dot products used */
 } rctx;
 
 static void indent(rctx *c) { for (int i = 0; i < c->depth; i++) sb_puts(&c->body, "  "); }
@@ -225,7 +226,43 @@ static char *render_vec_gep(rctx *c, uop *u) {
   return b.s;
 }
 
+/* OP_DOT4 (see vectorize.c): tg_dot4_vK(acc, unsigned bytes, signed
+ * bytes), each operand a vector of 4K bytes viewed as K ints, or one int
+ * (4 bytes) for every lane. */
+static char *render_dot4(rctx *c, uop *u) {
+  int k = u->dtype.count;
+  if (k != 4 && k != 8 && k != 16) return NULL;
+  c->need_dot4[k] = true;
+  const char *vt = ctype(u->dtype);
+  char *s[3];
+  for (int i = 0; i < 3; i++)
+    s[i] = u->src[i]->dtype.count > 1 ? fmt("((%s)%s)", vt, name_of(c, u->src[i])) : fmt("((%s){0}+%s)", vt, name_of(c, u->src[i]));
+  char *r = fmt("tg_dot4_v%d(%s, %s, %s)", k, s[0], s[1], s[2]);
+  for (int i = 0; i < 3; i++) free(s[i]);
+  return r;
+}
+
+/* The byte dot product of K int32 lanes: vpdpbusd where the target has it
+ * (clang's builtins; AVX512-VNNI, or AVX-VNNI for 4 and 8 lanes), else the
+ * same sum in portable vector C. */
+static void prelude_dot4(strbuf *src, int k) {
+  const char *vnni = k == 16 ? "defined(__AVX512VNNI__)" : "((defined(__AVX512VNNI__) && defined(__AVX512VL__)) || defined(__AVXVNNI__))";
+  sb_printf(src, "static inline tg_v%d_int tg_dot4_v%d(tg_v%d_int acc, tg_v%d_int u, tg_v%d_int s) {\n", k, k, k, k, k);
+  sb_printf(src, "#if defined(__clang__) && %s\n  return __builtin_ia32_vpdpbusd%d(acc, u, s);\n#else\n", vnni, 32 * k);
+  sb_printf(src, "  typedef unsigned char u_ __attribute__((vector_size(%d)));\n  typedef signed char s_ __attribute__((vector_size(%d)));\n", 4 * k, 4 * k);
+  sb_puts(src, "  u_ a = (u_)u;\n  s_ b = (s_)s;\n");
+  for (int p = 0; p < 4; p++) {
+    strbuf ix = { 0 };
+    for (int l = 0; l < k; l++) sb_printf(&ix, ", %d", 4 * l + p);
+    sb_printf(src, "  acc += __builtin_convertvector(__builtin_shufflevector(a, a%s), tg_v%d_int) * __builtin_convertvector(__builtin_shufflevector(b, b%s), tg_v%d_int);\n",
+              ix.s, k, ix.s, k);
+    sb_free(&ix);
+  }
+  sb_puts(src, "  return acc;\n#endif\n}\n");
+}
+
 static char *render_alu(rctx *c, uop *u) {
+  if (u->op == OP_DOT4) return render_dot4(c, u);
   if (u->dtype.count > 1 && u->op == OP_GEP) return render_vec_gep(c, u);
   if (u->dtype.count > 1) return render_vec_alu(c, u);
   const char *a = u->nsrc > 0 ? name_of(c, u->src[0]) : "", *b = u->nsrc > 1 ? name_of(c, u->src[1]) : "", *w = u->nsrc > 2 ? name_of(c, u->src[2]) : "";
@@ -451,6 +488,7 @@ char *render_c(uop *ast, const char *name) {
                     "  tg_v%d_float r;\n  for (int i = 0; i < %d; i++) r[i] = tg_cvt_f16_f32(b[i]);\n  return r;\n#endif\n}\n",
               n, n, n, 2 * n, n, n, n);
   }
+  for (int k = 4; k <= 16; k *= 2) if (c.need_dot4[k]) prelude_dot4(&src, k);
   sb_printf(&src, "void %s(void **bufs, const long long *vars, int core, int ncores) {\n", name);
   /* multiply-accumulate reductions (matmul, conv) may fuse into FMA: one
    * rounding instead of two, and twice the arithmetic per instruction */

@@ -1,0 +1,169 @@
+/* quant_rows.c: tg_quant_pack_rows and tg_quant_matmul_rows (tg_quant.h).
+ *
+ * Decoding multiplies one row of x with every row of W. In ggml's layout a
+ * row's blocks follow each other, so a SIMD vector can only hold values of
+ * one row, and a block's values need unpacking, widening and a scale per
+ * row. Packed by rows, 16 rows' bytes of the same block sit side by side
+ * (4 bytes of each row, then the next 4): one 64-byte vector holds 4 values
+ * of 16 rows, and one byte dot product (x86 vpdpbusd: 4 unsigned bytes times
+ * 4 signed bytes, added into an int32 lane) multiplies them with 4 values of
+ * x, the same for every row. llama.cpp's CPU backend repacks Q4_0 the same
+ * way (its "q4_0_8x8"). The weights stay unsigned (Q4_0's nibbles 0..15,
+ * Q6_K's 6-bit values 0..63); the offset (8, 32) comes back as the offset
+ * times the sum of x's values.
+ *
+ * Packed forms ("4-byte groups": for each group of 4 bytes of a row's
+ * field, the 16 rows' 4 bytes one after another):
+ *   Q4_0  scales (N/16, K/32, 16) F16, the 16 rows' block scales;
+ *         quants (N/16, K/32, 256) U8: the 16 nibble bytes in 4-byte groups
+ *         (byte i of a block holds value i, low nibble, and i + 16).
+ *   Q6_K  scales (N/16, K/256, 16) F16, the super-block scales d;
+ *         quants (N/16, K/256, 3328) U8: the 16 int8 sub-block scales (16
+ *         rows each), then ql (128 bytes) and qh (64) in 4-byte groups. */
+#include "io/ggml_types.h"
+#include "quant/quant.h"
+#include "util/util.h"
+
+enum { ROWS = 16 };   /* rows side by side: one 64-byte vector of 4-byte groups */
+
+typedef struct {
+  int type, block, bytes;   /* values and bytes of a ggml block */
+  int scale_at;             /* byte offset of the fp16 scale in the block */
+  int64_t quant_bytes;      /* per block of 16 rows in the packed quants */
+} rows_format;
+
+static const rows_format formats[] = {
+  { GGML_TYPE_Q4_0, 32, 18, 0, ROWS * 16 },
+  { GGML_TYPE_Q6_K, 256, 210, 208, ROWS * 208 },
+};
+
+static const rows_format *format_of(int t, tg_shape w, const char *who) {
+  const rows_format *f = NULL;
+  for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) if (formats[i].type == t) f = &formats[i];
+  const char *name = tg_ggml_type_name(t) ? tg_ggml_type_name(t) : "?";
+  if (!f) return tg_seterr("%s: no row-packed form for type %s (Q4_0 and Q6_K have one)", who, name), NULL;
+  if (w.ndim != 2) return tg_seterr("%s: W must be 2-D (N, K), not %d-D", who, w.ndim), NULL;
+  if (w.d[0] % ROWS || w.d[0] <= 0 || w.d[1] % f->block || w.d[1] <= 0)
+    return tg_seterr("%s: W (%lld, %lld) of %s needs N a multiple of %d and K of %d", who, (long long)w.d[0], (long long)w.d[1], name, ROWS, f->block), NULL;
+  return f;
+}
+
+/* Bytes [lo, lo + 4*ngroups) of every row's block (g, 16, nb, bytes) in
+ * 4-byte groups: (g, nb, ngroups * 16 * 4). */
+static tg_tensor *in_groups(tg_tensor *blk, int lo, int ngroups) {
+  int64_t g = tg_dim(blk, 0), nb = tg_dim(blk, 2);
+  tg_tensor *f = tg_reshape(qm_slice_last(blk, lo, lo + 4 * ngroups), TG_SHAPE(g, ROWS, nb, ngroups, 4));
+  return tg_reshape(tg_permute(f, TG_AXES(0, 2, 3, 1, 4)), TG_SHAPE(g, nb, (int64_t)ngroups * ROWS * 4));
+}
+
+int tg_quant_pack_rows(tg_tensor *raw, int t, tg_shape w_shape, tg_tensor **scales, tg_tensor **quants) {
+  if (!raw || !scales || !quants) return tg_seterr("tg_quant_pack_rows: NULL argument");
+  *scales = *quants = NULL;
+  const rows_format *f = format_of(t, w_shape, "tg_quant_pack_rows");
+  if (!f) return -1;
+  int64_t n = w_shape.d[0], nb = w_shape.d[1] / f->block, g = n / ROWS;
+  if (tg_dtype_of(raw) != TG_U8 || tg_numel(raw) != tg_ggml_nbytes(t, n * w_shape.d[1]))
+    return tg_seterr("tg_quant_pack_rows: raw must be U8 with %lld bytes", (long long)tg_ggml_nbytes(t, n * w_shape.d[1]));
+  tg_scope_begin();
+  tg_tensor *blk = tg_reshape(raw, TG_SHAPE(g, ROWS, nb, f->bytes));
+  /* the fp16 scale: two bytes, low first */
+  tg_tensor *lo = tg_cast(TG_GET(blk, TG_ALLIDX, TG_ALLIDX, TG_ALLIDX, TG_I(f->scale_at)), TG_U16);
+  tg_tensor *hi = tg_cast(TG_GET(blk, TG_ALLIDX, TG_ALLIDX, TG_ALLIDX, TG_I(f->scale_at + 1)), TG_U16);
+  tg_tensor *d = tg_bitcast(tg_bitwise_or(lo, tg_lshifts(hi, 8)), TG_F16);                 /* (g, 16, nb) */
+  tg_tensor *s = tg_contiguous(tg_permute(d, TG_AXES(0, 2, 1)));
+  tg_tensor *q;
+  if (t == GGML_TYPE_Q4_0) q = in_groups(blk, 2, 4);
+  else {   /* Q6_K: sub-block scales (16 rows per scale), ql, qh */
+    tg_tensor *sc = tg_reshape(tg_permute(qm_slice_last(blk, 192, 208), TG_AXES(0, 2, 3, 1)), TG_SHAPE(g, nb, 16 * ROWS));
+    q = tg_cat((tg_tensor *[]){ sc, in_groups(blk, 0, 32), in_groups(blk, 128, 16) }, 3, -1);
+  }
+  q = tg_contiguous(q);
+  if (s && q) *scales = tg_keep(s), *quants = tg_keep(q);
+  tg_scope_end();
+  return *scales ? 0 : -1;
+}
+
+/* Chains of 4 products of bytes added in int32, over axis p (size 4, the
+ * last) of w (..., 4) and x (..., 4) (broadcasting): what the vectorizer
+ * turns into byte dot products. acc (or NULL) is added first. */
+static tg_tensor *dot4(tg_tensor *acc, tg_tensor *w, tg_tensor *x) {
+  tg_tensor *d = NULL;
+  for (int p = 0; p < 4; p++) {
+    tg_tensor *prod = tg_mul(tg_cast(TG_GET(w, TG_ELLIPSIS, TG_I(p)), TG_I32), tg_cast(TG_GET(x, TG_ELLIPSIS, TG_I(p)), TG_I32));
+    d = d ? tg_add(d, prod) : prod;
+  }
+  return acc ? tg_add(acc, d) : d;
+}
+
+/* Q4_0: per block, sum over the 32 values of (nibble - 8) * x, scaled by
+ * d_w * d_x (ggml_vec_dot_q4_0_q8_0). x (..., K) float. */
+static tg_tensor *rows_q4_0(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int64_t nb, int64_t g) {
+  tg_tensor *xq, *dx;
+  qm_quantize_q8_0(x, TG_I8, &xq, &dx);                                               /* (..., nb, 32), (..., nb, 1) */
+  tg_tensor *xsum = tg_contiguous(tg_sum(tg_cast(xq, TG_I32), TG_AXES(-1), true));
+  const tg_shape per_block = qm_with_tail(x, 3, (int64_t[]){ 1, nb, 1 });              /* (..., 1, nb, 1) */
+  /* x's value h*16 + gi*4 + p against the rows' nibble h of byte gi*4 + p */
+  tg_tensor *xv = tg_reshape(xq, qm_with_tail(x, 6, (int64_t[]){ 1, nb, 2, 4, 1, 4 }));   /* (..., 1, nb, h, gi, 1, p) */
+  tg_tensor *q = tg_reshape(quants, TG_SHAPE(g, nb, 4, ROWS, 4));
+  tg_tensor *half[2] = { tg_bitwise_and(q, tg_scalar(15, TG_U8)), tg_rshifts(q, 4) };
+  tg_tensor *dot = NULL;
+  for (int h = 0; h < 2; h++)
+    for (int gi = 0; gi < 4; gi++) {
+      tg_tensor *w = TG_GET(half[h], TG_ALLIDX, TG_ALLIDX, TG_I(gi));                               /* (g, nb, 16, p) */
+      tg_tensor *xs = TG_GET(xv, TG_ELLIPSIS, TG_I(h), TG_I(gi), TG_ALLIDX, TG_ALLIDX);          /* (..., 1, nb, 1, p) */
+      dot = dot4(dot, w, xs);
+    }
+  tg_tensor *blk = tg_sub(dot, tg_mul(tg_reshape(xsum, per_block), tg_scalar(8, TG_I32)));
+  tg_tensor *scale = tg_mul(tg_cast(scales, TG_F32), tg_reshape(dx, per_block));
+  return tg_sum(tg_mul(tg_cast(blk, TG_F32), scale), TG_AXES(-2), false);               /* (..., g, 16) */
+}
+
+/* Q6_K: per sub-block s of 16 values, sum of (q - 32) * x times the int8
+ * scale, the super-block's integer sum scaled by d_w * d_x
+ * (ggml_vec_dot_q6_K_q8_K). Value j = 128n + 32c + l of a super-block is
+ * nibble c>>1 of ql[64n + 32(c&1) + l] and bits 2c of qh[32n + l]; with
+ * l = 16*s2 + 4t + p, its sub-block is s = 8n + 2c + s2. */
+static tg_tensor *rows_q6_k(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int64_t nb, int64_t g) {
+  tg_tensor *xq, *dx;
+  qm_quantize_q8_k(x, TG_I8, &xq, &dx);                                               /* (..., nb, 256), (..., nb, 1) */
+  tg_tensor *x16 = tg_reshape(xq, qm_with_tail(xq, 2, (int64_t[]){ 16, 16 }));        /* (..., nb, s, 16) */
+  tg_tensor *bsum = tg_contiguous(tg_sum(tg_cast(x16, TG_I32), TG_AXES(-1), false));  /* (..., nb, s) */
+  const tg_shape per_sub = qm_with_tail(x, 4, (int64_t[]){ 1, nb, 16, 1 });            /* (..., 1, nb, s, 1) */
+  tg_tensor *sc = tg_bitcast(qm_slice_last(quants, 0, 16 * ROWS), TG_I8);
+  sc = tg_reshape(sc, TG_SHAPE(g, nb, 16, ROWS));
+  /* (g, nb, n, c1, c0, s2, t, 16, p): ql's nibble c1 of group 16n + 8c0 + 4s2 + t */
+  tg_tensor *ql = tg_reshape(qm_slice_last(quants, 16 * ROWS, 16 * ROWS + 32 * 64), TG_SHAPE(g, nb, 2, 1, 2, 2, 4, ROWS, 4));
+  tg_tensor *nib = tg_bitwise_and(tg_rshift(ql, tg_reshape(tg_arange(0, 8, 4, TG_U8), TG_SHAPE(2, 1, 1, 1, 1, 1))), tg_scalar(15, TG_U8));
+  /* qh's 2 bits 2c = 2(2c1 + c0) of group 8n + 4s2 + t */
+  tg_tensor *qh = tg_reshape(qm_slice_last(quants, 16 * ROWS + 32 * 64, 16 * ROWS + 48 * 64), TG_SHAPE(g, nb, 2, 1, 1, 2, 4, ROWS, 4));
+  tg_tensor *hi = tg_bitwise_and(tg_rshift(qh, tg_reshape(tg_arange(0, 8, 2, TG_U8), TG_SHAPE(2, 2, 1, 1, 1, 1))), tg_scalar(3, TG_U8));
+  tg_tensor *q = tg_reshape(tg_bitwise_or(nib, tg_lshifts(hi, 4)), TG_SHAPE(g, nb, 16, 4, ROWS, 4));   /* (g, nb, s, t, 16, p) */
+  tg_tensor *xv = tg_reshape(xq, qm_with_tail(x, 6, (int64_t[]){ 1, nb, 16, 4, 1, 4 }));             /* (..., 1, nb, s, t, 1, p) */
+  tg_tensor *dot = NULL;
+  for (int t = 0; t < 4; t++)
+    dot = dot4(dot, TG_GET(q, TG_ALLIDX, TG_ALLIDX, TG_ALLIDX, TG_I(t)), TG_GET(xv, TG_ELLIPSIS, TG_I(t), TG_ALLIDX, TG_ALLIDX));
+  tg_tensor *sub = tg_mul(tg_sub(dot, tg_mul(tg_reshape(bsum, per_sub), tg_scalar(32, TG_I32))), tg_cast(sc, TG_I32));
+  const tg_shape per_block = qm_with_tail(x, 4, (int64_t[]){ 1, nb, 1, 1 });
+  tg_tensor *scale = tg_mul(tg_reshape(tg_cast(scales, TG_F32), TG_SHAPE(g, nb, 1, ROWS)), tg_reshape(dx, per_block));
+  return tg_sum(tg_mul(tg_cast(sub, TG_F32), scale), TG_AXES(-3, -2), false);                     /* (..., g, 16) */
+}
+
+tg_tensor *tg_quant_matmul_rows(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int t, tg_shape w_shape) {
+  if (!x || !scales || !quants) return tg_seterr("tg_quant_matmul_rows: NULL argument"), NULL;
+  const rows_format *f = format_of(t, w_shape, "tg_quant_matmul_rows");
+  if (!f) return NULL;
+  int64_t n = w_shape.d[0], k = w_shape.d[1], nb = k / f->block, g = n / ROWS;
+  int nd = tg_ndim(x);
+  if (nd < 1 || tg_dim(x, nd - 1) != k) return tg_seterr("tg_quant_matmul_rows: x's last dimension must be K = %lld", (long long)k), NULL;
+  if (!tg_dtype_is_float(tg_dtype_of(x))) return tg_seterr("tg_quant_matmul_rows: x must be a float tensor, not %s", tg_dtype_name(tg_dtype_of(x))), NULL;
+  tg_shape ss = tg_shape_of(scales), qs = tg_shape_of(quants);
+  if (tg_dtype_of(scales) != TG_F16 || ss.ndim != 3 || ss.d[0] != g || ss.d[1] != nb || ss.d[2] != ROWS || tg_dtype_of(quants) != TG_U8 ||
+      qs.ndim != 3 || qs.d[0] != g || qs.d[1] != nb || qs.d[2] != f->quant_bytes)
+    return tg_seterr("tg_quant_matmul_rows: scales and quants are not tg_quant_pack_rows's for W (%lld, %lld)", (long long)n, (long long)k), NULL;
+  tg_scope_begin();
+  tg_tensor *y = t == GGML_TYPE_Q4_0 ? rows_q4_0(x, scales, quants, nb, g) : rows_q6_k(x, scales, quants, nb, g);
+  y = tg_reshape(y, qm_with_tail(x, 1, (int64_t[]){ n }));
+  if (y) tg_keep(y);
+  tg_scope_end();
+  return y;
+}
