@@ -89,8 +89,15 @@ static tg_tensor *attention(tg_llm *m, llm_layer *l, tg_tensor *q, tg_tensor *ma
   return tg_reshape(tg_permute(o, TG_AXES(2, 0, 1, 3)), TG_SHAPE(T, c->n_heads * hv));
 }
 
+/* silu(g) * u, stored: the down projection reads it more than once (x's
+ * block maxima, its quantization, or a prefill's row tiles), and silu's
+ * exponential is costly. The caller stores the matmul that g and u come
+ * from; else the scheduler fuses it into this elementwise kernel, without
+ * its tiling. */
+static tg_tensor *swiglu(tg_tensor *g, tg_tensor *u) { return tg_contiguous(tg_mul(tg_silu(g), u)); }
+
 static tg_tensor *dense_ffn(tg_llm *m, tg_tensor *h, tg_tensor *gate, tg_tensor *up, tg_tensor *down) {
-  return linear(m, tg_mul(tg_silu(linear(m, h, gate, NULL)), linear(m, h, up, NULL)), down, NULL);
+  return linear(m, swiglu(tg_contiguous(linear(m, h, gate, NULL)), tg_contiguous(linear(m, h, up, NULL))), down, NULL);
 }
 
 /* llama.cpp's build_moe_ffn: route each token to its top-k experts and add
@@ -197,8 +204,8 @@ tg_tensor *llm_forward(tg_llm *m, tg_tensor *tokens) {
     tg_tensor *f;
     if (l->router) f = moe_ffn(m, l, h);
     else if (l->w_gate_up) {
-      tg_tensor *gu = linear(m, h, l->w_gate_up, NULL);
-      f = linear(m, tg_mul(tg_silu(TG_GET(gu, TG_ALLIDX, TG_UPTO(c->ffn_dim))), TG_GET(gu, TG_ALLIDX, TG_FROM(c->ffn_dim))), l->w_down, NULL);
+      tg_tensor *gu = tg_contiguous(linear(m, h, l->w_gate_up, NULL));
+      f = linear(m, swiglu(TG_GET(gu, TG_ALLIDX, TG_UPTO(c->ffn_dim)), TG_GET(gu, TG_ALLIDX, TG_FROM(c->ffn_dim))), l->w_down, NULL);
     } else f = dense_ffn(m, h, l->w_gate, l->w_up, l->w_down);
     if (m->post_norms) f = rms_norm(f, l->ffn_post_norm, c->rms_eps);
     x = tg_add(x, f);

@@ -122,30 +122,40 @@ static tg_tensor *rows_q4_0(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, 
  * scale, the super-block's integer sum scaled by d_w * d_x
  * (ggml_vec_dot_q6_K_q8_K). Value j = 128n + 32c + l of a super-block is
  * nibble c>>1 of ql[64n + 32(c&1) + l] and bits 2c of qh[32n + l]; with
- * l = 16*s2 + 4t + p, its sub-block is s = 8n + 2c + s2. */
+ * l = 16*s2 + 4t + p, its sub-block is s = 8n + 2c + s2. The 16 sub-blocks
+ * are written out (constant shifts; one load of a group serves every
+ * sub-block that uses it) and summed in int32 (at most 16 * 128 * 16 * 32 *
+ * 127 in size), so a super-block costs one conversion to float. */
 static tg_tensor *rows_q6_k(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int64_t nb, int64_t g) {
   tg_tensor *xq, *dx;
   qm_quantize_q8_k(x, TG_I8, &xq, &dx);                                               /* (..., nb, 256), (..., nb, 1) */
   tg_tensor *x16 = tg_reshape(xq, qm_with_tail(xq, 2, (int64_t[]){ 16, 16 }));        /* (..., nb, s, 16) */
   tg_tensor *bsum = tg_contiguous(tg_sum(tg_cast(x16, TG_I32), TG_AXES(-1), false));  /* (..., nb, s) */
-  const tg_shape per_sub = qm_with_tail(x, 4, (int64_t[]){ 1, nb, 16, 1 });            /* (..., 1, nb, s, 1) */
-  tg_tensor *sc = tg_bitcast(qm_slice_last(quants, 0, 16 * ROWS), TG_I8);
-  sc = tg_reshape(sc, TG_SHAPE(g, nb, 16, ROWS));
-  /* (g, nb, n, c1, c0, s2, t, 16, p): ql's nibble c1 of group 16n + 8c0 + 4s2 + t */
-  tg_tensor *ql = tg_reshape(qm_slice_last(quants, 16 * ROWS, 16 * ROWS + 32 * 64), TG_SHAPE(g, nb, 2, 1, 2, 2, 4, ROWS, 4));
-  tg_tensor *nib = tg_bitwise_and(tg_rshift(ql, tg_reshape(tg_arange(0, 8, 4, TG_U8), TG_SHAPE(2, 1, 1, 1, 1, 1))), tg_scalar(15, TG_U8));
-  /* qh's 2 bits 2c = 2(2c1 + c0) of group 8n + 4s2 + t */
-  tg_tensor *qh = tg_reshape(qm_slice_last(quants, 16 * ROWS + 32 * 64, 16 * ROWS + 48 * 64), TG_SHAPE(g, nb, 2, 1, 1, 2, 4, ROWS, 4));
-  tg_tensor *hi = tg_bitwise_and(tg_rshift(qh, tg_reshape(tg_arange(0, 8, 2, TG_U8), TG_SHAPE(2, 2, 1, 1, 1, 1))), tg_scalar(3, TG_U8));
-  tg_tensor *q = tg_reshape(tg_bitwise_or(nib, tg_lshifts(hi, 4)), TG_SHAPE(g, nb, 16, 4, ROWS, 4));   /* (g, nb, s, t, 16, p) */
-  tg_tensor *xv = tg_reshape(xq, qm_with_tail(x, 6, (int64_t[]){ 1, nb, 16, 4, 1, 4 }));             /* (..., 1, nb, s, t, 1, p) */
-  tg_tensor *dot = NULL;
-  for (int t = 0; t < 4; t++)
-    dot = dot4(dot, TG_GET(q, TG_ALLIDX, TG_ALLIDX, TG_ALLIDX, TG_I(t)), TG_GET(xv, TG_ELLIPSIS, TG_I(t), TG_ALLIDX, TG_ALLIDX));
-  tg_tensor *sub = tg_mul(tg_sub(dot, tg_mul(tg_reshape(bsum, per_sub), tg_scalar(32, TG_I32))), tg_cast(sc, TG_I32));
-  const tg_shape per_block = qm_with_tail(x, 4, (int64_t[]){ 1, nb, 1, 1 });
-  tg_tensor *scale = tg_mul(tg_reshape(tg_cast(scales, TG_F32), TG_SHAPE(g, nb, 1, ROWS)), tg_reshape(dx, per_block));
-  return tg_sum(tg_mul(tg_cast(sub, TG_F32), scale), TG_AXES(-3, -2), false);                     /* (..., g, 16) */
+  tg_tensor *bs = tg_reshape(bsum, qm_with_tail(x, 4, (int64_t[]){ 1, nb, 1, 16 }));   /* (..., 1, nb, 1, s) */
+  tg_tensor *xv = tg_reshape(xq, qm_with_tail(x, 6, (int64_t[]){ 1, nb, 1, 16, 4, 4 }));  /* (..., 1, nb, 1, s, t, p) */
+  tg_tensor *sc = tg_reshape(tg_bitcast(qm_slice_last(quants, 0, 16 * ROWS), TG_I8), TG_SHAPE(g, nb, 16, ROWS));
+  tg_tensor *ql = tg_reshape(qm_slice_last(quants, 16 * ROWS, 16 * ROWS + 32 * 64), TG_SHAPE(g, nb, 32, ROWS, 4));
+  tg_tensor *qh = tg_reshape(qm_slice_last(quants, 16 * ROWS + 32 * 64, 16 * ROWS + 48 * 64), TG_SHAPE(g, nb, 16, ROWS, 4));
+  tg_tensor *total = NULL;
+  for (int s = 0; s < 16; s++) {
+    int n = s / 8, c = s % 8 / 2, s2 = s % 2;
+    tg_tensor *dot = NULL;
+    for (int t = 0; t < 4; t++) {
+      tg_tensor *lo = TG_GET(ql, TG_ALLIDX, TG_ALLIDX, TG_I(16 * n + 8 * (c & 1) + 4 * s2 + t));   /* (g, nb, 16, p) */
+      tg_tensor *hi = TG_GET(qh, TG_ALLIDX, TG_ALLIDX, TG_I(8 * n + 4 * s2 + t));
+      if (c >> 1) lo = tg_rshifts(lo, 4);
+      lo = tg_bitwise_and(lo, tg_scalar(15, TG_U8));
+      if (c) hi = tg_rshifts(hi, 2 * c);
+      hi = tg_lshifts(tg_bitwise_and(hi, tg_scalar(3, TG_U8)), 4);
+      dot = dot4(dot, tg_bitwise_or(lo, hi), TG_GET(xv, TG_ELLIPSIS, TG_I(s), TG_I(t), TG_ALLIDX));
+    }
+    tg_tensor *sub = tg_sub(dot, tg_mul(TG_GET(bs, TG_ELLIPSIS, TG_I(s)), tg_scalar(32, TG_I32)));
+    sub = tg_mul(sub, tg_cast(TG_GET(sc, TG_ALLIDX, TG_ALLIDX, TG_I(s)), TG_I32));
+    total = total ? tg_add(total, sub) : sub;
+  }
+  const tg_shape per_block = qm_with_tail(x, 3, (int64_t[]){ 1, nb, 1 });
+  tg_tensor *scale = tg_mul(tg_cast(scales, TG_F32), tg_reshape(dx, per_block));
+  return tg_sum(tg_mul(tg_cast(total, TG_F32), scale), TG_AXES(-2), false);                     /* (..., g, 16) */
 }
 
 tg_tensor *tg_quant_matmul_rows(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int t, tg_shape w_shape) {
