@@ -60,21 +60,27 @@ tg_tensor *tg_dequantize(tg_tensor *raw, int ggml_type, tg_shape shape);
  * give tg_matmul(x, tg_T(tg_dequantize(raw, ggml_type, w_shape))). */
 tg_tensor *tg_quant_matmul(tg_tensor *x, tg_tensor *raw, int ggml_type, tg_shape w_shape);
 
-/* Row-packed copies of a quantized W (N, K) for matmuls with few rows of x
- * (decoding), as llama.cpp's CPU backend repacks Q4_0: the blocks of 16
- * rows side by side, 4 bytes of each row at a time, so one 64-byte SIMD
- * vector holds 4 values of 16 rows and one byte dot product (vpdpbusd on
- * x86 with AVX512-VNNI) multiplies them with 4 values of x.
- * Types: Q4_0, N a multiple of 16. Returns 0 and two lazy tensors built from
- * raw (as for tg_dequantize), to realize once: *scales (N/16, K/32, 16) F16
- * and *quants (N/16, K/32, 256) U8 (the same bytes as raw, reordered); -1
- * and tg_error for another type or shape. */
+/* Row-packed copies of a quantized W (N, K) for matmuls, as llama.cpp's
+ * CPU backend repacks Q4_0: the blocks of 16 rows side by side, 4 bytes of
+ * each row at a time, so one 64-byte SIMD vector holds 4 values of 16 rows
+ * and one byte dot product (vpdpbusd on x86 with AVX512-VNNI) multiplies
+ * them with 4 values of x. Types: Q4_0, Q8_0 (values stored plus 128) and
+ * Q6_K; N a multiple of 16. Returns 0 and two lazy tensors built from raw
+ * (as for tg_dequantize), to realize once: *scales (N/16, K/B, 16) F16 (the
+ * blocks' fp16 scales; B = 32, or 256 for Q6_K) and *quants (N/16, K/B,
+ * 16 * (block bytes - 2)) U8 (the rest of the blocks' bytes, reordered);
+ * -1 and tg_error for another type or shape. */
 int tg_quant_pack_rows(tg_tensor *raw, int ggml_type, tg_shape w_shape, tg_tensor **scales, tg_tensor **quants);
 /* x (..., K) @ W.T from tg_quant_pack_rows's tensors: tg_quant_matmul's
- * numbers (x quantized to Q8_0, exact integer block sums, scaled by the two
- * fp16 scales), up to the order of the float additions. Lazy (..., N) F32:
- * small kernels quantize x and sum its blocks, one reads the packed W. */
+ * numbers (x quantized to Q8_0, or Q8_K for Q6_K; exact integer block sums,
+ * scaled by the two scales), up to the order of the float additions. Lazy
+ * (..., N) F32: small kernels quantize x and sum its blocks, one reads the
+ * packed W. */
 tg_tensor *tg_quant_matmul_rows(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int ggml_type, tg_shape w_shape);
+/* W's values (N, K) F32 from tg_quant_pack_rows's tensors: exactly
+ * tg_dequantize's (ggml's) numbers, so a model can keep the packed copy
+ * alone. Lazy, fuses into its consumer like tg_dequantize. */
+tg_tensor *tg_dequantize_rows(tg_tensor *scales, tg_tensor *quants, int ggml_type, tg_shape w_shape);
 
 #ifdef __cplusplus
 }

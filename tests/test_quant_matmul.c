@@ -261,10 +261,51 @@ TEST(quant_float_prefill_tile_exact) {
   check_float_prefill("Q8_0", 17, 6, 96);   /* rows that 8 does not divide: no tile */
 }
 
-/* Row-packed Q4_0 (decoding's path): the same numbers as ggml's, for one
- * row of x, a few rows, and the widths of the 125M model's matrices. */
+/* Row-packed Q4_0 and Q8_0 (the LLM's path): the same numbers as ggml's,
+ * for one row of x, a few rows, a prefill's many, and the widths of the
+ * 125M model's matrices. */
 TEST(quant_matmul_rows_q4_0_vs_ggml) {
   check_path("Q4_0", 1, 64, 512, true);
   check_path("Q4_0", 3, 32, 256, true);
   check_path("Q4_0", 1, 256, 2048, true);
+  check_path("Q4_0", 40, 48, 768, true);
+}
+TEST(quant_matmul_rows_q8_0_vs_ggml) {
+  check_path("Q8_0", 1, 64, 512, true);
+  check_path("Q8_0", 3, 32, 256, true);
+  check_path("Q8_0", 40, 48, 768, true);
+}
+
+/* tg_dequantize_rows gives tg_dequantize's (ggml's) values bit for bit, and
+ * bad arguments are errors. */
+TEST(quant_rows_dequantize_exact) {
+  static const struct { const char *type; int bpb, block, scale_at; } cases[] = {
+    { "Q4_0", 18, 32, 0 }, { "Q8_0", 34, 32, 0 }, { "Q6_K", 210, 256, 208 },
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    const int64_t n = 32, k = 512;
+    int t = tg_ggml_type_from_name(cases[c].type);
+    int64_t nbytes;
+    uint8_t *w = test_random_blocks((uint64_t)t + 7, n * k / cases[c].block, cases[c].bpb, cases[c].scale_at, &nbytes);
+    tg_scope_begin();
+    tg_tensor *raw = tg_from_data(w, TG_SHAPE(nbytes), TG_U8), *sc = NULL, *qs = NULL;
+    CHECK_OK(tg_quant_pack_rows(raw, t, TG_SHAPE(n, k), &sc, &qs) == 0 && tg_realize(sc) == 0 && tg_realize(qs) == 0);
+    float *a = malloc(sizeof(float) * (size_t)(n * k)), *b = malloc(sizeof(float) * (size_t)(n * k));
+    tg_tensor *want = tg_dequantize(raw, t, TG_SHAPE(n, k)), *got = tg_dequantize_rows(sc, qs, t, TG_SHAPE(n, k));
+    CHECK_MSG(got && tg_data(got, a, sizeof(float) * (size_t)(n * k)) == 0 && tg_data(want, b, sizeof(float) * (size_t)(n * k)) == 0, "%s: %s",
+              cases[c].type, tg_error());
+    int bad = 0;
+    for (int64_t i = 0; i < n * k; i++)
+      if (memcmp(&a[i], &b[i], sizeof(float)) && bad++ < 3) test_fail(__FILE__, __LINE__, "%s [%lld]: rows %.9g, tg_dequantize %.9g", cases[c].type, (long long)i, a[i], b[i]);
+    CHECK_EQ_INT(bad, 0);
+    /* wrong shapes and types */
+    CHECK(tg_dequantize_rows(sc, qs, t, TG_SHAPE(n + 16, k)) == NULL && strstr(tg_error(), "not tg_quant_pack_rows's"));
+    CHECK(tg_quant_matmul_rows(tg_zeros(TG_SHAPE(1, k), TG_F32), sc, qs, t, TG_SHAPE(n, k + 256)) == NULL);
+    free(a), free(b), free(w);
+    tg_scope_end();
+  }
+  tg_tensor *sc, *qs;
+  CHECK(tg_quant_pack_rows(tg_zeros(TG_SHAPE(144), TG_U8), TG_GGML_Q4_K, TG_SHAPE(1, 256), &sc, &qs) < 0 && strstr(tg_error(), "no row-packed form"));
+  CHECK(tg_quant_pack_rows(tg_zeros(TG_SHAPE(18 * 8), TG_U8), TG_GGML_Q4_0, TG_SHAPE(8, 32), &sc, &qs) < 0 && strstr(tg_error(), "multiple of 16"));
+  CHECK(tg_quant_pack_rows(tg_zeros(TG_SHAPE(17), TG_U8), TG_GGML_Q4_0, TG_SHAPE(16, 32), &sc, &qs) < 0 && strstr(tg_error(), "bytes"));
 }

@@ -731,8 +731,9 @@ int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
     /* a panel read along the lanes axis (packed matmul operand): put its
      * tiles in the outer loop, so one panel stays in cache while the other
      * operand's rows stream past (reading the other operand again per panel
-     * costs less than reading every panel again per row tile) */
-    if (vaxis > 0 && pr < 0 && k < max && panel && panel == lanes_on(out, k, vaxis)) {
+     * costs less than reading every panel again per row tile). Not when the
+     * lanes are the whole axis: nothing of it is left to move. */
+    if (vaxis > 0 && pr < 0 && k < max && panel && panel == lanes_on(out, k, vaxis) && rstatic(axes[vaxis]) > panel) {
       out[k++] = (kopt){ OPT_SWAP, 0, vaxis };
       outer = vaxis;
     }

@@ -31,9 +31,9 @@ static tg_tensor *linear(tg_llm *m, tg_tensor *x, tg_tensor *w, tg_tensor *b) {
   const llm_packed *pk = llm_packed_of(m, w);
   bool int_fast = pk && (pk->type == TG_GGML_Q8_0 || pk->type == TG_GGML_Q4_0);
   tg_tensor *y = NULL;
-  if (pk && tg_dim(x, 0) < LINEAR_DECODE_ONCE_ROWS && !getenv("TG_LLM_FLOAT_MATVEC")) {
+  if (pk && !getenv("TG_LLM_FLOAT_MATVEC")) {
     if (pk->row_quants) y = tg_quant_matmul_rows(x, pk->row_scales, pk->row_quants, pk->type, tg_shape_of(w));
-    else if (int_fast) y = tg_quant_matmul(x, pk->raw, pk->type, tg_shape_of(w));
+    else if (int_fast && tg_dim(x, 0) < LINEAR_DECODE_ONCE_ROWS) y = tg_quant_matmul(x, pk->raw, pk->type, tg_shape_of(w));
   }
   if (!y) {
     if (tg_dim(x, 0) >= LINEAR_DECODE_ONCE_ROWS && tg_dtype_of(w) == TG_F32 && !int_fast) w = tg_contiguous(w);

@@ -7,28 +7,33 @@
 #include <string.h>
 #include "llm/llm.h"
 #include "io/gguf_loader.h"
+#include "runtime/buffer.h"
 #include "tensor/tensor.h"
 #include "util/util.h"
 
-/* Records quantized weight w (lazy floats) with its packed bytes raw; the
- * model owns raw from now on. Returns w. */
+/* Records quantized weight w (lazy floats over its packed bytes raw).
+ * Types with a row-packed form (Q4_0, Q8_0, Q6_K; tg_quant_pack_rows) are
+ * packed once, here: matmuls read that copy, w's values come from it too
+ * (tg_dequantize_rows: the same numbers), and raw is dropped, so the
+ * weights are in memory once. Otherwise the model owns raw from now on.
+ * Returns the weight to use (w or its replacement); NULL on failure. */
 static tg_tensor *keep_packed(tg_llm *m, tg_tensor *raw, tg_tensor *w, int type) {
   if (!w) return NULL;
-  m->packed = tg_xrealloc(m->packed, sizeof *m->packed * (size_t)(m->npacked + 1));
-  llm_packed *pk = &m->packed[m->npacked++];
-  *pk = (llm_packed){ w, raw, type, NULL, NULL };
-  tensor_adopt(NULL, raw);
-  /* decoding's matvecs read a row-packed copy where there is one (Q4_0,
-   * Q6_K; tg_quant_pack_rows) */
   tg_shape ws = tg_shape_of(w);
-  bool rows = (type == TG_GGML_Q4_0 && ws.ndim == 2 && ws.d[1] % 32 == 0) || (type == TG_GGML_Q6_K && ws.ndim == 2 && ws.d[1] % 256 == 0);
-  if (rows && ws.d[0] % 16 == 0 && !getenv("TG_LLM_NO_ROWS")) {
-    tg_tensor *sc, *q;
-    if (tg_quant_pack_rows(raw, type, ws, &sc, &q) == 0 && tg_realize(sc) == 0 && tg_realize(q) == 0) {
-      tensor_adopt(NULL, sc), tensor_adopt(NULL, q);
-      pk->row_scales = sc, pk->row_quants = q;
-    }
+  bool rows = ((type == TG_GGML_Q4_0 || type == TG_GGML_Q8_0) && ws.ndim == 2 && ws.d[1] % 32 == 0) ||
+              (type == TG_GGML_Q6_K && ws.ndim == 2 && ws.d[1] % 256 == 0);
+  tg_tensor *sc = NULL, *q = NULL;
+  if (rows && ws.d[0] % 16 == 0 && !getenv("TG_LLM_NO_ROWS") && tg_quant_pack_rows(raw, type, ws, &sc, &q) == 0) {
+    tg_tensor *wr = tg_realize(sc) == 0 && tg_realize(q) == 0 ? tg_dequantize_rows(sc, q, type, ws) : NULL;
+    if (!wr) { tg_free(sc), tg_free(q); return NULL; }
+    tensor_adopt(NULL, sc), tensor_adopt(NULL, q);
+    w = wr, raw = NULL;   /* the caller's scope frees the old w and raw */
+  } else {
+    tg_clear_error();   /* no packed form: the packed bytes serve */
+    tensor_adopt(NULL, raw);
   }
+  m->packed = tg_xrealloc(m->packed, sizeof *m->packed * (size_t)(m->npacked + 1));
+  m->packed[m->npacked++] = (llm_packed){ w, raw, type, sc, q };
   return w;
 }
 
@@ -54,6 +59,7 @@ static tg_tensor *load(tg_llm *m, const char *device, const char *name, bool req
   if (t && gguf_tensor_quantized(g)) t = keep_packed(m, t, tg_dequantize(t, (int)g->type, gguf_tensor_shape(g)), (int)g->type);
   if (t) tensor_adopt(NULL, t);
   tg_scope_end();
+  buffer_cache_trim();   /* a copy that packing replaced goes back now, not at the end */
   if (!t) *err = true;
   return t;
 }
@@ -90,6 +96,7 @@ static tg_tensor *load_stacked(tg_llm *m, const char *device, const char *const 
   if (t && quant) t = keep_packed(m, t, tg_dequantize(t, (int)g[0]->type, TG_SHAPE(total, cols)), (int)g[0]->type);
   if (t) tensor_adopt(NULL, t);
   tg_scope_end();
+  buffer_cache_trim();   /* a copy that packing replaced goes back now, not at the end */
   if (!t) *err = true;
   return t;
 }

@@ -17,6 +17,8 @@
  *   Q4_0  scales (N/16, K/32, 16) F16, the 16 rows' block scales;
  *         quants (N/16, K/32, 256) U8: the 16 nibble bytes in 4-byte groups
  *         (byte i of a block holds value i, low nibble, and i + 16).
+ *   Q8_0  scales as Q4_0's; quants (N/16, K/32, 512) U8: the 32 int8
+ *         values plus 128 (unsigned, as vpdpbusd needs) in 4-byte groups.
  *   Q6_K  scales (N/16, K/256, 16) F16, the super-block scales d;
  *         quants (N/16, K/256, 3328) U8: the 16 int8 sub-block scales (16
  *         rows each), then ql (128 bytes) and qh (64) in 4-byte groups. */
@@ -34,6 +36,7 @@ typedef struct {
 
 static const rows_format formats[] = {
   { GGML_TYPE_Q4_0, 32, 18, 0, ROWS * 16 },
+  { GGML_TYPE_Q8_0, 32, 34, 0, ROWS * 32 },
   { GGML_TYPE_Q6_K, 256, 210, 208, ROWS * 208 },
 };
 
@@ -41,11 +44,21 @@ static const rows_format *format_of(int t, tg_shape w, const char *who) {
   const rows_format *f = NULL;
   for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) if (formats[i].type == t) f = &formats[i];
   const char *name = tg_ggml_type_name(t) ? tg_ggml_type_name(t) : "?";
-  if (!f) return tg_seterr("%s: no row-packed form for type %s (Q4_0 and Q6_K have one)", who, name), NULL;
+  if (!f) return tg_seterr("%s: no row-packed form for type %s (Q4_0, Q8_0 and Q6_K have one)", who, name), NULL;
   if (w.ndim != 2) return tg_seterr("%s: W must be 2-D (N, K), not %d-D", who, w.ndim), NULL;
   if (w.d[0] % ROWS || w.d[0] <= 0 || w.d[1] % f->block || w.d[1] <= 0)
     return tg_seterr("%s: W (%lld, %lld) of %s needs N a multiple of %d and K of %d", who, (long long)w.d[0], (long long)w.d[1], name, ROWS, f->block), NULL;
   return f;
+}
+
+/* Are scales and quants tg_quant_pack_rows's for W (w)? */
+static bool packed_shapes_ok(tg_tensor *scales, tg_tensor *quants, const rows_format *f, tg_shape w, const char *who) {
+  int64_t g = w.d[0] / ROWS, nb = w.d[1] / f->block;
+  tg_shape ss = tg_shape_of(scales), qs = tg_shape_of(quants);
+  if (tg_dtype_of(scales) != TG_F16 || ss.ndim != 3 || ss.d[0] != g || ss.d[1] != nb || ss.d[2] != ROWS || tg_dtype_of(quants) != TG_U8 ||
+      qs.ndim != 3 || qs.d[0] != g || qs.d[1] != nb || qs.d[2] != f->quant_bytes)
+    return tg_seterr("%s: scales and quants are not tg_quant_pack_rows's for W (%lld, %lld)", who, (long long)w.d[0], (long long)w.d[1]), false;
+  return true;
 }
 
 /* Bytes [lo, lo + 4*ngroups) of every row's block (g, 16, nb, bytes) in
@@ -73,6 +86,7 @@ int tg_quant_pack_rows(tg_tensor *raw, int t, tg_shape w_shape, tg_tensor **scal
   tg_tensor *s = tg_contiguous(tg_permute(d, TG_AXES(0, 2, 1)));
   tg_tensor *q;
   if (t == GGML_TYPE_Q4_0) q = in_groups(blk, 2, 4);
+  else if (t == GGML_TYPE_Q8_0) q = tg_bitwise_xor(in_groups(blk, 2, 8), tg_scalar(128, TG_U8));   /* int8 w as w + 128 */
   else {   /* Q6_K: sub-block scales (16 rows per scale), ql, qh */
     tg_tensor *sc = tg_reshape(tg_permute(qm_slice_last(blk, 192, 208), TG_AXES(0, 2, 3, 1)), TG_SHAPE(g, nb, 16 * ROWS));
     q = tg_cat((tg_tensor *[]){ sc, in_groups(blk, 0, 32), in_groups(blk, 128, 16) }, 3, -1);
@@ -95,25 +109,29 @@ static tg_tensor *dot4(tg_tensor *acc, tg_tensor *w, tg_tensor *x) {
   return acc ? tg_add(acc, d) : d;
 }
 
-/* Q4_0: per block, sum over the 32 values of (nibble - 8) * x, scaled by
- * d_w * d_x (ggml_vec_dot_q4_0_q8_0). x (..., K) float. */
-static tg_tensor *rows_q4_0(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int64_t nb, int64_t g) {
+/* Q4_0 and Q8_0: per block, the integer sum over its 32 values of (w -
+ * offset) * x (offset 8 for Q4_0's nibbles, 128 for Q8_0's shifted bytes),
+ * scaled by d_w * d_x (ggml_vec_dot_{q4_0,q8_0}_q8_0). x (..., K) float. */
+static tg_tensor *rows_32(int t, tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int64_t nb, int64_t g) {
   tg_tensor *xq, *dx;
   qm_quantize_q8_0(x, TG_I8, &xq, &dx);                                               /* (..., nb, 32), (..., nb, 1) */
   tg_tensor *xsum = tg_contiguous(tg_sum(tg_cast(xq, TG_I32), TG_AXES(-1), true));
   const tg_shape per_block = qm_with_tail(x, 3, (int64_t[]){ 1, nb, 1 });              /* (..., 1, nb, 1) */
-  /* x's value h*16 + gi*4 + p against the rows' nibble h of byte gi*4 + p */
-  tg_tensor *xv = tg_reshape(xq, qm_with_tail(x, 6, (int64_t[]){ 1, nb, 2, 4, 1, 4 }));   /* (..., 1, nb, h, gi, 1, p) */
-  tg_tensor *q = tg_reshape(quants, TG_SHAPE(g, nb, 4, ROWS, 4));
-  tg_tensor *half[2] = { tg_bitwise_and(q, tg_scalar(15, TG_U8)), tg_rshifts(q, 4) };
+  /* x's value h*16 + gi*4 + p against the rows' byte gi*4 + p (Q4_0: its
+   * nibble h; Q8_0: h = 0 and 8 groups) */
+  const int nh = t == GGML_TYPE_Q4_0 ? 2 : 1, ng = 8 / nh;
+  tg_tensor *xv = tg_reshape(xq, qm_with_tail(x, 6, (int64_t[]){ 1, nb, nh, ng, 1, 4 }));   /* (..., 1, nb, h, gi, 1, p) */
+  tg_tensor *q = tg_reshape(quants, TG_SHAPE(g, nb, ng, ROWS, 4));
+  tg_tensor *val[2] = { q, NULL };
+  if (nh == 2) val[0] = tg_bitwise_and(q, tg_scalar(15, TG_U8)), val[1] = tg_rshifts(q, 4);
   tg_tensor *dot = NULL;
-  for (int h = 0; h < 2; h++)
-    for (int gi = 0; gi < 4; gi++) {
-      tg_tensor *w = TG_GET(half[h], TG_ALLIDX, TG_ALLIDX, TG_I(gi));                               /* (g, nb, 16, p) */
+  for (int h = 0; h < nh; h++)
+    for (int gi = 0; gi < ng; gi++) {
+      tg_tensor *w = TG_GET(val[h], TG_ALLIDX, TG_ALLIDX, TG_I(gi));                             /* (g, nb, 16, p) */
       tg_tensor *xs = TG_GET(xv, TG_ELLIPSIS, TG_I(h), TG_I(gi), TG_ALLIDX, TG_ALLIDX);          /* (..., 1, nb, 1, p) */
       dot = dot4(dot, w, xs);
     }
-  tg_tensor *blk = tg_sub(dot, tg_mul(tg_reshape(xsum, per_block), tg_scalar(8, TG_I32)));
+  tg_tensor *blk = tg_sub(dot, tg_mul(tg_reshape(xsum, per_block), tg_scalar(nh == 2 ? 8 : 128, TG_I32)));
   tg_tensor *scale = tg_mul(tg_cast(scales, TG_F32), tg_reshape(dx, per_block));
   return tg_sum(tg_mul(tg_cast(blk, TG_F32), scale), TG_AXES(-2), false);               /* (..., g, 16) */
 }
@@ -158,6 +176,48 @@ static tg_tensor *rows_q6_k(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, 
   return tg_sum(tg_mul(tg_cast(total, TG_F32), scale), TG_AXES(-2), false);                     /* (..., g, 16) */
 }
 
+/* Q6_K's 6-bit values (0..63) of packed quants: (g, nb, 16 s, 4 t, 16, 4 p),
+ * value 16s + 4t + p of the super-block; shifts along broadcast axes, so
+ * one expression covers every sub-block. */
+static tg_tensor *q6_k_values(tg_tensor *quants, int64_t g, int64_t nb) {
+  /* ql's nibble c1 of group 16n + 8c0 + 4s2 + t: (g, nb, n, c1, c0, s2, t, 16, p) */
+  tg_tensor *ql = tg_reshape(qm_slice_last(quants, 16 * ROWS, 16 * ROWS + 32 * 64), TG_SHAPE(g, nb, 2, 1, 2, 2, 4, ROWS, 4));
+  tg_tensor *nib = tg_bitwise_and(tg_rshift(ql, tg_reshape(tg_arange(0, 8, 4, TG_U8), TG_SHAPE(2, 1, 1, 1, 1, 1))), tg_scalar(15, TG_U8));
+  /* qh's 2 bits 2c = 2(2c1 + c0) of group 8n + 4s2 + t */
+  tg_tensor *qh = tg_reshape(qm_slice_last(quants, 16 * ROWS + 32 * 64, 16 * ROWS + 48 * 64), TG_SHAPE(g, nb, 2, 1, 1, 2, 4, ROWS, 4));
+  tg_tensor *hi = tg_bitwise_and(tg_rshift(qh, tg_reshape(tg_arange(0, 8, 2, TG_U8), TG_SHAPE(2, 2, 1, 1, 1, 1))), tg_scalar(3, TG_U8));
+  return tg_reshape(tg_bitwise_or(nib, tg_lshifts(hi, 4)), TG_SHAPE(g, nb, 16, 4, ROWS, 4));
+}
+
+tg_tensor *tg_dequantize_rows(tg_tensor *scales, tg_tensor *quants, int t, tg_shape w_shape) {
+  if (!scales || !quants) return tg_seterr("tg_dequantize_rows: NULL argument"), NULL;
+  const rows_format *f = format_of(t, w_shape, "tg_dequantize_rows");
+  if (!f || !packed_shapes_ok(scales, quants, f, w_shape, "tg_dequantize_rows")) return NULL;
+  int64_t n = w_shape.d[0], k = w_shape.d[1], nb = k / f->block, g = n / ROWS;
+  tg_scope_begin();
+  tg_tensor *d = tg_cast(scales, TG_F32), *v, *w;
+  /* ggml's dequantize_row_*: (q - 8) * d, q * d, d * sc * (q - 32), in
+   * that order of float operations */
+  if (t == GGML_TYPE_Q6_K) {
+    tg_tensor *sc = tg_reshape(tg_bitcast(qm_slice_last(quants, 0, 16 * ROWS), TG_I8), TG_SHAPE(g, nb, 16, 1, ROWS, 1));
+    tg_tensor *q = tg_sub(tg_cast(q6_k_values(quants, g, nb), TG_I32), tg_scalar(32, TG_I32));
+    w = tg_mul(tg_mul(tg_reshape(d, TG_SHAPE(g, nb, 1, 1, ROWS, 1)), tg_cast(sc, TG_F32)), tg_cast(q, TG_F32));   /* (g, nb, s, t, 16, p) */
+    w = tg_permute(w, TG_AXES(0, 4, 1, 2, 3, 5));
+  } else {
+    tg_tensor *q = tg_reshape(quants, TG_SHAPE(g, nb, 1, t == GGML_TYPE_Q4_0 ? 4 : 8, ROWS, 4));
+    if (t == GGML_TYPE_Q4_0)   /* nibble h of byte gi*4 + p is value h*16 + gi*4 + p */
+      v = tg_sub(tg_cast(tg_bitwise_and(tg_rshift(q, tg_reshape(tg_arange(0, 8, 4, TG_U8), TG_SHAPE(2, 1, 1, 1))), tg_scalar(15, TG_U8)), TG_I32),
+                 tg_scalar(8, TG_I32));
+    else v = tg_cast(tg_bitcast(tg_bitwise_xor(q, tg_scalar(128, TG_U8)), TG_I8), TG_I32);
+    w = tg_mul(tg_cast(v, TG_F32), tg_reshape(d, TG_SHAPE(g, nb, 1, 1, ROWS, 1)));                              /* (g, nb, h, gi, 16, p) */
+    w = tg_permute(w, TG_AXES(0, 4, 1, 2, 3, 5));
+  }
+  w = tg_reshape(w, TG_SHAPE(n, k));
+  if (w) tg_keep(w);
+  tg_scope_end();
+  return w;
+}
+
 tg_tensor *tg_quant_matmul_rows(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int t, tg_shape w_shape) {
   if (!x || !scales || !quants) return tg_seterr("tg_quant_matmul_rows: NULL argument"), NULL;
   const rows_format *f = format_of(t, w_shape, "tg_quant_matmul_rows");
@@ -166,12 +226,9 @@ tg_tensor *tg_quant_matmul_rows(tg_tensor *x, tg_tensor *scales, tg_tensor *quan
   int nd = tg_ndim(x);
   if (nd < 1 || tg_dim(x, nd - 1) != k) return tg_seterr("tg_quant_matmul_rows: x's last dimension must be K = %lld", (long long)k), NULL;
   if (!tg_dtype_is_float(tg_dtype_of(x))) return tg_seterr("tg_quant_matmul_rows: x must be a float tensor, not %s", tg_dtype_name(tg_dtype_of(x))), NULL;
-  tg_shape ss = tg_shape_of(scales), qs = tg_shape_of(quants);
-  if (tg_dtype_of(scales) != TG_F16 || ss.ndim != 3 || ss.d[0] != g || ss.d[1] != nb || ss.d[2] != ROWS || tg_dtype_of(quants) != TG_U8 ||
-      qs.ndim != 3 || qs.d[0] != g || qs.d[1] != nb || qs.d[2] != f->quant_bytes)
-    return tg_seterr("tg_quant_matmul_rows: scales and quants are not tg_quant_pack_rows's for W (%lld, %lld)", (long long)n, (long long)k), NULL;
+  if (!packed_shapes_ok(scales, quants, f, w_shape, "tg_quant_matmul_rows")) return NULL;
   tg_scope_begin();
-  tg_tensor *y = t == GGML_TYPE_Q4_0 ? rows_q4_0(x, scales, quants, nb, g) : rows_q6_k(x, scales, quants, nb, g);
+  tg_tensor *y = t == GGML_TYPE_Q6_K ? rows_q6_k(x, scales, quants, nb, g) : rows_32(t, x, scales, quants, nb, g);
   y = tg_reshape(y, qm_with_tail(x, 1, (int64_t[]){ n }));
   if (y) tg_keep(y);
   tg_scope_end();

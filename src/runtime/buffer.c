@@ -49,6 +49,20 @@ static void cache_give(tg_device *dev, void *ptr, size_t nbytes) {
   if (ptr) dev->free(dev, ptr, nbytes);
 }
 
+void buffer_cache_trim(void) {
+  pthread_mutex_lock(&cache_lock);
+  cached_mem *c = mem_cache;
+  mem_cache = NULL;
+  mem_cache_bytes = 0;
+  pthread_mutex_unlock(&cache_lock);
+  while (c) {
+    cached_mem *next = c->next;
+    c->dev->free(c->dev, c->ptr, c->nbytes);
+    free(c);
+    c = next;
+  }
+}
+
 static int64_t next_id = 1;                 /* atomic; ids increase from 1 */
 static pthread_mutex_t alloc_lock = PTHREAD_MUTEX_INITIALIZER;
 

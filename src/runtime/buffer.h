@@ -23,5 +23,9 @@ int buffer_copyin(tg_buffer *b, const void *host, size_t nbytes);
 int buffer_copyout(tg_buffer *b, void *host, size_t nbytes);
 /* Registers the BUFFER-UOp hooks (called once at start-up). */
 void buffer_init_hooks(void);
+/* Returns the allocator cache's memory (freed buffers kept for reuse) to
+ * the system: after a one-time phase (loading a model) whose temporaries
+ * will not come back. */
+void buffer_cache_trim(void);
 
 #endif
