@@ -149,7 +149,8 @@ static void check_k(int t, int64_t m, int64_t n, int64_t k) { check_k_path(t, m,
 
 TEST(quant_matmul_q4_k_vs_ggml) { check_k(TG_GGML_Q4_K, 3, 24, 1024); check_k(TG_GGML_Q4_K, 1, 16, 4096); }
 TEST(quant_matmul_q6_k_vs_ggml) { check_k(TG_GGML_Q6_K, 3, 24, 1024); check_k(TG_GGML_Q6_K, 1, 16, 4096); }
-/* row-packed Q6_K (decoding's path for llama.cpp's output matrices) */
+/* row-packed Q4_K and Q6_K (the LLM's path) */
+TEST(quant_matmul_rows_q4_k_vs_ggml) { check_k_path(TG_GGML_Q4_K, 3, 32, 1024, true); check_k_path(TG_GGML_Q4_K, 1, 64, 768, true); }
 TEST(quant_matmul_rows_q6_k_vs_ggml) { check_k_path(TG_GGML_Q6_K, 3, 32, 1024, true); check_k_path(TG_GGML_Q6_K, 1, 64, 768, true); }
 
 /* W = the identity in Q6_K (d = 1, scales 1, q - 32 = 1 on the diagonal):

@@ -12,7 +12,7 @@
 #include "util/util.h"
 
 /* Records quantized weight w (lazy floats over its packed bytes raw).
- * Types with a row-packed form (Q4_0, Q8_0, Q6_K; tg_quant_pack_rows) are
+ * Types with a row-packed form (Q4_0, Q8_0, Q4_K, Q6_K; tg_quant_pack_rows) are
  * packed once, here: matmuls read that copy, w's values come from it too
  * (tg_dequantize_rows: the same numbers), and raw is dropped, so the
  * weights are in memory once. Otherwise the model owns raw from now on.
@@ -21,7 +21,7 @@ static tg_tensor *keep_packed(tg_llm *m, tg_tensor *raw, tg_tensor *w, int type)
   if (!w) return NULL;
   tg_shape ws = tg_shape_of(w);
   bool rows = ((type == TG_GGML_Q4_0 || type == TG_GGML_Q8_0) && ws.ndim == 2 && ws.d[1] % 32 == 0) ||
-              (type == TG_GGML_Q6_K && ws.ndim == 2 && ws.d[1] % 256 == 0);
+              ((type == TG_GGML_Q4_K || type == TG_GGML_Q6_K) && ws.ndim == 2 && ws.d[1] % 256 == 0);
   tg_tensor *sc = NULL, *q = NULL;
   if (rows && ws.d[0] % 16 == 0 && !getenv("TG_LLM_NO_ROWS") && tg_quant_pack_rows(raw, type, ws, &sc, &q) == 0) {
     tg_tensor *wr = tg_realize(sc) == 0 && tg_realize(q) == 0 ? tg_dequantize_rows(sc, q, type, ws) : NULL;

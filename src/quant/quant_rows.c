@@ -19,6 +19,10 @@
  *         (byte i of a block holds value i, low nibble, and i + 16).
  *   Q8_0  scales as Q4_0's; quants (N/16, K/32, 512) U8: the 32 int8
  *         values plus 128 (unsigned, as vpdpbusd needs) in 4-byte groups.
+ *   Q4_K  scales (N/16, K/256, 32) F16: d of the 16 rows, then dmin;
+ *         quants (N/16, K/256, 2304) U8: the 8 sub-block scales, then the
+ *         8 mins (6-bit values unpacked to bytes, 16 rows each), then qs
+ *         (128 bytes) in 4-byte groups.
  *   Q6_K  scales (N/16, K/256, 16) F16, the super-block scales d;
  *         quants (N/16, K/256, 3328) U8: the 16 int8 sub-block scales (16
  *         rows each), then ql (128 bytes) and qh (64) in 4-byte groups. */
@@ -30,21 +34,22 @@ enum { ROWS = 16 };   /* rows side by side: one 64-byte vector of 4-byte groups 
 
 typedef struct {
   int type, block, bytes;   /* values and bytes of a ggml block */
-  int scale_at;             /* byte offset of the fp16 scale in the block */
+  int scale_at, nscales;    /* byte offset and count of the fp16 scales in the block */
   int64_t quant_bytes;      /* per block of 16 rows in the packed quants */
 } rows_format;
 
 static const rows_format formats[] = {
-  { GGML_TYPE_Q4_0, 32, 18, 0, ROWS * 16 },
-  { GGML_TYPE_Q8_0, 32, 34, 0, ROWS * 32 },
-  { GGML_TYPE_Q6_K, 256, 210, 208, ROWS * 208 },
+  { GGML_TYPE_Q4_0, 32, 18, 0, 1, ROWS * 16 },
+  { GGML_TYPE_Q8_0, 32, 34, 0, 1, ROWS * 32 },
+  { GGML_TYPE_Q4_K, 256, 144, 0, 2, ROWS * (16 + 128) },
+  { GGML_TYPE_Q6_K, 256, 210, 208, 1, ROWS * 208 },
 };
 
 static const rows_format *format_of(int t, tg_shape w, const char *who) {
   const rows_format *f = NULL;
   for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) if (formats[i].type == t) f = &formats[i];
   const char *name = tg_ggml_type_name(t) ? tg_ggml_type_name(t) : "?";
-  if (!f) return tg_seterr("%s: no row-packed form for type %s (Q4_0, Q8_0 and Q6_K have one)", who, name), NULL;
+  if (!f) return tg_seterr("%s: no row-packed form for type %s (Q4_0, Q8_0, Q4_K and Q6_K have one)", who, name), NULL;
   if (w.ndim != 2) return tg_seterr("%s: W must be 2-D (N, K), not %d-D", who, w.ndim), NULL;
   if (w.d[0] % ROWS || w.d[0] <= 0 || w.d[1] % f->block || w.d[1] <= 0)
     return tg_seterr("%s: W (%lld, %lld) of %s needs N a multiple of %d and K of %d", who, (long long)w.d[0], (long long)w.d[1], name, ROWS, f->block), NULL;
@@ -55,7 +60,7 @@ static const rows_format *format_of(int t, tg_shape w, const char *who) {
 static bool packed_shapes_ok(tg_tensor *scales, tg_tensor *quants, const rows_format *f, tg_shape w, const char *who) {
   int64_t g = w.d[0] / ROWS, nb = w.d[1] / f->block;
   tg_shape ss = tg_shape_of(scales), qs = tg_shape_of(quants);
-  if (tg_dtype_of(scales) != TG_F16 || ss.ndim != 3 || ss.d[0] != g || ss.d[1] != nb || ss.d[2] != ROWS || tg_dtype_of(quants) != TG_U8 ||
+  if (tg_dtype_of(scales) != TG_F16 || ss.ndim != 3 || ss.d[0] != g || ss.d[1] != nb || ss.d[2] != ROWS * f->nscales || tg_dtype_of(quants) != TG_U8 ||
       qs.ndim != 3 || qs.d[0] != g || qs.d[1] != nb || qs.d[2] != f->quant_bytes)
     return tg_seterr("%s: scales and quants are not tg_quant_pack_rows's for W (%lld, %lld)", who, (long long)w.d[0], (long long)w.d[1]), false;
   return true;
@@ -79,13 +84,20 @@ int tg_quant_pack_rows(tg_tensor *raw, int t, tg_shape w_shape, tg_tensor **scal
     return tg_seterr("tg_quant_pack_rows: raw must be U8 with %lld bytes", (long long)tg_ggml_nbytes(t, n * w_shape.d[1]));
   tg_scope_begin();
   tg_tensor *blk = tg_reshape(raw, TG_SHAPE(g, ROWS, nb, f->bytes));
-  /* the fp16 scale: two bytes, low first */
-  tg_tensor *lo = tg_cast(TG_GET(blk, TG_ALLIDX, TG_ALLIDX, TG_ALLIDX, TG_I(f->scale_at)), TG_U16);
-  tg_tensor *hi = tg_cast(TG_GET(blk, TG_ALLIDX, TG_ALLIDX, TG_ALLIDX, TG_I(f->scale_at + 1)), TG_U16);
-  tg_tensor *d = tg_bitcast(tg_bitwise_or(lo, tg_lshifts(hi, 8)), TG_F16);                 /* (g, 16, nb) */
-  tg_tensor *s = tg_contiguous(tg_permute(d, TG_AXES(0, 2, 1)));
+  /* the fp16 scales: two bytes each, low first */
+  tg_tensor *pairs = tg_reshape(qm_slice_last(blk, f->scale_at, f->scale_at + 2 * f->nscales), TG_SHAPE(g, ROWS, nb, f->nscales, 2));
+  tg_tensor *lo = tg_cast(TG_GET(pairs, TG_ELLIPSIS, TG_I(0)), TG_U16), *hi = tg_cast(TG_GET(pairs, TG_ELLIPSIS, TG_I(1)), TG_U16);
+  tg_tensor *d = tg_bitcast(tg_bitwise_or(lo, tg_lshifts(hi, 8)), TG_F16);                 /* (g, 16, nb, nscales) */
+  tg_tensor *s = tg_contiguous(tg_reshape(tg_permute(d, TG_AXES(0, 2, 3, 1)), TG_SHAPE(g, nb, (int64_t)f->nscales * ROWS)));
   tg_tensor *q;
   if (t == GGML_TYPE_Q4_0) q = in_groups(blk, 2, 4);
+  else if (t == GGML_TYPE_Q4_K) {   /* scales and mins unpacked to bytes, 16 rows each */
+    tg_tensor *sc, *mn;
+    qt_scale_min_k4(tg_reshape(blk, TG_SHAPE(g * ROWS * nb, f->bytes)), 4, 1, &sc, &mn);
+    tg_tensor *sm = tg_cast(tg_stack((tg_tensor *[]){ sc, mn }, 2, 1), TG_U8);            /* (g*16*nb, 2, 8) */
+    sm = tg_reshape(tg_permute(tg_reshape(sm, TG_SHAPE(g, ROWS, nb, 16)), TG_AXES(0, 2, 3, 1)), TG_SHAPE(g, nb, 16 * ROWS));
+    q = tg_cat((tg_tensor *[]){ sm, in_groups(blk, 16, 32) }, 2, -1);
+  }
   else if (t == GGML_TYPE_Q8_0) q = tg_bitwise_xor(in_groups(blk, 2, 8), tg_scalar(128, TG_U8));   /* int8 w as w + 128 */
   else {   /* Q6_K: sub-block scales (16 rows per scale), ql, qh */
     tg_tensor *sc = tg_reshape(tg_permute(qm_slice_last(blk, 192, 208), TG_AXES(0, 2, 3, 1)), TG_SHAPE(g, nb, 16 * ROWS));
@@ -134,6 +146,42 @@ static tg_tensor *rows_32(int t, tg_tensor *x, tg_tensor *scales, tg_tensor *qua
   tg_tensor *blk = tg_sub(dot, tg_mul(tg_reshape(xsum, per_block), tg_scalar(nh == 2 ? 8 : 128, TG_I32)));
   tg_tensor *scale = tg_mul(tg_cast(scales, TG_F32), tg_reshape(dx, per_block));
   return tg_sum(tg_mul(tg_cast(blk, TG_F32), scale), TG_AXES(-2), false);               /* (..., g, 16) */
+}
+
+/* Q4_K: per sub-block j = 2c + h of 32 values (value 64c + 32h + l is
+ * nibble h of qs[32c + l]), sum of q * x times the 6-bit scale, and the
+ * 6-bit min times the sum of x's sub-block; the super-block's two integer
+ * sums (at most 8 * 63 * 32 * 15 * 127 in size) scaled by d_w * d_x and
+ * dmin_w * d_x (ggml_vec_dot_q4_K_q8_K). */
+static tg_tensor *rows_q4_k(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int64_t nb, int64_t g) {
+  tg_tensor *xq, *dx;
+  qm_quantize_q8_k(x, TG_I8, &xq, &dx);                                               /* (..., nb, 256), (..., nb, 1) */
+  tg_tensor *x32 = tg_reshape(xq, qm_with_tail(xq, 2, (int64_t[]){ 8, 32 }));
+  tg_tensor *xsum = tg_contiguous(tg_sum(tg_cast(x32, TG_I32), TG_AXES(-1), false));  /* (..., nb, j) */
+  tg_tensor *xs = tg_reshape(xsum, qm_with_tail(x, 4, (int64_t[]){ 1, nb, 1, 8 }));     /* (..., 1, nb, 1, j) */
+  tg_tensor *xv = tg_reshape(xq, qm_with_tail(x, 6, (int64_t[]){ 1, nb, 1, 8, 8, 4 })); /* (..., 1, nb, 1, j, t, p) */
+  tg_tensor *sm = tg_reshape(qm_slice_last(quants, 0, 16 * ROWS), TG_SHAPE(g, nb, 2, 8, ROWS));
+  tg_tensor *qs = tg_reshape(qm_slice_last(quants, 16 * ROWS, 16 * ROWS + 32 * 64), TG_SHAPE(g, nb, 32, ROWS, 4));
+  tg_tensor *sumi = NULL, *summ = NULL;
+  for (int j = 0; j < 8; j++) {
+    int c = j / 2, h = j % 2;
+    tg_tensor *dot = NULL;
+    for (int t = 0; t < 8; t++) {
+      tg_tensor *w = TG_GET(qs, TG_ALLIDX, TG_ALLIDX, TG_I(8 * c + t));                           /* (g, nb, 16, p) */
+      w = h ? tg_rshifts(w, 4) : tg_bitwise_and(w, tg_scalar(15, TG_U8));
+      dot = dot4(dot, w, TG_GET(xv, TG_ELLIPSIS, TG_I(j), TG_I(t), TG_ALLIDX));
+    }
+    tg_tensor *sc = tg_cast(TG_GET(sm, TG_ALLIDX, TG_ALLIDX, TG_I(0), TG_I(j)), TG_I32);          /* (g, nb, 16) */
+    tg_tensor *mn = tg_cast(TG_GET(sm, TG_ALLIDX, TG_ALLIDX, TG_I(1), TG_I(j)), TG_I32);
+    tg_tensor *a = tg_mul(dot, sc), *b = tg_mul(TG_GET(xs, TG_ELLIPSIS, TG_I(j)), mn);
+    sumi = sumi ? tg_add(sumi, a) : a;
+    summ = summ ? tg_add(summ, b) : b;
+  }
+  const tg_shape per_block = qm_with_tail(x, 3, (int64_t[]){ 1, nb, 1 });
+  tg_tensor *dd = tg_reshape(tg_cast(scales, TG_F32), TG_SHAPE(g, nb, 2, ROWS)), *dxb = tg_reshape(dx, per_block);
+  tg_tensor *d = tg_mul(TG_GET(dd, TG_ALLIDX, TG_ALLIDX, TG_I(0)), dxb), *dmin = tg_mul(TG_GET(dd, TG_ALLIDX, TG_ALLIDX, TG_I(1)), dxb);
+  tg_tensor *v = tg_sub(tg_mul(tg_cast(sumi, TG_F32), d), tg_mul(tg_cast(summ, TG_F32), dmin));
+  return tg_sum(v, TG_AXES(-2), false);                                                       /* (..., g, 16) */
 }
 
 /* Q6_K: per sub-block s of 16 values, sum of (q - 32) * x times the int8
@@ -196,9 +244,18 @@ tg_tensor *tg_dequantize_rows(tg_tensor *scales, tg_tensor *quants, int t, tg_sh
   int64_t n = w_shape.d[0], k = w_shape.d[1], nb = k / f->block, g = n / ROWS;
   tg_scope_begin();
   tg_tensor *d = tg_cast(scales, TG_F32), *v, *w;
-  /* ggml's dequantize_row_*: (q - 8) * d, q * d, d * sc * (q - 32), in
-   * that order of float operations */
-  if (t == GGML_TYPE_Q6_K) {
+  /* ggml's dequantize_row_*: (q - 8) * d, q * d, d * sc * q - dmin * m,
+   * d * sc * (q - 32), in that order of float operations */
+  if (t == GGML_TYPE_Q4_K) {   /* (d * sc) * q - dmin * m, value 64c + 32h + 4t + p */
+    tg_tensor *qs = tg_reshape(qm_slice_last(quants, 16 * ROWS, 16 * ROWS + 32 * 64), TG_SHAPE(g, nb, 4, 1, 8, ROWS, 4));
+    tg_tensor *q = tg_bitwise_and(tg_rshift(qs, tg_reshape(tg_arange(0, 8, 4, TG_U8), TG_SHAPE(2, 1, 1, 1))), tg_scalar(15, TG_U8));
+    tg_tensor *sm = tg_cast(tg_reshape(qm_slice_last(quants, 0, 16 * ROWS), TG_SHAPE(g, nb, 2, 4, 2, 1, ROWS, 1)), TG_F32);
+    tg_tensor *dd = tg_reshape(d, TG_SHAPE(g, nb, 2, 1, 1, 1, ROWS, 1));
+    tg_tensor *ds = tg_mul(TG_GET(dd, TG_ALLIDX, TG_ALLIDX, TG_I(0)), TG_GET(sm, TG_ALLIDX, TG_ALLIDX, TG_I(0)));
+    tg_tensor *dm = tg_mul(TG_GET(dd, TG_ALLIDX, TG_ALLIDX, TG_I(1)), TG_GET(sm, TG_ALLIDX, TG_ALLIDX, TG_I(1)));
+    w = tg_sub(tg_mul(ds, tg_cast(q, TG_F32)), dm);                                                             /* (g, nb, c, h, t, 16, p) */
+    w = tg_permute(w, TG_AXES(0, 5, 1, 2, 3, 4, 6));
+  } else if (t == GGML_TYPE_Q6_K) {
     tg_tensor *sc = tg_reshape(tg_bitcast(qm_slice_last(quants, 0, 16 * ROWS), TG_I8), TG_SHAPE(g, nb, 16, 1, ROWS, 1));
     tg_tensor *q = tg_sub(tg_cast(q6_k_values(quants, g, nb), TG_I32), tg_scalar(32, TG_I32));
     w = tg_mul(tg_mul(tg_reshape(d, TG_SHAPE(g, nb, 1, 1, ROWS, 1)), tg_cast(sc, TG_F32)), tg_cast(q, TG_F32));   /* (g, nb, s, t, 16, p) */
@@ -228,7 +285,8 @@ tg_tensor *tg_quant_matmul_rows(tg_tensor *x, tg_tensor *scales, tg_tensor *quan
   if (!tg_dtype_is_float(tg_dtype_of(x))) return tg_seterr("tg_quant_matmul_rows: x must be a float tensor, not %s", tg_dtype_name(tg_dtype_of(x))), NULL;
   if (!packed_shapes_ok(scales, quants, f, w_shape, "tg_quant_matmul_rows")) return NULL;
   tg_scope_begin();
-  tg_tensor *y = t == GGML_TYPE_Q6_K ? rows_q6_k(x, scales, quants, nb, g) : rows_32(t, x, scales, quants, nb, g);
+  tg_tensor *y = t == GGML_TYPE_Q6_K ? rows_q6_k(x, scales, quants, nb, g)
+                 : t == GGML_TYPE_Q4_K ? rows_q4_k(x, scales, quants, nb, g) : rows_32(t, x, scales, quants, nb, g);
   y = tg_reshape(y, qm_with_tail(x, 1, (int64_t[]){ n }));
   if (y) tg_keep(y);
   tg_scope_end();
