@@ -19,7 +19,8 @@
  *         (byte i of a block holds value i, low nibble, and i + 16).
  *   Q8_0  scales as Q4_0's; quants (N/16, K/32, 512) U8: the 32 int8
  *         values plus 128 (unsigned, as vpdpbusd needs) in 4-byte groups.
- *   Q4_K  scales (N/16, K/256, 32) F16: d of the 16 rows, then dmin;
+ *   Q4_K  scales (N/16, 2 * K/256, 16) F16: the 16 rows' d of every
+ *         super-block, then their dmin;
  *         quants (N/16, K/256, 2304) U8: the 8 sub-block scales, then the
  *         8 mins (6-bit values unpacked to bytes, 16 rows each), then qs
  *         (128 bytes) in 4-byte groups.
@@ -60,7 +61,7 @@ static const rows_format *format_of(int t, tg_shape w, const char *who) {
 static bool packed_shapes_ok(tg_tensor *scales, tg_tensor *quants, const rows_format *f, tg_shape w, const char *who) {
   int64_t g = w.d[0] / ROWS, nb = w.d[1] / f->block;
   tg_shape ss = tg_shape_of(scales), qs = tg_shape_of(quants);
-  if (tg_dtype_of(scales) != TG_F16 || ss.ndim != 3 || ss.d[0] != g || ss.d[1] != nb || ss.d[2] != ROWS * f->nscales || tg_dtype_of(quants) != TG_U8 ||
+  if (tg_dtype_of(scales) != TG_F16 || ss.ndim != 3 || ss.d[0] != g || ss.d[1] != nb * f->nscales || ss.d[2] != ROWS || tg_dtype_of(quants) != TG_U8 ||
       qs.ndim != 3 || qs.d[0] != g || qs.d[1] != nb || qs.d[2] != f->quant_bytes)
     return tg_seterr("%s: scales and quants are not tg_quant_pack_rows's for W (%lld, %lld)", who, (long long)w.d[0], (long long)w.d[1]), false;
   return true;
@@ -88,7 +89,10 @@ int tg_quant_pack_rows(tg_tensor *raw, int t, tg_shape w_shape, tg_tensor **scal
   tg_tensor *pairs = tg_reshape(qm_slice_last(blk, f->scale_at, f->scale_at + 2 * f->nscales), TG_SHAPE(g, ROWS, nb, f->nscales, 2));
   tg_tensor *lo = tg_cast(TG_GET(pairs, TG_ELLIPSIS, TG_I(0)), TG_U16), *hi = tg_cast(TG_GET(pairs, TG_ELLIPSIS, TG_I(1)), TG_U16);
   tg_tensor *d = tg_bitcast(tg_bitwise_or(lo, tg_lshifts(hi, 8)), TG_F16);                 /* (g, 16, nb, nscales) */
-  tg_tensor *s = tg_contiguous(tg_reshape(tg_permute(d, TG_AXES(0, 2, 3, 1)), TG_SHAPE(g, nb, (int64_t)f->nscales * ROWS)));
+  /* (g, nscales * nb, 16): each scale of every block, then the next one
+   * (so 16 rows' scales are one vector, and one row group's are contiguous
+   * 16 at a time, not a panel of 32 to the kernel heuristic) */
+  tg_tensor *s = tg_contiguous(tg_reshape(tg_permute(d, TG_AXES(0, 3, 2, 1)), TG_SHAPE(g, (int64_t)f->nscales * nb, ROWS)));
   tg_tensor *q;
   if (t == GGML_TYPE_Q4_0) q = in_groups(blk, 2, 4);
   else if (t == GGML_TYPE_Q4_K) {   /* scales and mins unpacked to bytes, 16 rows each */
@@ -178,8 +182,8 @@ static tg_tensor *rows_q4_k(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, 
     summ = summ ? tg_add(summ, b) : b;
   }
   const tg_shape per_block = qm_with_tail(x, 3, (int64_t[]){ 1, nb, 1 });
-  tg_tensor *dd = tg_reshape(tg_cast(scales, TG_F32), TG_SHAPE(g, nb, 2, ROWS)), *dxb = tg_reshape(dx, per_block);
-  tg_tensor *d = tg_mul(TG_GET(dd, TG_ALLIDX, TG_ALLIDX, TG_I(0)), dxb), *dmin = tg_mul(TG_GET(dd, TG_ALLIDX, TG_ALLIDX, TG_I(1)), dxb);
+  tg_tensor *dd = tg_reshape(tg_cast(scales, TG_F32), TG_SHAPE(g, 2, nb, ROWS)), *dxb = tg_reshape(dx, per_block);
+  tg_tensor *d = tg_mul(TG_GET(dd, TG_ALLIDX, TG_I(0)), dxb), *dmin = tg_mul(TG_GET(dd, TG_ALLIDX, TG_I(1)), dxb);
   tg_tensor *v = tg_sub(tg_mul(tg_cast(sumi, TG_F32), d), tg_mul(tg_cast(summ, TG_F32), dmin));
   return tg_sum(v, TG_AXES(-2), false);                                                       /* (..., g, 16) */
 }
@@ -250,9 +254,9 @@ tg_tensor *tg_dequantize_rows(tg_tensor *scales, tg_tensor *quants, int t, tg_sh
     tg_tensor *qs = tg_reshape(qm_slice_last(quants, 16 * ROWS, 16 * ROWS + 32 * 64), TG_SHAPE(g, nb, 4, 1, 8, ROWS, 4));
     tg_tensor *q = tg_bitwise_and(tg_rshift(qs, tg_reshape(tg_arange(0, 8, 4, TG_U8), TG_SHAPE(2, 1, 1, 1))), tg_scalar(15, TG_U8));
     tg_tensor *sm = tg_cast(tg_reshape(qm_slice_last(quants, 0, 16 * ROWS), TG_SHAPE(g, nb, 2, 4, 2, 1, ROWS, 1)), TG_F32);
-    tg_tensor *dd = tg_reshape(d, TG_SHAPE(g, nb, 2, 1, 1, 1, ROWS, 1));
-    tg_tensor *ds = tg_mul(TG_GET(dd, TG_ALLIDX, TG_ALLIDX, TG_I(0)), TG_GET(sm, TG_ALLIDX, TG_ALLIDX, TG_I(0)));
-    tg_tensor *dm = tg_mul(TG_GET(dd, TG_ALLIDX, TG_ALLIDX, TG_I(1)), TG_GET(sm, TG_ALLIDX, TG_ALLIDX, TG_I(1)));
+    tg_tensor *dd = tg_reshape(d, TG_SHAPE(g, 2, nb, 1, 1, 1, ROWS, 1));
+    tg_tensor *ds = tg_mul(TG_GET(dd, TG_ALLIDX, TG_I(0)), TG_GET(sm, TG_ALLIDX, TG_ALLIDX, TG_I(0)));
+    tg_tensor *dm = tg_mul(TG_GET(dd, TG_ALLIDX, TG_I(1)), TG_GET(sm, TG_ALLIDX, TG_ALLIDX, TG_I(1)));
     w = tg_sub(tg_mul(ds, tg_cast(q, TG_F32)), dm);                                                             /* (g, nb, c, h, t, 16, p) */
     w = tg_permute(w, TG_AXES(0, 5, 1, 2, 3, 4, 6));
   } else if (t == GGML_TYPE_Q6_K) {
