@@ -695,7 +695,19 @@ int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
         lanes *= 4;
         break;
       }
-    for (int i = fr - 1; i >= 0 && pr < 0 && win < 0; i--) {
+    /* row-packed quantized weights (byte loads walk the lanes): a tile of
+     * 8 rows of x, which do not move the bytes, so each decoded vector of
+     * weights serves 8 of them (a prefill chunk through
+     * tg_quant_matmul_rows: 1.7x a tile of 4 weight row groups for Q6_K) */
+    bool byte_tile = false;
+    if (vaxis >= 0 && pr < 0 && win < 0 && !full_row && loads_bytes(ast) && byte_loads_along(ast, axes[vaxis], axes, n) == 1)
+      for (int i = 0; i < fr && !byte_tile && k < max; i++)
+        if (i != vaxis && byte_loads_along(ast, axes[i], axes, n) == 0 && rstatic(axes[i]) % 8 == 0) {
+          out[k++] = (kopt){ OPT_UPCAST, i, 8 };
+          lanes *= 8;
+          byte_tile = true;
+        }
+    for (int i = fr - 1; i >= 0 && pr < 0 && win < 0 && !byte_tile; i--) {
       if (i == vaxis || (full_row && lanes_on(out, k, i) > 1)) continue;
       int unit, zero, other;
       access_along(ast, axes[i], axes, n, &unit, &zero, &other);
