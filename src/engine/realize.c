@@ -143,6 +143,7 @@ typedef struct {
   int max_cores;
   double t_render;
   cached_prog *cp;     /* the result */
+  bool dup;            /* the same kernel as an earlier item of the schedule: filled from it */
 } prep;
 
 static uop *program_key(sched_item *it) {
@@ -153,15 +154,18 @@ static uop *program_key(sched_item *it) {
   return uop1(OP_NOOP, DT_VOID, it->ast, arg_str(keystr));
 }
 
-/* Finds the program in memory, or optimizes and renders the kernel. */
-static int prepare(sched_item *it, prep *p, int debug) {
+/* Finds the program in memory, or optimizes and renders the kernel (once
+ * per schedule: the layers of a model give the same kernel many times, and
+ * optimizing a big one takes milliseconds). */
+static int prepare(sched_item *it, prep *p, const prep *earlier, int nearlier, int debug) {
   memset(p, 0, sizeof *p);
   uop_pool_push();
   uop *key = program_key(it);
   pthread_mutex_lock(&cache_lock);
   p->cp = pm_get(&prog_cache, key);
   pthread_mutex_unlock(&cache_lock);
-  if (p->cp) { uop_pool_pop(); return 0; }
+  for (int j = 0; j < nearlier && !p->cp && !p->dup; j++) p->dup = earlier[j].src && earlier[j].key == key;
+  if (p->cp || p->dup) { uop_pool_pop(); return 0; }
   if (debug >= 3) { fprintf(stderr, "kernel %s AST:\n", it->name); uop_print(stderr, it->ast); }
   double t0 = now_s();
   uop *opt_ast = optimize(it, &p->max_cores);
@@ -208,7 +212,7 @@ static int compile_pending(sched_item *items, prep *ps, int n, int debug) {
   }
   /* fill every item from the cache (duplicates included) */
   for (int i = 0; i < n && rc == 0; i++) {
-    if (ps[i].cp || !ps[i].src) continue;
+    if (ps[i].cp || (!ps[i].src && !ps[i].dup)) continue;
     pthread_mutex_lock(&cache_lock);
     uop_pool_push();
     ps[i].cp = pm_get(&prog_cache, program_key(&items[i]));
@@ -294,7 +298,7 @@ int engine_realize(uop *const *roots, int n, const char *default_device, ptrmap 
   int debug = (int)tg_getenv_int("DEBUG", 0);
   int rc = 0;
   prep *ps = tg_xcalloc((size_t)(s.n ? s.n : 1), sizeof(prep));
-  for (int i = 0; i < s.n && rc == 0; i++) if (s.v[i].ast) rc = prepare(&s.v[i], &ps[i], debug);
+  for (int i = 0; i < s.n && rc == 0; i++) if (s.v[i].ast) rc = prepare(&s.v[i], &ps[i], ps, i, debug);
   if (rc == 0) rc = compile_pending(s.v, ps, s.n, debug);
   else for (int i = 0; i < s.n; i++) { free(ps[i].src); if (ps[i].key) uop_release(ps[i].key); }
   for (int i = 0; i < s.n && rc == 0; i++) {

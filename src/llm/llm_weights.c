@@ -12,7 +12,7 @@
 #include "util/util.h"
 
 /* Records quantized weight w (lazy floats over its packed bytes raw).
- * Types with a row-packed form (Q4_0, Q8_0, Q4_K, Q6_K; tg_quant_pack_rows) are
+ * Types with a row-packed form (Q4_0, Q8_0; Q4_K, Q6_K below; tg_quant_pack_rows) are
  * packed once, here: matmuls read that copy, w's values come from it too
  * (tg_dequantize_rows: the same numbers), and raw is dropped, so the
  * weights are in memory once. Otherwise the model owns raw from now on.
@@ -20,8 +20,13 @@
 static tg_tensor *keep_packed(tg_llm *m, tg_tensor *raw, tg_tensor *w, int type) {
   if (!w) return NULL;
   tg_shape ws = tg_shape_of(w);
+  /* K-quants only for the vocabulary matrix (the output, or the embedding
+   * tied to it) unless TG_LLM_ROWS_K=1: their row-packed graphs are big,
+   * and scheduling one per layer made a Q4_K_M model's first tokens take
+   * seconds (docs/llm.md) */
+  bool kq_ok = (ws.ndim == 2 && ws.d[0] == m->cfg.n_vocab) || tg_getenv_int("TG_LLM_ROWS_K", 0);
   bool rows = ((type == TG_GGML_Q4_0 || type == TG_GGML_Q8_0) && ws.ndim == 2 && ws.d[1] % 32 == 0) ||
-              ((type == TG_GGML_Q4_K || type == TG_GGML_Q6_K) && ws.ndim == 2 && ws.d[1] % 256 == 0);
+              ((type == TG_GGML_Q4_K || type == TG_GGML_Q6_K) && kq_ok && ws.ndim == 2 && ws.d[1] % 256 == 0);
   tg_tensor *sc = NULL, *q = NULL;
   if (rows && ws.d[0] % 16 == 0 && !getenv("TG_LLM_NO_ROWS") && tg_quant_pack_rows(raw, type, ws, &sc, &q) == 0) {
     tg_tensor *wr = tg_realize(sc) == 0 && tg_realize(q) == 0 ? tg_dequantize_rows(sc, q, type, ws) : NULL;

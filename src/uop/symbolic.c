@@ -1020,7 +1020,31 @@ const tg_matcher *symbolic_matcher(void) {
   return sym;
 }
 
+/* uop_simplify is a pure function of an immutable, hash-consed uop, and
+ * scheduling simplifies the same index expressions over and over (every
+ * term of a long explicit sum, every layer of a model): results are
+ * memoized per thread, both sides retained so their addresses stay theirs,
+ * and the memo is dropped whole when it reaches SIMPLIFY_MEMO_MAX. */
+#define SIMPLIFY_MEMO_MAX 65536
+static _Thread_local ptrmap simplify_memo;
+static _Thread_local size_t simplify_memo_n;
+
+static void simplify_memo_clear(void) {
+  for (size_t i = 0; i < simplify_memo.cap; i++)
+    if (simplify_memo.keys[i]) uop_release((uop *)simplify_memo.keys[i]), uop_release(simplify_memo.vals[i]);
+  pm_free(&simplify_memo);
+  simplify_memo_n = 0;
+}
+
 uop *uop_simplify(uop *u) {
   pthread_once(&sym_once, sym_init);
-  return graph_rewrite(graph_rewrite(u, pre, NULL), sym, NULL);
+  uop *r = pm_get(&simplify_memo, u);
+  if (r) return r;
+  r = graph_rewrite(graph_rewrite(u, pre, NULL), sym, NULL);
+  if (!r) return r;
+  if (simplify_memo_n >= SIMPLIFY_MEMO_MAX) simplify_memo_clear();
+  uop_retain(u), uop_retain(r);
+  pm_put(&simplify_memo, u, r);
+  simplify_memo_n++;
+  return r;
 }
