@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <time.h>
 #include "engine/realize.h"
+#include "uop/symbolic.h"
 #include "codegen/codegen.h"
 #include "codegen/opts.h"
 #include "engine/beam.h"
@@ -293,12 +294,15 @@ double engine_now_s(void) { return now_s(); }
 
 int engine_realize(uop *const *roots, int n, const char *default_device, ptrmap *becomes) {
   schedule s;
-  if (schedule_create(roots, n, default_device, &s, becomes) < 0) return -1;
+  uop_simplify_memo_begin();   /* scheduling and optimizing simplify the same index math many times */
+  int sc = schedule_create(roots, n, default_device, &s, becomes);
+  if (sc < 0) { uop_simplify_memo_end(); return -1; }
   counters_add_schedule();
   int debug = (int)tg_getenv_int("DEBUG", 0);
   int rc = 0;
   prep *ps = tg_xcalloc((size_t)(s.n ? s.n : 1), sizeof(prep));
   for (int i = 0; i < s.n && rc == 0; i++) if (s.v[i].ast) rc = prepare(&s.v[i], &ps[i], ps, i, debug);
+  uop_simplify_memo_end();
   if (rc == 0) rc = compile_pending(s.v, ps, s.n, debug);
   else for (int i = 0; i < s.n; i++) { free(ps[i].src); if (ps[i].key) uop_release(ps[i].key); }
   for (int i = 0; i < s.n && rc == 0; i++) {

@@ -1022,12 +1022,15 @@ const tg_matcher *symbolic_matcher(void) {
 
 /* uop_simplify is a pure function of an immutable, hash-consed uop, and
  * scheduling simplifies the same index expressions over and over (every
- * term of a long explicit sum, every layer of a model): results are
- * memoized per thread, both sides retained so their addresses stay theirs,
- * and the memo is dropped whole when it reaches SIMPLIFY_MEMO_MAX. */
+ * term of a long explicit sum, every layer of a model). Between
+ * uop_simplify_memo_begin and _end (the engine brackets a realize) results
+ * are memoized per thread, both sides retained so their addresses stay
+ * theirs; the memo is dropped at the end, or whole when it reaches
+ * SIMPLIFY_MEMO_MAX. */
 #define SIMPLIFY_MEMO_MAX 65536
 static _Thread_local ptrmap simplify_memo;
 static _Thread_local size_t simplify_memo_n;
+static _Thread_local int simplify_memo_depth;
 
 static void simplify_memo_clear(void) {
   for (size_t i = 0; i < simplify_memo.cap; i++)
@@ -1036,12 +1039,17 @@ static void simplify_memo_clear(void) {
   simplify_memo_n = 0;
 }
 
+void uop_simplify_memo_begin(void) { simplify_memo_depth++; }
+void uop_simplify_memo_end(void) {
+  if (simplify_memo_depth > 0 && --simplify_memo_depth == 0) simplify_memo_clear();
+}
+
 uop *uop_simplify(uop *u) {
   pthread_once(&sym_once, sym_init);
-  uop *r = pm_get(&simplify_memo, u);
+  uop *r = simplify_memo_depth ? pm_get(&simplify_memo, u) : NULL;
   if (r) return r;
   r = graph_rewrite(graph_rewrite(u, pre, NULL), sym, NULL);
-  if (!r) return r;
+  if (!r || !simplify_memo_depth) return r;
   if (simplify_memo_n >= SIMPLIFY_MEMO_MAX) simplify_memo_clear();
   uop_retain(u), uop_retain(r);
   pm_put(&simplify_memo, u, r);

@@ -27,5 +27,10 @@ const tg_matcher *symbolic_matcher(void);
 /* graph_rewrite(u, symbolic_matcher(), NULL), after a small pre-pass that
  * recombines (x//c)*c + x%c while the graph is as written. */
 uop *uop_simplify(uop *u);
+/* Between these, uop_simplify remembers its results (per thread, nested
+ * pairs allowed): for a phase that simplifies the same expressions many
+ * times, such as scheduling and preparing one realize. */
+void uop_simplify_memo_begin(void);
+void uop_simplify_memo_end(void);
 
 #endif
