@@ -130,55 +130,56 @@ static void mark_costly_expand_source(sctx *s, uop *e) {
  * math), store it once instead: the kernels then read one buffer. */
 #define SHARED_RECOMPUTE_LIMIT 48
 
-/* Rounds: count, for every unstored ALU node, the kernels that reach it (a
- * stored node's kernel walks its sources down to stored nodes); store the
- * costly ones reached by two or more kernels whose consumers are not such
- * candidates themselves (storing the outermost shared node already computes
- * everything below it once); repeat until nothing changes. */
+/* The kernels whose loops reach a node, up to two (enough to tell a shared
+ * node): a stored node's kernel reaches its sources down to stored nodes. */
+typedef struct { const uop *k[2]; int n; } kernel_pair;
+static void pair_add(kernel_pair *p, const uop *k) {
+  if (p->n < 2 && !(p->n == 1 && p->k[0] == k)) p->k[p->n++] = k;
+}
+
+/* Stores the costly nodes that two or more kernels reach: a reduce, or
+ * elementwise work of SHARED_RECOMPUTE_LIMIT or more. One pass, consumers
+ * before sources: a node's kernels are its stored consumers and the kernels
+ * of its unstored ones, all decided by then, so the outermost shared node
+ * is stored first and what it computes below counts as one kernel (a chain
+ * of residual adds, one per layer, is decided in the same pass). */
 static void mark_shared_costly(sctx *s, const uop_list *topo) {
-  for (int round = 0; round < 16; round++) {
-    ptrmap reach = { 0 };   /* node -> kernels reaching it */
-    for (int i = 0; i < topo->n; i++) {
-      uop *k = topo->v[i];
-      if (!is_marked(s, k)) continue;
-      ptrmap seen = { 0 };
-      VEC(uop *) stack = { 0 };
-      for (int j = 0; j < k->nsrc; j++) VEC_PUSH(stack, k->src[j]);
-      while (stack.n) {
-        uop *x = stack.v[--stack.n];
-        if (pm_get(&seen, x) || is_marked(s, x) || x->op == OP_BUFFER) continue;
-        pm_put(&seen, x, (void *)1);
-        pm_put(&reach, x, (void *)((intptr_t)pm_get(&reach, x) + 1));
-        for (int j = 0; j < x->nsrc; j++) VEC_PUSH(stack, x->src[j]);
-      }
-      VEC_FREE(stack); pm_free(&seen);
+  ptrmap pos = { 0 };   /* node -> index in topo + 1 */
+  for (int i = 0; i < topo->n; i++) pm_put(&pos, topo->v[i], (void *)(intptr_t)(i + 1));
+  /* consumers of each node, as lists in one array */
+  int *start = tg_xcalloc((size_t)topo->n + 1, sizeof(int)), *fill, *cons;
+  for (int i = 0; i < topo->n; i++)
+    for (int j = 0; j < topo->v[i]->nsrc; j++) {
+      intptr_t p = (intptr_t)pm_get(&pos, topo->v[i]->src[j]);
+      if (p) start[p]++;
     }
-    ptrmap cand = { 0 };
-    for (int i = 0; i < topo->n; i++) {
-      uop *x = topo->v[i];
-      if (is_marked(s, x) || x->ndim < 1 || (intptr_t)pm_get(&reach, x) < 2) continue;
-      /* a reduce is always worth storing (an optimizer's two moment updates
-       * reading one gradient through a reshape); elementwise work when costly */
-      bool reads = false;
-      if (x->op == OP_REDUCE_AXIS || (uop_is_alu(x->op) && compute_below(s, x, SHARED_RECOMPUTE_LIMIT, true, &reads) >= SHARED_RECOMPUTE_LIMIT))
-        pm_put(&cand, x, (void *)1);
+  for (int i = 0; i < topo->n; i++) start[i + 1] += start[i];
+  fill = tg_xmalloc(sizeof(int) * ((size_t)topo->n + 1));
+  memcpy(fill, start, sizeof(int) * ((size_t)topo->n + 1));
+  cons = tg_xmalloc(sizeof(int) * (size_t)(start[topo->n] ? start[topo->n] : 1));
+  for (int i = 0; i < topo->n; i++)
+    for (int j = 0; j < topo->v[i]->nsrc; j++) {
+      intptr_t p = (intptr_t)pm_get(&pos, topo->v[i]->src[j]);
+      if (p) cons[fill[p - 1]++] = i;
     }
-    /* a candidate with a candidate consumer waits for the next round */
-    ptrmap covered = { 0 };
-    for (int i = topo->n - 1; i >= 0; i--) {
-      uop *x = topo->v[i];
-      if (!pm_get(&cand, x) && !pm_get(&covered, x)) continue;
-      if (is_marked(s, x)) continue;
-      for (int j = 0; j < x->nsrc; j++) pm_put(&covered, x->src[j], (void *)1);
+  kernel_pair *kp = tg_xcalloc((size_t)(topo->n ? topo->n : 1), sizeof(kernel_pair));
+  for (int i = topo->n - 1; i >= 0; i--) {
+    uop *x = topo->v[i];
+    if (x->op == OP_BUFFER) continue;
+    for (int c = start[i]; c < start[i + 1] && kp[i].n < 2; c++) {
+      uop *u = topo->v[cons[c]];
+      if (is_marked(s, u)) pair_add(&kp[i], u);
+      else for (int q = 0; q < kp[cons[c]].n; q++) pair_add(&kp[i], kp[cons[c]].k[q]);
     }
-    int marked = 0;
-    for (int i = 0; i < topo->n; i++) {
-      uop *x = topo->v[i];
-      if (pm_get(&cand, x) && !pm_get(&covered, x)) { mark(s, x); marked++; }
-    }
-    pm_free(&reach); pm_free(&cand); pm_free(&covered);
-    if (!marked) break;
+    if (is_marked(s, x) || x->ndim < 1 || kp[i].n < 2) continue;
+    /* a reduce is always worth storing (an optimizer's two moment updates
+     * reading one gradient through a reshape); elementwise work when costly */
+    bool reads = false;
+    if (x->op == OP_REDUCE_AXIS || (uop_is_alu(x->op) && compute_below(s, x, SHARED_RECOMPUTE_LIMIT, true, &reads) >= SHARED_RECOMPUTE_LIMIT))
+      mark(s, x);
   }
+  free(kp); free(cons); free(fill); free(start);
+  pm_free(&pos);
 }
 
 /* ------------------------------------------------------------ lowering */
