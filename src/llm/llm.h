@@ -26,13 +26,14 @@ typedef struct {
   tg_tensor *gate_shexp, *up_shexp, *down_shexp, *router_shexp;
 } llm_layer;
 
-/* A quantized weight's packed bytes next to its lazy float values, so a
- * matmul with few rows can use tg_quant_matmul (ggml's integer block dot
- * products) instead of decoding every weight to float. */
+/* A quantized weight's lazy float values w next to what matmuls read
+ * instead: its row-packed copy (tg_quant_pack_rows; then raw is NULL and w
+ * reads the copy), or its packed bytes raw (tg_quant_matmul for Q8_0/Q4_0
+ * with few rows of x). */
 typedef struct {
   tg_tensor *w, *raw;
   int type;
-  tg_tensor *row_scales, *row_quants;   /* tg_quant_pack_rows's copy, for decoding (NULL: none) */
+  tg_tensor *row_scales, *row_quants;   /* tg_quant_pack_rows's copy (NULL: none) */
 } llm_packed;
 
 struct tg_llm {

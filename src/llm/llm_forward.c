@@ -14,18 +14,16 @@ static tg_tensor *rms_norm(tg_tensor *x, tg_tensor *w, float eps) {
   return w ? tg_mul(y, tg_cast(w, TG_F32)) : y;
 }
 
-/* x (T, in) @ w.T. With few rows of x (decoding), a quantized w
- * multiplies like ggml: x quantized to 8-bit blocks, integer dot products
- * per block; from the row-packed copy where the model has one (Q4_0, Q6_K:
- * byte dot products over 16 rows at once, tg_quant_matmul_rows), else from
- * the packed bytes for Q8_0 (tg_quant_matmul; its K-quant path is slower
- * than the fused float kernel so far, docs/quant.md, so other types stay on
- * the float path). With many rows (a prefill chunk), a Q8_0 or Q4_0 w is
- * decoded inside the matmul, each decoded vector serving 8 rows of x (the
- * heuristic's tile for it: 2x a decoded float32 copy, which costs a write
- * and a read of 4 bytes per weight); other types are decoded into a float32
- * copy first, once, instead of once per row tile; a realized float32 w is
- * already contiguous, so this costs it nothing. */
+/* x (T, in) @ w.T. A quantized w multiplies like ggml (x quantized to
+ * 8-bit blocks, integer dot products per block): from its row-packed copy
+ * at every chunk size where the model has one (byte dot products over 16
+ * rows at once, tg_quant_matmul_rows); else, with few rows of x (decoding),
+ * from the packed bytes for Q8_0 and Q4_0 (tg_quant_matmul; its K-quant
+ * path is slower than the fused float kernel so far, docs/quant.md). The
+ * rest is a float matmul: with many rows (a prefill chunk), Q8_0 and Q4_0
+ * decode inside it, each decoded vector serving 8 rows of x (the
+ * heuristic's tile); a float32 w is made contiguous (a realized one already
+ * is, so this costs it nothing). */
 #define LINEAR_DECODE_ONCE_ROWS 16
 static tg_tensor *linear(tg_llm *m, tg_tensor *x, tg_tensor *w, tg_tensor *b) {
   const llm_packed *pk = llm_packed_of(m, w);

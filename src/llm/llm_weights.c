@@ -23,12 +23,12 @@ static tg_tensor *keep_packed(tg_llm *m, tg_tensor *raw, tg_tensor *w, int type)
   /* K-quants only for the vocabulary matrix (the output, or the embedding
    * tied to it) unless TG_LLM_ROWS_K=1: their row-packed graphs are big,
    * and scheduling one per layer made a Q4_K_M model's first tokens take
-   * seconds (docs/llm.md) */
-  bool kq_ok = (ws.ndim == 2 && ws.d[0] == m->cfg.n_vocab) || tg_getenv_int("TG_LLM_ROWS_K", 0);
-  bool rows = ((type == TG_GGML_Q4_0 || type == TG_GGML_Q8_0) && ws.ndim == 2 && ws.d[1] % 32 == 0) ||
-              ((type == TG_GGML_Q4_K || type == TG_GGML_Q6_K) && kq_ok && ws.ndim == 2 && ws.d[1] % 256 == 0);
+   * seconds (docs/llm.md). tg_quant_pack_rows checks the shape. */
+  bool kquant = type == TG_GGML_Q4_K || type == TG_GGML_Q6_K;
+  bool rows = type == TG_GGML_Q4_0 || type == TG_GGML_Q8_0 ||
+              (kquant && ((ws.ndim == 2 && ws.d[0] == m->cfg.n_vocab) || tg_getenv_int("TG_LLM_ROWS_K", 0)));
   tg_tensor *sc = NULL, *q = NULL;
-  if (rows && ws.d[0] % 16 == 0 && !getenv("TG_LLM_NO_ROWS") && tg_quant_pack_rows(raw, type, ws, &sc, &q) == 0) {
+  if (rows && !getenv("TG_LLM_NO_ROWS") && tg_quant_pack_rows(raw, type, ws, &sc, &q) == 0) {
     tg_tensor *wr = tg_realize(sc) == 0 && tg_realize(q) == 0 ? tg_dequantize_rows(sc, q, type, ws) : NULL;
     if (!wr) { tg_free(sc), tg_free(q); return NULL; }
     tensor_adopt(NULL, sc), tensor_adopt(NULL, q);

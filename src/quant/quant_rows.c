@@ -1,4 +1,5 @@
-/* quant_rows.c: tg_quant_pack_rows and tg_quant_matmul_rows (tg_quant.h).
+/* quant_rows.c: tg_quant_pack_rows, tg_quant_matmul_rows and
+ * tg_dequantize_rows (tg_quant.h).
  *
  * Decoding multiplies one row of x with every row of W. In ggml's layout a
  * row's blocks follow each other, so a SIMD vector can only hold values of
@@ -9,8 +10,8 @@
  * 4 signed bytes, added into an int32 lane) multiplies them with 4 values of
  * x, the same for every row. llama.cpp's CPU backend repacks Q4_0 the same
  * way (its "q4_0_8x8"). The weights stay unsigned (Q4_0's nibbles 0..15,
- * Q6_K's 6-bit values 0..63); the offset (8, 32) comes back as the offset
- * times the sum of x's values.
+ * Q8_0's values plus 128, Q4_K's nibbles, Q6_K's 6-bit values 0..63); an
+ * offset (8, 128, 32) comes back as the offset times the sum of x's values.
  *
  * Packed forms ("4-byte groups": for each group of 4 bytes of a row's
  * field, the 16 rows' 4 bytes one after another):
@@ -85,10 +86,9 @@ int tg_quant_pack_rows(tg_tensor *raw, int t, tg_shape w_shape, tg_tensor **scal
     return tg_seterr("tg_quant_pack_rows: raw must be U8 with %lld bytes", (long long)tg_ggml_nbytes(t, n * w_shape.d[1]));
   tg_scope_begin();
   tg_tensor *blk = tg_reshape(raw, TG_SHAPE(g, ROWS, nb, f->bytes));
-  /* the fp16 scales: two bytes each, low first */
-  tg_tensor *pairs = tg_reshape(qm_slice_last(blk, f->scale_at, f->scale_at + 2 * f->nscales), TG_SHAPE(g, ROWS, nb, f->nscales, 2));
-  tg_tensor *lo = tg_cast(TG_GET(pairs, TG_ELLIPSIS, TG_I(0)), TG_U16), *hi = tg_cast(TG_GET(pairs, TG_ELLIPSIS, TG_I(1)), TG_U16);
-  tg_tensor *d = tg_bitcast(tg_bitwise_or(lo, tg_lshifts(hi, 8)), TG_F16);                 /* (g, 16, nb, nscales) */
+  /* the fp16 scales, kept as fp16 */
+  tg_tensor *bits = qt_u16(tg_reshape(blk, TG_SHAPE(g * ROWS * nb, f->bytes)), f->scale_at, f->nscales);
+  tg_tensor *d = tg_reshape(tg_bitcast(tg_cast(bits, TG_U16), TG_F16), TG_SHAPE(g, ROWS, nb, f->nscales));
   /* (g, nscales * nb, 16): each scale of every block, then the next one
    * (so 16 rows' scales are one vector, and one row group's are contiguous
    * 16 at a time, not a panel of 32 to the kernel heuristic) */
@@ -233,11 +233,11 @@ static tg_tensor *rows_q6_k(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, 
  * one expression covers every sub-block. */
 static tg_tensor *q6_k_values(tg_tensor *quants, int64_t g, int64_t nb) {
   /* ql's nibble c1 of group 16n + 8c0 + 4s2 + t: (g, nb, n, c1, c0, s2, t, 16, p) */
-  tg_tensor *ql = tg_reshape(qm_slice_last(quants, 16 * ROWS, 16 * ROWS + 32 * 64), TG_SHAPE(g, nb, 2, 1, 2, 2, 4, ROWS, 4));
-  tg_tensor *nib = tg_bitwise_and(tg_rshift(ql, tg_reshape(tg_arange(0, 8, 4, TG_U8), TG_SHAPE(2, 1, 1, 1, 1, 1))), tg_scalar(15, TG_U8));
+  tg_tensor *ql = tg_reshape(qm_slice_last(quants, 16 * ROWS, 16 * ROWS + 32 * 64), TG_SHAPE(g, nb, 2, 2, 2, 4, ROWS, 4));
+  tg_tensor *nib = qt_unpack(ql, 3, 2, 4);
   /* qh's 2 bits 2c = 2(2c1 + c0) of group 8n + 4s2 + t */
-  tg_tensor *qh = tg_reshape(qm_slice_last(quants, 16 * ROWS + 32 * 64, 16 * ROWS + 48 * 64), TG_SHAPE(g, nb, 2, 1, 1, 2, 4, ROWS, 4));
-  tg_tensor *hi = tg_bitwise_and(tg_rshift(qh, tg_reshape(tg_arange(0, 8, 2, TG_U8), TG_SHAPE(2, 2, 1, 1, 1, 1))), tg_scalar(3, TG_U8));
+  tg_tensor *qh = tg_reshape(qm_slice_last(quants, 16 * ROWS + 32 * 64, 16 * ROWS + 48 * 64), TG_SHAPE(g, nb, 2, 2, 4, ROWS, 4));
+  tg_tensor *hi = tg_reshape(qt_unpack(qh, 3, 4, 2), TG_SHAPE(g, nb, 2, 2, 2, 2, 4, ROWS, 4));
   return tg_reshape(tg_bitwise_or(nib, tg_lshifts(hi, 4)), TG_SHAPE(g, nb, 16, 4, ROWS, 4));
 }
 
@@ -251,8 +251,8 @@ tg_tensor *tg_dequantize_rows(tg_tensor *scales, tg_tensor *quants, int t, tg_sh
   /* ggml's dequantize_row_*: (q - 8) * d, q * d, d * sc * q - dmin * m,
    * d * sc * (q - 32), in that order of float operations */
   if (t == GGML_TYPE_Q4_K) {   /* (d * sc) * q - dmin * m, value 64c + 32h + 4t + p */
-    tg_tensor *qs = tg_reshape(qm_slice_last(quants, 16 * ROWS, 16 * ROWS + 32 * 64), TG_SHAPE(g, nb, 4, 1, 8, ROWS, 4));
-    tg_tensor *q = tg_bitwise_and(tg_rshift(qs, tg_reshape(tg_arange(0, 8, 4, TG_U8), TG_SHAPE(2, 1, 1, 1))), tg_scalar(15, TG_U8));
+    tg_tensor *qs = tg_reshape(qm_slice_last(quants, 16 * ROWS, 16 * ROWS + 32 * 64), TG_SHAPE(g, nb, 4, 8, ROWS, 4));
+    tg_tensor *q = qt_unpack(qs, 3, 2, 4);
     tg_tensor *sm = tg_cast(tg_reshape(qm_slice_last(quants, 0, 16 * ROWS), TG_SHAPE(g, nb, 2, 4, 2, 1, ROWS, 1)), TG_F32);
     tg_tensor *dd = tg_reshape(d, TG_SHAPE(g, 2, nb, 1, 1, 1, ROWS, 1));
     tg_tensor *ds = tg_mul(TG_GET(dd, TG_ALLIDX, TG_I(0)), TG_GET(sm, TG_ALLIDX, TG_ALLIDX, TG_I(0)));
@@ -265,11 +265,9 @@ tg_tensor *tg_dequantize_rows(tg_tensor *scales, tg_tensor *quants, int t, tg_sh
     w = tg_mul(tg_mul(tg_reshape(d, TG_SHAPE(g, nb, 1, 1, ROWS, 1)), tg_cast(sc, TG_F32)), tg_cast(q, TG_F32));   /* (g, nb, s, t, 16, p) */
     w = tg_permute(w, TG_AXES(0, 4, 1, 2, 3, 5));
   } else {
-    tg_tensor *q = tg_reshape(quants, TG_SHAPE(g, nb, 1, t == GGML_TYPE_Q4_0 ? 4 : 8, ROWS, 4));
     if (t == GGML_TYPE_Q4_0)   /* nibble h of byte gi*4 + p is value h*16 + gi*4 + p */
-      v = tg_sub(tg_cast(tg_bitwise_and(tg_rshift(q, tg_reshape(tg_arange(0, 8, 4, TG_U8), TG_SHAPE(2, 1, 1, 1))), tg_scalar(15, TG_U8)), TG_I32),
-                 tg_scalar(8, TG_I32));
-    else v = tg_cast(tg_bitcast(tg_bitwise_xor(q, tg_scalar(128, TG_U8)), TG_I8), TG_I32);
+      v = tg_sub(tg_cast(qt_unpack(tg_reshape(quants, TG_SHAPE(g, nb, 4, ROWS, 4)), 2, 2, 4), TG_I32), tg_scalar(8, TG_I32));
+    else v = tg_cast(tg_bitcast(tg_bitwise_xor(tg_reshape(quants, TG_SHAPE(g, nb, 1, 8, ROWS, 4)), tg_scalar(128, TG_U8)), TG_I8), TG_I32);
     w = tg_mul(tg_cast(v, TG_F32), tg_reshape(d, TG_SHAPE(g, nb, 1, 1, ROWS, 1)));                              /* (g, nb, h, gi, 16, p) */
     w = tg_permute(w, TG_AXES(0, 4, 1, 2, 3, 5));
   }

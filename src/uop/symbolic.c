@@ -1029,14 +1029,12 @@ const tg_matcher *symbolic_matcher(void) {
  * SIMPLIFY_MEMO_MAX. */
 #define SIMPLIFY_MEMO_MAX 65536
 static _Thread_local ptrmap simplify_memo;
-static _Thread_local size_t simplify_memo_n;
 static _Thread_local int simplify_memo_depth;
 
 static void simplify_memo_clear(void) {
   for (size_t i = 0; i < simplify_memo.cap; i++)
     if (simplify_memo.keys[i]) uop_release((uop *)simplify_memo.keys[i]), uop_release(simplify_memo.vals[i]);
   pm_free(&simplify_memo);
-  simplify_memo_n = 0;
 }
 
 void uop_simplify_memo_begin(void) { simplify_memo_depth++; }
@@ -1050,9 +1048,8 @@ uop *uop_simplify(uop *u) {
   if (r) return r;
   r = graph_rewrite(graph_rewrite(u, pre, NULL), sym, NULL);
   if (!r || !simplify_memo_depth) return r;
-  if (simplify_memo_n >= SIMPLIFY_MEMO_MAX) simplify_memo_clear();
+  if (simplify_memo.n >= SIMPLIFY_MEMO_MAX) simplify_memo_clear();
   uop_retain(u), uop_retain(r);
   pm_put(&simplify_memo, u, r);
-  simplify_memo_n++;
   return r;
 }
