@@ -86,6 +86,10 @@ void tg_scope_begin(void);
 void tg_scope_end(void);
 tg_tensor *tg_keep(tg_tensor *t);   /* move t to the enclosing scope; returns t */
 void tg_free(tg_tensor *t);         /* free now (NULL is fine) */
+/* Freed tensors' memory is kept (up to TG_ALLOC_CACHE_MB) for the next
+ * buffer of the same size; this gives it back to the system, after a
+ * one-time phase (loading a model) whose sizes will not come back. */
+void tg_release_cached_memory(void);
 
 /* Devices: "CPU" (default) and "NULL" (schedules, runs nothing). The default
  * comes from the environment variable TG_DEVICE when set. */

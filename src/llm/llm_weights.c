@@ -7,7 +7,6 @@
 #include <string.h>
 #include "llm/llm.h"
 #include "io/gguf_loader.h"
-#include "runtime/buffer.h"
 #include "tensor/tensor.h"
 #include "util/util.h"
 
@@ -64,7 +63,7 @@ static tg_tensor *load(tg_llm *m, const char *device, const char *name, bool req
   if (t && gguf_tensor_quantized(g)) t = keep_packed(m, t, tg_dequantize(t, (int)g->type, gguf_tensor_shape(g)), (int)g->type);
   if (t) tensor_adopt(NULL, t);
   tg_scope_end();
-  buffer_cache_trim();   /* a copy that packing replaced goes back now, not at the end */
+  tg_release_cached_memory();   /* a copy that packing replaced goes back now, not at the end */
   if (!t) *err = true;
   return t;
 }
@@ -101,7 +100,7 @@ static tg_tensor *load_stacked(tg_llm *m, const char *device, const char *const 
   if (t && quant) t = keep_packed(m, t, tg_dequantize(t, (int)g[0]->type, TG_SHAPE(total, cols)), (int)g[0]->type);
   if (t) tensor_adopt(NULL, t);
   tg_scope_end();
-  buffer_cache_trim();   /* a copy that packing replaced goes back now, not at the end */
+  tg_release_cached_memory();   /* a copy that packing replaced goes back now, not at the end */
   if (!t) *err = true;
   return t;
 }

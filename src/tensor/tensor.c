@@ -106,6 +106,8 @@ tg_tensor *tg_keep(tg_tensor *t) {
   return t;
 }
 
+void tg_release_cached_memory(void) { buffer_cache_trim(); }
+
 void tg_free(tg_tensor *t) {
   if (!t || t->owner) return;   /* a gradient belongs to its tensor */
   pthread_mutex_lock(&tensors_lock);
