@@ -10,6 +10,7 @@
 #include "runtime/cpu_compiler.h"
 #include "runtime/device.h"
 #include "uop/uop.h"
+#include "util/util.h"
 
 /* ---------------------------------------------------------------- helpers */
 
