@@ -10,7 +10,6 @@
 #include "runtime/cpu_compiler.h"
 #include "runtime/device.h"
 #include "uop/uop.h"
-#include "util/util.h"
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -571,38 +570,3 @@ TEST(runtime_cpu_launch_without_fn) {
   CHECK(strstr(tg_error(), "empty") != NULL);
 }
 
-/* Resident memory of this process in bytes (Linux). */
-static int64_t resident_bytes(void) {
-  FILE *f = fopen("/proc/self/statm", "r");
-  long long size = 0, res = 0;
-  if (!f) return -1;
-  if (fscanf(f, "%lld %lld", &size, &res) != 2) res = -1;
-  fclose(f);
-  return res < 0 ? -1 : res * (int64_t)sysconf(_SC_PAGESIZE);
-}
-
-/* A freed tensor's memory stays in the allocator cache (resident) until
- * tg_release_cached_memory gives it back. */
-#if defined(__SANITIZE_ADDRESS__)
-#define TEST_UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TEST_UNDER_ASAN 1
-#endif
-#endif
-TEST(runtime_release_cached_memory) {
-#ifdef TEST_UNDER_ASAN
-  SKIP("AddressSanitizer keeps freed memory in its quarantine");
-#endif
-  if (resident_bytes() < 0) SKIP("no /proc/self/statm");
-  if (tg_getenv_int("TG_ALLOC_CACHE_MB", 1024) < 128) SKIP("TG_ALLOC_CACHE_MB keeps less than the test's 64 MB");
-  tg_release_cached_memory();   /* room in the cache, whatever earlier tests freed */
-  const int64_t n = 16 << 20;   /* 64 MB of float32, an odd size nothing else uses */
-  tg_tensor *t = tg_contiguous(tg_full(TG_SHAPE(n + 3), 1.0, TG_F32));
-  CHECK_OK(tg_realize(t) == 0);
-  tg_free(t);
-  int64_t cached = resident_bytes();
-  tg_release_cached_memory();
-  int64_t released = resident_bytes();
-  CHECK_MSG(cached - released >= 48 << 20, "resident %lld -> %lld bytes", (long long)cached, (long long)released);
-}
