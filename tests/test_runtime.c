@@ -569,4 +569,3 @@ TEST(runtime_cpu_launch_without_fn) {
   CHECK(d->launch(d, &p, NULL, 0, NULL, 0) < 0);
   CHECK(strstr(tg_error(), "empty") != NULL);
 }
-
