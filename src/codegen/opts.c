@@ -707,15 +707,19 @@ int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
           lanes *= 8;
           byte_tile = true;
         }
+    /* a packed panel as lanes (sgemm): 8 rows of the other operand, 16
+     * vector accumulators of the 32 registers, so each pair of panel loads
+     * feeds 16 FMAs (1.1-1.2x a 4-row tile at 1024 and 2048) */
+    bool panel_tile = panel && panel == lanes_on(out, k, vaxis);
     for (int i = fr - 1; i >= 0 && pr < 0 && win < 0 && !byte_tile; i--) {
       if (i == vaxis || (full_row && lanes_on(out, k, i) > 1)) continue;
       int unit, zero, other;
       access_along(ast, axes[i], axes, n, &unit, &zero, &other);
-      int t = pick_amount(rstatic(axes[i]), tile);
+      int t = pick_amount(rstatic(axes[i]), panel_tile ? (const int[]){ 8, 4, 2, 0 } : tile);
       /* with SIMD lanes, up to two tiles (conv: output rows and channels,
        * so each loaded vector and each broadcast weight is used 4 times) */
       if (full_row) t = rstatic(axes[i]) % 2 == 0 ? 2 : 0;
-      if (zero >= 1 && t && lanes * t <= (full_row ? 160 : 128) && k < max) { out[k++] = (kopt){ OPT_UPCAST, i, t }; lanes *= t; if (vaxis < 0 ? lanes >= 16 : lanes >= 8 * vamt) break; }
+      if (zero >= 1 && t && lanes * t <= (full_row ? 160 : panel_tile ? 256 : 128) && k < max) { out[k++] = (kopt){ OPT_UPCAST, i, t }; lanes *= t; if (vaxis < 0 ? lanes >= 16 : lanes >= 8 * vamt) break; }
     }
     if (vaxis < 0 && pr < 0 && win < 0) {
       for (int r = n - 1; r >= fr; r--) {

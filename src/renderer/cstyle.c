@@ -148,10 +148,16 @@ static char *render_cast(rctx *c, uop *u, const char *x) {
   return fmt("((%s)%s)", ctype(to), x);
 }
 
+/* scalar x broadcast into vector type vt. Written x - 0 rather than 0 + x:
+ * subtracting +0 is the identity for every float (-0 - 0 = -0) and compilers
+ * drop it, while adding +0 turns -0 into +0, so "0 + x" costs a real add
+ * before every broadcast (and keeps a load from folding into an FMA). */
+static char *splat(const char *vt, const char *x) { return fmt("(%s-(%s){0})", x, vt); }
+
 /* a vector op's source, broadcast when it is a scalar (into vector type vt) */
 static char *vsrc(rctx *c, uop *x, const char *vt) {
   if (x->dtype.count > 1) return tg_xstrdup(name_of(c, x));
-  return fmt("((%s){0}+%s)", vt, name_of(c, x));
+  return splat(vt, name_of(c, x));
 }
 
 static char *render_vec_alu(rctx *c, uop *u) {
@@ -236,7 +242,7 @@ static char *render_dot4(rctx *c, uop *u) {
   const char *vt = ctype(u->dtype);
   char *s[3];
   for (int i = 0; i < 3; i++)
-    s[i] = u->src[i]->dtype.count > 1 ? fmt("((%s)%s)", vt, name_of(c, u->src[i])) : fmt("((%s){0}+%s)", vt, name_of(c, u->src[i]));
+    s[i] = u->src[i]->dtype.count > 1 ? fmt("((%s)%s)", vt, name_of(c, u->src[i])) : splat(vt, name_of(c, u->src[i]));
   char *r = fmt("tg_dot4_v%d(%s, %s, %s)", k, s[0], s[1], s[2]);
   for (int i = 0; i < 3; i++) free(s[i]);
   return r;
@@ -447,7 +453,9 @@ char *render_c(uop *ast, const char *name) {
       if (ix->nsrc > 2) sb_printf(&c.body, "if (%s) ", name_of(&c, ix->src[2]));
       if (ix->dtype.count > 1 && u->src[1]->dtype.count == 1) {
         dtype_t vd = dt_vec(dt_base(ix->dtype), ix->dtype.count);
-        sb_printf(&c.body, "%s = (%s){0} + %s;\n", name_of(&c, ix), ctype(vd), name_of(&c, u->src[1]));
+        char *v = splat(ctype(vd), name_of(&c, u->src[1]));
+        sb_printf(&c.body, "%s = %s;\n", name_of(&c, ix), v);
+        free(v);
       } else sb_printf(&c.body, "%s = %s;\n", name_of(&c, ix), name_of(&c, u->src[1]));
       break;
     }
