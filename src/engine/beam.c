@@ -12,6 +12,7 @@
 
 #define BEAM_MAX_OPTS 8
 #define BEAM_DEPTH 4
+#define BEAM_PLAIN_START_S 0.005   /* see beam_opts */
 
 typedef struct { kopt o[BEAM_MAX_OPTS]; int n; double t; } cand;
 
@@ -42,7 +43,7 @@ static char *cache_file(sched_item *it, int width) {
   /* the compile flags too: a winner found for other code generation (say
    * 256-bit vectors) need not win now */
   snprintf(flags, sizeof flags, "%s|beam=%d|%s|%s", it->dev->name, width, machine_id(), it->dev->compile_flags ? it->dev->compile_flags : "");
-  char *p = compile_cache_path(ast, "beam-v1", flags, ".opts");
+  char *p = compile_cache_path(ast, "beam-v2", flags, ".opts");
   free(ast);
   return p;
 }
@@ -142,11 +143,20 @@ int beam_opts(sched_item *it, int width, kopt *out, int max) {
     if (bufs[i] && it->dev->name[0] == 'C') memset(bufs[i], 0, it->bufs[i]->nbytes);
   }
   double t0 = now_s();
-  /* start from the plain kernel and from the heuristic's choice */
+  /* start from the heuristic's choice and from the plain kernel. The plain
+   * kernel is timed (once: it gives up past 3x the heuristic) only when the
+   * heuristic's kernel is quick: unoptimized, a big matmul or conv runs for
+   * seconds and never wins. */
   cand start[2] = { { .n = 0 }, { .n = 0 } };
-  start[1].n = kernel_heuristic_opts(it->ast, tg_pool_threads(), start[1].o, BEAM_MAX_OPTS);
-  int nstart = start[1].n ? 2 : 1;
-  evaluate(it, start, nstart, bufs, INFINITY);
+  start[0].n = kernel_heuristic_opts(it->ast, tg_pool_threads(), start[0].o, BEAM_MAX_OPTS);
+  int nstart = 1;
+  if (start[0].n) {
+    evaluate(it, start, 1, bufs, INFINITY);
+    if (start[0].t <= BEAM_PLAIN_START_S) {
+      evaluate(it, start + 1, 1, bufs, start[0].t);
+      nstart = 2;
+    }
+  } else evaluate(it, start, 1, bufs, INFINITY);
   qsort(start, (size_t)nstart, sizeof(cand), by_time);
   cand beam[64];
   int nbeam = nstart;
