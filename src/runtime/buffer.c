@@ -33,12 +33,35 @@ static void *cache_take(tg_device *dev, size_t nbytes) {
   return p;
 }
 
+/* returns a list of cached blocks to their devices (outside the lock) */
+static void free_cached_list(cached_mem *c) {
+  while (c) {
+    cached_mem *next = c->next;
+    c->dev->free(c->dev, c->ptr, c->nbytes);
+    free(c);
+    c = next;
+  }
+}
+
 static void cache_give(tg_device *dev, void *ptr, size_t nbytes) {
   size_t limit = (size_t)tg_getenv_int("TG_ALLOC_CACHE_MB", 1024) << 20;
   /* mapped files (DISK) go back to their device, which unmaps them */
   if (!strcmp(dev->name, "DISK")) limit = 0;
+  cached_mem *evicted = NULL;
   pthread_mutex_lock(&cache_lock);
-  if (nbytes && mem_cache_bytes + nbytes <= limit) {
+  if (nbytes && nbytes <= limit) {
+    /* full: the least recently freed go back to the system, so the sizes in
+     * use now stay cached (a test pass at another batch size than training
+     * would otherwise page-fault every buffer of every batch) */
+    while (mem_cache && mem_cache_bytes + nbytes > limit) {
+      cached_mem **pp = &mem_cache;
+      while ((*pp)->next) pp = &(*pp)->next;
+      cached_mem *old = *pp;
+      *pp = NULL;
+      mem_cache_bytes -= old->nbytes;
+      old->next = evicted;
+      evicted = old;
+    }
     cached_mem *c = tg_xmalloc(sizeof *c);
     *c = (cached_mem){ dev, nbytes, ptr, mem_cache };
     mem_cache = c;
@@ -47,6 +70,7 @@ static void cache_give(tg_device *dev, void *ptr, size_t nbytes) {
   }
   pthread_mutex_unlock(&cache_lock);
   if (ptr) dev->free(dev, ptr, nbytes);
+  free_cached_list(evicted);
 }
 
 void buffer_cache_trim(void) {
@@ -55,12 +79,7 @@ void buffer_cache_trim(void) {
   mem_cache = NULL;
   mem_cache_bytes = 0;
   pthread_mutex_unlock(&cache_lock);
-  while (c) {
-    cached_mem *next = c->next;
-    c->dev->free(c->dev, c->ptr, c->nbytes);
-    free(c);
-    c = next;
-  }
+  free_cached_list(c);
 }
 
 static int64_t next_id = 1;                 /* atomic; ids increase from 1 */

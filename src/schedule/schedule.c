@@ -110,6 +110,8 @@ static int compute_below(sctx *s, uop *u, int limit, bool index_math, bool *read
  * computation is more than a few ops (a backward pass's elementwise chain
  * feeding a convolution's window view), store it once instead. */
 #define EXPAND_RECOMPUTE_LIMIT 12
+#define EXPAND_HEAVY_REUSE 64
+#define EXPAND_HEAVY_LIMIT 4
 static void mark_costly_expand_source(sctx *s, uop *e) {
   uop *src = e->src[0];
   while ((uop_is_movement(src->op) && src->op != OP_EXPAND) || src->op == OP_WINDOW) src = src->src[0];
@@ -120,8 +122,13 @@ static void mark_costly_expand_source(sctx *s, uop *e) {
   if (after < before * 4) return;   /* not repeated much */
   /* index-only math (aranges, constants) is cheap for the compiler to hoist;
    * what costs is recomputing from loaded data */
+  /* a source repeated many times over (a convolution's input, read once
+   * per output channel and kernel tap) is stored for even a few ops: a
+   * bias and ReLU recomputed at every read of the input cost about a third
+   * of the next layer's multiply-adds, and keep them from vectorizing */
+  int limit = after >= before * EXPAND_HEAVY_REUSE ? EXPAND_HEAVY_LIMIT : EXPAND_RECOMPUTE_LIMIT;
   bool reads_memory = false;
-  if (compute_below(s, src, EXPAND_RECOMPUTE_LIMIT, false, &reads_memory) >= EXPAND_RECOMPUTE_LIMIT && reads_memory) mark(s, src);
+  if (compute_below(s, src, limit, false, &reads_memory) >= limit && reads_memory) mark(s, src);
 }
 
 /* An unstored computation that several kernels read is computed again in

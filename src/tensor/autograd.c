@@ -238,11 +238,17 @@ void autograd_note_realized(const ptrmap *becomes) {
   tensors_each_requiring_grad(add_leaf, &c);
   if (!c.n) { pm_free(&c.leaves); return; }
   pthread_mutex_lock(&origin_lock);
-  /* forget origins nobody can reach any more (only this map holds them) */
+  /* forget origins nobody can reach any more (only this map holds the
+   * buffer view, and with it the buffer: an eval loop's activations) */
+  ptrmap live = { 0 };
   for (size_t i = 0; i < grad_origin.cap; i++) {
     uop *k = grad_origin.keys[i];
-    if (k && k->refcnt == 1) { uop_release(grad_origin.vals[i]); grad_origin.vals[i] = NULL; }
+    if (!k) continue;
+    if (k->refcnt == 1) { uop_release(grad_origin.vals[i]); uop_release(k); }
+    else pm_put(&live, k, grad_origin.vals[i]);
   }
+  pm_free(&grad_origin);
+  grad_origin = live;
   ptrmap memo = { 0 };
   for (size_t i = 0; i < becomes->cap; i++) {
     uop *node = becomes->keys[i], *repl = becomes->vals[i];
@@ -304,7 +310,10 @@ void autograd_set_custom(uop *out, uop *const *srcs, int n, autograd_custom_fn f
   if (n > AUTOGRAD_CUSTOM_MAX_SRCS || ctx_size > AUTOGRAD_CUSTOM_MAX_CTX) return;   /* the generic rules still apply */
   pthread_mutex_lock(&origin_lock);
   if (!pm_get(&custom_grads, out)) {
-    if (!in_gradient && custom_grads.n >= 2 * custom_live_after_sweep + 16) custom_sweep();
+    /* each entry holds its sources (a convolution's input: tens of MB), so
+     * the dead ones go at once, not after some number of them (an eval loop
+     * over batches kept GBs of inputs alive) */
+    if (!in_gradient && custom_grads.n > custom_live_after_sweep) custom_sweep();
     custom_grad *c = tg_xcalloc(1, sizeof *c);
     c->n = n;
     c->fn = fn;
