@@ -114,7 +114,11 @@ static int compute_below(sctx *s, uop *u, int limit, bool index_math, bool *read
 #define EXPAND_HEAVY_LIMIT 4
 static void mark_costly_expand_source(sctx *s, uop *e) {
   uop *src = e->src[0];
-  while ((uop_is_movement(src->op) && src->op != OP_EXPAND) || src->op == OP_WINDOW) src = src->src[0];
+  bool window = false;
+  while ((uop_is_movement(src->op) && src->op != OP_EXPAND) || src->op == OP_WINDOW) {
+    window |= src->op == OP_WINDOW;
+    src = src->src[0];
+  }
   if (is_marked(s, src) || src->op == OP_BUFFER || src->op == OP_CONST || uop_is_movement(src->op)) return;
   int64_t before = 1, after = 1;
   for (int i = 0; i < src->ndim; i++) before *= src->shape[i];
@@ -122,11 +126,12 @@ static void mark_costly_expand_source(sctx *s, uop *e) {
   if (after < before * 4) return;   /* not repeated much */
   /* index-only math (aranges, constants) is cheap for the compiler to hoist;
    * what costs is recomputing from loaded data */
-  /* a source repeated many times over (a convolution's input, read once
-   * per output channel and kernel tap) is stored for even a few ops: a
-   * bias and ReLU recomputed at every read of the input cost about a third
-   * of the next layer's multiply-adds, and keep them from vectorizing */
-  int limit = after >= before * EXPAND_HEAVY_REUSE ? EXPAND_HEAVY_LIMIT : EXPAND_RECOMPUTE_LIMIT;
+  /* a convolution's input (a window view, read once per output channel and
+   * kernel tap) is stored for even a few ops: a bias and ReLU recomputed at
+   * every read cost about a third of the next layer's multiply-adds, and
+   * keep them from vectorizing. (Not a quantized block's scale broadcast
+   * over its values: that decoding belongs in the fused kernel.) */
+  int limit = window && after >= before * EXPAND_HEAVY_REUSE ? EXPAND_HEAVY_LIMIT : EXPAND_RECOMPUTE_LIMIT;
   bool reads_memory = false;
   if (compute_below(s, src, limit, false, &reads_memory) >= limit && reads_memory) mark(s, src);
 }
