@@ -716,10 +716,19 @@ int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
       int unit, zero, other;
       access_along(ast, axes[i], axes, n, &unit, &zero, &other);
       int t = pick_amount(rstatic(axes[i]), panel_tile ? (const int[]){ 8, 4, 2, 0 } : tile);
+      /* a whole kernel-window axis (3, 5, 7) that 2 and 4 do not divide:
+       * a convolution's weight gradient with lanes along the output
+       * channels, whose output-gradient vector (often recomputed: a ReLU's
+       * mask) is then loaded once per window row instead of once per tap
+       * (2.9x for 512x32x24x24, 5x5). Not when the shared load is a scalar
+       * broadcast: then nothing is saved. */
+      bool window_tile = !t && vaxis >= 0 && rstatic(axes[i]) >= 3 && rstatic(axes[i]) <= 7 && lanes <= 32 &&
+                         row_reused_along(ast, axes, n, vaxis, i);
+      if (window_tile) t = (int)rstatic(axes[i]);
       /* with SIMD lanes, up to two tiles (conv: output rows and channels,
        * so each loaded vector and each broadcast weight is used 4 times) */
       if (full_row) t = rstatic(axes[i]) % 2 == 0 ? 2 : 0;
-      if (zero >= 1 && t && lanes * t <= (full_row ? 160 : panel_tile ? 256 : 128) && k < max) { out[k++] = (kopt){ OPT_UPCAST, i, t }; lanes *= t; if (vaxis < 0 ? lanes >= 16 : lanes >= 8 * vamt) break; }
+      if (zero >= 1 && t && lanes * t <= (full_row ? 160 : panel_tile || window_tile ? 256 : 128) && k < max) { out[k++] = (kopt){ OPT_UPCAST, i, t }; lanes *= t; if (vaxis < 0 ? lanes >= 16 : lanes >= 8 * vamt) break; }
     }
     if (vaxis < 0 && pr < 0 && win < 0) {
       for (int r = n - 1; r >= fr; r--) {

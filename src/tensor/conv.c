@@ -29,6 +29,8 @@ static tg_tensor *padded_input(tg_tensor *x, const conv_params *p) {
 }
 
 static tg_tensor *conv_core(tg_tensor *x, tg_tensor *w, tg_tensor *b, const conv_params *p, const char *op);
+static tg_tensor *conv_window_lanes(tg_tensor *x, tg_tensor *w, const conv_params *p, const int64_t *k, const int64_t *o);
+static bool wants_channel_lanes(tg_tensor *x, tg_tensor *w, const conv_params *p, const int64_t *o);
 
 /* (N, C, *sp) as a view of a channels-last copy (N, *sp, C): the same values,
  * but stepping along C is stepping by one in memory */
@@ -48,18 +50,25 @@ static tg_tensor *channels_last(tg_tensor *t, int n) {
  * per group of samples, then over the groups: each output tile of the first
  * kernel streams only its group's input (sized to stay in L2) instead of
  * the whole batch from memory. */
-static tg_tensor *weight_grad(tg_tensor *X, tg_tensor *G, const conv_params *p, const int64_t *k) {
+static tg_tensor *weight_grad(tg_tensor *X, tg_tensor *G, const conv_params *p, const int64_t *k, bool g_channels_last) {
   int n = p->n;
   tg_tensor *xp = padded_input(X, p);
   int64_t bs = tg_dim(X, 0), cin = tg_dim(X, 1), cout = tg_dim(G, 1);
   int64_t per_sample = tg_numel(xp) / bs * 4, group = 1;
   while (group * 2 * per_sample <= WGRAD_GROUP_BYTES && bs % (group * 2) == 0) group *= 2;
   if (bs / group < 2) group = bs;   /* too small to split */
-  /* channels-last pays when the output rows are too short for lanes along them */
-  bool cl = cin >= 16 && tg_dim(G, 1 + n) < 8;
+  /* channels-last pays when the output rows are too short for lanes along
+   * them, or do not fill whole 16-lane vectors while the channels do (rows
+   * of 20: 4-lane partial sums; 2.5x slower at 512x32x20x20, 5x5) */
+  int64_t row = tg_dim(G, 1 + n);
+  bool cl = cin >= 16 && (row < 8 || (cin % 16 == 0 && row % 16 != 0));
   tg_tensor *v = nn_pool_view(cl ? channels_last(xp, n) : xp, n, k, p->s, p->d);   /* (b, ci, *o, *k) */
   tg_tensor *gc = cl ? channels_last(G, n) : G;
-  /* both as (b/group, group, *o, co, *k, ci) */
+  /* a gradient computed channels-last (the output of conv_channel_lanes)
+   * with too few input channels for lanes: lanes along co instead, the
+   * result stored as (*k, ci, co) */
+  bool co_last = !cl && g_channels_last;
+  /* both as (b/group, group, *o, co, *k, ci), or (b/group, group, *o, *k, ci, co) */
   tg_axes gp = { 2 + n, { 0 } }, vp = { 2 + 2 * n, { 0 } };
   for (int j = 0; j < n; j++) gp.a[1 + j] = 2 + j;
   gp.a[1 + n] = 1;
@@ -67,15 +76,17 @@ static tg_tensor *weight_grad(tg_tensor *X, tg_tensor *G, const conv_params *p, 
   vp.a[1 + 2 * n] = 1;
   tg_shape gs = { 2, { bs / group, group } }, vs = { 2, { bs / group, group } };
   for (int j = 0; j < n; j++) { gs.d[gs.ndim++] = tg_dim(G, 2 + j); vs.d[vs.ndim++] = tg_dim(G, 2 + j); }
-  gs.d[gs.ndim++] = cout; vs.d[vs.ndim++] = 1;
+  if (!co_last) { gs.d[gs.ndim++] = cout; vs.d[vs.ndim++] = 1; }
   for (int j = 0; j < n; j++) { gs.d[gs.ndim++] = 1; vs.d[vs.ndim++] = k[j]; }
   gs.d[gs.ndim++] = 1; vs.d[vs.ndim++] = cin;
+  if (co_last) { gs.d[gs.ndim++] = cout; vs.d[vs.ndim++] = 1; }
   tg_axes red = { 1 + n, { 1 } };
   for (int j = 0; j < n; j++) red.a[1 + j] = 2 + j;
-  tg_tensor *part = tg_sum(tg_mul(tg_reshape(tg_permute(gc, gp), gs), tg_reshape(tg_permute(v, vp), vs)), red, false);   /* (b/group, co, *k, ci) */
-  tg_tensor *gw = tg_contiguous(tg_sum(part, TG_AXES(0), false));   /* stored as computed: (co, *k, ci) */
+  tg_tensor *part = tg_sum(tg_mul(tg_reshape(tg_permute(gc, gp), gs), tg_reshape(tg_permute(v, vp), vs)), red, false);
+  tg_tensor *gw = tg_contiguous(tg_sum(part, TG_AXES(0), false));   /* stored as computed: (co, *k, ci) or (*k, ci, co) */
   tg_axes back = { 2 + n, { 0, 1 + n } };
-  for (int j = 0; j < n; j++) back.a[2 + j] = 1 + j;
+  if (co_last) { back.a[0] = 1 + n; back.a[1] = n; }
+  for (int j = 0; j < n; j++) back.a[2 + j] = co_last ? j : 1 + j;
   return tg_permute(gw, back);
 }
 
@@ -105,7 +116,9 @@ static void conv_grad(const void *ctx, uop *g, uop *const *srcs, int nsrc, uop *
     q.pads[2 * j + 1] = k[j] - 1 - p->pads[2 * j + 1];
   }
   tg_tensor *gx = conv_core(G, tg_flip(tg_transpose(W, 0, 1), sp), NULL, &q, "conv gradient");
-  tg_tensor *gw = weight_grad(X, G, p, k);
+  int64_t o[3];
+  for (int j = 0; j < n; j++) o[j] = tg_dim(G, 2 + j);
+  tg_tensor *gw = weight_grad(X, G, p, k, wants_channel_lanes(X, W, p, o));
   if (gx && tg_dtype_of(gx) != tg_dtype_of(X)) gx = tg_cast(gx, tg_dtype_of(X));
   if (gw && tg_dtype_of(gw) != tg_dtype_of(W)) gw = tg_cast(gw, tg_dtype_of(W));
   if (gx) { grads[0] = gx->u; uop_pool_keep(gx->u); }
@@ -123,11 +136,58 @@ static bool has_transposed_grad(tg_tensor *x, tg_tensor *w, const conv_params *p
   return true;
 }
 
+/* out[b, *o, co] = sum over (ci, *k) of windows[b, ci, *o, *k] * w[co, ci, *k],
+ * computed channels-last and returned as the (b, co, *o) view of it: the
+ * SIMD lanes run along the output channels, which a (ci, *k, co) copy of the
+ * weight (small) makes contiguous, and each window value is broadcast to
+ * them. A matmul's shape (the heuristic's panel tile: 32 or 64 channels by
+ * up to 8 output positions), for output rows that whole 16-lane vectors do
+ * not fill (20, 10, 6: lanes along them were 4-wide or scalar). */
+static tg_tensor *conv_channel_lanes(tg_tensor *x, tg_tensor *w, const conv_params *p, const int64_t *k) {
+  int n = p->n;
+  int64_t cin = tg_dim(w, 1), cout = tg_dim(w, 0);
+  tg_tensor *v = nn_pool_view(padded_input(x, p), n, k, p->s, p->d);   /* (b, ci, *o, *k) */
+  tg_axes pv = { 2 + 2 * n, { 0 } }, pw = { 2 + n, { 0 } }, back = { 2 + n, { 0, 1 + n } };
+  for (int j = 0; j < n; j++) pv.a[1 + j] = 2 + j;
+  pv.a[1 + n] = 1;
+  for (int j = 0; j < n; j++) pv.a[2 + n + j] = 2 + n + j;
+  tg_shape vs = tg_shape_of(v), ws = { 0, { 0 } };
+  tg_shape vr = { 0, { vs.d[0] } };
+  vr.ndim = 1;
+  for (int j = 0; j < n; j++) vr.d[vr.ndim++] = vs.d[2 + j];
+  vr.d[vr.ndim++] = cin;
+  for (int j = 0; j < n; j++) vr.d[vr.ndim++] = k[j];
+  vr.d[vr.ndim++] = 1;   /* (b, *o, ci, *k, 1) */
+  for (int j = 0; j <= n; j++) ws.d[ws.ndim++] = 1;
+  ws.d[ws.ndim++] = cin;
+  for (int j = 0; j < n; j++) ws.d[ws.ndim++] = k[j];
+  ws.d[ws.ndim++] = cout;   /* (1, *1, ci, *k, co) */
+  for (int j = 0; j <= n; j++) pw.a[j] = j + 1;
+  pw.a[1 + n] = 0;
+  tg_tensor *wt = tg_reshape(tg_contiguous(tg_permute(w, pw)), ws);
+  tg_axes red = { 1 + n, { 0 } };
+  for (int j = 0; j <= n; j++) red.a[j] = 1 + n + j;
+  tg_tensor *out = tg_sum(tg_mul(tg_reshape(tg_permute(v, pv), vr), wt), red, false);   /* (b, *o, co) */
+  for (int j = 0; j < n; j++) back.a[2 + j] = 1 + j;
+  return tg_permute(out, back);
+}
+
+/* Does conv_channel_lanes suit this convolution: one group, a CPU kernel,
+ * whole vectors of output channels, output rows that whole vectors do not
+ * fill, and a matmul's worth of work? */
+static bool wants_channel_lanes(tg_tensor *x, tg_tensor *w, const conv_params *p, const int64_t *o) {
+  if (p->groups != 1 || strcmp(x->device, "CPU") != 0 || getenv("TG_CONV_NO_CHANNEL_LANES")) return false;
+  int64_t cout = tg_dim(w, 0), work = tg_dim(x, 0) * cout * tg_dim(w, 1);
+  for (int j = 0; j < p->n; j++) work *= o[j] * tg_dim(w, 2 + j);
+  int64_t row = o[p->n - 1];
+  return cout % 32 == 0 && cout <= 64 && row % 16 != 0 && row != 8 && work >= (1 << 24);
+}
+
 /* x (N, Cin, *sp) (already batched), w (Cout, Cin/g, *k): validated here */
 static tg_tensor *conv_core(tg_tensor *x, tg_tensor *w, tg_tensor *b, const conv_params *p, const char *op) {
   int n = p->n;
   tg_shape xs = tg_shape_of(x), ws = tg_shape_of(w);
-  int64_t bs = xs.d[0], cin_ = xs.d[1], cout = ws.d[0], cin = ws.d[1], g = p->groups;
+  int64_t cin_ = xs.d[1], cout = ws.d[0], cin = ws.d[1], g = p->groups;
   char b1[128], b2[128];
   if (g <= 0) TG_FAIL("%s: groups must be positive, got %lld", op, (long long)g);
   if (cin_ % g) TG_FAIL("%s: groups %lld does not divide the %lld input channels", op, (long long)g, (long long)cin_);
@@ -154,6 +214,26 @@ static tg_tensor *conv_core(tg_tensor *x, tg_tensor *w, tg_tensor *b, const conv
     if (!check_float(b, "bias", op)) return NULL;
   }
   tg_scope_begin();
+  tg_tensor *out;
+  if (wants_channel_lanes(x, w, p, o)) out = conv_channel_lanes(x, w, p, k);
+  else out = conv_window_lanes(x, w, p, k, o);
+  if (out && has_transposed_grad(x, w, p, k)) {
+    conv_grad_ctx gc = { *p, x->device };
+    autograd_set_custom(out->u, (uop *[]){ x->u, w->u }, 2, conv_grad, &gc, sizeof gc);
+  }
+  if (b) {
+    tg_shape bsh = { 2 + n, { 1, cout } };
+    for (int j = 0; j < n; j++) bsh.d[2 + j] = 1;
+    out = tg_add(out, tg_reshape(b, bsh));
+  }
+  return nn_done(out);
+}
+
+/* The convolution as tinygrad writes it: the windows broadcast against the
+ * weight per group, (b, g, cout/g, *o, cin/g, *k), summed over (cin/g, *k). */
+static tg_tensor *conv_window_lanes(tg_tensor *x, tg_tensor *w, const conv_params *p, const int64_t *k, const int64_t *o) {
+  int n = p->n;
+  int64_t bs = tg_dim(x, 0), cout = tg_dim(w, 0), cin = tg_dim(w, 1), g = p->groups;
   int64_t rcout = cout / g;
   tg_tensor *v = nn_pool_view(padded_input(x, p), n, k, p->s, p->d);   /* (bs, cin_, *o, *k) */
   tg_shape r = { 0, { 0 } }, e = { 0, { 0 } };
@@ -179,17 +259,7 @@ static tg_tensor *conv_core(tg_tensor *x, tg_tensor *w, tg_tensor *b, const conv
   tg_tensor *out = tg_sum(tg_mul(v, tg_reshape(w, wr)), red, false);   /* (bs, g, rcout, *o) */
   tg_shape os = { 2 + n, { bs, cout } };
   for (int j = 0; j < n; j++) os.d[2 + j] = o[j];
-  out = tg_reshape(out, os);
-  if (out && has_transposed_grad(x, w, p, k)) {
-    conv_grad_ctx gc = { *p, x->device };
-    autograd_set_custom(out->u, (uop *[]){ x->u, w->u }, 2, conv_grad, &gc, sizeof gc);
-  }
-  if (b) {
-    tg_shape bsh = { 2 + n, { 1, cout } };
-    for (int j = 0; j < n; j++) bsh.d[2 + j] = 1;
-    out = tg_add(out, tg_reshape(b, bsh));
-  }
-  return nn_done(out);
+  return tg_reshape(out, os);
 }
 
 /* Common shape checks; batches an unbatched input. want: spatial axes
