@@ -440,6 +440,37 @@ static void access_along(uop *ast, uop *r, uop *const *axes, int n, int *unit, i
   free(l.v);
 }
 
+/* Does every store of the kernel step by one element along r? */
+static bool store_steps_by_one(uop *ast, uop *r, uop *const *axes, int n) {
+  if (ast->op != OP_SINK || !ast->nsrc) return false;
+  for (int i = 0; i < ast->nsrc; i++) {
+    uop *st = ast->src[i];
+    if (st->op != OP_STORE || index_stride(st->src[0]->src[1], r, axes, n) != 1) return false;
+  }
+  return true;
+}
+
+/* float ALU ops in the kernel (its arithmetic, not its index math) */
+static int float_alu_count(uop *ast) {
+  uop_list l = uop_toposort(ast);
+  int c = 0;
+  for (int i = 0; i < l.n; i++) c += uop_is_alu(l.v[i]->op) && dt_is_float(l.v[i]->dtype);
+  free(l.v);
+  return c;
+}
+
+/* Does some load step along r by a constant other than 0 and 1? */
+static bool strided_load_along(uop *ast, uop *r, uop *const *axes, int n) {
+  uop_list l = load_indices(ast);
+  bool found = false;
+  for (int i = 0; i < l.n && !found; i++) {
+    int64_t st = index_stride(l.v[i], r, axes, n);
+    found = st != INT64_MIN && st != 0 && st != 1;
+  }
+  free(l.v);
+  return found;
+}
+
 /* How many loads step by 2 along r (pairs of adjacent values: vectorize.c
  * loads them as one wide vector). */
 static int pair_loads_along(uop *ast, uop *r, uop *const *axes, int n) {
@@ -766,6 +797,16 @@ int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
     /* a full reduction: independent partial sums */
     int amt = pick_amount(rstatic(axes[fr]), vec);
     if (amt && k < max) out[k++] = (kopt){ OPT_UNROLL, 0, amt };
+  } else if (fr > 0 && !loads_bytes(ast) && store_steps_by_one(ast, axes[fr - 1], axes, n) &&
+             (!strided_load_along(ast, axes[fr - 1], axes, n) || float_alu_count(ast) >= 4)) {
+    /* elementwise: SIMD lanes along the axis the store walks, so the vector
+     * store and any per-row work (index math, a channel's scale) serve a
+     * whole vector; clang alone leaves such loops scalar (1.7x for a pooling
+     * gradient's re-layout at 512x32x20x20). Not for a plain transpose (a
+     * load striding along the axis, little math): lanes of gathered loads
+     * run slower than clang's loop there. */
+    int amt = pick_amount(rstatic(axes[fr - 1]), vec);
+    if (amt && k < max) out[k++] = (kopt){ OPT_UPCAST, fr - 1, amt };
   } else if (fr > 0 && loads_bytes(ast)) {
     /* packed blocks decoded into a float copy (an LLM prefill's K-quant
      * weights): like the reduce rule above, lanes over whole periods of the
