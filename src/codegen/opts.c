@@ -292,7 +292,7 @@ static uop *vectorize_reduce(uop *r, uop **un, int nu, uop *const *keep, int nk)
   for (int i = 0; i < nu; i++) {
     int64_t k = rsize(un[i]);
     if (k != 4 && k != 8 && k != 16) continue;
-    uop *v = kernel_vectorize(r->src[0], un[i]);
+    uop *v = kernel_vectorize(r->src[0], un[i], false);
     if (!v || v->dtype.count != k) continue;
     uop *rest[16];
     int nr = 0;
@@ -374,7 +374,7 @@ uop *kernel_expand_lanes(uop *ast) {
       uop *d = uop_simplify(uop_alu(OP_SUB, graph_substitute(ix, &m1), graph_substitute(ix, &m0)));
       pm_free(&m0); pm_free(&m1);
       if (!uop_is_const(d, 1)) continue;
-      uop *v = kernel_vectorize(cur, up[i]);
+      uop *v = kernel_vectorize(cur, up[i], true);
       if (!v) continue;
       cur = v;
       lanes /= sz;

@@ -48,9 +48,10 @@ int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max);
 uop *kernel_expand_lanes(uop *ast);
 
 /* Turns UPCAST range `lane_range` into SIMD lanes (vector dtypes, vector
- * loads/stores where addresses are consecutive). NULL when some node cannot
- * be vectorized (the caller expands scalar lanes instead). (borrowed) */
-uop *kernel_vectorize(uop *ast, uop *lane_range);
+ * loads/stores where addresses are consecutive; with `gather`, other 4-byte
+ * loads and stores go lane by lane). NULL when some node cannot be
+ * vectorized (the caller expands scalar lanes instead). (borrowed) */
+uop *kernel_vectorize(uop *ast, uop *lane_range, bool gather);
 
 /* d(index)/d(r) for an index affine in the ranges axes[0..n) (the others
  * held at 0); INT64_MIN when it is not affine in them. */

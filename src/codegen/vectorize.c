@@ -23,7 +23,35 @@ typedef struct {
   bool affine;
   int wide, par;    /* strided lanes: lane l is wnode[par + wide*l] */
   uop *wnode;
+  bool lane_index;  /* index math that is not lane-affine: only an address, lane by lane */
+  uop **gidx;       /* a gathered INDEX: one scalar INDEX per lane (k of them) */
+  uop **stores;     /* a scattered STORE: one scalar STORE per lane (k of them) */
 } vinfo;
+
+/* Does an address's index math read memory or reduce (then it is not pure
+ * index arithmetic to evaluate once per lane)? */
+static bool reads_data(uop *u) {
+  uop_list l = uop_toposort(u);
+  bool r = false;
+  for (int i = 0; i < l.n && !r; i++) r = l.v[i]->op == OP_LOAD || l.v[i]->op == OP_REDUCE;
+  free(l.v);
+  return r;
+}
+
+/* The k scalar INDEX nodes of an address that does not step by one element
+ * per lane (a gather or scatter): lane l is the scalar INDEX with the lane
+ * range set to l. NULL when its index math reads memory. */
+static uop **lane_indices(uop *index, uop *lane_range, int k) {
+  for (int j = 1; j < index->nsrc; j++) if (reads_data(index->src[j])) return NULL;
+  uop **g = tg_xmalloc(sizeof(uop *) * (size_t)k);
+  for (int l = 0; l < k; l++) {
+    ptrmap m = { 0 };
+    pm_put(&m, lane_range, uop_const_int(DT_INDEX, l));
+    g[l] = uop_simplify(graph_substitute(index, &m));
+    pm_free(&m);
+  }
+  return g;
+}
 
 /* The k lanes of a wide value (a shuffle). */
 static uop *narrow(vinfo *x, dtype_t d, int k) {
@@ -206,7 +234,7 @@ static uop *match_dot4(uop *u, ptrmap *info, int k) {
   return uop_new(OP_DOT4, dt_vec(dt_scalar(TG_I32), k), (uop *[]){ uop_const_int(dt_scalar(TG_I32), 0), unsig, sig }, 3, arg_none());
 }
 
-uop *kernel_vectorize(uop *ast, uop *lane_range) {
+uop *kernel_vectorize(uop *ast, uop *lane_range, bool gather) {
   int k = (int)uop_const_value(lane_range->src[0]);
   uop_list l = uop_toposort(ast);
   ptrmap info = { 0 }, wide_seen = { 0 };   /* wide index -> bit mask of the parities loaded */
@@ -268,8 +296,8 @@ uop *kernel_vectorize(uop *ast, uop *lane_range) {
       if (s[j]->wide) { if (dt_is_ptr(u->src[j]->dtype)) fail = true; else narrow(s[j], u->src[j]->dtype, k); }
     if (fail) { if (s != s_stack) free(s); break; }
     if (int_affine_dtype(u->dtype) && affine_alu(u, me, s, k)) { if (s != s_stack) free(s); continue; }
-    /* lane-varying index math that is not affine cannot address memory */
-    if (dt_eq(u->dtype, DT_INDEX)) { fail = true; if (s != s_stack) free(s); break; }
+    /* lane-varying index math that is not affine: addresses lane by lane */
+    if (dt_eq(u->dtype, DT_INDEX)) { me->lane_index = true; if (s != s_stack) free(s); continue; }
     /* affine integers used as data become vectors of their lane values */
     for (int j = 0; j < u->nsrc; j++)
       if (s[j]->vec && s[j]->affine && !s[j]->node && u->op != OP_INDEX) materialize(s[j], u->src[j]->dtype, k);
@@ -296,18 +324,37 @@ uop *kernel_vectorize(uop *ast, uop *lane_range) {
         pm_put(&wide_seen, me->wnode, (void *)(((uintptr_t)seen) | (uintptr_t)1 << me->par));
         break;
       }
-      if (!ix->affine || (u->nsrc > 2 && s[2]->vec) || ix->stride != 1) { fail = true; break; }
+      if (!ix->affine || (u->nsrc > 2 && s[2]->vec) || ix->stride != 1) {
+        /* a gather or scatter of 4-byte values: one address per lane */
+        if (!gather || dt_itemsize(dt_base(u->dtype)) != 4 || !(me->gidx = lane_indices(u, lane_range, k))) fail = true;
+        break;
+      }
       uop *src[3] = { s[0]->node, uop_simplify(ix->base), u->nsrc > 2 ? s[2]->node : NULL };
       me->node = uop_new(OP_INDEX, dt_vec(u->dtype, k), src, u->nsrc, u->arg);
       break;
     }
     case OP_LOAD:
+      if (s[0]->gidx) {   /* gathered: a scalar load per lane, put together */
+        uop *lanes[16];
+        for (int l = 0; l < k; l++) lanes[l] = uop1(OP_LOAD, u->dtype, s[0]->gidx[l], u->arg);
+        me->node = uop_new(OP_VECTORIZE, dt_vec(u->dtype, k), lanes, k, arg_none());
+        break;
+      }
       me->node = uop1(OP_LOAD, dt_vec(u->dtype, k), s[0]->node, u->arg);
       break;
     case OP_STORE:
       if (!s[0]->vec) { fail = true; break; }   /* every lane writing one address */
-      me->node = uop2(OP_STORE, DT_VOID, s[0]->node, s[1]->node, u->arg);
       me->vec = false;
+      if (!s[1]->node) { fail = true; break; }
+      if (s[0]->gidx) {   /* scattered: a scalar store of each lane */
+        me->stores = tg_xmalloc(sizeof(uop *) * (size_t)k);
+        for (int l = 0; l < k; l++) {
+          uop *v = s[1]->vec ? uop1(OP_GEP, dt_scalar(u->src[1]->dtype.scalar), s[1]->node, arg_int(l)) : s[1]->node;
+          me->stores[l] = uop2(OP_STORE, DT_VOID, s[0]->gidx[l], v, u->arg);
+        }
+        break;
+      }
+      me->node = uop2(OP_STORE, DT_VOID, s[0]->node, s[1]->node, u->arg);
       break;
     case OP_REDUCE: {
       uop *src[64];
@@ -317,9 +364,12 @@ uop *kernel_vectorize(uop *ast, uop *lane_range) {
       break;
     }
     case OP_SINK: {
-      uop **src = tg_xmalloc(sizeof(uop *) * (size_t)(u->nsrc + 1));
-      for (int j = 0; j < u->nsrc; j++) src[j] = s[j]->node;
-      me->node = uop_new(OP_SINK, DT_VOID, src, u->nsrc, u->arg);
+      uop **src = tg_xmalloc(sizeof(uop *) * (size_t)(u->nsrc * k + 1));
+      int ns = 0;
+      for (int j = 0; j < u->nsrc; j++)
+        if (s[j]->stores) for (int l = 0; l < k; l++) src[ns++] = s[j]->stores[l];
+        else src[ns++] = s[j]->node;
+      me->node = uop_new(OP_SINK, DT_VOID, src, ns, u->arg);
       free(src);
       me->vec = false;
       break;
@@ -363,6 +413,7 @@ uop *kernel_vectorize(uop *ast, uop *lane_range) {
       int st = w->dtype.count / k;
       fail = !((uintptr_t)wide_seen.vals[i] >> (st - 1) & 1);
     }
+  for (int i = 0; i < l.n; i++) { free(vi[i].gidx); free(vi[i].stores); }
   free(vi);
   free(l.v);
   pm_free(&info);

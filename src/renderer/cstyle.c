@@ -166,8 +166,10 @@ static char *render_vec_alu(rctx *c, uop *u) {
   if (u->op == OP_CAST) opd = dt_vec(u->src[0]->dtype, u->dtype.count);
   const char *vt = ctype(opd), *mt = ctype(mask_of(opd));
   int first = u->op == OP_WHERE ? 1 : 0;
+  /* operand strings of ALU ops (at most 3 sources; a VECTORIZE of lanes
+   * names its sources itself) */
   char *s[3] = { NULL, NULL, NULL };
-  for (int i = first; i < u->nsrc; i++) s[i] = vsrc(c, u->src[i], vt);
+  for (int i = first; i < u->nsrc && i < 3; i++) s[i] = vsrc(c, u->src[i], vt);
   char *r = NULL;
   switch (u->op) {
   case OP_ADD: r = fmt("(%s+%s)", s[0], s[1]); break;
