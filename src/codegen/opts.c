@@ -396,17 +396,6 @@ uop *kernel_expand_lanes(uop *ast) {
 
 /* ------------------------------------------------------------ heuristic */
 
-int64_t index_stride(uop *index, uop *r, uop *const *axes, int n) {
-  ptrmap m0 = { 0 }, m1 = { 0 };
-  for (int i = 0; i < n; i++) {
-    pm_put(&m0, axes[i], uop_const_int(DT_INDEX, 0));
-    pm_put(&m1, axes[i], uop_const_int(DT_INDEX, axes[i] == r ? 1 : 0));
-  }
-  uop *a = uop_simplify(graph_substitute(index, &m0)), *b = uop_simplify(graph_substitute(index, &m1));
-  pm_free(&m0); pm_free(&m1);
-  if (a->op != OP_CONST || b->op != OP_CONST) return INT64_MIN;
-  return b->arg.i - a->arg.i;
-}
 
 /* The index expression of every LOAD in the kernel (free .v after use). */
 static uop_list load_indices(uop *ast) {

@@ -53,10 +53,6 @@ uop *kernel_expand_lanes(uop *ast);
  * vectorized (the caller expands scalar lanes instead). (borrowed) */
 uop *kernel_vectorize(uop *ast, uop *lane_range, bool gather);
 
-/* d(index)/d(r) for an index affine in the ranges axes[0..n) (the others
- * held at 0); INT64_MIN when it is not affine in them. */
-int64_t index_stride(uop *index, uop *r, uop *const *axes, int n);
-
 /* How many cores the kernel splits across (1 without a THREAD axis). */
 int kernel_thread_count(uop *ast);
 

@@ -91,6 +91,8 @@ static bool vec_alu_ok(const uop *u) {
   case OP_ADD: case OP_SUB: case OP_MUL: case OP_FDIV: case OP_MAX: case OP_NEG: case OP_RECIPROCAL:
   case OP_CMPLT: case OP_CMPNE: case OP_CMPEQ: case OP_WHERE: case OP_CAST:
     return true;
+  case OP_SQRT:   /* float32 lanes: vsqrtps (the renderer's tg_sqrt_vK) */
+    return u->dtype.scalar == TG_F32;
   case OP_AND: case OP_OR: case OP_XOR: case OP_SHL: case OP_SHR:   /* integer lanes (unpacking quantized weights) */
     return !dt_is_float(u->dtype) && u->dtype.scalar != TG_BOOL;
   case OP_BITCAST:   /* between integer lanes of one size (uint8 bytes read as int8) */
@@ -388,6 +390,11 @@ uop *kernel_vectorize(uop *ast, uop *lane_range, bool gather) {
       /* masks are as wide as 4-byte lanes: compare and select 4-byte values only */
       if (uop_is_comparison(u->op) && dt_itemsize(u->src[0]->dtype) != 4) { fail = true; break; }
       if (u->op == OP_WHERE && (s[0]->vec && dt_itemsize(u->dtype) != 4)) { fail = true; break; }
+      if (u->op == OP_CAST && u->src[0]->dtype.scalar == TG_BOOL && dt_itemsize(u->dtype) == 4 && s[0]->vec) {
+        /* a mask to numbers (a max-pool's gradient): select 1 or 0 */
+        me->node = uop3(OP_WHERE, dt_vec(u->dtype, k), src[0], uop_const(dt_scalar(u->dtype.scalar), 1), uop_const(dt_scalar(u->dtype.scalar), 0), arg_none());
+        break;
+      }
       if (u->op == OP_CAST && (u->src[0]->dtype.scalar == TG_BOOL || u->dtype.scalar == TG_BOOL)) { fail = true; break; }
       me->node = uop_new(u->op, dt_vec(u->dtype, k), src, u->nsrc, u->arg);
     }

@@ -95,6 +95,7 @@ typedef struct {
   bool need_threefry, need_fpconv;
   bool need_vcvt_f16[65];   /* lanes of float16 -> float32 vector conversions used */
   bool need_dot4[17];       /* lanes of byte dot products used */
+  bool need_sqrt[65];       /* lanes of float32 square roots used */
 } rctx;
 
 static void indent(rctx *c) { for (int i = 0; i < c->depth; i++) sb_puts(&c->body, "  "); }
@@ -177,6 +178,7 @@ static char *render_vec_alu(rctx *c, uop *u) {
   case OP_MUL: r = fmt("(%s*%s)", s[0], s[1]); break;
   case OP_FDIV: r = fmt("(%s/%s)", s[0], s[1]); break;
   case OP_NEG: r = fmt("(-%s)", s[0]); break;
+  case OP_SQRT: c->need_sqrt[u->dtype.count] = true; r = fmt("tg_sqrt_v%d(%s)", u->dtype.count, s[0]); break;
   case OP_RECIPROCAL: r = fmt("(((%s){0}+1)/%s)", vt, s[0]); break;
   case OP_CMPLT: r = fmt("(%s<%s)", s[0], s[1]); break;
   case OP_CMPNE: r = fmt("(%s!=%s)", s[0], s[1]); break;
@@ -253,6 +255,16 @@ static char *render_dot4(rctx *c, uop *u) {
 /* The byte dot product of K int32 lanes: vpdpbusd where the target has it
  * (clang's builtins; AVX512-VNNI, or AVX-VNNI for 4 and 8 lanes), else the
  * same sum in portable vector C. */
+/* Square roots of K float32 lanes: vsqrtps under clang (4, 8, 16 lanes),
+ * else lane by lane (with -fno-math-errno, one sqrtss each). */
+static void prelude_sqrt(strbuf *src, int k) {
+  const char *isa = k == 16 ? "defined(__AVX512F__)" : k == 8 ? "defined(__AVX__)" : k == 4 ? "defined(__SSE__)" : "0";
+  const char *call = k == 16 ? "__builtin_ia32_sqrtps512((v_)x, 4)" : k == 8 ? "__builtin_ia32_sqrtps256((v_)x)" : "__builtin_ia32_sqrtps((v_)x)";
+  sb_printf(src, "static inline tg_v%d_float tg_sqrt_v%d(tg_v%d_float x) {\n", k, k, k);
+  sb_printf(src, "#if defined(__clang__) && %s\n  typedef float v_ __attribute__((vector_size(%d)));\n  return (tg_v%d_float)%s;\n#else\n", isa, 4 * k, k, call);
+  sb_printf(src, "  tg_v%d_float r;\n  for (int i = 0; i < %d; i++) r[i] = __builtin_sqrtf(x[i]);\n  return r;\n#endif\n}\n", k, k);
+}
+
 static void prelude_dot4(strbuf *src, int k) {
   const char *vnni = k == 16 ? "defined(__AVX512VNNI__)" : "((defined(__AVX512VNNI__) && defined(__AVX512VL__)) || defined(__AVXVNNI__))";
   sb_printf(src, "static inline tg_v%d_int tg_dot4_v%d(tg_v%d_int acc, tg_v%d_int u, tg_v%d_int s) {\n", k, k, k, k, k);
@@ -499,6 +511,7 @@ char *render_c(uop *ast, const char *name) {
               n, n, n, 2 * n, n, n, n);
   }
   for (int k = 4; k <= 16; k *= 2) if (c.need_dot4[k]) prelude_dot4(&src, k);
+  for (int k = 2; k <= 64; k++) if (c.need_sqrt[k]) prelude_sqrt(&src, k);
   sb_printf(&src, "void %s(void **bufs, const long long *vars, int core, int ncores) {\n", name);
   /* multiply-accumulate reductions (matmul, conv) may fuse into FMA: one
    * rounding instead of two, and twice the arithmetic per instruction */

@@ -23,6 +23,8 @@ typedef struct {
   ptrmap walked;        /* nodes already searched for reduces under an expand */
   ptrmap nchildren;     /* uop -> consumer count */
   ptrmap device;        /* uop -> tg_device* */
+  ptrmap roots;         /* the nodes asked for: stored in their own layout */
+  ptrmap small;         /* big node -> its values before the broadcast (retained), see small_form */
   tg_device *default_dev;
   schedule *out;
   VEC(rinfo *) infos;
@@ -85,13 +87,17 @@ static void mark_reduces_below(sctx *s, uop *u) {
 /* How much work is computed below u before reaching stored nodes: ALU ops
  * (transcendentals 4), loads of memory one; with index_math, movement ops
  * too (PAD and WINDOW 4, for their gates and window sums) and stored nodes
- * one. Stops counting at `limit`; *reads_memory says whether it loads. */
-static int compute_below(sctx *s, uop *u, int limit, bool index_math, bool *reads_memory) {
+ * one. Stops counting at `limit`; *reads_memory says whether it loads what
+ * it walked (with find_reads, the walk goes on past `limit`, up to
+ * COMPUTE_WALK_MAX nodes, to find out). */
+#define COMPUTE_WALK_MAX 256
+static int compute_below(sctx *s, uop *u, int limit, bool index_math, bool *reads_memory, bool find_reads) {
   ptrmap seen = { 0 };
   VEC(uop *) stack = { 0 };
   VEC_PUSH(stack, u);
-  int n = 0;
-  while (stack.n && n < limit) {
+  int n = 0, walked = 0;
+  while (stack.n && (n < limit || (find_reads && !*reads_memory && walked < COMPUTE_WALK_MAX))) {
+    walked++;
     uop *x = stack.v[--stack.n];
     if (pm_get(&seen, x)) continue;
     pm_put(&seen, x, (void *)1);
@@ -112,6 +118,8 @@ static int compute_below(sctx *s, uop *u, int limit, bool index_math, bool *read
 #define EXPAND_RECOMPUTE_LIMIT 12
 #define EXPAND_HEAVY_REUSE 64
 #define EXPAND_HEAVY_LIMIT 4
+#define EXPAND_SMALL_SOURCE 4096
+#define EXPAND_BIG_CONSUMER (1 << 18)
 static void mark_costly_expand_source(sctx *s, uop *e) {
   uop *src = e->src[0];
   bool window = false;
@@ -132,8 +140,74 @@ static void mark_costly_expand_source(sctx *s, uop *e) {
    * keep them from vectorizing. (Not a quantized block's scale broadcast
    * over its values: that decoding belongs in the fused kernel.) */
   int limit = window && after >= before * EXPAND_HEAVY_REUSE ? EXPAND_HEAVY_LIMIT : EXPAND_RECOMPUTE_LIMIT;
+  /* a few values (per channel) broadcast over a big tensor: one division or
+   * square root is enough (a batch norm's 1/sqrt(var + eps) and its
+   * gradient, else recomputed for every element, and scalar when the
+   * channel is the innermost axis) */
+  if (before <= EXPAND_SMALL_SOURCE && after >= EXPAND_BIG_CONSUMER && after >= before * EXPAND_HEAVY_REUSE) limit = EXPAND_HEAVY_LIMIT;
   bool reads_memory = false;
-  if (compute_below(s, src, limit, false, &reads_memory) >= limit && reads_memory) mark(s, src);
+  if (compute_below(s, src, limit, false, &reads_memory, limit == EXPAND_HEAVY_LIMIT) >= limit && reads_memory) mark(s, src);
+}
+
+/* u's values computed before the broadcast that made u big: EXPAND(x) is
+ * x, and an elementwise op over such sources is the same op at (the
+ * broadcast of) their shapes; NULL otherwise. A backward pass builds such
+ * chains (a batch norm's per-channel gradient terms, expanded first and
+ * combined after), which the kernel then computes once per element. */
+static uop *small_form(uop *u, ptrmap *memo, int depth) {
+  void *m = pm_get(memo, u);
+  if (m) return m == (void *)1 ? NULL : m;
+  uop *r = NULL;
+  if (u->op == OP_EXPAND) r = u->src[0];
+  else if (uop_is_alu(u->op) && u->nsrc <= 3 && u->ndim > 0 && depth < 64 && !uop_has_var_dims(u)) {
+    uop *xs[3];
+    int64_t shape[TG_MAX_DIMS * 4];
+    int nd = u->ndim;
+    bool ok = true;
+    for (int i = 0; i < nd; i++) shape[i] = 1;
+    for (int j = 0; j < u->nsrc && ok; j++) {
+      xs[j] = small_form(u->src[j], memo, depth + 1);
+      ok = xs[j] && xs[j]->ndim == nd;
+      for (int i = 0; i < nd && ok; i++)
+        if (xs[j]->shape[i] != 1) {
+          ok = shape[i] == 1 || shape[i] == xs[j]->shape[i];
+          shape[i] = xs[j]->shape[i];
+        }
+    }
+    if (ok) {
+      for (int j = 0; j < u->nsrc; j++) {
+        bool same = true;
+        for (int i = 0; i < nd; i++) same &= xs[j]->shape[i] == shape[i];
+        if (!same) xs[j] = uop1(OP_EXPAND, xs[j]->dtype, xs[j], arg_ints(shape, nd));
+      }
+      r = uop_new(u->op, u->dtype, xs, u->nsrc, u->arg);
+    }
+  }
+  pm_put(memo, u, r ? r : (void *)1);
+  return r;
+}
+
+/* Big elementwise nodes whose values come from a few broadcast ones (per
+ * channel) through a division or square root: computed at the small shape
+ * in a tiny kernel of their own (when a kernel first needs them), then
+ * broadcast. */
+static void find_small_forms(sctx *s, const uop_list *topo) {
+  ptrmap memo = { 0 };
+  for (int i = 0; i < topo->n; i++) {
+    uop *u = topo->v[i];
+    if (!uop_is_alu(u->op) || u->ndim < 1 || uop_has_var_dims(u)) continue;
+    int64_t big = 1, small = 1;
+    for (int j = 0; j < u->ndim; j++) big *= u->shape[j];
+    if (big < EXPAND_BIG_CONSUMER) continue;
+    uop *x = small_form(u, &memo, 0);
+    if (!x || !uop_is_alu(x->op)) continue;
+    for (int j = 0; j < x->ndim; j++) small *= x->shape[j];
+    bool reads = false;
+    if (small > EXPAND_SMALL_SOURCE || compute_below(s, x, EXPAND_HEAVY_LIMIT, false, &reads, true) < EXPAND_HEAVY_LIMIT || !reads) continue;
+    uop_retain(x);
+    pm_put(&s->small, u, x);
+  }
+  pm_free(&memo);
 }
 
 /* An unstored computation that several kernels read is computed again in
@@ -141,6 +215,35 @@ static void mark_costly_expand_source(sctx *s, uop *e) {
  * pass's col2im feeding a batch norm's gradient sums, costed with its index
  * math), store it once instead: the kernels then read one buffer. */
 #define SHARED_RECOMPUTE_LIMIT 48
+
+/* ... or elementwise work that reads SHARED_BIG_READS or more tensors as
+ * big as itself (a pooling gradient through a batch norm's recomputed
+ * forward): each kernel recomputing it would read them all again, where the
+ * stored result is one read */
+#define SHARED_BIG_READS 3
+static int big_reads_below(sctx *s, uop *u) {
+  int64_t numel = 1;
+  for (int i = 0; i < u->ndim; i++) numel *= u->shape[i];
+  if (numel < (1 << 16) || uop_has_var_dims(u)) return 0;
+  ptrmap seen = { 0 };
+  VEC(uop *) stack = { 0 };
+  VEC_PUSH(stack, u);
+  int n = 0, walked = 0;
+  while (stack.n && walked++ < COMPUTE_WALK_MAX) {
+    uop *x = stack.v[--stack.n];
+    if (pm_get(&seen, x)) continue;
+    pm_put(&seen, x, (void *)1);
+    if (x->op == OP_BUFFER || (x != u && is_marked(s, x))) {
+      int64_t m = 1;
+      for (int i = 0; i < x->ndim; i++) m *= x->shape[i];
+      n += m * 2 >= numel;
+      continue;
+    }
+    for (int i = 0; i < x->nsrc; i++) VEC_PUSH(stack, x->src[i]);
+  }
+  VEC_FREE(stack); pm_free(&seen);
+  return n;
+}
 
 /* The kernels whose loops reach a node, up to two (enough to tell a shared
  * node): a stored node's kernel reaches its sources down to stored nodes. */
@@ -187,7 +290,8 @@ static void mark_shared_costly(sctx *s, const uop_list *topo) {
     /* a reduce is always worth storing (an optimizer's two moment updates
      * reading one gradient through a reshape); elementwise work when costly */
     bool reads = false;
-    if (x->op == OP_REDUCE_AXIS || (uop_is_alu(x->op) && compute_below(s, x, SHARED_RECOMPUTE_LIMIT, true, &reads) >= SHARED_RECOMPUTE_LIMIT))
+    if (x->op == OP_REDUCE_AXIS || (uop_is_alu(x->op) && compute_below(s, x, SHARED_RECOMPUTE_LIMIT, true, &reads, false) >= SHARED_RECOMPUTE_LIMIT) ||
+        (uop_is_alu(x->op) && big_reads_below(s, x) >= SHARED_BIG_READS))
       mark(s, x);
   }
   free(kp); free(cons); free(fill); free(start);
@@ -232,6 +336,7 @@ static uop *flat_index(uop *const *idx, const int64_t *shape, int nd) {
 }
 
 static uop *lower(kctx *k, uop *u, uop *const *idx, uop *gate);
+static int build_kernel(sctx *s, uop *u);
 
 /* Where the loop over axis i of u ends: its size, or its variable. */
 static uop *axis_end(const uop *u, int i) {
@@ -291,6 +396,15 @@ static uop *lower_uncached(kctx *k, uop *u, uop *const *idx, uop *gate) {
     uop *r = lower(k, ri->repl, idx, gate);
     k->via_repl--;
     return r;
+  }
+  uop *sm = pm_get(&s->small, u);
+  if (sm) {
+    /* the broadcast of its small form, stored by a kernel built now */
+    if (!is_marked(s, sm)) {
+      mark(s, sm);
+      if (build_kernel(s, sm) < 0) { k->failed = true; return idx_const(0); }
+    }
+    return lower(k, uop1(OP_EXPAND, u->dtype, sm, arg_ints(u->shape, u->ndim)), idx, gate);
   }
   switch (u->op) {
   case OP_AFTER: {
@@ -483,6 +597,49 @@ static tg_device *device_of(sctx *s, uop *u) {
   return d ? d : s->default_dev;
 }
 
+/* The order to store an intermediate in (perm[j]: the logical axis at
+ * physical position j, outermost first): the layout of the biggest buffer
+ * its kernel reads, when that reads it in another order than u's own (a
+ * ReLU or batch norm of a convolution computed channels-last). Stored in
+ * that order, the kernel reads and writes memory in step, and so does the
+ * next kernel over both. false: u's own order. Only for elementwise
+ * intermediates nobody asked for by name, with every axis a constant. */
+#define LAYOUT_MIN_ELEMENTS (1 << 16)
+static bool pick_layout(kctx *k, uop *u, uop *v, uop *const *oidx, int nd, int *perm) {
+  if (!uop_is_alu(u->op) || pm_get(&k->s->roots, u) || nd < 2 || uop_has_var_dims(u) || getenv("TG_NO_LAYOUT")) return false;
+  int64_t numel = 1;
+  for (int i = 0; i < nd; i++) numel *= u->shape[i];
+  if (numel < LAYOUT_MIN_ELEMENTS) return false;
+  uop *axes[TG_MAX_DIMS * 4];
+  int na = 0;
+  for (int i = 0; i < nd; i++) if (oidx[i]->op == OP_RANGE) axes[na++] = oidx[i];
+  /* the biggest buffer read (at least half of u's elements: an operand,
+   * not a broadcast parameter) */
+  uop_list l = uop_toposort(v);
+  uop *best = NULL;
+  size_t best_bytes = 0;
+  for (int i = 0; i < l.n; i++) {
+    uop *x = l.v[i];
+    if (x->op != OP_LOAD || x->src[0]->op != OP_INDEX || x->src[0]->src[0]->op != OP_DEFINE_GLOBAL) continue;
+    tg_buffer *b = k->bufs.v[x->src[0]->src[0]->arg.i];
+    if (b->nbytes > best_bytes && b->numel * 2 >= numel) best = x->src[0]->src[1], best_bytes = b->nbytes;
+  }
+  free(l.v);
+  if (!best) return false;
+  int64_t st[TG_MAX_DIMS * 4];
+  for (int i = 0; i < nd; i++) {
+    st[i] = oidx[i]->op == OP_RANGE ? index_stride(best, oidx[i], axes, na) : 0;
+    if (st[i] == INT64_MIN || st[i] < 0) return false;
+    perm[i] = i;
+  }
+  /* outermost: the largest stride (stable: ties keep u's order) */
+  for (int i = 1; i < nd; i++)
+    for (int j = i; j > 0 && st[perm[j]] > st[perm[j - 1]]; j--) { int t = perm[j]; perm[j] = perm[j - 1]; perm[j - 1] = t; }
+  bool same = true;
+  for (int i = 0; i < nd; i++) same &= perm[i] == i;
+  return !same;
+}
+
 /* Builds the kernel that stores node u. */
 static int build_kernel(sctx *s, uop *u) {
   tg_device *dev = device_of(s, u);
@@ -540,11 +697,15 @@ static int build_kernel(sctx *s, uop *u) {
   uop *g0, *store_ix, *v;
   uop *oidx[TG_MAX_DIMS * 4];
   int nd = value->ndim < 0 ? 0 : value->ndim;
+  int perm[TG_MAX_DIMS * 4];   /* physical axis order (with `permuted`) */
+  bool permuted = false;
 retry:
   memset(&k, 0, sizeof k);
   k.s = s; k.root = u;
   g0 = global_for(&k, out);
-  for (int i = 0; i < nd; i++) {
+  for (int j = 0; j < nd; j++) {
+    /* loops nest in the order memory is laid out (range ids give the order) */
+    int i = permuted ? perm[j] : j;
     /* an assign through a symbolic view writes only its valid part */
     const uop *ax = view && !uop_dim_var(value, i) && uop_dim_var(view, i) ? view : value;
     if (value->shape[i] == 1 && !uop_dim_var(ax, i)) { oidx[i] = idx_const(0); continue; }
@@ -578,11 +739,24 @@ retry:
     }
   } else {
     v = lower(&k, value, oidx, NULL);
+    if (!k.failed && !permuted && pick_layout(&k, u, v, oidx, nd, perm)) {
+      pm_free(&k.memo); VEC_FREE(k.bufs); VEC_FREE(k.globals); VEC_FREE(k.deps); VEC_FREE(k.raw_reads);
+      permuted = true;
+      goto retry;
+    }
     /* the loops must cover exactly the output buffer: a kernel never writes past it */
     int64_t cover = 1;
     for (int i = 0; i < nd; i++) cover *= value->shape[i];
     if (cover != out->numel) { tg_seterr("internal: kernel for %s covers %lld elements, buffer has %lld", uop_op_name(u->op), (long long)cover, (long long)out->numel); k.failed = true; }
-    store_ix = uop2(OP_INDEX, g0->dtype, g0, flat_index(oidx, value->shape, nd), arg_none());
+    if (permuted) {
+      /* stored in physical order; u becomes the view that puts its axes back */
+      uop *pidx[TG_MAX_DIMS * 4];
+      int64_t pshape[TG_MAX_DIMS * 4], back[TG_MAX_DIMS * 4];
+      for (int j = 0; j < nd; j++) { pidx[j] = oidx[perm[j]]; pshape[j] = value->shape[perm[j]]; back[perm[j]] = j; }
+      store_ix = uop2(OP_INDEX, g0->dtype, g0, flat_index(pidx, pshape, nd), arg_none());
+      uop *b = uop0(OP_BUFFER, dt_scalar(out->dtype), arg_ptr(out));
+      ri->repl = uop1(OP_PERMUTE, u->dtype, uop1(OP_RESHAPE, u->dtype, b, arg_ints(pshape, nd)), arg_ints(back, nd));
+    } else store_ix = uop2(OP_INDEX, g0->dtype, g0, flat_index(oidx, value->shape, nd), arg_none());
   }
   if (k.failed) { pm_free(&k.memo); VEC_FREE(k.bufs); VEC_FREE(k.globals); VEC_FREE(k.deps); VEC_FREE(k.raw_reads); buffer_release(out); return -1; }
   uop *st = uop2(OP_STORE, DT_VOID, store_ix, v, arg_none());
@@ -593,6 +767,7 @@ retry:
   it.bufs = tg_xmalloc(sizeof(tg_buffer *) * (size_t)k.bufs.n);
   for (int i = 0; i < k.bufs.n; i++) { it.bufs[i] = k.bufs.v[i]; if (i) buffer_retain(k.bufs.v[i]); }
   kernel_name(ast, it.name, sizeof it.name);
+  ri->kernel = s->out->n;   /* kernels built while lowering this one came first */
   VEC_PUSH(*s->out, it);
   VEC_PUSH(s->deps, k.deps.v); VEC_PUSH(s->ndeps, k.deps.n);
   VEC_PUSH(s->reads, k.raw_reads.v); VEC_PUSH(s->nreads, k.raw_reads.n);
@@ -664,6 +839,7 @@ int schedule_create(uop *const *roots, int n, const char *default_device, schedu
     else for (int j = 0; j < u->nsrc && !d; j++) d = pm_get(&s.device, u->src[j]);
     if (d) pm_put(&s.device, u, d);
   }
+  for (int i = 0; i < n; i++) pm_put(&s.roots, roots[i], (void *)1);
   for (int i = 0; i < n; i++) {
     uop *r = roots[i];
     if (r->op == OP_CONTIGUOUS && is_buffer_view(r->src[0])) continue;
@@ -695,6 +871,7 @@ int schedule_create(uop *const *roots, int n, const char *default_device, schedu
     }
   }
   if (!getenv("TG_NO_SHARED_STORE")) mark_shared_costly(&s, &topo);
+  if (!getenv("TG_NO_SMALL_FORMS")) find_small_forms(&s, &topo);
   /* build kernels in topological order; a CONTIGUOUS of memory that is
    * already contiguous becomes that memory */
   int rc = 0;
@@ -722,7 +899,8 @@ int schedule_create(uop *const *roots, int n, const char *default_device, schedu
   for (int i = 0; i < s.infos.n; i++) free(s.infos.v[i]);
   for (int i = 0; i < s.deps.n; i++) { free(s.deps.v[i]); free(s.reads.v[i]); }
   VEC_FREE(s.infos); VEC_FREE(s.deps); VEC_FREE(s.ndeps); VEC_FREE(s.reads); VEC_FREE(s.nreads); VEC_FREE(s.writes);
-  pm_free(&s.marked); pm_free(&s.walked); pm_free(&s.nchildren); pm_free(&s.device);
+  for (size_t i = 0; i < s.small.cap; i++) if (s.small.keys[i]) uop_release(s.small.vals[i]);
+  pm_free(&s.marked); pm_free(&s.walked); pm_free(&s.nchildren); pm_free(&s.device); pm_free(&s.roots); pm_free(&s.small);
   free(topo.v);
   if (rc < 0) schedule_free(out);
   return rc;

@@ -27,6 +27,10 @@ const tg_matcher *symbolic_matcher(void);
 /* graph_rewrite(u, symbolic_matcher(), NULL), after a small pre-pass that
  * recombines (x//c)*c + x%c while the graph is as written. */
 uop *uop_simplify(uop *u);
+
+/* d(index)/d(r) for an index affine in the ranges axes[0..n) (the others
+ * held at 0); INT64_MIN when it is not affine in them. */
+int64_t index_stride(uop *index, uop *r, uop *const *axes, int n);
 /* Between these, uop_simplify remembers its results (per thread, nested
  * pairs allowed): for a phase that simplifies the same expressions many
  * times, such as scheduling and preparing one realize. */
