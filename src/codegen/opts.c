@@ -638,7 +638,12 @@ int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
     int64_t red = 1;
     for (int r = fr; r < n; r++) red *= rsize(axes[r]);
     int64_t panel = vaxis >= 0 ? panel_stride(ast, axes, n, fr, vaxis) : 0;
-    if (panel > vamt && panel % vamt == 0 && panel / vamt <= 4 && rsize(axes[vaxis]) % panel == 0 && k < max) {
+    /* (not when the panel is all the output there is: a per-channel sum over
+     * channels-last data would then run on one core) */
+    int64_t outputs = 1;
+    for (int i = 0; i < fr; i++) outputs *= rsize(axes[i]);
+    bool panel_threads = ncores < 2 || outputs / (panel ? panel : 1) >= ncores || work < THREAD_MIN_WORK;
+    if (panel > vamt && panel % vamt == 0 && panel / vamt <= 4 && rsize(axes[vaxis]) % panel == 0 && panel_threads && k < max) {
       out[k++] = (kopt){ OPT_UPCAST, vaxis, (int)(panel / vamt) };   /* lanes = the whole panel */
       lanes *= panel / vamt;
     } else if (vaxis >= 0 && vamt == 16 && red >= 256 && (rsize(axes[vaxis]) / 16) % 2 == 0 && rsize(axes[vaxis]) >= 128 && k < max) {
