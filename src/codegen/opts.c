@@ -732,10 +732,10 @@ int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
           lanes *= 8;
           byte_tile = true;
         }
-    /* a packed panel as lanes (sgemm): 8 rows of the other operand, 16
+    /* a packed float panel as lanes (sgemm): 8 rows of the other operand, 16
      * vector accumulators of the 32 registers, so each pair of panel loads
      * feeds 16 FMAs (1.1-1.2x a 4-row tile at 1024 and 2048) */
-    bool panel_tile = panel && panel == lanes_on(out, k, vaxis);
+    bool panel_tile = panel && panel == lanes_on(out, k, vaxis) && !loads_bytes(ast);
     for (int i = fr - 1; i >= 0 && pr < 0 && win < 0 && !byte_tile; i--) {
       if (i == vaxis || (full_row && lanes_on(out, k, i) > 1)) continue;
       int unit, zero, other;
@@ -791,12 +791,13 @@ int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
     /* a full reduction: independent partial sums */
     int amt = pick_amount(rstatic(axes[fr]), vec);
     if (amt && k < max) out[k++] = (kopt){ OPT_UNROLL, 0, amt };
-  } else if (fr > 0 && !loads_bytes(ast) && store_steps_by_one(ast, axes[fr - 1], axes, n) &&
+  } else if (fr > 0 && work >= THREAD_MIN_WORK && !loads_bytes(ast) && store_steps_by_one(ast, axes[fr - 1], axes, n) &&
              (!strided_load_along(ast, axes[fr - 1], axes, n) || float_alu_count(ast) >= 4)) {
     /* elementwise: SIMD lanes along the axis the store walks, so the vector
      * store and any per-row work (index math, a channel's scale) serve a
      * whole vector; clang alone leaves such loops scalar (1.7x for a pooling
-     * gradient's re-layout at 512x32x20x20). Not for a plain transpose (a
+     * gradient's re-layout at 512x32x20x20). Only big kernels (small ones,
+     * an LLM's per-token work, ran slower with them). Not for a plain transpose (a
      * load striding along the axis, little math): lanes of gathered loads
      * run slower than clang's loop there. */
     int amt = pick_amount(rstatic(axes[fr - 1]), vec);

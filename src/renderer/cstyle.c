@@ -154,11 +154,13 @@ static char *render_cast(rctx *c, uop *u, const char *x) {
  * drop it, while adding +0 turns -0 into +0, so "0 + x" costs a real add
  * before every broadcast (and keeps a load from folding into an FMA). */
 static char *splat(const char *vt, const char *x) { return fmt("(%s-(%s){0})", x, vt); }
+/* integers: 0 + x is the identity already */
+static char *splat_int(const char *vt, const char *x) { return fmt("((%s){0}+%s)", vt, x); }
 
 /* a vector op's source, broadcast when it is a scalar (into vector type vt) */
 static char *vsrc(rctx *c, uop *x, const char *vt) {
   if (x->dtype.count > 1) return tg_xstrdup(name_of(c, x));
-  return splat(vt, name_of(c, x));
+  return dt_is_float(x->dtype) ? splat(vt, name_of(c, x)) : splat_int(vt, name_of(c, x));
 }
 
 static char *render_vec_alu(rctx *c, uop *u) {
@@ -246,7 +248,7 @@ static char *render_dot4(rctx *c, uop *u) {
   const char *vt = ctype(u->dtype);
   char *s[3];
   for (int i = 0; i < 3; i++)
-    s[i] = u->src[i]->dtype.count > 1 ? fmt("((%s)%s)", vt, name_of(c, u->src[i])) : splat(vt, name_of(c, u->src[i]));
+    s[i] = u->src[i]->dtype.count > 1 ? fmt("((%s)%s)", vt, name_of(c, u->src[i])) : splat_int(vt, name_of(c, u->src[i]));
   char *r = fmt("tg_dot4_v%d(%s, %s, %s)", k, s[0], s[1], s[2]);
   for (int i = 0; i < 3; i++) free(s[i]);
   return r;
