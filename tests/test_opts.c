@@ -227,3 +227,31 @@ TEST(opts_packed_matmul_gradients) {
   test_close_f32(gw, want_w, KK * C, 0, 0, "packed matmul dw");
   tg_scope_end();
 }
+
+TEST(opts_lanes_gather_and_scatter) {
+  /* lanes along an axis the store does not walk contiguously (a transpose):
+   * loads and stores go lane by lane, the math (a square root, a mask
+   * turned into numbers) runs in vector lanes; exact against C */
+  enum { R = 48, C = 64 };
+  float x[R * C], got[R * C];
+  for (int i = 0; i < R * C; i++) x[i] = (float)((i * 37) % 101) * 0.25f - 5;
+  tg_tensor *X = tg_from_data(x, TG_SHAPE(R, C), TG_F32);
+  CHECK(tg_realize(X) == 0);
+  /* y[c, r] = sqrt(|x[r, c]|) + (x[r, c] > 1): lanes along r, where the
+   * loads step by C and the store by 1 — and along c, the other way round */
+  const char *specs[] = { "UPCAST:1:16", "UPCAST:0:16", "UPCAST:0:8,UPCAST:1:4" };
+  for (int s = 0; s < 3; s++) {
+    CHECK(tg_set_kernel_opts(specs[s]) == 0);
+    tg_scope_begin();
+    tg_tensor *t = tg_transpose(X, 0, 1);
+    tg_tensor *y = tg_add(tg_sqrt(tg_abs(t)), tg_cast(tg_gt(t, tg_full(TG_SHAPE(C, R), 1, TG_F32)), TG_F32));
+    CHECK(tg_data(tg_contiguous(y), got, sizeof got) == 0);
+    tg_scope_end();
+    for (int c = 0; c < C; c++)
+      for (int r = 0; r < R; r++) {
+        float v = x[r * C + c], want = sqrtf(fabsf(v)) + (v > 1 ? 1.0f : 0.0f);
+        CHECK_MSG(got[c * R + r] == want, "%s: [%d, %d] %g vs %g", specs[s], c, r, got[c * R + r], want);
+      }
+  }
+  tg_set_kernel_opts(NULL);
+}

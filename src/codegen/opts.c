@@ -360,9 +360,12 @@ uop *kernel_expand_lanes(uop *ast) {
   for (int i = 0; i < l2.n; i++)
     if (l2.v[i]->op == OP_RANGE && rkind(l2.v[i]) == RANGE_UPCAST && nup < 16) { up[nup++] = l2.v[i]; lanes *= rsize(l2.v[i]); }
   free(l2.v);
-  if (nup && !tg_getenv_int("TG_NOVEC", 0)) {
-    /* the upcast axis the stores walk with stride 1 becomes SIMD lanes */
-    for (int i = 0; i < nup; i++) {
+  /* the upcast axis the stores walk with stride 1 becomes SIMD lanes; else
+   * one whose stores scatter lane by lane (the loads and math still get
+   * vectors: lanes along channels of channels-last data stored NCHW) */
+  for (int pass = 0; pass < 2 && nup && !tg_getenv_int("TG_NOVEC", 0); pass++) {
+    int done = -1;
+    for (int i = 0; i < nup && done < 0; i++) {
       int64_t sz = rsize(up[i]);
       if (sz != 4 && sz != 8 && sz != 16) continue;
       uop *st = cur->src[0];
@@ -373,14 +376,16 @@ uop *kernel_expand_lanes(uop *ast) {
       pm_put(&m0, up[i], uop_const_int(DT_INDEX, 0));
       uop *d = uop_simplify(uop_alu(OP_SUB, graph_substitute(ix, &m1), graph_substitute(ix, &m0)));
       pm_free(&m0); pm_free(&m1);
-      if (!uop_is_const(d, 1)) continue;
+      if (pass == 0 && !uop_is_const(d, 1)) continue;
       uop *v = kernel_vectorize(cur, up[i], true);
       if (!v) continue;
       cur = v;
-      lanes /= sz;
-      up[i] = up[--nup];
-      break;
+      done = i;
     }
+    if (done < 0) continue;
+    lanes /= rsize(up[done]);
+    up[done] = up[--nup];
+    break;
   }
   if (nup) {
     qsort(up, (size_t)nup, sizeof(uop *), by_id);

@@ -346,9 +346,8 @@ uop *kernel_vectorize(uop *ast, uop *lane_range, bool gather) {
       break;
     case OP_STORE:
       if (!s[0]->vec) { fail = true; break; }   /* every lane writing one address */
-      me->vec = false;
       if (!s[1]->node) { fail = true; break; }
-      if (s[0]->gidx) {   /* scattered: a scalar store of each lane */
+      if (s[0]->gidx) {   /* scattered: a scalar store of each lane (spliced into the SINK) */
         me->stores = tg_xmalloc(sizeof(uop *) * (size_t)k);
         for (int l = 0; l < k; l++) {
           uop *v = s[1]->vec ? uop1(OP_GEP, dt_scalar(u->src[1]->dtype.scalar), s[1]->node, arg_int(l)) : s[1]->node;
@@ -357,6 +356,7 @@ uop *kernel_vectorize(uop *ast, uop *lane_range, bool gather) {
         break;
       }
       me->node = uop2(OP_STORE, DT_VOID, s[0]->node, s[1]->node, u->arg);
+      me->vec = false;
       break;
     case OP_REDUCE: {
       uop *src[64];
