@@ -741,3 +741,119 @@ TEST(nn_sdpa_dropout) {
   CHECK(memcmp(a, b, sizeof a) != 0);
   for (int i = 0; i < 64; i++) CHECK(isfinite(b[i]));
 }
+
+/* A big convolution whose output rows 16 lanes do not fill (20, 24) runs
+ * channels-last with lanes along the output channels, and its gradients
+ * too (the weight's with co lanes when the input has one channel): forward
+ * and both gradients against naive loops in double. */
+static void conv_channel_lanes_case(int bs, int cin, int cout, int in, int k) {
+  int o = in - k + 1;
+  size_t nx = (size_t)bs * cin * in * in, nw = (size_t)cout * cin * k * k, ny = (size_t)bs * cout * o * o;
+  float *x = malloc(nx * 4), *w = malloc(nw * 4), *g = malloc(ny * 4), *y = malloc(ny * 4), *gx = malloc(nx * 4), *gw = malloc(nw * 4);
+  for (size_t i = 0; i < nx; i++) x[i] = (float)((i * 7919) % 17) / 8 - 1;
+  for (size_t i = 0; i < nw; i++) w[i] = (float)((i * 104729) % 13) / 16 - 0.375f;
+  for (size_t i = 0; i < ny; i++) g[i] = (float)((i * 31) % 9) / 8 - 0.5f;
+  tg_scope_begin();
+  tg_tensor *X = tg_requires_grad(tg_from_data(x, TG_SHAPE(bs, cin, in, in), TG_F32), true);
+  tg_tensor *W = tg_requires_grad(tg_from_data(w, TG_SHAPE(cout, cin, k, k), TG_F32), true);
+  tg_tensor *Y = tg_conv2d(X, W, NULL, NULL);
+  CHECK(tg_data(Y, y, ny * 4) == 0);
+  CHECK(tg_backward(tg_sum(tg_mul(Y, tg_from_data(g, TG_SHAPE(bs, cout, o, o), TG_F32)), TG_ALL, false)) == 0);
+  CHECK(tg_data(tg_grad(X), gx, nx * 4) == 0);
+  CHECK(tg_data(tg_grad(W), gw, nw * 4) == 0);
+  tg_scope_end();
+  double *wy = calloc(ny, 8), *wgx = calloc(nx, 8), *wgw = calloc(nw, 8);
+  for (int b = 0; b < bs; b++)
+    for (int co = 0; co < cout; co++)
+      for (int ci = 0; ci < cin; ci++)
+        for (int i = 0; i < o; i++)
+          for (int j = 0; j < o; j++)
+            for (int p = 0; p < k; p++)
+              for (int q = 0; q < k; q++) {
+                size_t xi = (((size_t)b * cin + ci) * in + i + p) * in + j + q, wi = (((size_t)co * cin + ci) * k + p) * k + q;
+                size_t yi = (((size_t)b * cout + co) * o + i) * o + j;
+                wy[yi] += (double)x[xi] * w[wi];
+                wgx[xi] += (double)g[yi] * w[wi];
+                wgw[wi] += (double)g[yi] * x[xi];
+              }
+  char what[64];
+  snprintf(what, sizeof what, "conv %d->%d %dx%d k%d: y", cin, cout, in, in, k);
+  for (size_t i = 0; i < ny; i++) CHECK_MSG(fabs(y[i] - wy[i]) <= 1e-4 * (1 + fabs(wy[i])), "%s[%zu] %g vs %g", what, i, y[i], wy[i]);
+  for (size_t i = 0; i < nx; i++) CHECK_MSG(fabs(gx[i] - wgx[i]) <= 1e-4 * (1 + fabs(wgx[i])), "%s: dx[%zu] %g vs %g", what, i, gx[i], wgx[i]);
+  for (size_t i = 0; i < nw; i++) CHECK_MSG(fabs(gw[i] - wgw[i]) <= 1e-4 * (1 + fabs(wgw[i])), "%s: dw[%zu] %g vs %g", what, i, gw[i], wgw[i]);
+  free(x); free(w); free(g); free(y); free(gx); free(gw); free(wy); free(wgx); free(wgw);
+}
+
+TEST(nn_conv_channel_lanes_and_gradients) {
+  conv_channel_lanes_case(10, 16, 32, 22, 3);   /* rows of 20 */
+  conv_channel_lanes_case(64, 1, 32, 28, 5);    /* one input channel: the weight gradient's lanes along co */
+}
+
+/* A training-mode batch norm over a big channels-last convolution output
+ * (its per-channel 1/sqrt(var + eps) and gradient terms are computed once
+ * per channel and broadcast; its elementwise results are stored
+ * channels-last): loss = sum(R * bn(relu(conv(x, w)))), the gradient of x
+ * against backpropagation written out in double. */
+TEST(nn_batchnorm_backward_big_channels_last) {
+  enum { BS = 10, CI = 16, CO = 32, IN = 32, KK = 3, O = IN - KK + 1 };
+  const double eps = 1e-5;
+  size_t nx = (size_t)BS * CI * IN * IN, nw = (size_t)CO * CI * KK * KK, ny = (size_t)BS * CO * O * O;
+  float *x = malloc(nx * 4), *w = malloc(nw * 4), *r = malloc(ny * 4), *gx = malloc(nx * 4);
+  for (size_t i = 0; i < nx; i++) x[i] = (float)((i * 7919) % 23) / 8 - 1.25f;
+  for (size_t i = 0; i < nw; i++) w[i] = (float)((i * 104729) % 13) / 16 - 0.375f;
+  for (size_t i = 0; i < ny; i++) r[i] = (float)((i * 31) % 11) / 8 - 0.5f;
+  tg_scope_begin();
+  tg_tensor *X = tg_requires_grad(tg_from_data(x, TG_SHAPE(BS, CI, IN, IN), TG_F32), true);
+  tg_tensor *W = tg_from_data(w, TG_SHAPE(CO, CI, KK, KK), TG_F32);
+  tg_tensor *bn = tg_batchnorm(tg_relu(tg_conv2d(X, W, NULL, NULL)), NULL, NULL, NULL, NULL, eps);
+  CHECK(tg_backward(tg_sum(tg_mul(bn, tg_from_data(r, TG_SHAPE(BS, CO, O, O), TG_F32)), TG_ALL, false)) == 0);
+  CHECK(tg_data(tg_grad(X), gx, nx * 4) == 0);
+  tg_scope_end();
+  /* by hand: y = relu(conv), per channel mean m and var v, z = (y - m) / s
+   * with s = sqrt(v + eps); dz = R, dy = (dz - mean(dz) - z mean(dz z)) / s
+   * where y > 0, dx = the transposed convolution of dy */
+  double *y = calloc(ny, 8), *dy = calloc(ny, 8), *want = calloc(nx, 8);
+  for (int b = 0; b < BS; b++)
+    for (int co = 0; co < CO; co++)
+      for (int i = 0; i < O; i++)
+        for (int j = 0; j < O; j++) {
+          double sum = 0;
+          for (int ci = 0; ci < CI; ci++)
+            for (int p = 0; p < KK; p++)
+              for (int q = 0; q < KK; q++)
+                sum += (double)x[(((size_t)b * CI + ci) * IN + i + p) * IN + j + q] * w[((co * CI + ci) * KK + p) * KK + q];
+          y[(((size_t)b * CO + co) * O + i) * O + j] = sum > 0 ? sum : 0;
+        }
+  const double n = (double)BS * O * O;
+  for (int co = 0; co < CO; co++) {
+    double m = 0, v = 0, mdz = 0, mdzz = 0;
+    for (int b = 0; b < BS; b++) for (int e = 0; e < O * O; e++) m += y[((size_t)b * CO + co) * O * O + e];
+    m /= n;
+    for (int b = 0; b < BS; b++) for (int e = 0; e < O * O; e++) { double d = y[((size_t)b * CO + co) * O * O + e] - m; v += d * d; }
+    v /= n;
+    double s = sqrt(v + eps);
+    for (int b = 0; b < BS; b++)
+      for (int e = 0; e < O * O; e++) {
+        size_t at = ((size_t)b * CO + co) * O * O + e;
+        mdz += r[at]; mdzz += r[at] * (y[at] - m) / s;
+      }
+    mdz /= n; mdzz /= n;
+    for (int b = 0; b < BS; b++)
+      for (int e = 0; e < O * O; e++) {
+        size_t at = ((size_t)b * CO + co) * O * O + e;
+        dy[at] = y[at] > 0 ? (r[at] - mdz - (y[at] - m) / s * mdzz) / s : 0;
+      }
+  }
+  for (int b = 0; b < BS; b++)
+    for (int co = 0; co < CO; co++)
+      for (int ci = 0; ci < CI; ci++)
+        for (int i = 0; i < O; i++)
+          for (int j = 0; j < O; j++)
+            for (int p = 0; p < KK; p++)
+              for (int q = 0; q < KK; q++)
+                want[(((size_t)b * CI + ci) * IN + i + p) * IN + j + q] += dy[(((size_t)b * CO + co) * O + i) * O + j] * w[((co * CI + ci) * KK + p) * KK + q];
+  double worst = 0, scale = 0;
+  for (size_t i = 0; i < nx; i++) { worst = fmax(worst, fabs(gx[i] - want[i])); scale = fmax(scale, fabs(want[i])); }
+  CHECK_MSG(worst <= 1e-3 * scale, "dx: worst difference %g (largest value %g)", worst, scale);
+  free(x); free(w); free(r); free(gx); free(y); free(dy); free(want);
+}
