@@ -746,6 +746,9 @@ int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
       int unit, zero, other;
       access_along(ast, axes[i], axes, n, &unit, &zero, &other);
       int t = pick_amount(rstatic(axes[i]), panel_tile ? (const int[]){ 8, 4, 2, 0 } : tile);
+      /* a panel of 64 lanes takes a tile of 4 where 8 would not fit (the
+       * 64-channel weight gradient: 2.3x) */
+      if (panel_tile && t && lanes * t > 256) t = pick_amount(rstatic(axes[i]), (const int[]){ (int)(256 / lanes), 0 });
       /* a whole kernel-window axis (3, 5, 7) that 2 and 4 do not divide:
        * a convolution's weight gradient with lanes along the output
        * channels, whose output-gradient vector (often recomputed: a ReLU's

@@ -180,7 +180,7 @@ static bool wants_channel_lanes(tg_tensor *x, tg_tensor *w, const conv_params *p
   int64_t cout = tg_dim(w, 0), work = tg_dim(x, 0) * cout * tg_dim(w, 1);
   for (int j = 0; j < p->n; j++) work *= o[j] * tg_dim(w, 2 + j);
   int64_t row = o[p->n - 1];
-  return cout % 32 == 0 && cout <= 64 && row % 16 != 0 && row != 8 && work >= (1 << 24);
+  return cout % 32 == 0 && cout <= 64 && row % 16 != 0 && work >= (1 << 24);
 }
 
 /* x (N, Cin, *sp) (already batched), w (Cout, Cin/g, *k): validated here */
