@@ -941,10 +941,39 @@ static bool touches(const sched_item *it, const tg_buffer *b, bool store) {
   return found;
 }
 
+/* The loops of a kernel whose every store is a REDUCE over the same ranges
+ * (a batch norm's gradient sums): output loops then reduce ranges, sorted
+ * by id; false otherwise. */
+static bool reduce_loops(uop *ast, uop **rs, int *n) {
+  if (!ast || ast->op != OP_SINK) return false;
+  uop *red = NULL;
+  for (int i = 0; i < ast->nsrc; i++) {
+    uop *st = ast->src[i];
+    if (st->op != OP_STORE || st->src[1]->op != OP_REDUCE) return false;
+    if (!red) red = st->src[1];
+    else if (st->src[1]->nsrc != red->nsrc || memcmp(st->src[1]->src + 1, red->src + 1, sizeof(uop *) * (size_t)(red->nsrc - 1))) return false;
+  }
+  uop_list l = uop_toposort(ast);
+  bool ok = red != NULL;
+  *n = 0;
+  for (int i = 0; i < l.n && ok; i++) {
+    uop *u = l.v[i];
+    if (u->op == OP_REDUCE && u->nsrc == red->nsrc && !memcmp(u->src + 1, red->src + 1, sizeof(uop *) * (size_t)(red->nsrc - 1))) continue;
+    if (u->op == OP_REDUCE) ok = false;   /* a reduce inside: not a plain one */
+    else if (u->op == OP_RANGE) { if ((u->arg.v[1] != RANGE_LOOP && u->arg.v[1] != RANGE_REDUCE) || *n == 16) ok = false; else rs[(*n)++] = u; }
+  }
+  free(l.v);
+  for (int i = 1; i < *n; i++) for (int j = i; j > 0 && rs[j - 1]->arg.v[0] > rs[j]->arg.v[0]; j--) { uop *t = rs[j]; rs[j] = rs[j - 1]; rs[j - 1] = t; }
+  return ok;
+}
+
 static bool can_merge(const sched_item *a, const sched_item *b) {
   uop *ra[16], *rb[16];
   int na, nb;
-  if (a->dev != b->dev || !elementwise_loops(a->ast, ra, &na) || !elementwise_loops(b->ast, rb, &nb) || na != nb) return false;
+  if (a->dev != b->dev) return false;
+  bool ew = elementwise_loops(a->ast, ra, &na) && elementwise_loops(b->ast, rb, &nb);
+  if (!ew && !(reduce_loops(a->ast, ra, &na) && reduce_loops(b->ast, rb, &nb))) return false;
+  if (na != nb) return false;
   for (int i = 0; i < na; i++) if (ra[i] != rb[i]) return false;
   if (a->nbufs + b->nbufs > 64) return false;
   /* neither reads or writes what the other writes */
@@ -985,11 +1014,31 @@ static void merge_into(sched_item *a, sched_item *b) {
   free(b->bufs);
 }
 
+/* May kernel b run before the kernels between a and it (indices lo..hi-1)?
+ * Not when it reads what they write, or writes what they touch. */
+static bool independent_of(const schedule *out, int lo, int hi, const sched_item *b) {
+  for (int k = lo; k < hi; k++) {
+    const sched_item *m = &out->v[k];
+    for (int i = 0; i < m->nbufs; i++) if (touches(m, m->bufs[i], true) && (touches(b, m->bufs[i], false) || touches(b, m->bufs[i], true))) return false;
+    for (int i = 0; i < b->nbufs; i++) if (touches(b, b->bufs[i], true) && touches(m, b->bufs[i], false)) return false;
+  }
+  return true;
+}
+
+#define MERGE_LOOKBACK 6   /* kernels searched back for a reduce to merge with */
 static void merge_sibling_kernels(schedule *out) {
   if (tg_getenv_int("TG_NO_MULTI_OUTPUT", 0)) return;
   int w = 0;
   for (int i = 0; i < out->n; i++) {
     if (w > 0 && out->v[w - 1].ast && out->v[i].ast && can_merge(&out->v[w - 1], &out->v[i])) { merge_into(&out->v[w - 1], &out->v[i]); continue; }
+    /* sums over the same loops a few kernels apart (with small kernels
+     * between that use the first): one pass over what they read */
+    uop *rs[16];
+    int nr, j = -1;
+    if (out->v[i].ast && reduce_loops(out->v[i].ast, rs, &nr))
+      for (int c = w - 2; c >= 0 && c >= w - MERGE_LOOKBACK && j < 0; c--)
+        if (out->v[c].ast && can_merge(&out->v[c], &out->v[i]) && independent_of(out, c + 1, w, &out->v[i])) j = c;
+    if (j >= 0) { merge_into(&out->v[j], &out->v[i]); continue; }
     out->v[w++] = out->v[i];
   }
   out->n = w;
