@@ -75,8 +75,8 @@ $(BUILD)/bench/bench_sgemm: bench/bench_sgemm.c $(wildcard bench/*.h) $(BUILD)/l
 	  $(if $(BENCH_OPENBLAS),-lopenblas) $(LDLIBS) -fopenmp
 
 # Every bench with tg's heuristic, then the ones where kernel search matters
-# with BEAM=$(BENCH_BEAM) (0 leaves them out; the biggest kernels need
-# BENCH_BEAM_BIG=1, their first search takes minutes). A library without BEAM
+# with BEAM=$(BENCH_BEAM) (0 leaves them out; a first search takes seconds
+# per kernel, then the choice is cached). A library without BEAM
 # search (no "BEAM" in it) gets a "beam=n/a" line instead.
 BENCH_BEAM ?= 2
 BENCH_HAS_BEAM = $(shell grep -qaw BEAM $(BUILD)/libtg.a 2>/dev/null && echo yes)

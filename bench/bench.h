@@ -126,17 +126,6 @@ static inline const char *bench_name_suffix(void) {
   return "";
 }
 
-/* True when BEAM is set but this case's search is too slow for a default
- * `make bench` (the first search of a big kernel takes minutes; the result
- * is cached on disk after that): BENCH_BEAM_BIG=1 runs it anyway. Prints the
- * "skipped" line itself. */
-static inline bool bench_beam_too_big(const char *name) {
-  const char *b = getenv("BEAM"), *big = getenv("BENCH_BEAM_BIG");
-  if (!(b && atoi(b) > 0) || (big && atoi(big) > 0)) return false;
-  bench_skip(name, "BEAM search of this kernel takes minutes (BENCH_BEAM_BIG=1 runs it)");
-  return true;
-}
-
 /* A multiple of 1/8 in [-1, 1] from an index: products of two are multiples
  * of 1/64, so sums of up to 2^18 such products are exact in float32 and every
  * correct summation order gives the same bits. */
