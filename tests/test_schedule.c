@@ -477,3 +477,30 @@ TEST(schedule_shared_work_stored_once) {
   for (int i = 0; i < 6; i++) CHECK_NEAR(cols[i], want_c[i], 1e-4);
   tg_scope_end();
 }
+
+TEST(schedule_intermediate_layout_follows_its_input) {
+  /* u = X.T + Y.T + Z.T is read by two kernels and reads three big buffers:
+   * stored once, in X's layout (so its kernel reads and writes memory in
+   * step); then contiguous(u.T) is X's layout element for element: no copy
+   * kernel, just u's buffer. Values against C. */
+  enum { A = 256, B = 384 };
+  float *x = malloc(sizeof(float) * A * B), *y = malloc(sizeof(float) * A * B), *z = malloc(sizeof(float) * A * B);
+  float *got = malloc(sizeof(float) * A * B), sums[B];
+  for (int i = 0; i < A * B; i++) { x[i] = (float)(i % 7); y[i] = (float)(i % 5) * 0.5f; z[i] = (float)(i % 3) - 1; }
+  tg_tensor *X = tg_from_data(x, TG_SHAPE(A, B), TG_F32), *Y = tg_from_data(y, TG_SHAPE(A, B), TG_F32), *Z = tg_from_data(z, TG_SHAPE(A, B), TG_F32);
+  tg_tensor *u = tg_add(tg_add(tg_transpose(X, 0, 1), tg_transpose(Y, 0, 1)), tg_transpose(Z, 0, 1));   /* (B, A) */
+  tg_tensor *outs[2] = { tg_contiguous(tg_transpose(u, 0, 1)), tg_sum(u, TG_AXES(1), false) };
+  int64_t k0 = kernels_now();
+  CHECK(tg_realize_all(outs, 2) == 0);
+  int64_t k = kernels_now() - k0;
+  CHECK_MSG(k == 2, "u stored once and the contiguous copy aliased: %lld kernels, want 2", (long long)k);
+  CHECK(tg_data(outs[0], got, sizeof(float) * A * B) == 0);
+  CHECK(tg_data(outs[1], sums, sizeof sums) == 0);
+  for (int i = 0; i < A * B; i++) CHECK_MSG(got[i] == x[i] + y[i] + z[i], "[%d] %g", i, got[i]);
+  for (int b = 0; b < B; b++) {
+    double s = 0;
+    for (int a = 0; a < A; a++) s += x[a * B + b] + y[a * B + b] + z[a * B + b];
+    CHECK_MSG(sums[b] == (float)s, "sum[%d] %g vs %g", b, sums[b], s);
+  }
+  free(x); free(y); free(z); free(got);
+}

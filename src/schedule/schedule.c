@@ -640,6 +640,19 @@ static bool pick_layout(kctx *k, uop *u, uop *v, uop *const *oidx, int nd, int *
   return !same;
 }
 
+/* The buffer a kernel AST copies into `out` unchanged (one store of one
+ * ungated load at the same index, same size and dtype), or NULL. */
+static tg_buffer *plain_copy_source(kctx *k, uop *ast, tg_buffer *out) {
+  if (ast->op != OP_SINK || ast->nsrc != 1 || ast->src[0]->op != OP_STORE) return NULL;
+  uop *st = ast->src[0], *ld = st->src[1];
+  if (ld->op != OP_LOAD || ld->src[0]->op != OP_INDEX || ld->src[0]->nsrc != 2 || st->src[0]->nsrc != 2) return NULL;
+  uop *g = ld->src[0]->src[0];
+  if (g->op != OP_DEFINE_GLOBAL || ld->src[0]->src[1] != st->src[0]->src[1]) return NULL;
+  tg_buffer *b = k->bufs.v[g->arg.i];
+  if (b == out || b->numel != out->numel || b->dtype != out->dtype || b->dev != out->dev) return NULL;
+  return b;
+}
+
 /* Builds the kernel that stores node u. */
 static int build_kernel(sctx *s, uop *u) {
   tg_device *dev = device_of(s, u);
@@ -761,6 +774,21 @@ retry:
   if (k.failed) { pm_free(&k.memo); VEC_FREE(k.bufs); VEC_FREE(k.globals); VEC_FREE(k.deps); VEC_FREE(k.raw_reads); buffer_release(out); return -1; }
   uop *st = uop2(OP_STORE, DT_VOID, store_ix, v, arg_none());
   uop *ast = uop_simplify(uop1(OP_SINK, DT_VOID, st, arg_none()));
+  /* a CONTIGUOUS that copies a buffer just stored in this schedule element
+   * for element, in order (a channels-last copy of a value the layout
+   * choice already stored channels-last): no kernel, it is that buffer */
+  tg_buffer *same = u->op == OP_CONTIGUOUS && k.deps.n == 1 ? plain_copy_source(&k, ast, out) : NULL;
+  if (same) {
+    buffer_release(out);
+    buffer_retain(same);
+    ri->buf = same;
+    ri->kernel = k.deps.v[0];
+    uop *b = uop0(OP_BUFFER, dt_scalar(same->dtype), arg_ptr(same));
+    ri->repl = uop_with_dims_of(u->ndim == 1 ? b : uop1(OP_RESHAPE, u->dtype, b, arg_ints(u->shape, u->ndim)), u);
+    pm_free(&k.memo); VEC_FREE(k.bufs); VEC_FREE(k.globals); VEC_FREE(k.deps); VEC_FREE(k.raw_reads);
+    pm_put(&s->marked, u, ri);
+    return 0;
+  }
   uop_retain(ast);
   it.ast = ast;
   it.nbufs = k.bufs.n;
