@@ -780,8 +780,7 @@ retry:
   tg_buffer *same = u->op == OP_CONTIGUOUS && k.deps.n == 1 ? plain_copy_source(&k, ast, out) : NULL;
   if (same) {
     buffer_release(out);
-    buffer_retain(same);
-    ri->buf = same;
+    ri->buf = same;   /* borrowed, like every rinfo's: its kernel's item owns it */
     ri->kernel = k.deps.v[0];
     uop *b = uop0(OP_BUFFER, dt_scalar(same->dtype), arg_ptr(same));
     ri->repl = uop_with_dims_of(u->ndim == 1 ? b : uop1(OP_RESHAPE, u->dtype, b, arg_ints(u->shape, u->ndim)), u);
