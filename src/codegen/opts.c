@@ -401,7 +401,6 @@ uop *kernel_expand_lanes(uop *ast) {
 
 /* ------------------------------------------------------------ heuristic */
 
-
 /* The index expression of every LOAD in the kernel (free .v after use). */
 static uop_list load_indices(uop *ast) {
   uop_list l = uop_toposort(ast);
