@@ -742,6 +742,28 @@ TEST(nn_sdpa_dropout) {
   for (int i = 0; i < 64; i++) CHECK(isfinite(b[i]));
 }
 
+/* Naive stride-1 convolution in double, x (bs, cin, in, in), w (cout, cin,
+ * k, k): with y, y[b, co, i, j] += x * w; with g (the output's gradient),
+ * gx[b, ci, i+p, j+q] += g * w and gw[co, ci, p, q] += g * x. Any of y, g,
+ * gx, gw may be NULL (g with gx or gw). */
+static void naive_conv2d(const float *x, const float *w, int bs, int cin, int cout, int in, int k, double *y, const double *g,
+                         double *gx, double *gw) {
+  int o = in - k + 1;
+  for (int b = 0; b < bs; b++)
+    for (int co = 0; co < cout; co++)
+      for (int ci = 0; ci < cin; ci++)
+        for (int i = 0; i < o; i++)
+          for (int j = 0; j < o; j++)
+            for (int p = 0; p < k; p++)
+              for (int q = 0; q < k; q++) {
+                size_t xi = (((size_t)b * cin + ci) * in + i + p) * in + j + q, wi = (((size_t)co * cin + ci) * k + p) * k + q;
+                size_t yi = (((size_t)b * cout + co) * o + i) * o + j;
+                if (y) y[yi] += (double)x[xi] * w[wi];
+                if (gx) gx[xi] += g[yi] * w[wi];
+                if (gw) gw[wi] += g[yi] * x[xi];
+              }
+}
+
 /* A big convolution whose output rows 16 lanes do not fill (20, 24) runs
  * channels-last with lanes along the output channels, and its gradients
  * too (the weight's with co lanes when the input has one channel): forward
@@ -762,26 +784,15 @@ static void conv_channel_lanes_case(int bs, int cin, int cout, int in, int k) {
   CHECK(tg_data(tg_grad(X), gx, nx * 4) == 0);
   CHECK(tg_data(tg_grad(W), gw, nw * 4) == 0);
   tg_scope_end();
-  double *wy = calloc(ny, 8), *wgx = calloc(nx, 8), *wgw = calloc(nw, 8);
-  for (int b = 0; b < bs; b++)
-    for (int co = 0; co < cout; co++)
-      for (int ci = 0; ci < cin; ci++)
-        for (int i = 0; i < o; i++)
-          for (int j = 0; j < o; j++)
-            for (int p = 0; p < k; p++)
-              for (int q = 0; q < k; q++) {
-                size_t xi = (((size_t)b * cin + ci) * in + i + p) * in + j + q, wi = (((size_t)co * cin + ci) * k + p) * k + q;
-                size_t yi = (((size_t)b * cout + co) * o + i) * o + j;
-                wy[yi] += (double)x[xi] * w[wi];
-                wgx[xi] += (double)g[yi] * w[wi];
-                wgw[wi] += (double)g[yi] * x[xi];
-              }
+  double *wy = calloc(ny, 8), *wgx = calloc(nx, 8), *wgw = calloc(nw, 8), *gd = malloc(ny * 8);
+  for (size_t i = 0; i < ny; i++) gd[i] = g[i];
+  naive_conv2d(x, w, bs, cin, cout, in, k, wy, gd, wgx, wgw);
   char what[64];
   snprintf(what, sizeof what, "conv %d->%d %dx%d k%d: y", cin, cout, in, in, k);
   for (size_t i = 0; i < ny; i++) CHECK_MSG(fabs(y[i] - wy[i]) <= 1e-4 * (1 + fabs(wy[i])), "%s[%zu] %g vs %g", what, i, y[i], wy[i]);
   for (size_t i = 0; i < nx; i++) CHECK_MSG(fabs(gx[i] - wgx[i]) <= 1e-4 * (1 + fabs(wgx[i])), "%s: dx[%zu] %g vs %g", what, i, gx[i], wgx[i]);
   for (size_t i = 0; i < nw; i++) CHECK_MSG(fabs(gw[i] - wgw[i]) <= 1e-4 * (1 + fabs(wgw[i])), "%s: dw[%zu] %g vs %g", what, i, gw[i], wgw[i]);
-  free(x); free(w); free(g); free(y); free(gx); free(gw); free(wy); free(wgx); free(wgw);
+  free(x); free(w); free(g); free(y); free(gx); free(gw); free(wy); free(wgx); free(wgw); free(gd);
 }
 
 TEST(nn_conv_channel_lanes_and_gradients) {
@@ -813,17 +824,8 @@ TEST(nn_batchnorm_backward_big_channels_last) {
    * with s = sqrt(v + eps); dz = R, dy = (dz - mean(dz) - z mean(dz z)) / s
    * where y > 0, dx = the transposed convolution of dy */
   double *y = calloc(ny, 8), *dy = calloc(ny, 8), *want = calloc(nx, 8);
-  for (int b = 0; b < BS; b++)
-    for (int co = 0; co < CO; co++)
-      for (int i = 0; i < O; i++)
-        for (int j = 0; j < O; j++) {
-          double sum = 0;
-          for (int ci = 0; ci < CI; ci++)
-            for (int p = 0; p < KK; p++)
-              for (int q = 0; q < KK; q++)
-                sum += (double)x[(((size_t)b * CI + ci) * IN + i + p) * IN + j + q] * w[((co * CI + ci) * KK + p) * KK + q];
-          y[(((size_t)b * CO + co) * O + i) * O + j] = sum > 0 ? sum : 0;
-        }
+  naive_conv2d(x, w, BS, CI, CO, IN, KK, y, NULL, NULL, NULL);
+  for (size_t i = 0; i < ny; i++) y[i] = y[i] > 0 ? y[i] : 0;
   const double n = (double)BS * O * O;
   for (int co = 0; co < CO; co++) {
     double m = 0, v = 0, mdz = 0, mdzz = 0;
@@ -844,14 +846,7 @@ TEST(nn_batchnorm_backward_big_channels_last) {
         dy[at] = y[at] > 0 ? (r[at] - mdz - (y[at] - m) / s * mdzz) / s : 0;
       }
   }
-  for (int b = 0; b < BS; b++)
-    for (int co = 0; co < CO; co++)
-      for (int ci = 0; ci < CI; ci++)
-        for (int i = 0; i < O; i++)
-          for (int j = 0; j < O; j++)
-            for (int p = 0; p < KK; p++)
-              for (int q = 0; q < KK; q++)
-                want[(((size_t)b * CI + ci) * IN + i + p) * IN + j + q] += dy[(((size_t)b * CO + co) * O + i) * O + j] * w[((co * CI + ci) * KK + p) * KK + q];
+  naive_conv2d(x, w, BS, CI, CO, IN, KK, NULL, dy, want, NULL);
   double worst = 0, scale = 0;
   for (size_t i = 0; i < nx; i++) { worst = fmax(worst, fabs(gx[i] - want[i])); scale = fmax(scale, fabs(want[i])); }
   CHECK_MSG(worst <= 1e-3 * scale, "dx: worst difference %g (largest value %g)", worst, scale);
