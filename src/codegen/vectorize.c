@@ -23,7 +23,6 @@ typedef struct {
   bool affine;
   int wide, par;    /* strided lanes: lane l is wnode[par + wide*l] */
   uop *wnode;
-  bool lane_index;  /* index math that is not lane-affine: only an address, lane by lane */
   uop **gidx;       /* a gathered INDEX: one scalar INDEX per lane (k of them) */
   uop **stores;     /* a scattered STORE: one scalar STORE per lane (k of them) */
 } vinfo;
@@ -298,8 +297,9 @@ uop *kernel_vectorize(uop *ast, uop *lane_range, bool gather) {
       if (s[j]->wide) { if (dt_is_ptr(u->src[j]->dtype)) fail = true; else narrow(s[j], u->src[j]->dtype, k); }
     if (fail) { if (s != s_stack) free(s); break; }
     if (int_affine_dtype(u->dtype) && affine_alu(u, me, s, k)) { if (s != s_stack) free(s); continue; }
-    /* lane-varying index math that is not affine: addresses lane by lane */
-    if (dt_eq(u->dtype, DT_INDEX)) { me->lane_index = true; if (s != s_stack) free(s); continue; }
+    /* lane-varying index math that is not affine: no vector value (a use
+     * as data fails below); an INDEX over it addresses lane by lane */
+    if (dt_eq(u->dtype, DT_INDEX)) { if (s != s_stack) free(s); continue; }
     /* affine integers used as data become vectors of their lane values */
     for (int j = 0; j < u->nsrc; j++)
       if (s[j]->vec && s[j]->affine && !s[j]->node && u->op != OP_INDEX) materialize(s[j], u->src[j]->dtype, k);

@@ -149,18 +149,19 @@ static char *render_cast(rctx *c, uop *u, const char *x) {
   return fmt("((%s)%s)", ctype(to), x);
 }
 
-/* scalar x broadcast into vector type vt. Written x - 0 rather than 0 + x:
- * subtracting +0 is the identity for every float (-0 - 0 = -0) and compilers
- * drop it, while adding +0 turns -0 into +0, so "0 + x" costs a real add
- * before every broadcast (and keeps a load from folding into an FMA). */
-static char *splat(const char *vt, const char *x) { return fmt("(%s-(%s){0})", x, vt); }
-/* integers: 0 + x is the identity already */
-static char *splat_int(const char *vt, const char *x) { return fmt("((%s){0}+%s)", vt, x); }
+/* scalar x of dtype d broadcast into vector type vt. A float is written
+ * x - 0 rather than 0 + x: subtracting +0 is the identity for every float
+ * (-0 - 0 = -0) and compilers drop it, while adding +0 turns -0 into +0, so
+ * "0 + x" costs a real add before every broadcast (and keeps a load from
+ * folding into an FMA). For integers 0 + x is the identity already. */
+static char *splat(dtype_t d, const char *vt, const char *x) {
+  return dt_is_float(d) ? fmt("(%s-(%s){0})", x, vt) : fmt("((%s){0}+%s)", vt, x);
+}
 
 /* a vector op's source, broadcast when it is a scalar (into vector type vt) */
 static char *vsrc(rctx *c, uop *x, const char *vt) {
   if (x->dtype.count > 1) return tg_xstrdup(name_of(c, x));
-  return dt_is_float(x->dtype) ? splat(vt, name_of(c, x)) : splat_int(vt, name_of(c, x));
+  return splat(x->dtype, vt, name_of(c, x));
 }
 
 static char *render_vec_alu(rctx *c, uop *u) {
@@ -248,25 +249,27 @@ static char *render_dot4(rctx *c, uop *u) {
   const char *vt = ctype(u->dtype);
   char *s[3];
   for (int i = 0; i < 3; i++)
-    s[i] = u->src[i]->dtype.count > 1 ? fmt("((%s)%s)", vt, name_of(c, u->src[i])) : splat_int(vt, name_of(c, u->src[i]));
+    s[i] = u->src[i]->dtype.count > 1 ? fmt("((%s)%s)", vt, name_of(c, u->src[i])) : splat(u->src[i]->dtype, vt, name_of(c, u->src[i]));
   char *r = fmt("tg_dot4_v%d(%s, %s, %s)", k, s[0], s[1], s[2]);
   for (int i = 0; i < 3; i++) free(s[i]);
   return r;
 }
 
-/* The byte dot product of K int32 lanes: vpdpbusd where the target has it
- * (clang's builtins; AVX512-VNNI, or AVX-VNNI for 4 and 8 lanes), else the
- * same sum in portable vector C. */
 /* Square roots of K float32 lanes: vsqrtps under clang (4, 8, 16 lanes),
  * else lane by lane (with -fno-math-errno, one sqrtss each). */
 static void prelude_sqrt(strbuf *src, int k) {
-  const char *isa = k == 16 ? "defined(__AVX512F__)" : k == 8 ? "defined(__AVX__)" : k == 4 ? "defined(__SSE__)" : "0";
+  const char *isa = k == 16 ? "defined(__AVX512F__)" : k == 8 ? "defined(__AVX__)" : "defined(__SSE__)";
   const char *call = k == 16 ? "__builtin_ia32_sqrtps512((v_)x, 4)" : k == 8 ? "__builtin_ia32_sqrtps256((v_)x)" : "__builtin_ia32_sqrtps((v_)x)";
   sb_printf(src, "static inline tg_v%d_float tg_sqrt_v%d(tg_v%d_float x) {\n", k, k, k);
-  sb_printf(src, "#if defined(__clang__) && %s\n  typedef float v_ __attribute__((vector_size(%d)));\n  return (tg_v%d_float)%s;\n#else\n", isa, 4 * k, k, call);
-  sb_printf(src, "  tg_v%d_float r;\n  for (int i = 0; i < %d; i++) r[i] = __builtin_sqrtf(x[i]);\n  return r;\n#endif\n}\n", k, k);
+  if (k == 4 || k == 8 || k == 16)
+    sb_printf(src, "#if defined(__clang__) && %s\n  typedef float v_ __attribute__((vector_size(%d)));\n  return (tg_v%d_float)%s;\n#else\n", isa, 4 * k, k, call);
+  sb_printf(src, "  tg_v%d_float r;\n  for (int i = 0; i < %d; i++) r[i] = __builtin_sqrtf(x[i]);\n  return r;\n", k, k);
+  sb_puts(src, k == 4 || k == 8 || k == 16 ? "#endif\n}\n" : "}\n");
 }
 
+/* The byte dot product of K int32 lanes: vpdpbusd where the target has it
+ * (clang's builtins; AVX512-VNNI, or AVX-VNNI for 4 and 8 lanes), else the
+ * same sum in portable vector C. */
 static void prelude_dot4(strbuf *src, int k) {
   const char *vnni = k == 16 ? "defined(__AVX512VNNI__)" : "((defined(__AVX512VNNI__) && defined(__AVX512VL__)) || defined(__AVXVNNI__))";
   sb_printf(src, "static inline tg_v%d_int tg_dot4_v%d(tg_v%d_int acc, tg_v%d_int u, tg_v%d_int s) {\n", k, k, k, k, k);
@@ -469,7 +472,7 @@ char *render_c(uop *ast, const char *name) {
       if (ix->nsrc > 2) sb_printf(&c.body, "if (%s) ", name_of(&c, ix->src[2]));
       if (ix->dtype.count > 1 && u->src[1]->dtype.count == 1) {
         dtype_t vd = dt_vec(dt_base(ix->dtype), ix->dtype.count);
-        char *v = splat(ctype(vd), name_of(&c, u->src[1]));
+        char *v = splat(u->src[1]->dtype, ctype(vd), name_of(&c, u->src[1]));
         sb_printf(&c.body, "%s = %s;\n", name_of(&c, ix), v);
         free(v);
       } else sb_printf(&c.body, "%s = %s;\n", name_of(&c, ix), name_of(&c, u->src[1]));

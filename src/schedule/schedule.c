@@ -35,6 +35,11 @@ typedef struct {
 } sctx;
 
 static bool is_marked(sctx *s, const uop *u) { return pm_get(&s->marked, u) != NULL; }
+static int64_t numel_of(const uop *u) {
+  int64_t n = 1;
+  for (int i = 0; i < u->ndim; i++) n *= u->shape[i];
+  return n;
+}
 static void mark(sctx *s, uop *u) { if (!is_marked(s, u)) pm_put(&s->marked, u, (void *)1); }
 static rinfo *info_of(sctx *s, const uop *u) {
   void *p = pm_get(&s->marked, u);
@@ -128,9 +133,7 @@ static void mark_costly_expand_source(sctx *s, uop *e) {
     src = src->src[0];
   }
   if (is_marked(s, src) || src->op == OP_BUFFER || src->op == OP_CONST || uop_is_movement(src->op)) return;
-  int64_t before = 1, after = 1;
-  for (int i = 0; i < src->ndim; i++) before *= src->shape[i];
-  for (int i = 0; i < e->ndim; i++) after *= e->shape[i];
+  int64_t before = numel_of(src), after = numel_of(e);
   if (after < before * 4) return;   /* not repeated much */
   /* index-only math (aranges, constants) is cheap for the compiler to hoist;
    * what costs is recomputing from loaded data */
@@ -196,14 +199,11 @@ static void find_small_forms(sctx *s, const uop_list *topo) {
   for (int i = 0; i < topo->n; i++) {
     uop *u = topo->v[i];
     if (!uop_is_alu(u->op) || u->ndim < 1 || uop_has_var_dims(u)) continue;
-    int64_t big = 1, small = 1;
-    for (int j = 0; j < u->ndim; j++) big *= u->shape[j];
-    if (big < EXPAND_BIG_CONSUMER) continue;
+    if (numel_of(u) < EXPAND_BIG_CONSUMER) continue;
     uop *x = small_form(u, &memo, 0);
     if (!x || !uop_is_alu(x->op)) continue;
-    for (int j = 0; j < x->ndim; j++) small *= x->shape[j];
     bool reads = false;
-    if (small > EXPAND_SMALL_SOURCE || compute_below(s, x, EXPAND_HEAVY_LIMIT, false, &reads, true) < EXPAND_HEAVY_LIMIT || !reads) continue;
+    if (numel_of(x) > EXPAND_SMALL_SOURCE || compute_below(s, x, EXPAND_HEAVY_LIMIT, false, &reads, true) < EXPAND_HEAVY_LIMIT || !reads) continue;
     uop_retain(x);
     pm_put(&s->small, u, x);
   }
@@ -222,8 +222,7 @@ static void find_small_forms(sctx *s, const uop_list *topo) {
  * stored result is one read */
 #define SHARED_BIG_READS 3
 static int big_reads_below(sctx *s, uop *u) {
-  int64_t numel = 1;
-  for (int i = 0; i < u->ndim; i++) numel *= u->shape[i];
+  int64_t numel = numel_of(u);
   if (numel < (1 << 16) || uop_has_var_dims(u)) return 0;
   ptrmap seen = { 0 };
   VEC(uop *) stack = { 0 };
@@ -234,9 +233,7 @@ static int big_reads_below(sctx *s, uop *u) {
     if (pm_get(&seen, x)) continue;
     pm_put(&seen, x, (void *)1);
     if (x->op == OP_BUFFER || (x != u && is_marked(s, x))) {
-      int64_t m = 1;
-      for (int i = 0; i < x->ndim; i++) m *= x->shape[i];
-      n += m * 2 >= numel;
+      n += numel_of(x) * 2 >= numel;
       continue;
     }
     for (int i = 0; i < x->nsrc; i++) VEC_PUSH(stack, x->src[i]);
@@ -597,6 +594,11 @@ static tg_device *device_of(sctx *s, uop *u) {
   return d ? d : s->default_dev;
 }
 
+/* Drops everything a lowering built (when its kernel is not kept). */
+static void kctx_free(kctx *k) {
+  pm_free(&k->memo); VEC_FREE(k->bufs); VEC_FREE(k->globals); VEC_FREE(k->deps); VEC_FREE(k->raw_reads);
+}
+
 /* The order to store an intermediate in (perm[j]: the logical axis at
  * physical position j, outermost first): the layout of the biggest buffer
  * its kernel reads, when that reads it in another order than u's own (a
@@ -607,8 +609,7 @@ static tg_device *device_of(sctx *s, uop *u) {
 #define LAYOUT_MIN_ELEMENTS (1 << 16)
 static bool pick_layout(kctx *k, uop *u, uop *v, uop *const *oidx, int nd, int *perm) {
   if (!uop_is_alu(u->op) || pm_get(&k->s->roots, u) || nd < 2 || uop_has_var_dims(u) || getenv("TG_NO_LAYOUT")) return false;
-  int64_t numel = 1;
-  for (int i = 0; i < nd; i++) numel *= u->shape[i];
+  int64_t numel = numel_of(u);
   if (numel < LAYOUT_MIN_ELEMENTS) return false;
   uop *axes[TG_MAX_DIMS * 4];
   int na = 0;
@@ -743,7 +744,7 @@ retry:
      * (a = a.T, a[1:] = a[:-1], a[0] = a.sum(0)) races with the writes:
      * compute the value into a temporary first. */
     if (!k.failed && !is_marked(s, value) && reads_elsewhere(v, g0, store_ix)) {
-      pm_free(&k.memo); VEC_FREE(k.bufs); VEC_FREE(k.globals); VEC_FREE(k.deps); VEC_FREE(k.raw_reads);
+      kctx_free(&k);
       mark(s, value);
       if (build_kernel(s, value) < 0) { buffer_release(out); return -1; }
       kidx = s->out->n;
@@ -753,7 +754,7 @@ retry:
   } else {
     v = lower(&k, value, oidx, NULL);
     if (!k.failed && !permuted && pick_layout(&k, u, v, oidx, nd, perm)) {
-      pm_free(&k.memo); VEC_FREE(k.bufs); VEC_FREE(k.globals); VEC_FREE(k.deps); VEC_FREE(k.raw_reads);
+      kctx_free(&k);
       permuted = true;
       goto retry;
     }
@@ -771,7 +772,7 @@ retry:
       ri->repl = uop1(OP_PERMUTE, u->dtype, uop1(OP_RESHAPE, u->dtype, b, arg_ints(pshape, nd)), arg_ints(back, nd));
     } else store_ix = uop2(OP_INDEX, g0->dtype, g0, flat_index(oidx, value->shape, nd), arg_none());
   }
-  if (k.failed) { pm_free(&k.memo); VEC_FREE(k.bufs); VEC_FREE(k.globals); VEC_FREE(k.deps); VEC_FREE(k.raw_reads); buffer_release(out); return -1; }
+  if (k.failed) { kctx_free(&k); buffer_release(out); return -1; }
   uop *st = uop2(OP_STORE, DT_VOID, store_ix, v, arg_none());
   uop *ast = uop_simplify(uop1(OP_SINK, DT_VOID, st, arg_none()));
   /* a CONTIGUOUS that copies a buffer just stored in this schedule element
@@ -784,7 +785,7 @@ retry:
     ri->kernel = k.deps.v[0];
     uop *b = uop0(OP_BUFFER, dt_scalar(same->dtype), arg_ptr(same));
     ri->repl = uop_with_dims_of(u->ndim == 1 ? b : uop1(OP_RESHAPE, u->dtype, b, arg_ints(u->shape, u->ndim)), u);
-    pm_free(&k.memo); VEC_FREE(k.bufs); VEC_FREE(k.globals); VEC_FREE(k.deps); VEC_FREE(k.raw_reads);
+    kctx_free(&k);
     pm_put(&s->marked, u, ri);
     return 0;
   }
@@ -937,23 +938,6 @@ int schedule_create(uop *const *roots, int n, const char *default_device, schedu
  * loops that do not touch each other's outputs become one kernel with
  * several stores (their loads of shared inputs then happen once). */
 
-/* The loop ranges of an elementwise kernel (sorted by id); false when the
- * kernel reduces or is not a plain store kernel. */
-static bool elementwise_loops(uop *ast, uop **rs, int *n) {
-  if (!ast || ast->op != OP_SINK) return false;
-  uop_list l = uop_toposort(ast);
-  bool ok = true;
-  *n = 0;
-  for (int i = 0; i < l.n && ok; i++) {
-    uop *u = l.v[i];
-    if (u->op == OP_REDUCE) ok = false;
-    else if (u->op == OP_RANGE) { if (u->arg.v[1] != RANGE_LOOP || *n == 16) ok = false; else rs[(*n)++] = u; }
-  }
-  free(l.v);
-  for (int i = 1; i < *n; i++) for (int j = i; j > 0 && rs[j - 1]->arg.v[0] > rs[j]->arg.v[0]; j--) { uop *t = rs[j]; rs[j] = rs[j - 1]; rs[j - 1] = t; }
-  return ok;
-}
-
 /* Buffers a kernel stores to (write) and loads from (read). */
 static bool touches(const sched_item *it, const tg_buffer *b, bool store) {
   uop_list l = uop_toposort(it->ast);
@@ -968,45 +952,56 @@ static bool touches(const sched_item *it, const tg_buffer *b, bool store) {
   return found;
 }
 
-/* The loops of a kernel whose every store is a REDUCE over the same ranges
- * (a batch norm's gradient sums): output loops then reduce ranges, sorted
- * by id; false otherwise. */
-static bool reduce_loops(uop *ast, uop **rs, int *n) {
-  if (!ast || ast->op != OP_SINK) return false;
-  uop *red = NULL;
-  for (int i = 0; i < ast->nsrc; i++) {
+static bool same_reduce_ranges(const uop *a, const uop *b) {
+  return a->nsrc == b->nsrc && !memcmp(a->src + 1, b->src + 1, sizeof(uop *) * (size_t)(a->nsrc - 1));
+}
+
+/* The loop ranges of a plain store kernel, sorted by id, and its kind:
+ * elementwise (no reduce; output loops only), reduce (every store a REDUCE
+ * over the same ranges and no other reduce, as a batch norm's gradient
+ * sums; output loops and reduce ranges), or neither. */
+enum { LOOPS_NONE, LOOPS_ELEMENTWISE, LOOPS_REDUCE };
+static int kernel_loops(uop *ast, uop **rs, int *n) {
+  if (!ast || ast->op != OP_SINK || !ast->nsrc) return LOOPS_NONE;
+  uop *first = ast->src[0]->op == OP_STORE ? ast->src[0]->src[1] : NULL;
+  uop *red = first && first->op == OP_REDUCE ? first : NULL;
+  for (int i = 0; i < ast->nsrc && red; i++) {
     uop *st = ast->src[i];
-    if (st->op != OP_STORE || st->src[1]->op != OP_REDUCE) return false;
-    if (!red) red = st->src[1];
-    else if (st->src[1]->nsrc != red->nsrc || memcmp(st->src[1]->src + 1, red->src + 1, sizeof(uop *) * (size_t)(red->nsrc - 1))) return false;
+    if (st->op != OP_STORE || st->src[1]->op != OP_REDUCE || !same_reduce_ranges(st->src[1], red)) return LOOPS_NONE;
   }
   uop_list l = uop_toposort(ast);
-  bool ok = red != NULL;
+  bool ok = true;
   *n = 0;
   for (int i = 0; i < l.n && ok; i++) {
     uop *u = l.v[i];
-    if (u->op == OP_REDUCE && u->nsrc == red->nsrc && !memcmp(u->src + 1, red->src + 1, sizeof(uop *) * (size_t)(red->nsrc - 1))) continue;
-    if (u->op == OP_REDUCE) ok = false;   /* a reduce inside: not a plain one */
-    else if (u->op == OP_RANGE) { if ((u->arg.v[1] != RANGE_LOOP && u->arg.v[1] != RANGE_REDUCE) || *n == 16) ok = false; else rs[(*n)++] = u; }
+    if (u->op == OP_REDUCE) ok = red && same_reduce_ranges(u, red);
+    else if (u->op == OP_RANGE) {
+      bool kind_ok = u->arg.v[1] == RANGE_LOOP || (red && u->arg.v[1] == RANGE_REDUCE);
+      if (!kind_ok || *n == 16) ok = false;
+      else rs[(*n)++] = u;
+    }
   }
   free(l.v);
   for (int i = 1; i < *n; i++) for (int j = i; j > 0 && rs[j - 1]->arg.v[0] > rs[j]->arg.v[0]; j--) { uop *t = rs[j]; rs[j] = rs[j - 1]; rs[j - 1] = t; }
-  return ok;
+  return !ok ? LOOPS_NONE : red ? LOOPS_REDUCE : LOOPS_ELEMENTWISE;
+}
+
+/* May later kernel b run together with (or before) kernel a? Not when b
+ * reads or writes what a writes, or writes what a reads. */
+static bool no_hazard(const sched_item *a, const sched_item *b) {
+  for (int i = 0; i < a->nbufs; i++) if (touches(a, a->bufs[i], true) && (touches(b, a->bufs[i], false) || touches(b, a->bufs[i], true))) return false;
+  for (int i = 0; i < b->nbufs; i++) if (touches(b, b->bufs[i], true) && touches(a, b->bufs[i], false)) return false;
+  return true;
 }
 
 static bool can_merge(const sched_item *a, const sched_item *b) {
   uop *ra[16], *rb[16];
   int na, nb;
-  if (a->dev != b->dev) return false;
-  bool ew = elementwise_loops(a->ast, ra, &na) && elementwise_loops(b->ast, rb, &nb);
-  if (!ew && !(reduce_loops(a->ast, ra, &na) && reduce_loops(b->ast, rb, &nb))) return false;
+  int kind = a->dev == b->dev ? kernel_loops(a->ast, ra, &na) : LOOPS_NONE;
+  if (kind == LOOPS_NONE || kernel_loops(b->ast, rb, &nb) != kind) return false;
   if (na != nb) return false;
   for (int i = 0; i < na; i++) if (ra[i] != rb[i]) return false;
-  if (a->nbufs + b->nbufs > 64) return false;
-  /* neither reads or writes what the other writes */
-  for (int i = 0; i < a->nbufs; i++) if (touches(a, a->bufs[i], true) && (touches(b, a->bufs[i], false) || touches(b, a->bufs[i], true))) return false;
-  for (int i = 0; i < b->nbufs; i++) if (touches(b, b->bufs[i], true) && touches(a, b->bufs[i], false)) return false;
-  return true;
+  return a->nbufs + b->nbufs <= 64 && no_hazard(a, b);
 }
 
 /* Appends b's stores to a (renumbering b's buffers) and frees b. */
@@ -1041,14 +1036,9 @@ static void merge_into(sched_item *a, sched_item *b) {
   free(b->bufs);
 }
 
-/* May kernel b run before the kernels between a and it (indices lo..hi-1)?
- * Not when it reads what they write, or writes what they touch. */
+/* May kernel b run before the kernels out->v[lo..hi-1]? */
 static bool independent_of(const schedule *out, int lo, int hi, const sched_item *b) {
-  for (int k = lo; k < hi; k++) {
-    const sched_item *m = &out->v[k];
-    for (int i = 0; i < m->nbufs; i++) if (touches(m, m->bufs[i], true) && (touches(b, m->bufs[i], false) || touches(b, m->bufs[i], true))) return false;
-    for (int i = 0; i < b->nbufs; i++) if (touches(b, b->bufs[i], true) && touches(m, b->bufs[i], false)) return false;
-  }
+  for (int k = lo; k < hi; k++) if (!no_hazard(&out->v[k], b)) return false;
   return true;
 }
 
@@ -1062,7 +1052,7 @@ static void merge_sibling_kernels(schedule *out) {
      * between that use the first): one pass over what they read */
     uop *rs[16];
     int nr, j = -1;
-    if (out->v[i].ast && reduce_loops(out->v[i].ast, rs, &nr))
+    if (out->v[i].ast && kernel_loops(out->v[i].ast, rs, &nr) == LOOPS_REDUCE)
       for (int c = w - 2; c >= 0 && c >= w - MERGE_LOOKBACK && j < 0; c--)
         if (out->v[c].ast && can_merge(&out->v[c], &out->v[i]) && independent_of(out, c + 1, w, &out->v[i])) j = c;
     if (j >= 0) { merge_into(&out->v[j], &out->v[i]); continue; }
