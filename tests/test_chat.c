@@ -460,6 +460,49 @@ TEST(chat_jinja_features) {
   }
 }
 
+/* [2.9] integer edges a template (every GGUF carries one) can reach: no
+ * SIGFPE, no undefined overflow; Python's results where they fit in 64 bits,
+ * a template error where Python's would not */
+TEST(chat_jinja_integer_edges) {
+  static const struct { const char *tmpl, *want; } ok[] = {
+    { "{{ (-9223372036854775807 - 1) % -1 }},{{ 7 % -1 }},{{ -7 // -1 }}", "0,0,7" },
+    { "{{ (-9223372036854775807 - 1) // 2 }},{{ (-9223372036854775807 - 1) // 1 }}", "-4611686018427387904,-9223372036854775808" },
+    { "{{ (-9223372036854775807 - 1) is divisibleby(-1) }}", "True" },
+    { "{{ (-1) ** 65 }},{{ 2 ** 62 }},{{ 0 ** 0 }},{{ 1 ** 9223372036854775807 }}", "-1,4611686018427387904,1,1" },
+    { "{{ range(9223372036854775805, 9223372036854775807) | list }}", "[9223372036854775805, 9223372036854775806]" },
+    { "{{ range(0, 9223372036854775807, 4611686018427387904) | list }}", "[0, 4611686018427387904]" },
+    { "{{ range(9223372036854775806, -9223372036854775807 - 1, -9223372036854775807 - 1) | list }}", "[9223372036854775806, -2]" },
+    { "{{ range(0, 10, 9223372036854775807) | list }},{{ range(5, 0, -2) | list }}", "[0],[5, 3, 1]" },
+    { "{{ 'abc'[1::9223372036854775807] }}|{{ [1, 2, 3][2::9223372036854775807] }}", "b|[3]" },
+    { "{{ 'nan' | int(5) }},{{ 1e18 | int }},{{ -2.5 | int }}", "5,1000000000000000000,-2" },
+    { "{{ '%d' % 3.9 }},{{ '%d' % 9223372036854775807 }}", "3,9223372036854775807" },
+    { "{{ [9223372036854775806, 1] | sum }}", "9223372036854775807" },
+  };
+  for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+    char *out = render(ok[i].tmpl, NULL);
+    CHECK_MSG(out && !strcmp(out, ok[i].want), "%s: got '%s', want '%s'", ok[i].tmpl, out ? out : tg_error(), ok[i].want);
+    free(out);
+  }
+  CHECK_RENDER_FAILS("{{ (-9223372036854775807 - 1) // -1 }}", NULL, "integer overflow");
+  CHECK_RENDER_FAILS("{{ -(-9223372036854775807 - 1) }}", NULL, "integer overflow");
+  CHECK_RENDER_FAILS("{{ 9223372036854775807 + 1 }}", NULL, "integer overflow");
+  CHECK_RENDER_FAILS("{{ -9223372036854775807 - 2 }}", NULL, "integer overflow");
+  CHECK_RENDER_FAILS("{{ 4294967296 * 4294967296 }}", NULL, "integer overflow");
+  CHECK_RENDER_FAILS("{{ 2 ** 64 }}", NULL, "integer overflow");
+  CHECK_RENDER_FAILS("{{ 9223372036854775808 }}", NULL, "does not fit in 64 bits");
+  CHECK_RENDER_FAILS("{{ (-9223372036854775807 - 1) | abs }}", NULL, "abs(");
+  CHECK_RENDER_FAILS("{{ 1e300 | int }}", NULL, "does not fit in 64 bits");
+  CHECK_RENDER_FAILS("{{ (1e300 * 1e300) | int }}", NULL, "does not fit in 64 bits");
+  CHECK_RENDER_FAILS("{{ '99999999999999999999' | int }}", NULL, "does not fit in 64 bits");
+  CHECK_RENDER_FAILS("{{ '1e300' | int }}", NULL, "does not fit in 64 bits");
+  CHECK_RENDER_FAILS("{{ '%d' % 1e300 }}", NULL, "does not fit in 64 bits");
+  CHECK_RENDER_FAILS("{{ '%99999d' % 1 }}", NULL, "too large");
+  CHECK_RENDER_FAILS("{{ [9223372036854775807, 1] | sum }}", NULL, "overflow");
+  CHECK_RENDER_FAILS("{{ range(-9223372036854775807 - 1, 9223372036854775807) | list }}", NULL, "range()");
+  CHECK_RENDER_FAILS("{{ range(9223372036854775807, -9223372036854775807 - 1, -1) | list }}", NULL, "range()");
+  CHECK_RENDER_FAILS("{{ [1, 2] | batch(9223372036854775807) | list }} {{ 1 // 0 }}", NULL, "division by zero");
+}
+
 /* is_end: phi-3's template and tokenizer from its GGUF: <|end|> and the
  * tokenizer's EOS end a turn, an ordinary word does not. */
 TEST(chat_is_end_phi3) {

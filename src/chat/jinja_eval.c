@@ -126,11 +126,17 @@ static jv eval_slice(jctx *c, const jnode *n, jscope *s) {
   int64_t a = slice_bound(c, parts[0], len, step, true), b = slice_bound(c, parts[1], len, step, false);
   if (obj.k == JV_LIST) {
     jv out = jv_list(&c->h, 0);
-    for (int64_t i = a; step > 0 ? i < b : i > b; i += step) jlist_push(&c->h, out.l, obj.l->v[i]);
+    for (int64_t i = a; step > 0 ? i < b : i > b;) {
+      jlist_push(&c->h, out.l, obj.l->v[i]);
+      if (tg_add_overflow_i64(i, step, &i)) break;   /* a huge step: past either end */
+    }
     return out;
   }
   jbuf out = { 0 };
-  for (int64_t i = a; step > 0 ? i < b : i > b; i += step) jbuf_put(&c->h, &out, obj.s.p + i, 1);
+  for (int64_t i = a; step > 0 ? i < b : i > b;) {
+    jbuf_put(&c->h, &out, obj.s.p + i, 1);
+    if (tg_add_overflow_i64(i, step, &i)) break;
+  }
   return jv_from_buf(&out);
 }
 
@@ -173,25 +179,39 @@ static jv arith(jctx *c, const char *op, jv a, jv b) {
   if (!jv_is_number(a) || !jv_is_number(b))
     jctx_fail(c, "unsupported operand types for %s: %s and %s", op, jv_kind_name(a), jv_kind_name(b));
   bool ints = a.k != JV_FLOAT && b.k != JV_FLOAT;
-  int64_t x = a.k == JV_BOOL ? a.b : a.i, y = b.k == JV_BOOL ? b.b : b.i;
+  int64_t x = a.k == JV_BOOL ? a.b : a.i, y = b.k == JV_BOOL ? b.b : b.i, r;
   double fx = jv_num(a), fy = jv_num(b);
+  /* integers are 64-bit: where Python's would grow past that, a template error */
+#define INT_OVERFLOW() jctx_fail(c, "integer overflow: %lld %s %lld does not fit in 64 bits", (long long)x, op, (long long)y)
   switch (op[0]) {
-  case '+': return ints ? jv_int((int64_t)((uint64_t)x + (uint64_t)y)) : jv_float(fx + fy);
-  case '-': return ints ? jv_int((int64_t)((uint64_t)x - (uint64_t)y)) : jv_float(fx - fy);
+  case '+':
+    if (!ints) return jv_float(fx + fy);
+    if (tg_add_overflow_i64(x, y, &r)) INT_OVERFLOW();
+    return jv_int(r);
+  case '-':
+    if (!ints) return jv_float(fx - fy);
+    if (tg_sub_overflow_i64(x, y, &r)) INT_OVERFLOW();
+    return jv_int(r);
   case '*':
     if (op[1] == '*') {
       if (ints && y >= 0) {
-        int64_t r = 1;
-        for (int64_t i = 0; i < y && i < 64; i++) r = (int64_t)((uint64_t)r * (uint64_t)x);
+        if (x == 0 || x == 1) return jv_int(y == 0 ? 1 : x);
+        if (x == -1) return jv_int(y % 2 ? -1 : 1);
+        r = 1;   /* |x| >= 2: overflows within 63 steps */
+        for (int64_t i = 0; i < y; i++)
+          if (tg_mul_overflow_i64(r, x, &r)) INT_OVERFLOW();
         return jv_int(r);
       }
       return jv_float(pow(fx, fy));
     }
-    return ints ? jv_int((int64_t)((uint64_t)x * (uint64_t)y)) : jv_float(fx * fy);
+    if (!ints) return jv_float(fx * fy);
+    if (tg_mul_overflow_i64(x, y, &r)) INT_OVERFLOW();
+    return jv_int(r);
   case '/':
     if (fy == 0) jctx_fail(c, "division by zero");
     if (op[1] == '/') {
-      if (ints) {
+      if (ints) {   /* floor division, as Python */
+        if (x == INT64_MIN && y == -1) INT_OVERFLOW();
         int64_t q = x / y;
         if ((x % y != 0) && ((x < 0) != (y < 0))) q--;
         return jv_int(q);
@@ -201,13 +221,15 @@ static jv arith(jctx *c, const char *op, jv a, jv b) {
     return jv_float(fx / fy);
   case '%':
     if (fy == 0) jctx_fail(c, "modulo by zero");
-    if (ints) {
-      int64_t r = x % y;
+    if (ints) {   /* the sign of the divisor, as Python */
+      if (y == -1) return jv_int(0);   /* INT64_MIN % -1 traps in C */
+      r = x % y;
       if (r != 0 && ((r < 0) != (y < 0))) r += y;
       return jv_int(r);
     }
     return jv_float(fx - floor(fx / fy) * fy);
   }
+#undef INT_OVERFLOW
   jctx_fail(c, "unknown operator %s", op);
 }
 
@@ -390,7 +412,10 @@ static jv eval(jctx *c, const jnode *n, jscope *s) {
   case N_NEG: {
     jv v = eval(c, n->a, s);
     c->pos = n->pos;
-    if (v.k == JV_INT) return jv_int((int64_t)(0 - (uint64_t)v.i));
+    if (v.k == JV_INT) {
+      if (v.i == INT64_MIN) jctx_fail(c, "integer overflow: -(%lld) does not fit in 64 bits", (long long)v.i);
+      return jv_int(-v.i);
+    }
     if (v.k == JV_FLOAT) return jv_float(-v.f);
     if (v.k == JV_BOOL) return jv_int(-(int64_t)v.b);
     jctx_fail(c, "bad operand type for unary -: %s", jv_kind_name(v));

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "chat/jinja_eval.h"
+#include "util/util.h"
 
 /* ---- tests ---- */
 
@@ -32,7 +33,7 @@ bool jinja_test(jctx *c, const char *name, jv v, jargs *a) {
   }
   if (IS("divisibleby")) {
     int64_t d = jinja_to_int(c, jarg_or(a, 0, "num", jv_int(1)), 1);
-    return d != 0 && v.k == JV_INT && v.i % d == 0;
+    return d != 0 && v.k == JV_INT && (d == -1 || v.i % d == 0);   /* INT64_MIN % -1 traps */
   }
   if (IS("lower") || IS("upper")) {
     if (v.k != JV_STR) return false;
@@ -317,7 +318,10 @@ jv jinja_filter(jctx *c, const char *name, jv in, jargs *a) {
     return jarg_or(a, 0, "default", jv_float(0));
   }
   if (IS("abs")) {
-    if (in.k == JV_INT) return jv_int(in.i < 0 ? -in.i : in.i);
+    if (in.k == JV_INT) {
+      if (in.i == INT64_MIN) jctx_fail(c, "abs(%lld) does not fit in a 64-bit integer", (long long)in.i);
+      return jv_int(in.i < 0 ? -in.i : in.i);
+    }
     if (jv_is_number(in)) return jv_float(fabs(jv_num(in)));
     jctx_fail(c, "bad operand type for abs(): %s", jv_kind_name(in));
   }
@@ -337,7 +341,10 @@ jv jinja_filter(jctx *c, const char *name, jv in, jargs *a) {
       for (int i = 0; i < items->n; i++) {
         jv x = attr ? jinja_getattr(c, items->v[i], *attr) : items->v[i];
         if (!jv_is_number(x) || !jv_is_number(acc)) jctx_fail(c, "sum needs numbers");
-        acc = acc.k == JV_FLOAT || x.k == JV_FLOAT ? jv_float(jv_num(acc) + jv_num(x)) : jv_int((int64_t)jv_num(acc) + (x.k == JV_BOOL ? x.b : x.i));
+        if (acc.k == JV_FLOAT || x.k == JV_FLOAT) { acc = jv_float(jv_num(acc) + jv_num(x)); continue; }
+        int64_t s0 = acc.k == JV_BOOL ? acc.b : acc.i, s1 = x.k == JV_BOOL ? x.b : x.i, sum;
+        if (tg_add_overflow_i64(s0, s1, &sum)) jctx_fail(c, "sum: integer overflow (%lld + %lld does not fit in 64 bits)", (long long)s0, (long long)s1);
+        acc = jv_int(sum);
       }
       return acc;
     }
@@ -358,7 +365,7 @@ jv jinja_filter(jctx *c, const char *name, jv in, jargs *a) {
     jlist *items = jinja_iter_items(c, in);
     jv out = jv_list(h, 0), cur = jv_undef();
     for (int i = 0; i < items->n; i++) {
-      if (i % n == 0) { cur = jv_list(h, (int)n); jlist_push(h, out.l, cur); }
+      if (i % n == 0) { cur = jv_list(h, (int)(n < items->n ? n : items->n)); jlist_push(h, out.l, cur); }
       jlist_push(h, cur.l, items->v[i]);
     }
     return out;

@@ -21,12 +21,15 @@ static jv g_range(jctx *c, jargs *a) {
     jctx_fail(c, "range expected at least 1 argument");
   }
   if (step == 0) jctx_fail(c, "range() step must not be zero");
-  double count = ceil(((double)stop - (double)start) / (double)step);
-  if (count < 0) count = 0;
-  if (count > (double)c->lim.max_range)
-    jctx_fail(c, "range() of %.0f items exceeds the limit of %lld", count, (long long)c->lim.max_range);
+  /* the count, exactly, in unsigned arithmetic (stop - start and -step may
+   * not fit in int64); each item is start + k*step, which does fit */
+  uint64_t count = 0;
+  if (step > 0 && start < stop) count = ((uint64_t)stop - (uint64_t)start - 1) / (uint64_t)step + 1;
+  if (step < 0 && start > stop) count = ((uint64_t)start - (uint64_t)stop - 1) / (0 - (uint64_t)step) + 1;
+  if (count > (uint64_t)c->lim.max_range)
+    jctx_fail(c, "range() of %llu items exceeds the limit of %lld", (unsigned long long)count, (long long)c->lim.max_range);
   jv out = jv_list(&c->h, (int)count);
-  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) jlist_push(&c->h, out.l, jv_int(i));
+  for (uint64_t k = 0; k < count; k++) jlist_push(&c->h, out.l, jv_int((int64_t)((uint64_t)start + k * (uint64_t)step)));
   return out;
 }
 

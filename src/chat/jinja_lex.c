@@ -4,6 +4,7 @@
  * drops spaces and tabs between a line start and a tag. Like minja (and so
  * llama.cpp), lstrip_blocks applies before `{{` too, not only before `{%`. */
 #include <ctype.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include "chat/jinja_ast.h"
@@ -132,7 +133,11 @@ static size_t lex_number(lexer *L, size_t p) {
   tmp[k] = 0;
   jtok *t = emit(L, is_float ? T_FLOAT : T_INT, start, s + start, p - start);
   if (is_float) t->f = strtod(tmp, NULL);
-  else t->i = strtoll(tmp, NULL, 10);
+  else {
+    errno = 0;
+    t->i = strtoll(tmp, NULL, 10);
+    if (errno == ERANGE || k + 1 >= sizeof tmp) lex_fail(L, start, "integer literal does not fit in 64 bits");
+  }
   return p;
 }
 

@@ -2,11 +2,13 @@
  * (`s.strip()`, `d.items()`, `l.append(x)`), string formatting (`%` and
  * str.format), and the string helpers the filters share. */
 #include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "chat/jinja_eval.h"
+#include "util/util.h"
 
 jv *jarg(jargs *a, int i, const char *kw) {
   if (i >= 0 && i < a->npos) return &a->pos[i];
@@ -141,24 +143,38 @@ jv jinja_items(jctx *c, jv d) {
   return out;
 }
 
+/* a float that has no 64-bit integer value: NaN gives the default (Python's
+ * ValueError, which Jinja's int filter catches), infinities and magnitudes
+ * from 2^63 up a template error (Python's would be a bigint or OverflowError) */
+static int64_t float_to_int(jctx *c, double d, int64_t dflt) {
+  int64_t r;
+  if (isnan(d)) return dflt;
+  if (!tg_f64_to_i64(d, &r)) jctx_fail(c, "cannot convert %g to an integer: it does not fit in 64 bits", d);
+  return r;
+}
+
 int64_t jinja_to_int(jctx *c, jv v, int64_t dflt) {
-  (void)c;
   switch (v.k) {
   case JV_INT: return v.i;
   case JV_BOOL: return v.b;
-  case JV_FLOAT: return isfinite(v.f) ? (int64_t)v.f : dflt;
+  case JV_FLOAT: return float_to_int(c, v.f, dflt);
   case JV_STR: {
     char tmp[64];
     size_t n = v.s.n < 63 ? v.s.n : 63;
     memcpy(tmp, v.s.p, n);
     tmp[n] = 0;
     char *end;
+    errno = 0;
     long long r = strtoll(tmp, &end, 10);
+    bool range = errno == ERANGE;
     while (*end && is_space(*end)) end++;
-    if (end != tmp && !*end) return r;
+    if (end != tmp && !*end) {
+      if (range) jctx_fail(c, "cannot convert '%s' to an integer: it does not fit in 64 bits", tmp);
+      return r;
+    }
     double d = strtod(tmp, &end);
     while (*end && is_space(*end)) end++;
-    return end != tmp && !*end && isfinite(d) ? (int64_t)d : dflt;
+    return end != tmp && !*end ? float_to_int(c, d, dflt) : dflt;
   }
   default: return dflt;
   }
@@ -203,6 +219,8 @@ jv jinja_percent_format(jctx *c, jv fmt, jv args) {
     char spec[32];
     size_t flen = i - start;
     if (flen > 20) jctx_fail(c, "format specifier too long");
+    for (size_t k = start + 1, run = 0; k < i; k++)   /* a width or precision of 10^4 or more: an output bomb */
+      if ((run = fmt.s.p[k] >= '0' && fmt.s.p[k] <= '9' ? run + 1 : 0) > 4) jctx_fail(c, "format width or precision too large");
     memcpy(spec, fmt.s.p + start, flen);
     switch (conv) {
     case 's': case 'r': {
@@ -219,7 +237,7 @@ jv jinja_percent_format(jctx *c, jv fmt, jv args) {
       memcpy(spec + flen, "ll", 2);
       spec[flen + 2] = conv == 'i' ? 'd' : conv;
       spec[flen + 3] = 0;
-      jbuf_printf(h, &b, spec, (long long)jv_num(v));
+      jbuf_printf(h, &b, spec, (long long)jinja_to_int(c, v, 0));
       break;
     case 'f': case 'F': case 'e': case 'E': case 'g': case 'G':
       if (!jv_is_number(v)) jctx_fail(c, "%%%c format: a number is required, not %s", conv, jv_kind_name(v));

@@ -53,6 +53,28 @@ void pm_put(ptrmap *m, const void *key, void *val);
 void **pm_slot_value(const ptrmap *m, const void *key);
 void pm_free(ptrmap *m);
 
+/* ---- checked arithmetic: every shape, size and offset computation that a
+ * caller's numbers reach goes through these. Each returns true when the
+ * result overflowed (then *r is unspecified), like __builtin_*_overflow. */
+static inline bool tg_mul_overflow_i64(int64_t a, int64_t b, int64_t *r) { return __builtin_mul_overflow(a, b, r); }
+static inline bool tg_add_overflow_i64(int64_t a, int64_t b, int64_t *r) { return __builtin_add_overflow(a, b, r); }
+static inline bool tg_sub_overflow_i64(int64_t a, int64_t b, int64_t *r) { return __builtin_sub_overflow(a, b, r); }
+/* The product of n dims, or -1 when a dim is negative or the product passes
+ * INT64_MAX. */
+static inline int64_t tg_checked_numel(const int64_t *dims, int n) {
+  int64_t p = 1;
+  for (int i = 0; i < n; i++)
+    if (dims[i] < 0 || tg_mul_overflow_i64(p, dims[i], &p)) return -1;
+  return p;
+}
+/* A double converted to int64 when it is finite and fits (truncated toward
+ * zero, like a C cast); false otherwise (a plain cast would be undefined). */
+static inline bool tg_f64_to_i64(double d, int64_t *r) {
+  if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) return false;   /* NaN fails too */
+  *r = (int64_t)d;
+  return true;
+}
+
 /* ---- environment */
 int64_t tg_getenv_int(const char *name, int64_t dflt);
 
