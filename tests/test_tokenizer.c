@@ -268,6 +268,42 @@ TEST(tok_stream_utf8) {
   tg_tokenizer_free(t);
 }
 
+/* [2.9] a token whose piece is empty (BOS with special=false) pushed onto a
+ * fresh stream (nothing held yet: memmove(NULL, NULL, 0) under UBSan before),
+ * and NULL arguments to the tokenizer calls: errors, not crashes */
+TEST(tok_stream_empty_piece_null_args) {
+  tg_tokenizer *t = load_or_skip(VOCAB_DIR "ggml-vocab-llama-spm.gguf");
+  if (!t) SKIP("no llama-spm vocab (shared test data absent)");
+  int32_t bos = tg_tokenizer_bos(t);
+  CHECK(bos >= 0);
+  tg_token_stream *s = tg_token_stream_new(t, false);
+  size_t n = 99;
+  const char *p = tg_token_stream_push(s, bos, &n);
+  CHECK(p && n == 0);
+  p = tg_token_stream_push(s, bos, NULL);   /* len is optional */
+  CHECK(p != NULL);
+  p = tg_token_stream_flush(s, &n);
+  CHECK(p && n == 0);
+  tg_token_stream_free(s);
+  CHECK(!tg_token_stream_push(NULL, bos, &n) && n == 0 && strstr(tg_error(), "no stream"));
+  CHECK(!tg_token_stream_flush(NULL, &n) && strstr(tg_error(), "no stream"));
+  CHECK(!tg_token_stream_new(NULL, false));
+  /* an empty piece into a NULL buffer of capacity 0 is fine */
+  CHECK_EQ_INT(tg_token_to_piece(t, bos, false, NULL, 0), 0);
+  CHECK(tg_tokenize(t, "hi", 2, true, false, NULL) < 0 && strstr(tg_error(), "NULL ids"));
+  int32_t *ids = (int32_t *)&n;
+  CHECK(tg_tokenize(NULL, "hi", 2, true, false, &ids) < 0 && ids == NULL);
+  CHECK(tg_tokenize(t, NULL, 5, true, false, &ids) < 0);
+  CHECK(!tg_detokenize(t, NULL, 3, false, false, NULL) && strstr(tg_error(), "tg_detokenize"));
+  CHECK(!tg_detokenize(t, &bos, -1, false, false, NULL) && strstr(tg_error(), "tg_detokenize"));
+  CHECK(!tg_detokenize(NULL, &bos, 1, false, false, NULL));
+  char *out = tg_detokenize(t, NULL, 0, false, false, &n);
+  CHECK(out && n == 0);
+  free(out);
+  CHECK(!tg_tokenizer_load(NULL) && strstr(tg_error(), "NULL path"));
+  tg_tokenizer_free(t);
+}
+
 /* ---- malformed metadata: a minimal GGUF writer */
 typedef struct { unsigned char *b; size_t n, cap; } gbuf;
 static void gput(gbuf *g, const void *p, size_t n) {

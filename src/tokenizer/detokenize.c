@@ -78,7 +78,8 @@ int tg_token_to_piece(const tg_tokenizer *t, int32_t id, bool special, char *buf
   size_t n;
   const char *p = piece_of(t, id, special, &n);
   if ((size_t)cap < n || cap < 0) return -(int)n;
-  memcpy(buf, p, n);
+  if (n && !buf) { tg_seterr("tg_token_to_piece: NULL buf with cap %d", cap); return 0; }
+  if (n) memcpy(buf, p, n);
   return (int)n;
 }
 
@@ -113,6 +114,7 @@ static size_t clean_spaces(char *s, size_t n) {
 char *tg_detokenize(const tg_tokenizer *t, const int32_t *ids, int n, bool remove_special, bool special,
                     size_t *len) {
   if (!t) { tg_seterr("tg_detokenize: no tokenizer"); return NULL; }
+  if (n < 0 || (n > 0 && !ids)) { tg_seterr("tg_detokenize: %s ids (n %d)", ids ? "bad count of" : "NULL", n); return NULL; }
   for (int i = 0; i < n; i++)
     if (ids[i] < 0 || ids[i] >= t->n_vocab) {
       tg_seterr("tg_detokenize: token id %d (at %d) out of range (vocab %d)", ids[i], i, t->n_vocab);
@@ -154,7 +156,10 @@ tg_token_stream *tg_token_stream_new(const tg_tokenizer *t, bool special) {
 }
 
 const char *tg_token_stream_push(tg_token_stream *s, int32_t id, size_t *len) {
+  size_t dummy;
+  if (!len) len = &dummy;
   *len = 0;
+  if (!s) { tg_seterr("tg_token_stream_push: no stream"); return NULL; }
   if (id < 0 || id >= s->t->n_vocab) {
     tg_seterr("tg_token_stream_push: token id %d out of range (vocab %d)", id, s->t->n_vocab);
     return NULL;
@@ -165,7 +170,7 @@ const char *tg_token_stream_push(tg_token_stream *s, int32_t id, size_t *len) {
   size_t k = utf8_complete_prefix(s->held.v, (size_t)s->held.n);
   s->ready.n = 0;
   put_bytes(&s->ready, s->held.v, k);
-  memmove(s->held.v, s->held.v + k, (size_t)s->held.n - k);
+  if (k) memmove(s->held.v, s->held.v + k, (size_t)s->held.n - k);   /* held.v is NULL until a byte arrives */
   s->held.n -= (int)k;
   VEC_PUSH(s->ready, 0);
   *len = k;
@@ -173,6 +178,10 @@ const char *tg_token_stream_push(tg_token_stream *s, int32_t id, size_t *len) {
 }
 
 const char *tg_token_stream_flush(tg_token_stream *s, size_t *len) {
+  size_t dummy;
+  if (!len) len = &dummy;
+  *len = 0;
+  if (!s) { tg_seterr("tg_token_stream_flush: no stream"); return NULL; }
   s->ready.n = 0;
   put_bytes(&s->ready, s->held.v, (size_t)s->held.n);
   *len = (size_t)s->held.n;

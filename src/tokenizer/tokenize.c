@@ -59,6 +59,7 @@ static void spm_fragment(const tg_tokenizer *t, const char *s, size_t n, bool pr
 
 int tg_tokenize(const tg_tokenizer *t, const char *text, size_t len, bool add_special, bool parse_special,
                 int32_t **ids) {
+  if (!ids) return tg_seterr("tg_tokenize: NULL ids (where the token array goes)");
   *ids = NULL;
   if (!t) return tg_seterr("tg_tokenize: no tokenizer");
   if (!text && len) return tg_seterr("tg_tokenize: NULL text");

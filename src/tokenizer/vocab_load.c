@@ -25,6 +25,7 @@ void tg_tokenizer_free(tg_tokenizer *t) {
 }
 
 tg_tokenizer *tg_tokenizer_load(const char *path) {
+  if (!path) TG_FAIL("tg_tokenizer_load: NULL path");
   gguf_file *f = gguf_open(path);
   if (!f) return NULL;
   tg_tokenizer *t = tokenizer_from_gguf(f);
