@@ -443,3 +443,75 @@ TEST(gguf_w_quantize_model) {
   gguf_close(b);
   CHECK(quant_model(tmp_path("missing.gguf"), dst, quant_ftype_by_name("Q4_0"), NULL) < 0);
 }
+
+/* [2.9] float metadata that is NaN, infinite or huge: its integer view is
+ * defined (truncated, saturated, NaN 0: it was a cast past int64's range),
+ * it prints, and the LLM loader rejects such a hyperparameter by name. */
+TEST(gguf_float_metadata_edges) {
+  gguf_writer *w = gguf_writer_new();
+  const float f32s[] = { NAN, INFINITY, -INFINITY, 3e38f, -2.75f };
+  const double f64s[] = { NAN, 1e300, -1e300, 42.9, -9223372036854775808.0, 9223372036854775808.0 };
+  const int64_t want32[] = { 0, INT64_MAX, INT64_MIN, INT64_MAX, -2 };
+  const int64_t want64[] = { 0, INT64_MAX, INT64_MIN, 42, INT64_MIN, INT64_MAX };
+  char key[32];
+  for (int i = 0; i < 5; i++) { snprintf(key, sizeof key, "f32.%d", i); CHECK(gguf_w_set_f32(w, key, f32s[i]) == 0); }
+  for (int i = 0; i < 6; i++) { snprintf(key, sizeof key, "f64.%d", i); CHECK(gguf_w_set(w, key, GGUF_F64, &f64s[i]) == 0); }
+  CHECK(gguf_w_set_arr(w, "a.f64", GGUF_F64, f64s, 6) == 0);
+  CHECK(gguf_w_set_arr(w, "a.f32", GGUF_F32, f32s, 5) == 0);
+  const char *p = tmp_path("floats.gguf");
+  CHECK_MSG(gguf_writer_write(w, p, NULL, NULL) == 0, "%s", tg_error());
+  gguf_writer_free(w);
+  gguf_file *f = gguf_open(p);
+  CHECK_OK(f);
+  if (!f) return;
+  char buf[512];
+  for (int i = 0; i < 5; i++) {
+    snprintf(key, sizeof key, "f32.%d", i);
+    const gguf_kv *kv = gguf_find(f, key);
+    CHECK(kv && kv->i == want32[i] && (isnan(f32s[i]) ? isnan(kv->f) : kv->f == (double)f32s[i]));
+    if (kv) gguf_kv_format(kv, buf, sizeof buf);
+  }
+  for (int i = 0; i < 6; i++) {
+    snprintf(key, sizeof key, "f64.%d", i);
+    const gguf_kv *kv = gguf_find(f, key);
+    CHECK_MSG(kv && kv->i == want64[i], "%s: i %lld", key, kv ? (long long)kv->i : 0);
+    if (kv) gguf_kv_format(kv, buf, sizeof buf);
+  }
+  const gguf_kv *a = gguf_get_arr(f, "a.f64", GGUF_F64), *b = gguf_get_arr(f, "a.f32", GGUF_F32);
+  CHECK(a && b);
+  if (a) for (int i = 0; i < 6; i++) CHECK_EQ_INT(gguf_arr_int(a, (uint64_t)i), want64[i]);
+  if (b) for (int i = 0; i < 5; i++) CHECK_EQ_INT(gguf_arr_int(b, (uint64_t)i), want32[i]);
+  if (a) { gguf_kv_format(a, buf, sizeof buf); CHECK_MSG(strstr(buf, "nan") && strstr(buf, "1e+300"), "%s", buf); }
+  int64_t v;
+  CHECK(!gguf_get_int(f, "f64.1", &v));   /* a float is no integer key */
+  gguf_close(f);
+  CHECK(!gguf_open(NULL) && strstr(tg_error(), "NULL path"));
+
+  /* the tiny llama golden with one hyperparameter replaced */
+  static const struct { const char *key; uint32_t type; float v; const char *err; } bad[] = {
+    { "llama.attention.layer_norm_rms_epsilon", GGUF_F32, NAN, "layer_norm_rms_epsilon" },
+    { "llama.rope.freq_base", GGUF_F32, INFINITY, "rope.freq_base" },
+    { "llama.feed_forward_length", GGUF_ARRAY, INFINITY, "feed_forward_length" },
+    { "llama.feed_forward_length", GGUF_ARRAY, 1e30f, "out of range" },
+    { "llama.feed_forward_length", GGUF_ARRAY, NAN, "feed_forward_length" },
+  };
+  gguf_file *g = gguf_open("goldens/llm_llama.gguf");
+  if (!g) SKIP("goldens/llm_llama.gguf: %s", tg_error());
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    w = gguf_writer_new();
+    for (int i = 0; i < g->n_kv; i++) CHECK(gguf_w_copy_kv(w, &g->kv[i]) == 0);
+    if (bad[k].type == GGUF_ARRAY) CHECK(gguf_w_set_arr(w, bad[k].key, GGUF_F32, &bad[k].v, 1) == 0);
+    else CHECK(gguf_w_set_f32(w, bad[k].key, bad[k].v) == 0);
+    for (int i = 0; i < g->n_tensors; i++) {
+      const gguf_tensor_info *ti = &g->tensors[i];
+      CHECK(gguf_w_add_tensor(w, ti->name, ti->type, ti->n_dims, ti->ne, (const char *)ti->map->base + ti->file_offset) == i);
+    }
+    p = tmp_path("bad_llm.gguf");
+    CHECK_MSG(gguf_writer_write(w, p, NULL, NULL) == 0, "%s", tg_error());
+    gguf_writer_free(w);
+    tg_llm *m = tg_llm_load(p, NULL);
+    CHECK_MSG(!m && strstr(tg_error(), bad[k].err), "%s = %g: %s", bad[k].key, bad[k].v, m ? "loaded" : tg_error());
+    tg_llm_free(m);
+  }
+  gguf_close(g);
+}

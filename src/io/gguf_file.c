@@ -54,6 +54,15 @@ static int rd_str(reader *r, const char **s, uint64_t *n, const char *what) {
   return 0;
 }
 
+/* The integer view of a float value: truncated when it fits in int64,
+ * saturated when it does not, 0 for NaN (a plain cast would be undefined;
+ * callers that need an integer check the range or the float). */
+static int64_t float_as_int(double x) {
+  int64_t r;
+  if (tg_f64_to_i64(x, &r)) return r;
+  return x != x ? 0 : x > 0 ? INT64_MAX : INT64_MIN;
+}
+
 /* Decodes a scalar of type t at p into kv's i/u/f. */
 static void scalar_value(uint32_t t, const unsigned char *p, int64_t *i, uint64_t *u, double *f) {
   uint64_t raw = le(p, scalar_size[t]);
@@ -62,8 +71,8 @@ static void scalar_value(uint32_t t, const unsigned char *p, int64_t *i, uint64_
   case GGUF_I16: *i = (int16_t)raw; break;
   case GGUF_I32: *i = (int32_t)raw; break;
   case GGUF_I64: *i = (int64_t)raw; break;
-  case GGUF_F32: { uint32_t b = (uint32_t)raw; float x; memcpy(&x, &b, 4); *f = x; *i = (int64_t)x; *u = (uint64_t)*i; return; }
-  case GGUF_F64: { double x; memcpy(&x, &raw, 8); *f = x; *i = (int64_t)x; *u = (uint64_t)*i; return; }
+  case GGUF_F32: { uint32_t b = (uint32_t)raw; float x; memcpy(&x, &b, 4); *f = x; *i = float_as_int(x); *u = (uint64_t)*i; return; }
+  case GGUF_F64: { double x; memcpy(&x, &raw, 8); *f = x; *i = float_as_int(x); *u = (uint64_t)*i; return; }
   default: *i = (int64_t)raw; break;   /* unsigned types and bool */
   }
   *u = (uint64_t)*i;
@@ -253,6 +262,7 @@ static bool split_name(const char *path, int *count, size_t *prefix_len) {
 }
 
 gguf_file *gguf_open(const char *path) {
+  if (!path) TG_FAIL("gguf_open: NULL path");
   gguf_file *f = tg_xcalloc(1, sizeof *f);
   f->path = tg_xstrdup(path);
   int count = 1;

@@ -33,7 +33,8 @@ const char *gguf_type_name(uint32_t t);
 typedef struct {
   char *key;                   /* NUL-terminated copy */
   uint32_t type;               /* gguf_type */
-  /* scalars (every integer type widens to both i and u; floats to f) */
+  /* scalars (every integer type widens to both i and u; floats to f, and
+   * to i/u truncated, saturated past int64's range, 0 for NaN) */
   int64_t i;
   uint64_t u;
   double f;

@@ -1,5 +1,7 @@
 /* llm_config.c: a model's hyperparameters from GGUF metadata
  * (<arch>.embedding_length and friends, as llama.cpp names them). */
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include "llm/llm.h"
@@ -15,7 +17,9 @@ static int arch_int(tg_llm *m, const char *key, int64_t def, int *out) {
   const gguf_kv *kv = gguf_find(m->file, k);
   if (kv && kv->type == GGUF_ARRAY) {   /* per-layer arrays: take the first */
     if (!kv->arr_n || kv->arr_type == GGUF_STRING || kv->arr_type == GGUF_ARRAY) return tg_seterr("%s: %s is not a number", m->file->path, k);
-    v = gguf_arr_int(kv, 0);
+    if ((kv->arr_type == GGUF_F32 || kv->arr_type == GGUF_F64) && !isfinite(gguf_arr_f64(kv, 0)))
+      return tg_seterr("%s: %s = %g is not a finite number", m->file->path, k, gguf_arr_f64(kv, 0));
+    v = gguf_arr_int(kv, 0);   /* saturated, so a huge float fails the range check below */
   } else if (!gguf_get_int(m->file, k, &v) && def < 0) {
     return tg_seterr("%s: metadata %s is missing", m->file->path, k);
   }
@@ -24,12 +28,16 @@ static int arch_int(tg_llm *m, const char *key, int64_t def, int *out) {
   return 0;
 }
 
-static float arch_float(tg_llm *m, const char *key, double def) {
+/* Float <arch>.<key> (def when absent); NaN, infinities and values past
+ * float's range are errors naming the key, not a model that computes NaN. */
+static int arch_float(tg_llm *m, const char *key, double def, float *out) {
   char k[128];
   snprintf(k, sizeof k, "%s.%s", m->cfg.arch, key);
   double v = def;
   gguf_get_f64(m->file, k, &v);
-  return (float)v;
+  if (!isfinite(v) || fabs(v) > FLT_MAX) return tg_seterr("%s: %s = %g is not a finite float", m->file->path, k, v);
+  *out = (float)v;
+  return 0;
 }
 
 int llm_read_config(tg_llm *m, int n_ctx) {
@@ -73,18 +81,19 @@ int llm_read_config(tg_llm *m, int n_ctx) {
     /* llama.cpp: mixtral (llama) and qwen3moe renormalize; qwen2moe does not */
     c->expert_weights_norm = !strcmp(c->arch, "llama") || !strcmp(c->arch, "qwen3moe");   /* deepseek2 reads it */
     gguf_get_bool(m->file, k, &c->expert_weights_norm);
-    c->expert_weights_scale = arch_float(m, "expert_weights_scale", 0.0);
+    if (arch_float(m, "expert_weights_scale", 0.0, &c->expert_weights_scale) < 0) return -1;
     if (arch_int(m, "expert_gating_func", 1, &gating) < 0) return -1;
     c->expert_gating_sigmoid = gating == 2;
   }
-  c->rms_eps = arch_float(m, "attention.layer_norm_rms_epsilon", 1e-5);
-  c->rope_base = arch_float(m, "rope.freq_base", 10000.0);
+  if (arch_float(m, "attention.layer_norm_rms_epsilon", 1e-5, &c->rms_eps) < 0 ||
+      arch_float(m, "rope.freq_base", 10000.0, &c->rope_base) < 0)
+    return -1;
   {
     char k[128], *type;
     snprintf(k, sizeof k, "%s.rope.scaling.type", c->arch);
     type = gguf_get_str(m->file, k);
     c->rope_scale = 1;
-    if (type && !strcmp(type, "linear")) c->rope_scale = arch_float(m, "rope.scaling.factor", 1.0);
+    if (type && !strcmp(type, "linear") && arch_float(m, "rope.scaling.factor", 1.0, &c->rope_scale) < 0) { free(type); return -1; }
     else if (type && strcmp(type, "none")) { tg_seterr("%s: rope scaling '%s' is not supported (none and linear are)", m->file->path, type); free(type); return -1; }
     free(type);
     if (!(c->rope_scale > 0)) return tg_seterr("%s: rope.scaling.factor must be positive", m->file->path);
