@@ -1,12 +1,19 @@
 /* test_serve.c: the OpenAI-compatible server (src/serve) over a fake backend,
  * driven by curl and by the official openai Python client. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <stdatomic.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include "test.h"
+#include "serve/request.h"
 #include "serve/serve.h"
 #include "serve/text_filter.h"
 #include "util/util.h"
@@ -645,5 +652,174 @@ TEST(serve_openai_client) {
   int rc = pclose(p);
   CHECK_MSG(rc == 0 && strstr(out.s, "openai client: all ok"), "serve_openai_client.py failed (%d):\n%s", rc, out.s);
   sb_free(&out);
+  serve_stop(s);
+}
+
+/* ---------------------------------------------------------------- [2.9] attacks */
+
+/* Strict JSON, on the parser alone (bodies curl cannot send: NUL bytes) and
+ * over HTTP: trailing bytes, NUL, duplicate keys are 400 with a message. */
+TEST(serve_strict_json) {
+  static const struct { const char *body; size_t len; bool chat; const char *err; } bad[] = {
+    { "{\"prompt\":\"a\"}xyz", 0, false, "after its JSON value" },
+    { "{\"prompt\":\"a\"} {}", 0, false, "after its JSON value" },
+    { "{\"prompt\":\"a\"}\0", 15, false, "NUL byte (at byte 14)" },
+    { "\0{\"prompt\":\"a\"}", 15, false, "NUL byte (at byte 0)" },
+    { "{\"prompt\":\"a\0b\"}", 16, false, "NUL byte" },
+    { "{\"prompt\":\"a\",\"prompt\":\"b\"}", 0, false, "'prompt' twice" },
+    { "{\"prompt\":\"a\",\"stop\":[{\"x\":1,\"y\":2,\"x\":3}]}", 0, false, "'x' twice" },
+    { "{\"messages\":[{\"role\":\"user\",\"content\":\"a\",\"role\":\"system\"}]}", 0, true, "'role' twice" },
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    serve_request r;
+    serve_error e;
+    size_t len = bad[i].len ? bad[i].len : strlen(bad[i].body);
+    CHECK_MSG(serve_request_parse(&r, bad[i].chat, bad[i].body, len, &e) < 0, "case %zu parsed", i);
+    CHECK_MSG(e.status == 400 && strstr(e.message, bad[i].err), "case %zu: %d %s", i, e.status, e.message);
+  }
+  /* still fine: white space after the value, many distinct keys, the same key in two objects */
+  static const char *const good[] = {
+    "{\"prompt\":\"a\"}\r\n \t",
+    "{\"prompt\":\"a\",\"seed\":1,\"stream\":false,\"top_p\":1,\"stop\":[\"x\"],\"n\":1}",
+    "{\"prompt\":\"a\",\"x\":{\"k\":1},\"y\":{\"k\":2}}",
+  };
+  for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+    serve_request r;
+    serve_error e;
+    CHECK_MSG(serve_request_parse(&r, false, good[i], strlen(good[i]), &e) == 0, "good %zu: %s", i, e.message);
+    serve_request_free(&r);
+  }
+  /* a body of 50,000 distinct keys is checked quickly */
+  strbuf big = { 0 };
+  sb_puts(&big, "{\"prompt\":\"a\"");
+  for (int i = 0; i < 50000; i++) sb_printf(&big, ",\"k%d\":%d", i, i);
+  sb_puts(&big, "}");
+  double t0 = now_s();
+  serve_request r;
+  serve_error e;
+  CHECK_MSG(serve_request_parse(&r, false, big.s, big.n, &e) == 0, "%s", e.message);
+  serve_request_free(&r);
+  CHECK_MSG(now_s() - t0 < 1.0, "50,000 keys took %.2f s", now_s() - t0);
+  sb_free(&big);
+  if (!have_curl()) return;
+  serve_server *s = start_server();
+  if (!s) return;
+  int st;
+  char *body = http(serve_port(s), "POST", "/v1/completions", "{\"prompt\":\"a\"}xyz", &st);
+  CHECK_MSG(st == 400 && strstr(body, "after its JSON value"), "%d %s", st, body);
+  free(body);
+  body = http(serve_port(s), "POST", "/v1/completions", "{\"prompt\":\"a\",\"prompt\":\"b\"}", &st);
+  CHECK_MSG(st == 400 && strstr(body, "twice"), "%d %s", st, body);
+  free(body);
+  serve_stop(s);
+}
+
+/* A TCP connection to 127.0.0.1:port from source address src (NULL: any);
+ * -1 on failure, -2 when src cannot be bound. */
+static int tcp_from(const char *src, int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  if (src) {
+    struct sockaddr_in a = { .sin_family = AF_INET };
+    inet_pton(AF_INET, src, &a.sin_addr);
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0) { close(fd); return -2; }
+  }
+  struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+  inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+  if (connect(fd, (struct sockaddr *)&to, sizeof to) < 0) { close(fd); return -1; }
+  return fd;
+}
+
+/* Seconds GET /health took over a fresh connection (the reply read to its
+ * end), or -1 when no 200 came within 3 s. */
+static double health_seconds(int port) {
+  double t0 = now_s();
+  int fd = tcp_from(NULL, port);
+  if (fd < 0) return -1;
+  const char *req = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  if (send(fd, req, strlen(req), MSG_NOSIGNAL) != (ssize_t)strlen(req)) { close(fd); return -1; }
+  char buf[1024];
+  size_t n = 0;
+  while (n < sizeof buf - 1) {
+    struct pollfd p = { .fd = fd, .events = POLLIN };
+    int ms = (int)((t0 + 3 - now_s()) * 1000);
+    if (ms <= 0 || poll(&p, 1, ms) <= 0) break;
+    ssize_t k = recv(fd, buf + n, sizeof buf - 1 - n, 0);
+    if (k <= 0) break;
+    n += (size_t)k;
+  }
+  buf[n] = 0;
+  close(fd);
+  return strstr(buf, " 200 ") && strstr(buf, "\"ok\"") ? now_s() - t0 : -1;
+}
+
+/* Opens n partial requests (headers never finished) from src; returns how
+ * many connected (fds in fds). */
+static int open_partial(const char *src, int port, int n, int *fds) {
+  int k = 0;
+  for (int i = 0; i < n; i++) {
+    int fd = tcp_from(src, port);
+    if (fd == -2) return -2;
+    if (fd < 0) continue;
+    send(fd, "GET /health HTTP/1.1\r\nHost: x\r\nX-Slow:", 38, MSG_NOSIGNAL);
+    fds[k++] = fd;
+  }
+  return k;
+}
+
+/* Slowloris: 300 idle partial connections must not starve /health. From one
+ * address they run into the per-address limit; from 30 addresses (10 each,
+ * under it) they fit in the connection limit; and the idle timeout closes
+ * them all. Bounded to a few seconds. */
+TEST(serve_slowloris) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 2048 && rl.rlim_max > rl.rlim_cur) {
+    rl.rlim_cur = rl.rlim_max < 4096 ? rl.rlim_max : 4096;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 1400) SKIP("only %llu file descriptors", (unsigned long long)rl.rlim_cur);
+  atomic_store(&fake.generations, 0);
+  static bool init;
+  if (!init) { pthread_mutex_init(&fake.mu, NULL); init = true; }
+  serve_options opt = { .host = "127.0.0.1", .quiet = true, .timeout_s = 2, .max_conns_per_ip = 16 };
+  serve_server *s = serve_start(&opt, &fake_backend);
+  CHECK_OK(s);
+  if (!s) return;
+  int port = serve_port(s);
+  static int fds[600];
+  int n = 0;
+  double t0 = now_s();
+  /* one address, 300 partial connections: all but 16 are refused */
+  int k = open_partial("127.0.0.2", port, 300, fds);
+  if (k == -2) { serve_stop(s); SKIP("cannot bind 127.0.0.2 (no 127/8 loopback)"); }
+  n += k;
+  double dt = health_seconds(port);
+  CHECK_MSG(dt >= 0 && dt < 1.0, "/health with 300 partial connections from one address: %.2f s", dt);
+  /* 30 addresses, 10 each: 300 partial connections the server holds */
+  for (int a = 0; a < 30; a++) {
+    char src[32];
+    snprintf(src, sizeof src, "127.0.1.%d", a + 1);
+    k = open_partial(src, port, 10, fds + n);
+    if (k > 0) n += k;
+  }
+  dt = health_seconds(port);
+  CHECK_MSG(dt >= 0 && dt < 1.0, "/health with 300 more partial connections from 30 addresses: %.2f s", dt);
+  /* the idle timeout (2 s here) closes them: each reads EOF (or a reset) */
+  int closed = 0;
+  for (int i = 0; i < n; i++) {
+    struct pollfd p = { .fd = fds[i], .events = POLLIN };
+    int ms = (int)((t0 + 5 - now_s()) * 1000);
+    char b[256];
+    while (ms > 0 && poll(&p, 1, ms) > 0) {
+      ssize_t r = recv(fds[i], b, sizeof b, 0);
+      if (r <= 0) { closed++; break; }   /* EOF or a reset: closed by the server */
+      ms = (int)((t0 + 5 - now_s()) * 1000);
+    }
+    close(fds[i]);
+  }
+  CHECK_MSG(closed == n, "%d of %d idle connections still open %.1f s after they opened", n - closed, n, now_s() - t0);
+  CHECK_MSG(now_s() - t0 < 6, "took %.1f s", now_s() - t0);
+  dt = health_seconds(port);
+  CHECK_MSG(dt >= 0 && dt < 1.0, "/health afterwards: %.2f s", dt);
   serve_stop(s);
 }

@@ -47,7 +47,7 @@ int cmd_serve(int argc, char **argv) {
   llm_args a;
   llm_args_init(&a);
   const char *host = "127.0.0.1", *alias = NULL;
-  int port = SERVE_DEFAULT_PORT;
+  int port = SERVE_DEFAULT_PORT, timeout = 0, per_ip = 0;
   for (int i = 1; i < argc; i++) {
     int r = llm_args_parse(&a, argc, argv, &i, "tg serve");
     if (r < 0) return 2;
@@ -55,19 +55,23 @@ int cmd_serve(int argc, char **argv) {
     if (!strcmp(argv[i], "--host") && i + 1 < argc) host = argv[++i];
     else if (!strcmp(argv[i], "--port") && i + 1 < argc) port = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--alias") && i + 1 < argc) alias = argv[++i];
+    else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) timeout = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--max-conns-per-ip") && i + 1 < argc) per_ip = atoi(argv[++i]);
     else {
-      fprintf(stderr, "tg serve: unknown argument '%s'\nusage: tg serve -m MODEL.gguf [--host 127.0.0.1] [--port %d] [--alias NAME] [-c CTX]\n",
+      fprintf(stderr, "tg serve: unknown argument '%s'\nusage: tg serve -m MODEL.gguf [--host 127.0.0.1] [--port %d] [--alias NAME] [-c CTX] [--timeout S] [--max-conns-per-ip N]\n",
               argv[i], SERVE_DEFAULT_PORT);
       return 2;
     }
   }
   if (port < 0 || port > 65535) { fprintf(stderr, "tg serve: port %d is out of range\n", port); return 2; }
+  if (timeout < 0 || per_ip < 0) { fprintf(stderr, "tg serve: --timeout and --max-conns-per-ip must not be negative\n"); return 2; }
   chat_session s;
   if (!chat_session_open(&s, &a, "tg serve")) return 1;
   const char *slash = strrchr(a.model, '/');
   serve_backend b = { .ctx = &s, .model_id = alias ? alias : slash ? slash + 1 : a.model, .n_ctx = tg_llm_config_of(s.model)->n_ctx,
                       .tokenize_chat = tokenize_chat, .tokenize_text = tokenize_text, .generate = generate };
-  int rc = serve_run(&(serve_options){ .host = host, .port = port }, &b);
+  int rc = serve_run(&(serve_options){ .host = host, .port = port, .timeout_s = (unsigned)timeout,
+                                               .max_conns_per_ip = (unsigned)per_ip }, &b);
   chat_session_close(&s);
   return rc == 0 ? 0 : 1;
 }

@@ -1,5 +1,6 @@
 /* request.c: parsing and validating OpenAI request bodies (see request.h).
- * Unknown fields are ignored, as OpenAI-compatible servers usually do. */
+ * The JSON is strict (nothing after the value, no NUL, no key twice);
+ * unknown fields are ignored, as OpenAI-compatible servers usually do. */
 #include "serve/request.h"
 #include <math.h>
 #include <stdio.h>
@@ -173,13 +174,51 @@ static int parse_prompt(serve_request *r, const cJSON *o, serve_error *e) {
   return 0;
 }
 
+static int cmp_names(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Whether some object in v (at any depth) has a key twice; its name goes to
+ * out. Sorting the names keeps a body of many keys O(n log n). */
+static bool find_duplicate_key(const cJSON *v, char *out, size_t cap) {
+  if (!cJSON_IsObject(v) && !cJSON_IsArray(v)) return false;
+  if (cJSON_IsObject(v)) {
+    size_t n = 0, k = 0;
+    for (const cJSON *c = v->child; c; c = c->next) n++;
+    if (n > 1) {
+      const char **names = tg_xmalloc(n * sizeof *names);
+      for (const cJSON *c = v->child; c; c = c->next) names[k++] = c->string ? c->string : "";
+      qsort(names, n, sizeof *names, cmp_names);
+      bool dup = false;
+      for (size_t i = 1; i < n && !dup; i++)
+        if (!strcmp(names[i - 1], names[i])) { dup = true; snprintf(out, cap, "%s", names[i]); }
+      free(names);
+      if (dup) return true;
+    }
+  }
+  for (const cJSON *c = v->child; c; c = c->next)
+    if (find_duplicate_key(c, out, cap)) return true;
+  return false;
+}
+
 int serve_request_parse(serve_request *r, bool chat, const char *body, size_t len, serve_error *e) {
   memset(r, 0, sizeof *r);
   r->chat = chat;
-  cJSON *root = cJSON_ParseWithLength(body, len);
+  /* strict JSON: one value, nothing after it but white space, no NUL byte
+   * (cJSON would stop at it), no key twice in an object */
+  const char *nul = len ? memchr(body, 0, len) : NULL;
+  if (nul) return serve_error_set(e, 400, "invalid_json", NULL, "the request body holds a NUL byte (at byte %zu)", (size_t)(nul - body));
+  const char *end = NULL;
+  cJSON *root = cJSON_ParseWithLengthOpts(body, len, &end, false);
   if (!root) return serve_error_set(e, 400, "invalid_json", NULL, "the request body is not valid JSON");
+  while (end < body + len && (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r')) end++;
   int rc = -1;
-  if (!cJSON_IsObject(root)) serve_error_set(e, 400, "invalid_json", NULL, "the request body must be a JSON object");
+  char dup[160];
+  if (end < body + len)
+    serve_error_set(e, 400, "invalid_json", NULL, "the request body has bytes after its JSON value (from byte %zu)", (size_t)(end - body));
+  else if (find_duplicate_key(root, dup, sizeof dup))
+    serve_error_set(e, 400, "invalid_json", NULL, "the request body has the key '%s' twice in one object", dup);
+  else if (!cJSON_IsObject(root)) serve_error_set(e, 400, "invalid_json", NULL, "the request body must be a JSON object");
   else if (!parse_sampling(r, root, e) && !parse_stream(r, root, e) && !parse_stop(r, root, e))
     rc = chat ? parse_messages(r, root, e) : parse_prompt(r, root, e);
   cJSON_Delete(root);

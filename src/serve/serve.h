@@ -67,7 +67,18 @@ typedef struct {
   int port;               /* 0 = any free port (serve_port tells which); tg serve: SERVE_DEFAULT_PORT */
   size_t max_body;        /* request body cap in bytes; 0 = 8 MiB. Larger bodies get 413 */
   bool quiet;             /* no per-request log lines on stderr */
+  /* Against idle and slow clients (slowloris): a connection that sends or
+   * receives nothing for timeout_s seconds is closed (0 = 30; a generation
+   * in progress is not idle), and one address may hold at most
+   * max_conns_per_ip connections at once (0 = 32; more are refused at once).
+   * At most SERVE_MAX_CONNECTIONS connections are open in all. */
+  unsigned timeout_s;
+  unsigned max_conns_per_ip;
 } serve_options;
+
+#define SERVE_DEFAULT_TIMEOUT_S 30
+#define SERVE_DEFAULT_CONNS_PER_IP 32
+#define SERVE_MAX_CONNECTIONS 512
 
 typedef struct serve_server serve_server;
 

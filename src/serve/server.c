@@ -173,12 +173,16 @@ serve_server *serve_start(const serve_options *opt, const serve_backend *be) {
     free(s);
     return NULL;
   }
-  unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_AUTO_INTERNAL_THREAD;
+  unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_AUTO_INTERNAL_THREAD;   /* AUTO: poll(), not select() */
   if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
+  unsigned timeout = opt && opt->timeout_s ? opt->timeout_s : SERVE_DEFAULT_TIMEOUT_S;
+  unsigned per_ip = opt && opt->max_conns_per_ip ? opt->max_conns_per_ip : SERVE_DEFAULT_CONNS_PER_IP;
   s->daemon = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, s,
                                MHD_OPTION_SOCK_ADDR, ai->ai_addr,
                                MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-                               MHD_OPTION_CONNECTION_LIMIT, 256u,
+                               MHD_OPTION_CONNECTION_LIMIT, (unsigned)SERVE_MAX_CONNECTIONS,
+                               MHD_OPTION_CONNECTION_TIMEOUT, timeout,
+                               MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip,
                                MHD_OPTION_END);
   int err = errno;
   freeaddrinfo(ai);
