@@ -21,7 +21,7 @@ extern "C" {
 typedef struct tg_llm tg_llm;
 
 typedef struct {
-  int n_ctx;              /* KV cache positions; 0: the model's context length (at most 4096) */
+  int n_ctx;              /* KV cache positions; 0: the model's context length (at most 4096); at most 2^20 */
   const char *device;     /* NULL: the default device */
 } tg_llm_opts;
 
@@ -81,10 +81,13 @@ typedef struct {
 tg_sampling tg_sampling_default(void);
 
 typedef struct tg_sampler tg_sampler;
+/* NULL (tg_error) for a temperature that is NaN or infinite, top_p or min_p
+ * outside [0, 1], or a negative top_k. s NULL: the defaults. */
 tg_sampler *tg_sampler_new(const tg_sampling *s);
 void tg_sampler_free(tg_sampler *s);
 /* A token drawn from logits (n floats) by the chain top-k, top-p, min-p,
- * temperature, then a draw from the sampler's seeded generator. */
+ * temperature, then a draw from the sampler's seeded generator; -1 with
+ * tg_error() for a NULL sampler or logits or n <= 0. */
 int32_t tg_sampler_sample(tg_sampler *s, const float *logits, int n);
 
 /* ---------------------------------------------------------------- generation */

@@ -372,3 +372,149 @@ TEST(errors_missing_compiler) {
   for (int i = 0; i < 3; i++)
     for (int j = 0; j < 3; j++) CHECK_NEAR(out[i * 3 + j], exp2(x[(6 - 3 * i) * 11 + 1 + 4 * j] * 0.125 - 0.375), 1e-6);
 }
+
+/* ---------------------------------------------------------------- [2.9] overflow and misuse */
+
+#define T40 ((int64_t)1 << 40)
+
+/* Shapes whose element count passes int64 (or tg's 2^59 bound) are refused
+ * where they come in, naming the op and the shape, so nothing downstream
+ * (numel, reductions, the scheduler) multiplies them. */
+TEST(errors_shape_overflow) {
+  EXPECT_NULL(tg_empty(TG_SHAPE(T40, T40), TG_F32), "tg_empty", "(1099511627776,1099511627776)");
+  EXPECT_NULL(tg_zeros(TG_SHAPE(T40, T40, 0), TG_F32), "2^59", NULL);   /* 0 elements, but its partial products overflow */
+  EXPECT_NULL(tg_full(TG_SHAPE(INT64_MAX, 2), 1, TG_F32), "tg_full", "2^59");
+  EXPECT_NULL(tg_rand(TG_SHAPE(T40, T40), TG_F32), "tg_rand", "2^59");
+  EXPECT_NULL(tg_randn(TG_SHAPE(T40, T40), TG_F32), "tg_randn", NULL);
+  EXPECT_NULL(tg_randint(TG_SHAPE(T40, T40), 0, 3, TG_I32), "tg_randint", NULL);
+  EXPECT_NULL(tg_eye(T40, TG_F32), "tg_eye", "2^59");
+  tg_tensor *a = tg_zeros(TG_SHAPE(4), TG_F32);
+  EXPECT_NULL(tg_reshape(a, TG_SHAPE(T40, T40)), "tg_reshape", "(1099511627776,1099511627776)");
+  EXPECT_NULL(tg_reshape(a, TG_SHAPE(T40, T40, 0)), "tg_reshape", "2^59");
+  EXPECT_NULL(tg_reshape(a, TG_SHAPE(-1, T40, T40)), "tg_reshape", "2^59");
+  tg_tensor *one = tg_zeros(TG_SHAPE(1, 1), TG_F32);
+  EXPECT_NULL(tg_expand(one, TG_SHAPE(T40, T40)), "tg_expand", "2^59");
+  int64_t huge[2] = { INT64_MAX, 5 };
+  EXPECT_NULL(tg_pad(a, huge, 1, 0), "tg_pad", "2^59");
+  int64_t neg[2] = { INT64_MIN, 0 };
+  EXPECT_NULL(tg_pad(a, neg, 1, 0), "tg_pad", NULL);
+  tg_tensor *wide = tg_zeros(TG_SHAPE(T40 / 4, 4), TG_F32);
+  int64_t grow[4] = { 0, 0, T40, 0 };
+  EXPECT_NULL(tg_pad(wide, grow, 2, 0), "tg_pad", "2^59");
+  /* broadcasting (2^40, 1) against (1, 2^40) */
+  tg_tensor *col = tg_zeros(TG_SHAPE(T40, 1), TG_F32), *row = tg_zeros(TG_SHAPE(1, T40), TG_F32);
+  EXPECT_NULL(tg_add(col, row), "tg_add", "2^59");
+  EXPECT_NULL(tg_repeat(tg_zeros(TG_SHAPE(T40), TG_F32), TG_SHAPE(T40)), "tg_repeat", "2^59");
+  EXPECT_NULL(tg_repeat_interleave(tg_zeros(TG_SHAPE(T40), TG_F32), T40, 0), "tg_repeat_interleave", "2^59");
+  tg_tensor *half = tg_zeros(TG_SHAPE((int64_t)1 << 58), TG_U8), *three[3] = { half, half, half };
+  EXPECT_NULL(tg_cat(three, 3, 0), "tg_cat", "2^59");
+  tg_tensor *raw = tg_zeros(TG_SHAPE(18), TG_U8);
+  EXPECT_NULL(tg_dequantize(raw, 2, TG_SHAPE(T40, T40)), "tg_dequantize", "2^59");   /* wrapped to 0 values before */
+  CHECK_OK(tg_dequantize(raw, 2, TG_SHAPE(32)));
+  /* tg_arange: a count past int64 (step 1e-30, stop inf) is refused before any cast */
+  EXPECT_NULL(tg_arange(0, 1, 1e-30, TG_F32), "tg_arange", "too many");
+  EXPECT_NULL(tg_arange(0, INFINITY, 1, TG_F32), "tg_arange", "too many");
+  EXPECT_NULL(tg_arange(0, 1e300, 1e-300, TG_F64), "tg_arange", NULL);
+  EXPECT_NULL(tg_arange(1e19, 1.1e19, 1e17, TG_U64), "tg_arange", "int64");   /* start past int64: a UB cast before */
+  tg_clear_error();
+  tg_tensor *single = tg_arange(5, 6, 1e300, TG_I32);   /* one value; the huge step plays no part */
+  int32_t sv = 0;
+  CHECK_OK(single);
+  CHECK(single && tg_data(single, &sv, sizeof sv) == 0 && sv == 5);
+  /* still fine: the largest shapes under the bound, and zero-size tensors */
+  CHECK_OK(tg_reshape(tg_zeros(TG_SHAPE(1, 1), TG_F32), TG_SHAPE(1, 1, 1, 1)));
+  CHECK_OK(tg_expand(one, TG_SHAPE((int64_t)1 << 29, (int64_t)1 << 30)));
+  CHECK_OK(tg_zeros(TG_SHAPE(0, 1 << 20, 1 << 20), TG_F32));
+}
+
+/* getitem steps of any size, INT64_MIN included (-step overflowed): one element */
+TEST(errors_getitem_extreme_steps) {
+  float d[10];
+  for (int i = 0; i < 10; i++) d[i] = (float)i;
+  tg_tensor *a = tg_from_data(d, TG_SHAPE(10), TG_F32);
+  struct { int64_t start, stop, step; bool has_start, has_stop; float want0; int64_t n; } cases[] = {
+    { 0, 0, INT64_MIN, false, false, 9, 1 },
+    { 0, 0, INT64_MAX, false, false, 0, 1 },
+    { 3, 0, INT64_MAX, true, false, 3, 1 },
+    { 7, 2, INT64_MIN, true, true, 7, 1 },
+    { INT64_MIN, INT64_MAX, 3, true, true, 0, 4 },
+    { INT64_MAX, INT64_MIN, -4, true, true, 9, 3 },
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    tg_index ix = { TG_IDX_SLICE, cases[i].start, cases[i].stop, cases[i].step, cases[i].has_start, cases[i].has_stop };
+    tg_tensor *r = tg_getitem(a, &ix, 1);
+    CHECK_MSG(r != NULL, "case %zu: %s", i, tg_error());
+    if (!r) continue;
+    CHECK_MSG(tg_numel(r) == cases[i].n, "case %zu: %lld elements", i, (long long)tg_numel(r));
+    float got[10] = { -1 };
+    CHECK(tg_data(r, got, sizeof(float) * (size_t)tg_numel(r)) == 0);
+    CHECK_MSG(got[0] == cases[i].want0, "case %zu: first %g, want %g", i, got[0], cases[i].want0);
+  }
+  EXPECT_NULL(TG_GET(a, TG_I(INT64_MIN)), "range", NULL);
+  EXPECT_NULL(tg_getitem(a, NULL, 1), "tg_getitem", "NULL");
+}
+
+/* NULL arguments, out-of-range enums and counts: errors, not crashes */
+TEST(errors_api_misuse) {
+  tg_tensor *a = tg_zeros(TG_SHAPE(4), TG_F32);
+  EXPECT_NEG(tg_realize_all(NULL, 3), "tg_realize_all", "NULL");
+  EXPECT_NEG(tg_realize_all(&a, -1), "tg_realize_all", NULL);
+  tg_tensor *with_null[2] = { a, NULL };
+  EXPECT_NEG(tg_realize_all(with_null, 2), "NULL", NULL);
+  CHECK(tg_realize_all(NULL, 0) == 0);
+  int64_t e[1] = { 2 };
+  EXPECT_NULL(tg_shrink(a, NULL, e), "tg_shrink", "NULL");
+  EXPECT_NULL(tg_shrink(a, e, NULL), "tg_shrink", "NULL");
+  EXPECT_NULL(tg_pad(a, NULL, 1, 0), "tg_pad", "NULL");
+  /* dtypes */
+  tg_clear_error();
+  CHECK(!strcmp(tg_dtype_name((tg_dtype)99), "?") && strstr(tg_error(), "unknown dtype 99"));
+  tg_clear_error();
+  CHECK(tg_dtype_size((tg_dtype)-1) == 0 && strstr(tg_error(), "unknown dtype"));
+  tg_clear_error();
+  tg_dtype p = tg_dtype_promote((tg_dtype)99, TG_I32);
+  CHECK(p == TG_I32 && strstr(tg_error(), "unknown dtype 99"));
+  CHECK((int)tg_dtype_promote((tg_dtype)99, (tg_dtype)99) < TG_DTYPE_COUNT);
+  EXPECT_NULL(tg_cast(a, (tg_dtype)99), "tg_cast", "99");
+  /* tokenizer, chat, model, sampler */
+  tg_clear_error();
+  CHECK(!tg_tokenizer_load(NULL) && strstr(tg_error(), "NULL path"));
+  EXPECT_NEG(tg_tokenize(NULL, "a", 1, true, false, NULL), "tg_tokenize", NULL);
+  tg_clear_error();
+  CHECK(!tg_detokenize(NULL, NULL, 3, false, false, NULL) && strstr(tg_error(), "tg_detokenize"));
+  tg_clear_error();
+  CHECK(!tg_chat_apply(NULL, NULL, 1, true, false) && strstr(tg_error(), "no template"));
+  tg_clear_error();
+  CHECK(!tg_chat_apply_json(NULL, "[]", NULL, NULL, true, false) && strstr(tg_error(), "no template"));
+  tg_clear_error();
+  CHECK(!tg_llm_load(NULL, NULL) && strstr(tg_error(), "NULL path"));
+  tg_clear_error();
+  CHECK(!tg_llm_load("goldens/llm_llama.gguf", &(tg_llm_opts){ .n_ctx = -5 }) && strstr(tg_error(), "n_ctx -5"));
+  EXPECT_NEG(tg_llm_eval(NULL, NULL, 1, NULL), "tg_llm_eval", NULL);
+  tg_llm *m = tg_llm_load("goldens/llm_llama.gguf", &(tg_llm_opts){ .n_ctx = 8 });
+  CHECK_OK(m);
+  if (m) {
+    EXPECT_NEG(tg_llm_eval(m, NULL, 3, NULL), "tg_llm_eval", "NULL");
+    CHECK_EQ_INT(tg_llm_n_past(m), 0);
+    tg_llm_free(m);
+  }
+  tg_clear_error();
+  CHECK(!tg_sampler_new(&(tg_sampling){ .temperature = NAN, .top_p = 1 }) && strstr(tg_error(), "temperature"));
+  tg_clear_error();
+  CHECK(!tg_sampler_new(&(tg_sampling){ .temperature = INFINITY, .top_p = 1 }) && strstr(tg_error(), "temperature"));
+  tg_clear_error();
+  CHECK(!tg_sampler_new(&(tg_sampling){ .temperature = 1, .top_p = -3 }) && strstr(tg_error(), "top_p"));
+  tg_clear_error();
+  CHECK(!tg_sampler_new(&(tg_sampling){ .temperature = 1, .top_p = NAN }) && strstr(tg_error(), "top_p"));
+  tg_clear_error();
+  CHECK(!tg_sampler_new(&(tg_sampling){ .temperature = 1, .top_p = 1, .min_p = 2 }) && strstr(tg_error(), "min_p"));
+  tg_clear_error();
+  CHECK(!tg_sampler_new(&(tg_sampling){ .temperature = 1, .top_p = 1, .top_k = -1 }) && strstr(tg_error(), "top_k"));
+  EXPECT_NEG(tg_sampler_sample(NULL, NULL, 5), "tg_sampler_sample", NULL);
+  tg_sampler *s = tg_sampler_new(NULL);
+  CHECK_OK(s);
+  float l[2] = { 1, 2 };
+  EXPECT_NEG(tg_sampler_sample(s, NULL, 2), "tg_sampler_sample", "NULL");
+  EXPECT_NEG(tg_sampler_sample(s, l, 0), "tg_sampler_sample", NULL);
+  tg_sampler_free(s);
+}

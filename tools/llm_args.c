@@ -1,4 +1,5 @@
 /* llm_args.c: options shared by the LLM commands (see llm_args.h). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,7 @@ void llm_args_init(llm_args *a) {
 static bool number(const char *s, double *v) {
   char *end;
   *v = strtod(s, &end);
-  return end != s && !*end;
+  return end != s && !*end && isfinite(*v);   /* "nan" and "inf" are no values here */
 }
 
 int llm_args_parse(llm_args *a, int argc, char **argv, int *i, const char *cmd) {

@@ -245,6 +245,7 @@ static char *apply_preset(const tg_chat_template *t, const cJSON *msgs, bool add
 
 char *tg_chat_apply_json(const tg_chat_template *t, const char *messages_json, const char *tools_json, const char *extra_json,
                          bool add_generation_prompt, bool continue_final_message) {
+  if (!t) TG_FAIL("tg_chat_apply_json: no template");
   if (add_generation_prompt && continue_final_message)
     TG_FAIL("chat: add_generation_prompt and continue_final_message cannot both be set");
   cJSON *msgs = cJSON_Parse(messages_json ? messages_json : "");
@@ -282,6 +283,7 @@ done:
 
 char *tg_chat_apply(const tg_chat_template *t, const tg_chat_message *msgs, int n, bool add_generation_prompt,
                     bool continue_final_message) {
+  if (!t) TG_FAIL("tg_chat_apply: no template");
   if (n < 0 || (n > 0 && !msgs)) TG_FAIL("chat: bad message array");
   for (int i = 0; i < n; i++) {
     if (!msgs[i].role) TG_FAIL("chat: message %d has no role", i);

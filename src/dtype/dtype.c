@@ -7,6 +7,7 @@
 #include <string.h>
 #include "dtype/dtype.h"
 #include "dtype/fpconv.h"
+#include "util/util.h"
 
 static bool valid(int s) { return s >= 0 && s < TG_DTYPE_COUNT; }
 
@@ -85,11 +86,18 @@ static const char *const pnames[TG_DTYPE_COUNT] = {
   "fp8e4m3", "fp8e5m2", "float16", "bfloat16", "float32", "float64",
 };
 
+/* An out-of-range dtype gives "?" / 0 with tg_error() saying so. */
 const char *tg_dtype_name(tg_dtype dt) {
   if (valid((int)dt)) return pnames[dt];
-  return (int)dt == TG_VOID ? "void" : "?";
+  if ((int)dt == TG_VOID) return "void";
+  if ((int)dt < 0 || (int)dt >= TG_NSCALAR) tg_seterr("tg_dtype_name: unknown dtype %d", (int)dt);
+  return "?";
 }
-int tg_dtype_size(tg_dtype dt) { return valid((int)dt) ? sizes[dt] : 0; }
+int tg_dtype_size(tg_dtype dt) {
+  if (valid((int)dt)) return sizes[dt];
+  if ((int)dt < 0 || (int)dt >= TG_NSCALAR) tg_seterr("tg_dtype_size: unknown dtype %d", (int)dt);   /* (internal ones: 0, quietly) */
+  return 0;
+}
 bool tg_dtype_is_float(tg_dtype dt) { return s_is_float((int)dt); }
 bool tg_dtype_is_int(tg_dtype dt) { return s_is_int((int)dt); }
 bool tg_dtype_is_unsigned(tg_dtype dt) { return s_is_unsigned((int)dt); }
@@ -133,8 +141,10 @@ static uint32_t parents(int d) {
 }
 
 tg_dtype tg_dtype_promote(tg_dtype a, tg_dtype b) {
-  if (!valid((int)a)) return b;
-  if (!valid((int)b)) return a;
+  if (!valid((int)a) || !valid((int)b)) {   /* never an unknown dtype back */
+    tg_seterr("tg_dtype_promote: unknown dtype %d", valid((int)a) ? (int)b : (int)a);
+    return valid((int)a) ? a : valid((int)b) ? b : TG_F32;
+  }
   uint32_t common = parents((int)a) & parents((int)b);
   for (int i = 0; i <= TG_DTYPE_COUNT; i++) {
     int d = by_priority[i];

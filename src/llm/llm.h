@@ -9,6 +9,7 @@
 /* The chunk sizes a prompt is cut into; each has its own JIT, compiled
  * once for every position: attention reads the cache's first kv_len =
  * pos + T rows, kv_len a symbolic dimension (tg_shrink_var). */
+#define LLM_MAX_CTX (1 << 20)   /* the most KV cache positions tg_llm_load takes (tg's -c too) */
 #define LLM_CHUNKS { 64, 16, 4, 1 }
 #define LLM_NCHUNKS 4
 

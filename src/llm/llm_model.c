@@ -52,6 +52,8 @@ static int step(void *ctx, tg_tensor *const *in, int nin, tg_tensor **out, int n
 
 tg_llm *tg_llm_load(const char *path, const tg_llm_opts *opts) {
   tg_llm_opts o = opts ? *opts : (tg_llm_opts){ 0 };
+  if (!path) TG_FAIL("tg_llm_load: NULL path");
+  if (o.n_ctx < 0 || o.n_ctx > LLM_MAX_CTX) TG_FAIL("tg_llm_load: n_ctx %d is out of range (0 for the model's, at most %d)", o.n_ctx, LLM_MAX_CTX);
   tg_llm *m = tg_xcalloc(1, sizeof *m);
   m->file = gguf_open(path);
   if (!m->file || llm_read_config(m, o.n_ctx) < 0 || llm_load_weights(m, o.device) < 0 || rope_tables(m) < 0) {
@@ -125,6 +127,7 @@ static int eval_chunk(tg_llm *m, int which, const int32_t *tokens, float *logits
 int tg_llm_eval(tg_llm *m, const int32_t *tokens, int n, float *logits) {
   if (!m) return tg_seterr("tg_llm_eval: no model");
   if (n <= 0) return tg_seterr("tg_llm_eval: no tokens");
+  if (!tokens) return tg_seterr("tg_llm_eval: tokens is NULL (n %d)", n);
   if (n > m->cfg.n_ctx - m->n_past)
     return tg_seterr("tg_llm_eval: %d tokens do not fit: %d of the context's %d positions are used", n, m->n_past, m->cfg.n_ctx);
   for (int i = 0; i < n; i++)

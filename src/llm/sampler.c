@@ -18,6 +18,10 @@ tg_sampling tg_sampling_default(void) {
 }
 
 tg_sampler *tg_sampler_new(const tg_sampling *s) {
+  if (s && !isfinite(s->temperature)) TG_FAIL("tg_sampler_new: temperature %g is not a finite number", s->temperature);
+  if (s && !(s->top_p >= 0 && s->top_p <= 1)) TG_FAIL("tg_sampler_new: top_p %g is not in [0, 1]", s->top_p);
+  if (s && !(s->min_p >= 0 && s->min_p <= 1)) TG_FAIL("tg_sampler_new: min_p %g is not in [0, 1]", s->min_p);
+  if (s && s->top_k < 0) TG_FAIL("tg_sampler_new: top_k %d is negative", s->top_k);
   tg_sampler *r = tg_xcalloc(1, sizeof *r);
   r->p = s ? *s : tg_sampling_default();
   r->state = r->p.seed ^ 0x9e3779b97f4a7c15ull;
@@ -47,7 +51,7 @@ static int by_logit(const void *a, const void *b, void *ctx) {
 }
 
 int32_t tg_sampler_sample(tg_sampler *s, const float *logits, int n) {
-  if (n <= 0) return -1;
+  if (!s || !logits || n <= 0) return tg_seterr("tg_sampler_sample: %s", !s ? "no sampler" : !logits ? "logits is NULL" : "no logits (n <= 0)");
   int best = 0;
   for (int i = 1; i < n; i++) if (logits[i] > logits[best]) best = i;
   if (s->p.temperature <= 0) return best;

@@ -65,8 +65,14 @@ tg_tensor *tg_dequantize(tg_tensor *raw, int t, tg_shape shape) {
   if (!fn) return tg_seterr("tg_dequantize: ggml type %d (%s) is not supported", t, name ? name : "unknown"), NULL;
   if (tg_dtype_of(raw) != TG_U8) return tg_seterr("tg_dequantize: raw must be uint8, not %s", tg_dtype_name(tg_dtype_of(raw))), NULL;
   const ggml_type_traits *tr = ggml_type_info((uint32_t)t);
-  int64_t numel = 1;
-  for (int k = 0; k < shape.ndim; k++) numel *= shape.d[k];
+  if (shape.ndim > TG_MAX_DIMS) return tg_seterr("tg_dequantize: bad number of dimensions %d", shape.ndim), NULL;
+  int64_t numel = tg_checked_numel(shape.d, shape.ndim < 0 ? 0 : shape.ndim);
+  if (numel < 0) {
+    char s[200];
+    int k = snprintf(s, sizeof s, "(");
+    for (int i = 0; i < shape.ndim && k < (int)sizeof s - 24; i++) k += snprintf(s + k, sizeof s - (size_t)k, i ? ",%lld" : "%lld", (long long)shape.d[i]);
+    return tg_seterr("tg_dequantize: shape %s) has a negative dimension or more than 2^59 elements", s), NULL;
+  }
   if (shape.ndim < 1 || shape.d[shape.ndim - 1] % tr->block_size)
     return tg_seterr("tg_dequantize: %s rows are whole blocks of %d values; the last dimension must be a multiple of it",
                      name, tr->block_size), NULL;

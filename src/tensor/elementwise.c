@@ -23,7 +23,7 @@ static int broadcast_shape(const uop *a, const uop *b, int64_t *out, const char 
     }
     out[i] = da == 1 ? db : da;
   }
-  return nd;
+  return shape_ok(out, nd, op) ? nd : -1;   /* (2^40, 1) + (1, 2^40) */
 }
 
 /* a reshaped (leading 1s) and expanded to shape */

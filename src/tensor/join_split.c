@@ -48,7 +48,7 @@ int mvx_broadcast(const int64_t *a, int na, const int64_t *b, int nb, int64_t *o
     }
     out[i] = da == 1 ? db : da;
   }
-  return nd;
+  return shape_ok(out, nd, op) ? nd : -1;
 }
 
 tg_tensor *mvx_merge_last(tg_tensor *base, tg_tensor *values, tg_tensor *mask, int axis) {
@@ -102,7 +102,13 @@ tg_tensor *tg_cat(tg_tensor *const *ts, int n, int axis) {
                 mvx_shape_str(u->shape, nd, s1, 160), mvx_shape_str(ts[0]->u->shape, nd, s2, 160), ax);
     if (ts[i]->device != ts[0]->device) TG_FAIL("tg_cat: tensor %d is on %s, tensor 0 on %s", i, ts[i]->device, ts[0]->device);
     dt = tg_dtype_promote(dt, tg_dtype_of(ts[i]));
-    total += u->shape[ax];
+    if (tg_add_overflow_i64(total, u->shape[ax], &total) || total > TG_MAX_NUMEL)
+      TG_FAIL("tg_cat: axis %d of the result would pass 2^59 elements (tensor %d)", ax, i);
+  }
+  {
+    int64_t out[TG_MAX_DIMS];
+    for (int d = 0; d < nd; d++) out[d] = d == ax ? total : ts[0]->u->shape[d];
+    if (!shape_ok(out, nd, "tg_cat")) return NULL;
   }
   API_BEGIN;
   /* each piece padded to the full length; a where-chain over the pad masks
@@ -258,8 +264,10 @@ tg_tensor *tg_repeat(tg_tensor *a, tg_shape repeats) {
     if (r < 0) TG_FAIL("tg_repeat: repeat %lld at position %d is negative", (long long)r, i);
     if (r != 1) { un[m] = 1; ex[m++] = r; }
     un[m] = s; ex[m++] = s;
-    fin[i] = r * s;
+    if (tg_mul_overflow_i64(r, s, &fin[i]) || fin[i] > TG_MAX_NUMEL)
+      TG_FAIL("tg_repeat: %lld repeats of axis %d (size %lld) give more than 2^59 elements", (long long)r, i, (long long)s);
   }
+  if (!shape_ok(fin, rn, "tg_repeat")) return NULL;
   API_BEGIN;
   uop *u = mv_reshape(mv_expand(mv_reshape(a->u, un, m), ex, m), fin, rn);
   API_RETURN(tensor_wrap(u, a->device));
@@ -279,8 +287,13 @@ tg_tensor *tg_repeat_interleave(tg_tensor *a, int64_t repeats, int axis) {
   for (int i = 0, j = 0; i < nd; i++) {
     un[j] = ex[j] = x->u->shape[i]; j++;
     if (i == ax) { un[j] = 1; ex[j] = repeats; j++; }
-    fin[i] = i == ax ? x->u->shape[i] * repeats : x->u->shape[i];
+    fin[i] = x->u->shape[i];
+    if (i == ax && (tg_mul_overflow_i64(x->u->shape[i], repeats, &fin[i]) || fin[i] > TG_MAX_NUMEL)) {
+      tg_seterr("tg_repeat_interleave: %lld repeats of axis %d (size %lld) give more than 2^59 elements", (long long)repeats, i, (long long)x->u->shape[i]);
+      return mvx_keep(NULL);
+    }
   }
+  if (!shape_ok(fin, nd, "tg_repeat_interleave")) return mvx_keep(NULL);
   tg_tensor *r = mvx_reshape(x, un, nd + 1);
   tg_shape es = { nd + 1, { 0 } };
   for (int i = 0; i < nd + 1; i++) es.d[i] = ex[i];

@@ -19,7 +19,12 @@ tg_tensor *tg_reshape(tg_tensor *a, tg_shape shape) {
       if (infer >= 0) TG_FAIL("tg_reshape: only one dimension can be -1");
       infer = i;
     } else if (shape.d[i] < 0) TG_FAIL("tg_reshape: negative dimension %lld", (long long)shape.d[i]);
-    else known *= shape.d[i];
+  }
+  {   /* the known dims' product, checked (a -1 counts as 1) */
+    int64_t kd[TG_MAX_DIMS] = { 0 };
+    for (int i = 0; i < shape.ndim; i++) kd[i] = i == infer ? 1 : shape.d[i];
+    if (!shape_ok(kd, shape.ndim, "tg_reshape")) return NULL;
+    known = shape_numel(kd, shape.ndim);
   }
   int64_t n = tg_numel(a);
   if (infer >= 0) {
@@ -65,6 +70,7 @@ tg_tensor *tg_expand(tg_tensor *a, tg_shape shape) {
     }
     pre[i] = s; out[i] = t;
   }
+  if (!shape_ok(out, nd, "tg_expand")) return NULL;
   API_BEGIN;
   API_RETURN(tensor_wrap(mv_expand(mv_reshape(a->u, pre, nd), out, nd), a->device));
 }
@@ -85,15 +91,19 @@ tg_tensor *tg_pad(tg_tensor *a, const int64_t *pads, int npairs, double value) {
   NEED(a, "tg_pad");
   int nd = a->u->ndim;
   if (npairs != nd) TG_FAIL("tg_pad: %d (before, after) pairs given for a %d-D tensor", npairs, nd);
-  int64_t p[2 * TG_MAX_DIMS], starts[TG_MAX_DIMS], ends[TG_MAX_DIMS];
+  if (nd > 0 && !pads) TG_FAIL("tg_pad: pads is NULL");
+  int64_t p[2 * TG_MAX_DIMS], starts[TG_MAX_DIMS], ends[TG_MAX_DIMS], out[TG_MAX_DIMS] = { 0 };
   bool neg = false;
   for (int i = 0; i < nd; i++) {
     int64_t b = pads[2 * i], e = pads[2 * i + 1], s = a->u->shape[i];
-    if (s + b + e < 0 || (b < 0 && -b > s) || (e < 0 && -e > s)) TG_FAIL("tg_pad: padding (%lld, %lld) too negative for axis %d of size %lld", (long long)b, (long long)e, i, (long long)s);
+    if (tg_add_overflow_i64(s, b, &out[i]) || tg_add_overflow_i64(out[i], e, &out[i]) || out[i] > TG_MAX_NUMEL)
+      TG_FAIL("tg_pad: padding (%lld, %lld) of axis %d (size %lld) gives a size past 2^59", (long long)b, (long long)e, i, (long long)s);
+    if (out[i] < 0 || (b < 0 && -b > s) || (e < 0 && -e > s)) TG_FAIL("tg_pad: padding (%lld, %lld) too negative for axis %d of size %lld", (long long)b, (long long)e, i, (long long)s);
     p[2 * i] = b > 0 ? b : 0; p[2 * i + 1] = e > 0 ? e : 0;
     starts[i] = b < 0 ? -b : 0; ends[i] = e < 0 ? s + e : s;
     neg |= b < 0 || e < 0;
   }
+  if (!shape_ok(out, nd, "tg_pad")) return NULL;
   API_BEGIN;
   uop *u = a->u;
   if (neg) {
@@ -116,6 +126,7 @@ uop *mv_shrink(uop *u, const int64_t *starts, const int64_t *ends) {
 
 tg_tensor *tg_shrink(tg_tensor *a, const int64_t *starts, const int64_t *ends) {
   NEED(a, "tg_shrink");
+  if (a->u->ndim > 0 && (!starts || !ends)) TG_FAIL("tg_shrink: %s is NULL", starts ? "ends" : "starts");
   for (int i = 0; i < a->u->ndim; i++)
     if (starts[i] < 0 || ends[i] < starts[i] || ends[i] > a->u->shape[i])
       TG_FAIL("tg_shrink: [%lld, %lld) is not inside axis %d of size %lld", (long long)starts[i], (long long)ends[i], i, (long long)a->u->shape[i]);
@@ -206,6 +217,7 @@ tg_tensor *tg_flatten(tg_tensor *a, int start_axis, int end_axis) {
 /* ---- indexing: Python semantics for ints, slices (with steps), None, ... */
 tg_tensor *tg_getitem(tg_tensor *a, const tg_index *idx, int n) {
   NEED(a, "tg_getitem");
+  if (n < 0 || (n > 0 && !idx)) TG_FAIL("tg_getitem: %s (n %d)", idx ? "negative index count" : "idx is NULL", n);
   int nd = a->u->ndim, used = 0, ellipses = 0;
   for (int i = 0; i < n; i++) {
     if (idx[i].kind == TG_IDX_INT || idx[i].kind == TG_IDX_SLICE) used++;
@@ -241,6 +253,11 @@ tg_tensor *tg_getitem(tg_tensor *a, const tg_index *idx, int n) {
     } else {
       int64_t st = ix->step;
       if (st == 0) { tg_seterr("tg_getitem: slice step cannot be zero"); API_RETURN(NULL); }
+      /* a step longer than the axis picks one element, as the axis' length
+       * would: clamping it keeps -step (INT64_MIN) and the counts below exact */
+      int64_t most = size > 0 ? size : 1;
+      if (st > most) st = most;
+      if (st < -most) st = -most;
       /* Python's slice.indices */
       int64_t lo, hi;
       if (st > 0) {

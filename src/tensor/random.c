@@ -50,6 +50,7 @@ static uop *bits_to_unit(uop *bits32) {
 static bool check(tg_shape s, tg_dtype dt, const char *op) {
   if (s.ndim < 0 || s.ndim > TG_MAX_DIMS) { tg_seterr("%s: bad number of dimensions %d", op, s.ndim); return false; }
   for (int i = 0; i < s.ndim; i++) if (s.d[i] < 0) { tg_seterr("%s: negative dimension at axis %d", op, i); return false; }
+  if (!shape_ok(s.d, s.ndim, op)) return false;
   if (!tg_dtype_is_float(dt)) { tg_seterr("%s: dtype must be a float type, not %s", op, (unsigned)dt < TG_DTYPE_COUNT ? tg_dtype_name(dt) : "unknown"); return false; }
   return true;
 }

@@ -10,7 +10,7 @@ static bool check_shape(tg_shape s, const char *op) {
   if (s.ndim < 0 || s.ndim > TG_MAX_DIMS) { tg_seterr("%s: bad number of dimensions %d", op, s.ndim); return false; }
   for (int i = 0; i < s.ndim; i++)
     if (s.d[i] < 0) { tg_seterr("%s: negative dimension %lld at axis %d", op, (long long)s.d[i], i); return false; }
-  return true;
+  return shape_ok(s.d, s.ndim, op);
 }
 static bool check_float_dt(tg_dtype dt, const char *op) {
   if ((unsigned)dt >= TG_DTYPE_COUNT || !tg_dtype_is_float(dt)) {

@@ -226,8 +226,20 @@ int64_t tg_dim(const tg_tensor *t, int axis) {
 }
 int64_t shape_numel(const int64_t *shape, int nd) {
   int64_t n = 1;
-  for (int i = 0; i < nd; i++) n *= shape[i];
+  for (int i = 0; i < nd; i++)
+    if (tg_mul_overflow_i64(n, shape[i], &n)) return -1;
   return n;
+}
+bool shape_ok(const int64_t *shape, int nd, const char *op) {
+  if (tg_checked_numel(shape, nd) >= 0) return true;
+  char s[200];
+  int k = snprintf(s, sizeof s, "(");
+  for (int i = 0; i < nd && k < (int)sizeof s - 24; i++) k += snprintf(s + k, sizeof s - (size_t)k, i ? ",%lld" : "%lld", (long long)shape[i]);
+  snprintf(s + k, sizeof s - (size_t)k, ")");
+  for (int i = 0; i < nd; i++)
+    if (shape[i] < 0) { tg_seterr("%s: shape %s has a negative dimension (axis %d)", op, s, i); return false; }
+  tg_seterr("%s: shape %s has more than 2^59 elements (the most a tensor may hold)", op, s);
+  return false;
 }
 int64_t tg_numel(const tg_tensor *t) { return t ? shape_numel(t->u->shape, t->u->ndim) : -1; }
 tg_dtype tg_dtype_of(const tg_tensor *t) { return t ? (tg_dtype)t->u->dtype.scalar : TG_F32; }
@@ -295,7 +307,7 @@ static bool check_shape(tg_shape s, const char *op) {
   if (s.ndim < 0 || s.ndim > TG_MAX_DIMS) { tg_seterr("%s: bad number of dimensions %d", op, s.ndim); return false; }
   for (int i = 0; i < s.ndim; i++)
     if (s.d[i] < 0) { tg_seterr("%s: negative dimension %lld at axis %d", op, (long long)s.d[i], i); return false; }
-  return true;
+  return shape_ok(s.d, s.ndim, op);
 }
 static bool check_dtype(tg_dtype dt, const char *op) {
   if ((int)dt < 0 || dt >= TG_DTYPE_COUNT) { tg_seterr("%s: unknown dtype %d", op, (int)dt); return false; }
@@ -344,9 +356,12 @@ tg_tensor *tg_ones_like(const tg_tensor *t) { return tg_full_like(t, 1); }
 tg_tensor *tg_arange(double start, double stop, double step, tg_dtype dt) {
   if (!check_dtype(dt, "tg_arange")) return NULL;
   if (step == 0 || isnan(start) || isnan(stop) || isnan(step)) TG_FAIL("tg_arange: step must be nonzero and bounds finite");
-  double cnt = ceil((stop - start) / step);
+  double cnt = ceil((stop - start) / step);   /* NaN for inf - inf: no elements */
+  if (cnt > 9e15) TG_FAIL("tg_arange: %g elements (%g to %g by %g) is too many", cnt, start, stop, step);   /* before any cast */
   int64_t n = cnt > 0 ? (int64_t)cnt : 0;
-  if (cnt > 9e15) TG_FAIL("tg_arange: %g elements is too many", cnt);
+  if (n == 1) step = 1;   /* one value: the step (maybe huge) plays no part */
+  if (n > 0 && !tg_dtype_is_float(dt) && !(fabs(start) < 0x1p63 && fabs(start + (double)(n - 1) * step) < 0x1p63 && fabs(step) < 0x1p63))
+    TG_FAIL("tg_arange: values %g..%g by %g do not fit int64 index arithmetic", start, start + (double)(n - 1) * step, step);
   if (n > 0) {
     double last = start + (double)(n - 1) * step;
     dtype_t d = dt_scalar(dt);
@@ -372,7 +387,7 @@ tg_tensor *tg_arange(double start, double stop, double step, tg_dtype dt) {
 
 tg_tensor *tg_eye(int64_t n, tg_dtype dt) {
   if (n < 0) TG_FAIL("tg_eye: negative size %lld", (long long)n);
-  if (!check_dtype(dt, "tg_eye")) return NULL;
+  if (!check_dtype(dt, "tg_eye") || !shape_ok((int64_t[2]){ n, n }, 2, "tg_eye")) return NULL;
   API_BEGIN;
   uop *idx = uop0(OP_ARANGE, DT_INDEX, arg_int(n));
   int64_t col[2] = { n, 1 }, row[2] = { 1, n }, full[2] = { n, n };
@@ -383,6 +398,7 @@ tg_tensor *tg_eye(int64_t n, tg_dtype dt) {
 
 /* ---- realization */
 int tg_realize_all(tg_tensor **ts, int n) {
+  if (n < 0 || (n > 0 && !ts)) return tg_seterr("tg_realize_all: %s (n %d)", ts ? "negative count" : "NULL tensor array", n);
   for (int i = 0; i < n; i++) if (!ts[i]) { tensor_null_input("tg_realize"); return -1; }
   if (n == 0) return 0;
   /* already memory: nothing to schedule */

@@ -51,7 +51,16 @@ uop *mv_shrink(uop *u, const int64_t *starts, const int64_t *ends);
 uop *order_inverse(uop *x);
 /* Broadcast a scalar CONST to a shape. */
 uop *const_like(double v, dtype_t dt, const int64_t *shape, int nd);
+/* The number of elements of a shape (checked multiplication: -1 past
+ * TG_MAX_NUMEL, which shape_ok keeps every tensor under). */
 int64_t shape_numel(const int64_t *shape, int nd);
+/* Whether shape[nd] is one a tensor may have: no negative dimension and at
+ * most TG_MAX_NUMEL elements (zero dims counted as ones, so no partial
+ * product overflows either; util.h's tg_checked_numel). Otherwise false,
+ * with "op: shape (a,b) has more than 2^59 elements ..." as the error. Every
+ * op that takes a shape from its caller, or computes one from the caller's
+ * numbers (reshape, expand, pad, broadcasting, repeat, cat), checks here. */
+bool shape_ok(const int64_t *shape, int nd, const char *op);
 
 /* Wraps a freshly created value so it is distinct from equal values. */
 uop *make_unique(uop *u);

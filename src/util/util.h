@@ -59,13 +59,21 @@ void pm_free(ptrmap *m);
 static inline bool tg_mul_overflow_i64(int64_t a, int64_t b, int64_t *r) { return __builtin_mul_overflow(a, b, r); }
 static inline bool tg_add_overflow_i64(int64_t a, int64_t b, int64_t *r) { return __builtin_add_overflow(a, b, r); }
 static inline bool tg_sub_overflow_i64(int64_t a, int64_t b, int64_t *r) { return __builtin_sub_overflow(a, b, r); }
-/* The product of n dims, or -1 when a dim is negative or the product passes
- * INT64_MAX. */
+/* The most elements a tensor (or any shape tg builds) may have: 2^59, so
+ * that its size in bytes (8 per element at most) and index sums over it
+ * (offsets, pads, strides) stay far inside int64. */
+#define TG_MAX_NUMEL ((int64_t)1 << 59)
+/* The product of n dims; -1 when a dim is negative or the product passes
+ * TG_MAX_NUMEL. Zero dims count as ones for the bound, so every partial
+ * product of the dims, in any order, fits too. */
 static inline int64_t tg_checked_numel(const int64_t *dims, int n) {
-  int64_t p = 1;
-  for (int i = 0; i < n; i++)
-    if (dims[i] < 0 || tg_mul_overflow_i64(p, dims[i], &p)) return -1;
-  return p;
+  int64_t p = 1, nz = 1;
+  for (int i = 0; i < n; i++) {
+    if (dims[i] < 0) return -1;
+    if (dims[i] > 0 && (tg_mul_overflow_i64(nz, dims[i], &nz) || nz > TG_MAX_NUMEL)) return -1;
+    p = dims[i] == 0 ? 0 : p;
+  }
+  return p ? nz : 0;
 }
 /* A double converted to int64 when it is finite and fits (truncated toward
  * zero, like a C cast); false otherwise (a plain cast would be undefined). */
