@@ -91,12 +91,33 @@ void tg_free(tg_tensor *t);         /* free now (NULL is fine) */
  * one-time phase (loading a model) whose sizes will not come back. */
 void tg_release_cached_memory(void);
 
-/* Devices: "CPU" (default) and "NULL" (schedules, runs nothing). The default
- * comes from the environment variable TG_DEVICE when set. */
+/* Devices, by name (case-insensitive): "CPU" (default), "NULL" (schedules,
+ * runs nothing), "DISK" (memory-mapped files), "CL" / "CL:1" ... (OpenCL,
+ * libOpenCL loaded at run time), "CUDA" / "CUDA:1" ... (the CUDA driver and
+ * NVRTC, loaded at run time). The default comes from the environment
+ * variable TG_DEVICE when set. An unknown or absent device is an error that
+ * lists the present ones. docs/devices.md has the details. */
 int tg_set_default_device(const char *name);
 const char *tg_default_device(void);
 const char *tg_device_of(const tg_tensor *t);
 tg_tensor *tg_to(tg_tensor *t, const char *device);   /* copy to a device */
+
+/* What tg_devices reports about one present device. */
+typedef struct {
+  char name[32];              /* "CPU", "CL:1" ... (what tg_to takes) */
+  char description[128];      /* the hardware or driver, as it names itself */
+  char renderer[16];          /* the dialect of its kernels: "c", "opencl", "cuda" */
+  int64_t memory;             /* bytes of device memory (0 when unknown) */
+  int64_t local_memory;       /* bytes of local memory per work group (0: none) */
+  int max_local;              /* threads per work group (0: no work groups) */
+  bool threads;               /* kernels split over CPU cores */
+} tg_device_info;
+/* Fills up to max entries with the devices present, in registry order, and
+ * returns how many there are (which may exceed max). Backends whose
+ * library or hardware is missing are left out; *absent (when not NULL) gets
+ * a line per such backend saying why (owned by tg, valid until the next
+ * call). */
+int tg_devices(tg_device_info *out, int max, const char **absent);
 
 /* Inspection. */
 tg_shape tg_shape_of(const tg_tensor *t);

@@ -1,6 +1,23 @@
-/* main.c: runs every registered test and prints the summary line. */
+/* main.c: runs every registered test and prints the summary line.
+ *
+ * Device passes: after the plain run (on the CPU), the tests that compute
+ * against committed goldens run again for each other target that is
+ * present, named "PASS/test":
+ *   CL/     on the CL device (PoCL on machines without a GPU);
+ *   nvrtc/  on the CPU, while every kernel they run is also rendered as
+ *           CUDA C and compiled by NVRTC (a compile error fails the test);
+ *   CUDA/   on a CUDA GPU.
+ * An absent target prints one skip line saying why. TG_TEST_PASSES=none
+ * (or a comma list: cl,nvrtc,cuda) chooses the passes. */
+#include <pthread.h>
 #include <stdarg.h>
 #include "test.h"
+#include "codegen/codegen.h"
+#include "codegen/opts.h"
+#include "engine/realize.h"
+#include "runtime/cuda.h"
+
+int opencl_count(const char **why);   /* runtime/opencl.c */
 
 typedef struct { const char *name; test_fn fn; } test_case;
 static test_case cases[2048];
@@ -61,21 +78,125 @@ static int by_name(const void *a, const void *b) {
   return strcmp(((const test_case *)a)->name, ((const test_case *)b)->name);
 }
 
+/* the tests whose results are checked against goldens, by name prefix */
+static const char *const golden_prefixes[] = { "ops_", "math_", "movement_", "nn_golden", "autograd_", "layers_golden", "layers_optim", "random_", "dtype_encode" };
+
+static bool is_golden(const char *name) {
+  for (size_t i = 0; i < sizeof golden_prefixes / sizeof golden_prefixes[0]; i++)
+    if (!strncmp(name, golden_prefixes[i], strlen(golden_prefixes[i]))) return true;
+  return false;
+}
+
+/* ---- the nvrtc pass: every kernel a test runs, rendered for CUDA */
+#define NVRTC_ARCH 80
+typedef struct { char *src, *name, *err; } nvrtc_job;
+static VEC(nvrtc_job) nvrtc_jobs;
+static ptrmap nvrtc_seen;   /* AST -> 1, retained: each kernel once per run */
+static int nvrtc_kernels;
+
+static void nvrtc_observe(uop *ast, const char *name, void *ctx) {
+  if (pm_get(&nvrtc_seen, ast)) return;
+  uop_retain(ast);
+  pm_put(&nvrtc_seen, ast, (void *)1);
+  const tg_renderer *ren = renderer_by_name("cuda");
+  kopt o[32];
+  int n = kernel_heuristic_opts(ast, ren, 1, o, 32);
+  kernel_program kp;
+  char msg[600];
+  if (codegen_program(ast, name, ren, o, n, true, &kp) < 0) {
+    snprintf(msg, sizeof msg, "%s", tg_error());
+    VEC_PUSH(nvrtc_jobs, ((nvrtc_job){ NULL, tg_xstrdup(name), tg_xstrdup(msg) }));
+    return;
+  }
+  VEC_PUSH(nvrtc_jobs, ((nvrtc_job){ kp.src, tg_xstrdup(name), NULL }));
+}
+
+static void *nvrtc_worker(void *arg) {
+  int *next = arg;
+  for (;;) {
+    int i = __atomic_fetch_add(next, 1, __ATOMIC_SEQ_CST);
+    if (i >= nvrtc_jobs.n) return NULL;
+    nvrtc_job *j = &nvrtc_jobs.v[i];
+    if (j->err || !j->src) continue;
+    if (cuda_check_source(j->src, j->name, NVRTC_ARCH) < 0) j->err = tg_xstrdup(tg_error());
+  }
+}
+
+/* compiles what the test rendered (two threads) and fails it on errors */
+static void nvrtc_finish_test(void) {
+  int next = 0;
+  pthread_t th[2];
+  for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, nvrtc_worker, &next);
+  for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+  for (int i = 0; i < nvrtc_jobs.n; i++) {
+    nvrtc_job *j = &nvrtc_jobs.v[i];
+    if (j->err) test_fail(__FILE__, __LINE__, "kernel %s as CUDA C: %s", j->name, j->err);
+    nvrtc_kernels++;
+    free(j->src); free(j->name); free(j->err);
+  }
+  nvrtc_jobs.n = 0;
+}
+
+typedef struct {
+  const char *name;       /* the prefix of the tests' names */
+  const char *device;     /* the default device for the pass, or NULL */
+  bool nvrtc;             /* render and compile every kernel as CUDA C too */
+} test_pass;
+
+static bool pass_wanted(const char *key) {
+  const char *w = getenv("TG_TEST_PASSES");
+  if (!w || !*w || !strcmp(w, "all")) return true;
+  const char *p = strstr(w, key);
+  return p && (p == w || p[-1] == ',') && (p[strlen(key)] == 0 || p[strlen(key)] == ',');
+}
+
+static void run_case(const test_case *c, const char *shown, int *passed, int *failed, int *skipped, bool nvrtc) {
+  test_failures = 0; test_skipped = false;
+  tg_clear_error();
+  tg_scope_begin();
+  c->fn();
+  tg_scope_end();
+  if (nvrtc) nvrtc_finish_test();
+  if (test_failures) { (*failed)++; printf("FAIL %s\n", shown); }
+  else if (test_skipped) { (*skipped)++; printf("skip %s\n", shown); }
+  else { (*passed)++; printf("ok   %s\n", shown); }
+  fflush(stdout);
+}
+
 int main(int argc, char **argv) {
   const char *filter = argc > 1 ? argv[1] : NULL;
   qsort(cases, (size_t)ncases, sizeof cases[0], by_name);
   int passed = 0, failed = 0, skipped = 0;
   for (int i = 0; i < ncases; i++) {
     if (filter && !strstr(cases[i].name, filter)) continue;
-    test_failures = 0; test_skipped = false;
-    tg_clear_error();
-    tg_scope_begin();
-    cases[i].fn();
-    tg_scope_end();
-    if (test_failures) { failed++; printf("FAIL %s\n", cases[i].name); }
-    else if (test_skipped) { skipped++; printf("skip %s\n", cases[i].name); }
-    else { passed++; printf("ok   %s\n", cases[i].name); }
-    fflush(stdout);
+    run_case(&cases[i], cases[i].name, &passed, &failed, &skipped, false);
+  }
+  const char *why_cl = NULL, *why_cuda = NULL, *why_nvrtc = NULL;
+  bool have_cl = opencl_count(&why_cl) > 0, have_cuda = cuda_count(&why_cuda) > 0, have_nvrtc = cuda_nvrtc_available(&why_nvrtc);
+  const struct { test_pass p; bool present; const char *why; const char *key; } passes[] = {
+    { { "CL", "CL", false }, have_cl, why_cl, "cl" },
+    { { "nvrtc", NULL, true }, have_nvrtc, why_nvrtc, "nvrtc" },
+    { { "CUDA", "CUDA", false }, have_cuda, why_cuda, "cuda" },
+  };
+  const char *base_device = tg_default_device();
+  for (size_t p = 0; p < sizeof passes / sizeof passes[0]; p++) {
+    if (!pass_wanted(passes[p].key) || (base_device && passes[p].p.device && !strcmp(base_device, passes[p].p.device))) continue;
+    char shown[256];
+    if (!passes[p].present) {
+      printf("skip %s/ (golden tests on %s): %s\n", passes[p].p.name, passes[p].p.name, passes[p].why ? passes[p].why : "absent");
+      skipped++;
+      continue;
+    }
+    if (passes[p].p.device && tg_set_default_device(passes[p].p.device) < 0) { printf("FAIL %s/: %s\n", passes[p].p.name, tg_error()); failed++; continue; }
+    if (passes[p].p.nvrtc) engine_set_kernel_observer(nvrtc_observe, NULL);
+    for (int i = 0; i < ncases; i++) {
+      if (!is_golden(cases[i].name) || (filter && !strstr(cases[i].name, filter))) continue;
+      snprintf(shown, sizeof shown, "%s/%s", passes[p].p.name, cases[i].name);
+      run_case(&cases[i], shown, &passed, &failed, &skipped, passes[p].p.nvrtc);
+    }
+    engine_set_kernel_observer(NULL, NULL);
+    if (passes[p].p.nvrtc) printf("     nvrtc: %d kernels compiled as CUDA C\n", nvrtc_kernels);
+    tg_set_default_device(base_device);
   }
   printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
   return failed ? 1 : 0;

@@ -24,14 +24,11 @@ static int kernels_with_prefetch(tg_tensor *t, int *nkernels) {
       uop *ast = s.v[i].ast;
       if (!ast) continue;
       kopt o[32];
-      int n = kernel_heuristic_opts(ast, 2, o, 32);
-      for (int k = 0; k < n; k++) {
-        uop *trial = ast;
-        if (kernel_apply_opt(&trial, o[k], false) == 0) ast = trial;
-      }
-      tg_clear_error();
-      char *src = render_c(kernel_expand_lanes(ast), "k");
-      if (!src) { found = -1; break; }
+      const tg_renderer *ren = renderer_by_name("c");
+      int n = kernel_heuristic_opts(ast, ren, 2, o, 32);
+      kernel_program kp;
+      if (codegen_program(ast, "k", ren, o, n, true, &kp) < 0) { found = -1; break; }
+      char *src = kp.src;
       (*nkernels)++;
       found += strstr(src, "__builtin_prefetch") != NULL;
       free(src);

@@ -146,7 +146,7 @@ TEST(runtime_device_lookup) {
   CHECK_OK(nul);
   CHECK(nul == device_get("NULL"));
   CHECK(nul != cpu);
-  if (cpu) { CHECK(!strcmp(cpu->name, "CPU")); CHECK(!strcmp(cpu->renderer, "c")); }
+  if (cpu) { CHECK(!strcmp(cpu->name, "CPU")); CHECK(!strcmp(cpu->renderer->name, "c")); }
   if (nul) CHECK(!strcmp(nul->name, "NULL"));
 }
 

@@ -5,6 +5,34 @@
 
 #include "uop/uop.h"
 #include "util/util.h"
+#include "renderer/renderer.h"
+
+/* ---- the one entry point: a kernel AST to a program for a renderer */
+
+/* What a device needs to run a rendered kernel. */
+typedef struct {
+  char *src;              /* malloc'd source */
+  int max_cores;          /* CPU: cores the kernel splits over (1 = no THREAD axis) */
+  int64_t global[3];      /* GPU: groups per dimension */
+  int64_t local[3];       /* GPU: threads per group per dimension */
+  int nbuf_args;          /* buffer parameters the kernel declares */
+  char opts[512];         /* the opts applied, as TG_OPTS would write them */
+} kernel_program;
+
+/* Applies opts o[0..n) to the kernel (with skip_misfits, an opt that does
+ * not fit is left out, as for the heuristic's picks; else it is an error
+ * naming the kernel), expands lanes (SIMD where the renderer has vectors),
+ * maps loops onto work groups (GPU renderers), rewrites small-float math
+ * into float32 where the target has no native type, linearizes and
+ * renders. 0, or -1 with tg_error. realize, BEAM and the JIT (through
+ * realize) all come here. */
+struct kopt;
+int codegen_program(uop *ast, const char *name, const tg_renderer *r, const struct kopt *o, int n, bool skip_misfits, kernel_program *out);
+
+/* Step of codegen_program for renderers with work groups: grouped reduces
+ * through local memory, loops onto group and thread ids (gpu_dims.c).
+ * NULL + tg_error when the kernel does not fit the device. (borrowed) */
+uop *kernel_gpu_lower(uop *ast, const tg_renderer *ren, int64_t global[3], int64_t local[3]);
 
 typedef enum {
   LI_OP,          /* compute u (or emit a STORE) */

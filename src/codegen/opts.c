@@ -119,10 +119,23 @@ static uop *replace_range(uop *ast, uop *r, uop *expr, uop *const *repl, int nre
 /* r (size s) -> outer*amt + inner, outer of size s/amt and kind `outer_kind`. */
 static uop *split_range(uop *ast, uop *r, int amt, int inner_kind) {
   int64_t size = rsize(r);
-  uop *inner = make_range(amt, next_range_id(ast), inner_kind, 0);
+  /* a work group's threads remember the axis they split (+1: 0 is none) */
+  uop *inner = make_range(amt, next_range_id(ast), inner_kind, inner_kind == RANGE_LOCAL ? rid(r) + 1 : 0);
   uop *outer = size / amt == 1 ? NULL : make_range(size / amt, rid(r), rkind(r), r->arg.n > 2 ? r->arg.v[2] : 0);
   uop *expr = outer ? uop_alu(OP_ADD, uop_muli(outer, amt), inner) : inner;
   uop *repl[2] = { outer, inner };
+  return replace_range(ast, r, expr, repl, 2);
+}
+
+/* r (size s) -> top*(s/amt) + rest: the new range (kind `top_kind`, size
+ * amt) takes the high part, r keeps the low one (GROUPTOP: each thread of a
+ * group reduces one contiguous chunk). */
+static uop *split_range_top(uop *ast, uop *r, int amt, int top_kind) {
+  int64_t size = rsize(r);
+  uop *top = make_range(amt, next_range_id(ast), top_kind, 0);
+  uop *rest = size / amt == 1 ? NULL : make_range(size / amt, rid(r), rkind(r), r->arg.n > 2 ? r->arg.v[2] : 0);
+  uop *expr = rest ? uop_alu(OP_ADD, uop_muli(top, size / amt), rest) : top;
+  uop *repl[2] = { rest, top };
   return replace_range(ast, r, expr, repl, 2);
 }
 
@@ -173,7 +186,7 @@ static int count_kind(uop *ast, int kind, int64_t *product) {
 
 #define MAX_LANES 256
 
-int kernel_apply_opt(uop **ast, kopt o, bool has_local_memory) {
+int kernel_apply_opt(uop **ast, kopt o, const tg_renderer *ren) {
   uop *axes[128];
   int fr;
   int n = kernel_axes(*ast, axes, 128, &fr);
@@ -226,6 +239,7 @@ int kernel_apply_opt(uop **ast, kopt o, bool has_local_memory) {
     return 0;
   }
   case OPT_THREAD: {
+    if (!ren->has_threads) return tg_seterr("opt THREAD:%d:%d: %s kernels do not run on CPU cores (use LOCAL)", o.axis, o.arg, ren->name);
     if (rkind(r) != RANGE_LOOP) return tg_seterr("opt THREAD:%d:%d: only a plain output axis can be threaded", o.axis, o.arg);
     if (count_kind(*ast, RANGE_THREAD, NULL)) return tg_seterr("opt THREAD:%d:%d: the kernel already has a thread axis", o.axis, o.arg);
     if (o.arg < 2 || o.arg > 1024) return tg_seterr("opt THREAD:%d:%d: thread count must be 2..1024", o.axis, o.arg);
@@ -233,17 +247,32 @@ int kernel_apply_opt(uop **ast, kopt o, bool has_local_memory) {
     *ast = replace_range(*ast, r, t, (uop *[]){ t }, 1);
     return 0;
   }
-  case OPT_LOCAL: case OPT_GROUP: case OPT_GROUPTOP: case OPT_TC:
-    if (!has_local_memory)
-      return tg_seterr("opt %s:%d:%d: needs a device with work groups and local memory (a GPU); the CPU has none", name, o.axis, o.arg);
-    return tg_seterr("opt %s: not implemented for this device yet", name);
+  case OPT_LOCAL: case OPT_GROUP: case OPT_GROUPTOP: {
+    if (!ren->has_local)
+      return tg_seterr("opt %s:%d:%d: needs a device with work groups and local memory (a GPU); %s kernels have none", name, o.axis, o.arg, ren->name);
+    if (o.op == OPT_LOCAL && rkind(r) != RANGE_LOOP) return tg_seterr("opt LOCAL:%d:%d: only a plain output axis can be split into a work group", o.axis, o.arg);
+    if (o.op != OPT_LOCAL && rkind(r) != RANGE_REDUCE) return tg_seterr("opt %s:%d:%d: only a plain reduce axis can be grouped", name, o.axis, o.arg);
+    if (o.arg < 2) return tg_seterr("opt %s:%d:%d: amount must be at least 2", name, o.axis, o.arg);
+    int64_t loc, grp;
+    count_kind(*ast, RANGE_LOCAL, &loc);
+    int ngroup = count_kind(*ast, RANGE_GROUP, &grp);
+    if (loc * grp * o.arg > ren->max_local)
+      return tg_seterr("opt %s:%d:%d: %lld threads per work group, more than the device's %d", name, o.axis, o.arg, (long long)(loc * grp * o.arg), ren->max_local);
+    if (o.op != OPT_LOCAL && ngroup) return tg_seterr("opt %s:%d:%d: the kernel already has a grouped reduce axis", name, o.axis, o.arg);
+    if (o.op == OPT_GROUPTOP) *ast = split_range_top(*ast, r, o.arg, RANGE_GROUP);
+    else *ast = split_range(*ast, r, o.arg, o.op == OPT_LOCAL ? RANGE_LOCAL : RANGE_GROUP);
+    return 0;
+  }
+  case OPT_TC:
+    if (!ren->has_tc) return tg_seterr("opt TC:%d:%d: needs a GPU with tensor cores; %s kernels have none", o.axis, o.arg, ren->name);
+    return tg_seterr("opt TC: tensor-core kernels are not implemented yet");
   default:
     return tg_seterr("opt %s: unknown", name);
   }
 }
 
-int kernel_apply_opts(uop **ast, const kopt *o, int n, bool has_local_memory) {
-  for (int i = 0; i < n; i++) if (kernel_apply_opt(ast, o[i], has_local_memory) < 0) return -1;
+int kernel_apply_opts(uop **ast, const kopt *o, int n, const tg_renderer *ren) {
+  for (int i = 0; i < n; i++) if (kernel_apply_opt(ast, o[i], ren) < 0) return -1;
   return 0;
 }
 
@@ -335,7 +364,7 @@ static uop *expand_reduce(uop *r) {
   return combine((uop_op)r->arg.i, parts, (int)(lanes < MAX_LANES ? lanes : MAX_LANES));
 }
 
-uop *kernel_expand_lanes(uop *ast) {
+uop *kernel_expand_lanes(uop *ast, bool simd) {
   /* 1. unrolled reduces, bottom-up */
   uop_list l = uop_toposort(ast);
   ptrmap m = { 0 };
@@ -363,7 +392,7 @@ uop *kernel_expand_lanes(uop *ast) {
   /* the upcast axis the stores walk with stride 1 becomes SIMD lanes; else
    * one whose stores scatter lane by lane (the loads and math still get
    * vectors: lanes along channels of channels-last data stored NCHW) */
-  for (int pass = 0; pass < 2 && nup && !tg_getenv_int("TG_NOVEC", 0); pass++) {
+  for (int pass = 0; pass < 2 && nup && simd && !tg_getenv_int("TG_NOVEC", 0); pass++) {
     int done = -1;
     for (int i = 0; i < nup && done < 0; i++) {
       int64_t sz = rsize(up[i]);
@@ -607,7 +636,7 @@ static int64_t lanes_on(const kopt *o, int k, int a) {
 #define THREAD_MIN_WORK (1 << 18)
 #define THREAD_MIN_FLOPS (1 << 21)
 
-int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
+static int cpu_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
   uop *axes[64];
   int fr;
   int n = kernel_axes(ast, axes, 64, &fr);
@@ -837,4 +866,9 @@ int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
     if (s >= ncores) out[k++] = (kopt){ OPT_THREAD, pos, ncores };
   }
   return k;
+}
+
+int kernel_heuristic_opts(uop *ast, const tg_renderer *ren, int ncores, kopt *out, int max) {
+  if (ren->has_local) return gpu_heuristic_opts(ast, ren, out, max);
+  return cpu_heuristic_opts(ast, ren->has_threads ? ncores : 1, out, max);
 }

@@ -12,16 +12,24 @@
  *   PADTO   axis amt   round an output axis up to a multiple of amt (the extra
  *                      lanes are computed, never stored)
  *   SWAP    axis other swap the nesting order of two output axes
- *   LOCAL, GROUP, GROUPTOP, TC   GPU work-group and tensor-core opts: checked,
- *                      then refused on devices without local memory (CPU)
+ *   LOCAL   axis amt   split an output axis; the inner amt run as the threads
+ *                      of a work group (GPU dialects)
+ *   GROUP   axis amt   split a reduce axis; amt threads of a work group each
+ *                      sum every amt-th element, then combine their partial
+ *                      sums through local memory after a barrier
+ *   GROUPTOP axis amt  the same with each thread summing one contiguous chunk
+ *   TC                 tensor cores (refused: not implemented yet)
+ * A device's renderer (renderer.h) says which opts its kernels take: THREAD
+ * needs has_threads, LOCAL and the GROUPs has_local.
  */
 #ifndef TG_OPTS_H
 #define TG_OPTS_H
 
 #include "uop/uop.h"
+#include "renderer/renderer.h"
 
 typedef enum { OPT_UPCAST, OPT_UNROLL, OPT_THREAD, OPT_PADTO, OPT_SWAP, OPT_LOCAL, OPT_GROUP, OPT_GROUPTOP, OPT_TC, OPT_COUNT } kopt_op;
-typedef struct { kopt_op op; int axis; int arg; } kopt;
+typedef struct kopt { kopt_op op; int axis; int arg; } kopt;
 
 const char *kopt_name(kopt_op op);
 /* "UPCAST:1:16,UNROLL:0:4" -> opts; returns the count or -1 with tg_error. */
@@ -35,17 +43,20 @@ int kernel_axes(uop *ast, uop **axes, int max, int *first_reduce);
 
 /* Applies one opt; on success replaces *ast (borrowed) and returns 0, else -1
  * with tg_error saying why the opt does not fit this kernel. */
-int kernel_apply_opt(uop **ast, kopt o, bool has_local_memory);
-int kernel_apply_opts(uop **ast, const kopt *o, int n, bool has_local_memory);
+int kernel_apply_opt(uop **ast, kopt o, const tg_renderer *ren);
+int kernel_apply_opts(uop **ast, const kopt *o, int n, const tg_renderer *ren);
 
-/* Opts picked by hand-written rules for a CPU with ncores cores (matvec,
- * matmul, reduce and elementwise cases). Returns the count. */
-int kernel_heuristic_opts(uop *ast, int ncores, kopt *out, int max);
+/* Opts picked by hand-written rules for the renderer's target: a CPU with
+ * ncores cores (matvec, matmul, reduce and elementwise cases), or a GPU
+ * (gpu_heuristic.c). Returns the count. */
+int kernel_heuristic_opts(uop *ast, const tg_renderer *ren, int ncores, kopt *out, int max);
+int gpu_heuristic_opts(uop *ast, const tg_renderer *ren, kopt *out, int max);
 
 /* Removes UPCAST and UNROLL ranges by computing their lanes side by side:
  * each store is repeated per upcast lane, each reduce keeps one accumulator
- * per unroll lane and combines them after its loop. (borrowed) */
-uop *kernel_expand_lanes(uop *ast);
+ * per unroll lane and combines them after its loop. With simd, one upcast
+ * axis becomes vector lanes where it can (kernel_vectorize). (borrowed) */
+uop *kernel_expand_lanes(uop *ast, bool simd);
 
 /* Turns UPCAST range `lane_range` into SIMD lanes (vector dtypes, vector
  * loads/stores where addresses are consecutive; with `gather`, other 4-byte

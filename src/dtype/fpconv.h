@@ -27,10 +27,17 @@
 #ifndef TG_FPCONV_H
 #define TG_FPCONV_H
 
+/* GPU dialects paste this file too: they define TG_CVT_FN (their helper
+ * qualifiers), TG_CVT_HAVE_BITS with their own tg_cvt__bits64/bits32 and
+ * tg_cvt__f32bits, and the fixed-width integer names. */
+#ifndef TG_CVT_FN
+#define TG_CVT_FN static inline __attribute__((unused))
+#endif
+
 /* Round |x| (bits a: finite, sign cleared) to a format with M mantissa bits
  * and exponent bias B, returning the magnitude encoding. Results at or beyond
  * the format's top codes mean overflow; the caller handles that. */
-static inline __attribute__((unused)) uint32_t tg_cvt__rne(uint64_t a, int M, int B) {
+TG_CVT_FN uint32_t tg_cvt__rne(uint64_t a, int M, int B) {
   int e = (int)(a >> 52);
   if (e == 0) return 0;                       /* double subnormal or zero */
   int ed = e - 1023, emin = 1 - B;
@@ -43,17 +50,19 @@ static inline __attribute__((unused)) uint32_t tg_cvt__rne(uint64_t a, int M, in
     shift += emin - ed;
     if (shift > 53) return 0;
   }
-  uint64_t q = m >> shift, rem = m & ((1ull << shift) - 1), half = 1ull << (shift - 1);
-  if (rem > half || (rem == half && (q & 1))) q++;
+  uint64_t q = m >> shift, rem = m & ((1ull << shift) - 1), halfway = 1ull << (shift - 1);
+  if (rem > halfway || (rem == halfway && (q & 1))) q++;
   return base + (uint32_t)q;
 }
 
-static inline __attribute__((unused)) uint64_t tg_cvt__bits64(double x) { uint64_t u; __builtin_memcpy(&u, &x, 8); return u; }
-static inline __attribute__((unused)) uint32_t tg_cvt__bits32(float x) { uint32_t u; __builtin_memcpy(&u, &x, 4); return u; }
-static inline __attribute__((unused)) float tg_cvt__f32bits(uint32_t u) { float f; __builtin_memcpy(&f, &u, 4); return f; }
+#ifndef TG_CVT_HAVE_BITS
+TG_CVT_FN uint64_t tg_cvt__bits64(double x) { uint64_t u; __builtin_memcpy(&u, &x, 8); return u; }
+TG_CVT_FN uint32_t tg_cvt__bits32(float x) { uint32_t u; __builtin_memcpy(&u, &x, 4); return u; }
+TG_CVT_FN float tg_cvt__f32bits(uint32_t u) { float f; __builtin_memcpy(&f, &u, 4); return f; }
+#endif
 
 /* ---- float16 */
-static inline __attribute__((unused)) uint16_t tg_cvt_f64_f16(double x) {
+TG_CVT_FN uint16_t tg_cvt_f64_f16(double x) {
   uint64_t u = tg_cvt__bits64(x), a = u & 0x7FFFFFFFFFFFFFFFull;
   uint16_t s = (uint16_t)((u >> 48) & 0x8000);
   if (a > 0x7FF0000000000000ull) return (uint16_t)(s | 0x7E00 | ((a >> 42) & 0x3FF));
@@ -61,14 +70,14 @@ static inline __attribute__((unused)) uint16_t tg_cvt_f64_f16(double x) {
   if (r > 0x7C00) r = 0x7C00;
   return (uint16_t)(s | r);
 }
-static inline __attribute__((unused)) uint16_t tg_cvt_f32_f16(float x) { return tg_cvt_f64_f16((double)x); }
-#if defined(__F16C__) && !defined(TG_NO_F16C)
+TG_CVT_FN uint16_t tg_cvt_f32_f16(float x) { return tg_cvt_f64_f16((double)x); }
+#if defined(__F16C__) && !defined(TG_NO_F16C) && !defined(TG_CVT_HAVE_BITS)
 /* the CPU converts half to float exactly in one instruction (and vectorizes
  * it); only a NaN's quiet bit may differ from the portable version below */
 #include <immintrin.h>
-static inline __attribute__((unused)) float tg_cvt_f16_f32(uint16_t h) { return _cvtsh_ss(h); }
+TG_CVT_FN float tg_cvt_f16_f32(uint16_t h) { return _cvtsh_ss(h); }
 #else
-static inline __attribute__((unused)) float tg_cvt_f16_f32(uint16_t h) {
+TG_CVT_FN float tg_cvt_f16_f32(uint16_t h) {
   uint32_t s = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1F, m = h & 0x3FF;
   if (e == 0x1F) return tg_cvt__f32bits(s | 0x7F800000u | (m << 13));
   if (e) return tg_cvt__f32bits(s | ((e + 112) << 23) | (m << 13));
@@ -77,7 +86,7 @@ static inline __attribute__((unused)) float tg_cvt_f16_f32(uint16_t h) {
 #endif
 
 /* ---- bfloat16 */
-static inline __attribute__((unused)) uint16_t tg_cvt_f64_bf16(double x) {
+TG_CVT_FN uint16_t tg_cvt_f64_bf16(double x) {
   uint64_t u = tg_cvt__bits64(x), a = u & 0x7FFFFFFFFFFFFFFFull;
   uint16_t s = (uint16_t)((u >> 48) & 0x8000);
   if (a > 0x7FF0000000000000ull) return (uint16_t)(s | 0x7FC0);
@@ -85,17 +94,17 @@ static inline __attribute__((unused)) uint16_t tg_cvt_f64_bf16(double x) {
   if (r > 0x7F80) r = 0x7F80;
   return (uint16_t)(s | r);
 }
-static inline __attribute__((unused)) uint16_t tg_cvt_f32_bf16(float x) {
+TG_CVT_FN uint16_t tg_cvt_f32_bf16(float x) {
   uint32_t u = tg_cvt__bits32(x);
   if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)(((u >> 16) & 0x8000) | 0x7FC0);
   return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1)) >> 16);
 }
-static inline __attribute__((unused)) float tg_cvt_bf16_f32(uint16_t h) {
+TG_CVT_FN float tg_cvt_bf16_f32(uint16_t h) {
   return tg_cvt__f32bits((uint32_t)h << 16);
 }
 
 /* ---- fp8 e4m3fn: bias 7, no inf, 0x7F/0xFF are NaN, max 448 */
-static inline __attribute__((unused)) uint8_t tg_cvt_f64_e4m3(double x) {
+TG_CVT_FN uint8_t tg_cvt_f64_e4m3(double x) {
   uint64_t u = tg_cvt__bits64(x), a = u & 0x7FFFFFFFFFFFFFFFull;
   uint8_t s = (uint8_t)((u >> 56) & 0x80);
   if (a > 0x7FF0000000000000ull) return (uint8_t)(s | 0x7F);
@@ -103,8 +112,8 @@ static inline __attribute__((unused)) uint8_t tg_cvt_f64_e4m3(double x) {
   if (r > 0x7E) r = 0x7E;
   return (uint8_t)(s | r);
 }
-static inline __attribute__((unused)) uint8_t tg_cvt_f32_e4m3(float x) { return tg_cvt_f64_e4m3((double)x); }
-static inline __attribute__((unused)) float tg_cvt_e4m3_f32(uint8_t v) {
+TG_CVT_FN uint8_t tg_cvt_f32_e4m3(float x) { return tg_cvt_f64_e4m3((double)x); }
+TG_CVT_FN float tg_cvt_e4m3_f32(uint8_t v) {
   uint32_t s = (uint32_t)(v & 0x80) << 24, e = (v >> 3) & 0xF, m = v & 7;
   if (e == 0xF && m == 7) return tg_cvt__f32bits(s | 0x7FC00000u);
   if (e) return tg_cvt__f32bits(s | ((e + 120) << 23) | (m << 20));
@@ -112,7 +121,7 @@ static inline __attribute__((unused)) float tg_cvt_e4m3_f32(uint8_t v) {
 }
 
 /* ---- fp8 e5m2: bias 15, IEEE-like (inf 0x7C, NaN 0x7D..0x7F), max 57344 */
-static inline __attribute__((unused)) uint8_t tg_cvt_f64_e5m2(double x) {
+TG_CVT_FN uint8_t tg_cvt_f64_e5m2(double x) {
   uint64_t u = tg_cvt__bits64(x), a = u & 0x7FFFFFFFFFFFFFFFull;
   uint8_t s = (uint8_t)((u >> 56) & 0x80);
   if (a > 0x7FF0000000000000ull) return (uint8_t)(s | 0x7E);
@@ -121,8 +130,8 @@ static inline __attribute__((unused)) uint8_t tg_cvt_f64_e5m2(double x) {
   if (r > 0x7B) r = 0x7B;
   return (uint8_t)(s | r);
 }
-static inline __attribute__((unused)) uint8_t tg_cvt_f32_e5m2(float x) { return tg_cvt_f64_e5m2((double)x); }
-static inline __attribute__((unused)) float tg_cvt_e5m2_f32(uint8_t v) {
+TG_CVT_FN uint8_t tg_cvt_f32_e5m2(float x) { return tg_cvt_f64_e5m2((double)x); }
+TG_CVT_FN float tg_cvt_e5m2_f32(uint8_t v) {
   uint32_t s = (uint32_t)(v & 0x80) << 24, e = (v >> 2) & 0x1F, m = v & 3;
   if (e == 0x1F) return tg_cvt__f32bits(s | (m ? 0x7FC00000u : 0x7F800000u));
   if (e) return tg_cvt__f32bits(s | ((e + 112) << 23) | (m << 21));

@@ -6,7 +6,6 @@
 #include "codegen/codegen.h"
 #include "engine/compile_jobs.h"
 #include "engine/vars.h"
-#include "renderer/renderer.h"
 #include "runtime/thread_pool.h"
 #include "util/util.h"
 
@@ -56,9 +55,8 @@ static double time_program(tg_device *dev, tg_program *p, void **bufs, int n, uo
   int nv = kernel_var_names(ast, names, 32);
   if (vars_values(names, nv, vars) < 0) return INFINITY;
   for (int r = 0; r < 3; r++) {
-    double t0 = now_s();
-    if (dev->launch(dev, p, bufs, n, vars, nv) < 0) return INFINITY;
-    double dt = now_s() - t0;
+    double dt;
+    if (device_launch_timed(dev, p, bufs, n, vars, nv, &dt) < 0) return INFINITY;
     if (dt < best) best = dt;
     if (best > give_up) break;   /* clearly slower than the leader: stop early */
   }
@@ -69,7 +67,7 @@ static double time_program(tg_device *dev, tg_program *p, void **bufs, int n, uo
 static int64_t rsize_of(const uop *r) { return range_is_symbolic(r) ? 1 : range_max_size(r); }
 
 /* Every single opt that could extend c. */
-static int actions(uop *ast, kopt *out, int max) {
+static int actions(uop *ast, const tg_renderer *ren, kopt *out, int max) {
   uop *axes[64];
   int fr;
   int n = kernel_axes(ast, axes, 64, &fr);
@@ -80,39 +78,45 @@ static int actions(uop *ast, kopt *out, int max) {
     for (int j = 0; j < 6 && k < max; j++) if (rsize_of(axes[i]) % up[j] == 0) out[k++] = (kopt){ OPT_UPCAST, i, up[j] };
   for (int i = fr; i < n; i++)
     for (int j = 0; j < 5 && k < max; j++) if (rsize_of(axes[i]) % un[j] == 0) out[k++] = (kopt){ OPT_UNROLL, i - fr, un[j] };
-  if (fr > 0 && tg_pool_threads() > 1 && k < max) out[k++] = (kopt){ OPT_THREAD, 0, tg_pool_threads() };
+  if (ren->has_threads && fr > 0 && tg_pool_threads() > 1 && k < max) out[k++] = (kopt){ OPT_THREAD, 0, tg_pool_threads() };
+  if (ren->has_local) {   /* work groups: threads along outputs, grouped reduces */
+    static const int loc[] = { 2, 4, 8, 16, 32, 64, 128, 256 };
+    for (int i = 0; i < fr; i++)
+      for (int j = 0; j < 8 && k < max; j++) if (loc[j] <= ren->max_local && rsize_of(axes[i]) % loc[j] == 0) out[k++] = (kopt){ OPT_LOCAL, i, loc[j] };
+    for (int i = fr; i < n; i++)
+      for (int j = 2; j < 8 && k + 1 < max; j++)
+        if (loc[j] <= ren->max_local && rsize_of(axes[i]) % loc[j] == 0) {
+          out[k++] = (kopt){ OPT_GROUP, i - fr, loc[j] };
+          out[k++] = (kopt){ OPT_GROUPTOP, i - fr, loc[j] };
+        }
+  }
   return k;
 }
 
 /* Compiles and times candidates; fills their t. */
 static void evaluate(sched_item *it, cand *cs, int nc, void **bufs, double best) {
   compile_job *jobs = tg_xcalloc((size_t)nc, sizeof(compile_job));
-  char **srcs = tg_xcalloc((size_t)nc, sizeof(char *));
-  int *max_cores = tg_xcalloc((size_t)nc, sizeof(int));
-  uop_pool_push();
+  kernel_program *kps = tg_xcalloc((size_t)nc, sizeof(kernel_program));
   for (int i = 0; i < nc; i++) {
     cs[i].t = INFINITY;
-    uop *a = it->ast;
-    if (kernel_apply_opts(&a, cs[i].o, cs[i].n, false) < 0) continue;
-    max_cores[i] = kernel_thread_count(a);
-    srcs[i] = render_c(kernel_expand_lanes(a), it->name);
-    jobs[i] = (compile_job){ it->dev, srcs[i], it->name, NULL, "", 0 };
+    if (codegen_program(it->ast, it->name, it->dev->renderer, cs[i].o, cs[i].n, false, &kps[i]) < 0) kps[i].src = NULL;
   }
-  uop_pool_pop();
   /* compile the ones that rendered, all at once */
-  compile_job *todo = tg_xcalloc((size_t)nc, sizeof(compile_job));
   int *map = tg_xcalloc((size_t)nc, sizeof(int)), nt = 0;
-  for (int i = 0; i < nc; i++) if (srcs[i]) { todo[nt] = jobs[i]; map[nt++] = i; }
-  compile_jobs_run(todo, nt);
+  for (int i = 0; i < nc; i++) if (kps[i].src) { jobs[nt] = (compile_job){ it->dev, kps[i].src, it->name, NULL, "", 0 }; map[nt++] = i; }
+  compile_jobs_run(jobs, nt);
   for (int j = 0; j < nt; j++) {
     int i = map[j];
-    if (!todo[j].prog) continue;
-    todo[j].prog->max_cores = max_cores[i];
-    cs[i].t = time_program(it->dev, todo[j].prog, bufs, it->nbufs, it->ast, best * 3);
-    it->dev->program_free(it->dev, todo[j].prog);
+    tg_program *p = jobs[j].prog;
+    if (!p) continue;
+    p->max_cores = kps[i].max_cores;
+    for (int d = 0; d < 3; d++) p->global[d] = kps[i].global[d], p->local[d] = kps[i].local[d];
+    p->nbuf_args = kps[i].nbuf_args;
+    cs[i].t = time_program(it->dev, p, bufs, it->nbufs, it->ast, best * 3);
+    it->dev->program_free(it->dev, p);
   }
-  for (int i = 0; i < nc; i++) free(srcs[i]);
-  free(srcs); free(jobs); free(todo); free(map); free(max_cores);
+  for (int i = 0; i < nc; i++) free(kps[i].src);
+  free(kps); free(jobs); free(map);
   tg_clear_error();
 }
 
@@ -140,7 +144,11 @@ int beam_opts(sched_item *it, int width, kopt *out, int max) {
   int nb = it->nbufs < 256 ? it->nbufs : 256;
   for (int i = 0; i < nb; i++) {
     bufs[i] = it->dev->alloc(it->dev, it->bufs[i]->nbytes);
-    if (bufs[i] && it->dev->name[0] == 'C') memset(bufs[i], 0, it->bufs[i]->nbytes);
+    if (bufs[i]) {   /* zeros: no NaNs or denormals to slow a candidate down */
+      void *z = tg_xcalloc(1, it->bufs[i]->nbytes ? it->bufs[i]->nbytes : 1);
+      it->dev->copyin(it->dev, bufs[i], z, it->bufs[i]->nbytes);
+      free(z);
+    }
   }
   double t0 = now_s();
   /* start from the heuristic's choice and from the plain kernel. The plain
@@ -148,7 +156,7 @@ int beam_opts(sched_item *it, int width, kopt *out, int max) {
    * heuristic's kernel is quick: unoptimized, a big matmul or conv runs for
    * seconds and never wins. */
   cand start[2] = { { .n = 0 }, { .n = 0 } };
-  start[0].n = kernel_heuristic_opts(it->ast, tg_pool_threads(), start[0].o, BEAM_MAX_OPTS);
+  start[0].n = kernel_heuristic_opts(it->ast, it->dev->renderer, tg_pool_threads(), start[0].o, BEAM_MAX_OPTS);
   int nstart = 1;
   if (start[0].n) {
     evaluate(it, start, 1, bufs, INFINITY);
@@ -169,9 +177,9 @@ int beam_opts(sched_item *it, int width, kopt *out, int max) {
     for (int b = 0; b < nbeam; b++) {
       uop_pool_push();
       uop *a = it->ast;
-      kernel_apply_opts(&a, beam[b].o, beam[b].n, false);
+      kernel_apply_opts(&a, beam[b].o, beam[b].n, it->dev->renderer);
       kopt acts[128];
-      int na = actions(a, acts, 128);
+      int na = actions(a, it->dev->renderer, acts, 128);
       uop_pool_pop();
       for (int j = 0; j < na; j++) {
         if (beam[b].n >= BEAM_MAX_OPTS) break;
@@ -180,7 +188,7 @@ int beam_opts(sched_item *it, int width, kopt *out, int max) {
         /* only candidates whose opts apply */
         uop_pool_push();
         uop *t = it->ast;
-        bool ok = kernel_apply_opts(&t, c.o, c.n, false) == 0;
+        bool ok = kernel_apply_opts(&t, c.o, c.n, it->dev->renderer) == 0;
         uop_pool_pop();
         if (!ok) continue;
         if (nn == cap) { cap = cap ? cap * 2 : 64; next = tg_xrealloc(next, sizeof(cand) * (size_t)cap); }

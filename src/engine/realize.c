@@ -11,7 +11,6 @@
 #include "engine/compile_jobs.h"
 #include "engine/vars.h"
 #include "runtime/thread_pool.h"
-#include "renderer/renderer.h"
 #include "schedule/schedule.h"
 #include "util/counters.h"
 
@@ -82,45 +81,31 @@ int tg_set_kernel_opts(const char *spec) {
   return 0;
 }
 
-/* Applies the opts for this kernel and expands its lanes (borrowed). */
-static uop *optimize(sched_item *it, int *max_cores) {
-  uop *ast = it->ast;
+/* Picks the opts for this kernel (TG_OPTS or tg_set_kernel_opts, BEAM, the
+ * heuristic, or none with NOOPT=1) and runs codegen with them. */
+static int generate(sched_item *it, kernel_program *kp, int debug) {
+  const tg_renderer *ren = it->dev->renderer;
   const char *spec = opts_override ? opts_override : getenv("TG_OPTS");
   char mine[512];
   if (spec && *spec) {
     int found = opts_for(spec, it->name, mine, sizeof mine);
-    if (found < 0) return NULL;
+    if (found < 0) return -1;
     spec = found ? mine : NULL;
   }
   kopt o[32];
+  int n = 0;
+  bool heuristic = false;
   if (spec && *spec) {
-    int n = kopts_parse(spec, o, 32);
-    if (n < 0) return NULL;
-    if (kernel_apply_opts(&ast, o, n, false) < 0) {
-      char msg[4096];
-      snprintf(msg, sizeof msg, "%s", tg_error());
-      tg_seterr("kernel %s: %s", it->name, msg);
-      return NULL;
-    }
+    if ((n = kopts_parse(spec, o, 32)) < 0) return -1;
   } else if (tg_getenv_int("BEAM", 0) > 0) {
-    int n = beam_opts(it, (int)tg_getenv_int("BEAM", 0), o, 32);
-    if (n < 0 || kernel_apply_opts(&ast, o, n, false) < 0) return NULL;
+    if ((n = beam_opts(it, (int)tg_getenv_int("BEAM", 0), o, 32)) < 0) return -1;
   } else if (!tg_getenv_int("NOOPT", 0)) {
-    int n = kernel_heuristic_opts(ast, tg_pool_threads(), o, 32), applied = 0;
-    kopt used[32];
-    for (int i = 0; i < n; i++) {
-      uop *trial = ast;
-      if (kernel_apply_opt(&trial, o[i], false) == 0) ast = trial, used[applied++] = o[i];   /* a pick that does not fit is skipped */
-    }
-    tg_clear_error();
-    if (tg_getenv_int("DEBUG", 0) >= 3) {   /* what TG_OPTS would reproduce */
-      char picked[512];
-      kopts_format(used, applied, picked, sizeof picked);
-      fprintf(stderr, "opts %s: %s\n", it->name, applied ? picked : "(none)");
-    }
+    n = kernel_heuristic_opts(it->ast, ren, tg_pool_threads(), o, 32);
+    heuristic = true;   /* a pick that does not fit is skipped */
   }
-  *max_cores = kernel_thread_count(ast);
-  return kernel_expand_lanes(ast);
+  if (codegen_program(it->ast, it->name, ren, o, n, heuristic, kp) < 0) return -1;
+  if (heuristic && debug >= 3) fprintf(stderr, "opts %s: %s\n", it->name, kp->opts[0] ? kp->opts : "(none)");   /* what TG_OPTS would reproduce */
+  return 0;
 }
 
 static ptrmap prog_cache;   /* NOOP(ast, arg=device) -> cached_prog* */
@@ -141,11 +126,15 @@ tg_buffer *uop_contiguous_buffer(const uop *u) {
 typedef struct {
   uop *key;            /* retained while pending */
   char *src;           /* rendered source (pending only) */
-  int max_cores;
+  kernel_program kp;   /* launch dimensions and cores (src moved to .src) */
   double t_render;
   cached_prog *cp;     /* the result */
   bool dup;            /* the same kernel as an earlier item of the schedule: filled from it */
 } prep;
+
+static kernel_observer observer;
+static void *observer_ctx;
+void engine_set_kernel_observer(kernel_observer fn, void *ctx) { observer = fn; observer_ctx = ctx; }
 
 static uop *program_key(sched_item *it) {
   /* one program per kernel, device and opts setting */
@@ -160,6 +149,7 @@ static uop *program_key(sched_item *it) {
  * optimizing a big one takes milliseconds). */
 static int prepare(sched_item *it, prep *p, const prep *earlier, int nearlier, int debug) {
   memset(p, 0, sizeof *p);
+  if (observer) observer(it->ast, it->name, observer_ctx);
   uop_pool_push();
   uop *key = program_key(it);
   pthread_mutex_lock(&cache_lock);
@@ -169,10 +159,10 @@ static int prepare(sched_item *it, prep *p, const prep *earlier, int nearlier, i
   if (p->cp || p->dup) { uop_pool_pop(); return 0; }
   if (debug >= 3) { fprintf(stderr, "kernel %s AST:\n", it->name); uop_print(stderr, it->ast); }
   double t0 = now_s();
-  uop *opt_ast = optimize(it, &p->max_cores);
-  p->src = opt_ast ? render_c(opt_ast, it->name) : NULL;
+  if (generate(it, &p->kp, debug) < 0) { uop_pool_pop(); return -1; }
+  p->src = p->kp.src;
+  p->kp.src = NULL;
   p->t_render = now_s() - t0;
-  if (!p->src) { uop_pool_pop(); return -1; }
   if (debug >= 4) fprintf(stderr, "%s\n", p->src);
   uop_retain(key);
   p->key = key;
@@ -203,8 +193,10 @@ static int compile_pending(sched_item *items, prep *ps, int n, int debug) {
     cached_prog *cp = tg_xcalloc(1, sizeof *cp);
     cp->prog = jobs[j].prog;
     cp->flops = kernel_flops(items[idx[j]].ast);
-    cp->max_cores = p->max_cores;
-    cp->prog->max_cores = p->max_cores;
+    cp->max_cores = p->kp.max_cores;
+    cp->prog->max_cores = p->kp.max_cores;
+    for (int d = 0; d < 3; d++) cp->prog->global[d] = p->kp.global[d], cp->prog->local[d] = p->kp.local[d];
+    cp->prog->nbuf_args = p->kp.nbuf_args;
     cp->nvars = kernel_var_names(items[idx[j]].ast, cp->varnames, MAX_KERNEL_VARS);
     pthread_mutex_lock(&cache_lock);
     pm_put(&prog_cache, p->key, cp);
@@ -275,9 +267,13 @@ static int run_item(sched_item *it, cached_prog *cp, int debug) {
   }
   int64_t vars[MAX_KERNEL_VARS];
   if (vars_values(cp->varnames, cp->nvars, vars) < 0) return -1;
-  double t0 = now_s();
-  int rc = it->dev->launch(it->dev, cp->prog, ptrs, it->nbufs, vars, cp->nvars);
-  double dt = now_s() - t0;
+  double dt = 0;
+  int rc;
+  if (debug >= 2 || !it->dev->synchronize) {
+    rc = device_launch_timed(it->dev, cp->prog, ptrs, it->nbufs, vars, cp->nvars, &dt);
+  } else {   /* a queueing device runs on while the engine goes on */
+    rc = it->dev->launch(it->dev, cp->prog, ptrs, it->nbufs, vars, cp->nvars);
+  }
   if (rc < 0) return rc;
   counters_add_run(cp->flops, bytes, dt);
   if (debug >= 2) engine_print_kernel_run("***", it->dev->name, it->name, it->nbufs, dt, cp->flops, bytes);

@@ -30,6 +30,12 @@ void engine_capture_begin(kernel_capture *c);
 void engine_capture_end(void);
 void kernel_capture_free(kernel_capture *c);
 
+/* ---- kernel observer (for tests that check every kernel against another
+ * target): while set, fn sees the AST of every kernel about to run, cached
+ * or not, on any thread. */
+typedef void (*kernel_observer)(uop *ast, const char *name, void *ctx);
+void engine_set_kernel_observer(kernel_observer fn, void *ctx);
+
 /* The buffer behind a realized, contiguous tensor node (RESHAPE(BUFFER) or
  * BUFFER), or NULL. */
 struct tg_buffer *uop_contiguous_buffer(const uop *u);

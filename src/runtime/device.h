@@ -8,11 +8,13 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "tg.h"
+#include "renderer/renderer.h"
 
 typedef struct tg_device tg_device;
 typedef struct tg_program tg_program;
 
-/* Every kernel tg generates for a CPU-like device has this signature:
+/* Every kernel tg generates for the CPU has this signature (GPU kernels take
+ * their buffers and variables as arguments: see docs/devices.md):
  * bufs are the kernel's buffers in DEFINE_GLOBAL order, vars the values of
  * its symbolic variables; core/ncores split the outermost parallel loop. */
 typedef void (*tg_kernel_fn)(void **bufs, const int64_t *vars, int core, int ncores);
@@ -26,6 +28,12 @@ struct tg_program {
                          * thread only (a kernel that ignores core/ncores);
                          * 0 (the default) = all of the pool's; set by the
                          * engine after compile */
+  /* GPU devices: groups per dimension and threads per group (set by the
+   * engine after compile, from codegen), and how many buffer parameters
+   * the kernel declares (0: all the launch passes) */
+  int64_t global[3], local[3];
+  int nbuf_args;
+  void *impl;           /* the backend's kernel object */
 };
 
 struct tg_device {
@@ -41,20 +49,51 @@ struct tg_device {
   void (*program_free)(tg_device *d, tg_program *p);
   /* Run a loaded program. Returns 0 or a negative error. */
   int (*launch)(tg_device *d, tg_program *p, void **bufs, int nbufs, const int64_t *vars, int nvars);
-  /* Which renderer writes its kernels: "c" for CPU-like devices. */
-  const char *renderer;
+  /* Who writes its kernels and what they may use (renderer.h): the table
+   * of its dialect, with limits the device read from its driver. */
+  const tg_renderer *renderer;
   /* How it compiles them (flags that change the code), or NULL: part of any
    * cache of choices made by timing its kernels (BEAM). */
   const char *compile_flags;
+  /* Waits for every launch and copy queued on it (NULL: it never queues). */
+  int (*synchronize)(tg_device *d);
+  /* Runs p like launch, waits, and gives the kernel's own run time from the
+   * device's timer (events); NULL: the engine times launch by the clock. */
+  int (*launch_timed)(tg_device *d, tg_program *p, void **bufs, int nbufs, const int64_t *vars, int nvars, double *seconds);
+  /* what tg_devices reports */
+  char description[128];
+  int64_t memory;                /* bytes, 0 when unknown */
+  void *impl;                    /* the backend's state */
 };
 
-/* Look a device up by name ("CPU", "NULL"; case-insensitive). NULL + tg_error
- * when unknown. */
+/* Looks a device up by name, case-insensitive: "CPU", "NULL", "DISK",
+ * "CL" (= "CL:0"), "CL:1", "CUDA", "CUDA:1"; opens it on first use. NULL +
+ * tg_error when unknown or absent, naming the devices that are present. */
 tg_device *device_get(const char *name);
+
+/* A backend of the registry: a name prefix, how many of its devices are
+ * present (0 with a reason when its library or hardware is missing), and
+ * how to open device i (NULL + tg_error). */
+typedef struct {
+  const char *prefix;
+  int (*count)(const char **why_absent);
+  tg_device *(*open)(int index);
+} device_backend;
+
+/* Runs a launch and times it: the device's timer when it has one, else the
+ * wall clock around launch (after synchronizing). */
+int device_launch_timed(tg_device *d, tg_program *p, void **bufs, int nbufs, const int64_t *vars, int nvars, double *seconds);
 
 /* ---- the on-disk compile cache shared by compiling devices.
  * Key: a hash of source, compiler and flags. Directory: $XDG_CACHE_HOME/tg or
  * ~/.cache/tg (TG_CACHE_DIR overrides; TG_NOCACHE=1 disables reads). */
 char *compile_cache_path(const char *src, const char *compiler, const char *flags, const char *ext);
+/* A cached file's bytes (malloc'd), or NULL when absent or TG_NOCACHE=1. */
+void *cache_read_file(const char *path, size_t *n);
+/* Writes a cache file through a temp file and a rename (0, or -1). */
+int cache_write_file(const char *path, const void *data, size_t n);
+/* Sets tg_error for a failed compile: the device, the kernel, the
+ * compiler's log, and the source lines the log points at. Returns -1. */
+int compile_error(const char *device, const char *kernel, const char *log, const char *src);
 
 #endif

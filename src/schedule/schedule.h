@@ -12,9 +12,10 @@
 
 /* RANGE arg: (id, kind). Output loops are LOOP, reduce loops REDUCE; the
  * kernel optimizer (codegen/opts.c) makes THREAD (split across cores),
- * UPCAST (output lanes kept in registers) and UNROLL (reduce lanes). Loops
- * nest by id. */
-enum { RANGE_LOOP = 0, RANGE_REDUCE = 1, RANGE_UPCAST = 2, RANGE_UNROLL = 3, RANGE_THREAD = 4 };
+ * UPCAST (output lanes kept in registers), UNROLL (reduce lanes), LOCAL
+ * (output threads of a GPU work group) and GROUP (reduce threads of a work
+ * group). Loops nest by id. */
+enum { RANGE_LOOP = 0, RANGE_REDUCE = 1, RANGE_UPCAST = 2, RANGE_UNROLL = 3, RANGE_THREAD = 4, RANGE_LOCAL = 5, RANGE_GROUP = 6 };
 
 /* A RANGE's end is a CONST, or a DEFINE_VAR for a symbolic axis (the loop
  * runs to the value bound when the kernel runs). */

@@ -176,7 +176,7 @@ static tg_tensor *conv_channel_lanes(tg_tensor *x, tg_tensor *w, const conv_para
  * whole vectors of output channels, output rows that whole vectors do not
  * fill, and a matmul's worth of work? */
 static bool wants_channel_lanes(tg_tensor *x, tg_tensor *w, const conv_params *p, const int64_t *o) {
-  if (p->groups != 1 || strcmp(x->device, "CPU") != 0 || getenv("TG_CONV_NO_CHANNEL_LANES")) return false;
+  if (p->groups != 1 || !tensor_wide_layouts(x) || getenv("TG_CONV_NO_CHANNEL_LANES")) return false;
   int64_t cout = tg_dim(w, 0), work = tg_dim(x, 0) * cout * tg_dim(w, 1);
   for (int j = 0; j < p->n; j++) work *= o[j] * tg_dim(w, 2 + j);
   int64_t row = o[p->n - 1];

@@ -176,7 +176,7 @@ tg_tensor *tg_argmin(tg_tensor *a, int axis, bool keepdim) { return arg_extreme(
 #define MATMUL_PANEL 32
 static tg_tensor *pack_b_panels(tg_tensor *a, tg_tensor *b) {
   int n1 = a->u->ndim, n2 = b->u->ndim;
-  if (strcmp(a->device, "CPU") != 0 || strcmp(b->device, "CPU") != 0) return NULL;
+  if (!tensor_wide_layouts(a) || !tensor_wide_layouts(b)) return NULL;
   int64_t m = 1, k = b->u->shape[n2 - 2], n = b->u->shape[n2 - 1];
   for (int i = 0; i < n1 - 1; i++) m *= a->u->shape[i];
   int64_t batch = 1;

@@ -205,6 +205,11 @@ const char *tg_default_device(void) {
 }
 const char *tg_device_of(const tg_tensor *t) { return t ? t->device : NULL; }
 
+bool tensor_wide_layouts(const tg_tensor *t) {
+  tg_device *d = t ? device_get(t->device) : NULL;
+  return d && d->renderer && d->renderer->wide_layouts;
+}
+
 /* ---- inspection */
 tg_shape tg_shape_of(const tg_tensor *t) {
   tg_shape s = { 0, { 0 } };

@@ -28,6 +28,10 @@ void tensors_each_requiring_grad(void (*fn)(tg_tensor *t, void *ctx), void *ctx)
 
 /* Wraps u (retains it) in a new tensor in the current scope. */
 tg_tensor *tensor_wrap(uop *u, const char *device);
+/* Whether t's device runs kernels that gain from the CPU-cache layouts of
+ * the front end (panel-packed matmul operands, conv channel lanes): its
+ * renderer's wide_layouts capability, never its name. */
+bool tensor_wide_layouts(const tg_tensor *t);
 /* An op given NULL returns NULL. The message of the failure that made the
  * NULL is kept (it says what went wrong); only when there is none does this
  * set "op: input is NULL". */

@@ -1,4 +1,5 @@
 /* util.c: errors, allocation, string buffers, hashing, pointer maps. */
+#include <time.h>
 #include "util/util.h"
 #include "tg.h"
 
@@ -94,4 +95,10 @@ int64_t tg_getenv_int(const char *name, int64_t dflt) {
   const char *s = getenv(name);
   if (!s || !*s) return dflt;
   return strtoll(s, NULL, 10);
+}
+
+double tg_now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }

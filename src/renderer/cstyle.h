@@ -1,0 +1,86 @@
+/* cstyle.h: what the C-style core (cstyle.c) shares with the dialect tables.
+ * The core walks a linearized kernel and writes one statement per node; a
+ * dialect says how types, math functions, the kernel signature, group and
+ * local ids, barriers and bit casts are spelled, and adds its preludes.
+ * Invariant: the core never names a dialect; everything that differs
+ * between C, OpenCL C and CUDA C is a field here. */
+#ifndef TG_CSTYLE_H
+#define TG_CSTYLE_H
+
+#include "renderer/renderer.h"
+#include "util/util.h"
+
+typedef struct rctx rctx;
+
+/* One buffer argument of a kernel (DEFINE_GLOBAL k). */
+typedef struct { int index; dtype_t dtype; bool stored; } kernel_buf;
+
+/* A kernel's arguments: buffers in DEFINE_GLOBAL order, then its
+ * variables (sorted by name: the order of the engine's vars[]). */
+typedef struct {
+  kernel_buf bufs[256];
+  int nbufs;          /* highest buffer index + 1 */
+  int nvars;
+} kernel_args;
+
+struct render_dialect {
+  const char *name;
+  /* value types of scalars, and element types of buffer pointers (GPUs
+   * keep bools in bytes: a bool pointer is no kernel argument there) */
+  const char *scalar_type[TG_NSCALAR];
+  const char *buffer_elem[TG_NSCALAR];
+  const char *i64_suffix, *u64_suffix;   /* integer literal suffixes */
+  bool f32_math_suffix;                  /* float libm names end in f (exp2f); else overloads */
+  const char *fn_qual;                   /* qualifiers of helper functions in preludes */
+  const char *local_qual;                /* declares a local (shared) array */
+  const char *barrier;                   /* a work-group barrier statement */
+  /* how kernel variable k is named in the body */
+  const char *var_fmt;
+  /* the kernel's opening line(s): signature and buffer declarations */
+  void (*open_kernel)(rctx *c, strbuf *src, const char *name, const kernel_args *a);
+  /* the value of a group (kind 0) or local (kind 1) id in dimension dim */
+  char *(*special)(int kind, int dim);
+  /* a scalar's bits as another scalar type of the same size */
+  char *(*bitcast)(rctx *c, uop *u, const char *x);
+  /* the dialect's prelude: types and helpers the body used */
+  void (*prelude)(rctx *c, strbuf *src);
+  /* vector nodes (SIMD lanes, byte dot products): the expression, or NULL
+   * for a dialect without vector types */
+  char *(*vector_alu)(rctx *c, uop *u);
+};
+
+struct rctx {
+  const tg_renderer *r;
+  const render_dialect *d;
+  strbuf body;
+  ptrmap names;        /* uop -> char* (owned) */
+  int nvars;
+  int depth;
+  bool need_threefry, need_fpconv;
+  /* C dialect: vector types and helpers the body used */
+  bool vec_used[TG_NSCALAR][65];
+  bool need_vcvt_f16[65];   /* lanes of float16 -> float32 vector conversions */
+  bool need_dot4[17];       /* lanes of byte dot products */
+  bool need_sqrt[65];       /* lanes of float32 square roots */
+  bool mulacc_reduce;       /* a float multiply-accumulate reduce (may contract to FMA) */
+};
+
+char *rfmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+const char *rname(rctx *c, uop *u);
+/* the type of a value of dtype d (vectors: the C dialect's vector types) */
+const char *rctype(rctx *c, dtype_t d);
+/* scalar x of dtype d broadcast into vector type vt */
+char *rsplat(dtype_t d, const char *vt, const char *x);
+/* the prelude text the core pastes for small-float conversions */
+extern const char tg_kernel_prelude_fpconv[];
+/* the threefry helper, written for any dialect (qualifier, u32 and u64
+ * type names) */
+void render_threefry(strbuf *src, const char *qual, const char *u32, const char *u64);
+
+extern const render_dialect dialect_c, dialect_opencl, dialect_cuda;
+
+/* A GPU kernel's parameter list: buffer k as data<k> (an unused index as a
+ * placeholder, so argument positions match the engine's buffers), then the
+ * variables as 64-bit scalars. */
+void render_gpu_params(rctx *c, strbuf *src, const kernel_args *a, const char *buf_qual, const char *restrict_kw);
+#endif

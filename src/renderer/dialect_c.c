@@ -1,0 +1,225 @@
+/* dialect_c.c: C for the CPU device. Kernels have the tg_kernel_fn
+ * signature (buffers and variables through arrays, core/ncores splitting
+ * the THREAD loop); UPCAST lanes become gcc/clang vector types; the byte
+ * dot product is vpdpbusd where the compiler has it; big streamed operands
+ * get software prefetches. Everything CPU-only in the renderers is here. */
+#include "renderer/cstyle.h"
+
+void render_vector_typedefs(rctx *c, strbuf *src);   /* cstyle.c */
+
+/* the mask type of comparisons between vectors of d */
+static dtype_t mask_of(dtype_t d) {
+  int sz = dt_itemsize(d);
+  return dt_vec(dt_scalar(sz == 8 ? TG_I64 : sz == 2 ? TG_I16 : sz == 1 ? TG_I8 : TG_I32), d.count);
+}
+
+/* a vector op's source, broadcast when it is a scalar (into vector type vt) */
+static char *vsrc(rctx *c, uop *x, const char *vt) {
+  if (x->dtype.count > 1) return tg_xstrdup(rname(c, x));
+  return rsplat(x->dtype, vt, rname(c, x));
+}
+
+static char *render_vec_alu(rctx *c, uop *u) {
+  /* operands share the type of the widest source (comparisons: of src 0) */
+  dtype_t opd = u->op == OP_WHERE ? u->dtype : uop_is_comparison(u->op) ? dt_vec(u->src[0]->dtype, u->dtype.count) : u->dtype;
+  if (u->op == OP_CAST) opd = dt_vec(u->src[0]->dtype, u->dtype.count);
+  const char *vt = rctype(c, opd), *mt = rctype(c, mask_of(opd));
+  int first = u->op == OP_WHERE ? 1 : 0;
+  /* operand strings of ALU ops (at most 3 sources; a VECTORIZE of lanes
+   * names its sources itself) */
+  char *s[3] = { NULL, NULL, NULL };
+  for (int i = first; i < u->nsrc && i < 3; i++) s[i] = vsrc(c, u->src[i], vt);
+  char *r = NULL;
+  switch (u->op) {
+  case OP_ADD: r = rfmt("(%s+%s)", s[0], s[1]); break;
+  case OP_SUB: r = rfmt("(%s-%s)", s[0], s[1]); break;
+  case OP_MUL: r = rfmt("(%s*%s)", s[0], s[1]); break;
+  case OP_FDIV: r = rfmt("(%s/%s)", s[0], s[1]); break;
+  case OP_NEG: r = rfmt("(-%s)", s[0]); break;
+  case OP_SQRT: c->need_sqrt[u->dtype.count] = true; r = rfmt("tg_sqrt_v%d(%s)", u->dtype.count, s[0]); break;
+  case OP_RECIPROCAL: r = rfmt("(((%s){0}+1)/%s)", vt, s[0]); break;
+  case OP_CMPLT: r = rfmt("(%s<%s)", s[0], s[1]); break;
+  case OP_CMPNE: r = rfmt("(%s!=%s)", s[0], s[1]); break;
+  case OP_CMPEQ: r = rfmt("(%s==%s)", s[0], s[1]); break;
+  case OP_MAX:   /* lanes where a > b or a is NaN take a */
+    r = rfmt("({ %s a_ = %s, b_ = %s; %s m_ = (a_ > b_) | (a_ != a_); (%s)(((%s)a_ & m_) | ((%s)b_ & ~m_)); })", vt, s[0], s[1], mt, vt, mt, mt);
+    break;
+  case OP_WHERE:
+    if (u->src[0]->dtype.count == 1) r = rfmt("(%s?%s:%s)", rname(c, u->src[0]), s[1], s[2]);
+    else r = rfmt("({ %s m_ = %s; (%s)(((%s)%s & m_) | ((%s)%s & ~m_)); })", mt, rname(c, u->src[0]), vt, mt, s[1], mt, s[2]);
+    break;
+  case OP_CAST:
+    if (u->src[0]->dtype.scalar == TG_F16) { c->need_vcvt_f16[u->dtype.count] = true; r = rfmt("tg_cvt_v%d_f16_f32(%s)", u->dtype.count, s[0]); }
+    else if (u->src[0]->dtype.scalar == TG_BF16)   /* bfloat16 is the top half of a float32: shift the bits up */
+      r = rfmt("((%s)(__builtin_convertvector(%s, %s) << 16))", rctype(c, u->dtype), s[0], rctype(c, dt_vec(dt_scalar(TG_U32), u->dtype.count)));
+    else r = rfmt("__builtin_convertvector(%s, %s)", s[0], rctype(c, u->dtype));
+    break;
+  case OP_VECTORIZE: {
+    strbuf b = { 0 };
+    if (u->nsrc == 1) {   /* an iota: lane i is base + stride*i */
+      sb_printf(&b, "(((%s){", vt);
+      for (int i = 0; i < u->dtype.count; i++) sb_printf(&b, i ? ",%d" : "%d", i);
+      sb_printf(&b, "})*%lld+%s)", (long long)u->arg.i, s[0]);
+    } else {
+      sb_printf(&b, "((%s){", vt);
+      for (int i = 0; i < u->nsrc; i++) sb_printf(&b, i ? ",%s" : "%s", rname(c, u->src[i]));
+      sb_puts(&b, "})");
+    }
+    r = b.s;
+    break;
+  }
+  case OP_BITCAST:   /* lanes of the same size: a vector cast reinterprets the bits */
+    r = rfmt("((%s)%s)", rctype(c, u->dtype), s[0]);
+    break;
+  case OP_AND: r = rfmt("(%s&%s)", s[0], s[1]); break;
+  case OP_OR: r = rfmt("(%s|%s)", s[0], s[1]); break;
+  case OP_XOR: r = rfmt("(%s^%s)", s[0], s[1]); break;
+  case OP_SHL: r = rfmt("(%s<<%s)", s[0], s[1]); break;
+  case OP_SHR: r = rfmt("(%s>>%s)", s[0], s[1]); break;
+  default: break;
+  }
+  for (int i = 0; i < 3; i++) free(s[i]);
+  return r;
+}
+
+/* k lanes of a wider vector: lane l is src[arg + l * (src lanes / k)] */
+static char *render_vec_gep(rctx *c, uop *u) {
+  strbuf b = { 0 };
+  const char *a = rname(c, u->src[0]);
+  int st = u->src[0]->dtype.count / u->dtype.count;
+  sb_printf(&b, "__builtin_shufflevector(%s, %s", a, a);
+  for (int i = 0; i < u->dtype.count; i++) sb_printf(&b, ", %lld", (long long)(u->arg.i + (int64_t)st * i));
+  sb_puts(&b, ")");
+  return b.s;
+}
+
+/* OP_DOT4 (see vectorize.c): tg_dot4_vK(acc, unsigned bytes, signed
+ * bytes), each operand a vector of 4K bytes viewed as K ints, or one int
+ * (4 bytes) for every lane. */
+static char *render_dot4(rctx *c, uop *u) {
+  int k = u->dtype.count;
+  if (k != 4 && k != 8 && k != 16) return NULL;
+  c->need_dot4[k] = true;
+  const char *vt = rctype(c, u->dtype);
+  char *s[3];
+  for (int i = 0; i < 3; i++)
+    s[i] = u->src[i]->dtype.count > 1 ? rfmt("((%s)%s)", vt, rname(c, u->src[i])) : rsplat(u->src[i]->dtype, vt, rname(c, u->src[i]));
+  char *r = rfmt("tg_dot4_v%d(%s, %s, %s)", k, s[0], s[1], s[2]);
+  for (int i = 0; i < 3; i++) free(s[i]);
+  return r;
+}
+
+static char *c_vector_alu(rctx *c, uop *u) {
+  if (u->op == OP_DOT4) return render_dot4(c, u);
+  if (u->op == OP_GEP) return render_vec_gep(c, u);
+  return render_vec_alu(c, u);
+}
+
+/* Square roots of K float32 lanes: vsqrtps under clang (4, 8, 16 lanes),
+ * else lane by lane (with -fno-math-errno, one sqrtss each). */
+static void prelude_sqrt(strbuf *src, int k) {
+  const char *isa = k == 16 ? "defined(__AVX512F__)" : k == 8 ? "defined(__AVX__)" : "defined(__SSE__)";
+  const char *call = k == 16 ? "__builtin_ia32_sqrtps512((v_)x, 4)" : k == 8 ? "__builtin_ia32_sqrtps256((v_)x)" : "__builtin_ia32_sqrtps((v_)x)";
+  sb_printf(src, "static inline tg_v%d_float tg_sqrt_v%d(tg_v%d_float x) {\n", k, k, k);
+  if (k == 4 || k == 8 || k == 16)
+    sb_printf(src, "#if defined(__clang__) && %s\n  typedef float v_ __attribute__((vector_size(%d)));\n  return (tg_v%d_float)%s;\n#else\n", isa, 4 * k, k, call);
+  sb_printf(src, "  tg_v%d_float r;\n  for (int i = 0; i < %d; i++) r[i] = __builtin_sqrtf(x[i]);\n  return r;\n", k, k);
+  sb_puts(src, k == 4 || k == 8 || k == 16 ? "#endif\n}\n" : "}\n");
+}
+
+/* The byte dot product of K int32 lanes: vpdpbusd where the target has it
+ * (clang's builtins; AVX512-VNNI, or AVX-VNNI for 4 and 8 lanes), else the
+ * same sum in portable vector C. */
+static void prelude_dot4(strbuf *src, int k) {
+  const char *vnni = k == 16 ? "defined(__AVX512VNNI__)" : "((defined(__AVX512VNNI__) && defined(__AVX512VL__)) || defined(__AVXVNNI__))";
+  sb_printf(src, "static inline tg_v%d_int tg_dot4_v%d(tg_v%d_int acc, tg_v%d_int u, tg_v%d_int s) {\n", k, k, k, k, k);
+  sb_printf(src, "#if defined(__clang__) && %s\n  return __builtin_ia32_vpdpbusd%d(acc, u, s);\n#else\n", vnni, 32 * k);
+  sb_printf(src, "  typedef unsigned char u_ __attribute__((vector_size(%d)));\n  typedef signed char s_ __attribute__((vector_size(%d)));\n", 4 * k, 4 * k);
+  sb_puts(src, "  u_ a = (u_)u;\n  s_ b = (s_)s;\n");
+  for (int p = 0; p < 4; p++) {
+    strbuf ix = { 0 };
+    for (int l = 0; l < k; l++) sb_printf(&ix, ", %d", 4 * l + p);
+    sb_printf(src, "  acc += __builtin_convertvector(__builtin_shufflevector(a, a%s), tg_v%d_int) * __builtin_convertvector(__builtin_shufflevector(b, b%s), tg_v%d_int);\n",
+              ix.s, k, ix.s, k);
+    sb_free(&ix);
+  }
+  sb_puts(src, "  return acc;\n#endif\n}\n");
+}
+
+static void c_prelude(rctx *c, strbuf *src) {
+  sb_puts(src, "#include <math.h>\n#include <stdint.h>\n#include <string.h>\n");
+  bool fpconv = c->need_fpconv;
+  for (int n = 2; n <= 64; n++) fpconv |= c->need_vcvt_f16[n];
+  if (fpconv) sb_puts(src, tg_kernel_prelude_fpconv);
+  if (c->need_threefry) render_threefry(src, "static inline", "unsigned int", "unsigned long long");
+  /* the vector types, helpers included: render them into a scratch buffer
+   * first so the typedefs they use are known */
+  strbuf helpers = { 0 };
+  /* float16 lanes to float32: the hardware conversion when the compiler has
+   * _Float16 (exact, like the scalar helper), else lane by lane */
+  for (int n = 2; n <= 64; n++) {
+    if (!c->need_vcvt_f16[n]) continue;
+    sb_printf(&helpers, "static inline tg_v%d_float tg_cvt_v%d_f16_f32(tg_v%d_half b) {\n#ifdef __FLT16_MAX__\n"
+                        "  typedef _Float16 h_ __attribute__((vector_size(%d)));\n  return __builtin_convertvector((h_)b, tg_v%d_float);\n#else\n"
+                        "  tg_v%d_float r;\n  for (int i = 0; i < %d; i++) r[i] = tg_cvt_f16_f32(b[i]);\n  return r;\n#endif\n}\n",
+              n, n, n, 2 * n, n, n, n);
+  }
+  for (int k = 4; k <= 16; k *= 2) if (c->need_dot4[k]) prelude_dot4(&helpers, k);
+  for (int k = 2; k <= 64; k++) if (c->need_sqrt[k]) prelude_sqrt(&helpers, k);
+  render_vector_typedefs(c, src);
+  if (helpers.s) sb_puts(src, helpers.s);
+  sb_free(&helpers);
+}
+
+static void c_open_kernel(rctx *c, strbuf *src, const char *name, const kernel_args *a) {
+  sb_printf(src, "void %s(void **bufs, const long long *vars, int core, int ncores) {\n", name);
+  /* multiply-accumulate reductions (matmul, conv) may fuse into FMA: one
+   * rounding instead of two, and twice the arithmetic per instruction */
+  if (c->mulacc_reduce) sb_puts(src, "#ifdef __clang__\n#pragma clang fp contract(fast)\n#endif\n");
+  for (int k = 0; k < a->nbufs; k++) {
+    const kernel_buf *b = &a->bufs[k];
+    if (b->index != k || !b->dtype.count) continue;   /* an index no DEFINE_GLOBAL has */
+    const char *t = rctype(c, b->dtype);
+    sb_printf(src, "  %s%s* restrict data%d = (%s*)bufs[%d];\n", b->stored ? "" : "const ", t, k, t, k);
+  }
+  sb_puts(src, "  (void)vars; (void)core; (void)ncores;\n");
+}
+
+static char *c_special(int kind, int dim) { return tg_xstrdup("0"); }   /* the CPU has no work groups */
+
+static char *c_bitcast(rctx *c, uop *u, const char *x) {
+  return rfmt("({ %s o_; %s i_ = %s; __builtin_memcpy(&o_, &i_, sizeof o_); o_; })", rctype(c, u->dtype), rctype(c, u->src[0]->dtype), x);
+}
+
+const render_dialect dialect_c = {
+  .name = "c",
+  .scalar_type = { [TG_BOOL] = "_Bool", [TG_I8] = "signed char", [TG_U8] = "unsigned char", [TG_I16] = "short", [TG_U16] = "unsigned short",
+    [TG_I32] = "int", [TG_U32] = "unsigned int", [TG_I64] = "long long", [TG_U64] = "unsigned long long",
+    [TG_F16] = "unsigned short", [TG_BF16] = "unsigned short",   /* storage only: math goes through float */
+    [TG_FP8E4M3] = "unsigned char", [TG_FP8E5M2] = "unsigned char", [TG_F32] = "float", [TG_F64] = "double" },
+  .buffer_elem = { [TG_BOOL] = "_Bool", [TG_I8] = "signed char", [TG_U8] = "unsigned char", [TG_I16] = "short", [TG_U16] = "unsigned short",
+    [TG_I32] = "int", [TG_U32] = "unsigned int", [TG_I64] = "long long", [TG_U64] = "unsigned long long",
+    [TG_F16] = "unsigned short", [TG_BF16] = "unsigned short", [TG_FP8E4M3] = "unsigned char", [TG_FP8E5M2] = "unsigned char",
+    [TG_F32] = "float", [TG_F64] = "double" },
+  .i64_suffix = "LL", .u64_suffix = "ULL",
+  .f32_math_suffix = true,
+  .fn_qual = "static inline",
+  .local_qual = "",
+  .barrier = "",
+  .var_fmt = "vars[%d]",
+  .open_kernel = c_open_kernel,
+  .special = c_special,
+  .bitcast = c_bitcast,
+  .prelude = c_prelude,
+  .vector_alu = c_vector_alu,
+};
+
+const tg_renderer renderer_c = {
+  .name = "c",
+  .dialect = &dialect_c,
+  .has_threads = true,
+  .simd_vectors = true,
+  .byte_dot = true,
+  .prefetch = true,
+  .wide_layouts = true,
+};
