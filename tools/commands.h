@@ -10,6 +10,7 @@ typedef struct {
   const char *summary;
 } tg_command;
 
+int cmd_devices(int argc, char **argv);
 int cmd_selftest(int argc, char **argv);
 int cmd_bench_llm(int argc, char **argv);
 int cmd_run(int argc, char **argv);

@@ -12,6 +12,7 @@ static int cmd_version(int argc, char **argv) {
 
 static const tg_command commands[] = {
   { "version", cmd_version, "print the version" },
+  { "devices", cmd_devices, "list the devices present (CPU, CL, CUDA ...) and why others are absent" },
   { "selftest", cmd_selftest, "build a small graph, compile it and check the result" },
   { "run", cmd_run, "continue a prompt with a GGUF model" },
   { "chat", cmd_chat, "chat with a GGUF model interactively" },
@@ -27,7 +28,7 @@ static const tg_command commands[] = {
 static int usage(void) {
   fprintf(stderr, "usage: tg <command> [args]\ncommands:\n");
   for (int i = 0; i < N_COMMANDS; i++) fprintf(stderr, "  %-14s %s\n", commands[i].name, commands[i].summary);
-  fprintf(stderr, "environment: DEBUG=2 prints each kernel run, DEBUG=4 its source; TG_DEVICE=NULL runs nothing\n");
+  fprintf(stderr, "environment: DEBUG=2 prints each kernel run, DEBUG=4 its source; TG_DEVICE=CL (or CUDA, NULL ...) picks the device\n");
   return 2;
 }
 
