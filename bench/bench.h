@@ -155,4 +155,26 @@ static inline bench_tg_run bench_tg_realize(tg_tensor *t, const char *name) {
   return bench_tg_diff(c0, tg_get_counters(), wall);
 }
 
+/* ---------------------------------------------------------------- devices */
+
+/* The devices with work groups (GPUs, OpenCL) that are present, by name
+ * into names[max][32]; count. Absent ones (CL, CUDA) get a skip line for
+ * `what`. Their kernels are timed one by one (TG_KERNEL_TIMES=1). */
+static inline int bench_gpu_devices(const char *what, char names[][32], int max) {
+  tg_device_info info[32];
+  const char *absent = NULL;
+  int n = tg_devices(info, 32, &absent), k = 0;
+  for (int i = 0; i < n && i < 32 && k < max; i++)
+    if (info[i].max_local > 0) snprintf(names[k++], 32, "%.31s", info[i].name);
+  for (const char *p = absent; p && *p;) {
+    const char *e = strchr(p, '\n');
+    int len = e ? (int)(e - p) : (int)strlen(p);
+    const char *colon = memchr(p, ':', (size_t)len);
+    if (colon) printf("bench %s_%.*s skipped reason=device_absent\n", what, (int)(colon - p), p);
+    p = e ? e + 1 : p + len;
+  }
+  setenv("TG_KERNEL_TIMES", "1", 1);
+  return k;
+}
+
 #endif

@@ -210,8 +210,51 @@ static void bench_sum(long n, int reps) {
   free(hx);
 }
 
+/* fused_elementwise_DEV: the same expression on a GPU or OpenCL device,
+ * against a plain copy kernel on that device (c = a, as tg's own copy):
+ * ratio = fused GB/s / copy GB/s. Checked against the loop bit for bit. */
+static void bench_fused_device(const char *dev, int reps) {
+  char name[96];
+  snprintf(name, sizeof name, "fused_elementwise_%.31s", dev);
+  const long n = N_ELEMWISE;
+  const size_t nb = (size_t)n * sizeof(float);
+  float *ha = bench_alloc_f32((size_t)n), *hb = bench_alloc_f32((size_t)n), *want = bench_alloc_f32((size_t)n), *got = bench_alloc_f32((size_t)n);
+  for (long i = 0; i < n; i++) { ha[i] = (float)(i % 1000) * 0.001f; hb[i] = (float)((i * 7919) % 1013) * -0.01f; }
+  loop_fused(ha, hb, want, n);
+  tg_scope_begin();
+  tg_tensor *a = tg_to(tg_from_data(ha, TG_SHAPE(n), TG_F32), dev), *b = tg_to(tg_from_data(hb, TG_SHAPE(n), TG_F32), dev);
+  if (!a || !b || tg_realize(a) < 0 || tg_realize(b) < 0) bench_fail(name, "%s", tg_error());
+  tg_tensor *dst = tg_to(tg_zeros(TG_SHAPE(n), TG_F32), dev);
+  if (!dst || tg_realize(dst) < 0) bench_fail(name, "%s", tg_error());
+  bench_tg_run best = { 1e30, 1e30, 0, 0 }, copy = { 1e30, 1e30, 0, 0 };
+  for (int r = 0; r <= reps; r++) {
+    tg_scope_begin();
+    tg_tensor *c = tg_subs(tg_muls(tg_add(a, b), 2), 0.5);
+    bench_tg_run x = bench_tg_realize(c, name);
+    if (r == 0) {
+      if (tg_data(c, got, nb) < 0) bench_fail(name, "tg_data: %s", tg_error());
+      check_equal(name, got, want, n);
+    } else if (x.kernel_s < best.kernel_s) best = x;
+    if (!tg_assign(dst, a)) bench_fail(name, "tg_assign: %s", tg_error());
+    bench_tg_run y = bench_tg_realize(dst, name);
+    if (r && y.kernel_s < copy.kernel_s) copy = y;
+    tg_scope_end();
+  }
+  tg_scope_end();
+  double gb = 3.0 * (double)nb * 1e-9, gbc = 2.0 * (double)nb * 1e-9;
+  printf("bench %s n=%ld device=%s correct=1 tg_ms=%.3f tg_gbs=%.2f copy_gbs=%.2f ratio=%.3f\n", name, n, dev, best.kernel_s * 1e3,
+         gb / best.kernel_s, copy.kernel_s > 0 && copy.kernel_s < 1e29 ? gbc / copy.kernel_s : 0,
+         copy.kernel_s > 0 && copy.kernel_s < 1e29 ? (gb / best.kernel_s) / (gbc / copy.kernel_s) : 0);
+  fflush(stdout);
+  free(ha); free(hb); free(want); free(got);
+}
+
 int main(void) {
   int reps = bench_reps(10);
+  char devs[8][32];
+  int ndev = bench_gpu_devices("fused_elementwise", devs, 8);
+  for (int i = 0; i < ndev; i++) bench_fused_device(devs[i], reps < 5 ? reps : 5);
+  unsetenv("TG_KERNEL_TIMES");
   bench_fused(reps);
   bench_sum(16L << 20, reps);
   bench_sum(64L << 20, reps > 5 ? 5 : reps);

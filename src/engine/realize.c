@@ -269,7 +269,7 @@ static int run_item(sched_item *it, cached_prog *cp, int debug) {
   if (vars_values(cp->varnames, cp->nvars, vars) < 0) return -1;
   double dt = 0;
   int rc;
-  if (debug >= 2 || !it->dev->synchronize) {
+  if (debug >= 2 || !it->dev->synchronize || tg_getenv_int("TG_KERNEL_TIMES", 0)) {
     rc = device_launch_timed(it->dev, cp->prog, ptrs, it->nbufs, vars, cp->nvars, &dt);
   } else {   /* a queueing device runs on while the engine goes on */
     rc = it->dev->launch(it->dev, cp->prog, ptrs, it->nbufs, vars, cp->nvars);
