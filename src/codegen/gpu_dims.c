@@ -13,6 +13,7 @@
  * global[d] is the number of groups along d, local[d] the threads per
  * group; unused dimensions are 1. */
 #include "codegen/codegen.h"
+#include "codegen/opts.h"
 #include "uop/rewrite.h"
 #include "uop/symbolic.h"
 #include "schedule/schedule.h"
@@ -28,13 +29,6 @@ static uop *special(int kind, int dim, int64_t size) {
   return uop1(OP_SPECIAL, DT_INDEX, uop_const_int(DT_INDEX, size), arg_ints(a, 2));
 }
 
-static int next_id(uop *ast) {
-  uop_list l = uop_toposort(ast);
-  int m = -1;
-  for (int i = 0; i < l.n; i++) if (l.v[i]->op == OP_RANGE && rid(l.v[i]) > m) m = rid(l.v[i]);
-  free(l.v);
-  return m + 1;
-}
 
 /* Step 1 for one REDUCE r: the partial per thread, through local memory. */
 static uop *group_reduce(uop *r, uop *const *threads, int nthreads, int64_t nthread_total, int *lid, int *next_range, ptrmap *second) {
@@ -79,6 +73,24 @@ static uop *group_reduce(uop *r, uop *const *threads, int nthreads, int64_t nthr
   return uop_new(OP_REDUCE, r->dtype, s2, 1 + ng, r->arg);
 }
 
+typedef struct {
+  uop *const *threads;
+  int nthreads;
+  int64_t total;
+  int lid, next_range;
+  int64_t local_bytes;
+  ptrmap second;
+} group_ctx;
+
+static uop *group_reduce_node(uop *u, void *ctx) {
+  group_ctx *g = ctx;
+  if (u->op != OP_REDUCE) return u;
+  int before = g->lid;
+  uop *r = group_reduce(u, g->threads, g->nthreads, g->total, &g->lid, &g->next_range, &g->second);
+  if (g->lid != before) g->local_bytes += g->total * dt_itemsize(u->dtype);
+  return r;
+}
+
 uop *kernel_gpu_lower(uop *ast, const tg_renderer *ren, int64_t global[3], int64_t local[3]) {
   for (int d = 0; d < 3; d++) global[d] = local[d] = 1;
   uop_list l = uop_toposort(ast);
@@ -103,30 +115,12 @@ uop *kernel_gpu_lower(uop *ast, const tg_renderer *ren, int64_t global[3], int64
   if (total > ren->max_local) TG_FAIL("kernel: %lld threads per work group, more than the device's %d", (long long)total, ren->max_local);
   if (has_group) {
     /* step 1 */
-    uop_list l2 = uop_toposort(ast);
-    ptrmap m = { 0 }, second = { 0 };
-    int lid = 0, next_range = next_id(ast);
-    int64_t local_bytes = 0;
-    uop *cur = ast;
-    for (int i = 0; i < l2.n; i++) {
-      uop *u = l2.v[i];
-      uop **src = tg_xmalloc(sizeof(uop *) * (size_t)(u->nsrc + 1));
-      for (int j = 0; j < u->nsrc; j++) { uop *x = pm_get(&m, u->src[j]); src[j] = x ? x : u->src[j]; }
-      uop *nu = uop_replace_src(u, src, u->nsrc);
-      free(src);
-      if (nu->op == OP_REDUCE) {
-        int before = lid;
-        nu = group_reduce(nu, threads, nt, total, &lid, &next_range, &second);
-        if (lid != before) local_bytes += total * dt_itemsize(u->dtype);
-      }
-      if (nu != u) pm_put(&m, u, nu);
-      if (i == l2.n - 1) cur = nu;
-    }
-    free(l2.v);
-    pm_free(&m); pm_free(&second);
+    group_ctx g = { threads, nt, total, 0, kernel_next_range_id(ast), 0, { 0 } };
+    ast = graph_map(ast, group_reduce_node, &g);
+    pm_free(&g.second);
+    int64_t local_bytes = g.local_bytes;
     if (local_bytes > ren->local_mem)
       TG_FAIL("kernel: its grouped reduces need %lld bytes of local memory, more than the device's %lld", (long long)local_bytes, (long long)ren->local_mem);
-    ast = cur;
   }
   /* step 2: dimensions. Output axes innermost first; their local halves
    * (LOCAL ranges remember the axis they split) share the dimension. */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include "codegen/codegen.h"
 #include "codegen/opts.h"
+#include "uop/rewrite.h"
 #include "schedule/schedule.h"
 #include "uop/symbolic.h"
 #include "util/util.h"
@@ -75,7 +76,7 @@ int kernel_axes(uop *ast, uop **axes, int max, int *first_reduce) {
   return n;
 }
 
-static int next_range_id(uop *ast) {
+int kernel_next_range_id(uop *ast) {
   uop_list l = uop_toposort(ast);
   int m = -1;
   for (int i = 0; i < l.n; i++) if (l.v[i]->op == OP_RANGE && rid(l.v[i]) > m) m = rid(l.v[i]);
@@ -120,7 +121,7 @@ static uop *replace_range(uop *ast, uop *r, uop *expr, uop *const *repl, int nre
 static uop *split_range(uop *ast, uop *r, int amt, int inner_kind) {
   int64_t size = rsize(r);
   /* a work group's threads remember the axis they split (+1: 0 is none) */
-  uop *inner = make_range(amt, next_range_id(ast), inner_kind, inner_kind == RANGE_LOCAL ? rid(r) + 1 : 0);
+  uop *inner = make_range(amt, kernel_next_range_id(ast), inner_kind, inner_kind == RANGE_LOCAL ? rid(r) + 1 : 0);
   uop *outer = size / amt == 1 ? NULL : make_range(size / amt, rid(r), rkind(r), r->arg.n > 2 ? r->arg.v[2] : 0);
   uop *expr = outer ? uop_alu(OP_ADD, uop_muli(outer, amt), inner) : inner;
   uop *repl[2] = { outer, inner };
@@ -132,7 +133,7 @@ static uop *split_range(uop *ast, uop *r, int amt, int inner_kind) {
  * group reduces one contiguous chunk). */
 static uop *split_range_top(uop *ast, uop *r, int amt, int top_kind) {
   int64_t size = rsize(r);
-  uop *top = make_range(amt, next_range_id(ast), top_kind, 0);
+  uop *top = make_range(amt, kernel_next_range_id(ast), top_kind, 0);
   uop *rest = size / amt == 1 ? NULL : make_range(size / amt, rid(r), rkind(r), r->arg.n > 2 ? r->arg.v[2] : 0);
   uop *expr = rest ? uop_alu(OP_ADD, uop_muli(top, size / amt), rest) : top;
   uop *repl[2] = { rest, top };
@@ -364,23 +365,11 @@ static uop *expand_reduce(uop *r) {
   return combine((uop_op)r->arg.i, parts, (int)(lanes < MAX_LANES ? lanes : MAX_LANES));
 }
 
+static uop *expand_reduce_node(uop *u, void *ctx) { return u->op == OP_REDUCE ? expand_reduce(u) : u; }
+
 uop *kernel_expand_lanes(uop *ast, bool simd) {
   /* 1. unrolled reduces, bottom-up */
-  uop_list l = uop_toposort(ast);
-  ptrmap m = { 0 };
-  uop *cur = ast;
-  for (int i = 0; i < l.n; i++) {
-    uop *u = l.v[i];
-    uop **src = tg_xmalloc(sizeof(uop *) * (size_t)(u->nsrc + 1));
-    for (int j = 0; j < u->nsrc; j++) { uop *x = pm_get(&m, u->src[j]); src[j] = x ? x : u->src[j]; }
-    uop *nu = uop_replace_src(u, src, u->nsrc);
-    free(src);
-    if (nu->op == OP_REDUCE) nu = expand_reduce(nu);
-    if (nu != u) pm_put(&m, u, nu);
-    if (i == l.n - 1) cur = nu;
-  }
-  free(l.v);
-  pm_free(&m);
+  uop *cur = graph_map(ast, expand_reduce_node, NULL);
   /* 2. upcast lanes: one store per lane */
   uop_list l2 = uop_toposort(cur);
   uop *up[16];

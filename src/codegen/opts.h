@@ -41,6 +41,9 @@ void kopts_format(const kopt *o, int n, char *buf, size_t size);
  * Returns the count; *first_reduce gets the index of the first reduce axis. */
 int kernel_axes(uop *ast, uop **axes, int max, int *first_reduce);
 
+/* One more than the highest RANGE id of the kernel (a fresh id). */
+int kernel_next_range_id(uop *ast);
+
 /* Applies one opt; on success replaces *ast (borrowed) and returns 0, else -1
  * with tg_error saying why the opt does not fit this kernel. */
 int kernel_apply_opt(uop **ast, kopt o, const tg_renderer *ren);

@@ -338,23 +338,9 @@ tg_device *cuda_open(int index) {
   size_t mem = 0;
   cu.DeviceGetName(name, sizeof name - 1, c->dev);
   cu.DeviceTotalMem(&mem, c->dev);
-  tg_device *d = tg_xcalloc(1, sizeof *d);
-  char nm[16];
-  snprintf(nm, sizeof nm, index ? "CUDA:%d" : "CUDA", index);
-  d->name = tg_xstrdup(nm);
-  d->alloc = cuda_alloc;
-  d->free = cuda_free;
-  d->copyin = cuda_copyin;
-  d->copyout = cuda_copyout;
-  d->compile = cuda_compile;
-  d->program_free = cuda_program_free;
-  d->launch = cuda_launch;
-  d->launch_timed = cuda_launch_timed;
-  d->synchronize = cuda_sync;
-  d->renderer = &c->ren;
-  d->compile_flags = c->flags;
-  d->memory = (int64_t)mem;
+  static const tg_device functions = { .alloc = cuda_alloc, .free = cuda_free, .copyin = cuda_copyin, .copyout = cuda_copyout,
+    .compile = cuda_compile, .program_free = cuda_program_free, .launch = cuda_launch, .launch_timed = cuda_launch_timed, .synchronize = cuda_sync };
+  tg_device *d = device_new(&functions, "CUDA", index, &c->ren, c->flags, (int64_t)mem, c);
   snprintf(d->description, sizeof d->description, "%s (compute %d.%d)", name, maj, min);
-  d->impl = c;
   return d;
 }

@@ -128,3 +128,16 @@ int device_launch_timed(tg_device *d, tg_program *p, void **bufs, int nbufs, con
   *seconds = tg_now_seconds() - t0;
   return rc;
 }
+
+tg_device *device_new(const tg_device *functions, const char *prefix, int index, const tg_renderer *ren, const char *flags, int64_t memory, void *impl) {
+  tg_device *d = tg_xcalloc(1, sizeof *d);
+  *d = *functions;
+  char nm[32];
+  snprintf(nm, sizeof nm, index ? "%s:%d" : "%s", prefix, index);
+  d->name = tg_xstrdup(nm);
+  d->renderer = ren;
+  d->compile_flags = flags;
+  d->memory = memory;
+  d->impl = impl;
+  return d;
+}

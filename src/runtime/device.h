@@ -80,6 +80,11 @@ typedef struct {
   tg_device *(*open)(int index);
 } device_backend;
 
+/* A device of a backend that opens them at run time: its functions from a
+ * template, named PREFIX (index 0) or PREFIX:index, with its renderer,
+ * compile flags, memory and backend state. */
+tg_device *device_new(const tg_device *functions, const char *prefix, int index, const tg_renderer *ren, const char *flags, int64_t memory, void *impl);
+
 /* Runs a launch and times it: the device's timer when it has one, else the
  * wall clock around launch (after synchronizing). */
 int device_launch_timed(tg_device *d, tg_program *p, void **bufs, int nbufs, const int64_t *vars, int nvars, double *seconds);

@@ -313,23 +313,9 @@ tg_device *opencl_open(int index) {
   if (lmem) c->ren.local_mem = (int64_t)lmem;
   if (maxwg) c->ren.max_local = maxwg > 1024 ? 1024 : (int)maxwg;
   for (int i = 0; i < 3; i++) if (items[i]) c->ren.local_max[i] = (int64_t)items[i] < c->ren.max_local ? (int64_t)items[i] : c->ren.max_local;
-  tg_device *d = tg_xcalloc(1, sizeof *d);
-  char nm[16];
-  snprintf(nm, sizeof nm, index ? "CL:%d" : "CL", index);
-  d->name = tg_xstrdup(nm);
-  d->alloc = cl_alloc;
-  d->free = cl_free;
-  d->copyin = cl_copyin;
-  d->copyout = cl_copyout;
-  d->compile = cl_compile;
-  d->program_free = cl_program_free;
-  d->launch = cl_launch;
-  d->launch_timed = cl_launch_timed;
-  d->synchronize = cl_sync;
-  d->renderer = &c->ren;
-  d->compile_flags = c->options;
-  d->memory = (int64_t)gmem;
+  static const tg_device functions = { .alloc = cl_alloc, .free = cl_free, .copyin = cl_copyin, .copyout = cl_copyout,
+    .compile = cl_compile, .program_free = cl_program_free, .launch = cl_launch, .launch_timed = cl_launch_timed, .synchronize = cl_sync };
+  tg_device *d = device_new(&functions, "CL", index, &c->ren, c->options, (int64_t)gmem, c);
   snprintf(d->description, sizeof d->description, "%s (%s, %s)", dname, plat, drv);
-  d->impl = c;
   return d;
 }

@@ -635,3 +635,21 @@ uop *graph_substitute(uop *root, const void *mapp) {
   VEC_FREE(st); VEC_FREE(idx); VEC_FREE(srcs);
   return result;
 }
+
+uop *graph_map(uop *root, uop *(*fn)(uop *u, void *ctx), void *ctx) {
+  uop_list l = uop_toposort(root);
+  ptrmap m = { 0 };
+  uop *cur = root;
+  for (int i = 0; i < l.n; i++) {
+    uop *u = l.v[i];
+    uop *stack_src[16], **src = u->nsrc <= 16 ? stack_src : tg_xmalloc(sizeof(uop *) * (size_t)u->nsrc);
+    for (int j = 0; j < u->nsrc; j++) { uop *x = pm_get(&m, u->src[j]); src[j] = x ? x : u->src[j]; }
+    uop *nu = fn(uop_replace_src(u, src, u->nsrc), ctx);
+    if (src != stack_src) free(src);
+    if (nu != u) pm_put(&m, u, nu);
+    if (i == l.n - 1) cur = nu;
+  }
+  free(l.v);
+  pm_free(&m);
+  return cur;
+}

@@ -84,6 +84,11 @@ uop *graph_rewrite(uop *root, const tg_matcher *m, void *ctx);
  * replaced by its value (taken as is), and parents are rebuilt. */
 uop *graph_substitute(uop *root, const void *map /* ptrmap* */);
 
+/* Rebuilds the graph bottom-up: each node gets its sources' results, then
+ * fn(rebuilt node, ctx) says what it becomes (return it unchanged to keep
+ * it). Returns the root's result (borrowed). */
+uop *graph_map(uop *root, uop *(*fn)(uop *u, void *ctx), void *ctx);
+
 /* TRACK_REWRITES=1 prints each rule that fires (rule, before, after) to
  * stderr; TRACK_REWRITES=2 also prints both graphs. */
 
