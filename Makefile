@@ -51,7 +51,7 @@ $(BUILD)/tests/tg_tests: $(TEST_OBJ) $(BUILD)/libtg.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 test: all $(BUILD)/tests/tg_tests
-	cd tests && TG_BIN=../$(BUILD)/tg ../$(BUILD)/tests/tg_tests
+	cd tests && TG_BIN=../$(BUILD)/tg LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp ../$(BUILD)/tests/tg_tests
 
 # Benchmarks (docs/benchmarks.md). Only bench_sgemm links OpenBLAS, and only
 # when a program including cblas.h links with -lopenblas here (Debian:
