@@ -159,7 +159,7 @@ static inline bench_tg_run bench_tg_realize(tg_tensor *t, const char *name) {
 
 /* The devices with work groups (GPUs, OpenCL) that are present, by name
  * into names[max][32]; count. Absent ones (CL, CUDA) get a skip line for
- * `what`. Their kernels are timed one by one (TG_KERNEL_TIMES=1). */
+ * `what`. */
 static inline int bench_gpu_devices(const char *what, char names[][32], int max) {
   tg_device_info info[32];
   const char *absent = NULL;
@@ -173,7 +173,6 @@ static inline int bench_gpu_devices(const char *what, char names[][32], int max)
     if (colon) printf("bench %s_%.*s skipped reason=device_absent\n", what, (int)(colon - p), p);
     p = e ? e + 1 : p + len;
   }
-  setenv("TG_KERNEL_TIMES", "1", 1);
   return k;
 }
 

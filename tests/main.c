@@ -15,9 +15,8 @@
 #include "codegen/codegen.h"
 #include "codegen/opts.h"
 #include "engine/realize.h"
+#include "runtime/backends.h"
 #include "runtime/cuda.h"
-
-int opencl_count(const char **why);   /* runtime/opencl.c */
 
 typedef struct { const char *name; test_fn fn; } test_case;
 static test_case cases[2048];

@@ -96,14 +96,13 @@ uop *kernel_gpu_lower(uop *ast, const tg_renderer *ren, int64_t global[3], int64
   uop_list l = uop_toposort(ast);
   uop *outs[64], *locs[64], *grps[8];
   int no = 0, nl = 0, ngr = 0;
-  bool has_group = false;
   for (int i = 0; i < l.n; i++) {
     uop *u = l.v[i];
     if (u->op != OP_RANGE) continue;
     int k = rkind(u);
     if (k == RANGE_LOOP && !range_is_symbolic(u) && no < 64) outs[no++] = u;
     else if (k == RANGE_LOCAL && nl < 64) locs[nl++] = u;
-    else if (k == RANGE_GROUP && ngr < 8) { grps[ngr++] = u; has_group = true; }
+    else if (k == RANGE_GROUP && ngr < 8) grps[ngr++] = u;
   }
   free(l.v);
   /* the threads of a group, in slot order */
@@ -113,7 +112,7 @@ uop *kernel_gpu_lower(uop *ast, const tg_renderer *ren, int64_t global[3], int64
   for (int i = 0; i < nl; i++) { threads[nt++] = locs[i]; total *= rsize(locs[i]); }
   for (int i = 0; i < ngr; i++) { threads[nt++] = grps[i]; total *= rsize(grps[i]); }
   if (total > ren->max_local) TG_FAIL("kernel: %lld threads per work group, more than the device's %d", (long long)total, ren->max_local);
-  if (has_group) {
+  if (ngr) {
     /* step 1 */
     group_ctx g = { threads, nt, total, 0, kernel_next_range_id(ast), 0, { 0 } };
     ast = graph_map(ast, group_reduce_node, &g);

@@ -103,15 +103,12 @@ static void evaluate(sched_item *it, cand *cs, int nc, void **bufs, double best)
   }
   /* compile the ones that rendered, all at once */
   int *map = tg_xcalloc((size_t)nc, sizeof(int)), nt = 0;
-  for (int i = 0; i < nc; i++) if (kps[i].src) { jobs[nt] = (compile_job){ it->dev, kps[i].src, it->name, NULL, "", 0 }; map[nt++] = i; }
+  for (int i = 0; i < nc; i++) if (kps[i].src) { jobs[nt] = (compile_job){ .dev = it->dev, .kp = &kps[i], .name = it->name }; map[nt++] = i; }
   compile_jobs_run(jobs, nt);
   for (int j = 0; j < nt; j++) {
     int i = map[j];
     tg_program *p = jobs[j].prog;
     if (!p) continue;
-    p->max_cores = kps[i].max_cores;
-    for (int d = 0; d < 3; d++) p->global[d] = kps[i].global[d], p->local[d] = kps[i].local[d];
-    p->nbuf_args = kps[i].nbuf_args;
     cs[i].t = time_program(it->dev, p, bufs, it->nbufs, it->ast, best * 3);
     it->dev->program_free(it->dev, p);
   }

@@ -21,9 +21,13 @@ static void *worker(void *arg) {
     if (i >= q->n) break;
     compile_job *j = &q->jobs[i];
     double t0 = now_s();
-    j->prog = j->dev->compile(j->dev, j->src, j->name);
+    j->prog = j->dev->compile(j->dev, j->kp->src, j->name);
     j->seconds = now_s() - t0;
-    if (!j->prog) snprintf(j->err, sizeof j->err, "%s", tg_error());   /* errors are per thread */
+    if (!j->prog) { snprintf(j->err, sizeof j->err, "%s", tg_error()); continue; }   /* errors are per thread */
+    tg_program *p = j->prog;
+    p->max_cores = j->kp->max_cores;
+    for (int d = 0; d < 3; d++) p->global[d] = j->kp->global[d], p->local[d] = j->kp->local[d];
+    p->nbuf_args = j->kp->nbuf_args;
   }
   return NULL;
 }

@@ -4,13 +4,16 @@
 #ifndef TG_COMPILE_JOBS_H
 #define TG_COMPILE_JOBS_H
 
+#include "codegen/codegen.h"
 #include "runtime/device.h"
 
 typedef struct {
   tg_device *dev;
-  const char *src, *name;    /* in */
-  tg_program *prog;          /* out: NULL on failure */
-  char err[512];             /* out: the error on failure */
+  const kernel_program *kp;  /* in: the source, and how to launch it */
+  const char *name;          /* in */
+  tg_program *prog;          /* out: NULL on failure; else with kp's cores,
+                              * grid and buffer count */
+  char err[4096];            /* out: the error on failure (log and source lines) */
   double seconds;            /* out: wall time of this compile */
 } compile_job;
 

@@ -20,7 +20,6 @@ static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 typedef struct {
   tg_program *prog;
   double flops;
-  int max_cores;
   const char *varnames[MAX_KERNEL_VARS];   /* the kernel's vars[] order (names live in the AST) */
   int nvars;
 } cached_prog;
@@ -125,8 +124,7 @@ tg_buffer *uop_contiguous_buffer(const uop *u) {
  * rendered and waiting for the compiler. */
 typedef struct {
   uop *key;            /* retained while pending */
-  char *src;           /* rendered source (pending only) */
-  kernel_program kp;   /* launch dimensions and cores (src moved to .src) */
+  kernel_program kp;   /* rendered source and launch (pending only) */
   double t_render;
   cached_prog *cp;     /* the result */
   bool dup;            /* the same kernel as an earlier item of the schedule: filled from it */
@@ -155,15 +153,13 @@ static int prepare(sched_item *it, prep *p, const prep *earlier, int nearlier, i
   pthread_mutex_lock(&cache_lock);
   p->cp = pm_get(&prog_cache, key);
   pthread_mutex_unlock(&cache_lock);
-  for (int j = 0; j < nearlier && !p->cp && !p->dup; j++) p->dup = earlier[j].src && earlier[j].key == key;
+  for (int j = 0; j < nearlier && !p->cp && !p->dup; j++) p->dup = earlier[j].kp.src && earlier[j].key == key;
   if (p->cp || p->dup) { uop_pool_pop(); return 0; }
   if (debug >= 3) { fprintf(stderr, "kernel %s AST:\n", it->name); uop_print(stderr, it->ast); }
   double t0 = now_s();
   if (generate(it, &p->kp, debug) < 0) { uop_pool_pop(); return -1; }
-  p->src = p->kp.src;
-  p->kp.src = NULL;
   p->t_render = now_s() - t0;
-  if (debug >= 4) fprintf(stderr, "%s\n", p->src);
+  if (debug >= 4) fprintf(stderr, "%s\n", p->kp.src);
   uop_retain(key);
   p->key = key;
   uop_pool_pop();
@@ -176,12 +172,12 @@ static int compile_pending(sched_item *items, prep *ps, int n, int debug) {
   compile_job *jobs = tg_xcalloc((size_t)(n ? n : 1), sizeof(compile_job));
   int *idx = tg_xcalloc((size_t)(n ? n : 1), sizeof(int)), nj = 0;
   for (int i = 0; i < n; i++) {
-    if (!ps[i].src) continue;
+    if (!ps[i].kp.src) continue;
     /* the same kernel twice in one schedule: compile once */
     bool dup = false;
     for (int j = 0; j < nj && !dup; j++) dup = ps[idx[j]].key == ps[i].key;
     if (dup) continue;
-    jobs[nj] = (compile_job){ items[i].dev, ps[i].src, items[i].name, NULL, "", 0 };
+    jobs[nj] = (compile_job){ .dev = items[i].dev, .kp = &ps[i].kp, .name = items[i].name };
     idx[nj++] = i;
   }
   compile_jobs_run(jobs, nj);
@@ -193,10 +189,6 @@ static int compile_pending(sched_item *items, prep *ps, int n, int debug) {
     cached_prog *cp = tg_xcalloc(1, sizeof *cp);
     cp->prog = jobs[j].prog;
     cp->flops = kernel_flops(items[idx[j]].ast);
-    cp->max_cores = p->kp.max_cores;
-    cp->prog->max_cores = p->kp.max_cores;
-    for (int d = 0; d < 3; d++) cp->prog->global[d] = p->kp.global[d], cp->prog->local[d] = p->kp.local[d];
-    cp->prog->nbuf_args = p->kp.nbuf_args;
     cp->nvars = kernel_var_names(items[idx[j]].ast, cp->varnames, MAX_KERNEL_VARS);
     pthread_mutex_lock(&cache_lock);
     pm_put(&prog_cache, p->key, cp);
@@ -205,14 +197,14 @@ static int compile_pending(sched_item *items, prep *ps, int n, int debug) {
   }
   /* fill every item from the cache (duplicates included) */
   for (int i = 0; i < n && rc == 0; i++) {
-    if (ps[i].cp || (!ps[i].src && !ps[i].dup)) continue;
+    if (ps[i].cp || (!ps[i].kp.src && !ps[i].dup)) continue;
     pthread_mutex_lock(&cache_lock);
     uop_pool_push();
     ps[i].cp = pm_get(&prog_cache, program_key(&items[i]));
     uop_pool_pop();
     pthread_mutex_unlock(&cache_lock);
   }
-  for (int i = 0; i < n; i++) { free(ps[i].src); ps[i].src = NULL; if (ps[i].key) uop_release(ps[i].key); ps[i].key = NULL; }
+  for (int i = 0; i < n; i++) { free(ps[i].kp.src); ps[i].kp.src = NULL; if (ps[i].key) uop_release(ps[i].key); ps[i].key = NULL; }
   free(jobs); free(idx);
   return rc;
 }
@@ -254,7 +246,9 @@ static int run_copy(sched_item *it) {
   return rc;
 }
 
-static int run_item(sched_item *it, cached_prog *cp, int debug) {
+/* time_each: time every launch (DEBUG=2, TG_KERNEL_TIMES=1), waiting for
+ * devices that queue; else those run on while the engine goes on. */
+static int run_item(sched_item *it, cached_prog *cp, int debug, bool time_each) {
   if (!it->ast) return run_copy(it);
   if (!cp) return tg_seterr("internal: kernel %s has no program", it->name);
   void *ptrs[256];
@@ -269,11 +263,8 @@ static int run_item(sched_item *it, cached_prog *cp, int debug) {
   if (vars_values(cp->varnames, cp->nvars, vars) < 0) return -1;
   double dt = 0;
   int rc;
-  if (debug >= 2 || !it->dev->synchronize || tg_getenv_int("TG_KERNEL_TIMES", 0)) {
-    rc = device_launch_timed(it->dev, cp->prog, ptrs, it->nbufs, vars, cp->nvars, &dt);
-  } else {   /* a queueing device runs on while the engine goes on */
-    rc = it->dev->launch(it->dev, cp->prog, ptrs, it->nbufs, vars, cp->nvars);
-  }
+  if (time_each || !it->dev->synchronize) rc = device_launch_timed(it->dev, cp->prog, ptrs, it->nbufs, vars, cp->nvars, &dt);
+  else rc = it->dev->launch(it->dev, cp->prog, ptrs, it->nbufs, vars, cp->nvars);
   if (rc < 0) return rc;
   counters_add_run(cp->flops, bytes, dt);
   if (debug >= 2) engine_print_kernel_run("***", it->dev->name, it->name, it->nbufs, dt, cp->flops, bytes);
@@ -295,14 +286,15 @@ int engine_realize(uop *const *roots, int n, const char *default_device, ptrmap 
   if (sc < 0) { uop_simplify_memo_end(); return -1; }
   counters_add_schedule();
   int debug = (int)tg_getenv_int("DEBUG", 0);
+  bool time_each = debug >= 2 || tg_getenv_int("TG_KERNEL_TIMES", 0);
   int rc = 0;
   prep *ps = tg_xcalloc((size_t)(s.n ? s.n : 1), sizeof(prep));
   for (int i = 0; i < s.n && rc == 0; i++) if (s.v[i].ast) rc = prepare(&s.v[i], &ps[i], ps, i, debug);
   uop_simplify_memo_end();
   if (rc == 0) rc = compile_pending(s.v, ps, s.n, debug);
-  else for (int i = 0; i < s.n; i++) { free(ps[i].src); if (ps[i].key) uop_release(ps[i].key); }
+  else for (int i = 0; i < s.n; i++) { free(ps[i].kp.src); if (ps[i].key) uop_release(ps[i].key); }
   for (int i = 0; i < s.n && rc == 0; i++) {
-    rc = run_item(&s.v[i], ps[i].cp, debug);
+    rc = run_item(&s.v[i], ps[i].cp, debug, time_each);
     if (rc == 0 && capture) capture_item(&s.v[i], ps[i].cp);
   }
   free(ps);

@@ -21,50 +21,16 @@ static void indent(rctx *c) { for (int i = 0; i < c->depth; i++) sb_puts(&c->bod
 const char *rname(rctx *c, uop *u) { const char *s = pm_get(&c->names, u); return s ? s : "?"; }
 static void set_name(rctx *c, uop *u, char *s) { char *old = pm_get(&c->names, u); free(old); pm_put(&c->names, u, s); }
 
-static const char *vec_elem_name(int scalar) {
-  switch (scalar) {
-  case TG_BOOL: case TG_I32: return "int";
-  case TG_U32: return "uint";
-  case TG_I64: return "long";
-  case TG_U64: return "ulong";
-  case TG_F32: return "float";
-  case TG_F64: return "double";
-  case TG_I16: return "short";
-  case TG_U16: return "ushort";
-  case TG_I8: return "schar";
-  case TG_U8: return "uchar";
-  case TG_F16: return "half";   /* float16 bits (unsigned short lanes) */
-  case TG_BF16: return "bhalf";  /* bfloat16 bits (unsigned short lanes) */
-  default: return "void";
-  }
-}
-
-/* Vector types (gcc/clang vector extensions, the C dialect): tg_v16_float
- * etc. A bool vector is a comparison mask: lanes of -1/0 as wide as int. */
-static const char *vec_ctype(rctx *c, dtype_t d) {
-  static _Thread_local char names[TG_NSCALAR][65][32];
-  int s = d.scalar == TG_BOOL ? TG_I32 : d.scalar;
-  c->vec_used[s][d.count] = true;
-  char *n = names[s][d.count];
-  if (!n[0]) snprintf(n, 32, "tg_v%d_%s", d.count, vec_elem_name(s));
-  return n;
-}
-
 const char *rctype(rctx *c, dtype_t d) {
-  if (d.count > 1 && !dt_is_ptr(d)) return vec_ctype(c, d);
+  if (d.count > 1 && !dt_is_ptr(d)) return c->d->vector_type ? c->d->vector_type(c, d) : "void";
   const char *t = d.scalar < TG_NSCALAR ? c->d->scalar_type[d.scalar] : NULL;
   return t ? t : "void";
 }
 
-/* the vector typedefs the body used (C dialect) */
-void render_vector_typedefs(rctx *c, strbuf *src) {
-  for (int s = 0; s < TG_NSCALAR; s++)
-    for (int n = 2; n <= 64; n++) {
-      const char *e = c->d->buffer_elem[s];
-      if (!c->vec_used[s][n] || !e || s == TG_BOOL) continue;
-      int sz = dt_itemsize(dt_scalar(s));
-      sb_printf(src, "typedef %s tg_v%d_%s __attribute__((vector_size(%d), aligned(%d)));\n", e, n, vec_elem_name(s), n * sz, sz);
-    }
+/* the mask type of comparisons between vectors of d */
+dtype_t rmask_of(dtype_t d) {
+  int sz = dt_itemsize(d);
+  return dt_vec(dt_scalar(sz == 8 ? TG_I64 : sz == 2 ? TG_I16 : sz == 1 ? TG_I8 : TG_I32), d.count);
 }
 
 static bool is_small(dtype_t d) { return d.scalar == TG_F16 || d.scalar == TG_BF16 || d.scalar == TG_FP8E4M3 || d.scalar == TG_FP8E5M2; }
@@ -227,10 +193,7 @@ static void render_acc_update(rctx *c, uop *u) {
   if (op == OP_ADD) sb_printf(&c->body, "%s += %s;\n", acc, v);
   else if (op == OP_MUL) sb_printf(&c->body, "%s *= %s;\n", acc, v);
   else if (u->dtype.count > 1) {   /* vector max: lanes where v > acc or v is NaN take v */
-    dtype_t d = u->dtype;
-    int sz = dt_itemsize(d);
-    dtype_t md = dt_vec(dt_scalar(sz == 8 ? TG_I64 : sz == 2 ? TG_I16 : sz == 1 ? TG_I8 : TG_I32), d.count);
-    const char *vt = rctype(c, d), *mt = rctype(c, md);
+    const char *vt = rctype(c, u->dtype), *mt = rctype(c, rmask_of(u->dtype));
     sb_printf(&c->body, "{ %s m_ = (%s > %s) | (%s != %s); %s = (%s)(((%s)%s & m_) | ((%s)%s & ~m_)); }\n", mt, v, acc, v, v, acc, vt, mt, v, mt, acc);
   }
   else if (dt_is_float(u->dtype)) sb_printf(&c->body, "%s = (%s!=%s||%s>%s)?%s:%s;\n", acc, v, v, v, acc, v, acc);
@@ -403,7 +366,6 @@ void render_threefry(strbuf *src, const char *qual, const char *u32, const char 
 }
 
 const tg_renderer *renderer_by_name(const char *name) {
-  extern const tg_renderer renderer_c, renderer_opencl, renderer_cuda;
   static const tg_renderer *const all[] = { &renderer_c, &renderer_opencl, &renderer_cuda };
   for (size_t i = 0; name && i < sizeof all / sizeof all[0]; i++)
     if (!strcmp(all[i]->name, name)) return all[i];

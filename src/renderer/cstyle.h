@@ -47,6 +47,8 @@ struct render_dialect {
   /* vector nodes (SIMD lanes, byte dot products): the expression, or NULL
    * for a dialect without vector types */
   char *(*vector_alu)(rctx *c, uop *u);
+  /* the type name of a vector value (marking it used for the prelude) */
+  const char *(*vector_type)(rctx *c, dtype_t d);
 };
 
 struct rctx {
@@ -69,6 +71,8 @@ char *rfmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
 const char *rname(rctx *c, uop *u);
 /* the type of a value of dtype d (vectors: the C dialect's vector types) */
 const char *rctype(rctx *c, dtype_t d);
+/* the mask type of comparisons between vectors of d */
+dtype_t rmask_of(dtype_t d);
 /* scalar x of dtype d broadcast into vector type vt */
 char *rsplat(dtype_t d, const char *vt, const char *x);
 /* the prelude text the core pastes for small-float conversions */

@@ -5,13 +5,46 @@
  * get software prefetches. Everything CPU-only in the renderers is here. */
 #include "renderer/cstyle.h"
 
-void render_vector_typedefs(rctx *c, strbuf *src);   /* cstyle.c */
-
-/* the mask type of comparisons between vectors of d */
-static dtype_t mask_of(dtype_t d) {
-  int sz = dt_itemsize(d);
-  return dt_vec(dt_scalar(sz == 8 ? TG_I64 : sz == 2 ? TG_I16 : sz == 1 ? TG_I8 : TG_I32), d.count);
+static const char *vec_elem_name(int scalar) {
+  switch (scalar) {
+  case TG_BOOL: case TG_I32: return "int";
+  case TG_U32: return "uint";
+  case TG_I64: return "long";
+  case TG_U64: return "ulong";
+  case TG_F32: return "float";
+  case TG_F64: return "double";
+  case TG_I16: return "short";
+  case TG_U16: return "ushort";
+  case TG_I8: return "schar";
+  case TG_U8: return "uchar";
+  case TG_F16: return "half";   /* float16 bits (unsigned short lanes) */
+  case TG_BF16: return "bhalf";  /* bfloat16 bits (unsigned short lanes) */
+  default: return "void";
+  }
 }
+
+/* Vector types (gcc/clang vector extensions, the C dialect): tg_v16_float
+ * etc. A bool vector is a comparison mask: lanes of -1/0 as wide as int. */
+static const char *c_vector_type(rctx *c, dtype_t d) {
+  static _Thread_local char names[TG_NSCALAR][65][32];
+  int s = d.scalar == TG_BOOL ? TG_I32 : d.scalar;
+  c->vec_used[s][d.count] = true;
+  char *n = names[s][d.count];
+  if (!n[0]) snprintf(n, 32, "tg_v%d_%s", d.count, vec_elem_name(s));
+  return n;
+}
+
+/* the vector typedefs the body used (C dialect) */
+static void render_vector_typedefs(rctx *c, strbuf *src) {
+  for (int s = 0; s < TG_NSCALAR; s++)
+    for (int n = 2; n <= 64; n++) {
+      const char *e = c->d->buffer_elem[s];
+      if (!c->vec_used[s][n] || !e || s == TG_BOOL) continue;
+      int sz = dt_itemsize(dt_scalar(s));
+      sb_printf(src, "typedef %s tg_v%d_%s __attribute__((vector_size(%d), aligned(%d)));\n", e, n, vec_elem_name(s), n * sz, sz);
+    }
+}
+
 
 /* a vector op's source, broadcast when it is a scalar (into vector type vt) */
 static char *vsrc(rctx *c, uop *x, const char *vt) {
@@ -23,7 +56,7 @@ static char *render_vec_alu(rctx *c, uop *u) {
   /* operands share the type of the widest source (comparisons: of src 0) */
   dtype_t opd = u->op == OP_WHERE ? u->dtype : uop_is_comparison(u->op) ? dt_vec(u->src[0]->dtype, u->dtype.count) : u->dtype;
   if (u->op == OP_CAST) opd = dt_vec(u->src[0]->dtype, u->dtype.count);
-  const char *vt = rctype(c, opd), *mt = rctype(c, mask_of(opd));
+  const char *vt = rctype(c, opd), *mt = rctype(c, rmask_of(opd));
   int first = u->op == OP_WHERE ? 1 : 0;
   /* operand strings of ALU ops (at most 3 sources; a VECTORIZE of lanes
    * names its sources itself) */
@@ -212,6 +245,7 @@ const render_dialect dialect_c = {
   .bitcast = c_bitcast,
   .prelude = c_prelude,
   .vector_alu = c_vector_alu,
+  .vector_type = c_vector_type,
 };
 
 const tg_renderer renderer_c = {

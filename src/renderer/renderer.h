@@ -36,7 +36,9 @@ typedef struct tg_renderer {
                                  * matmul operands, channel lanes in convolutions) */
 } tg_renderer;
 
-/* The built-in tables by name ("c", "opencl", "cuda"); NULL when unknown. */
+/* The built-in tables (dialect_*.c), and the same by name ("c", "opencl",
+ * "cuda"; NULL when unknown). */
+extern const tg_renderer renderer_c, renderer_opencl, renderer_cuda;
 const tg_renderer *renderer_by_name(const char *name);
 
 /* Renders a linearizable kernel (after opts, lanes and the target's

@@ -432,20 +432,13 @@ static struct tg_device cpu_dev = {
   .compile = cpu_compile,
   .program_free = cpu_program_free,
   .launch = cpu_launch,
+  .renderer = &renderer_c,
   .compile_flags = CPU_COMPILE_FLAGS,
 };
 
-struct tg_device *cpu_device(void) {
-  extern const tg_renderer renderer_c;
-  static pthread_once_t once = PTHREAD_ONCE_INIT;
-  void cpu_describe(void);
-  pthread_once(&once, cpu_describe);
-  cpu_dev.renderer = &renderer_c;
-  return &cpu_dev;
-}
-
-/* the model name of the first CPU, and the core count */
-void cpu_describe(void) {
+/* what tg_devices says: the model name of the first CPU, the core count,
+ * the memory */
+static void cpu_describe(void) {
   pthread_once(&cpu_ident_once, read_cpu_ident);
   const char *m = cpu_ident ? strstr(cpu_ident, "model name") : NULL;
   const char *colon = m ? strchr(m, ':') : NULL;
@@ -458,4 +451,10 @@ void cpu_describe(void) {
   snprintf(cpu_dev.description, sizeof cpu_dev.description, "%s, %d threads", model, tg_pool_threads());
   long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
   cpu_dev.memory = pages > 0 && psz > 0 ? (int64_t)pages * psz : 0;
+}
+
+struct tg_device *cpu_device(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, cpu_describe);
+  return &cpu_dev;
 }

@@ -3,11 +3,7 @@
 #ifndef TG_CPU_COMPILER_H
 #define TG_CPU_COMPILER_H
 
-#include "runtime/device.h"
-
-/* The static device tables (device.c hands them out by name). */
-struct tg_device *cpu_device(void);
-struct tg_device *null_device(void);
+#include "runtime/backends.h"
 
 /* The flags every CPU kernel is compiled with (part of the cache key). */
 extern const char *const cpu_compile_flags;

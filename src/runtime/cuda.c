@@ -13,6 +13,7 @@
  * is what the test suite uses to check every kernel it renders. */
 #include <dlfcn.h>
 #include <pthread.h>
+#include "runtime/backends.h"
 #include "runtime/cuda.h"
 #include "util/counters.h"
 #include "util/util.h"
@@ -197,7 +198,6 @@ typedef struct {
   CUdevice dev;
   CUcontext ctx;
   int arch;                 /* compute capability as 10*major+minor */
-  pthread_mutex_t lock;
   tg_renderer ren;
   char flags[32];
 } cuda_dev;
@@ -274,7 +274,7 @@ static void cuda_program_free(tg_device *d, tg_program *p) {
 static int cuda_launch(tg_device *d, tg_program *p, void **bufs, int nbufs, const int64_t *vars, int nvars) {
   if (!p || !p->impl) return tg_seterr("%s: launch of a program with no kernel ('%s')", d->name, p && p->name ? p->name : "?");
   if (use(d) < 0) return -1;
-  int nb = p->nbuf_args > 0 && p->nbuf_args < nbufs ? p->nbuf_args : nbufs;
+  int nb = program_buffer_args(p, nbufs);
   if (nb + nvars > 512) return tg_seterr("%s: kernel '%s' has too many arguments", d->name, p->name);
   void *args[512];
   CUdeviceptr ptrs[512];
@@ -312,8 +312,7 @@ tg_device *cuda_open(int index) {
   CUresult r = cu.DeviceGet(&c->dev, index);
   if (!r) r = cu.DevicePrimaryCtxRetain(&c->ctx, c->dev);
   if (r) { free(c); TG_FAIL("CUDA:%d: cannot open the GPU: %s", index, cu_err(r)); }
-  pthread_mutex_init(&c->lock, NULL);
-  int maj = 0, min = 0, maxt = 0, smem = 0, gx = 0;
+  int maj = 0, min = 0, maxt = 0, smem = 0;
   int bdim[3] = { 0, 0, 0 }, gdim[3] = { 0, 0, 0 };
   cu.DeviceGetAttribute(&maj, CU_ATTR_CC_MAJOR, c->dev);
   cu.DeviceGetAttribute(&min, CU_ATTR_CC_MINOR, c->dev);
@@ -323,9 +322,7 @@ tg_device *cuda_open(int index) {
     cu.DeviceGetAttribute(&bdim[i], CU_ATTR_MAX_BLOCK_DIM_X + i, c->dev);
     cu.DeviceGetAttribute(&gdim[i], CU_ATTR_MAX_GRID_DIM_X + i, c->dev);
   }
-  (void)gx;
   c->arch = maj * 10 + min;
-  extern const tg_renderer renderer_cuda;
   c->ren = renderer_cuda;
   if (maxt > 0) c->ren.max_local = maxt;
   if (smem > 0) c->ren.local_mem = smem;

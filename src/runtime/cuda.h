@@ -11,7 +11,4 @@ bool cuda_nvrtc_available(const char **why);
  * a GPU: 0, or -1 with tg_error holding the log and the offending lines. */
 int cuda_check_source(const char *src, const char *name, int arch);
 
-int cuda_count(const char **why);
-tg_device *cuda_open(int index);
-
 #endif

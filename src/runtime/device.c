@@ -6,15 +6,8 @@
 #include <ctype.h>
 #include <pthread.h>
 #include <strings.h>
-#include "runtime/cpu_compiler.h"
-#include "runtime/device.h"
+#include "runtime/backends.h"
 #include "util/util.h"
-
-struct tg_device *disk_device(void);   /* disk_device.c */
-int opencl_count(const char **why);     /* opencl.c */
-tg_device *opencl_open(int index);
-int cuda_count(const char **why);       /* cuda.c */
-tg_device *cuda_open(int index);
 
 static int one(const char **why) { return 1; }
 static tg_device *open_cpu(int i) { return cpu_device(); }
@@ -50,6 +43,10 @@ static int parse_name(const char *name, int *index) {
   return -1;
 }
 
+void device_name(char *buf, size_t n, const char *prefix, int index) {
+  snprintf(buf, n, index ? "%s:%d" : "%s", prefix, index);
+}
+
 /* "CPU, NULL, DISK, CL, CL:1" */
 static void present_list(char *buf, size_t n) {
   size_t k = 0;
@@ -57,8 +54,11 @@ static void present_list(char *buf, size_t n) {
   for (int b = 0; b < NBACKENDS; b++) {
     const char *why = NULL;
     int c = backends[b].count(&why);
-    for (int i = 0; i < c && k + 16 < n; i++)
-      k += (size_t)snprintf(buf + k, n - k, "%s%s%s%.0d", k ? ", " : "", backends[b].prefix, i ? ":" : "", i);
+    for (int i = 0; i < c && k + 24 < n; i++) {
+      char nm[32];
+      device_name(nm, sizeof nm, backends[b].prefix, i);
+      k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? ", " : "", nm);
+    }
   }
 }
 
@@ -99,7 +99,7 @@ int tg_devices(tg_device_info *out, int max, const char **absent) {
     for (int i = 0; i < c; i++, n++) {
       if (!out || n >= max) continue;
       char nm[32];
-      snprintf(nm, sizeof nm, i ? "%s:%d" : "%s", backends[b].prefix, i);
+      device_name(nm, sizeof nm, backends[b].prefix, i);
       tg_device *d = device_get(nm);
       tg_device_info *o = &out[n];
       memset(o, 0, sizeof *o);
@@ -133,7 +133,7 @@ tg_device *device_new(const tg_device *functions, const char *prefix, int index,
   tg_device *d = tg_xcalloc(1, sizeof *d);
   *d = *functions;
   char nm[32];
-  snprintf(nm, sizeof nm, index ? "%s:%d" : "%s", prefix, index);
+  device_name(nm, sizeof nm, prefix, index);
   d->name = tg_xstrdup(nm);
   d->renderer = ren;
   d->compile_flags = flags;

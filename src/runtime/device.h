@@ -80,6 +80,12 @@ typedef struct {
   tg_device *(*open)(int index);
 } device_backend;
 
+/* How many of a launch's nbufs buffers p's kernel takes as parameters. */
+static inline int program_buffer_args(const tg_program *p, int nbufs) { return p->nbuf_args > 0 && p->nbuf_args < nbufs ? p->nbuf_args : nbufs; }
+
+/* "CL" for index 0, "CL:1" for the next: the canonical name of a device. */
+void device_name(char *buf, size_t n, const char *prefix, int index);
+
 /* A device of a backend that opens them at run time: its functions from a
  * template, named PREFIX (index 0) or PREFIX:index, with its renderer,
  * compile flags, memory and backend state. */

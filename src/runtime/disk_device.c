@@ -143,11 +143,8 @@ static struct tg_device disk_dev = {
   .compile = disk_compile,
   .program_free = disk_program_free,
   .launch = disk_launch,
+  .renderer = &renderer_c,   /* kernels never run here; copies do */
   .description = "memory-mapped files (weights load lazily)",
 };
 
-struct tg_device *disk_device(void) {
-  extern const tg_renderer renderer_c;
-  disk_dev.renderer = &renderer_c;   /* kernels never run here; copies do */
-  return &disk_dev;
-}
+struct tg_device *disk_device(void) { return &disk_dev; }

@@ -42,11 +42,8 @@ static struct tg_device null_dev = {
   .compile = null_compile,
   .program_free = null_program_free,
   .launch = null_launch,
+  .renderer = &renderer_c,
   .description = "runs nothing (scheduling and counting only)",
 };
 
-struct tg_device *null_device(void) {
-  extern const tg_renderer renderer_c;
-  null_dev.renderer = &renderer_c;
-  return &null_dev;
-}
+struct tg_device *null_device(void) { return &null_dev; }

@@ -12,7 +12,7 @@
  * out wait for them. */
 #include <dlfcn.h>
 #include <pthread.h>
-#include "runtime/device.h"
+#include "runtime/backends.h"
 #include "util/counters.h"
 #include "util/util.h"
 
@@ -250,7 +250,7 @@ static void cl_program_free(tg_device *d, tg_program *p) {
 static int enqueue(tg_device *d, tg_program *p, void **bufs, int nbufs, const int64_t *vars, int nvars, cl_event *ev) {
   cl_dev *c = d->impl;
   if (!p || !p->impl) return tg_seterr("%s: launch of a program with no kernel ('%s')", d->name, p && p->name ? p->name : "?");
-  int nb = p->nbuf_args > 0 && p->nbuf_args < nbufs ? p->nbuf_args : nbufs;
+  int nb = program_buffer_args(p, nbufs);
   size_t global[3], local[3];
   for (int i = 0; i < 3; i++) { global[i] = (size_t)(p->global[i] * p->local[i]); local[i] = (size_t)p->local[i]; }
   pthread_mutex_lock(&c->lock);
@@ -308,7 +308,6 @@ tg_device *opencl_open(int index) {
   cl.GetDeviceInfo(c->id, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof items, items, NULL);
   /* division and square roots rounded as on the CPU, where the device can */
   snprintf(c->options, sizeof c->options, "-cl-std=CL1.2%s", fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT ? " -cl-fp32-correctly-rounded-divide-sqrt" : "");
-  extern const tg_renderer renderer_opencl;
   c->ren = renderer_opencl;
   if (lmem) c->ren.local_mem = (int64_t)lmem;
   if (maxwg) c->ren.max_local = maxwg > 1024 ? 1024 : (int)maxwg;
