@@ -110,3 +110,25 @@ TEST(devices_compile_errors_name_kernel_and_lines) {
   CHECK_MSG(strstr(tg_error(), "kernel 'broken'") && strstr(tg_error(), "    2 |"), "%s", tg_error());
   CHECK(cuda_check_source("extern \"C\" __global__ void fine(float *a) { a[threadIdx.x] = 1.0f; }\n", "fine", 80) == 0);
 }
+
+TEST(devices_cl_memory_errors_leave_device_usable) {
+  if (!have("CL")) SKIP("no OpenCL device");
+  /* 1 TiB: more than any device holds */
+  tg_tensor *x = tg_to(tg_contiguous(tg_ones(TG_SHAPE(256, 1024, 1024, 1024), TG_F32)), "CL");
+  float v = 0;
+  CHECK(tg_data(tg_sum(x, TG_ALL, false), &v, sizeof v) < 0);
+  CHECK_MSG(strstr(tg_error(), "CL: out of device memory"), "%s", tg_error());
+  /* grouped reduces over 256 lanes of 1024 threads: 1 MiB of local memory */
+  tg_tensor *y = tg_to(tg_contiguous(tg_ones(TG_SHAPE(256, 4096), TG_F32)), "CL");
+  CHECK(tg_realize(y) == 0);
+  float o[256];
+  tg_device *d = device_get("CL");
+  if (d->renderer->max_local >= 1024 && d->renderer->local_mem < (1 << 20)) {
+    CHECK(tg_set_kernel_opts("GROUP:0:1024,UPCAST:0:256") == 0);
+    CHECK(tg_data(tg_sum(y, TG_AXES(1), false), o, sizeof o) < 0);
+    CHECK_MSG(strstr(tg_error(), "local memory") && strstr(tg_error(), "r_256_4096"), "%s", tg_error());
+    tg_set_kernel_opts(NULL);
+  }
+  CHECK(tg_data(tg_sum(y, TG_AXES(1), false), o, sizeof o) == 0);   /* the device still works */
+  CHECK_NEAR(o[255], 4096, 0);
+}
