@@ -8,13 +8,30 @@
  *     set the bar, ref=recorded (midpoints of their ranges). They were taken
  *     on another machine; docs/benchmarks.md has llama.cpp's figures here.
  *   bench llm_decode type=q4_0 tg_tok_s=.. llama_tok_s=.. ref=.. ratio=tg/llama
- * Models are made once under build/bench/models (BENCH_LLM_DIR overrides). */
+ * Models are made once under build/bench/models (BENCH_LLM_DIR overrides).
+ *
+ * First, per GPU/OpenCL device present (CL, CUDA):
+ *   bench llm_decode_stories260K_DEV device=DEV same_tokens=1 tok_s=.. cpu_tok_s=.. ratio=dev/cpu
+ * greedy decoding of the real stories260K model (../shared/testdata/models;
+ * skipped when absent) on that device and on the CPU, through the library
+ * (tg_llm_eval one token at a time, the JIT's path): the two must produce
+ * the same tokens. On PoCL the line is for correctness and time only; ratio
+ * is the device's tok/s over the CPU's. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "bench.h"
+
+#ifndef BENCH_BUILD
+#define BENCH_BUILD "build"   /* the Makefile passes $(BUILD) */
+#endif
+#ifndef BENCH_DIR
+#define BENCH_DIR "bench"
+#endif
+#define STORIES_PATH BENCH_DIR "/../../shared/testdata/models/stories260K.gguf"
 
 typedef struct { const char *type; double decode_ref, prefill_ref; } model_case;
 /* llama.cpp, 2 threads, the issue's machine: decode 73-87 (F32), 122-163
@@ -90,21 +107,100 @@ static int llama_bench(const char *bin, const char *model, double *pp_out, doubl
   return 0;
 }
 
+/* ---------------------------------------------------------------- devices */
+
+#define STORIES_PROMPT "Once upon a time"
+#define STORIES_DECODE 100   /* tokens decoded (the model's context is 128) */
+
+typedef struct { int32_t tokens[STORIES_DECODE]; int n; double decode_s; } greedy_run;
+
+static int argmax(const float *x, int n) {
+  int best = 0;
+  for (int i = 1; i < n; i++)
+    if (x[i] > x[best]) best = i;
+  return best;
+}
+
+/* Greedy decoding on dev: the prompt, then STORIES_DECODE tokens one at a
+ * time; a warm-up pass (the JIT captures and compiles), then the best of
+ * reps timed passes, each checked against the first. */
+static greedy_run stories_greedy(const char *name, const char *dev, const int32_t *prompt, int n_prompt, int reps) {
+  /* the default device, as TG_DEVICE=dev would set it (tg_llm_opts.device
+   * alone leaves the token ids of the embedding lookup on the CPU) */
+  char saved[32];
+  snprintf(saved, sizeof saved, "%s", tg_default_device() ? tg_default_device() : "CPU");
+  if (tg_set_default_device(dev) < 0) bench_fail(name, "cannot use %s", dev);
+  tg_llm_opts o = { .n_ctx = 0, .device = dev };
+  tg_llm *m = tg_llm_load(STORIES_PATH, &o);
+  if (!m) bench_fail(name, "loading stories260K on %s failed", dev);
+  int nv = tg_llm_config_of(m)->n_vocab;
+  float *logits = malloc((size_t)nv * sizeof(float));
+  if (!logits) bench_fail(name, "out of memory");
+  greedy_run best = { .decode_s = 1e30 };
+  for (int r = 0; r <= reps; r++) {
+    greedy_run g = { .n = 0, .decode_s = 0 };
+    tg_llm_rewind(m, 0);
+    if (tg_llm_eval(m, prompt, n_prompt, logits) < 0) bench_fail(name, "the prompt on %s failed", dev);
+    for (int i = 0; i < STORIES_DECODE; i++) {
+      g.tokens[g.n++] = argmax(logits, nv);
+      double t0 = bench_now();
+      if (tg_llm_eval(m, &g.tokens[i], 1, logits) < 0) bench_fail(name, "decoding token %d on %s failed", i, dev);
+      g.decode_s += bench_now() - t0;
+    }
+    if (r == 0) { best.n = g.n; memcpy(best.tokens, g.tokens, sizeof g.tokens); continue; }
+    if (memcmp(g.tokens, best.tokens, sizeof g.tokens) != 0) bench_fail(name, "greedy tokens on %s changed between runs", dev);
+    if (g.decode_s < best.decode_s) best.decode_s = g.decode_s;
+  }
+  free(logits);
+  tg_llm_free(m);
+  tg_set_default_device(saved);
+  return best;
+}
+
+static void stories_device(const char *dev) {
+  char name[96];
+  snprintf(name, sizeof name, "llm_decode_stories260K_%.31s", dev);
+  if (access(STORIES_PATH, R_OK) != 0) {
+    bench_skip(name, "no %s (the shared test data)", STORIES_PATH);
+    return;
+  }
+  tg_tokenizer *tok = tg_tokenizer_load(STORIES_PATH);
+  if (!tok) bench_fail(name, "loading the tokenizer failed");
+  int32_t *prompt = NULL;
+  int np = tg_tokenize(tok, STORIES_PROMPT, strlen(STORIES_PROMPT), true, false, &prompt);
+  if (np <= 0) bench_fail(name, "tokenizing the prompt failed");
+  int reps = bench_reps(3);
+  greedy_run cpu = stories_greedy(name, "CPU", prompt, np, reps);
+  greedy_run gpu = stories_greedy(name, dev, prompt, np, reps);
+  for (int i = 0; i < cpu.n; i++)
+    if (cpu.tokens[i] != gpu.tokens[i])
+      bench_fail(name, "greedy token %d differs: %s %d, CPU %d", i, dev, (int)gpu.tokens[i], (int)cpu.tokens[i]);
+  double tok_s = gpu.n / gpu.decode_s, cpu_tok_s = cpu.n / cpu.decode_s;
+  printf("bench %s device=%s prompt_tokens=%d decoded=%d same_tokens=1 tok_s=%.1f cpu_tok_s=%.1f ratio=%.3f\n", name, dev, np,
+         gpu.n, tok_s, cpu_tok_s, tok_s / cpu_tok_s);
+  fflush(stdout);
+  free(prompt);
+  tg_tokenizer_free(tok);
+}
+
 int main(void) {
-  const char *dir = getenv("BENCH_LLM_DIR") ? getenv("BENCH_LLM_DIR") : "build/bench/models";
+  const char *dir = getenv("BENCH_LLM_DIR") ? getenv("BENCH_LLM_DIR") : BENCH_BUILD "/bench/models";
   const char *llama = getenv("LLAMA_BENCH");
-  if (access("build/tg", X_OK) != 0) { printf("bench llm_decode skipped reason=no-build/tg\n"); return 0; }
-  mkdir("build/bench", 0755);
+  char devs[8][32];
+  int ndev = bench_gpu_devices("llm_decode_stories260K", devs, 8);
+  for (int i = 0; i < ndev; i++) stories_device(devs[i]);
+  if (access(BENCH_BUILD "/tg", X_OK) != 0) { printf("bench llm_decode skipped reason=no_" BENCH_BUILD "/tg\n"); return 0; }
+  mkdir(BENCH_BUILD "/bench", 0755);
   mkdir(dir, 0755);
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     const model_case *c = &cases[i];
     char path[1024], cmd[2048];
     snprintf(path, sizeof path, "%s/llama125m-%s.gguf", dir, c->type);
     if (access(path, R_OK) != 0) {
-      snprintf(cmd, sizeof cmd, "./build/tg llm-init %s --type %s --seed 1 >/dev/null", path, c->type);
+      snprintf(cmd, sizeof cmd, "./" BENCH_BUILD "/tg llm-init %s --type %s --seed 1 >/dev/null", path, c->type);
       if (system(cmd) != 0) { printf("bench FAIL llm_decode type=%s: tg llm-init failed\n", c->type); return 1; }
     }
-    snprintf(cmd, sizeof cmd, "./build/tg bench-llm -m %s -p 64 -n 128 -r 3", path);
+    snprintf(cmd, sizeof cmd, "./" BENCH_BUILD "/tg bench-llm -m %s -p 64 -n 128 -r 3", path);
     double pp, tg;
     if (tg_bench(cmd, &pp, &tg) < 0) { printf("bench FAIL llm_decode type=%s: tg bench-llm failed\n", c->type); return 1; }
     double ref_pp = c->prefill_ref, ref_tg = c->decode_ref;
