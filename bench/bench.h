@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sched.h>
 #include <time.h>
 #include <unistd.h>
@@ -157,15 +158,40 @@ static inline bench_tg_run bench_tg_realize(tg_tensor *t, const char *name) {
 
 /* ---------------------------------------------------------------- devices */
 
+/* BENCH_DEVICES_ONLY=1: only the lines of GPU and OpenCL devices (the CPU
+ * lines are left out; tools/gpu_check.sh uses it on a lent GPU). */
+static inline bool bench_devices_only(void) {
+  const char *e = getenv("BENCH_DEVICES_ONLY");
+  return e && atoi(e) > 0;
+}
+
+/* Whether device name (e.g. "CUDA:1") is one of BENCH_DEVICES (a comma list
+ * of names or backends, "CUDA" taking every CUDA device); all when unset. */
+static inline bool bench_device_wanted(const char *name) {
+  const char *w = getenv("BENCH_DEVICES");
+  if (!w || !*w) return true;
+  size_t base = strcspn(name, ":");
+  for (const char *p = w; *p;) {
+    size_t len = strcspn(p, ",");
+    if ((len == strlen(name) && !strncasecmp(p, name, len)) || (len == base && !strncasecmp(p, name, len))) return true;
+    p += len;
+    if (*p == ',') p++;
+  }
+  return false;
+}
+
 /* The devices with work groups (GPUs, OpenCL) that are present, by name
  * into names[max][32]; count. Absent ones (CL, CUDA) get a skip line for
- * `what`. */
+ * `what`, and so do present ones that BENCH_DEVICES leaves out. */
 static inline int bench_gpu_devices(const char *what, char names[][32], int max) {
   tg_device_info info[32];
   const char *absent = NULL;
   int n = tg_devices(info, 32, &absent), k = 0;
-  for (int i = 0; i < n && i < 32 && k < max; i++)
-    if (info[i].max_local > 0) snprintf(names[k++], 32, "%.31s", info[i].name);
+  for (int i = 0; i < n && i < 32 && k < max; i++) {
+    if (info[i].max_local <= 0) continue;
+    if (bench_device_wanted(info[i].name)) snprintf(names[k++], 32, "%.31s", info[i].name);
+    else printf("bench %s_%s skipped reason=not_in_BENCH_DEVICES\n", what, info[i].name);
+  }
   for (const char *p = absent; p && *p;) {
     const char *e = strchr(p, '\n');
     int len = e ? (int)(e - p) : (int)strlen(p);

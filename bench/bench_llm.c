@@ -114,6 +114,10 @@ static int llama_bench(const char *bin, const char *model, double *pp_out, doubl
 
 typedef struct { int32_t tokens[STORIES_DECODE]; int n; double decode_s; } greedy_run;
 
+/* stories260K: TG_TESTDATA/models (tools/gpu_check.sh sets it), else the
+ * shared test data beside the checkout. */
+static char stories_path[4096];
+
 static int argmax(const float *x, int n) {
   int best = 0;
   for (int i = 1; i < n; i++)
@@ -131,7 +135,7 @@ static greedy_run stories_greedy(const char *name, const char *dev, const int32_
   snprintf(saved, sizeof saved, "%s", tg_default_device() ? tg_default_device() : "CPU");
   if (tg_set_default_device(dev) < 0) bench_fail(name, "cannot use %s", dev);
   tg_llm_opts o = { .n_ctx = 0, .device = dev };
-  tg_llm *m = tg_llm_load(STORIES_PATH, &o);
+  tg_llm *m = tg_llm_load(stories_path, &o);
   if (!m) bench_fail(name, "loading stories260K on %s failed", dev);
   int nv = tg_llm_config_of(m)->n_vocab;
   float *logits = malloc((size_t)nv * sizeof(float));
@@ -160,11 +164,14 @@ static greedy_run stories_greedy(const char *name, const char *dev, const int32_
 static void stories_device(const char *dev) {
   char name[96];
   snprintf(name, sizeof name, "llm_decode_stories260K_%.31s", dev);
-  if (access(STORIES_PATH, R_OK) != 0) {
-    bench_skip(name, "no %s (the shared test data)", STORIES_PATH);
+  const char *td = getenv("TG_TESTDATA");
+  if (td && *td) snprintf(stories_path, sizeof stories_path, "%s/models/stories260K.gguf", td);
+  else snprintf(stories_path, sizeof stories_path, "%s", STORIES_PATH);
+  if (access(stories_path, R_OK) != 0) {
+    bench_skip(name, "no %s (the shared test data; TG_TESTDATA sets its directory)", stories_path);
     return;
   }
-  tg_tokenizer *tok = tg_tokenizer_load(STORIES_PATH);
+  tg_tokenizer *tok = tg_tokenizer_load(stories_path);
   if (!tok) bench_fail(name, "loading the tokenizer failed");
   int32_t *prompt = NULL;
   int np = tg_tokenize(tok, STORIES_PROMPT, strlen(STORIES_PROMPT), true, false, &prompt);
@@ -189,6 +196,7 @@ int main(void) {
   char devs[8][32];
   int ndev = bench_gpu_devices("llm_decode_stories260K", devs, 8);
   for (int i = 0; i < ndev; i++) stories_device(devs[i]);
+  if (bench_devices_only()) return 0;
   if (access(BENCH_BUILD "/tg", X_OK) != 0) { printf("bench llm_decode skipped reason=no_" BENCH_BUILD "/tg\n"); return 0; }
   mkdir(BENCH_BUILD "/bench", 0755);
   mkdir(dir, 0755);

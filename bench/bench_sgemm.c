@@ -533,6 +533,7 @@ int main(int argc, char **argv) {
         if (!strcmp(info[i].name, devs[d])) bench_sgemm_device(&info[i], reps);
     unsetenv("TG_KERNEL_TIMES");
   }
+  if (bench_devices_only()) return 0;
 
   torch_ref torch = run_torch(threads, reps < 3 ? 3 : reps);
   if (!torch.ok) bench_skip("sgemm_torch", "%s", *torch.skip ? torch.skip : "torch_not_available");
