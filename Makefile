@@ -1,5 +1,6 @@
 # tg: one `make` builds build/libtg.a, build/libtg.so and build/tg.
 # `make test` builds and runs the suite; `make test SAN=1` runs it under ASan+UBSan.
+# `make fuzz FUZZ_SECONDS=N` builds the libFuzzer harnesses of fuzz/ and runs each N seconds.
 CC      ?= cc
 BUILD   ?= build
 CFLAGS  ?= -O2 -g
@@ -7,8 +8,17 @@ CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -fPIC -Iin
 LDLIBS  += -lm -ldl -pthread -lcjson -lpcre2-8 -lmicrohttpd
 ifeq ($(SAN),1)
   BUILD   := build-san
-  CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
-  LDFLAGS += -fsanitize=address,undefined
+  # float-cast-overflow is not in gcc's (nor clang's) "undefined" group
+  CFLAGS  += -fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer -fno-sanitize-recover=undefined,float-cast-overflow
+  LDFLAGS += -fsanitize=address,undefined,float-cast-overflow
+endif
+# The fuzz build (see the fuzz target below): the library again, by clang,
+# with libFuzzer's coverage, ASan and UBSan; every finding aborts.
+FUZZ_SAN := -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all -fno-omit-frame-pointer
+ifeq ($(FUZZ),1)
+  CC      := clang
+  CFLAGS  += -fsanitize=fuzzer-no-link $(FUZZ_SAN)
+  LDFLAGS += $(FUZZ_SAN)
 endif
 
 LIB_SRC   := $(sort $(wildcard src/*/*.c))
@@ -99,8 +109,33 @@ examples: $(EX_SRC:examples/%.c=$(BUILD)/examples/%)
 demo: all $(BUILD)/examples/demo
 	./$(BUILD)/examples/demo
 
+# Fuzzers (docs/security.md): one libFuzzer binary per fuzz/fuzz_*.c, over
+# the library built by clang into $(FUZZ_BUILD) (needs clang's libFuzzer:
+# Debian libclang-rt-14-dev or libclang-common-15-dev). `make fuzz` runs each
+# for FUZZ_SECONDS over its corpus in fuzz/corpus/ (seeded on first use by
+# fuzz/make_corpus.py from ../shared/testdata and tests/goldens); any crash,
+# sanitizer report, leak, timeout or out-of-memory fails it. FUZZ_ONLY=
+# "gguf npy" runs some of them.
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_ONLY    ?=
+FUZZ_SRC     := $(sort $(wildcard fuzz/fuzz_*.c))
+
+$(BUILD)/fuzz/%: fuzz/%.c fuzz/fuzz.h $(BUILD)/libtg.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itools -fsanitize=fuzzer $< $(filter %.o,$^) -o $@ $(BUILD)/libtg.a $(LDFLAGS) $(LDLIBS)
+$(BUILD)/fuzz/fuzz_gguf: $(BUILD)/tools/cmd_gguf.o
+
+fuzz-bins: $(FUZZ_SRC:fuzz/%.c=$(BUILD)/fuzz/%)
+fuzz-build:
+	$(MAKE) FUZZ=1 BUILD=$(FUZZ_BUILD) fuzz-bins
+fuzz: fuzz-build
+	fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_ONLY)
+
+.PHONY: fuzz fuzz-build fuzz-bins
+
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-fuzz
 
 .PHONY: all test bench examples demo clean FORCE
 

@@ -3,6 +3,7 @@
  * bytes_per_block) view to the type's dequantizer. */
 #include "io/ggml_types.h"
 #include "quant/quant.h"
+#include "tensor/tensor.h"
 #include "util/util.h"
 
 /* Plain float types as bytes: little-endian words bitcast to the float. */
@@ -81,10 +82,12 @@ tg_tensor *tg_dequantize(tg_tensor *raw, int t, tg_shape shape) {
     return tg_seterr("tg_dequantize: %lld values of %s take %lld bytes, but raw has %lld", (long long)numel, name,
                      (long long)nbytes, (long long)tg_numel(raw)), NULL;
   tg_scope_begin();
+  const char *dev_prev = tensor_device_begin(tg_device_of(raw));   /* constants and tables on raw's device */
   int64_t nb = numel / tr->block_size;
   tg_tensor *y = fn(tg_reshape(raw, TG_SHAPE(nb, tr->type_size)));
   tg_tensor *r = y ? tg_reshape(y, shape) : NULL;
   if (r) tg_keep(r);
+  tensor_device_end(dev_prev);
   tg_scope_end();
   return r;
 }

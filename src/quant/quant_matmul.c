@@ -13,6 +13,7 @@
  * tg_dequantize's float path decodes, converts and multiplies every value. */
 #include "io/ggml_types.h"
 #include "quant/quant.h"
+#include "tensor/tensor.h"
 #include "util/util.h"
 
 /* ggml's roundf: half away from zero (tg_round is half to even). v - trunc(v)
@@ -170,12 +171,14 @@ tg_tensor *tg_quant_matmul(tg_tensor *x, tg_tensor *raw, int t, tg_shape w_shape
     return tg_seterr("tg_quant_matmul: x's last dimension must be K = %lld", (long long)k), NULL;
   if (!tg_dtype_is_float(tg_dtype_of(x))) return tg_seterr("tg_quant_matmul: x must be a float tensor, not %s", tg_dtype_name(tg_dtype_of(x))), NULL;
   tg_scope_begin();
+  const char *dev_prev = tensor_device_begin(tg_device_of(raw));   /* constants and tables on raw's device */
   /* tg_dequantize checks the type and raw's size; its graph is also the
    * float path of the types without an integer one */
   tg_tensor *w = tg_dequantize(raw, t, w_shape), *r = NULL;
   if (w && !has_int_path(t)) r = tg_matmul(x, tg_T(w));
   else if (w) r = t == GGML_TYPE_Q4_K || t == GGML_TYPE_Q6_K ? kquant_matmul(x, raw, t, n, k) : int_matmul(x, raw, t, n, k);
   if (r) tg_keep(r);
+  tensor_device_end(dev_prev);
   tg_scope_end();
   return r;
 }

@@ -30,6 +30,7 @@
  *         rows each), then ql (128 bytes) and qh (64) in 4-byte groups. */
 #include "io/ggml_types.h"
 #include "quant/quant.h"
+#include "tensor/tensor.h"
 #include "util/util.h"
 
 enum { ROWS = 16 };   /* rows side by side: one 64-byte vector of 4-byte groups */
@@ -85,6 +86,7 @@ int tg_quant_pack_rows(tg_tensor *raw, int t, tg_shape w_shape, tg_tensor **scal
   if (tg_dtype_of(raw) != TG_U8 || tg_numel(raw) != tg_ggml_nbytes(t, n * w_shape.d[1]))
     return tg_seterr("tg_quant_pack_rows: raw must be U8 with %lld bytes", (long long)tg_ggml_nbytes(t, n * w_shape.d[1]));
   tg_scope_begin();
+  const char *dev_prev = tensor_device_begin(tg_device_of(raw));   /* constants and tables on raw's device */
   tg_tensor *blk = tg_reshape(raw, TG_SHAPE(g, ROWS, nb, f->bytes));
   /* the fp16 scales, kept as fp16 */
   tg_tensor *bits = qt_u16(tg_reshape(blk, TG_SHAPE(g * ROWS * nb, f->bytes)), f->scale_at, f->nscales);
@@ -109,6 +111,7 @@ int tg_quant_pack_rows(tg_tensor *raw, int t, tg_shape w_shape, tg_tensor **scal
   }
   q = tg_contiguous(q);
   if (s && q) *scales = tg_keep(s), *quants = tg_keep(q);
+  tensor_device_end(dev_prev);
   tg_scope_end();
   return *scales ? 0 : -1;
 }
@@ -247,6 +250,7 @@ tg_tensor *tg_dequantize_rows(tg_tensor *scales, tg_tensor *quants, int t, tg_sh
   if (!f || !packed_shapes_ok(scales, quants, f, w_shape, "tg_dequantize_rows")) return NULL;
   int64_t n = w_shape.d[0], k = w_shape.d[1], nb = k / f->block, g = n / ROWS;
   tg_scope_begin();
+  const char *dev_prev = tensor_device_begin(tg_device_of(quants));   /* constants and tables on quants's device */
   tg_tensor *d = tg_cast(scales, TG_F32), *v, *w;
   /* ggml's dequantize_row_*: (q - 8) * d, q * d, d * sc * q - dmin * m,
    * d * sc * (q - 32), in that order of float operations */
@@ -273,6 +277,7 @@ tg_tensor *tg_dequantize_rows(tg_tensor *scales, tg_tensor *quants, int t, tg_sh
   }
   w = tg_reshape(w, TG_SHAPE(n, k));
   if (w) tg_keep(w);
+  tensor_device_end(dev_prev);
   tg_scope_end();
   return w;
 }
@@ -287,10 +292,12 @@ tg_tensor *tg_quant_matmul_rows(tg_tensor *x, tg_tensor *scales, tg_tensor *quan
   if (!tg_dtype_is_float(tg_dtype_of(x))) return tg_seterr("tg_quant_matmul_rows: x must be a float tensor, not %s", tg_dtype_name(tg_dtype_of(x))), NULL;
   if (!packed_shapes_ok(scales, quants, f, w_shape, "tg_quant_matmul_rows")) return NULL;
   tg_scope_begin();
+  const char *dev_prev = tensor_device_begin(tg_device_of(quants));   /* constants and tables on quants's device */
   tg_tensor *y = t == GGML_TYPE_Q6_K ? rows_q6_k(x, scales, quants, nb, g)
                  : t == GGML_TYPE_Q4_K ? rows_q4_k(x, scales, quants, nb, g) : rows_32(t, x, scales, quants, nb, g);
   y = tg_reshape(y, qm_with_tail(x, 1, (int64_t[]){ n }));
   if (y) tg_keep(y);
+  tensor_device_end(dev_prev);
   tg_scope_end();
   return y;
 }

@@ -195,7 +195,18 @@ int tg_set_default_device(const char *name) {
   default_device_name = d->name;
   return 0;
 }
+/* A thread's device for new tensors while an op builds a graph over
+ * tensors of another device (tensor_device_begin), else NULL. */
+static _Thread_local const char *device_override;
+const char *tensor_device_begin(const char *device) {
+  const char *prev = device_override;
+  device_override = device;
+  return prev;
+}
+void tensor_device_end(const char *prev) { device_override = prev; }
+
 const char *tg_default_device(void) {
+  if (device_override) return device_override;
   if (!default_device_name) {
     const char *env = getenv("TG_DEVICE");
     tg_device *d = env && *env ? device_get(env) : NULL;

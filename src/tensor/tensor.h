@@ -26,6 +26,13 @@ void tensor_adopt(tg_tensor *owner, tg_tensor *t);
  * fn must not create or free tensors). */
 void tensors_each_requiring_grad(void (*fn)(tg_tensor *t, void *ctx), void *ctx);
 
+/* Until tensor_device_end(prev), tensors this thread makes from nothing
+ * (constants, aranges, tables from data) go to device (a tensor's device
+ * name) instead of the default: for ops that build a graph over their
+ * input's device, such as tg_dequantize. Returns the previous override. */
+const char *tensor_device_begin(const char *device);
+void tensor_device_end(const char *prev);
+
 /* Wraps u (retains it) in a new tensor in the current scope. */
 tg_tensor *tensor_wrap(uop *u, const char *device);
 /* Whether t's device runs kernels that gain from the CPU-cache layouts of
