@@ -141,7 +141,8 @@ fi
 # ---------------------------------------------------------------- build
 missing=""
 for h in cjson/cJSON.h pcre2.h microhttpd.h; do
-  echo "#include <$h>" | ${CC:-cc} -E -x c - >/dev/null 2>&1 || missing="$missing $h"
+  printf '#define PCRE2_CODE_UNIT_WIDTH 8\n#include <stdarg.h>\n#include <stddef.h>\n#include <sys/types.h>\n#include <sys/socket.h>\n#include <%s>\n' "$h" |
+    ${CC:-cc} -E -x c - >/dev/null 2>&1 || missing="$missing $h"
 done
 [ -n "$missing" ] && note "build: headers missing:$missing (Debian: libcjson-dev libpcre2-dev libmicrohttpd-dev); the build will fail"
 BENCHES="$BUILD/bench/bench_sgemm $BUILD/bench/bench_elementwise $BUILD/bench/bench_llm"
@@ -227,9 +228,10 @@ if ! skipped golden; then
   for p in $prefixes; do
     run "golden_$p" 240 env TG_DEVICE="$DEV" TG_TEST_PASSES=none TG_BIN="$B/tg" \
       sh -c 'cd tests && exec "$0" "$1"' "$B/tests/tg_tests" "$p"
-    cat "$LOG/golden_$p.log" >> "$LOG/golden.log"
+    grep -E "^(ok   |FAIL |skip )$p" "$LOG/golden_$p.log" >> "$LOG/golden.log"   # the filter is a substring: golden names only
     [ "$RC" = 125 ] && { note "golden $DEV: prefixes from $p on not run (no time left)"; break; }
     [ "$RC" = 124 ] && note "golden $DEV: $p timed out"
+    case "$RC" in 0|1|124|125) ;; *) note "golden $DEV: $p exited $RC (a crash?): $(tail -n 1 "$LOG/golden_$p.log")";; esac
   done
   ok=$(grep -c '^ok ' "$LOG/golden.log"); bad=$(grep -c '^FAIL ' "$LOG/golden.log"); sk=$(grep -c '^skip ' "$LOG/golden.log")
   note "golden tests on $DEV: $ok passed, $bad failed, $sk skipped ($LOG/golden.log)"
