@@ -24,7 +24,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     if (t) toks[ntoks++] = t;
     else fprintf(stderr, "fuzz_tokenizer: %s\n", tg_error());
   }
-  if (!ntoks) { fprintf(stderr, "fuzz_tokenizer: no vocabularies (set TG_FUZZ_TESTDATA)\n"); exit(1); }
+  if (!ntoks) { fprintf(stderr, "fuzz_tokenizer: skipped: no vocabularies (set TG_FUZZ_TESTDATA)\n"); exit(0); }
   return 0;
 }
 

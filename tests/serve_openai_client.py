@@ -40,4 +40,16 @@ try:
 except openai.BadRequestError as e:
     assert e.code == "context_length_exceeded", e
 
+# OpenAI's own fields are accepted (and ignored where tg has no use for them); others are a 400 naming them
+r = client.chat.completions.create(model="fake-model", messages=[{"role": "user", "content": "hi"}], max_tokens=2,
+                                   frequency_penalty=0, presence_penalty=0, user="u", logit_bias={}, store=False,
+                                   response_format={"type": "text"}, parallel_tool_calls=False, metadata={"a": "b"})
+assert r.choices[0].message.content == "Hello world", r
+for extra in ({"temprature": 1}, {"max_tokens": 10 ** 6}):
+    try:
+        client.chat.completions.create(model="fake-model", messages=[{"role": "user", "content": "hi"}], extra_body=extra)
+        raise AssertionError(f"{extra} should fail")
+    except openai.BadRequestError as e:
+        assert e.param == next(iter(extra)), e
+
 print("openai client: all ok")

@@ -681,7 +681,7 @@ TEST(serve_strict_json) {
   static const char *const good[] = {
     "{\"prompt\":\"a\"}\r\n \t",
     "{\"prompt\":\"a\",\"seed\":1,\"stream\":false,\"top_p\":1,\"stop\":[\"x\"],\"n\":1}",
-    "{\"prompt\":\"a\",\"x\":{\"k\":1},\"y\":{\"k\":2}}",
+    "{\"prompt\":\"a\",\"logit_bias\":{\"k\":1,\"j\":{\"k\":2}}}",
   };
   for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
     serve_request r;
@@ -691,9 +691,9 @@ TEST(serve_strict_json) {
   }
   /* a body of 50,000 distinct keys is checked quickly */
   strbuf big = { 0 };
-  sb_puts(&big, "{\"prompt\":\"a\"");
+  sb_puts(&big, "{\"prompt\":\"a\",\"logit_bias\":{\"k\":0");   /* an object tg ignores */
   for (int i = 0; i < 50000; i++) sb_printf(&big, ",\"k%d\":%d", i, i);
-  sb_puts(&big, "}");
+  sb_puts(&big, "}}");
   double t0 = now_s();
   serve_request r;
   serve_error e;
@@ -771,6 +771,86 @@ static int open_partial(const char *src, int port, int n, int *fds) {
  * address they run into the per-address limit; from 30 addresses (10 each,
  * under it) they fit in the connection limit; and the idle timeout closes
  * them all. Bounded to a few seconds. */
+/* Unknown fields: OpenAI's own fields are accepted (its clients send them:
+ * frequency_penalty, tools, user, ...), anything else is a 400 naming the
+ * field, at the top level, in a message and in stream_options. */
+TEST(serve_unknown_fields) {
+  static const struct { bool chat; const char *body, *param; } cases[] = {
+    { false, "{\"prompt\":\"a\",\"temprature\":1}", "temprature" },
+    { false, "{\"prompt\":\"a\",\"messages\":[]}", "messages" },   /* a chat field in a text completion */
+    { true, "{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],\"prompt\":\"a\"}", "prompt" },
+    { true, "{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],\"echo\":true}", "echo" },
+    { true, "{\"messages\":[{\"role\":\"user\",\"content\":\"a\",\"contnet\":\"b\"}]}", "messages[0].contnet" },
+    { true, "{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}],\"stream\":true,\"stream_options\":{\"usage\":true}}",
+      "stream_options.usage" },
+    { false, "{\"prompt\":\"a\",\"\":1}", "" },
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    serve_request r;
+    serve_error e;
+    CHECK_MSG(serve_request_parse(&r, cases[i].chat, cases[i].body, strlen(cases[i].body), &e) < 0, "case %zu parsed", i);
+    CHECK_MSG(e.status == 400 && !strcmp(e.code, "unknown_parameter") && !strcmp(e.param, cases[i].param) &&
+              strstr(e.message, "unknown field"), "case %zu: %d %s %s: %s", i, e.status, e.code, e.param, e.message);
+  }
+  /* every field of OpenAI's chat and completions requests, with values of the documented types */
+  static const char *const good_chat =
+    "{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":\"s\",\"name\":\"n\"},"
+    "{\"role\":\"assistant\",\"content\":null,\"refusal\":null,\"tool_calls\":[{\"id\":\"c\",\"type\":\"function\","
+    "\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]},{\"role\":\"tool\",\"content\":\"1\",\"tool_call_id\":\"c\"},"
+    "{\"role\":\"user\",\"content\":\"u\"}],"
+    "\"audio\":null,\"frequency_penalty\":0,\"function_call\":\"auto\",\"functions\":[],\"logit_bias\":{},\"logprobs\":false,"
+    "\"max_completion_tokens\":4,\"max_tokens\":4,\"metadata\":{},\"modalities\":[\"text\"],\"n\":1,\"parallel_tool_calls\":true,"
+    "\"prediction\":null,\"presence_penalty\":0,\"prompt_cache_key\":\"k\",\"reasoning_effort\":\"low\","
+    "\"response_format\":{\"type\":\"text\"},\"safety_identifier\":\"s\",\"seed\":1,\"service_tier\":\"auto\",\"stop\":null,"
+    "\"store\":false,\"stream\":true,\"stream_options\":{\"include_usage\":true,\"include_obfuscation\":false},"
+    "\"temperature\":1,\"tool_choice\":\"none\",\"tools\":[],\"top_logprobs\":0,\"top_p\":1,\"user\":\"u\","
+    "\"verbosity\":\"low\",\"web_search_options\":{},\"top_k\":5,\"min_p\":0.1}";
+  static const char *const good_text =
+    "{\"model\":\"m\",\"prompt\":\"p\",\"best_of\":1,\"echo\":false,\"frequency_penalty\":0,\"logit_bias\":{},"
+    "\"logprobs\":null,\"max_tokens\":4,\"n\":1,\"presence_penalty\":0,\"seed\":1,\"stop\":\"x\",\"stream\":false,"
+    "\"stream_options\":null,\"suffix\":null,\"temperature\":1,\"top_p\":1,\"user\":\"u\"}";
+  serve_request r;
+  serve_error e;
+  CHECK_MSG(serve_request_parse(&r, true, good_chat, strlen(good_chat), &e) == 0, "chat: %s", e.message);
+  CHECK(r.max_tokens == 4 && !strcmp(r.max_tokens_param, "max_completion_tokens") && r.sampling.top_k == 5);
+  serve_request_free(&r);
+  CHECK_MSG(serve_request_parse(&r, false, good_text, strlen(good_text), &e) == 0, "text: %s", e.message);
+  CHECK(r.max_tokens == 4 && !strcmp(r.max_tokens_param, "max_tokens"));
+  serve_request_free(&r);
+}
+
+/* max_tokens past the context is a 400 that names the field and the bound
+ * (as OpenAI's "max_tokens is too large"); up to the context it is held to
+ * what fits after the prompt ("length"). */
+TEST(serve_max_tokens_bound) {
+  NEED_CURL();
+  serve_server *s = start_server();
+  if (!s) return;
+  int st;
+  char json[256], want[128];
+  static const char *const fields[] = { "max_tokens", "max_completion_tokens" };
+  for (int k = 0; k < 2; k++) {
+    snprintf(json, sizeof json, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"%s\":%d}", fields[k], FAKE_N_CTX + 1);
+    char *body = http(serve_port(s), "POST", "/v1/chat/completions", json, &st);
+    cJSON *j = cJSON_Parse(body);
+    snprintf(want, sizeof want, "context of %d tokens", FAKE_N_CTX);
+    CHECK_MSG(st == 400 && jstr(j, "error.message") && strstr(jstr(j, "error.message"), want), "%d %s", st, body);
+    CHECK_STR(jstr(j, "error.param"), fields[k]);
+    CHECK_STR(jstr(j, "error.code"), "invalid_value");
+    cJSON_Delete(j);
+    free(body);
+  }
+  snprintf(json, sizeof json, "{\"prompt\":\"Once\",\"max_tokens\":%d,\"stream\":true}", FAKE_N_CTX + 1);
+  char *body = http(serve_port(s), "POST", "/v1/completions", json, &st);
+  CHECK_MSG(st == 400 && strstr(body, "max_tokens"), "%d %s", st, body);   /* before any stream starts */
+  free(body);
+  snprintf(json, sizeof json, "{\"prompt\":\"Once\",\"max_tokens\":%d}", FAKE_N_CTX);
+  body = http(serve_port(s), "POST", "/v1/completions", json, &st);
+  CHECK_MSG(st == 200, "%d %s", st, body);   /* the whole context: allowed, then held to what fits */
+  free(body);
+  serve_stop(s);
+}
+
 TEST(serve_slowloris) {
   struct rlimit rl;
   if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 2048 && rl.rlim_max > rl.rlim_cur) {

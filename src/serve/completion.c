@@ -167,6 +167,13 @@ enum MHD_Result serve_handle_completion(serve_server *s, struct MHD_Connection *
   serve_request req;
   serve_error err;
   if (serve_request_parse(&req, chat, body, len, &err)) return serve_send_error(c, &err);
+  if (req.max_tokens > s->be->n_ctx) {   /* as OpenAI: more than the model can ever give is a 400 that says the bound */
+    serve_error_set(&err, 400, "invalid_value", req.max_tokens_param,
+                    "'%s' is %d, more than the model's context of %d tokens (prompt and completion share it)",
+                    req.max_tokens_param, req.max_tokens, s->be->n_ctx);
+    serve_request_free(&req);
+    return serve_send_error(c, &err);
+  }
   bool stream = req.stream;
   serve_job *j = serve_job_submit(&s->queue, &req);
   char id[40];

@@ -1,6 +1,9 @@
 /* request.c: parsing and validating OpenAI request bodies (see request.h).
- * The JSON is strict (nothing after the value, no NUL, no key twice);
- * unknown fields are ignored, as OpenAI-compatible servers usually do. */
+ * The JSON is strict (nothing after the value, no NUL, no key twice).
+ * Fields: those tg reads, those of OpenAI's API that tg does not use
+ * (ignored, since OpenAI clients send them), and nothing else: an unknown
+ * field is a 400 naming it, so a misspelt "temprature" is not silently
+ * dropped. The tables below are the whole policy. */
 #include "serve/request.h"
 #include <math.h>
 #include <stdio.h>
@@ -9,6 +12,49 @@
 #include "util/util.h"
 
 #define MAX_STOP 16
+
+/* The fields of a request body, per endpoint: first those tg reads, then
+ * (after NULL) OpenAI's that it accepts and ignores (platform.openai.com/
+ * docs/api-reference: chat/create, completions/create). */
+static const char *const chat_fields[] = {
+  "messages", "model", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "n",
+  "stop", "stream", "stream_options", NULL,
+  "audio", "frequency_penalty", "function_call", "functions", "logit_bias", "logprobs", "metadata", "modalities",
+  "parallel_tool_calls", "prediction", "presence_penalty", "prompt_cache_key", "reasoning_effort", "response_format",
+  "safety_identifier", "service_tier", "store", "tool_choice", "tools", "top_logprobs", "user", "verbosity",
+  "web_search_options", NULL,
+};
+static const char *const text_fields[] = {
+  "prompt", "model", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "n",
+  "stop", "stream", "stream_options", NULL,
+  "best_of", "echo", "frequency_penalty", "logit_bias", "logprobs", "presence_penalty", "suffix", "user", NULL,
+};
+/* a message's fields (tool_calls, tool_call_id, name: read by templates) */
+static const char *const message_fields[] = {
+  "role", "content", NULL, "name", "tool_calls", "tool_call_id", "refusal", "audio", "function_call", NULL,
+};
+static const char *const stream_option_fields[] = { "include_usage", NULL, "include_obfuscation", NULL };
+
+/* Whether name is in fields (both NULL-ended halves of a list above). */
+static bool known_field(const char *const *fields, const char *name) {
+  for (int nulls = 0; nulls < 2; fields++)
+    if (!*fields) nulls++;
+    else if (!strcmp(*fields, name)) return true;
+  return false;
+}
+
+/* The first member of object o that is not in fields, or NULL. */
+static const char *unknown_field(const cJSON *o, const char *const *fields) {
+  for (const cJSON *c = o->child; c; c = c->next)
+    if (!known_field(fields, c->string ? c->string : "")) return c->string ? c->string : "";
+  return NULL;
+}
+
+static int unknown(serve_error *e, const char *where, const char *name, const char *what) {
+  char param[200];
+  snprintf(param, sizeof param, "%s%s%.60s", where, *where ? "." : "", name);
+  return serve_error_set(e, 400, "unknown_parameter", param, "unknown field '%s' in %s (docs/serve.md lists the fields)", param, what);
+}
 
 static int bad(serve_error *e, const char *param, const char *what) {
   return serve_error_set(e, 400, "invalid_value", param, "'%s' %s", param, what);
@@ -61,7 +107,8 @@ static int parse_sampling(serve_request *r, const cJSON *o, serve_error *e) {
   r->sampling = (serve_sampling){ .temperature = (float)temp, .top_p = (float)top_p, .min_p = (float)min_p,
                                   .top_k = (int)fmin(top_k, 1 << 30), .seed = (uint64_t)(int64_t)seed,
                                   .has_seed = field(o, "seed") != NULL };
-  r->max_tokens = (int)fmin(max_tokens, 1 << 30);   /* the context caps it anyway */
+  r->max_tokens = (int)fmin(max_tokens, 1 << 30);   /* the server holds it to the context */
+  r->max_tokens_param = field(o, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
   return 0;
 }
 
@@ -70,6 +117,8 @@ static int parse_stream(serve_request *r, const cJSON *o, serve_error *e) {
   const cJSON *so = field(o, "stream_options");
   if (!so) return 0;
   if (!cJSON_IsObject(so)) return bad(e, "stream_options", "must be an object");
+  const char *u = unknown_field(so, stream_option_fields);
+  if (u) return unknown(e, "stream_options", u, "stream_options");
   if (get_bool(so, "include_usage", &r->include_usage, e)) {
     snprintf(e->param, sizeof e->param, "stream_options.include_usage");
     return -1;
@@ -129,6 +178,8 @@ static int parse_messages(serve_request *r, const cJSON *o, serve_error *e) {
     char param[96];
     snprintf(param, sizeof param, "messages[%d]", i);
     if (!cJSON_IsObject(m)) return bad(e, param, "must be an object");
+    const char *u = unknown_field(m, message_fields);
+    if (u) return unknown(e, param, u, "a message");
     const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
     snprintf(param, sizeof param, "messages[%d].role", i);
     if (!cJSON_IsString(role)) return serve_error_set(e, 400, "missing_field", param, "'%s' is required", param);
@@ -214,11 +265,14 @@ int serve_request_parse(serve_request *r, bool chat, const char *body, size_t le
   while (end < body + len && (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r')) end++;
   int rc = -1;
   char dup[160];
+  const char *unknown_name;
   if (end < body + len)
     serve_error_set(e, 400, "invalid_json", NULL, "the request body has bytes after its JSON value (from byte %zu)", (size_t)(end - body));
   else if (find_duplicate_key(root, dup, sizeof dup))
     serve_error_set(e, 400, "invalid_json", NULL, "the request body has the key '%s' twice in one object", dup);
   else if (!cJSON_IsObject(root)) serve_error_set(e, 400, "invalid_json", NULL, "the request body must be a JSON object");
+  else if ((unknown_name = unknown_field(root, chat ? chat_fields : text_fields)))
+    unknown(e, "", unknown_name, chat ? "a chat completion request" : "a completion request");
   else if (!parse_sampling(r, root, e) && !parse_stream(r, root, e) && !parse_stop(r, root, e))
     rc = chat ? parse_messages(r, root, e) : parse_prompt(r, root, e);
   cJSON_Delete(root);

@@ -1,5 +1,7 @@
 /* request.h: one /v1/chat/completions or /v1/completions request body,
- * parsed and validated. Anything wrong becomes a 400 that names the field. */
+ * parsed and validated. Anything wrong (an unknown field too) becomes a 400
+ * that names the field. A pure function of the body: no socket, no model
+ * (fuzz/fuzz_request.c drives it). */
 #ifndef TG_SERVE_REQUEST_H
 #define TG_SERVE_REQUEST_H
 
@@ -17,6 +19,7 @@ typedef struct {
   int n_prompt_tokens;
   bool stream, include_usage;
   int max_tokens;           /* -1: until an end token or a full context */
+  const char *max_tokens_param;   /* the field that set it (for errors) */
   serve_sampling sampling;
   char **stop;              /* non-empty stop strings */
   int n_stop;
