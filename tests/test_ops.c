@@ -189,6 +189,8 @@ static tg_tensor *op_flip_reshape_permute(const golden_case *c, tg_tensor **in) 
 }
 static tg_tensor *op_expand_reshape(const golden_case *c, tg_tensor **in) { return tg_reshape(tg_expand(in[0], TG_SHAPE(3, 4)), TG_SHAPE(12)); }
 static tg_tensor *op_matmul_TT(const golden_case *c, tg_tensor **in) { return tg_matmul(tg_T(in[0]), tg_T(in[1])); }
+/* half/bfloat16 operands cast to float32 first (a float32 result) */
+static tg_tensor *op_matmul_f32acc(const golden_case *c, tg_tensor **in) { return tg_matmul(tg_cast(in[0], TG_F32), tg_cast(in[1], TG_F32)); }
 static tg_tensor *op_argmax_permuted(const golden_case *c, tg_tensor **in) { return tg_argmax(tg_permute(in[0], TG_AXES(2, 0, 1)), 1, false); }
 static tg_tensor *op_getitem_permuted(const golden_case *c, tg_tensor **in) {
   return TG_GET(tg_permute(in[0], TG_AXES(2, 0, 1)), TG_STEP(2), TG_STEP(-1));
@@ -221,7 +223,7 @@ static const dispatch_entry dispatch[] = {
   E(pad_then_sum), E(exp_sum_log), E(int_chain),
   E(self_sub), E(self_div), E(mul_zero), E(self_eq), E(self_ne), E(self_max),
   E(sum_permuted), E(sum_expanded), E(sum_padded), E(pad_of_sum), E(reshape_of_shrink), E(flip_reshape_permute),
-  E(expand_reshape), E(matmul_TT), E(argmax_permuted), E(getitem_permuted), E(max_of_flipped_slice), E(add_views),
+  E(expand_reshape), E(matmul_TT), E(matmul_f32acc), E(argmax_permuted), E(getitem_permuted), E(max_of_flipped_slice), E(add_views),
   E(contiguous_of_view),
 };
 #undef E
@@ -232,7 +234,7 @@ static const dispatch_entry *find_op(const char *name) {
   return NULL;
 }
 
-static const char *const groups[] = { "create", "elementwise", "cast", "movement", "reduce", "matmul", "softmax", "chain", "views" };
+static const char *const groups[] = { "create", "elementwise", "cast", "movement", "reduce", "matmul", "softmax", "chain", "views", "matmul_tc" };
 static const golden_set goldens = { "goldens/ops_%s.bin", groups, (int)(sizeof groups / sizeof groups[0]) };
 
 /* Runs one case; true when it passed. */
@@ -275,6 +277,10 @@ TEST(ops_matmul) { run_group("matmul", false, NULL); }
 TEST(ops_softmax) { run_group("softmax", false, NULL); }
 TEST(ops_chain) { run_group("chain", false, NULL); }
 TEST(ops_views) { run_group("views", false, NULL); }
+/* shapes tensor cores tile (the CUDA pass runs them on tensor cores, the
+ * nvrtc pass compiles those kernels, test tc_cl_emulated runs them through
+ * the CL emulation) */
+TEST(ops_matmul_tc) { run_group("matmul_tc", false, NULL); }
 
 /* The cases listed in known_bugs[]: fails while any of them still fails. */
 TEST(ops_known_bugs) {

@@ -34,6 +34,9 @@ int codegen_program(uop *ast, const char *name, const tg_renderer *r, const stru
  * NULL + tg_error when the kernel does not fit the device. (borrowed) */
 uop *kernel_gpu_lower(uop *ast, const tg_renderer *ren, int64_t global[3], int64_t local[3]);
 
+/* Whether the kernel multiplies on tensor cores (has WMMA nodes). */
+bool kernel_has_wmma(uop *ast);
+
 typedef enum {
   LI_OP,          /* compute u (or emit a STORE) */
   LI_LOOP,        /* open the loop of RANGE u */

@@ -109,7 +109,11 @@ uop *kernel_gpu_lower(uop *ast, const tg_renderer *ren, int64_t global[3], int64
   uop *threads[72];
   int nt = 0;
   int64_t total = 1;
-  for (int i = 0; i < nl; i++) { threads[nt++] = locs[i]; total *= rsize(locs[i]); }
+  /* a tensor core's warp (a LOCAL that split no axis: tensor_cores.c)
+   * comes first, so its 32 lanes are dimension 0: one hardware warp */
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < nl; i++)
+      if ((locs[i]->arg.n == 2) == (pass == 0)) { threads[nt++] = locs[i]; total *= rsize(locs[i]); }
   for (int i = 0; i < ngr; i++) { threads[nt++] = grps[i]; total *= rsize(grps[i]); }
   if (total > ren->max_local) TG_FAIL("kernel: %lld threads per work group, more than the device's %d", (long long)total, ren->max_local);
   if (ngr) {

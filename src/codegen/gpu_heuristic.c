@@ -1,5 +1,8 @@
 /* gpu_heuristic.c: default opts for kernels on a GPU dialect, in the
  * spirit of tinygrad's hand_coded_optimizations:
+ *   a matmul of f16/bf16 on a GPU with tensor cores: TC, then a register
+ *     tile of several WMMAs per warp (UPCAST) and several warps per group
+ *     (LOCAL) over the tile axes;
  *   reduce to few outputs (matvec, row sums): GROUP the reduce so a work
  *     group of threads shares each output, then LOCAL over outputs;
  *   everything else: LOCAL on the innermost output axis (neighbouring
@@ -14,7 +17,9 @@ static const struct {
   int64_t matvec_reduce;   /* a reduce at least this long ... */
   int64_t matvec_outputs;  /* ... over at most this many outputs is grouped */
   int reduce_group;        /* threads sharing one output's reduce */
-} gpu_policy = { 128, 256, 1 << 16, 64 };
+  int tc_upcast;           /* WMMA tiles per warp along each tile axis (at most) */
+  int tc_warps;            /* warps per group along each tile axis (at most) */
+} gpu_policy = { 128, 256, 1 << 16, 64, 4, 2 };
 
 static int64_t static_size(const uop *r) { return range_is_symbolic(r) ? 1 : range_max_size(r); }
 
@@ -25,9 +30,33 @@ static int pow2_divisor(int64_t n, int cap) {
   return a;
 }
 
+/* TC and its tiles, or 0 when the kernel is no tensor-core matmul */
+static int tc_opts(uop *ast, const tg_renderer *ren, kopt *out, int max) {
+  uop *trial = ast, *before[64], *after[64];
+  if (max < 5 || !kernel_tc_fits(ast, ren) || kernel_apply_tc(&trial, (kopt){ OPT_TC, -1, 0 }, ren) < 0) return 0;
+  int fr0, fr;
+  kernel_axes(ast, before, 64, &fr0);
+  kernel_axes(trial, after, 64, &fr);
+  int k = 0;
+  out[k++] = (kopt){ OPT_TC, -1, 0 };
+  /* the tile axes are the output axes the TC split (their sizes shrank);
+   * the last axis first, so an axis an UPCAST uses up shifts no index
+   * still to come */
+  for (int i = (fr < fr0 ? fr : fr0) - 1; i >= 0; i--) {
+    int64_t sz = static_size(after[i]);
+    if (sz == static_size(before[i])) continue;
+    int up = pow2_divisor(sz, gpu_policy.tc_upcast);
+    if (up >= 2) out[k++] = (kopt){ OPT_UPCAST, i, up };
+    int warps = pow2_divisor(sz / up, gpu_policy.tc_warps);
+    if (warps >= 2) out[k++] = (kopt){ OPT_LOCAL, i, warps };
+  }
+  return k;
+}
+
 int gpu_heuristic_opts(uop *ast, const tg_renderer *ren, kopt *out, int max) {
   uop *axes[64];
   int fr, k = 0;
+  if (ren->n_tensor_cores && (k = tc_opts(ast, ren, out, max)) > 0) return k;
   int n = kernel_axes(ast, axes, 64, &fr);
   int budget = gpu_policy.group_threads < ren->max_local ? gpu_policy.group_threads : ren->max_local;
   int64_t outputs = 1, red = 1;

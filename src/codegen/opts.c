@@ -193,6 +193,9 @@ int kernel_apply_opt(uop **ast, kopt o, const tg_renderer *ren) {
   int n = kernel_axes(*ast, axes, 128, &fr);
   const char *name = kopt_name(o.op);
   if (o.op >= OPT_COUNT) return tg_seterr("opt: unknown opt %d", (int)o.op);
+  if (o.op == OPT_TC) return kernel_apply_tc(ast, o, ren);
+  if ((o.op == OPT_UNROLL || o.op == OPT_GROUP || o.op == OPT_GROUPTOP || o.op == OPT_PADTO) && kernel_has_wmma(*ast))
+    return tg_seterr("opt %s:%d:%d: does not apply to a tensor-core kernel (only UPCAST and LOCAL of its output axes do)", name, o.axis, o.arg);
   bool reduce_axis = o.op == OPT_UNROLL || o.op == OPT_GROUP || o.op == OPT_GROUPTOP;
   int idx = reduce_axis ? fr + o.axis : o.axis;
   int limit = reduce_axis ? n : fr;
@@ -264,9 +267,6 @@ int kernel_apply_opt(uop **ast, kopt o, const tg_renderer *ren) {
     else *ast = split_range(*ast, r, o.arg, o.op == OPT_LOCAL ? RANGE_LOCAL : RANGE_GROUP);
     return 0;
   }
-  case OPT_TC:
-    if (!ren->has_tc) return tg_seterr("opt TC:%d:%d: needs a GPU with tensor cores; %s kernels have none", o.axis, o.arg, ren->name);
-    return tg_seterr("opt TC: tensor-core kernels are not implemented yet");
   default:
     return tg_seterr("opt %s: unknown", name);
   }

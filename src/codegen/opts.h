@@ -18,9 +18,11 @@
  *                      sum every amt-th element, then combine their partial
  *                      sums through local memory after a barrier
  *   GROUPTOP axis amt  the same with each thread summing one contiguous chunk
- *   TC                 tensor cores (refused: not implemented yet)
+ *   TC      tc   0     the kernel's matmul on tensor cores (tc: which of the
+ *                      renderer's tensor cores, -1 the first that fits;
+ *                      tensor_cores.c); first, before any other opt
  * A device's renderer (renderer.h) says which opts its kernels take: THREAD
- * needs has_threads, LOCAL and the GROUPs has_local.
+ * needs has_threads, LOCAL and the GROUPs has_local, TC tensor_cores.
  */
 #ifndef TG_OPTS_H
 #define TG_OPTS_H
@@ -48,6 +50,12 @@ int kernel_next_range_id(uop *ast);
  * with tg_error saying why the opt does not fit this kernel. */
 int kernel_apply_opt(uop **ast, kopt o, const tg_renderer *ren);
 int kernel_apply_opts(uop **ast, const kopt *o, int n, const tg_renderer *ren);
+
+/* The TC opt (tensor_cores.c). On a tensor-core kernel (kernel_has_wmma)
+ * UNROLL, GROUP, GROUPTOP and PADTO no longer apply. */
+int kernel_apply_tc(uop **ast, kopt o, const tg_renderer *ren);
+/* Whether TC applies (asks without setting tg_error). */
+bool kernel_tc_fits(uop *ast, const tg_renderer *ren);
 
 /* Opts picked by hand-written rules for the renderer's target: a CPU with
  * ncores cores (matvec, matmul, reduce and elementwise cases), or a GPU

@@ -186,8 +186,20 @@ static void render_loop(rctx *c, uop *u) {
   c->depth++;
 }
 
+/* REDUCE(WMMA): the accumulator array goes through the dialect's helper */
+static void render_wmma_update(rctx *c, uop *u) {
+  uop *w = u->src[0];
+  int tc = (int)w->arg.i;
+  if (tc >= 0 && tc < 8) c->wmma_used[tc] = true;
+  indent(c);
+  sb_printf(&c->body, "tg_wmma_%s(%s", c->r->tensor_cores[tc].helper, rname(c, u));
+  for (int i = 0; i < w->nsrc; i++) sb_printf(&c->body, ", %s", rname(c, w->src[i]));
+  sb_puts(&c->body, c->d->wmma_scratch ? ", tg_wmma_scratch);\n" : ");\n");
+}
+
 static void render_acc_update(rctx *c, uop *u) {
   const char *acc = rname(c, u), *v = rname(c, u->src[0]);
+  if (u->src[0]->op == OP_WMMA) { render_wmma_update(c, u); return; }
   indent(c);
   int op = (int)u->arg.i;
   if (op == OP_ADD) sb_printf(&c->body, "%s += %s;\n", acc, v);
@@ -260,6 +272,9 @@ static bool render_op(rctx *c, uop *u, const kernel_args *args, const char *cons
   case OP_LOAD: render_load(c, u, prefetch_ahead); return true;
   case OP_STORE: render_store(c, u); return true;
   case OP_SINK: case OP_NOOP: return true;
+  case OP_WMMA:   /* rendered by its REDUCE's update */
+    if (!c->r->n_tensor_cores || u->arg.i < 0 || u->arg.i >= c->r->n_tensor_cores) { tg_seterr("render (%s): no tensor core %lld", c->d->name, (long long)u->arg.i); return false; }
+    return true;
   default: {
     char *e = render_alu(c, u);
     if (!e) { tg_seterr("render (%s): cannot render %s%s", c->d->name, uop_op_name(u->op), u->dtype.count > 1 ? " on vectors" : ""); return false; }
@@ -320,7 +335,11 @@ char *render_kernel(const tg_renderer *r, uop *ast, const char *name) {
       char *n = rfmt("acc%d", c.nvars++);
       char *id = reduce_identity(&c, u);
       indent(&c);
-      if (u->dtype.count > 1) sb_printf(&c.body, "%s %s = (%s){0} + %s;\n", rctype(&c, u->dtype), n, rctype(&c, u->dtype), id);
+      if (u->src[0]->op == OP_WMMA) {   /* an array the tensor-core helper adds into */
+        sb_printf(&c.body, "%s %s[%d] = {", rctype(&c, dt_base(u->dtype)), n, u->dtype.count);
+        for (int e = 0; e < u->dtype.count; e++) sb_printf(&c.body, "%s%s", e ? ", " : "", id);
+        sb_puts(&c.body, "};\n");
+      } else if (u->dtype.count > 1) sb_printf(&c.body, "%s %s = (%s){0} + %s;\n", rctype(&c, u->dtype), n, rctype(&c, u->dtype), id);
       else sb_printf(&c.body, "%s %s = %s;\n", rctype(&c, u->dtype), n, id);
       free(id);
       set_name(&c, u, n);
@@ -331,8 +350,26 @@ char *render_kernel(const tg_renderer *r, uop *ast, const char *name) {
     }
   }
   strbuf src = { 0 };
+  if (!failed && c.d->wmma_scratch && kernel_has_wmma(ast)) {
+    /* the emulated tensor cores' scratch: one slice per warp of the group */
+    int64_t threads = 1;
+    uop_list sl = uop_toposort(ast);
+    for (int i = 0; i < sl.n; i++)
+      if (sl.v[i]->op == OP_SPECIAL && sl.v[i]->arg.v[0] == 1) threads *= (int64_t)uop_const_value(sl.v[i]->src[0]);
+    free(sl.v);
+    sb_printf(&locals, "  %s float tg_wmma_scratch[%lld];\n", c.d->local_qual, (long long)((threads + 31) / 32 * c.d->wmma_scratch));
+  }
   if (!failed) {
+    for (int i = 0; i < c.r->n_tensor_cores && i < 8; i++)   /* helpers may convert small floats */
+      if (c.wmma_used[i] && c.r->tensor_cores[i].in != TG_F32) c.need_fpconv = true;
     c.d->prelude(&c, &src);
+    for (int i = 0; i < c.r->n_tensor_cores && i < 8; i++)
+      if (c.wmma_used[i]) {
+        if (!c.d->wmma_helper) { failed = true; tg_seterr("render (%s): the dialect has no tensor-core helper", c.d->name); break; }
+        c.d->wmma_helper(&c, &src, &c.r->tensor_cores[i]);
+      }
+  }
+  if (!failed) {
     c.d->open_kernel(&c, &src, name, &args);
     if (locals.s) sb_puts(&src, locals.s);
     if (c.body.s) sb_puts(&src, c.body.s);

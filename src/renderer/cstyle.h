@@ -49,6 +49,12 @@ struct render_dialect {
   char *(*vector_alu)(rctx *c, uop *u);
   /* the type name of a vector value (marking it used for the prelude) */
   const char *(*vector_type)(rctx *c, dtype_t d);
+  /* tensor cores: writes tg_wmma_<tc->helper>(float *acc, a..., b...
+   * [, scratch]) that adds the warp's A*B into acc (cstyle.c calls it once
+   * per k step); wmma_scratch > 0: the helper also takes a local array of
+   * that many floats per warp (an emulation through local memory) */
+  void (*wmma_helper)(rctx *c, strbuf *src, const tg_tensor_core *tc);
+  int wmma_scratch;
 };
 
 struct rctx {
@@ -65,6 +71,7 @@ struct rctx {
   bool need_dot4[17];       /* lanes of byte dot products */
   bool need_sqrt[65];       /* lanes of float32 square roots */
   bool mulacc_reduce;       /* a float multiply-accumulate reduce (may contract to FMA) */
+  bool wmma_used[8];        /* tensor cores (renderer table index) the body used */
 };
 
 char *rfmt(const char *f, ...) __attribute__((format(printf, 1, 2)));

@@ -20,6 +20,21 @@ static void cuda_prelude(rctx *c, strbuf *src) {
   if (c->need_threefry) render_threefry(src, "__device__ static inline", "unsigned int", "unsigned long long");
 }
 
+/* mma.sync's fragments: a0..a7 of A and b0..b3 of B (bit patterns) in
+ * pairs per 32-bit register, the lower element in the low half. */
+static void cuda_wmma_helper(rctx *c, strbuf *src, const tg_tensor_core *tc) {
+  const char *in = tc->in == TG_BF16 ? "bf16" : "f16";
+  sb_printf(src, "__device__ static inline void tg_wmma_%s(float *c", tc->helper);
+  for (int e = 0; e < tc->na; e++) sb_printf(src, ", unsigned short a%d", e);
+  for (int e = 0; e < tc->nb; e++) sb_printf(src, ", unsigned short b%d", e);
+  sb_puts(src, ") {\n  const unsigned int ");
+  for (int r = 0; r < tc->na / 2; r++) sb_printf(src, "%sA%d = a%d | ((unsigned int)a%d << 16)", r ? ", " : "", r, 2 * r, 2 * r + 1);
+  for (int r = 0; r < tc->nb / 2; r++) sb_printf(src, ", B%d = b%d | ((unsigned int)b%d << 16)", r, 2 * r, 2 * r + 1);
+  sb_printf(src, ";\n  asm volatile(\"mma.sync.aligned.m%dn%dk%d.row.col.f32.%s.%s.f32 {%%0,%%1,%%2,%%3}, {%%4,%%5,%%6,%%7}, {%%8,%%9}, {%%0,%%1,%%2,%%3};\"\n",
+             tc->m, tc->n, tc->k, in, in);
+  sb_puts(src, "    : \"+f\"(c[0]), \"+f\"(c[1]), \"+f\"(c[2]), \"+f\"(c[3]) : \"r\"(A0), \"r\"(A1), \"r\"(A2), \"r\"(A3), \"r\"(B0), \"r\"(B1));\n}\n");
+}
+
 static void cuda_open_kernel(rctx *c, strbuf *src, const char *name, const kernel_args *a) {
   sb_printf(src, "extern \"C\" __global__ void __launch_bounds__(%d) %s(", c->r->max_local, name);
   render_gpu_params(c, src, a, "", "__restrict__");
@@ -50,12 +65,22 @@ const render_dialect dialect_cuda = {
   .special = cuda_special,
   .bitcast = cuda_bitcast,
   .prelude = cuda_prelude,
+  .wmma_helper = cuda_wmma_helper,
 };
 
-/* Every NVIDIA GPU since Kepler; the CUDA device reads its own limits. */
+/* PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating point type" */
+#define MMA_M16N8K16(helper, in) \
+  { helper, 16, 8, 16, in, TG_F32, 8, 4, 4, \
+    { 0, 0, 8, 8, 0, 0, 8, 8 }, { 0, 1, 0, 1, 8, 9, 8, 9 }, { 0, 1, 8, 9 }, { 0, 0, 8, 8 }, { 0, 1, 0, 1 } }
+const tg_tensor_core tensor_cores_mma_m16n8k16[2] = { MMA_M16N8K16("m16n8k16_f16", TG_F16), MMA_M16N8K16("m16n8k16_bf16", TG_BF16) };
+
+/* Every NVIDIA GPU since Kepler; the CUDA device reads its own limits
+ * (and drops the tensor cores below sm_80). */
 const tg_renderer renderer_cuda = {
   .name = "cuda",
   .dialect = &dialect_cuda,
+  .tensor_cores = tensor_cores_mma_m16n8k16,
+  .n_tensor_cores = 2,
   .has_local = true,
   .local_mem = 48 << 10,
   .max_local = 1024,

@@ -19,6 +19,31 @@ static void cl_prelude(rctx *c, strbuf *src) {
   if (c->need_threefry) render_threefry(src, "static inline", "uint", "ulong");
 }
 
+/* Tensor cores emulated through local memory (TG_CL_EMULATE_TC=1 on a CL
+ * device): each lane writes its fragments of A and B where the layout puts
+ * them in its warp's slice of the scratch, and after a barrier adds its
+ * elements of A*B into acc. Slow, but it runs the exact index arithmetic
+ * of the CUDA kernels on any OpenCL device (tinygrad: EMULATE). Inlined
+ * by force: PoCL (3.x, pthread) raced on a barrier inside a called
+ * function when two work groups ran at once. */
+#define CL_WMMA_SCRATCH (16 * 16 + 16 * 8)
+static void cl_wmma_helper(rctx *c, strbuf *src, const tg_tensor_core *tc) {
+  const char *cvt = tc->in == TG_BF16 ? "tg_cvt_bf16_f32" : "tg_cvt_f16_f32";
+  sb_printf(src, "static inline __attribute__((always_inline)) void tg_wmma_%s(float *acc", tc->helper);
+  for (int e = 0; e < tc->na; e++) sb_printf(src, ", ushort a%d", e);
+  for (int e = 0; e < tc->nb; e++) sb_printf(src, ", ushort b%d", e);
+  sb_puts(src, ", __local float *scratch) {\n"
+               "  uint lin = get_local_id(0) + get_local_size(0) * (get_local_id(1) + get_local_size(1) * get_local_id(2));\n");
+  sb_printf(src, "  __local float *A = scratch + (lin / 32) * %d, *B = A + %d;\n", tc->m * tc->k + tc->k * tc->n, tc->m * tc->k);
+  sb_puts(src, "  int g = (lin % 32) / 4, t2 = (lin % 4) * 2;\n");
+  for (int e = 0; e < tc->na; e++) sb_printf(src, "  A[(g + %d) * %d + t2 + %d] = %s(a%d);\n", tc->a_row[e], tc->k, tc->a_col[e], cvt, e);
+  for (int e = 0; e < tc->nb; e++) sb_printf(src, "  B[(t2 + %d) * %d + g] = %s(b%d);\n", tc->b_k[e], tc->n, cvt, e);
+  sb_puts(src, "  barrier(CLK_LOCAL_MEM_FENCE);\n");
+  for (int e = 0; e < tc->nc; e++)
+    sb_printf(src, "  for (int k = 0; k < %d; k++) acc[%d] += A[(g + %d) * %d + k] * B[k * %d + t2 + %d];\n", tc->k, e, tc->c_row[e], tc->k, tc->n, tc->c_col[e]);
+  sb_puts(src, "  barrier(CLK_LOCAL_MEM_FENCE);\n}\n");
+}
+
 static void cl_open_kernel(rctx *c, strbuf *src, const char *name, const kernel_args *a) {
   sb_printf(src, "__kernel void %s(", name);
   render_gpu_params(c, src, a, "__global", "restrict");
@@ -47,6 +72,8 @@ const render_dialect dialect_opencl = {
   .special = cl_special,
   .bitcast = cl_bitcast,
   .prelude = cl_prelude,
+  .wmma_helper = cl_wmma_helper,
+  .wmma_scratch = CL_WMMA_SCRATCH,
 };
 
 /* The limits here are OpenCL's minimums; the CL device replaces them with

@@ -17,6 +17,27 @@
 
 typedef struct render_dialect render_dialect;
 
+/* A tensor core: one warp-wide matrix multiply-accumulate D = A*B + C of
+ * an m x k tile of A by a k x n tile of B, in dtype `in`, accumulated in
+ * `acc`. Each of the warp's 32 lanes holds a fragment: lane l has
+ * g = l / 4 and t = l % 4, and its element e of
+ *   A sits at row g + a_row[e], column 2t + a_col[e]   (na elements)
+ *   B sits at row 2t + b_k[e],  column g               (nb elements)
+ *   C sits at row g + c_row[e], column 2t + c_col[e]   (nc elements)
+ * which is the layout of PTX's mma.sync m16n8k* shapes. `helper` names
+ * the dialect's function tg_wmma_<helper>(float *acc, a..., b...). */
+typedef struct tg_tensor_core {
+  const char *helper;
+  int m, n, k;
+  tg_dtype in, acc;
+  int na, nb, nc;
+  signed char a_row[8], a_col[8], b_k[8], c_row[4], c_col[4];
+} tg_tensor_core;
+
+/* mma.sync.aligned.m16n8k16 with f32 accumulation: f16 and bf16 inputs
+ * (NVIDIA sm_80 and later). */
+extern const tg_tensor_core tensor_cores_mma_m16n8k16[2];
+
 typedef struct tg_renderer {
   const char *name;             /* "c", "opencl", "cuda" */
   const render_dialect *dialect;
@@ -31,7 +52,8 @@ typedef struct tg_renderer {
   bool byte_dot;                /* int32 sums of 4 byte products (DOT4, vpdpbusd) */
   bool prefetch;                /* software prefetches for streamed operands */
   bool native_half;             /* half arithmetic without going through float */
-  bool has_tc;                  /* tensor-core MMA */
+  const tg_tensor_core *tensor_cores;   /* what the TC opt may use (NULL: none) */
+  int n_tensor_cores;
   bool wide_layouts;            /* the front end's CPU-cache layouts pay off (panel-packed
                                  * matmul operands, channel lanes in convolutions) */
 } tg_renderer;

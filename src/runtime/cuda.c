@@ -324,6 +324,7 @@ tg_device *cuda_open(int index) {
   }
   c->arch = maj * 10 + min;
   c->ren = renderer_cuda;
+  if (c->arch < 80) c->ren.tensor_cores = NULL, c->ren.n_tensor_cores = 0;   /* mma.sync m16n8k16 needs sm_80 */
   if (maxt > 0) c->ren.max_local = maxt;
   if (smem > 0) c->ren.local_mem = smem;
   for (int i = 0; i < 3; i++) {

@@ -312,6 +312,10 @@ tg_device *opencl_open(int index) {
   if (lmem) c->ren.local_mem = (int64_t)lmem;
   if (maxwg) c->ren.max_local = maxwg > 1024 ? 1024 : (int)maxwg;
   for (int i = 0; i < 3; i++) if (items[i]) c->ren.local_max[i] = (int64_t)items[i] < c->ren.max_local ? (int64_t)items[i] : c->ren.max_local;
+  /* CUDA's tensor cores emulated through local memory (dialect_opencl.c):
+   * tests the tensor-core kernels where no NVIDIA GPU is */
+  if (tg_getenv_int("TG_CL_EMULATE_TC", 0) && c->ren.local_max[0] >= 32)
+    c->ren.tensor_cores = tensor_cores_mma_m16n8k16, c->ren.n_tensor_cores = 2;
   static const tg_device functions = { .alloc = cl_alloc, .free = cl_free, .copyin = cl_copyin, .copyout = cl_copyout,
     .compile = cl_compile, .program_free = cl_program_free, .launch = cl_launch, .launch_timed = cl_launch_timed, .synchronize = cl_sync };
   tg_device *d = device_new(&functions, "CL", index, &c->ren, c->options, (int64_t)gmem, c);

@@ -45,6 +45,7 @@ scalar, index, ...); `label` is unique and says what the case checks.
 """
 import math
 import os
+import sys
 import struct
 
 import ml_dtypes
@@ -931,10 +932,46 @@ def gen_views():
     return g
 
 
+def gen_matmul_tc():
+    """Half and bfloat16 matmuls with shapes a tensor core tiles (M, N, K
+    multiples of 16, 8, 16) and one it does not. A tensor core multiplies
+    exactly and sums in float32, while tg's portable kernels round each
+    product to the input type first (as numpy's half arithmetic does): the
+    expected value is the exact sum (float64) rounded to the output type,
+    and atol covers the product roundings, 2*u_in*max sum|a||b|."""
+    g = Group("matmul_tc", 7)
+    ue = {F16: 2.0 ** -11, BF16C: 2.0 ** -8}
+    def case(op, label, a, b, code, out_code, transpose_b=False):
+        bb = b.T if transpose_b else b
+        exact = np.matmul(a.astype(np.float64), bb.astype(np.float64))
+        bound = float(np.max(np.matmul(np.abs(a.astype(np.float64)), np.abs(bb.astype(np.float64)))))
+        rtol = 2.0 * ue[out_code] if out_code in ue else 1e-5
+        g.add(op, label, [a, b], rounded(exact, out_code), rtol=rtol, atol=2.0 * ue[code] * bound)
+    for dt, code, tag in [(np.float16, F16, "f16"), (BF16, BF16C, "bf16")]:
+        a, b = g.randn((64, 32), dt), g.randn((32, 48), dt)
+        case("matmul", "matmul_%s_64x32@32x48" % tag, a, b, code, code)
+        a, b = g.randn((2, 32, 16), dt), g.randn((2, 16, 24), dt)
+        case("matmul", "matmul_%s_batched_2x32x16@2x16x24" % tag, a, b, code, code)
+        a, b = g.randn((32, 64), dt), g.randn((16, 64), dt)
+        case("matmul_T", "matmul_%s_32x64@(16x64).T" % tag, a, b, code, code, transpose_b=True)
+        a, b = g.randn((48, 128), dt), g.randn((128, 32), dt)
+        case("matmul_f32acc", "matmul_%s_cast_f32_48x128@128x32" % tag, a, b, code, F32)
+    a, b = g.randn((24, 20), np.float16), g.randn((20, 12), np.float16)
+    case("matmul", "matmul_f16_untiled_24x20@20x12", a, b, F16, F16)
+    return g
+
+
+GROUPS = [gen_create, gen_elementwise, gen_cast, gen_movement, gen_reduce, gen_matmul, gen_softmax, gen_chain, gen_views, gen_matmul_tc]
+
+
 def main():
+    """All groups, or the ones named on the command line (e.g. matmul_tc)."""
     os.makedirs(OUT, exist_ok=True)
     total = 0
-    for gen in [gen_create, gen_elementwise, gen_cast, gen_movement, gen_reduce, gen_matmul, gen_softmax, gen_chain, gen_views]:
+    only = set(sys.argv[1:])
+    for gen in GROUPS:
+        if only and gen.__name__[len("gen_"):] not in only:
+            continue
         g = gen()
         path, n, size = g.write()
         total += size
