@@ -113,10 +113,23 @@ void tg_chat_template_free(tg_chat_template *t) {
   free(t);
 }
 
-const char *const *tg_chat_end_strings(const tg_chat_template *t) { return t->end; }
-const char *tg_chat_preset_name(const tg_chat_template *t) { return chat_preset_name(t->preset); }
-bool tg_chat_is_jinja(const tg_chat_template *t) { return t->jinja != NULL; }
-void tg_chat_set_time(tg_chat_template *t, int64_t unix_seconds) { t->now = unix_seconds; }
+/* NULL templates (a failed tg_chat_template_new): NULL / false, with the error set */
+const char *const *tg_chat_end_strings(const tg_chat_template *t) {
+  if (!t) return tg_seterr("tg_chat_end_strings: no template (NULL)"), NULL;
+  return t->end;
+}
+const char *tg_chat_preset_name(const tg_chat_template *t) {
+  if (!t) return tg_seterr("tg_chat_preset_name: no template (NULL)"), NULL;
+  return chat_preset_name(t->preset);
+}
+bool tg_chat_is_jinja(const tg_chat_template *t) {
+  if (!t) return tg_seterr("tg_chat_is_jinja: no template (NULL)"), false;
+  return t->jinja != NULL;
+}
+void tg_chat_set_time(tg_chat_template *t, int64_t unix_seconds) {
+  if (!t) { tg_seterr("tg_chat_set_time: no template (NULL)"); return; }
+  t->now = unix_seconds;
+}
 
 /* ---- messages ---- */
 

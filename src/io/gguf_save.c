@@ -32,6 +32,8 @@ static int fill_tensor(void *ctx, int i, gguf_w_sink *s) {
 }
 
 int tg_gguf_save(const char *path, const char *const *names, tg_tensor *const *tensors, int n, const char *const *metadata) {
+  if (!path || n < 0 || (n > 0 && (!names || !tensors)))
+    return tg_seterr("tg_gguf_save: %s", !path ? "path is NULL" : n < 0 ? "negative tensor count" : "names or tensors is NULL");
   gguf_writer *w = gguf_writer_new();
   int rc = -1;
   for (int i = 0; metadata && metadata[i]; i += 2) {

@@ -100,9 +100,17 @@ void tg_llm_free(tg_llm *m) {
 }
 
 const tg_llm_config *tg_llm_config_of(const tg_llm *m) { return &m->cfg; }
-const int32_t *tg_llm_history(const tg_llm *m) { return m->history; }
-int tg_llm_n_past(const tg_llm *m) { return m->n_past; }
+/* A NULL model (a failed tg_llm_load): NULL / -1 / nothing, with the error set */
+const int32_t *tg_llm_history(const tg_llm *m) {
+  if (!m) return tg_seterr("tg_llm_history: model is NULL"), NULL;
+  return m->history;
+}
+int tg_llm_n_past(const tg_llm *m) {
+  if (!m) return tg_seterr("tg_llm_n_past: model is NULL");
+  return m->n_past;
+}
 void tg_llm_rewind(tg_llm *m, int n_past) {
+  if (!m) { tg_seterr("tg_llm_rewind: model is NULL"); return; }
   if (n_past >= 0 && n_past < m->n_past) m->n_past = n_past;
 }
 
