@@ -261,3 +261,33 @@ TEST(jit_prune_keeps_every_output_of_a_multi_output_kernel) {
   tg_jit_free(j);
   tg_free(w);
 }
+
+/* A step fed its own reused output: the replay reads memory its kernel
+ * writes (flip reads the far end), so the input must be copied first. The
+ * expected values come from the same recurrence in plain C. */
+static int step_flip_add(void *ctx, tg_tensor *const *in, int nin, tg_tensor **out, int nout) {
+  out[0] = tg_adds(tg_flip(in[0], TG_AXES(0)), 1);
+  return out[0] ? 0 : -1;
+}
+
+TEST(jit_reused_output_fed_back_as_input) {
+  for (int reuse = 0; reuse < 2; reuse++) {
+    tg_jit *j = tg_jit_new(step_flip_add, NULL);
+    tg_jit_set_reuse_outputs(j, reuse);
+    float want[4] = { 1, 2, 3, 4 };
+    tg_tensor *x = tg_from_data(want, TG_SHAPE(4), TG_F32);
+    for (int call = 0; call < 6; call++) {
+      tg_tensor *y = NULL;
+      CHECK_OK(tg_jit_call(j, &x, 1, &y, 1) == 0);
+      float next[4], got[4] = { 0 };
+      for (int i = 0; i < 4; i++) next[i] = want[3 - i] + 1;
+      memcpy(want, next, sizeof want);
+      CHECK_OK(tg_data(y, got, sizeof got) == 0);
+      CHECK_MSG(!memcmp(got, want, sizeof got), "reuse=%d call %d: %g %g %g %g, want %g %g %g %g", reuse, call, got[0], got[1], got[2], got[3], want[0], want[1], want[2], want[3]);
+      tg_free(x);
+      x = y;
+    }
+    tg_free(x);
+    tg_jit_free(j);
+  }
+}

@@ -246,21 +246,8 @@ static void plan(tg_jit *j, tg_buffer **inb, tg_tensor **out) {
   pm_free(&refs); pm_free(&last); pm_free(&slot_of);
 }
 
-static int replay(tg_jit *j, tg_tensor *const *in, int nin, tg_tensor **out, int nout) {
-  tg_buffer *inb[256];
-  if (nin > 256 || nout > 256) return tg_seterr("tg_jit_call: at most 256 inputs and outputs");
-  if (nout != j->nout) return tg_seterr("tg_jit_call: %d outputs, the captured step had %d", nout, j->nout);
-  if (check_inputs(j, in, nin, inb) < 0) return -1;
-  tg_buffer *outb[256];
-  for (int i = 0; i < nout; i++) {
-    if (j->reuse_outputs && j->outb[i]) { outb[i] = j->outb[i]; buffer_retain(outb[i]); continue; }
-    tensor_sig *s = &j->out_sig[i];
-    int64_t numel = 1;
-    for (int d = 0; d < s->shape.ndim; d++) numel *= s->shape.d[d];
-    outb[i] = buffer_new(device_get(s->device), s->dtype, numel);
-    if (!outb[i] || buffer_alloc(outb[i]) < 0) { for (int k = 0; k <= i; k++) buffer_release(outb[k]); return -1; }
-    if (j->reuse_outputs) { j->outb[i] = outb[i]; buffer_retain(outb[i]); }
-  }
+/* Runs the captured kernels on this call's inputs and outputs. */
+static int replay_kernels(tg_jit *j, tg_buffer **inb, tg_buffer **outb) {
   void *ptrs[256];
   int debug = (int)tg_getenv_int("DEBUG", 0);
   for (int k = 0; k < j->cap.n; k++) {
@@ -289,6 +276,46 @@ static int replay(tg_jit *j, tg_tensor *const *in, int nin, tg_tensor **out, int
       for (int a = 0; a < ck->nbufs; a++) bytes += (double)ck->bufs[a]->nbytes;
       engine_print_kernel_run("JIT", ck->dev->name, ck->name, ck->nbufs, engine_now_s() - t0, ck->flops, bytes);
     }
+  }
+  return 0;
+}
+
+static int replay(tg_jit *j, tg_tensor *const *in, int nin, tg_tensor **out, int nout) {
+  tg_buffer *inb[256];
+  if (nin > 256 || nout > 256) return tg_seterr("tg_jit_call: at most 256 inputs and outputs");
+  if (nout != j->nout) return tg_seterr("tg_jit_call: %d outputs, the captured step had %d", nout, j->nout);
+  if (check_inputs(j, in, nin, inb) < 0) return -1;
+  tg_buffer *outb[256];
+  for (int i = 0; i < nout; i++) {
+    if (j->reuse_outputs && j->outb[i]) { outb[i] = j->outb[i]; buffer_retain(outb[i]); continue; }
+    tensor_sig *s = &j->out_sig[i];
+    int64_t numel = 1;
+    for (int d = 0; d < s->shape.ndim; d++) numel *= s->shape.d[d];
+    outb[i] = buffer_new(device_get(s->device), s->dtype, numel);
+    if (!outb[i] || buffer_alloc(outb[i]) < 0) { for (int k = 0; k <= i; k++) buffer_release(outb[k]); return -1; }
+    if (j->reuse_outputs) { j->outb[i] = outb[i]; buffer_retain(outb[i]); }
+  }
+  /* an input that is a reused output of an earlier call (a step fed its own
+   * result) is copied first: the kernels write that memory while they read
+   * it (tinygrad's JIT copies such inputs too) */
+  tg_buffer *copies[256];
+  int ncopies = 0, rc = 0;
+  for (int i = 0; i < nin && rc == 0; i++)
+    for (int o = 0; o < nout; o++) {
+      if (inb[i] != outb[o] && inb[i]->ptr != outb[o]->ptr) continue;
+      tg_buffer *t = buffer_new(inb[i]->dev, inb[i]->dtype, inb[i]->numel);
+      void *host = tg_xmalloc(inb[i]->nbytes ? inb[i]->nbytes : 1);
+      rc = !t || buffer_alloc(t) < 0 || buffer_copyout(inb[i], host, inb[i]->nbytes) < 0 || buffer_copyin(t, host, inb[i]->nbytes) < 0 ? -1 : 0;
+      free(host);
+      if (t) copies[ncopies++] = t;
+      if (rc == 0) inb[i] = t;
+      break;
+    }
+  if (rc == 0) rc = replay_kernels(j, inb, outb);
+  for (int i = 0; i < ncopies; i++) buffer_release(copies[i]);
+  if (rc < 0) {
+    for (int i = 0; i < nout; i++) buffer_release(outb[i]);
+    return -1;
   }
   uop_pool_push();
   for (int i = 0; i < nout; i++) {
