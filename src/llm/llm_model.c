@@ -99,7 +99,10 @@ void tg_llm_free(tg_llm *m) {
   free(m);
 }
 
-const tg_llm_config *tg_llm_config_of(const tg_llm *m) { return &m->cfg; }
+const tg_llm_config *tg_llm_config_of(const tg_llm *m) {
+  if (!m) return tg_seterr("tg_llm_config_of: model is NULL"), NULL;
+  return &m->cfg;
+}
 /* A NULL model (a failed tg_llm_load): NULL / -1 / nothing, with the error set */
 const int32_t *tg_llm_history(const tg_llm *m) {
   if (!m) return tg_seterr("tg_llm_history: model is NULL"), NULL;

@@ -311,6 +311,7 @@ tg_tensor *tg_roll(tg_tensor *a, const int64_t *shifts, tg_axes axes) {
     return mvx_keep(tg_reshape(tg_roll(f, shifts, TG_AXES(0)), tg_shape_of(a)));
   }
   if (axes.n == 0) TG_FAIL("tg_roll: no axes given (use TG_ALL to roll the flattened tensor)");
+  if (axes.n > TG_MAX_DIMS) TG_FAIL("tg_roll: %d axes (at most %d)", axes.n, TG_MAX_DIMS);
   int64_t total[TG_MAX_DIMS] = { 0 };
   bool any[TG_MAX_DIMS] = { 0 };
   for (int i = 0; i < axes.n; i++) {
