@@ -44,7 +44,9 @@
  *
  * With BEAM=n in the environment tg searches kernel opts (once per kernel,
  * then cached) instead of using its heuristic: names get a _beamN suffix.
- * The search starts from the heuristic's choice, so it takes seconds. */
+ * The search starts from the heuristic's choice, so it takes seconds on the
+ * CPU; on devices it is left out (minutes on PoCL) unless
+ * BENCH_DEVICE_BEAM=1. */
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -524,9 +526,14 @@ int main(int argc, char **argv) {
   int reps = bench_reps(3);
   const int size_reps[NTORCH] = { bench_reps(5), reps, bench_reps(2) };
 
-  /* GPU and OpenCL devices first: their kernels are timed one by one */
+  /* GPU and OpenCL devices first: their kernels are timed one by one. A
+   * BEAM search there times every candidate on the device (minutes on
+   * PoCL): only with BENCH_DEVICE_BEAM=1. */
   char devs[8][32];
-  int ndev = bench_gpu_devices("sgemm", devs, 8);
+  const char *dbeam = getenv("BENCH_DEVICE_BEAM");
+  bool dev_skip = *bench_name_suffix() && !(dbeam && atoi(dbeam) > 0);
+  int ndev = dev_skip ? 0 : bench_gpu_devices("sgemm", devs, 8);
+  if (dev_skip) bench_skip("sgemm_devices", "BEAM_searches_on_devices_only_with_BENCH_DEVICE_BEAM=1");
   if (ndev > 0) {
     tg_device_info info[32];
     int n = tg_devices(info, 32, NULL);
