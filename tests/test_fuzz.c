@@ -2,6 +2,7 @@
  * docs/security.md), one per bug, each with the smallest input that showed
  * it. */
 #include "test.h"
+#include "tg_chat.h"
 
 /* fuzz_gguf_load: quantized tensors of a GGUF file loaded onto a device
  * other than the default one failed ("tg_rshift: tensors are on different
@@ -28,4 +29,20 @@ TEST(fuzz_dequantize_on_other_device) {
     CHECK_MSG(v && !strcmp(tg_device_of(v), other) && tg_realize(v) == 0, "%s: %s", tg_ggml_type_name(types[i]), tg_error());
   }
   tg_scope_end();
+}
+
+/* fuzz_jinja: select / reject with no test name and no other argument
+ * (pos NULL, npos 0) computed NULL + 0, undefined behaviour UBSan reports.
+ * Results as Python's jinja2 gives them. */
+TEST(fuzz_jinja_select_without_arguments) {
+  static const struct { const char *tmpl, *want; } cases[] = {
+    { "{{ [',', 'b', 'c', 'a'] | select() | list }}", "[',', 'b', 'c', 'a']" },
+    { "{{ [0, 1, '', 'x'] | select | list }}", "[1, 'x']" },
+    { "{{ [0, 1, '', 'x'] | reject() | list }}", "[0, '']" },
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char *out = tg_jinja_render(cases[i].tmpl, NULL, (tg_jinja_options){ 0 });
+    CHECK_MSG(out && !strcmp(out, cases[i].want), "case %zu: %s (want %s)", i, out ? out : tg_error(), cases[i].want);
+    free(out);
+  }
 }

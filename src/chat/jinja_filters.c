@@ -69,7 +69,7 @@ bool jinja_test(jctx *c, const char *name, jv v, jargs *a) {
 static jargs shift_args(jargs *a, int skip) {
   jargs r = *a;
   r.npos = a->npos > skip ? a->npos - skip : 0;
-  r.pos = a->pos + (a->npos > skip ? skip : a->npos);
+  r.pos = a->npos > skip ? a->pos + skip : NULL;   /* no arguments: pos may be NULL (NULL + 0 is undefined) */
   return r;
 }
 
