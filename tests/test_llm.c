@@ -8,7 +8,7 @@
 #include "llm/llm.h"
 #include "quant/quantize.h"
 
-static void check_model(const char *name) {
+static void check_model_on(const char *name, const char *device) {
   char path[256], lpath[256];
   snprintf(path, sizeof path, "goldens/llm_%s.gguf", name);
   snprintf(lpath, sizeof lpath, "goldens/llm_%s.logits.bin", name);
@@ -16,7 +16,9 @@ static void check_model(const char *name) {
   float *want = test_read_file(lpath, &n);
   CHECK_MSG(want != NULL, "missing %s", lpath);
   if (!want) return;
-  tg_llm *m = tg_llm_load(path, NULL);
+  tg_llm_opts o = { 0 };
+  o.device = device;
+  tg_llm *m = tg_llm_load(path, &o);
   CHECK_MSG(m != NULL, "load %s: %s", path, tg_error());
   if (!m) { free(want); return; }
   int V = tg_llm_config_of(m)->n_vocab;
@@ -42,7 +44,22 @@ static void check_model(const char *name) {
   tg_llm_free(m);
 }
 
+static void check_model(const char *name) { check_model_on(name, NULL); }
+
 TEST(llm_tiny_llama) { check_model("llama"); }
+/* a model on another device than the default one: every tensor the model
+ * makes (rope tables, caches, positions, token ids) goes to its device */
+TEST(llm_tiny_llama_on_cl_while_default_is_cpu) {
+  tg_device_info info[32];
+  int n = tg_devices(info, 32, NULL);
+  bool cl = false;
+  for (int i = 0; i < n && i < 32; i++) cl |= !strcmp(info[i].name, "CL");
+  if (!cl) SKIP("no OpenCL device");
+  const char *prev = tg_default_device();
+  CHECK(tg_set_default_device("CPU") == 0);
+  check_model_on("llama", "CL");
+  tg_set_default_device(prev);
+}
 TEST(llm_tiny_qwen3moe) { check_model("qwen3moe"); }
 TEST(llm_tiny_qwen2moe) { check_model("qwen2moe"); }
 TEST(llm_tiny_deepseek2_mla) { check_model("deepseek2"); }

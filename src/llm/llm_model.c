@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "llm/llm.h"
+#include "runtime/device.h"
 #include "tensor/tensor.h"
 #include "util/util.h"
 
@@ -54,9 +55,16 @@ tg_llm *tg_llm_load(const char *path, const tg_llm_opts *opts) {
   tg_llm_opts o = opts ? *opts : (tg_llm_opts){ 0 };
   if (!path) TG_FAIL("tg_llm_load: NULL path");
   if (o.n_ctx < 0 || o.n_ctx > LLM_MAX_CTX) TG_FAIL("tg_llm_load: n_ctx %d is out of range (0 for the model's, at most %d)", o.n_ctx, LLM_MAX_CTX);
+  tg_device *dev = device_get(o.device ? o.device : tg_default_device());
+  if (!dev) return NULL;
   tg_llm *m = tg_xcalloc(1, sizeof *m);
+  m->device = dev->name;
+  /* the model's own tensors (rope tables, caches, positions) on its device,
+   * whatever the caller's default device is */
+  const char *prev = tensor_device_begin(m->device);
   m->file = gguf_open(path);
-  if (!m->file || llm_read_config(m, o.n_ctx) < 0 || llm_load_weights(m, o.device) < 0 || rope_tables(m) < 0) {
+  if (!m->file || llm_read_config(m, o.n_ctx) < 0 || llm_load_weights(m, m->device) < 0 || rope_tables(m) < 0) {
+    tensor_device_end(prev);
     tg_llm_free(m);
     return NULL;
   }
@@ -70,6 +78,7 @@ tg_llm *tg_llm_load(const char *path, const tg_llm_opts *opts) {
   if (m->pos) tensor_adopt(NULL, m->pos);
   bool kv_declared = tg_variable(m->kv_name, 1, m->cfg.n_ctx) != NULL;   /* used by name (tg_shrink_var) */
   tg_scope_end();
+  tensor_device_end(prev);
   if (!m->pos || !kv_declared) { tg_llm_free(m); return NULL; }
   m->history = tg_xcalloc((size_t)m->cfg.n_ctx, sizeof(int32_t));
   int sizes[LLM_NCHUNKS] = LLM_CHUNKS;
@@ -121,6 +130,7 @@ void tg_llm_rewind(tg_llm *m, int n_past) {
 static int eval_chunk(tg_llm *m, int which, const int32_t *tokens, float *logits) {
   int T = m->chunk[which];
   if (!m->jit[which]) m->jit[which] = tg_jit_new(step, m);
+  const char *prev = tensor_device_begin(m->device);
   tg_scope_begin();
   int rc = -1;
   tg_tensor *in = tg_from_data(tokens, TG_SHAPE(T), TG_I32), *out = NULL;
@@ -128,6 +138,7 @@ static int eval_chunk(tg_llm *m, int which, const int32_t *tokens, float *logits
       tg_jit_call(m->jit[which], &in, 1, &out, 1) == 0)
     rc = logits ? tg_data(out, logits, sizeof(float) * (size_t)m->cfg.n_vocab) : tg_realize(out);
   tg_scope_end();
+  tensor_device_end(prev);
   if (rc == 0) {
     memcpy(m->history + m->n_past, tokens, sizeof(int32_t) * (size_t)T);
     m->n_past += T;
