@@ -938,20 +938,6 @@ int schedule_create(uop *const *roots, int n, const char *default_device, schedu
  * loops that do not touch each other's outputs become one kernel with
  * several stores (their loads of shared inputs then happen once). */
 
-/* Buffers a kernel stores to (write) and loads from (read). */
-static bool touches(const sched_item *it, const tg_buffer *b, bool store) {
-  uop_list l = uop_toposort(it->ast);
-  bool found = false;
-  for (int i = 0; i < l.n && !found; i++) {
-    uop *u = l.v[i];
-    if (u->op != (store ? OP_STORE : OP_LOAD)) continue;
-    uop *g = u->src[0]->src[0];
-    found = g->op == OP_DEFINE_GLOBAL && it->bufs[g->arg.i] == b;
-  }
-  free(l.v);
-  return found;
-}
-
 static bool same_reduce_ranges(const uop *a, const uop *b) {
   return a->nsrc == b->nsrc && !memcmp(a->src + 1, b->src + 1, sizeof(uop *) * (size_t)(a->nsrc - 1));
 }
@@ -986,22 +972,57 @@ static int kernel_loops(uop *ast, uop **rs, int *n) {
   return !ok ? LOOPS_NONE : red ? LOOPS_REDUCE : LOOPS_ELEMENTWISE;
 }
 
+/* What merging asks of a kernel, worked out once per kernel (merging
+ * looks at each kernel many times): its loops and kind (kernel_loops), and
+ * the buffers it stores to and loads from. */
+typedef struct {
+  bool valid;
+  int kind, nr;
+  uop *rs[16];
+  VEC(tg_buffer *) st, ld;
+} kernel_facts;
+
+static bool has_buf(tg_buffer *const *v, int n, const tg_buffer *b) {
+  for (int i = 0; i < n; i++) if (v[i] == b) return true;
+  return false;
+}
+
+static kernel_facts *facts_of(kernel_facts *f, const sched_item *it) {
+  if (f->valid) return f;
+  f->valid = true;
+  f->st.n = f->ld.n = 0;
+  f->kind = LOOPS_NONE;
+  if (!it->ast) return f;
+  f->kind = kernel_loops(it->ast, f->rs, &f->nr);
+  uop_list l = uop_toposort(it->ast);
+  for (int i = 0; i < l.n; i++) {
+    uop *u = l.v[i];
+    if (u->op != OP_STORE && u->op != OP_LOAD) continue;
+    uop *g = u->src[0]->src[0];
+    if (g->op != OP_DEFINE_GLOBAL) continue;
+    tg_buffer *b = it->bufs[g->arg.i];
+    if (u->op == OP_STORE) { if (!has_buf(f->st.v, f->st.n, b)) VEC_PUSH(f->st, b); }
+    else if (!has_buf(f->ld.v, f->ld.n, b)) VEC_PUSH(f->ld, b);
+  }
+  free(l.v);
+  return f;
+}
+
 /* May later kernel b run together with (or before) kernel a? Not when b
  * reads or writes what a writes, or writes what a reads. */
-static bool no_hazard(const sched_item *a, const sched_item *b) {
-  for (int i = 0; i < a->nbufs; i++) if (touches(a, a->bufs[i], true) && (touches(b, a->bufs[i], false) || touches(b, a->bufs[i], true))) return false;
-  for (int i = 0; i < b->nbufs; i++) if (touches(b, b->bufs[i], true) && touches(a, b->bufs[i], false)) return false;
+static bool no_hazard(const kernel_facts *a, const kernel_facts *b) {
+  for (int i = 0; i < a->st.n; i++) if (has_buf(b->ld.v, b->ld.n, a->st.v[i]) || has_buf(b->st.v, b->st.n, a->st.v[i])) return false;
+  for (int i = 0; i < b->st.n; i++) if (has_buf(a->ld.v, a->ld.n, b->st.v[i])) return false;
   return true;
 }
 
-static bool can_merge(const sched_item *a, const sched_item *b) {
-  uop *ra[16], *rb[16];
-  int na, nb;
-  int kind = a->dev == b->dev ? kernel_loops(a->ast, ra, &na) : LOOPS_NONE;
-  if (kind == LOOPS_NONE || kernel_loops(b->ast, rb, &nb) != kind) return false;
-  if (na != nb) return false;
-  for (int i = 0; i < na; i++) if (ra[i] != rb[i]) return false;
-  return a->nbufs + b->nbufs <= 64 && no_hazard(a, b);
+static bool can_merge(const sched_item *a, kernel_facts *fa, const sched_item *b, kernel_facts *fb) {
+  if (a->dev != b->dev) return false;
+  facts_of(fa, a);
+  facts_of(fb, b);
+  if (fa->kind == LOOPS_NONE || fb->kind != fa->kind || fa->nr != fb->nr) return false;
+  for (int i = 0; i < fa->nr; i++) if (fa->rs[i] != fb->rs[i]) return false;
+  return a->nbufs + b->nbufs <= 64 && no_hazard(fa, fb);
 }
 
 /* Appends b's stores to a (renumbering b's buffers) and frees b. */
@@ -1037,27 +1058,41 @@ static void merge_into(sched_item *a, sched_item *b) {
 }
 
 /* May kernel b run before the kernels out->v[lo..hi-1]? */
-static bool independent_of(const schedule *out, int lo, int hi, const sched_item *b) {
-  for (int k = lo; k < hi; k++) if (!no_hazard(&out->v[k], b)) return false;
+static bool independent_of(const schedule *out, kernel_facts *f, int lo, int hi, kernel_facts *fb) {
+  for (int k = lo; k < hi; k++) if (!no_hazard(facts_of(&f[k], &out->v[k]), fb)) return false;
   return true;
 }
 
 #define MERGE_LOOKBACK 6   /* kernels searched back for a reduce to merge with */
 static void merge_sibling_kernels(schedule *out) {
   if (tg_getenv_int("TG_NO_MULTI_OUTPUT", 0)) return;
+  kernel_facts *f = tg_xcalloc((size_t)(out->n ? out->n : 1), sizeof *f);
   int w = 0;
   for (int i = 0; i < out->n; i++) {
-    if (w > 0 && out->v[w - 1].ast && out->v[i].ast && can_merge(&out->v[w - 1], &out->v[i])) { merge_into(&out->v[w - 1], &out->v[i]); continue; }
+    sched_item *b = &out->v[i];
+    kernel_facts *fb = &f[i];
+    int j = -1;
+    if (w > 0 && out->v[w - 1].ast && b->ast && can_merge(&out->v[w - 1], &f[w - 1], b, fb)) j = w - 1;
     /* sums over the same loops a few kernels apart (with small kernels
      * between that use the first): one pass over what they read */
-    uop *rs[16];
-    int nr, j = -1;
-    if (out->v[i].ast && kernel_loops(out->v[i].ast, rs, &nr) == LOOPS_REDUCE)
+    if (j < 0 && b->ast && facts_of(fb, b)->kind == LOOPS_REDUCE)
       for (int c = w - 2; c >= 0 && c >= w - MERGE_LOOKBACK && j < 0; c--)
-        if (out->v[c].ast && can_merge(&out->v[c], &out->v[i]) && independent_of(out, c + 1, w, &out->v[i])) j = c;
-    if (j >= 0) { merge_into(&out->v[j], &out->v[i]); continue; }
-    out->v[w++] = out->v[i];
+        if (out->v[c].ast && can_merge(&out->v[c], &f[c], b, fb) && independent_of(out, f, c + 1, w, fb)) j = c;
+    if (j >= 0) {
+      merge_into(&out->v[j], b);
+      f[j].valid = false;   /* its stores and loads grew */
+      VEC_FREE(fb->st); VEC_FREE(fb->ld);
+      continue;
+    }
+    if (w != i) {
+      VEC_FREE(f[w].st); VEC_FREE(f[w].ld);
+      f[w] = *fb;
+      memset(fb, 0, sizeof *fb);
+    }
+    out->v[w++] = *b;
   }
+  for (int i = 0; i < out->n; i++) { VEC_FREE(f[i].st); VEC_FREE(f[i].ld); }
+  free(f);
   out->n = w;
 }
 
