@@ -377,6 +377,26 @@ void tg_jit_set_reuse_outputs(tg_jit *j, bool on);
  * heuristic off. Returns 0, or -1 for a malformed spec. */
 int tg_set_kernel_opts(const char *spec);
 
+/* ---------------------------------------------------------------- viz */
+
+/* VIZ: a trace of every rewrite pass (each rule that fired, the node before
+ * and after), each kernel's AST, opts, linearized program and source, and a
+ * profile (kernel runs with device time, copies, buffer allocations,
+ * schedule/compile/run spans, markers), read afterwards with `tg viz`
+ * (docs/viz.md). VIZ=-1 (or VIZ=1) in the environment records the whole
+ * run to $TG_VIZ_DIR (default ./tg-viz); these calls record a part of it.
+ * tg_viz_begin(dir) starts a trace file dir/trace-PID-N.jsonl (dir NULL:
+ * $TG_VIZ_DIR or ./tg-viz, created if missing); 0, or -1 (cannot create
+ * it, or a trace is already being recorded). tg_viz_end finishes it: 0, or
+ * -1 when none is open or writing failed. Not recording costs nothing. */
+int tg_viz_begin(const char *dir);
+int tg_viz_end(void);
+/* The path of the trace being recorded, or of the last one; NULL if none. */
+const char *tg_viz_file(void);
+/* A named point in the profile (`tg viz --interval A B` shows what ran
+ * between two); nothing when not recording. */
+void tg_profile_marker(const char *name);
+
 /* ---------------------------------------------------------------- counters */
 
 /* Totals since start (or the last reset): kernels launched, compiled, ... */

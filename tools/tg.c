@@ -22,13 +22,14 @@ static const tg_command commands[] = {
   { "quantize", cmd_quantize, "IN.gguf OUT.gguf TYPE: quantize a model's weights (as llama-quantize)" },
   { "llm-init", cmd_llm_init, "OUT.gguf [opts]: write a random-weight llama GGUF" },
   { "tokenize", cmd_tokenize, "print the tokens of a text with a GGUF file's tokenizer" },
+  { "viz", cmd_viz, "[DIR] [--top N] [-s NAME] [--chrome OUT.json]: read a VIZ=-1 trace (rewrites, kernels, profile)" },
 };
 #define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
 
 static int usage(void) {
   fprintf(stderr, "usage: tg <command> [args]\ncommands:\n");
   for (int i = 0; i < N_COMMANDS; i++) fprintf(stderr, "  %-14s %s\n", commands[i].name, commands[i].summary);
-  fprintf(stderr, "environment: DEBUG=2 prints each kernel run, DEBUG=4 its source; TG_DEVICE=CL (or CUDA, NULL ...) picks the device\n");
+  fprintf(stderr, "environment: DEBUG=2 prints each kernel run, DEBUG=4 its source (3 AST, 5/6 linearized, 7 disassembly); VIZ=-1 records a trace for `tg viz`; TG_DEVICE=CL (or CUDA, NULL ...) picks the device\n");
   return 2;
 }
 

@@ -2,6 +2,7 @@
  * (see codegen.h). */
 #include "codegen/codegen.h"
 #include "codegen/opts.h"
+#include "viz/viz.h"
 
 int codegen_program(uop *ast, const char *name, const tg_renderer *r, const kopt *o, int n, bool skip_misfits, kernel_program *out) {
   memset(out, 0, sizeof *out);
@@ -35,6 +36,7 @@ int codegen_program(uop *ast, const char *name, const tg_renderer *r, const kopt
     }
   }
   if (ast && !r->native_half) ast = decompose_small_floats(ast);
+  if (viz_codegen_hook && ast) viz_codegen_lowered(ast, name);   /* DEBUG=5/6, VIZ */
   out->src = ast ? render_kernel(r, ast, name) : NULL;
   if (ast) {
     uop_list l = uop_toposort(ast);

@@ -13,6 +13,7 @@
 #include "runtime/thread_pool.h"
 #include "schedule/schedule.h"
 #include "util/counters.h"
+#include "viz/viz.h"
 
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -102,7 +103,11 @@ static int generate(sched_item *it, kernel_program *kp, int debug) {
     n = kernel_heuristic_opts(it->ast, ren, tg_pool_threads(), o, 32);
     heuristic = true;   /* a pick that does not fit is skipped */
   }
-  if (codegen_program(it->ast, it->name, ren, o, n, heuristic, kp) < 0) return -1;
+  bool hook = debug >= 5 || viz_on;   /* DEBUG=5/6 and VIZ see the final codegen, not BEAM's trials */
+  if (hook) viz_final_codegen(debug);
+  int cg = codegen_program(it->ast, it->name, ren, o, n, heuristic, kp);
+  if (hook) viz_final_codegen(-1);
+  if (cg < 0) return -1;
   if (heuristic && debug >= 3) fprintf(stderr, "opts %s: %s\n", it->name, kp->opts[0] ? kp->opts : "(none)");   /* what TG_OPTS would reproduce */
   return 0;
 }
@@ -157,8 +162,12 @@ static int prepare(sched_item *it, prep *p, const prep *earlier, int nearlier, i
   if (p->cp || p->dup) { uop_pool_pop(); return 0; }
   if (debug >= 3) { fprintf(stderr, "kernel %s AST:\n", it->name); uop_print(stderr, it->ast); }
   double t0 = now_s();
-  if (generate(it, &p->kp, debug) < 0) { uop_pool_pop(); return -1; }
+  if (viz_on) viz_kernel_context(it->name, nearlier);   /* nearlier: this item's index */
+  int gen = generate(it, &p->kp, debug);
+  if (viz_on) viz_kernel_context(NULL, -1);
+  if (gen < 0) { uop_pool_pop(); return -1; }
   p->t_render = now_s() - t0;
+  if (viz_on) viz_kernel(it->name, nearlier, it->dev->name, it->ast, p->kp.opts, p->kp.src, p->t_render);
   if (debug >= 4) fprintf(stderr, "%s\n", p->kp.src);
   uop_retain(key);
   p->key = key;
@@ -186,6 +195,8 @@ static int compile_pending(sched_item *items, prep *ps, int n, int debug) {
     prep *p = &ps[idx[j]];
     if (!jobs[j].prog) { if (rc == 0) tg_seterr("%s", jobs[j].err); rc = -1; continue; }
     if (debug >= 2) fprintf(stderr, "compiled %-24s in %7.2f ms (render %.2f ms)\n", items[idx[j]].name, jobs[j].seconds * 1e3, p->t_render * 1e3);
+    if (debug >= 7) viz_debug_disasm(jobs[j].prog, items[idx[j]].name);
+    if (viz_on) viz_compiled(items[idx[j]].name, jobs[j].seconds);
     cached_prog *cp = tg_xcalloc(1, sizeof *cp);
     cp->prog = jobs[j].prog;
     cp->flops = kernel_flops(items[idx[j]].ast);
@@ -238,10 +249,12 @@ static void capture_item(sched_item *it, cached_prog *cp) {
 static int run_copy(sched_item *it) {
   tg_buffer *dst = it->bufs[0], *src = it->bufs[1];
   if (buffer_alloc(dst) < 0 || buffer_alloc(src) < 0) return -1;
+  double t0 = viz_on ? now_s() : 0;
   void *tmp = tg_xmalloc(src->nbytes);
   int rc = buffer_copyout(src, tmp, src->nbytes);
   if (rc == 0) rc = buffer_copyin(dst, tmp, src->nbytes);
   free(tmp);
+  if (viz_on) viz_copy(dst->dev->name, src->dev->name, src->nbytes, now_s() - t0);
   counters_add_run(0, (double)src->nbytes * 2, 0);
   return rc;
 }
@@ -267,6 +280,7 @@ static int run_item(sched_item *it, cached_prog *cp, int debug, bool time_each) 
   else rc = it->dev->launch(it->dev, cp->prog, ptrs, it->nbufs, vars, cp->nvars);
   if (rc < 0) return rc;
   counters_add_run(cp->flops, bytes, dt);
+  if (viz_on) viz_run(it->dev->name, it->name, dt, cp->flops, bytes);
   if (debug >= 2) engine_print_kernel_run("***", it->dev->name, it->name, it->nbufs, dt, cp->flops, bytes);
   return 0;
 }
@@ -281,22 +295,27 @@ double engine_now_s(void) { return now_s(); }
 
 int engine_realize(uop *const *roots, int n, const char *default_device, ptrmap *becomes) {
   schedule s;
+  int vs = viz_on ? viz_schedule_begin(roots, n) : 0;   /* VIZ: the tensor graph, then the kernel list */
   uop_simplify_memo_begin();   /* scheduling and optimizing simplify the same index math many times */
   int sc = schedule_create(roots, n, default_device, &s, becomes);
-  if (sc < 0) { uop_simplify_memo_end(); return -1; }
+  if (vs) viz_schedule_scheduled(vs, &s, sc >= 0);
+  if (sc < 0) { uop_simplify_memo_end(); if (vs) viz_schedule_end(vs); return -1; }
   counters_add_schedule();
   int debug = (int)tg_getenv_int("DEBUG", 0);
-  bool time_each = debug >= 2 || tg_getenv_int("TG_KERNEL_TIMES", 0);
+  bool time_each = debug >= 2 || tg_getenv_int("TG_KERNEL_TIMES", 0) || viz_on;
   int rc = 0;
+  double t_phase = vs ? now_s() : 0;
   prep *ps = tg_xcalloc((size_t)(s.n ? s.n : 1), sizeof(prep));
   for (int i = 0; i < s.n && rc == 0; i++) if (s.v[i].ast) rc = prepare(&s.v[i], &ps[i], ps, i, debug);
   uop_simplify_memo_end();
   if (rc == 0) rc = compile_pending(s.v, ps, s.n, debug);
   else for (int i = 0; i < s.n; i++) { free(ps[i].kp.src); if (ps[i].key) uop_release(ps[i].key); }
+  if (vs) { viz_span("compile", vs, t_phase); t_phase = now_s(); }
   for (int i = 0; i < s.n && rc == 0; i++) {
     rc = run_item(&s.v[i], ps[i].cp, debug, time_each);
     if (rc == 0 && capture) capture_item(&s.v[i], ps[i].cp);
   }
+  if (vs) { viz_span("run", vs, t_phase); viz_schedule_end(vs); }
   free(ps);
   schedule_free(&s);
   return rc;

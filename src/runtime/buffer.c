@@ -6,6 +6,7 @@
 #include "uop/uop_buffer.h"
 #include "util/counters.h"
 #include "util/util.h"
+#include "viz/viz.h"
 
 /* ---- an allocator cache: freed device memory is kept, by size, and handed
  * to the next buffer of the same size on the same device, so a training
@@ -115,7 +116,7 @@ int buffer_alloc(tg_buffer *b) {
   if (!b->ptr) {
     void *p = cache_take(b->dev, b->nbytes);
     if (!p) p = b->dev->alloc(b->dev, b->nbytes);
-    if (p) { __atomic_store_n(&b->ptr, p, __ATOMIC_RELEASE); counters_mem((int64_t)b->nbytes); }
+    if (p) { __atomic_store_n(&b->ptr, p, __ATOMIC_RELEASE); counters_mem((int64_t)b->nbytes); if (viz_on) viz_mem(b->dev->name, b->id, (int64_t)b->nbytes); }
     else rc = -1;   /* the device set tg_error */
   }
   pthread_mutex_unlock(&alloc_lock);
@@ -129,7 +130,7 @@ void buffer_retain(tg_buffer *b) {
 void buffer_release(tg_buffer *b) {
   if (!b) return;
   if (__atomic_sub_fetch(&b->refcnt, 1, __ATOMIC_ACQ_REL) != 0) return;
-  if (b->ptr) { cache_give(b->dev, b->ptr, b->nbytes); counters_mem(-(int64_t)b->nbytes); }
+  if (b->ptr) { cache_give(b->dev, b->ptr, b->nbytes); counters_mem(-(int64_t)b->nbytes); if (viz_on) viz_mem(b->dev->name, b->id, -(int64_t)b->nbytes); }
   free(b);
 }
 

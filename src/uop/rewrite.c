@@ -14,6 +14,7 @@
 #include <math.h>
 #include "uop/rewrite.h"
 #include "util/util.h"
+#include "viz/viz.h"
 
 #define OPW ((OP_COUNT + 63) / 64)
 #define MAX_GOALS 64          /* pattern nodes per rule */
@@ -47,6 +48,7 @@ typedef struct {
 } crule;
 
 struct tg_matcher {
+  const char *name;    /* for VIZ; NULL: "rewrite" */
   int n;
   crule *rules;
   int *idx[OP_COUNT];
@@ -346,6 +348,8 @@ tg_matcher *matcher_concat(const tg_matcher *a, const tg_matcher *b) {
   return m;
 }
 
+void matcher_set_name(tg_matcher *m, const char *name) { m->name = name; }
+
 void matcher_free(tg_matcher *m) {
   if (!m) return;
   for (int i = 0; i < m->n; i++) free_rule(&m->rules[i]);
@@ -524,6 +528,7 @@ typedef struct { uop *n; int i; int chain0; int nrw; } frame;
 uop *graph_rewrite(uop *root, const tg_matcher *m, void *ctx) {
   if (!root) return NULL;
   int tracing = (int)tg_getenv_int("TRACK_REWRITES", 0);
+  bool viz = viz_on && viz_pass_begin(m->name);
   ptrmap memo = { 0 };
   VEC(frame) st = { 0 };
   VEC(uop *) chain = { 0 };   /* nodes (original and intermediate) awaiting their final result */
@@ -572,6 +577,7 @@ uop *graph_rewrite(uop *root, const tg_matcher *m, void *ctx) {
       else {
         last = &m->rules[which];
         if (tracing) trace(tracing, last, n, y);
+        if (viz) viz_pass_step(last->label, n, y);
         if (++f->nrw > MAX_REWRITES) rule_bug(last, n, "a node was rewritten more than 1000 times (a rule loop)");
         uop *my = pm_get(&memo, y);
         if (my == ACTIVE) rule_bug(last, y, "a rule rewrote a node back to one being rewritten (a rule cycle)");
@@ -593,6 +599,7 @@ uop *graph_rewrite(uop *root, const tg_matcher *m, void *ctx) {
   }
   pm_free(&memo);
   VEC_FREE(st); VEC_FREE(chain); VEC_FREE(srcs);
+  if (viz) viz_pass_end();
   return result;
 }
 

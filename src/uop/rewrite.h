@@ -70,6 +70,8 @@ tg_matcher *matcher_new(const tg_rule *rules, int n);
 /* A matcher with the rules of a and then of b. */
 tg_matcher *matcher_concat(const tg_matcher *a, const tg_matcher *b);
 void matcher_free(tg_matcher *m);
+/* Names the matcher's passes in VIZ traces (a static string). */
+void matcher_set_name(tg_matcher *m, const char *name);
 
 /* One pass of rules on one node: the first rule that applies, or NULL. */
 uop *matcher_apply(const tg_matcher *m, uop *u, void *ctx);

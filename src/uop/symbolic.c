@@ -1013,6 +1013,8 @@ static pthread_once_t sym_once = PTHREAD_ONCE_INIT;
 static void sym_init(void) {
   sym = matcher_new(symbolic_rules, (int)(sizeof symbolic_rules / sizeof symbolic_rules[0]));
   pre = matcher_new(pre_rules, (int)(sizeof pre_rules / sizeof pre_rules[0]));
+  matcher_set_name(sym, "symbolic");
+  matcher_set_name(pre, "symbolic_pre");
 }
 
 const tg_matcher *symbolic_matcher(void) {
