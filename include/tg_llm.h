@@ -23,6 +23,8 @@ typedef struct tg_llm tg_llm;
 typedef struct {
   int n_ctx;              /* KV cache positions; 0: the model's context length (at most 4096); at most 2^20 */
   const char *device;     /* NULL: the default device */
+  const char *cache_type; /* the KV cache's type: "f16" (NULL: the default, as llama.cpp's),
+                           * "bf16" or "f32"; anything else is an error */
 } tg_llm_opts;
 
 /* The hyperparameters read from the file. */

@@ -8,7 +8,10 @@
 #include "llm/llm.h"
 #include "quant/quantize.h"
 
-static void check_model_on(const char *name, const char *device) {
+/* The model's logits against the goldens (gen_llm.py: numpy in float32),
+ * with its KV cache in cache_type; f16 rounds cached keys and values (a
+ * relative 2^-11), which the tolerance then allows. */
+static void check_model_with(const char *name, const char *device, const char *cache_type, double tol) {
   char path[256], lpath[256];
   snprintf(path, sizeof path, "goldens/llm_%s.gguf", name);
   snprintf(lpath, sizeof lpath, "goldens/llm_%s.logits.bin", name);
@@ -18,6 +21,7 @@ static void check_model_on(const char *name, const char *device) {
   if (!want) return;
   tg_llm_opts o = { 0 };
   o.device = device;
+  o.cache_type = cache_type;
   tg_llm *m = tg_llm_load(path, &o);
   CHECK_MSG(m != NULL, "load %s: %s", path, tg_error());
   if (!m) { free(want); return; }
@@ -28,25 +32,32 @@ static void check_model_on(const char *name, const char *device) {
   CHECK_OK(tg_llm_eval(m, prompt, 7, got) == 0);
   char what[64];
   snprintf(what, sizeof what, "%s prompt", name);
-  test_close_f32(got, want, (size_t)V, 1e-4, 1e-4, what);
+  test_close_f32(got, want, (size_t)V, tol, tol, what);
   for (int i = 0; i < 3; i++) {
     CHECK_OK(tg_llm_eval(m, &next[i], 1, got) == 0);
     snprintf(what, sizeof what, "%s token %d", name, i);
-    test_close_f32(got, want + (size_t)(i + 1) * (size_t)V, (size_t)V, 1e-4, 1e-4, what);
+    test_close_f32(got, want + (size_t)(i + 1) * (size_t)V, (size_t)V, tol, tol, what);
   }
   /* rewinding and running the same tokens again gives the same logits */
   tg_llm_rewind(m, 7);
   CHECK_OK(tg_llm_eval(m, &next[0], 1, got) == 0);
-  test_close_f32(got, want + V, (size_t)V, 1e-4, 1e-4, "after rewind");
+  test_close_f32(got, want + V, (size_t)V, tol, tol, "after rewind");
   CHECK_EQ_INT(tg_llm_n_past(m), 8);
   free(got);
   free(want);
   tg_llm_free(m);
 }
 
+static void check_model_on(const char *name, const char *device) { check_model_with(name, device, "f32", 1e-4); }
 static void check_model(const char *name) { check_model_on(name, NULL); }
 
 TEST(llm_tiny_llama) { check_model("llama"); }
+TEST(llm_tiny_llama_f16_and_bf16_cache) {
+  check_model_with("llama", NULL, NULL, 2e-3);   /* the default: f16 */
+  check_model_with("llama", NULL, "bf16", 2e-2);
+  CHECK(!tg_llm_load("goldens/llm_llama.gguf", &(tg_llm_opts){ .cache_type = "q9" }));
+  CHECK_MSG(strstr(tg_error(), "unknown cache type 'q9'"), "%s", tg_error());
+}
 /* a model on another device than the default one: every tensor the model
  * makes (rope tables, caches, positions, token ids) goes to its device */
 TEST(llm_tiny_llama_on_cl_while_default_is_cpu) {
@@ -122,7 +133,7 @@ static int64_t compiles(void) {
  * logits of one chunked prompt. */
 TEST(llm_one_compile_per_chunk_size) {
   enum { N = 300, CTX = 320 };
-  tg_llm_opts o = { .n_ctx = CTX };
+  tg_llm_opts o = { .n_ctx = CTX, .cache_type = "f32" };   /* exact: f16 caches round differently per chunk size */
   tg_llm *m = tg_llm_load("goldens/llm_llama.gguf", &o), *ref = tg_llm_load("goldens/llm_llama.gguf", &o);
   CHECK_OK(m); CHECK_OK(ref);
   if (!m || !ref) { tg_llm_free(m); tg_llm_free(ref); return; }

@@ -8,7 +8,9 @@
 
 const char llm_args_help[] =
   "  -m FILE          the model (GGUF)\n"
-  "  -c N             context size in tokens (default: the model's, at most 4096)\n"
+  "  -c N             context size in tokens (default: the model's, at most 4096;\n"
+  "                   more than the model's own context length is an error)\n"
+  "  --cache-type T   the KV cache's type: f16 (default), bf16, f32\n"
   "  -n N             tokens to generate (default: until the end or a full context)\n"
   "  --temp T         temperature (default 0.8; 0 = greedy)\n"
   "  --top-k K        (default 40; 0 = off)   --top-p P (default 0.95)   --min-p P (default 0.05)\n"
@@ -28,7 +30,7 @@ static bool number(const char *s, double *v) {
 }
 
 int llm_args_parse(llm_args *a, int argc, char **argv, int *i, const char *cmd) {
-  static const char *const names[] = { "-m", "-c", "-n", "--temp", "--top-k", "--top-p", "--min-p", "--seed", NULL };
+  static const char *const names[] = { "-m", "-c", "-n", "--temp", "--top-k", "--top-p", "--min-p", "--seed", "--cache-type", NULL };
   const char *opt = argv[*i];
   int which = -1;
   for (int k = 0; names[k]; k++) if (!strcmp(opt, names[k])) which = k;
@@ -36,6 +38,11 @@ int llm_args_parse(llm_args *a, int argc, char **argv, int *i, const char *cmd) 
   if (*i + 1 >= argc) { fprintf(stderr, "%s: %s needs a value\n", cmd, opt); return -1; }
   const char *val = argv[++*i];
   double v = 0;
+  if (which == 8) {
+    if (strcmp(val, "f16") && strcmp(val, "bf16") && strcmp(val, "f32")) { fprintf(stderr, "%s: --cache-type %s: unknown (f16, bf16 or f32)\n", cmd, val); return -1; }
+    a->cache_type = val;
+    return 1;
+  }
   if (which > 0 && !number(val, &v)) { fprintf(stderr, "%s: %s: '%s' is not a number\n", cmd, opt, val); return -1; }
   switch (which) {
   case 0: a->model = val; break;
@@ -57,7 +64,17 @@ bool llm_args_load(const llm_args *a, const char *cmd, tg_llm **m, tg_tokenizer 
   if (!a->model) { fprintf(stderr, "%s: no model: pass -m FILE.gguf\n", cmd); return false; }
   *tok = tg_tokenizer_load(a->model);
   if (!*tok) { fprintf(stderr, "%s: %s\n", cmd, tg_error()); return false; }
-  *m = tg_llm_load(a->model, &(tg_llm_opts){ .n_ctx = a->n_ctx });
+  *m = tg_llm_load(a->model, &(tg_llm_opts){ .n_ctx = a->n_ctx, .cache_type = a->cache_type });
   if (!*m) { fprintf(stderr, "%s: %s\n", cmd, tg_error()); tg_tokenizer_free(*tok); return false; }
+  /* the library takes any size (tests use small models with long caches);
+   * a user asking for more than the model was made for gets told */
+  int train = tg_llm_config_of(*m)->n_ctx_train;
+  if (a->n_ctx > train) {
+    fprintf(stderr, "%s: -c %d is longer than the model's context length (%d)\n", cmd, a->n_ctx, train);
+    tg_llm_free(*m);
+    tg_tokenizer_free(*tok);
+    *m = NULL;
+    return false;
+  }
   return true;
 }

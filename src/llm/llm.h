@@ -41,6 +41,7 @@ struct tg_llm {
   tg_llm_config cfg;
   gguf_file *file;
   const char *device;                    /* where its tensors live (every tensor it makes goes there) */
+  tg_dtype cache_dtype;                  /* of the KV cache */
   bool post_norms;                       /* olmo2 */
   bool qk_norm_per_head;                 /* qwen3 (else over the whole q/k) */
   tg_tensor *tok_embd, *output_norm, *output;

@@ -74,7 +74,8 @@ static tg_tensor *rope(tg_llm *m, tg_tensor *x, tg_tensor *cos, tg_tensor *sin) 
 static tg_tensor *attention(tg_llm *m, llm_layer *l, tg_tensor *q, tg_tensor *mask) {
   const tg_llm_config *c = &m->cfg;
   int64_t T = tg_dim(q, 0), KV = c->n_kv_heads, G = c->n_heads / c->n_kv_heads, hd = c->head_dim, hv = c->head_dim_v, S = c->n_ctx;
-  tg_tensor *kc = tg_shrink_var(l->k_cache, 0, m->kv_name), *vc = tg_shrink_var(l->v_cache, 0, m->kv_name);
+  /* the cache's values (f16 by default) in float32, converted as they are read */
+  tg_tensor *kc = tg_cast(tg_shrink_var(l->k_cache, 0, m->kv_name), TG_F32), *vc = tg_cast(tg_shrink_var(l->v_cache, 0, m->kv_name), TG_F32);
   tg_tensor *qg = tg_permute(tg_reshape(q, TG_SHAPE(T, KV, G, hd)), TG_AXES(1, 2, 0, 3));        /* (KV, G, T, hd) */
   tg_tensor *kt = tg_reshape(tg_permute(kc, TG_AXES(1, 2, 0)), TG_SHAPE(KV, 1, hd, S));          /* (KV, 1, hd, S) */
   tg_tensor *v = tg_reshape(tg_permute(vc, TG_AXES(1, 0, 2)), TG_SHAPE(KV, 1, S, hv));           /* (KV, 1, S, hv) */
@@ -193,8 +194,8 @@ tg_tensor *llm_forward(tg_llm *m, tg_tensor *tokens) {
     tg_tensor *q, *k, *v;
     if (l->kv_a) qkv_mla(m, l, h, cos, sin, &q, &k, &v);
     else qkv_mha(m, l, h, cos, sin, &q, &k, &v);
-    tg_assign(tg_take(l->k_cache, positions), k);
-    tg_assign(tg_take(l->v_cache, positions), v);
+    tg_assign(tg_take(l->k_cache, positions), tg_cast(k, m->cache_dtype));
+    tg_assign(tg_take(l->v_cache, positions), tg_cast(v, m->cache_dtype));
     tg_tensor *a = linear(m, attention(m, l, q, mask), l->wo, NULL);
     if (m->post_norms) a = rms_norm(a, l->attn_post_norm, c->rms_eps);
     x = tg_add(x, a);

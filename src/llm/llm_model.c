@@ -55,10 +55,15 @@ tg_llm *tg_llm_load(const char *path, const tg_llm_opts *opts) {
   tg_llm_opts o = opts ? *opts : (tg_llm_opts){ 0 };
   if (!path) TG_FAIL("tg_llm_load: NULL path");
   if (o.n_ctx < 0 || o.n_ctx > LLM_MAX_CTX) TG_FAIL("tg_llm_load: n_ctx %d is out of range (0 for the model's, at most %d)", o.n_ctx, LLM_MAX_CTX);
+  static const struct { const char *name; tg_dtype dt; } caches[] = { { "f16", TG_F16 }, { "bf16", TG_BF16 }, { "f32", TG_F32 } };
+  int cache = -1;
+  for (int i = 0; i < 3; i++) if (!strcmp(o.cache_type ? o.cache_type : "f16", caches[i].name)) cache = i;
+  if (cache < 0) TG_FAIL("tg_llm_load: unknown cache type '%s' (f16, bf16 or f32)", o.cache_type);
   tg_device *dev = device_get(o.device ? o.device : tg_default_device());
   if (!dev) return NULL;
   tg_llm *m = tg_xcalloc(1, sizeof *m);
   m->device = dev->name;
+  m->cache_dtype = caches[cache].dt;
   /* the model's own tensors (rope tables, caches, positions) on its device,
    * whatever the caller's default device is */
   const char *prev = tensor_device_begin(m->device);

@@ -202,8 +202,8 @@ int llm_load_weights(tg_llm *m, const char *device) {
 #undef W
     if (err) break;
     tg_scope_begin();
-    l->k_cache = tg_zeros(TG_SHAPE(c->n_ctx, c->n_kv_heads, c->head_dim), TG_F32);
-    l->v_cache = tg_zeros(TG_SHAPE(c->n_ctx, c->n_kv_heads, c->head_dim_v), TG_F32);
+    l->k_cache = tg_zeros(TG_SHAPE(c->n_ctx, c->n_kv_heads, c->head_dim), m->cache_dtype);
+    l->v_cache = tg_zeros(TG_SHAPE(c->n_ctx, c->n_kv_heads, c->head_dim_v), m->cache_dtype);
     l->k_cache = tg_contiguous(l->k_cache);
     l->v_cache = tg_contiguous(l->v_cache);
     if (tg_realize(l->k_cache) < 0 || tg_realize(l->v_cache) < 0) err = true;
