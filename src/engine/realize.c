@@ -139,6 +139,18 @@ static kernel_observer observer;
 static void *observer_ctx;
 void engine_set_kernel_observer(kernel_observer fn, void *ctx) { observer = fn; observer_ctx = ctx; }
 
+/* VIZ: a kernel compiled before the trace began is generated once more
+ * (its program stays the cached one), so the trace has its AST, opts,
+ * rewrites and source too. */
+static void viz_record_cached(sched_item *it, int item) {
+  kernel_program kp;
+  viz_kernel_context(it->name, item);
+  double t0 = now_s();
+  if (generate(it, &kp, 0) == 0) viz_kernel(it->name, item, it->dev->name, it->ast, kp.opts, kp.src, now_s() - t0);
+  viz_kernel_context(NULL, -1);
+  free(kp.src);
+}
+
 static uop *program_key(sched_item *it) {
   /* one program per kernel, device and opts setting */
   char keystr[512];
@@ -159,6 +171,7 @@ static int prepare(sched_item *it, prep *p, const prep *earlier, int nearlier, i
   p->cp = pm_get(&prog_cache, key);
   pthread_mutex_unlock(&cache_lock);
   for (int j = 0; j < nearlier && !p->cp && !p->dup; j++) p->dup = earlier[j].kp.src && earlier[j].key == key;
+  if (p->cp && viz_on && viz_first_sight(key)) viz_record_cached(it, nearlier);
   if (p->cp || p->dup) { uop_pool_pop(); return 0; }
   if (debug >= 3) { fprintf(stderr, "kernel %s AST:\n", it->name); uop_print(stderr, it->ast); }
   double t0 = now_s();
@@ -167,7 +180,7 @@ static int prepare(sched_item *it, prep *p, const prep *earlier, int nearlier, i
   if (viz_on) viz_kernel_context(NULL, -1);
   if (gen < 0) { uop_pool_pop(); return -1; }
   p->t_render = now_s() - t0;
-  if (viz_on) viz_kernel(it->name, nearlier, it->dev->name, it->ast, p->kp.opts, p->kp.src, p->t_render);
+  if (viz_on) { viz_first_sight(key); viz_kernel(it->name, nearlier, it->dev->name, it->ast, p->kp.opts, p->kp.src, p->t_render); }
   if (debug >= 4) fprintf(stderr, "%s\n", p->kp.src);
   uop_retain(key);
   p->key = key;

@@ -40,6 +40,7 @@ static double t_start;
 static size_t written, max_detail;
 static long dropped, npasses, nrules;
 static int sched_counter, file_seq, env_level;
+static ptrmap seen;   /* program keys whose kernel this trace has */
 
 static _Thread_local int ctx_sched;
 static _Thread_local double ctx_sched_t0;
@@ -263,6 +264,7 @@ static int viz_stop(bool discard) {
   if (close(fd) < 0) failed = true;
   fd = -1;
   sb_free(&wbuf);
+  pm_free(&seen);
   if (discard) unlink(cur_path);
   pthread_mutex_unlock(&lock);
   if (failed && !discard) return tg_seterr("tg_viz_end: writing %s failed (disk full?): the trace is incomplete", cur_path);
@@ -416,6 +418,14 @@ void viz_kernel(const char *name, int item, const char *device, uop *ast, const 
   free(lowered_text);
   lowered_text = NULL;
   emit(&b, true);
+}
+
+bool viz_first_sight(const void *key) {
+  pthread_mutex_lock(&lock);
+  bool first = fd >= 0 && !pm_get(&seen, key);
+  if (first) pm_put(&seen, key, (void *)1);
+  pthread_mutex_unlock(&lock);
+  return first;
 }
 
 void viz_compiled(const char *name, double seconds) {

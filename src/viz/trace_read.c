@@ -57,7 +57,7 @@ static int load_file(FILE *f, bool partial, viz_trace *t) {
     off += (long)len;
     bool whole = len > 0 && line[len - 1] == '\n';
     if (!whole) {
-      if (partial) break;
+      if (partial && lineno > 1) break;
       rc = tg_seterr("tg viz: %s is cut off: line %ld (byte %ld) ends without a newline (truncated trace; --partial reads what is complete)", t->path, lineno, here);
       break;
     }

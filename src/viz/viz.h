@@ -55,6 +55,9 @@ void viz_kernel_context(const char *name, int item);
 /* A kernel milestone: its AST, the opts chosen and the final source. */
 void viz_kernel(const char *name, int item, const char *device, uop *ast, const char *opts, const char *src, double render_s);
 void viz_compiled(const char *name, double seconds);
+/* Whether this trace has not yet seen the kernel of this program key (a
+ * kernel compiled before the trace began is recorded once per trace). */
+bool viz_first_sight(const void *key);
 /* Profile: a span of host time that ended now, a kernel run (dt: device
  * time, ended now), a copy between buffers, an allocation (+) or free (-). */
 void viz_span(const char *name, int sched, double t0_s);
