@@ -276,6 +276,8 @@ TEST(viz_bad_traces) {
   char *full = test_read_file(path, &n);
   CHECK(full && n > 100);
   if (!full) return;
+  full = realloc(full, n + 1);
+  full[n] = 0;
   char bad[128];
   snprintf(bad, sizeof bad, "%s/bad.jsonl", dir);
   int st;
