@@ -120,6 +120,16 @@ static void emit(strbuf *b, bool detail) {
 
 /* ---- graphs and nodes as data */
 
+/* An integer, without printf (graphs have many). */
+static void jint(strbuf *b, long long v) {
+  char t[24];
+  int i = 24;
+  unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+  do { t[--i] = (char)('0' + u % 10); u /= 10; } while (u);
+  if (v < 0) t[--i] = '-';
+  sb_append(b, t + i, (size_t)(24 - i));
+}
+
 static void dtype_json(strbuf *b, dtype_t dt) {
   char s[32];
   dt_str(dt, s, (int)sizeof s);
@@ -153,11 +163,11 @@ static void graph_json(strbuf *b, uop *const *roots, int n) {
       sb_puts(b, ",");
       jstr(b, arg);
       sb_puts(b, ",[");
-      for (int s = 0; s < u->nsrc; s++) sb_printf(b, s ? ",%d" : "%d", (int)(intptr_t)pm_get(&num, u->src[s]) - 1);
+      for (int s = 0; s < u->nsrc; s++) { if (s) sb_append(b, ",", 1); jint(b, (int)(intptr_t)pm_get(&num, u->src[s]) - 1); }
       sb_puts(b, "],");
       if (u->ndim >= 0) {
         sb_puts(b, "[");
-        for (int d = 0; d < u->ndim; d++) sb_printf(b, d ? ",%lld" : "%lld", (long long)u->shape[d]);
+        for (int d = 0; d < u->ndim; d++) { if (d) sb_append(b, ",", 1); jint(b, (long long)u->shape[d]); }
         sb_puts(b, "]");
       } else sb_puts(b, "null");
       sb_puts(b, "]");
