@@ -10,6 +10,7 @@
  * leave no record. */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -82,11 +83,15 @@ static void jstr_n(strbuf *b, const char *s, size_t max) {
 }
 static void jstr(strbuf *b, const char *s) { jstr_n(b, s, (size_t)-1); }
 
+static void jint(strbuf *b, long long v);
+static void jus(strbuf *b, double us);
+
 /* Starts an event line: {"ev":"NAME","ts":T */
 static void ev_open(strbuf *b, const char *ev, double ts) {
   sb_puts(b, "{\"ev\":");
   jstr(b, ev);
-  sb_printf(b, ",\"ts\":%.3f", ts);
+  sb_puts(b, ",\"ts\":");
+  jus(b, ts);
 }
 
 static void flush_locked(void) {
@@ -130,9 +135,26 @@ static void jint(strbuf *b, long long v) {
   sb_append(b, t + i, (size_t)(24 - i));
 }
 
+/* A time in µs with 3 decimals (ns resolution), without printf. */
+static void jus(strbuf *b, double us) {
+  long long ns = (long long)llround(us * 1e3);
+  if (ns < 0) { sb_append(b, "-", 1); ns = -ns; }
+  jint(b, ns / 1000);
+  char f[4] = { '.', (char)('0' + ns / 100 % 10), (char)('0' + ns / 10 % 10), (char)('0' + ns % 10) };
+  sb_append(b, f, 4);
+}
+
+/* A count (flops, bytes): an integer when it is one. */
+static void jnum(strbuf *b, double v) {
+  if (v == (double)(long long)v && fabs(v) < 9e15) jint(b, (long long)v);
+  else sb_printf(b, "%.17g", v);
+}
+
+/* The dtype's name; nodes in a row mostly share one, so the last is kept. */
 static void dtype_json(strbuf *b, dtype_t dt) {
-  char s[32];
-  dt_str(dt, s, (int)sizeof s);
+  static _Thread_local dtype_t last;
+  static _Thread_local char s[32];
+  if (!s[0] || memcmp(&last, &dt, sizeof dt)) { dt_str(dt, s, (int)sizeof s); last = dt; }
   jstr(b, s);
 }
 
@@ -154,8 +176,8 @@ static void graph_json(strbuf *b, uop *const *roots, int n) {
     sb_puts(b, "{\"nodes\":[");
     for (int i = 0; i < order.n; i++) {
       uop *u = order.v[i];
-      char arg[256];
-      uop_arg_str(u, arg, (int)sizeof arg);
+      char arg[256] = "";
+      if (u->arg.kind != ARG_NONE) uop_arg_str(u, arg, (int)sizeof arg);
       sb_puts(b, i ? ",[" : "[");
       jstr(b, uop_op_name(u->op));
       sb_puts(b, ",");
@@ -355,7 +377,9 @@ void viz_pass_end(void) {
   __atomic_add_fetch(&nrules, f->nsteps, __ATOMIC_RELAXED);
   strbuf b = { 0 };
   ev_open(&b, "pass", (f->t0 - t_start) * 1e6);
-  sb_printf(&b, ",\"dur\":%.3f,\"name\":", (tg_now_seconds() - f->t0) * 1e6);
+  sb_puts(&b, ",\"dur\":");
+  jus(&b, (tg_now_seconds() - f->t0) * 1e6);
+  sb_puts(&b, ",\"name\":");
   jstr(&b, f->name);
   ctx_json(&b);
   sb_printf(&b, ",\"depth\":%d,\"n\":%d,\"steps\":[", pdepth, f->nsteps);
@@ -459,11 +483,18 @@ void viz_span(const char *name, int sched, double t0_s) {
 void viz_run(const char *device, const char *name, double dt, double flops, double bytes) {
   strbuf b = { 0 };
   ev_open(&b, "run", now_us() - dt * 1e6);
-  sb_printf(&b, ",\"dur\":%.3f,\"sched\":%d,\"name\":", dt * 1e6, ctx_sched);
+  sb_puts(&b, ",\"dur\":");
+  jus(&b, dt * 1e6);
+  sb_puts(&b, ",\"sched\":");
+  jint(&b, ctx_sched);
+  sb_puts(&b, ",\"name\":");
   jstr(&b, name);
   sb_puts(&b, ",\"device\":");
   jstr(&b, device);
-  sb_printf(&b, ",\"flops\":%.17g,\"bytes\":%.17g", flops, bytes);
+  sb_puts(&b, ",\"flops\":");
+  jnum(&b, flops);
+  sb_puts(&b, ",\"bytes\":");
+  jnum(&b, bytes);
   emit(&b, false);
 }
 
@@ -483,7 +514,10 @@ void viz_mem(const char *device, int64_t buf_id, int64_t nbytes) {
   ev_open(&b, "mem", now_us());
   sb_puts(&b, ",\"device\":");
   jstr(&b, device);
-  sb_printf(&b, ",\"buf\":%lld,\"bytes\":%lld", (long long)buf_id, (long long)nbytes);
+  sb_puts(&b, ",\"buf\":");
+  jint(&b, (long long)buf_id);
+  sb_puts(&b, ",\"bytes\":");
+  jint(&b, (long long)nbytes);
   emit(&b, false);
 }
 
