@@ -163,7 +163,7 @@ static int cmd_list(cli *c) {
         } else cJSON_AddItemToArray(jitems, ji);
       } else if (k < c->limit * 4) {
         fprintf(c->out, "  %s%-28s%s %-6s %10.3f ms%s", kcolor(c, name), name, reset(c), dev, us * 1e-3, calls ? "" : " (did not run)");
-        if (np) fprintf(c->out, "  %s%d rewrite passes, %d rules%s", dim(c), np, rules, reset(c));
+        if (np) fprintf(c->out, "  %s%d rewrite pass%s, %d rule%s%s", dim(c), np, np == 1 ? "" : "es", rules, rules == 1 ? "" : "s", reset(c));
         fputc('\n', c->out);
       }
       k++;
