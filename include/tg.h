@@ -84,7 +84,7 @@ typedef struct tg_tensor tg_tensor;
 /* Scopes own tensors; see the lifetime note at the top. */
 void tg_scope_begin(void);
 void tg_scope_end(void);
-tg_tensor *tg_keep(tg_tensor *t);   /* move t to the enclosing scope; returns t */
+tg_tensor *tg_keep(tg_tensor *t);   /* move t to the enclosing scope; returns t (NULL for NULL) */
 void tg_free(tg_tensor *t);         /* free now (NULL is fine) */
 /* Freed tensors' memory is kept (up to TG_ALLOC_CACHE_MB) for the next
  * buffer of the same size; this gives it back to the system, after a
@@ -99,7 +99,7 @@ void tg_release_cached_memory(void);
  * lists the present ones. docs/devices.md has the details. */
 int tg_set_default_device(const char *name);
 const char *tg_default_device(void);
-const char *tg_device_of(const tg_tensor *t);
+const char *tg_device_of(const tg_tensor *t);   /* NULL when t is NULL */
 tg_tensor *tg_to(tg_tensor *t, const char *device);   /* copy to a device */
 
 /* What tg_devices reports about one present device. */
@@ -113,13 +113,16 @@ typedef struct {
   bool threads;               /* kernels split over CPU cores */
 } tg_device_info;
 /* Fills up to max entries with the devices present, in registry order, and
- * returns how many there are (which may exceed max). Backends whose
+ * returns how many there are (which may exceed max; out may be NULL to only
+ * count), or -1 for a negative max. Backends whose
  * library or hardware is missing are left out; *absent (when not NULL) gets
  * a line per such backend saying why (owned by tg, valid until the next
  * call). */
 int tg_devices(tg_device_info *out, int max, const char **absent);
 
-/* Inspection. */
+/* Inspection. Given a NULL tensor, tg_shape_of has ndim -1 and tg_ndim,
+ * tg_dim and tg_numel return -1; the error says so unless the failure that
+ * made the NULL already set one. */
 tg_shape tg_shape_of(const tg_tensor *t);
 int tg_ndim(const tg_tensor *t);
 int64_t tg_dim(const tg_tensor *t, int axis);   /* -1 on a bad axis */
@@ -274,7 +277,8 @@ bool tg_get_requires_grad(const tg_tensor *t);
  * grad and that loss depends on; gradients accumulate (sum) into tg_grad
  * across calls until tg_zero_grad. 0 or a negative error. */
 int tg_backward(tg_tensor *loss);
-/* The accumulated gradient of t (lazy), owned by t; NULL when none. */
+/* The accumulated gradient of t (lazy), owned by t; NULL when none (no
+ * error set) or when t is NULL (an error). */
 tg_tensor *tg_grad(const tg_tensor *t);
 void tg_zero_grad(tg_tensor *t);
 /* Gradients of loss (one element) with respect to wrt[0..n), into out[]
@@ -323,7 +327,8 @@ int tg_bind(const char *name, int64_t value);
  * and so do reshapes that split or merge it, and pad, shrink or flip of it.
  * Gradients flow through it: the source's gradient is 0 past var. */
 tg_tensor *tg_shrink_var(tg_tensor *t, int axis, const char *var);
-/* The variable axis runs to, or NULL for a static axis (or a bad axis). */
+/* The variable axis runs to, or NULL for a static axis (or a bad axis; no
+ * error set), or NULL with an error when t is NULL. */
 const char *tg_dim_var(const tg_tensor *t, int axis);
 bool tg_dim_is_symbolic(const tg_tensor *t, int axis);
 

@@ -74,7 +74,8 @@ void tg_chat_set_time(tg_chat_template *t, int64_t unix_seconds);
 /* Built-in preset names, NULL-terminated. */
 const char *const *tg_chat_preset_names(void);
 /* The preset llama.cpp's detection picks for a template text (an exact
- * preset name is itself), or NULL when none. */
+ * preset name is itself), or NULL when none (no error set; a NULL
+ * template_text is an error). */
 const char *tg_chat_detect_preset(const char *template_text);
 
 /* ---- Jinja, directly ---- */

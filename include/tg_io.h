@@ -35,7 +35,8 @@ typedef struct {
   int nmeta;
 } tg_tensor_list;
 void tg_tensor_list_free(tg_tensor_list *l);
-/* The tensor called name, or NULL (no error set) when there is none. */
+/* The tensor called name, or NULL (no error set) when there is none; NULL
+ * with an error when l or name is NULL. */
 tg_tensor *tg_tensor_list_get(const tg_tensor_list *l, const char *name);
 
 /* A tensor over the bytes [offset, offset + numel*size) of a file, on DISK. */

@@ -42,16 +42,20 @@ tg_state_dict *tg_state_dict_new(void);
 void tg_state_dict_free(tg_state_dict *sd);    /* frees the names, not the tensors */
 /* Appends (name, t); a name already present is an error. 0 or -1. */
 int tg_state_dict_add(tg_state_dict *sd, const char *name, tg_tensor *t);
-/* The tensor named name, or NULL. */
+/* The tensor named name, or NULL (no error set) when there is none; NULL
+ * with an error when sd or name is NULL. */
 tg_tensor *tg_state_dict_get(const tg_state_dict *sd, const char *name);
 /* The tensors that require grad (the trainable parameters, not buffers),
- * into out[0..max); returns how many there are (may exceed max). */
+ * into out[0..max); returns how many there are (may exceed max), or -1. out
+ * may be NULL to only count. */
 int tg_state_dict_parameters(const tg_state_dict *sd, tg_tensor **out, int max);
 /* Realizes every tensor (pending assigns, e.g. running statistics). */
 int tg_state_dict_realize(const tg_state_dict *sd);
 
 /* Every layer has tg_<layer>_state(layer, sd, prefix): adds its tensors as
- * "<prefix>.<name>" ("<name>" when prefix is NULL or ""). */
+ * "<prefix>.<name>" ("<name>" when prefix is NULL or ""); 0 or -1 (a NULL
+ * layer or sd, a name already in sd, a name over 511 bytes). tg_optim_state
+ * does the same for an optimizer. */
 
 /* ---------------------------------------------------------------- layers */
 
@@ -181,7 +185,7 @@ void tg_optim_zero_grad(tg_optim *o);
 /* Writes the learning-rate tensor (a copy into its memory; no new kernel
  * source, so schedules cost no compiles). 0 or -1. */
 int tg_optim_set_lr(tg_optim *o, double lr);
-double tg_optim_get_lr(const tg_optim *o);
+double tg_optim_get_lr(const tg_optim *o);   /* NaN (with an error) when o is NULL */
 /* The 0-d float32 lr tensor, owned by the optimizer. */
 tg_tensor *tg_optim_lr(const tg_optim *o);
 /* The optimizer's state tensors (lr, step powers, momenta) as "lr", "b1_t",

@@ -166,7 +166,8 @@ tg_tensor *tg_layernorm(tg_tensor *x, tg_shape normalized_shape, tg_tensor *weig
  * caller's (see tg_batchnorm_stats). */
 tg_tensor *tg_batchnorm(tg_tensor *x, tg_tensor *mean, tg_tensor *var, tg_tensor *weight, tg_tensor *bias, double eps);
 /* The batch statistics tg_batchnorm uses in training mode: *mean and *var
- * (biased), each (C), in the current scope. 0 or -1. */
+ * (biased), each (C), in the current scope. 0 or -1 (then both are NULL);
+ * mean and var must not be NULL. */
 int tg_batchnorm_stats(tg_tensor *x, tg_tensor **mean, tg_tensor **var);
 
 /* ---------------------------------------------------------------- activations and attention */

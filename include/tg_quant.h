@@ -28,7 +28,8 @@ enum {
   TG_GGML_TQ1_0 = 34, TG_GGML_TQ2_0 = 35, TG_GGML_MXFP4 = 39
 };
 
-/* The id called name ("Q4_K", case-insensitive), or -1. */
+/* The id called name ("Q4_K", case-insensitive), or -1 (no error set for
+ * an unknown name; an error for NULL). */
 int tg_ggml_type_from_name(const char *name);
 /* "Q4_K", ...; NULL for an unknown id. */
 const char *tg_ggml_type_name(int ggml_type);

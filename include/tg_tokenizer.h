@@ -70,7 +70,8 @@ const char *tg_token_stream_push(tg_token_stream *s, int32_t id, size_t *len);
 const char *tg_token_stream_flush(tg_token_stream *s, size_t *len);
 void tg_token_stream_free(tg_token_stream *s);
 
-/* Vocabulary facts. Special ids are -1 when the model has none. */
+/* Vocabulary facts. Special ids are -1 when the model has none. Given a NULL
+ * tok these return -1 (false, NULL) with an error. */
 int tg_tokenizer_n_vocab(const tg_tokenizer *tok);
 int32_t tg_tokenizer_bos(const tg_tokenizer *tok);
 int32_t tg_tokenizer_eos(const tg_tokenizer *tok);
@@ -79,9 +80,11 @@ bool tg_tokenizer_add_bos(const tg_tokenizer *tok);   /* tg_tokenize(add_special
 /* End of generation: EOS, EOT, EOM and the tokens llama.cpp stops at by
  * their text (<|im_end|>, <|eot_id|>, <end_of_turn>, <|end|>, ...). */
 bool tg_tokenizer_is_eog(const tg_tokenizer *tok, int32_t id);
-/* The id of the token whose text is exactly text (e.g. "<|im_end|>"), or -1. */
+/* The id of the token whose text is exactly text (e.g. "<|im_end|>"), or -1
+ * (no error set when there is none). */
 int32_t tg_tokenizer_find(const tg_tokenizer *tok, const char *text);
-/* The token's text as stored in the vocabulary (NUL-terminated), or NULL. */
+/* The token's text as stored in the vocabulary (NUL-terminated), or NULL
+ * for an id out of range. */
 const char *tg_tokenizer_token_text(const tg_tokenizer *tok, int32_t id);
 
 #ifdef __cplusplus

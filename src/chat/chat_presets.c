@@ -137,7 +137,8 @@ int chat_preset_detect(const char *t) {
 }
 
 const char *tg_chat_detect_preset(const char *template_text) {
-  return template_text ? chat_preset_name(chat_preset_detect(template_text)) : NULL;
+  if (!template_text) TG_FAIL("tg_chat_detect_preset: template_text is NULL");
+  return chat_preset_name(chat_preset_detect(template_text));
 }
 
 /* ---- formatting ---- */

@@ -80,7 +80,7 @@ void tg_tensor_list_free(tg_tensor_list *l) {
 }
 
 tg_tensor *tg_tensor_list_get(const tg_tensor_list *l, const char *name) {
-  if (!l || !name) return NULL;
+  if (!l || !name) TG_FAIL("tg_tensor_list_get: %s is NULL", !l ? "list l" : "name");
   for (int i = 0; i < l->n; i++) if (strcmp(l->names[i], name) == 0) return l->t[i];
   return NULL;
 }

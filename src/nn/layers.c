@@ -45,7 +45,7 @@ tg_tensor *tg_linear_forward(tg_linear_layer *l, tg_tensor *x) {
 }
 
 int tg_linear_state(const tg_linear_layer *l, tg_state_dict *sd, const char *prefix) {
-  if (!l) return tg_seterr("tg_linear_state: layer is NULL");
+  if (nn_state_args("tg_linear_state", l, sd) < 0) return -1;
   return nn_state_add(sd, prefix, "weight", l->weight) < 0 || nn_state_add(sd, prefix, "bias", l->bias) < 0 ? -1 : 0;
 }
 
@@ -85,7 +85,7 @@ tg_tensor *tg_conv_layer_forward(tg_conv_layer *l, tg_tensor *x) {
 }
 
 int tg_conv_layer_state(const tg_conv_layer *l, tg_state_dict *sd, const char *prefix) {
-  if (!l) return tg_seterr("tg_conv_layer_state: layer is NULL");
+  if (nn_state_args("tg_conv_layer_state", l, sd) < 0) return -1;
   return nn_state_add(sd, prefix, "weight", l->weight) < 0 || nn_state_add(sd, prefix, "bias", l->bias) < 0 ? -1 : 0;
 }
 
@@ -113,7 +113,7 @@ tg_tensor *tg_conv_transpose_layer_forward(tg_conv_transpose_layer *l, tg_tensor
 }
 
 int tg_conv_transpose_layer_state(const tg_conv_transpose_layer *l, tg_state_dict *sd, const char *prefix) {
-  if (!l) return tg_seterr("tg_conv_transpose_layer_state: layer is NULL");
+  if (nn_state_args("tg_conv_transpose_layer_state", l, sd) < 0) return -1;
   return nn_state_add(sd, prefix, "weight", l->weight) < 0 || nn_state_add(sd, prefix, "bias", l->bias) < 0 ? -1 : 0;
 }
 
@@ -189,7 +189,7 @@ tg_tensor *tg_batchnorm_forward(tg_batchnorm_layer *l, tg_tensor *x) {
 }
 
 int tg_batchnorm_state(const tg_batchnorm_layer *l, tg_state_dict *sd, const char *prefix) {
-  if (!l) return tg_seterr("tg_batchnorm_state: layer is NULL");
+  if (nn_state_args("tg_batchnorm_state", l, sd) < 0) return -1;
   if (nn_state_add(sd, prefix, "weight", l->weight) < 0 || nn_state_add(sd, prefix, "bias", l->bias) < 0 ||
       nn_state_add(sd, prefix, "running_mean", l->running_mean) < 0 || nn_state_add(sd, prefix, "running_var", l->running_var) < 0 ||
       nn_state_add(sd, prefix, "num_batches_tracked", l->num_batches_tracked) < 0) return -1;
@@ -219,7 +219,7 @@ tg_tensor *tg_layernorm_forward(tg_layernorm_layer *l, tg_tensor *x) {
 }
 
 int tg_layernorm_state(const tg_layernorm_layer *l, tg_state_dict *sd, const char *prefix) {
-  if (!l) return tg_seterr("tg_layernorm_state: layer is NULL");
+  if (nn_state_args("tg_layernorm_state", l, sd) < 0) return -1;
   return nn_state_add(sd, prefix, "weight", l->weight) < 0 || nn_state_add(sd, prefix, "bias", l->bias) < 0 ? -1 : 0;
 }
 
@@ -255,7 +255,7 @@ tg_tensor *tg_rmsnorm_forward(tg_rmsnorm_layer *l, tg_tensor *x) {
 }
 
 int tg_rmsnorm_state(const tg_rmsnorm_layer *l, tg_state_dict *sd, const char *prefix) {
-  if (!l) return tg_seterr("tg_rmsnorm_state: layer is NULL");
+  if (nn_state_args("tg_rmsnorm_state", l, sd) < 0) return -1;
   return nn_state_add(sd, prefix, "weight", l->weight);
 }
 
@@ -293,7 +293,7 @@ tg_tensor *tg_groupnorm_forward(tg_groupnorm_layer *l, tg_tensor *x) {
 }
 
 int tg_groupnorm_state(const tg_groupnorm_layer *l, tg_state_dict *sd, const char *prefix) {
-  if (!l) return tg_seterr("tg_groupnorm_state: layer is NULL");
+  if (nn_state_args("tg_groupnorm_state", l, sd) < 0) return -1;
   return nn_state_add(sd, prefix, "weight", l->weight) < 0 || nn_state_add(sd, prefix, "bias", l->bias) < 0 ? -1 : 0;
 }
 
@@ -328,7 +328,7 @@ tg_tensor *tg_embedding_forward(tg_embedding_layer *l, tg_tensor *idx) {
 }
 
 int tg_embedding_state(const tg_embedding_layer *l, tg_state_dict *sd, const char *prefix) {
-  if (!l) return tg_seterr("tg_embedding_state: layer is NULL");
+  if (nn_state_args("tg_embedding_state", l, sd) < 0) return -1;
   return nn_state_add(sd, prefix, "weight", l->weight);
 }
 
@@ -377,7 +377,7 @@ int tg_lstmcell_forward(tg_lstmcell_layer *l, tg_tensor *x, tg_tensor *h, tg_ten
 }
 
 int tg_lstmcell_state(const tg_lstmcell_layer *l, tg_state_dict *sd, const char *prefix) {
-  if (!l) return tg_seterr("tg_lstmcell_state: layer is NULL");
+  if (nn_state_args("tg_lstmcell_state", l, sd) < 0) return -1;
   if (nn_state_add(sd, prefix, "weight_ih", l->weight_ih) < 0 || nn_state_add(sd, prefix, "weight_hh", l->weight_hh) < 0 ||
       nn_state_add(sd, prefix, "bias_ih", l->bias_ih) < 0 || nn_state_add(sd, prefix, "bias_hh", l->bias_hh) < 0) return -1;
   return 0;

@@ -9,5 +9,8 @@
 tg_tensor *nn_own(tg_tensor *t, bool grad);
 /* "<prefix>.<name>" or "<name>" into sd. */
 int nn_state_add(tg_state_dict *sd, const char *prefix, const char *name, tg_tensor *t);
+/* What every tg_<layer>_state checks first: the layer and sd are not NULL.
+ * 0, or -1 with "fn: ... is NULL". */
+int nn_state_args(const char *fn, const void *layer, const tg_state_dict *sd);
 
 #endif

@@ -205,11 +205,17 @@ int tg_optim_set_lr(tg_optim *o, double lr) {
   return rc < 0 ? -1 : 0;
 }
 
-double tg_optim_get_lr(const tg_optim *o) { return o ? o->lr_value : NAN; }
-tg_tensor *tg_optim_lr(const tg_optim *o) { return o ? o->lr : NULL; }
+double tg_optim_get_lr(const tg_optim *o) {
+  if (!o) { tg_seterr("tg_optim_get_lr: optimizer is NULL"); return NAN; }
+  return o->lr_value;
+}
+tg_tensor *tg_optim_lr(const tg_optim *o) {
+  if (!o) TG_FAIL("tg_optim_lr: optimizer is NULL");
+  return o->lr;
+}
 
 int tg_optim_state(const tg_optim *o, tg_state_dict *sd, const char *prefix) {
-  if (!o) return tg_seterr("tg_optim_state: optimizer is NULL");
+  if (!o || !sd) return tg_seterr("tg_optim_state: %s is NULL", !o ? "optimizer" : "state dict sd");
   if (nn_state_add(sd, prefix, "lr", o->lr) < 0 || nn_state_add(sd, prefix, "b1_t", o->b1_t) < 0 ||
       nn_state_add(sd, prefix, "b2_t", o->b2_t) < 0) return -1;
   char name[64];

@@ -19,9 +19,16 @@ tg_tensor *nn_own(tg_tensor *t, bool grad) {
 int nn_state_add(tg_state_dict *sd, const char *prefix, const char *name, tg_tensor *t) {
   if (!t) return 0;   /* absent (no bias): nothing to add */
   char buf[512];
-  if (prefix && *prefix) snprintf(buf, sizeof buf, "%s.%s", prefix, name);
-  else snprintf(buf, sizeof buf, "%s", name);
+  int k = prefix && *prefix ? snprintf(buf, sizeof buf, "%s.%s", prefix, name) : snprintf(buf, sizeof buf, "%s", name);
+  if (k < 0 || (size_t)k >= sizeof buf)
+    return tg_seterr("state dict: the name '%.40s...' of %d bytes is longer than %zu", buf, k, sizeof buf - 1);
   return tg_state_dict_add(sd, buf, t);
+}
+
+int nn_state_args(const char *fn, const void *layer, const tg_state_dict *sd) {
+  if (!layer) return tg_seterr("%s: layer is NULL", fn);
+  if (!sd) return tg_seterr("%s: state dict sd is NULL", fn);
+  return 0;
 }
 
 tg_state_dict *tg_state_dict_new(void) {
@@ -51,19 +58,22 @@ int tg_state_dict_add(tg_state_dict *sd, const char *name, tg_tensor *t) {
 }
 
 tg_tensor *tg_state_dict_get(const tg_state_dict *sd, const char *name) {
-  if (!sd || !name) return NULL;
+  if (!sd || !name) TG_FAIL("tg_state_dict_get: %s is NULL", !sd ? "state dict sd" : "name");
   for (int i = 0; i < sd->n; i++) if (!strcmp(sd->names[i], name)) return sd->tensors[i];
   return NULL;
 }
 
 int tg_state_dict_parameters(const tg_state_dict *sd, tg_tensor **out, int max) {
+  if (!sd) return tg_seterr("tg_state_dict_parameters: state dict sd is NULL");
+  if (max < 0) return tg_seterr("tg_state_dict_parameters: max is negative (%d)", max);
   int n = 0;
-  for (int i = 0; sd && i < sd->n; i++)
-    if (tg_get_requires_grad(sd->tensors[i])) { if (n < max) out[n] = sd->tensors[i]; n++; }
+  for (int i = 0; i < sd->n; i++)
+    if (tg_get_requires_grad(sd->tensors[i])) { if (out && n < max) out[n] = sd->tensors[i]; n++; }
   return n;
 }
 
 int tg_state_dict_realize(const tg_state_dict *sd) {
-  if (!sd || sd->n == 0) return 0;
+  if (!sd) return tg_seterr("tg_state_dict_realize: state dict sd is NULL");
+  if (sd->n == 0) return 0;
   return tg_realize_all(sd->tensors, sd->n);
 }

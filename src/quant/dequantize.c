@@ -46,7 +46,10 @@ static qt_dequant_fn dequantizer(int t) {
   }
 }
 
-int tg_ggml_type_from_name(const char *name) { return name ? ggml_type_by_name(name) : -1; }
+int tg_ggml_type_from_name(const char *name) {
+  if (!name) return tg_seterr("tg_ggml_type_from_name: name is NULL");
+  return ggml_type_by_name(name);
+}
 const char *tg_ggml_type_name(int t) {
   const ggml_type_traits *tr = t >= 0 ? ggml_type_info((uint32_t)t) : NULL;
   return tr ? tr->name : NULL;

@@ -87,6 +87,7 @@ tg_device *device_get(const char *name) {
 }
 
 int tg_devices(tg_device_info *out, int max, const char **absent) {
+  if (max < 0) return tg_seterr("tg_devices: max is negative (%d)", max);
   static _Thread_local char why_buf[1024];
   size_t wk = 0;
   why_buf[0] = 0;

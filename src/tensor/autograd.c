@@ -409,7 +409,10 @@ tg_tensor *tg_requires_grad(tg_tensor *t, bool on) {
   return t;
 }
 bool tg_get_requires_grad(const tg_tensor *t) { return t && t->requires_grad; }
-tg_tensor *tg_grad(const tg_tensor *t) { return t ? t->grad : NULL; }
+tg_tensor *tg_grad(const tg_tensor *t) {
+  if (!t) { tensor_null_arg("tg_grad", "t"); return NULL; }
+  return t->grad;
+}
 void tg_zero_grad(tg_tensor *t) {
   if (!t || !t->grad) return;
   tg_tensor *g = t->grad;

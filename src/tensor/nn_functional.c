@@ -250,6 +250,7 @@ int tg_batchnorm_stats(tg_tensor *x, tg_tensor **mean, tg_tensor **var) {
   if (mean) *mean = NULL;
   if (var) *var = NULL;
   if (!x) { tensor_null_input("tg_batchnorm_stats"); return -1; }
+  if (!mean || !var) return tg_seterr("tg_batchnorm_stats: %s output pointer is NULL", !mean ? "mean" : "var");
   if (tg_ndim(x) < 2) return tg_seterr("tg_batchnorm_stats: input must be (N, C, ...), got %d dimensions", tg_ndim(x));
   if (!tg_dtype_is_float(tg_dtype_of(x))) return tg_seterr("tg_batchnorm_stats: input must be a float tensor, not %s", tg_dtype_name(tg_dtype_of(x)));
   tg_scope_begin();

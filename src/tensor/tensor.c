@@ -98,7 +98,7 @@ void tg_scope_end(void) {
 }
 
 tg_tensor *tg_keep(tg_tensor *t) {
-  if (!t) return NULL;
+  if (!t) { tensor_null_arg("tg_keep", "t"); return NULL; }
   pthread_mutex_lock(&tensors_lock);
   tg_scope *s = t->scope;
   if (s && s->up && !t->owner) { s->v[t->scope_slot] = NULL; scope_add(s->up, t); }
@@ -186,6 +186,9 @@ void tensors_substitute(const ptrmap *becomes) {
 void tensor_null_input(const char *op) {
   if (!tg_error()[0]) tg_seterr("%s: input is NULL (an earlier call failed)", op);
 }
+void tensor_null_arg(const char *op, const char *arg) {
+  if (!tg_error()[0]) tg_seterr("%s: %s is NULL", op, arg);
+}
 
 /* ---- devices */
 static const char *default_device_name;
@@ -214,7 +217,10 @@ const char *tg_default_device(void) {
   }
   return default_device_name;
 }
-const char *tg_device_of(const tg_tensor *t) { return t ? t->device : NULL; }
+const char *tg_device_of(const tg_tensor *t) {
+  if (!t) { tensor_null_arg("tg_device_of", "t"); return NULL; }
+  return t->device;
+}
 
 bool tensor_wide_layouts(const tg_tensor *t) {
   tg_device *d = t ? device_get(t->device) : NULL;
@@ -229,14 +235,17 @@ tg_shape tg_shape_of(const tg_tensor *t) {
   for (int i = 0; i < s.ndim && i < TG_MAX_DIMS; i++) s.d[i] = t->u->shape[i];
   return s;
 }
-int tg_ndim(const tg_tensor *t) { return t ? t->u->ndim : -1; }
+int tg_ndim(const tg_tensor *t) {
+  if (!t) { tensor_null_arg("tg_ndim", "t"); return -1; }
+  return t->u->ndim;
+}
 int norm_axis(int axis, int ndim, const char *op) {
   int a = axis < 0 ? axis + ndim : axis;
   if (a < 0 || a >= ndim) return tg_seterr("%s: axis %d out of range for a %d-D tensor", op, axis, ndim);
   return a;
 }
 int64_t tg_dim(const tg_tensor *t, int axis) {
-  if (!t) return -1;
+  if (!t) { tensor_null_arg("tg_dim", "t"); return -1; }
   int a = norm_axis(axis, t->u->ndim, "tg_dim");
   return a < 0 ? -1 : t->u->shape[a];
 }
@@ -257,7 +266,10 @@ bool shape_ok(const int64_t *shape, int nd, const char *op) {
   tg_seterr("%s: shape %s has more than 2^59 elements (the most a tensor may hold)", op, s);
   return false;
 }
-int64_t tg_numel(const tg_tensor *t) { return t ? shape_numel(t->u->shape, t->u->ndim) : -1; }
+int64_t tg_numel(const tg_tensor *t) {
+  if (!t) { tensor_null_arg("tg_numel", "t"); return -1; }
+  return shape_numel(t->u->shape, t->u->ndim);
+}
 tg_dtype tg_dtype_of(const tg_tensor *t) { return t ? (tg_dtype)t->u->dtype.scalar : TG_F32; }
 void tg_print_graph(const tg_tensor *t) {
   if (!t) { printf("(null tensor)\n"); return; }
@@ -361,13 +373,14 @@ tg_tensor *tg_full(tg_shape shape, double value, tg_dtype dt) {
 tg_tensor *tg_zeros(tg_shape shape, tg_dtype dt) { return tg_full(shape, 0, dt); }
 tg_tensor *tg_ones(tg_shape shape, tg_dtype dt) { return tg_full(shape, 1, dt); }
 tg_tensor *tg_scalar(double value, tg_dtype dt) { return tg_full(TG_SHAPE(), value, dt); }
-tg_tensor *tg_full_like(const tg_tensor *t, double value) {
-  if (!t) return NULL;
+static tg_tensor *full_like(const tg_tensor *t, double value, const char *op) {
+  if (!t) { tensor_null_arg(op, "t"); return NULL; }
   API_BEGIN;
   API_RETURN(tensor_wrap(make_unique(const_like(value, t->u->dtype, t->u->shape, t->u->ndim)), t->device));
 }
-tg_tensor *tg_zeros_like(const tg_tensor *t) { return tg_full_like(t, 0); }
-tg_tensor *tg_ones_like(const tg_tensor *t) { return tg_full_like(t, 1); }
+tg_tensor *tg_full_like(const tg_tensor *t, double value) { return full_like(t, value, "tg_full_like"); }
+tg_tensor *tg_zeros_like(const tg_tensor *t) { return full_like(t, 0, "tg_zeros_like"); }
+tg_tensor *tg_ones_like(const tg_tensor *t) { return full_like(t, 1, "tg_ones_like"); }
 
 tg_tensor *tg_arange(double start, double stop, double step, tg_dtype dt) {
   if (!check_dtype(dt, "tg_arange")) return NULL;

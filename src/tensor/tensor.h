@@ -43,6 +43,8 @@ bool tensor_wide_layouts(const tg_tensor *t);
  * NULL is kept (it says what went wrong); only when there is none does this
  * set "op: input is NULL". */
 void tensor_null_input(const char *op);
+/* The same for a call that names the argument ("tg_numel: t is NULL"). */
+void tensor_null_arg(const char *op, const char *arg);
 #define NEED(t, op) do { if (!(t)) { tensor_null_input(op); return NULL; } } while (0)
 
 /* Every tensor op runs between these: a UOp pool for the graph it builds. */

@@ -31,7 +31,8 @@ tg_tensor *tg_shrink_var(tg_tensor *t, int axis, const char *var) {
 }
 
 const char *tg_dim_var(const tg_tensor *t, int axis) {
-  if (!t || axis < -t->u->ndim || axis >= t->u->ndim) return NULL;
+  if (!t) { tensor_null_arg("tg_dim_var", "t"); return NULL; }
+  if (axis < -t->u->ndim || axis >= t->u->ndim) return NULL;
   uop *v = uop_dim_var(t->u, axis < 0 ? axis + t->u->ndim : axis);
   return v ? v->arg.s : NULL;
 }

@@ -106,17 +106,19 @@ int tg_tokenize(const tg_tokenizer *t, const char *text, size_t len, bool add_sp
 }
 
 /* ---- accessors */
-int tg_tokenizer_n_vocab(const tg_tokenizer *t) { return t ? t->n_vocab : 0; }
-int32_t tg_tokenizer_bos(const tg_tokenizer *t) { return t ? t->bos : -1; }
-int32_t tg_tokenizer_eos(const tg_tokenizer *t) { return t ? t->eos : -1; }
-int32_t tg_tokenizer_eot(const tg_tokenizer *t) { return t ? t->eot : -1; }
+int tg_tokenizer_n_vocab(const tg_tokenizer *t) { return t ? t->n_vocab : tg_seterr("tg_tokenizer_n_vocab: tok is NULL"); }
+int32_t tg_tokenizer_bos(const tg_tokenizer *t) { return t ? t->bos : tg_seterr("tg_tokenizer_bos: tok is NULL"); }
+int32_t tg_tokenizer_eos(const tg_tokenizer *t) { return t ? t->eos : tg_seterr("tg_tokenizer_eos: tok is NULL"); }
+int32_t tg_tokenizer_eot(const tg_tokenizer *t) { return t ? t->eot : tg_seterr("tg_tokenizer_eot: tok is NULL"); }
 bool tg_tokenizer_add_bos(const tg_tokenizer *t) { return t && (t->kind == TOK_WPM || t->add_bos); }
 bool tg_tokenizer_is_eog(const tg_tokenizer *t, int32_t id) {
   return t && id >= 0 && id < t->n_vocab && t->eog[id];
 }
 int32_t tg_tokenizer_find(const tg_tokenizer *t, const char *text) {
-  return t && text ? strmap_get(&t->ids, text, strlen(text)) : -1;
+  if (!t || !text) return tg_seterr("tg_tokenizer_find: %s is NULL", !t ? "tok" : "text");
+  return strmap_get(&t->ids, text, strlen(text));
 }
 const char *tg_tokenizer_token_text(const tg_tokenizer *t, int32_t id) {
-  return t && id >= 0 && id < t->n_vocab ? t->text[id] : NULL;
+  if (!t) TG_FAIL("tg_tokenizer_token_text: tok is NULL");
+  return id >= 0 && id < t->n_vocab ? t->text[id] : NULL;
 }
