@@ -427,6 +427,37 @@ TEST(errors_shape_overflow) {
   CHECK_OK(tg_zeros(TG_SHAPE(0, 1 << 20, 1 << 20), TG_F32));
 }
 
+/* Sizes that ops compute from their arguments (a dilated kernel, a
+ * transposed conv's output, groups of a rearrange or unflatten, an unpool
+ * plane, unfold's tiling, roll's total shift) are checked as they are
+ * computed: an error naming the op, never a wrapped value. */
+TEST(errors_shape_overflow_ops) {
+  tg_tensor *x = tg_zeros(TG_SHAPE(1, 1, 8), TG_F32), *wk = tg_zeros(TG_SHAPE(1, 1, T40), TG_F32);
+  EXPECT_NULL(tg_conv(x, wk, NULL, &(tg_conv_opts){ .dilation = { 1 << 30 } }), "tg_conv", "2^59");
+  tg_tensor *xl = tg_zeros(TG_SHAPE(1, 1, T40), TG_F32), *w3 = tg_zeros(TG_SHAPE(1, 1, 3), TG_F32);
+  EXPECT_NULL(tg_conv_transpose(xl, w3, NULL, &(tg_conv_transpose_opts){ .stride = { 1 << 30 } }), "tg_conv_transpose", "2^59");
+  EXPECT_NULL(tg_conv_transpose(x, wk, NULL, &(tg_conv_transpose_opts){ .dilation = { 1 << 30 } }), "tg_conv_transpose", "2^59");
+  tg_tensor *a = tg_zeros(TG_SHAPE(4), TG_F32);
+  EXPECT_NULL(tg_rearrange(a, "(a b c) -> a b c", "a=1099511627776 b=1099511627776 c=0"), "tg_rearrange", "2^59");
+  EXPECT_NULL(tg_unflatten(a, 0, TG_SHAPE(T40, T40, 0)), "tg_unflatten", "2^59");
+  tg_tensor *px = tg_zeros(TG_SHAPE(1, 1, 2, 2), TG_F32), *pi = tg_zeros(TG_SHAPE(1, 1, 2, 2), TG_I64);
+  EXPECT_NULL(tg_max_unpool2d(px, pi, NULL, (int64_t[2]){ T40, T40 }), "tg_max_unpool2d", "2^59");
+  EXPECT_NULL(tg_max_unpool2d(tg_zeros(TG_SHAPE(1, 1, 2, T40), TG_F32), tg_zeros(TG_SHAPE(1, 1, 2, T40), TG_I64),
+                              &(tg_pool_opts){ .kernel = { 2, 2 }, .stride = { 2, 1 << 30 } }, NULL), "tg_max_unpool2d", "2^59");
+  EXPECT_NULL(tg_unfold(tg_zeros(TG_SHAPE(T40), TG_F32), 0, T40 / 2, 1), "tg_unfold", "2^59");
+  /* a step past the axis: one window (o * step overflowed before) */
+  tg_clear_error();
+  tg_tensor *one = tg_unfold(tg_arange(0, 10, 1, TG_F32), 0, 3, INT64_MAX);
+  float got[3] = { -1, -1, -1 };
+  CHECK_OK(one);
+  CHECK(one && tg_numel(one) == 3 && tg_data(one, got, sizeof got) == 0 && got[0] == 0 && got[2] == 2);
+  /* shifts that add past int64 on a repeated axis: reduced as they add up (INT64_MAX % 10 = 7, twice: 4) */
+  tg_tensor *r = tg_roll(tg_arange(0, 10, 1, TG_F32), (int64_t[2]){ INT64_MAX, INT64_MAX }, TG_AXES(0, 0));
+  float rv[10] = { -1 };
+  CHECK_OK(r);
+  CHECK_MSG(r && tg_data(r, rv, sizeof rv) == 0 && rv[0] == 6 && rv[4] == 0, "roll: %g %g", rv[0], rv[4]);
+}
+
 /* getitem steps of any size, INT64_MIN included (-step overflowed): one element */
 TEST(errors_getitem_extreme_steps) {
   float d[10];

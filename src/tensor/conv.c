@@ -177,8 +177,9 @@ static tg_tensor *conv_channel_lanes(tg_tensor *x, tg_tensor *w, const conv_para
  * fill, and a matmul's worth of work? */
 static bool wants_channel_lanes(tg_tensor *x, tg_tensor *w, const conv_params *p, const int64_t *o) {
   if (p->groups != 1 || !tensor_wide_layouts(x) || getenv("TG_CONV_NO_CHANNEL_LANES")) return false;
-  int64_t cout = tg_dim(w, 0), work = tg_dim(x, 0) * cout * tg_dim(w, 1);
-  for (int j = 0; j < p->n; j++) work *= o[j] * tg_dim(w, 2 + j);
+  int64_t cout = tg_dim(w, 0);
+  double work = (double)tg_dim(x, 0) * (double)cout * (double)tg_dim(w, 1);   /* a size estimate: may pass int64 */
+  for (int j = 0; j < p->n; j++) work *= (double)o[j] * (double)tg_dim(w, 2 + j);
   int64_t row = o[p->n - 1];
   return cout % 32 == 0 && cout <= 64 && row % 16 != 0 && work >= (1 << 24);
 }
@@ -192,7 +193,7 @@ static tg_tensor *conv_core(tg_tensor *x, tg_tensor *w, tg_tensor *b, const conv
   if (g <= 0) TG_FAIL("%s: groups must be positive, got %lld", op, (long long)g);
   if (cin_ % g) TG_FAIL("%s: groups %lld does not divide the %lld input channels", op, (long long)g, (long long)cin_);
   if (cout % g) TG_FAIL("%s: groups %lld does not divide the %lld output channels", op, (long long)g, (long long)cout);
-  if (cin * g != cin_)
+  if (cin_ / g != cin)
     TG_FAIL("%s: input %s has %lld channels but weight %s expects %lld (groups %lld x %lld)", op, nn_shape_str(x, b1, 128),
             (long long)cin_, nn_shape_str(w, b2, 128), (long long)(cin * g), (long long)g, (long long)cin);
   int64_t k[3], o[3];
@@ -203,7 +204,10 @@ static tg_tensor *conv_core(tg_tensor *x, tg_tensor *w, tg_tensor *b, const conv
     if (p->d[j] <= 0) TG_FAIL("%s: dilation %lld on spatial axis %d must be positive", op, (long long)p->d[j], j);
     if (k[j] <= 0) TG_FAIL("%s: kernel size %lld on spatial axis %d must be positive", op, (long long)k[j], j);
     if (-pb > i || -pa > i) TG_FAIL("%s: padding (%lld, %lld) crops more than the size %lld of spatial axis %d", op, (long long)pb, (long long)pa, (long long)i, j);
-    int64_t padded = i + pb + pa, ek = p->d[j] * (k[j] - 1) + 1;
+    int64_t padded = i + pb + pa, ek;
+    if (tg_mul_overflow_i64(p->d[j], k[j] - 1, &ek) || ek >= TG_MAX_NUMEL)
+      TG_FAIL("%s: kernel size %lld with dilation %lld on spatial axis %d spans more than 2^59 elements", op, (long long)k[j], (long long)p->d[j], j);
+    ek += 1;
     if (padded < ek)
       TG_FAIL("%s: kernel size %lld (dilated: %lld) is larger than the padded input size %lld on spatial axis %d (input %s, padding %lld, %lld)",
               op, (long long)k[j], (long long)ek, (long long)padded, j, nn_shape_str(x, b1, 128), (long long)pb, (long long)pa);
@@ -328,12 +332,15 @@ static tg_tensor *conv_transpose_entry(tg_tensor *x, tg_tensor *w, tg_tensor *b,
     if (pad[j] < 0) TG_FAIL("%s: padding %lld on spatial axis %d must not be negative", op, (long long)pad[j], j);
     if (op_[j] < 0 || (op_[j] >= s[j] && op_[j] >= d[j]))
       TG_FAIL("%s: output_padding %lld on spatial axis %d must be smaller than the stride %lld or the dilation %lld", op, (long long)op_[j], j, (long long)s[j], (long long)d[j]);
-    int64_t i = tg_dim(x, (unb ? 1 : 2) + j);
-    int64_t out = (i - 1) * s[j] - 2 * pad[j] + d[j] * (k[j] - 1) + op_[j] + 1;
+    int64_t i = tg_dim(x, (unb ? 1 : 2) + j), is, kd;
+    /* each term within 2^59, so the sums below stay inside int64 */
+    if (tg_mul_overflow_i64(i > 0 ? i - 1 : 0, s[j], &is) || is > TG_MAX_NUMEL || tg_mul_overflow_i64(d[j], k[j] - 1, &kd) || kd > TG_MAX_NUMEL)
+      TG_FAIL("%s: output size on spatial axis %d passes 2^59 (input %lld, kernel %lld, stride %lld, dilation %lld)", op, j, (long long)i, (long long)k[j], (long long)s[j], (long long)d[j]);
+    int64_t out = (i - 1) * s[j] - 2 * pad[j] + kd + op_[j] + 1;
     if (out <= 0) TG_FAIL("%s: output size %lld on spatial axis %d is not positive (input %lld, kernel %lld, stride %lld, padding %lld)", op, (long long)out, j, (long long)i, (long long)k[j], (long long)s[j], (long long)pad[j]);
     p.s[j] = 1; p.d[j] = d[j];
-    p.pads[2 * j] = (k[j] - 1) * d[j] - pad[j];
-    p.pads[2 * j + 1] = (k[j] - 1) * d[j] - pad[j] + op_[j];
+    p.pads[2 * j] = kd - pad[j];
+    p.pads[2 * j + 1] = kd - pad[j] + op_[j];
   }
   tg_scope_begin();
   tg_tensor *xx = unb ? tg_unsqueeze(x, 0) : x;

@@ -317,7 +317,8 @@ tg_tensor *tg_roll(tg_tensor *a, const int64_t *shifts, tg_axes axes) {
   for (int i = 0; i < axes.n; i++) {
     int ax = norm_axis(axes.a[i], nd, "tg_roll");
     if (ax < 0) return NULL;
-    total[ax] += shifts[i];
+    int64_t len = a->u->shape[ax];   /* reduced as they add up: shifts of any size, repeated axes */
+    if (len) total[ax] = (total[ax] + shifts[i] % len) % len;
     any[ax] = true;
   }
   tg_scope_begin();
@@ -367,9 +368,15 @@ tg_tensor *tg_unfold(tg_tensor *a, int axis, int64_t size, int64_t step) {
   } else {
     /* tinygrad's _pool for one axis: tile the axis, view it as rows of
      * length i*f+1 (row r starts r elements later), then take every s-th */
+    if (o == 1) s = 1;   /* one window: the step plays no part (and o * s stays within len + s <= 2 len) */
     int64_t f = (o * s - 1 + i - 1) / i;
     if (f < 1) f = 1;
-    int64_t w = i * f + 1, rep = (k * w + i - 1) / i;
+    int64_t w = i * f + 1, kw;
+    if (tg_mul_overflow_i64(k, w, &kw) || kw > TG_MAX_NUMEL) {
+      tg_seterr("tg_unfold: windows of %lld every %lld along an axis of %lld need a tiling of more than 2^59 elements", (long long)k, (long long)step, (long long)i);
+      return mvx_keep(NULL);
+    }
+    int64_t rep = (kw + i - 1) / i;
     tg_shape rs = { nd, { 0 } };
     for (int d = 0; d < nd; d++) rs.d[d] = d == nd - 1 ? rep : 1;
     x = tg_repeat(x, rs);
@@ -408,7 +415,8 @@ tg_tensor *tg_unflatten(tg_tensor *a, int axis, tg_shape sizes) {
       if (infer >= 0) TG_FAIL("tg_unflatten: only one size can be -1, got %s", mvx_shape_str(sizes.d, sizes.ndim, s1, 160));
       infer = i;
     } else if (sizes.d[i] < 0) TG_FAIL("tg_unflatten: negative size %lld", (long long)sizes.d[i]);
-    else known *= sizes.d[i];
+    else if (tg_mul_overflow_i64(known, sizes.d[i], &known) || known > TG_MAX_NUMEL)
+      TG_FAIL("tg_unflatten: sizes %s multiply past 2^59", mvx_shape_str(sizes.d, sizes.ndim, s1, 160));
   }
   if (infer >= 0) {
     if (known == 0 || len % known) TG_FAIL("tg_unflatten: cannot infer -1 in %s for axis %d of length %lld", mvx_shape_str(sizes.d, sizes.ndim, s1, 160), ax, (long long)len);

@@ -237,11 +237,16 @@ tg_tensor *tg_max_unpool2d(tg_tensor *x, tg_tensor *indices, const tg_pool_opts 
       if (!o) TG_FAIL("tg_max_unpool2d: options (kernel size) or output_size are required");
       int64_t k = o->kernel[j], s = o->stride[j] ? o->stride[j] : k, d = o->dilation[j] ? o->dilation[j] : 1, pad = o->padding[j];
       if (k <= 0 || s <= 0 || d <= 0 || pad < 0) TG_FAIL("tg_max_unpool2d: bad kernel %lld / stride %lld / dilation %lld / padding %lld on axis %d", (long long)k, (long long)s, (long long)d, (long long)pad, j);
-      out[j] = (xs.d[nd - 2 + j] - 1) * s - 2 * pad + d * (k - 1) + 1;
+      int64_t is;   /* (i - 1) * s within 2^59; d * (k - 1) < 2^62 (int options) */
+      if (tg_mul_overflow_i64(xs.d[nd - 2 + j] - 1, s, &is) || is > TG_MAX_NUMEL)
+        TG_FAIL("tg_max_unpool2d: output size on axis %d passes 2^59 (input %lld, stride %lld)", j, (long long)xs.d[nd - 2 + j], (long long)s);
+      out[j] = is - 2 * pad + d * (k - 1) + 1;
     }
     if (out[j] <= 0) TG_FAIL("tg_max_unpool2d: output size %lld on axis %d is not positive", (long long)out[j], j);
   }
-  int64_t P = xs.d[nd - 2] * xs.d[nd - 1], OUT = out[0] * out[1];
+  int64_t P = xs.d[nd - 2] * xs.d[nd - 1], OUT = tg_checked_numel(out, 2), po;   /* the one-hot below is (..., P, OUT) */
+  if (OUT < 0 || tg_mul_overflow_i64(P, OUT, &po) || po > TG_MAX_NUMEL)
+    TG_FAIL("tg_max_unpool2d: an output plane of %lld x %lld (with %lld inputs per plane) passes 2^59 elements", (long long)out[0], (long long)out[1], (long long)P);
   int64_t *iv = tg_xmalloc(sizeof(int64_t) * (size_t)(tg_numel(indices) ? tg_numel(indices) : 1));
   if (nn_read_realized_ints(indices, iv, tg_numel(indices)))
     for (int64_t i = 0; i < tg_numel(indices); i++)

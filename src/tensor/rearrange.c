@@ -154,7 +154,12 @@ tg_tensor *tg_rearrange(tg_tensor *a, const char *pattern, const char *sizes) {
     int64_t known = 1;
     int unknown = -1;
     for (int k = f; k < f + c; k++) {
-      if (given[k] >= 0) { known *= given[k]; sz[k] = given[k]; continue; }
+      if (given[k] >= 0) {
+        if (tg_mul_overflow_i64(known, given[k], &known) || known > TG_MAX_NUMEL)
+          TG_FAIL("tg_rearrange: the sizes given for the group of axis %d multiply past 2^59 (at \"%s\" = %lld)", it, L.name[k], (long long)given[k]);
+        sz[k] = given[k];
+        continue;
+      }
       if (unknown >= 0) TG_FAIL("tg_rearrange: cannot split axis %d into \"%s\" and \"%s\" without their sizes", it, L.name[unknown], L.name[k]);
       unknown = k;
     }
@@ -170,7 +175,9 @@ tg_tensor *tg_rearrange(tg_tensor *a, const char *pattern, const char *sizes) {
   for (int i = 0; i < R.nnames; i++) perm.a[i] = ra_find(&L, R.name[i]);
   for (int it = 0; it < R.nitems; it++) {
     int64_t p = 1;
-    for (int k = R.item[it].first; k < R.item[it].first + R.item[it].count; k++) p *= sz[ra_find(&L, R.name[k])];
+    for (int k = R.item[it].first; k < R.item[it].first + R.item[it].count; k++)
+      if (tg_mul_overflow_i64(p, sz[ra_find(&L, R.name[k])], &p) || p > TG_MAX_NUMEL)
+        TG_FAIL("tg_rearrange: output group %d of \"%s\" has more than 2^59 elements", it, pattern);
     fin.d[it] = p;
   }
   tg_scope_begin();
