@@ -101,3 +101,10 @@ TEST(errors_misuse_table) {
   CHECK_MSG(crashed + accepted + silent == 0, "%d misuse cases: %d crashed, %d accepted, %d errors without a message",
             misuse_ncases, crashed, accepted, silent);
 }
+
+/* tests/test_misuse.c is what gen_misuse.py makes from the headers now. */
+TEST(errors_misuse_table_current) {
+  int st = system("python3 gen/gen_misuse.py --check 2>/dev/null");
+  if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) == 127) SKIP("python3 not found");
+  CHECK_MSG(WEXITSTATUS(st) == 0, "tests/test_misuse.c is stale: run python3 tests/gen/gen_misuse.py");
+}
