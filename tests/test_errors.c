@@ -445,6 +445,9 @@ TEST(errors_shape_overflow_ops) {
   EXPECT_NULL(tg_max_unpool2d(tg_zeros(TG_SHAPE(1, 1, 2, T40), TG_F32), tg_zeros(TG_SHAPE(1, 1, 2, T40), TG_I64),
                               &(tg_pool_opts){ .kernel = { 2, 2 }, .stride = { 2, 1 << 30 } }, NULL), "tg_max_unpool2d", "2^59");
   EXPECT_NULL(tg_unfold(tg_zeros(TG_SHAPE(T40), TG_F32), 0, T40 / 2, 1), "tg_unfold", "2^59");
+  EXPECT_NULL(tg_pad_mode(a, (int64_t[2]){ INT64_MAX, INT64_MAX }, 2, TG_PAD_CONSTANT, 0), "tg_pad_mode", "2^59");
+  EXPECT_NULL(tg_pad_mode(a, (int64_t[2]){ INT64_MIN, 0 }, 2, TG_PAD_REFLECT, 0), "tg_pad_mode", "2^59");
+  EXPECT_NULL(tg_pad_mode(a, (int64_t[2]){ 0, INT64_MIN }, 2, TG_PAD_CIRCULAR, 0), "tg_pad_mode", "2^59");
   /* a step past the axis: one window (o * step overflowed before) */
   tg_clear_error();
   tg_tensor *one = tg_unfold(tg_arange(0, 10, 1, TG_F32), 0, 3, INT64_MAX);

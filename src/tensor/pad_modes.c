@@ -16,6 +16,11 @@ tg_tensor *tg_pad_mode(tg_tensor *a, const int64_t *pads, int npads, tg_pad_kind
   int nd = a->u->ndim;
   if (npads < 0 || npads % 2 || npads / 2 > nd || (npads && !pads))
     TG_FAIL("tg_pad_mode: %d pad values for a %d-D tensor (need an even number, at most %d)", npads, nd, 2 * nd);
+  /* no axis is longer than 2^59, so a pad past +-2^59 always fails; refused
+   * here, every sum below stays inside int64 */
+  for (int i = 0; i < npads; i++)
+    if (pads[i] > TG_MAX_NUMEL || pads[i] < -TG_MAX_NUMEL)
+      TG_FAIL("tg_pad_mode: pad %lld (value %d) is past 2^59, the longest an axis can be", (long long)pads[i], i);
   /* torch order (last axis first) to per-axis (before, after) */
   int64_t pb[TG_MAX_DIMS] = { 0 }, pa[TG_MAX_DIMS] = { 0 };
   for (int i = 0; i < npads / 2; i++) { pb[nd - 1 - i] = pads[2 * i]; pa[nd - 1 - i] = pads[2 * i + 1]; }
