@@ -16,8 +16,8 @@
 typedef struct {
   tg_tensor *attn_norm, *wq, *wk, *wv, *wo, *bq, *bk, *bv;
   tg_tensor *wqkv, *w_gate_up;           /* q|k|v and gate|up stacked by rows (when their types match) */
-  tg_tensor *q_norm, *k_norm;            /* qwen3: per head; olmo2: over all heads */
-  tg_tensor *attn_post_norm, *ffn_post_norm;   /* olmo2 normalizes after, not before */
+  tg_tensor *q_norm, *k_norm;            /* per head or over all heads (llm_arch.qk_norm) */
+  tg_tensor *attn_post_norm, *ffn_post_norm;   /* norms of the attention's and the feed-forward's outputs */
   tg_tensor *ffn_norm, *w_gate, *w_up, *w_down;
   tg_tensor *k_cache, *v_cache;          /* (n_ctx, n_kv_heads, head_dim / head_dim_v) */
   /* MLA: q_a (q_lora, dim), q_a_norm, q_b (H * hd, q_lora); kv_a (kv_lora + rope, dim), kv_a_norm, kv_b (H * (nope + hd_v), kv_lora) */
@@ -25,7 +25,77 @@ typedef struct {
   /* mixture of experts: router (E, dim), experts (E, ffn, dim) / (E, dim, ffn) */
   tg_tensor *router, *expert_bias, *gate_exps, *up_exps, *down_exps;
   tg_tensor *gate_shexp, *up_shexp, *down_shexp, *router_shexp;
+  bool swa;                              /* a sliding-window layer (its own rope tables) */
 } llm_layer;
+
+/* ------------------------------------------------ architectures (llm_arch.c)
+ * A family is one row of llm_archs: its traits, and the per-layer tensors
+ * it must and may have (bits of the llm_tensor ids below). The tensor
+ * table llm_tensors names every per-layer tensor tg knows (its file name,
+ * its field in llm_layer, its shape in config terms, the layers that have
+ * it); the loader, its shape checks and tg_llm_free all walk it. */
+
+typedef enum {
+  LT_ATTN_NORM, LT_Q, LT_K, LT_V, LT_O, LT_BQ, LT_BK, LT_BV, LT_Q_NORM, LT_K_NORM, LT_ATTN_POST_NORM,
+  LT_FFN_NORM, LT_GATE, LT_UP, LT_DOWN, LT_FFN_POST_NORM,
+  LT_Q_A, LT_Q_A_NORM, LT_Q_B, LT_KV_A, LT_KV_A_NORM, LT_KV_B,
+  LT_ROUTER, LT_EXP_BIAS, LT_GATE_EXPS, LT_UP_EXPS, LT_DOWN_EXPS, LT_GATE_SHEXP, LT_UP_SHEXP, LT_DOWN_SHEXP, LT_ROUTER_SHEXP,
+  LT_FILE_COUNT,                         /* the rest are made at load, not read by name */
+  LT_QKV = LT_FILE_COUNT, LT_GATE_UP, LT_K_CACHE, LT_V_CACHE,
+  LT_COUNT
+} llm_tensor;
+#define LT(id) (1ull << (id))
+
+/* A size in config terms (resolved by llm_tensor_dims). */
+typedef enum {
+  LD_NONE, LD_DIM, LD_Q, LD_KV, LD_VV, LD_O, LD_QN, LD_KN, LD_FFN,
+  LD_QLORA, LD_KVA, LD_KVLORA, LD_KVB, LD_E, LD_EFF, LD_SH
+} llm_dim;
+
+/* The layers that have a tensor. */
+typedef enum { LW_ALL, LW_DENSE, LW_MOE, LW_QLORA, LW_NO_QLORA } llm_when;
+
+typedef struct {
+  const char *name;                      /* blk.N.<name> (NULL: made at load) */
+  size_t field;                          /* offsetof(llm_layer, ...) */
+  llm_dim d[3];                          /* its shape, outermost first (LD_NONE ends it) */
+  llm_when when;
+} llm_tensor_info;
+extern const llm_tensor_info llm_tensors[LT_COUNT];
+
+enum { LLM_NORM_PRE = 1, LLM_NORM_POST = 2, LLM_NORM_BOTH = 3 };   /* where a block's RMS norms sit */
+typedef enum { LLM_SWIGLU, LLM_GEGLU } llm_act;                 /* silu(gate) * up, gelu_tanh(gate) * up */
+typedef enum { LLM_QK_NONE, LLM_QK_PER_HEAD, LLM_QK_WHOLE } llm_qk_norm;
+typedef enum { LLM_ATTN_MHA, LLM_ATTN_MLA } llm_attn_kind;        /* which q/k/v builder (llm_forward.c) */
+
+typedef struct {
+  const char *name;                      /* general.architecture */
+  llm_attn_kind attn;
+  int norms;                             /* LLM_NORM_PRE | LLM_NORM_POST */
+  llm_act act;
+  bool rope_neox;                        /* rotate (i, i + d/2) pairs, else (2i, 2i+1) */
+  llm_qk_norm qk_norm;
+  bool embd_scale;                       /* the input embedding times sqrt(dim) */
+  bool tied;                             /* the output matrix is always the embedding (output.weight unread) */
+  bool moe_weights_norm;                 /* expert_weights_norm when the file does not say */
+  float attn_softcap, final_softcap;     /* cap * tanh(x / cap) of the scores / logits when the file does not say (0: none) */
+  int swa_period;                        /* sliding_window_pattern's default: layer i slides unless i % p == p - 1 (0: never) */
+  int swa_window;                        /* attention.sliding_window's default (0: none unless the file says) */
+  float swa_rope_base;                   /* sliding layers' rope base without rope.freq_base_swa (0: the global one) */
+  bool swa_rope_unscaled;                /* sliding layers ignore rope scaling */
+  int qscale_dim_layers;                 /* with this many layers q is scaled by (dim/heads)^-1/2 (Gemma 27B), not head_dim^-1/2 */
+  uint64_t req, opt;                     /* per-layer tensors it must / may have (LT bits) */
+} llm_arch;
+
+/* The row of general.architecture name; NULL when tg does not know it. */
+const llm_arch *llm_arch_find(const char *name);
+/* "llama, mistral, ..." (every row), for errors. */
+const char *llm_arch_names(void);
+/* Tensor id's shape in m's config: its rank, sizes in d. */
+int llm_tensor_dims(const tg_llm *m, llm_tensor id, int64_t d[3]);
+/* Whether layer i of m has tensor id at all (llm_when), and must. */
+bool llm_tensor_in_layer(const tg_llm *m, int i, llm_tensor id);
+static inline tg_tensor **llm_layer_slot(llm_layer *l, llm_tensor id) { return (tg_tensor **)((char *)l + llm_tensors[id].field); }
 
 /* A quantized weight's lazy float values w next to what matmuls read
  * instead: its row-packed copy (tg_quant_pack_rows; then raw is NULL and w
@@ -42,11 +112,15 @@ struct tg_llm {
   gguf_file *file;
   const char *device;                    /* where its tensors live (every tensor it makes goes there) */
   tg_dtype cache_dtype;                  /* of the KV cache */
-  bool post_norms;                       /* olmo2 */
-  bool qk_norm_per_head;                 /* qwen3 (else over the whole q/k) */
+  const llm_arch *arch;                  /* the family's row */
+  float q_scale;                         /* attention scores are (q . k) * q_scale */
+  float attn_softcap, final_softcap;     /* 0: none */
+  int swa_window;                        /* sliding layers see the last swa_window positions (0: none slide) */
+  float rope_base_swa, rope_scale_swa;   /* the sliding layers' rope */
   tg_tensor *tok_embd, *output_norm, *output;
   llm_layer *layers;
   tg_tensor *rope_cos, *rope_sin;        /* (n_ctx, rope_dim / 2) */
+  tg_tensor *rope_cos_swa, *rope_sin_swa;   /* the sliding layers' (NULL: the same as the others') */
   char pos_name[32];                     /* the symbolic position's variable */
   char kv_name[32];                      /* the attended length pos + T: a symbolic axis size */
   tg_tensor *pos;

@@ -7,8 +7,6 @@
 #include "llm/llm.h"
 #include "util/util.h"
 
-static const char *const supported[] = { "llama", "mistral", "qwen2", "qwen3", "olmo2", "qwen2moe", "qwen3moe", "deepseek2", NULL };
-
 /* Integer <arch>.<key>; def when absent (def < 0: required). */
 static int arch_int(tg_llm *m, const char *key, int64_t def, int *out) {
   char k[128];
@@ -40,14 +38,43 @@ static int arch_float(tg_llm *m, const char *key, double def, float *out) {
   return 0;
 }
 
+/* The family's traits that the file may override (llama.cpp's keys):
+ * softcaps, the sliding window and its layers and rope, q's scale. */
+static int llm_read_traits(tg_llm *m) {
+  const llm_arch *a = m->arch;
+  tg_llm_config *c = &m->cfg;
+  if (arch_float(m, "attn_logit_softcapping", a->attn_softcap, &m->attn_softcap) < 0 ||
+      arch_float(m, "final_logit_softcapping", a->final_softcap, &m->final_softcap) < 0)
+    return -1;
+  if (m->attn_softcap < 0 || m->final_softcap < 0) return tg_seterr("%s: softcaps must not be negative", m->file->path);
+  /* q . k * head_dim^-1/2; Gemma's query_pre_attn_scalar is dim / heads for 27B, which llama.cpp knows by the layer count */
+  bool by_dim = a->qscale_dim_layers && c->n_layers == a->qscale_dim_layers;
+  m->q_scale = (float)(1.0 / sqrt(by_dim ? (double)c->dim / c->n_heads : (double)c->head_dim));
+  m->layers = tg_xcalloc((size_t)c->n_layers, sizeof *m->layers);
+  m->swa_window = 0;
+  m->rope_base_swa = c->rope_base, m->rope_scale_swa = c->rope_scale;
+  if (a->swa_period) {
+    int window = 0, period = 0;
+    if (arch_int(m, "attention.sliding_window", a->swa_window, &window) < 0 ||
+        arch_int(m, "attention.sliding_window_pattern", a->swa_period, &period) < 0 ||
+        arch_float(m, "rope.freq_base_swa", a->swa_rope_base > 0 ? a->swa_rope_base : c->rope_base, &m->rope_base_swa) < 0)
+      return -1;
+    if (!(m->rope_base_swa > 0)) return tg_seterr("%s: rope.freq_base_swa must be positive", m->file->path);
+    if (a->swa_rope_unscaled) m->rope_scale_swa = 1;
+    m->swa_window = window;
+    /* llama.cpp's set_swa_pattern: period p slides every layer but each p-th (0: all) */
+    for (int i = 0; window > 0 && i < c->n_layers; i++) m->layers[i].swa = period == 0 || i % period < period - 1;
+  }
+  return 0;
+}
+
 int llm_read_config(tg_llm *m, int n_ctx) {
   tg_llm_config *c = &m->cfg;
   char *arch = gguf_get_str(m->file, "general.architecture");
   if (!arch) return tg_seterr("%s: metadata general.architecture is missing", m->file->path);
-  bool ok = false;
-  for (int i = 0; supported[i]; i++) ok |= !strcmp(arch, supported[i]);
-  if (!ok) {
-    tg_seterr("%s: architecture '%s' is not supported (supported: llama (and mixtral), mistral, qwen2, qwen3, olmo2, qwen2moe, qwen3moe, deepseek2)", m->file->path, arch);
+  m->arch = llm_arch_find(arch);
+  if (!m->arch) {
+    tg_seterr("%s: architecture '%s' is not supported (supported: %s; llama with experts is Mixtral)", m->file->path, arch, llm_arch_names());
     free(arch);
     return -1;
   }
@@ -72,14 +99,15 @@ int llm_read_config(tg_llm *m, int n_ctx) {
       arch_int(m, "expert_shared_feed_forward_length", c->expert_ffn_dim, &c->shared_ffn_dim) < 0 ||
       arch_int(m, "leading_dense_block_count", 0, &c->n_dense_leading) < 0)
     return -1;
+  if (c->n_experts && !(m->arch->req & LT(LT_ROUTER)))
+    return tg_seterr("%s: expert_count %d, but architecture %s has no experts", m->file->path, c->n_experts, c->arch);
   if (c->n_experts && (c->n_experts_used <= 0 || c->n_experts_used > c->n_experts))
     return tg_seterr("%s: expert_used_count %d does not fit expert_count %d", m->file->path, c->n_experts_used, c->n_experts);
   {
     char k[128];
     int gating = 1;
     snprintf(k, sizeof k, "%s.expert_weights_norm", c->arch);
-    /* llama.cpp: mixtral (llama) and qwen3moe renormalize; qwen2moe does not */
-    c->expert_weights_norm = !strcmp(c->arch, "llama") || !strcmp(c->arch, "qwen3moe");   /* deepseek2 reads it */
+    c->expert_weights_norm = m->arch->moe_weights_norm;
     gguf_get_bool(m->file, k, &c->expert_weights_norm);
     if (arch_float(m, "expert_weights_scale", 0.0, &c->expert_weights_scale) < 0) return -1;
     if (arch_int(m, "expert_gating_func", 1, &gating) < 0) return -1;
@@ -98,11 +126,8 @@ int llm_read_config(tg_llm *m, int n_ctx) {
     free(type);
     if (!(c->rope_scale > 0)) return tg_seterr("%s: rope.scaling.factor must be positive", m->file->path);
   }
-  /* llama.cpp's rope types: llama and mistral rotate adjacent pairs (their
-   * converter permuted q and k for it); the others rotate halves (NEOX) */
-  c->rope_neox = strcmp(c->arch, "llama") && strcmp(c->arch, "mistral") && strcmp(c->arch, "deepseek2");
-  m->post_norms = !strcmp(c->arch, "olmo2");
-  m->qk_norm_per_head = !strcmp(c->arch, "qwen3") || !strcmp(c->arch, "qwen3moe");
+  c->rope_neox = m->arch->rope_neox;
+  if (llm_read_traits(m) < 0) return -1;
   c->n_ctx = n_ctx > 0 ? n_ctx : (c->n_ctx_train < 4096 ? c->n_ctx_train : 4096);
   return 0;
 }

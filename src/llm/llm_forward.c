@@ -1,6 +1,8 @@
 /* llm_forward.c: the transformer's forward graph for T tokens at the
  * symbolic position m->pos (llama.cpp's llm_build_llama / qwen2 / qwen3 /
- * olmo2 in tensor ops). Everything is lazy; llm_eval realizes it (under the
+ * olmo2 / deepseek2 / gemma2 / gemma3 in tensor ops): one straight loop
+ * over the layers, the family's traits (m->arch, llm_arch.c) choosing the
+ * norms, the activation and the q/k/v builder. Everything is lazy; llm_eval realizes it (under the
  * JIT). Attention reads the cache's first kv_len = pos + T rows, a symbolic
  * dimension, with a causal mask within the chunk, so one compiled step
  * serves every position. */
@@ -68,6 +70,11 @@ static tg_tensor *rope(tg_llm *m, tg_tensor *x, tg_tensor *cos, tg_tensor *sin) 
   return pass ? tg_cat((tg_tensor *[]){ y, pass }, 2, -1) : y;
 }
 
+/* cap * tanh(x / cap) (Gemma 2's scores and logits). */
+static tg_tensor *softcap(tg_tensor *x, float cap) {
+  return tg_mul(tg_tanh(tg_mul(x, tg_scalar(1.0 / cap, TG_F32))), tg_scalar(cap, TG_F32));
+}
+
 /* Attention of q (T, H, hd) over the first kv_len = pos + T cache positions
  * (a symbolic axis of size S = n_ctx), keys at positions j <= pos + t. mask
  * is (T, S) bool, NULL for one token (it sees every key). */
@@ -79,7 +86,8 @@ static tg_tensor *attention(tg_llm *m, llm_layer *l, tg_tensor *q, tg_tensor *ma
   tg_tensor *qg = tg_permute(tg_reshape(q, TG_SHAPE(T, KV, G, hd)), TG_AXES(1, 2, 0, 3));        /* (KV, G, T, hd) */
   tg_tensor *kt = tg_reshape(tg_permute(kc, TG_AXES(1, 2, 0)), TG_SHAPE(KV, 1, hd, S));          /* (KV, 1, hd, S) */
   tg_tensor *v = tg_reshape(tg_permute(vc, TG_AXES(1, 0, 2)), TG_SHAPE(KV, 1, S, hv));           /* (KV, 1, S, hv) */
-  tg_tensor *scores = tg_mul(tg_matmul(qg, kt), tg_scalar(1.0 / sqrt((double)hd), TG_F32));
+  tg_tensor *scores = tg_mul(tg_matmul(qg, kt), tg_scalar(m->q_scale, TG_F32));
+  if (m->attn_softcap > 0) scores = softcap(scores, m->attn_softcap);
   if (mask) scores = tg_where(mask, scores, tg_scalar(-INFINITY, TG_F32));
   /* softmax with its exponentials stored once: both the sum and the
    * product with v read them (each would call exp for every score again) */
@@ -88,15 +96,18 @@ static tg_tensor *attention(tg_llm *m, llm_layer *l, tg_tensor *q, tg_tensor *ma
   return tg_reshape(tg_permute(o, TG_AXES(2, 0, 1, 3)), TG_SHAPE(T, c->n_heads * hv));
 }
 
-/* silu(g) * u, stored: the down projection reads it more than once (x's
- * block maxima, its quantization, or a prefill's row tiles), and silu's
+/* act(g) * u (silu: SwiGLU; gelu, tanh approximation: GeGLU), stored: the
+ * down projection reads it more than once (x's block maxima, its
+ * quantization, or a prefill's row tiles), and the activation's
  * exponential is costly. The caller stores the matmul that g and u come
  * from; else the scheduler fuses it into this elementwise kernel, without
  * its tiling. */
-static tg_tensor *swiglu(tg_tensor *g, tg_tensor *u) { return tg_contiguous(tg_mul(tg_silu(g), u)); }
+static tg_tensor *glu(tg_llm *m, tg_tensor *g, tg_tensor *u) {
+  return tg_contiguous(tg_mul(m->arch->act == LLM_GEGLU ? tg_gelu(g) : tg_silu(g), u));
+}
 
 static tg_tensor *dense_ffn(tg_llm *m, tg_tensor *h, tg_tensor *gate, tg_tensor *up, tg_tensor *down) {
-  return linear(m, swiglu(tg_contiguous(linear(m, h, gate, NULL)), tg_contiguous(linear(m, h, up, NULL))), down, NULL);
+  return linear(m, glu(m, tg_contiguous(linear(m, h, gate, NULL)), tg_contiguous(linear(m, h, up, NULL))), down, NULL);
 }
 
 /* llama.cpp's build_moe_ffn: route each token to its top-k experts and add
@@ -126,9 +137,9 @@ static tg_tensor *moe_ffn(tg_llm *m, llm_layer *l, tg_tensor *h) {
   return out;
 }
 
-static tg_tensor *norm_heads(tg_tensor *x, tg_tensor *w, float eps, bool per_head, int64_t T, int64_t H, int64_t hd) {
-  if (!w) return x;
-  if (per_head) return rms_norm(x, w, eps);
+static tg_tensor *norm_heads(tg_tensor *x, tg_tensor *w, float eps, llm_qk_norm how, int64_t T, int64_t H, int64_t hd) {
+  if (!w || how == LLM_QK_NONE) return x;
+  if (how == LLM_QK_PER_HEAD) return rms_norm(x, w, eps);
   return tg_reshape(rms_norm(tg_reshape(x, TG_SHAPE(T, H * hd)), w, eps), TG_SHAPE(T, H, hd));
 }
 
@@ -151,8 +162,8 @@ static void qkv_mha(tg_llm *m, llm_layer *l, tg_tensor *h, tg_tensor *cos, tg_te
   *q = tg_reshape(qf, TG_SHAPE(T, c->n_heads, hd));
   *k = tg_reshape(kf, TG_SHAPE(T, c->n_kv_heads, hd));
   *v = tg_reshape(vf, TG_SHAPE(T, c->n_kv_heads, c->head_dim_v));
-  *q = rope(m, norm_heads(*q, l->q_norm, c->rms_eps, m->qk_norm_per_head, T, c->n_heads, hd), cos, sin);
-  *k = rope(m, norm_heads(*k, l->k_norm, c->rms_eps, m->qk_norm_per_head, T, c->n_kv_heads, hd), cos, sin);
+  *q = rope(m, norm_heads(*q, l->q_norm, c->rms_eps, m->arch->qk_norm, T, c->n_heads, hd), cos, sin);
+  *k = rope(m, norm_heads(*k, l->k_norm, c->rms_eps, m->arch->qk_norm, T, c->n_kv_heads, hd), cos, sin);
 }
 
 /* DeepSeek's multi-head latent attention (llama.cpp's llm_build_deepseek2):
@@ -176,39 +187,58 @@ static void qkv_mla(tg_llm *m, llm_layer *l, tg_tensor *h, tg_tensor *cos, tg_te
   *k = tg_cat((tg_tensor *[]){ k_nope, tg_expand(k_pe, TG_SHAPE(T, H, rd)) }, 2, -1);
 }
 
+/* The q/k/v builders, by the row's attention kind. */
+typedef void qkv_fn(tg_llm *, llm_layer *, tg_tensor *, tg_tensor *, tg_tensor *, tg_tensor **, tg_tensor **, tg_tensor **);
+static qkv_fn *const qkv_builders[] = { [LLM_ATTN_MHA] = qkv_mha, [LLM_ATTN_MLA] = qkv_mla };
+
 tg_tensor *llm_forward(tg_llm *m, tg_tensor *tokens) {
   const tg_llm_config *c = &m->cfg;
+  const llm_arch *A = m->arch;
   int64_t T = tg_dim(tokens, 0);
   tg_tensor *positions = tg_add(m->pos, tg_arange(0, (double)T, 1, TG_I32));                  /* (T,) */
   tg_tensor *cos = tg_unsqueeze(tg_take(m->rope_cos, positions), 1);                           /* (T, 1, rope/2) */
   tg_tensor *sin = tg_unsqueeze(tg_take(m->rope_sin, positions), 1);
-  tg_tensor *mask = NULL;
-  if (T > 1) {
-    tg_tensor *keys = tg_shrink_var(tg_arange(0, c->n_ctx, 1, TG_I32), 0, m->kv_name);
-    mask = tg_le(tg_unsqueeze(keys, 0), tg_unsqueeze(positions, 1));                           /* (T, kv_len) */
+  tg_tensor *cos_swa = cos, *sin_swa = sin;
+  if (m->rope_cos_swa) {
+    cos_swa = tg_unsqueeze(tg_take(m->rope_cos_swa, positions), 1);
+    sin_swa = tg_unsqueeze(tg_take(m->rope_sin_swa, positions), 1);
+  }
+  tg_tensor *mask = NULL, *mask_swa = NULL;
+  /* sliding layers see keys within the last swa_window positions (llama.cpp:
+   * masked when pos - key >= window); a window as long as the cache masks nothing */
+  bool slides = m->swa_window > 0 && m->swa_window < c->n_ctx;
+  if (T > 1 || slides) {
+    tg_tensor *keys = tg_unsqueeze(tg_shrink_var(tg_arange(0, c->n_ctx, 1, TG_I32), 0, m->kv_name), 0);   /* (1, kv_len) */
+    if (T > 1) mask = tg_le(keys, tg_unsqueeze(positions, 1));                                    /* (T, kv_len) */
+    mask_swa = mask;
+    if (slides) {
+      tg_tensor *near = tg_gt(keys, tg_unsqueeze(tg_sub(positions, tg_scalar(m->swa_window, TG_I32)), 1));
+      mask_swa = mask ? tg_logical_and(mask, near) : near;
+    }
   }
   tg_tensor *x = tg_cast(tg_take(m->tok_embd, tokens), TG_F32);                                /* (T, dim) */
+  if (A->embd_scale) x = tg_mul(x, tg_scalar(sqrtf((float)c->dim), TG_F32));
   for (int i = 0; i < c->n_layers; i++) {
     llm_layer *l = &m->layers[i];
-    tg_tensor *h = m->post_norms ? x : rms_norm(x, l->attn_norm, c->rms_eps);
+    tg_tensor *h = A->norms & LLM_NORM_PRE ? rms_norm(x, l->attn_norm, c->rms_eps) : x;
     tg_tensor *q, *k, *v;
-    if (l->kv_a) qkv_mla(m, l, h, cos, sin, &q, &k, &v);
-    else qkv_mha(m, l, h, cos, sin, &q, &k, &v);
+    qkv_builders[A->attn](m, l, h, l->swa ? cos_swa : cos, l->swa ? sin_swa : sin, &q, &k, &v);
     tg_assign(tg_take(l->k_cache, positions), tg_cast(k, m->cache_dtype));
     tg_assign(tg_take(l->v_cache, positions), tg_cast(v, m->cache_dtype));
-    tg_tensor *a = linear(m, attention(m, l, q, mask), l->wo, NULL);
-    if (m->post_norms) a = rms_norm(a, l->attn_post_norm, c->rms_eps);
+    tg_tensor *a = linear(m, attention(m, l, q, l->swa ? mask_swa : mask), l->wo, NULL);
+    if (A->norms & LLM_NORM_POST) a = rms_norm(a, l->attn_post_norm, c->rms_eps);
     x = tg_add(x, a);
-    h = m->post_norms ? x : rms_norm(x, l->ffn_norm, c->rms_eps);
+    h = A->norms & LLM_NORM_PRE ? rms_norm(x, l->ffn_norm, c->rms_eps) : x;
     tg_tensor *f;
     if (l->router) f = moe_ffn(m, l, h);
     else if (l->w_gate_up) {
       tg_tensor *gu = tg_contiguous(linear(m, h, l->w_gate_up, NULL));
-      f = linear(m, swiglu(TG_GET(gu, TG_ALLIDX, TG_UPTO(c->ffn_dim)), TG_GET(gu, TG_ALLIDX, TG_FROM(c->ffn_dim))), l->w_down, NULL);
+      f = linear(m, glu(m, TG_GET(gu, TG_ALLIDX, TG_UPTO(c->ffn_dim)), TG_GET(gu, TG_ALLIDX, TG_FROM(c->ffn_dim))), l->w_down, NULL);
     } else f = dense_ffn(m, h, l->w_gate, l->w_up, l->w_down);
-    if (m->post_norms) f = rms_norm(f, l->ffn_post_norm, c->rms_eps);
+    if (A->norms & LLM_NORM_POST) f = rms_norm(f, l->ffn_post_norm, c->rms_eps);
     x = tg_add(x, f);
   }
   tg_tensor *last = T > 1 ? TG_GET(x, TG_FROM(T - 1)) : x;                                     /* (1, dim) */
-  return linear(m, rms_norm(last, m->output_norm, c->rms_eps), m->output, NULL);
+  tg_tensor *logits = linear(m, rms_norm(last, m->output_norm, c->rms_eps), m->output, NULL);
+  return m->final_softcap > 0 ? softcap(logits, m->final_softcap) : logits;
 }

@@ -12,10 +12,11 @@
 #include "tensor/tensor.h"
 #include "util/util.h"
 
-/* cos/sin of (pos / scale) * base^(-2i/rope_dim) / freq_factor[i], computed
- * in double (llama.cpp uses float: the angles agree to within an ulp).
- * rope_freqs.weight (llama 3.1) holds the per-dimension factors. */
-static int rope_tables(tg_llm *m) {
+/* cos/sin (n_ctx, rope_dim / 2) of (pos / scale) * base^(-2i/rope_dim) /
+ * freq_factor[i], computed in double (llama.cpp uses float: the angles
+ * agree to within an ulp). rope_freqs.weight (llama 3.1) holds the
+ * per-dimension factors. */
+static int rope_table(tg_llm *m, double base, double scale, tg_tensor **cos_out, tg_tensor **sin_out) {
   const tg_llm_config *c = &m->cfg;
   int half = c->rope_dim / 2;
   float *factors = NULL;
@@ -29,20 +30,29 @@ static int rope_tables(tg_llm *m) {
   float *sn = tg_xmalloc(sizeof(float) * (size_t)c->n_ctx * (size_t)half);
   for (int p = 0; p < c->n_ctx; p++)
     for (int i = 0; i < half; i++) {
-      double theta = p / (double)c->rope_scale * pow((double)c->rope_base, -2.0 * i / c->rope_dim);
+      double theta = p / scale * pow(base, -2.0 * i / c->rope_dim);
       if (factors) theta /= factors[i];
       cs[(size_t)p * half + i] = (float)cos(theta);
       sn[(size_t)p * half + i] = (float)sin(theta);
     }
   tg_scope_begin();
-  m->rope_cos = tg_from_data(cs, TG_SHAPE(c->n_ctx, half), TG_F32);
-  m->rope_sin = tg_from_data(sn, TG_SHAPE(c->n_ctx, half), TG_F32);
-  int rc = m->rope_cos && m->rope_sin && tg_realize(m->rope_cos) == 0 && tg_realize(m->rope_sin) == 0 ? 0 : -1;
-  if (rc == 0) { tensor_adopt(NULL, m->rope_cos); tensor_adopt(NULL, m->rope_sin); }
-  else m->rope_cos = m->rope_sin = NULL;
+  tg_tensor *tc = tg_from_data(cs, TG_SHAPE(c->n_ctx, half), TG_F32);
+  tg_tensor *ts = tg_from_data(sn, TG_SHAPE(c->n_ctx, half), TG_F32);
+  int rc = tc && ts && tg_realize(tc) == 0 && tg_realize(ts) == 0 ? 0 : -1;
+  if (rc == 0) { tensor_adopt(NULL, tc); tensor_adopt(NULL, ts); *cos_out = tc, *sin_out = ts; }
   tg_scope_end();
   free(cs); free(sn);
   return rc;
+}
+
+/* The rope tables: one pair, and the sliding layers' own when their base
+ * or scale differ (Gemma 3: base 10000 there, 1e6 in the global layers). */
+static int rope_tables(tg_llm *m) {
+  const tg_llm_config *c = &m->cfg;
+  if (rope_table(m, c->rope_base, c->rope_scale, &m->rope_cos, &m->rope_sin) < 0) return -1;
+  if (m->swa_window > 0 && (m->rope_base_swa != c->rope_base || m->rope_scale_swa != c->rope_scale))
+    return rope_table(m, m->rope_base_swa, m->rope_scale_swa, &m->rope_cos_swa, &m->rope_sin_swa);
+  return 0;
 }
 
 static int step(void *ctx, tg_tensor *const *in, int nin, tg_tensor **out, int nout) {
@@ -94,17 +104,11 @@ tg_llm *tg_llm_load(const char *path, const tg_llm_opts *opts) {
 void tg_llm_free(tg_llm *m) {
   if (!m) return;
   for (int i = 0; i < LLM_NCHUNKS; i++) tg_jit_free(m->jit[i]);
-  tg_tensor **own[] = { &m->tok_embd, &m->output_norm, &m->rope_cos, &m->rope_sin, &m->pos };
+  tg_tensor **own[] = { &m->tok_embd, &m->output_norm, &m->rope_cos, &m->rope_sin, &m->rope_cos_swa, &m->rope_sin_swa, &m->pos };
   if (m->output != m->tok_embd) tg_free(m->output);
   for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) tg_free(*own[i]);
-  for (int i = 0; m->layers && i < m->cfg.n_layers; i++) {
-    llm_layer *l = &m->layers[i];
-    tg_tensor *ts[] = { l->attn_norm, l->wq, l->wk, l->wv, l->wo, l->bq, l->bk, l->bv, l->q_norm, l->k_norm, l->attn_post_norm,
-                        l->ffn_post_norm, l->ffn_norm, l->w_gate, l->w_up, l->w_down, l->k_cache, l->v_cache, l->router,
-                        l->expert_bias, l->gate_exps, l->up_exps, l->down_exps, l->gate_shexp, l->up_shexp, l->down_shexp, l->router_shexp,
-                        l->q_a, l->q_a_norm, l->q_b, l->kv_a, l->kv_a_norm, l->kv_b, l->wqkv, l->w_gate_up };
-    for (size_t k = 0; k < sizeof ts / sizeof ts[0]; k++) tg_free(ts[k]);
-  }
+  for (int i = 0; m->layers && i < m->cfg.n_layers; i++)
+    for (int id = 0; id < LT_COUNT; id++) tg_free(*llm_layer_slot(&m->layers[i], (llm_tensor)id));   /* the tensor table names them all */
   for (int i = 0; i < m->npacked; i++) tg_free(m->packed[i].raw), tg_free(m->packed[i].row_scales), tg_free(m->packed[i].row_quants);
   free(m->packed);
   free(m->layers);

@@ -68,14 +68,6 @@ static tg_tensor *load(tg_llm *m, const char *device, const char *name, bool req
   return t;
 }
 
-static bool shaped3(tg_llm *m, tg_tensor *t, const char *name, int64_t d0, int64_t d1, int64_t d2) {
-  tg_shape s = tg_shape_of(t);
-  if (s.ndim == 3 && s.d[0] == d0 && s.d[1] == d1 && s.d[2] == d2) return true;
-  tg_seterr("%s: tensor blk.N.%s.weight is %d-D (%lld, %lld, %lld), expected (%lld, %lld, %lld)", m->file->path, name, s.ndim, (long long)s.d[0],
-            (long long)s.d[1], (long long)s.d[2], (long long)d0, (long long)d1, (long long)d2);
-  return false;
-}
-
 /* Matrices that multiply the same input, stacked by rows into one weight
  * (q|k|v, gate|up), so one matvec kernel computes them all: their rows must
  * have the same type and length. Checks each one's shape (rows[i], cols).
@@ -105,111 +97,85 @@ static tg_tensor *load_stacked(tg_llm *m, const char *device, const char *const 
   return t;
 }
 
-/* Checks that t has the shape (d0, d1) (or (d0) when d1 < 0; any when d0 < -2). */
-static bool shaped(tg_llm *m, tg_tensor *t, const char *name, int64_t d0, int64_t d1, bool *err) {
-  if (!t || *err || d0 < -2) return !*err;
+/* Checks that t has the shape d (n sizes); names it in the error. */
+static bool shaped(tg_llm *m, tg_tensor *t, const char *name, const int64_t *d, int n, bool *err) {
+  if (!t || *err) return !*err;
   tg_shape s = tg_shape_of(t);
-  bool ok = d1 < 0 ? s.ndim == 1 && s.d[0] == d0 : s.ndim == 2 && s.d[0] == d0 && s.d[1] == d1;
+  bool ok = s.ndim == n;
+  for (int i = 0; ok && i < n; i++) ok = s.d[i] == d[i];
   if (!ok) {
-    tg_seterr("%s: tensor '%s' has shape (%lld%s%lld), expected (%lld%s%lld)", m->file->path, name, (long long)s.d[0], s.ndim > 1 ? ", " : "",
-              s.ndim > 1 ? (long long)s.d[1] : 0LL, (long long)d0, d1 >= 0 ? ", " : "", d1 >= 0 ? (long long)d1 : 0LL);
+    char got[96] = "", want[96] = "";
+    for (int i = 0; i < s.ndim; i++) snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", i ? ", " : "", (long long)s.d[i]);
+    for (int i = 0; i < n; i++) snprintf(want + strlen(want), sizeof want - strlen(want), "%s%lld", i ? ", " : "", (long long)d[i]);
+    tg_seterr("%s: tensor '%s' has shape (%s), expected (%s)", m->file->path, name, got, want);
     *err = true;
   }
   return ok;
 }
 
+/* Tensors ids (n of them) stacked into one, when layer i has them all and
+ * their types match (load_stacked). */
+static tg_tensor *stack_layer(tg_llm *m, const char *device, int i, const llm_tensor *ids, int n, bool *err) {
+  char names[4][128];
+  const char *np[4];
+  int64_t rows[4], d[3] = { 0, 0, 0 }, cols = 0;
+  for (int k = 0; k < n; k++) {
+    if (!(m->arch->req & LT(ids[k])) || !llm_tensor_in_layer(m, i, ids[k])) return NULL;
+    llm_tensor_dims(m, ids[k], d);
+    snprintf(names[k], sizeof names[k], "blk.%d.%s", i, llm_tensors[ids[k]].name);
+    np[k] = names[k], rows[k] = d[0], cols = d[1];
+  }
+  return load_stacked(m, device, np, rows, n, cols, err);
+}
+
+/* Layer i's tensors, as m's architecture row and the tensor table say:
+ * required ones must be there, optional ones may; every one is checked
+ * against its shape. q|k|v and gate|up are stacked when they can be. */
+static int load_layer(tg_llm *m, const char *device, int i) {
+  const tg_llm_config *c = &m->cfg;
+  llm_layer *l = &m->layers[i];
+  bool err = false;
+  uint64_t done = 0;
+  static const llm_tensor qkv[] = { LT_Q, LT_K, LT_V }, gate_up[] = { LT_GATE, LT_UP };
+  if ((l->wqkv = stack_layer(m, device, i, qkv, 3, &err))) done |= LT(LT_Q) | LT(LT_K) | LT(LT_V);
+  if (!err && (l->w_gate_up = stack_layer(m, device, i, gate_up, 2, &err))) done |= LT(LT_GATE) | LT(LT_UP);
+  for (int id = 0; id < LT_FILE_COUNT && !err; id++) {
+    uint64_t bit = LT(id);
+    if ((done & bit) || !((m->arch->req | m->arch->opt) & bit) || !llm_tensor_in_layer(m, i, (llm_tensor)id)) continue;
+    char n[128];
+    int64_t d[3];
+    int nd = llm_tensor_dims(m, (llm_tensor)id, d);
+    snprintf(n, sizeof n, "blk.%d.%s", i, llm_tensors[id].name);
+    tg_tensor **slot = llm_layer_slot(l, (llm_tensor)id);
+    *slot = load(m, device, n, (m->arch->req & bit) != 0, &err);
+    shaped(m, *slot, n, d, nd, &err);
+  }
+  if (err) return -1;
+  tg_scope_begin();
+  l->k_cache = tg_zeros(TG_SHAPE(c->n_ctx, c->n_kv_heads, c->head_dim), m->cache_dtype);
+  l->v_cache = tg_zeros(TG_SHAPE(c->n_ctx, c->n_kv_heads, c->head_dim_v), m->cache_dtype);
+  l->k_cache = tg_contiguous(l->k_cache);
+  l->v_cache = tg_contiguous(l->v_cache);
+  if (tg_realize(l->k_cache) < 0 || tg_realize(l->v_cache) < 0) err = true;
+  else { tensor_adopt(NULL, l->k_cache); tensor_adopt(NULL, l->v_cache); }
+  tg_scope_end();
+  if (err) l->k_cache = l->v_cache = NULL;
+  return err ? -1 : 0;
+}
+
 int llm_load_weights(tg_llm *m, const char *device) {
   tg_llm_config *c = &m->cfg;
   bool err = false;
-  char n[128];
   m->tok_embd = load(m, device, "token_embd.weight", true, &err);
   if (err) return -1;
   tg_shape es = tg_shape_of(m->tok_embd);
   if (es.ndim != 2 || es.d[1] != c->dim) return tg_seterr("%s: token_embd.weight is not (n_vocab, %d)", m->file->path, c->dim);
   c->n_vocab = (int)es.d[0];
   m->output_norm = load(m, device, "output_norm.weight", true, &err);
-  shaped(m, m->output_norm, "output_norm.weight", c->dim, -1, &err);
-  m->output = load(m, device, "output.weight", false, &err);
+  shaped(m, m->output_norm, "output_norm.weight", (int64_t[]){ c->dim }, 1, &err);
+  if (!m->arch->tied) m->output = load(m, device, "output.weight", false, &err);
   if (!m->output && !err) m->output = m->tok_embd;   /* tied embeddings */
-  shaped(m, m->output, "output.weight", c->n_vocab, c->dim, &err);
-  int q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
-  m->layers = tg_xcalloc((size_t)c->n_layers, sizeof *m->layers);
-  for (int i = 0; i < c->n_layers && !err; i++) {
-    llm_layer *l = &m->layers[i];
-#define W(field, suffix, req, d0, d1) \
-    do { snprintf(n, sizeof n, "blk.%d.%s", i, suffix); l->field = load(m, device, n, req, &err); shaped(m, l->field, n, d0, d1, &err); } while (0)
-    W(attn_norm, "attn_norm.weight", !m->post_norms, c->dim, -1);
-    bool mla = c->kv_lora_rank > 0;
-    if (mla) {
-      int nope = c->head_dim - c->rope_dim;
-      if (c->q_lora_rank) {
-        W(q_a, "attn_q_a.weight", true, c->q_lora_rank, c->dim);
-        W(q_a_norm, "attn_q_a_norm.weight", true, c->q_lora_rank, -1);
-        W(q_b, "attn_q_b.weight", true, q_dim, c->q_lora_rank);
-      } else {
-        W(wq, "attn_q.weight", true, q_dim, c->dim);
-      }
-      W(kv_a, "attn_kv_a_mqa.weight", true, c->kv_lora_rank + c->rope_dim, c->dim);
-      W(kv_a_norm, "attn_kv_a_norm.weight", true, c->kv_lora_rank, -1);
-      W(kv_b, "attn_kv_b.weight", true, c->n_heads * (nope + c->head_dim_v), c->kv_lora_rank);
-    } else {
-      char nq[128], nk[128], nv[128];
-      snprintf(nq, sizeof nq, "blk.%d.attn_q.weight", i);
-      snprintf(nk, sizeof nk, "blk.%d.attn_k.weight", i);
-      snprintf(nv, sizeof nv, "blk.%d.attn_v.weight", i);
-      l->wqkv = load_stacked(m, device, (const char *[]){ nq, nk, nv }, (int64_t[]){ q_dim, kv_dim, c->n_kv_heads * c->head_dim_v }, 3, c->dim, &err);
-      if (!l->wqkv) {
-        W(wq, "attn_q.weight", true, q_dim, c->dim);
-        W(wk, "attn_k.weight", true, kv_dim, c->dim);
-        W(wv, "attn_v.weight", true, c->n_kv_heads * c->head_dim_v, c->dim);
-      }
-    }
-    W(wo, "attn_output.weight", true, c->dim, c->n_heads * c->head_dim_v);
-    W(bq, "attn_q.bias", false, q_dim, -1);
-    W(bk, "attn_k.bias", false, kv_dim, -1);
-    W(bv, "attn_v.bias", false, kv_dim, -1);
-    W(q_norm, "attn_q_norm.weight", false, m->qk_norm_per_head ? c->head_dim : q_dim, -1);
-    W(k_norm, "attn_k_norm.weight", false, m->qk_norm_per_head ? c->head_dim : kv_dim, -1);
-    W(attn_post_norm, "post_attention_norm.weight", m->post_norms, c->dim, -1);
-    W(ffn_norm, "ffn_norm.weight", !m->post_norms, c->dim, -1);
-    W(ffn_post_norm, "post_ffw_norm.weight", m->post_norms, c->dim, -1);
-    bool moe = c->n_experts > 0 && i >= c->n_dense_leading;
-    if (!moe) {
-      char ng[128], nu[128];
-      snprintf(ng, sizeof ng, "blk.%d.ffn_gate.weight", i);
-      snprintf(nu, sizeof nu, "blk.%d.ffn_up.weight", i);
-      l->w_gate_up = load_stacked(m, device, (const char *[]){ ng, nu }, (int64_t[]){ c->ffn_dim, c->ffn_dim }, 2, c->dim, &err);
-    }
-    if (!l->w_gate_up) {
-      W(w_gate, "ffn_gate.weight", !moe, c->ffn_dim, c->dim);
-      W(w_up, "ffn_up.weight", !moe, c->ffn_dim, c->dim);
-    }
-    W(w_down, "ffn_down.weight", !moe, c->dim, c->ffn_dim);
-    if (moe) {
-      int E = c->n_experts, F = c->expert_ffn_dim, S = c->shared_ffn_dim * (c->n_shared_experts ? c->n_shared_experts : 1);
-      W(router, "ffn_gate_inp.weight", true, E, c->dim);
-      W(expert_bias, "exp_probs_b.bias", false, E, -1);
-      W(gate_exps, "ffn_gate_exps.weight", true, -3, 0);
-      W(up_exps, "ffn_up_exps.weight", true, -3, 0);
-      W(down_exps, "ffn_down_exps.weight", true, -3, 0);
-      err = err || !shaped3(m, l->gate_exps, "ffn_gate_exps", E, F, c->dim) || !shaped3(m, l->up_exps, "ffn_up_exps", E, F, c->dim) ||
-            !shaped3(m, l->down_exps, "ffn_down_exps", E, c->dim, F);
-      W(gate_shexp, "ffn_gate_shexp.weight", false, S, c->dim);
-      W(up_shexp, "ffn_up_shexp.weight", false, S, c->dim);
-      W(down_shexp, "ffn_down_shexp.weight", false, c->dim, S);
-      W(router_shexp, "ffn_gate_inp_shexp.weight", false, c->dim, -1);
-    }
-#undef W
-    if (err) break;
-    tg_scope_begin();
-    l->k_cache = tg_zeros(TG_SHAPE(c->n_ctx, c->n_kv_heads, c->head_dim), m->cache_dtype);
-    l->v_cache = tg_zeros(TG_SHAPE(c->n_ctx, c->n_kv_heads, c->head_dim_v), m->cache_dtype);
-    l->k_cache = tg_contiguous(l->k_cache);
-    l->v_cache = tg_contiguous(l->v_cache);
-    if (tg_realize(l->k_cache) < 0 || tg_realize(l->v_cache) < 0) err = true;
-    else { tensor_adopt(NULL, l->k_cache); tensor_adopt(NULL, l->v_cache); }
-    tg_scope_end();
-    if (err) l->k_cache = l->v_cache = NULL;
-  }
+  shaped(m, m->output, "output.weight", (int64_t[]){ c->n_vocab, c->dim }, 2, &err);
+  for (int i = 0; i < c->n_layers && !err; i++) err = load_layer(m, device, i) < 0;
   return err ? -1 : 0;
 }
