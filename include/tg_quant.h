@@ -35,8 +35,9 @@ int tg_ggml_type_from_name(const char *name);
 const char *tg_ggml_type_name(int ggml_type);
 /* True when tg_dequantize handles the type. */
 bool tg_ggml_type_dequantizable(int ggml_type);
-/* Bytes holding numel values of the type, or -1 when numel is not a whole
- * number of blocks (or the type is unknown). */
+/* Bytes holding numel values of the type, or -1 (with an error) when numel
+ * is not a whole number of blocks, the type is unknown or the size passes
+ * int64. */
 int64_t tg_ggml_nbytes(int ggml_type, int64_t numel);
 
 /* The values of a tensor of ggml type ggml_type and (tg) shape `shape`,

@@ -445,6 +445,16 @@ TEST(errors_shape_overflow_ops) {
   EXPECT_NULL(tg_max_unpool2d(tg_zeros(TG_SHAPE(1, 1, 2, T40), TG_F32), tg_zeros(TG_SHAPE(1, 1, 2, T40), TG_I64),
                               &(tg_pool_opts){ .kernel = { 2, 2 }, .stride = { 2, 1 << 30 } }, NULL), "tg_max_unpool2d", "2^59");
   EXPECT_NULL(tg_unfold(tg_zeros(TG_SHAPE(T40), TG_F32), 0, T40 / 2, 1), "tg_unfold", "2^59");
+  EXPECT_NULL(tg_diag(tg_zeros(TG_SHAPE(T40), TG_F32), 0), "tg_diag", "2^59");   /* n * n wrapped before */
+  EXPECT_NULL(tg_diag(a, INT64_MIN), "tg_diag", "2^59");
+  tg_clear_error();
+  tg_tensor *none = tg_diagonal(tg_zeros(TG_SHAPE(3, 3), TG_F32), INT64_MIN, 0, 1);   /* -offset was UB */
+  CHECK_OK(none);
+  CHECK(none && tg_numel(none) == 0);
+  tg_clear_error();
+  CHECK_MSG(tg_split_size(tg_zeros(TG_SHAPE(5), TG_F32), INT64_MAX, 0, NULL, 0) == 1, "%s", tg_error());   /* one piece */
+  EXPECT_NEG(tg_ggml_nbytes(TG_GGML_F32, INT64_MAX), "tg_ggml_nbytes", "int64");
+  EXPECT_NEG(tg_ggml_nbytes(TG_GGML_Q4_0, 33), "tg_ggml_nbytes", "blocks");
   EXPECT_NULL(tg_pad_mode(a, (int64_t[2]){ INT64_MAX, INT64_MAX }, 2, TG_PAD_CONSTANT, 0), "tg_pad_mode", "2^59");
   EXPECT_NULL(tg_pad_mode(a, (int64_t[2]){ INT64_MIN, 0 }, 2, TG_PAD_REFLECT, 0), "tg_pad_mode", "2^59");
   EXPECT_NULL(tg_pad_mode(a, (int64_t[2]){ 0, INT64_MIN }, 2, TG_PAD_CIRCULAR, 0), "tg_pad_mode", "2^59");

@@ -58,8 +58,12 @@ bool tg_ggml_type_dequantizable(int t) { return dequantizer(t) != NULL; }
 
 int64_t tg_ggml_nbytes(int t, int64_t numel) {
   const ggml_type_traits *tr = t >= 0 ? ggml_type_info((uint32_t)t) : NULL;
-  if (!tr || numel < 0 || numel % tr->block_size) return -1;
-  return numel / tr->block_size * tr->type_size;
+  if (!tr) return tg_seterr("tg_ggml_nbytes: unknown ggml type %d", t);
+  if (numel < 0 || numel % tr->block_size)
+    return tg_seterr("tg_ggml_nbytes: %lld values are not a whole number of %s blocks of %d", (long long)numel, tr->name, (int)tr->block_size);
+  int64_t n;
+  if (tg_mul_overflow_i64(numel / tr->block_size, tr->type_size, &n)) return tg_seterr("tg_ggml_nbytes: %lld %s values pass int64 bytes", (long long)numel, tr->name);
+  return n;
 }
 
 tg_tensor *tg_dequantize(tg_tensor *raw, int t, tg_shape shape) {

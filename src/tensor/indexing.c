@@ -265,6 +265,8 @@ tg_tensor *tg_diagonal(tg_tensor *a, int64_t offset, int axis1, int axis2) {
   for (int i = 0; i < nd; i++) if (i != d1 && i != d2) perm.a[m++] = i;
   perm.a[m++] = d1; perm.a[m++] = d2;
   int64_t R = a->u->shape[d1], C = a->u->shape[d2];
+  if (offset > C) offset = C;   /* past the matrix either way: an empty diagonal (and -offset stays defined) */
+  if (offset < -R) offset = -R;
   int64_t d = offset >= 0 ? (R < C - offset ? R : C - offset) : (R + offset < C ? R + offset : C);
   if (d < 0) d = 0;
   int64_t ro = offset < 0 ? -offset : 0, co = offset > 0 ? offset : 0;
@@ -297,7 +299,10 @@ tg_tensor *tg_diag(tg_tensor *a, int64_t k) {
   int nd = a->u->ndim;
   if (nd == 2) return tg_diagonal(a, k, 0, 1);
   if (nd != 1) TG_FAIL("tg_diag: expects a 1-D or 2-D tensor, got %d-D", nd);
-  int64_t n = a->u->shape[0], ak = k < 0 ? -k : k;
+  int64_t n = a->u->shape[0], nn;
+  if (tg_mul_overflow_i64(n, n, &nn) || nn > TG_MAX_NUMEL) TG_FAIL("tg_diag: a (%lld, %lld) matrix has more than 2^59 elements", (long long)n, (long long)n);
+  if (k > TG_MAX_NUMEL || k < -TG_MAX_NUMEL) TG_FAIL("tg_diag: diagonal %lld is past 2^59", (long long)k);
+  int64_t ak = k < 0 ? -k : k;
   tg_scope_begin();
   /* (n, 1) padded to (n, n+1), flattened, first n*n: a[i] lands on (i, i) */
   int64_t p1[4] = { 0, 0, 0, n };

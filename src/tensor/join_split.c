@@ -207,7 +207,7 @@ int tg_split_size(tg_tensor *a, int64_t size, int axis, tg_tensor **out, int max
   if (ax < 0) return -1;
   int64_t len = a->u->shape[ax];
   if (size <= 0 && !(size == 0 && len == 0)) return tg_seterr("tg_split_size: size must be positive, got %lld", (long long)size);
-  int64_t count = len == 0 ? 1 : (len + size - 1) / size;
+  int64_t count = len == 0 ? 1 : (len - 1) / size + 1;   /* ceil(len / size); len + size - 1 could pass int64 */
   return split_equal(a, size, count, ax, out, max_out, "tg_split_size");
 }
 
