@@ -29,7 +29,7 @@ double tg_lr_one_cycle(double max_lr, int64_t step, int64_t total_steps, double 
 double tg_lr_warmup_cosine(double base, int64_t step, int64_t warmup, int64_t total, double eta_min) {
   if (step < warmup) return base * (double)(step + 1) / (double)warmup;
   if (total <= warmup) return base;
-  double pct = (double)(step - warmup) / (double)(total - warmup);
+  double pct = ((double)step - (double)warmup) / ((double)total - (double)warmup);   /* in double: a negative warmup could overflow */
   if (pct > 1) pct = 1;
   return eta_min + (base - eta_min) * (1 + cos(M_PI * pct)) / 2;
 }
