@@ -1,6 +1,6 @@
 /* test_llm.c: the model runner against independent references: tiny random
  * models (tests/gen/gen_llm.py: numpy forward passes in float64) for dense
- * llama, qwen3moe and qwen2moe; and stories260K's greedy continuation as
+ * llama, qwen3moe, qwen2moe, deepseek2, gemma2 and gemma3; and stories260K's greedy continuation as
  * llama.cpp prints it (../shared/testdata/README.md). */
 #include "test.h"
 #include <unistd.h>
@@ -74,6 +74,14 @@ TEST(llm_tiny_llama_on_cl_while_default_is_cpu) {
 TEST(llm_tiny_qwen3moe) { check_model("qwen3moe"); }
 TEST(llm_tiny_qwen2moe) { check_model("qwen2moe"); }
 TEST(llm_tiny_deepseek2_mla) { check_model("deepseek2"); }
+/* Gemma 2: pre and post norms, GeGLU, scaled and tied embedding, softcaps,
+ * every other layer sliding over 4 positions (the prompt's 7 and each next
+ * token see only the last 4 there); Gemma 3: per-head q/k norms, 5 sliding
+ * layers of 6 with their own rope base, unscaled, against the global
+ * layers' base 1e6 and linear scaling */
+TEST(llm_tiny_gemma2) { check_model("gemma2"); }
+TEST(llm_tiny_gemma3) { check_model("gemma3"); }
+TEST(llm_tiny_gemma3_f16_cache) { check_model_with("gemma3", NULL, NULL, 2e-3); }
 
 /* Quantized weights decode through tg_quant_matmul (x quantized to 8-bit
  * blocks, integer block dot products, like llama.cpp), Q4_0 through its

@@ -121,8 +121,9 @@ int llm_read_config(tg_llm *m, int n_ctx) {
     snprintf(k, sizeof k, "%s.rope.scaling.type", c->arch);
     type = gguf_get_str(m->file, k);
     c->rope_scale = 1;
-    if (type && !strcmp(type, "linear") && arch_float(m, "rope.scaling.factor", 1.0, &c->rope_scale) < 0) { free(type); return -1; }
-    else if (type && strcmp(type, "none")) { tg_seterr("%s: rope scaling '%s' is not supported (none and linear are)", m->file->path, type); free(type); return -1; }
+    if (type && !strcmp(type, "linear")) {
+      if (arch_float(m, "rope.scaling.factor", 1.0, &c->rope_scale) < 0) { free(type); return -1; }
+    } else if (type && strcmp(type, "none")) { tg_seterr("%s: rope scaling '%s' is not supported (none and linear are)", m->file->path, type); free(type); return -1; }
     free(type);
     if (!(c->rope_scale > 0)) return tg_seterr("%s: rope.scaling.factor must be positive", m->file->path);
   }

@@ -6,7 +6,14 @@ NEOX RoPE, 4 experts top-2 with renormalized softmax routing), a qwen2moe
 (q/k/v biases, softmax routing without renormalization, a shared expert
 behind a sigmoid gate) and a deepseek2 (multi-head latent attention with a
 low-rank q, a dense first layer, then sigmoid routing with an expert bias,
-renormalized and scaled weights, and a shared expert). Each file gets 7 prompt tokens then 3 single tokens;
+renormalized and scaled weights, and a shared expert); a gemma2 (norms before
+and after attention and feed-forward, GeGLU, the embedding scaled by sqrt(dim)
+and tied to the output, score and logit softcaps, every other layer sliding
+over a 4-token window, key_length 12 != dim / heads) and a gemma3 (per-head
+q/k norms, 5 sliding layers of 6 with rope base 10000 against the global
+layers' 1e6 and linear scaling 2). Gemma's GGUF holds its norm weights plus
+one (llama.cpp's converter adds it), so the reference uses plain RMS norms
+too. Each file gets 7 prompt tokens then 3 single tokens;
 the goldens hold the logits after the prompt and after each single token.
 """
 import os
@@ -39,6 +46,14 @@ def rope(x, pos, base, neox):
     return y
 
 
+def gelu(x):  # tanh approximation, as ggml_gelu
+    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
+
+
+def softcap(x, cap):
+    return cap * np.tanh(x / cap) if cap else x
+
+
 def silu(x):
     return x / (1 + np.exp(-x))
 
@@ -58,7 +73,8 @@ class Model:
         c, w = self.c, self.w
         p = f"blk.{i}."
         if not c.get("experts"):
-            return (silu(h @ w[p + "ffn_gate.weight"].T) * (h @ w[p + "ffn_up.weight"].T)) @ w[p + "ffn_down.weight"].T
+            act = gelu if c.get("gemma") else silu
+            return (act(h @ w[p + "ffn_gate.weight"].T) * (h @ w[p + "ffn_up.weight"].T)) @ w[p + "ffn_down.weight"].T
         if p + "ffn_gate.weight" in w:  # a leading dense layer
             return (silu(h @ w[p + "ffn_gate.weight"].T) * (h @ w[p + "ffn_up.weight"].T)) @ w[p + "ffn_down.weight"].T
         out = np.zeros_like(h)
@@ -82,11 +98,17 @@ class Model:
                 out[t] += gate * s
         return out
 
+    def swa(self, i):
+        c = self.c
+        return bool(c.get("window")) and i % c["period"] < c["period"] - 1
+
     def forward(self, toks, start):
         c, w = self.c, self.w
         T, H, KV, hd, eps = len(toks), c["heads"], c["kv"], c["hd"], 1e-5
         pos = list(range(start, start + T))
         x = w["token_embd.weight"][toks]
+        if c.get("gemma"):
+            x = x * np.sqrt(c["dim"])
         for i in range(c["layers"]):
             p = f"blk.{i}."
             h = rms(x, w[p + "attn_norm.weight"], eps)
@@ -101,13 +123,21 @@ class Model:
             att = np.zeros((T, H, V.shape[-1]))
             for t in range(T):
                 n = pos[t] + 1
+                lo = max(0, n - c["window"]) if self.swa(i) else 0  # keys j with pos - j < window
                 for hh in range(H):
                     kv = hh // (H // K.shape[1])
-                    sc = K[:n, kv] @ q[t, hh] / np.sqrt(hdk)
-                    att[t, hh] = softmax(sc) @ V[:n, kv]
-            x = x + att.reshape(T, -1) @ w[p + "attn_output.weight"].T
-            x = x + self.ffn(i, rms(x, w[p + "ffn_norm.weight"], eps))
-        return rms(x[-1], w["output_norm.weight"], eps) @ w["output.weight"].T
+                    sc = softcap(K[lo:n, kv] @ q[t, hh] / np.sqrt(hdk), c.get("attn_cap"))
+                    att[t, hh] = softmax(sc) @ V[lo:n, kv]
+            a = att.reshape(T, -1) @ w[p + "attn_output.weight"].T
+            if c.get("gemma"):
+                a = rms(a, w[p + "post_attention_norm.weight"], eps)
+            x = x + a
+            f = self.ffn(i, rms(x, w[p + "ffn_norm.weight"], eps))
+            if c.get("gemma"):
+                f = rms(f, w[p + "post_ffw_norm.weight"], eps)
+            x = x + f
+        out = w["output.weight"] if "output.weight" in w else w["token_embd.weight"]
+        return softcap(rms(x[-1], w["output_norm.weight"], eps) @ out.T, c.get("final_cap"))
 
     def mla(self, i, h, pos):
         c, w, p, eps = self.c, self.w, f"blk.{i}.", 1e-5
@@ -133,7 +163,12 @@ class Model:
             q, k, v = q.reshape(T, H, hd), k.reshape(T, KV, hd), v.reshape(T, KV, hd)
             if p + "attn_q_norm.weight" in w:
                 q, k = rms(q, w[p + "attn_q_norm.weight"], eps), rms(k, w[p + "attn_k_norm.weight"], eps)
-            q, k = rope(q, pos, 10000.0, c["neox"]), rope(k, pos, 10000.0, c["neox"])
+            # gemma3: the sliding layers' base is 10000 and unscaled, the global ones' the file's
+            swa = self.swa(i)
+            base = c.get("swa_base", c.get("base", 10000.0)) if swa else c.get("base", 10000.0)
+            scale = 1.0 if swa and "swa_base" in c else c.get("rope_scale", 1.0)
+            rp = [t / scale for t in pos]
+            q, k = rope(q, rp, base, c["neox"]), rope(k, rp, base, c["neox"])
         return q, k, v
 
 
@@ -171,6 +206,9 @@ def make(name, arch, cfg, seed):
         if cfg.get("qk_norm"):
             t(p + "attn_q_norm.weight", (hd,), norm=True)
             t(p + "attn_k_norm.weight", (hd,), norm=True)
+        if cfg.get("gemma"):
+            t(p + "post_attention_norm.weight", (dim,), norm=True)
+            t(p + "post_ffw_norm.weight", (dim,), norm=True)
         t(p + "ffn_norm.weight", (dim,), norm=True)
         if cfg.get("experts") and i >= cfg.get("dense", 0):
             E, F = cfg["experts"], cfg["eff"]
@@ -191,7 +229,8 @@ def make(name, arch, cfg, seed):
             t(p + "ffn_up.weight", (ffn, dim))
             t(p + "ffn_down.weight", (dim, ffn))
     t("output_norm.weight", (dim,), norm=True)
-    t("output.weight", (V, dim))
+    if not cfg.get("gemma"):  # gemma's output is the embedding
+        t("output.weight", (V, dim))
 
     path = os.path.join(OUT, f"llm_{name}.gguf")
     g = gguf.GGUFWriter(path, arch)
@@ -215,6 +254,17 @@ def make(name, arch, cfg, seed):
         g.add_expert_weights_scale(cfg["scale"])
         g.add_expert_shared_count(1)
     g.add_layer_norm_rms_eps(1e-5)
+    if cfg.get("attn_cap"):
+        g.add_attn_logit_softcapping(cfg["attn_cap"])
+    if cfg.get("final_cap"):
+        g.add_final_logit_softcapping(cfg["final_cap"])
+    if cfg.get("window"):
+        g.add_sliding_window(cfg["window"])
+    if cfg.get("base"):
+        g.add_rope_freq_base(cfg["base"])
+    if cfg.get("rope_scale"):
+        g.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+        g.add_rope_scaling_factor(cfg["rope_scale"])
     if cfg.get("experts"):
         g.add_expert_count(cfg["experts"])
         g.add_expert_used_count(cfg["used"])
@@ -242,3 +292,6 @@ make("qwen3moe", "qwen3moe", dict(base, hd=12, neox=True, qk_norm=True, experts=
 make("qwen2moe", "qwen2moe", dict(base, neox=True, bias=True, experts=4, used=2, eff=24, norm_w=False, shared=40), 3)
 make("deepseek2", "deepseek2", dict(base, hd=12, heads=4, kv=4, mla=True, kv_lora=16, q_lora=20, rope=4, hv=10, dense=1,
                                     experts=4, used=2, eff=24, sigmoid=True, norm_w=True, scale=2.5, shared=24), 4)
+make("gemma2", "gemma2", dict(base, hd=12, neox=True, gemma=2, attn_cap=5.0, final_cap=3.0, window=4, period=2), 5)
+make("gemma3", "gemma3", dict(base, layers=6, ffn=32, neox=True, gemma=3, qk_norm=True, window=4, period=6, base=1e6,
+                              swa_base=10000.0, rope_scale=2.0), 6)
