@@ -5,6 +5,7 @@
 #include "test.h"
 #include <unistd.h>
 #include "io/gguf_file.h"
+#include "io/gguf_writer.h"
 #include "llm/llm.h"
 #include "quant/quantize.h"
 
@@ -82,6 +83,44 @@ TEST(llm_tiny_deepseek2_mla) { check_model("deepseek2"); }
 TEST(llm_tiny_gemma2) { check_model("gemma2"); }
 TEST(llm_tiny_gemma3) { check_model("gemma3"); }
 TEST(llm_tiny_gemma3_f16_cache) { check_model_with("gemma3", NULL, NULL, 2e-3); }
+
+/* src copied to dst without tensor drop, with general.architecture arch
+ * (either may be NULL). */
+static int copy_gguf(const char *src, const char *dst, const char *drop, const char *arch) {
+  gguf_file *f = gguf_open(src);
+  if (!f) return -1;
+  gguf_writer *w = gguf_writer_new();
+  int rc = 0;
+  for (int i = 0; i < f->n_kv && rc == 0; i++) rc = gguf_w_copy_kv(w, &f->kv[i]);
+  if (arch && rc == 0) rc = gguf_w_set_str(w, "general.architecture", arch);
+  for (int i = 0; i < f->n_tensors && rc == 0; i++) {
+    const gguf_tensor_info *t = &f->tensors[i];
+    if (drop && !strcmp(t->name, drop)) continue;
+    rc = gguf_w_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->map->base + t->file_offset) < 0 ? -1 : 0;
+  }
+  if (rc == 0) rc = gguf_writer_write(w, dst, NULL, NULL);
+  gguf_writer_free(w);
+  gguf_close(f);
+  return rc;
+}
+
+/* A family's missing tensor, or a family tg does not know, is one error
+ * naming the tensor and the architecture, or the architecture and the
+ * ones tg knows. */
+TEST(llm_arch_errors) {
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/tg_test_llm_arch_%d.gguf", (int)getpid());
+  CHECK_OK(copy_gguf("goldens/llm_gemma3.gguf", path, "blk.5.post_ffw_norm.weight", NULL) == 0);
+  CHECK(tg_llm_load(path, NULL) == NULL);
+  CHECK_MSG(strstr(tg_error(), "'blk.5.post_ffw_norm.weight' is missing (architecture gemma3)"), "%s", tg_error());
+  CHECK_OK(copy_gguf("goldens/llm_gemma3.gguf", path, "blk.2.attn_k_norm.weight", NULL) == 0);
+  CHECK(tg_llm_load(path, NULL) == NULL);
+  CHECK_MSG(strstr(tg_error(), "'blk.2.attn_k_norm.weight' is missing"), "%s", tg_error());
+  CHECK_OK(copy_gguf("goldens/llm_gemma3.gguf", path, NULL, "gemma9") == 0);
+  CHECK(tg_llm_load(path, NULL) == NULL);
+  CHECK_MSG(strstr(tg_error(), "architecture 'gemma9' is not supported") && strstr(tg_error(), "gemma2, gemma3"), "%s", tg_error());
+  unlink(path);
+}
 
 /* Quantized weights decode through tg_quant_matmul (x quantized to 8-bit
  * blocks, integer block dot products, like llama.cpp), Q4_0 through its
