@@ -455,6 +455,10 @@ TEST(errors_shape_overflow_ops) {
   CHECK_MSG(tg_split_size(tg_zeros(TG_SHAPE(5), TG_F32), INT64_MAX, 0, NULL, 0) == 1, "%s", tg_error());   /* one piece */
   EXPECT_NEG(tg_ggml_nbytes(TG_GGML_F32, INT64_MAX), "tg_ggml_nbytes", "int64");
   EXPECT_NEG(tg_ggml_nbytes(TG_GGML_Q4_0, 33), "tg_ggml_nbytes", "blocks");
+  /* a lazy matmul whose work m * k * n passes int64: the panel-packing test
+   * multiplied it, and the packed product's failure read rs.d[-3] */
+  tg_tensor *ma = tg_zeros(TG_SHAPE((int64_t)1 << 25, (int64_t)1 << 25), TG_F32);
+  EXPECT_NULL(tg_matmul(ma, tg_zeros(TG_SHAPE((int64_t)1 << 25, (int64_t)1 << 25), TG_F32)), "2^59", NULL);
   EXPECT_NULL(tg_pad_mode(a, (int64_t[2]){ INT64_MAX, INT64_MAX }, 2, TG_PAD_CONSTANT, 0), "tg_pad_mode", "2^59");
   EXPECT_NULL(tg_pad_mode(a, (int64_t[2]){ INT64_MIN, 0 }, 2, TG_PAD_REFLECT, 0), "tg_pad_mode", "2^59");
   EXPECT_NULL(tg_pad_mode(a, (int64_t[2]){ 0, INT64_MIN }, 2, TG_PAD_CIRCULAR, 0), "tg_pad_mode", "2^59");

@@ -182,7 +182,8 @@ static tg_tensor *pack_b_panels(tg_tensor *a, tg_tensor *b) {
   int64_t batch = 1;
   for (int i = 0; i < n2 - 2; i++) batch *= b->u->shape[i];
   if (n1 + 2 > TG_MAX_DIMS || n2 + 2 > TG_MAX_DIMS) return NULL;
-  if (n % MATMUL_PANEL || k < 32 || m < 16 * batch || m * k * n < (1 << 20)) return NULL;
+  /* m / 16 < batch is m < 16 * batch, and the work in double: both would pass int64 for big lazy shapes */
+  if (n % MATMUL_PANEL || k < 32 || m / 16 < batch || (double)m * (double)k * (double)n < (double)(1 << 20)) return NULL;
   /* b = w.T with w's rows contiguous along K: with few rows of a, the kernel
    * reads both along K (tiles of dot products) and a panel copy (a
    * transpose) would cost more than it saves */
@@ -233,10 +234,12 @@ tg_tensor *tg_dot(tg_tensor *a, tg_tensor *b) {
     wp.d[wp.ndim++] = MATMUL_PANEL;
     wp.d[wp.ndim++] = b->u->shape[n2 - 2];
     r = tg_sum(tg_mul(tg_reshape(a, xp), tg_reshape(tg_transpose(packed, -1, -2), wp)), TG_AXES(-1), false);
-    tg_shape rs = tg_shape_of(r);
-    rs.d[rs.ndim - 2] *= MATMUL_PANEL;
-    rs.ndim--;
-    r = tg_reshape(r, rs);
+    if (r) {   /* NULL when the product (..., M, N/P, P, K) passes 2^59: ndim would be -1 */
+      tg_shape rs = tg_shape_of(r);
+      rs.d[rs.ndim - 2] *= MATMUL_PANEL;
+      rs.ndim--;
+      r = tg_reshape(r, rs);
+    }
   } else
     r = tg_sum(tg_mul(tg_reshape(a, xs), tg_transpose(tg_reshape(b, ws), -1, -tail)), TG_AXES(-1), false);
   tg_dtype out = tg_dtype_promote((tg_dtype)a->u->dtype.scalar, (tg_dtype)b->u->dtype.scalar);
