@@ -89,11 +89,12 @@ typedef struct {
 
 /* The row of general.architecture name; NULL when tg does not know it. */
 const llm_arch *llm_arch_find(const char *name);
-/* "llama, mistral, ..." (every row), for errors. */
-const char *llm_arch_names(void);
+/* "llama, mistral, ..." (every row's name) into buf, for errors. */
+void llm_arch_names(char *buf, size_t n);
 /* Tensor id's shape in m's config: its rank, sizes in d. */
 int llm_tensor_dims(const tg_llm *m, llm_tensor id, int64_t d[3]);
-/* Whether layer i of m has tensor id at all (llm_when), and must. */
+/* Whether layer i of m can have tensor id (its llm_when); the row says
+ * whether it must. */
 bool llm_tensor_in_layer(const tg_llm *m, int i, llm_tensor id);
 static inline tg_tensor **llm_layer_slot(llm_layer *l, llm_tensor id) { return (tg_tensor **)((char *)l + llm_tensors[id].field); }
 

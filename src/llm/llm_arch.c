@@ -6,6 +6,7 @@
  * a field of that row, read by llm_config.c, llm_weights.c and
  * llm_forward.c; no code tests an architecture's name. */
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include "llm/llm.h"
 
@@ -98,20 +99,14 @@ const llm_arch *llm_arch_find(const char *name) {
   return NULL;
 }
 
-const char *llm_arch_names(void) {
-  static char buf[512];
-  if (!buf[0]) {
-    size_t n = 0;
-    for (size_t i = 0; i < NARCHS && n < sizeof buf; i++) {
-      size_t k = strlen(llm_archs[i].name);
-      if (n + k + 3 >= sizeof buf) break;
-      if (i) buf[n++] = ',', buf[n++] = ' ';
-      memcpy(buf + n, llm_archs[i].name, k);
-      n += k;
-      buf[n] = 0;
-    }
+void llm_arch_names(char *buf, size_t n) {
+  size_t used = 0;
+  if (n) buf[0] = 0;
+  for (size_t i = 0; i < NARCHS; i++) {
+    int k = snprintf(buf + used, n - used, "%s%s", i ? ", " : "", llm_archs[i].name);
+    if (k < 0 || (size_t)k >= n - used) break;
+    used += (size_t)k;
   }
-  return buf;
 }
 
 static int64_t dim_of(const tg_llm *m, llm_dim d) {

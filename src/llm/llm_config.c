@@ -74,7 +74,9 @@ int llm_read_config(tg_llm *m, int n_ctx) {
   if (!arch) return tg_seterr("%s: metadata general.architecture is missing", m->file->path);
   m->arch = llm_arch_find(arch);
   if (!m->arch) {
-    tg_seterr("%s: architecture '%s' is not supported (supported: %s; llama with experts is Mixtral)", m->file->path, arch, llm_arch_names());
+    char names[512];
+    llm_arch_names(names, sizeof names);
+    tg_seterr("%s: architecture '%s' is not supported (supported: %s; llama with experts is Mixtral)", m->file->path, arch, names);
     free(arch);
     return -1;
   }
