@@ -459,6 +459,15 @@ TEST(errors_shape_overflow_ops) {
    * multiplied it, and the packed product's failure read rs.d[-3] */
   tg_tensor *ma = tg_zeros(TG_SHAPE((int64_t)1 << 25, (int64_t)1 << 25), TG_F32);
   EXPECT_NULL(tg_matmul(ma, tg_zeros(TG_SHAPE((int64_t)1 << 25, (int64_t)1 << 25), TG_F32)), "2^59", NULL);
+  /* scans and sorts: comparison windows of numel * (axis or block) values */
+  tg_tensor *big = tg_zeros(TG_SHAPE((int64_t)1 << 56), TG_F32);
+  EXPECT_NULL(tg_cumsum(big, 0), "tg_cumsum", "2^59");
+  EXPECT_NULL(tg_sort(tg_zeros(TG_SHAPE(T40), TG_F32), 0, false, NULL), "tg_sort", "2^59");
+  EXPECT_NULL(tg_topk(tg_zeros(TG_SHAPE(T40), TG_F32), 2, 0, true, true, NULL), "tg_topk", "2^59");
+  tg_tensor *cmi = NULL;
+  EXPECT_NULL(tg_cummax(tg_zeros(TG_SHAPE(T40), TG_F32), 0, &cmi), "tg_cummax", "2^59");
+  tg_clear_error();
+  CHECK_OK(tg_cummax(tg_zeros(TG_SHAPE(T40), TG_F32), 0, NULL));   /* blocked: 2^40 * 512 fits */
   EXPECT_NULL(tg_pad_mode(a, (int64_t[2]){ INT64_MAX, INT64_MAX }, 2, TG_PAD_CONSTANT, 0), "tg_pad_mode", "2^59");
   EXPECT_NULL(tg_pad_mode(a, (int64_t[2]){ INT64_MIN, 0 }, 2, TG_PAD_REFLECT, 0), "tg_pad_mode", "2^59");
   EXPECT_NULL(tg_pad_mode(a, (int64_t[2]){ 0, INT64_MIN }, 2, TG_PAD_CIRCULAR, 0), "tg_pad_mode", "2^59");

@@ -108,6 +108,17 @@ static bool has_zero_dim(const uop *x) {
   return false;
 }
 
+/* Scans and sorts compare each element with w others along the axis (a
+ * window of numel * w values): false, with the error, when that passes
+ * 2^59. w: the axis length for a whole-axis window (sorts, cummax indices),
+ * 2 * SCAN_SPLIT at most for a blocked scan (padding included). */
+static bool window_fits(const uop *x, int ax, bool whole_axis, const char *name) {
+  int64_t n = x->shape[ax], w = whole_axis || n <= 2 * SCAN_SPLIT ? n : 2 * SCAN_SPLIT, g;
+  if (!tg_mul_overflow_i64(shape_numel(x->shape, x->ndim), w, &g) && g <= TG_MAX_NUMEL) return true;
+  tg_seterr("%s: comparing each element with %lld others along axis %d (of %lld) passes 2^59 values", name, (long long)w, ax, (long long)n);
+  return false;
+}
+
 /* Runs a scan on a (0-d: on a 1-element view) with dtype handling:
  * ADD accumulates like tg_sum, MUL and MAX keep the dtype (small floats
  * compute in float32). */
@@ -124,6 +135,7 @@ static tg_tensor *scan_op(tg_tensor *a, int axis, uop_op op, const char *name) {
   } else cd = op == OP_MAX ? in : mt_compute_dtype(in);
   uop *x = uop_cast(a->u, cd);
   if (x->ndim == 0 || has_zero_dim(x)) API_RETURN(tensor_wrap(uop_cast(x, out), a->device));
+  if (!window_fits(x, ax, false, name)) API_RETURN(NULL);
   API_RETURN(tensor_wrap(uop_cast(scan(x, ax, op), out), a->device));
 }
 tg_tensor *tg_cumsum(tg_tensor *a, int axis) { return scan_op(a, axis, OP_ADD, "tg_cumsum"); }
@@ -157,6 +169,7 @@ static tg_tensor *cum_extreme(tg_tensor *a, int axis, tg_tensor **indices, bool 
     if (indices) *indices = tensor_wrap(mt_ct(x, 0, DT_I32), a->device);
     API_RETURN(tensor_wrap(x, a->device));
   }
+  if (!window_fits(x, ax, indices != NULL, name)) API_RETURN(NULL);
   uop *idx = NULL;
   uop *v = cummax_uop(is_min ? order_inverse(x) : x, ax, indices ? &idx : NULL);
   tg_tensor *r = tensor_wrap(is_min ? order_inverse(v) : v, a->device);
@@ -254,6 +267,7 @@ static tg_tensor *sort_impl(tg_tensor *a, int axis, bool descending, int64_t k, 
     if (indices) *indices = tensor_wrap(mt_ct(v, 0, DT_I32), a->device);
     API_RETURN(tensor_wrap(v, a->device));
   }
+  if (!window_fits(x, ax, true, name)) API_RETURN(NULL);   /* sort_uop compares every pair along the axis */
   uop *idx = NULL;
   uop *v = sort_uop(x, ax, descending, k, indices ? &idx : NULL);
   tg_tensor *r = tensor_wrap(v, a->device);
