@@ -32,6 +32,7 @@ typedef struct {
   VEC(int *) deps; VEC(int) ndeps;
   VEC(tg_buffer **) reads; VEC(int) nreads;
   VEC(tg_buffer *) writes;
+  ptrmap lowered;       /* kernel structure (lower_key) -> lowered_kernel*: identical kernels lower once */
 } sctx;
 
 static bool is_marked(sctx *s, const uop *u) { return pm_get(&s->marked, u) != NULL; }
@@ -654,6 +655,106 @@ static tg_buffer *plain_copy_source(kctx *k, uop *ast, tg_buffer *out) {
   return b;
 }
 
+/* ------------------------------------------------------------ lowering once per structure
+ *
+ * A model's layers give kernels that differ only in their buffers (each
+ * layer's weights, caches and activations). A kernel's structure is its
+ * value's graph with every boundary made anonymous: a BUFFER becomes a
+ * placeholder numbered by first appearance (with its size, dtype and
+ * whether it is read through a stored node's view), a stored input becomes
+ * its view over such a placeholder, exactly where lowering stops. Kernels of
+ * equal structure lower to the same AST (globals number in the same order),
+ * so the first is lowered and the others take its AST with their own
+ * buffers. The walk collects what lowering would: dependencies and raw
+ * reads. A node with a small form (which lowering turns into a kernel of
+ * its own) or an input not built yet: no key, lowered as usual. */
+typedef struct {
+  uop *ast;             /* retained */
+  int nbufs;
+  int *ord;             /* global i (>= 1): the placeholder number of its buffer */
+  bool permuted;
+  int nd;
+  int64_t pshape[TG_MAX_DIMS * 4], back[TG_MAX_DIMS * 4];
+  char name[sizeof ((sched_item *)0)->name];
+} lowered_kernel;
+
+typedef struct {
+  sctx *s;
+  uop *root;
+  ptrmap memo[2];                 /* by whether a view of a stored node is being walked */
+  ptrmap ord;                     /* tg_buffer* -> placeholder number + 1 */
+  VEC(tg_buffer *) bufs;          /* by placeholder number */
+  VEC(int) deps;
+  VEC(tg_buffer *) raw_reads;
+  bool unkeyed;
+} structure_walk;
+
+static uop *structure_of(structure_walk *w, uop *u, int via) {
+  uop *m = pm_get(&w->memo[via], u);
+  if (m) return m;
+  uop *r = u;
+  if (u != w->root && is_marked(w->s, u)) {
+    rinfo *ri = info_of(w->s, u);
+    if (!ri) { w->unkeyed = true; return u; }
+    if (ri->kernel >= 0) VEC_PUSH(w->deps, ri->kernel);
+    r = structure_of(w, ri->repl, 1);
+  } else if (pm_get(&w->s->small, u)) {
+    w->unkeyed = true;
+  } else if (u->op == OP_BUFFER) {
+    tg_buffer *b = u->arg.p;
+    intptr_t o = (intptr_t)pm_get(&w->ord, b);
+    if (!o) { VEC_PUSH(w->bufs, b); o = w->bufs.n; pm_put(&w->ord, b, (void *)o); }
+    if (!via) VEC_PUSH(w->raw_reads, b);
+    /* the placeholder must have the BUFFER's shape (the nodes over it
+     * compute theirs from it): AFTER(ARANGE(numel), number, via), a form no
+     * tensor graph has (a real AFTER's other sources are kernels) */
+    r = uop3(OP_AFTER, u->dtype, uop0(OP_ARANGE, DT_INDEX, arg_int(b->numel)), uop_const_int(DT_INDEX, o - 1), uop_const_int(DT_INDEX, via), arg_none());
+  } else if (u->op == OP_AFTER) {
+    for (int i = 1; i < u->nsrc; i++) {
+      rinfo *di = is_marked(w->s, u->src[i]) ? info_of(w->s, u->src[i]) : NULL;
+      if (di && di->kernel >= 0) VEC_PUSH(w->deps, di->kernel);
+    }
+    r = uop1(OP_AFTER, u->dtype, structure_of(w, u->src[0], 1), arg_none());
+  } else if (u->nsrc) {
+    uop *stack[8], **src = u->nsrc <= 8 ? stack : tg_xmalloc(sizeof(uop *) * (size_t)u->nsrc);
+    for (int i = 0; i < u->nsrc && !w->unkeyed; i++) src[i] = structure_of(w, u->src[i], via);
+    if (!w->unkeyed) r = uop_replace_src(u, src, u->nsrc);
+    if (src != stack) free(src);
+  }
+  pm_put(&w->memo[via], u, r);
+  return r;
+}
+
+static void structure_walk_free(structure_walk *w) {
+  pm_free(&w->memo[0]); pm_free(&w->memo[1]); pm_free(&w->ord);
+  VEC_FREE(w->bufs); VEC_FREE(w->deps); VEC_FREE(w->raw_reads);
+}
+
+/* The key of the kernel storing u's value (retained), or NULL. */
+static uop *lower_key(structure_walk *w, uop *u, uop *value, tg_device *dev, tg_buffer *out) {
+  if (getenv("TG_NO_LOWER_CACHE")) return NULL;
+  uop *v = structure_of(w, value, 0);
+  if (w->unkeyed) return NULL;
+  int64_t a[8 + TG_MAX_DIMS * 4];
+  int n = 0;
+  a[n++] = u->op; a[n++] = pm_get(&w->s->roots, u) != NULL; a[n++] = (int64_t)(intptr_t)dev;
+  a[n++] = out->numel; a[n++] = out->dtype; a[n++] = value->ndim;
+  for (int i = 0; i < value->ndim && n < (int)(sizeof a / sizeof a[0]); i++) a[n++] = value->shape[i];
+  uop *key = uop1(OP_NOOP, DT_VOID, v, arg_ints(a, n));
+  uop_retain(key);
+  return key;
+}
+
+static void lowered_free(ptrmap *m) {
+  for (size_t i = 0; i < m->cap; i++) {
+    if (!m->keys[i]) continue;
+    lowered_kernel *e = m->vals[i];
+    if (e) { uop_release(e->ast); free(e->ord); free(e); }
+    uop_release((uop *)m->keys[i]);
+  }
+  pm_free(m);
+}
+
 /* Builds the kernel that stores node u. */
 static int build_kernel(sctx *s, uop *u) {
   tg_device *dev = device_of(s, u);
@@ -712,7 +813,36 @@ static int build_kernel(sctx *s, uop *u) {
   uop *oidx[TG_MAX_DIMS * 4];
   int nd = value->ndim < 0 ? 0 : value->ndim;
   int perm[TG_MAX_DIMS * 4];   /* physical axis order (with `permuted`) */
+  int64_t pshape[TG_MAX_DIMS * 4], back[TG_MAX_DIMS * 4];
   bool permuted = false;
+  /* a kernel of a structure lowered before (the same layer again) */
+  structure_walk w = { 0 };
+  w.s = s; w.root = u;
+  uop *key = u->op != OP_ASSIGN ? lower_key(&w, u, value, dev, out) : NULL;
+  lowered_kernel *seen = key ? pm_get(&s->lowered, key) : NULL;
+  if (seen) {
+    uop_release(key);
+    uop_retain(seen->ast);
+    it.ast = seen->ast;
+    it.nbufs = seen->nbufs;
+    it.bufs = tg_xmalloc(sizeof(tg_buffer *) * (size_t)seen->nbufs);
+    it.bufs[0] = out;
+    for (int i = 1; i < seen->nbufs; i++) { it.bufs[i] = w.bufs.v[seen->ord[i]]; buffer_retain(it.bufs[i]); }
+    snprintf(it.name, sizeof it.name, "%s", seen->name);
+    if (seen->permuted) {
+      uop *b = uop0(OP_BUFFER, dt_scalar(out->dtype), arg_ptr(out));
+      ri->repl = uop1(OP_PERMUTE, u->dtype, uop1(OP_RESHAPE, u->dtype, b, arg_ints(seen->pshape, seen->nd)), arg_ints(seen->back, seen->nd));
+    }
+    ri->kernel = s->out->n;
+    VEC_PUSH(*s->out, it);
+    VEC_PUSH(s->deps, w.deps.v); VEC_PUSH(s->ndeps, w.deps.n);
+    VEC_PUSH(s->reads, w.raw_reads.v); VEC_PUSH(s->nreads, w.raw_reads.n);
+    VEC_PUSH(s->writes, out);
+    w.deps.v = NULL; w.raw_reads.v = NULL;   /* the schedule owns them now */
+    structure_walk_free(&w);
+    pm_put(&s->marked, u, ri);
+    return 0;
+  }
 retry:
   memset(&k, 0, sizeof k);
   k.s = s; k.root = u;
@@ -765,14 +895,13 @@ retry:
     if (permuted) {
       /* stored in physical order; u becomes the view that puts its axes back */
       uop *pidx[TG_MAX_DIMS * 4];
-      int64_t pshape[TG_MAX_DIMS * 4], back[TG_MAX_DIMS * 4];
       for (int j = 0; j < nd; j++) { pidx[j] = oidx[perm[j]]; pshape[j] = value->shape[perm[j]]; back[perm[j]] = j; }
       store_ix = uop2(OP_INDEX, g0->dtype, g0, flat_index(pidx, pshape, nd), arg_none());
       uop *b = uop0(OP_BUFFER, dt_scalar(out->dtype), arg_ptr(out));
       ri->repl = uop1(OP_PERMUTE, u->dtype, uop1(OP_RESHAPE, u->dtype, b, arg_ints(pshape, nd)), arg_ints(back, nd));
     } else store_ix = uop2(OP_INDEX, g0->dtype, g0, flat_index(oidx, value->shape, nd), arg_none());
   }
-  if (k.failed) { kctx_free(&k); buffer_release(out); return -1; }
+  if (k.failed) { kctx_free(&k); buffer_release(out); uop_release(key); structure_walk_free(&w); return -1; }
   uop *st = uop2(OP_STORE, DT_VOID, store_ix, v, arg_none());
   uop *ast = uop_simplify(uop1(OP_SINK, DT_VOID, st, arg_none()));
   /* a CONTIGUOUS that copies a buffer just stored in this schedule element
@@ -786,6 +915,8 @@ retry:
     uop *b = uop0(OP_BUFFER, dt_scalar(same->dtype), arg_ptr(same));
     ri->repl = uop_with_dims_of(u->ndim == 1 ? b : uop1(OP_RESHAPE, u->dtype, b, arg_ints(u->shape, u->ndim)), u);
     kctx_free(&k);
+    uop_release(key);
+    structure_walk_free(&w);
     pm_put(&s->marked, u, ri);
     return 0;
   }
@@ -795,6 +926,30 @@ retry:
   it.bufs = tg_xmalloc(sizeof(tg_buffer *) * (size_t)k.bufs.n);
   for (int i = 0; i < k.bufs.n; i++) { it.bufs[i] = k.bufs.v[i]; if (i) buffer_retain(k.bufs.v[i]); }
   kernel_name(ast, it.name, sizeof it.name);
+  if (key) {
+    /* remembered for the next kernel of this structure */
+    lowered_kernel *e = tg_xcalloc(1, sizeof *e);
+    e->nbufs = k.bufs.n;
+    e->ord = tg_xcalloc((size_t)(k.bufs.n ? k.bufs.n : 1), sizeof(int));
+    bool ok = true;
+    for (int i = 1; i < k.bufs.n; i++) {
+      intptr_t o = (intptr_t)pm_get(&w.ord, k.bufs.v[i]);
+      ok &= o > 0 && k.bufs.v[i] != out;
+      e->ord[i] = (int)o - 1;
+    }
+    if (ok) {
+      uop_retain(ast);
+      e->ast = ast;
+      e->permuted = permuted;
+      e->nd = nd;
+      memcpy(e->pshape, pshape, sizeof pshape);
+      memcpy(e->back, back, sizeof back);
+      snprintf(e->name, sizeof e->name, "%s", it.name);
+      pm_put(&s->lowered, key, e);
+    } else { free(e->ord); free(e); uop_release(key); }
+    key = NULL;
+  }
+  structure_walk_free(&w);
   ri->kernel = s->out->n;   /* kernels built while lowering this one came first */
   VEC_PUSH(*s->out, it);
   VEC_PUSH(s->deps, k.deps.v); VEC_PUSH(s->ndeps, k.deps.n);
@@ -929,6 +1084,7 @@ int schedule_create(uop *const *roots, int n, const char *default_device, schedu
   VEC_FREE(s.infos); VEC_FREE(s.deps); VEC_FREE(s.ndeps); VEC_FREE(s.reads); VEC_FREE(s.nreads); VEC_FREE(s.writes);
   for (size_t i = 0; i < s.small.cap; i++) if (s.small.keys[i]) uop_release(s.small.vals[i]);
   pm_free(&s.marked); pm_free(&s.walked); pm_free(&s.nchildren); pm_free(&s.device); pm_free(&s.roots); pm_free(&s.small);
+  lowered_free(&s.lowered);
   free(topo.v);
   if (rc < 0) schedule_free(out);
   return rc;
