@@ -12,6 +12,7 @@
 #define TG_LLM_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -64,7 +65,10 @@ const tg_llm_config *tg_llm_config_of(const tg_llm *m);
 int tg_llm_eval(tg_llm *m, const int32_t *tokens, int n, float *logits);
 /* Positions in the cache. */
 int tg_llm_n_past(const tg_llm *m);
-/* Forgets positions from n_past on (to reuse a shared prefix). */
+/* Forgets positions from n_past on (to reuse a shared prefix). A model
+ * whose sliding-window layers keep only a ring of recent positions forgets
+ * everything (n_past 0) when the window before n_past was overwritten;
+ * tg_llm_n_past says where the cache stands. */
 void tg_llm_rewind(tg_llm *m, int n_past);
 
 /* The tokens now in the cache (tg_llm_n_past of them), oldest first. */
@@ -89,8 +93,54 @@ tg_sampler *tg_sampler_new(const tg_sampling *s);
 void tg_sampler_free(tg_sampler *s);
 /* A token drawn from logits (n floats) by the chain top-k, top-p, min-p,
  * temperature, then a draw from the sampler's seeded generator; -1 with
- * tg_error() for a NULL sampler or logits or n <= 0. */
+ * tg_error() for a NULL sampler or logits or n <= 0. With a grammar (below)
+ * only the tokens it allows are candidates, and the grammar advances past
+ * the token returned; -1 when it allows none. */
 int32_t tg_sampler_sample(tg_sampler *s, const float *logits, int n);
+
+/* ---------------------------------------------------------------- grammars
+ * Structured output: a grammar restricts sampling to the tokens whose text
+ * keeps the text generated so far a prefix of the grammar's language
+ * (llama.cpp's GBNF; docs/llm.md). A JSON schema becomes such a grammar.
+ * A grammar holds its position in the text: one grammar per generation
+ * (tg_grammar_reset to start again). Not thread-safe: one thread at a time
+ * per grammar (different grammars may run in parallel). */
+struct tg_tokenizer;
+typedef struct tg_grammar tg_grammar;
+/* Compiles len bytes of GBNF text; the start rule is "root". NULL with
+ * tg_error() saying what and where (line, column) for a syntax error, an
+ * undefined rule, no root rule, left recursion, or a grammar over the
+ * bounds (repetition counts over 2000, groups nested over 256 deep). */
+tg_grammar *tg_grammar_new(const char *gbnf, size_t len);
+/* The GBNF of a JSON schema (len bytes of JSON text; see docs/llm.md for
+ * the keywords and the form of JSON it accepts), malloc'd and
+ * NUL-terminated; NULL with tg_error() naming an unsupported keyword and
+ * where it is, or a malformed schema. "{\"type\": \"object\"}" is any
+ * JSON object (OpenAI's response_format json_object). */
+char *tg_json_schema_to_gbnf(const char *schema, size_t len);
+/* tg_json_schema_to_gbnf, then tg_grammar_new. */
+tg_grammar *tg_grammar_from_json_schema(const char *schema, size_t len);
+void tg_grammar_free(tg_grammar *g);
+/* Back to the start (no text yet). */
+void tg_grammar_reset(tg_grammar *g);
+/* Advances by len bytes of text: 0, or -1 with tg_error() (and the
+ * position unchanged) when the text cannot continue the grammar. Text may
+ * end inside a UTF-8 character; the next call continues it. Parses nested
+ * deeper than 2048 are dropped; a grammar so ambiguous that more than 4096
+ * parses are alive at once fails (-1) from then on. */
+int tg_grammar_accept(tg_grammar *g, const char *text, size_t len);
+/* Whether the text so far is a whole sentence of the grammar. */
+bool tg_grammar_can_end(const tg_grammar *g);
+/* allowed[i] (tg_tokenizer_n_vocab(tok) bytes) gets 1 for each token whose
+ * text the grammar accepts next, 0 for the others. Control tokens (empty
+ * text) are never allowed, end-of-generation tokens exactly when
+ * tg_grammar_can_end. Returns the count allowed, or -1 with tg_error().
+ * The first call for a tokenizer builds its token trie (kept with the
+ * tokenizer); masks of states seen recently are reused. */
+int tg_grammar_mask(tg_grammar *g, const struct tg_tokenizer *tok, uint8_t *allowed);
+/* Makes s sample only what g allows, with tok's token texts (both are
+ * borrowed: they must outlive s's use of them); g NULL detaches. 0 or -1. */
+int tg_sampler_set_grammar(tg_sampler *s, tg_grammar *g, const struct tg_tokenizer *tok);
 
 /* ---------------------------------------------------------------- generation */
 

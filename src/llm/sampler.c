@@ -1,5 +1,6 @@
 /* sampler.c: picking the next token from logits: greedy, or top-k, top-p,
- * min-p and temperature (llama.cpp's default order) and a seeded draw. */
+ * min-p and temperature (llama.cpp's default order) and a seeded draw;
+ * with a grammar, over the tokens its mask allows (src/grammar). */
 #include <math.h>
 #include <stdlib.h>
 #include "tg.h"
@@ -11,6 +12,11 @@ struct tg_sampler {
   int *idx;          /* candidates, sorted by logit */
   float *prob;
   int cap;
+  tg_grammar *grammar;         /* NULL: none */
+  const tg_tokenizer *tok;     /* the grammar's token texts */
+  uint8_t *allowed;            /* the grammar's mask (tokenizer's vocabulary) */
+  float *masked;               /* the logits with disallowed ones at -inf */
+  int masked_cap;
 };
 
 tg_sampling tg_sampling_default(void) {
@@ -30,6 +36,8 @@ tg_sampler *tg_sampler_new(const tg_sampling *s) {
 
 void tg_sampler_free(tg_sampler *s) {
   if (!s) return;
+  free(s->allowed);
+  free(s->masked);
   free(s->idx);
   free(s->prob);
   free(s);
@@ -50,8 +58,57 @@ static int by_logit(const void *a, const void *b, void *ctx) {
   return x > y ? -1 : x < y ? 1 : *(const int *)a - *(const int *)b;
 }
 
+int tg_sampler_set_grammar(tg_sampler *s, tg_grammar *g, const tg_tokenizer *tok) {
+  if (!s) return tg_seterr("tg_sampler_set_grammar: no sampler");
+  if (g && !tok) return tg_seterr("tg_sampler_set_grammar: a grammar needs the tokenizer");
+  free(s->allowed);
+  s->allowed = NULL;
+  s->grammar = g;
+  s->tok = g ? tok : NULL;
+  if (g) s->allowed = tg_xmalloc((size_t)tg_tokenizer_n_vocab(tok));
+  return 0;
+}
+
+static int32_t sample_free(tg_sampler *s, const float *logits, int n);
+
+/* The grammar's mask over logits, a draw from what is left, and the
+ * grammar advanced past the token (not past an end-of-generation one). */
+static int32_t sample_grammar(tg_sampler *s, const float *logits, int n) {
+  int nv = tg_tokenizer_n_vocab(s->tok);
+  int count = tg_grammar_mask(s->grammar, s->tok, s->allowed);
+  if (count < 0) return -1;
+  if (s->masked_cap < n) {
+    s->masked = tg_xrealloc(s->masked, sizeof(float) * (size_t)n);
+    s->masked_cap = n;
+  }
+  int best = -1;
+  for (int i = 0; i < n; i++) {
+    bool ok = i < nv && s->allowed[i] && !isnan(logits[i]);
+    s->masked[i] = ok ? logits[i] : -INFINITY;
+    if (ok && (best < 0 || logits[i] > logits[best])) best = i;
+  }
+  if (best < 0) return tg_seterr("tg_sampler_sample: the grammar allows no token here");
+  int32_t id = sample_free(s, s->masked, n);
+  if (id < 0 || id >= nv || !s->allowed[id]) id = best;   /* only rounding could get here */
+  if (tg_tokenizer_is_eog(s->tok, id)) return id;
+  char buf[256];
+  int len = tg_token_to_piece(s->tok, id, false, buf, sizeof buf);
+  char *big = NULL;
+  if (len < 0) {
+    big = tg_xmalloc((size_t)-len);
+    len = tg_token_to_piece(s->tok, id, false, big, -len);
+  }
+  int rc = tg_grammar_accept(s->grammar, big ? big : buf, (size_t)len);
+  free(big);
+  return rc ? -1 : id;
+}
+
 int32_t tg_sampler_sample(tg_sampler *s, const float *logits, int n) {
   if (!s || !logits || n <= 0) return tg_seterr("tg_sampler_sample: %s", !s ? "no sampler" : !logits ? "logits is NULL" : "no logits (n <= 0)");
+  return s->grammar ? sample_grammar(s, logits, n) : sample_free(s, logits, n);
+}
+
+static int32_t sample_free(tg_sampler *s, const float *logits, int n) {
   int best = 0;
   for (int i = 1; i < n; i++) if (logits[i] > logits[best]) best = i;
   if (s->p.temperature <= 0) return best;

@@ -49,6 +49,7 @@ struct tg_tokenizer {
   int n_specials;
   char **piece;                      /* per id: its piece with special = true */
   uint32_t *piece_len;
+  struct token_trie *grammar_trie;   /* the pieces as a trie, built on a grammar's first mask (src/grammar) */
 };
 
 /* Builds the tokenizer from f's tokenizer.ggml.* metadata (f stays owned by

@@ -2,6 +2,7 @@
  * llama.cpp's defaults per model type and pre-tokenizer and its special-id
  * fallbacks (special_tokens.c infers the rest from token texts). */
 #include <string.h>
+#include "grammar/grammar.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/unicode.h"
 #include "util/util.h"
@@ -21,6 +22,7 @@ void tg_tokenizer_free(tg_tokenizer *t) {
   pairmap_free(&t->pair_ranks);
   pretok_free(t->pre);
   free(t->model); free(t->pre_name); free(t->name);
+  token_trie_free(t->grammar_trie);
   free(t);
 }
 
