@@ -1,0 +1,91 @@
+/* chat_msg.h: an assistant reply's text split the way OpenAI clients want
+ * it: reasoning ("<think>...</think>" and the families' equivalents) into
+ * reasoning_content, tool calls (in the format the model's template taught
+ * it) into tool_calls, the rest into content. The same parse serves a
+ * finished reply and a stream: on a text that may still grow (final false)
+ * it returns only what is decided, and what it returns then is always a
+ * prefix of what it returns later (reasoning and content grow at their
+ * ends, calls are appended whole), so a stream sends the differences.
+ * Pure functions of the text: no server, no model. */
+#ifndef TG_SERVE_CHAT_MSG_H
+#define TG_SERVE_CHAT_MSG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <cjson/cJSON.h>
+#include "util/util.h"
+
+/* How a model writes its tool calls (llama.cpp's common/chat.cpp formats):
+ * HERMES   <tool_call>{"name": .., "arguments": {..}}</tool_call> (Hermes 2/3,
+ *          Qwen 2.5/3; also <function=NAME>{..}</function>, wrappers such
+ *          as <tools>, <response>, ```json fences, a bare leading object)
+ * QWEN3_CODER  <tool_call><function=NAME><parameter=P>value</parameter>
+ *          </function></tool_call> (values typed by the tool's schema)
+ * LLAMA3   a leading {"name": .., "parameters": {..}}, or <|python_tag|>
+ *          followed by such an object, NAME.call(k=v, ..), or code
+ * MISTRAL  [TOOL_CALLS][{"name": .., "arguments": {..}, "id": ..}, ..], or
+ *          [TOOL_CALLS]NAME[ARGS]{..} (newer Mistral templates) */
+typedef enum { SERVE_TOOLS_HERMES, SERVE_TOOLS_QWEN3_CODER, SERVE_TOOLS_LLAMA3, SERVE_TOOLS_MISTRAL } serve_tool_format;
+
+/* llama-server's reasoning_format: AUTO (the default) and DEEPSEEK move
+ * reasoning to reasoning_content; NONE leaves it inline in content;
+ * DEEPSEEK_LEGACY fills reasoning_content and keeps the tags in content. */
+typedef enum { SERVE_REASONING_AUTO, SERVE_REASONING_NONE, SERVE_REASONING_DEEPSEEK, SERVE_REASONING_DEEPSEEK_LEGACY }
+  serve_reasoning_format;
+
+typedef struct {
+  char *id;          /* from the model's output (Mistral), else NULL: the server names it */
+  char *name;
+  char *arguments;   /* a JSON object as compact text */
+} serve_tool_call;
+
+typedef struct {
+  strbuf reasoning, content;   /* NUL-terminated (s may be NULL when empty) */
+  serve_tool_call *calls;
+  int n_calls, cap_calls;
+} serve_chat_msg;
+
+/* What decides the parse of one reply. */
+typedef struct {
+  bool parse_tools;                 /* the request has tools and tool_choice is not "none" */
+  serve_tool_format tool_format;
+  const cJSON *tools;               /* the request's tools (Qwen3-Coder values are typed by them) */
+  serve_reasoning_format reasoning;
+  bool thinking_open;               /* the prompt ended inside an opened <think> */
+} serve_chat_syntax;
+
+/* Parses len bytes of text into *out (zeroed first). final false: text may
+ * grow; only what is decided comes out. */
+void serve_chat_parse(const serve_chat_syntax *syn, const char *text, size_t len, bool final, serve_chat_msg *out);
+void serve_chat_msg_free(serve_chat_msg *m);
+
+/* ---- tool_calls.c */
+/* The format a chat template teaches (its source text; NULL: HERMES, the
+ * most common one, also for templates that name no format). */
+serve_tool_format serve_tool_format_detect(const char *template_text);
+const char *serve_tool_format_name(serve_tool_format f);
+/* Appends text's content pieces to out->content (untrimmed) and its calls
+ * to out->calls; final false leaves out anything undecided. */
+void serve_tool_calls_parse(serve_tool_format f, const cJSON *tools, const char *text, size_t len, bool final,
+                            serve_chat_msg *out);
+/* The text that opens a tool call in format f, for tool_choice "required"
+ * (name NULL) or a named function: appended to the prompt so that the model
+ * must go on with a call. malloc'd. */
+char *serve_tool_call_prefix(serve_tool_format f, const char *name);
+/* Adds a call (taking the strings). */
+void serve_chat_msg_add_call(serve_chat_msg *m, char *id, char *name, char *arguments);
+
+/* ---- reasoning.c */
+/* Splits off leading reasoning. Returns the offset where the rest (content
+ * and tool calls) starts, or (size_t)-1 while that is undecided (inside an
+ * unclosed block, or on a possible opening tag); the reasoning decided so
+ * far goes to *reasoning (trimmed). open: the block is already open (the
+ * prompt opened it). */
+size_t serve_reasoning_split(const char *text, size_t len, bool open, bool final, strbuf *reasoning);
+/* Whether a rendered prompt ends with an opening reasoning tag (DeepSeek R1,
+ * QwQ and Qwen3's thinking templates open the block for the model). */
+bool serve_reasoning_opened(const char *prompt);
+/* "none", "auto", "deepseek", "deepseek-legacy"; -1 when unknown. */
+int serve_reasoning_format_parse(const char *name);
+
+#endif
