@@ -370,6 +370,42 @@ void tg_jit_set_prune(tg_jit *j, bool on);
  * call changes when the JIT runs again. Saves an allocation per output. */
 void tg_jit_set_reuse_outputs(tg_jit *j, bool on);
 
+/* ---------------------------------------------------------------- functions */
+
+/* A function of tensors (docs/functions.md): fn (the JIT's step type) is
+ * called once per input signature (shapes, dtypes, devices) on stand-in
+ * parameters to build a body; every call with that signature is a CALL of
+ * the body, so N identical layers build, schedule and compile one layer.
+ * The body may read only its inputs: memory read inside that is not an
+ * input (weights captured from outside) is an error naming it, unless
+ * allowed with tg_function_allow_implicit (such a body is then specific to
+ * that memory). Bodies cannot realize their parameters (tg_data inside fn
+ * fails) nor assign. Gradients flow through calls: a call's gradient is a
+ * call of the body's gradient body, built once per output and set of
+ * inputs that need a gradient; or of the function given by
+ * tg_function_set_grad. Tensors built by calls stay valid after
+ * tg_function_free: the CALL nodes in their graphs keep the bodies alive. */
+typedef struct tg_function tg_function;
+tg_function *tg_function_new(const char *name, tg_jit_fn fn, void *ctx, int nin, int nout);
+void tg_function_free(tg_function *f);
+/* Calls f on in[0..nin) into out[0..nout) (new lazy tensors in the current
+ * scope). A new signature builds a new body (not an error). 0 or -1. */
+int tg_function_call(tg_function *f, tg_tensor *const *in, tg_tensor **out);
+void tg_function_allow_implicit(tg_function *f, bool on);
+/* A user gradient (set before the first call): given the call's inputs and
+ * the gradients of its outputs (grad_out[i] NULL for an output the loss does
+ * not depend on), writes the inputs' gradients into grad_in[0..nin) (NULL:
+ * none). Built lazily with tensor ops, like fn. 0 or negative. */
+typedef int (*tg_function_grad_fn)(void *ctx, tg_tensor *const *in, int nin, tg_tensor *const *grad_out, int nout, tg_tensor **grad_in);
+void tg_function_set_grad(tg_function *f, tg_function_grad_fn grad, void *ctx);
+typedef struct {
+  int calls;          /* calls so far */
+  int bodies;         /* bodies built (one per signature) */
+  int grad_bodies;    /* gradient bodies built */
+  int body_kernels;   /* kernels of the scheduled bodies, together */
+} tg_function_info;
+tg_function_info tg_function_stats(const tg_function *f);
+
 /* ---------------------------------------------------------------- kernels */
 
 /* Kernel optimizations applied to every kernel compiled from now on, by

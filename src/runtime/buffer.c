@@ -111,6 +111,7 @@ tg_buffer *buffer_new(struct tg_device *dev, tg_dtype dt, int64_t numel) {
 int buffer_alloc(tg_buffer *b) {
   if (!b) return tg_seterr("buffer_alloc: no buffer");
   if (__atomic_load_n(&b->ptr, __ATOMIC_ACQUIRE)) return 0;
+  if (b->placeholder) return tg_seterr("a function's parameter has no memory: tensors read inside a function body cannot be realized there");
   int rc = 0;
   pthread_mutex_lock(&alloc_lock);   /* two threads may race to allocate one buffer */
   if (!b->ptr) {

@@ -13,6 +13,7 @@ typedef struct tg_buffer {
   void *ptr;          /* NULL until allocated */
   int refcnt;
   int64_t id;
+  bool placeholder;   /* a function parameter's stand-in (schedule/call.h): never allocated */
 } tg_buffer;
 
 tg_buffer *buffer_new(tg_device *dev, tg_dtype dt, int64_t numel);

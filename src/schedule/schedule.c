@@ -9,6 +9,7 @@
  *  - everything else (elementwise chains, movement ops) is computed inside
  *    the kernel that consumes it. */
 #include "schedule/schedule.h"
+#include "schedule/call.h"
 #include "uop/symbolic.h"
 #include "uop/dims.h"
 
@@ -33,6 +34,7 @@ typedef struct {
   VEC(tg_buffer **) reads; VEC(int) nreads;
   VEC(tg_buffer *) writes;
   ptrmap lowered;       /* kernel structure (lower_key) -> lowered_kernel*: identical kernels lower once */
+  VEC(struct call_made *) calls;   /* function calls instantiated so far (build_call) */
 } sctx;
 
 static bool is_marked(sctx *s, const uop *u) { return pm_get(&s->marked, u) != NULL; }
@@ -960,6 +962,93 @@ retry:
   return 0;
 }
 
+/* ---- function calls (call.h): a CALL's body runs as its instantiated
+ * schedule. All CALL nodes of one body over the same arguments (its
+ * outputs) share one instance. */
+struct call_made {
+  call_body *body;
+  uop *const *args;      /* the CALL's sources (alive as long as the graph) */
+  int nargs;
+  call_instance inst;
+  int base;              /* index of its first item in the schedule */
+};
+
+/* An argument that is memory in its logical order already: reshapes of a
+ * whole buffer. */
+static tg_buffer *plain_buffer(uop *u) {
+  int64_t numel = numel_of(u);
+  while (u->op == OP_RESHAPE || u->op == OP_DETACH) u = u->src[0];
+  return u->op == OP_BUFFER && ((tg_buffer *)u->arg.p)->numel == numel ? u->arg.p : NULL;
+}
+
+static int build_call(sctx *s, uop *u) {
+  uop_call_target *t = u->arg.p;
+  call_body *b = t->body;
+  struct call_made *cm = NULL;
+  for (int i = 0; i < s->calls.n && !cm; i++) {
+    struct call_made *c = s->calls.v[i];
+    if (c->body == b && c->nargs == u->nsrc && !memcmp(c->args, u->src, sizeof(uop *) * (size_t)u->nsrc)) cm = c;
+  }
+  if (!cm) {
+    if (u->nsrc != b->nparams) return tg_seterr("internal: call of %s with %d arguments for %d parameters", b->name, u->nsrc, b->nparams);
+    tg_buffer **args = tg_xcalloc((size_t)(u->nsrc ? u->nsrc : 1), sizeof(tg_buffer *));
+    VEC(int) argdeps = { 0 };
+    VEC(tg_buffer *) argreads = { 0 };
+    for (int j = 0; j < u->nsrc; j++) {
+      uop *a = u->src[j];
+      if (is_marked(s, a)) {
+        rinfo *ri = info_of(s, a);
+        args[j] = ri ? plain_buffer(ri->repl) : NULL;
+        if (ri && ri->kernel >= 0) VEC_PUSH(argdeps, ri->kernel);
+      } else {
+        args[j] = plain_buffer(a);
+        if (args[j]) VEC_PUSH(argreads, args[j]);
+      }
+      if (!args[j]) { free(args); VEC_FREE(argdeps); VEC_FREE(argreads); return tg_seterr("internal: argument %d of a call of %s is not contiguous memory", j, b->name); }
+    }
+    cm = tg_xcalloc(1, sizeof *cm);
+    cm->body = b; cm->args = u->src; cm->nargs = u->nsrc;
+    int rc = call_instantiate(b, s->default_dev->name, args, &cm->inst);
+    free(args);
+    if (rc < 0) { free(cm); VEC_FREE(argdeps); VEC_FREE(argreads); return -1; }
+    VEC_PUSH(s->calls, cm);
+    cm->base = s->out->n;
+    /* each item after the one before it and after the arguments' kernels;
+     * reads: the memory it shares with the caller (ordering against the
+     * caller's assigns) */
+    for (int i = 0; i < cm->inst.nitems; i++) {
+      sched_item *it = &cm->inst.items[i];
+      int *d = tg_xmalloc(sizeof(int) * (size_t)(argdeps.n + 1));
+      int nd = 0;
+      if (i) d[nd++] = cm->base + i - 1;
+      else for (int j = 0; j < argdeps.n; j++) d[nd++] = argdeps.v[j];
+      tg_buffer **r = tg_xmalloc(sizeof(tg_buffer *) * (size_t)(it->nbufs ? it->nbufs : 1));
+      int nr = 0;
+      for (int j = 1; j < it->nbufs; j++)
+        for (int k = 0; k < argreads.n; k++) if (it->bufs[j] == argreads.v[k]) { r[nr++] = it->bufs[j]; break; }
+      VEC_PUSH(*s->out, *it);
+      VEC_PUSH(s->deps, d); VEC_PUSH(s->ndeps, nd);
+      VEC_PUSH(s->reads, r); VEC_PUSH(s->nreads, nr);
+      VEC_PUSH(s->writes, it->nbufs ? it->bufs[0] : NULL);
+      it->bufs = NULL;   /* the schedule owns it now */
+    }
+    VEC_FREE(argdeps); VEC_FREE(argreads);
+  }
+  rinfo *ri = tg_xcalloc(1, sizeof *ri);
+  VEC_PUSH(s->infos, ri);
+  int k = t->out;
+  ri->buf = cm->inst.out_buf[k];
+  ri->repl = uop_with_dims_of(cm->inst.out_repl[k], u);
+  ri->kernel = cm->inst.out_item[k] >= 0 ? cm->base + cm->inst.out_item[k] : -1;
+  if (cm->inst.out_param[k] >= 0) {
+    /* a view of an argument: whatever computed the argument */
+    rinfo *ai = is_marked(s, u->src[cm->inst.out_param[k]]) ? info_of(s, u->src[cm->inst.out_param[k]]) : NULL;
+    ri->kernel = ai ? ai->kernel : -1;
+  }
+  pm_put(&s->marked, u, ri);
+  return 0;
+}
+
 static void merge_sibling_kernels(schedule *out);
 
 /* Orders kernels: producers before consumers (RAW), and readers of a
@@ -1042,6 +1131,13 @@ int schedule_create(uop *const *roots, int n, const char *default_device, schedu
     case OP_ASSIGN:
       mark(&s, u);
       break;
+    case OP_CALL:
+      /* a call's result is its body's output buffers; its arguments are
+       * memory in their logical layout (roots keep theirs) */
+      mark(&s, u);
+      for (int j = 0; j < u->nsrc; j++)
+        if (!plain_buffer(u->src[j])) { mark(&s, u->src[j]); pm_put(&s.roots, u->src[j], (void *)1); }
+      break;
     case OP_REDUCE_AXIS:
       if ((intptr_t)pm_get(&s.nchildren, u) > 1) mark(&s, u);
       mark_reduces_below(&s, u->src[0]);
@@ -1067,7 +1163,7 @@ int schedule_create(uop *const *roots, int n, const char *default_device, schedu
     }
     if (u->op == OP_AFTER && !is_marked(&s, u)) continue;
     if (!is_marked(&s, u)) continue;
-    rc = build_kernel(&s, u);
+    rc = u->op == OP_CALL ? build_call(&s, u) : build_kernel(&s, u);
   }
   if (rc == 0) {
     for (int i = 0; i < topo.n; i++) {
@@ -1085,6 +1181,8 @@ int schedule_create(uop *const *roots, int n, const char *default_device, schedu
   for (size_t i = 0; i < s.small.cap; i++) if (s.small.keys[i]) uop_release(s.small.vals[i]);
   pm_free(&s.marked); pm_free(&s.walked); pm_free(&s.nchildren); pm_free(&s.device); pm_free(&s.roots); pm_free(&s.small);
   lowered_free(&s.lowered);
+  for (int i = 0; i < s.calls.n; i++) { call_instance_free(&s.calls.v[i]->inst); free(s.calls.v[i]); }
+  VEC_FREE(s.calls);
   free(topo.v);
   if (rc < 0) schedule_free(out);
   return rc;

@@ -379,6 +379,11 @@ static void compute_gradient(uop *root, uop *root_grad, const ptrmap *targets, p
     bool via_origin = !pm_get(targets, u) && pm_get(&grad_origin, u);
     custom_grad *cg = pm_get(targets, u) || via_origin ? NULL : pm_get(&custom_grads, u);
     if (via_origin) sg[0] = g;   /* a realized view: its origin gets the gradient */
+    else if (u->op == OP_CALL) {
+      bool need[256];
+      for (int j = 0; j < ns; j++) need[j] = pm_get(&on_path, src[j]) != NULL;
+      function_call_grad(u, g, need, sg);
+    }
     else if (cg) { for (int j = 0; j < cg->n; j++) sg[j] = NULL; cg->fn(cg->ctx, g, cg->src, cg->n, sg); }
     else grad_rule(u, g, sg);
     for (int j = 0; j < ns; j++) {
@@ -398,6 +403,17 @@ static void compute_gradient(uop *root, uop *root_grad, const ptrmap *targets, p
   free(topo.v);
   in_gradient--;
   pthread_mutex_unlock(&origin_lock);
+}
+
+void autograd_vjp(uop *root, uop *seed, uop *const *targets, int n, uop **grads) {
+  ptrmap t = { 0 }, g = { 0 };
+  for (int i = 0; i < n; i++) pm_put(&t, targets[i], (void *)1);
+  compute_gradient(root, seed, &t, &g);
+  for (int i = 0; i < n; i++) {
+    grads[i] = pm_get(&g, targets[i]);
+    if (!grads[i]) grads[i] = const_like(0, targets[i]->dtype, targets[i]->shape, targets[i]->ndim);
+  }
+  pm_free(&t); pm_free(&g);
 }
 
 /* ---- public API */

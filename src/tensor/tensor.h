@@ -97,6 +97,14 @@ typedef void (*autograd_custom_fn)(const void *ctx, uop *g, uop *const *srcs, in
 #define AUTOGRAD_CUSTOM_MAX_CTX 256
 void autograd_set_custom(uop *out, uop *const *srcs, int n, autograd_custom_fn fn, const void *ctx, size_t ctx_size);
 
+/* Gradients of root with respect to targets[0..n) given root's gradient
+ * seed, into grads (borrowed; a zero constant for a target root does not
+ * reach): what a function's gradient body is built from (function.c). */
+void autograd_vjp(uop *root, uop *seed, uop *const *targets, int n, uop **grads);
+/* The gradients of a CALL node's sources given its gradient g, for the
+ * sources need[] marks (function.c); sg[j] NULL where none. */
+void function_call_grad(uop *u, uop *g, const bool *need, uop **sg);
+
 /* Live tensors whose value is a pending assign (up to max); the count. */
 int tensors_pending_assigns(tg_tensor **out, int max);
 

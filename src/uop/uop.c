@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include "uop/uop.h"
 #include "uop/uop_buffer.h"
+#include "uop/uop_call.h"
 #include "uop/dims.h"
 #include "util/util.h"
 
@@ -34,6 +35,9 @@ bool uop_is_movement(uop_op op) { return op >= OP_RESHAPE && op <= OP_FLIP; }
 /* ---- buffer hooks: the runtime tells the IR how to hold a BUFFER's payload */
 static const uop_buffer_hooks *buf_hooks;
 void uop_set_buffer_hooks(const uop_buffer_hooks *h) { buf_hooks = h; }
+/* ---- call hooks: the function layer tells the IR how to hold a CALL's body */
+static const uop_call_hooks *call_hooks;
+void uop_set_call_hooks(const uop_call_hooks *h) { call_hooks = h; }
 
 /* ---- the hash-cons table. One lock guards the table and all refcounts:
  * graphs are built by one thread at a time in practice, and the lock is
@@ -117,6 +121,10 @@ static void set_shape(uop *u) {
   case OP_CONST: case OP_DEFINE_VAR: case OP_BIND: nd = 0; break;
   case OP_BUFFER: nd = 1; tmp[0] = buf_hooks ? buf_hooks->numel(u->arg.p) : 0; break;
   case OP_ARANGE: nd = 1; tmp[0] = u->arg.i; break;
+  case OP_CALL: {
+    const uop *v = ((const uop_call_target *)u->arg.p)->value;
+    nd = v->ndim; memcpy(tmp, v->shape, sizeof(int64_t) * (size_t)nd); break;
+  }
   case OP_RESHAPE: case OP_EXPAND:
     nd = u->arg.n; memcpy(tmp, u->arg.v, sizeof(int64_t) * (size_t)nd); break;
   case OP_PERMUTE:
@@ -199,6 +207,8 @@ uop *uop_new(uop_op op, dtype_t dt, uop *const *src, int nsrc, uop_arg arg) {
     u->arg.s = tg_xstrdup(arg.s);
   } else if (arg.kind == ARG_PTR && op == OP_BUFFER && buf_hooks) {
     buf_hooks->retain(arg.p);
+  } else if (arg.kind == ARG_PTR && op == OP_CALL && call_hooks) {
+    call_hooks->retain(((uop_call_target *)arg.p)->body);
   }
   u->next = table[slot]; table[slot] = u; table_n++;
   pthread_mutex_unlock(&lock);
@@ -219,7 +229,7 @@ void uop_release(uop *u) {
   if (!u) return;
   /* iterative, so freeing a deep graph cannot overflow the stack */
   VEC(uop *) dead = { 0 };
-  VEC(void *) bufs = { 0 };
+  VEC(void *) bufs = { 0 }, bodies = { 0 };
   pthread_mutex_lock(&lock);
   if (--u->refcnt == 0) VEC_PUSH(dead, u);
   while (dead.n) {
@@ -233,13 +243,16 @@ void uop_release(uop *u) {
     if (d->arg.kind == ARG_INTS) free((void *)d->arg.v);
     else if (d->arg.kind == ARG_STR) free((void *)d->arg.s);
     else if (d->op == OP_BUFFER && d->arg.kind == ARG_PTR) VEC_PUSH(bufs, d->arg.p);
+    else if (d->op == OP_CALL && d->arg.kind == ARG_PTR) VEC_PUSH(bodies, ((uop_call_target *)d->arg.p)->body);
     free(d->src); free(d->shape); free(d->dim_var);
     if (d->dim_err_own) free((void *)d->dim_err);
     free(d);
   }
   pthread_mutex_unlock(&lock);
   for (int i = 0; i < bufs.n; i++) if (buf_hooks) buf_hooks->release(bufs.v[i]);
-  VEC_FREE(dead); VEC_FREE(bufs);
+  /* a body's release may free its graph: outside the lock */
+  for (int i = 0; i < bodies.n; i++) if (call_hooks) call_hooks->release(bodies.v[i]);
+  VEC_FREE(dead); VEC_FREE(bufs); VEC_FREE(bodies);
 }
 
 int64_t uop_live_count(void) {
@@ -355,7 +368,8 @@ void uop_arg_str(const uop *u, char *buf, int n) {
     break;
   case ARG_FLOAT: snprintf(buf, (size_t)n, "%.9g", u->arg.f); break;
   case ARG_STR: snprintf(buf, (size_t)n, "'%s'", u->arg.s); break;
-  case ARG_PTR: snprintf(buf, (size_t)n, "%s", u->op == OP_BUFFER && buf_hooks ? buf_hooks->describe(u->arg.p) : "<ptr>"); break;
+  case ARG_PTR: snprintf(buf, (size_t)n, "%s", u->op == OP_BUFFER && buf_hooks ? buf_hooks->describe(u->arg.p)
+             : u->op == OP_CALL && call_hooks ? call_hooks->name(((const uop_call_target *)u->arg.p)->body) : "<ptr>"); break;
   case ARG_INTS: {
     int k = snprintf(buf, (size_t)n, "(");
     for (int i = 0; i < u->arg.n && k < n - 24; i++)

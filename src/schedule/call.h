@@ -1,0 +1,71 @@
+/* call.h: function bodies and their calls in the schedule.
+ *
+ * A body is a tensor graph over parameter placeholders: BUFFER nodes whose
+ * buffers are never allocated, one per parameter, with the parameter's
+ * shape, dtype and device. CALL(args...) (uop_call.h) applies output k of a
+ * body to args. The body is scheduled once, the first time a schedule meets
+ * one of its calls; every call then instantiates that schedule: the same
+ * kernel ASTs (so the same compiled programs) over the call's argument
+ * buffers and fresh buffers for the body's intermediates and outputs.
+ * Nothing of the body is lowered, optimized or rendered again, which is what
+ * makes N identical layers cost one layer's scheduling. */
+#ifndef TG_CALL_H
+#define TG_CALL_H
+
+#include <pthread.h>
+#include "schedule/schedule.h"
+#include "uop/uop_call.h"
+
+typedef struct call_body call_body;
+struct call_body {
+  int refcnt;                 /* CALL nodes, the function's cache, grad bodies */
+  char name[64];
+  int nparams, nouts;
+  uop **params;               /* placeholder views (retained): what the body's graph reads */
+  tg_buffer **param_bufs;     /* their buffers (retained, never allocated) */
+  uop **outs;                 /* the body's outputs (retained) */
+  uop_call_target *targets;   /* one per output: what CALL nodes point at */
+  /* owned by the layer that built the body (tensor/function.c: gradient
+   * bodies); freed with it */
+  void *owner_data;
+  void (*owner_free)(void *owner_data);
+
+  /* the schedule, built on first use */
+  pthread_mutex_t lock;
+  bool scheduled;
+  schedule sched;
+  uop **out_repl;             /* retained: output k as a view of its buffer after the schedule */
+  ptrmap role;                /* tg_buffer* -> 1+param index, or -(1+internal index); absent: fixed */
+  VEC(tg_buffer *) internal;  /* intermediates and outputs: fresh per call */
+};
+
+/* A body over params (placeholder views, see call_param_new) with outputs
+ * outs; refcount 1 (the caller's). */
+call_body *call_body_new(const char *name, uop *const *params, int nparams, uop *const *outs, int nouts);
+void call_body_retain(call_body *b);
+void call_body_release(call_body *b);
+
+/* A parameter placeholder: RESHAPE(BUFFER) of the given shape over a buffer
+ * that is never allocated (buffer_alloc refuses it). Borrowed (pool). */
+uop *call_param_new(tg_device *dev, dtype_t dt, const int64_t *shape, int ndim);
+/* Whether b is such a placeholder's buffer. */
+bool call_is_param_buffer(const tg_buffer *b);
+
+/* One call of a body, instantiated: the body's kernels over real buffers. */
+typedef struct {
+  sched_item *items;          /* in order (each after the one before); owned until moved */
+  int nitems;
+  uop **out_repl;             /* per output: its view over the call's buffers (borrowed, pool) */
+  tg_buffer **out_buf;        /* per output: the buffer that view reads (borrowed) */
+  int *out_item;              /* per output: the last item touching out_buf, or -1 */
+  int *out_param;             /* per output: the parameter it is a view of, or -1 */
+} call_instance;
+
+/* Schedules b (once; thread-safe) and instantiates it over args (one
+ * contiguous buffer per parameter, of its dtype and size). 0 or -1. */
+int call_instantiate(call_body *b, const char *default_device, tg_buffer *const *args, call_instance *out);
+/* Frees what call_instantiate made that the caller did not take (items
+ * whose ast pointer it set to NULL and bufs to NULL are skipped). */
+void call_instance_free(call_instance *c);
+
+#endif
