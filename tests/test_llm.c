@@ -1,6 +1,7 @@
 /* test_llm.c: the model runner against independent references: tiny random
  * models (tests/gen/gen_llm.py: numpy forward passes in float64) for dense
- * llama, qwen3moe, qwen2moe, deepseek2, gemma2 and gemma3; and stories260K's greedy continuation as
+ * llama, qwen3moe, qwen2moe, deepseek2, gemma2, gemma3, phi3 and a YaRN
+ * llama, with greedy decoding past the sliding window; and stories260K's greedy continuation as
  * llama.cpp prints it (../shared/testdata/README.md). */
 #include "test.h"
 #include <unistd.h>
@@ -83,6 +84,92 @@ TEST(llm_tiny_deepseek2_mla) { check_model("deepseek2"); }
 TEST(llm_tiny_gemma2) { check_model("gemma2"); }
 TEST(llm_tiny_gemma3) { check_model("gemma3"); }
 TEST(llm_tiny_gemma3_f16_cache) { check_model_with("gemma3", NULL, NULL, 2e-3); }
+
+/* Greedy decoding against gen_llm.py's greedy(): goldens/<golden>.logits.bin
+ * holds the logits after the prompt and after each chosen token but the
+ * last, <golden>.greedy.bin the tokens. tg's best token must be the
+ * golden's at every step (the golden token is fed on, so one near tie
+ * cannot cascade), its logits within tol. */
+static tg_llm *check_greedy(const char *model, const char *golden, int n_ctx, const int32_t *prompt, int n_prompt, double tol) {
+  char path[256], lpath[256], gpath[256];
+  snprintf(path, sizeof path, "goldens/llm_%s.gguf", model);
+  snprintf(lpath, sizeof lpath, "goldens/llm_%s.logits.bin", golden);
+  snprintf(gpath, sizeof gpath, "goldens/llm_%s.greedy.bin", golden);
+  size_t nl, ng;
+  float *want = test_read_file(lpath, &nl);
+  int32_t *toks = test_read_file(gpath, &ng);
+  CHECK_MSG(want && toks, "missing %s or %s", lpath, gpath);
+  tg_llm *m = want && toks ? tg_llm_load(path, &(tg_llm_opts){ .n_ctx = n_ctx, .cache_type = "f32" }) : NULL;
+  CHECK_MSG(!want || !toks || m, "load %s: %s", path, tg_error());
+  if (m) {
+    int V = tg_llm_config_of(m)->n_vocab, n = (int)(ng / sizeof(int32_t));
+    CHECK_EQ_INT(nl, sizeof(float) * (size_t)n * (size_t)V);
+    float *got = malloc(sizeof(float) * (size_t)V);
+    CHECK_OK(tg_llm_eval(m, prompt, n_prompt, got) == 0);
+    for (int i = 0; i < n && (size_t)(i + 1) * V * sizeof(float) <= nl; i++) {
+      char what[64];
+      snprintf(what, sizeof what, "%s step %d", golden, i);
+      test_close_f32(got, want + (size_t)i * V, (size_t)V, tol, tol, what);
+      int best = 0;
+      for (int j = 1; j < V; j++) if (got[j] > got[best]) best = j;
+      CHECK_MSG(best == toks[i], "%s step %d: greedy token %d, want %d", golden, i, best, toks[i]);
+      if (i + 1 < n) CHECK_OK(tg_llm_eval(m, &toks[i], 1, got) == 0);
+    }
+    free(got);
+  }
+  free(want);
+  free(toks);
+  return m;
+}
+
+static const int32_t tiny_prompt[] = { 1, 5, 9, 13, 17, 21, 25 };
+
+/* Phi-3: fused attn_qkv and ffn_up (gate|up), partial rotary, LongRoPE:
+ * a context past the original one uses the long factors, else the short
+ * ones, both with the file's attention factor */
+TEST(llm_tiny_phi3) { check_model("phi3"); tg_llm_free(check_greedy("phi3", "phi3_greedy", 0, tiny_prompt, 7, 1e-4)); }
+TEST(llm_tiny_phi3_short_factors) { tg_llm_free(check_greedy("phi3", "phi3_short", 16, tiny_prompt, 7, 1e-4)); }
+/* YaRN: factor 4 over an original context of 64, the file's betas */
+TEST(llm_tiny_yarn) { check_model("yarn"); tg_llm_free(check_greedy("yarn", "yarn_greedy", 0, tiny_prompt, 7, 1e-4)); }
+
+/* Sliding layers past their window: with 128 positions the sliding layers'
+ * caches are rings of window + 63 = 67 rows, the global ones hold all 128;
+ * a 70-token prompt and 40 greedy tokens (to position 109, the rings
+ * wrapped) match numpy, which keeps every key. A rewind that keeps the
+ * window stays; one past what the rings still hold starts over, and the
+ * prompt then gives the same logits. */
+static void swa_ring(const char *model, bool full) {
+  int32_t prompt[70];
+  for (int i = 0; i < 70; i++) prompt[i] = (i * 7 + 3) % 53;
+  char golden[64];
+  snprintf(golden, sizeof golden, "%s_long", model);
+  if (full) setenv("TG_LLM_SWA_FULL", "1", 1);
+  tg_llm *m = check_greedy(model, golden, 128, prompt, 70, 1e-4);
+  unsetenv("TG_LLM_SWA_FULL");
+  if (!m) return;
+  for (int i = 0; i < m->cfg.n_layers; i++) {
+    int64_t rows = tg_dim(m->layers[i].k_cache, 0), want = m->layers[i].swa && !full ? 67 : 128;
+    CHECK_MSG(rows == want, "%s layer %d (%s): %lld cache rows, want %lld", model, i, m->layers[i].swa ? "sliding" : "global", (long long)rows, (long long)want);
+  }
+  int n = tg_llm_n_past(m);
+  CHECK_EQ_INT(n, 109);
+  tg_llm_rewind(m, n - 2);
+  CHECK_EQ_INT(tg_llm_n_past(m), n - 2);   /* the window before 107 is still there */
+  tg_llm_rewind(m, 20);
+  CHECK_EQ_INT(tg_llm_n_past(m), full ? 20 : 0);         /* positions 17..19 were overwritten by 84..86 */
+  size_t nl;
+  char lpath[128];
+  snprintf(lpath, sizeof lpath, "goldens/llm_%s.logits.bin", golden);
+  float *want = test_read_file(lpath, &nl), *got = malloc(sizeof(float) * (size_t)m->cfg.n_vocab);
+  tg_llm_rewind(m, 0);
+  CHECK_OK(tg_llm_eval(m, prompt, 70, got) == 0);
+  if (want) test_close_f32(got, want, (size_t)m->cfg.n_vocab, 1e-4, 1e-4, "the prompt again");
+  free(want); free(got);
+  tg_llm_free(m);
+}
+TEST(llm_swa_ring_gemma2) { swa_ring("gemma2", false); }
+TEST(llm_swa_ring_gemma3) { swa_ring("gemma3", false); }
+TEST(llm_swa_full_cache_gemma2) { swa_ring("gemma2", true); }
 
 /* src copied to dst without tensor drop, with general.architecture arch
  * (either may be NULL). */

@@ -29,6 +29,7 @@ int tg_llm_generate(tg_llm *m, const struct tg_tokenizer *tok, const int32_t *pr
   int keep = 0;
   while (keep < m->n_past && keep < n_prompt - 1 && m->history[keep] == prompt[keep]) keep++;
   tg_llm_rewind(m, keep);
+  keep = m->n_past;   /* less when a sliding layer's ring no longer holds the window before keep */
   st.n_reused = keep;
   float *logits = tg_xmalloc(sizeof(float) * (size_t)m->cfg.n_vocab);
   double t0 = now();

@@ -11,6 +11,7 @@
  * pos + T rows, kv_len a symbolic dimension (tg_shrink_var). */
 #define LLM_MAX_CTX (1 << 20)   /* the most KV cache positions tg_llm_load takes (tg's -c too) */
 #define LLM_CHUNKS { 64, 16, 4, 1 }
+#define LLM_MAX_CHUNK 64          /* the largest of LLM_CHUNKS: a sliding layer's ring holds window + LLM_MAX_CHUNK - 1 rows */
 #define LLM_NCHUNKS 4
 
 typedef struct {
@@ -19,13 +20,14 @@ typedef struct {
   tg_tensor *q_norm, *k_norm;            /* per head or over all heads (llm_arch.qk_norm) */
   tg_tensor *attn_post_norm, *ffn_post_norm;   /* norms of the attention's and the feed-forward's outputs */
   tg_tensor *ffn_norm, *w_gate, *w_up, *w_down;
-  tg_tensor *k_cache, *v_cache;          /* (n_ctx, n_kv_heads, head_dim / head_dim_v) */
+  tg_tensor *k_cache, *v_cache;          /* (n_ctx or the ring's size, n_kv_heads, head_dim / head_dim_v) */
   /* MLA: q_a (q_lora, dim), q_a_norm, q_b (H * hd, q_lora); kv_a (kv_lora + rope, dim), kv_a_norm, kv_b (H * (nope + hd_v), kv_lora) */
   tg_tensor *q_a, *q_a_norm, *q_b, *kv_a, *kv_a_norm, *kv_b;
   /* mixture of experts: router (E, dim), experts (E, ffn, dim) / (E, dim, ffn) */
   tg_tensor *router, *expert_bias, *gate_exps, *up_exps, *down_exps;
   tg_tensor *gate_shexp, *up_shexp, *down_shexp, *router_shexp;
   bool swa;                              /* a sliding-window layer (its own rope tables) */
+  int ring;                              /* > 0: its cache is a ring of this many positions (position p in row p % ring) */
 } llm_layer;
 
 /* ------------------------------------------------ architectures (llm_arch.c)
@@ -40,8 +42,9 @@ typedef enum {
   LT_FFN_NORM, LT_GATE, LT_UP, LT_DOWN, LT_FFN_POST_NORM,
   LT_Q_A, LT_Q_A_NORM, LT_Q_B, LT_KV_A, LT_KV_A_NORM, LT_KV_B,
   LT_ROUTER, LT_EXP_BIAS, LT_GATE_EXPS, LT_UP_EXPS, LT_DOWN_EXPS, LT_GATE_SHEXP, LT_UP_SHEXP, LT_DOWN_SHEXP, LT_ROUTER_SHEXP,
+  LT_QKV, LT_GATE_UP,                    /* fused in the file (Phi-3), else stacked at load from q, k, v / gate, up */
   LT_FILE_COUNT,                         /* the rest are made at load, not read by name */
-  LT_QKV = LT_FILE_COUNT, LT_GATE_UP, LT_K_CACHE, LT_V_CACHE,
+  LT_K_CACHE = LT_FILE_COUNT, LT_V_CACHE,
   LT_COUNT
 } llm_tensor;
 #define LT(id) (1ull << (id))
@@ -49,7 +52,8 @@ typedef enum {
 /* A size in config terms (resolved by llm_tensor_dims). */
 typedef enum {
   LD_NONE, LD_DIM, LD_Q, LD_KV, LD_VV, LD_O, LD_QN, LD_KN, LD_FFN,
-  LD_QLORA, LD_KVA, LD_KVLORA, LD_KVB, LD_E, LD_EFF, LD_SH
+  LD_QLORA, LD_KVA, LD_KVLORA, LD_KVB, LD_E, LD_EFF, LD_SH,
+  LD_QKV, LD_FFN2                        /* q + k + v rows; gate + up rows */
 } llm_dim;
 
 /* The layers that have a tensor. */
@@ -84,6 +88,7 @@ typedef struct {
   float swa_rope_base;                   /* sliding layers' rope base without rope.freq_base_swa (0: the global one) */
   bool swa_rope_unscaled;                /* sliding layers ignore rope scaling */
   int qscale_dim_layers;                 /* with this many layers q is scaled by (dim/heads)^-1/2 (Gemma 27B), not head_dim^-1/2 */
+  bool yarn_log_mul;                     /* reads rope.scaling.yarn_log_multiplier (DeepSeek): YaRN's magnitude goes into the scores' scale */
   uint64_t req, opt;                     /* per-layer tensors it must / may have (LT bits) */
 } llm_arch;
 
@@ -97,6 +102,17 @@ int llm_tensor_dims(const tg_llm *m, llm_tensor id, int64_t d[3]);
  * whether it must. */
 bool llm_tensor_in_layer(const tg_llm *m, int i, llm_tensor id);
 static inline tg_tensor **llm_layer_slot(llm_layer *l, llm_tensor id) { return (tg_tensor **)((char *)l + llm_tensors[id].field); }
+
+/* One rope table's parameters (llama.cpp's ggml_rope_ext arguments): the
+ * angle of pair i at position p is p * base^(-2i/rope_dim) / factor_i
+ * (rope_factors), times freq_scale, or with YaRN (ext_factor 1) mixed with
+ * the unscaled angle by a ramp over the pairs between the corrections of
+ * beta_fast and beta_slow rotations in orig_ctx positions; cos and sin
+ * are then times mscale. */
+typedef struct {
+  float base, freq_scale, ext_factor, mscale, beta_fast, beta_slow;
+  int orig_ctx;
+} llm_rope;
 
 /* A quantized weight's lazy float values w next to what matmuls read
  * instead: its row-packed copy (tg_quant_pack_rows; then raw is NULL and w
@@ -115,9 +131,13 @@ struct tg_llm {
   tg_dtype cache_dtype;                  /* of the KV cache */
   const llm_arch *arch;                  /* the family's row */
   float q_scale;                         /* attention scores are (q . k) * q_scale */
+  float kq_mscale;                       /* DeepSeek's YaRN magnitude: q_scale holds its square (1: none) */
   float attn_softcap, final_softcap;     /* 0: none */
   int swa_window;                        /* sliding layers see the last swa_window positions (0: none slide) */
-  float rope_base_swa, rope_scale_swa;   /* the sliding layers' rope */
+  llm_rope rope, rope_swa;               /* the tables' parameters: the global layers', the sliding ones' */
+  char rope_factors[32];                 /* the per-pair factors' tensor ("": none): rope_freqs, or Phi-3's long/short */
+  int ring;                              /* the sliding layers' cache size when it is a ring (0: they hold every position) */
+  int ring_top;                          /* 1 + the last position written to the rings since they were empty (tg_llm_rewind) */
   tg_tensor *tok_embd, *output_norm, *output;
   llm_layer *layers;
   tg_tensor *rope_cos, *rope_sin;        /* (n_ctx, rope_dim / 2) */

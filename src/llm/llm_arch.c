@@ -46,9 +46,11 @@ const llm_tensor_info llm_tensors[LT_COUNT] = {
   [LT_UP_SHEXP]       = { "ffn_up_shexp.weight",       F(up_shexp),       { LD_SH, LD_DIM }, LW_MOE },
   [LT_DOWN_SHEXP]     = { "ffn_down_shexp.weight",     F(down_shexp),     { LD_DIM, LD_SH }, LW_MOE },
   [LT_ROUTER_SHEXP]   = { "ffn_gate_inp_shexp.weight", F(router_shexp),   { LD_DIM }, LW_MOE },
-  /* made at load: q|k|v and gate|up stacked, the KV cache */
-  [LT_QKV]            = { NULL, F(wqkv) },
-  [LT_GATE_UP]        = { NULL, F(w_gate_up) },
+  /* fused in the file (Phi-3: its ffn_up holds gate then up), else made
+   * at load by stacking q, k, v and gate, up */
+  [LT_QKV]            = { "attn_qkv.weight",           F(wqkv),           { LD_QKV, LD_DIM } },
+  [LT_GATE_UP]        = { "ffn_up.weight",             F(w_gate_up),      { LD_FFN2, LD_DIM }, LW_DENSE },
+  /* made at load: the KV cache */
   [LT_K_CACHE]        = { NULL, F(k_cache) },
   [LT_V_CACHE]        = { NULL, F(v_cache) },
 };
@@ -63,6 +65,8 @@ const llm_tensor_info llm_tensors[LT_COUNT] = {
 #define FFN        (LT(LT_GATE) | LT(LT_UP) | LT(LT_DOWN))
 #define EXPERTS    (LT(LT_ROUTER) | LT(LT_GATE_EXPS) | LT(LT_UP_EXPS) | LT(LT_DOWN_EXPS))
 #define SHEXP      (LT(LT_GATE_SHEXP) | LT(LT_UP_SHEXP) | LT(LT_DOWN_SHEXP))
+#define FUSED_MHA  (LT(LT_QKV) | LT(LT_O))
+#define FUSED_FFN  (LT(LT_GATE_UP) | LT(LT_DOWN))
 
 /* The families. Experts are loaded in the layers past
  * leading_dense_block_count of a file with expert_count > 0; a llama row
@@ -78,8 +82,12 @@ static const llm_arch llm_archs[] = {
                  .opt = SHEXP | LT(LT_ROUTER_SHEXP) },
   { "qwen3moe",  .norms = LLM_NORM_PRE, .rope_neox = true, .qk_norm = LLM_QK_PER_HEAD, .moe_weights_norm = true,
                  .req = PRE_NORMS | MHA | QK_NORMS | EXPERTS },
-  { "deepseek2", .attn = LLM_ATTN_MLA, .norms = LLM_NORM_PRE, .req = PRE_NORMS | MLA | FFN | EXPERTS,
+  { "deepseek2", .attn = LLM_ATTN_MLA, .norms = LLM_NORM_PRE, .yarn_log_mul = true, .req = PRE_NORMS | MLA | FFN | EXPERTS,
                  .opt = LT(LT_EXP_BIAS) | SHEXP },
+  /* Phi-3 / Phi-4-mini: fused q|k|v and gate|up; LongRoPE's per-pair
+   * factors (rope_factors_long / _short) and attention factor. llama.cpp
+   * ignores its sliding_window (disabled since its PR 13676), so tg does. */
+  { "phi3",      .norms = LLM_NORM_PRE, .rope_neox = true, .req = PRE_NORMS | FUSED_MHA | FUSED_FFN },
   /* Gemma: norms before and after both halves, GeGLU, the embedding times
    * sqrt(dim) and tied to the output; sliding-window layers. Gemma 2 caps
    * scores and logits, and slides every other layer (window 4096); Gemma
@@ -129,6 +137,8 @@ static int64_t dim_of(const tg_llm *m, llm_dim d) {
     case LD_E: return c->n_experts;
     case LD_EFF: return c->expert_ffn_dim;
     case LD_SH: return (int64_t)c->shared_ffn_dim * (c->n_shared_experts ? c->n_shared_experts : 1);
+    case LD_QKV: return (int64_t)c->n_heads * c->head_dim + (int64_t)c->n_kv_heads * (c->head_dim + c->head_dim_v);
+    case LD_FFN2: return 2 * (int64_t)c->ffn_dim;
   }
   return 0;
 }

@@ -38,6 +38,64 @@ static int arch_float(tg_llm *m, const char *key, double def, float *out) {
   return 0;
 }
 
+/* YaRN's magnitude factor for scale s (llama.cpp's get_mscale). */
+static double yarn_mscale(double s, double mscale) { return s <= 1 ? 1 : 0.1 * mscale * log(s) + 1; }
+
+/* RoPE and its scaling, as llama.cpp's load_hparams and llama_context
+ * set them up: rope.scaling.type none, linear (the default) or yarn, its
+ * factor (freq_scale = 1 / factor); YaRN's original context, betas and
+ * ext_factor (1 for yarn unless the file says); the magnitude of cos and
+ * sin: rope.scaling.attn_factor (LongRoPE's), and for YaRN 1 + 0.1 ln
+ * factor, or, with DeepSeek's yarn_log_multiplier, 1 here and mscale^2 in
+ * the scores' scale (llama.cpp's kq_scale). */
+static int llm_read_rope(tg_llm *m) {
+  tg_llm_config *c = &m->cfg;
+  llm_rope *r = &m->rope;
+  char k[128];
+  snprintf(k, sizeof k, "%s.rope.scaling.type", c->arch);
+  char *type = gguf_get_str(m->file, k);
+  bool none = type && !strcmp(type, "none"), yarn = type && !strcmp(type, "yarn");
+  if (type && !none && !yarn && strcmp(type, "linear")) {
+    tg_seterr("%s: %s '%s' is not supported (none, linear and yarn are)", m->file->path, k, type);
+    free(type);
+    return -1;
+  }
+  free(type);
+  float factor = 0, attn = 1, yarn_attn = 1, ext = -1, log_mul = 0;
+  if (arch_float(m, "rope.scaling.factor", 0.0, &factor) < 0 ||
+      (factor == 0 && arch_float(m, "rope.scale_linear", 0.0, &factor) < 0) ||
+      arch_float(m, "rope.scaling.attn_factor", 1.0, &attn) < 0 ||
+      arch_float(m, "rope.scaling.yarn_attn_factor", 1.0, &yarn_attn) < 0 ||
+      arch_float(m, "rope.scaling.yarn_ext_factor", -1.0, &ext) < 0 ||
+      arch_float(m, "rope.scaling.yarn_beta_fast", 32.0, &r->beta_fast) < 0 ||
+      arch_float(m, "rope.scaling.yarn_beta_slow", 1.0, &r->beta_slow) < 0 ||
+      (m->arch->yarn_log_mul && arch_float(m, "rope.scaling.yarn_log_multiplier", 0.0, &log_mul) < 0) ||
+      arch_int(m, "rope.scaling.original_context_length", 0, &r->orig_ctx) < 0)
+    return -1;
+  if (factor < 0) return tg_seterr("%s: %s.rope.scaling.factor = %g must not be negative", m->file->path, c->arch, factor);
+  if (!(attn > 0)) return tg_seterr("%s: %s.rope.scaling.attn_factor = %g must be positive", m->file->path, c->arch, attn);
+  if (!(r->beta_fast > 0) || !(r->beta_slow > 0))
+    return tg_seterr("%s: %s.rope.scaling.yarn_beta_fast / _slow (%g, %g) must be positive", m->file->path, c->arch, r->beta_fast, r->beta_slow);
+  c->rope_scale = none || factor == 0 ? 1 : factor;
+  if (!r->orig_ctx) r->orig_ctx = c->n_ctx_train;
+  if (r->orig_ctx <= 0) return tg_seterr("%s: %s.rope.scaling.original_context_length must be positive", m->file->path, c->arch);
+  r->base = c->rope_base;
+  r->freq_scale = 1 / c->rope_scale;
+  r->ext_factor = ext < 0 ? (yarn ? 1 : 0) : ext;
+  log_mul /= 0.1f;   /* llama.cpp cancels the converter's 0.1 */
+  double f = c->rope_scale, af = yarn_attn;
+  if (r->ext_factor != 0) {
+    /* llama.cpp's attn_factor (DeepSeek's: a ratio of two equal mscales), then
+     * cancelled against the rope op's own 1 + 0.1 ln f */
+    af = log_mul != 0 ? 1 : yarn_mscale(f, 1);
+    af /= 1 + 0.1 * log(f);
+  }
+  r->mscale = (float)(af * attn);   /* the tables add 1 + 0.1 ln(1 / freq_scale) when ext_factor != 0 */
+  m->kq_mscale = 1;
+  if (m->arch->yarn_log_mul) m->kq_mscale = (float)(r->mscale * (1 + 0.1 * log(f)) * (1 + 0.1 * log_mul * log(f)));
+  return 0;
+}
+
 /* The family's traits that the file may override (llama.cpp's keys):
  * softcaps, the sliding window and its layers and rope, q's scale. */
 static int llm_read_traits(tg_llm *m) {
@@ -49,18 +107,18 @@ static int llm_read_traits(tg_llm *m) {
   if (m->attn_softcap < 0 || m->final_softcap < 0) return tg_seterr("%s: softcaps must not be negative", m->file->path);
   /* q . k * head_dim^-1/2; Gemma's query_pre_attn_scalar is dim / heads for 27B, which llama.cpp knows by the layer count */
   bool by_dim = a->qscale_dim_layers && c->n_layers == a->qscale_dim_layers;
-  m->q_scale = (float)(1.0 / sqrt(by_dim ? (double)c->dim / c->n_heads : (double)c->head_dim));
+  m->q_scale = (float)(1.0 / sqrt(by_dim ? (double)c->dim / c->n_heads : (double)c->head_dim)) * m->kq_mscale * m->kq_mscale;
   m->layers = tg_xcalloc((size_t)c->n_layers, sizeof *m->layers);
   m->swa_window = 0;
-  m->rope_base_swa = c->rope_base, m->rope_scale_swa = c->rope_scale;
+  m->rope_swa = m->rope;
   if (a->swa_period) {
     int window = 0, period = 0;
     if (arch_int(m, "attention.sliding_window", a->swa_window, &window) < 0 ||
         arch_int(m, "attention.sliding_window_pattern", a->swa_period, &period) < 0 ||
-        arch_float(m, "rope.freq_base_swa", a->swa_rope_base > 0 ? a->swa_rope_base : c->rope_base, &m->rope_base_swa) < 0)
+        arch_float(m, "rope.freq_base_swa", a->swa_rope_base > 0 ? a->swa_rope_base : c->rope_base, &m->rope_swa.base) < 0)
       return -1;
-    if (!(m->rope_base_swa > 0)) return tg_seterr("%s: rope.freq_base_swa must be positive", m->file->path);
-    if (a->swa_rope_unscaled) m->rope_scale_swa = 1;
+    if (!(m->rope_swa.base > 0)) return tg_seterr("%s: rope.freq_base_swa must be positive", m->file->path);
+    if (a->swa_rope_unscaled) m->rope_swa.freq_scale = 1;
     m->swa_window = window;
     /* llama.cpp's set_swa_pattern: period p slides every layer but each p-th (0: all) */
     for (int i = 0; window > 0 && i < c->n_layers; i++) m->layers[i].swa = period == 0 || i % period < period - 1;
@@ -118,19 +176,16 @@ int llm_read_config(tg_llm *m, int n_ctx) {
   if (arch_float(m, "attention.layer_norm_rms_epsilon", 1e-5, &c->rms_eps) < 0 ||
       arch_float(m, "rope.freq_base", 10000.0, &c->rope_base) < 0)
     return -1;
-  {
-    char k[128], *type;
-    snprintf(k, sizeof k, "%s.rope.scaling.type", c->arch);
-    type = gguf_get_str(m->file, k);
-    c->rope_scale = 1;
-    if (type && !strcmp(type, "linear")) {
-      if (arch_float(m, "rope.scaling.factor", 1.0, &c->rope_scale) < 0) { free(type); return -1; }
-    } else if (type && strcmp(type, "none")) { tg_seterr("%s: rope scaling '%s' is not supported (none and linear are)", m->file->path, type); free(type); return -1; }
-    free(type);
-    if (!(c->rope_scale > 0)) return tg_seterr("%s: rope.scaling.factor must be positive", m->file->path);
-  }
+  if (llm_read_rope(m) < 0) return -1;
   c->rope_neox = m->arch->rope_neox;
   if (llm_read_traits(m) < 0) return -1;
   c->n_ctx = n_ctx > 0 ? n_ctx : (c->n_ctx_train < 4096 ? c->n_ctx_train : 4096);
+  /* sliding layers keep a ring of the window plus a chunk's positions (the
+   * oldest key a chunk's first token sees to its last token) when that is
+   * shorter than the context; TG_LLM_SWA_FULL=1 keeps every position */
+  m->ring = 0;
+  if (m->swa_window > 0 && m->swa_window < c->n_ctx - (LLM_MAX_CHUNK - 1) && !tg_getenv_int("TG_LLM_SWA_FULL", 0))
+    m->ring = m->swa_window + LLM_MAX_CHUNK - 1;
+  for (int i = 0; i < c->n_layers; i++) m->layers[i].ring = m->layers[i].swa ? m->ring : 0;
   return 0;
 }

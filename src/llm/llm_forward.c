@@ -76,13 +76,17 @@ static tg_tensor *softcap(tg_tensor *x, float cap) {
 }
 
 /* Attention of q (T, H, hd) over the first kv_len = pos + T cache positions
- * (a symbolic axis of size S = n_ctx), keys at positions j <= pos + t. mask
- * is (T, S) bool, NULL for one token (it sees every key). */
+ * (a symbolic axis of size S = n_ctx), keys at positions j <= pos + t; or,
+ * for a layer with a ring, over all its S = ring rows. mask is (T, S)
+ * bool, NULL for one token without a ring (it sees every key). */
 static tg_tensor *attention(tg_llm *m, llm_layer *l, tg_tensor *q, tg_tensor *mask) {
   const tg_llm_config *c = &m->cfg;
-  int64_t T = tg_dim(q, 0), KV = c->n_kv_heads, G = c->n_heads / c->n_kv_heads, hd = c->head_dim, hv = c->head_dim_v, S = c->n_ctx;
+  int64_t T = tg_dim(q, 0), KV = c->n_kv_heads, G = c->n_heads / c->n_kv_heads, hd = c->head_dim, hv = c->head_dim_v;
+  int64_t S = l->ring ? l->ring : c->n_ctx;
   /* the cache's values (f16 by default) in float32, converted as they are read */
-  tg_tensor *kc = tg_cast(tg_shrink_var(l->k_cache, 0, m->kv_name), TG_F32), *vc = tg_cast(tg_shrink_var(l->v_cache, 0, m->kv_name), TG_F32);
+  tg_tensor *kc = l->ring ? l->k_cache : tg_shrink_var(l->k_cache, 0, m->kv_name);
+  tg_tensor *vc = l->ring ? l->v_cache : tg_shrink_var(l->v_cache, 0, m->kv_name);
+  kc = tg_cast(kc, TG_F32), vc = tg_cast(vc, TG_F32);
   tg_tensor *qg = tg_permute(tg_reshape(q, TG_SHAPE(T, KV, G, hd)), TG_AXES(1, 2, 0, 3));        /* (KV, G, T, hd) */
   tg_tensor *kt = tg_reshape(tg_permute(kc, TG_AXES(1, 2, 0)), TG_SHAPE(KV, 1, hd, S));          /* (KV, 1, hd, S) */
   tg_tensor *v = tg_reshape(tg_permute(vc, TG_AXES(1, 0, 2)), TG_SHAPE(KV, 1, S, hv));           /* (KV, 1, S, hv) */
@@ -191,6 +195,21 @@ static void qkv_mla(tg_llm *m, llm_layer *l, tg_tensor *h, tg_tensor *cos, tg_te
 typedef void qkv_fn(tg_llm *, llm_layer *, tg_tensor *, tg_tensor *, tg_tensor *, tg_tensor **, tg_tensor **, tg_tensor **);
 static qkv_fn *const qkv_builders[] = { [LLM_ATTN_MHA] = qkv_mha, [LLM_ATTN_MLA] = qkv_mla };
 
+/* The mask (T, ring) of a sliding layer's ring: row s holds position
+ * P(s) = last - ((last - s) mod ring), last = pos + T - 1, the latest
+ * position written there (the chunk's own keys included); query pos + t
+ * sees it when 0 <= P(s) <= pos + t and pos + t - P(s) < window. The ring
+ * holds window + T - 1 positions at least, so every key in a window is
+ * there (tg_llm_rewind keeps that true after a rewind). */
+static tg_tensor *ring_mask(tg_llm *m, tg_tensor *positions, int64_t T) {
+  tg_tensor *R = tg_scalar(m->ring, TG_I32), *last = tg_add(m->pos, tg_scalar((double)(T - 1), TG_I32));
+  tg_tensor *slots = tg_unsqueeze(tg_arange(0, m->ring, 1, TG_I32), 0);                              /* (1, ring) */
+  tg_tensor *held = tg_sub(last, tg_mod(tg_add(tg_sub(last, slots), R), R));                          /* P(s) */
+  tg_tensor *q = tg_unsqueeze(positions, 1);                                                          /* (T, 1) */
+  tg_tensor *seen = tg_logical_and(tg_ge(held, tg_scalar(0, TG_I32)), tg_le(held, q));
+  return tg_logical_and(seen, tg_gt(held, tg_sub(q, tg_scalar(m->swa_window, TG_I32))));
+}
+
 tg_tensor *llm_forward(tg_llm *m, tg_tensor *tokens) {
   const tg_llm_config *c = &m->cfg;
   const llm_arch *A = m->arch;
@@ -206,7 +225,7 @@ tg_tensor *llm_forward(tg_llm *m, tg_tensor *tokens) {
   tg_tensor *mask = NULL, *mask_swa = NULL;
   /* sliding layers see keys within the last swa_window positions (llama.cpp:
    * masked when pos - key >= window); a window as long as the cache masks nothing */
-  bool slides = m->swa_window > 0 && m->swa_window < c->n_ctx;
+  bool slides = m->swa_window > 0 && m->swa_window < c->n_ctx && !m->ring;
   if (T > 1 || slides) {
     tg_tensor *keys = tg_unsqueeze(tg_shrink_var(tg_arange(0, c->n_ctx, 1, TG_I32), 0, m->kv_name), 0);   /* (1, kv_len) */
     if (T > 1) mask = tg_le(keys, tg_unsqueeze(positions, 1));                                    /* (T, kv_len) */
@@ -216,6 +235,11 @@ tg_tensor *llm_forward(tg_llm *m, tg_tensor *tokens) {
       mask_swa = mask ? tg_logical_and(mask, near) : near;
     }
   }
+  tg_tensor *ring_rows = NULL;
+  if (m->ring) {   /* sliding layers: a ring, its rows by position mod ring */
+    mask_swa = ring_mask(m, positions, T);
+    ring_rows = tg_mod(positions, tg_scalar(m->ring, TG_I32));
+  }
   tg_tensor *x = tg_cast(tg_take(m->tok_embd, tokens), TG_F32);                                /* (T, dim) */
   if (A->embd_scale) x = tg_mul(x, tg_scalar(sqrtf((float)c->dim), TG_F32));
   for (int i = 0; i < c->n_layers; i++) {
@@ -223,8 +247,9 @@ tg_tensor *llm_forward(tg_llm *m, tg_tensor *tokens) {
     tg_tensor *h = A->norms & LLM_NORM_PRE ? rms_norm(x, l->attn_norm, c->rms_eps) : x;
     tg_tensor *q, *k, *v;
     qkv_builders[A->attn](m, l, h, l->swa ? cos_swa : cos, l->swa ? sin_swa : sin, &q, &k, &v);
-    tg_assign(tg_take(l->k_cache, positions), tg_cast(k, m->cache_dtype));
-    tg_assign(tg_take(l->v_cache, positions), tg_cast(v, m->cache_dtype));
+    tg_tensor *rows = l->ring ? ring_rows : positions;
+    tg_assign(tg_take(l->k_cache, rows), tg_cast(k, m->cache_dtype));
+    tg_assign(tg_take(l->v_cache, rows), tg_cast(v, m->cache_dtype));
     tg_tensor *a = linear(m, attention(m, l, q, l->swa ? mask_swa : mask), l->wo, NULL);
     if (A->norms & LLM_NORM_POST) a = rms_norm(a, l->attn_post_norm, c->rms_eps);
     x = tg_add(x, a);

@@ -12,28 +12,58 @@
 #include "tensor/tensor.h"
 #include "util/util.h"
 
-/* cos/sin (n_ctx, rope_dim / 2) of (pos / scale) * base^(-2i/rope_dim) /
- * freq_factor[i], computed in double (llama.cpp uses float: the angles
- * agree to within an ulp). rope_freqs.weight (llama 3.1) holds the
- * per-dimension factors. */
-static int rope_table(tg_llm *m, double base, double scale, tg_tensor **cos_out, tg_tensor **sin_out) {
+/* The per-pair rope factors (rope_dim / 2 float32 values): llama 3.1's
+ * rope_freqs, else Phi-3's LongRoPE factors, the long ones when the
+ * context is longer than the original one (llama.cpp's
+ * get_rope_factors); NULL when the file has none. */
+static int rope_factors(tg_llm *m, const float **out) {
+  const tg_llm_config *c = &m->cfg;
+  *out = NULL;
+  const char *names[] = { "rope_freqs.weight", c->n_ctx > m->rope.orig_ctx ? "rope_factors_long.weight" : "rope_factors_short.weight" };
+  for (int k = 0; k < 2 && !*out; k++) {
+    const gguf_tensor_info *ff = gguf_find_tensor(m->file, names[k]);
+    if (!ff) continue;
+    if (ff->type != GGML_TYPE_F32 || ff->ne[0] != c->rope_dim / 2 || ff->n_dims != 1)
+      return tg_seterr("%s: %s must be %d float32 values", m->file->path, names[k], c->rope_dim / 2);
+    *out = (const float *)(ff->map->base + ff->file_offset);
+  }
+  return 0;
+}
+
+/* YaRN's correction dimension for beta rotations over orig_ctx positions
+ * (ggml_rope_yarn_corr_dim). */
+static double yarn_corr_dim(int n_dims, int orig_ctx, double beta, double base) {
+  return n_dims * log(orig_ctx / (beta * 2 * M_PI)) / (2 * log(base));
+}
+
+/* cos/sin (n_ctx, rope_dim / 2) as ggml's rope computes them (rope_yarn):
+ * theta = p * base^(-2i/rope_dim) / factor_i, interpolated by freq_scale;
+ * with YaRN mixed back toward the unscaled angle by a ramp over pairs i
+ * between the corrections of beta_fast and beta_slow, and its magnitude
+ * 1 + 0.1 ln(1 / freq_scale); times r->mscale. In double (ggml uses
+ * float: the angles agree to within an ulp). */
+static int rope_table(tg_llm *m, const llm_rope *r, tg_tensor **cos_out, tg_tensor **sin_out) {
   const tg_llm_config *c = &m->cfg;
   int half = c->rope_dim / 2;
-  float *factors = NULL;
-  const gguf_tensor_info *ff = gguf_find_tensor(m->file, "rope_freqs.weight");
-  if (ff) {
-    if (ff->type != GGML_TYPE_F32 || ff->ne[0] != half || ff->n_dims != 1)
-      return tg_seterr("%s: rope_freqs.weight must be %d float32 values", m->file->path, half);
-    factors = (float *)(ff->map->base + ff->file_offset);
+  const float *factors;
+  if (rope_factors(m, &factors) < 0) return -1;
+  double lo = 0, hi = 0, mscale = r->mscale;
+  if (r->ext_factor != 0) {
+    lo = fmax(0, floor(yarn_corr_dim(c->rope_dim, r->orig_ctx, r->beta_fast, r->base)));
+    hi = fmin(c->rope_dim - 1, ceil(yarn_corr_dim(c->rope_dim, r->orig_ctx, r->beta_slow, r->base)));
+    mscale *= 1 + 0.1 * log(1.0 / r->freq_scale);
   }
   float *cs = tg_xmalloc(sizeof(float) * (size_t)c->n_ctx * (size_t)half);
   float *sn = tg_xmalloc(sizeof(float) * (size_t)c->n_ctx * (size_t)half);
   for (int p = 0; p < c->n_ctx; p++)
     for (int i = 0; i < half; i++) {
-      double theta = p / scale * pow(base, -2.0 * i / c->rope_dim);
-      if (factors) theta /= factors[i];
-      cs[(size_t)p * half + i] = (float)cos(theta);
-      sn[(size_t)p * half + i] = (float)sin(theta);
+      double extrap = p * pow(r->base, -2.0 * i / c->rope_dim) / (factors ? factors[i] : 1), theta = r->freq_scale * extrap;
+      if (r->ext_factor != 0) {
+        double mix = (1 - fmin(1, fmax(0, (i - lo) / fmax(0.001, hi - lo)))) * r->ext_factor;
+        theta = theta * (1 - mix) + extrap * mix;
+      }
+      cs[(size_t)p * half + i] = (float)(cos(theta) * mscale);
+      sn[(size_t)p * half + i] = (float)(sin(theta) * mscale);
     }
   tg_scope_begin();
   tg_tensor *tc = tg_from_data(cs, TG_SHAPE(c->n_ctx, half), TG_F32);
@@ -45,13 +75,13 @@ static int rope_table(tg_llm *m, double base, double scale, tg_tensor **cos_out,
   return rc;
 }
 
-/* The rope tables: one pair, and the sliding layers' own when their base
- * or scale differ (Gemma 3: base 10000 there, 1e6 in the global layers). */
+/* The rope tables: one pair, and the sliding layers' own when their
+ * parameters differ (Gemma 3: base 10000 and no scaling there, 1e6 in
+ * the global layers). */
 static int rope_tables(tg_llm *m) {
-  const tg_llm_config *c = &m->cfg;
-  if (rope_table(m, c->rope_base, c->rope_scale, &m->rope_cos, &m->rope_sin) < 0) return -1;
-  if (m->swa_window > 0 && (m->rope_base_swa != c->rope_base || m->rope_scale_swa != c->rope_scale))
-    return rope_table(m, m->rope_base_swa, m->rope_scale_swa, &m->rope_cos_swa, &m->rope_sin_swa);
+  if (rope_table(m, &m->rope, &m->rope_cos, &m->rope_sin) < 0) return -1;
+  if (m->swa_window > 0 && memcmp(&m->rope_swa, &m->rope, sizeof m->rope))
+    return rope_table(m, &m->rope_swa, &m->rope_cos_swa, &m->rope_sin_swa);
   return 0;
 }
 
@@ -130,9 +160,16 @@ int tg_llm_n_past(const tg_llm *m) {
   if (!m) return tg_seterr("tg_llm_n_past: model is NULL");
   return m->n_past;
 }
+/* A ring keeps position p while no later position with p's row was
+ * written: p >= ring_top - ring. The next token at n_past needs the window
+ * before it; when that is gone, the cache starts over (n_past 0). */
 void tg_llm_rewind(tg_llm *m, int n_past) {
   if (!m) { tg_seterr("tg_llm_rewind: model is NULL"); return; }
-  if (n_past >= 0 && n_past < m->n_past) m->n_past = n_past;
+  if (n_past < 0 || n_past >= m->n_past) return;
+  int oldest_needed = n_past - m->swa_window + 1 > 0 ? n_past - m->swa_window + 1 : 0;
+  if (m->ring && n_past > 0 && oldest_needed < m->ring_top - m->ring) n_past = 0;
+  m->n_past = n_past;
+  if (n_past == 0) m->ring_top = 0;
 }
 
 /* Runs one chunk of exactly its JIT's size at m->n_past. */
@@ -151,6 +188,7 @@ static int eval_chunk(tg_llm *m, int which, const int32_t *tokens, float *logits
   if (rc == 0) {
     memcpy(m->history + m->n_past, tokens, sizeof(int32_t) * (size_t)T);
     m->n_past += T;
+    if (m->n_past > m->ring_top) m->ring_top = m->n_past;
   }
   return rc;
 }

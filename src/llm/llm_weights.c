@@ -152,8 +152,9 @@ static int load_layer(tg_llm *m, const char *device, int i) {
   }
   if (err) return -1;
   tg_scope_begin();
-  l->k_cache = tg_zeros(TG_SHAPE(c->n_ctx, c->n_kv_heads, c->head_dim), m->cache_dtype);
-  l->v_cache = tg_zeros(TG_SHAPE(c->n_ctx, c->n_kv_heads, c->head_dim_v), m->cache_dtype);
+  int64_t rows = l->ring ? l->ring : c->n_ctx;   /* a sliding layer's ring, or every position */
+  l->k_cache = tg_zeros(TG_SHAPE(rows, c->n_kv_heads, c->head_dim), m->cache_dtype);
+  l->v_cache = tg_zeros(TG_SHAPE(rows, c->n_kv_heads, c->head_dim_v), m->cache_dtype);
   l->k_cache = tg_contiguous(l->k_cache);
   l->v_cache = tg_contiguous(l->v_cache);
   if (tg_realize(l->k_cache) < 0 || tg_realize(l->v_cache) < 0) err = true;

@@ -46,6 +46,36 @@ def rope(x, pos, base, neox):
     return y
 
 
+def rope_ggml(x, pos, rd, base, neox, freq_scale=1.0, factors=None, ext=0.0, orig=0, beta_fast=32.0, beta_slow=1.0, mscale=1.0):
+    """ggml_rope_ext on the first rd dims of each head: angles p * base^(-2i/rd)
+    / factor_i, times freq_scale, with YaRN (ext != 0) mixed back toward the
+    unscaled angle by a ramp between the correction dims of beta_fast and
+    beta_slow, its magnitude 1 + 0.1 ln(1/freq_scale); cos and sin times mscale."""
+    half = rd // 2
+    i = np.arange(half)
+    extrap = np.asarray(pos, dtype=np.float64)[:, None] * base ** (-2.0 * i / rd)[None, :]
+    if factors is not None:
+        extrap = extrap / np.asarray(factors, dtype=np.float64)[None, :]
+    theta = freq_scale * extrap
+    if ext:
+        corr = lambda beta: rd * np.log(orig / (beta * 2 * np.pi)) / (2 * np.log(base))
+        lo, hi = max(0.0, np.floor(corr(beta_fast))), min(rd - 1.0, np.ceil(corr(beta_slow)))
+        mix = (1 - np.clip((i - lo) / max(0.001, hi - lo), 0, 1)) * ext
+        theta = theta * (1 - mix) + extrap * mix
+        mscale = mscale * (1 + 0.1 * np.log(1 / freq_scale))
+    c, s = (np.cos(theta) * mscale)[:, None, :], (np.sin(theta) * mscale)[:, None, :]
+    rot, rest = x[..., :rd], x[..., rd:]
+    if neox:
+        x0, x1 = rot[..., :half], rot[..., half:]
+        y = np.concatenate([x0 * c - x1 * s, x0 * s + x1 * c], -1)
+    else:
+        x0, x1 = rot[..., 0::2], rot[..., 1::2]
+        y = np.empty_like(rot)
+        y[..., 0::2] = x0 * c - x1 * s
+        y[..., 1::2] = x0 * s + x1 * c
+    return np.concatenate([y, rest], -1)
+
+
 def gelu(x):  # tanh approximation, as ggml_gelu
     return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
 
@@ -167,12 +197,32 @@ class Model:
             swa = self.swa(i)
             base = c.get("swa_base", c.get("base", 10000.0)) if swa else c.get("base", 10000.0)
             scale = 1.0 if swa and "swa_base" in c else c.get("rope_scale", 1.0)
-            rp = [t / scale for t in pos]
-            q, k = rope(q, rp, base, c["neox"]), rope(k, rp, base, c["neox"])
+            if "rp" in c:  # ggml's rope with its scaling parameters (phi3, yarn)
+                q, k = rope_ggml(q, pos, **c["rp"]), rope_ggml(k, pos, **c["rp"])
+            else:
+                rp = [t / scale for t in pos]
+                q, k = rope(q, rp, base, c["neox"]), rope(k, rp, base, c["neox"])
         return q, k, v
 
 
-def make(name, arch, cfg, seed):
+def greedy(cfg, w, prompt, n, out):
+    """Greedy decoding of n tokens after prompt: the logits after the prompt
+    and after each of the first n - 1 chosen tokens (n rows) to
+    out.logits.bin, the tokens (int32) to out.greedy.bin."""
+    m = Model(cfg, w)
+    rows, toks, margin = [m.forward(prompt, 0)], [], np.inf
+    for i in range(n):
+        srt = np.sort(rows[-1])
+        margin = min(margin, srt[-1] - srt[-2])
+        toks.append(int(np.argmax(rows[-1])))
+        if i + 1 < n:
+            rows.append(m.forward([toks[-1]], len(prompt) + i))
+    np.array(rows, dtype=np.float32).tofile(os.path.join(OUT, f"{out}.logits.bin"))
+    np.array(toks, dtype=np.int32).tofile(os.path.join(OUT, f"{out}.greedy.bin"))
+    print(f"wrote {out}: {len(prompt)} prompt tokens, {n} greedy, smallest top-2 margin {margin:.4f}")
+
+
+def make(name, arch, cfg, seed, runs=()):
     rng = np.random.default_rng(seed)
     dim, L, H, KV, hd, ffn, V = cfg["dim"], cfg["layers"], cfg["heads"], cfg["kv"], cfg["hd"], cfg["ffn"], cfg["vocab"]
     w = {}
@@ -271,7 +321,30 @@ def make(name, arch, cfg, seed):
         g.add_expert_feed_forward_length(cfg["eff"])
         if cfg.get("shared") and not cfg.get("sigmoid"):
             g.add_expert_shared_feed_forward_length(cfg["shared"])
-    for n, a in w.items():
+    if cfg.get("rp"):
+        rp = cfg["rp"]
+        if rp.get("ext"):
+            g.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+            g.add_rope_scaling_factor(1 / rp["freq_scale"])
+            g.add_rope_scaling_orig_ctx_len(rp["orig"])
+            if cfg.get("betas"):
+                g.add_rope_scaling_yarn_beta_fast(rp["beta_fast"])
+                g.add_rope_scaling_yarn_beta_slow(rp["beta_slow"])
+        if cfg.get("phi3"):
+            g.add_rope_scaling_orig_ctx_len(cfg["phi3_orig"])
+            g.add_rope_scaling_attn_factors(rp["mscale"])
+            g.add_sliding_window(cfg["phi3_window"])  # written by the converter; llama.cpp ignores it
+        if rp["rd"] != hd:
+            g.add_rope_dimension_count(rp["rd"])
+    written = dict(w)
+    if cfg.get("phi3"):  # the converter's layout: q|k|v and gate|up fused, LongRoPE factors
+        for i in range(L):
+            p = f"blk.{i}."
+            written[p + "attn_qkv.weight"] = np.concatenate([written.pop(p + n) for n in ("attn_q.weight", "attn_k.weight", "attn_v.weight")])
+            written[p + "ffn_up.weight"] = np.concatenate([written.pop(p + "ffn_gate.weight"), written.pop(p + "ffn_up.weight")])
+        written["rope_factors_long.weight"] = np.asarray(cfg["long"])
+        written["rope_factors_short.weight"] = np.asarray(cfg["short"])
+    for n, a in written.items():
         g.add_tensor(n, a.astype(np.float32))
     g.write_header_to_file()
     g.write_kv_data_to_file()
@@ -284,6 +357,8 @@ def make(name, arch, cfg, seed):
         logits.append(m.forward([tok], len(PROMPT) + i))
     np.array(logits, dtype=np.float32).tofile(os.path.join(OUT, f"llm_{name}.logits.bin"))
     print(f"wrote {path}")
+    for suffix, override, prompt, n in runs:
+        greedy(dict(cfg, **override), w, prompt, n, os.path.join(OUT, f"llm_{name}{suffix}"))
 
 
 base = dict(dim=32, layers=2, heads=4, kv=2, hd=8, ffn=48, vocab=53)
@@ -292,6 +367,32 @@ make("qwen3moe", "qwen3moe", dict(base, hd=12, neox=True, qk_norm=True, experts=
 make("qwen2moe", "qwen2moe", dict(base, neox=True, bias=True, experts=4, used=2, eff=24, norm_w=False, shared=40), 3)
 make("deepseek2", "deepseek2", dict(base, hd=12, heads=4, kv=4, mla=True, kv_lora=16, q_lora=20, rope=4, hv=10, dense=1,
                                     experts=4, used=2, eff=24, sigmoid=True, norm_w=True, scale=2.5, shared=24), 4)
-make("gemma2", "gemma2", dict(base, hd=12, neox=True, gemma=2, attn_cap=5.0, final_cap=3.0, window=4, period=2), 5)
+
+# Past the sliding window: a 70-token prompt (chunks 64, 4, 1, 1) and 40
+# greedy tokens with a 128-position cache, where tg's sliding layers keep a
+# ring of window + 63 = 67 rows (tests/test_llm.c: llm_swa_ring_*).
+LONG = [(i * 7 + 3) % 53 for i in range(70)]
+make("gemma2", "gemma2", dict(base, hd=12, neox=True, gemma=2, attn_cap=5.0, final_cap=3.0, window=4, period=2), 5,
+     runs=[("_long", {}, LONG, 40)])
 make("gemma3", "gemma3", dict(base, layers=6, ffn=32, neox=True, gemma=3, qk_norm=True, window=4, period=6, base=1e6,
-                              swa_base=10000.0, rope_scale=2.0), 6)
+                              swa_base=10000.0, rope_scale=2.0), 6, runs=[("_long", {}, LONG, 40)])
+
+# Phi-3 as convert_hf_to_gguf.py writes it: fused attn_qkv and ffn_up
+# (gate then up), partial rotary (6 of 8 dims), LongRoPE factors and
+# attention factor sqrt(1 + ln(32/16) / ln(16)) for context 32 over an
+# original 16; a 32-position cache uses the long factors, a 16-position
+# one the short (llama.cpp: n_ctx > original_context_length).
+rng = np.random.default_rng(70)
+LONG_F, SHORT_F = 1 + 3 * rng.random(3), 1 + 0.5 * rng.random(3)
+ATTN_F = float(np.float32(np.sqrt(1 + np.log(32 / 16) / np.log(16))))
+phi3_rp = dict(rd=6, base=10000.0, neox=True, mscale=ATTN_F)
+make("phi3", "phi3", dict(base, neox=True, phi3=True, phi3_orig=16, phi3_window=8, long=LONG_F, short=SHORT_F,
+                          rp=dict(phi3_rp, factors=np.float32(LONG_F))), 7,
+     runs=[("_short", {"rp": dict(phi3_rp, factors=np.float32(SHORT_F))}, PROMPT, 8),
+           ("_greedy", {}, PROMPT, 20)])
+
+# YaRN (llama.cpp's rope_yarn): factor 4 over an original context of 64,
+# betas 16 and 2, base 100, so the ramp spans pairs 0..3 of 8.
+make("yarn", "llama", dict(base, heads=2, kv=1, hd=16, neox=False, base=100.0, betas=True,
+                           rp=dict(rd=16, base=100.0, neox=False, freq_scale=0.25, ext=1.0, orig=64, beta_fast=16.0, beta_slow=2.0)), 8,
+     runs=[("_greedy", {}, PROMPT, 20)])
