@@ -41,7 +41,7 @@ typedef struct { uint32_t pos; int32_t parent; int32_t depth; } gnode;
 typedef struct {
   int32_t set;        /* offset of its stacks in set_pool */
   int32_t n;          /* how many */
-  uint32_t partial;   /* bits read of a multi-byte character */
+  uint32_t partial;   /* a multi-byte character begun: (its length << 24) | the bits read */
   int32_t rem;        /* its continuation bytes still to come (0: none) */
 } gstate;
 

@@ -193,10 +193,23 @@ static int advance(tg_grammar *g, int st, uint32_t cp) {
   return finish_set(g, &out, 0, 0);
 }
 
+/* A partial character is kept as (its length << 24) | the bits read so far. */
+#define PARTIAL(len, bits) ((uint32_t)(len) << 24 | (bits))
+#define PARTIAL_LEN(p) ((int)((p) >> 24))
+#define PARTIAL_BITS(p) ((p) & 0xFFFFFFu)
+
 /* The state of st's stacks with a partial character whose possible code
  * points are [lo, hi], or dead when no class on top meets that range. */
-static int partial_state(tg_grammar *g, int st, uint32_t bits, int rem) {
+static int partial_state(tg_grammar *g, int st, int len, uint32_t bits, int rem) {
+  static const uint32_t min_cp[5] = { 0, 0, 0x80, 0x800, 0x10000 };   /* below: an overlong form */
   uint32_t lo = bits << (6 * rem), hi = lo | ((1u << (6 * rem)) - 1);
+  if (lo < min_cp[len]) lo = min_cp[len];
+  if (hi > 0x10FFFF) hi = 0x10FFFF;
+  if (lo <= 0xDFFF && hi >= 0xD800) {   /* surrogates are no characters */
+    if (lo >= 0xD800) lo = 0xE000;
+    else if (hi <= 0xDFFF) hi = 0xD7FF;
+  }
+  if (lo > hi) return GSTATE_DEAD;
   const gstate *s = &g->states[st];
   bool viable = false;
   for (int i = 0; i < s->n && !viable; i++) {
@@ -204,22 +217,31 @@ static int partial_state(tg_grammar *g, int st, uint32_t bits, int rem) {
     viable = n != GNODE_EMPTY && class_meets(&g->elems[g->nodes[n].pos], lo, hi);
   }
   if (!viable) return GSTATE_DEAD;
-  return intern_state(g, g->set_pool + s->set, s->n, bits, rem);
+  return intern_state(g, g->set_pool + s->set, s->n, PARTIAL(len, bits), rem);
 }
 
+/* Well-formed UTF-8 only (RFC 3629): no overlong forms, no surrogates,
+ * nothing past U+10FFFF. Leads C0, C1 and F5.. never start a character;
+ * after E0, ED, F0 and F4 the second byte has a narrower range. */
 static int step_uncached(tg_grammar *g, int st, uint8_t b) {
   const gstate *s = &g->states[st];
   if (s->rem == 0) {
     if (b < 0x80) return advance(g, st, b);
-    if ((b & 0xE0) == 0xC0) return partial_state(g, st, b & 0x1F, 1);
-    if ((b & 0xF0) == 0xE0) return partial_state(g, st, b & 0x0F, 2);
-    if ((b & 0xF8) == 0xF0) return partial_state(g, st, b & 0x07, 3);
-    return GSTATE_DEAD;   /* a continuation byte or 0xF8.. where a character starts */
+    if (b >= 0xC2 && b <= 0xDF) return partial_state(g, st, 2, b & 0x1F, 1);
+    if ((b & 0xF0) == 0xE0) return partial_state(g, st, 3, b & 0x0F, 2);
+    if (b >= 0xF0 && b <= 0xF4) return partial_state(g, st, 4, b & 0x07, 3);
+    return GSTATE_DEAD;
   }
   if ((b & 0xC0) != 0x80) return GSTATE_DEAD;
-  uint32_t bits = s->partial << 6 | (b & 0x3F);
+  int len = PARTIAL_LEN(s->partial);
+  uint32_t lead = PARTIAL_BITS(s->partial);
+  if (s->rem == len - 1) {   /* the second byte */
+    if (len == 3 && ((lead == 0x0 && b < 0xA0) || (lead == 0xD && b > 0x9F))) return GSTATE_DEAD;
+    if (len == 4 && ((lead == 0x0 && b < 0x90) || (lead == 0x4 && b > 0x8F))) return GSTATE_DEAD;
+  }
+  uint32_t bits = lead << 6 | (b & 0x3F);
   if (s->rem == 1) return advance(g, st, bits);   /* whole: advance reads only st's stacks */
-  return partial_state(g, st, bits, s->rem - 1);
+  return partial_state(g, st, len, bits, s->rem - 1);
 }
 
 static void trans_grow(tg_grammar *g) {

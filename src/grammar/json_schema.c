@@ -365,7 +365,10 @@ static int visit_object(conv *c, const cJSON *s, const char *path, const char *n
       new_name(c, "rest", rest[i]);
       strbuf b = { 0 };
       rule_open(c, &b, rest[i]);
-      if (i == n_opt) { if (extra) sb_printf(&b, "( \",\" %s %s )*", sp, extra_kv); }
+      if (i == n_opt) {
+        if (extra) sb_printf(&b, "( \",\" %s %s )*", sp, extra_kv);
+        else sb_puts(&b, "\"\"");   /* an empty body would run into the next line */
+      }
       else sb_printf(&b, "( \",\" %s %s )? %s", sp, kv[n_req + i], rest[i + 1]);
       rule_close(c, &b);
     }

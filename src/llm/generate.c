@@ -39,6 +39,7 @@ int tg_llm_generate(tg_llm *m, const struct tg_tokenizer *tok, const int32_t *pr
   t0 = now();
   while (rc == 0 && st.n_generated < max_tokens) {
     int32_t id = tg_sampler_sample(s, logits, m->cfg.n_vocab);
+    if (id < 0) { rc = -1; break; }   /* e.g. a grammar that allows no token */
     if (is_stop(tok, id, extra_stop, n_extra)) { st.hit_eog = true; break; }
     st.n_generated++;
     size_t len = 0;
