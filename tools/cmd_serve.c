@@ -35,9 +35,16 @@ static int generate(void *ctx, const int *prompt, int n_prompt, const serve_samp
   tg_sampling p = { .temperature = ss->temperature, .top_k = ss->top_k, .top_p = ss->top_p, .min_p = ss->min_p,
                     .seed = ss->has_seed ? ss->seed : (uint64_t)time(NULL) ^ (uint64_t)clock() };
   tg_sampler *smp = tg_sampler_new(&p);
+  tg_grammar *g = ss->grammar ? tg_grammar_new(ss->grammar, strlen(ss->grammar)) : NULL;
+  if (!smp || (ss->grammar && (!g || tg_sampler_set_grammar(smp, g, s->tok)))) {
+    tg_sampler_free(smp);
+    tg_grammar_free(g);
+    return -1;
+  }
   tg_gen_stats st = { 0 };
   int rc = tg_llm_generate(s->model, s->tok, (const int32_t *)prompt, n_prompt, max_tokens, smp, s->end_ids, s->n_end, emit, u, &st);
   tg_sampler_free(smp);
+  tg_grammar_free(g);
   *n_out = st.n_generated + (st.hit_eog ? 1 : 0);
   *hit_eos = st.hit_eog;
   return rc;

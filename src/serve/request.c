@@ -17,15 +17,15 @@
  * (after NULL) OpenAI's that it accepts and ignores (platform.openai.com/
  * docs/api-reference: chat/create, completions/create). */
 static const char *const chat_fields[] = {
-  "messages", "model", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "n",
+  "messages", "model", "response_format", "grammar", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "n",
   "stop", "stream", "stream_options", NULL,
   "audio", "frequency_penalty", "function_call", "functions", "logit_bias", "logprobs", "metadata", "modalities",
-  "parallel_tool_calls", "prediction", "presence_penalty", "prompt_cache_key", "reasoning_effort", "response_format",
+  "parallel_tool_calls", "prediction", "presence_penalty", "prompt_cache_key", "reasoning_effort",
   "safety_identifier", "service_tier", "store", "tool_choice", "tools", "top_logprobs", "user", "verbosity",
   "web_search_options", NULL,
 };
 static const char *const text_fields[] = {
-  "prompt", "model", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "n",
+  "prompt", "model", "response_format", "grammar", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "n",
   "stop", "stream", "stream_options", NULL,
   "best_of", "echo", "frequency_penalty", "logit_bias", "logprobs", "presence_penalty", "suffix", "user", NULL,
 };
@@ -273,7 +273,8 @@ int serve_request_parse(serve_request *r, bool chat, const char *body, size_t le
   else if (!cJSON_IsObject(root)) serve_error_set(e, 400, "invalid_json", NULL, "the request body must be a JSON object");
   else if ((unknown_name = unknown_field(root, chat ? chat_fields : text_fields)))
     unknown(e, "", unknown_name, chat ? "a chat completion request" : "a completion request");
-  else if (!parse_sampling(r, root, e) && !parse_stream(r, root, e) && !parse_stop(r, root, e))
+  else if (!parse_sampling(r, root, e) && !parse_stream(r, root, e) && !parse_stop(r, root, e) &&
+           !serve_request_parse_grammar(r, root, e))
     rc = chat ? parse_messages(r, root, e) : parse_prompt(r, root, e);
   cJSON_Delete(root);
   if (rc) serve_request_free(r);
@@ -286,5 +287,6 @@ void serve_request_free(serve_request *r) {
   free(r->prompt_tokens);
   for (int i = 0; i < r->n_stop; i++) free(r->stop[i]);
   free(r->stop);
+  free(r->grammar);
   memset(r, 0, sizeof *r);
 }

@@ -23,7 +23,12 @@ typedef struct {
   serve_sampling sampling;
   char **stop;              /* non-empty stop strings */
   int n_stop;
+  char *grammar;            /* GBNF from "grammar" or "response_format", or NULL (sampling.grammar points here) */
 } serve_request;
+
+/* request_grammar.c: "grammar" and "response_format" into r->grammar,
+ * compiled once to check it (a bad one is a 400). */
+int serve_request_parse_grammar(serve_request *r, const cJSON *body, serve_error *e);
 
 /* 0, or -1 with *e filled (and nothing left to free in r). */
 int serve_request_parse(serve_request *r, bool chat, const char *body, size_t len, serve_error *e);

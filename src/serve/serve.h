@@ -16,12 +16,14 @@
 
 /* Sampling parameters of one request, already validated. Defaults when the
  * request leaves them out: temperature 1, top_p 1, min_p 0, top_k 0 (off);
- * has_seed false means "pick any seed". temperature 0 means greedy. */
+ * has_seed false means "pick any seed". temperature 0 means greedy.
+ * grammar: the backend samples only tokens it allows (tg_sampler_set_grammar). */
 typedef struct {
   float temperature, top_p, min_p;
   int top_k;
   uint64_t seed;
   bool has_seed;
+  const char *grammar;    /* GBNF that constrains the output (structured output), or NULL */
 } serve_sampling;
 
 /* Receives one decoded piece of generated text (not NUL-terminated; it may end
