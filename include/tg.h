@@ -37,6 +37,31 @@ typedef enum {
 } tg_dtype;
 
 const char *tg_dtype_name(tg_dtype dt);     /* "float32", "bfloat16", ... */
+/* The dtype a name means, as tinygrad and numpy spell it (docs/dtypes.md has
+ * the table): tg's names, tinygrad's aliases ("half", "float", "uint", ...),
+ * numpy's names and codes ("single", "f4", "<i8", "?"), "bf16", "f16",
+ * torch's "float8_e4m3fn"; case-insensitive (except numpy's one-letter
+ * codes), with an optional "dtypes.", "np." or "torch." prefix. Where
+ * tinygrad and numpy differ, tinygrad's meaning wins ("int" is int32,
+ * "float" float32). Returns a tg_dtype, or -1 with an error for a name it
+ * does not know. */
+int tg_dtype_from_name(const char *name);
+/* The float dtype that ops choose when they turn ints into floats (true
+ * division, transcendental functions, a non-integral scalar next to an int
+ * tensor, softmax), like tinygrad's dtypes.default_float: the environment
+ * variable DEFAULT_FLOAT (a name for tg_dtype_from_name; float32 when unset)
+ * until tg_set_default_float. Pass it where a constructor needs a float
+ * dtype: tg_rand(shape, tg_default_float()). Setting a non-float: -1. */
+tg_dtype tg_default_float(void);
+int tg_set_default_float(tg_dtype dt);
+/* The float dtype sums accumulate in at least (tinygrad's SUM_DTYPE; the
+ * environment variable SUM_DTYPE, float32 when unset): a float sum
+ * accumulates in promote(its dtype, this) and returns that dtype, except
+ * half, bfloat16 and fp8 sums, which return their own dtype. SUM_DTYPE=half
+ * makes half sums accumulate in half; float64 makes float32 sums accumulate
+ * in, and return, float64. Setting a non-float: -1. */
+tg_dtype tg_sum_acc_float(void);
+int tg_set_sum_acc_float(tg_dtype dt);
 int tg_dtype_size(tg_dtype dt);             /* bytes per element */
 bool tg_dtype_is_float(tg_dtype dt);
 bool tg_dtype_is_int(tg_dtype dt);          /* signed or unsigned integer */
@@ -144,12 +169,21 @@ tg_tensor *tg_eye(int64_t n, tg_dtype dt);
 tg_tensor *tg_full_like(const tg_tensor *t, double value);
 tg_tensor *tg_zeros_like(const tg_tensor *t);
 tg_tensor *tg_ones_like(const tg_tensor *t);
+/* A tensor of t's shape (symbolic axes at their maximum), dtype and device
+ * whose memory is not initialized (tinygrad's empty_like). */
+tg_tensor *tg_empty_like(const tg_tensor *t);
 
 /* Random numbers from a counter-based generator (threefry2x32): the same seed
  * gives the same numbers on every run. */
 void tg_manual_seed(uint64_t seed);
 tg_tensor *tg_rand(tg_shape shape, tg_dtype dt);    /* uniform [0, 1) */
 tg_tensor *tg_randn(tg_shape shape, tg_dtype dt);   /* standard normal */
+/* threefry2x32 (20 rounds) of each counter x under key, both uint64 tensors
+ * (broadcasting): the low 32 bits of x and key are the first words, the
+ * result packs the two output words as (hi << 32) | lo (tinygrad's
+ * Tensor.threefry). With constant inputs it folds to a constant when the
+ * graph is built into kernels. */
+tg_tensor *tg_threefry(tg_tensor *x, tg_tensor *key);
 
 /* ---- elementwise (broadcasting, tinygrad's dtype promotion) */
 tg_tensor *tg_add(tg_tensor *a, tg_tensor *b);
@@ -241,6 +275,13 @@ tg_tensor *tg_prod(tg_tensor *a, tg_axes axes, bool keepdim);
 tg_tensor *tg_max(tg_tensor *a, tg_axes axes, bool keepdim);
 tg_tensor *tg_min(tg_tensor *a, tg_axes axes, bool keepdim);
 tg_tensor *tg_mean(tg_tensor *a, tg_axes axes, bool keepdim);
+/* With an accumulate dtype (tinygrad's sum(dtype=), numpy's sum(dtype=)): a
+ * is cast to dt, reduced in dt, and the result is dt (ints wrap in dt:
+ * tg_sum_dtype of uint8 with TG_U8 is the sum modulo 256). dt may be any
+ * dtype but bool; tg_mean_dtype's must be a float (torch's mean(dtype=)). */
+tg_tensor *tg_sum_dtype(tg_tensor *a, tg_axes axes, bool keepdim, tg_dtype dt);
+tg_tensor *tg_prod_dtype(tg_tensor *a, tg_axes axes, bool keepdim, tg_dtype dt);
+tg_tensor *tg_mean_dtype(tg_tensor *a, tg_axes axes, bool keepdim, tg_dtype dt);
 /* Index of the first maximum along axis (TG_NOAXIS: of the flattened tensor). */
 tg_tensor *tg_argmax(tg_tensor *a, int axis, bool keepdim);
 tg_tensor *tg_argmin(tg_tensor *a, int axis, bool keepdim);
@@ -249,6 +290,12 @@ tg_tensor *tg_argmin(tg_tensor *a, int axis, bool keepdim);
 /* Matrix product with numpy's rules: 1-D operands, batched and broadcast. */
 tg_tensor *tg_matmul(tg_tensor *a, tg_tensor *b);
 tg_tensor *tg_dot(tg_tensor *a, tg_tensor *b);
+/* With an accumulate dtype (tinygrad's matmul(dtype=), numpy's
+ * matmul(dtype=)): both operands are cast to dt, multiplied and summed in
+ * dt, and the result is dt (int8 operands with TG_I32 give the exact int32
+ * product; tinygrad multiplies in the operands' dtype first). Not bool. */
+tg_tensor *tg_matmul_dtype(tg_tensor *a, tg_tensor *b, tg_dtype dt);
+tg_tensor *tg_dot_dtype(tg_tensor *a, tg_tensor *b, tg_dtype dt);
 tg_tensor *tg_softmax(tg_tensor *a, int axis);
 tg_tensor *tg_log_softmax(tg_tensor *a, int axis);
 

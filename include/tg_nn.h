@@ -92,6 +92,13 @@ tg_tensor *tg_conv_transpose3d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias,
  *   padding[i]    implicit padding on both sides of axis i, at most half the
  *                 kernel (torch's rule); max pool pads with -inf (the
  *                 dtype's minimum for ints), avg pool with zeros
+ *   pads[2*i], pads[2*i+1]
+ *                 asymmetric padding before and after axis i instead
+ *                 (tinygrad's padding of 2*ndim values, which
+ *                 tg_resolve_pool_pads converts from torch's F.pad order);
+ *                 when any is nonzero padding[] must be 0. Any size; a
+ *                 negative value crops, by at most the axis size, and the
+ *                 padded input must still hold one (dilated) window
  *   dilation[i]   max pool only (0: 1)
  *   ceil_mode     output size rounds up (a last window may start in the
  *                 input or the left padding, never in the right padding)
@@ -105,7 +112,19 @@ typedef struct {
   int dilation[3];
   bool ceil_mode;
   bool exclude_pad;
+  int pads[4];
 } tg_pool_opts;
+
+/* tinygrad's resolve_pool_pads: n padding values for ndims (1 to 3) spatial
+ * axes, as tinygrad's pools and convs take them, into before/after pairs
+ * per spatial axis in axis order (out[2*i], out[2*i+1] for axis i, what
+ * tg_pool_opts.pads and tg_conv_opts.padding hold):
+ *   n == 1          the same padding on every side;
+ *   n == ndims      padding[i] on both sides of axis i;
+ *   n == 2*ndims    torch's F.pad order, the last axis first: (left, right,
+ *                   top, bottom) for 2-D.
+ * Returns 0, or -1 with an error for any other n. */
+int tg_resolve_pool_pads(const int *padding, int n, int ndims, int *out);
 
 /* Average pooling of x (N, C, H, W) or (C, H, W). x must be float. */
 tg_tensor *tg_avg_pool2d(tg_tensor *x, const tg_pool_opts *opts);

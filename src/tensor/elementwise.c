@@ -47,7 +47,7 @@ static bool binary_prep(tg_tensor *a, tg_tensor *b, uop **ua, uop **ub, int forc
   return true;
 }
 
-static dtype_t least_upper_float(dtype_t d) { return dt_is_float(d) ? d : DT_F32; }
+static dtype_t least_upper_float(dtype_t d) { return dtype_least_upper_float(d); }
 
 static tg_tensor *binop(uop_op op, tg_tensor *a, tg_tensor *b, const char *name) {
   NEED(a, name); NEED(b, name);
@@ -116,7 +116,7 @@ tg_tensor *tg_pow(tg_tensor *a, tg_tensor *b) {
 static tg_tensor *scalar_for(tg_tensor *a, double v) {
   tg_dtype dt = (tg_dtype)a->u->dtype.scalar;
   if (!tg_dtype_is_float(dt)) {
-    if (v != floor(v) || isinf(v)) dt = TG_F32;
+    if (v != floor(v) || isinf(v)) dt = tg_default_float();
     else if (dt == TG_BOOL) dt = TG_I32;
   }
   API_BEGIN;

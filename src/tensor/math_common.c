@@ -116,13 +116,9 @@ uop *mt_signbit(uop *x) {
 }
 
 /* ---- dtypes */
-dtype_t mt_float_of(dtype_t d) { return dt_is_float(d) ? dt_base(d) : DT_F32; }
+dtype_t mt_float_of(dtype_t d) { return dtype_least_upper_float(d); }
 uop *mt_to_float(uop *x) { return uop_cast(x, mt_float_of(x->dtype)); }
-dtype_t mt_sum_dtype(dtype_t d) {
-  if (dt_is_unsigned(d)) return dt_scalar(tg_dtype_promote((tg_dtype)d.scalar, TG_U32));
-  if (dt_is_int(d) || d.scalar == TG_BOOL) return dt_scalar(tg_dtype_promote((tg_dtype)d.scalar, TG_I32));
-  return dt_scalar(tg_dtype_promote((tg_dtype)d.scalar, TG_F32));
-}
+dtype_t mt_sum_dtype(dtype_t d) { return dtype_sum_acc(d); }
 
 dtype_t mt_compute_dtype(dtype_t out) {
   int s = out.scalar;
@@ -185,7 +181,7 @@ bool mt_broadcast2(tg_tensor *a, tg_tensor *b, uop **ua, uop **ub, int force, co
 dtype_t mt_scalar_dtype(const tg_tensor *a, double v) {
   tg_dtype dt = tg_dtype_of(a);
   if (!tg_dtype_is_float(dt)) {
-    if (v != floor(v) || isinf(v)) dt = TG_F32;
+    if (v != floor(v) || isinf(v)) dt = tg_default_float();
     else if (dt == TG_BOOL) dt = TG_I32;
   }
   return dt_scalar(dt);

@@ -55,7 +55,7 @@ uop *mt_signbit(uop *x);                     /* bool: the sign bit (of -0.0 and 
 static inline uop *mt_safe(uop *c, uop *x, double v) { return mt_where(c, x, mt_c(x, v)); }
 
 /* ---- dtypes */
-dtype_t mt_float_of(dtype_t d);              /* d if a float, else float32 */
+dtype_t mt_float_of(dtype_t d);              /* d if a float, else promoted with tg_default_float() */
 uop *mt_to_float(uop *x);                    /* cast to mt_float_of */
 dtype_t mt_sum_dtype(dtype_t d);             /* tinygrad's sum accumulation dtype */
 
@@ -64,7 +64,7 @@ dtype_t mt_sum_dtype(dtype_t d);             /* tinygrad's sum accumulation dtyp
 dtype_t mt_compute_dtype(dtype_t out);
 /* An elementwise function of one tensor with parameters p. */
 typedef uop *(*mt_ufn)(uop *x, const double *p);
-/* Applies f to a in its compute dtype; to_float makes ints and bools float32. */
+/* Applies f to a in its compute dtype; to_float makes ints and bools tg_default_float(). */
 tg_tensor *mt_unary(tg_tensor *a, mt_ufn f, const double *p, bool to_float, const char *name);
 
 /* ---- shapes */
@@ -75,7 +75,7 @@ bool mt_broadcast3(tg_tensor *a, tg_tensor *b, tg_tensor *c, uop **ua, uop **ub,
 /* u (of lower or equal rank) reshaped with leading 1s and expanded to shape. */
 uop *mt_broadcast_to(uop *u, const int64_t *shape, int nd);
 /* A tensor holding a scalar: the dtype a Python scalar takes next to a
- * (tinygrad: a's dtype when it fits the class, else float32 / int32). */
+ * (tinygrad: a's dtype when it fits the class, else tg_default_float() / int32). */
 dtype_t mt_scalar_dtype(const tg_tensor *a, double v);
 /* Axes into flags; false with an error on a bad or repeated axis. */
 bool mt_axes_flags(tg_axes axes, int nd, bool *flags, const char *op);

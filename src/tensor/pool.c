@@ -126,38 +126,62 @@ tg_tensor *nn_pool_view(tg_tensor *x, int n, const int64_t *k, const int64_t *s,
 
 typedef struct { int64_t k[2], s[2], d[2], pads[4], ceil_pads[4]; } pool_params;
 
-/* Validates opts against x (N, C, H, W) or (C, H, W) and resolves defaults
- * and the ceil-mode padding (tinygrad's _apply_ceil_mode). */
+int tg_resolve_pool_pads(const int *padding, int n, int ndims, int *out) {
+  if (ndims < 1 || ndims > 3) return tg_seterr("tg_resolve_pool_pads: %d spatial axes (1 to 3)", ndims);
+  if (!padding || !out) return tg_seterr("tg_resolve_pool_pads: %s is NULL", padding ? "out" : "padding");
+  if (n != 1 && n != ndims && n != 2 * ndims)
+    return tg_seterr("tg_resolve_pool_pads: %d padding values for %d spatial axes (give 1, %d, or %d in torch's F.pad order)", n, ndims, ndims, 2 * ndims);
+  for (int i = 0; i < ndims; i++) {
+    if (n == 1) out[2 * i] = out[2 * i + 1] = padding[0];
+    else if (n == ndims) out[2 * i] = out[2 * i + 1] = padding[i];
+    else { out[2 * i] = padding[2 * (ndims - 1 - i)]; out[2 * i + 1] = padding[2 * (ndims - 1 - i) + 1]; }   /* last axis first */
+  }
+  return 0;
+}
+
+/* Validates opts against x (N, C, H, W) or (C, H, W) and resolves defaults,
+ * the padding (symmetric padding[], or asymmetric pads[]) and the ceil-mode
+ * padding (tinygrad's _apply_ceil_mode). */
 static bool pool_resolve(tg_tensor *x, const tg_pool_opts *o, bool is_max, pool_params *p, const char *op) {
   int nd = tg_ndim(x);
   char b[128];
   if (nd != 3 && nd != 4) { tg_seterr("%s: input must be 3-D (C, H, W) or 4-D (N, C, H, W), got shape %s", op, nn_shape_str(x, b, 128)); return false; }
   if (!o) { tg_seterr("%s: options with a kernel size are required", op); return false; }
+  bool asym = false;
+  for (int j = 0; j < 4; j++) asym |= o->pads[j] != 0;
+  if (asym && (o->padding[0] || o->padding[1])) { tg_seterr("%s: give padding[] or pads[], not both", op); return false; }
   for (int j = 0; j < 2; j++) {
     int64_t i = tg_dim(x, nd - 2 + j);
     p->k[j] = o->kernel[j];
     p->s[j] = o->stride[j] ? o->stride[j] : o->kernel[j];
     p->d[j] = o->dilation[j] ? o->dilation[j] : 1;
-    int64_t pad = o->padding[j];
+    int64_t pb = asym ? o->pads[2 * j] : o->padding[j], pa = asym ? o->pads[2 * j + 1] : o->padding[j];
     if (p->k[j] <= 0) { tg_seterr("%s: kernel size %lld on axis %d must be positive", op, (long long)p->k[j], j); return false; }
     if (p->s[j] <= 0) { tg_seterr("%s: stride %lld on axis %d must be positive", op, (long long)p->s[j], j); return false; }
     if (p->d[j] <= 0) { tg_seterr("%s: dilation %lld on axis %d must be positive", op, (long long)p->d[j], j); return false; }
     if (!is_max && p->d[j] != 1) { tg_seterr("%s: dilation %lld is not supported by average pooling", op, (long long)p->d[j]); return false; }
-    if (pad < 0 || 2 * pad > p->k[j]) {
-      tg_seterr("%s: padding %lld on axis %d must be between 0 and half the kernel size %lld", op, (long long)pad, j, (long long)p->k[j]);
+    if (!asym && (pb < 0 || 2 * pb > p->k[j])) {   /* torch's rule for its symmetric padding */
+      tg_seterr("%s: padding %lld on axis %d must be between 0 and half the kernel size %lld", op, (long long)pb, j, (long long)p->k[j]);
       return false;
     }
-    int64_t ek = p->d[j] * (p->k[j] - 1) + 1;
-    if (i + 2 * pad < ek) {
-      tg_seterr("%s: kernel %lld (dilated %lld) is larger than the padded input %lld on axis %d", op, (long long)p->k[j], (long long)ek, (long long)(i + 2 * pad), j);
+    if (-pb > i || -pa > i) {
+      tg_seterr("%s: pads (%lld, %lld) crop more than the size %lld of axis %d", op, (long long)pb, (long long)pa, (long long)i, j);
       return false;
     }
-    p->pads[2 * j] = p->pads[2 * j + 1] = pad;
-    int64_t oc = ceildiv(i + 2 * pad - ek, p->s[j]) + 1;
-    int64_t extra = p->s[j] * (oc - 1) + ek - (i + 2 * pad);
-    int64_t back = p->s[j] * (oc - 1) - (pad + i - 1);
-    p->ceil_pads[2 * j] = pad;
-    p->ceil_pads[2 * j + 1] = pad + extra - (back > 0 ? back : 0);
+    int64_t ek = p->d[j] * (p->k[j] - 1) + 1, padded = i + pb + pa;
+    if (padded < ek) {
+      tg_seterr("%s: kernel %lld (dilated %lld) is larger than the padded input %lld on axis %d (size %lld, pads %lld, %lld)", op,
+                (long long)p->k[j], (long long)ek, (long long)padded, j, (long long)i, (long long)pb, (long long)pa);
+      return false;
+    }
+    p->pads[2 * j] = pb; p->pads[2 * j + 1] = pa;
+    /* the output size rounded up, less a last window that would start in
+     * the after-padding */
+    int64_t oc = ceildiv(padded - ek, p->s[j]) + 1;
+    int64_t extra = p->s[j] * (oc - 1) + ek - padded;
+    int64_t back = p->s[j] * (oc - 1) - (pb + i - 1);
+    p->ceil_pads[2 * j] = pb;
+    p->ceil_pads[2 * j + 1] = pa + extra - (back > 0 ? back : 0);
   }
   return true;
 }
@@ -235,12 +259,16 @@ tg_tensor *tg_max_unpool2d(tg_tensor *x, tg_tensor *indices, const tg_pool_opts 
     if (output_size) out[j] = output_size[j];
     else {
       if (!o) TG_FAIL("tg_max_unpool2d: options (kernel size) or output_size are required");
-      int64_t k = o->kernel[j], s = o->stride[j] ? o->stride[j] : k, d = o->dilation[j] ? o->dilation[j] : 1, pad = o->padding[j];
-      if (k <= 0 || s <= 0 || d <= 0 || pad < 0) TG_FAIL("tg_max_unpool2d: bad kernel %lld / stride %lld / dilation %lld / padding %lld on axis %d", (long long)k, (long long)s, (long long)d, (long long)pad, j);
+      bool asym = o->pads[0] || o->pads[1] || o->pads[2] || o->pads[3];
+      if (asym && (o->padding[0] || o->padding[1])) TG_FAIL("tg_max_unpool2d: give padding[] or pads[], not both");
+      int64_t k = o->kernel[j], s = o->stride[j] ? o->stride[j] : k, d = o->dilation[j] ? o->dilation[j] : 1;
+      int64_t pb = asym ? o->pads[2 * j] : o->padding[j], pa = asym ? o->pads[2 * j + 1] : o->padding[j];
+      if (k <= 0 || s <= 0 || d <= 0 || (!asym && pb < 0))
+        TG_FAIL("tg_max_unpool2d: bad kernel %lld / stride %lld / dilation %lld / padding %lld on axis %d", (long long)k, (long long)s, (long long)d, (long long)pb, j);
       int64_t is;   /* (i - 1) * s within 2^59; d * (k - 1) < 2^62 (int options) */
       if (tg_mul_overflow_i64(xs.d[nd - 2 + j] - 1, s, &is) || is > TG_MAX_NUMEL)
         TG_FAIL("tg_max_unpool2d: output size on axis %d passes 2^59 (input %lld, stride %lld)", j, (long long)xs.d[nd - 2 + j], (long long)s);
-      out[j] = is - 2 * pad + d * (k - 1) + 1;
+      out[j] = is - (pb + pa) + d * (k - 1) + 1;
     }
     if (out[j] <= 0) TG_FAIL("tg_max_unpool2d: output size %lld on axis %d is not positive", (long long)out[j], j);
   }

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include "tensor/tensor.h"
 #include "runtime/buffer.h"
+#include "tensor/math_internal.h"
 
 static uint64_t rng_seed = 0x5eed;
 static uint64_t rng_counter;
@@ -84,4 +85,14 @@ tg_tensor *tg_randn(tg_shape shape, tg_dtype dt) {
   uop *z = uop_alu(OP_MUL, r, c);
   z = make_unique(mv_reshape(uop_cast(z, dt_scalar(dt)), shape.d, shape.ndim));
   API_RETURN(tensor_wrap(z, tg_default_device()));
+}
+
+tg_tensor *tg_threefry(tg_tensor *x, tg_tensor *key) {
+  NEED(x, "tg_threefry"); NEED(key, "tg_threefry");
+  if (tg_dtype_of(x) != TG_U64 || tg_dtype_of(key) != TG_U64)
+    TG_FAIL("tg_threefry: counter and key must be uint64 tensors, not %s and %s", tg_dtype_name(tg_dtype_of(x)), tg_dtype_name(tg_dtype_of(key)));
+  API_BEGIN;
+  uop *ux, *uk;
+  if (!mt_broadcast2(x, key, &ux, &uk, TG_U64, "tg_threefry")) API_RETURN(NULL);
+  API_RETURN(tensor_wrap(uop2(OP_THREEFRY, DT_U64, ux, uk, arg_none()), x->device));
 }

@@ -53,36 +53,46 @@ static uop *reduce_uop(uop *x, uop_op op, const bool *flags, bool keepdim) {
   return mv_reshape(r, sh, k);
 }
 
-/* tinygrad's accumulation dtype for sums and products */
-static dtype_t sum_acc_dtype(dtype_t d) {
-  if (dt_is_unsigned(d)) return dt_scalar(tg_dtype_promote((tg_dtype)d.scalar, TG_U32));
-  if (dt_is_int(d) || d.scalar == TG_BOOL) return dt_scalar(tg_dtype_promote((tg_dtype)d.scalar, TG_I32));
-  return dt_scalar(tg_dtype_promote((tg_dtype)d.scalar, TG_F32));
+/* "no accumulate dtype given": tinygrad's defaults (every other value,
+ * negative ones too, is checked as a dtype) */
+#define ACC_DEFAULT (-1000)
+
+/* An accumulate dtype given by the caller: a valid dtype other than bool;
+ * mean's must be a float (torch: it could not infer the output dtype). */
+static bool acc_dtype_ok(int dt, bool need_float, const char *name) {
+  if (dt < 0 || dt >= TG_DTYPE_COUNT) { tg_seterr("%s: unknown accumulate dtype %d", name, dt); return false; }
+  if (dt == TG_BOOL) { tg_seterr("%s: bool cannot be an accumulate dtype", name); return false; }
+  if (need_float && !tg_dtype_is_float((tg_dtype)dt)) {
+    tg_seterr("%s: the accumulate dtype must be a float type, not %s", name, tg_dtype_name((tg_dtype)dt));
+    return false;
+  }
+  return true;
 }
 
-static tg_tensor *sum_like(tg_tensor *a, tg_axes axes, bool keepdim, uop_op op, const char *name) {
+/* sum and prod; dt ACC_DEFAULT: tinygrad's default accumulate dtype, else a is cast
+ * to dt, reduced in dt, and the result is dt (tinygrad's sum(dtype=)). */
+static tg_tensor *sum_like(tg_tensor *a, tg_axes axes, bool keepdim, uop_op op, int dt, const char *name) {
   NEED(a, name);
   bool fl[TG_MAX_DIMS];
   if (!axes_flags(axes, a->u->ndim, fl, name)) return NULL;
+  if (dt != ACC_DEFAULT && !acc_dtype_ok(dt, false, name)) return NULL;
   API_BEGIN;
-  dtype_t in = a->u->dtype, acc = sum_acc_dtype(in);
+  dtype_t in = a->u->dtype;
+  /* tinygrad: prod keeps the input dtype (x.cast(x.dtype)._reduce(MUL)) */
+  dtype_t acc = dt != ACC_DEFAULT ? dt_scalar(dt) : op == OP_MUL ? in : dtype_sum_acc(in);
   uop *r = reduce_uop(uop_cast(a->u, acc), op, fl, keepdim);
-  /* tinygrad: sums of half, bfloat16 and fp8 return their dtype; prod always
-   * keeps the input dtype (x.cast(x.dtype)._reduce(MUL)). Accumulating wider
-   * and casting back gives the same ints (products wrap modulo 2^bits either
-   * way) and bools (a product of 0s and 1s), and more accurate floats. */
-  if (op == OP_MUL || in.scalar == TG_F16 || in.scalar == TG_BF16 || in.scalar == TG_FP8E4M3 || in.scalar == TG_FP8E5M2)
+  /* tinygrad: sums of half, bfloat16 and fp8 return their dtype */
+  if (dt == ACC_DEFAULT && (in.scalar == TG_F16 || in.scalar == TG_BF16 || in.scalar == TG_FP8E4M3 || in.scalar == TG_FP8E5M2))
     r = uop_cast(r, in);
   API_RETURN(tensor_wrap(r, a->device));
 }
-tg_tensor *tg_sum(tg_tensor *a, tg_axes axes, bool keepdim) { return sum_like(a, axes, keepdim, OP_ADD, "tg_sum"); }
-/* like tinygrad, prod keeps the input dtype (sum widens small ints) */
-tg_tensor *tg_prod(tg_tensor *a, tg_axes axes, bool keepdim) {
-  NEED(a, "tg_prod");
-  bool fl[TG_MAX_DIMS];
-  if (!axes_flags(axes, a->u->ndim, fl, "tg_prod")) return NULL;
-  API_BEGIN;
-  API_RETURN(tensor_wrap(reduce_uop(a->u, OP_MUL, fl, keepdim), a->device));
+tg_tensor *tg_sum(tg_tensor *a, tg_axes axes, bool keepdim) { return sum_like(a, axes, keepdim, OP_ADD, ACC_DEFAULT, "tg_sum"); }
+tg_tensor *tg_prod(tg_tensor *a, tg_axes axes, bool keepdim) { return sum_like(a, axes, keepdim, OP_MUL, ACC_DEFAULT, "tg_prod"); }
+tg_tensor *tg_sum_dtype(tg_tensor *a, tg_axes axes, bool keepdim, tg_dtype dt) {
+  return sum_like(a, axes, keepdim, OP_ADD, (int)dt, "tg_sum_dtype");
+}
+tg_tensor *tg_prod_dtype(tg_tensor *a, tg_axes axes, bool keepdim, tg_dtype dt) {
+  return sum_like(a, axes, keepdim, OP_MUL, (int)dt, "tg_prod_dtype");
 }
 
 static tg_tensor *max_like(tg_tensor *a, tg_axes axes, bool keepdim, bool is_min, const char *name) {
@@ -99,15 +109,18 @@ static tg_tensor *max_like(tg_tensor *a, tg_axes axes, bool keepdim, bool is_min
 tg_tensor *tg_max(tg_tensor *a, tg_axes axes, bool keepdim) { return max_like(a, axes, keepdim, false, "tg_max"); }
 tg_tensor *tg_min(tg_tensor *a, tg_axes axes, bool keepdim) { return max_like(a, axes, keepdim, true, "tg_min"); }
 
-tg_tensor *tg_mean(tg_tensor *a, tg_axes axes, bool keepdim) {
-  NEED(a, "tg_mean");
+/* dt ACC_DEFAULT: tinygrad's mean (sums in the accumulate dtype, ints give
+ * float32); else everything in the float dtype dt (torch's mean(dtype=)). */
+static tg_tensor *mean_impl(tg_tensor *a, tg_axes axes, bool keepdim, int dt, const char *name) {
+  NEED(a, name);
   bool fl[TG_MAX_DIMS];
-  if (!axes_flags(axes, a->u->ndim, fl, "tg_mean")) return NULL;
+  if (!axes_flags(axes, a->u->ndim, fl, name)) return NULL;
+  if (dt != ACC_DEFAULT && !acc_dtype_ok(dt, true, name)) return NULL;
   int64_t cnt = 1;
   for (int i = 0; i < a->u->ndim; i++) if (fl[i] && !uop_dim_var(a->u, i)) cnt *= a->u->shape[i];
   API_BEGIN;
-  dtype_t in = a->u->dtype, out = dt_is_float(in) ? in : DT_F32;
-  dtype_t acc = sum_acc_dtype(in);
+  dtype_t in = a->u->dtype, out = dt != ACC_DEFAULT ? dt_scalar(dt) : dt_is_float(in) ? in : DT_F32;
+  dtype_t acc = dt != ACC_DEFAULT ? out : dtype_sum_acc(in);
   uop *s = reduce_uop(uop_cast(a->u, acc), OP_ADD, fl, keepdim);
   dtype_t f = dt_is_float(acc) ? acc : DT_F32;
   s = uop_cast(s, f);
@@ -119,6 +132,10 @@ tg_tensor *tg_mean(tg_tensor *a, tg_axes axes, bool keepdim) {
   for (int i = 0; i < s->ndim; i++) ones[i] = 1;
   uop *r = uop_alu(OP_FDIV, s, mv_expand(mv_reshape(c, ones, s->ndim), s->shape, s->ndim));
   API_RETURN(tensor_wrap(uop_cast(r, out), a->device));
+}
+tg_tensor *tg_mean(tg_tensor *a, tg_axes axes, bool keepdim) { return mean_impl(a, axes, keepdim, ACC_DEFAULT, "tg_mean"); }
+tg_tensor *tg_mean_dtype(tg_tensor *a, tg_axes axes, bool keepdim, tg_dtype dt) {
+  return mean_impl(a, axes, keepdim, (int)dt, "tg_mean_dtype");
 }
 
 /* first index of the max along axis: n - max(mask * (n, n-1, ..., 1)) */
@@ -200,15 +217,27 @@ static tg_tensor *pack_b_panels(tg_tensor *a, tg_tensor *b) {
   order.a[order.n++] = n2;
   return tg_contiguous(tg_permute(tg_reshape(b, s), order));   /* (..., N/P, K, P) */
 }
-tg_tensor *tg_dot(tg_tensor *a, tg_tensor *b) {
-  NEED(a, "tg_matmul"); NEED(b, "tg_matmul");
+/* The sum over the last axis of a product: in tinygrad's default
+ * accumulate dtype (acc ACC_DEFAULT) or in acc. */
+static tg_tensor *sum_last(tg_tensor *x, int acc) {
+  return acc == ACC_DEFAULT ? tg_sum(x, TG_AXES(-1), false) : tg_sum_dtype(x, TG_AXES(-1), false, (tg_dtype)acc);
+}
+/* acc ACC_DEFAULT: tinygrad's dot; else both operands are cast to acc, multiplied
+ * and summed in it, and the result is acc. */
+static tg_tensor *dot_impl(tg_tensor *a, tg_tensor *b, int acc, const char *name) {
+  NEED(a, name); NEED(b, name);
+  if (acc != ACC_DEFAULT && !acc_dtype_ok(acc, false, name)) return NULL;
   int n1 = a->u->ndim, n2 = b->u->ndim;
-  if (n1 == 0 || n2 == 0) TG_FAIL("tg_matmul: both operands need at least 1 dimension (got %dD and %dD)", n1, n2);
+  if (n1 == 0 || n2 == 0) TG_FAIL("%s: both operands need at least 1 dimension (got %dD and %dD)", name, n1, n2);
   int kb = n2 >= 2 ? n2 - 2 : 0;
   if (a->u->shape[n1 - 1] != b->u->shape[kb])
-    TG_FAIL("tg_matmul: inner dimensions differ: %lld (last axis of a) vs %lld (axis %d of b)", (long long)a->u->shape[n1 - 1], (long long)b->u->shape[kb], kb);
-  if (n1 + 1 > TG_MAX_DIMS || n2 + 1 > TG_MAX_DIMS) TG_FAIL("tg_matmul: too many dimensions");
+    TG_FAIL("%s: inner dimensions differ: %lld (last axis of a) vs %lld (axis %d of b)", name, (long long)a->u->shape[n1 - 1], (long long)b->u->shape[kb], kb);
+  if (n1 + 1 > TG_MAX_DIMS || n2 + 1 > TG_MAX_DIMS) TG_FAIL("%s: too many dimensions", name);
   tg_scope_begin();
+  if (acc != ACC_DEFAULT) {
+    a = tg_cast(a, (tg_dtype)acc); b = tg_cast(b, (tg_dtype)acc);
+    if (!a || !b) { tg_scope_end(); return NULL; }
+  }
   int mid = (n1 - 1 < n2 - 1 ? n1 - 1 : n2 - 1) < 1 ? (n1 - 1 < n2 - 1 ? n1 - 1 : n2 - 1) : 1;
   tg_shape xs = { 0, { 0 } }, ws = { 0, { 0 } };
   for (int i = 0; i < n1 - 1; i++) xs.d[xs.ndim++] = a->u->shape[i];
@@ -233,7 +262,7 @@ tg_tensor *tg_dot(tg_tensor *a, tg_tensor *b) {
     wp.d[wp.ndim++] = b->u->shape[n2 - 1] / MATMUL_PANEL;
     wp.d[wp.ndim++] = MATMUL_PANEL;
     wp.d[wp.ndim++] = b->u->shape[n2 - 2];
-    r = tg_sum(tg_mul(tg_reshape(a, xp), tg_reshape(tg_transpose(packed, -1, -2), wp)), TG_AXES(-1), false);
+    r = sum_last(tg_mul(tg_reshape(a, xp), tg_reshape(tg_transpose(packed, -1, -2), wp)), acc);
     if (r) {   /* NULL when the product (..., M, N/P, P, K) passes 2^59: ndim would be -1 */
       tg_shape rs = tg_shape_of(r);
       rs.d[rs.ndim - 2] *= MATMUL_PANEL;
@@ -241,14 +270,17 @@ tg_tensor *tg_dot(tg_tensor *a, tg_tensor *b) {
       r = tg_reshape(r, rs);
     }
   } else
-    r = tg_sum(tg_mul(tg_reshape(a, xs), tg_transpose(tg_reshape(b, ws), -1, -tail)), TG_AXES(-1), false);
-  tg_dtype out = tg_dtype_promote((tg_dtype)a->u->dtype.scalar, (tg_dtype)b->u->dtype.scalar);
+    r = sum_last(tg_mul(tg_reshape(a, xs), tg_transpose(tg_reshape(b, ws), -1, -tail)), acc);
+  tg_dtype out = acc != ACC_DEFAULT ? (tg_dtype)acc : tg_dtype_promote((tg_dtype)a->u->dtype.scalar, (tg_dtype)b->u->dtype.scalar);
   r = tg_cast(r, out);
   if (r) tg_keep(r);
   tg_scope_end();
   return r;
 }
-tg_tensor *tg_matmul(tg_tensor *a, tg_tensor *b) { return tg_dot(a, b); }
+tg_tensor *tg_dot(tg_tensor *a, tg_tensor *b) { return dot_impl(a, b, ACC_DEFAULT, "tg_matmul"); }
+tg_tensor *tg_matmul(tg_tensor *a, tg_tensor *b) { return dot_impl(a, b, ACC_DEFAULT, "tg_matmul"); }
+tg_tensor *tg_matmul_dtype(tg_tensor *a, tg_tensor *b, tg_dtype dt) { return dot_impl(a, b, (int)dt, "tg_matmul_dtype"); }
+tg_tensor *tg_dot_dtype(tg_tensor *a, tg_tensor *b, tg_dtype dt) { return dot_impl(a, b, (int)dt, "tg_dot_dtype"); }
 
 /* ---- softmax: x - max is detached from the graph's point of view (no grads yet) */
 static tg_tensor *softmax_impl(tg_tensor *a, int axis, bool log) {
@@ -257,7 +289,7 @@ static tg_tensor *softmax_impl(tg_tensor *a, int axis, bool log) {
   int ax = norm_axis(axis, a->u->ndim, name);
   if (ax < 0) return NULL;
   tg_scope_begin();
-  tg_tensor *x = tg_dtype_is_float(tg_dtype_of(a)) ? a : tg_cast(a, TG_F32);
+  tg_tensor *x = tg_dtype_is_float(tg_dtype_of(a)) ? a : tg_cast(a, (tg_dtype)dtype_least_upper_float(a->u->dtype).scalar);
   tg_tensor *m = tg_sub(x, tg_max(x, TG_AXES(ax), true));
   tg_tensor *e = tg_exp(m);
   tg_tensor *ss = tg_sum(e, TG_AXES(ax), true);

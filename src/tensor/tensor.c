@@ -342,9 +342,11 @@ static bool check_dtype(tg_dtype dt, const char *op) {
   return true;
 }
 
-static tg_tensor *new_buffer_tensor(tg_shape shape, tg_dtype dt, const void *data, const char *op) {
+/* device NULL: the default device */
+static tg_tensor *new_buffer_tensor_on(const char *device, tg_shape shape, tg_dtype dt, const void *data, const char *op) {
   if (!check_shape(shape, op) || !check_dtype(dt, op)) return NULL;
-  tg_device *dev = device_get(tg_default_device());
+  tg_device *dev = device_get(device ? device : tg_default_device());
+  if (!dev) return NULL;
   int64_t n = shape_numel(shape.d, shape.ndim);
   tg_buffer *b = buffer_new(dev, dt, n);
   if (data && (buffer_alloc(b) < 0 || buffer_copyin(b, data, (size_t)n * (size_t)tg_dtype_size(dt)) < 0)) {
@@ -357,6 +359,10 @@ static tg_tensor *new_buffer_tensor(tg_shape shape, tg_dtype dt, const void *dat
   buffer_release(b);   /* the BUFFER node holds it now */
   u = mv_reshape(u, shape.d, shape.ndim);
   API_RETURN(tensor_wrap(u, dev->name));
+}
+
+static tg_tensor *new_buffer_tensor(tg_shape shape, tg_dtype dt, const void *data, const char *op) {
+  return new_buffer_tensor_on(NULL, shape, dt, data, op);
 }
 
 tg_tensor *tg_from_data(const void *data, tg_shape shape, tg_dtype dt) {
@@ -381,6 +387,12 @@ static tg_tensor *full_like(const tg_tensor *t, double value, const char *op) {
 tg_tensor *tg_full_like(const tg_tensor *t, double value) { return full_like(t, value, "tg_full_like"); }
 tg_tensor *tg_zeros_like(const tg_tensor *t) { return full_like(t, 0, "tg_zeros_like"); }
 tg_tensor *tg_ones_like(const tg_tensor *t) { return full_like(t, 1, "tg_ones_like"); }
+tg_tensor *tg_empty_like(const tg_tensor *t) {
+  if (!t) { tensor_null_arg("tg_empty_like", "t"); return NULL; }
+  tg_shape s = { t->u->ndim, { 0 } };
+  for (int i = 0; i < s.ndim; i++) s.d[i] = t->u->shape[i];
+  return new_buffer_tensor_on(t->device, s, (tg_dtype)t->u->dtype.scalar, NULL, "tg_empty_like");
+}
 
 tg_tensor *tg_arange(double start, double stop, double step, tg_dtype dt) {
   if (!check_dtype(dt, "tg_arange")) return NULL;

@@ -111,6 +111,15 @@ int tensors_pending_assigns(tg_tensor **out, int max);
 /* Replace nodes in every live tensor's graph (after realization). */
 void tensors_substitute(const ptrmap *becomes);
 
+/* tinygrad's least_upper_float (a float dtype stays; others promote with
+ * tg_default_float()) and sum_acc_dtype (ints accumulate in at least
+ * int32 / uint32, floats in at least tg_sum_acc_float()); dtype_settings.c. */
+dtype_t dtype_least_upper_float(dtype_t d);
+dtype_t dtype_sum_acc(dtype_t d);
+/* Forgets the setters' values: the next use reads DEFAULT_FLOAT and
+ * SUM_DTYPE from the environment again (for tests). */
+void dtype_settings_reload(void);
+
 /* Normalizes an axis against ndim (negative counts from the end); -1 and an
  * error when out of range. */
 int norm_axis(int axis, int ndim, const char *op);

@@ -83,6 +83,27 @@ static int64_t from_double(dtype_t d, double v) {
   return (int64_t)v;
 }
 
+/* threefry2x32 with 20 rounds, as the renderers emit it (cstyle.c's
+ * render_threefry): x and key split into (lo, hi) words, the output words
+ * packed as (hi << 32) | lo. */
+static uint64_t threefry2x32(uint64_t x, uint64_t key) {
+  static const int rot[2][4] = { { 13, 15, 26, 6 }, { 17, 29, 16, 24 } };
+  uint32_t ks[3] = { (uint32_t)key, (uint32_t)(key >> 32), 0 };
+  ks[2] = ks[0] ^ ks[1] ^ 0x1BD11BDAu;
+  uint32_t x0 = (uint32_t)x + ks[0], x1 = (uint32_t)(x >> 32) + ks[1];
+  for (int i = 0; i < 5; i++) {
+    for (int j = 0; j < 4; j++) {
+      int r = rot[i % 2][j];
+      x0 += x1;
+      x1 = (x1 << r) | (x1 >> (32 - r));
+      x1 ^= x0;
+    }
+    x0 += ks[(i + 1) % 3];
+    x1 += ks[(i + 2) % 3] + (uint32_t)(i + 1);
+  }
+  return ((uint64_t)x1 << 32) | x0;
+}
+
 /* Integer evaluation: operands are in sdt (the value dtype for WHERE), the
  * result in dt. Exact in 64 bits. */
 static int64_t exec_int(uop_op op, dtype_t dt, dtype_t sdt, const int64_t *s, int n) {
@@ -115,6 +136,7 @@ static int64_t exec_int(uop_op op, dtype_t dt, dtype_t sdt, const int64_t *s, in
   case OP_AND: r = a & b; break;
   case OP_OR: r = a | b; break;
   case OP_XOR: r = a ^ b; break;
+  case OP_THREEFRY: r = threefry2x32(a, b); break;
   case OP_SHL: r = b >= 64 ? 0 : a << b; break;
   case OP_SHR:
     if (un) r = b >= 64 ? 0 : a >> b;
@@ -140,7 +162,7 @@ double exec_alu(uop_op op, dtype_t dt, const double *s, int n) {
   case OP_CMPEQ: return a == b;
   case OP_CAST: return dt_cast_value(a, dt);
   case OP_WHERE: return dt_cast_value(a != 0 ? b : s[2], dt);
-  case OP_BITCAST: case OP_THREEFRY: return 0;   /* not supported */
+  case OP_BITCAST: return 0;   /* not supported */
   default: break;
   }
   if (intlike(dt)) {
@@ -569,7 +591,7 @@ static uop *lin_build(dtype_t d, const lin *l, const i128 *coef, i128 k) {
 
 static uop *fold_const(void *ctx, const rw_match *m) {
   uop *n = m->root;
-  if (n->dtype.count != 1 || dt_is_ptr(n->dtype) || n->op == OP_THREEFRY || n->op == OP_BITCAST) return NULL;
+  if (n->dtype.count != 1 || dt_is_ptr(n->dtype) || n->op == OP_BITCAST) return NULL;
   if (n->nsrc > 3) return NULL;
   dtype_t sdt = n->op == OP_WHERE ? n->src[1]->dtype : n->src[0]->dtype;
   bool ints = intlike(n->dtype);
@@ -913,7 +935,7 @@ done:
 
 /* ------------------------------------------------------------ the rules */
 
-#define BINOPS "ADD,SUB,MUL,FDIV,IDIV,MOD,MAX,POW,CMPLT,CMPNE,CMPEQ,AND,OR,XOR,SHL,SHR"
+#define BINOPS "ADD,SUB,MUL,FDIV,IDIV,MOD,MAX,POW,CMPLT,CMPNE,CMPEQ,AND,OR,XOR,SHL,SHR,THREEFRY"
 #define UNOPS "EXP2,LOG2,SIN,SQRT,RECIPROCAL,NEG,TRUNC,CAST"
 
 #define R(p, t) { .pattern = p, .replace = t }

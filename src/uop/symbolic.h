@@ -16,7 +16,8 @@ int64_t uop_vmax(uop *u);
 
 /* Computes op on constant operands as the target would, in dtype dt (ints
  * wrap, floats round to dt; IDIV/MOD truncate like C and division by zero of
- * ints gives 0; comparisons give 0/1). BITCAST and THREEFRY give 0. */
+ * ints gives 0; comparisons give 0/1; THREEFRY is threefry2x32 of uint64
+ * counter and key, exact through the integer path). BITCAST gives 0. */
 double exec_alu(uop_op op, dtype_t dt, const double *srcs, int n);
 
 /* The symbolic rules: constant folding, identities (x+0, x*1, x*0 for ints,
