@@ -44,7 +44,7 @@ static int bytes_to_tokens(const char *s, int **tokens) {
   return n;
 }
 
-static int fake_tokenize_text(void *ctx, const char *prompt, int **tokens) {
+static int fake_tokenize_text(void *ctx, const char *prompt, bool add_special, bool parse_special, int **tokens) {
   fake_ctx *f = ctx;
   pthread_mutex_lock(&f->mu);
   snprintf(f->last_prompt, sizeof f->last_prompt, "%s", prompt);
@@ -52,21 +52,74 @@ static int fake_tokenize_text(void *ctx, const char *prompt, int **tokens) {
   return bytes_to_tokens(prompt, tokens);
 }
 
-/* The "template": "role: content\n" per message, then "assistant:" unless
- * the last (assistant) message is continued. */
-static int fake_tokenize_chat(void *ctx, const cJSON *messages, bool continue_final, int **tokens) {
+/* The "template": "[tools: N]\n" when there are tools, "role: content\n"
+ * per message (a tool call as "call NAME ARGS", a tool result as
+ * "tool[ID]: content"), then "assistant:" unless the last (assistant)
+ * message is continued; "think" in the last message opens "<think>". */
+static char *fake_render_chat(void *ctx, const cJSON *messages, const cJSON *tools, const cJSON *kwargs, bool add_gen,
+                              bool continue_final) {
   strbuf b = { 0 };
+  sb_puts(&b, "");
+  if (tools) sb_printf(&b, "[tools: %d]\n", cJSON_GetArraySize(tools));
   const cJSON *m;
   int i = 0, n = cJSON_GetArraySize(messages);
+  const char *last = "";
   cJSON_ArrayForEach(m, messages) {
     const char *role = cJSON_GetObjectItem(m, "role")->valuestring, *content = cJSON_GetObjectItem(m, "content")->valuestring;
-    if (strstr(content, "BADTEMPLATE")) { sb_free(&b); return tg_seterr("fake template: cannot render"); }
-    sb_printf(&b, continue_final && ++i == n ? "%s: %s" : "%s: %s\n", role, content);
+    if (strstr(content, "BADTEMPLATE")) { sb_free(&b); tg_seterr("fake template: cannot render"); return NULL; }
+    const cJSON *id = cJSON_GetObjectItem(m, "tool_call_id"), *calls = cJSON_GetObjectItem(m, "tool_calls"), *c;
+    if (id) sb_printf(&b, "%s[%s]", role, id->valuestring);
+    else sb_puts(&b, role);
+    sb_printf(&b, continue_final && ++i == n ? ": %s" : ": %s\n", content);
+    cJSON_ArrayForEach(c, calls) {
+      const cJSON *fn = cJSON_GetObjectItem(c, "function"), *args = cJSON_GetObjectItem(fn, "arguments");
+      sb_printf(&b, "call %s %s\n", cJSON_GetObjectItem(fn, "name")->valuestring, cJSON_IsString(args) ? args->valuestring : "{}");
+    }
+    last = content;
   }
-  if (!continue_final) sb_puts(&b, "assistant:");
-  int r = fake_tokenize_text(ctx, b.s, tokens);
-  sb_free(&b);
-  return r;
+  if (add_gen) sb_puts(&b, strstr(last, "think") ? "assistant:<think>" : "assistant:");
+  return b.s;
+}
+
+static char *fake_detokenize(void *ctx, const int *tokens, int n) {
+  char *s = malloc((size_t)n + 1);
+  for (int i = 0; i < n; i++) {
+    if (tokens[i] < 1 || tokens[i] > 255) { free(s); tg_seterr("token %d is not a byte", tokens[i]); return NULL; }
+    s[i] = (char)tokens[i];
+  }
+  s[n] = 0;
+  return s;
+}
+
+/* The embedding of a prompt: (count of bytes < 'n', count of the others,
+ * bytes, 3), unnormalized. */
+#define FAKE_N_EMBD 4
+static int fake_embed(void *ctx, const int *tokens, int n, float *out) {
+  out[0] = out[1] = 0;
+  for (int i = 0; i < n; i++) out[tokens[i] < 'n' ? 0 : 1] += 1;
+  out[2] = (float)n;
+  out[3] = 3;
+  return 0;
+}
+
+/* Scripted replies for tool calls and reasoning (emitted 3 bytes a token):
+ * after a forced call's opening (tool_choice required / named), the rest of
+ * the call; "calltool": content then a Hermes call; "badtool": a malformed
+ * call; an opened <think>: reasoning, then the answer. */
+static const char *fake_script(const char *prompt) {
+  size_t n = strlen(prompt);
+  static const char *const ends[][2] = {
+    { "{\"name\": ", "\"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>" },
+    { "\"arguments\": ", "{\"city\": \"Paris\"}}\n</tool_call>" },
+  };
+  for (int i = 0; i < 2; i++)
+    if (n >= strlen(ends[i][0]) && !strcmp(prompt + n - strlen(ends[i][0]), ends[i][0])) return ends[i][1];
+  if (strstr(prompt, "calltool"))
+    return "Let me look.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n"
+           "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>";
+  if (strstr(prompt, "badtool")) return "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": </tool_call>";
+  if (strstr(prompt, "<think>")) return "I am thinking</think>The answer.";
+  return NULL;
 }
 
 static int fake_generate(void *ctx, const int *prompt, int n_prompt, const serve_sampling *s, int max_tokens,
@@ -81,6 +134,14 @@ static int fake_generate(void *ctx, const int *prompt, int n_prompt, const serve
   *n_out = 0;
   *hit_eos = false;
   bool stopped = false;
+  const char *script = fake_script(text);
+  for (size_t at = 0, len = script ? strlen(script) : 0; script && !stopped; at += 3) {
+    if (*n_out == max_tokens) break;
+    ++*n_out;
+    if (at >= len) { *hit_eos = true; break; }
+    stopped = !emit(u, script + at, len - at < 3 ? len - at : 3);
+  }
+  if (script) max_tokens = 0;
   for (int i = 0; i < max_tokens; i++) {
     usleep(slow || forever ? 20000 : 2000);
     ++*n_out;
@@ -98,8 +159,10 @@ static int fake_generate(void *ctx, const int *prompt, int n_prompt, const serve
 }
 
 static fake_ctx fake;
-static serve_backend fake_backend = { &fake, "fake-model", FAKE_N_CTX, fake_tokenize_chat, fake_tokenize_text,
-                                      fake_generate };
+static serve_backend fake_backend = { .ctx = &fake, .model_id = "fake-model", .n_ctx = FAKE_N_CTX,
+                                      .render_chat = fake_render_chat, .tokenize_text = fake_tokenize_text,
+                                      .generate = fake_generate, .detokenize = fake_detokenize, .embed = fake_embed,
+                                      .n_embd = FAKE_N_EMBD };
 
 static serve_server *start_server(void) {
   atomic_store(&fake.running, 0);

@@ -25,7 +25,7 @@ bool chat_session_open(chat_session *s, const llm_args *a, const char *cmd) {
   const char *eos = tg_tokenizer_token_text(s->tok, tg_tokenizer_eos(s->tok));
   s->tmpl = text ? tg_chat_template_new(text, NULL, bos ? bos : "", eos ? eos : "")
                  : tg_chat_template_new(NULL, preset_for_arch(tg_llm_config_of(s->model)->arch), bos ? bos : "", eos ? eos : "");
-  free(text);
+  s->template_text = text;
   if (!s->tmpl) {
     fprintf(stderr, "%s: chat template: %s\n", cmd, tg_error());
     chat_session_close(s);
@@ -42,6 +42,7 @@ bool chat_session_open(chat_session *s, const llm_args *a, const char *cmd) {
 
 void chat_session_close(chat_session *s) {
   tg_chat_template_free(s->tmpl);
+  free(s->template_text);
   tg_llm_free(s->model);
   tg_tokenizer_free(s->tok);
   memset(s, 0, sizeof *s);

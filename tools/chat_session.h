@@ -10,6 +10,7 @@ typedef struct {
   tg_llm *model;
   tg_tokenizer *tok;
   tg_chat_template *tmpl;
+  char *template_text;     /* the GGUF's tokenizer.chat_template, or NULL (a preset) */
   int32_t end_ids[8];      /* turn-end tokens beyond the tokenizer's end-of-generation ones */
   int n_end;
 } chat_session;

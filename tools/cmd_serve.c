@@ -1,6 +1,8 @@
 /* cmd_serve.c: `tg serve -m MODEL.gguf [--host 127.0.0.1] [--port 8080]`:
  * the OpenAI-compatible HTTP server (src/serve) on a model: chat prompts go
- * through the model's chat format, requests run one at a time. */
+ * through the model's chat format (with the request's tools), requests run
+ * one at a time. --api-key KEY (or LLAMA_API_KEY, as llama-server) makes
+ * clients send it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,22 +13,30 @@
 #include "serve/serve.h"
 #include "util/util.h"
 
-static int tokenize_chat(void *ctx, const cJSON *messages, bool continue_final, int **tokens) {
-  char *json = cJSON_PrintUnformatted(messages);
-  if (!json) return tg_seterr("could not print the messages");
+static char *render_chat(void *ctx, const cJSON *messages, const cJSON *tools, const cJSON *kwargs, bool add_gen,
+                         bool continue_final) {
+  chat_session *s = ctx;
+  char *m = cJSON_PrintUnformatted(messages), *t = tools ? cJSON_PrintUnformatted(tools) : NULL;
+  char *k = kwargs ? cJSON_PrintUnformatted(kwargs) : NULL;
+  char *prompt = m ? tg_chat_apply_json(s->tmpl, m, t, k, add_gen, continue_final) : NULL;
+  if (!m) tg_seterr("could not print the messages");
+  free(m);
+  free(t);
+  free(k);
+  return prompt;
+}
+
+static int tokenize_text(void *ctx, const char *text, bool add_special, bool parse_special, int **tokens) {
+  chat_session *s = ctx;
   int32_t *ids = NULL;
-  int n = chat_session_tokens(ctx, json, continue_final, &ids);
-  free(json);
+  int n = tg_tokenize(s->tok, text, strlen(text), add_special, parse_special, &ids);
   *tokens = (int *)ids;
   return n;
 }
 
-static int tokenize_text(void *ctx, const char *prompt, int **tokens) {
+static char *detokenize(void *ctx, const int *tokens, int n) {
   chat_session *s = ctx;
-  int32_t *ids = NULL;
-  int n = tg_tokenize(s->tok, prompt, strlen(prompt), true, true, &ids);
-  *tokens = (int *)ids;
-  return n;
+  return tg_detokenize(s->tok, (const int32_t *)tokens, n, false, true, NULL);
 }
 
 static int generate(void *ctx, const int *prompt, int n_prompt, const serve_sampling *ss, int max_tokens, serve_emit_fn emit, void *u,
@@ -53,7 +63,7 @@ static int generate(void *ctx, const int *prompt, int n_prompt, const serve_samp
 int cmd_serve(int argc, char **argv) {
   llm_args a;
   llm_args_init(&a);
-  const char *host = "127.0.0.1", *alias = NULL;
+  const char *host = "127.0.0.1", *alias = NULL, *api_key = getenv("LLAMA_API_KEY");
   int port = SERVE_DEFAULT_PORT, timeout = 0, per_ip = 0;
   for (int i = 1; i < argc; i++) {
     int r = llm_args_parse(&a, argc, argv, &i, "tg serve");
@@ -64,8 +74,9 @@ int cmd_serve(int argc, char **argv) {
     else if (!strcmp(argv[i], "--alias") && i + 1 < argc) alias = argv[++i];
     else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) timeout = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--max-conns-per-ip") && i + 1 < argc) per_ip = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--api-key") && i + 1 < argc) api_key = argv[++i];
     else {
-      fprintf(stderr, "tg serve: unknown argument '%s'\nusage: tg serve -m MODEL.gguf [--host 127.0.0.1] [--port %d] [--alias NAME] [-c CTX] [--timeout S] [--max-conns-per-ip N]\n",
+      fprintf(stderr, "tg serve: unknown argument '%s'\nusage: tg serve -m MODEL.gguf [--host 127.0.0.1] [--port %d] [--alias NAME] [-c CTX] [--timeout S] [--max-conns-per-ip N] [--api-key KEY]\n",
               argv[i], SERVE_DEFAULT_PORT);
       return 2;
     }
@@ -76,9 +87,10 @@ int cmd_serve(int argc, char **argv) {
   if (!chat_session_open(&s, &a, "tg serve")) return 1;
   const char *slash = strrchr(a.model, '/');
   serve_backend b = { .ctx = &s, .model_id = alias ? alias : slash ? slash + 1 : a.model, .n_ctx = tg_llm_config_of(s.model)->n_ctx,
-                      .tokenize_chat = tokenize_chat, .tokenize_text = tokenize_text, .generate = generate };
+                      .chat_template = s.template_text, .render_chat = render_chat, .tokenize_text = tokenize_text,
+                      .generate = generate, .detokenize = detokenize };
   int rc = serve_run(&(serve_options){ .host = host, .port = port, .timeout_s = (unsigned)timeout,
-                                               .max_conns_per_ip = (unsigned)per_ip }, &b);
+                                       .max_conns_per_ip = (unsigned)per_ip, .api_key = api_key }, &b);
   chat_session_close(&s);
   return rc == 0 ? 0 : 1;
 }

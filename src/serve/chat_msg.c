@@ -36,14 +36,19 @@ void serve_chat_parse(const serve_chat_syntax *syn, const char *text, size_t len
   }
 }
 
+void serve_chat_msg_keep_calls(serve_chat_msg *m, int n) {
+  while (m->n_calls > n) {
+    serve_tool_call *c = &m->calls[--m->n_calls];
+    free(c->id);
+    free(c->name);
+    free(c->arguments);
+  }
+}
+
 void serve_chat_msg_free(serve_chat_msg *m) {
   sb_free(&m->reasoning);
   sb_free(&m->content);
-  for (int i = 0; i < m->n_calls; i++) {
-    free(m->calls[i].id);
-    free(m->calls[i].name);
-    free(m->calls[i].arguments);
-  }
+  serve_chat_msg_keep_calls(m, 0);
   free(m->calls);
   memset(m, 0, sizeof *m);
 }

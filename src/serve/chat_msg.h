@@ -58,6 +58,8 @@ typedef struct {
  * grow; only what is decided comes out. */
 void serve_chat_parse(const serve_chat_syntax *syn, const char *text, size_t len, bool final, serve_chat_msg *out);
 void serve_chat_msg_free(serve_chat_msg *m);
+/* Drops the calls past the first n. */
+void serve_chat_msg_keep_calls(serve_chat_msg *m, int n);
 
 /* ---- tool_calls.c */
 /* The format a chat template teaches (its source text; NULL: HERMES, the

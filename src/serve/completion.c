@@ -59,12 +59,32 @@ static bool wait_job(serve_server *s, struct MHD_Connection *c, serve_job *j, wa
 
 /* ---- completions */
 
-static void new_id(serve_server *s, bool chat, char *out, size_t n) {
+void serve_new_id(serve_server *s, const char *prefix, char *out, size_t n) {
   pthread_mutex_lock(&s->id_mu);
   s->id_state = tg_hash_mix(s->id_state, 1);
   uint64_t v = s->id_state;
   pthread_mutex_unlock(&s->id_mu);
-  snprintf(out, n, "%s-%016llx", chat ? "chatcmpl" : "cmpl", (unsigned long long)v);
+  snprintf(out, n, "%s-%016llx", prefix, (unsigned long long)v);
+}
+
+bool serve_wait_done(serve_server *s, struct MHD_Connection *c, serve_job *j) {
+  return wait_job(s, c, j, WAIT_DONE, 0);
+}
+
+/* A chat job's reply parsed (prefill + the text so far); final once the
+ * job is done. parallel_tool_calls false keeps the first call. */
+static void parse_reply(const serve_job *j, const char *text, size_t len, bool final, serve_chat_msg *msg) {
+  strbuf b = { 0 };
+  sb_puts(&b, j->prefill ? j->prefill : "");
+  sb_append(&b, text, len);
+  serve_chat_parse(&j->syntax, b.s, b.n, final, msg);
+  if (!j->req.parallel_tool_calls && msg->n_calls > 1) serve_chat_msg_keep_calls(msg, 1);
+  sb_free(&b);
+}
+
+/* "tool_calls" when the model ended its turn with calls. */
+static const char *finish_reason(const char *finish, const serve_chat_msg *msg) {
+  return msg->n_calls && finish && !strcmp(finish, "stop") ? "tool_calls" : finish;
 }
 
 /* A streamed reply: MHD pulls SSE bytes through stream_read. */
@@ -77,6 +97,10 @@ typedef struct {
   strbuf pending;       /* SSE bytes not yet handed to MHD */
   size_t off;           /* how much of pending MHD has */
   size_t seen;          /* how much of the job's final text was sent */
+  /* chat: how much of the parsed reply was sent (reasoning and content
+   * bytes, whole calls) */
+  size_t sent_reasoning, sent_content;
+  int sent_calls;
   bool sent_role, finished;
 } stream_ctx;
 
@@ -109,9 +133,28 @@ static bool stream_fill(stream_ctx *st) {
   serve_error err = j->err;
   const char *finish = j->finish;
   int n_prompt = j->n_prompt, n_out = j->n_out;
+  strbuf text = { 0 };   /* chat: all final text so far, parsed below without the lock */
+  if (m->chat) sb_append(&text, j->out.text.s ? j->out.text.s : "", st->seen);
   pthread_mutex_unlock(&q->mu);
 
-  if (new_len) sse(&st->pending, serve_reply_chunk(m, NULL, piece, new_len, NULL, usage));
+  if (m->chat) {
+    /* the parse of all text so far; send what it has beyond what was sent
+     * (the job's prefill and syntax are fixed once it started) */
+    serve_chat_msg msg;
+    parse_reply(j, text.s, text.n, done && !failed, &msg);
+    sb_free(&text);
+    size_t rl = msg.reasoning.n > st->sent_reasoning ? msg.reasoning.n - st->sent_reasoning : 0;
+    size_t cl = msg.content.n > st->sent_content ? msg.content.n - st->sent_content : 0;
+    int nc = msg.n_calls > st->sent_calls ? msg.n_calls - st->sent_calls : 0;
+    if (rl || cl || nc)
+      sse(&st->pending, serve_reply_chat_delta(m, msg.reasoning.s + st->sent_reasoning, rl, msg.content.s + st->sent_content, cl,
+                                               msg.calls + st->sent_calls, st->sent_calls, nc, usage));
+    st->sent_reasoning += rl;
+    st->sent_content += cl;
+    st->sent_calls += nc;
+    finish = finish_reason(finish, &msg);
+    serve_chat_msg_free(&msg);
+  } else if (new_len) sse(&st->pending, serve_reply_chunk(m, NULL, piece, new_len, NULL, usage));
   free(piece);
   if (done) {
     if (failed) sse(&st->pending, serve_error_json(&err));   /* the status line is long gone */
@@ -177,7 +220,7 @@ enum MHD_Result serve_handle_completion(serve_server *s, struct MHD_Connection *
   bool stream = req.stream;
   serve_job *j = serve_job_submit(&s->queue, &req);
   char id[40];
-  new_id(s, chat, id, sizeof id);
+  serve_new_id(s, chat ? "chatcmpl" : "cmpl", id, sizeof id);
   serve_reply_meta m = { .chat = chat, .id = id, .model = s->be->model_id, .created = (long)time(NULL) };
 
   /* The status line must wait until the prompt is known to fit. */
@@ -198,7 +241,13 @@ enum MHD_Result serve_handle_completion(serve_server *s, struct MHD_Connection *
     pthread_mutex_unlock(&q->mu);
     return start_stream(s, c, j, &m);   /* the stream now holds the job */
   }
-  char *json = serve_reply_full(&m, j->out.text.s, j->finish, j->n_prompt, j->n_out);
+  char *json;
+  if (chat) {
+    serve_chat_msg msg;
+    parse_reply(j, j->out.text.s ? j->out.text.s : "", j->out.text.n, true, &msg);
+    json = serve_reply_chat(&m, &msg, finish_reason(j->finish, &msg), j->n_prompt, j->n_out);
+    serve_chat_msg_free(&msg);
+  } else json = serve_reply_full(&m, j->out.text.s, j->finish, j->n_prompt, j->n_out);
   pthread_mutex_unlock(&q->mu);
   serve_job_release(q, j);
   return serve_send_json(c, MHD_HTTP_OK, json);

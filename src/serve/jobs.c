@@ -1,6 +1,7 @@
 /* jobs.c: the FIFO of generation jobs and the worker thread that runs them
  * against the backend (see jobs.h). */
 #include "serve/jobs.h"
+#include <math.h>
 #include <stdio.h>
 #include <time.h>
 #include "tg.h"
@@ -9,6 +10,11 @@
 static void job_free(serve_job *j) {
   serve_request_free(&j->req);
   serve_text_free(&j->out);
+  free(j->prefill);
+  for (int i = 0; i < j->n_inputs; i++) free(j->emb_tokens[i]);
+  free(j->emb_tokens);
+  free(j->emb_n);
+  free(j->embeddings);
   free(j);
 }
 
@@ -24,11 +30,18 @@ static void fail_locked(serve_queue *q, serve_job *j) {
   pthread_cond_broadcast(&q->progress);
 }
 
-typedef struct { serve_queue *q; serve_job *j; } emit_ctx;
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+typedef struct { serve_queue *q; serve_job *j; double t_first; } emit_ctx;
 
 /* The backend's emit callback (on the worker thread): false stops generating. */
 static bool emit_piece(void *u, const char *piece, size_t len) {
   emit_ctx *c = u;
+  if (!c->t_first) c->t_first = now_s();
   pthread_mutex_lock(&c->q->mu);
   bool go = !c->j->cancelled && !c->q->stopping;
   if (go) {
@@ -40,10 +53,29 @@ static bool emit_piece(void *u, const char *piece, size_t len) {
   return go;
 }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+char *serve_chat_prompt(const serve_backend *be, serve_tool_format fmt, const serve_request *r, serve_chat_syntax *syn,
+                        char **prefill) {
+  bool tools = r->tools && r->tool_choice != SERVE_TOOL_NONE;   /* "none": as if there were no tools */
+  *prefill = NULL;
+  char *prompt = be->render_chat(be->ctx, r->messages, tools ? r->tools : NULL, r->template_kwargs, !r->continue_final,
+                                 r->continue_final);
+  if (!prompt) return NULL;
+  *syn = (serve_chat_syntax){ .parse_tools = tools, .tool_format = fmt, .tools = r->tools,
+                              .reasoning = (serve_reasoning_format)r->reasoning_format,
+                              .thinking_open = !r->continue_final && serve_reasoning_opened(prompt) };
+  if (tools && !r->continue_final && (r->tool_choice == SERVE_TOOL_REQUIRED || r->tool_choice == SERVE_TOOL_FUNCTION)) {
+    char *call = serve_tool_call_prefix(fmt, r->tool_choice == SERVE_TOOL_FUNCTION ? r->tool_name : NULL);
+    strbuf b = { 0 };
+    /* a forced call skips the reasoning the template opened */
+    sb_printf(&b, "%s%s", syn->thinking_open ? "</think>\n\n" : "", call);
+    free(call);
+    *prefill = b.s;
+    b = (strbuf){ 0 };
+    sb_printf(&b, "%s%s", prompt, *prefill);
+    free(prompt);
+    prompt = b.s;
+  }
+  return prompt;
 }
 
 /* Tokenizes the prompt; -1 with j->err filled. Runs unlocked on the worker. */
@@ -51,8 +83,11 @@ static int tokenize(serve_queue *q, serve_job *j, int **toks) {
   const serve_backend *be = q->be;
   const serve_request *r = &j->req;
   int n;
-  if (r->chat) n = be->tokenize_chat(be->ctx, r->messages, r->continue_final, toks);
-  else if (r->prompt) n = be->tokenize_text(be->ctx, r->prompt, toks);
+  if (r->chat) {
+    char *prompt = serve_chat_prompt(be, q->tool_format, r, &j->syntax, &j->prefill);
+    n = prompt ? be->tokenize_text(be->ctx, prompt, true, true, toks) : -1;
+    free(prompt);
+  } else if (r->prompt) n = be->tokenize_text(be->ctx, r->prompt, true, true, toks);
   else {
     n = r->n_prompt_tokens;
     *toks = tg_xmalloc((size_t)n * sizeof(int));
@@ -75,6 +110,7 @@ static void run_job(serve_queue *q, serve_job *j) {
   int n = tokenize(q, j, &toks);
   pthread_mutex_lock(&q->mu);
   if (n < 0 || j->cancelled) {   /* a client that left while its prompt was tokenized needs nothing more */
+    if (n < 0) q->metrics.failed_requests++;
     fail_locked(q, j);
     pthread_mutex_unlock(&q->mu);
     free(toks);
@@ -88,11 +124,16 @@ static void run_job(serve_queue *q, serve_job *j) {
   int room = be->n_ctx - n, max = j->req.max_tokens < 0 || j->req.max_tokens > room ? room : j->req.max_tokens;
   int n_out = 0;
   bool eos = false;
-  emit_ctx ec = { q, j };
+  emit_ctx ec = { q, j, 0 };
+  double t_gen = now_s();
   int rc = be->generate(be->ctx, toks, n, &j->req.sampling, max, emit_piece, &ec, &n_out, &eos);
+  double t_end = now_s();
   free(toks);
 
   pthread_mutex_lock(&q->mu);
+  if (!ec.t_first) ec.t_first = t_end;
+  serve_metrics_add(&q->metrics, n, n_out, ec.t_first - t_gen, t_end - ec.t_first);
+  if (rc < 0) q->metrics.failed_requests++;
   j->n_out = n_out;
   j->finish = eos || j->out.stopped ? "stop" : "length";
   serve_text_finish(&j->out);
@@ -107,6 +148,43 @@ static void run_job(serve_queue *q, serve_job *j) {
   pthread_mutex_unlock(&q->mu);
 }
 
+/* An embeddings job: each input through the backend, then L2-normalized
+ * (as llama-server's /v1/embeddings, and OpenAI's vectors, are). */
+static void run_embed(serve_queue *q, serve_job *j) {
+  const serve_backend *be = q->be;
+  int d = be->n_embd, rc = 0;
+  float *out = tg_xcalloc((size_t)j->n_inputs * (size_t)d, sizeof(float));
+  double t0 = now_s();
+  int n_tokens = 0;
+  for (int i = 0; i < j->n_inputs && rc == 0; i++) {
+    pthread_mutex_lock(&q->mu);
+    bool stop = j->cancelled || q->stopping;
+    pthread_mutex_unlock(&q->mu);
+    if (stop) { rc = -1; tg_seterr("cancelled"); break; }
+    float *v = out + (size_t)i * (size_t)d;
+    rc = be->embed(be->ctx, j->emb_tokens[i], j->emb_n[i], v);
+    n_tokens += j->emb_n[i];
+    double ss = 0;
+    for (int k = 0; k < d; k++) ss += (double)v[k] * v[k];
+    float inv = ss > 0 ? (float)(1 / sqrt(ss)) : 0;
+    for (int k = 0; k < d; k++) v[k] *= inv;
+  }
+  pthread_mutex_lock(&q->mu);
+  serve_metrics_add(&q->metrics, n_tokens, 0, now_s() - t0, 0);
+  j->n_prompt = n_tokens;
+  if (rc < 0) {
+    free(out);
+    q->metrics.failed_requests++;
+    serve_error_set(&j->err, 500, "embedding_failed", NULL, "embedding failed: %s", tg_error());
+    fail_locked(q, j);
+  } else {
+    j->embeddings = out;
+    j->phase = JOB_DONE;
+  }
+  pthread_cond_broadcast(&q->progress);
+  pthread_mutex_unlock(&q->mu);
+}
+
 static void *worker(void *arg) {
   serve_queue *q = arg;
   pthread_mutex_lock(&q->mu);
@@ -117,9 +195,12 @@ static void *worker(void *arg) {
     q->head = j->next;
     if (!q->head) q->tail = NULL;
     if (!j->cancelled) {
+      q->running = j;
       pthread_mutex_unlock(&q->mu);
-      run_job(q, j);
+      if (j->n_inputs) run_embed(q, j);
+      else run_job(q, j);
       pthread_mutex_lock(&q->mu);
+      q->running = NULL;
     }
     unref_locked(j);
   }
@@ -130,6 +211,7 @@ static void *worker(void *arg) {
 int serve_queue_start(serve_queue *q, const serve_backend *be, bool quiet) {
   memset(q, 0, sizeof *q);
   q->be = be;
+  q->tool_format = serve_tool_format_detect(be->chat_template);
   q->quiet = quiet;
   pthread_mutex_init(&q->mu, NULL);
   pthread_cond_init(&q->work, NULL);
@@ -164,12 +246,8 @@ void serve_queue_destroy(serve_queue *q) {
   pthread_cond_destroy(&q->progress);
 }
 
-serve_job *serve_job_submit(serve_queue *q, serve_request *req) {
-  serve_job *j = tg_xcalloc(1, sizeof *j);
-  j->req = *req;
-  memset(req, 0, sizeof *req);
-  j->out.stop = j->req.stop;
-  j->out.n_stop = j->req.n_stop;
+/* Puts a new job (refs 2) at the queue's end, or fails it when stopping. */
+static serve_job *enqueue(serve_queue *q, serve_job *j) {
   j->refs = 2;   /* the HTTP thread and the worker */
   pthread_mutex_lock(&q->mu);
   if (q->stopping) {
@@ -178,6 +256,9 @@ serve_job *serve_job_submit(serve_queue *q, serve_request *req) {
     j->phase = JOB_DONE;
     j->refs = 1;
   } else {
+    if (j->n_inputs) q->metrics.embedding_requests++;
+    else if (j->req.chat) q->metrics.chat_requests++;
+    else q->metrics.completion_requests++;
     if (q->tail) q->tail->next = j;
     else q->head = j;
     q->tail = j;
@@ -185,6 +266,29 @@ serve_job *serve_job_submit(serve_queue *q, serve_request *req) {
   }
   pthread_mutex_unlock(&q->mu);
   return j;
+}
+
+serve_job *serve_job_submit(serve_queue *q, serve_request *req) {
+  serve_job *j = tg_xcalloc(1, sizeof *j);
+  j->req = *req;
+  memset(req, 0, sizeof *req);
+  j->out.stop = j->req.stop;
+  j->out.n_stop = j->req.n_stop;
+  return enqueue(q, j);
+}
+
+serve_job *serve_job_submit_embed(serve_queue *q, int **tokens, int *n_tokens, int n) {
+  serve_job *j = tg_xcalloc(1, sizeof *j);
+  j->emb_tokens = tokens;
+  j->emb_n = n_tokens;
+  j->n_inputs = n;
+  return enqueue(q, j);
+}
+
+int serve_queue_waiting_locked(const serve_queue *q) {
+  int n = 0;
+  for (const serve_job *j = q->head; j; j = j->next) n += !j->cancelled;
+  return n;
 }
 
 void serve_job_release(serve_queue *q, serve_job *j) {

@@ -6,6 +6,8 @@
 #define TG_SERVE_JOBS_H
 
 #include <pthread.h>
+#include "serve/chat_msg.h"
+#include "serve/metrics.h"
 #include "serve/reply.h"
 #include "serve/request.h"
 #include "serve/serve.h"
@@ -15,6 +17,16 @@ typedef enum { JOB_QUEUED, JOB_STARTED, JOB_DONE } serve_job_phase;
 
 typedef struct serve_job {
   serve_request req;
+  /* chat: how to read the reply (set by the worker before JOB_STARTED):
+   * the text the prompt ended with to force a tool call (tool_choice
+   * required or a named function; the reply is parsed as prefill + text),
+   * and whether the template opened a reasoning block */
+  char *prefill;
+  serve_chat_syntax syntax;
+  /* an embeddings job (no generation): n_inputs token lists, and their
+   * vectors (n_inputs x n_embd, L2-normalized) once DONE */
+  int **emb_tokens, *emb_n, n_inputs;
+  float *embeddings;
   serve_job_phase phase;    /* STARTED: the prompt fits and generation runs */
   bool failed;              /* then err says why (also set when DONE before STARTED) */
   serve_error err;
@@ -28,11 +40,14 @@ typedef struct serve_job {
 
 typedef struct {
   const serve_backend *be;
+  serve_tool_format tool_format;   /* read from the backend's chat template */
   bool quiet;
   pthread_mutex_t mu;
   pthread_cond_t work;      /* a job was queued, or stopping */
   pthread_cond_t progress;  /* some job changed (broadcast; waiters check their own) */
   serve_job *head, *tail;
+  serve_job *running;       /* the job the worker runs, or NULL */
+  serve_metrics metrics;    /* guarded by mu */
   bool stopping;
   pthread_t worker;
 } serve_queue;
@@ -47,6 +62,18 @@ void serve_queue_destroy(serve_queue *q);
 /* Queues a request (taking ownership of *req). The caller holds one
  * reference, to give back with serve_job_release. */
 serve_job *serve_job_submit(serve_queue *q, serve_request *req);
+/* Queues an embeddings job over n token lists (taking them and their
+ * malloc'd arrays). */
+serve_job *serve_job_submit_embed(serve_queue *q, int **tokens, int *n_tokens, int n);
+/* A chat request's prompt text: the messages through the backend's
+ * template, then, for tool_choice "required" or a named function, the
+ * opening of a call in format fmt (*prefill, malloc'd, or NULL), so the
+ * model must go on with one. *syn gets how to parse the reply. malloc'd,
+ * or NULL with tg_seterr. */
+char *serve_chat_prompt(const serve_backend *be, serve_tool_format fmt, const serve_request *r, serve_chat_syntax *syn,
+                        char **prefill);
+/* Jobs waiting (not cancelled) and whether one runs; call with mu held. */
+int serve_queue_waiting_locked(const serve_queue *q);
 /* Drops the caller's reference; an unfinished job is cancelled first. */
 void serve_job_release(serve_queue *q, serve_job *j);
 

@@ -9,7 +9,8 @@
 
 int serve_error_set(serve_error *e, int status, const char *code, const char *param, const char *fmt, ...) {
   e->status = status;
-  e->type = status == 404 ? "not_found_error" : status >= 500 ? "server_error" : "invalid_request_error";
+  e->type = status == 404 ? "not_found_error" : status == 401 ? "authentication_error"
+          : status >= 500 ? "server_error" : "invalid_request_error";
   e->code = code;
   snprintf(e->param, sizeof e->param, "%s", param ? param : "");
   va_list ap;
@@ -89,6 +90,63 @@ char *serve_reply_full(const serve_reply_meta *m, const char *text, const char *
   cJSON *choices = cJSON_AddArrayToObject(o, "choices");
   cJSON_AddItemToArray(choices, choice(m, false, m->chat ? "assistant" : NULL, text, strlen(text), finish));
   add_usage(o, n_prompt, n_out);
+  return print_free(o);
+}
+
+/* A call's id: the model's own (Mistral writes them), else one made from
+ * the reply's id and the call's index, unique per reply and stable
+ * between a stream's chunks. */
+static cJSON *tool_call_object(const serve_reply_meta *m, const serve_tool_call *c, int index, bool delta) {
+  cJSON *o = cJSON_CreateObject();
+  if (delta) cJSON_AddNumberToObject(o, "index", index);
+  char id[64];
+  const char *dash = strchr(m->id, '-');
+  snprintf(id, sizeof id, "call_%s_%d", dash ? dash + 1 : m->id, index);
+  cJSON_AddStringToObject(o, "id", c->id ? c->id : id);
+  cJSON_AddStringToObject(o, "type", "function");
+  cJSON *fn = cJSON_AddObjectToObject(o, "function");
+  cJSON_AddStringToObject(fn, "name", c->name);
+  cJSON_AddStringToObject(fn, "arguments", c->arguments);
+  return o;
+}
+
+char *serve_reply_chat(const serve_reply_meta *m, const serve_chat_msg *msg, const char *finish, int n_prompt, int n_out) {
+  cJSON *o = header(m, false);
+  cJSON *c = cJSON_CreateObject();
+  cJSON_AddNumberToObject(c, "index", 0);
+  cJSON *mm = cJSON_AddObjectToObject(c, "message");
+  cJSON_AddStringToObject(mm, "role", "assistant");
+  const char *content = msg->content.s ? msg->content.s : "";
+  if (*content || !msg->n_calls) cJSON_AddStringToObject(mm, "content", content);
+  else cJSON_AddNullToObject(mm, "content");   /* as OpenAI: a reply that only calls tools has no content */
+  if (msg->reasoning.n) cJSON_AddStringToObject(mm, "reasoning_content", msg->reasoning.s);
+  if (msg->n_calls) {
+    cJSON *calls = cJSON_AddArrayToObject(mm, "tool_calls");
+    for (int i = 0; i < msg->n_calls; i++) cJSON_AddItemToArray(calls, tool_call_object(m, &msg->calls[i], i, false));
+  }
+  cJSON_AddNullToObject(c, "logprobs");
+  add_str_or_null(c, "finish_reason", finish);
+  cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "choices"), c);
+  add_usage(o, n_prompt, n_out);
+  return print_free(o);
+}
+
+char *serve_reply_chat_delta(const serve_reply_meta *m, const char *reasoning, size_t rlen, const char *content,
+                             size_t clen, const serve_tool_call *calls, int first_call, int n_calls, bool with_usage) {
+  cJSON *o = header(m, true);
+  cJSON *c = cJSON_CreateObject();
+  cJSON_AddNumberToObject(c, "index", 0);
+  cJSON *d = cJSON_AddObjectToObject(c, "delta");
+  if (rlen) cJSON_AddItemToObject(d, "reasoning_content", string_n(reasoning, rlen));
+  if (clen) cJSON_AddItemToObject(d, "content", string_n(content, clen));
+  if (n_calls) {
+    cJSON *arr = cJSON_AddArrayToObject(d, "tool_calls");
+    for (int i = 0; i < n_calls; i++) cJSON_AddItemToArray(arr, tool_call_object(m, &calls[i], first_call + i, true));
+  }
+  cJSON_AddNullToObject(c, "logprobs");
+  cJSON_AddNullToObject(c, "finish_reason");
+  cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "choices"), c);
+  if (with_usage) cJSON_AddNullToObject(o, "usage");
   return print_free(o);
 }
 

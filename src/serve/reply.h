@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include "serve/chat_msg.h"
 
 /* An error reply: HTTP status, OpenAI error type ("invalid_request_error",
  * "server_error", ...), an optional code ("context_length_exceeded", ...) and
@@ -18,7 +19,7 @@ typedef struct {
 } serve_error;
 
 /* Fills e: a 4xx status is an "invalid_request_error" (or "not_found_error" for
- * 404), 5xx a "server_error". Returns -1. */
+ * 404, "authentication_error" for 401), 5xx a "server_error". Returns -1. */
 int serve_error_set(serve_error *e, int status, const char *code, const char *param, const char *fmt, ...)
   __attribute__((format(printf, 5, 6)));
 /* {"error": {"message", "type", "param", "code"}} */
@@ -38,6 +39,15 @@ char *serve_reply_full(const serve_reply_meta *m, const char *text, const char *
  * "usage": null, as OpenAI does when stream_options.include_usage is set. */
 char *serve_reply_chunk(const serve_reply_meta *m, const char *role, const char *text, size_t len,
                         const char *finish, bool with_usage);
+/* A chat reply from its parsed message: content (null when the reply only
+ * calls tools), reasoning_content when there is some, tool_calls (ids,
+ * "type": "function", name, arguments as JSON text). */
+char *serve_reply_chat(const serve_reply_meta *m, const serve_chat_msg *msg, const char *finish, int n_prompt, int n_out);
+/* A streamed chat chunk with new reasoning, new content and whole new tool
+ * calls (calls[0..n_calls) are the reply's calls first_call.. ; their
+ * "index" says which). */
+char *serve_reply_chat_delta(const serve_reply_meta *m, const char *reasoning, size_t rlen, const char *content,
+                             size_t clen, const serve_tool_call *calls, int first_call, int n_calls, bool with_usage);
 /* The usage chunk after the last one: no choices, just usage. */
 char *serve_reply_usage_chunk(const serve_reply_meta *m, int n_prompt, int n_out);
 /* GET /v1/models: the list; GET /v1/models/{id}: one model */

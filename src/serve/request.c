@@ -18,10 +18,11 @@
  * docs/api-reference: chat/create, completions/create). */
 static const char *const chat_fields[] = {
   "messages", "model", "response_format", "grammar", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "n",
-  "stop", "stream", "stream_options", NULL,
+  "stop", "stream", "stream_options",
+  "tools", "tool_choice", "parallel_tool_calls", "reasoning_format", "chat_template_kwargs", NULL,
   "audio", "frequency_penalty", "function_call", "functions", "logit_bias", "logprobs", "metadata", "modalities",
-  "parallel_tool_calls", "prediction", "presence_penalty", "prompt_cache_key", "reasoning_effort",
-  "safety_identifier", "service_tier", "store", "tool_choice", "tools", "top_logprobs", "user", "verbosity",
+  "prediction", "presence_penalty", "prompt_cache_key", "reasoning_effort",
+  "safety_identifier", "service_tier", "store", "top_logprobs", "user", "verbosity",
   "web_search_options", NULL,
 };
 static const char *const text_fields[] = {
@@ -29,9 +30,9 @@ static const char *const text_fields[] = {
   "stop", "stream", "stream_options", NULL,
   "best_of", "echo", "frequency_penalty", "logit_bias", "logprobs", "presence_penalty", "suffix", "user", NULL,
 };
-/* a message's fields (tool_calls, tool_call_id, name: read by templates) */
+/* a message's fields (tool_calls, tool_call_id, name: passed to templates) */
 static const char *const message_fields[] = {
-  "role", "content", NULL, "name", "tool_calls", "tool_call_id", "refusal", "audio", "function_call", NULL,
+  "role", "content", "name", "tool_calls", "tool_call_id", NULL, "refusal", "audio", "function_call", NULL,
 };
 static const char *const stream_option_fields[] = { "include_usage", NULL, "include_obfuscation", NULL };
 
@@ -201,6 +202,7 @@ static int parse_messages(serve_request *r, const cJSON *o, serve_error *e) {
     cJSON_AddStringToObject(flat, "content", content.s);
     cJSON_AddItemToArray(r->messages, flat);
     sb_free(&content);
+    if (serve_message_tool_fields(m, i, flat, e)) return -1;
     last_role = roles[k];
     i++;
   }
@@ -252,30 +254,46 @@ static bool find_duplicate_key(const cJSON *v, char *out, size_t cap) {
   return false;
 }
 
-int serve_request_parse(serve_request *r, bool chat, const char *body, size_t len, serve_error *e) {
-  memset(r, 0, sizeof *r);
-  r->chat = chat;
+cJSON *serve_json_parse_strict(const char *body, size_t len, serve_error *e) {
   /* strict JSON: one value, nothing after it but white space, no NUL byte
    * (cJSON would stop at it), no key twice in an object */
   const char *nul = len ? memchr(body, 0, len) : NULL;
-  if (nul) return serve_error_set(e, 400, "invalid_json", NULL, "the request body holds a NUL byte (at byte %zu)", (size_t)(nul - body));
+  if (nul) {
+    serve_error_set(e, 400, "invalid_json", NULL, "the request body holds a NUL byte (at byte %zu)", (size_t)(nul - body));
+    return NULL;
+  }
   const char *end = NULL;
   cJSON *root = cJSON_ParseWithLengthOpts(body, len, &end, false);
-  if (!root) return serve_error_set(e, 400, "invalid_json", NULL, "the request body is not valid JSON");
+  if (!root) {
+    serve_error_set(e, 400, "invalid_json", NULL, "the request body is not valid JSON");
+    return NULL;
+  }
   while (end < body + len && (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r')) end++;
-  int rc = -1;
   char dup[160];
-  const char *unknown_name;
   if (end < body + len)
     serve_error_set(e, 400, "invalid_json", NULL, "the request body has bytes after its JSON value (from byte %zu)", (size_t)(end - body));
   else if (find_duplicate_key(root, dup, sizeof dup))
     serve_error_set(e, 400, "invalid_json", NULL, "the request body has the key '%s' twice in one object", dup);
   else if (!cJSON_IsObject(root)) serve_error_set(e, 400, "invalid_json", NULL, "the request body must be a JSON object");
-  else if ((unknown_name = unknown_field(root, chat ? chat_fields : text_fields)))
+  else return root;
+  cJSON_Delete(root);
+  return NULL;
+}
+
+const char *serve_json_unknown_field(const cJSON *o, const char *const *fields) { return unknown_field(o, fields); }
+
+int serve_request_parse(serve_request *r, bool chat, const char *body, size_t len, serve_error *e) {
+  memset(r, 0, sizeof *r);
+  r->chat = chat;
+  cJSON *root = serve_json_parse_strict(body, len, e);
+  if (!root) return -1;
+  int rc = -1;
+  const char *unknown_name;
+  if ((unknown_name = unknown_field(root, chat ? chat_fields : text_fields)))
     unknown(e, "", unknown_name, chat ? "a chat completion request" : "a completion request");
   else if (!parse_sampling(r, root, e) && !parse_stream(r, root, e) && !parse_stop(r, root, e) &&
            !serve_request_parse_grammar(r, root, e))
-    rc = chat ? parse_messages(r, root, e) : parse_prompt(r, root, e);
+    rc = !chat ? parse_prompt(r, root, e) : (parse_messages(r, root, e) || serve_request_parse_tools(r, root, e)) ? -1 : 0;
   cJSON_Delete(root);
   if (rc) serve_request_free(r);
   return rc;
@@ -288,5 +306,8 @@ void serve_request_free(serve_request *r) {
   for (int i = 0; i < r->n_stop; i++) free(r->stop[i]);
   free(r->stop);
   free(r->grammar);
+  cJSON_Delete(r->tools);
+  free(r->tool_name);
+  cJSON_Delete(r->template_kwargs);
   memset(r, 0, sizeof *r);
 }

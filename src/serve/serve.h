@@ -1,11 +1,15 @@
 /* serve.h: the OpenAI-compatible HTTP server behind `tg serve`, written
  * against an abstract model backend.
  *
- * A backend is a table of three functions plus its context. The server calls
- * them from ONE worker thread, one request at a time, so a backend needs no
- * locking; HTTP requests wait in a FIFO queue for that worker. Everything else
- * (JSON, validation, stop strings, streaming, usage counts, finish reasons) is
- * the server's job. See docs/serve.md. */
+ * A backend is a table of functions plus its context. generate and embed
+ * run on ONE worker thread, one request at a time, so the model needs no
+ * locking; HTTP requests wait in a FIFO queue for that worker.
+ * render_chat, tokenize_text and detokenize only read the tokenizer and
+ * template: the server calls them from the worker and, for /tokenize,
+ * /detokenize and /apply-template, from HTTP threads, at the same time.
+ * Everything else (JSON, validation, stop strings, tool calls and
+ * reasoning in the reply, streaming, usage counts, finish reasons) is the
+ * server's job. See docs/serve.md. */
 #ifndef TG_SERVE_H
 #define TG_SERVE_H
 
@@ -36,20 +40,32 @@ typedef struct serve_backend {
   void *ctx;              /* passed back to every function */
   const char *model_id;   /* the "model" the API reports, e.g. the file's base name */
   int n_ctx;              /* context length: prompt + generated tokens must fit */
+  /* The chat template's source (Jinja), or NULL: the server reads from it
+   * how the model writes tool calls (serve_tool_format_detect). */
+  const char *chat_template;
 
-  /* Renders OpenAI chat messages through the model's chat template and
-   * tokenizes the result into a malloc'd *tokens. messages is a cJSON array
-   * of {"role": string, "content": string} objects (the server flattens
-   * content-part arrays to one string and validates roles). continue_final:
-   * the last message is an assistant message the model must continue (a
-   * prefill), so no new assistant turn is opened and the turn is not closed.
-   * Otherwise the rendered prompt ends with the opening of an assistant
-   * turn. Returns the token count, or -1 with tg_seterr. */
-  int (*tokenize_chat)(void *ctx, const cJSON *messages, bool continue_final, int **tokens);
+  /* Renders OpenAI chat messages through the model's chat template into a
+   * malloc'd prompt string. messages is a cJSON array of objects with
+   * "role" and "content" (a string; the server flattens content parts and
+   * validates roles) and, where the client gave them, "tool_calls"
+   * (assistant), "tool_call_id" and "name" (tool). tools is the request's
+   * tools array (NULL when none: the template's `tools` variable stays
+   * undefined); kwargs an object whose members become extra template
+   * variables (chat_template_kwargs, e.g. enable_thinking), or NULL.
+   * continue_final: the last message is an assistant message the model must
+   * continue (a prefill), so no new assistant turn is opened and the turn is
+   * not closed; add_generation_prompt: the prompt ends with the opening of
+   * an assistant turn (the server passes at most one of them). Returns NULL
+   * with tg_seterr when the template cannot render them. */
+  char *(*render_chat)(void *ctx, const cJSON *messages, const cJSON *tools, const cJSON *kwargs,
+                       bool add_generation_prompt, bool continue_final);
 
-  /* Tokenizes a raw prompt for /v1/completions (adding BOS if the model wants
-   * one) into a malloc'd *tokens. Returns the count, or -1 with tg_seterr. */
-  int (*tokenize_text)(void *ctx, const char *prompt, int **tokens);
+  /* Tokenizes text into a malloc'd *tokens: add_special adds BOS (and EOS)
+   * as the model wants, parse_special turns control tokens' text
+   * ("<|im_end|>") into those tokens. Chat prompts and /v1/completions
+   * prompts are tokenized with both true. Returns the count, or -1 with
+   * tg_seterr. */
+  int (*tokenize_text)(void *ctx, const char *text, bool add_special, bool parse_special, int **tokens);
 
   /* Generates at most max_tokens tokens after the prompt (the server ensures
    * n_prompt + max_tokens <= n_ctx), calling emit with each token's text.
@@ -59,6 +75,19 @@ typedef struct serve_backend {
    * Returns 0, or -1 with tg_seterr. */
   int (*generate)(void *ctx, const int *prompt, int n_prompt, const serve_sampling *s, int max_tokens,
                   serve_emit_fn emit, void *u, int *n_out, bool *hit_eos);
+
+  /* Optional (NULL: POST /detokenize is a 501). The text of n tokens
+   * (control tokens' text included), malloc'd, or NULL with tg_seterr for
+   * an id out of range. */
+  char *(*detokenize)(void *ctx, const int *tokens, int n);
+
+  /* Optional (NULL: /v1/embeddings is a 501). Runs the n tokens through the
+   * model and writes their embedding to out (n_embd floats): the last
+   * hidden state (after the final norm) averaged over the tokens, not yet
+   * normalized. Called from the worker thread, like generate. 0, or -1 with
+   * tg_seterr. */
+  int (*embed)(void *ctx, const int *tokens, int n, float *out);
+  int n_embd;
 } serve_backend;
 
 /* The port `tg serve` listens on without --port (llama.cpp's). */
@@ -76,6 +105,10 @@ typedef struct {
    * At most SERVE_MAX_CONNECTIONS connections are open in all. */
   unsigned timeout_s;
   unsigned max_conns_per_ip;
+  /* When set, every request but GET /health, /models and OPTIONS must carry
+   * it ("Authorization: Bearer KEY" or "X-Api-Key: KEY"); others get a 401,
+   * as llama-server's --api-key. */
+  const char *api_key;
 } serve_options;
 
 #define SERVE_DEFAULT_TIMEOUT_S 30

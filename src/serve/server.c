@@ -5,6 +5,7 @@
 #include <netdb.h>
 #include <signal.h>
 #include <stdio.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include "serve/server.h"
@@ -16,6 +17,7 @@
 typedef struct {
   strbuf body;
   bool too_large;
+  bool unauthorized;   /* --api-key is set and the request lacks it */
 } request_ctx;
 
 /* ---- replies */
@@ -51,14 +53,23 @@ static enum MHD_Result send_new_error(struct MHD_Connection *c, int status, cons
 
 /* ---- routing */
 
-typedef enum { ROUTE_MODELS, ROUTE_MODEL, ROUTE_HEALTH, ROUTE_CHAT, ROUTE_COMPLETIONS } route_kind;
-/* A path ending in '/' takes one more segment (the model id). */
-static const struct { const char *path, *method; route_kind kind; } routes[] = {
-  { "/v1/models", "GET", ROUTE_MODELS },            { "/models", "GET", ROUTE_MODELS },
-  { "/v1/models/", "GET", ROUTE_MODEL },            { "/models/", "GET", ROUTE_MODEL },
-  { "/health", "GET", ROUTE_HEALTH },               { "/v1/health", "GET", ROUTE_HEALTH },
-  { "/v1/chat/completions", "POST", ROUTE_CHAT },   { "/chat/completions", "POST", ROUTE_CHAT },
-  { "/v1/completions", "POST", ROUTE_COMPLETIONS }, { "/completions", "POST", ROUTE_COMPLETIONS },
+typedef enum {
+  ROUTE_MODELS, ROUTE_MODEL, ROUTE_HEALTH, ROUTE_CHAT, ROUTE_COMPLETIONS, ROUTE_METRICS, ROUTE_TOKENIZE,
+  ROUTE_DETOKENIZE, ROUTE_APPLY_TEMPLATE, ROUTE_EMBEDDINGS,
+} route_kind;
+/* A path ending in '/' takes one more segment (the model id). Public routes
+ * answer without the API key (llama-server's: health and the model list). */
+static const struct { const char *path, *method; route_kind kind; bool public; } routes[] = {
+  { "/v1/models", "GET", ROUTE_MODELS, true },            { "/models", "GET", ROUTE_MODELS, true },
+  { "/v1/models/", "GET", ROUTE_MODEL, true },            { "/models/", "GET", ROUTE_MODEL, true },
+  { "/health", "GET", ROUTE_HEALTH, true },               { "/v1/health", "GET", ROUTE_HEALTH, true },
+  { "/v1/chat/completions", "POST", ROUTE_CHAT, false },   { "/chat/completions", "POST", ROUTE_CHAT, false },
+  { "/v1/completions", "POST", ROUTE_COMPLETIONS, false }, { "/completions", "POST", ROUTE_COMPLETIONS, false },
+  { "/metrics", "GET", ROUTE_METRICS, false },            { "/v1/metrics", "GET", ROUTE_METRICS, false },
+  { "/tokenize", "POST", ROUTE_TOKENIZE, false },         { "/v1/tokenize", "POST", ROUTE_TOKENIZE, false },
+  { "/detokenize", "POST", ROUTE_DETOKENIZE, false },     { "/v1/detokenize", "POST", ROUTE_DETOKENIZE, false },
+  { "/apply-template", "POST", ROUTE_APPLY_TEMPLATE, false }, { "/v1/apply-template", "POST", ROUTE_APPLY_TEMPLATE, false },
+  { "/v1/embeddings", "POST", ROUTE_EMBEDDINGS, false },  { "/embeddings", "POST", ROUTE_EMBEDDINGS, false },
 };
 #define N_ROUTES (int)(sizeof routes / sizeof *routes)
 
@@ -80,7 +91,7 @@ static enum MHD_Result send_allow(struct MHD_Connection *c, int route, bool pref
     r = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
     serve_add_common_headers(r, NULL);
     MHD_add_response_header(r, "Access-Control-Allow-Methods", allow);
-    MHD_add_response_header(r, "Access-Control-Allow-Headers", "Content-Type, Authorization");
+    MHD_add_response_header(r, "Access-Control-Allow-Headers", "Content-Type, Authorization, X-Api-Key");
     MHD_add_response_header(r, "Access-Control-Max-Age", "86400");
   } else {
     serve_error e;
@@ -95,18 +106,36 @@ static enum MHD_Result send_allow(struct MHD_Connection *c, int route, bool pref
   return ok;
 }
 
+/* Whether the request carries the API key: "Authorization: Bearer KEY"
+ * (what OpenAI clients send) or "X-Api-Key: KEY". Compared in time that
+ * does not depend on where the strings differ. */
+static bool has_key(serve_server *s, struct MHD_Connection *c) {
+  const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+  const char *x = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Api-Key");
+  const char *got = auth && !strncasecmp(auth, "Bearer ", 7) ? auth + 7 : x;
+  if (!got) return false;
+  size_t n = strlen(s->api_key), m = strlen(got);
+  unsigned diff = n != m;
+  for (size_t i = 0; i < m; i++) diff |= (unsigned char)got[i] ^ (unsigned char)s->api_key[i % n];
+  return diff == 0;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload, size_t *upload_size, void **con_cls) {
   serve_server *s = cls;
   request_ctx *rq = *con_cls;
   if (!rq) {   /* first call: headers only */
     rq = *con_cls = tg_xcalloc(1, sizeof *rq);
+    int r0 = find_route(url);
+    if (s->api_key && r0 >= 0 && !routes[r0].public && strcmp(method, "OPTIONS") != 0 && !has_key(s, c))
+      rq->unauthorized = true;   /* answered once the body is in (or dropped) */
     const char *len = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (len && strtoull(len, NULL, 10) > s->max_body) rq->too_large = true;
     if (!rq->too_large) return MHD_YES;
   }
   if (*upload_size) {   /* a piece of the body */
-    if (!rq->too_large && rq->body.n + *upload_size <= s->max_body) {
+    if (rq->unauthorized) {}   /* dropped unread */
+    else if (!rq->too_large && rq->body.n + *upload_size <= s->max_body) {
       sb_append(&rq->body, upload, *upload_size);
     } else rq->too_large = true;
     *upload_size = 0;
@@ -117,20 +146,31 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   if (strcmp(method, "OPTIONS") == 0) return send_allow(c, route, true, method);
   if (strcmp(method, routes[route].method) != 0 && !(strcmp(method, "HEAD") == 0 && strcmp(routes[route].method, "GET") == 0))
     return send_allow(c, route, false, method);
+  if (rq->unauthorized) {
+    serve_error e;
+    serve_error_set(&e, 401, "invalid_api_key", NULL, "Invalid API Key: send it as 'Authorization: Bearer KEY'");
+    return serve_send_error(c, &e);
+  }
   if (rq->too_large) {
     char cap[32];
     snprintf(cap, sizeof cap, "%zu", s->max_body);
     return send_new_error(c, MHD_HTTP_CONTENT_TOO_LARGE, "request_too_large", "the request body is over the %s byte limit", cap);
   }
+  const char *body = rq->body.s ? rq->body.s : "";
   switch (routes[route].kind) {
   case ROUTE_MODELS: return serve_send_json(c, MHD_HTTP_OK, serve_reply_models(s->be->model_id, s->started, s->be->n_ctx));
   case ROUTE_MODEL:
     if (strcmp(url + strlen(routes[route].path), s->be->model_id) != 0)
       return send_new_error(c, 404, "model_not_found", "no such model: %s", url + strlen(routes[route].path));
     return serve_send_json(c, MHD_HTTP_OK, serve_reply_model(s->be->model_id, s->started, s->be->n_ctx));
-  case ROUTE_HEALTH: return serve_send_json(c, MHD_HTTP_OK, tg_xstrdup("{\"status\":\"ok\"}"));
-  case ROUTE_CHAT: return serve_handle_completion(s, c, rq->body.s ? rq->body.s : "", rq->body.n, true);
-  case ROUTE_COMPLETIONS: return serve_handle_completion(s, c, rq->body.s ? rq->body.s : "", rq->body.n, false);
+  case ROUTE_HEALTH: return serve_handle_health(s, c);
+  case ROUTE_METRICS: return serve_handle_metrics(s, c);
+  case ROUTE_CHAT: return serve_handle_completion(s, c, body, rq->body.n, true);
+  case ROUTE_COMPLETIONS: return serve_handle_completion(s, c, body, rq->body.n, false);
+  case ROUTE_TOKENIZE: return serve_handle_tokenize(s, c, body, rq->body.n);
+  case ROUTE_DETOKENIZE: return serve_handle_detokenize(s, c, body, rq->body.n);
+  case ROUTE_APPLY_TEMPLATE: return serve_handle_apply_template(s, c, body, rq->body.n);
+  case ROUTE_EMBEDDINGS: return serve_handle_embeddings(s, c, body, rq->body.n);
   }
   return MHD_NO;
 }
@@ -146,7 +186,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 /* ---- start and stop */
 
 static bool backend_complete(const serve_backend *be) {
-  return be && be->tokenize_chat && be->tokenize_text && be->generate && be->model_id && be->n_ctx > 0;
+  return be && be->render_chat && be->tokenize_text && be->generate && be->model_id && be->n_ctx > 0;
 }
 
 serve_server *serve_start(const serve_options *opt, const serve_backend *be) {
@@ -166,10 +206,12 @@ serve_server *serve_start(const serve_options *opt, const serve_backend *be) {
   s->max_body = opt && opt->max_body ? opt->max_body : DEFAULT_MAX_BODY;
   s->started = (long)time(NULL);
   s->id_state = (uint64_t)s->started ^ (uint64_t)(uintptr_t)s;
+  s->api_key = opt && opt->api_key && *opt->api_key ? tg_xstrdup(opt->api_key) : NULL;
   pthread_mutex_init(&s->id_mu, NULL);
   if (serve_queue_start(&s->queue, be, opt && opt->quiet)) {
     freeaddrinfo(ai);
     pthread_mutex_destroy(&s->id_mu);
+    free(s->api_key);
     free(s);
     return NULL;
   }
@@ -190,6 +232,7 @@ serve_server *serve_start(const serve_options *opt, const serve_backend *be) {
     serve_queue_stop(&s->queue);
     serve_queue_destroy(&s->queue);
     pthread_mutex_destroy(&s->id_mu);
+    free(s->api_key);
     free(s);
     TG_FAIL("serve: cannot listen on %s:%d (%s)", host, port, strerror(err));
   }
@@ -206,6 +249,7 @@ void serve_stop(serve_server *s) {
   MHD_stop_daemon(s->daemon);      /* joins the connection threads */
   serve_queue_destroy(&s->queue);
   pthread_mutex_destroy(&s->id_mu);
+  free(s->api_key);
   free(s);
 }
 

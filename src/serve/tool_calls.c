@@ -87,15 +87,8 @@ void serve_chat_msg_add_call(serve_chat_msg *m, char *id, char *name, char *argu
   m->calls[m->n_calls++] = (serve_tool_call){ id, name, arguments };
 }
 
-/* Drops the calls past the first n (a region that turned out malformed). */
-static void drop_calls(serve_chat_msg *m, int n) {
-  while (m->n_calls > n) {
-    serve_tool_call *c = &m->calls[--m->n_calls];
-    free(c->id);
-    free(c->name);
-    free(c->arguments);
-  }
-}
+/* Drops the calls of a region that turned out malformed. */
+static void drop_calls(serve_chat_msg *m, int n) { serve_chat_msg_keep_calls(m, n); }
 
 /* {"name": .., "arguments"|"parameters": {..} or "..."} (optionally
  * "type": "function", an "id", or the OpenAI shape {"function": {..}}).
