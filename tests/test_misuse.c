@@ -11,1397 +11,1495 @@
 
 static int c0(void) { M_PTR(tg_dtype_name((tg_dtype)99)); }
 static int c1(void) { M_PTR(tg_dtype_name((tg_dtype)-1)); }
-static int c2(void) { M_INT(tg_dtype_size((tg_dtype)99)); }
-static int c3(void) { M_INT(tg_dtype_size((tg_dtype)-1)); }
-static int c4(void) { M_NONE(tg_dtype_is_float((tg_dtype)99)); }
-static int c5(void) { M_NONE(tg_dtype_is_float((tg_dtype)-1)); }
-static int c6(void) { M_NONE(tg_dtype_is_int((tg_dtype)99)); }
-static int c7(void) { M_NONE(tg_dtype_is_int((tg_dtype)-1)); }
-static int c8(void) { M_NONE(tg_dtype_is_unsigned((tg_dtype)99)); }
-static int c9(void) { M_NONE(tg_dtype_is_unsigned((tg_dtype)-1)); }
-static int c10(void) { M_NONE(tg_dtype_promote((tg_dtype)99, TG_F32)); }
-static int c11(void) { M_NONE(tg_dtype_promote((tg_dtype)-1, TG_F32)); }
-static int c12(void) { M_NONE(tg_dtype_promote(TG_F32, (tg_dtype)99)); }
-static int c13(void) { M_NONE(tg_dtype_promote(TG_F32, (tg_dtype)-1)); }
-static int c14(void) { M_NONE(tg_dtype_can_safe_cast((tg_dtype)99, TG_F32)); }
-static int c15(void) { M_NONE(tg_dtype_can_safe_cast((tg_dtype)-1, TG_F32)); }
-static int c16(void) { M_NONE(tg_dtype_can_safe_cast(TG_F32, (tg_dtype)99)); }
-static int c17(void) { M_NONE(tg_dtype_can_safe_cast(TG_F32, (tg_dtype)-1)); }
-static int c18(void) { M_PTR(tg_keep(NULL)); }
-static int c19(void) { M_NONE(tg_free(NULL)); }
-static int c20(void) { M_INT(tg_set_default_device(NULL)); }
-static int c21(void) { M_PTR(tg_device_of(NULL)); }
-static int c22(void) { M_PTR(tg_to(NULL, "CPU")); }
-static int c23(void) { M_PTR(tg_to(fx_tensor(), NULL)); }
-static int c24(void) { M_INT(tg_devices(NULL, 1, (const char *[4]){ "x", "y", NULL, NULL })); }
-static int c25(void) { M_INT(tg_devices((tg_device_info[4]){ 0 }, -1, (const char *[4]){ "x", "y", NULL, NULL })); }
-static int c26(void) { M_INT(tg_devices((tg_device_info[4]){ 0 }, 1, NULL)); }
-static int c27(void) { M_NONE(tg_shape_of(NULL)); }
-static int c28(void) { M_INT(tg_ndim(NULL)); }
-static int c29(void) { M_INT(tg_dim(NULL, 1)); }
-static int c30(void) { M_INT(tg_numel(NULL)); }
-static int c31(void) { M_NONE(tg_dtype_of(NULL)); }
-static int c32(void) { M_NONE(tg_print_graph(NULL)); }
-static int c33(void) { M_PTR(tg_from_data(NULL, TG_SHAPE(2, 3), TG_F32)); }
-static int c34(void) { M_PTR(tg_from_data(fx_bytes, (tg_shape){ .ndim = 17 }, TG_F32)); }
-static int c35(void) { M_PTR(tg_from_data(fx_bytes, (tg_shape){ .ndim = -1 }, TG_F32)); }
-static int c36(void) { M_PTR(tg_from_data(fx_bytes, TG_SHAPE(2, 3), (tg_dtype)99)); }
-static int c37(void) { M_PTR(tg_from_data(fx_bytes, TG_SHAPE(2, 3), (tg_dtype)-1)); }
-static int c38(void) { M_PTR(tg_empty((tg_shape){ .ndim = 17 }, TG_F32)); }
-static int c39(void) { M_PTR(tg_empty((tg_shape){ .ndim = -1 }, TG_F32)); }
-static int c40(void) { M_PTR(tg_empty(TG_SHAPE(2, 3), (tg_dtype)99)); }
-static int c41(void) { M_PTR(tg_empty(TG_SHAPE(2, 3), (tg_dtype)-1)); }
-static int c42(void) { M_PTR(tg_full((tg_shape){ .ndim = 17 }, 1.0, TG_F32)); }
-static int c43(void) { M_PTR(tg_full((tg_shape){ .ndim = -1 }, 1.0, TG_F32)); }
-static int c44(void) { M_PTR(tg_full(TG_SHAPE(2, 3), 1.0, (tg_dtype)99)); }
-static int c45(void) { M_PTR(tg_full(TG_SHAPE(2, 3), 1.0, (tg_dtype)-1)); }
-static int c46(void) { M_PTR(tg_zeros((tg_shape){ .ndim = 17 }, TG_F32)); }
-static int c47(void) { M_PTR(tg_zeros((tg_shape){ .ndim = -1 }, TG_F32)); }
-static int c48(void) { M_PTR(tg_zeros(TG_SHAPE(2, 3), (tg_dtype)99)); }
-static int c49(void) { M_PTR(tg_zeros(TG_SHAPE(2, 3), (tg_dtype)-1)); }
-static int c50(void) { M_PTR(tg_ones((tg_shape){ .ndim = 17 }, TG_F32)); }
-static int c51(void) { M_PTR(tg_ones((tg_shape){ .ndim = -1 }, TG_F32)); }
-static int c52(void) { M_PTR(tg_ones(TG_SHAPE(2, 3), (tg_dtype)99)); }
-static int c53(void) { M_PTR(tg_ones(TG_SHAPE(2, 3), (tg_dtype)-1)); }
-static int c54(void) { M_PTR(tg_scalar(1.0, (tg_dtype)99)); }
-static int c55(void) { M_PTR(tg_scalar(1.0, (tg_dtype)-1)); }
-static int c56(void) { M_PTR(tg_arange(1.0, 1.0, 1.0, (tg_dtype)99)); }
-static int c57(void) { M_PTR(tg_arange(1.0, 1.0, 1.0, (tg_dtype)-1)); }
-static int c58(void) { M_PTR(tg_eye(-1, TG_F32)); }
-static int c59(void) { M_PTR(tg_eye(1, (tg_dtype)99)); }
-static int c60(void) { M_PTR(tg_eye(1, (tg_dtype)-1)); }
-static int c61(void) { M_PTR(tg_full_like(NULL, 1.0)); }
-static int c62(void) { M_PTR(tg_zeros_like(NULL)); }
-static int c63(void) { M_PTR(tg_ones_like(NULL)); }
-static int c64(void) { M_PTR(tg_rand((tg_shape){ .ndim = 17 }, TG_F32)); }
-static int c65(void) { M_PTR(tg_rand((tg_shape){ .ndim = -1 }, TG_F32)); }
-static int c66(void) { M_PTR(tg_rand(TG_SHAPE(2, 3), (tg_dtype)99)); }
-static int c67(void) { M_PTR(tg_rand(TG_SHAPE(2, 3), (tg_dtype)-1)); }
-static int c68(void) { M_PTR(tg_randn((tg_shape){ .ndim = 17 }, TG_F32)); }
-static int c69(void) { M_PTR(tg_randn((tg_shape){ .ndim = -1 }, TG_F32)); }
-static int c70(void) { M_PTR(tg_randn(TG_SHAPE(2, 3), (tg_dtype)99)); }
-static int c71(void) { M_PTR(tg_randn(TG_SHAPE(2, 3), (tg_dtype)-1)); }
-static int c72(void) { M_PTR(tg_add(NULL, fx_tensor())); }
-static int c73(void) { M_PTR(tg_add(fx_tensor(), NULL)); }
-static int c74(void) { M_PTR(tg_sub(NULL, fx_tensor())); }
-static int c75(void) { M_PTR(tg_sub(fx_tensor(), NULL)); }
-static int c76(void) { M_PTR(tg_mul(NULL, fx_tensor())); }
-static int c77(void) { M_PTR(tg_mul(fx_tensor(), NULL)); }
-static int c78(void) { M_PTR(tg_div(NULL, fx_tensor())); }
-static int c79(void) { M_PTR(tg_div(fx_tensor(), NULL)); }
-static int c80(void) { M_PTR(tg_pow(NULL, fx_tensor())); }
-static int c81(void) { M_PTR(tg_pow(fx_tensor(), NULL)); }
-static int c82(void) { M_PTR(tg_maximum(NULL, fx_tensor())); }
-static int c83(void) { M_PTR(tg_maximum(fx_tensor(), NULL)); }
-static int c84(void) { M_PTR(tg_minimum(NULL, fx_tensor())); }
-static int c85(void) { M_PTR(tg_minimum(fx_tensor(), NULL)); }
-static int c86(void) { M_PTR(tg_adds(NULL, 1.0)); }
-static int c87(void) { M_PTR(tg_subs(NULL, 1.0)); }
-static int c88(void) { M_PTR(tg_muls(NULL, 1.0)); }
-static int c89(void) { M_PTR(tg_divs(NULL, 1.0)); }
-static int c90(void) { M_PTR(tg_pows(NULL, 1.0)); }
-static int c91(void) { M_PTR(tg_neg(NULL)); }
-static int c92(void) { M_PTR(tg_exp(NULL)); }
-static int c93(void) { M_PTR(tg_log(NULL)); }
-static int c94(void) { M_PTR(tg_exp2(NULL)); }
-static int c95(void) { M_PTR(tg_log2(NULL)); }
-static int c96(void) { M_PTR(tg_sqrt(NULL)); }
-static int c97(void) { M_PTR(tg_rsqrt(NULL)); }
-static int c98(void) { M_PTR(tg_reciprocal(NULL)); }
-static int c99(void) { M_PTR(tg_sin(NULL)); }
-static int c100(void) { M_PTR(tg_cos(NULL)); }
-static int c101(void) { M_PTR(tg_abs(NULL)); }
-static int c102(void) { M_PTR(tg_relu(NULL)); }
-static int c103(void) { M_PTR(tg_sigmoid(NULL)); }
-static int c104(void) { M_PTR(tg_tanh(NULL)); }
-static int c105(void) { M_PTR(tg_lt(NULL, fx_tensor())); }
-static int c106(void) { M_PTR(tg_lt(fx_tensor(), NULL)); }
-static int c107(void) { M_PTR(tg_le(NULL, fx_tensor())); }
-static int c108(void) { M_PTR(tg_le(fx_tensor(), NULL)); }
-static int c109(void) { M_PTR(tg_gt(NULL, fx_tensor())); }
-static int c110(void) { M_PTR(tg_gt(fx_tensor(), NULL)); }
-static int c111(void) { M_PTR(tg_ge(NULL, fx_tensor())); }
-static int c112(void) { M_PTR(tg_ge(fx_tensor(), NULL)); }
-static int c113(void) { M_PTR(tg_eq(NULL, fx_tensor())); }
-static int c114(void) { M_PTR(tg_eq(fx_tensor(), NULL)); }
-static int c115(void) { M_PTR(tg_ne(NULL, fx_tensor())); }
-static int c116(void) { M_PTR(tg_ne(fx_tensor(), NULL)); }
-static int c117(void) { M_PTR(tg_logical_and(NULL, fx_tensor())); }
-static int c118(void) { M_PTR(tg_logical_and(fx_tensor(), NULL)); }
-static int c119(void) { M_PTR(tg_logical_or(NULL, fx_tensor())); }
-static int c120(void) { M_PTR(tg_logical_or(fx_tensor(), NULL)); }
-static int c121(void) { M_PTR(tg_logical_xor(NULL, fx_tensor())); }
-static int c122(void) { M_PTR(tg_logical_xor(fx_tensor(), NULL)); }
-static int c123(void) { M_PTR(tg_logical_not(NULL)); }
-static int c124(void) { M_PTR(tg_where(NULL, fx_tensor(), fx_tensor())); }
-static int c125(void) { M_PTR(tg_where(fx_tensor(), NULL, fx_tensor())); }
-static int c126(void) { M_PTR(tg_where(fx_tensor(), fx_tensor(), NULL)); }
-static int c127(void) { M_PTR(tg_cast(NULL, TG_F32)); }
-static int c128(void) { M_PTR(tg_cast(fx_tensor(), (tg_dtype)99)); }
-static int c129(void) { M_PTR(tg_cast(fx_tensor(), (tg_dtype)-1)); }
-static int c130(void) { M_PTR(tg_bitcast(NULL, TG_F32)); }
-static int c131(void) { M_PTR(tg_bitcast(fx_tensor(), (tg_dtype)99)); }
-static int c132(void) { M_PTR(tg_bitcast(fx_tensor(), (tg_dtype)-1)); }
-static int c133(void) { M_PTR(tg_reshape(NULL, TG_SHAPE(2, 3))); }
-static int c134(void) { M_PTR(tg_reshape(fx_tensor(), (tg_shape){ .ndim = 17 })); }
-static int c135(void) { M_PTR(tg_reshape(fx_tensor(), (tg_shape){ .ndim = -1 })); }
-static int c136(void) { M_PTR(tg_permute(NULL, TG_AXES(0))); }
-static int c137(void) { M_PTR(tg_permute(fx_tensor(), (tg_axes){ .n = 17 })); }
-static int c138(void) { M_PTR(tg_permute(fx_tensor(), TG_AXES(99))); }
-static int c139(void) { M_PTR(tg_expand(NULL, TG_SHAPE(2, 3))); }
-static int c140(void) { M_PTR(tg_expand(fx_tensor(), (tg_shape){ .ndim = 17 })); }
-static int c141(void) { M_PTR(tg_expand(fx_tensor(), (tg_shape){ .ndim = -1 })); }
-static int c142(void) { M_PTR(tg_pad(NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1.0)); }
-static int c143(void) { M_PTR(tg_pad(fx_tensor(), NULL, 1, 1.0)); }
-static int c144(void) { M_PTR(tg_shrink(NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c145(void) { M_PTR(tg_shrink(fx_tensor(), NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c146(void) { M_PTR(tg_shrink(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, NULL)); }
-static int c147(void) { M_PTR(tg_flip(NULL, TG_AXES(0))); }
-static int c148(void) { M_PTR(tg_flip(fx_tensor(), (tg_axes){ .n = 17 })); }
-static int c149(void) { M_PTR(tg_flip(fx_tensor(), TG_AXES(99))); }
-static int c150(void) { M_PTR(tg_transpose(NULL, 1, 1)); }
-static int c151(void) { M_PTR(tg_T(NULL)); }
-static int c152(void) { M_PTR(tg_squeeze(NULL, 1)); }
-static int c153(void) { M_PTR(tg_unsqueeze(NULL, 1)); }
-static int c154(void) { M_PTR(tg_flatten(NULL, 1, 1)); }
-static int c155(void) { M_PTR(tg_getitem(NULL, (tg_index[4]){ 0 }, 1)); }
-static int c156(void) { M_PTR(tg_getitem(fx_tensor(), NULL, 1)); }
-static int c157(void) { M_PTR(tg_getitem(fx_tensor(), (tg_index[4]){ 0 }, -1)); }
-static int c158(void) { M_PTR(tg_sum(NULL, TG_AXES(0), false)); }
-static int c159(void) { M_PTR(tg_sum(fx_tensor(), (tg_axes){ .n = 17 }, false)); }
-static int c160(void) { M_PTR(tg_sum(fx_tensor(), TG_AXES(99), false)); }
-static int c161(void) { M_PTR(tg_prod(NULL, TG_AXES(0), false)); }
-static int c162(void) { M_PTR(tg_prod(fx_tensor(), (tg_axes){ .n = 17 }, false)); }
-static int c163(void) { M_PTR(tg_prod(fx_tensor(), TG_AXES(99), false)); }
-static int c164(void) { M_PTR(tg_max(NULL, TG_AXES(0), false)); }
-static int c165(void) { M_PTR(tg_max(fx_tensor(), (tg_axes){ .n = 17 }, false)); }
-static int c166(void) { M_PTR(tg_max(fx_tensor(), TG_AXES(99), false)); }
-static int c167(void) { M_PTR(tg_min(NULL, TG_AXES(0), false)); }
-static int c168(void) { M_PTR(tg_min(fx_tensor(), (tg_axes){ .n = 17 }, false)); }
-static int c169(void) { M_PTR(tg_min(fx_tensor(), TG_AXES(99), false)); }
-static int c170(void) { M_PTR(tg_mean(NULL, TG_AXES(0), false)); }
-static int c171(void) { M_PTR(tg_mean(fx_tensor(), (tg_axes){ .n = 17 }, false)); }
-static int c172(void) { M_PTR(tg_mean(fx_tensor(), TG_AXES(99), false)); }
-static int c173(void) { M_PTR(tg_argmax(NULL, 1, false)); }
-static int c174(void) { M_PTR(tg_argmin(NULL, 1, false)); }
-static int c175(void) { M_PTR(tg_matmul(NULL, fx_tensor())); }
-static int c176(void) { M_PTR(tg_matmul(fx_tensor(), NULL)); }
-static int c177(void) { M_PTR(tg_dot(NULL, fx_tensor())); }
-static int c178(void) { M_PTR(tg_dot(fx_tensor(), NULL)); }
-static int c179(void) { M_PTR(tg_softmax(NULL, 1)); }
-static int c180(void) { M_PTR(tg_log_softmax(NULL, 1)); }
-static int c181(void) { M_PTR(tg_contiguous(NULL)); }
-static int c182(void) { M_PTR(tg_assign(NULL, fx_tensor())); }
-static int c183(void) { M_PTR(tg_assign(fx_tensor(), NULL)); }
-static int c184(void) { M_INT(tg_realize(NULL)); }
-static int c185(void) { M_INT(tg_realize_all(NULL, 1)); }
-static int c186(void) { M_INT(tg_realize_all(fx_tensors(), -1)); }
-static int c187(void) { M_INT(tg_data(NULL, fx_bytes, 1)); }
-static int c188(void) { M_INT(tg_data(fx_tensor(), NULL, 1)); }
-static int c189(void) { M_NONE(tg_item(NULL)); }
-static int c190(void) { M_PTR(tg_requires_grad(NULL, false)); }
-static int c191(void) { M_NONE(tg_get_requires_grad(NULL)); }
-static int c192(void) { M_INT(tg_backward(NULL)); }
-static int c193(void) { M_PTR(tg_grad(NULL)); }
-static int c194(void) { M_NONE(tg_zero_grad(NULL)); }
-static int c195(void) { M_INT(tg_gradient(NULL, fx_tensors(), 1, fx_tensors())); }
-static int c196(void) { M_INT(tg_gradient(fx_tensor(), NULL, 1, fx_tensors())); }
-static int c197(void) { M_INT(tg_gradient(fx_tensor(), fx_tensors(), -1, fx_tensors())); }
-static int c198(void) { M_INT(tg_gradient(fx_tensor(), fx_tensors(), 1, NULL)); }
-static int c199(void) { M_PTR(tg_detach(NULL)); }
-static int c200(void) { M_PTR(tg_variable(NULL, 1, 1)); }
-static int c201(void) { M_PTR(tg_variable("x", 1, -1)); }
-static int c202(void) { M_INT(tg_bind(NULL, 1)); }
-static int c203(void) { M_PTR(tg_shrink_var(NULL, 1, "x")); }
-static int c204(void) { M_PTR(tg_shrink_var(fx_tensor(), 1, NULL)); }
-static int c205(void) { M_PTR(tg_dim_var(NULL, 1)); }
-static int c206(void) { M_NONE(tg_dim_is_symbolic(NULL, 1)); }
-static int c207(void) { M_PTR(tg_jit_new(fx_jit_fn, NULL)); }
-static int c208(void) { M_NONE(tg_jit_free(NULL)); }
-static int c209(void) { M_INT(tg_jit_call(NULL, fx_tensors(), 1, fx_tensors(), 1)); }
-static int c210(void) { M_INT(tg_jit_call(fx_jit(), NULL, 1, fx_tensors(), 1)); }
-static int c211(void) { M_INT(tg_jit_call(fx_jit(), fx_tensors(), -1, fx_tensors(), 1)); }
-static int c212(void) { M_INT(tg_jit_call(fx_jit(), fx_tensors(), 1, NULL, 1)); }
-static int c213(void) { M_INT(tg_jit_call(fx_jit(), fx_tensors(), 1, fx_tensors(), -1)); }
-static int c214(void) { M_NONE(tg_jit_stats(NULL)); }
-static int c215(void) { M_NONE(tg_jit_set_prune(NULL, false)); }
-static int c216(void) { M_NONE(tg_jit_set_reuse_outputs(NULL, false)); }
-static int c217(void) { M_INT(tg_set_kernel_opts(NULL)); }
-static int c218(void) { M_INT(tg_viz_begin(NULL)); }
-static int c219(void) { M_NONE(tg_profile_marker(NULL)); }
-static int c220(void) { M_PTR(tg_chat_template_new(NULL, "x", "x", "x")); }
-static int c221(void) { M_PTR(tg_chat_template_new("{{ 1 }}", NULL, "x", "x")); }
-static int c222(void) { M_PTR(tg_chat_template_new("{{ 1 }}", "x", NULL, "x")); }
-static int c223(void) { M_PTR(tg_chat_template_new("{{ 1 }}", "x", "x", NULL)); }
-static int c224(void) { M_NONE(tg_chat_template_free(NULL)); }
-static int c225(void) { M_PTR(tg_chat_apply(NULL, (tg_chat_message[4]){ 0 }, 1, false, false)); }
-static int c226(void) { M_PTR(tg_chat_apply(fx_template(), NULL, 1, false, false)); }
-static int c227(void) { M_PTR(tg_chat_apply(fx_template(), (tg_chat_message[4]){ 0 }, -1, false, false)); }
-static int c228(void) { M_PTR(tg_chat_apply_json(NULL, "[]", "[]", "{}", false, false)); }
-static int c229(void) { M_PTR(tg_chat_apply_json(fx_template(), NULL, "[]", "{}", false, false)); }
-static int c230(void) { M_PTR(tg_chat_apply_json(fx_template(), "[]", NULL, "{}", false, false)); }
-static int c231(void) { M_PTR(tg_chat_apply_json(fx_template(), "[]", "[]", NULL, false, false)); }
-static int c232(void) { M_PTR(tg_chat_end_strings(NULL)); }
-static int c233(void) { M_NONE(tg_chat_is_end(NULL, fx_tokenizer(), 1)); }
-static int c234(void) { M_NONE(tg_chat_is_end(fx_template(), NULL, 1)); }
-static int c235(void) { M_PTR(tg_chat_preset_name(NULL)); }
-static int c236(void) { M_NONE(tg_chat_is_jinja(NULL)); }
-static int c237(void) { M_NONE(tg_chat_set_time(NULL, 1)); }
-static int c238(void) { M_PTR(tg_chat_detect_preset(NULL)); }
-static int c239(void) { M_PTR(tg_jinja_render(NULL, "{}", (tg_jinja_options){ 0 })); }
-static int c240(void) { M_PTR(tg_jinja_render("{{ 1 }}", NULL, (tg_jinja_options){ 0 })); }
-static int c241(void) { M_NONE(tg_tensor_list_free(NULL)); }
-static int c242(void) { M_PTR(tg_tensor_list_get(NULL, "x")); }
-static int c243(void) { M_PTR(tg_tensor_list_get((tg_tensor_list[4]){ 0 }, NULL)); }
-static int c244(void) { M_PTR(tg_from_file(NULL, 1, TG_SHAPE(2, 3), TG_F32)); }
-static int c245(void) { M_PTR(tg_from_file("goldens/llm_llama.gguf", 1, (tg_shape){ .ndim = 17 }, TG_F32)); }
-static int c246(void) { M_PTR(tg_from_file("goldens/llm_llama.gguf", 1, (tg_shape){ .ndim = -1 }, TG_F32)); }
-static int c247(void) { M_PTR(tg_from_file("goldens/llm_llama.gguf", 1, TG_SHAPE(2, 3), (tg_dtype)99)); }
-static int c248(void) { M_PTR(tg_from_file("goldens/llm_llama.gguf", 1, TG_SHAPE(2, 3), (tg_dtype)-1)); }
-static int c249(void) { M_INT(tg_safetensors_load(NULL, "CPU", (tg_tensor_list[4]){ 0 })); }
-static int c250(void) { M_INT(tg_safetensors_load("goldens/llm_llama.gguf", NULL, (tg_tensor_list[4]){ 0 })); }
-static int c251(void) { M_INT(tg_safetensors_load("goldens/llm_llama.gguf", "CPU", NULL)); }
-static int c252(void) { M_INT(tg_safetensors_save(NULL, (const char *[4]){ "x", "y", NULL, NULL }, fx_tensors(), 1, (const char *[4]){ "x", "y", NULL, NULL })); }
-static int c253(void) { M_INT(tg_safetensors_save("/tmp/tg_misuse.out", NULL, fx_tensors(), 1, (const char *[4]){ "x", "y", NULL, NULL })); }
-static int c254(void) { M_INT(tg_safetensors_save("/tmp/tg_misuse.out", (const char *[4]){ "x", "y", NULL, NULL }, NULL, 1, (const char *[4]){ "x", "y", NULL, NULL })); }
-static int c255(void) { M_INT(tg_safetensors_save("/tmp/tg_misuse.out", (const char *[4]){ "x", "y", NULL, NULL }, fx_tensors(), -1, (const char *[4]){ "x", "y", NULL, NULL })); }
-static int c256(void) { M_INT(tg_safetensors_save("/tmp/tg_misuse.out", (const char *[4]){ "x", "y", NULL, NULL }, fx_tensors(), 1, NULL)); }
-static int c257(void) { M_PTR(tg_npy_load(NULL, "CPU")); }
-static int c258(void) { M_PTR(tg_npy_load("goldens/llm_llama.gguf", NULL)); }
-static int c259(void) { M_INT(tg_npy_save(NULL, fx_tensor())); }
-static int c260(void) { M_INT(tg_npy_save("/tmp/tg_misuse.out", NULL)); }
-static int c261(void) { M_INT(tg_gguf_load_tensors(NULL, "CPU", (tg_tensor_list[4]){ 0 })); }
-static int c262(void) { M_INT(tg_gguf_load_tensors("goldens/llm_llama.gguf", NULL, (tg_tensor_list[4]){ 0 })); }
-static int c263(void) { M_INT(tg_gguf_load_tensors("goldens/llm_llama.gguf", "CPU", NULL)); }
-static int c264(void) { M_INT(tg_gguf_save(NULL, (const char *[4]){ "x", "y", NULL, NULL }, fx_tensors(), 1, (const char *[4]){ "x", "y", NULL, NULL })); }
-static int c265(void) { M_INT(tg_gguf_save("/tmp/tg_misuse.out", NULL, fx_tensors(), 1, (const char *[4]){ "x", "y", NULL, NULL })); }
-static int c266(void) { M_INT(tg_gguf_save("/tmp/tg_misuse.out", (const char *[4]){ "x", "y", NULL, NULL }, NULL, 1, (const char *[4]){ "x", "y", NULL, NULL })); }
-static int c267(void) { M_INT(tg_gguf_save("/tmp/tg_misuse.out", (const char *[4]){ "x", "y", NULL, NULL }, fx_tensors(), -1, (const char *[4]){ "x", "y", NULL, NULL })); }
-static int c268(void) { M_INT(tg_gguf_save("/tmp/tg_misuse.out", (const char *[4]){ "x", "y", NULL, NULL }, fx_tensors(), 1, NULL)); }
-static int c269(void) { M_NONE(tg_state_dict_free(NULL)); }
-static int c270(void) { M_INT(tg_state_dict_add(NULL, "x", fx_tensor())); }
-static int c271(void) { M_INT(tg_state_dict_add((tg_state_dict[4]){ 0 }, NULL, fx_tensor())); }
-static int c272(void) { M_INT(tg_state_dict_add((tg_state_dict[4]){ 0 }, "x", NULL)); }
-static int c273(void) { M_PTR(tg_state_dict_get(NULL, "x")); }
-static int c274(void) { M_PTR(tg_state_dict_get((tg_state_dict[4]){ 0 }, NULL)); }
-static int c275(void) { M_INT(tg_state_dict_parameters(NULL, fx_tensors(), 1)); }
-static int c276(void) { M_INT(tg_state_dict_parameters((tg_state_dict[4]){ 0 }, NULL, 1)); }
-static int c277(void) { M_INT(tg_state_dict_parameters((tg_state_dict[4]){ 0 }, fx_tensors(), -1)); }
-static int c278(void) { M_INT(tg_state_dict_realize(NULL)); }
-static int c279(void) { M_PTR(tg_linear_forward(NULL, fx_tensor())); }
-static int c280(void) { M_PTR(tg_linear_forward((tg_linear_layer[4]){ 0 }, NULL)); }
-static int c281(void) { M_INT(tg_linear_state(NULL, (tg_state_dict[4]){ 0 }, "x")); }
-static int c282(void) { M_INT(tg_linear_state((tg_linear_layer[4]){ 0 }, NULL, "x")); }
-static int c283(void) { M_INT(tg_linear_state((tg_linear_layer[4]){ 0 }, (tg_state_dict[4]){ 0 }, NULL)); }
-static int c284(void) { M_NONE(tg_linear_free(NULL)); }
-static int c285(void) { M_PTR(tg_conv_layer_forward(NULL, fx_tensor())); }
-static int c286(void) { M_PTR(tg_conv_layer_forward((tg_conv_layer[4]){ 0 }, NULL)); }
-static int c287(void) { M_INT(tg_conv_layer_state(NULL, (tg_state_dict[4]){ 0 }, "x")); }
-static int c288(void) { M_INT(tg_conv_layer_state((tg_conv_layer[4]){ 0 }, NULL, "x")); }
-static int c289(void) { M_INT(tg_conv_layer_state((tg_conv_layer[4]){ 0 }, (tg_state_dict[4]){ 0 }, NULL)); }
-static int c290(void) { M_NONE(tg_conv_layer_free(NULL)); }
-static int c291(void) { M_PTR(tg_conv_transpose_layer_forward(NULL, fx_tensor())); }
-static int c292(void) { M_PTR(tg_conv_transpose_layer_forward((tg_conv_transpose_layer[4]){ 0 }, NULL)); }
-static int c293(void) { M_INT(tg_conv_transpose_layer_state(NULL, (tg_state_dict[4]){ 0 }, "x")); }
-static int c294(void) { M_INT(tg_conv_transpose_layer_state((tg_conv_transpose_layer[4]){ 0 }, NULL, "x")); }
-static int c295(void) { M_INT(tg_conv_transpose_layer_state((tg_conv_transpose_layer[4]){ 0 }, (tg_state_dict[4]){ 0 }, NULL)); }
-static int c296(void) { M_NONE(tg_conv_transpose_layer_free(NULL)); }
-static int c297(void) { M_PTR(tg_batchnorm_forward(NULL, fx_tensor())); }
-static int c298(void) { M_PTR(tg_batchnorm_forward((tg_batchnorm_layer[4]){ 0 }, NULL)); }
-static int c299(void) { M_INT(tg_batchnorm_state(NULL, (tg_state_dict[4]){ 0 }, "x")); }
-static int c300(void) { M_INT(tg_batchnorm_state((tg_batchnorm_layer[4]){ 0 }, NULL, "x")); }
-static int c301(void) { M_INT(tg_batchnorm_state((tg_batchnorm_layer[4]){ 0 }, (tg_state_dict[4]){ 0 }, NULL)); }
-static int c302(void) { M_NONE(tg_batchnorm_free(NULL)); }
-static int c303(void) { M_PTR(tg_layernorm_new((tg_shape){ .ndim = 17 }, 1.0, false)); }
-static int c304(void) { M_PTR(tg_layernorm_new((tg_shape){ .ndim = -1 }, 1.0, false)); }
-static int c305(void) { M_PTR(tg_layernorm_forward(NULL, fx_tensor())); }
-static int c306(void) { M_PTR(tg_layernorm_forward((tg_layernorm_layer[4]){ 0 }, NULL)); }
-static int c307(void) { M_INT(tg_layernorm_state(NULL, (tg_state_dict[4]){ 0 }, "x")); }
-static int c308(void) { M_INT(tg_layernorm_state((tg_layernorm_layer[4]){ 0 }, NULL, "x")); }
-static int c309(void) { M_INT(tg_layernorm_state((tg_layernorm_layer[4]){ 0 }, (tg_state_dict[4]){ 0 }, NULL)); }
-static int c310(void) { M_NONE(tg_layernorm_free(NULL)); }
-static int c311(void) { M_PTR(tg_rmsnorm_forward(NULL, fx_tensor())); }
-static int c312(void) { M_PTR(tg_rmsnorm_forward((tg_rmsnorm_layer[4]){ 0 }, NULL)); }
-static int c313(void) { M_INT(tg_rmsnorm_state(NULL, (tg_state_dict[4]){ 0 }, "x")); }
-static int c314(void) { M_INT(tg_rmsnorm_state((tg_rmsnorm_layer[4]){ 0 }, NULL, "x")); }
-static int c315(void) { M_INT(tg_rmsnorm_state((tg_rmsnorm_layer[4]){ 0 }, (tg_state_dict[4]){ 0 }, NULL)); }
-static int c316(void) { M_NONE(tg_rmsnorm_free(NULL)); }
-static int c317(void) { M_PTR(tg_groupnorm_forward(NULL, fx_tensor())); }
-static int c318(void) { M_PTR(tg_groupnorm_forward((tg_groupnorm_layer[4]){ 0 }, NULL)); }
-static int c319(void) { M_INT(tg_groupnorm_state(NULL, (tg_state_dict[4]){ 0 }, "x")); }
-static int c320(void) { M_INT(tg_groupnorm_state((tg_groupnorm_layer[4]){ 0 }, NULL, "x")); }
-static int c321(void) { M_INT(tg_groupnorm_state((tg_groupnorm_layer[4]){ 0 }, (tg_state_dict[4]){ 0 }, NULL)); }
-static int c322(void) { M_NONE(tg_groupnorm_free(NULL)); }
-static int c323(void) { M_PTR(tg_embedding_forward(NULL, fx_tensor())); }
-static int c324(void) { M_PTR(tg_embedding_forward((tg_embedding_layer[4]){ 0 }, NULL)); }
-static int c325(void) { M_INT(tg_embedding_state(NULL, (tg_state_dict[4]){ 0 }, "x")); }
-static int c326(void) { M_INT(tg_embedding_state((tg_embedding_layer[4]){ 0 }, NULL, "x")); }
-static int c327(void) { M_INT(tg_embedding_state((tg_embedding_layer[4]){ 0 }, (tg_state_dict[4]){ 0 }, NULL)); }
-static int c328(void) { M_NONE(tg_embedding_free(NULL)); }
-static int c329(void) { M_INT(tg_lstmcell_forward(NULL, fx_tensor(), fx_tensor(), fx_tensor(), fx_tensors(), fx_tensors())); }
-static int c330(void) { M_INT(tg_lstmcell_forward((tg_lstmcell_layer[4]){ 0 }, NULL, fx_tensor(), fx_tensor(), fx_tensors(), fx_tensors())); }
-static int c331(void) { M_INT(tg_lstmcell_forward((tg_lstmcell_layer[4]){ 0 }, fx_tensor(), NULL, fx_tensor(), fx_tensors(), fx_tensors())); }
-static int c332(void) { M_INT(tg_lstmcell_forward((tg_lstmcell_layer[4]){ 0 }, fx_tensor(), fx_tensor(), NULL, fx_tensors(), fx_tensors())); }
-static int c333(void) { M_INT(tg_lstmcell_forward((tg_lstmcell_layer[4]){ 0 }, fx_tensor(), fx_tensor(), fx_tensor(), NULL, fx_tensors())); }
-static int c334(void) { M_INT(tg_lstmcell_forward((tg_lstmcell_layer[4]){ 0 }, fx_tensor(), fx_tensor(), fx_tensor(), fx_tensors(), NULL)); }
-static int c335(void) { M_INT(tg_lstmcell_state(NULL, (tg_state_dict[4]){ 0 }, "x")); }
-static int c336(void) { M_INT(tg_lstmcell_state((tg_lstmcell_layer[4]){ 0 }, NULL, "x")); }
-static int c337(void) { M_INT(tg_lstmcell_state((tg_lstmcell_layer[4]){ 0 }, (tg_state_dict[4]){ 0 }, NULL)); }
-static int c338(void) { M_NONE(tg_lstmcell_free(NULL)); }
-static int c339(void) { M_PTR(tg_sgd_new(NULL, 1, 1.0, 1.0, 1.0, false)); }
-static int c340(void) { M_PTR(tg_sgd_new(fx_tensors(), -1, 1.0, 1.0, 1.0, false)); }
-static int c341(void) { M_PTR(tg_adam_new(NULL, 1, 1.0, 1.0, 1.0, 1.0)); }
-static int c342(void) { M_PTR(tg_adam_new(fx_tensors(), -1, 1.0, 1.0, 1.0, 1.0)); }
-static int c343(void) { M_PTR(tg_adamw_new(NULL, 1, 1.0, 1.0, 1.0, 1.0, 1.0)); }
-static int c344(void) { M_PTR(tg_adamw_new(fx_tensors(), -1, 1.0, 1.0, 1.0, 1.0, 1.0)); }
-static int c345(void) { M_PTR(tg_lamb_new(NULL, 1, 1.0, 1.0, 1.0, 1.0, 1.0)); }
-static int c346(void) { M_PTR(tg_lamb_new(fx_tensors(), -1, 1.0, 1.0, 1.0, 1.0, 1.0)); }
-static int c347(void) { M_NONE(tg_optim_free(NULL)); }
-static int c348(void) { M_INT(tg_optim_step(NULL)); }
-static int c349(void) { M_INT(tg_optim_schedule_step(NULL)); }
-static int c350(void) { M_NONE(tg_optim_zero_grad(NULL)); }
-static int c351(void) { M_INT(tg_optim_set_lr(NULL, 1.0)); }
-static int c352(void) { M_NONE(tg_optim_get_lr(NULL)); }
-static int c353(void) { M_PTR(tg_optim_lr(NULL)); }
-static int c354(void) { M_INT(tg_optim_state(NULL, (tg_state_dict[4]){ 0 }, "x")); }
-static int c355(void) { M_INT(tg_optim_state(fx_optim(), NULL, "x")); }
-static int c356(void) { M_INT(tg_optim_state(fx_optim(), (tg_state_dict[4]){ 0 }, NULL)); }
-static int c357(void) { M_PTR(tg_llm_load(NULL, NULL)); }
-static int c358(void) { M_NONE(tg_llm_free(NULL)); }
-static int c359(void) { M_PTR(tg_llm_config_of(NULL)); }
-static int c360(void) { M_INT(tg_llm_eval(NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c361(void) { M_INT(tg_llm_eval(fx_llm(), NULL, 1, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c362(void) { M_INT(tg_llm_eval(fx_llm(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c363(void) { M_INT(tg_llm_eval(fx_llm(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL)); }
-static int c364(void) { M_INT(tg_llm_n_past(NULL)); }
-static int c365(void) { M_NONE(tg_llm_rewind(NULL, 1)); }
-static int c366(void) { M_PTR(tg_llm_history(NULL)); }
-static int c367(void) { M_NONE(tg_sampler_free(NULL)); }
-static int c368(void) { M_INT(tg_sampler_sample(NULL, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1)); }
-static int c369(void) { M_INT(tg_sampler_sample(fx_sampler(), NULL, 1)); }
-static int c370(void) { M_INT(tg_sampler_sample(fx_sampler(), (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1)); }
-static int c371(void) { M_INT(tg_llm_generate(NULL, fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, fx_sampler(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, fx_bytes, (tg_gen_stats[4]){ 0 })); }
-static int c372(void) { M_INT(tg_llm_generate(fx_llm(), NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, fx_sampler(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, fx_bytes, (tg_gen_stats[4]){ 0 })); }
-static int c373(void) { M_INT(tg_llm_generate(fx_llm(), fx_tokenizer(), NULL, 1, 1, fx_sampler(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, fx_bytes, (tg_gen_stats[4]){ 0 })); }
-static int c374(void) { M_INT(tg_llm_generate(fx_llm(), fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, fx_bytes, (tg_gen_stats[4]){ 0 })); }
-static int c375(void) { M_INT(tg_llm_generate(fx_llm(), fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, fx_sampler(), NULL, 1, NULL, fx_bytes, (tg_gen_stats[4]){ 0 })); }
-static int c376(void) { M_INT(tg_llm_generate(fx_llm(), fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, fx_sampler(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, NULL, (tg_gen_stats[4]){ 0 })); }
-static int c377(void) { M_INT(tg_llm_generate(fx_llm(), fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, fx_sampler(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, fx_bytes, NULL)); }
-static int c378(void) { M_PTR(tg_tan(NULL)); }
-static int c379(void) { M_PTR(tg_asin(NULL)); }
-static int c380(void) { M_PTR(tg_acos(NULL)); }
-static int c381(void) { M_PTR(tg_atan(NULL)); }
-static int c382(void) { M_PTR(tg_sinh(NULL)); }
-static int c383(void) { M_PTR(tg_cosh(NULL)); }
-static int c384(void) { M_PTR(tg_asinh(NULL)); }
-static int c385(void) { M_PTR(tg_acosh(NULL)); }
-static int c386(void) { M_PTR(tg_atanh(NULL)); }
-static int c387(void) { M_PTR(tg_log10(NULL)); }
-static int c388(void) { M_PTR(tg_log1p(NULL)); }
-static int c389(void) { M_PTR(tg_expm1(NULL)); }
-static int c390(void) { M_PTR(tg_erf(NULL)); }
-static int c391(void) { M_PTR(tg_logaddexp(NULL, fx_tensor())); }
-static int c392(void) { M_PTR(tg_logaddexp(fx_tensor(), NULL)); }
-static int c393(void) { M_PTR(tg_trunc(NULL)); }
-static int c394(void) { M_PTR(tg_floor(NULL)); }
-static int c395(void) { M_PTR(tg_ceil(NULL)); }
-static int c396(void) { M_PTR(tg_round(NULL)); }
-static int c397(void) { M_PTR(tg_sign(NULL)); }
-static int c398(void) { M_PTR(tg_square(NULL)); }
-static int c399(void) { M_PTR(tg_copysign(NULL, fx_tensor())); }
-static int c400(void) { M_PTR(tg_copysign(fx_tensor(), NULL)); }
-static int c401(void) { M_PTR(tg_floordiv(NULL, fx_tensor())); }
-static int c402(void) { M_PTR(tg_floordiv(fx_tensor(), NULL)); }
-static int c403(void) { M_PTR(tg_mod(NULL, fx_tensor())); }
-static int c404(void) { M_PTR(tg_mod(fx_tensor(), NULL)); }
-static int c405(void) { M_PTR(tg_fmod(NULL, fx_tensor())); }
-static int c406(void) { M_PTR(tg_fmod(fx_tensor(), NULL)); }
-static int c407(void) { M_PTR(tg_bitwise_and(NULL, fx_tensor())); }
-static int c408(void) { M_PTR(tg_bitwise_and(fx_tensor(), NULL)); }
-static int c409(void) { M_PTR(tg_bitwise_or(NULL, fx_tensor())); }
-static int c410(void) { M_PTR(tg_bitwise_or(fx_tensor(), NULL)); }
-static int c411(void) { M_PTR(tg_bitwise_xor(NULL, fx_tensor())); }
-static int c412(void) { M_PTR(tg_bitwise_xor(fx_tensor(), NULL)); }
-static int c413(void) { M_PTR(tg_bitwise_not(NULL)); }
-static int c414(void) { M_PTR(tg_lshift(NULL, fx_tensor())); }
-static int c415(void) { M_PTR(tg_lshift(fx_tensor(), NULL)); }
-static int c416(void) { M_PTR(tg_rshift(NULL, fx_tensor())); }
-static int c417(void) { M_PTR(tg_rshift(fx_tensor(), NULL)); }
-static int c418(void) { M_PTR(tg_lshifts(NULL, 1)); }
-static int c419(void) { M_PTR(tg_rshifts(NULL, 1)); }
-static int c420(void) { M_PTR(tg_clamp(NULL, 1.0, 1.0)); }
-static int c421(void) { M_PTR(tg_clamp_tensor(NULL, fx_tensor(), fx_tensor())); }
-static int c422(void) { M_PTR(tg_clamp_tensor(fx_tensor(), NULL, fx_tensor())); }
-static int c423(void) { M_PTR(tg_clamp_tensor(fx_tensor(), fx_tensor(), NULL)); }
-static int c424(void) { M_PTR(tg_masked_fill(NULL, fx_tensor(), 1.0)); }
-static int c425(void) { M_PTR(tg_masked_fill(fx_tensor(), NULL, 1.0)); }
-static int c426(void) { M_PTR(tg_lerp(NULL, fx_tensor(), fx_tensor())); }
-static int c427(void) { M_PTR(tg_lerp(fx_tensor(), NULL, fx_tensor())); }
-static int c428(void) { M_PTR(tg_lerp(fx_tensor(), fx_tensor(), NULL)); }
-static int c429(void) { M_PTR(tg_lerps(NULL, fx_tensor(), 1.0)); }
-static int c430(void) { M_PTR(tg_lerps(fx_tensor(), NULL, 1.0)); }
-static int c431(void) { M_PTR(tg_isnan(NULL)); }
-static int c432(void) { M_PTR(tg_isinf(NULL)); }
-static int c433(void) { M_PTR(tg_isfinite(NULL)); }
-static int c434(void) { M_PTR(tg_isclose(NULL, fx_tensor(), 1.0, 1.0, false)); }
-static int c435(void) { M_PTR(tg_isclose(fx_tensor(), NULL, 1.0, 1.0, false)); }
-static int c436(void) { M_PTR(tg_relu6(NULL)); }
-static int c437(void) { M_PTR(tg_hardtanh(NULL, 1.0, 1.0)); }
-static int c438(void) { M_PTR(tg_leaky_relu(NULL, 1.0)); }
-static int c439(void) { M_PTR(tg_elu(NULL, 1.0)); }
-static int c440(void) { M_PTR(tg_celu(NULL, 1.0)); }
-static int c441(void) { M_PTR(tg_selu(NULL)); }
-static int c442(void) { M_PTR(tg_gelu(NULL)); }
-static int c443(void) { M_PTR(tg_quick_gelu(NULL)); }
-static int c444(void) { M_PTR(tg_silu(NULL)); }
-static int c445(void) { M_PTR(tg_swish(NULL)); }
-static int c446(void) { M_PTR(tg_mish(NULL)); }
-static int c447(void) { M_PTR(tg_softplus(NULL, 1.0, 1.0)); }
-static int c448(void) { M_PTR(tg_softsign(NULL)); }
-static int c449(void) { M_PTR(tg_logsigmoid(NULL)); }
-static int c450(void) { M_PTR(tg_hardsigmoid(NULL)); }
-static int c451(void) { M_PTR(tg_hardswish(NULL)); }
-static int c452(void) { M_PTR(tg_var(NULL, TG_AXES(0), false, 1.0)); }
-static int c453(void) { M_PTR(tg_var(fx_tensor(), (tg_axes){ .n = 17 }, false, 1.0)); }
-static int c454(void) { M_PTR(tg_var(fx_tensor(), TG_AXES(99), false, 1.0)); }
-static int c455(void) { M_PTR(tg_std(NULL, TG_AXES(0), false, 1.0)); }
-static int c456(void) { M_PTR(tg_std(fx_tensor(), (tg_axes){ .n = 17 }, false, 1.0)); }
-static int c457(void) { M_PTR(tg_std(fx_tensor(), TG_AXES(99), false, 1.0)); }
-static int c458(void) { M_PTR(tg_var_mean(NULL, TG_AXES(0), false, 1.0, fx_tensors())); }
-static int c459(void) { M_PTR(tg_var_mean(fx_tensor(), (tg_axes){ .n = 17 }, false, 1.0, fx_tensors())); }
-static int c460(void) { M_PTR(tg_var_mean(fx_tensor(), TG_AXES(99), false, 1.0, fx_tensors())); }
-static int c461(void) { M_PTR(tg_var_mean(fx_tensor(), TG_AXES(0), false, 1.0, NULL)); }
-static int c462(void) { M_PTR(tg_std_mean(NULL, TG_AXES(0), false, 1.0, fx_tensors())); }
-static int c463(void) { M_PTR(tg_std_mean(fx_tensor(), (tg_axes){ .n = 17 }, false, 1.0, fx_tensors())); }
-static int c464(void) { M_PTR(tg_std_mean(fx_tensor(), TG_AXES(99), false, 1.0, fx_tensors())); }
-static int c465(void) { M_PTR(tg_std_mean(fx_tensor(), TG_AXES(0), false, 1.0, NULL)); }
-static int c466(void) { M_PTR(tg_logsumexp(NULL, TG_AXES(0), false)); }
-static int c467(void) { M_PTR(tg_logsumexp(fx_tensor(), (tg_axes){ .n = 17 }, false)); }
-static int c468(void) { M_PTR(tg_logsumexp(fx_tensor(), TG_AXES(99), false)); }
-static int c469(void) { M_PTR(tg_any(NULL, TG_AXES(0), false)); }
-static int c470(void) { M_PTR(tg_any(fx_tensor(), (tg_axes){ .n = 17 }, false)); }
-static int c471(void) { M_PTR(tg_any(fx_tensor(), TG_AXES(99), false)); }
-static int c472(void) { M_PTR(tg_all(NULL, TG_AXES(0), false)); }
-static int c473(void) { M_PTR(tg_all(fx_tensor(), (tg_axes){ .n = 17 }, false)); }
-static int c474(void) { M_PTR(tg_all(fx_tensor(), TG_AXES(99), false)); }
-static int c475(void) { M_PTR(tg_cumsum(NULL, 1)); }
-static int c476(void) { M_PTR(tg_cumprod(NULL, 1)); }
-static int c477(void) { M_PTR(tg_cummax(NULL, 1, fx_tensors())); }
-static int c478(void) { M_PTR(tg_cummax(fx_tensor(), 1, NULL)); }
-static int c479(void) { M_PTR(tg_cummin(NULL, 1, fx_tensors())); }
-static int c480(void) { M_PTR(tg_cummin(fx_tensor(), 1, NULL)); }
-static int c481(void) { M_PTR(tg_logcumsumexp(NULL, 1)); }
-static int c482(void) { M_PTR(tg_sort(NULL, 1, false, fx_tensors())); }
-static int c483(void) { M_PTR(tg_sort(fx_tensor(), 1, false, NULL)); }
-static int c484(void) { M_PTR(tg_argsort(NULL, 1, false)); }
-static int c485(void) { M_PTR(tg_topk(NULL, 1, 1, false, false, fx_tensors())); }
-static int c486(void) { M_PTR(tg_topk(fx_tensor(), 1, 1, false, false, NULL)); }
-static int c487(void) { M_PTR(tg_cat(NULL, 1, 1)); }
-static int c488(void) { M_PTR(tg_cat(fx_tensors(), -1, 1)); }
-static int c489(void) { M_PTR(tg_stack(NULL, 1, 1)); }
-static int c490(void) { M_PTR(tg_stack(fx_tensors(), -1, 1)); }
-static int c491(void) { M_INT(tg_split(NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, fx_tensors(), 1)); }
-static int c492(void) { M_INT(tg_split(fx_tensor(), NULL, 1, 1, fx_tensors(), 1)); }
-static int c493(void) { M_INT(tg_split(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, NULL, 1)); }
-static int c494(void) { M_INT(tg_split_size(NULL, 1, 1, fx_tensors(), 1)); }
-static int c495(void) { M_INT(tg_split_size(fx_tensor(), 1, 1, NULL, 1)); }
-static int c496(void) { M_INT(tg_chunk(NULL, 1, 1, fx_tensors(), 1)); }
-static int c497(void) { M_INT(tg_chunk(fx_tensor(), 1, 1, NULL, 1)); }
-static int c498(void) { M_INT(tg_meshgrid(NULL, 1, "x", fx_tensors(), 1)); }
-static int c499(void) { M_INT(tg_meshgrid(fx_tensors(), -1, "x", fx_tensors(), 1)); }
-static int c500(void) { M_INT(tg_meshgrid(fx_tensors(), 1, NULL, fx_tensors(), 1)); }
-static int c501(void) { M_INT(tg_meshgrid(fx_tensors(), 1, "x", NULL, 1)); }
-static int c502(void) { M_PTR(tg_repeat(NULL, TG_SHAPE(2, 3))); }
-static int c503(void) { M_PTR(tg_repeat(fx_tensor(), (tg_shape){ .ndim = 17 })); }
-static int c504(void) { M_PTR(tg_repeat(fx_tensor(), (tg_shape){ .ndim = -1 })); }
-static int c505(void) { M_PTR(tg_repeat_interleave(NULL, 1, 1)); }
-static int c506(void) { M_PTR(tg_roll(NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, TG_AXES(0))); }
-static int c507(void) { M_PTR(tg_roll(fx_tensor(), NULL, TG_AXES(0))); }
-static int c508(void) { M_PTR(tg_roll(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (tg_axes){ .n = 17 })); }
-static int c509(void) { M_PTR(tg_roll(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, TG_AXES(99))); }
-static int c510(void) { M_PTR(tg_unfold(NULL, 1, 1, 1)); }
-static int c511(void) { M_PTR(tg_unflatten(NULL, 1, TG_SHAPE(2, 3))); }
-static int c512(void) { M_PTR(tg_unflatten(fx_tensor(), 1, (tg_shape){ .ndim = 17 })); }
-static int c513(void) { M_PTR(tg_unflatten(fx_tensor(), 1, (tg_shape){ .ndim = -1 })); }
-static int c514(void) { M_PTR(tg_rearrange(NULL, "x", "x")); }
-static int c515(void) { M_PTR(tg_rearrange(fx_tensor(), NULL, "x")); }
-static int c516(void) { M_PTR(tg_rearrange(fx_tensor(), "x", NULL)); }
-static int c517(void) { M_PTR(tg_tril(NULL, 1)); }
-static int c518(void) { M_PTR(tg_triu(NULL, 1)); }
-static int c519(void) { M_PTR(tg_diag(NULL, 1)); }
-static int c520(void) { M_PTR(tg_diagonal(NULL, 1, 1, 1)); }
-static int c521(void) { M_PTR(tg_one_hot(NULL, 1)); }
-static int c522(void) { M_PTR(tg_pad_mode(NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (tg_pad_kind)0, 1.0)); }
-static int c523(void) { M_PTR(tg_pad_mode(fx_tensor(), NULL, 1, (tg_pad_kind)0, 1.0)); }
-static int c524(void) { M_PTR(tg_pad_mode(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (tg_pad_kind)99, 1.0)); }
-static int c525(void) { M_PTR(tg_pad_mode(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (tg_pad_kind)-1, 1.0)); }
-static int c526(void) { M_PTR(tg_getitem_adv(NULL, (tg_aindex[4]){ 0 }, 1)); }
-static int c527(void) { M_PTR(tg_getitem_adv(fx_tensor(), NULL, 1)); }
-static int c528(void) { M_PTR(tg_getitem_adv(fx_tensor(), (tg_aindex[4]){ 0 }, -1)); }
-static int c529(void) { M_PTR(tg_setitem(NULL, (tg_aindex[4]){ 0 }, 1, fx_tensor())); }
-static int c530(void) { M_PTR(tg_setitem(fx_tensor(), NULL, 1, fx_tensor())); }
-static int c531(void) { M_PTR(tg_setitem(fx_tensor(), (tg_aindex[4]){ 0 }, -1, fx_tensor())); }
-static int c532(void) { M_PTR(tg_setitem(fx_tensor(), (tg_aindex[4]){ 0 }, 1, NULL)); }
-static int c533(void) { M_PTR(tg_index_select(NULL, 1, fx_tensor())); }
-static int c534(void) { M_PTR(tg_index_select(fx_tensor(), 1, NULL)); }
-static int c535(void) { M_PTR(tg_take(NULL, fx_tensor())); }
-static int c536(void) { M_PTR(tg_take(fx_tensor(), NULL)); }
-static int c537(void) { M_PTR(tg_gather(NULL, 1, fx_tensor())); }
-static int c538(void) { M_PTR(tg_gather(fx_tensor(), 1, NULL)); }
-static int c539(void) { M_PTR(tg_scatter(NULL, 1, fx_tensor(), fx_tensor())); }
-static int c540(void) { M_PTR(tg_scatter(fx_tensor(), 1, NULL, fx_tensor())); }
-static int c541(void) { M_PTR(tg_scatter(fx_tensor(), 1, fx_tensor(), NULL)); }
-static int c542(void) { M_PTR(tg_scatter_value(NULL, 1, fx_tensor(), 1.0)); }
-static int c543(void) { M_PTR(tg_scatter_value(fx_tensor(), 1, NULL, 1.0)); }
-static int c544(void) { M_PTR(tg_scatter_reduce(NULL, 1, fx_tensor(), fx_tensor(), (tg_reduce_kind)0, false)); }
-static int c545(void) { M_PTR(tg_scatter_reduce(fx_tensor(), 1, NULL, fx_tensor(), (tg_reduce_kind)0, false)); }
-static int c546(void) { M_PTR(tg_scatter_reduce(fx_tensor(), 1, fx_tensor(), NULL, (tg_reduce_kind)0, false)); }
-static int c547(void) { M_PTR(tg_scatter_reduce(fx_tensor(), 1, fx_tensor(), fx_tensor(), (tg_reduce_kind)99, false)); }
-static int c548(void) { M_PTR(tg_scatter_reduce(fx_tensor(), 1, fx_tensor(), fx_tensor(), (tg_reduce_kind)-1, false)); }
-static int c549(void) { M_PTR(tg_masked_select(NULL, fx_tensor())); }
-static int c550(void) { M_PTR(tg_masked_select(fx_tensor(), NULL)); }
-static int c551(void) { M_PTR(tg_conv(NULL, fx_tensor(), fx_tensor(), NULL)); }
-static int c552(void) { M_PTR(tg_conv(fx_tensor(), NULL, fx_tensor(), NULL)); }
-static int c553(void) { M_PTR(tg_conv(fx_tensor(), fx_tensor(), NULL, NULL)); }
-static int c554(void) { M_PTR(tg_conv1d(NULL, fx_tensor(), fx_tensor(), NULL)); }
-static int c555(void) { M_PTR(tg_conv1d(fx_tensor(), NULL, fx_tensor(), NULL)); }
-static int c556(void) { M_PTR(tg_conv1d(fx_tensor(), fx_tensor(), NULL, NULL)); }
-static int c557(void) { M_PTR(tg_conv2d(NULL, fx_tensor(), fx_tensor(), NULL)); }
-static int c558(void) { M_PTR(tg_conv2d(fx_tensor(), NULL, fx_tensor(), NULL)); }
-static int c559(void) { M_PTR(tg_conv2d(fx_tensor(), fx_tensor(), NULL, NULL)); }
-static int c560(void) { M_PTR(tg_conv3d(NULL, fx_tensor(), fx_tensor(), NULL)); }
-static int c561(void) { M_PTR(tg_conv3d(fx_tensor(), NULL, fx_tensor(), NULL)); }
-static int c562(void) { M_PTR(tg_conv3d(fx_tensor(), fx_tensor(), NULL, NULL)); }
-static int c563(void) { M_PTR(tg_conv_transpose(NULL, fx_tensor(), fx_tensor(), NULL)); }
-static int c564(void) { M_PTR(tg_conv_transpose(fx_tensor(), NULL, fx_tensor(), NULL)); }
-static int c565(void) { M_PTR(tg_conv_transpose(fx_tensor(), fx_tensor(), NULL, NULL)); }
-static int c566(void) { M_PTR(tg_conv_transpose1d(NULL, fx_tensor(), fx_tensor(), NULL)); }
-static int c567(void) { M_PTR(tg_conv_transpose1d(fx_tensor(), NULL, fx_tensor(), NULL)); }
-static int c568(void) { M_PTR(tg_conv_transpose1d(fx_tensor(), fx_tensor(), NULL, NULL)); }
-static int c569(void) { M_PTR(tg_conv_transpose2d(NULL, fx_tensor(), fx_tensor(), NULL)); }
-static int c570(void) { M_PTR(tg_conv_transpose2d(fx_tensor(), NULL, fx_tensor(), NULL)); }
-static int c571(void) { M_PTR(tg_conv_transpose2d(fx_tensor(), fx_tensor(), NULL, NULL)); }
-static int c572(void) { M_PTR(tg_conv_transpose3d(NULL, fx_tensor(), fx_tensor(), NULL)); }
-static int c573(void) { M_PTR(tg_conv_transpose3d(fx_tensor(), NULL, fx_tensor(), NULL)); }
-static int c574(void) { M_PTR(tg_conv_transpose3d(fx_tensor(), fx_tensor(), NULL, NULL)); }
-static int c575(void) { M_PTR(tg_avg_pool2d(NULL, NULL)); }
-static int c576(void) { M_PTR(tg_max_pool2d(NULL, NULL, fx_tensors())); }
-static int c577(void) { M_PTR(tg_max_pool2d(fx_tensor(), NULL, NULL)); }
-static int c578(void) { M_PTR(tg_max_unpool2d(NULL, fx_tensor(), NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c579(void) { M_PTR(tg_max_unpool2d(fx_tensor(), NULL, NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c580(void) { M_PTR(tg_max_unpool2d(fx_tensor(), fx_tensor(), NULL, NULL)); }
-static int c581(void) { M_PTR(tg_interpolate(NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (tg_interp_mode)0, false)); }
-static int c582(void) { M_PTR(tg_interpolate(fx_tensor(), NULL, 1, (tg_interp_mode)0, false)); }
-static int c583(void) { M_PTR(tg_interpolate(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (tg_interp_mode)99, false)); }
-static int c584(void) { M_PTR(tg_interpolate(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (tg_interp_mode)-1, false)); }
-static int c585(void) { M_PTR(tg_einsum(NULL, fx_tensors(), 1)); }
-static int c586(void) { M_PTR(tg_einsum("x", NULL, 1)); }
-static int c587(void) { M_PTR(tg_einsum("x", fx_tensors(), -1)); }
-static int c588(void) { M_PTR(tg_linear(NULL, fx_tensor(), fx_tensor())); }
-static int c589(void) { M_PTR(tg_linear(fx_tensor(), NULL, fx_tensor())); }
-static int c590(void) { M_PTR(tg_linear(fx_tensor(), fx_tensor(), NULL)); }
-static int c591(void) { M_PTR(tg_layernorm(NULL, TG_SHAPE(2, 3), fx_tensor(), fx_tensor(), 1.0)); }
-static int c592(void) { M_PTR(tg_layernorm(fx_tensor(), (tg_shape){ .ndim = 17 }, fx_tensor(), fx_tensor(), 1.0)); }
-static int c593(void) { M_PTR(tg_layernorm(fx_tensor(), (tg_shape){ .ndim = -1 }, fx_tensor(), fx_tensor(), 1.0)); }
-static int c594(void) { M_PTR(tg_layernorm(fx_tensor(), TG_SHAPE(2, 3), NULL, fx_tensor(), 1.0)); }
-static int c595(void) { M_PTR(tg_layernorm(fx_tensor(), TG_SHAPE(2, 3), fx_tensor(), NULL, 1.0)); }
-static int c596(void) { M_PTR(tg_batchnorm(NULL, fx_tensor(), fx_tensor(), fx_tensor(), fx_tensor(), 1.0)); }
-static int c597(void) { M_PTR(tg_batchnorm(fx_tensor(), NULL, fx_tensor(), fx_tensor(), fx_tensor(), 1.0)); }
-static int c598(void) { M_PTR(tg_batchnorm(fx_tensor(), fx_tensor(), NULL, fx_tensor(), fx_tensor(), 1.0)); }
-static int c599(void) { M_PTR(tg_batchnorm(fx_tensor(), fx_tensor(), fx_tensor(), NULL, fx_tensor(), 1.0)); }
-static int c600(void) { M_PTR(tg_batchnorm(fx_tensor(), fx_tensor(), fx_tensor(), fx_tensor(), NULL, 1.0)); }
-static int c601(void) { M_INT(tg_batchnorm_stats(NULL, fx_tensors(), fx_tensors())); }
-static int c602(void) { M_INT(tg_batchnorm_stats(fx_tensor(), NULL, fx_tensors())); }
-static int c603(void) { M_INT(tg_batchnorm_stats(fx_tensor(), fx_tensors(), NULL)); }
-static int c604(void) { M_PTR(tg_softmin(NULL, 1)); }
-static int c605(void) { M_PTR(tg_scaled_dot_product_attention(NULL, fx_tensor(), fx_tensor(), NULL)); }
-static int c606(void) { M_PTR(tg_scaled_dot_product_attention(fx_tensor(), NULL, fx_tensor(), NULL)); }
-static int c607(void) { M_PTR(tg_scaled_dot_product_attention(fx_tensor(), fx_tensor(), NULL, NULL)); }
-static int c608(void) { M_PTR(tg_dropout(NULL, 1.0, false)); }
-static int c609(void) { M_PTR(tg_cross_entropy(NULL, fx_tensor(), NULL)); }
-static int c610(void) { M_PTR(tg_cross_entropy(fx_tensor(), NULL, NULL)); }
-static int c611(void) { M_PTR(tg_nll_loss(NULL, fx_tensor(), NULL)); }
-static int c612(void) { M_PTR(tg_nll_loss(fx_tensor(), NULL, NULL)); }
-static int c613(void) { M_PTR(tg_sparse_categorical_crossentropy(NULL, fx_tensor(), NULL)); }
-static int c614(void) { M_PTR(tg_sparse_categorical_crossentropy(fx_tensor(), NULL, NULL)); }
-static int c615(void) { M_PTR(tg_binary_crossentropy(NULL, fx_tensor(), NULL)); }
-static int c616(void) { M_PTR(tg_binary_crossentropy(fx_tensor(), NULL, NULL)); }
-static int c617(void) { M_PTR(tg_binary_crossentropy_logits(NULL, fx_tensor(), NULL)); }
-static int c618(void) { M_PTR(tg_binary_crossentropy_logits(fx_tensor(), NULL, NULL)); }
-static int c619(void) { M_PTR(tg_randint((tg_shape){ .ndim = 17 }, 1, 1, TG_F32)); }
-static int c620(void) { M_PTR(tg_randint((tg_shape){ .ndim = -1 }, 1, 1, TG_F32)); }
-static int c621(void) { M_PTR(tg_randint(TG_SHAPE(2, 3), 1, 1, (tg_dtype)99)); }
-static int c622(void) { M_PTR(tg_randint(TG_SHAPE(2, 3), 1, 1, (tg_dtype)-1)); }
-static int c623(void) { M_PTR(tg_uniform((tg_shape){ .ndim = 17 }, 1.0, 1.0, TG_F32)); }
-static int c624(void) { M_PTR(tg_uniform((tg_shape){ .ndim = -1 }, 1.0, 1.0, TG_F32)); }
-static int c625(void) { M_PTR(tg_uniform(TG_SHAPE(2, 3), 1.0, 1.0, (tg_dtype)99)); }
-static int c626(void) { M_PTR(tg_uniform(TG_SHAPE(2, 3), 1.0, 1.0, (tg_dtype)-1)); }
-static int c627(void) { M_PTR(tg_normal((tg_shape){ .ndim = 17 }, 1.0, 1.0, TG_F32)); }
-static int c628(void) { M_PTR(tg_normal((tg_shape){ .ndim = -1 }, 1.0, 1.0, TG_F32)); }
-static int c629(void) { M_PTR(tg_normal(TG_SHAPE(2, 3), 1.0, 1.0, (tg_dtype)99)); }
-static int c630(void) { M_PTR(tg_normal(TG_SHAPE(2, 3), 1.0, 1.0, (tg_dtype)-1)); }
-static int c631(void) { M_PTR(tg_multinomial(NULL, 1, false)); }
-static int c632(void) { M_PTR(tg_randperm(-1, TG_F32)); }
-static int c633(void) { M_PTR(tg_randperm(1, (tg_dtype)99)); }
-static int c634(void) { M_PTR(tg_randperm(1, (tg_dtype)-1)); }
-static int c635(void) { M_PTR(tg_kaiming_uniform((tg_shape){ .ndim = 17 }, 1.0, TG_F32)); }
-static int c636(void) { M_PTR(tg_kaiming_uniform((tg_shape){ .ndim = -1 }, 1.0, TG_F32)); }
-static int c637(void) { M_PTR(tg_kaiming_uniform(TG_SHAPE(2, 3), 1.0, (tg_dtype)99)); }
-static int c638(void) { M_PTR(tg_kaiming_uniform(TG_SHAPE(2, 3), 1.0, (tg_dtype)-1)); }
-static int c639(void) { M_PTR(tg_kaiming_normal((tg_shape){ .ndim = 17 }, 1.0, TG_F32)); }
-static int c640(void) { M_PTR(tg_kaiming_normal((tg_shape){ .ndim = -1 }, 1.0, TG_F32)); }
-static int c641(void) { M_PTR(tg_kaiming_normal(TG_SHAPE(2, 3), 1.0, (tg_dtype)99)); }
-static int c642(void) { M_PTR(tg_kaiming_normal(TG_SHAPE(2, 3), 1.0, (tg_dtype)-1)); }
-static int c643(void) { M_PTR(tg_glorot_uniform((tg_shape){ .ndim = 17 }, TG_F32)); }
-static int c644(void) { M_PTR(tg_glorot_uniform((tg_shape){ .ndim = -1 }, TG_F32)); }
-static int c645(void) { M_PTR(tg_glorot_uniform(TG_SHAPE(2, 3), (tg_dtype)99)); }
-static int c646(void) { M_PTR(tg_glorot_uniform(TG_SHAPE(2, 3), (tg_dtype)-1)); }
-static int c647(void) { M_INT(tg_ggml_type_from_name(NULL)); }
-static int c648(void) { M_PTR(tg_dequantize(NULL, 1, TG_SHAPE(2, 3))); }
-static int c649(void) { M_PTR(tg_dequantize(fx_tensor(), 1, (tg_shape){ .ndim = 17 })); }
-static int c650(void) { M_PTR(tg_dequantize(fx_tensor(), 1, (tg_shape){ .ndim = -1 })); }
-static int c651(void) { M_PTR(tg_quant_matmul(NULL, fx_tensor(), 1, TG_SHAPE(2, 3))); }
-static int c652(void) { M_PTR(tg_quant_matmul(fx_tensor(), NULL, 1, TG_SHAPE(2, 3))); }
-static int c653(void) { M_PTR(tg_quant_matmul(fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = 17 })); }
-static int c654(void) { M_PTR(tg_quant_matmul(fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = -1 })); }
-static int c655(void) { M_INT(tg_quant_pack_rows(NULL, 1, TG_SHAPE(2, 3), fx_tensors(), fx_tensors())); }
-static int c656(void) { M_INT(tg_quant_pack_rows(fx_tensor(), 1, (tg_shape){ .ndim = 17 }, fx_tensors(), fx_tensors())); }
-static int c657(void) { M_INT(tg_quant_pack_rows(fx_tensor(), 1, (tg_shape){ .ndim = -1 }, fx_tensors(), fx_tensors())); }
-static int c658(void) { M_INT(tg_quant_pack_rows(fx_tensor(), 1, TG_SHAPE(2, 3), NULL, fx_tensors())); }
-static int c659(void) { M_INT(tg_quant_pack_rows(fx_tensor(), 1, TG_SHAPE(2, 3), fx_tensors(), NULL)); }
-static int c660(void) { M_PTR(tg_quant_matmul_rows(NULL, fx_tensor(), fx_tensor(), 1, TG_SHAPE(2, 3))); }
-static int c661(void) { M_PTR(tg_quant_matmul_rows(fx_tensor(), NULL, fx_tensor(), 1, TG_SHAPE(2, 3))); }
-static int c662(void) { M_PTR(tg_quant_matmul_rows(fx_tensor(), fx_tensor(), NULL, 1, TG_SHAPE(2, 3))); }
-static int c663(void) { M_PTR(tg_quant_matmul_rows(fx_tensor(), fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = 17 })); }
-static int c664(void) { M_PTR(tg_quant_matmul_rows(fx_tensor(), fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = -1 })); }
-static int c665(void) { M_PTR(tg_dequantize_rows(NULL, fx_tensor(), 1, TG_SHAPE(2, 3))); }
-static int c666(void) { M_PTR(tg_dequantize_rows(fx_tensor(), NULL, 1, TG_SHAPE(2, 3))); }
-static int c667(void) { M_PTR(tg_dequantize_rows(fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = 17 })); }
-static int c668(void) { M_PTR(tg_dequantize_rows(fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = -1 })); }
-static int c669(void) { M_PTR(tg_tokenizer_load(NULL)); }
-static int c670(void) { M_NONE(tg_tokenizer_free(NULL)); }
-static int c671(void) { M_INT(tg_tokenize(NULL, "x", 1, false, false, (int32_t *[1]){ 0 })); }
-static int c672(void) { M_INT(tg_tokenize(fx_tokenizer(), NULL, 1, false, false, (int32_t *[1]){ 0 })); }
-static int c673(void) { M_INT(tg_tokenize(fx_tokenizer(), "x", 1, false, false, NULL)); }
-static int c674(void) { M_INT(tg_token_to_piece(NULL, 1, false, "x", 1)); }
-static int c675(void) { M_INT(tg_token_to_piece(fx_tokenizer(), 1, false, NULL, 1)); }
-static int c676(void) { M_INT(tg_token_to_piece(fx_tokenizer(), 1, false, "x", -1)); }
-static int c677(void) { M_PTR(tg_detokenize(NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, false, false, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c678(void) { M_PTR(tg_detokenize(fx_tokenizer(), NULL, 1, false, false, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c679(void) { M_PTR(tg_detokenize(fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1, false, false, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c680(void) { M_PTR(tg_detokenize(fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, false, false, NULL)); }
-static int c681(void) { M_PTR(tg_token_stream_new(NULL, false)); }
-static int c682(void) { M_PTR(tg_token_stream_push(NULL, 1, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c683(void) { M_PTR(tg_token_stream_push(fx_stream(), 1, NULL)); }
-static int c684(void) { M_PTR(tg_token_stream_flush(NULL, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c685(void) { M_PTR(tg_token_stream_flush(fx_stream(), NULL)); }
-static int c686(void) { M_NONE(tg_token_stream_free(NULL)); }
-static int c687(void) { M_INT(tg_tokenizer_n_vocab(NULL)); }
-static int c688(void) { M_INT(tg_tokenizer_bos(NULL)); }
-static int c689(void) { M_INT(tg_tokenizer_eos(NULL)); }
-static int c690(void) { M_INT(tg_tokenizer_eot(NULL)); }
-static int c691(void) { M_NONE(tg_tokenizer_add_bos(NULL)); }
-static int c692(void) { M_NONE(tg_tokenizer_is_eog(NULL, 1)); }
-static int c693(void) { M_INT(tg_tokenizer_find(NULL, "x")); }
-static int c694(void) { M_INT(tg_tokenizer_find(fx_tokenizer(), NULL)); }
-static int c695(void) { M_PTR(tg_tokenizer_token_text(NULL, 1)); }
+static int c2(void) { M_INT(tg_dtype_from_name(NULL)); }
+static int c3(void) { M_INT(tg_set_default_float((tg_dtype)99)); }
+static int c4(void) { M_INT(tg_set_default_float((tg_dtype)-1)); }
+static int c5(void) { M_INT(tg_set_sum_acc_float((tg_dtype)99)); }
+static int c6(void) { M_INT(tg_set_sum_acc_float((tg_dtype)-1)); }
+static int c7(void) { M_INT(tg_dtype_size((tg_dtype)99)); }
+static int c8(void) { M_INT(tg_dtype_size((tg_dtype)-1)); }
+static int c9(void) { M_NONE(tg_dtype_is_float((tg_dtype)99)); }
+static int c10(void) { M_NONE(tg_dtype_is_float((tg_dtype)-1)); }
+static int c11(void) { M_NONE(tg_dtype_is_int((tg_dtype)99)); }
+static int c12(void) { M_NONE(tg_dtype_is_int((tg_dtype)-1)); }
+static int c13(void) { M_NONE(tg_dtype_is_unsigned((tg_dtype)99)); }
+static int c14(void) { M_NONE(tg_dtype_is_unsigned((tg_dtype)-1)); }
+static int c15(void) { M_NONE(tg_dtype_promote((tg_dtype)99, TG_F32)); }
+static int c16(void) { M_NONE(tg_dtype_promote((tg_dtype)-1, TG_F32)); }
+static int c17(void) { M_NONE(tg_dtype_promote(TG_F32, (tg_dtype)99)); }
+static int c18(void) { M_NONE(tg_dtype_promote(TG_F32, (tg_dtype)-1)); }
+static int c19(void) { M_NONE(tg_dtype_can_safe_cast((tg_dtype)99, TG_F32)); }
+static int c20(void) { M_NONE(tg_dtype_can_safe_cast((tg_dtype)-1, TG_F32)); }
+static int c21(void) { M_NONE(tg_dtype_can_safe_cast(TG_F32, (tg_dtype)99)); }
+static int c22(void) { M_NONE(tg_dtype_can_safe_cast(TG_F32, (tg_dtype)-1)); }
+static int c23(void) { M_PTR(tg_keep(NULL)); }
+static int c24(void) { M_NONE(tg_free(NULL)); }
+static int c25(void) { M_INT(tg_set_default_device(NULL)); }
+static int c26(void) { M_PTR(tg_device_of(NULL)); }
+static int c27(void) { M_PTR(tg_to(NULL, "CPU")); }
+static int c28(void) { M_PTR(tg_to(fx_tensor(), NULL)); }
+static int c29(void) { M_INT(tg_devices(NULL, 1, (const char *[4]){ "x", "y", NULL, NULL })); }
+static int c30(void) { M_INT(tg_devices((tg_device_info[4]){ 0 }, -1, (const char *[4]){ "x", "y", NULL, NULL })); }
+static int c31(void) { M_INT(tg_devices((tg_device_info[4]){ 0 }, 1, NULL)); }
+static int c32(void) { M_NONE(tg_shape_of(NULL)); }
+static int c33(void) { M_INT(tg_ndim(NULL)); }
+static int c34(void) { M_INT(tg_dim(NULL, 1)); }
+static int c35(void) { M_INT(tg_numel(NULL)); }
+static int c36(void) { M_NONE(tg_dtype_of(NULL)); }
+static int c37(void) { M_NONE(tg_print_graph(NULL)); }
+static int c38(void) { M_PTR(tg_from_data(NULL, TG_SHAPE(2, 3), TG_F32)); }
+static int c39(void) { M_PTR(tg_from_data(fx_bytes, (tg_shape){ .ndim = 17 }, TG_F32)); }
+static int c40(void) { M_PTR(tg_from_data(fx_bytes, (tg_shape){ .ndim = -1 }, TG_F32)); }
+static int c41(void) { M_PTR(tg_from_data(fx_bytes, TG_SHAPE(2, 3), (tg_dtype)99)); }
+static int c42(void) { M_PTR(tg_from_data(fx_bytes, TG_SHAPE(2, 3), (tg_dtype)-1)); }
+static int c43(void) { M_PTR(tg_empty((tg_shape){ .ndim = 17 }, TG_F32)); }
+static int c44(void) { M_PTR(tg_empty((tg_shape){ .ndim = -1 }, TG_F32)); }
+static int c45(void) { M_PTR(tg_empty(TG_SHAPE(2, 3), (tg_dtype)99)); }
+static int c46(void) { M_PTR(tg_empty(TG_SHAPE(2, 3), (tg_dtype)-1)); }
+static int c47(void) { M_PTR(tg_full((tg_shape){ .ndim = 17 }, 1.0, TG_F32)); }
+static int c48(void) { M_PTR(tg_full((tg_shape){ .ndim = -1 }, 1.0, TG_F32)); }
+static int c49(void) { M_PTR(tg_full(TG_SHAPE(2, 3), 1.0, (tg_dtype)99)); }
+static int c50(void) { M_PTR(tg_full(TG_SHAPE(2, 3), 1.0, (tg_dtype)-1)); }
+static int c51(void) { M_PTR(tg_zeros((tg_shape){ .ndim = 17 }, TG_F32)); }
+static int c52(void) { M_PTR(tg_zeros((tg_shape){ .ndim = -1 }, TG_F32)); }
+static int c53(void) { M_PTR(tg_zeros(TG_SHAPE(2, 3), (tg_dtype)99)); }
+static int c54(void) { M_PTR(tg_zeros(TG_SHAPE(2, 3), (tg_dtype)-1)); }
+static int c55(void) { M_PTR(tg_ones((tg_shape){ .ndim = 17 }, TG_F32)); }
+static int c56(void) { M_PTR(tg_ones((tg_shape){ .ndim = -1 }, TG_F32)); }
+static int c57(void) { M_PTR(tg_ones(TG_SHAPE(2, 3), (tg_dtype)99)); }
+static int c58(void) { M_PTR(tg_ones(TG_SHAPE(2, 3), (tg_dtype)-1)); }
+static int c59(void) { M_PTR(tg_scalar(1.0, (tg_dtype)99)); }
+static int c60(void) { M_PTR(tg_scalar(1.0, (tg_dtype)-1)); }
+static int c61(void) { M_PTR(tg_arange(1.0, 1.0, 1.0, (tg_dtype)99)); }
+static int c62(void) { M_PTR(tg_arange(1.0, 1.0, 1.0, (tg_dtype)-1)); }
+static int c63(void) { M_PTR(tg_eye(-1, TG_F32)); }
+static int c64(void) { M_PTR(tg_eye(1, (tg_dtype)99)); }
+static int c65(void) { M_PTR(tg_eye(1, (tg_dtype)-1)); }
+static int c66(void) { M_PTR(tg_full_like(NULL, 1.0)); }
+static int c67(void) { M_PTR(tg_zeros_like(NULL)); }
+static int c68(void) { M_PTR(tg_ones_like(NULL)); }
+static int c69(void) { M_PTR(tg_empty_like(NULL)); }
+static int c70(void) { M_PTR(tg_rand((tg_shape){ .ndim = 17 }, TG_F32)); }
+static int c71(void) { M_PTR(tg_rand((tg_shape){ .ndim = -1 }, TG_F32)); }
+static int c72(void) { M_PTR(tg_rand(TG_SHAPE(2, 3), (tg_dtype)99)); }
+static int c73(void) { M_PTR(tg_rand(TG_SHAPE(2, 3), (tg_dtype)-1)); }
+static int c74(void) { M_PTR(tg_randn((tg_shape){ .ndim = 17 }, TG_F32)); }
+static int c75(void) { M_PTR(tg_randn((tg_shape){ .ndim = -1 }, TG_F32)); }
+static int c76(void) { M_PTR(tg_randn(TG_SHAPE(2, 3), (tg_dtype)99)); }
+static int c77(void) { M_PTR(tg_randn(TG_SHAPE(2, 3), (tg_dtype)-1)); }
+static int c78(void) { M_PTR(tg_threefry(NULL, fx_tensor())); }
+static int c79(void) { M_PTR(tg_threefry(fx_tensor(), NULL)); }
+static int c80(void) { M_PTR(tg_add(NULL, fx_tensor())); }
+static int c81(void) { M_PTR(tg_add(fx_tensor(), NULL)); }
+static int c82(void) { M_PTR(tg_sub(NULL, fx_tensor())); }
+static int c83(void) { M_PTR(tg_sub(fx_tensor(), NULL)); }
+static int c84(void) { M_PTR(tg_mul(NULL, fx_tensor())); }
+static int c85(void) { M_PTR(tg_mul(fx_tensor(), NULL)); }
+static int c86(void) { M_PTR(tg_div(NULL, fx_tensor())); }
+static int c87(void) { M_PTR(tg_div(fx_tensor(), NULL)); }
+static int c88(void) { M_PTR(tg_pow(NULL, fx_tensor())); }
+static int c89(void) { M_PTR(tg_pow(fx_tensor(), NULL)); }
+static int c90(void) { M_PTR(tg_maximum(NULL, fx_tensor())); }
+static int c91(void) { M_PTR(tg_maximum(fx_tensor(), NULL)); }
+static int c92(void) { M_PTR(tg_minimum(NULL, fx_tensor())); }
+static int c93(void) { M_PTR(tg_minimum(fx_tensor(), NULL)); }
+static int c94(void) { M_PTR(tg_adds(NULL, 1.0)); }
+static int c95(void) { M_PTR(tg_subs(NULL, 1.0)); }
+static int c96(void) { M_PTR(tg_muls(NULL, 1.0)); }
+static int c97(void) { M_PTR(tg_divs(NULL, 1.0)); }
+static int c98(void) { M_PTR(tg_pows(NULL, 1.0)); }
+static int c99(void) { M_PTR(tg_neg(NULL)); }
+static int c100(void) { M_PTR(tg_exp(NULL)); }
+static int c101(void) { M_PTR(tg_log(NULL)); }
+static int c102(void) { M_PTR(tg_exp2(NULL)); }
+static int c103(void) { M_PTR(tg_log2(NULL)); }
+static int c104(void) { M_PTR(tg_sqrt(NULL)); }
+static int c105(void) { M_PTR(tg_rsqrt(NULL)); }
+static int c106(void) { M_PTR(tg_reciprocal(NULL)); }
+static int c107(void) { M_PTR(tg_sin(NULL)); }
+static int c108(void) { M_PTR(tg_cos(NULL)); }
+static int c109(void) { M_PTR(tg_abs(NULL)); }
+static int c110(void) { M_PTR(tg_relu(NULL)); }
+static int c111(void) { M_PTR(tg_sigmoid(NULL)); }
+static int c112(void) { M_PTR(tg_tanh(NULL)); }
+static int c113(void) { M_PTR(tg_lt(NULL, fx_tensor())); }
+static int c114(void) { M_PTR(tg_lt(fx_tensor(), NULL)); }
+static int c115(void) { M_PTR(tg_le(NULL, fx_tensor())); }
+static int c116(void) { M_PTR(tg_le(fx_tensor(), NULL)); }
+static int c117(void) { M_PTR(tg_gt(NULL, fx_tensor())); }
+static int c118(void) { M_PTR(tg_gt(fx_tensor(), NULL)); }
+static int c119(void) { M_PTR(tg_ge(NULL, fx_tensor())); }
+static int c120(void) { M_PTR(tg_ge(fx_tensor(), NULL)); }
+static int c121(void) { M_PTR(tg_eq(NULL, fx_tensor())); }
+static int c122(void) { M_PTR(tg_eq(fx_tensor(), NULL)); }
+static int c123(void) { M_PTR(tg_ne(NULL, fx_tensor())); }
+static int c124(void) { M_PTR(tg_ne(fx_tensor(), NULL)); }
+static int c125(void) { M_PTR(tg_logical_and(NULL, fx_tensor())); }
+static int c126(void) { M_PTR(tg_logical_and(fx_tensor(), NULL)); }
+static int c127(void) { M_PTR(tg_logical_or(NULL, fx_tensor())); }
+static int c128(void) { M_PTR(tg_logical_or(fx_tensor(), NULL)); }
+static int c129(void) { M_PTR(tg_logical_xor(NULL, fx_tensor())); }
+static int c130(void) { M_PTR(tg_logical_xor(fx_tensor(), NULL)); }
+static int c131(void) { M_PTR(tg_logical_not(NULL)); }
+static int c132(void) { M_PTR(tg_where(NULL, fx_tensor(), fx_tensor())); }
+static int c133(void) { M_PTR(tg_where(fx_tensor(), NULL, fx_tensor())); }
+static int c134(void) { M_PTR(tg_where(fx_tensor(), fx_tensor(), NULL)); }
+static int c135(void) { M_PTR(tg_cast(NULL, TG_F32)); }
+static int c136(void) { M_PTR(tg_cast(fx_tensor(), (tg_dtype)99)); }
+static int c137(void) { M_PTR(tg_cast(fx_tensor(), (tg_dtype)-1)); }
+static int c138(void) { M_PTR(tg_bitcast(NULL, TG_F32)); }
+static int c139(void) { M_PTR(tg_bitcast(fx_tensor(), (tg_dtype)99)); }
+static int c140(void) { M_PTR(tg_bitcast(fx_tensor(), (tg_dtype)-1)); }
+static int c141(void) { M_PTR(tg_reshape(NULL, TG_SHAPE(2, 3))); }
+static int c142(void) { M_PTR(tg_reshape(fx_tensor(), (tg_shape){ .ndim = 17 })); }
+static int c143(void) { M_PTR(tg_reshape(fx_tensor(), (tg_shape){ .ndim = -1 })); }
+static int c144(void) { M_PTR(tg_permute(NULL, TG_AXES(0))); }
+static int c145(void) { M_PTR(tg_permute(fx_tensor(), (tg_axes){ .n = 17 })); }
+static int c146(void) { M_PTR(tg_permute(fx_tensor(), TG_AXES(99))); }
+static int c147(void) { M_PTR(tg_expand(NULL, TG_SHAPE(2, 3))); }
+static int c148(void) { M_PTR(tg_expand(fx_tensor(), (tg_shape){ .ndim = 17 })); }
+static int c149(void) { M_PTR(tg_expand(fx_tensor(), (tg_shape){ .ndim = -1 })); }
+static int c150(void) { M_PTR(tg_pad(NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1.0)); }
+static int c151(void) { M_PTR(tg_pad(fx_tensor(), NULL, 1, 1.0)); }
+static int c152(void) { M_PTR(tg_shrink(NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c153(void) { M_PTR(tg_shrink(fx_tensor(), NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c154(void) { M_PTR(tg_shrink(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, NULL)); }
+static int c155(void) { M_PTR(tg_flip(NULL, TG_AXES(0))); }
+static int c156(void) { M_PTR(tg_flip(fx_tensor(), (tg_axes){ .n = 17 })); }
+static int c157(void) { M_PTR(tg_flip(fx_tensor(), TG_AXES(99))); }
+static int c158(void) { M_PTR(tg_transpose(NULL, 1, 1)); }
+static int c159(void) { M_PTR(tg_T(NULL)); }
+static int c160(void) { M_PTR(tg_squeeze(NULL, 1)); }
+static int c161(void) { M_PTR(tg_unsqueeze(NULL, 1)); }
+static int c162(void) { M_PTR(tg_flatten(NULL, 1, 1)); }
+static int c163(void) { M_PTR(tg_getitem(NULL, (tg_index[4]){ 0 }, 1)); }
+static int c164(void) { M_PTR(tg_getitem(fx_tensor(), NULL, 1)); }
+static int c165(void) { M_PTR(tg_getitem(fx_tensor(), (tg_index[4]){ 0 }, -1)); }
+static int c166(void) { M_PTR(tg_sum(NULL, TG_AXES(0), false)); }
+static int c167(void) { M_PTR(tg_sum(fx_tensor(), (tg_axes){ .n = 17 }, false)); }
+static int c168(void) { M_PTR(tg_sum(fx_tensor(), TG_AXES(99), false)); }
+static int c169(void) { M_PTR(tg_prod(NULL, TG_AXES(0), false)); }
+static int c170(void) { M_PTR(tg_prod(fx_tensor(), (tg_axes){ .n = 17 }, false)); }
+static int c171(void) { M_PTR(tg_prod(fx_tensor(), TG_AXES(99), false)); }
+static int c172(void) { M_PTR(tg_max(NULL, TG_AXES(0), false)); }
+static int c173(void) { M_PTR(tg_max(fx_tensor(), (tg_axes){ .n = 17 }, false)); }
+static int c174(void) { M_PTR(tg_max(fx_tensor(), TG_AXES(99), false)); }
+static int c175(void) { M_PTR(tg_min(NULL, TG_AXES(0), false)); }
+static int c176(void) { M_PTR(tg_min(fx_tensor(), (tg_axes){ .n = 17 }, false)); }
+static int c177(void) { M_PTR(tg_min(fx_tensor(), TG_AXES(99), false)); }
+static int c178(void) { M_PTR(tg_mean(NULL, TG_AXES(0), false)); }
+static int c179(void) { M_PTR(tg_mean(fx_tensor(), (tg_axes){ .n = 17 }, false)); }
+static int c180(void) { M_PTR(tg_mean(fx_tensor(), TG_AXES(99), false)); }
+static int c181(void) { M_PTR(tg_sum_dtype(NULL, TG_AXES(0), false, TG_F32)); }
+static int c182(void) { M_PTR(tg_sum_dtype(fx_tensor(), (tg_axes){ .n = 17 }, false, TG_F32)); }
+static int c183(void) { M_PTR(tg_sum_dtype(fx_tensor(), TG_AXES(99), false, TG_F32)); }
+static int c184(void) { M_PTR(tg_sum_dtype(fx_tensor(), TG_AXES(0), false, (tg_dtype)99)); }
+static int c185(void) { M_PTR(tg_sum_dtype(fx_tensor(), TG_AXES(0), false, (tg_dtype)-1)); }
+static int c186(void) { M_PTR(tg_prod_dtype(NULL, TG_AXES(0), false, TG_F32)); }
+static int c187(void) { M_PTR(tg_prod_dtype(fx_tensor(), (tg_axes){ .n = 17 }, false, TG_F32)); }
+static int c188(void) { M_PTR(tg_prod_dtype(fx_tensor(), TG_AXES(99), false, TG_F32)); }
+static int c189(void) { M_PTR(tg_prod_dtype(fx_tensor(), TG_AXES(0), false, (tg_dtype)99)); }
+static int c190(void) { M_PTR(tg_prod_dtype(fx_tensor(), TG_AXES(0), false, (tg_dtype)-1)); }
+static int c191(void) { M_PTR(tg_mean_dtype(NULL, TG_AXES(0), false, TG_F32)); }
+static int c192(void) { M_PTR(tg_mean_dtype(fx_tensor(), (tg_axes){ .n = 17 }, false, TG_F32)); }
+static int c193(void) { M_PTR(tg_mean_dtype(fx_tensor(), TG_AXES(99), false, TG_F32)); }
+static int c194(void) { M_PTR(tg_mean_dtype(fx_tensor(), TG_AXES(0), false, (tg_dtype)99)); }
+static int c195(void) { M_PTR(tg_mean_dtype(fx_tensor(), TG_AXES(0), false, (tg_dtype)-1)); }
+static int c196(void) { M_PTR(tg_argmax(NULL, 1, false)); }
+static int c197(void) { M_PTR(tg_argmin(NULL, 1, false)); }
+static int c198(void) { M_PTR(tg_matmul(NULL, fx_tensor())); }
+static int c199(void) { M_PTR(tg_matmul(fx_tensor(), NULL)); }
+static int c200(void) { M_PTR(tg_dot(NULL, fx_tensor())); }
+static int c201(void) { M_PTR(tg_dot(fx_tensor(), NULL)); }
+static int c202(void) { M_PTR(tg_matmul_dtype(NULL, fx_tensor(), TG_F32)); }
+static int c203(void) { M_PTR(tg_matmul_dtype(fx_tensor(), NULL, TG_F32)); }
+static int c204(void) { M_PTR(tg_matmul_dtype(fx_tensor(), fx_tensor(), (tg_dtype)99)); }
+static int c205(void) { M_PTR(tg_matmul_dtype(fx_tensor(), fx_tensor(), (tg_dtype)-1)); }
+static int c206(void) { M_PTR(tg_dot_dtype(NULL, fx_tensor(), TG_F32)); }
+static int c207(void) { M_PTR(tg_dot_dtype(fx_tensor(), NULL, TG_F32)); }
+static int c208(void) { M_PTR(tg_dot_dtype(fx_tensor(), fx_tensor(), (tg_dtype)99)); }
+static int c209(void) { M_PTR(tg_dot_dtype(fx_tensor(), fx_tensor(), (tg_dtype)-1)); }
+static int c210(void) { M_PTR(tg_softmax(NULL, 1)); }
+static int c211(void) { M_PTR(tg_log_softmax(NULL, 1)); }
+static int c212(void) { M_PTR(tg_contiguous(NULL)); }
+static int c213(void) { M_PTR(tg_assign(NULL, fx_tensor())); }
+static int c214(void) { M_PTR(tg_assign(fx_tensor(), NULL)); }
+static int c215(void) { M_INT(tg_realize(NULL)); }
+static int c216(void) { M_INT(tg_realize_all(NULL, 1)); }
+static int c217(void) { M_INT(tg_realize_all(fx_tensors(), -1)); }
+static int c218(void) { M_INT(tg_data(NULL, fx_bytes, 1)); }
+static int c219(void) { M_INT(tg_data(fx_tensor(), NULL, 1)); }
+static int c220(void) { M_NONE(tg_item(NULL)); }
+static int c221(void) { M_PTR(tg_requires_grad(NULL, false)); }
+static int c222(void) { M_NONE(tg_get_requires_grad(NULL)); }
+static int c223(void) { M_INT(tg_backward(NULL)); }
+static int c224(void) { M_PTR(tg_grad(NULL)); }
+static int c225(void) { M_NONE(tg_zero_grad(NULL)); }
+static int c226(void) { M_INT(tg_gradient(NULL, fx_tensors(), 1, fx_tensors())); }
+static int c227(void) { M_INT(tg_gradient(fx_tensor(), NULL, 1, fx_tensors())); }
+static int c228(void) { M_INT(tg_gradient(fx_tensor(), fx_tensors(), -1, fx_tensors())); }
+static int c229(void) { M_INT(tg_gradient(fx_tensor(), fx_tensors(), 1, NULL)); }
+static int c230(void) { M_PTR(tg_detach(NULL)); }
+static int c231(void) { M_PTR(tg_variable(NULL, 1, 1)); }
+static int c232(void) { M_PTR(tg_variable("x", 1, -1)); }
+static int c233(void) { M_INT(tg_bind(NULL, 1)); }
+static int c234(void) { M_PTR(tg_shrink_var(NULL, 1, "x")); }
+static int c235(void) { M_PTR(tg_shrink_var(fx_tensor(), 1, NULL)); }
+static int c236(void) { M_PTR(tg_dim_var(NULL, 1)); }
+static int c237(void) { M_NONE(tg_dim_is_symbolic(NULL, 1)); }
+static int c238(void) { M_PTR(tg_jit_new(fx_jit_fn, NULL)); }
+static int c239(void) { M_NONE(tg_jit_free(NULL)); }
+static int c240(void) { M_INT(tg_jit_call(NULL, fx_tensors(), 1, fx_tensors(), 1)); }
+static int c241(void) { M_INT(tg_jit_call(fx_jit(), NULL, 1, fx_tensors(), 1)); }
+static int c242(void) { M_INT(tg_jit_call(fx_jit(), fx_tensors(), -1, fx_tensors(), 1)); }
+static int c243(void) { M_INT(tg_jit_call(fx_jit(), fx_tensors(), 1, NULL, 1)); }
+static int c244(void) { M_INT(tg_jit_call(fx_jit(), fx_tensors(), 1, fx_tensors(), -1)); }
+static int c245(void) { M_NONE(tg_jit_stats(NULL)); }
+static int c246(void) { M_NONE(tg_jit_set_prune(NULL, false)); }
+static int c247(void) { M_NONE(tg_jit_set_reuse_outputs(NULL, false)); }
+static int c248(void) { M_PTR(tg_function_new(NULL, fx_jit_fn, fx_bytes, 1, 1)); }
+static int c249(void) { M_PTR(tg_function_new("x", fx_jit_fn, NULL, 1, 1)); }
+static int c250(void) { M_PTR(tg_function_new("x", fx_jit_fn, fx_bytes, -1, 1)); }
+static int c251(void) { M_PTR(tg_function_new("x", fx_jit_fn, fx_bytes, 1, -1)); }
+static int c252(void) { M_INT(tg_function_call(NULL, NULL, fx_tensors())); }
+static int c253(void) { M_INT(tg_function_call(NULL, fx_tensors(), NULL)); }
+static int c254(void) { M_NONE(tg_function_set_grad(NULL, NULL, NULL)); }
+static int c255(void) { M_INT(tg_set_kernel_opts(NULL)); }
+static int c256(void) { M_INT(tg_viz_begin(NULL)); }
+static int c257(void) { M_NONE(tg_profile_marker(NULL)); }
+static int c258(void) { M_PTR(tg_chat_template_new(NULL, "x", "x", "x")); }
+static int c259(void) { M_PTR(tg_chat_template_new("{{ 1 }}", NULL, "x", "x")); }
+static int c260(void) { M_PTR(tg_chat_template_new("{{ 1 }}", "x", NULL, "x")); }
+static int c261(void) { M_PTR(tg_chat_template_new("{{ 1 }}", "x", "x", NULL)); }
+static int c262(void) { M_NONE(tg_chat_template_free(NULL)); }
+static int c263(void) { M_PTR(tg_chat_apply(NULL, (tg_chat_message[4]){ 0 }, 1, false, false)); }
+static int c264(void) { M_PTR(tg_chat_apply(fx_template(), NULL, 1, false, false)); }
+static int c265(void) { M_PTR(tg_chat_apply(fx_template(), (tg_chat_message[4]){ 0 }, -1, false, false)); }
+static int c266(void) { M_PTR(tg_chat_apply_json(NULL, "[]", "[]", "{}", false, false)); }
+static int c267(void) { M_PTR(tg_chat_apply_json(fx_template(), NULL, "[]", "{}", false, false)); }
+static int c268(void) { M_PTR(tg_chat_apply_json(fx_template(), "[]", NULL, "{}", false, false)); }
+static int c269(void) { M_PTR(tg_chat_apply_json(fx_template(), "[]", "[]", NULL, false, false)); }
+static int c270(void) { M_PTR(tg_chat_end_strings(NULL)); }
+static int c271(void) { M_NONE(tg_chat_is_end(NULL, fx_tokenizer(), 1)); }
+static int c272(void) { M_NONE(tg_chat_is_end(fx_template(), NULL, 1)); }
+static int c273(void) { M_PTR(tg_chat_preset_name(NULL)); }
+static int c274(void) { M_NONE(tg_chat_is_jinja(NULL)); }
+static int c275(void) { M_NONE(tg_chat_set_time(NULL, 1)); }
+static int c276(void) { M_PTR(tg_chat_detect_preset(NULL)); }
+static int c277(void) { M_PTR(tg_jinja_render(NULL, "{}", (tg_jinja_options){ 0 })); }
+static int c278(void) { M_PTR(tg_jinja_render("{{ 1 }}", NULL, (tg_jinja_options){ 0 })); }
+static int c279(void) { M_NONE(tg_tensor_list_free(NULL)); }
+static int c280(void) { M_PTR(tg_tensor_list_get(NULL, "x")); }
+static int c281(void) { M_PTR(tg_tensor_list_get((tg_tensor_list[4]){ 0 }, NULL)); }
+static int c282(void) { M_PTR(tg_from_file(NULL, 1, TG_SHAPE(2, 3), TG_F32)); }
+static int c283(void) { M_PTR(tg_from_file("goldens/llm_llama.gguf", 1, (tg_shape){ .ndim = 17 }, TG_F32)); }
+static int c284(void) { M_PTR(tg_from_file("goldens/llm_llama.gguf", 1, (tg_shape){ .ndim = -1 }, TG_F32)); }
+static int c285(void) { M_PTR(tg_from_file("goldens/llm_llama.gguf", 1, TG_SHAPE(2, 3), (tg_dtype)99)); }
+static int c286(void) { M_PTR(tg_from_file("goldens/llm_llama.gguf", 1, TG_SHAPE(2, 3), (tg_dtype)-1)); }
+static int c287(void) { M_INT(tg_safetensors_load(NULL, "CPU", (tg_tensor_list[4]){ 0 })); }
+static int c288(void) { M_INT(tg_safetensors_load("goldens/llm_llama.gguf", NULL, (tg_tensor_list[4]){ 0 })); }
+static int c289(void) { M_INT(tg_safetensors_load("goldens/llm_llama.gguf", "CPU", NULL)); }
+static int c290(void) { M_INT(tg_safetensors_save(NULL, (const char *[4]){ "x", "y", NULL, NULL }, fx_tensors(), 1, (const char *[4]){ "x", "y", NULL, NULL })); }
+static int c291(void) { M_INT(tg_safetensors_save("/tmp/tg_misuse.out", NULL, fx_tensors(), 1, (const char *[4]){ "x", "y", NULL, NULL })); }
+static int c292(void) { M_INT(tg_safetensors_save("/tmp/tg_misuse.out", (const char *[4]){ "x", "y", NULL, NULL }, NULL, 1, (const char *[4]){ "x", "y", NULL, NULL })); }
+static int c293(void) { M_INT(tg_safetensors_save("/tmp/tg_misuse.out", (const char *[4]){ "x", "y", NULL, NULL }, fx_tensors(), -1, (const char *[4]){ "x", "y", NULL, NULL })); }
+static int c294(void) { M_INT(tg_safetensors_save("/tmp/tg_misuse.out", (const char *[4]){ "x", "y", NULL, NULL }, fx_tensors(), 1, NULL)); }
+static int c295(void) { M_PTR(tg_npy_load(NULL, "CPU")); }
+static int c296(void) { M_PTR(tg_npy_load("goldens/llm_llama.gguf", NULL)); }
+static int c297(void) { M_INT(tg_npy_save(NULL, fx_tensor())); }
+static int c298(void) { M_INT(tg_npy_save("/tmp/tg_misuse.out", NULL)); }
+static int c299(void) { M_INT(tg_gguf_load_tensors(NULL, "CPU", (tg_tensor_list[4]){ 0 })); }
+static int c300(void) { M_INT(tg_gguf_load_tensors("goldens/llm_llama.gguf", NULL, (tg_tensor_list[4]){ 0 })); }
+static int c301(void) { M_INT(tg_gguf_load_tensors("goldens/llm_llama.gguf", "CPU", NULL)); }
+static int c302(void) { M_INT(tg_gguf_save(NULL, (const char *[4]){ "x", "y", NULL, NULL }, fx_tensors(), 1, (const char *[4]){ "x", "y", NULL, NULL })); }
+static int c303(void) { M_INT(tg_gguf_save("/tmp/tg_misuse.out", NULL, fx_tensors(), 1, (const char *[4]){ "x", "y", NULL, NULL })); }
+static int c304(void) { M_INT(tg_gguf_save("/tmp/tg_misuse.out", (const char *[4]){ "x", "y", NULL, NULL }, NULL, 1, (const char *[4]){ "x", "y", NULL, NULL })); }
+static int c305(void) { M_INT(tg_gguf_save("/tmp/tg_misuse.out", (const char *[4]){ "x", "y", NULL, NULL }, fx_tensors(), -1, (const char *[4]){ "x", "y", NULL, NULL })); }
+static int c306(void) { M_INT(tg_gguf_save("/tmp/tg_misuse.out", (const char *[4]){ "x", "y", NULL, NULL }, fx_tensors(), 1, NULL)); }
+static int c307(void) { M_NONE(tg_state_dict_free(NULL)); }
+static int c308(void) { M_INT(tg_state_dict_add(NULL, "x", fx_tensor())); }
+static int c309(void) { M_INT(tg_state_dict_add((tg_state_dict[4]){ 0 }, NULL, fx_tensor())); }
+static int c310(void) { M_INT(tg_state_dict_add((tg_state_dict[4]){ 0 }, "x", NULL)); }
+static int c311(void) { M_PTR(tg_state_dict_get(NULL, "x")); }
+static int c312(void) { M_PTR(tg_state_dict_get((tg_state_dict[4]){ 0 }, NULL)); }
+static int c313(void) { M_INT(tg_state_dict_parameters(NULL, fx_tensors(), 1)); }
+static int c314(void) { M_INT(tg_state_dict_parameters((tg_state_dict[4]){ 0 }, NULL, 1)); }
+static int c315(void) { M_INT(tg_state_dict_parameters((tg_state_dict[4]){ 0 }, fx_tensors(), -1)); }
+static int c316(void) { M_INT(tg_state_dict_realize(NULL)); }
+static int c317(void) { M_PTR(tg_linear_forward(NULL, fx_tensor())); }
+static int c318(void) { M_PTR(tg_linear_forward((tg_linear_layer[4]){ 0 }, NULL)); }
+static int c319(void) { M_INT(tg_linear_state(NULL, (tg_state_dict[4]){ 0 }, "x")); }
+static int c320(void) { M_INT(tg_linear_state((tg_linear_layer[4]){ 0 }, NULL, "x")); }
+static int c321(void) { M_INT(tg_linear_state((tg_linear_layer[4]){ 0 }, (tg_state_dict[4]){ 0 }, NULL)); }
+static int c322(void) { M_NONE(tg_linear_free(NULL)); }
+static int c323(void) { M_PTR(tg_conv_layer_forward(NULL, fx_tensor())); }
+static int c324(void) { M_PTR(tg_conv_layer_forward((tg_conv_layer[4]){ 0 }, NULL)); }
+static int c325(void) { M_INT(tg_conv_layer_state(NULL, (tg_state_dict[4]){ 0 }, "x")); }
+static int c326(void) { M_INT(tg_conv_layer_state((tg_conv_layer[4]){ 0 }, NULL, "x")); }
+static int c327(void) { M_INT(tg_conv_layer_state((tg_conv_layer[4]){ 0 }, (tg_state_dict[4]){ 0 }, NULL)); }
+static int c328(void) { M_NONE(tg_conv_layer_free(NULL)); }
+static int c329(void) { M_PTR(tg_conv_transpose_layer_forward(NULL, fx_tensor())); }
+static int c330(void) { M_PTR(tg_conv_transpose_layer_forward((tg_conv_transpose_layer[4]){ 0 }, NULL)); }
+static int c331(void) { M_INT(tg_conv_transpose_layer_state(NULL, (tg_state_dict[4]){ 0 }, "x")); }
+static int c332(void) { M_INT(tg_conv_transpose_layer_state((tg_conv_transpose_layer[4]){ 0 }, NULL, "x")); }
+static int c333(void) { M_INT(tg_conv_transpose_layer_state((tg_conv_transpose_layer[4]){ 0 }, (tg_state_dict[4]){ 0 }, NULL)); }
+static int c334(void) { M_NONE(tg_conv_transpose_layer_free(NULL)); }
+static int c335(void) { M_PTR(tg_batchnorm_forward(NULL, fx_tensor())); }
+static int c336(void) { M_PTR(tg_batchnorm_forward((tg_batchnorm_layer[4]){ 0 }, NULL)); }
+static int c337(void) { M_INT(tg_batchnorm_state(NULL, (tg_state_dict[4]){ 0 }, "x")); }
+static int c338(void) { M_INT(tg_batchnorm_state((tg_batchnorm_layer[4]){ 0 }, NULL, "x")); }
+static int c339(void) { M_INT(tg_batchnorm_state((tg_batchnorm_layer[4]){ 0 }, (tg_state_dict[4]){ 0 }, NULL)); }
+static int c340(void) { M_NONE(tg_batchnorm_free(NULL)); }
+static int c341(void) { M_PTR(tg_layernorm_new((tg_shape){ .ndim = 17 }, 1.0, false)); }
+static int c342(void) { M_PTR(tg_layernorm_new((tg_shape){ .ndim = -1 }, 1.0, false)); }
+static int c343(void) { M_PTR(tg_layernorm_forward(NULL, fx_tensor())); }
+static int c344(void) { M_PTR(tg_layernorm_forward((tg_layernorm_layer[4]){ 0 }, NULL)); }
+static int c345(void) { M_INT(tg_layernorm_state(NULL, (tg_state_dict[4]){ 0 }, "x")); }
+static int c346(void) { M_INT(tg_layernorm_state((tg_layernorm_layer[4]){ 0 }, NULL, "x")); }
+static int c347(void) { M_INT(tg_layernorm_state((tg_layernorm_layer[4]){ 0 }, (tg_state_dict[4]){ 0 }, NULL)); }
+static int c348(void) { M_NONE(tg_layernorm_free(NULL)); }
+static int c349(void) { M_PTR(tg_rmsnorm_forward(NULL, fx_tensor())); }
+static int c350(void) { M_PTR(tg_rmsnorm_forward((tg_rmsnorm_layer[4]){ 0 }, NULL)); }
+static int c351(void) { M_INT(tg_rmsnorm_state(NULL, (tg_state_dict[4]){ 0 }, "x")); }
+static int c352(void) { M_INT(tg_rmsnorm_state((tg_rmsnorm_layer[4]){ 0 }, NULL, "x")); }
+static int c353(void) { M_INT(tg_rmsnorm_state((tg_rmsnorm_layer[4]){ 0 }, (tg_state_dict[4]){ 0 }, NULL)); }
+static int c354(void) { M_NONE(tg_rmsnorm_free(NULL)); }
+static int c355(void) { M_PTR(tg_groupnorm_forward(NULL, fx_tensor())); }
+static int c356(void) { M_PTR(tg_groupnorm_forward((tg_groupnorm_layer[4]){ 0 }, NULL)); }
+static int c357(void) { M_INT(tg_groupnorm_state(NULL, (tg_state_dict[4]){ 0 }, "x")); }
+static int c358(void) { M_INT(tg_groupnorm_state((tg_groupnorm_layer[4]){ 0 }, NULL, "x")); }
+static int c359(void) { M_INT(tg_groupnorm_state((tg_groupnorm_layer[4]){ 0 }, (tg_state_dict[4]){ 0 }, NULL)); }
+static int c360(void) { M_NONE(tg_groupnorm_free(NULL)); }
+static int c361(void) { M_PTR(tg_embedding_forward(NULL, fx_tensor())); }
+static int c362(void) { M_PTR(tg_embedding_forward((tg_embedding_layer[4]){ 0 }, NULL)); }
+static int c363(void) { M_INT(tg_embedding_state(NULL, (tg_state_dict[4]){ 0 }, "x")); }
+static int c364(void) { M_INT(tg_embedding_state((tg_embedding_layer[4]){ 0 }, NULL, "x")); }
+static int c365(void) { M_INT(tg_embedding_state((tg_embedding_layer[4]){ 0 }, (tg_state_dict[4]){ 0 }, NULL)); }
+static int c366(void) { M_NONE(tg_embedding_free(NULL)); }
+static int c367(void) { M_INT(tg_lstmcell_forward(NULL, fx_tensor(), fx_tensor(), fx_tensor(), fx_tensors(), fx_tensors())); }
+static int c368(void) { M_INT(tg_lstmcell_forward((tg_lstmcell_layer[4]){ 0 }, NULL, fx_tensor(), fx_tensor(), fx_tensors(), fx_tensors())); }
+static int c369(void) { M_INT(tg_lstmcell_forward((tg_lstmcell_layer[4]){ 0 }, fx_tensor(), NULL, fx_tensor(), fx_tensors(), fx_tensors())); }
+static int c370(void) { M_INT(tg_lstmcell_forward((tg_lstmcell_layer[4]){ 0 }, fx_tensor(), fx_tensor(), NULL, fx_tensors(), fx_tensors())); }
+static int c371(void) { M_INT(tg_lstmcell_forward((tg_lstmcell_layer[4]){ 0 }, fx_tensor(), fx_tensor(), fx_tensor(), NULL, fx_tensors())); }
+static int c372(void) { M_INT(tg_lstmcell_forward((tg_lstmcell_layer[4]){ 0 }, fx_tensor(), fx_tensor(), fx_tensor(), fx_tensors(), NULL)); }
+static int c373(void) { M_INT(tg_lstmcell_state(NULL, (tg_state_dict[4]){ 0 }, "x")); }
+static int c374(void) { M_INT(tg_lstmcell_state((tg_lstmcell_layer[4]){ 0 }, NULL, "x")); }
+static int c375(void) { M_INT(tg_lstmcell_state((tg_lstmcell_layer[4]){ 0 }, (tg_state_dict[4]){ 0 }, NULL)); }
+static int c376(void) { M_NONE(tg_lstmcell_free(NULL)); }
+static int c377(void) { M_PTR(tg_sgd_new(NULL, 1, 1.0, 1.0, 1.0, false)); }
+static int c378(void) { M_PTR(tg_sgd_new(fx_tensors(), -1, 1.0, 1.0, 1.0, false)); }
+static int c379(void) { M_PTR(tg_adam_new(NULL, 1, 1.0, 1.0, 1.0, 1.0)); }
+static int c380(void) { M_PTR(tg_adam_new(fx_tensors(), -1, 1.0, 1.0, 1.0, 1.0)); }
+static int c381(void) { M_PTR(tg_adamw_new(NULL, 1, 1.0, 1.0, 1.0, 1.0, 1.0)); }
+static int c382(void) { M_PTR(tg_adamw_new(fx_tensors(), -1, 1.0, 1.0, 1.0, 1.0, 1.0)); }
+static int c383(void) { M_PTR(tg_lamb_new(NULL, 1, 1.0, 1.0, 1.0, 1.0, 1.0)); }
+static int c384(void) { M_PTR(tg_lamb_new(fx_tensors(), -1, 1.0, 1.0, 1.0, 1.0, 1.0)); }
+static int c385(void) { M_NONE(tg_optim_free(NULL)); }
+static int c386(void) { M_INT(tg_optim_step(NULL)); }
+static int c387(void) { M_INT(tg_optim_schedule_step(NULL)); }
+static int c388(void) { M_NONE(tg_optim_zero_grad(NULL)); }
+static int c389(void) { M_INT(tg_optim_set_lr(NULL, 1.0)); }
+static int c390(void) { M_NONE(tg_optim_get_lr(NULL)); }
+static int c391(void) { M_PTR(tg_optim_lr(NULL)); }
+static int c392(void) { M_INT(tg_optim_state(NULL, (tg_state_dict[4]){ 0 }, "x")); }
+static int c393(void) { M_INT(tg_optim_state(fx_optim(), NULL, "x")); }
+static int c394(void) { M_INT(tg_optim_state(fx_optim(), (tg_state_dict[4]){ 0 }, NULL)); }
+static int c395(void) { M_PTR(tg_llm_load(NULL, NULL)); }
+static int c396(void) { M_NONE(tg_llm_free(NULL)); }
+static int c397(void) { M_PTR(tg_llm_config_of(NULL)); }
+static int c398(void) { M_INT(tg_llm_eval(NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c399(void) { M_INT(tg_llm_eval(fx_llm(), NULL, 1, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c400(void) { M_INT(tg_llm_eval(fx_llm(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c401(void) { M_INT(tg_llm_eval(fx_llm(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL)); }
+static int c402(void) { M_INT(tg_llm_n_past(NULL)); }
+static int c403(void) { M_NONE(tg_llm_rewind(NULL, 1)); }
+static int c404(void) { M_PTR(tg_llm_history(NULL)); }
+static int c405(void) { M_NONE(tg_sampler_free(NULL)); }
+static int c406(void) { M_INT(tg_sampler_sample(NULL, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1)); }
+static int c407(void) { M_INT(tg_sampler_sample(fx_sampler(), NULL, 1)); }
+static int c408(void) { M_INT(tg_sampler_sample(fx_sampler(), (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1)); }
+static int c409(void) { M_PTR(tg_grammar_new(NULL, 1)); }
+static int c410(void) { M_PTR(tg_json_schema_to_gbnf(NULL, 1)); }
+static int c411(void) { M_PTR(tg_grammar_from_json_schema(NULL, 1)); }
+static int c412(void) { M_INT(tg_grammar_accept(NULL, NULL, 1)); }
+static int c413(void) { M_INT(tg_grammar_mask(NULL, NULL, (uint8_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c414(void) { M_INT(tg_grammar_mask(NULL, fx_tokenizer(), NULL)); }
+static int c415(void) { M_INT(tg_sampler_set_grammar(NULL, NULL, fx_tokenizer())); }
+static int c416(void) { M_INT(tg_sampler_set_grammar(fx_sampler(), NULL, NULL)); }
+static int c417(void) { M_INT(tg_llm_generate(NULL, fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, fx_sampler(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, fx_bytes, (tg_gen_stats[4]){ 0 })); }
+static int c418(void) { M_INT(tg_llm_generate(fx_llm(), NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, fx_sampler(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, fx_bytes, (tg_gen_stats[4]){ 0 })); }
+static int c419(void) { M_INT(tg_llm_generate(fx_llm(), fx_tokenizer(), NULL, 1, 1, fx_sampler(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, fx_bytes, (tg_gen_stats[4]){ 0 })); }
+static int c420(void) { M_INT(tg_llm_generate(fx_llm(), fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, fx_bytes, (tg_gen_stats[4]){ 0 })); }
+static int c421(void) { M_INT(tg_llm_generate(fx_llm(), fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, fx_sampler(), NULL, 1, NULL, fx_bytes, (tg_gen_stats[4]){ 0 })); }
+static int c422(void) { M_INT(tg_llm_generate(fx_llm(), fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, fx_sampler(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, NULL, (tg_gen_stats[4]){ 0 })); }
+static int c423(void) { M_INT(tg_llm_generate(fx_llm(), fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, fx_sampler(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, fx_bytes, NULL)); }
+static int c424(void) { M_PTR(tg_tan(NULL)); }
+static int c425(void) { M_PTR(tg_asin(NULL)); }
+static int c426(void) { M_PTR(tg_acos(NULL)); }
+static int c427(void) { M_PTR(tg_atan(NULL)); }
+static int c428(void) { M_PTR(tg_sinh(NULL)); }
+static int c429(void) { M_PTR(tg_cosh(NULL)); }
+static int c430(void) { M_PTR(tg_asinh(NULL)); }
+static int c431(void) { M_PTR(tg_acosh(NULL)); }
+static int c432(void) { M_PTR(tg_atanh(NULL)); }
+static int c433(void) { M_PTR(tg_log10(NULL)); }
+static int c434(void) { M_PTR(tg_log1p(NULL)); }
+static int c435(void) { M_PTR(tg_expm1(NULL)); }
+static int c436(void) { M_PTR(tg_erf(NULL)); }
+static int c437(void) { M_PTR(tg_logaddexp(NULL, fx_tensor())); }
+static int c438(void) { M_PTR(tg_logaddexp(fx_tensor(), NULL)); }
+static int c439(void) { M_PTR(tg_trunc(NULL)); }
+static int c440(void) { M_PTR(tg_floor(NULL)); }
+static int c441(void) { M_PTR(tg_ceil(NULL)); }
+static int c442(void) { M_PTR(tg_round(NULL)); }
+static int c443(void) { M_PTR(tg_sign(NULL)); }
+static int c444(void) { M_PTR(tg_square(NULL)); }
+static int c445(void) { M_PTR(tg_copysign(NULL, fx_tensor())); }
+static int c446(void) { M_PTR(tg_copysign(fx_tensor(), NULL)); }
+static int c447(void) { M_PTR(tg_floordiv(NULL, fx_tensor())); }
+static int c448(void) { M_PTR(tg_floordiv(fx_tensor(), NULL)); }
+static int c449(void) { M_PTR(tg_mod(NULL, fx_tensor())); }
+static int c450(void) { M_PTR(tg_mod(fx_tensor(), NULL)); }
+static int c451(void) { M_PTR(tg_fmod(NULL, fx_tensor())); }
+static int c452(void) { M_PTR(tg_fmod(fx_tensor(), NULL)); }
+static int c453(void) { M_PTR(tg_bitwise_and(NULL, fx_tensor())); }
+static int c454(void) { M_PTR(tg_bitwise_and(fx_tensor(), NULL)); }
+static int c455(void) { M_PTR(tg_bitwise_or(NULL, fx_tensor())); }
+static int c456(void) { M_PTR(tg_bitwise_or(fx_tensor(), NULL)); }
+static int c457(void) { M_PTR(tg_bitwise_xor(NULL, fx_tensor())); }
+static int c458(void) { M_PTR(tg_bitwise_xor(fx_tensor(), NULL)); }
+static int c459(void) { M_PTR(tg_bitwise_not(NULL)); }
+static int c460(void) { M_PTR(tg_lshift(NULL, fx_tensor())); }
+static int c461(void) { M_PTR(tg_lshift(fx_tensor(), NULL)); }
+static int c462(void) { M_PTR(tg_rshift(NULL, fx_tensor())); }
+static int c463(void) { M_PTR(tg_rshift(fx_tensor(), NULL)); }
+static int c464(void) { M_PTR(tg_lshifts(NULL, 1)); }
+static int c465(void) { M_PTR(tg_rshifts(NULL, 1)); }
+static int c466(void) { M_PTR(tg_clamp(NULL, 1.0, 1.0)); }
+static int c467(void) { M_PTR(tg_clamp_tensor(NULL, fx_tensor(), fx_tensor())); }
+static int c468(void) { M_PTR(tg_clamp_tensor(fx_tensor(), NULL, fx_tensor())); }
+static int c469(void) { M_PTR(tg_clamp_tensor(fx_tensor(), fx_tensor(), NULL)); }
+static int c470(void) { M_PTR(tg_masked_fill(NULL, fx_tensor(), 1.0)); }
+static int c471(void) { M_PTR(tg_masked_fill(fx_tensor(), NULL, 1.0)); }
+static int c472(void) { M_PTR(tg_lerp(NULL, fx_tensor(), fx_tensor())); }
+static int c473(void) { M_PTR(tg_lerp(fx_tensor(), NULL, fx_tensor())); }
+static int c474(void) { M_PTR(tg_lerp(fx_tensor(), fx_tensor(), NULL)); }
+static int c475(void) { M_PTR(tg_lerps(NULL, fx_tensor(), 1.0)); }
+static int c476(void) { M_PTR(tg_lerps(fx_tensor(), NULL, 1.0)); }
+static int c477(void) { M_PTR(tg_isnan(NULL)); }
+static int c478(void) { M_PTR(tg_isinf(NULL)); }
+static int c479(void) { M_PTR(tg_isfinite(NULL)); }
+static int c480(void) { M_PTR(tg_isclose(NULL, fx_tensor(), 1.0, 1.0, false)); }
+static int c481(void) { M_PTR(tg_isclose(fx_tensor(), NULL, 1.0, 1.0, false)); }
+static int c482(void) { M_PTR(tg_relu6(NULL)); }
+static int c483(void) { M_PTR(tg_hardtanh(NULL, 1.0, 1.0)); }
+static int c484(void) { M_PTR(tg_leaky_relu(NULL, 1.0)); }
+static int c485(void) { M_PTR(tg_elu(NULL, 1.0)); }
+static int c486(void) { M_PTR(tg_celu(NULL, 1.0)); }
+static int c487(void) { M_PTR(tg_selu(NULL)); }
+static int c488(void) { M_PTR(tg_gelu(NULL)); }
+static int c489(void) { M_PTR(tg_quick_gelu(NULL)); }
+static int c490(void) { M_PTR(tg_silu(NULL)); }
+static int c491(void) { M_PTR(tg_swish(NULL)); }
+static int c492(void) { M_PTR(tg_mish(NULL)); }
+static int c493(void) { M_PTR(tg_softplus(NULL, 1.0, 1.0)); }
+static int c494(void) { M_PTR(tg_softsign(NULL)); }
+static int c495(void) { M_PTR(tg_logsigmoid(NULL)); }
+static int c496(void) { M_PTR(tg_hardsigmoid(NULL)); }
+static int c497(void) { M_PTR(tg_hardswish(NULL)); }
+static int c498(void) { M_PTR(tg_var(NULL, TG_AXES(0), false, 1.0)); }
+static int c499(void) { M_PTR(tg_var(fx_tensor(), (tg_axes){ .n = 17 }, false, 1.0)); }
+static int c500(void) { M_PTR(tg_var(fx_tensor(), TG_AXES(99), false, 1.0)); }
+static int c501(void) { M_PTR(tg_std(NULL, TG_AXES(0), false, 1.0)); }
+static int c502(void) { M_PTR(tg_std(fx_tensor(), (tg_axes){ .n = 17 }, false, 1.0)); }
+static int c503(void) { M_PTR(tg_std(fx_tensor(), TG_AXES(99), false, 1.0)); }
+static int c504(void) { M_PTR(tg_var_mean(NULL, TG_AXES(0), false, 1.0, fx_tensors())); }
+static int c505(void) { M_PTR(tg_var_mean(fx_tensor(), (tg_axes){ .n = 17 }, false, 1.0, fx_tensors())); }
+static int c506(void) { M_PTR(tg_var_mean(fx_tensor(), TG_AXES(99), false, 1.0, fx_tensors())); }
+static int c507(void) { M_PTR(tg_var_mean(fx_tensor(), TG_AXES(0), false, 1.0, NULL)); }
+static int c508(void) { M_PTR(tg_std_mean(NULL, TG_AXES(0), false, 1.0, fx_tensors())); }
+static int c509(void) { M_PTR(tg_std_mean(fx_tensor(), (tg_axes){ .n = 17 }, false, 1.0, fx_tensors())); }
+static int c510(void) { M_PTR(tg_std_mean(fx_tensor(), TG_AXES(99), false, 1.0, fx_tensors())); }
+static int c511(void) { M_PTR(tg_std_mean(fx_tensor(), TG_AXES(0), false, 1.0, NULL)); }
+static int c512(void) { M_PTR(tg_logsumexp(NULL, TG_AXES(0), false)); }
+static int c513(void) { M_PTR(tg_logsumexp(fx_tensor(), (tg_axes){ .n = 17 }, false)); }
+static int c514(void) { M_PTR(tg_logsumexp(fx_tensor(), TG_AXES(99), false)); }
+static int c515(void) { M_PTR(tg_any(NULL, TG_AXES(0), false)); }
+static int c516(void) { M_PTR(tg_any(fx_tensor(), (tg_axes){ .n = 17 }, false)); }
+static int c517(void) { M_PTR(tg_any(fx_tensor(), TG_AXES(99), false)); }
+static int c518(void) { M_PTR(tg_all(NULL, TG_AXES(0), false)); }
+static int c519(void) { M_PTR(tg_all(fx_tensor(), (tg_axes){ .n = 17 }, false)); }
+static int c520(void) { M_PTR(tg_all(fx_tensor(), TG_AXES(99), false)); }
+static int c521(void) { M_PTR(tg_cumsum(NULL, 1)); }
+static int c522(void) { M_PTR(tg_cumprod(NULL, 1)); }
+static int c523(void) { M_PTR(tg_cummax(NULL, 1, fx_tensors())); }
+static int c524(void) { M_PTR(tg_cummax(fx_tensor(), 1, NULL)); }
+static int c525(void) { M_PTR(tg_cummin(NULL, 1, fx_tensors())); }
+static int c526(void) { M_PTR(tg_cummin(fx_tensor(), 1, NULL)); }
+static int c527(void) { M_PTR(tg_logcumsumexp(NULL, 1)); }
+static int c528(void) { M_PTR(tg_sort(NULL, 1, false, fx_tensors())); }
+static int c529(void) { M_PTR(tg_sort(fx_tensor(), 1, false, NULL)); }
+static int c530(void) { M_PTR(tg_argsort(NULL, 1, false)); }
+static int c531(void) { M_PTR(tg_topk(NULL, 1, 1, false, false, fx_tensors())); }
+static int c532(void) { M_PTR(tg_topk(fx_tensor(), 1, 1, false, false, NULL)); }
+static int c533(void) { M_PTR(tg_cat(NULL, 1, 1)); }
+static int c534(void) { M_PTR(tg_cat(fx_tensors(), -1, 1)); }
+static int c535(void) { M_PTR(tg_stack(NULL, 1, 1)); }
+static int c536(void) { M_PTR(tg_stack(fx_tensors(), -1, 1)); }
+static int c537(void) { M_INT(tg_split(NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, fx_tensors(), 1)); }
+static int c538(void) { M_INT(tg_split(fx_tensor(), NULL, 1, 1, fx_tensors(), 1)); }
+static int c539(void) { M_INT(tg_split(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, NULL, 1)); }
+static int c540(void) { M_INT(tg_split_size(NULL, 1, 1, fx_tensors(), 1)); }
+static int c541(void) { M_INT(tg_split_size(fx_tensor(), 1, 1, NULL, 1)); }
+static int c542(void) { M_INT(tg_chunk(NULL, 1, 1, fx_tensors(), 1)); }
+static int c543(void) { M_INT(tg_chunk(fx_tensor(), 1, 1, NULL, 1)); }
+static int c544(void) { M_INT(tg_meshgrid(NULL, 1, "x", fx_tensors(), 1)); }
+static int c545(void) { M_INT(tg_meshgrid(fx_tensors(), -1, "x", fx_tensors(), 1)); }
+static int c546(void) { M_INT(tg_meshgrid(fx_tensors(), 1, NULL, fx_tensors(), 1)); }
+static int c547(void) { M_INT(tg_meshgrid(fx_tensors(), 1, "x", NULL, 1)); }
+static int c548(void) { M_PTR(tg_repeat(NULL, TG_SHAPE(2, 3))); }
+static int c549(void) { M_PTR(tg_repeat(fx_tensor(), (tg_shape){ .ndim = 17 })); }
+static int c550(void) { M_PTR(tg_repeat(fx_tensor(), (tg_shape){ .ndim = -1 })); }
+static int c551(void) { M_PTR(tg_repeat_interleave(NULL, 1, 1)); }
+static int c552(void) { M_PTR(tg_roll(NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, TG_AXES(0))); }
+static int c553(void) { M_PTR(tg_roll(fx_tensor(), NULL, TG_AXES(0))); }
+static int c554(void) { M_PTR(tg_roll(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (tg_axes){ .n = 17 })); }
+static int c555(void) { M_PTR(tg_roll(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, TG_AXES(99))); }
+static int c556(void) { M_PTR(tg_unfold(NULL, 1, 1, 1)); }
+static int c557(void) { M_PTR(tg_unflatten(NULL, 1, TG_SHAPE(2, 3))); }
+static int c558(void) { M_PTR(tg_unflatten(fx_tensor(), 1, (tg_shape){ .ndim = 17 })); }
+static int c559(void) { M_PTR(tg_unflatten(fx_tensor(), 1, (tg_shape){ .ndim = -1 })); }
+static int c560(void) { M_PTR(tg_rearrange(NULL, "x", "x")); }
+static int c561(void) { M_PTR(tg_rearrange(fx_tensor(), NULL, "x")); }
+static int c562(void) { M_PTR(tg_rearrange(fx_tensor(), "x", NULL)); }
+static int c563(void) { M_PTR(tg_tril(NULL, 1)); }
+static int c564(void) { M_PTR(tg_triu(NULL, 1)); }
+static int c565(void) { M_PTR(tg_diag(NULL, 1)); }
+static int c566(void) { M_PTR(tg_diagonal(NULL, 1, 1, 1)); }
+static int c567(void) { M_PTR(tg_one_hot(NULL, 1)); }
+static int c568(void) { M_PTR(tg_pad_mode(NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (tg_pad_kind)0, 1.0)); }
+static int c569(void) { M_PTR(tg_pad_mode(fx_tensor(), NULL, 1, (tg_pad_kind)0, 1.0)); }
+static int c570(void) { M_PTR(tg_pad_mode(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (tg_pad_kind)99, 1.0)); }
+static int c571(void) { M_PTR(tg_pad_mode(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (tg_pad_kind)-1, 1.0)); }
+static int c572(void) { M_PTR(tg_getitem_adv(NULL, (tg_aindex[4]){ 0 }, 1)); }
+static int c573(void) { M_PTR(tg_getitem_adv(fx_tensor(), NULL, 1)); }
+static int c574(void) { M_PTR(tg_getitem_adv(fx_tensor(), (tg_aindex[4]){ 0 }, -1)); }
+static int c575(void) { M_PTR(tg_setitem(NULL, (tg_aindex[4]){ 0 }, 1, fx_tensor())); }
+static int c576(void) { M_PTR(tg_setitem(fx_tensor(), NULL, 1, fx_tensor())); }
+static int c577(void) { M_PTR(tg_setitem(fx_tensor(), (tg_aindex[4]){ 0 }, -1, fx_tensor())); }
+static int c578(void) { M_PTR(tg_setitem(fx_tensor(), (tg_aindex[4]){ 0 }, 1, NULL)); }
+static int c579(void) { M_PTR(tg_index_select(NULL, 1, fx_tensor())); }
+static int c580(void) { M_PTR(tg_index_select(fx_tensor(), 1, NULL)); }
+static int c581(void) { M_PTR(tg_take(NULL, fx_tensor())); }
+static int c582(void) { M_PTR(tg_take(fx_tensor(), NULL)); }
+static int c583(void) { M_PTR(tg_gather(NULL, 1, fx_tensor())); }
+static int c584(void) { M_PTR(tg_gather(fx_tensor(), 1, NULL)); }
+static int c585(void) { M_PTR(tg_scatter(NULL, 1, fx_tensor(), fx_tensor())); }
+static int c586(void) { M_PTR(tg_scatter(fx_tensor(), 1, NULL, fx_tensor())); }
+static int c587(void) { M_PTR(tg_scatter(fx_tensor(), 1, fx_tensor(), NULL)); }
+static int c588(void) { M_PTR(tg_scatter_value(NULL, 1, fx_tensor(), 1.0)); }
+static int c589(void) { M_PTR(tg_scatter_value(fx_tensor(), 1, NULL, 1.0)); }
+static int c590(void) { M_PTR(tg_scatter_reduce(NULL, 1, fx_tensor(), fx_tensor(), (tg_reduce_kind)0, false)); }
+static int c591(void) { M_PTR(tg_scatter_reduce(fx_tensor(), 1, NULL, fx_tensor(), (tg_reduce_kind)0, false)); }
+static int c592(void) { M_PTR(tg_scatter_reduce(fx_tensor(), 1, fx_tensor(), NULL, (tg_reduce_kind)0, false)); }
+static int c593(void) { M_PTR(tg_scatter_reduce(fx_tensor(), 1, fx_tensor(), fx_tensor(), (tg_reduce_kind)99, false)); }
+static int c594(void) { M_PTR(tg_scatter_reduce(fx_tensor(), 1, fx_tensor(), fx_tensor(), (tg_reduce_kind)-1, false)); }
+static int c595(void) { M_PTR(tg_masked_select(NULL, fx_tensor())); }
+static int c596(void) { M_PTR(tg_masked_select(fx_tensor(), NULL)); }
+static int c597(void) { M_PTR(tg_conv(NULL, fx_tensor(), fx_tensor(), NULL)); }
+static int c598(void) { M_PTR(tg_conv(fx_tensor(), NULL, fx_tensor(), NULL)); }
+static int c599(void) { M_PTR(tg_conv(fx_tensor(), fx_tensor(), NULL, NULL)); }
+static int c600(void) { M_PTR(tg_conv1d(NULL, fx_tensor(), fx_tensor(), NULL)); }
+static int c601(void) { M_PTR(tg_conv1d(fx_tensor(), NULL, fx_tensor(), NULL)); }
+static int c602(void) { M_PTR(tg_conv1d(fx_tensor(), fx_tensor(), NULL, NULL)); }
+static int c603(void) { M_PTR(tg_conv2d(NULL, fx_tensor(), fx_tensor(), NULL)); }
+static int c604(void) { M_PTR(tg_conv2d(fx_tensor(), NULL, fx_tensor(), NULL)); }
+static int c605(void) { M_PTR(tg_conv2d(fx_tensor(), fx_tensor(), NULL, NULL)); }
+static int c606(void) { M_PTR(tg_conv3d(NULL, fx_tensor(), fx_tensor(), NULL)); }
+static int c607(void) { M_PTR(tg_conv3d(fx_tensor(), NULL, fx_tensor(), NULL)); }
+static int c608(void) { M_PTR(tg_conv3d(fx_tensor(), fx_tensor(), NULL, NULL)); }
+static int c609(void) { M_PTR(tg_conv_transpose(NULL, fx_tensor(), fx_tensor(), NULL)); }
+static int c610(void) { M_PTR(tg_conv_transpose(fx_tensor(), NULL, fx_tensor(), NULL)); }
+static int c611(void) { M_PTR(tg_conv_transpose(fx_tensor(), fx_tensor(), NULL, NULL)); }
+static int c612(void) { M_PTR(tg_conv_transpose1d(NULL, fx_tensor(), fx_tensor(), NULL)); }
+static int c613(void) { M_PTR(tg_conv_transpose1d(fx_tensor(), NULL, fx_tensor(), NULL)); }
+static int c614(void) { M_PTR(tg_conv_transpose1d(fx_tensor(), fx_tensor(), NULL, NULL)); }
+static int c615(void) { M_PTR(tg_conv_transpose2d(NULL, fx_tensor(), fx_tensor(), NULL)); }
+static int c616(void) { M_PTR(tg_conv_transpose2d(fx_tensor(), NULL, fx_tensor(), NULL)); }
+static int c617(void) { M_PTR(tg_conv_transpose2d(fx_tensor(), fx_tensor(), NULL, NULL)); }
+static int c618(void) { M_PTR(tg_conv_transpose3d(NULL, fx_tensor(), fx_tensor(), NULL)); }
+static int c619(void) { M_PTR(tg_conv_transpose3d(fx_tensor(), NULL, fx_tensor(), NULL)); }
+static int c620(void) { M_PTR(tg_conv_transpose3d(fx_tensor(), fx_tensor(), NULL, NULL)); }
+static int c621(void) { M_INT(tg_resolve_pool_pads(NULL, 1, 1, (int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c622(void) { M_INT(tg_resolve_pool_pads((int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1, 1, (int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c623(void) { M_INT(tg_resolve_pool_pads((int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, NULL)); }
+static int c624(void) { M_PTR(tg_avg_pool2d(NULL, NULL)); }
+static int c625(void) { M_PTR(tg_max_pool2d(NULL, NULL, fx_tensors())); }
+static int c626(void) { M_PTR(tg_max_pool2d(fx_tensor(), NULL, NULL)); }
+static int c627(void) { M_PTR(tg_max_unpool2d(NULL, fx_tensor(), NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c628(void) { M_PTR(tg_max_unpool2d(fx_tensor(), NULL, NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c629(void) { M_PTR(tg_max_unpool2d(fx_tensor(), fx_tensor(), NULL, NULL)); }
+static int c630(void) { M_PTR(tg_interpolate(NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (tg_interp_mode)0, false)); }
+static int c631(void) { M_PTR(tg_interpolate(fx_tensor(), NULL, 1, (tg_interp_mode)0, false)); }
+static int c632(void) { M_PTR(tg_interpolate(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (tg_interp_mode)99, false)); }
+static int c633(void) { M_PTR(tg_interpolate(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (tg_interp_mode)-1, false)); }
+static int c634(void) { M_PTR(tg_einsum(NULL, fx_tensors(), 1)); }
+static int c635(void) { M_PTR(tg_einsum("x", NULL, 1)); }
+static int c636(void) { M_PTR(tg_einsum("x", fx_tensors(), -1)); }
+static int c637(void) { M_PTR(tg_linear(NULL, fx_tensor(), fx_tensor())); }
+static int c638(void) { M_PTR(tg_linear(fx_tensor(), NULL, fx_tensor())); }
+static int c639(void) { M_PTR(tg_linear(fx_tensor(), fx_tensor(), NULL)); }
+static int c640(void) { M_PTR(tg_layernorm(NULL, TG_SHAPE(2, 3), fx_tensor(), fx_tensor(), 1.0)); }
+static int c641(void) { M_PTR(tg_layernorm(fx_tensor(), (tg_shape){ .ndim = 17 }, fx_tensor(), fx_tensor(), 1.0)); }
+static int c642(void) { M_PTR(tg_layernorm(fx_tensor(), (tg_shape){ .ndim = -1 }, fx_tensor(), fx_tensor(), 1.0)); }
+static int c643(void) { M_PTR(tg_layernorm(fx_tensor(), TG_SHAPE(2, 3), NULL, fx_tensor(), 1.0)); }
+static int c644(void) { M_PTR(tg_layernorm(fx_tensor(), TG_SHAPE(2, 3), fx_tensor(), NULL, 1.0)); }
+static int c645(void) { M_PTR(tg_batchnorm(NULL, fx_tensor(), fx_tensor(), fx_tensor(), fx_tensor(), 1.0)); }
+static int c646(void) { M_PTR(tg_batchnorm(fx_tensor(), NULL, fx_tensor(), fx_tensor(), fx_tensor(), 1.0)); }
+static int c647(void) { M_PTR(tg_batchnorm(fx_tensor(), fx_tensor(), NULL, fx_tensor(), fx_tensor(), 1.0)); }
+static int c648(void) { M_PTR(tg_batchnorm(fx_tensor(), fx_tensor(), fx_tensor(), NULL, fx_tensor(), 1.0)); }
+static int c649(void) { M_PTR(tg_batchnorm(fx_tensor(), fx_tensor(), fx_tensor(), fx_tensor(), NULL, 1.0)); }
+static int c650(void) { M_INT(tg_batchnorm_stats(NULL, fx_tensors(), fx_tensors())); }
+static int c651(void) { M_INT(tg_batchnorm_stats(fx_tensor(), NULL, fx_tensors())); }
+static int c652(void) { M_INT(tg_batchnorm_stats(fx_tensor(), fx_tensors(), NULL)); }
+static int c653(void) { M_PTR(tg_softmin(NULL, 1)); }
+static int c654(void) { M_PTR(tg_scaled_dot_product_attention(NULL, fx_tensor(), fx_tensor(), NULL)); }
+static int c655(void) { M_PTR(tg_scaled_dot_product_attention(fx_tensor(), NULL, fx_tensor(), NULL)); }
+static int c656(void) { M_PTR(tg_scaled_dot_product_attention(fx_tensor(), fx_tensor(), NULL, NULL)); }
+static int c657(void) { M_PTR(tg_dropout(NULL, 1.0, false)); }
+static int c658(void) { M_PTR(tg_cross_entropy(NULL, fx_tensor(), NULL)); }
+static int c659(void) { M_PTR(tg_cross_entropy(fx_tensor(), NULL, NULL)); }
+static int c660(void) { M_PTR(tg_nll_loss(NULL, fx_tensor(), NULL)); }
+static int c661(void) { M_PTR(tg_nll_loss(fx_tensor(), NULL, NULL)); }
+static int c662(void) { M_PTR(tg_sparse_categorical_crossentropy(NULL, fx_tensor(), NULL)); }
+static int c663(void) { M_PTR(tg_sparse_categorical_crossentropy(fx_tensor(), NULL, NULL)); }
+static int c664(void) { M_PTR(tg_binary_crossentropy(NULL, fx_tensor(), NULL)); }
+static int c665(void) { M_PTR(tg_binary_crossentropy(fx_tensor(), NULL, NULL)); }
+static int c666(void) { M_PTR(tg_binary_crossentropy_logits(NULL, fx_tensor(), NULL)); }
+static int c667(void) { M_PTR(tg_binary_crossentropy_logits(fx_tensor(), NULL, NULL)); }
+static int c668(void) { M_PTR(tg_randint((tg_shape){ .ndim = 17 }, 1, 1, TG_F32)); }
+static int c669(void) { M_PTR(tg_randint((tg_shape){ .ndim = -1 }, 1, 1, TG_F32)); }
+static int c670(void) { M_PTR(tg_randint(TG_SHAPE(2, 3), 1, 1, (tg_dtype)99)); }
+static int c671(void) { M_PTR(tg_randint(TG_SHAPE(2, 3), 1, 1, (tg_dtype)-1)); }
+static int c672(void) { M_PTR(tg_uniform((tg_shape){ .ndim = 17 }, 1.0, 1.0, TG_F32)); }
+static int c673(void) { M_PTR(tg_uniform((tg_shape){ .ndim = -1 }, 1.0, 1.0, TG_F32)); }
+static int c674(void) { M_PTR(tg_uniform(TG_SHAPE(2, 3), 1.0, 1.0, (tg_dtype)99)); }
+static int c675(void) { M_PTR(tg_uniform(TG_SHAPE(2, 3), 1.0, 1.0, (tg_dtype)-1)); }
+static int c676(void) { M_PTR(tg_normal((tg_shape){ .ndim = 17 }, 1.0, 1.0, TG_F32)); }
+static int c677(void) { M_PTR(tg_normal((tg_shape){ .ndim = -1 }, 1.0, 1.0, TG_F32)); }
+static int c678(void) { M_PTR(tg_normal(TG_SHAPE(2, 3), 1.0, 1.0, (tg_dtype)99)); }
+static int c679(void) { M_PTR(tg_normal(TG_SHAPE(2, 3), 1.0, 1.0, (tg_dtype)-1)); }
+static int c680(void) { M_PTR(tg_multinomial(NULL, 1, false)); }
+static int c681(void) { M_PTR(tg_randperm(-1, TG_F32)); }
+static int c682(void) { M_PTR(tg_randperm(1, (tg_dtype)99)); }
+static int c683(void) { M_PTR(tg_randperm(1, (tg_dtype)-1)); }
+static int c684(void) { M_PTR(tg_kaiming_uniform((tg_shape){ .ndim = 17 }, 1.0, TG_F32)); }
+static int c685(void) { M_PTR(tg_kaiming_uniform((tg_shape){ .ndim = -1 }, 1.0, TG_F32)); }
+static int c686(void) { M_PTR(tg_kaiming_uniform(TG_SHAPE(2, 3), 1.0, (tg_dtype)99)); }
+static int c687(void) { M_PTR(tg_kaiming_uniform(TG_SHAPE(2, 3), 1.0, (tg_dtype)-1)); }
+static int c688(void) { M_PTR(tg_kaiming_normal((tg_shape){ .ndim = 17 }, 1.0, TG_F32)); }
+static int c689(void) { M_PTR(tg_kaiming_normal((tg_shape){ .ndim = -1 }, 1.0, TG_F32)); }
+static int c690(void) { M_PTR(tg_kaiming_normal(TG_SHAPE(2, 3), 1.0, (tg_dtype)99)); }
+static int c691(void) { M_PTR(tg_kaiming_normal(TG_SHAPE(2, 3), 1.0, (tg_dtype)-1)); }
+static int c692(void) { M_PTR(tg_glorot_uniform((tg_shape){ .ndim = 17 }, TG_F32)); }
+static int c693(void) { M_PTR(tg_glorot_uniform((tg_shape){ .ndim = -1 }, TG_F32)); }
+static int c694(void) { M_PTR(tg_glorot_uniform(TG_SHAPE(2, 3), (tg_dtype)99)); }
+static int c695(void) { M_PTR(tg_glorot_uniform(TG_SHAPE(2, 3), (tg_dtype)-1)); }
+static int c696(void) { M_INT(tg_ggml_type_from_name(NULL)); }
+static int c697(void) { M_PTR(tg_dequantize(NULL, 1, TG_SHAPE(2, 3))); }
+static int c698(void) { M_PTR(tg_dequantize(fx_tensor(), 1, (tg_shape){ .ndim = 17 })); }
+static int c699(void) { M_PTR(tg_dequantize(fx_tensor(), 1, (tg_shape){ .ndim = -1 })); }
+static int c700(void) { M_PTR(tg_quant_matmul(NULL, fx_tensor(), 1, TG_SHAPE(2, 3))); }
+static int c701(void) { M_PTR(tg_quant_matmul(fx_tensor(), NULL, 1, TG_SHAPE(2, 3))); }
+static int c702(void) { M_PTR(tg_quant_matmul(fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = 17 })); }
+static int c703(void) { M_PTR(tg_quant_matmul(fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = -1 })); }
+static int c704(void) { M_INT(tg_quant_pack_rows(NULL, 1, TG_SHAPE(2, 3), fx_tensors(), fx_tensors())); }
+static int c705(void) { M_INT(tg_quant_pack_rows(fx_tensor(), 1, (tg_shape){ .ndim = 17 }, fx_tensors(), fx_tensors())); }
+static int c706(void) { M_INT(tg_quant_pack_rows(fx_tensor(), 1, (tg_shape){ .ndim = -1 }, fx_tensors(), fx_tensors())); }
+static int c707(void) { M_INT(tg_quant_pack_rows(fx_tensor(), 1, TG_SHAPE(2, 3), NULL, fx_tensors())); }
+static int c708(void) { M_INT(tg_quant_pack_rows(fx_tensor(), 1, TG_SHAPE(2, 3), fx_tensors(), NULL)); }
+static int c709(void) { M_PTR(tg_quant_matmul_rows(NULL, fx_tensor(), fx_tensor(), 1, TG_SHAPE(2, 3))); }
+static int c710(void) { M_PTR(tg_quant_matmul_rows(fx_tensor(), NULL, fx_tensor(), 1, TG_SHAPE(2, 3))); }
+static int c711(void) { M_PTR(tg_quant_matmul_rows(fx_tensor(), fx_tensor(), NULL, 1, TG_SHAPE(2, 3))); }
+static int c712(void) { M_PTR(tg_quant_matmul_rows(fx_tensor(), fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = 17 })); }
+static int c713(void) { M_PTR(tg_quant_matmul_rows(fx_tensor(), fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = -1 })); }
+static int c714(void) { M_PTR(tg_dequantize_rows(NULL, fx_tensor(), 1, TG_SHAPE(2, 3))); }
+static int c715(void) { M_PTR(tg_dequantize_rows(fx_tensor(), NULL, 1, TG_SHAPE(2, 3))); }
+static int c716(void) { M_PTR(tg_dequantize_rows(fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = 17 })); }
+static int c717(void) { M_PTR(tg_dequantize_rows(fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = -1 })); }
+static int c718(void) { M_PTR(tg_tokenizer_load(NULL)); }
+static int c719(void) { M_NONE(tg_tokenizer_free(NULL)); }
+static int c720(void) { M_INT(tg_tokenize(NULL, "x", 1, false, false, (int32_t *[1]){ 0 })); }
+static int c721(void) { M_INT(tg_tokenize(fx_tokenizer(), NULL, 1, false, false, (int32_t *[1]){ 0 })); }
+static int c722(void) { M_INT(tg_tokenize(fx_tokenizer(), "x", 1, false, false, NULL)); }
+static int c723(void) { M_INT(tg_token_to_piece(NULL, 1, false, "x", 1)); }
+static int c724(void) { M_INT(tg_token_to_piece(fx_tokenizer(), 1, false, NULL, 1)); }
+static int c725(void) { M_INT(tg_token_to_piece(fx_tokenizer(), 1, false, "x", -1)); }
+static int c726(void) { M_PTR(tg_detokenize(NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, false, false, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c727(void) { M_PTR(tg_detokenize(fx_tokenizer(), NULL, 1, false, false, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c728(void) { M_PTR(tg_detokenize(fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1, false, false, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c729(void) { M_PTR(tg_detokenize(fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, false, false, NULL)); }
+static int c730(void) { M_PTR(tg_token_stream_new(NULL, false)); }
+static int c731(void) { M_PTR(tg_token_stream_push(NULL, 1, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c732(void) { M_PTR(tg_token_stream_push(fx_stream(), 1, NULL)); }
+static int c733(void) { M_PTR(tg_token_stream_flush(NULL, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c734(void) { M_PTR(tg_token_stream_flush(fx_stream(), NULL)); }
+static int c735(void) { M_NONE(tg_token_stream_free(NULL)); }
+static int c736(void) { M_INT(tg_tokenizer_n_vocab(NULL)); }
+static int c737(void) { M_INT(tg_tokenizer_bos(NULL)); }
+static int c738(void) { M_INT(tg_tokenizer_eos(NULL)); }
+static int c739(void) { M_INT(tg_tokenizer_eot(NULL)); }
+static int c740(void) { M_NONE(tg_tokenizer_add_bos(NULL)); }
+static int c741(void) { M_NONE(tg_tokenizer_is_eog(NULL, 1)); }
+static int c742(void) { M_INT(tg_tokenizer_find(NULL, "x")); }
+static int c743(void) { M_INT(tg_tokenizer_find(fx_tokenizer(), NULL)); }
+static int c744(void) { M_PTR(tg_tokenizer_token_text(NULL, 1)); }
 
 const misuse_case misuse_cases[] = {
   { "tg_dtype_name(dt=99)", c0, M_STRICT },
   { "tg_dtype_name(dt=-1)", c1, M_STRICT },
-  { "tg_dtype_size(dt=99)", c2, M_STRICT },
-  { "tg_dtype_size(dt=-1)", c3, M_STRICT },
-  { "tg_dtype_is_float(dt=99)", c4, M_STRICT },
-  { "tg_dtype_is_float(dt=-1)", c5, M_STRICT },
-  { "tg_dtype_is_int(dt=99)", c6, M_STRICT },
-  { "tg_dtype_is_int(dt=-1)", c7, M_STRICT },
-  { "tg_dtype_is_unsigned(dt=99)", c8, M_STRICT },
-  { "tg_dtype_is_unsigned(dt=-1)", c9, M_STRICT },
-  { "tg_dtype_promote(a=99)", c10, M_STRICT },
-  { "tg_dtype_promote(a=-1)", c11, M_STRICT },
-  { "tg_dtype_promote(b=99)", c12, M_STRICT },
-  { "tg_dtype_promote(b=-1)", c13, M_STRICT },
-  { "tg_dtype_can_safe_cast(from=99)", c14, M_STRICT },
-  { "tg_dtype_can_safe_cast(from=-1)", c15, M_STRICT },
-  { "tg_dtype_can_safe_cast(to=99)", c16, M_STRICT },
-  { "tg_dtype_can_safe_cast(to=-1)", c17, M_STRICT },
-  { "tg_keep(t=NULL)", c18, M_STRICT },
-  { "tg_free(t=NULL)", c19, M_OPTIONAL },
-  { "tg_set_default_device(name=NULL)", c20, M_OPTIONAL },
-  { "tg_device_of(t=NULL)", c21, M_STRICT },
-  { "tg_to(t=NULL)", c22, M_STRICT },
-  { "tg_to(device=NULL)", c23, M_OPTIONAL },
-  { "tg_devices(out=NULL)", c24, M_OPTIONAL },
-  { "tg_devices(max=-1)", c25, M_STRICT },
-  { "tg_devices(absent=NULL)", c26, M_OPTIONAL },
-  { "tg_shape_of(t=NULL)", c27, M_STRICT },
-  { "tg_ndim(t=NULL)", c28, M_STRICT },
-  { "tg_dim(t=NULL)", c29, M_STRICT },
-  { "tg_numel(t=NULL)", c30, M_STRICT },
-  { "tg_dtype_of(t=NULL)", c31, M_STRICT },
-  { "tg_print_graph(t=NULL)", c32, M_STRICT },
-  { "tg_from_data(data=NULL)", c33, M_STRICT },
-  { "tg_from_data(shape.ndim=17)", c34, M_STRICT },
-  { "tg_from_data(shape.ndim=-1)", c35, M_STRICT },
-  { "tg_from_data(dt=99)", c36, M_STRICT },
-  { "tg_from_data(dt=-1)", c37, M_STRICT },
-  { "tg_empty(shape.ndim=17)", c38, M_STRICT },
-  { "tg_empty(shape.ndim=-1)", c39, M_STRICT },
-  { "tg_empty(dt=99)", c40, M_STRICT },
-  { "tg_empty(dt=-1)", c41, M_STRICT },
-  { "tg_full(shape.ndim=17)", c42, M_STRICT },
-  { "tg_full(shape.ndim=-1)", c43, M_STRICT },
-  { "tg_full(dt=99)", c44, M_STRICT },
-  { "tg_full(dt=-1)", c45, M_STRICT },
-  { "tg_zeros(shape.ndim=17)", c46, M_STRICT },
-  { "tg_zeros(shape.ndim=-1)", c47, M_STRICT },
-  { "tg_zeros(dt=99)", c48, M_STRICT },
-  { "tg_zeros(dt=-1)", c49, M_STRICT },
-  { "tg_ones(shape.ndim=17)", c50, M_STRICT },
-  { "tg_ones(shape.ndim=-1)", c51, M_STRICT },
-  { "tg_ones(dt=99)", c52, M_STRICT },
-  { "tg_ones(dt=-1)", c53, M_STRICT },
-  { "tg_scalar(dt=99)", c54, M_STRICT },
-  { "tg_scalar(dt=-1)", c55, M_STRICT },
-  { "tg_arange(dt=99)", c56, M_STRICT },
-  { "tg_arange(dt=-1)", c57, M_STRICT },
-  { "tg_eye(n=-1)", c58, M_STRICT },
-  { "tg_eye(dt=99)", c59, M_STRICT },
-  { "tg_eye(dt=-1)", c60, M_STRICT },
-  { "tg_full_like(t=NULL)", c61, M_STRICT },
-  { "tg_zeros_like(t=NULL)", c62, M_STRICT },
-  { "tg_ones_like(t=NULL)", c63, M_STRICT },
-  { "tg_rand(shape.ndim=17)", c64, M_STRICT },
-  { "tg_rand(shape.ndim=-1)", c65, M_STRICT },
-  { "tg_rand(dt=99)", c66, M_STRICT },
-  { "tg_rand(dt=-1)", c67, M_STRICT },
-  { "tg_randn(shape.ndim=17)", c68, M_STRICT },
-  { "tg_randn(shape.ndim=-1)", c69, M_STRICT },
-  { "tg_randn(dt=99)", c70, M_STRICT },
-  { "tg_randn(dt=-1)", c71, M_STRICT },
-  { "tg_add(a=NULL)", c72, M_STRICT },
-  { "tg_add(b=NULL)", c73, M_STRICT },
-  { "tg_sub(a=NULL)", c74, M_STRICT },
-  { "tg_sub(b=NULL)", c75, M_STRICT },
-  { "tg_mul(a=NULL)", c76, M_STRICT },
-  { "tg_mul(b=NULL)", c77, M_STRICT },
-  { "tg_div(a=NULL)", c78, M_STRICT },
-  { "tg_div(b=NULL)", c79, M_STRICT },
-  { "tg_pow(a=NULL)", c80, M_STRICT },
-  { "tg_pow(b=NULL)", c81, M_STRICT },
-  { "tg_maximum(a=NULL)", c82, M_STRICT },
-  { "tg_maximum(b=NULL)", c83, M_STRICT },
-  { "tg_minimum(a=NULL)", c84, M_STRICT },
-  { "tg_minimum(b=NULL)", c85, M_STRICT },
-  { "tg_adds(a=NULL)", c86, M_STRICT },
-  { "tg_subs(a=NULL)", c87, M_STRICT },
-  { "tg_muls(a=NULL)", c88, M_STRICT },
-  { "tg_divs(a=NULL)", c89, M_STRICT },
-  { "tg_pows(a=NULL)", c90, M_STRICT },
-  { "tg_neg(a=NULL)", c91, M_STRICT },
-  { "tg_exp(a=NULL)", c92, M_STRICT },
-  { "tg_log(a=NULL)", c93, M_STRICT },
-  { "tg_exp2(a=NULL)", c94, M_STRICT },
-  { "tg_log2(a=NULL)", c95, M_STRICT },
-  { "tg_sqrt(a=NULL)", c96, M_STRICT },
-  { "tg_rsqrt(a=NULL)", c97, M_STRICT },
-  { "tg_reciprocal(a=NULL)", c98, M_STRICT },
-  { "tg_sin(a=NULL)", c99, M_STRICT },
-  { "tg_cos(a=NULL)", c100, M_STRICT },
-  { "tg_abs(a=NULL)", c101, M_STRICT },
-  { "tg_relu(a=NULL)", c102, M_STRICT },
-  { "tg_sigmoid(a=NULL)", c103, M_STRICT },
-  { "tg_tanh(a=NULL)", c104, M_STRICT },
-  { "tg_lt(a=NULL)", c105, M_STRICT },
-  { "tg_lt(b=NULL)", c106, M_STRICT },
-  { "tg_le(a=NULL)", c107, M_STRICT },
-  { "tg_le(b=NULL)", c108, M_STRICT },
-  { "tg_gt(a=NULL)", c109, M_STRICT },
-  { "tg_gt(b=NULL)", c110, M_STRICT },
-  { "tg_ge(a=NULL)", c111, M_STRICT },
-  { "tg_ge(b=NULL)", c112, M_STRICT },
-  { "tg_eq(a=NULL)", c113, M_STRICT },
-  { "tg_eq(b=NULL)", c114, M_STRICT },
-  { "tg_ne(a=NULL)", c115, M_STRICT },
-  { "tg_ne(b=NULL)", c116, M_STRICT },
-  { "tg_logical_and(a=NULL)", c117, M_STRICT },
-  { "tg_logical_and(b=NULL)", c118, M_STRICT },
-  { "tg_logical_or(a=NULL)", c119, M_STRICT },
-  { "tg_logical_or(b=NULL)", c120, M_STRICT },
-  { "tg_logical_xor(a=NULL)", c121, M_STRICT },
-  { "tg_logical_xor(b=NULL)", c122, M_STRICT },
-  { "tg_logical_not(a=NULL)", c123, M_STRICT },
-  { "tg_where(cond=NULL)", c124, M_STRICT },
-  { "tg_where(a=NULL)", c125, M_STRICT },
-  { "tg_where(b=NULL)", c126, M_STRICT },
-  { "tg_cast(a=NULL)", c127, M_STRICT },
-  { "tg_cast(dt=99)", c128, M_STRICT },
-  { "tg_cast(dt=-1)", c129, M_STRICT },
-  { "tg_bitcast(a=NULL)", c130, M_STRICT },
-  { "tg_bitcast(dt=99)", c131, M_STRICT },
-  { "tg_bitcast(dt=-1)", c132, M_STRICT },
-  { "tg_reshape(a=NULL)", c133, M_STRICT },
-  { "tg_reshape(shape.ndim=17)", c134, M_STRICT },
-  { "tg_reshape(shape.ndim=-1)", c135, M_STRICT },
-  { "tg_permute(a=NULL)", c136, M_STRICT },
-  { "tg_permute(order.n=17)", c137, M_STRICT },
-  { "tg_permute(order=(99))", c138, M_STRICT },
-  { "tg_expand(a=NULL)", c139, M_STRICT },
-  { "tg_expand(shape.ndim=17)", c140, M_STRICT },
-  { "tg_expand(shape.ndim=-1)", c141, M_STRICT },
-  { "tg_pad(a=NULL)", c142, M_STRICT },
-  { "tg_pad(pads=NULL)", c143, M_STRICT },
-  { "tg_shrink(a=NULL)", c144, M_STRICT },
-  { "tg_shrink(starts=NULL)", c145, M_STRICT },
-  { "tg_shrink(ends=NULL)", c146, M_STRICT },
-  { "tg_flip(a=NULL)", c147, M_STRICT },
-  { "tg_flip(axes.n=17)", c148, M_STRICT },
-  { "tg_flip(axes=(99))", c149, M_STRICT },
-  { "tg_transpose(a=NULL)", c150, M_STRICT },
-  { "tg_T(a=NULL)", c151, M_STRICT },
-  { "tg_squeeze(a=NULL)", c152, M_STRICT },
-  { "tg_unsqueeze(a=NULL)", c153, M_STRICT },
-  { "tg_flatten(a=NULL)", c154, M_STRICT },
-  { "tg_getitem(a=NULL)", c155, M_STRICT },
-  { "tg_getitem(idx=NULL)", c156, M_STRICT },
-  { "tg_getitem(n=-1)", c157, M_STRICT },
-  { "tg_sum(a=NULL)", c158, M_STRICT },
-  { "tg_sum(axes.n=17)", c159, M_STRICT },
-  { "tg_sum(axes=(99))", c160, M_STRICT },
-  { "tg_prod(a=NULL)", c161, M_STRICT },
-  { "tg_prod(axes.n=17)", c162, M_STRICT },
-  { "tg_prod(axes=(99))", c163, M_STRICT },
-  { "tg_max(a=NULL)", c164, M_STRICT },
-  { "tg_max(axes.n=17)", c165, M_STRICT },
-  { "tg_max(axes=(99))", c166, M_STRICT },
-  { "tg_min(a=NULL)", c167, M_STRICT },
-  { "tg_min(axes.n=17)", c168, M_STRICT },
-  { "tg_min(axes=(99))", c169, M_STRICT },
-  { "tg_mean(a=NULL)", c170, M_STRICT },
-  { "tg_mean(axes.n=17)", c171, M_STRICT },
-  { "tg_mean(axes=(99))", c172, M_STRICT },
-  { "tg_argmax(a=NULL)", c173, M_STRICT },
-  { "tg_argmin(a=NULL)", c174, M_STRICT },
-  { "tg_matmul(a=NULL)", c175, M_STRICT },
-  { "tg_matmul(b=NULL)", c176, M_STRICT },
-  { "tg_dot(a=NULL)", c177, M_STRICT },
-  { "tg_dot(b=NULL)", c178, M_STRICT },
-  { "tg_softmax(a=NULL)", c179, M_STRICT },
-  { "tg_log_softmax(a=NULL)", c180, M_STRICT },
-  { "tg_contiguous(a=NULL)", c181, M_STRICT },
-  { "tg_assign(target=NULL)", c182, M_STRICT },
-  { "tg_assign(value=NULL)", c183, M_STRICT },
-  { "tg_realize(t=NULL)", c184, M_STRICT },
-  { "tg_realize_all(ts=NULL)", c185, M_STRICT },
-  { "tg_realize_all(n=-1)", c186, M_STRICT },
-  { "tg_data(t=NULL)", c187, M_STRICT },
-  { "tg_data(out=NULL)", c188, M_STRICT },
-  { "tg_item(t=NULL)", c189, M_STRICT },
-  { "tg_requires_grad(t=NULL)", c190, M_STRICT },
-  { "tg_get_requires_grad(t=NULL)", c191, M_STRICT },
-  { "tg_backward(loss=NULL)", c192, M_STRICT },
-  { "tg_grad(t=NULL)", c193, M_STRICT },
-  { "tg_zero_grad(t=NULL)", c194, M_STRICT },
-  { "tg_gradient(loss=NULL)", c195, M_STRICT },
-  { "tg_gradient(wrt=NULL)", c196, M_STRICT },
-  { "tg_gradient(n=-1)", c197, M_STRICT },
-  { "tg_gradient(out=NULL)", c198, M_STRICT },
-  { "tg_detach(t=NULL)", c199, M_STRICT },
-  { "tg_variable(name=NULL)", c200, M_STRICT },
-  { "tg_variable(max=-1)", c201, M_STRICT },
-  { "tg_bind(name=NULL)", c202, M_STRICT },
-  { "tg_shrink_var(t=NULL)", c203, M_STRICT },
-  { "tg_shrink_var(var=NULL)", c204, M_STRICT },
-  { "tg_dim_var(t=NULL)", c205, M_STRICT },
-  { "tg_dim_is_symbolic(t=NULL)", c206, M_STRICT },
-  { "tg_jit_new(ctx=NULL)", c207, M_OPTIONAL },
-  { "tg_jit_free(j=NULL)", c208, M_OPTIONAL },
-  { "tg_jit_call(j=NULL)", c209, M_STRICT },
-  { "tg_jit_call(in=NULL)", c210, M_STRICT },
-  { "tg_jit_call(nin=-1)", c211, M_STRICT },
-  { "tg_jit_call(out=NULL)", c212, M_STRICT },
-  { "tg_jit_call(nout=-1)", c213, M_STRICT },
-  { "tg_jit_stats(j=NULL)", c214, M_STRICT },
-  { "tg_jit_set_prune(j=NULL)", c215, M_STRICT },
-  { "tg_jit_set_reuse_outputs(j=NULL)", c216, M_STRICT },
-  { "tg_set_kernel_opts(spec=NULL)", c217, M_OPTIONAL },
-  { "tg_viz_begin(dir=NULL)", c218, M_OPTIONAL },
-  { "tg_profile_marker(name=NULL)", c219, M_STRICT },
-  { "tg_chat_template_new(template_text=NULL)", c220, M_OPTIONAL },
-  { "tg_chat_template_new(preset_name=NULL)", c221, M_OPTIONAL },
-  { "tg_chat_template_new(bos_token=NULL)", c222, M_OPTIONAL },
-  { "tg_chat_template_new(eos_token=NULL)", c223, M_OPTIONAL },
-  { "tg_chat_template_free(t=NULL)", c224, M_OPTIONAL },
-  { "tg_chat_apply(t=NULL)", c225, M_STRICT },
-  { "tg_chat_apply(msgs=NULL)", c226, M_STRICT },
-  { "tg_chat_apply(n=-1)", c227, M_STRICT },
-  { "tg_chat_apply_json(t=NULL)", c228, M_STRICT },
-  { "tg_chat_apply_json(messages_json=NULL)", c229, M_STRICT },
-  { "tg_chat_apply_json(tools_json=NULL)", c230, M_OPTIONAL },
-  { "tg_chat_apply_json(extra_json=NULL)", c231, M_OPTIONAL },
-  { "tg_chat_end_strings(t=NULL)", c232, M_STRICT },
-  { "tg_chat_is_end(t=NULL)", c233, M_STRICT },
-  { "tg_chat_is_end(tok=NULL)", c234, M_STRICT },
-  { "tg_chat_preset_name(t=NULL)", c235, M_STRICT },
-  { "tg_chat_is_jinja(t=NULL)", c236, M_STRICT },
-  { "tg_chat_set_time(t=NULL)", c237, M_STRICT },
-  { "tg_chat_detect_preset(template_text=NULL)", c238, M_STRICT },
-  { "tg_jinja_render(template_text=NULL)", c239, M_STRICT },
-  { "tg_jinja_render(vars_json=NULL)", c240, M_OPTIONAL },
-  { "tg_tensor_list_free(l=NULL)", c241, M_OPTIONAL },
-  { "tg_tensor_list_get(l=NULL)", c242, M_STRICT },
-  { "tg_tensor_list_get(name=NULL)", c243, M_STRICT },
-  { "tg_from_file(path=NULL)", c244, M_STRICT },
-  { "tg_from_file(shape.ndim=17)", c245, M_STRICT },
-  { "tg_from_file(shape.ndim=-1)", c246, M_STRICT },
-  { "tg_from_file(dt=99)", c247, M_STRICT },
-  { "tg_from_file(dt=-1)", c248, M_STRICT },
-  { "tg_safetensors_load(path=NULL)", c249, M_STRICT },
-  { "tg_safetensors_load(device=NULL)", c250, M_OPTIONAL },
-  { "tg_safetensors_load(out=NULL)", c251, M_STRICT },
-  { "tg_safetensors_save(path=NULL)", c252, M_STRICT },
-  { "tg_safetensors_save(names=NULL)", c253, M_STRICT },
-  { "tg_safetensors_save(tensors=NULL)", c254, M_STRICT },
-  { "tg_safetensors_save(n=-1)", c255, M_STRICT },
-  { "tg_safetensors_save(metadata=NULL)", c256, M_OPTIONAL },
-  { "tg_npy_load(path=NULL)", c257, M_STRICT },
-  { "tg_npy_load(device=NULL)", c258, M_OPTIONAL },
-  { "tg_npy_save(path=NULL)", c259, M_STRICT },
-  { "tg_npy_save(t=NULL)", c260, M_STRICT },
-  { "tg_gguf_load_tensors(path=NULL)", c261, M_STRICT },
-  { "tg_gguf_load_tensors(device=NULL)", c262, M_OPTIONAL },
-  { "tg_gguf_load_tensors(out=NULL)", c263, M_STRICT },
-  { "tg_gguf_save(path=NULL)", c264, M_STRICT },
-  { "tg_gguf_save(names=NULL)", c265, M_STRICT },
-  { "tg_gguf_save(tensors=NULL)", c266, M_STRICT },
-  { "tg_gguf_save(n=-1)", c267, M_STRICT },
-  { "tg_gguf_save(metadata=NULL)", c268, M_OPTIONAL },
-  { "tg_state_dict_free(sd=NULL)", c269, M_OPTIONAL },
-  { "tg_state_dict_add(sd=NULL)", c270, M_STRICT },
-  { "tg_state_dict_add(name=NULL)", c271, M_STRICT },
-  { "tg_state_dict_add(t=NULL)", c272, M_STRICT },
-  { "tg_state_dict_get(sd=NULL)", c273, M_STRICT },
-  { "tg_state_dict_get(name=NULL)", c274, M_STRICT },
-  { "tg_state_dict_parameters(sd=NULL)", c275, M_STRICT },
-  { "tg_state_dict_parameters(out=NULL)", c276, M_OPTIONAL },
-  { "tg_state_dict_parameters(max=-1)", c277, M_STRICT },
-  { "tg_state_dict_realize(sd=NULL)", c278, M_STRICT },
-  { "tg_linear_forward(l=NULL)", c279, M_STRICT },
-  { "tg_linear_forward(x=NULL)", c280, M_STRICT },
-  { "tg_linear_state(l=NULL)", c281, M_STRICT },
-  { "tg_linear_state(sd=NULL)", c282, M_STRICT },
-  { "tg_linear_state(prefix=NULL)", c283, M_OPTIONAL },
-  { "tg_linear_free(l=NULL)", c284, M_STRICT },
-  { "tg_conv_layer_forward(l=NULL)", c285, M_STRICT },
-  { "tg_conv_layer_forward(x=NULL)", c286, M_STRICT },
-  { "tg_conv_layer_state(l=NULL)", c287, M_STRICT },
-  { "tg_conv_layer_state(sd=NULL)", c288, M_STRICT },
-  { "tg_conv_layer_state(prefix=NULL)", c289, M_OPTIONAL },
-  { "tg_conv_layer_free(l=NULL)", c290, M_STRICT },
-  { "tg_conv_transpose_layer_forward(l=NULL)", c291, M_STRICT },
-  { "tg_conv_transpose_layer_forward(x=NULL)", c292, M_STRICT },
-  { "tg_conv_transpose_layer_state(l=NULL)", c293, M_STRICT },
-  { "tg_conv_transpose_layer_state(sd=NULL)", c294, M_STRICT },
-  { "tg_conv_transpose_layer_state(prefix=NULL)", c295, M_OPTIONAL },
-  { "tg_conv_transpose_layer_free(l=NULL)", c296, M_STRICT },
-  { "tg_batchnorm_forward(l=NULL)", c297, M_STRICT },
-  { "tg_batchnorm_forward(x=NULL)", c298, M_STRICT },
-  { "tg_batchnorm_state(l=NULL)", c299, M_STRICT },
-  { "tg_batchnorm_state(sd=NULL)", c300, M_STRICT },
-  { "tg_batchnorm_state(prefix=NULL)", c301, M_OPTIONAL },
-  { "tg_batchnorm_free(l=NULL)", c302, M_STRICT },
-  { "tg_layernorm_new(normalized_shape.ndim=17)", c303, M_STRICT },
-  { "tg_layernorm_new(normalized_shape.ndim=-1)", c304, M_STRICT },
-  { "tg_layernorm_forward(l=NULL)", c305, M_STRICT },
-  { "tg_layernorm_forward(x=NULL)", c306, M_STRICT },
-  { "tg_layernorm_state(l=NULL)", c307, M_STRICT },
-  { "tg_layernorm_state(sd=NULL)", c308, M_STRICT },
-  { "tg_layernorm_state(prefix=NULL)", c309, M_OPTIONAL },
-  { "tg_layernorm_free(l=NULL)", c310, M_STRICT },
-  { "tg_rmsnorm_forward(l=NULL)", c311, M_STRICT },
-  { "tg_rmsnorm_forward(x=NULL)", c312, M_STRICT },
-  { "tg_rmsnorm_state(l=NULL)", c313, M_STRICT },
-  { "tg_rmsnorm_state(sd=NULL)", c314, M_STRICT },
-  { "tg_rmsnorm_state(prefix=NULL)", c315, M_OPTIONAL },
-  { "tg_rmsnorm_free(l=NULL)", c316, M_STRICT },
-  { "tg_groupnorm_forward(l=NULL)", c317, M_STRICT },
-  { "tg_groupnorm_forward(x=NULL)", c318, M_STRICT },
-  { "tg_groupnorm_state(l=NULL)", c319, M_STRICT },
-  { "tg_groupnorm_state(sd=NULL)", c320, M_STRICT },
-  { "tg_groupnorm_state(prefix=NULL)", c321, M_OPTIONAL },
-  { "tg_groupnorm_free(l=NULL)", c322, M_STRICT },
-  { "tg_embedding_forward(l=NULL)", c323, M_STRICT },
-  { "tg_embedding_forward(idx=NULL)", c324, M_STRICT },
-  { "tg_embedding_state(l=NULL)", c325, M_STRICT },
-  { "tg_embedding_state(sd=NULL)", c326, M_STRICT },
-  { "tg_embedding_state(prefix=NULL)", c327, M_OPTIONAL },
-  { "tg_embedding_free(l=NULL)", c328, M_STRICT },
-  { "tg_lstmcell_forward(l=NULL)", c329, M_STRICT },
-  { "tg_lstmcell_forward(x=NULL)", c330, M_STRICT },
-  { "tg_lstmcell_forward(h=NULL)", c331, M_STRICT },
-  { "tg_lstmcell_forward(c=NULL)", c332, M_STRICT },
-  { "tg_lstmcell_forward(h_out=NULL)", c333, M_STRICT },
-  { "tg_lstmcell_forward(c_out=NULL)", c334, M_STRICT },
-  { "tg_lstmcell_state(l=NULL)", c335, M_STRICT },
-  { "tg_lstmcell_state(sd=NULL)", c336, M_STRICT },
-  { "tg_lstmcell_state(prefix=NULL)", c337, M_OPTIONAL },
-  { "tg_lstmcell_free(l=NULL)", c338, M_STRICT },
-  { "tg_sgd_new(params=NULL)", c339, M_STRICT },
-  { "tg_sgd_new(n=-1)", c340, M_STRICT },
-  { "tg_adam_new(params=NULL)", c341, M_STRICT },
-  { "tg_adam_new(n=-1)", c342, M_STRICT },
-  { "tg_adamw_new(params=NULL)", c343, M_STRICT },
-  { "tg_adamw_new(n=-1)", c344, M_STRICT },
-  { "tg_lamb_new(params=NULL)", c345, M_STRICT },
-  { "tg_lamb_new(n=-1)", c346, M_STRICT },
-  { "tg_optim_free(o=NULL)", c347, M_OPTIONAL },
-  { "tg_optim_step(o=NULL)", c348, M_STRICT },
-  { "tg_optim_schedule_step(o=NULL)", c349, M_STRICT },
-  { "tg_optim_zero_grad(o=NULL)", c350, M_STRICT },
-  { "tg_optim_set_lr(o=NULL)", c351, M_STRICT },
-  { "tg_optim_get_lr(o=NULL)", c352, M_STRICT },
-  { "tg_optim_lr(o=NULL)", c353, M_STRICT },
-  { "tg_optim_state(o=NULL)", c354, M_STRICT },
-  { "tg_optim_state(sd=NULL)", c355, M_STRICT },
-  { "tg_optim_state(prefix=NULL)", c356, M_OPTIONAL },
-  { "tg_llm_load(path=NULL)", c357, M_STRICT },
-  { "tg_llm_free(m=NULL)", c358, M_OPTIONAL },
-  { "tg_llm_config_of(m=NULL)", c359, M_STRICT },
-  { "tg_llm_eval(m=NULL)", c360, M_STRICT },
-  { "tg_llm_eval(tokens=NULL)", c361, M_STRICT },
-  { "tg_llm_eval(n=-1)", c362, M_STRICT },
-  { "tg_llm_eval(logits=NULL)", c363, M_OPTIONAL },
-  { "tg_llm_n_past(m=NULL)", c364, M_STRICT },
-  { "tg_llm_rewind(m=NULL)", c365, M_STRICT },
-  { "tg_llm_history(m=NULL)", c366, M_STRICT },
-  { "tg_sampler_free(s=NULL)", c367, M_OPTIONAL },
-  { "tg_sampler_sample(s=NULL)", c368, M_STRICT },
-  { "tg_sampler_sample(logits=NULL)", c369, M_STRICT },
-  { "tg_sampler_sample(n=-1)", c370, M_STRICT },
-  { "tg_llm_generate(m=NULL)", c371, M_STRICT },
-  { "tg_llm_generate(tok=NULL)", c372, M_STRICT },
-  { "tg_llm_generate(prompt=NULL)", c373, M_STRICT },
-  { "tg_llm_generate(s=NULL)", c374, M_STRICT },
-  { "tg_llm_generate(extra_stop=NULL)", c375, M_STRICT },
-  { "tg_llm_generate(user=NULL)", c376, M_STRICT },
-  { "tg_llm_generate(stats=NULL)", c377, M_STRICT },
-  { "tg_tan(a=NULL)", c378, M_STRICT },
-  { "tg_asin(a=NULL)", c379, M_STRICT },
-  { "tg_acos(a=NULL)", c380, M_STRICT },
-  { "tg_atan(a=NULL)", c381, M_STRICT },
-  { "tg_sinh(a=NULL)", c382, M_STRICT },
-  { "tg_cosh(a=NULL)", c383, M_STRICT },
-  { "tg_asinh(a=NULL)", c384, M_STRICT },
-  { "tg_acosh(a=NULL)", c385, M_STRICT },
-  { "tg_atanh(a=NULL)", c386, M_STRICT },
-  { "tg_log10(a=NULL)", c387, M_STRICT },
-  { "tg_log1p(a=NULL)", c388, M_STRICT },
-  { "tg_expm1(a=NULL)", c389, M_STRICT },
-  { "tg_erf(a=NULL)", c390, M_STRICT },
-  { "tg_logaddexp(a=NULL)", c391, M_STRICT },
-  { "tg_logaddexp(b=NULL)", c392, M_STRICT },
-  { "tg_trunc(a=NULL)", c393, M_STRICT },
-  { "tg_floor(a=NULL)", c394, M_STRICT },
-  { "tg_ceil(a=NULL)", c395, M_STRICT },
-  { "tg_round(a=NULL)", c396, M_STRICT },
-  { "tg_sign(a=NULL)", c397, M_STRICT },
-  { "tg_square(a=NULL)", c398, M_STRICT },
-  { "tg_copysign(a=NULL)", c399, M_STRICT },
-  { "tg_copysign(b=NULL)", c400, M_STRICT },
-  { "tg_floordiv(a=NULL)", c401, M_STRICT },
-  { "tg_floordiv(b=NULL)", c402, M_STRICT },
-  { "tg_mod(a=NULL)", c403, M_STRICT },
-  { "tg_mod(b=NULL)", c404, M_STRICT },
-  { "tg_fmod(a=NULL)", c405, M_STRICT },
-  { "tg_fmod(b=NULL)", c406, M_STRICT },
-  { "tg_bitwise_and(a=NULL)", c407, M_STRICT },
-  { "tg_bitwise_and(b=NULL)", c408, M_STRICT },
-  { "tg_bitwise_or(a=NULL)", c409, M_STRICT },
-  { "tg_bitwise_or(b=NULL)", c410, M_STRICT },
-  { "tg_bitwise_xor(a=NULL)", c411, M_STRICT },
-  { "tg_bitwise_xor(b=NULL)", c412, M_STRICT },
-  { "tg_bitwise_not(a=NULL)", c413, M_STRICT },
-  { "tg_lshift(a=NULL)", c414, M_STRICT },
-  { "tg_lshift(b=NULL)", c415, M_STRICT },
-  { "tg_rshift(a=NULL)", c416, M_STRICT },
-  { "tg_rshift(b=NULL)", c417, M_STRICT },
-  { "tg_lshifts(a=NULL)", c418, M_STRICT },
-  { "tg_rshifts(a=NULL)", c419, M_STRICT },
-  { "tg_clamp(a=NULL)", c420, M_STRICT },
-  { "tg_clamp_tensor(a=NULL)", c421, M_STRICT },
-  { "tg_clamp_tensor(lo=NULL)", c422, M_STRICT },
-  { "tg_clamp_tensor(hi=NULL)", c423, M_STRICT },
-  { "tg_masked_fill(a=NULL)", c424, M_STRICT },
-  { "tg_masked_fill(mask=NULL)", c425, M_STRICT },
-  { "tg_lerp(a=NULL)", c426, M_STRICT },
-  { "tg_lerp(b=NULL)", c427, M_STRICT },
-  { "tg_lerp(w=NULL)", c428, M_STRICT },
-  { "tg_lerps(a=NULL)", c429, M_STRICT },
-  { "tg_lerps(b=NULL)", c430, M_STRICT },
-  { "tg_isnan(a=NULL)", c431, M_STRICT },
-  { "tg_isinf(a=NULL)", c432, M_STRICT },
-  { "tg_isfinite(a=NULL)", c433, M_STRICT },
-  { "tg_isclose(a=NULL)", c434, M_STRICT },
-  { "tg_isclose(b=NULL)", c435, M_STRICT },
-  { "tg_relu6(a=NULL)", c436, M_STRICT },
-  { "tg_hardtanh(a=NULL)", c437, M_STRICT },
-  { "tg_leaky_relu(a=NULL)", c438, M_STRICT },
-  { "tg_elu(a=NULL)", c439, M_STRICT },
-  { "tg_celu(a=NULL)", c440, M_STRICT },
-  { "tg_selu(a=NULL)", c441, M_STRICT },
-  { "tg_gelu(a=NULL)", c442, M_STRICT },
-  { "tg_quick_gelu(a=NULL)", c443, M_STRICT },
-  { "tg_silu(a=NULL)", c444, M_STRICT },
-  { "tg_swish(a=NULL)", c445, M_STRICT },
-  { "tg_mish(a=NULL)", c446, M_STRICT },
-  { "tg_softplus(a=NULL)", c447, M_STRICT },
-  { "tg_softsign(a=NULL)", c448, M_STRICT },
-  { "tg_logsigmoid(a=NULL)", c449, M_STRICT },
-  { "tg_hardsigmoid(a=NULL)", c450, M_STRICT },
-  { "tg_hardswish(a=NULL)", c451, M_STRICT },
-  { "tg_var(a=NULL)", c452, M_STRICT },
-  { "tg_var(axes.n=17)", c453, M_STRICT },
-  { "tg_var(axes=(99))", c454, M_STRICT },
-  { "tg_std(a=NULL)", c455, M_STRICT },
-  { "tg_std(axes.n=17)", c456, M_STRICT },
-  { "tg_std(axes=(99))", c457, M_STRICT },
-  { "tg_var_mean(a=NULL)", c458, M_STRICT },
-  { "tg_var_mean(axes.n=17)", c459, M_STRICT },
-  { "tg_var_mean(axes=(99))", c460, M_STRICT },
-  { "tg_var_mean(mean=NULL)", c461, M_STRICT },
-  { "tg_std_mean(a=NULL)", c462, M_STRICT },
-  { "tg_std_mean(axes.n=17)", c463, M_STRICT },
-  { "tg_std_mean(axes=(99))", c464, M_STRICT },
-  { "tg_std_mean(mean=NULL)", c465, M_STRICT },
-  { "tg_logsumexp(a=NULL)", c466, M_STRICT },
-  { "tg_logsumexp(axes.n=17)", c467, M_STRICT },
-  { "tg_logsumexp(axes=(99))", c468, M_STRICT },
-  { "tg_any(a=NULL)", c469, M_STRICT },
-  { "tg_any(axes.n=17)", c470, M_STRICT },
-  { "tg_any(axes=(99))", c471, M_STRICT },
-  { "tg_all(a=NULL)", c472, M_STRICT },
-  { "tg_all(axes.n=17)", c473, M_STRICT },
-  { "tg_all(axes=(99))", c474, M_STRICT },
-  { "tg_cumsum(a=NULL)", c475, M_STRICT },
-  { "tg_cumprod(a=NULL)", c476, M_STRICT },
-  { "tg_cummax(a=NULL)", c477, M_STRICT },
-  { "tg_cummax(indices=NULL)", c478, M_OPTIONAL },
-  { "tg_cummin(a=NULL)", c479, M_STRICT },
-  { "tg_cummin(indices=NULL)", c480, M_OPTIONAL },
-  { "tg_logcumsumexp(a=NULL)", c481, M_STRICT },
-  { "tg_sort(a=NULL)", c482, M_STRICT },
-  { "tg_sort(indices=NULL)", c483, M_OPTIONAL },
-  { "tg_argsort(a=NULL)", c484, M_STRICT },
-  { "tg_topk(a=NULL)", c485, M_STRICT },
-  { "tg_topk(indices=NULL)", c486, M_OPTIONAL },
-  { "tg_cat(ts=NULL)", c487, M_STRICT },
-  { "tg_cat(n=-1)", c488, M_STRICT },
-  { "tg_stack(ts=NULL)", c489, M_STRICT },
-  { "tg_stack(n=-1)", c490, M_STRICT },
-  { "tg_split(a=NULL)", c491, M_STRICT },
-  { "tg_split(sizes=NULL)", c492, M_STRICT },
-  { "tg_split(out=NULL)", c493, M_OPTIONAL },
-  { "tg_split_size(a=NULL)", c494, M_STRICT },
-  { "tg_split_size(out=NULL)", c495, M_OPTIONAL },
-  { "tg_chunk(a=NULL)", c496, M_STRICT },
-  { "tg_chunk(out=NULL)", c497, M_OPTIONAL },
-  { "tg_meshgrid(ts=NULL)", c498, M_STRICT },
-  { "tg_meshgrid(n=-1)", c499, M_STRICT },
-  { "tg_meshgrid(indexing=NULL)", c500, M_STRICT },
-  { "tg_meshgrid(out=NULL)", c501, M_STRICT },
-  { "tg_repeat(a=NULL)", c502, M_STRICT },
-  { "tg_repeat(repeats.ndim=17)", c503, M_STRICT },
-  { "tg_repeat(repeats.ndim=-1)", c504, M_STRICT },
-  { "tg_repeat_interleave(a=NULL)", c505, M_STRICT },
-  { "tg_roll(a=NULL)", c506, M_STRICT },
-  { "tg_roll(shifts=NULL)", c507, M_STRICT },
-  { "tg_roll(axes.n=17)", c508, M_STRICT },
-  { "tg_roll(axes=(99))", c509, M_STRICT },
-  { "tg_unfold(a=NULL)", c510, M_STRICT },
-  { "tg_unflatten(a=NULL)", c511, M_STRICT },
-  { "tg_unflatten(sizes.ndim=17)", c512, M_STRICT },
-  { "tg_unflatten(sizes.ndim=-1)", c513, M_STRICT },
-  { "tg_rearrange(a=NULL)", c514, M_STRICT },
-  { "tg_rearrange(pattern=NULL)", c515, M_STRICT },
-  { "tg_rearrange(sizes=NULL)", c516, M_STRICT },
-  { "tg_tril(a=NULL)", c517, M_STRICT },
-  { "tg_triu(a=NULL)", c518, M_STRICT },
-  { "tg_diag(a=NULL)", c519, M_STRICT },
-  { "tg_diagonal(a=NULL)", c520, M_STRICT },
-  { "tg_one_hot(a=NULL)", c521, M_STRICT },
-  { "tg_pad_mode(a=NULL)", c522, M_STRICT },
-  { "tg_pad_mode(pads=NULL)", c523, M_STRICT },
-  { "tg_pad_mode(mode=99)", c524, M_STRICT },
-  { "tg_pad_mode(mode=-1)", c525, M_STRICT },
-  { "tg_getitem_adv(a=NULL)", c526, M_STRICT },
-  { "tg_getitem_adv(idx=NULL)", c527, M_STRICT },
-  { "tg_getitem_adv(n=-1)", c528, M_STRICT },
-  { "tg_setitem(a=NULL)", c529, M_STRICT },
-  { "tg_setitem(idx=NULL)", c530, M_STRICT },
-  { "tg_setitem(n=-1)", c531, M_STRICT },
-  { "tg_setitem(value=NULL)", c532, M_STRICT },
-  { "tg_index_select(a=NULL)", c533, M_STRICT },
-  { "tg_index_select(index=NULL)", c534, M_STRICT },
-  { "tg_take(a=NULL)", c535, M_STRICT },
-  { "tg_take(index=NULL)", c536, M_STRICT },
-  { "tg_gather(a=NULL)", c537, M_STRICT },
-  { "tg_gather(index=NULL)", c538, M_STRICT },
-  { "tg_scatter(a=NULL)", c539, M_STRICT },
-  { "tg_scatter(index=NULL)", c540, M_STRICT },
-  { "tg_scatter(src=NULL)", c541, M_STRICT },
-  { "tg_scatter_value(a=NULL)", c542, M_STRICT },
-  { "tg_scatter_value(index=NULL)", c543, M_STRICT },
-  { "tg_scatter_reduce(a=NULL)", c544, M_STRICT },
-  { "tg_scatter_reduce(index=NULL)", c545, M_STRICT },
-  { "tg_scatter_reduce(src=NULL)", c546, M_STRICT },
-  { "tg_scatter_reduce(reduce=99)", c547, M_STRICT },
-  { "tg_scatter_reduce(reduce=-1)", c548, M_STRICT },
-  { "tg_masked_select(a=NULL)", c549, M_STRICT },
-  { "tg_masked_select(mask=NULL)", c550, M_STRICT },
-  { "tg_conv(x=NULL)", c551, M_STRICT },
-  { "tg_conv(weight=NULL)", c552, M_STRICT },
-  { "tg_conv(bias=NULL)", c553, M_STRICT },
-  { "tg_conv1d(x=NULL)", c554, M_STRICT },
-  { "tg_conv1d(weight=NULL)", c555, M_STRICT },
-  { "tg_conv1d(bias=NULL)", c556, M_STRICT },
-  { "tg_conv2d(x=NULL)", c557, M_STRICT },
-  { "tg_conv2d(weight=NULL)", c558, M_STRICT },
-  { "tg_conv2d(bias=NULL)", c559, M_STRICT },
-  { "tg_conv3d(x=NULL)", c560, M_STRICT },
-  { "tg_conv3d(weight=NULL)", c561, M_STRICT },
-  { "tg_conv3d(bias=NULL)", c562, M_STRICT },
-  { "tg_conv_transpose(x=NULL)", c563, M_STRICT },
-  { "tg_conv_transpose(weight=NULL)", c564, M_STRICT },
-  { "tg_conv_transpose(bias=NULL)", c565, M_STRICT },
-  { "tg_conv_transpose1d(x=NULL)", c566, M_STRICT },
-  { "tg_conv_transpose1d(weight=NULL)", c567, M_STRICT },
-  { "tg_conv_transpose1d(bias=NULL)", c568, M_STRICT },
-  { "tg_conv_transpose2d(x=NULL)", c569, M_STRICT },
-  { "tg_conv_transpose2d(weight=NULL)", c570, M_STRICT },
-  { "tg_conv_transpose2d(bias=NULL)", c571, M_STRICT },
-  { "tg_conv_transpose3d(x=NULL)", c572, M_STRICT },
-  { "tg_conv_transpose3d(weight=NULL)", c573, M_STRICT },
-  { "tg_conv_transpose3d(bias=NULL)", c574, M_STRICT },
-  { "tg_avg_pool2d(x=NULL)", c575, M_STRICT },
-  { "tg_max_pool2d(x=NULL)", c576, M_STRICT },
-  { "tg_max_pool2d(indices=NULL)", c577, M_STRICT },
-  { "tg_max_unpool2d(x=NULL)", c578, M_STRICT },
-  { "tg_max_unpool2d(indices=NULL)", c579, M_STRICT },
-  { "tg_max_unpool2d(output_size=NULL)", c580, M_STRICT },
-  { "tg_interpolate(x=NULL)", c581, M_STRICT },
-  { "tg_interpolate(size=NULL)", c582, M_STRICT },
-  { "tg_interpolate(mode=99)", c583, M_STRICT },
-  { "tg_interpolate(mode=-1)", c584, M_STRICT },
-  { "tg_einsum(subscripts=NULL)", c585, M_STRICT },
-  { "tg_einsum(operands=NULL)", c586, M_STRICT },
-  { "tg_einsum(n=-1)", c587, M_STRICT },
-  { "tg_linear(x=NULL)", c588, M_STRICT },
-  { "tg_linear(weight=NULL)", c589, M_STRICT },
-  { "tg_linear(bias=NULL)", c590, M_OPTIONAL },
-  { "tg_layernorm(x=NULL)", c591, M_STRICT },
-  { "tg_layernorm(normalized_shape.ndim=17)", c592, M_STRICT },
-  { "tg_layernorm(normalized_shape.ndim=-1)", c593, M_STRICT },
-  { "tg_layernorm(weight=NULL)", c594, M_OPTIONAL },
-  { "tg_layernorm(bias=NULL)", c595, M_OPTIONAL },
-  { "tg_batchnorm(x=NULL)", c596, M_STRICT },
-  { "tg_batchnorm(mean=NULL)", c597, M_STRICT },
-  { "tg_batchnorm(var=NULL)", c598, M_STRICT },
-  { "tg_batchnorm(weight=NULL)", c599, M_STRICT },
-  { "tg_batchnorm(bias=NULL)", c600, M_STRICT },
-  { "tg_batchnorm_stats(x=NULL)", c601, M_STRICT },
-  { "tg_batchnorm_stats(mean=NULL)", c602, M_STRICT },
-  { "tg_batchnorm_stats(var=NULL)", c603, M_STRICT },
-  { "tg_softmin(x=NULL)", c604, M_STRICT },
-  { "tg_scaled_dot_product_attention(q=NULL)", c605, M_STRICT },
-  { "tg_scaled_dot_product_attention(k=NULL)", c606, M_STRICT },
-  { "tg_scaled_dot_product_attention(v=NULL)", c607, M_STRICT },
-  { "tg_dropout(x=NULL)", c608, M_STRICT },
-  { "tg_cross_entropy(logits=NULL)", c609, M_STRICT },
-  { "tg_cross_entropy(target=NULL)", c610, M_STRICT },
-  { "tg_nll_loss(logp=NULL)", c611, M_STRICT },
-  { "tg_nll_loss(target=NULL)", c612, M_STRICT },
-  { "tg_sparse_categorical_crossentropy(logits=NULL)", c613, M_STRICT },
-  { "tg_sparse_categorical_crossentropy(target=NULL)", c614, M_STRICT },
-  { "tg_binary_crossentropy(p=NULL)", c615, M_STRICT },
-  { "tg_binary_crossentropy(y=NULL)", c616, M_STRICT },
-  { "tg_binary_crossentropy_logits(x=NULL)", c617, M_STRICT },
-  { "tg_binary_crossentropy_logits(y=NULL)", c618, M_STRICT },
-  { "tg_randint(shape.ndim=17)", c619, M_STRICT },
-  { "tg_randint(shape.ndim=-1)", c620, M_STRICT },
-  { "tg_randint(dt=99)", c621, M_STRICT },
-  { "tg_randint(dt=-1)", c622, M_STRICT },
-  { "tg_uniform(shape.ndim=17)", c623, M_STRICT },
-  { "tg_uniform(shape.ndim=-1)", c624, M_STRICT },
-  { "tg_uniform(dt=99)", c625, M_STRICT },
-  { "tg_uniform(dt=-1)", c626, M_STRICT },
-  { "tg_normal(shape.ndim=17)", c627, M_STRICT },
-  { "tg_normal(shape.ndim=-1)", c628, M_STRICT },
-  { "tg_normal(dt=99)", c629, M_STRICT },
-  { "tg_normal(dt=-1)", c630, M_STRICT },
-  { "tg_multinomial(probs=NULL)", c631, M_STRICT },
-  { "tg_randperm(n=-1)", c632, M_STRICT },
-  { "tg_randperm(dt=99)", c633, M_STRICT },
-  { "tg_randperm(dt=-1)", c634, M_STRICT },
-  { "tg_kaiming_uniform(shape.ndim=17)", c635, M_STRICT },
-  { "tg_kaiming_uniform(shape.ndim=-1)", c636, M_STRICT },
-  { "tg_kaiming_uniform(dt=99)", c637, M_STRICT },
-  { "tg_kaiming_uniform(dt=-1)", c638, M_STRICT },
-  { "tg_kaiming_normal(shape.ndim=17)", c639, M_STRICT },
-  { "tg_kaiming_normal(shape.ndim=-1)", c640, M_STRICT },
-  { "tg_kaiming_normal(dt=99)", c641, M_STRICT },
-  { "tg_kaiming_normal(dt=-1)", c642, M_STRICT },
-  { "tg_glorot_uniform(shape.ndim=17)", c643, M_STRICT },
-  { "tg_glorot_uniform(shape.ndim=-1)", c644, M_STRICT },
-  { "tg_glorot_uniform(dt=99)", c645, M_STRICT },
-  { "tg_glorot_uniform(dt=-1)", c646, M_STRICT },
-  { "tg_ggml_type_from_name(name=NULL)", c647, M_STRICT },
-  { "tg_dequantize(raw=NULL)", c648, M_STRICT },
-  { "tg_dequantize(shape.ndim=17)", c649, M_STRICT },
-  { "tg_dequantize(shape.ndim=-1)", c650, M_STRICT },
-  { "tg_quant_matmul(x=NULL)", c651, M_STRICT },
-  { "tg_quant_matmul(raw=NULL)", c652, M_STRICT },
-  { "tg_quant_matmul(w_shape.ndim=17)", c653, M_STRICT },
-  { "tg_quant_matmul(w_shape.ndim=-1)", c654, M_STRICT },
-  { "tg_quant_pack_rows(raw=NULL)", c655, M_STRICT },
-  { "tg_quant_pack_rows(w_shape.ndim=17)", c656, M_STRICT },
-  { "tg_quant_pack_rows(w_shape.ndim=-1)", c657, M_STRICT },
-  { "tg_quant_pack_rows(scales=NULL)", c658, M_STRICT },
-  { "tg_quant_pack_rows(quants=NULL)", c659, M_STRICT },
-  { "tg_quant_matmul_rows(x=NULL)", c660, M_STRICT },
-  { "tg_quant_matmul_rows(scales=NULL)", c661, M_STRICT },
-  { "tg_quant_matmul_rows(quants=NULL)", c662, M_STRICT },
-  { "tg_quant_matmul_rows(w_shape.ndim=17)", c663, M_STRICT },
-  { "tg_quant_matmul_rows(w_shape.ndim=-1)", c664, M_STRICT },
-  { "tg_dequantize_rows(scales=NULL)", c665, M_STRICT },
-  { "tg_dequantize_rows(quants=NULL)", c666, M_STRICT },
-  { "tg_dequantize_rows(w_shape.ndim=17)", c667, M_STRICT },
-  { "tg_dequantize_rows(w_shape.ndim=-1)", c668, M_STRICT },
-  { "tg_tokenizer_load(gguf_path=NULL)", c669, M_STRICT },
-  { "tg_tokenizer_free(tok=NULL)", c670, M_OPTIONAL },
-  { "tg_tokenize(tok=NULL)", c671, M_STRICT },
-  { "tg_tokenize(text=NULL)", c672, M_STRICT },
-  { "tg_tokenize(ids=NULL)", c673, M_STRICT },
-  { "tg_token_to_piece(tok=NULL)", c674, M_STRICT },
-  { "tg_token_to_piece(buf=NULL)", c675, M_STRICT },
-  { "tg_token_to_piece(cap=-1)", c676, M_STRICT },
-  { "tg_detokenize(tok=NULL)", c677, M_STRICT },
-  { "tg_detokenize(ids=NULL)", c678, M_STRICT },
-  { "tg_detokenize(n=-1)", c679, M_STRICT },
-  { "tg_detokenize(len=NULL)", c680, M_OPTIONAL },
-  { "tg_token_stream_new(tok=NULL)", c681, M_STRICT },
-  { "tg_token_stream_push(s=NULL)", c682, M_STRICT },
-  { "tg_token_stream_push(len=NULL)", c683, M_OPTIONAL },
-  { "tg_token_stream_flush(s=NULL)", c684, M_STRICT },
-  { "tg_token_stream_flush(len=NULL)", c685, M_OPTIONAL },
-  { "tg_token_stream_free(s=NULL)", c686, M_OPTIONAL },
-  { "tg_tokenizer_n_vocab(tok=NULL)", c687, M_STRICT },
-  { "tg_tokenizer_bos(tok=NULL)", c688, M_STRICT },
-  { "tg_tokenizer_eos(tok=NULL)", c689, M_STRICT },
-  { "tg_tokenizer_eot(tok=NULL)", c690, M_STRICT },
-  { "tg_tokenizer_add_bos(tok=NULL)", c691, M_STRICT },
-  { "tg_tokenizer_is_eog(tok=NULL)", c692, M_STRICT },
-  { "tg_tokenizer_find(tok=NULL)", c693, M_STRICT },
-  { "tg_tokenizer_find(text=NULL)", c694, M_STRICT },
-  { "tg_tokenizer_token_text(tok=NULL)", c695, M_STRICT },
+  { "tg_dtype_from_name(name=NULL)", c2, M_STRICT },
+  { "tg_set_default_float(dt=99)", c3, M_STRICT },
+  { "tg_set_default_float(dt=-1)", c4, M_STRICT },
+  { "tg_set_sum_acc_float(dt=99)", c5, M_STRICT },
+  { "tg_set_sum_acc_float(dt=-1)", c6, M_STRICT },
+  { "tg_dtype_size(dt=99)", c7, M_STRICT },
+  { "tg_dtype_size(dt=-1)", c8, M_STRICT },
+  { "tg_dtype_is_float(dt=99)", c9, M_STRICT },
+  { "tg_dtype_is_float(dt=-1)", c10, M_STRICT },
+  { "tg_dtype_is_int(dt=99)", c11, M_STRICT },
+  { "tg_dtype_is_int(dt=-1)", c12, M_STRICT },
+  { "tg_dtype_is_unsigned(dt=99)", c13, M_STRICT },
+  { "tg_dtype_is_unsigned(dt=-1)", c14, M_STRICT },
+  { "tg_dtype_promote(a=99)", c15, M_STRICT },
+  { "tg_dtype_promote(a=-1)", c16, M_STRICT },
+  { "tg_dtype_promote(b=99)", c17, M_STRICT },
+  { "tg_dtype_promote(b=-1)", c18, M_STRICT },
+  { "tg_dtype_can_safe_cast(from=99)", c19, M_STRICT },
+  { "tg_dtype_can_safe_cast(from=-1)", c20, M_STRICT },
+  { "tg_dtype_can_safe_cast(to=99)", c21, M_STRICT },
+  { "tg_dtype_can_safe_cast(to=-1)", c22, M_STRICT },
+  { "tg_keep(t=NULL)", c23, M_STRICT },
+  { "tg_free(t=NULL)", c24, M_OPTIONAL },
+  { "tg_set_default_device(name=NULL)", c25, M_OPTIONAL },
+  { "tg_device_of(t=NULL)", c26, M_STRICT },
+  { "tg_to(t=NULL)", c27, M_STRICT },
+  { "tg_to(device=NULL)", c28, M_OPTIONAL },
+  { "tg_devices(out=NULL)", c29, M_OPTIONAL },
+  { "tg_devices(max=-1)", c30, M_STRICT },
+  { "tg_devices(absent=NULL)", c31, M_OPTIONAL },
+  { "tg_shape_of(t=NULL)", c32, M_STRICT },
+  { "tg_ndim(t=NULL)", c33, M_STRICT },
+  { "tg_dim(t=NULL)", c34, M_STRICT },
+  { "tg_numel(t=NULL)", c35, M_STRICT },
+  { "tg_dtype_of(t=NULL)", c36, M_STRICT },
+  { "tg_print_graph(t=NULL)", c37, M_STRICT },
+  { "tg_from_data(data=NULL)", c38, M_STRICT },
+  { "tg_from_data(shape.ndim=17)", c39, M_STRICT },
+  { "tg_from_data(shape.ndim=-1)", c40, M_STRICT },
+  { "tg_from_data(dt=99)", c41, M_STRICT },
+  { "tg_from_data(dt=-1)", c42, M_STRICT },
+  { "tg_empty(shape.ndim=17)", c43, M_STRICT },
+  { "tg_empty(shape.ndim=-1)", c44, M_STRICT },
+  { "tg_empty(dt=99)", c45, M_STRICT },
+  { "tg_empty(dt=-1)", c46, M_STRICT },
+  { "tg_full(shape.ndim=17)", c47, M_STRICT },
+  { "tg_full(shape.ndim=-1)", c48, M_STRICT },
+  { "tg_full(dt=99)", c49, M_STRICT },
+  { "tg_full(dt=-1)", c50, M_STRICT },
+  { "tg_zeros(shape.ndim=17)", c51, M_STRICT },
+  { "tg_zeros(shape.ndim=-1)", c52, M_STRICT },
+  { "tg_zeros(dt=99)", c53, M_STRICT },
+  { "tg_zeros(dt=-1)", c54, M_STRICT },
+  { "tg_ones(shape.ndim=17)", c55, M_STRICT },
+  { "tg_ones(shape.ndim=-1)", c56, M_STRICT },
+  { "tg_ones(dt=99)", c57, M_STRICT },
+  { "tg_ones(dt=-1)", c58, M_STRICT },
+  { "tg_scalar(dt=99)", c59, M_STRICT },
+  { "tg_scalar(dt=-1)", c60, M_STRICT },
+  { "tg_arange(dt=99)", c61, M_STRICT },
+  { "tg_arange(dt=-1)", c62, M_STRICT },
+  { "tg_eye(n=-1)", c63, M_STRICT },
+  { "tg_eye(dt=99)", c64, M_STRICT },
+  { "tg_eye(dt=-1)", c65, M_STRICT },
+  { "tg_full_like(t=NULL)", c66, M_STRICT },
+  { "tg_zeros_like(t=NULL)", c67, M_STRICT },
+  { "tg_ones_like(t=NULL)", c68, M_STRICT },
+  { "tg_empty_like(t=NULL)", c69, M_STRICT },
+  { "tg_rand(shape.ndim=17)", c70, M_STRICT },
+  { "tg_rand(shape.ndim=-1)", c71, M_STRICT },
+  { "tg_rand(dt=99)", c72, M_STRICT },
+  { "tg_rand(dt=-1)", c73, M_STRICT },
+  { "tg_randn(shape.ndim=17)", c74, M_STRICT },
+  { "tg_randn(shape.ndim=-1)", c75, M_STRICT },
+  { "tg_randn(dt=99)", c76, M_STRICT },
+  { "tg_randn(dt=-1)", c77, M_STRICT },
+  { "tg_threefry(x=NULL)", c78, M_STRICT },
+  { "tg_threefry(key=NULL)", c79, M_STRICT },
+  { "tg_add(a=NULL)", c80, M_STRICT },
+  { "tg_add(b=NULL)", c81, M_STRICT },
+  { "tg_sub(a=NULL)", c82, M_STRICT },
+  { "tg_sub(b=NULL)", c83, M_STRICT },
+  { "tg_mul(a=NULL)", c84, M_STRICT },
+  { "tg_mul(b=NULL)", c85, M_STRICT },
+  { "tg_div(a=NULL)", c86, M_STRICT },
+  { "tg_div(b=NULL)", c87, M_STRICT },
+  { "tg_pow(a=NULL)", c88, M_STRICT },
+  { "tg_pow(b=NULL)", c89, M_STRICT },
+  { "tg_maximum(a=NULL)", c90, M_STRICT },
+  { "tg_maximum(b=NULL)", c91, M_STRICT },
+  { "tg_minimum(a=NULL)", c92, M_STRICT },
+  { "tg_minimum(b=NULL)", c93, M_STRICT },
+  { "tg_adds(a=NULL)", c94, M_STRICT },
+  { "tg_subs(a=NULL)", c95, M_STRICT },
+  { "tg_muls(a=NULL)", c96, M_STRICT },
+  { "tg_divs(a=NULL)", c97, M_STRICT },
+  { "tg_pows(a=NULL)", c98, M_STRICT },
+  { "tg_neg(a=NULL)", c99, M_STRICT },
+  { "tg_exp(a=NULL)", c100, M_STRICT },
+  { "tg_log(a=NULL)", c101, M_STRICT },
+  { "tg_exp2(a=NULL)", c102, M_STRICT },
+  { "tg_log2(a=NULL)", c103, M_STRICT },
+  { "tg_sqrt(a=NULL)", c104, M_STRICT },
+  { "tg_rsqrt(a=NULL)", c105, M_STRICT },
+  { "tg_reciprocal(a=NULL)", c106, M_STRICT },
+  { "tg_sin(a=NULL)", c107, M_STRICT },
+  { "tg_cos(a=NULL)", c108, M_STRICT },
+  { "tg_abs(a=NULL)", c109, M_STRICT },
+  { "tg_relu(a=NULL)", c110, M_STRICT },
+  { "tg_sigmoid(a=NULL)", c111, M_STRICT },
+  { "tg_tanh(a=NULL)", c112, M_STRICT },
+  { "tg_lt(a=NULL)", c113, M_STRICT },
+  { "tg_lt(b=NULL)", c114, M_STRICT },
+  { "tg_le(a=NULL)", c115, M_STRICT },
+  { "tg_le(b=NULL)", c116, M_STRICT },
+  { "tg_gt(a=NULL)", c117, M_STRICT },
+  { "tg_gt(b=NULL)", c118, M_STRICT },
+  { "tg_ge(a=NULL)", c119, M_STRICT },
+  { "tg_ge(b=NULL)", c120, M_STRICT },
+  { "tg_eq(a=NULL)", c121, M_STRICT },
+  { "tg_eq(b=NULL)", c122, M_STRICT },
+  { "tg_ne(a=NULL)", c123, M_STRICT },
+  { "tg_ne(b=NULL)", c124, M_STRICT },
+  { "tg_logical_and(a=NULL)", c125, M_STRICT },
+  { "tg_logical_and(b=NULL)", c126, M_STRICT },
+  { "tg_logical_or(a=NULL)", c127, M_STRICT },
+  { "tg_logical_or(b=NULL)", c128, M_STRICT },
+  { "tg_logical_xor(a=NULL)", c129, M_STRICT },
+  { "tg_logical_xor(b=NULL)", c130, M_STRICT },
+  { "tg_logical_not(a=NULL)", c131, M_STRICT },
+  { "tg_where(cond=NULL)", c132, M_STRICT },
+  { "tg_where(a=NULL)", c133, M_STRICT },
+  { "tg_where(b=NULL)", c134, M_STRICT },
+  { "tg_cast(a=NULL)", c135, M_STRICT },
+  { "tg_cast(dt=99)", c136, M_STRICT },
+  { "tg_cast(dt=-1)", c137, M_STRICT },
+  { "tg_bitcast(a=NULL)", c138, M_STRICT },
+  { "tg_bitcast(dt=99)", c139, M_STRICT },
+  { "tg_bitcast(dt=-1)", c140, M_STRICT },
+  { "tg_reshape(a=NULL)", c141, M_STRICT },
+  { "tg_reshape(shape.ndim=17)", c142, M_STRICT },
+  { "tg_reshape(shape.ndim=-1)", c143, M_STRICT },
+  { "tg_permute(a=NULL)", c144, M_STRICT },
+  { "tg_permute(order.n=17)", c145, M_STRICT },
+  { "tg_permute(order=(99))", c146, M_STRICT },
+  { "tg_expand(a=NULL)", c147, M_STRICT },
+  { "tg_expand(shape.ndim=17)", c148, M_STRICT },
+  { "tg_expand(shape.ndim=-1)", c149, M_STRICT },
+  { "tg_pad(a=NULL)", c150, M_STRICT },
+  { "tg_pad(pads=NULL)", c151, M_STRICT },
+  { "tg_shrink(a=NULL)", c152, M_STRICT },
+  { "tg_shrink(starts=NULL)", c153, M_STRICT },
+  { "tg_shrink(ends=NULL)", c154, M_STRICT },
+  { "tg_flip(a=NULL)", c155, M_STRICT },
+  { "tg_flip(axes.n=17)", c156, M_STRICT },
+  { "tg_flip(axes=(99))", c157, M_STRICT },
+  { "tg_transpose(a=NULL)", c158, M_STRICT },
+  { "tg_T(a=NULL)", c159, M_STRICT },
+  { "tg_squeeze(a=NULL)", c160, M_STRICT },
+  { "tg_unsqueeze(a=NULL)", c161, M_STRICT },
+  { "tg_flatten(a=NULL)", c162, M_STRICT },
+  { "tg_getitem(a=NULL)", c163, M_STRICT },
+  { "tg_getitem(idx=NULL)", c164, M_STRICT },
+  { "tg_getitem(n=-1)", c165, M_STRICT },
+  { "tg_sum(a=NULL)", c166, M_STRICT },
+  { "tg_sum(axes.n=17)", c167, M_STRICT },
+  { "tg_sum(axes=(99))", c168, M_STRICT },
+  { "tg_prod(a=NULL)", c169, M_STRICT },
+  { "tg_prod(axes.n=17)", c170, M_STRICT },
+  { "tg_prod(axes=(99))", c171, M_STRICT },
+  { "tg_max(a=NULL)", c172, M_STRICT },
+  { "tg_max(axes.n=17)", c173, M_STRICT },
+  { "tg_max(axes=(99))", c174, M_STRICT },
+  { "tg_min(a=NULL)", c175, M_STRICT },
+  { "tg_min(axes.n=17)", c176, M_STRICT },
+  { "tg_min(axes=(99))", c177, M_STRICT },
+  { "tg_mean(a=NULL)", c178, M_STRICT },
+  { "tg_mean(axes.n=17)", c179, M_STRICT },
+  { "tg_mean(axes=(99))", c180, M_STRICT },
+  { "tg_sum_dtype(a=NULL)", c181, M_STRICT },
+  { "tg_sum_dtype(axes.n=17)", c182, M_STRICT },
+  { "tg_sum_dtype(axes=(99))", c183, M_STRICT },
+  { "tg_sum_dtype(dt=99)", c184, M_STRICT },
+  { "tg_sum_dtype(dt=-1)", c185, M_STRICT },
+  { "tg_prod_dtype(a=NULL)", c186, M_STRICT },
+  { "tg_prod_dtype(axes.n=17)", c187, M_STRICT },
+  { "tg_prod_dtype(axes=(99))", c188, M_STRICT },
+  { "tg_prod_dtype(dt=99)", c189, M_STRICT },
+  { "tg_prod_dtype(dt=-1)", c190, M_STRICT },
+  { "tg_mean_dtype(a=NULL)", c191, M_STRICT },
+  { "tg_mean_dtype(axes.n=17)", c192, M_STRICT },
+  { "tg_mean_dtype(axes=(99))", c193, M_STRICT },
+  { "tg_mean_dtype(dt=99)", c194, M_STRICT },
+  { "tg_mean_dtype(dt=-1)", c195, M_STRICT },
+  { "tg_argmax(a=NULL)", c196, M_STRICT },
+  { "tg_argmin(a=NULL)", c197, M_STRICT },
+  { "tg_matmul(a=NULL)", c198, M_STRICT },
+  { "tg_matmul(b=NULL)", c199, M_STRICT },
+  { "tg_dot(a=NULL)", c200, M_STRICT },
+  { "tg_dot(b=NULL)", c201, M_STRICT },
+  { "tg_matmul_dtype(a=NULL)", c202, M_STRICT },
+  { "tg_matmul_dtype(b=NULL)", c203, M_STRICT },
+  { "tg_matmul_dtype(dt=99)", c204, M_STRICT },
+  { "tg_matmul_dtype(dt=-1)", c205, M_STRICT },
+  { "tg_dot_dtype(a=NULL)", c206, M_STRICT },
+  { "tg_dot_dtype(b=NULL)", c207, M_STRICT },
+  { "tg_dot_dtype(dt=99)", c208, M_STRICT },
+  { "tg_dot_dtype(dt=-1)", c209, M_STRICT },
+  { "tg_softmax(a=NULL)", c210, M_STRICT },
+  { "tg_log_softmax(a=NULL)", c211, M_STRICT },
+  { "tg_contiguous(a=NULL)", c212, M_STRICT },
+  { "tg_assign(target=NULL)", c213, M_STRICT },
+  { "tg_assign(value=NULL)", c214, M_STRICT },
+  { "tg_realize(t=NULL)", c215, M_STRICT },
+  { "tg_realize_all(ts=NULL)", c216, M_STRICT },
+  { "tg_realize_all(n=-1)", c217, M_STRICT },
+  { "tg_data(t=NULL)", c218, M_STRICT },
+  { "tg_data(out=NULL)", c219, M_STRICT },
+  { "tg_item(t=NULL)", c220, M_STRICT },
+  { "tg_requires_grad(t=NULL)", c221, M_STRICT },
+  { "tg_get_requires_grad(t=NULL)", c222, M_STRICT },
+  { "tg_backward(loss=NULL)", c223, M_STRICT },
+  { "tg_grad(t=NULL)", c224, M_STRICT },
+  { "tg_zero_grad(t=NULL)", c225, M_STRICT },
+  { "tg_gradient(loss=NULL)", c226, M_STRICT },
+  { "tg_gradient(wrt=NULL)", c227, M_STRICT },
+  { "tg_gradient(n=-1)", c228, M_STRICT },
+  { "tg_gradient(out=NULL)", c229, M_STRICT },
+  { "tg_detach(t=NULL)", c230, M_STRICT },
+  { "tg_variable(name=NULL)", c231, M_STRICT },
+  { "tg_variable(max=-1)", c232, M_STRICT },
+  { "tg_bind(name=NULL)", c233, M_STRICT },
+  { "tg_shrink_var(t=NULL)", c234, M_STRICT },
+  { "tg_shrink_var(var=NULL)", c235, M_STRICT },
+  { "tg_dim_var(t=NULL)", c236, M_STRICT },
+  { "tg_dim_is_symbolic(t=NULL)", c237, M_STRICT },
+  { "tg_jit_new(ctx=NULL)", c238, M_OPTIONAL },
+  { "tg_jit_free(j=NULL)", c239, M_OPTIONAL },
+  { "tg_jit_call(j=NULL)", c240, M_STRICT },
+  { "tg_jit_call(in=NULL)", c241, M_STRICT },
+  { "tg_jit_call(nin=-1)", c242, M_STRICT },
+  { "tg_jit_call(out=NULL)", c243, M_STRICT },
+  { "tg_jit_call(nout=-1)", c244, M_STRICT },
+  { "tg_jit_stats(j=NULL)", c245, M_STRICT },
+  { "tg_jit_set_prune(j=NULL)", c246, M_STRICT },
+  { "tg_jit_set_reuse_outputs(j=NULL)", c247, M_STRICT },
+  { "tg_function_new(name=NULL)", c248, M_STRICT },
+  { "tg_function_new(ctx=NULL)", c249, M_STRICT },
+  { "tg_function_new(nin=-1)", c250, M_STRICT },
+  { "tg_function_new(nout=-1)", c251, M_STRICT },
+  { "tg_function_call(in=NULL)", c252, M_STRICT },
+  { "tg_function_call(out=NULL)", c253, M_STRICT },
+  { "tg_function_set_grad(ctx=NULL)", c254, M_STRICT },
+  { "tg_set_kernel_opts(spec=NULL)", c255, M_OPTIONAL },
+  { "tg_viz_begin(dir=NULL)", c256, M_OPTIONAL },
+  { "tg_profile_marker(name=NULL)", c257, M_STRICT },
+  { "tg_chat_template_new(template_text=NULL)", c258, M_OPTIONAL },
+  { "tg_chat_template_new(preset_name=NULL)", c259, M_OPTIONAL },
+  { "tg_chat_template_new(bos_token=NULL)", c260, M_OPTIONAL },
+  { "tg_chat_template_new(eos_token=NULL)", c261, M_OPTIONAL },
+  { "tg_chat_template_free(t=NULL)", c262, M_OPTIONAL },
+  { "tg_chat_apply(t=NULL)", c263, M_STRICT },
+  { "tg_chat_apply(msgs=NULL)", c264, M_STRICT },
+  { "tg_chat_apply(n=-1)", c265, M_STRICT },
+  { "tg_chat_apply_json(t=NULL)", c266, M_STRICT },
+  { "tg_chat_apply_json(messages_json=NULL)", c267, M_STRICT },
+  { "tg_chat_apply_json(tools_json=NULL)", c268, M_OPTIONAL },
+  { "tg_chat_apply_json(extra_json=NULL)", c269, M_OPTIONAL },
+  { "tg_chat_end_strings(t=NULL)", c270, M_STRICT },
+  { "tg_chat_is_end(t=NULL)", c271, M_STRICT },
+  { "tg_chat_is_end(tok=NULL)", c272, M_STRICT },
+  { "tg_chat_preset_name(t=NULL)", c273, M_STRICT },
+  { "tg_chat_is_jinja(t=NULL)", c274, M_STRICT },
+  { "tg_chat_set_time(t=NULL)", c275, M_STRICT },
+  { "tg_chat_detect_preset(template_text=NULL)", c276, M_STRICT },
+  { "tg_jinja_render(template_text=NULL)", c277, M_STRICT },
+  { "tg_jinja_render(vars_json=NULL)", c278, M_OPTIONAL },
+  { "tg_tensor_list_free(l=NULL)", c279, M_OPTIONAL },
+  { "tg_tensor_list_get(l=NULL)", c280, M_STRICT },
+  { "tg_tensor_list_get(name=NULL)", c281, M_STRICT },
+  { "tg_from_file(path=NULL)", c282, M_STRICT },
+  { "tg_from_file(shape.ndim=17)", c283, M_STRICT },
+  { "tg_from_file(shape.ndim=-1)", c284, M_STRICT },
+  { "tg_from_file(dt=99)", c285, M_STRICT },
+  { "tg_from_file(dt=-1)", c286, M_STRICT },
+  { "tg_safetensors_load(path=NULL)", c287, M_STRICT },
+  { "tg_safetensors_load(device=NULL)", c288, M_OPTIONAL },
+  { "tg_safetensors_load(out=NULL)", c289, M_STRICT },
+  { "tg_safetensors_save(path=NULL)", c290, M_STRICT },
+  { "tg_safetensors_save(names=NULL)", c291, M_STRICT },
+  { "tg_safetensors_save(tensors=NULL)", c292, M_STRICT },
+  { "tg_safetensors_save(n=-1)", c293, M_STRICT },
+  { "tg_safetensors_save(metadata=NULL)", c294, M_OPTIONAL },
+  { "tg_npy_load(path=NULL)", c295, M_STRICT },
+  { "tg_npy_load(device=NULL)", c296, M_OPTIONAL },
+  { "tg_npy_save(path=NULL)", c297, M_STRICT },
+  { "tg_npy_save(t=NULL)", c298, M_STRICT },
+  { "tg_gguf_load_tensors(path=NULL)", c299, M_STRICT },
+  { "tg_gguf_load_tensors(device=NULL)", c300, M_OPTIONAL },
+  { "tg_gguf_load_tensors(out=NULL)", c301, M_STRICT },
+  { "tg_gguf_save(path=NULL)", c302, M_STRICT },
+  { "tg_gguf_save(names=NULL)", c303, M_STRICT },
+  { "tg_gguf_save(tensors=NULL)", c304, M_STRICT },
+  { "tg_gguf_save(n=-1)", c305, M_STRICT },
+  { "tg_gguf_save(metadata=NULL)", c306, M_OPTIONAL },
+  { "tg_state_dict_free(sd=NULL)", c307, M_OPTIONAL },
+  { "tg_state_dict_add(sd=NULL)", c308, M_STRICT },
+  { "tg_state_dict_add(name=NULL)", c309, M_STRICT },
+  { "tg_state_dict_add(t=NULL)", c310, M_STRICT },
+  { "tg_state_dict_get(sd=NULL)", c311, M_STRICT },
+  { "tg_state_dict_get(name=NULL)", c312, M_STRICT },
+  { "tg_state_dict_parameters(sd=NULL)", c313, M_STRICT },
+  { "tg_state_dict_parameters(out=NULL)", c314, M_OPTIONAL },
+  { "tg_state_dict_parameters(max=-1)", c315, M_STRICT },
+  { "tg_state_dict_realize(sd=NULL)", c316, M_STRICT },
+  { "tg_linear_forward(l=NULL)", c317, M_STRICT },
+  { "tg_linear_forward(x=NULL)", c318, M_STRICT },
+  { "tg_linear_state(l=NULL)", c319, M_STRICT },
+  { "tg_linear_state(sd=NULL)", c320, M_STRICT },
+  { "tg_linear_state(prefix=NULL)", c321, M_OPTIONAL },
+  { "tg_linear_free(l=NULL)", c322, M_STRICT },
+  { "tg_conv_layer_forward(l=NULL)", c323, M_STRICT },
+  { "tg_conv_layer_forward(x=NULL)", c324, M_STRICT },
+  { "tg_conv_layer_state(l=NULL)", c325, M_STRICT },
+  { "tg_conv_layer_state(sd=NULL)", c326, M_STRICT },
+  { "tg_conv_layer_state(prefix=NULL)", c327, M_OPTIONAL },
+  { "tg_conv_layer_free(l=NULL)", c328, M_STRICT },
+  { "tg_conv_transpose_layer_forward(l=NULL)", c329, M_STRICT },
+  { "tg_conv_transpose_layer_forward(x=NULL)", c330, M_STRICT },
+  { "tg_conv_transpose_layer_state(l=NULL)", c331, M_STRICT },
+  { "tg_conv_transpose_layer_state(sd=NULL)", c332, M_STRICT },
+  { "tg_conv_transpose_layer_state(prefix=NULL)", c333, M_OPTIONAL },
+  { "tg_conv_transpose_layer_free(l=NULL)", c334, M_STRICT },
+  { "tg_batchnorm_forward(l=NULL)", c335, M_STRICT },
+  { "tg_batchnorm_forward(x=NULL)", c336, M_STRICT },
+  { "tg_batchnorm_state(l=NULL)", c337, M_STRICT },
+  { "tg_batchnorm_state(sd=NULL)", c338, M_STRICT },
+  { "tg_batchnorm_state(prefix=NULL)", c339, M_OPTIONAL },
+  { "tg_batchnorm_free(l=NULL)", c340, M_STRICT },
+  { "tg_layernorm_new(normalized_shape.ndim=17)", c341, M_STRICT },
+  { "tg_layernorm_new(normalized_shape.ndim=-1)", c342, M_STRICT },
+  { "tg_layernorm_forward(l=NULL)", c343, M_STRICT },
+  { "tg_layernorm_forward(x=NULL)", c344, M_STRICT },
+  { "tg_layernorm_state(l=NULL)", c345, M_STRICT },
+  { "tg_layernorm_state(sd=NULL)", c346, M_STRICT },
+  { "tg_layernorm_state(prefix=NULL)", c347, M_OPTIONAL },
+  { "tg_layernorm_free(l=NULL)", c348, M_STRICT },
+  { "tg_rmsnorm_forward(l=NULL)", c349, M_STRICT },
+  { "tg_rmsnorm_forward(x=NULL)", c350, M_STRICT },
+  { "tg_rmsnorm_state(l=NULL)", c351, M_STRICT },
+  { "tg_rmsnorm_state(sd=NULL)", c352, M_STRICT },
+  { "tg_rmsnorm_state(prefix=NULL)", c353, M_OPTIONAL },
+  { "tg_rmsnorm_free(l=NULL)", c354, M_STRICT },
+  { "tg_groupnorm_forward(l=NULL)", c355, M_STRICT },
+  { "tg_groupnorm_forward(x=NULL)", c356, M_STRICT },
+  { "tg_groupnorm_state(l=NULL)", c357, M_STRICT },
+  { "tg_groupnorm_state(sd=NULL)", c358, M_STRICT },
+  { "tg_groupnorm_state(prefix=NULL)", c359, M_OPTIONAL },
+  { "tg_groupnorm_free(l=NULL)", c360, M_STRICT },
+  { "tg_embedding_forward(l=NULL)", c361, M_STRICT },
+  { "tg_embedding_forward(idx=NULL)", c362, M_STRICT },
+  { "tg_embedding_state(l=NULL)", c363, M_STRICT },
+  { "tg_embedding_state(sd=NULL)", c364, M_STRICT },
+  { "tg_embedding_state(prefix=NULL)", c365, M_OPTIONAL },
+  { "tg_embedding_free(l=NULL)", c366, M_STRICT },
+  { "tg_lstmcell_forward(l=NULL)", c367, M_STRICT },
+  { "tg_lstmcell_forward(x=NULL)", c368, M_STRICT },
+  { "tg_lstmcell_forward(h=NULL)", c369, M_STRICT },
+  { "tg_lstmcell_forward(c=NULL)", c370, M_STRICT },
+  { "tg_lstmcell_forward(h_out=NULL)", c371, M_STRICT },
+  { "tg_lstmcell_forward(c_out=NULL)", c372, M_STRICT },
+  { "tg_lstmcell_state(l=NULL)", c373, M_STRICT },
+  { "tg_lstmcell_state(sd=NULL)", c374, M_STRICT },
+  { "tg_lstmcell_state(prefix=NULL)", c375, M_OPTIONAL },
+  { "tg_lstmcell_free(l=NULL)", c376, M_STRICT },
+  { "tg_sgd_new(params=NULL)", c377, M_STRICT },
+  { "tg_sgd_new(n=-1)", c378, M_STRICT },
+  { "tg_adam_new(params=NULL)", c379, M_STRICT },
+  { "tg_adam_new(n=-1)", c380, M_STRICT },
+  { "tg_adamw_new(params=NULL)", c381, M_STRICT },
+  { "tg_adamw_new(n=-1)", c382, M_STRICT },
+  { "tg_lamb_new(params=NULL)", c383, M_STRICT },
+  { "tg_lamb_new(n=-1)", c384, M_STRICT },
+  { "tg_optim_free(o=NULL)", c385, M_OPTIONAL },
+  { "tg_optim_step(o=NULL)", c386, M_STRICT },
+  { "tg_optim_schedule_step(o=NULL)", c387, M_STRICT },
+  { "tg_optim_zero_grad(o=NULL)", c388, M_STRICT },
+  { "tg_optim_set_lr(o=NULL)", c389, M_STRICT },
+  { "tg_optim_get_lr(o=NULL)", c390, M_STRICT },
+  { "tg_optim_lr(o=NULL)", c391, M_STRICT },
+  { "tg_optim_state(o=NULL)", c392, M_STRICT },
+  { "tg_optim_state(sd=NULL)", c393, M_STRICT },
+  { "tg_optim_state(prefix=NULL)", c394, M_OPTIONAL },
+  { "tg_llm_load(path=NULL)", c395, M_STRICT },
+  { "tg_llm_free(m=NULL)", c396, M_OPTIONAL },
+  { "tg_llm_config_of(m=NULL)", c397, M_STRICT },
+  { "tg_llm_eval(m=NULL)", c398, M_STRICT },
+  { "tg_llm_eval(tokens=NULL)", c399, M_STRICT },
+  { "tg_llm_eval(n=-1)", c400, M_STRICT },
+  { "tg_llm_eval(logits=NULL)", c401, M_OPTIONAL },
+  { "tg_llm_n_past(m=NULL)", c402, M_STRICT },
+  { "tg_llm_rewind(m=NULL)", c403, M_STRICT },
+  { "tg_llm_history(m=NULL)", c404, M_STRICT },
+  { "tg_sampler_free(s=NULL)", c405, M_OPTIONAL },
+  { "tg_sampler_sample(s=NULL)", c406, M_STRICT },
+  { "tg_sampler_sample(logits=NULL)", c407, M_STRICT },
+  { "tg_sampler_sample(n=-1)", c408, M_STRICT },
+  { "tg_grammar_new(gbnf=NULL)", c409, M_STRICT },
+  { "tg_json_schema_to_gbnf(schema=NULL)", c410, M_STRICT },
+  { "tg_grammar_from_json_schema(schema=NULL)", c411, M_STRICT },
+  { "tg_grammar_accept(text=NULL)", c412, M_STRICT },
+  { "tg_grammar_mask(tok=NULL)", c413, M_STRICT },
+  { "tg_grammar_mask(allowed=NULL)", c414, M_STRICT },
+  { "tg_sampler_set_grammar(s=NULL)", c415, M_STRICT },
+  { "tg_sampler_set_grammar(tok=NULL)", c416, M_STRICT },
+  { "tg_llm_generate(m=NULL)", c417, M_STRICT },
+  { "tg_llm_generate(tok=NULL)", c418, M_STRICT },
+  { "tg_llm_generate(prompt=NULL)", c419, M_STRICT },
+  { "tg_llm_generate(s=NULL)", c420, M_STRICT },
+  { "tg_llm_generate(extra_stop=NULL)", c421, M_STRICT },
+  { "tg_llm_generate(user=NULL)", c422, M_STRICT },
+  { "tg_llm_generate(stats=NULL)", c423, M_STRICT },
+  { "tg_tan(a=NULL)", c424, M_STRICT },
+  { "tg_asin(a=NULL)", c425, M_STRICT },
+  { "tg_acos(a=NULL)", c426, M_STRICT },
+  { "tg_atan(a=NULL)", c427, M_STRICT },
+  { "tg_sinh(a=NULL)", c428, M_STRICT },
+  { "tg_cosh(a=NULL)", c429, M_STRICT },
+  { "tg_asinh(a=NULL)", c430, M_STRICT },
+  { "tg_acosh(a=NULL)", c431, M_STRICT },
+  { "tg_atanh(a=NULL)", c432, M_STRICT },
+  { "tg_log10(a=NULL)", c433, M_STRICT },
+  { "tg_log1p(a=NULL)", c434, M_STRICT },
+  { "tg_expm1(a=NULL)", c435, M_STRICT },
+  { "tg_erf(a=NULL)", c436, M_STRICT },
+  { "tg_logaddexp(a=NULL)", c437, M_STRICT },
+  { "tg_logaddexp(b=NULL)", c438, M_STRICT },
+  { "tg_trunc(a=NULL)", c439, M_STRICT },
+  { "tg_floor(a=NULL)", c440, M_STRICT },
+  { "tg_ceil(a=NULL)", c441, M_STRICT },
+  { "tg_round(a=NULL)", c442, M_STRICT },
+  { "tg_sign(a=NULL)", c443, M_STRICT },
+  { "tg_square(a=NULL)", c444, M_STRICT },
+  { "tg_copysign(a=NULL)", c445, M_STRICT },
+  { "tg_copysign(b=NULL)", c446, M_STRICT },
+  { "tg_floordiv(a=NULL)", c447, M_STRICT },
+  { "tg_floordiv(b=NULL)", c448, M_STRICT },
+  { "tg_mod(a=NULL)", c449, M_STRICT },
+  { "tg_mod(b=NULL)", c450, M_STRICT },
+  { "tg_fmod(a=NULL)", c451, M_STRICT },
+  { "tg_fmod(b=NULL)", c452, M_STRICT },
+  { "tg_bitwise_and(a=NULL)", c453, M_STRICT },
+  { "tg_bitwise_and(b=NULL)", c454, M_STRICT },
+  { "tg_bitwise_or(a=NULL)", c455, M_STRICT },
+  { "tg_bitwise_or(b=NULL)", c456, M_STRICT },
+  { "tg_bitwise_xor(a=NULL)", c457, M_STRICT },
+  { "tg_bitwise_xor(b=NULL)", c458, M_STRICT },
+  { "tg_bitwise_not(a=NULL)", c459, M_STRICT },
+  { "tg_lshift(a=NULL)", c460, M_STRICT },
+  { "tg_lshift(b=NULL)", c461, M_STRICT },
+  { "tg_rshift(a=NULL)", c462, M_STRICT },
+  { "tg_rshift(b=NULL)", c463, M_STRICT },
+  { "tg_lshifts(a=NULL)", c464, M_STRICT },
+  { "tg_rshifts(a=NULL)", c465, M_STRICT },
+  { "tg_clamp(a=NULL)", c466, M_STRICT },
+  { "tg_clamp_tensor(a=NULL)", c467, M_STRICT },
+  { "tg_clamp_tensor(lo=NULL)", c468, M_STRICT },
+  { "tg_clamp_tensor(hi=NULL)", c469, M_STRICT },
+  { "tg_masked_fill(a=NULL)", c470, M_STRICT },
+  { "tg_masked_fill(mask=NULL)", c471, M_STRICT },
+  { "tg_lerp(a=NULL)", c472, M_STRICT },
+  { "tg_lerp(b=NULL)", c473, M_STRICT },
+  { "tg_lerp(w=NULL)", c474, M_STRICT },
+  { "tg_lerps(a=NULL)", c475, M_STRICT },
+  { "tg_lerps(b=NULL)", c476, M_STRICT },
+  { "tg_isnan(a=NULL)", c477, M_STRICT },
+  { "tg_isinf(a=NULL)", c478, M_STRICT },
+  { "tg_isfinite(a=NULL)", c479, M_STRICT },
+  { "tg_isclose(a=NULL)", c480, M_STRICT },
+  { "tg_isclose(b=NULL)", c481, M_STRICT },
+  { "tg_relu6(a=NULL)", c482, M_STRICT },
+  { "tg_hardtanh(a=NULL)", c483, M_STRICT },
+  { "tg_leaky_relu(a=NULL)", c484, M_STRICT },
+  { "tg_elu(a=NULL)", c485, M_STRICT },
+  { "tg_celu(a=NULL)", c486, M_STRICT },
+  { "tg_selu(a=NULL)", c487, M_STRICT },
+  { "tg_gelu(a=NULL)", c488, M_STRICT },
+  { "tg_quick_gelu(a=NULL)", c489, M_STRICT },
+  { "tg_silu(a=NULL)", c490, M_STRICT },
+  { "tg_swish(a=NULL)", c491, M_STRICT },
+  { "tg_mish(a=NULL)", c492, M_STRICT },
+  { "tg_softplus(a=NULL)", c493, M_STRICT },
+  { "tg_softsign(a=NULL)", c494, M_STRICT },
+  { "tg_logsigmoid(a=NULL)", c495, M_STRICT },
+  { "tg_hardsigmoid(a=NULL)", c496, M_STRICT },
+  { "tg_hardswish(a=NULL)", c497, M_STRICT },
+  { "tg_var(a=NULL)", c498, M_STRICT },
+  { "tg_var(axes.n=17)", c499, M_STRICT },
+  { "tg_var(axes=(99))", c500, M_STRICT },
+  { "tg_std(a=NULL)", c501, M_STRICT },
+  { "tg_std(axes.n=17)", c502, M_STRICT },
+  { "tg_std(axes=(99))", c503, M_STRICT },
+  { "tg_var_mean(a=NULL)", c504, M_STRICT },
+  { "tg_var_mean(axes.n=17)", c505, M_STRICT },
+  { "tg_var_mean(axes=(99))", c506, M_STRICT },
+  { "tg_var_mean(mean=NULL)", c507, M_STRICT },
+  { "tg_std_mean(a=NULL)", c508, M_STRICT },
+  { "tg_std_mean(axes.n=17)", c509, M_STRICT },
+  { "tg_std_mean(axes=(99))", c510, M_STRICT },
+  { "tg_std_mean(mean=NULL)", c511, M_STRICT },
+  { "tg_logsumexp(a=NULL)", c512, M_STRICT },
+  { "tg_logsumexp(axes.n=17)", c513, M_STRICT },
+  { "tg_logsumexp(axes=(99))", c514, M_STRICT },
+  { "tg_any(a=NULL)", c515, M_STRICT },
+  { "tg_any(axes.n=17)", c516, M_STRICT },
+  { "tg_any(axes=(99))", c517, M_STRICT },
+  { "tg_all(a=NULL)", c518, M_STRICT },
+  { "tg_all(axes.n=17)", c519, M_STRICT },
+  { "tg_all(axes=(99))", c520, M_STRICT },
+  { "tg_cumsum(a=NULL)", c521, M_STRICT },
+  { "tg_cumprod(a=NULL)", c522, M_STRICT },
+  { "tg_cummax(a=NULL)", c523, M_STRICT },
+  { "tg_cummax(indices=NULL)", c524, M_OPTIONAL },
+  { "tg_cummin(a=NULL)", c525, M_STRICT },
+  { "tg_cummin(indices=NULL)", c526, M_OPTIONAL },
+  { "tg_logcumsumexp(a=NULL)", c527, M_STRICT },
+  { "tg_sort(a=NULL)", c528, M_STRICT },
+  { "tg_sort(indices=NULL)", c529, M_OPTIONAL },
+  { "tg_argsort(a=NULL)", c530, M_STRICT },
+  { "tg_topk(a=NULL)", c531, M_STRICT },
+  { "tg_topk(indices=NULL)", c532, M_OPTIONAL },
+  { "tg_cat(ts=NULL)", c533, M_STRICT },
+  { "tg_cat(n=-1)", c534, M_STRICT },
+  { "tg_stack(ts=NULL)", c535, M_STRICT },
+  { "tg_stack(n=-1)", c536, M_STRICT },
+  { "tg_split(a=NULL)", c537, M_STRICT },
+  { "tg_split(sizes=NULL)", c538, M_STRICT },
+  { "tg_split(out=NULL)", c539, M_OPTIONAL },
+  { "tg_split_size(a=NULL)", c540, M_STRICT },
+  { "tg_split_size(out=NULL)", c541, M_OPTIONAL },
+  { "tg_chunk(a=NULL)", c542, M_STRICT },
+  { "tg_chunk(out=NULL)", c543, M_OPTIONAL },
+  { "tg_meshgrid(ts=NULL)", c544, M_STRICT },
+  { "tg_meshgrid(n=-1)", c545, M_STRICT },
+  { "tg_meshgrid(indexing=NULL)", c546, M_STRICT },
+  { "tg_meshgrid(out=NULL)", c547, M_STRICT },
+  { "tg_repeat(a=NULL)", c548, M_STRICT },
+  { "tg_repeat(repeats.ndim=17)", c549, M_STRICT },
+  { "tg_repeat(repeats.ndim=-1)", c550, M_STRICT },
+  { "tg_repeat_interleave(a=NULL)", c551, M_STRICT },
+  { "tg_roll(a=NULL)", c552, M_STRICT },
+  { "tg_roll(shifts=NULL)", c553, M_STRICT },
+  { "tg_roll(axes.n=17)", c554, M_STRICT },
+  { "tg_roll(axes=(99))", c555, M_STRICT },
+  { "tg_unfold(a=NULL)", c556, M_STRICT },
+  { "tg_unflatten(a=NULL)", c557, M_STRICT },
+  { "tg_unflatten(sizes.ndim=17)", c558, M_STRICT },
+  { "tg_unflatten(sizes.ndim=-1)", c559, M_STRICT },
+  { "tg_rearrange(a=NULL)", c560, M_STRICT },
+  { "tg_rearrange(pattern=NULL)", c561, M_STRICT },
+  { "tg_rearrange(sizes=NULL)", c562, M_STRICT },
+  { "tg_tril(a=NULL)", c563, M_STRICT },
+  { "tg_triu(a=NULL)", c564, M_STRICT },
+  { "tg_diag(a=NULL)", c565, M_STRICT },
+  { "tg_diagonal(a=NULL)", c566, M_STRICT },
+  { "tg_one_hot(a=NULL)", c567, M_STRICT },
+  { "tg_pad_mode(a=NULL)", c568, M_STRICT },
+  { "tg_pad_mode(pads=NULL)", c569, M_STRICT },
+  { "tg_pad_mode(mode=99)", c570, M_STRICT },
+  { "tg_pad_mode(mode=-1)", c571, M_STRICT },
+  { "tg_getitem_adv(a=NULL)", c572, M_STRICT },
+  { "tg_getitem_adv(idx=NULL)", c573, M_STRICT },
+  { "tg_getitem_adv(n=-1)", c574, M_STRICT },
+  { "tg_setitem(a=NULL)", c575, M_STRICT },
+  { "tg_setitem(idx=NULL)", c576, M_STRICT },
+  { "tg_setitem(n=-1)", c577, M_STRICT },
+  { "tg_setitem(value=NULL)", c578, M_STRICT },
+  { "tg_index_select(a=NULL)", c579, M_STRICT },
+  { "tg_index_select(index=NULL)", c580, M_STRICT },
+  { "tg_take(a=NULL)", c581, M_STRICT },
+  { "tg_take(index=NULL)", c582, M_STRICT },
+  { "tg_gather(a=NULL)", c583, M_STRICT },
+  { "tg_gather(index=NULL)", c584, M_STRICT },
+  { "tg_scatter(a=NULL)", c585, M_STRICT },
+  { "tg_scatter(index=NULL)", c586, M_STRICT },
+  { "tg_scatter(src=NULL)", c587, M_STRICT },
+  { "tg_scatter_value(a=NULL)", c588, M_STRICT },
+  { "tg_scatter_value(index=NULL)", c589, M_STRICT },
+  { "tg_scatter_reduce(a=NULL)", c590, M_STRICT },
+  { "tg_scatter_reduce(index=NULL)", c591, M_STRICT },
+  { "tg_scatter_reduce(src=NULL)", c592, M_STRICT },
+  { "tg_scatter_reduce(reduce=99)", c593, M_STRICT },
+  { "tg_scatter_reduce(reduce=-1)", c594, M_STRICT },
+  { "tg_masked_select(a=NULL)", c595, M_STRICT },
+  { "tg_masked_select(mask=NULL)", c596, M_STRICT },
+  { "tg_conv(x=NULL)", c597, M_STRICT },
+  { "tg_conv(weight=NULL)", c598, M_STRICT },
+  { "tg_conv(bias=NULL)", c599, M_STRICT },
+  { "tg_conv1d(x=NULL)", c600, M_STRICT },
+  { "tg_conv1d(weight=NULL)", c601, M_STRICT },
+  { "tg_conv1d(bias=NULL)", c602, M_STRICT },
+  { "tg_conv2d(x=NULL)", c603, M_STRICT },
+  { "tg_conv2d(weight=NULL)", c604, M_STRICT },
+  { "tg_conv2d(bias=NULL)", c605, M_STRICT },
+  { "tg_conv3d(x=NULL)", c606, M_STRICT },
+  { "tg_conv3d(weight=NULL)", c607, M_STRICT },
+  { "tg_conv3d(bias=NULL)", c608, M_STRICT },
+  { "tg_conv_transpose(x=NULL)", c609, M_STRICT },
+  { "tg_conv_transpose(weight=NULL)", c610, M_STRICT },
+  { "tg_conv_transpose(bias=NULL)", c611, M_STRICT },
+  { "tg_conv_transpose1d(x=NULL)", c612, M_STRICT },
+  { "tg_conv_transpose1d(weight=NULL)", c613, M_STRICT },
+  { "tg_conv_transpose1d(bias=NULL)", c614, M_STRICT },
+  { "tg_conv_transpose2d(x=NULL)", c615, M_STRICT },
+  { "tg_conv_transpose2d(weight=NULL)", c616, M_STRICT },
+  { "tg_conv_transpose2d(bias=NULL)", c617, M_STRICT },
+  { "tg_conv_transpose3d(x=NULL)", c618, M_STRICT },
+  { "tg_conv_transpose3d(weight=NULL)", c619, M_STRICT },
+  { "tg_conv_transpose3d(bias=NULL)", c620, M_STRICT },
+  { "tg_resolve_pool_pads(padding=NULL)", c621, M_STRICT },
+  { "tg_resolve_pool_pads(n=-1)", c622, M_STRICT },
+  { "tg_resolve_pool_pads(out=NULL)", c623, M_STRICT },
+  { "tg_avg_pool2d(x=NULL)", c624, M_STRICT },
+  { "tg_max_pool2d(x=NULL)", c625, M_STRICT },
+  { "tg_max_pool2d(indices=NULL)", c626, M_STRICT },
+  { "tg_max_unpool2d(x=NULL)", c627, M_STRICT },
+  { "tg_max_unpool2d(indices=NULL)", c628, M_STRICT },
+  { "tg_max_unpool2d(output_size=NULL)", c629, M_STRICT },
+  { "tg_interpolate(x=NULL)", c630, M_STRICT },
+  { "tg_interpolate(size=NULL)", c631, M_STRICT },
+  { "tg_interpolate(mode=99)", c632, M_STRICT },
+  { "tg_interpolate(mode=-1)", c633, M_STRICT },
+  { "tg_einsum(subscripts=NULL)", c634, M_STRICT },
+  { "tg_einsum(operands=NULL)", c635, M_STRICT },
+  { "tg_einsum(n=-1)", c636, M_STRICT },
+  { "tg_linear(x=NULL)", c637, M_STRICT },
+  { "tg_linear(weight=NULL)", c638, M_STRICT },
+  { "tg_linear(bias=NULL)", c639, M_OPTIONAL },
+  { "tg_layernorm(x=NULL)", c640, M_STRICT },
+  { "tg_layernorm(normalized_shape.ndim=17)", c641, M_STRICT },
+  { "tg_layernorm(normalized_shape.ndim=-1)", c642, M_STRICT },
+  { "tg_layernorm(weight=NULL)", c643, M_OPTIONAL },
+  { "tg_layernorm(bias=NULL)", c644, M_OPTIONAL },
+  { "tg_batchnorm(x=NULL)", c645, M_STRICT },
+  { "tg_batchnorm(mean=NULL)", c646, M_STRICT },
+  { "tg_batchnorm(var=NULL)", c647, M_STRICT },
+  { "tg_batchnorm(weight=NULL)", c648, M_STRICT },
+  { "tg_batchnorm(bias=NULL)", c649, M_STRICT },
+  { "tg_batchnorm_stats(x=NULL)", c650, M_STRICT },
+  { "tg_batchnorm_stats(mean=NULL)", c651, M_STRICT },
+  { "tg_batchnorm_stats(var=NULL)", c652, M_STRICT },
+  { "tg_softmin(x=NULL)", c653, M_STRICT },
+  { "tg_scaled_dot_product_attention(q=NULL)", c654, M_STRICT },
+  { "tg_scaled_dot_product_attention(k=NULL)", c655, M_STRICT },
+  { "tg_scaled_dot_product_attention(v=NULL)", c656, M_STRICT },
+  { "tg_dropout(x=NULL)", c657, M_STRICT },
+  { "tg_cross_entropy(logits=NULL)", c658, M_STRICT },
+  { "tg_cross_entropy(target=NULL)", c659, M_STRICT },
+  { "tg_nll_loss(logp=NULL)", c660, M_STRICT },
+  { "tg_nll_loss(target=NULL)", c661, M_STRICT },
+  { "tg_sparse_categorical_crossentropy(logits=NULL)", c662, M_STRICT },
+  { "tg_sparse_categorical_crossentropy(target=NULL)", c663, M_STRICT },
+  { "tg_binary_crossentropy(p=NULL)", c664, M_STRICT },
+  { "tg_binary_crossentropy(y=NULL)", c665, M_STRICT },
+  { "tg_binary_crossentropy_logits(x=NULL)", c666, M_STRICT },
+  { "tg_binary_crossentropy_logits(y=NULL)", c667, M_STRICT },
+  { "tg_randint(shape.ndim=17)", c668, M_STRICT },
+  { "tg_randint(shape.ndim=-1)", c669, M_STRICT },
+  { "tg_randint(dt=99)", c670, M_STRICT },
+  { "tg_randint(dt=-1)", c671, M_STRICT },
+  { "tg_uniform(shape.ndim=17)", c672, M_STRICT },
+  { "tg_uniform(shape.ndim=-1)", c673, M_STRICT },
+  { "tg_uniform(dt=99)", c674, M_STRICT },
+  { "tg_uniform(dt=-1)", c675, M_STRICT },
+  { "tg_normal(shape.ndim=17)", c676, M_STRICT },
+  { "tg_normal(shape.ndim=-1)", c677, M_STRICT },
+  { "tg_normal(dt=99)", c678, M_STRICT },
+  { "tg_normal(dt=-1)", c679, M_STRICT },
+  { "tg_multinomial(probs=NULL)", c680, M_STRICT },
+  { "tg_randperm(n=-1)", c681, M_STRICT },
+  { "tg_randperm(dt=99)", c682, M_STRICT },
+  { "tg_randperm(dt=-1)", c683, M_STRICT },
+  { "tg_kaiming_uniform(shape.ndim=17)", c684, M_STRICT },
+  { "tg_kaiming_uniform(shape.ndim=-1)", c685, M_STRICT },
+  { "tg_kaiming_uniform(dt=99)", c686, M_STRICT },
+  { "tg_kaiming_uniform(dt=-1)", c687, M_STRICT },
+  { "tg_kaiming_normal(shape.ndim=17)", c688, M_STRICT },
+  { "tg_kaiming_normal(shape.ndim=-1)", c689, M_STRICT },
+  { "tg_kaiming_normal(dt=99)", c690, M_STRICT },
+  { "tg_kaiming_normal(dt=-1)", c691, M_STRICT },
+  { "tg_glorot_uniform(shape.ndim=17)", c692, M_STRICT },
+  { "tg_glorot_uniform(shape.ndim=-1)", c693, M_STRICT },
+  { "tg_glorot_uniform(dt=99)", c694, M_STRICT },
+  { "tg_glorot_uniform(dt=-1)", c695, M_STRICT },
+  { "tg_ggml_type_from_name(name=NULL)", c696, M_STRICT },
+  { "tg_dequantize(raw=NULL)", c697, M_STRICT },
+  { "tg_dequantize(shape.ndim=17)", c698, M_STRICT },
+  { "tg_dequantize(shape.ndim=-1)", c699, M_STRICT },
+  { "tg_quant_matmul(x=NULL)", c700, M_STRICT },
+  { "tg_quant_matmul(raw=NULL)", c701, M_STRICT },
+  { "tg_quant_matmul(w_shape.ndim=17)", c702, M_STRICT },
+  { "tg_quant_matmul(w_shape.ndim=-1)", c703, M_STRICT },
+  { "tg_quant_pack_rows(raw=NULL)", c704, M_STRICT },
+  { "tg_quant_pack_rows(w_shape.ndim=17)", c705, M_STRICT },
+  { "tg_quant_pack_rows(w_shape.ndim=-1)", c706, M_STRICT },
+  { "tg_quant_pack_rows(scales=NULL)", c707, M_STRICT },
+  { "tg_quant_pack_rows(quants=NULL)", c708, M_STRICT },
+  { "tg_quant_matmul_rows(x=NULL)", c709, M_STRICT },
+  { "tg_quant_matmul_rows(scales=NULL)", c710, M_STRICT },
+  { "tg_quant_matmul_rows(quants=NULL)", c711, M_STRICT },
+  { "tg_quant_matmul_rows(w_shape.ndim=17)", c712, M_STRICT },
+  { "tg_quant_matmul_rows(w_shape.ndim=-1)", c713, M_STRICT },
+  { "tg_dequantize_rows(scales=NULL)", c714, M_STRICT },
+  { "tg_dequantize_rows(quants=NULL)", c715, M_STRICT },
+  { "tg_dequantize_rows(w_shape.ndim=17)", c716, M_STRICT },
+  { "tg_dequantize_rows(w_shape.ndim=-1)", c717, M_STRICT },
+  { "tg_tokenizer_load(gguf_path=NULL)", c718, M_STRICT },
+  { "tg_tokenizer_free(tok=NULL)", c719, M_OPTIONAL },
+  { "tg_tokenize(tok=NULL)", c720, M_STRICT },
+  { "tg_tokenize(text=NULL)", c721, M_STRICT },
+  { "tg_tokenize(ids=NULL)", c722, M_STRICT },
+  { "tg_token_to_piece(tok=NULL)", c723, M_STRICT },
+  { "tg_token_to_piece(buf=NULL)", c724, M_STRICT },
+  { "tg_token_to_piece(cap=-1)", c725, M_STRICT },
+  { "tg_detokenize(tok=NULL)", c726, M_STRICT },
+  { "tg_detokenize(ids=NULL)", c727, M_STRICT },
+  { "tg_detokenize(n=-1)", c728, M_STRICT },
+  { "tg_detokenize(len=NULL)", c729, M_OPTIONAL },
+  { "tg_token_stream_new(tok=NULL)", c730, M_STRICT },
+  { "tg_token_stream_push(s=NULL)", c731, M_STRICT },
+  { "tg_token_stream_push(len=NULL)", c732, M_OPTIONAL },
+  { "tg_token_stream_flush(s=NULL)", c733, M_STRICT },
+  { "tg_token_stream_flush(len=NULL)", c734, M_OPTIONAL },
+  { "tg_token_stream_free(s=NULL)", c735, M_OPTIONAL },
+  { "tg_tokenizer_n_vocab(tok=NULL)", c736, M_STRICT },
+  { "tg_tokenizer_bos(tok=NULL)", c737, M_STRICT },
+  { "tg_tokenizer_eos(tok=NULL)", c738, M_STRICT },
+  { "tg_tokenizer_eot(tok=NULL)", c739, M_STRICT },
+  { "tg_tokenizer_add_bos(tok=NULL)", c740, M_STRICT },
+  { "tg_tokenizer_is_eog(tok=NULL)", c741, M_STRICT },
+  { "tg_tokenizer_find(tok=NULL)", c742, M_STRICT },
+  { "tg_tokenizer_find(text=NULL)", c743, M_STRICT },
+  { "tg_tokenizer_token_text(tok=NULL)", c744, M_STRICT },
 };
-const int misuse_ncases = 696;
+const int misuse_ncases = 745;
