@@ -159,6 +159,7 @@ int call_instantiate(call_body *b, const char *default_device, tg_buffer *const 
     const sched_item *src = &b->sched.v[i];
     sched_item *it = &out->items[i];
     *it = *src;
+    it->merged = true;
     if (it->ast) uop_retain(it->ast);
     it->bufs = tg_xmalloc(sizeof(tg_buffer *) * (size_t)(src->nbufs ? src->nbufs : 1));
     for (int j = 0; j < src->nbufs; j++) { it->bufs[j] = remap(&c, src->bufs[j]); buffer_retain(it->bufs[j]); }

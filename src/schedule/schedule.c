@@ -1052,32 +1052,49 @@ static int build_call(sctx *s, uop *u) {
 static void merge_sibling_kernels(schedule *out);
 
 /* Orders kernels: producers before consumers (RAW), and readers of a
- * buffer's old contents before the kernel that assigns it (WAR). */
+ * buffer's old contents before the kernel that assigns it (WAR). Edges are
+ * lists and reachability is bit rows, so a model's few thousand kernels
+ * order in well under a millisecond. */
 static void order_kernels(sctx *s) {
   int n = s->out->n;
   if (n < 2) return;
-  bool *edge = tg_xcalloc((size_t)n * (size_t)n, 1);   /* edge[a*n+b]: a before b */
-  for (int b = 0; b < n; b++)
-    for (int i = 0; i < s->ndeps.v[b]; i++) edge[s->deps.v[b][i] * n + b] = true;
-  /* transitive closure of RAW, to skip WAR edges that would make a cycle */
-  bool *reach = tg_xcalloc((size_t)n * (size_t)n, 1);
-  for (int b = 0; b < n; b++) {
-    for (int a = 0; a < b; a++) if (edge[a * n + b]) {
-      reach[a * n + b] = true;
-      for (int c = 0; c < n; c++) if (reach[c * n + a]) reach[c * n + b] = true;
-    }
-  }
-  for (int w = 0; w < n; w++) {
-    for (int r = 0; r < n; r++) {
-      if (r == w) continue;
-      bool reads = false;
-      for (int i = 0; i < s->nreads.v[r]; i++) reads |= s->reads.v[r][i] == s->writes.v[w];
-      if (reads && !reach[w * n + r]) edge[r * n + w] = true;
-    }
-  }
-  /* Kahn's algorithm, stable by original index */
+  size_t words = ((size_t)n + 63) / 64;
+  /* reach[b]: the kernels b depends on, transitively, through RAW edges
+   * (dependencies always point at kernels built before) */
+  uint64_t *reach = tg_xcalloc((size_t)n * words, sizeof(uint64_t));
+  VEC(int) *succ = tg_xcalloc((size_t)n, sizeof *succ);
   int *indeg = tg_xcalloc((size_t)n, sizeof(int));
-  for (int a = 0; a < n; a++) for (int b = 0; b < n; b++) if (a != b && edge[a * n + b]) indeg[b]++;
+  for (int b = 0; b < n; b++)
+    for (int i = 0; i < s->ndeps.v[b]; i++) {
+      int a = s->deps.v[b][i];
+      if (a == b || (reach[(size_t)b * words + (size_t)a / 64] >> (a % 64) & 1)) continue;
+      reach[(size_t)b * words + (size_t)a / 64] |= 1ull << (a % 64);
+      for (size_t w = 0; w < words; w++) reach[(size_t)b * words + w] |= reach[(size_t)a * words + w];
+    }
+  for (int b = 0; b < n; b++)
+    for (int i = 0; i < s->ndeps.v[b]; i++) {
+      int a = s->deps.v[b][i];
+      if (a != b) { VEC_PUSH(succ[a], b); indeg[b]++; }
+    }
+  /* WAR: a reader r of a buffer that kernel w writes runs first, unless w
+   * already comes before r (a cycle otherwise) */
+  ptrmap writers = { 0 };   /* tg_buffer* -> 1 + the first kernel writing it; chained by next_writer */
+  int *next_writer = tg_xmalloc(sizeof(int) * (size_t)n);
+  for (int w = n - 1; w >= 0; w--) {
+    next_writer[w] = -1;
+    if (!s->writes.v[w]) continue;
+    intptr_t first = (intptr_t)pm_get(&writers, s->writes.v[w]);
+    next_writer[w] = (int)first - 1;
+    pm_put(&writers, s->writes.v[w], (void *)(intptr_t)(w + 1));
+  }
+  for (int r = 0; r < n; r++)
+    for (int i = 0; i < s->nreads.v[r]; i++)
+      for (int w = (int)(intptr_t)pm_get(&writers, s->reads.v[r][i]) - 1; w >= 0; w = next_writer[w]) {
+        if (w == r || (reach[(size_t)r * words + (size_t)w / 64] >> (w % 64) & 1)) continue;
+        VEC_PUSH(succ[r], w); indeg[w]++;
+      }
+  pm_free(&writers); free(next_writer);
+  /* Kahn's algorithm, stable by original index */
   sched_item *sorted = tg_xmalloc(sizeof(sched_item) * (size_t)n);
   bool *done = tg_xcalloc((size_t)n, 1);
   int m = 0;
@@ -1087,10 +1104,11 @@ static void order_kernels(sctx *s) {
     if (pick < 0) for (int i = 0; i < n && pick < 0; i++) if (!done[i]) pick = i;   /* cycle: keep order */
     done[pick] = true;
     sorted[m++] = s->out->v[pick];
-    for (int b = 0; b < n; b++) if (b != pick && edge[pick * n + b]) indeg[b]--;
+    for (int i = 0; i < succ[pick].n; i++) indeg[succ[pick].v[i]]--;
   }
   memcpy(s->out->v, sorted, sizeof(sched_item) * (size_t)n);
-  free(sorted); free(done); free(indeg); free(edge); free(reach);
+  for (int i = 0; i < n; i++) VEC_FREE(succ[i]);
+  free(succ); free(sorted); free(done); free(indeg); free(reach);
 }
 
 int schedule_create(uop *const *roots, int n, const char *default_device, schedule *out, ptrmap *becomes) {
@@ -1326,18 +1344,20 @@ static void merge_sibling_kernels(schedule *out) {
     sched_item *b = &out->v[i];
     kernel_facts *fb = &f[i];
     int j = -1;
-    if (w > 0 && out->v[w - 1].ast && b->ast && can_merge(&out->v[w - 1], &f[w - 1], b, fb)) j = w - 1;
+    if (b->merged) goto keep;
+    if (w > 0 && out->v[w - 1].ast && b->ast && !out->v[w - 1].merged && can_merge(&out->v[w - 1], &f[w - 1], b, fb)) j = w - 1;
     /* sums over the same loops a few kernels apart (with small kernels
      * between that use the first): one pass over what they read */
     if (j < 0 && b->ast && facts_of(fb, b)->kind == LOOPS_REDUCE)
       for (int c = w - 2; c >= 0 && c >= w - MERGE_LOOKBACK && j < 0; c--)
-        if (out->v[c].ast && can_merge(&out->v[c], &f[c], b, fb) && independent_of(out, f, c + 1, w, fb)) j = c;
+        if (out->v[c].ast && !out->v[c].merged && can_merge(&out->v[c], &f[c], b, fb) && independent_of(out, f, c + 1, w, fb)) j = c;
     if (j >= 0) {
       merge_into(&out->v[j], b);
       f[j].valid = false;   /* its stores and loads grew */
       VEC_FREE(fb->st); VEC_FREE(fb->ld);
       continue;
     }
+  keep:
     if (w != i) {
       VEC_FREE(f[w].st); VEC_FREE(f[w].ld);
       f[w] = *fb;

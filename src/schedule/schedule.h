@@ -32,6 +32,7 @@ typedef struct {
   int nbufs;
   tg_device *dev;
   char name[96];
+  bool merged;           /* a function body's kernel, instantiated: merged with its siblings already */
 } sched_item;
 
 typedef struct { sched_item *v; int n, cap; } schedule;
