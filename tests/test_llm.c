@@ -171,15 +171,15 @@ TEST(llm_swa_ring_gemma2) { swa_ring("gemma2", false); }
 TEST(llm_swa_ring_gemma3) { swa_ring("gemma3", false); }
 TEST(llm_swa_full_cache_gemma2) { swa_ring("gemma2", true); }
 
-/* src copied to dst without tensor drop, with general.architecture arch
- * (either may be NULL). */
-static int copy_gguf(const char *src, const char *dst, const char *drop, const char *arch) {
+/* src copied to dst without tensor drop, with metadata key set to value
+ * of GGUF type t (drop and key may be NULL). */
+static int copy_gguf_kv(const char *src, const char *dst, const char *drop, const char *key, uint32_t t, const void *value) {
   gguf_file *f = gguf_open(src);
   if (!f) return -1;
   gguf_writer *w = gguf_writer_new();
   int rc = 0;
   for (int i = 0; i < f->n_kv && rc == 0; i++) rc = gguf_w_copy_kv(w, &f->kv[i]);
-  if (arch && rc == 0) rc = gguf_w_set_str(w, "general.architecture", arch);
+  if (key && rc == 0) rc = t == GGUF_STRING ? gguf_w_set_str(w, key, value) : gguf_w_set(w, key, t, value);
   for (int i = 0; i < f->n_tensors && rc == 0; i++) {
     const gguf_tensor_info *t = &f->tensors[i];
     if (drop && !strcmp(t->name, drop)) continue;
@@ -189,6 +189,9 @@ static int copy_gguf(const char *src, const char *dst, const char *drop, const c
   gguf_writer_free(w);
   gguf_close(f);
   return rc;
+}
+static int copy_gguf(const char *src, const char *dst, const char *drop, const char *arch) {
+  return copy_gguf_kv(src, dst, drop, arch ? "general.architecture" : NULL, GGUF_STRING, arch);
 }
 
 /* A family's missing tensor, or a family tg does not know, is one error
@@ -205,7 +208,21 @@ TEST(llm_arch_errors) {
   CHECK_MSG(strstr(tg_error(), "'blk.2.attn_k_norm.weight' is missing"), "%s", tg_error());
   CHECK_OK(copy_gguf("goldens/llm_gemma3.gguf", path, NULL, "gemma9") == 0);
   CHECK(tg_llm_load(path, NULL) == NULL);
-  CHECK_MSG(strstr(tg_error(), "architecture 'gemma9' is not supported") && strstr(tg_error(), "gemma2, gemma3"), "%s", tg_error());
+  CHECK_MSG(strstr(tg_error(), "architecture 'gemma9' is not supported") && strstr(tg_error(), "gemma2, gemma3, phi3"), "%s", tg_error());
+  /* phi3's fused tensors, rope scaling keys */
+  CHECK_OK(copy_gguf("goldens/llm_phi3.gguf", path, "blk.1.attn_qkv.weight", NULL) == 0);
+  CHECK(tg_llm_load(path, NULL) == NULL);
+  CHECK_MSG(strstr(tg_error(), "'blk.1.attn_qkv.weight' is missing (architecture phi3)"), "%s", tg_error());
+  CHECK_OK(copy_gguf_kv("goldens/llm_yarn.gguf", path, NULL, "llama.rope.scaling.type", GGUF_STRING, "longrope9") == 0);
+  CHECK(tg_llm_load(path, NULL) == NULL);
+  CHECK_MSG(strstr(tg_error(), "llama.rope.scaling.type 'longrope9' is not supported"), "%s", tg_error());
+  float bad = -2;
+  CHECK_OK(copy_gguf_kv("goldens/llm_yarn.gguf", path, NULL, "llama.rope.scaling.yarn_beta_slow", GGUF_F32, &bad) == 0);
+  CHECK(tg_llm_load(path, NULL) == NULL);
+  CHECK_MSG(strstr(tg_error(), "llama.rope.scaling.yarn_beta_slow = -2 must be positive"), "%s", tg_error());
+  CHECK_OK(copy_gguf_kv("goldens/llm_phi3.gguf", path, NULL, "phi3.rope.scaling.attn_factor", GGUF_F32, &bad) == 0);
+  CHECK(tg_llm_load(path, NULL) == NULL);
+  CHECK_MSG(strstr(tg_error(), "phi3.rope.scaling.attn_factor = -2 must be positive"), "%s", tg_error());
   unlink(path);
 }
 

@@ -84,10 +84,6 @@ static const llm_arch llm_archs[] = {
                  .req = PRE_NORMS | MHA | QK_NORMS | EXPERTS },
   { "deepseek2", .attn = LLM_ATTN_MLA, .norms = LLM_NORM_PRE, .yarn_log_mul = true, .req = PRE_NORMS | MLA | FFN | EXPERTS,
                  .opt = LT(LT_EXP_BIAS) | SHEXP },
-  /* Phi-3 / Phi-4-mini: fused q|k|v and gate|up; LongRoPE's per-pair
-   * factors (rope_factors_long / _short) and attention factor. llama.cpp
-   * ignores its sliding_window (disabled since its PR 13676), so tg does. */
-  { "phi3",      .norms = LLM_NORM_PRE, .rope_neox = true, .req = PRE_NORMS | FUSED_MHA | FUSED_FFN },
   /* Gemma: norms before and after both halves, GeGLU, the embedding times
    * sqrt(dim) and tied to the output; sliding-window layers. Gemma 2 caps
    * scores and logits, and slides every other layer (window 4096); Gemma
@@ -99,6 +95,10 @@ static const llm_arch llm_archs[] = {
   { "gemma3",    .norms = LLM_NORM_BOTH, .act = LLM_GEGLU, .rope_neox = true, .qk_norm = LLM_QK_PER_HEAD, .embd_scale = true,
                  .swa_period = 6, .swa_rope_base = 10000, .swa_rope_unscaled = true, .qscale_dim_layers = 62,
                  .req = PRE_NORMS | POST_NORMS | MHA | QK_NORMS | FFN },
+  /* Phi-3 / Phi-4-mini: fused q|k|v and gate|up; LongRoPE's per-pair
+   * factors (rope_factors_long / _short) and attention factor. llama.cpp
+   * ignores its sliding_window (disabled since its PR 13676), so tg does. */
+  { "phi3",      .norms = LLM_NORM_PRE, .rope_neox = true, .req = PRE_NORMS | FUSED_MHA | FUSED_FFN },
 };
 #define NARCHS (sizeof llm_archs / sizeof llm_archs[0])
 

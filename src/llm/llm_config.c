@@ -74,8 +74,8 @@ static int llm_read_rope(tg_llm *m) {
     return -1;
   if (factor < 0) return tg_seterr("%s: %s.rope.scaling.factor = %g must not be negative", m->file->path, c->arch, factor);
   if (!(attn > 0)) return tg_seterr("%s: %s.rope.scaling.attn_factor = %g must be positive", m->file->path, c->arch, attn);
-  if (!(r->beta_fast > 0) || !(r->beta_slow > 0))
-    return tg_seterr("%s: %s.rope.scaling.yarn_beta_fast / _slow (%g, %g) must be positive", m->file->path, c->arch, r->beta_fast, r->beta_slow);
+  if (!(r->beta_fast > 0)) return tg_seterr("%s: %s.rope.scaling.yarn_beta_fast = %g must be positive", m->file->path, c->arch, r->beta_fast);
+  if (!(r->beta_slow > 0)) return tg_seterr("%s: %s.rope.scaling.yarn_beta_slow = %g must be positive", m->file->path, c->arch, r->beta_slow);
   c->rope_scale = none || factor == 0 ? 1 : factor;
   if (!r->orig_ctx) r->orig_ctx = c->n_ctx_train;
   if (r->orig_ctx <= 0) return tg_seterr("%s: %s.rope.scaling.original_context_length must be positive", m->file->path, c->arch);
