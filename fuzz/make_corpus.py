@@ -361,8 +361,34 @@ def seeds_request():
         put("request", bytes([i & 1]) + b.encode(), f"bad_{i}")
 
 
+# ---- grammars (fuzz_gbnf.c: GBNF, NUL, text) and schemas (fuzz_json_schema.c)
+
+def seeds_grammar():
+    gbnf = [
+        ('root ::= "a" [b-d]+ x? | "{" ("x" | "y"){2,3} "}"\nx ::= "\\u00e9" [^a]\n', "abbd\u00e9z"),
+        ('root ::= p\np ::= "(" p* ")"  # balanced\n', "(()(()))"),
+        ('root ::= [^"\\\\\\x00-\\x1F]* | .{1,3} | "\\U0001F600"\n', "\U0001F600"),
+        ('root ::= e "x" e\ne ::= "" | "e"\n', "exe"),
+    ]
+    for i, (g, t) in enumerate(gbnf):
+        put("gbnf", g.encode() + b"\0" + t.encode(), f"gbnf_{i}")
+    schemas = [{"type": "object"}, {}]
+    path = os.path.join(GOLDENS, "grammar_schemas.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            schemas += [o["schema"] for o in json.load(f)[:40]]
+    schemas.append({"$defs": {"n": {"type": "object", "properties": {"v": {"type": "integer"}, "k": {"type": "array", "items": {"$ref": "#/$defs/n"}}},
+                                      "required": ["v"]}}, "$ref": "#/$defs/n"})
+    schemas.append({"type": "string", "format": "date-time"})
+    for i, s in enumerate(schemas):
+        put("json_schema", json.dumps(s), f"schema_{i}")
+        if i < 10:
+            put("gbnf", b"root ::= value\nvalue ::= object | array | \"null\"\nobject ::= \"{\" \"}\"\narray ::= \"[\" value? \"]\"\n\0" + json.dumps(s).encode()[:64], f"text_{i}")
+
+
 def main():
-    for f in [seeds_gguf, seeds_gguf_load, seeds_safetensors, seeds_npy, seeds_dequant, seeds_tokenizer, seeds_jinja, seeds_chat, seeds_request]:
+    for f in [seeds_gguf, seeds_gguf_load, seeds_safetensors, seeds_npy, seeds_dequant, seeds_tokenizer, seeds_jinja, seeds_chat, seeds_request,
+              seeds_grammar]:
         f()
     for h in sorted(os.listdir(OUT)):
         print(f"make_corpus: {h}: {len(os.listdir(os.path.join(OUT, h)))} seeds")

@@ -2,12 +2,14 @@
  * matching, errors for bad grammars and schemas, JSON schemas against the
  * jsonschema package's verdicts (goldens from tests/gen/gen_grammar.py),
  * token masks on real vocabularies (against a per-token walk, timed), and
- * constrained generation with a tiny model. */
+ * constrained generation with a tiny model; tg serve's "response_format"
+ * and "grammar" fields. */
 #include <time.h>
 #include <unistd.h>
 #include <cjson/cJSON.h>
 #include "test.h"
 #include "grammar/grammar.h"
+#include "serve/request.h"
 #include "tokenizer/tokenizer.h"
 
 /* 1: the grammar accepts text whole; 2: text is a live prefix only; 0: rejected. */
@@ -504,4 +506,65 @@ TEST(grammar_generate_tiny_model) {
   unlink(outpath);
   tg_llm_free(m);
   tg_tokenizer_free(tok);
+}
+
+/* ---------------------------------------------------------------- tg serve's fields */
+
+static int parse_body(const char *body, serve_request *r, serve_error *e) {
+  return serve_request_parse(r, true, body, strlen(body), e);
+}
+
+#define CHAT "\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]"
+
+TEST(grammar_serve_request) {
+  serve_request r;
+  serve_error e;
+  /* json_schema: the grammar reaches the sampling parameters */
+  const char *js = "{" CHAT ", \"response_format\": {\"type\": \"json_schema\", \"json_schema\": {\"name\": \"p\", \"strict\": true, "
+                   "\"schema\": {\"type\": \"object\", \"properties\": {\"n\": {\"type\": \"integer\"}}, \"required\": [\"n\"]}}}}";
+  CHECK_MSG(parse_body(js, &r, &e) == 0, "%s", e.message);
+  CHECK(r.grammar && r.sampling.grammar == r.grammar);
+  tg_grammar *g = r.grammar ? tg_grammar_new(r.grammar, strlen(r.grammar)) : NULL;
+  CHECK(g && match(g, "{\"n\": 3}") == 1 && match(g, "{\"n\": \"x\"}") == 0);
+  tg_grammar_free(g);
+  serve_request_free(&r);
+  /* json_object: any object */
+  CHECK(parse_body("{" CHAT ", \"response_format\": {\"type\": \"json_object\"}}", &r, &e) == 0);
+  g = r.grammar ? tg_grammar_new(r.grammar, strlen(r.grammar)) : NULL;
+  CHECK(g && match(g, "{\"a\": [1, 2]}") == 1 && match(g, "[1]") == 0);
+  tg_grammar_free(g);
+  serve_request_free(&r);
+  /* text, null and an empty grammar: no constraint */
+  CHECK(parse_body("{" CHAT ", \"response_format\": {\"type\": \"text\"}, \"grammar\": \"\"}", &r, &e) == 0 && !r.grammar && !r.sampling.grammar);
+  serve_request_free(&r);
+  CHECK(parse_body("{" CHAT ", \"response_format\": null}", &r, &e) == 0 && !r.grammar);
+  serve_request_free(&r);
+  /* GBNF, on both endpoints */
+  CHECK(parse_body("{" CHAT ", \"grammar\": \"root ::= [a-z]+\"}", &r, &e) == 0 && r.grammar && !strcmp(r.grammar, "root ::= [a-z]+"));
+  serve_request_free(&r);
+  const char *text = "{\"prompt\": \"x\", \"grammar\": \"root ::= \\\"yes\\\" | \\\"no\\\"\"}";
+  CHECK(serve_request_parse(&r, false, text, strlen(text), &e) == 0 && r.grammar);
+  serve_request_free(&r);
+  /* 400s that name the field and say why */
+  static const struct { const char *body, *code, *param, *msg; } bad[] = {
+    { "{" CHAT ", \"grammar\": \"root ::= foo\"}", "invalid_value", "grammar", "undefined rule 'foo'" },
+    { "{" CHAT ", \"grammar\": 3}", "invalid_value", "grammar", "must be a string" },
+    { "{" CHAT ", \"response_format\": {\"type\": \"json_schema\", \"json_schema\": {\"schema\": {\"type\": \"string\", \"pattern\": \"a\"}}}}",
+      "invalid_value", "response_format.json_schema.schema", "'pattern' is not supported" },
+    { "{" CHAT ", \"response_format\": {\"type\": \"json_schema\", \"json_schema\": {\"name\": \"x\"}}}", "missing_field",
+      "response_format.json_schema.schema", "is required" },
+    { "{" CHAT ", \"response_format\": {\"type\": \"json_schema\"}}", "invalid_value", "response_format.json_schema", "must be an object" },
+    { "{" CHAT ", \"response_format\": {\"type\": \"xml\"}}", "invalid_value", "response_format.type", "must be" },
+    { "{" CHAT ", \"response_format\": \"json\"}", "invalid_value", "response_format", "must be an object" },
+    { "{" CHAT ", \"response_format\": {\"type\": \"json_object\", \"shema\": {}}}", "unknown_parameter", "response_format.shema", "unknown field" },
+    { "{" CHAT ", \"response_format\": {\"type\": \"json_object\"}, \"grammar\": \"root ::= \\\"a\\\"\"}", "invalid_value", "grammar", "not both" },
+    { "{" CHAT ", \"response_format\": {\"type\": \"json_schema\", \"json_schema\": {\"schema\": {\"$defs\": {\"a\": {\"anyOf\": "
+      "[{\"$ref\": \"#/$defs/a\"}, {\"type\": \"null\"}]}}, \"$ref\": \"#/$defs/a\"}}}}", "invalid_value", "response_format", "left-recursive" },
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    memset(&e, 0, sizeof e);
+    CHECK_MSG(parse_body(bad[i].body, &r, &e) == -1, "case %zu accepted", i);
+    CHECK_MSG(e.status == 400 && e.code && !strcmp(e.code, bad[i].code) && !strcmp(e.param, bad[i].param) && strstr(e.message, bad[i].msg),
+              "case %zu: %d %s '%s' '%s'", i, e.status, e.code ? e.code : "-", e.param, e.message);
+  }
 }
