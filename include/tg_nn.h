@@ -66,19 +66,27 @@ tg_tensor *tg_conv3d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, const tg_
  *                      output_padding); must be smaller than stride or
  *                      dilation
  *   dilation[i]        (0: 1)
- *   groups             (0: 1) */
+ *   groups             (0: 1)
+ *   pads[2*i], pads[2*i+1]
+ *                      asymmetric padding instead (tinygrad's): removes
+ *                      pads[2*i] from the start and pads[2*i+1] from the
+ *                      end of output axis i, both >= 0; when any is nonzero
+ *                      padding[] must be 0 (tg_resolve_pool_pads converts
+ *                      tinygrad's forms) */
 typedef struct {
   int stride[3];
   int padding[3];
   int output_padding[3];
   int dilation[3];
   int groups;
+  int pads[6];
 } tg_conv_transpose_opts;
 
 /* Transposed convolution (the gradient of tg_conv with respect to its input)
  * of x (N, Cin, *spatial) with weight (Cin, Cout/groups, *kernel), plus bias
  * (Cout). out_i = (in_i - 1)*stride_i - 2*padding_i + dilation_i*(k_i-1)
- * + output_padding_i + 1. x may be unbatched (Cin, *spatial). */
+ * + output_padding_i + 1 (with pads: - (pads[2i] + pads[2i+1]) for
+ * - 2*padding_i). x may be unbatched (Cin, *spatial). */
 tg_tensor *tg_conv_transpose(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, const tg_conv_transpose_opts *opts);
 tg_tensor *tg_conv_transpose1d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, const tg_conv_transpose_opts *opts);
 tg_tensor *tg_conv_transpose2d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, const tg_conv_transpose_opts *opts);

@@ -100,6 +100,17 @@ static int op_conv2d(const golden_case *c, tg_tensor **in, int nin, tg_tensor **
   if (tg_resolve_pool_pads(tpad, n, 2, o.padding) < 0) return -1;
   return one(tg_conv2d(in[0], in[1], NULL, &o), out);
 }
+static int op_conv_transpose2d(const golden_case *c, tg_tensor **in, int nin, tg_tensor **out) {
+  tg_conv_transpose_opts o;
+  memset(&o, 0, sizeof o);
+  ints_of(c, "stride", o.stride, 3);
+  ints_of(c, "output_padding", o.output_padding, 3);
+  ints_of(c, "dilation", o.dilation, 3);
+  int tpad[6];
+  int n = ints_of(c, "tpad", tpad, 6);
+  if (tg_resolve_pool_pads(tpad, n, 2, o.pads) < 0) return -1;
+  return one(tg_conv_transpose2d(in[0], in[1], NULL, &o), out);
+}
 static int op_resolve(const golden_case *c, tg_tensor **in, int nin, tg_tensor **out) {
   int tpad[6], pairs[6];
   int n = ints_of(c, "tpad", tpad, 6), nd = (int)golden_int(c, "ndims", 0);
@@ -152,7 +163,7 @@ typedef struct { const char *name; op_fn fn; } dispatch_entry;
 #define E(n) { #n, op_##n }
 static const dispatch_entry dispatch[] = {
   E(sum_dtype), E(prod_dtype), E(mean_dtype), E(matmul_dtype), E(sum_acc_float), E(default_float),
-  E(avg_pool2d), E(max_pool2d), E(conv2d), E(resolve), E(name), E(threefry),
+  E(avg_pool2d), E(max_pool2d), E(conv2d), E(conv_transpose2d), E(resolve), E(name), E(threefry),
 };
 #define NDISPATCH ((int)(sizeof dispatch / sizeof dispatch[0]))
 
@@ -362,6 +373,18 @@ TEST(controls_errors_pool_pads) {
   tg_pool_opts dil = { .kernel = { 2, 2 }, .dilation = { 3, 3 }, .pads = { 0, 0, 1, -2 } };   /* dilated 4 > 4 - 1 */
   CHECK_ERR(tg_max_pool2d(x, &dil, NULL), "dilated 4", "padded input 3");
   CHECK_ERR(tg_max_unpool2d(x, tg_zeros(TG_SHAPE(1, 1, 4, 4), TG_I32), &both, NULL), "tg_max_unpool2d", "not both");
+  tg_tensor *w = tg_ones(TG_SHAPE(1, 1, 3, 3), TG_F32);
+  tg_conv_transpose_opts tboth = { .padding = { 1 }, .pads = { 0, 1 } };
+  CHECK_ERR(tg_conv_transpose2d(x, w, NULL, &tboth), "tg_conv_transpose2d", "not both");
+  tg_conv_transpose_opts tneg = { .pads = { 0, 0, -1, 2 } };
+  CHECK_ERR(tg_conv_transpose2d(x, w, NULL, &tneg), "tg_conv_transpose2d", "padding -1", "must not be negative");
+  tg_conv_transpose_opts tbig = { .pads = { 3, 3, 0, 0 } };   /* output 6 - 6 = 0 rows */
+  CHECK_ERR(tg_conv_transpose2d(x, w, NULL, &tbig), "tg_conv_transpose2d", "output size 0", "padding 3, 3");
+  /* max_unpool2d's default size with pads: (in-1)*s - (before + after) + d*(k-1) + 1 */
+  tg_pool_opts up = { .kernel = { 2, 2 }, .pads = { 1, 0, 0, 2 } };
+  tg_tensor *u = tg_max_unpool2d(tg_ones(TG_SHAPE(1, 1, 3, 3), TG_F32), tg_zeros(TG_SHAPE(1, 1, 3, 3), TG_I32), &up, NULL);
+  CHECK_OK(u);
+  CHECK(tg_dim(u, 2) == 4 * 1 - 1 + 1 + 1 && tg_dim(u, 3) == 4 - 2 + 1 + 1);
   tg_scope_end();
 }
 

@@ -320,27 +320,37 @@ static tg_tensor *conv_transpose_entry(tg_tensor *x, tg_tensor *w, tg_tensor *b,
   if (xc != cin) TG_FAIL("%s: input %s has %lld channels but weight %s has %lld input channels", op, nn_shape_str(x, b1, 128), (long long)xc, nn_shape_str(w, b2, 128), (long long)cin);
   if (cin % g) TG_FAIL("%s: groups %lld does not divide the %lld input channels", op, (long long)g, (long long)cin);
   conv_params p = { .n = n, .groups = g };
-  int64_t s[3], pad[3], op_[3], d[3], k[3];
+  int64_t s[3], pb[3], pa[3], op_[3], d[3], k[3];
+  bool asym = false;
+  for (int j = 0; o && j < 6; j++) asym |= o->pads[j] != 0;
+  if (asym && (o->padding[0] || o->padding[1] || o->padding[2])) TG_FAIL("%s: give padding[] or pads[], not both", op);
   for (int j = 0; j < n; j++) {
     s[j] = o && o->stride[j] ? o->stride[j] : 1;
     d[j] = o && o->dilation[j] ? o->dilation[j] : 1;
-    pad[j] = o ? o->padding[j] : 0;
+    pb[j] = !o ? 0 : asym ? o->pads[2 * j] : o->padding[j];
+    pa[j] = !o ? 0 : asym ? o->pads[2 * j + 1] : o->padding[j];
     op_[j] = o ? o->output_padding[j] : 0;
     k[j] = ws.d[2 + j];
     if (s[j] <= 0) TG_FAIL("%s: stride %lld on spatial axis %d must be positive", op, (long long)s[j], j);
     if (d[j] <= 0) TG_FAIL("%s: dilation %lld on spatial axis %d must be positive", op, (long long)d[j], j);
-    if (pad[j] < 0) TG_FAIL("%s: padding %lld on spatial axis %d must not be negative", op, (long long)pad[j], j);
+    if (pb[j] < 0 || pa[j] < 0)
+      TG_FAIL("%s: padding %lld on spatial axis %d must not be negative", op, (long long)(pb[j] < 0 ? pb[j] : pa[j]), j);
     if (op_[j] < 0 || (op_[j] >= s[j] && op_[j] >= d[j]))
       TG_FAIL("%s: output_padding %lld on spatial axis %d must be smaller than the stride %lld or the dilation %lld", op, (long long)op_[j], j, (long long)s[j], (long long)d[j]);
     int64_t i = tg_dim(x, (unb ? 1 : 2) + j), is, kd;
     /* each term within 2^59, so the sums below stay inside int64 */
     if (tg_mul_overflow_i64(i > 0 ? i - 1 : 0, s[j], &is) || is > TG_MAX_NUMEL || tg_mul_overflow_i64(d[j], k[j] - 1, &kd) || kd > TG_MAX_NUMEL)
       TG_FAIL("%s: output size on spatial axis %d passes 2^59 (input %lld, kernel %lld, stride %lld, dilation %lld)", op, j, (long long)i, (long long)k[j], (long long)s[j], (long long)d[j]);
-    int64_t out = (i - 1) * s[j] - 2 * pad[j] + kd + op_[j] + 1;
-    if (out <= 0) TG_FAIL("%s: output size %lld on spatial axis %d is not positive (input %lld, kernel %lld, stride %lld, padding %lld)", op, (long long)out, j, (long long)i, (long long)k[j], (long long)s[j], (long long)pad[j]);
+    if (pb[j] > TG_MAX_NUMEL || pa[j] > TG_MAX_NUMEL) TG_FAIL("%s: padding on spatial axis %d passes 2^59", op, j);
+    int64_t out = (i - 1) * s[j] - (pb[j] + pa[j]) + kd + op_[j] + 1;
+    if (out <= 0)
+      TG_FAIL("%s: output size %lld on spatial axis %d is not positive (input %lld, kernel %lld, stride %lld, padding %lld, %lld)", op,
+              (long long)out, j, (long long)i, (long long)k[j], (long long)s[j], (long long)pb[j], (long long)pa[j]);
     p.s[j] = 1; p.d[j] = d[j];
-    p.pads[2 * j] = kd - pad[j];
-    p.pads[2 * j + 1] = kd - pad[j] + op_[j];
+    /* tinygrad: a stride-1 conv of the dilated input padded by
+     * (k-1)*d - before and (k-1)*d - after + output_padding */
+    p.pads[2 * j] = kd - pb[j];
+    p.pads[2 * j + 1] = kd - pa[j] + op_[j];
   }
   tg_scope_begin();
   tg_tensor *xx = unb ? tg_unsqueeze(x, 0) : x;

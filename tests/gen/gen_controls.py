@@ -35,7 +35,10 @@ Groups and their references:
           count_include_pad=False divides by the window's input cells.
           Max pool indices are positions h*W + w in the unpadded input
           plane (torch's indices into the padded plane, shifted). Op
-          conv2d: F.pad + F.conv2d (padding 0), inputs x, w.
+          conv2d: F.pad + F.conv2d (padding 0), inputs x, w. Op
+          conv_transpose2d: F.conv_transpose2d with padding 0 (stride,
+          output_padding, dilation), then (pB, pA) cropped from each output
+          axis, tinygrad's asymmetric padding of a transposed conv.
   resolve tinygrad.helpers.resolve_pool_pads + flat_to_grouped: param tpad
           (n values), ndims; output int32 pairs per axis in axis order.
   names   np.dtype(name) and tinygrad's to_dtype(name) for each name the
@@ -262,6 +265,27 @@ def gen_pool():
         g.add("conv2d", "conv2d_%s_w%s_p%s_s%s" % ("x".join(map(str, xs)), "x".join(map(str, ws)), "_".join(map(str, tpad)),
                                                    "".join(map(str, stride))),
               [x, w], [r.numpy().astype(np.float32)], rtol=1e-6, atol=atol, tpad=list(tpad), stride=list(stride))
+    # conv_transpose2d with asymmetric padding: torch's with padding 0, then
+    # pB cropped from the start and pA from the end of each output axis
+    for xs, ws, tpad, stride, opad, dil in [((1, 2, 4, 5), (2, 3, 3, 3), (1, 0, 2, 1), (2, 2), (1, 0), (1, 1)),
+                                            ((2, 3, 3, 4), (3, 2, 2, 3), (0, 2), (1, 2), (0, 1), (1, 1)),
+                                            ((1, 2, 5, 4), (2, 2, 3, 2), (2, 1, 0, 1), (2, 1), (0, 0), (1, 2))]:
+        x, w = g.randn(xs), g.randn(ws)
+        pairs = grouped(tpad, 2)
+
+        def ct(a, b):
+            r = F.conv_transpose2d(a, b, stride=stride, output_padding=opad, dilation=dil)
+            H, W = r.shape[-2:]
+            return r[..., pairs[0][0]:H - pairs[0][1], pairs[1][0]:W - pairs[1][1]]
+        r = ct(torch.tensor(x.astype(np.float64)), torch.tensor(w.astype(np.float64)))
+        s_abs = ct(torch.tensor(np.abs(x).astype(np.float64)), torch.tensor(np.abs(w).astype(np.float64)))
+        K = ws[0] * ws[2] * ws[3]
+        atol = 2.0 * K * 2.0 ** -24 * float(s_abs.max()) + 1e-7
+        g.add("conv_transpose2d", "conv_transpose2d_%s_w%s_p%s_s%s_op%s_d%s" % (
+                  "x".join(map(str, xs)), "x".join(map(str, ws)), "_".join(map(str, tpad)), "".join(map(str, stride)),
+                  "".join(map(str, opad)), "".join(map(str, dil))),
+              [x, w], [r.numpy().astype(np.float32)], rtol=1e-6, atol=atol, tpad=list(tpad), stride=list(stride),
+              output_padding=list(opad), dilation=list(dil))
     return g
 
 
