@@ -60,7 +60,12 @@ $(BUILD)/tg: $(TOOL_OBJ) $(BUILD)/libtg.a
 $(BUILD)/tests/tg_tests: $(TEST_OBJ) $(BUILD)/libtg.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-test: all $(BUILD)/tests/tg_tests
+# the program test_dist starts under mpirun, one process per rank
+$(BUILD)/tests/dist_worker: tests/dist/dist_worker.c $(BUILD)/libtg.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< -o $@ $(BUILD)/libtg.a $(LDLIBS)
+
+test: all $(BUILD)/tests/tg_tests $(BUILD)/tests/dist_worker $(BUILD)/examples/fashion_mnist
 	cd tests && TG_BIN=../$(BUILD)/tg LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp ../$(BUILD)/tests/tg_tests
 
 # Benchmarks (docs/benchmarks.md). Only bench_sgemm links OpenBLAS, and only

@@ -6,7 +6,9 @@
 
 #include "runtime/device.h"
 
-struct tg_device *cpu_device(void);     /* cpu.c */
+struct tg_device *cpu_device(void);     /* cpu.c: CPU (= CPU:0) */
+int cpu_count(const char **why);        /* cpu.c: CPU:1, CPU:2, ... */
+tg_device *cpu_open(int index);
 struct tg_device *null_device(void);    /* null_device.c */
 struct tg_device *disk_device(void);    /* disk_device.c */
 int opencl_count(const char **why);     /* opencl.c */

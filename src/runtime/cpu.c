@@ -434,6 +434,7 @@ static struct tg_device cpu_dev = {
   .launch = cpu_launch,
   .renderer = &renderer_c,
   .compile_flags = CPU_COMPILE_FLAGS,
+  .host_memory = true,
 };
 
 /* what tg_devices says: the model name of the first CPU, the core count,
@@ -457,4 +458,28 @@ struct tg_device *cpu_device(void) {
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, cpu_describe);
   return &cpu_dev;
+}
+
+/* ---------------------------------------------------------------- CPU:1, CPU:2, ...
+ * More CPU devices in one process, for sharding and data-parallel work
+ * without a second machine: each is a device of its own (its own name, its
+ * buffers and allocator cache, copies to and from the others scheduled like
+ * any cross-device copy), with the same compiler and kernels. They share
+ * the process's thread pool: one launch at a time gets its workers, a launch
+ * from another thread while it is busy runs its cores in turn on that thread
+ * (thread_pool.h). $TG_CPU_DEVICES (1..16, default 2) says how many exist. */
+#define CPU_DEVICES_DEFAULT 2
+#define CPU_DEVICES_MAX 16
+
+int cpu_count(const char **why) {
+  long n = tg_getenv_int("TG_CPU_DEVICES", CPU_DEVICES_DEFAULT);
+  return n < 1 ? 1 : n > CPU_DEVICES_MAX ? CPU_DEVICES_MAX : (int)n;
+}
+
+struct tg_device *cpu_open(int index) {
+  tg_device *base = cpu_device();
+  if (index == 0) return base;
+  tg_device *d = device_new(base, "CPU", index, base->renderer, base->compile_flags, base->memory, NULL);
+  snprintf(d->description, sizeof d->description, "%.90s (the process's cores)", base->description);
+  return d;
 }

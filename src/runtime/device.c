@@ -10,12 +10,11 @@
 #include "util/util.h"
 
 static int one(const char **why) { return 1; }
-static tg_device *open_cpu(int i) { return cpu_device(); }
 static tg_device *open_null(int i) { return null_device(); }
 static tg_device *open_disk(int i) { return disk_device(); }
 
 static const device_backend backends[] = {
-  { "CPU", one, open_cpu },
+  { "CPU", cpu_count, cpu_open },
   { "NULL", one, open_null },
   { "DISK", one, open_disk },
   { "CL", opencl_count, opencl_open },

@@ -60,6 +60,9 @@ struct tg_device {
   /* Runs p like launch, waits, and gives the kernel's own run time from the
    * device's timer (events); NULL: the engine times launch by the clock. */
   int (*launch_timed)(tg_device *d, tg_program *p, void **bufs, int nbufs, const int64_t *vars, int nvars, double *seconds);
+  /* Buffers are plain host pointers (the CPU devices): code on the host,
+   * such as MPI, may read and write them directly. */
+  bool host_memory;
   /* what tg_devices reports */
   char description[128];
   int64_t memory;                /* bytes, 0 when unknown */

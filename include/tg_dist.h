@@ -1,0 +1,60 @@
+/* tg_dist.h: data-parallel work across processes (and machines) through
+ * MPI. Started by mpirun, every process (a rank) calls tg_dist_init(), and
+ * the ranks of the world then sum, average or take the maximum of tensors
+ * (tg_dist_allreduce) and copy tensors from one rank to all
+ * (tg_dist_broadcast). docs/distributed.md shows the commands.
+ * #include "tg_dist.h" (it includes tg.h).
+ *
+ * The MPI library is opened at run time (dlopen), so building tg needs none:
+ * libmpi.so.40 of Open MPI 4.x or 5.x (Debian: openmpi-bin libopenmpi-dev);
+ * TG_MPI_LIB names another file. Other MPI implementations (MPICH, Intel
+ * MPI) have another binary interface and are refused with an error that
+ * says so. A process that mpirun did not start is a world of one (rank 0 of
+ * 1) with no MPI at all: every collective is then a copy, so one program
+ * serves both.
+ *
+ * Faults: MPI errors come back as errors (MPI_ERRORS_RETURN), never as
+ * aborts. A collective that waits longer than TG_DIST_TIMEOUT seconds
+ * (default 300) for the other ranks (one died or hangs) ends the process
+ * with exit status 70 and a message naming the collective and the rank;
+ * mpirun then stops the others. */
+#ifndef TG_DIST_H
+#define TG_DIST_H
+
+#include "tg.h"
+
+typedef enum { TG_DIST_SUM, TG_DIST_MEAN, TG_DIST_MAX } tg_dist_op;
+
+/* Joins the world: rank and size from mpirun's environment (MPI_Init).
+ * 0, or -1 with tg_error (no libmpi, another MPI, MPI_Init failed). Calling
+ * it again is a no-op. */
+int tg_dist_init(void);
+/* This process's rank and the world's size: 0 and 1 before tg_dist_init or
+ * outside mpirun. */
+int tg_dist_rank(void);
+int tg_dist_size(void);
+/* What carries the world: "Open MPI v4.1.4 ..." or "single process". */
+const char *tg_dist_backend(void);
+
+/* Sum, mean or maximum of t over the ranks, element by element. Every rank
+ * calls it with a tensor of the same shape and dtype (float32, float64,
+ * int32, int64; mean: float32 and float64). _inplace writes the result into
+ * t's own memory: t must be a realized, contiguous tensor (tg_realize);
+ * on the CPU devices MPI reads and writes that memory directly, elsewhere
+ * it travels through host memory. The other form returns a new tensor on
+ * t's device (NULL + tg_error). Returns 0 or -1. */
+int tg_dist_allreduce_inplace(tg_tensor *t, tg_dist_op op);
+tg_tensor *tg_dist_allreduce(tg_tensor *t, tg_dist_op op);
+/* root's values of t on every rank (any dtype): in place, or as a new
+ * tensor. */
+int tg_dist_broadcast_inplace(tg_tensor *t, int root);
+tg_tensor *tg_dist_broadcast(tg_tensor *t, int root);
+/* The same on host memory: count elements of dt at buf. */
+int tg_dist_allreduce_host(void *buf, int64_t count, tg_dtype dt, tg_dist_op op);
+int tg_dist_broadcast_host(void *buf, size_t nbytes, int root);
+/* Waits until every rank has called it. 0 or -1. */
+int tg_dist_barrier(void);
+/* Leaves the world (MPI_Finalize); rank and size go back to 0 and 1. */
+int tg_dist_finalize(void);
+
+#endif
