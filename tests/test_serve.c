@@ -966,3 +966,359 @@ TEST(serve_slowloris) {
   CHECK_MSG(dt >= 0 && dt < 1.0, "/health afterwards: %.2f s", dt);
   serve_stop(s);
 }
+
+/* ---------------------------------------------------------------- tools, reasoning, operations */
+
+#define WEATHER_TOOLS "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"parameters\":{\"type\":\"object\"," \
+                      "\"properties\":{\"city\":{\"type\":\"string\"}}}}},{\"type\":\"function\",\"function\":{\"name\":\"get_time\"}}]"
+
+static cJSON *post_json(int port, const char *path, const char *body, int *st) {
+  char *r = http(port, "POST", path, body, st);
+  cJSON *j = cJSON_Parse(r);
+  CHECK_MSG(j != NULL, "%s: not JSON: %s", path, r);
+  free(r);
+  return j;
+}
+
+/* A streamed chat reply's deltas joined: reasoning, content, and the calls
+ * as "index:id:name:arguments;" in the order their chunks came. */
+typedef struct { strbuf reasoning, content, calls; char finish[16]; bool ok; } chat_stream;
+
+static chat_stream parse_chat_stream(const char *body) {
+  chat_stream r = { .ok = true };
+  sb_puts(&r.reasoning, "");
+  sb_puts(&r.content, "");
+  sb_puts(&r.calls, "");
+  for (const char *p = body; *p;) {
+    const char *end = strstr(p, "\n\n");
+    if (strncmp(p, "data: ", 6) != 0 || !end) { r.ok = false; break; }
+    char *ev = strndup(p + 6, (size_t)(end - p - 6));
+    p = end + 2;
+    cJSON *j = strcmp(ev, "[DONE]") ? cJSON_Parse(ev) : NULL;
+    free(ev);
+    if (!j) continue;
+    const char *t = jstr(j, "choices.0.delta.reasoning_content"), *c = jstr(j, "choices.0.delta.content"),
+               *f = jstr(j, "choices.0.finish_reason");
+    if (t) sb_puts(&r.reasoning, t);
+    if (c) sb_puts(&r.content, c);
+    if (f) snprintf(r.finish, sizeof r.finish, "%s", f);
+    const cJSON *tc;
+    cJSON_ArrayForEach(tc, jget(j, "choices.0.delta.tool_calls"))
+      sb_printf(&r.calls, "%d:%s:%s:%s;", (int)jnum(tc, "index"), jstr(tc, "id"), jstr(tc, "function.name"),
+                jstr(tc, "function.arguments"));
+    cJSON_Delete(j);
+  }
+  return r;
+}
+
+static void chat_stream_free(chat_stream *r) {
+  sb_free(&r->reasoning);
+  sb_free(&r->content);
+  sb_free(&r->calls);
+}
+
+TEST(serve_tool_calls) {
+  NEED_CURL();
+  serve_server *s = start_server();
+  if (!s) return;
+  int st, port = serve_port(s);
+  /* the model calls two tools after some text */
+  cJSON *j = post_json(port, "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"calltool\"}]," WEATHER_TOOLS "}", &st);
+  CHECK_EQ_INT(st, 200);
+  CHECK(strstr(fake.last_prompt, "[tools: 2]") != NULL);
+  CHECK_STR(jstr(j, "choices.0.finish_reason"), "tool_calls");
+  CHECK_STR(jstr(j, "choices.0.message.content"), "Let me look.");
+  CHECK_STR(jstr(j, "choices.0.message.tool_calls.0.type"), "function");
+  CHECK_STR(jstr(j, "choices.0.message.tool_calls.0.function.name"), "get_weather");
+  CHECK_STR(jstr(j, "choices.0.message.tool_calls.0.function.arguments"), "{\"city\":\"Paris\"}");
+  CHECK_STR(jstr(j, "choices.0.message.tool_calls.1.function.name"), "get_time");
+  CHECK_STR(jstr(j, "choices.0.message.tool_calls.1.function.arguments"), "{}");
+  const char *id0 = jstr(j, "choices.0.message.tool_calls.0.id"), *id1 = jstr(j, "choices.0.message.tool_calls.1.id");
+  CHECK(id0 && id1 && strncmp(id0, "call_", 5) == 0 && strcmp(id0, id1) != 0);
+  cJSON_Delete(j);
+
+  /* streamed: the same, as deltas; each call arrives whole, with its index */
+  char *body = http(port, "POST", "/v1/chat/completions",
+                    "{\"messages\":[{\"role\":\"user\",\"content\":\"calltool\"}]," WEATHER_TOOLS ",\"stream\":true}", &st);
+  chat_stream r = parse_chat_stream(body);
+  CHECK_MSG(r.ok && st == 200, "%s", body);
+  CHECK_STR(r.content.s, "Let me look.");
+  CHECK_STR(r.finish, "tool_calls");
+  CHECK_MSG(strstr(r.calls.s, ":get_weather:{\"city\":\"Paris\"};") && strstr(r.calls.s, ":get_time:{};") &&
+            !strncmp(r.calls.s, "0:call_", 7) && strstr(r.calls.s, ";1:call_"), "calls: %s", r.calls.s);
+  chat_stream_free(&r);
+  free(body);
+
+  /* parallel_tool_calls false: the first call only */
+  j = post_json(port, "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"calltool\"}]," WEATHER_TOOLS
+                ",\"parallel_tool_calls\":false}", &st);
+  CHECK(jget(j, "choices.0.message.tool_calls.0") && !jget(j, "choices.0.message.tool_calls.1"));
+  cJSON_Delete(j);
+
+  /* tool_choice none: no tools in the prompt, the reply is text */
+  j = post_json(port, "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"calltool\"}]," WEATHER_TOOLS
+                ",\"tool_choice\":\"none\"}", &st);
+  CHECK(strstr(fake.last_prompt, "[tools:") == NULL);
+  CHECK_STR(jstr(j, "choices.0.finish_reason"), "stop");
+  CHECK(!jget(j, "choices.0.message.tool_calls") && strstr(jstr(j, "choices.0.message.content"), "<tool_call>"));
+  cJSON_Delete(j);
+
+  /* without tools the same output is text too */
+  j = post_json(port, "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"calltool\"}]}", &st);
+  CHECK(!jget(j, "choices.0.message.tool_calls"));
+  cJSON_Delete(j);
+
+  /* a malformed call is content, never an error */
+  j = post_json(port, "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"badtool\"}]," WEATHER_TOOLS "}", &st);
+  CHECK_EQ_INT(st, 200);
+  CHECK_STR(jstr(j, "choices.0.finish_reason"), "stop");
+  CHECK_STR(jstr(j, "choices.0.message.content"), "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": </tool_call>");
+  cJSON_Delete(j);
+  serve_stop(s);
+}
+
+TEST(serve_tool_choice) {
+  NEED_CURL();
+  serve_server *s = start_server();
+  if (!s) return;
+  int st, port = serve_port(s);
+  /* required: the prompt opens a call, the model finishes it */
+  cJSON *j = post_json(port, "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]," WEATHER_TOOLS
+                       ",\"tool_choice\":\"required\"}", &st);
+  CHECK_EQ_INT(st, 200);
+  CHECK_MSG(strstr(fake.last_prompt, "assistant:<tool_call>\n{\"name\": ") != NULL, "prompt: %s", fake.last_prompt);
+  CHECK_STR(jstr(j, "choices.0.message.tool_calls.0.function.name"), "get_weather");
+  CHECK_STR(jstr(j, "choices.0.finish_reason"), "tool_calls");
+  CHECK(cJSON_IsNull(jget(j, "choices.0.message.content")));
+  cJSON_Delete(j);
+  /* a named function: the prompt names it */
+  j = post_json(port, "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]," WEATHER_TOOLS
+                ",\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}},\"stream\":false}", &st);
+  CHECK_MSG(strstr(fake.last_prompt, "{\"name\": \"get_weather\", \"arguments\": ") != NULL, "prompt: %s", fake.last_prompt);
+  CHECK_STR(jstr(j, "choices.0.message.tool_calls.0.function.arguments"), "{\"city\":\"Paris\"}");
+  cJSON_Delete(j);
+  /* streamed, the forced call arrives as a tool_calls delta */
+  char *body = http(port, "POST", "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]," WEATHER_TOOLS
+                    ",\"tool_choice\":\"required\",\"stream\":true}", &st);
+  chat_stream r = parse_chat_stream(body);
+  CHECK_MSG(strstr(r.calls.s, ":get_weather:{\"city\":\"Paris\"};") && !strcmp(r.content.s, "") && !strcmp(r.finish, "tool_calls"),
+            "%s", body);
+  chat_stream_free(&r);
+  free(body);
+  /* bad choices are 400s naming tool_choice */
+  static const char *const bad[] = {
+    "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"tool_choice\":\"required\"}",
+    "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]," WEATHER_TOOLS ",\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"nope\"}}}",
+    "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]," WEATHER_TOOLS ",\"tool_choice\":\"sometimes\"}",
+  };
+  for (int i = 0; i < 3; i++) {
+    j = post_json(port, "/v1/chat/completions", bad[i], &st);
+    CHECK_EQ_INT(st, 400);
+    CHECK_STR(jstr(j, "error.param"), "tool_choice");
+    cJSON_Delete(j);
+  }
+  j = post_json(port, "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"tools\":[{\"type\":\"function\"}]}", &st);
+  CHECK_EQ_INT(st, 400);
+  CHECK_STR(jstr(j, "error.param"), "tools[0]");
+  cJSON_Delete(j);
+  serve_stop(s);
+}
+
+/* An assistant turn's tool_calls and the tool's answer reach the template. */
+TEST(serve_tool_history) {
+  NEED_CURL();
+  serve_server *s = start_server();
+  if (!s) return;
+  int st;
+  cJSON *j = post_json(serve_port(s), "/v1/chat/completions",
+                       "{\"messages\":[{\"role\":\"user\",\"content\":\"weather?\"},"
+                       "{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"call_1\",\"type\":\"function\","
+                       "\"function\":{\"name\":\"get_weather\",\"arguments\":\"{\\\"city\\\": \\\"Paris\\\"}\"}}]},"
+                       "{\"role\":\"tool\",\"tool_call_id\":\"call_1\",\"content\":\"22C\"}]," WEATHER_TOOLS "}", &st);
+  CHECK_EQ_INT(st, 200);
+  CHECK_MSG(strstr(fake.last_prompt, "assistant: \ncall get_weather {\"city\": \"Paris\"}\ntool[call_1]: 22C\nassistant:") != NULL,
+            "prompt: %s", fake.last_prompt);
+  cJSON_Delete(j);
+  j = post_json(serve_port(s), "/v1/chat/completions",
+                "{\"messages\":[{\"role\":\"user\",\"content\":\"x\",\"tool_calls\":[]}]}", &st);
+  CHECK_EQ_INT(st, 400);
+  CHECK_STR(jstr(j, "error.param"), "messages[0].tool_calls");
+  cJSON_Delete(j);
+  serve_stop(s);
+}
+
+TEST(serve_reasoning) {
+  NEED_CURL();
+  serve_server *s = start_server();
+  if (!s) return;
+  int st, port = serve_port(s);
+  /* the fake template opens <think> when the user says "think" */
+  cJSON *j = post_json(port, "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"think\"}]}", &st);
+  CHECK_STR(jstr(j, "choices.0.message.reasoning_content"), "I am thinking");
+  CHECK_STR(jstr(j, "choices.0.message.content"), "The answer.");
+  cJSON_Delete(j);
+  j = post_json(port, "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"think\"}],\"reasoning_format\":\"none\"}", &st);
+  CHECK(!jget(j, "choices.0.message.reasoning_content"));
+  CHECK_STR(jstr(j, "choices.0.message.content"), "I am thinking</think>The answer.");
+  cJSON_Delete(j);
+  char *body = http(port, "POST", "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"think\"}],\"stream\":true}", &st);
+  chat_stream r = parse_chat_stream(body);
+  CHECK_MSG(r.ok && !strcmp(r.reasoning.s, "I am thinking") && !strcmp(r.content.s, "The answer.") && !strcmp(r.finish, "stop"),
+            "%s", body);
+  chat_stream_free(&r);
+  free(body);
+  j = post_json(port, "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"think\"}],\"reasoning_format\":\"x\"}", &st);
+  CHECK_EQ_INT(st, 400);
+  CHECK_STR(jstr(j, "error.param"), "reasoning_format");
+  cJSON_Delete(j);
+  serve_stop(s);
+}
+
+TEST(serve_tokenize_endpoints) {
+  NEED_CURL();
+  serve_server *s = start_server();
+  if (!s) return;
+  int st, port = serve_port(s);
+  cJSON *j = post_json(port, "/tokenize", "{\"content\":\"hi\"}", &st);
+  CHECK_EQ_INT(st, 200);
+  CHECK(jnum(j, "tokens.0") == 'h' && jnum(j, "tokens.1") == 'i' && !jget(j, "tokens.2"));
+  cJSON_Delete(j);
+  j = post_json(port, "/tokenize", "{\"content\":\"hi\",\"with_pieces\":true}", &st);
+  CHECK(jnum(j, "tokens.1.id") == 'i');
+  CHECK_STR(jstr(j, "tokens.1.piece"), "i");
+  cJSON_Delete(j);
+  j = post_json(port, "/detokenize", "{\"tokens\":[104,105]}", &st);
+  CHECK_STR(jstr(j, "content"), "hi");
+  cJSON_Delete(j);
+  j = post_json(port, "/detokenize", "{\"tokens\":[104,1000]}", &st);
+  CHECK_EQ_INT(st, 400);
+  cJSON_Delete(j);
+  j = post_json(port, "/tokenize", "{\"text\":\"hi\"}", &st);
+  CHECK_EQ_INT(st, 400);
+  CHECK_STR(jstr(j, "error.code"), "unknown_parameter");
+  cJSON_Delete(j);
+  j = post_json(port, "/apply-template", "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]," WEATHER_TOOLS "}", &st);
+  CHECK_EQ_INT(st, 200);
+  CHECK_STR(jstr(j, "prompt"), "[tools: 2]\nuser: hi\nassistant:");
+  cJSON_Delete(j);
+  j = post_json(port, "/apply-template", "{\"messages\":[{\"role\":\"user\",\"content\":\"BADTEMPLATE\"}]}", &st);
+  CHECK_EQ_INT(st, 400);
+  CHECK_STR(jstr(j, "error.code"), "invalid_prompt");
+  cJSON_Delete(j);
+  serve_stop(s);
+}
+
+/* The fake's vector of "abc" is (3, 0, 3, 3) (see fake_embed); L2-normalized
+ * by the server: each nonzero entry is 3 / sqrt(27). */
+TEST(serve_embeddings) {
+  NEED_CURL();
+  serve_server *s = start_server();
+  if (!s) return;
+  int st, port = serve_port(s);
+  cJSON *j = post_json(port, "/v1/embeddings", "{\"input\":\"abc\",\"model\":\"x\"}", &st);
+  CHECK_EQ_INT(st, 200);
+  CHECK_STR(jstr(j, "object"), "list");
+  CHECK_STR(jstr(j, "data.0.object"), "embedding");
+  double want[4] = { 3 / sqrt(27), 0, 3 / sqrt(27), 3 / sqrt(27) };
+  for (int k = 0; k < 4; k++) {
+    char path[40];
+    snprintf(path, sizeof path, "data.0.embedding.%d", k);
+    CHECK_NEAR(jnum(j, path), want[k], 1e-6);
+  }
+  CHECK_EQ_INT(jnum(j, "usage.prompt_tokens"), 3);
+  cJSON_Delete(j);
+  /* several inputs, token ids, base64 (float32) */
+  j = post_json(port, "/v1/embeddings", "{\"input\":[\"abc\",\"zz\"],\"encoding_format\":\"base64\"}", &st);
+  CHECK_EQ_INT(jnum(j, "data.1.index"), 1);
+  /* "zz" is (0, 2, 2, 3) / sqrt(17); the string is Python's
+   * base64.b64encode(struct.pack('<4f', *v)) of it */
+  CHECK_STR(jstr(j, "data.1.embedding"), "AAAAAEJb+D5CW/g+ckQ6Pw==");
+  cJSON_Delete(j);
+  j = post_json(port, "/v1/embeddings", "{\"input\":[[97,98,99]]}", &st);
+  CHECK_NEAR(jnum(j, "data.0.embedding.0"), want[0], 1e-6);
+  cJSON_Delete(j);
+  static const char *const bad[][2] = {
+    { "{\"input\":\"\"}", "input" }, { "{\"input\":[]}", "input" }, { "{}", "input" },
+    { "{\"input\":\"a\",\"dimensions\":3}", "dimensions" }, { "{\"input\":\"a\",\"encoding_format\":\"hex\"}", "encoding_format" },
+    { "{\"input\":[[97],[-1]]}", "input[1]" },
+  };
+  for (int i = 0; i < 6; i++) {
+    j = post_json(port, "/v1/embeddings", bad[i][0], &st);
+    CHECK_MSG(st == 400, "%s: %d", bad[i][0], st);
+    CHECK_STR(jstr(j, "error.param"), bad[i][1]);
+    cJSON_Delete(j);
+  }
+  serve_stop(s);
+}
+
+TEST(serve_metrics_health) {
+  NEED_CURL();
+  serve_server *s = start_server();
+  if (!s) return;
+  int st, port = serve_port(s);
+  free(http(port, "POST", "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}", &st));
+  free(http(port, "POST", "/v1/completions", "{\"prompt\":\"Once\",\"max_tokens\":3}", &st));
+  char *m = http(port, "GET", "/metrics", NULL, &st);
+  CHECK_EQ_INT(st, 200);
+  CHECK_MSG(strstr(m, "tg:requests_total{endpoint=\"chat\"} 1\n") && strstr(m, "tg:requests_total{endpoint=\"completion\"} 1\n"), "%s", m);
+  char want[64];
+  snprintf(want, sizeof want, "tg:prompt_tokens_total %d\n", (int)strlen("user: hi\nassistant:") + 4);
+  CHECK_MSG(strstr(m, want), "want %s in\n%s", want, m);
+  snprintf(want, sizeof want, "tg:tokens_predicted_total %d\n", FAKE_N_WORDS + 1 + 3);
+  CHECK_MSG(strstr(m, want), "want %s in\n%s", want, m);
+  CHECK(strstr(m, "# TYPE tg:slots_busy gauge\ntg:slots_busy 0\n") && strstr(m, "tg:requests_deferred 0\n"));
+  free(m);
+  cJSON *j = cJSON_Parse(m = http(port, "GET", "/health", NULL, &st));
+  CHECK_STR(jstr(j, "status"), "ok");
+  CHECK_STR(jstr(j, "slots.0.state"), "idle");
+  CHECK_EQ_INT(jnum(j, "slots_idle"), 1);
+  cJSON_Delete(j);
+  free(m);
+  /* while a generation runs, its slot is busy */
+  curl_call c = curl_start(port, "POST", "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"forever\"}],\"max_tokens\":100}", NULL);
+  bool busy = false;
+  for (int i = 0; i < 100 && !busy; i++) {
+    usleep(20000);
+    j = cJSON_Parse(m = http(port, "GET", "/health", NULL, &st));
+    busy = jstr(j, "slots.0.state") && !strcmp(jstr(j, "slots.0.state"), "processing");
+    cJSON_Delete(j);
+    free(m);
+  }
+  CHECK(busy);
+  free(curl_finish(c, &st));
+  serve_stop(s);
+}
+
+TEST(serve_api_key) {
+  NEED_CURL();
+  serve_options opt = { .host = "127.0.0.1", .port = 0, .quiet = true, .api_key = "sekret" };
+  serve_server *s = serve_start(&opt, &fake_backend);
+  CHECK_MSG(s != NULL, "serve_start: %s", tg_error());
+  if (!s) return;
+  int st, port = serve_port(s);
+  const char *chat = "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":2}";
+  char *b = http(port, "POST", "/v1/chat/completions", chat, &st);
+  cJSON *j = cJSON_Parse(b);
+  CHECK_EQ_INT(st, 401);
+  CHECK_STR(jstr(j, "error.type"), "authentication_error");
+  CHECK_STR(jstr(j, "error.code"), "invalid_api_key");
+  cJSON_Delete(j);
+  free(b);
+  free(curl_finish(curl_start(port, "POST", "/v1/chat/completions", chat, "-H 'Authorization: Bearer sekret'"), &st));
+  CHECK_EQ_INT(st, 200);
+  free(curl_finish(curl_start(port, "POST", "/v1/chat/completions", chat, "-H 'X-Api-Key: sekret'"), &st));
+  CHECK_EQ_INT(st, 200);
+  free(curl_finish(curl_start(port, "POST", "/v1/chat/completions", chat, "-H 'Authorization: Bearer sekreT'"), &st));
+  CHECK_EQ_INT(st, 401);
+  free(curl_finish(curl_start(port, "POST", "/v1/chat/completions", chat, "-H 'Authorization: Bearer sekret2'"), &st));
+  CHECK_EQ_INT(st, 401);
+  free(http(port, "GET", "/metrics", NULL, &st));
+  CHECK_EQ_INT(st, 401);
+  free(http(port, "GET", "/health", NULL, &st));
+  CHECK_EQ_INT(st, 200);
+  free(http(port, "GET", "/v1/models", NULL, &st));
+  CHECK_EQ_INT(st, 200);
+  free(http(port, "OPTIONS", "/v1/chat/completions", NULL, &st));
+  CHECK_EQ_INT(st, 204);
+  serve_stop(s);
+}
