@@ -128,6 +128,9 @@ def gen_acc():
         ("mm_bf16_as_f32", g.randn((3, 40)).astype(NP[BF16C]), g.randn((40, 64)).astype(NP[BF16C]), F32),
         ("mm_f32_as_f64", g.randn((4, 70)), g.randn((70, 64)), F64),
         ("mm_i32_as_f32", g.ints((3, 8), -50, 50, np.int32), g.ints((8, 2), -50, 50, np.int32), F32),
+        # big enough for tg's panel-packed matmul (m*k*n >= 2^20, n % 32 == 0)
+        ("mm_f16_as_f32_packed", g.randn((64, 128)).astype(np.float16), g.randn((128, 128)).astype(np.float16), F32),
+        ("mm_i8_as_i32_packed", g.ints((64, 128), -128, 127, np.int8), g.ints((128, 128), -128, 127, np.int8), I32),
     ]
     for label, a, b, dt in mm:
         k = a.shape[-1]
