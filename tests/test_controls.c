@@ -264,6 +264,33 @@ TEST(controls_sum_dtype_half_accumulates_in_half) {
   tg_scope_end();
 }
 
+/* where DEFAULT_FLOAT reaches: every op that turns ints into floats, but
+ * tg_mean (tinygrad's mean hard-codes float32) */
+TEST(controls_default_float_dtypes) {
+  tg_dtype prev = tg_default_float();
+  CHECK(tg_set_default_float(TG_BF16) == 0);
+  CHECK_EQ_INT(tg_default_float(), TG_BF16);
+  tg_scope_begin();
+  tg_tensor *i = tg_arange(0, 6, 1, TG_I32), *u8 = tg_ones(TG_SHAPE(3), TG_U8), *b = tg_ones(TG_SHAPE(3), TG_BOOL);
+  CHECK_EQ_INT(tg_dtype_of(tg_div(i, i)), TG_BF16);
+  CHECK_EQ_INT(tg_dtype_of(tg_exp(u8)), TG_BF16);
+  CHECK_EQ_INT(tg_dtype_of(tg_sigmoid(b)), TG_BF16);
+  CHECK_EQ_INT(tg_dtype_of(tg_muls(i, 0.25)), TG_BF16);
+  CHECK_EQ_INT(tg_dtype_of(tg_softmax(i, 0)), TG_BF16);
+  CHECK_EQ_INT(tg_dtype_of(tg_softmin(i, 0)), TG_BF16);
+  CHECK_EQ_INT(tg_dtype_of(tg_var(i, TG_ALL, false, 1)), TG_BF16);
+  CHECK_EQ_INT(tg_dtype_of(tg_mean(i, TG_ALL, false)), TG_F32);
+  CHECK_EQ_INT(tg_dtype_of(tg_div(tg_ones(TG_SHAPE(2), TG_F64), tg_ones(TG_SHAPE(2), TG_F64))), TG_F64);   /* floats stay */
+  CHECK_EQ_INT(tg_dtype_of(tg_muls(i, 2)), TG_I32);   /* integral scalars keep the int */
+  float v[6];
+  CHECK(tg_data(tg_cast(tg_softmax(i, 0), TG_F32), v, sizeof v) == 0);
+  double s = 0;
+  for (int k = 0; k < 6; k++) s += v[k];
+  CHECK_NEAR(s, 1.0, 2e-2);   /* bfloat16 */
+  tg_scope_end();
+  CHECK(tg_set_default_float(prev) == 0);
+}
+
 TEST(controls_settings_read_the_environment) {
   const char *df = getenv("DEFAULT_FLOAT"), *sd = getenv("SUM_DTYPE");
   setenv("DEFAULT_FLOAT", "half", 1);

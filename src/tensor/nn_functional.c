@@ -297,7 +297,7 @@ tg_tensor *tg_batchnorm(tg_tensor *x, tg_tensor *mean, tg_tensor *var, tg_tensor
 tg_tensor *tg_softmin(tg_tensor *x, int axis) {
   NEED(x, "tg_softmin");
   tg_scope_begin();
-  tg_tensor *xf = tg_dtype_is_float(tg_dtype_of(x)) ? x : tg_cast(x, TG_F32);
+  tg_tensor *xf = tg_dtype_is_float(tg_dtype_of(x)) ? x : tg_cast(x, (tg_dtype)dtype_least_upper_float(x->u->dtype).scalar);
   return nn_done(tg_softmax(tg_neg(xf), axis));
 }
 
