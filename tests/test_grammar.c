@@ -4,6 +4,8 @@
  * token masks on real vocabularies (against a per-token walk, timed), and
  * constrained generation with a tiny model; tg serve's "response_format"
  * and "grammar" fields. */
+#include <signal.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <cjson/cJSON.h>
@@ -567,4 +569,50 @@ TEST(grammar_serve_request) {
     CHECK_MSG(e.status == 400 && e.code && !strcmp(e.code, bad[i].code) && !strcmp(e.param, bad[i].param) && strstr(e.message, bad[i].msg),
               "case %zu: %d %s '%s' '%s'", i, e.status, e.code ? e.code : "-", e.param, e.message);
   }
+}
+
+/* tg serve on stories260K (its own process, as test_serve_model.c starts
+ * it) answering response_format and grammar requests from
+ * grammar_serve_client.py (the openai client when installed). */
+TEST(grammar_serve_model) {
+  const char *bin = getenv("TG_BIN");
+  const char *model = "../../shared/testdata/models/stories260K.gguf";
+  if (!bin || access(bin, X_OK) != 0) SKIP("TG_BIN does not name the tg binary (make test sets it)");
+  if (access(model, R_OK) != 0) SKIP("%s is absent", model);
+  if (system("python3 -c 'import json' >/dev/null 2>&1") != 0) SKIP("no python3");
+  char log[] = "/tmp/tg_grammar_serve_XXXXXX";
+  int fd = mkstemp(log);
+  if (fd < 0) SKIP("no temporary file");
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fd, 2);
+    execl(bin, bin, "serve", "-m", model, "--port", "0", (char *)NULL);
+    _exit(127);
+  }
+  close(fd);
+  int port = 0;
+  for (int i = 0; i < 300 && !port; i++) {
+    usleep(20000);
+    char *s = read_text(log);
+    const char *at = s ? strstr(s, "http://127.0.0.1:") : NULL;
+    if (at) port = atoi(at + strlen("http://127.0.0.1:"));
+    free(s);
+  }
+  CHECK_MSG(port > 0, "tg serve did not start");
+  if (port > 0) {
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "python3 grammar_serve_client.py %d 2>&1", port);
+    FILE *p = popen(cmd, "r");
+    char out[8192] = "";
+    size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[n] = 0;
+    if (p) pclose(p);
+    CHECK_MSG(strstr(out, "grammar client: all ok") != NULL, "grammar_serve_client.py: %s", out);
+    printf("  %s", out);
+  }
+  kill(pid, SIGTERM);
+  int status;
+  waitpid(pid, &status, 0);
+  CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "tg serve exited with status %d", status);
+  unlink(log);
 }
