@@ -170,6 +170,12 @@ static void swa_ring(const char *model, bool full) {
 TEST(llm_swa_ring_gemma2) { swa_ring("gemma2", false); }
 TEST(llm_swa_ring_gemma3) { swa_ring("gemma3", false); }
 TEST(llm_swa_full_cache_gemma2) { swa_ring("gemma2", true); }
+TEST(llm_swa_ring_gptoss) { swa_ring("gptoss", false); }
+
+/* gpt-oss: MXFP4 experts with biases, softmax over the chosen experts'
+ * logits, the clamped SwiGLU, attention sinks, alternating sliding
+ * window, YaRN */
+TEST(llm_tiny_gptoss) { check_model("gptoss"); tg_llm_free(check_greedy("gptoss", "gptoss_greedy", 0, tiny_prompt, 7, 1e-4)); }
 
 /* src copied to dst without tensor drop, with metadata key set to value
  * of GGUF type t (drop and key may be NULL). */

@@ -26,6 +26,8 @@ typedef struct {
   /* mixture of experts: router (E, dim), experts (E, ffn, dim) / (E, dim, ffn) */
   tg_tensor *router, *expert_bias, *gate_exps, *up_exps, *down_exps;
   tg_tensor *gate_shexp, *up_shexp, *down_shexp, *router_shexp;
+  /* gpt-oss: the output's bias, a sink logit per head, the router's and the experts' biases (E, ...) */
+  tg_tensor *bo, *sinks, *router_b, *gate_exps_b, *up_exps_b, *down_exps_b;
   bool swa;                              /* a sliding-window layer (its own rope tables) */
   int ring;                              /* > 0: its cache is a ring of this many positions (position p in row p % ring) */
 } llm_layer;
@@ -43,6 +45,7 @@ typedef enum {
   LT_Q_A, LT_Q_A_NORM, LT_Q_B, LT_KV_A, LT_KV_A_NORM, LT_KV_B,
   LT_ROUTER, LT_EXP_BIAS, LT_GATE_EXPS, LT_UP_EXPS, LT_DOWN_EXPS, LT_GATE_SHEXP, LT_UP_SHEXP, LT_DOWN_SHEXP, LT_ROUTER_SHEXP,
   LT_QKV, LT_GATE_UP,                    /* fused in the file (Phi-3), else stacked at load from q, k, v / gate, up */
+  LT_BO, LT_SINKS, LT_FFN_NORM_PA, LT_ROUTER_B, LT_GATE_EXPS_B, LT_UP_EXPS_B, LT_DOWN_EXPS_B,
   LT_FILE_COUNT,                         /* the rest are made at load, not read by name */
   LT_K_CACHE = LT_FILE_COUNT, LT_V_CACHE,
   LT_COUNT
@@ -53,7 +56,8 @@ typedef enum {
 typedef enum {
   LD_NONE, LD_DIM, LD_Q, LD_KV, LD_VV, LD_O, LD_QN, LD_KN, LD_FFN,
   LD_QLORA, LD_KVA, LD_KVLORA, LD_KVB, LD_E, LD_EFF, LD_SH,
-  LD_QKV, LD_FFN2                        /* q + k + v rows; gate + up rows */
+  LD_QKV, LD_FFN2,                       /* q + k + v rows; gate + up rows */
+  LD_H                                   /* head_count */
 } llm_dim;
 
 /* The layers that have a tensor. */
@@ -68,7 +72,11 @@ typedef struct {
 extern const llm_tensor_info llm_tensors[LT_COUNT];
 
 enum { LLM_NORM_PRE = 1, LLM_NORM_POST = 2, LLM_NORM_BOTH = 3 };   /* where a block's RMS norms sit */
-typedef enum { LLM_SWIGLU, LLM_GEGLU } llm_act;                 /* silu(gate) * up, gelu_tanh(gate) * up */
+/* silu(gate) * up; gelu_tanh(gate) * up; gpt-oss's clamped form (ggml's
+ * swiglu_oai: g = min(gate, 7), g * sigmoid(1.702 g) * (clamp(up, -7, 7) + 1)) */
+typedef enum { LLM_SWIGLU, LLM_GEGLU, LLM_SWIGLU_OAI } llm_act;
+/* expert_gating_func: softmax over all experts, sigmoid, or softmax over the chosen experts' logits */
+enum { LLM_GATING_SOFTMAX = 1, LLM_GATING_SIGMOID = 2, LLM_GATING_SOFTMAX_WEIGHT = 3 };
 typedef enum { LLM_QK_NONE, LLM_QK_PER_HEAD, LLM_QK_WHOLE } llm_qk_norm;
 typedef enum { LLM_ATTN_MHA, LLM_ATTN_MLA } llm_attn_kind;        /* which q/k/v builder (llm_forward.c) */
 
@@ -82,6 +90,7 @@ typedef struct {
   bool embd_scale;                       /* the input embedding times sqrt(dim) */
   bool tied;                             /* the output matrix is always the embedding (output.weight unread) */
   bool moe_weights_norm;                 /* expert_weights_norm when the file does not say */
+  int moe_gating;                        /* expert_gating_func when the file does not say (0: softmax) */
   float attn_softcap, final_softcap;     /* cap * tanh(x / cap) of the scores / logits when the file does not say (0: none) */
   int swa_period;                        /* sliding_window_pattern's default: layer i slides unless i % p == p - 1 (0: never) */
   int swa_window;                        /* attention.sliding_window's default (0: none unless the file says) */
@@ -132,6 +141,7 @@ struct tg_llm {
   const llm_arch *arch;                  /* the family's row */
   float q_scale;                         /* attention scores are (q . k) * q_scale */
   float kq_mscale;                       /* DeepSeek's YaRN magnitude: q_scale holds its square (1: none) */
+  int gating;                            /* LLM_GATING_*: how the router's logits choose and weigh experts */
   float attn_softcap, final_softcap;     /* 0: none */
   int swa_window;                        /* sliding layers see the last swa_window positions (0: none slide) */
   llm_rope rope, rope_swa;               /* the tables' parameters: the global layers', the sliding ones' */

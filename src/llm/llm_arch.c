@@ -50,6 +50,14 @@ const llm_tensor_info llm_tensors[LT_COUNT] = {
    * at load by stacking q, k, v and gate, up */
   [LT_QKV]            = { "attn_qkv.weight",           F(wqkv),           { LD_QKV, LD_DIM } },
   [LT_GATE_UP]        = { "ffn_up.weight",             F(w_gate_up),      { LD_FFN2, LD_DIM }, LW_DENSE },
+  /* gpt-oss: biases, sinks; its feed-forward's norm is called post_attention_norm */
+  [LT_BO]             = { "attn_output.bias",          F(bo),             { LD_DIM } },
+  [LT_SINKS]          = { "attn_sinks.weight",         F(sinks),          { LD_H } },
+  [LT_FFN_NORM_PA]    = { "post_attention_norm.weight", F(ffn_norm),      { LD_DIM } },
+  [LT_ROUTER_B]       = { "ffn_gate_inp.bias",         F(router_b),       { LD_E }, LW_MOE },
+  [LT_GATE_EXPS_B]    = { "ffn_gate_exps.bias",        F(gate_exps_b),    { LD_E, LD_EFF }, LW_MOE },
+  [LT_UP_EXPS_B]      = { "ffn_up_exps.bias",          F(up_exps_b),      { LD_E, LD_EFF }, LW_MOE },
+  [LT_DOWN_EXPS_B]    = { "ffn_down_exps.bias",        F(down_exps_b),    { LD_E, LD_DIM }, LW_MOE },
   /* made at load: the KV cache */
   [LT_K_CACHE]        = { NULL, F(k_cache) },
   [LT_V_CACHE]        = { NULL, F(v_cache) },
@@ -67,6 +75,7 @@ const llm_tensor_info llm_tensors[LT_COUNT] = {
 #define SHEXP      (LT(LT_GATE_SHEXP) | LT(LT_UP_SHEXP) | LT(LT_DOWN_SHEXP))
 #define FUSED_MHA  (LT(LT_QKV) | LT(LT_O))
 #define FUSED_FFN  (LT(LT_GATE_UP) | LT(LT_DOWN))
+#define EXPERT_BIASES (LT(LT_ROUTER_B) | LT(LT_GATE_EXPS_B) | LT(LT_UP_EXPS_B) | LT(LT_DOWN_EXPS_B))
 
 /* The families. Experts are loaded in the layers past
  * leading_dense_block_count of a file with expert_count > 0; a llama row
@@ -99,6 +108,14 @@ static const llm_arch llm_archs[] = {
    * factors (rope_factors_long / _short) and attention factor. llama.cpp
    * ignores its sliding_window (disabled since its PR 13676), so tg does. */
   { "phi3",      .norms = LLM_NORM_PRE, .rope_neox = true, .req = PRE_NORMS | FUSED_MHA | FUSED_FFN },
+  /* gpt-oss: every layer MoE with biases everywhere, experts chosen by the
+   * router's top k and weighted by a softmax over those k (llama.cpp's
+   * SOFTMAX_WEIGHT), the clamped SwiGLU, a sink logit per head, every
+   * other layer sliding (layers 0, 2, ...; the window from the file), YaRN
+   * from the file. The feed-forward's norm is stored as post_attention_norm. */
+  { "gpt-oss",   .norms = LLM_NORM_PRE, .act = LLM_SWIGLU_OAI, .rope_neox = true, .moe_gating = LLM_GATING_SOFTMAX_WEIGHT,
+                 .swa_period = 2,
+                 .req = LT(LT_ATTN_NORM) | LT(LT_FFN_NORM_PA) | MHA | QKV_BIAS | LT(LT_BO) | LT(LT_SINKS) | EXPERTS | EXPERT_BIASES },
 };
 #define NARCHS (sizeof llm_archs / sizeof llm_archs[0])
 
@@ -139,6 +156,7 @@ static int64_t dim_of(const tg_llm *m, llm_dim d) {
     case LD_SH: return (int64_t)c->shared_ffn_dim * (c->n_shared_experts ? c->n_shared_experts : 1);
     case LD_QKV: return (int64_t)c->n_heads * c->head_dim + (int64_t)c->n_kv_heads * (c->head_dim + c->head_dim_v);
     case LD_FFN2: return 2 * (int64_t)c->ffn_dim;
+    case LD_H: return c->n_heads;
   }
   return 0;
 }

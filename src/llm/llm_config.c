@@ -165,13 +165,16 @@ int llm_read_config(tg_llm *m, int n_ctx) {
     return tg_seterr("%s: expert_used_count %d does not fit expert_count %d", m->file->path, c->n_experts_used, c->n_experts);
   {
     char k[128];
-    int gating = 1;
+    int gating = m->arch->moe_gating ? m->arch->moe_gating : LLM_GATING_SOFTMAX;
     snprintf(k, sizeof k, "%s.expert_weights_norm", c->arch);
     c->expert_weights_norm = m->arch->moe_weights_norm;
     gguf_get_bool(m->file, k, &c->expert_weights_norm);
     if (arch_float(m, "expert_weights_scale", 0.0, &c->expert_weights_scale) < 0) return -1;
-    if (arch_int(m, "expert_gating_func", 1, &gating) < 0) return -1;
-    c->expert_gating_sigmoid = gating == 2;
+    if (arch_int(m, "expert_gating_func", gating, &gating) < 0) return -1;
+    if (gating < LLM_GATING_SOFTMAX || gating > LLM_GATING_SOFTMAX_WEIGHT)
+      return tg_seterr("%s: %s.expert_gating_func = %d is not softmax (1), sigmoid (2) or softmax over the chosen (3)", m->file->path, c->arch, gating);
+    c->expert_gating_sigmoid = gating == LLM_GATING_SIGMOID;
+    m->gating = gating;
   }
   if (arch_float(m, "attention.layer_norm_rms_epsilon", 1e-5, &c->rms_eps) < 0 ||
       arch_float(m, "rope.freq_base", 10000.0, &c->rope_base) < 0)

@@ -94,9 +94,18 @@ static tg_tensor *attention(tg_llm *m, llm_layer *l, tg_tensor *q, tg_tensor *ma
   if (m->attn_softcap > 0) scores = softcap(scores, m->attn_softcap);
   if (mask) scores = tg_where(mask, scores, tg_scalar(-INFINITY, TG_F32));
   /* softmax with its exponentials stored once: both the sum and the
-   * product with v read them (each would call exp for every score again) */
-  tg_tensor *e = tg_contiguous(tg_exp(tg_sub(scores, tg_max(scores, TG_AXES(-1), true))));
-  tg_tensor *o = tg_matmul(tg_div(e, tg_sum(e, TG_AXES(-1), true)), v);                        /* (KV, G, T, hv) */
+   * product with v read them (each would call exp for every score again);
+   * a head's sink (gpt-oss) is one more logit in the max and the sum, with
+   * no value */
+  tg_tensor *mx = tg_max(scores, TG_AXES(-1), true), *sink = NULL;
+  if (l->sinks) {
+    sink = tg_reshape(tg_cast(l->sinks, TG_F32), TG_SHAPE(KV, G, 1, 1));
+    mx = tg_maximum(mx, sink);
+  }
+  tg_tensor *e = tg_contiguous(tg_exp(tg_sub(scores, mx)));
+  tg_tensor *denom = tg_sum(e, TG_AXES(-1), true);
+  if (sink) denom = tg_add(denom, tg_exp(tg_sub(sink, mx)));
+  tg_tensor *o = tg_matmul(tg_div(e, denom), v);                                               /* (KV, G, T, hv) */
   return tg_reshape(tg_permute(o, TG_AXES(2, 0, 1, 3)), TG_SHAPE(T, c->n_heads * hv));
 }
 
@@ -106,9 +115,19 @@ static tg_tensor *attention(tg_llm *m, llm_layer *l, tg_tensor *q, tg_tensor *ma
  * exponential is costly. The caller stores the matmul that g and u come
  * from; else the scheduler fuses it into this elementwise kernel, without
  * its tiling. */
-static tg_tensor *glu(tg_llm *m, tg_tensor *g, tg_tensor *u) {
-  return tg_contiguous(tg_mul(m->arch->act == LLM_GEGLU ? tg_gelu(g) : tg_silu(g), u));
+static tg_tensor *act_glu(tg_llm *m, tg_tensor *g, tg_tensor *u) {
+  switch (m->arch->act) {
+    case LLM_GEGLU: return tg_mul(tg_gelu(g), u);
+    case LLM_SWIGLU_OAI: {   /* ggml's swiglu_oai, alpha 1.702, limit 7 (llama.cpp's constants) */
+      g = tg_minimum(g, tg_scalar(7, TG_F32));
+      tg_tensor *lin = tg_add(tg_clamp(u, -7, 7), tg_scalar(1, TG_F32));
+      return tg_mul(tg_mul(g, tg_sigmoid(tg_mul(g, tg_scalar(1.702, TG_F32)))), lin);
+    }
+    case LLM_SWIGLU: break;
+  }
+  return tg_mul(tg_silu(g), u);
 }
+static tg_tensor *glu(tg_llm *m, tg_tensor *g, tg_tensor *u) { return tg_contiguous(act_glu(m, g, u)); }
 
 static tg_tensor *dense_ffn(tg_llm *m, tg_tensor *h, tg_tensor *gate, tg_tensor *up, tg_tensor *down) {
   return linear(m, glu(m, tg_contiguous(linear(m, h, gate, NULL)), tg_contiguous(linear(m, h, up, NULL))), down, NULL);
@@ -120,18 +139,27 @@ static tg_tensor *dense_ffn(tg_llm *m, tg_tensor *h, tg_tensor *gate, tg_tensor 
 static tg_tensor *moe_ffn(tg_llm *m, llm_layer *l, tg_tensor *h) {
   const tg_llm_config *c = &m->cfg;
   int64_t T = tg_dim(h, 0), K = c->n_experts_used;
-  tg_tensor *logits = linear(m, h, l->router, NULL);                                               /* (T, E) */
-  tg_tensor *probs = c->expert_gating_sigmoid ? tg_sigmoid(logits) : tg_softmax(logits, -1);
-  tg_tensor *select = l->expert_bias ? tg_add(probs, tg_cast(l->expert_bias, TG_F32)) : probs;
-  tg_tensor *chosen = NULL;
-  tg_topk(select, K, -1, true, true, &chosen);                                                 /* (T, K) */
-  tg_tensor *w = tg_gather(probs, -1, chosen);                                                  /* (T, K) */
+  tg_tensor *logits = linear(m, h, l->router, l->router_b);                                        /* (T, E) */
+  tg_tensor *chosen = NULL, *w;
+  if (m->gating == LLM_GATING_SOFTMAX_WEIGHT) {   /* the top k logits, weighted by their own softmax */
+    tg_topk(logits, K, -1, true, true, &chosen);                                               /* (T, K) */
+    w = tg_softmax(tg_gather(logits, -1, chosen), -1);
+  } else {
+    tg_tensor *probs = c->expert_gating_sigmoid ? tg_sigmoid(logits) : tg_softmax(logits, -1);
+    tg_tensor *select = l->expert_bias ? tg_add(probs, tg_cast(l->expert_bias, TG_F32)) : probs;
+    tg_topk(select, K, -1, true, true, &chosen);                                               /* (T, K) */
+    w = tg_gather(probs, -1, chosen);                                                           /* (T, K) */
+  }
   if (c->expert_weights_norm) w = tg_div(w, tg_sum(w, TG_AXES(-1), true));
   if (c->expert_weights_scale > 0) w = tg_mul(w, tg_scalar(c->expert_weights_scale, TG_F32));
   tg_tensor *x = tg_reshape(h, TG_SHAPE(T, 1, c->dim, 1));
-  tg_tensor *g = tg_matmul(tg_take(l->gate_exps, chosen), x), *u = tg_matmul(tg_take(l->up_exps, chosen), x);   /* (T, K, F, 1) */
-  tg_tensor *a = tg_cast(tg_mul(tg_silu(tg_cast(g, TG_F32)), tg_cast(u, TG_F32)), TG_F32);
+  tg_tensor *g = tg_cast(tg_matmul(tg_take(l->gate_exps, chosen), x), TG_F32);                 /* (T, K, F, 1) */
+  tg_tensor *u = tg_cast(tg_matmul(tg_take(l->up_exps, chosen), x), TG_F32);
+  if (l->gate_exps_b) g = tg_add(g, tg_unsqueeze(tg_cast(tg_take(l->gate_exps_b, chosen), TG_F32), -1));
+  if (l->up_exps_b) u = tg_add(u, tg_unsqueeze(tg_cast(tg_take(l->up_exps_b, chosen), TG_F32), -1));
+  tg_tensor *a = act_glu(m, g, u);
   tg_tensor *d = tg_cast(tg_matmul(tg_take(l->down_exps, chosen), a), TG_F32);                 /* (T, K, dim, 1) */
+  if (l->down_exps_b) d = tg_add(d, tg_unsqueeze(tg_cast(tg_take(l->down_exps_b, chosen), TG_F32), -1));
   tg_tensor *out = tg_sum(tg_mul(d, tg_reshape(w, TG_SHAPE(T, K, 1, 1))), TG_AXES(1, 3), false);  /* (T, dim) */
   if (l->gate_shexp) {
     tg_tensor *s = dense_ffn(m, h, l->gate_shexp, l->up_shexp, l->down_shexp);
@@ -250,7 +278,7 @@ tg_tensor *llm_forward(tg_llm *m, tg_tensor *tokens) {
     tg_tensor *rows = l->ring ? ring_rows : positions;
     tg_assign(tg_take(l->k_cache, rows), tg_cast(k, m->cache_dtype));
     tg_assign(tg_take(l->v_cache, rows), tg_cast(v, m->cache_dtype));
-    tg_tensor *a = linear(m, attention(m, l, q, l->swa ? mask_swa : mask), l->wo, NULL);
+    tg_tensor *a = linear(m, attention(m, l, q, l->swa ? mask_swa : mask), l->wo, l->bo);
     if (A->norms & LLM_NORM_POST) a = rms_norm(a, l->attn_post_norm, c->rms_eps);
     x = tg_add(x, a);
     h = A->norms & LLM_NORM_PRE ? rms_norm(x, l->ffn_norm, c->rms_eps) : x;

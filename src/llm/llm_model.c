@@ -138,7 +138,11 @@ void tg_llm_free(tg_llm *m) {
   if (m->output != m->tok_embd) tg_free(m->output);
   for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) tg_free(*own[i]);
   for (int i = 0; m->layers && i < m->cfg.n_layers; i++)
-    for (int id = 0; id < LT_COUNT; id++) tg_free(*llm_layer_slot(&m->layers[i], (llm_tensor)id));   /* the tensor table names them all */
+    for (int id = 0; id < LT_COUNT; id++) {   /* the tensor table names them all (two ids may share a field) */
+      tg_tensor **slot = llm_layer_slot(&m->layers[i], (llm_tensor)id);
+      tg_free(*slot);
+      *slot = NULL;
+    }
   for (int i = 0; i < m->npacked; i++) tg_free(m->packed[i].raw), tg_free(m->packed[i].row_scales), tg_free(m->packed[i].row_quants);
   free(m->packed);
   free(m->layers);

@@ -20,6 +20,8 @@ import os
 import numpy as np
 import gguf
 
+MXFP4 = gguf.GGMLQuantizationType.MXFP4
+
 OUT = os.path.join(os.path.dirname(__file__), "..", "goldens")
 PROMPT = [1, 5, 9, 13, 17, 21, 25]
 NEXT = [30, 2, 41]
@@ -108,6 +110,17 @@ class Model:
         if p + "ffn_gate.weight" in w:  # a leading dense layer
             return (silu(h @ w[p + "ffn_gate.weight"].T) * (h @ w[p + "ffn_up.weight"].T)) @ w[p + "ffn_down.weight"].T
         out = np.zeros_like(h)
+        if c.get("oai"):  # gpt-oss: biases, softmax over the top k logits, clamped SwiGLU
+            for t in range(h.shape[0]):
+                logits = h[t] @ w[p + "ffn_gate_inp.weight"].T + w[p + "ffn_gate_inp.bias"]
+                top = np.argsort(-logits, kind="stable")[: c["used"]]
+                for e, we in zip(top, softmax(logits[top])):
+                    g = w[p + "ffn_gate_exps.weight"][e] @ h[t] + w[p + "ffn_gate_exps.bias"][e]
+                    u = w[p + "ffn_up_exps.weight"][e] @ h[t] + w[p + "ffn_up_exps.bias"][e]
+                    g = np.minimum(g, 7.0)
+                    act = g / (1 + np.exp(-1.702 * g)) * (np.clip(u, -7.0, 7.0) + 1)
+                    out[t] += we * (w[p + "ffn_down_exps.weight"][e] @ act + w[p + "ffn_down_exps.bias"][e])
+            return out
         for t in range(h.shape[0]):
             logits = h[t] @ w[p + "ffn_gate_inp.weight"].T
             probs = 1 / (1 + np.exp(-logits)) if c.get("sigmoid") else softmax(logits)
@@ -157,8 +170,13 @@ class Model:
                 for hh in range(H):
                     kv = hh // (H // K.shape[1])
                     sc = softcap(K[lo:n, kv] @ q[t, hh] / np.sqrt(hdk), c.get("attn_cap"))
-                    att[t, hh] = softmax(sc) @ V[lo:n, kv]
+                    if p + "attn_sinks.weight" in w:  # one more logit per head, with no value
+                        att[t, hh] = softmax(np.append(sc, w[p + "attn_sinks.weight"][hh]))[:-1] @ V[lo:n, kv]
+                    else:
+                        att[t, hh] = softmax(sc) @ V[lo:n, kv]
             a = att.reshape(T, -1) @ w[p + "attn_output.weight"].T
+            if p + "attn_output.bias" in w:
+                a = a + w[p + "attn_output.bias"]
             if c.get("gemma"):
                 a = rms(a, w[p + "post_attention_norm.weight"], eps)
             x = x + a
@@ -268,6 +286,15 @@ def make(name, arch, cfg, seed, runs=()):
             t(p + "ffn_gate_exps.weight", (E, F, dim))
             t(p + "ffn_up_exps.weight", (E, F, dim))
             t(p + "ffn_down_exps.weight", (E, dim, F))
+            if cfg.get("oai"):
+                t(p + "ffn_gate_inp.bias", (E,), 0.5)
+                t(p + "ffn_gate_exps.bias", (E, F), 0.2)
+                t(p + "ffn_up_exps.bias", (E, F), 0.2)
+                t(p + "ffn_down_exps.bias", (E, dim), 0.2)
+                t(p + "attn_output.bias", (dim,), 0.1)
+                t(p + "attn_sinks.weight", (H,), 1.0)
+                for n in ("ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight"):  # MXFP4, as gpt-oss ships them
+                    w[p + n] = gguf.quants.dequantize(gguf.quants.quantize(w[p + n].astype(np.float32), MXFP4), MXFP4).astype(np.float64)
             if cfg.get("shared"):
                 t(p + "ffn_gate_shexp.weight", (cfg["shared"], dim))
                 t(p + "ffn_up_shexp.weight", (cfg["shared"], dim))
@@ -337,6 +364,13 @@ def make(name, arch, cfg, seed, runs=()):
         if rp["rd"] != hd:
             g.add_rope_dimension_count(rp["rd"])
     written = dict(w)
+    if cfg.get("oai"):  # the converter's names and types: the feed-forward norm is post_attention_norm, MXFP4 experts
+        for i in range(L):
+            p = f"blk.{i}."
+            written[p + "post_attention_norm.weight"] = written.pop(p + "ffn_norm.weight")
+            for n in ("ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight"):
+                q = gguf.quants.quantize(written.pop(p + n).astype(np.float32), MXFP4)
+                g.add_tensor(p + n, q, raw_dtype=MXFP4)
     if cfg.get("phi3"):  # the converter's layout: q|k|v and gate|up fused, LongRoPE factors
         for i in range(L):
             p = f"blk.{i}."
@@ -396,3 +430,12 @@ make("phi3", "phi3", dict(base, neox=True, phi3=True, phi3_orig=16, phi3_window=
 make("yarn", "llama", dict(base, heads=2, kv=1, hd=16, neox=False, base=100.0, betas=True,
                            rp=dict(rd=16, base=100.0, neox=False, freq_scale=0.25, ext=1.0, orig=64, beta_fast=16.0, beta_slow=2.0)), 8,
      runs=[("_greedy", {}, PROMPT, 20)])
+
+# gpt-oss: every layer MoE (4 experts, top 2, MXFP4), biases on q/k/v, the
+# output, the router and each expert, softmax over the chosen logits, the
+# clamped SwiGLU, a sink logit per head, layer 0 sliding over 4 positions,
+# YaRN as gpt-oss has it (base 150000, factor 32 over 4096); the long run
+# wraps layer 0's ring.
+make("gptoss", "gpt-oss", dict(base, neox=True, bias=True, oai=True, experts=4, used=2, eff=32, window=4, period=2,
+                               base=150000.0, rp=dict(rd=8, base=150000.0, neox=True, freq_scale=1 / 32, ext=1.0, orig=4096)), 9,
+     runs=[("_greedy", {}, PROMPT, 20), ("_long", {}, LONG, 40)])
