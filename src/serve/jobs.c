@@ -57,13 +57,13 @@ char *serve_chat_prompt(const serve_backend *be, serve_tool_format fmt, const se
                         char **prefill) {
   bool tools = r->tools && r->tool_choice != SERVE_TOOL_NONE;   /* "none": as if there were no tools */
   *prefill = NULL;
-  char *prompt = be->render_chat(be->ctx, r->messages, tools ? r->tools : NULL, r->template_kwargs, !r->continue_final,
-                                 r->continue_final);
+  char *prompt = be->render_chat(be->ctx, r->messages, tools ? r->tools : NULL, r->template_kwargs,
+                                 r->add_generation_prompt, r->continue_final);
   if (!prompt) return NULL;
   *syn = (serve_chat_syntax){ .parse_tools = tools, .tool_format = fmt, .tools = r->tools,
                               .reasoning = (serve_reasoning_format)r->reasoning_format,
-                              .thinking_open = !r->continue_final && serve_reasoning_opened(prompt) };
-  if (tools && !r->continue_final && (r->tool_choice == SERVE_TOOL_REQUIRED || r->tool_choice == SERVE_TOOL_FUNCTION)) {
+                              .thinking_open = r->add_generation_prompt && serve_reasoning_opened(prompt) };
+  if (tools && r->add_generation_prompt && (r->tool_choice == SERVE_TOOL_REQUIRED || r->tool_choice == SERVE_TOOL_FUNCTION)) {
     char *call = serve_tool_call_prefix(fmt, r->tool_choice == SERVE_TOOL_FUNCTION ? r->tool_name : NULL);
     strbuf b = { 0 };
     /* a forced call skips the reasoning the template opened */

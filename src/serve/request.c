@@ -19,7 +19,8 @@
 static const char *const chat_fields[] = {
   "messages", "model", "response_format", "grammar", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "n",
   "stop", "stream", "stream_options",
-  "tools", "tool_choice", "parallel_tool_calls", "reasoning_format", "chat_template_kwargs", NULL,
+  "tools", "tool_choice", "parallel_tool_calls", "reasoning_format", "chat_template_kwargs", "add_generation_prompt",
+  "continue_final_message", NULL,
   "audio", "frequency_penalty", "function_call", "functions", "logit_bias", "logprobs", "metadata", "modalities",
   "prediction", "presence_penalty", "prompt_cache_key", "reasoning_effort",
   "safety_identifier", "service_tier", "store", "top_logprobs", "user", "verbosity",

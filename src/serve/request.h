@@ -17,6 +17,7 @@ typedef struct {
   bool chat;                /* chat completion (messages) or text completion (prompt) */
   cJSON *messages;          /* chat: owned copy of {role, content: string} objects */
   bool continue_final;      /* chat: the last message is an assistant prefill */
+  bool add_generation_prompt;   /* chat: the prompt opens an assistant turn (not with continue_final) */
   char *prompt;             /* text: the prompt string, or NULL when given as tokens */
   int *prompt_tokens;       /* text: a prompt given as token ids */
   int n_prompt_tokens;

@@ -1,6 +1,7 @@
 /* request_tools.c: the chat request's tool and reasoning fields (see
  * request.h): tools, tool_choice, parallel_tool_calls, reasoning_format,
- * chat_template_kwargs, and the tool fields of history messages. Shapes
+ * chat_template_kwargs, add_generation_prompt / continue_final_message, and
+ * the tool fields of history messages. Shapes
  * follow OpenAI's API reference (chat/create) and llama-server. */
 #include <stdio.h>
 #include <string.h>
@@ -88,9 +89,20 @@ int serve_request_parse_tools(serve_request *r, const cJSON *o, serve_error *e) 
   const cJSON *kw = field(o, "chat_template_kwargs");
   if (kw && !cJSON_IsObject(kw)) return bad(e, "chat_template_kwargs", "must be an object");
   if (kw) r->template_kwargs = cJSON_Duplicate(kw, true);
-  /* an assistant turn that called tools is history, not a prefill */
+  /* a last assistant turn is a prefill, unless it called tools (history)
+   * or continue_final_message says otherwise (vLLM's and transformers'
+   * apply_chat_template flags) */
   const cJSON *last = cJSON_GetArrayItem(r->messages, cJSON_GetArraySize(r->messages) - 1);
   if (r->continue_final && cJSON_GetObjectItemCaseSensitive(last, "tool_calls")) r->continue_final = false;
+  const cJSON *cf = field(o, "continue_final_message"), *ag = field(o, "add_generation_prompt");
+  if (cf && !cJSON_IsBool(cf)) return bad(e, "continue_final_message", "must be true or false");
+  if (ag && !cJSON_IsBool(ag)) return bad(e, "add_generation_prompt", "must be true or false");
+  if (cf && cJSON_IsTrue(cf) && !r->continue_final)
+    return bad(e, "continue_final_message", "needs a last message from the assistant (without tool_calls)");
+  if (cf) r->continue_final = cJSON_IsTrue(cf);
+  r->add_generation_prompt = ag ? cJSON_IsTrue(ag) : !r->continue_final;
+  if (r->add_generation_prompt && r->continue_final)
+    return bad(e, "add_generation_prompt", "cannot be true when the final message is continued");
   return 0;
 }
 
