@@ -52,4 +52,58 @@ for extra in ({"temprature": 1}, {"max_tokens": 10 ** 6}):
     except openai.BadRequestError as e:
         assert e.param == next(iter(extra)), e
 
+# tools: the fake model calls get_weather and get_time after some text ("calltool"), or finishes a forced call
+tools = [{"type": "function", "function": {"name": "get_weather", "description": "Weather of a city",
+                                           "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}},
+         {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {}}}}]
+r = client.chat.completions.create(model="fake-model", messages=[{"role": "user", "content": "calltool"}], tools=tools)
+m = r.choices[0].message
+assert r.choices[0].finish_reason == "tool_calls" and m.content == "Let me look.", r
+assert [(c.type, c.function.name, c.function.arguments) for c in m.tool_calls] == \
+    [("function", "get_weather", '{"city":"Paris"}'), ("function", "get_time", "{}")], m.tool_calls
+assert len({c.id for c in m.tool_calls}) == 2, m.tool_calls
+
+calls, content, finish = {}, "", None
+for chunk in client.chat.completions.create(model="fake-model", messages=[{"role": "user", "content": "calltool"}],
+                                            tools=tools, stream=True):
+    for c in chunk.choices:
+        content += c.delta.content or ""
+        finish = c.finish_reason or finish
+        for tc in c.delta.tool_calls or []:   # accumulated the way clients do: by index
+            d = calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
+            d["id"] += tc.id or ""
+            d["name"] += tc.function.name or ""
+            d["arguments"] += tc.function.arguments or ""
+assert content == "Let me look." and finish == "tool_calls", (content, finish)
+assert [(d["name"], d["arguments"]) for _, d in sorted(calls.items())] == \
+    [("get_weather", '{"city":"Paris"}'), ("get_time", "{}")], calls
+
+r = client.chat.completions.create(model="fake-model", messages=[{"role": "user", "content": "hi"}], tools=tools,
+                                   tool_choice={"type": "function", "function": {"name": "get_weather"}})
+assert r.choices[0].message.tool_calls[0].function.name == "get_weather", r
+
+# the call and its result go back as history: the client's own message objects
+history = [{"role": "user", "content": "weather?"}, m,
+           {"role": "tool", "tool_call_id": m.tool_calls[0].id, "content": "22C"},
+           {"role": "tool", "tool_call_id": m.tool_calls[1].id, "content": "noon"}]
+r = client.chat.completions.create(model="fake-model", messages=history, tools=tools, tool_choice="none", max_tokens=2)
+assert r.choices[0].message.content == "Hello world" and r.choices[0].finish_reason == "length", r
+
+# reasoning: the fake template opens <think> for "think"
+r = client.chat.completions.create(model="fake-model", messages=[{"role": "user", "content": "think"}])
+assert r.choices[0].message.content == "The answer.", r
+assert r.choices[0].message.model_extra["reasoning_content"] == "I am thinking", r
+reasoning = "".join((c.delta.model_extra or {}).get("reasoning_content") or ""
+                    for ch in client.chat.completions.create(model="fake-model", stream=True,
+                                                             messages=[{"role": "user", "content": "think"}])
+                    for c in ch.choices)
+assert reasoning == "I am thinking", reasoning
+
+# embeddings: without encoding_format the client asks for base64 and decodes it; both give the unit vectors
+want = [[0.57735, 0.0, 0.57735, 0.57735], [0.0, 0.485071, 0.485071, 0.727607]]   # (3,0,3,3)/sqrt(27), (0,2,2,3)/sqrt(17)
+for kw in ({"encoding_format": "float"}, {}):
+    e = client.embeddings.create(model="fake-model", input=["abc", "zz"], **kw)
+    got = [[round(float(x), 6) for x in d.embedding] for d in e.data]
+    assert got == want and e.usage.prompt_tokens == 5, (kw, got, e.usage)
+
 print("openai client: all ok")
