@@ -175,6 +175,10 @@ TEST(llm_swa_ring_gptoss) { swa_ring("gptoss", false); }
 /* gpt-oss: MXFP4 experts with biases, softmax over the chosen experts'
  * logits, the clamped SwiGLU, attention sinks, alternating sliding
  * window, YaRN */
+/* GLM-4.5 MoE: biases, per-head q/k norms, partial rope, a dense layer,
+ * sigmoid routing with an expert bias by the family's default, a shared
+ * expert; its MTP layer (NaN weights) is not run */
+TEST(llm_tiny_glm4moe) { check_model("glm4moe"); tg_llm_free(check_greedy("glm4moe", "glm4moe_greedy", 0, tiny_prompt, 7, 1e-4)); }
 TEST(llm_tiny_gptoss) { check_model("gptoss"); tg_llm_free(check_greedy("gptoss", "gptoss_greedy", 0, tiny_prompt, 7, 1e-4)); }
 
 /* src copied to dst without tensor drop, with metadata key set to value

@@ -116,6 +116,13 @@ static const llm_arch llm_archs[] = {
   { "gpt-oss",   .norms = LLM_NORM_PRE, .act = LLM_SWIGLU_OAI, .rope_neox = true, .moe_gating = LLM_GATING_SOFTMAX_WEIGHT,
                  .swa_period = 2,
                  .req = LT(LT_ATTN_NORM) | LT(LT_FFN_NORM_PA) | MHA | QKV_BIAS | LT(LT_BO) | LT(LT_SINKS) | EXPERTS | EXPERT_BIASES },
+  /* GLM-4.5 / 4.6 / 4.7 MoE: q/k/v biases, optional per-head q/k norms,
+   * partial NEOX rope, leading dense layers, then sigmoid routing with an
+   * expert bias and shared experts; the feed-forward's norm is stored as
+   * post_attention_norm; MTP layers skipped (nextn_predict_layers). */
+  { "glm4moe",   .norms = LLM_NORM_PRE, .rope_neox = true, .qk_norm = LLM_QK_PER_HEAD, .moe_gating = LLM_GATING_SIGMOID,
+                 .req = LT(LT_ATTN_NORM) | LT(LT_FFN_NORM_PA) | MHA | QKV_BIAS | FFN | EXPERTS | LT(LT_EXP_BIAS),
+                 .opt = QK_NORMS | SHEXP },
 };
 #define NARCHS (sizeof llm_archs / sizeof llm_archs[0])
 

@@ -145,6 +145,12 @@ int llm_read_config(tg_llm *m, int n_ctx) {
       arch_int(m, "context_length", 2048, &c->n_ctx_train) < 0 || arch_int(m, "attention.head_count_kv", c->n_heads, &c->n_kv_heads) < 0)
     return -1;
   if (c->n_heads <= 0 || c->dim <= 0 || c->n_layers <= 0) return tg_seterr("%s: embedding_length, block_count and head_count must be positive", m->file->path);
+  /* the converter's multi-token-prediction layers (GLM-4.5) come last and
+   * are counted in block_count; llama.cpp does not run them, nor does tg */
+  int nextn = 0;
+  if (arch_int(m, "nextn_predict_layers", 0, &nextn) < 0) return -1;
+  if (nextn >= c->n_layers) return tg_seterr("%s: %s.nextn_predict_layers %d leaves none of block_count %d", m->file->path, c->arch, nextn, c->n_layers);
+  c->n_layers -= nextn;
   if (arch_int(m, "attention.key_length", c->dim / c->n_heads, &c->head_dim) < 0) return -1;
   if (arch_int(m, "rope.dimension_count", c->head_dim, &c->rope_dim) < 0 || arch_int(m, "attention.value_length", c->head_dim, &c->head_dim_v) < 0 ||
       arch_int(m, "attention.kv_lora_rank", 0, &c->kv_lora_rank) < 0 || arch_int(m, "attention.q_lora_rank", 0, &c->q_lora_rank) < 0)

@@ -313,7 +313,9 @@ def make(name, arch, cfg, seed, runs=()):
     g = gguf.GGUFWriter(path, arch)
     g.add_context_length(32)
     g.add_embedding_length(dim)
-    g.add_block_count(L)
+    g.add_block_count(L + cfg.get("nextn", 0))
+    if cfg.get("nextn"):  # the converter's MTP layers: counted in block_count, not run by llama.cpp
+        g.add_nextn_predict_layers(cfg["nextn"])
     g.add_feed_forward_length(ffn)
     g.add_head_count(H)
     g.add_head_count_kv(KV)
@@ -326,7 +328,8 @@ def make(name, arch, cfg, seed, runs=()):
     if cfg.get("dense"):
         g.add_leading_dense_block_count(cfg["dense"])
     if cfg.get("sigmoid"):
-        g.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
+        if not cfg.get("gating_default"):
+            g.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
         g.add_expert_weights_norm(cfg["norm_w"])
         g.add_expert_weights_scale(cfg["scale"])
         g.add_expert_shared_count(1)
@@ -364,10 +367,15 @@ def make(name, arch, cfg, seed, runs=()):
         if rp["rd"] != hd:
             g.add_rope_dimension_count(rp["rd"])
     written = dict(w)
-    if cfg.get("oai"):  # the converter's names and types: the feed-forward norm is post_attention_norm, MXFP4 experts
+    if cfg.get("ffn_norm_pa"):  # gpt-oss's and GLM-4 MoE's feed-forward norm is called post_attention_norm
+        for i in range(L):
+            written[f"blk.{i}.post_attention_norm.weight"] = written.pop(f"blk.{i}.ffn_norm.weight")
+    for i in range(L, L + cfg.get("nextn", 0)):  # an MTP layer tg must not read
+        written[f"blk.{i}.nextn.eh_proj.weight"] = np.full((cfg["dim"], 2 * cfg["dim"]), np.nan)
+        written[f"blk.{i}.attn_norm.weight"] = np.full((cfg["dim"],), np.nan)
+    if cfg.get("oai"):  # MXFP4 experts
         for i in range(L):
             p = f"blk.{i}."
-            written[p + "post_attention_norm.weight"] = written.pop(p + "ffn_norm.weight")
             for n in ("ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight"):
                 q = gguf.quants.quantize(written.pop(p + n).astype(np.float32), MXFP4)
                 g.add_tensor(p + n, q, raw_dtype=MXFP4)
@@ -436,6 +444,17 @@ make("yarn", "llama", dict(base, heads=2, kv=1, hd=16, neox=False, base=100.0, b
 # clamped SwiGLU, a sink logit per head, layer 0 sliding over 4 positions,
 # YaRN as gpt-oss has it (base 150000, factor 32 over 4096); the long run
 # wraps layer 0's ring.
-make("gptoss", "gpt-oss", dict(base, neox=True, bias=True, oai=True, experts=4, used=2, eff=32, window=4, period=2,
+make("gptoss", "gpt-oss", dict(base, neox=True, bias=True, oai=True, ffn_norm_pa=True, experts=4, used=2, eff=32, window=4, period=2,
                                base=150000.0, rp=dict(rd=8, base=150000.0, neox=True, freq_scale=1 / 32, ext=1.0, orig=4096)), 9,
      runs=[("_greedy", {}, PROMPT, 20), ("_long", {}, LONG, 40)])
+
+# GLM-4.5 MoE (glm4moe): q/k/v biases, per-head q/k norms, half the head
+# rotated (NEOX), a leading dense layer, then sigmoid routing with an
+# expert bias (the arch's default: no expert_gating_func key), renormalized
+# and scaled weights, a shared expert; the feed-forward norm is
+# post_attention_norm; one MTP layer (NaN weights) counted in block_count,
+# which tg skips as llama.cpp does.
+make("glm4moe", "glm4moe", dict(base, layers=3, hd=8, neox=True, bias=True, qk_norm=True, dense=1, experts=4, used=2, eff=24,
+                                sigmoid=True, gating_default=True, norm_w=True, scale=2.5, shared=24, ffn_norm_pa=True, nextn=1,
+                                rp=dict(rd=4, base=10000.0, neox=True)), 10,
+     runs=[("_greedy", {}, PROMPT, 20)])
