@@ -55,7 +55,7 @@ static void start_locked(void) {
 
 void dist_watch_begin(const char *w, int rank, int size) {
   int64_t t = tg_getenv_int("TG_DIST_TIMEOUT", DEFAULT_TIMEOUT_S);
-  if (t <= 0) return;
+  if (t <= 0 || size <= 1) return;   /* a world of one waits for no one */
   if (t > 1000000000) t = 1000000000;
   pthread_mutex_lock(&lock);
   if (!started) start_locked();
