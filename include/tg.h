@@ -416,6 +416,14 @@ void tg_jit_set_prune(tg_jit *j, bool on);
  * every call instead of fresh buffers, so an output tensor of an earlier
  * call changes when the JIT runs again. Saves an allocation per output. */
 void tg_jit_set_reuse_outputs(tg_jit *j, bool on);
+/* Writes a captured step (call the JIT twice first) as one dependency-free
+ * C11 file at path (docs/jit.md): its kernels, its memory plan and
+ * PREFIX_init(side_file) / PREFIX_run(inputs, outputs, vars) / PREFIX_free(),
+ * PREFIX being the file's base name ("model.c": model_run). Fixed memory
+ * (weights, state such as a KV cache, as it is now) goes to the side file,
+ * path with ".c" replaced by ".bin". Only steps whose kernels all run on the
+ * CPU can be exported; others fail saying which kernel runs where. */
+int tg_jit_export(const tg_jit *j, const char *path);
 
 /* ---------------------------------------------------------------- functions */
 

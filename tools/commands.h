@@ -21,5 +21,6 @@ int cmd_quantize(int argc, char **argv);
 int cmd_llm_init(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_viz(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 #endif

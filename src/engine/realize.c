@@ -23,6 +23,7 @@ typedef struct {
   double flops;
   const char *varnames[MAX_KERNEL_VARS];   /* the kernel's vars[] order (names live in the AST) */
   int nvars;
+  char *src;            /* the rendered source (tg_jit_export writes it out) */
 } cached_prog;
 
 /* Opts for every kernel from tg_set_kernel_opts (or TG_OPTS); NULL: the
@@ -214,6 +215,7 @@ static int compile_pending(sched_item *items, prep *ps, int n, int debug) {
     cp->prog = jobs[j].prog;
     cp->flops = kernel_flops(items[idx[j]].ast);
     cp->nvars = kernel_var_names(items[idx[j]].ast, cp->varnames, MAX_KERNEL_VARS);
+    cp->src = tg_xstrdup(p->kp.src);   /* for tg_jit_export */
     pthread_mutex_lock(&cache_lock);
     pm_put(&prog_cache, p->key, cp);
     pthread_mutex_unlock(&cache_lock);
@@ -244,7 +246,7 @@ void kernel_capture_free(kernel_capture *c) {
   VEC_FREE(*c);
 }
 static void capture_item(sched_item *it, cached_prog *cp) {
-  captured_kernel k = { cp ? cp->prog : NULL, it->dev, tg_xmalloc(sizeof(tg_buffer *) * (size_t)(it->nbufs ? it->nbufs : 1)), it->nbufs, cp ? cp->flops : 0, "", { 0 }, 0, 0 };
+  captured_kernel k = { cp ? cp->prog : NULL, it->dev, tg_xmalloc(sizeof(tg_buffer *) * (size_t)(it->nbufs ? it->nbufs : 1)), it->nbufs, cp ? cp->flops : 0, "", { 0 }, 0, 0, cp ? cp->src : NULL };
   if (cp) { k.nvars = cp->nvars; memcpy(k.varnames, cp->varnames, sizeof(char *) * (size_t)cp->nvars); }
   for (int i = 0; i < it->nbufs; i++) { k.bufs[i] = it->bufs[i]; buffer_retain(it->bufs[i]); }
   snprintf(k.name, sizeof k.name, "%s", it->name);

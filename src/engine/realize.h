@@ -24,6 +24,7 @@ typedef struct {
   const char *varnames[32];   /* symbolic variables, in vars[] order */
   int nvars;
   uint64_t writes;            /* bit i: the kernel stores to bufs[i] (a copy: bufs[0]) */
+  const char *src;            /* its source (the program cache's), NULL for a copy */
 } captured_kernel;
 typedef struct { captured_kernel *v; int n, cap; } kernel_capture;
 void engine_capture_begin(kernel_capture *c);

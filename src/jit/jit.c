@@ -12,39 +12,13 @@
  * from call to call (they read no input, no symbolic variable, nothing a
  * changing kernel wrote, and write an intermediate) ran during the capture
  * and are dropped from the replay; their results stay in their own memory. */
+#include "jit/jit_internal.h"
 #include "engine/realize.h"
 #include "engine/vars.h"
 #include "runtime/buffer.h"
 #include "tensor/tensor.h"
 #include "uop/dims.h"
 #include "util/counters.h"
-
-enum { ARG_FIXED, ARG_INPUT, ARG_OUTPUT, ARG_SLOT };
-typedef struct { int kind, index; } jit_arg;
-
-/* var[i]: an output's symbolic axis (retained DEFINE_VAR), NULL when static */
-typedef struct { tg_shape shape; tg_dtype dtype; const char *device; uop *var[TG_MAX_DIMS]; } tensor_sig;
-
-struct tg_jit {
-  tg_jit_fn fn;
-  void *ctx;
-  int calls;
-  kernel_capture cap;
-  jit_arg **args;            /* per kernel, per buffer */
-  int nin, nout;
-  tensor_sig *in_sig, *out_sig;
-  void **slots;              /* memory of the plan's slots */
-  size_t *slot_bytes;
-  tg_device **slot_dev;
-  int nslots;
-  int64_t inter_bytes, planned_bytes;
-  bool prune;
-  int pruned;
-  tg_buffer **pinned;        /* results of pruned kernels (one reference each) */
-  int npinned;
-  bool reuse_outputs;
-  tg_buffer *outb[256];      /* with reuse_outputs: the outputs' memory, kept across calls */
-};
 
 void tg_jit_set_reuse_outputs(tg_jit *j, bool on) { if (j) j->reuse_outputs = on; }
 

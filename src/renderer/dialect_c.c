@@ -41,7 +41,9 @@ static void render_vector_typedefs(rctx *c, strbuf *src) {
       const char *e = c->d->buffer_elem[s];
       if (!c->vec_used[s][n] || !e || s == TG_BOOL) continue;
       int sz = dt_itemsize(dt_scalar(s));
-      sb_printf(src, "typedef %s tg_v%d_%s __attribute__((vector_size(%d), aligned(%d)));\n", e, n, vec_elem_name(s), n * sz, sz);
+      const char *en = vec_elem_name(s);
+      sb_printf(src, "#ifndef TG_HAVE_tg_v%d_%s\n#define TG_HAVE_tg_v%d_%s\n", n, en, n, en);
+      sb_printf(src, "typedef %s tg_v%d_%s __attribute__((vector_size(%d), aligned(%d)));\n#endif\n", e, n, en, n * sz, sz);
     }
 }
 
@@ -148,16 +150,25 @@ static char *c_vector_alu(rctx *c, uop *u) {
   return render_vec_alu(c, u);
 }
 
+/* Each helper is guarded by its name, so kernel sources concatenate into one
+ * file (tg_jit_export) without redefinitions. */
+static void guard_begin(strbuf *src, const char *fmt, int k) {
+  char name[64];
+  snprintf(name, sizeof name, fmt, k);
+  sb_printf(src, "#ifndef TG_HAVE_%s\n#define TG_HAVE_%s\n", name, name);
+}
+
 /* Square roots of K float32 lanes: vsqrtps under clang (4, 8, 16 lanes),
  * else lane by lane (with -fno-math-errno, one sqrtss each). */
 static void prelude_sqrt(strbuf *src, int k) {
   const char *isa = k == 16 ? "defined(__AVX512F__)" : k == 8 ? "defined(__AVX__)" : "defined(__SSE__)";
   const char *call = k == 16 ? "__builtin_ia32_sqrtps512((v_)x, 4)" : k == 8 ? "__builtin_ia32_sqrtps256((v_)x)" : "__builtin_ia32_sqrtps((v_)x)";
+  guard_begin(src, "tg_sqrt_v%d", k);
   sb_printf(src, "static inline tg_v%d_float tg_sqrt_v%d(tg_v%d_float x) {\n", k, k, k);
   if (k == 4 || k == 8 || k == 16)
     sb_printf(src, "#if defined(__clang__) && %s\n  typedef float v_ __attribute__((vector_size(%d)));\n  return (tg_v%d_float)%s;\n#else\n", isa, 4 * k, k, call);
   sb_printf(src, "  tg_v%d_float r;\n  for (int i = 0; i < %d; i++) r[i] = __builtin_sqrtf(x[i]);\n  return r;\n", k, k);
-  sb_puts(src, k == 4 || k == 8 || k == 16 ? "#endif\n}\n" : "}\n");
+  sb_puts(src, k == 4 || k == 8 || k == 16 ? "#endif\n}\n#endif\n" : "}\n#endif\n");
 }
 
 /* The byte dot product of K int32 lanes: vpdpbusd where the target has it
@@ -165,6 +176,7 @@ static void prelude_sqrt(strbuf *src, int k) {
  * same sum in portable vector C. */
 static void prelude_dot4(strbuf *src, int k) {
   const char *vnni = k == 16 ? "defined(__AVX512VNNI__)" : "((defined(__AVX512VNNI__) && defined(__AVX512VL__)) || defined(__AVXVNNI__))";
+  guard_begin(src, "tg_dot4_v%d", k);
   sb_printf(src, "static inline tg_v%d_int tg_dot4_v%d(tg_v%d_int acc, tg_v%d_int u, tg_v%d_int s) {\n", k, k, k, k, k);
   sb_printf(src, "#if defined(__clang__) && %s\n  return __builtin_ia32_vpdpbusd%d(acc, u, s);\n#else\n", vnni, 32 * k);
   sb_printf(src, "  typedef unsigned char u_ __attribute__((vector_size(%d)));\n  typedef signed char s_ __attribute__((vector_size(%d)));\n", 4 * k, 4 * k);
@@ -176,7 +188,7 @@ static void prelude_dot4(strbuf *src, int k) {
               ix.s, k, ix.s, k);
     sb_free(&ix);
   }
-  sb_puts(src, "  return acc;\n#endif\n}\n");
+  sb_puts(src, "  return acc;\n#endif\n}\n#endif\n");
 }
 
 static void c_prelude(rctx *c, strbuf *src) {
@@ -184,7 +196,11 @@ static void c_prelude(rctx *c, strbuf *src) {
   bool fpconv = c->need_fpconv;
   for (int n = 2; n <= 64; n++) fpconv |= c->need_vcvt_f16[n];
   if (fpconv) sb_puts(src, tg_kernel_prelude_fpconv);
-  if (c->need_threefry) render_threefry(src, "static inline", "unsigned int", "unsigned long long");
+  if (c->need_threefry) {
+    guard_begin(src, "tg_threefry", 0);
+    render_threefry(src, "static inline", "unsigned int", "unsigned long long");
+    sb_puts(src, "#endif\n");
+  }
   /* the vector types, helpers included: render them into a scratch buffer
    * first so the typedefs they use are known */
   strbuf helpers = { 0 };
@@ -192,9 +208,10 @@ static void c_prelude(rctx *c, strbuf *src) {
    * _Float16 (exact, like the scalar helper), else lane by lane */
   for (int n = 2; n <= 64; n++) {
     if (!c->need_vcvt_f16[n]) continue;
+    guard_begin(&helpers, "tg_cvt_v%d_f16_f32", n);
     sb_printf(&helpers, "static inline tg_v%d_float tg_cvt_v%d_f16_f32(tg_v%d_half b) {\n#ifdef __FLT16_MAX__\n"
                         "  typedef _Float16 h_ __attribute__((vector_size(%d)));\n  return __builtin_convertvector((h_)b, tg_v%d_float);\n#else\n"
-                        "  tg_v%d_float r;\n  for (int i = 0; i < %d; i++) r[i] = tg_cvt_f16_f32(b[i]);\n  return r;\n#endif\n}\n",
+                        "  tg_v%d_float r;\n  for (int i = 0; i < %d; i++) r[i] = tg_cvt_f16_f32(b[i]);\n  return r;\n#endif\n}\n#endif\n",
               n, n, n, 2 * n, n, n, n);
   }
   for (int k = 4; k <= 16; k *= 2) if (c->need_dot4[k]) prelude_dot4(&helpers, k);
