@@ -76,6 +76,9 @@ TEST(llm_tiny_llama_on_cl_while_default_is_cpu) {
 TEST(llm_tiny_qwen3moe) { check_model("qwen3moe"); }
 TEST(llm_tiny_qwen2moe) { check_model("qwen2moe"); }
 TEST(llm_tiny_deepseek2_mla) { check_model("deepseek2"); }
+/* DeepSeek with YaRN and yarn_log_multiplier: unit-magnitude rope, the
+ * magnitude squared in the scores' scale (llama.cpp's kq_scale) */
+TEST(llm_tiny_deepseek2_yarn) { check_model("deepseek2_yarn"); }
 /* Gemma 2: pre and post norms, GeGLU, scaled and tied embedding, softcaps,
  * every other layer sliding over 4 positions (the prompt's 7 and each next
  * token see only the last 4 there); Gemma 3: per-head q/k norms, 5 sliding

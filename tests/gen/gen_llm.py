@@ -169,7 +169,7 @@ class Model:
                 lo = max(0, n - c["window"]) if self.swa(i) else 0  # keys j with pos - j < window
                 for hh in range(H):
                     kv = hh // (H // K.shape[1])
-                    sc = softcap(K[lo:n, kv] @ q[t, hh] / np.sqrt(hdk), c.get("attn_cap"))
+                    sc = softcap(K[lo:n, kv] @ q[t, hh] * c.get("kq_mscale", 1.0) ** 2 / np.sqrt(hdk), c.get("attn_cap"))
                     if p + "attn_sinks.weight" in w:  # one more logit per head, with no value
                         att[t, hh] = softmax(np.append(sc, w[p + "attn_sinks.weight"][hh]))[:-1] @ V[lo:n, kv]
                     else:
@@ -193,10 +193,11 @@ class Model:
         nope = hd - rd
         q = rms(h @ w[p + "attn_q_a.weight"].T, w[p + "attn_q_a_norm.weight"], eps) @ w[p + "attn_q_b.weight"].T
         q = q.reshape(T, H, hd)
-        q = np.concatenate([q[..., :nope], rope(q[..., nope:], pos, 10000.0, False)], -1)
+        rp = (lambda x: rope_ggml(x, pos, **c["rp"])) if "rp" in c else (lambda x: rope(x, pos, 10000.0, False))
+        q = np.concatenate([q[..., :nope], rp(q[..., nope:])], -1)
         kva = h @ w[p + "attn_kv_a_mqa.weight"].T
         latent = rms(kva[:, :R], w[p + "attn_kv_a_norm.weight"], eps)
-        k_pe = rope(kva[:, R:].reshape(T, 1, rd), pos, 10000.0, False)
+        k_pe = rp(kva[:, R:].reshape(T, 1, rd))
         kv = (latent @ w[p + "attn_kv_b.weight"].T).reshape(T, H, nope + hv)
         k = np.concatenate([kv[..., :nope], np.broadcast_to(k_pe, (T, H, rd))], -1)
         return q, k, kv[..., nope:]
@@ -364,7 +365,9 @@ def make(name, arch, cfg, seed, runs=()):
             g.add_rope_scaling_orig_ctx_len(cfg["phi3_orig"])
             g.add_rope_scaling_attn_factors(rp["mscale"])
             g.add_sliding_window(cfg["phi3_window"])  # written by the converter; llama.cpp ignores it
-        if rp["rd"] != hd:
+        if cfg.get("log_mul"):  # as the converter writes it: 0.1 * mscale_all_dim
+            g.add_rope_scaling_yarn_log_mul(0.1 * cfg["log_mul"])
+        if rp["rd"] != hd and not cfg.get("mla"):
             g.add_rope_dimension_count(rp["rd"])
     written = dict(w)
     if cfg.get("ffn_norm_pa"):  # gpt-oss's and GLM-4 MoE's feed-forward norm is called post_attention_norm
@@ -458,3 +461,13 @@ make("glm4moe", "glm4moe", dict(base, layers=3, hd=8, neox=True, bias=True, qk_n
                                 sigmoid=True, gating_default=True, norm_w=True, scale=2.5, shared=24, ffn_norm_pa=True, nextn=1,
                                 rp=dict(rd=4, base=10000.0, neox=True)), 10,
      runs=[("_greedy", {}, PROMPT, 20)])
+
+# DeepSeek with YaRN (factor 4 over 16 positions, mscale_all_dim 0.707):
+# llama.cpp keeps cos and sin at magnitude 1 and scales the scores by
+# mscale^2 / sqrt(key_length), mscale = 1 + 0.1 * 0.707 * ln 4.
+F_DS, LM_DS = 4.0, float(np.float32(0.1 * 0.707)) / np.float32(0.1)
+make("deepseek2_yarn", "deepseek2", dict(base, hd=12, heads=4, kv=4, mla=True, kv_lora=16, q_lora=20, rope=4, hv=10, dense=1,
+                                         experts=4, used=2, eff=24, sigmoid=True, norm_w=True, scale=2.5, shared=24,
+                                         log_mul=0.707, kq_mscale=1 + 0.1 * LM_DS * np.log(F_DS),
+                                         rp=dict(rd=4, base=10000.0, neox=False, freq_scale=1 / F_DS, ext=1.0, orig=16,
+                                                 mscale=1 / (1 + 0.1 * np.log(F_DS)))), 4)  # cancels rope_yarn's own magnitude
