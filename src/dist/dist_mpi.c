@@ -86,6 +86,7 @@ static dist_backend backend;
 
 static int mpi_init(int *rank, int *size) {
   int flag = 0, rc;
+  if (mpi.Finalized(&flag) == 0 && flag) return tg_seterr("MPI: this process finalized its world; MPI cannot start again in it");
   if ((rc = mpi.Initialized(&flag)) != 0) return mpi_fail("MPI_Initialized", rc);
   if (!flag && (rc = mpi.Init(NULL, NULL)) != 0) return mpi_fail("MPI_Init", rc);
   /* errors come back as codes, so they become tg errors instead of aborts */

@@ -149,5 +149,7 @@ int main(int argc, char **argv) {
     rc = 2;
   }
   if (tg_dist_finalize() < 0) { fprintf(stderr, "tg_dist_finalize: %s\n", tg_error()); rc = 1; }
+  /* MPI starts once per process: a second init is an error, not an abort */
+  if (rc == 0 && (tg_dist_init() == 0 || !strstr(tg_error(), "cannot start again"))) { fprintf(stderr, "init after finalize: %s\n", tg_error()); rc = 1; }
   return rc;
 }
