@@ -45,7 +45,8 @@ Groups and their references:
           test looks up: output int32 [tg dtype code]. Where the two
           disagree ("int", "uint", "float") tinygrad's meaning is taken.
   threefry  threefry2x32 (20 rounds) from gen_random.py (checked there
-          against the Random123 known-answer vectors): inputs x, key
+          against the Random123 known-answer vectors, and here against
+          tinygrad's Tensor.threefry on its PYTHON device): inputs x, key
           (uint64), output uint64 (hi << 32) | lo.
 """
 import os
@@ -359,6 +360,10 @@ def gen_threefry():
         lo, hi = threefry2x32(x & M, x >> 32, k & M, k >> 32)
         return (hi << 32) | lo
     want = [tf(x, k) for x, k in zip(xs, keys)]
+    # and tinygrad's own Tensor.threefry, run by its PYTHON (emulator) device
+    from tinygrad import Tensor
+    tx = Tensor(np.array(xs, np.uint64), device="PYTHON").threefry(Tensor(np.array(keys, np.uint64), device="PYTHON"))
+    assert [int(v) for v in tx.numpy().tolist()] == want, "tinygrad's threefry differs"
     g.add("threefry", "threefry_pairs", [np.array(xs, np.uint64), np.array(keys, np.uint64)], [np.array(want, np.uint64)])
     # small values (exact as doubles): the tg_full constant path
     small = [(3, 5), (0, 0), (2 ** 40 + 1, 2 ** 50 + 3), (2 ** 53, 99)]
