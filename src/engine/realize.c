@@ -265,10 +265,16 @@ static int run_copy(sched_item *it) {
   tg_buffer *dst = it->bufs[0], *src = it->bufs[1];
   if (buffer_alloc(dst) < 0 || buffer_alloc(src) < 0) return -1;
   double t0 = viz_on ? now_s() : 0;
-  void *tmp = tg_xmalloc(src->nbytes);
-  int rc = buffer_copyout(src, tmp, src->nbytes);
-  if (rc == 0) rc = buffer_copyin(dst, tmp, src->nbytes);
-  free(tmp);
+  int rc = 0;
+  if (src->dev->host_memory && dst->dev->host_memory) {   /* CPU <-> CPU:1: one memcpy */
+    if (src->nbytes > dst->nbytes) rc = tg_seterr("copy %s->%s: %zu bytes do not fit %zu", src->dev->name, dst->dev->name, src->nbytes, dst->nbytes);
+    else if (src->nbytes) memcpy(dst->ptr, src->ptr, src->nbytes);
+  } else {
+    void *tmp = tg_xmalloc(src->nbytes);
+    rc = buffer_copyout(src, tmp, src->nbytes);
+    if (rc == 0) rc = buffer_copyin(dst, tmp, src->nbytes);
+    free(tmp);
+  }
   if (viz_on) viz_copy(dst->dev->name, src->dev->name, src->nbytes, now_s() - t0);
   counters_add_run(0, (double)src->nbytes * 2, 0);
   return rc;
