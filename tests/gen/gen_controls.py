@@ -35,7 +35,9 @@ Groups and their references:
           count_include_pad=False divides by the window's input cells.
           Max pool indices are positions h*W + w in the unpadded input
           plane (torch's indices into the padded plane, shifted). Op
-          conv2d: F.pad + F.conv2d (padding 0), inputs x, w. Op
+          conv2d: F.pad + F.conv2d (padding 0), inputs x, w. Every pool
+          case is also checked against tinygrad's own avg_pool2d /
+          max_pool2d (its PYTHON device) with the same padding. Op
           conv_transpose2d: F.conv_transpose2d with padding 0 (stride,
           output_padding, dilation), then (pB, pA) cropped from each output
           axis, tinygrad's asymmetric padding of a transposed conv.
@@ -226,6 +228,22 @@ def pool_ref(x, kind, k, s, d, pairs, ceil, exclude, indices):
     return (sm / cnt,)
 
 
+def check_tinygrad_pool(x, kind, k, s, d, tpad, ceil, exclude, outs):
+    """The torch-built reference must be what tinygrad's own pools give
+    (run by its PYTHON emulator device): its padding forms, ceil mode and
+    indices are the semantics tg follows."""
+    from tinygrad import Tensor
+    t = Tensor(x, device="PYTHON")
+    tp = tpad[0] if len(tpad) == 1 else tuple(tpad)
+    if kind == "avg":
+        r = t.avg_pool2d(tuple(k), tuple(s), 1, tp, ceil, not exclude).numpy()
+        assert r.shape == outs[0].shape and np.abs(r - outs[0]).max() <= 1e-6, ("tinygrad avg_pool2d differs", tpad)
+    else:
+        r, idx = t.max_pool2d(tuple(k), tuple(s), tuple(d), tp, ceil, return_indices=True)
+        assert r.shape == outs[0].shape and np.abs(r.numpy() - outs[0]).max() == 0, ("tinygrad max_pool2d differs", tpad)
+        assert len(outs) == 1 or (idx.numpy() == outs[1]).all(), ("tinygrad max_pool2d indices differ", tpad)
+
+
 def gen_pool():
     g = CtlGroup("pool", 22)
     cases = [
@@ -249,6 +267,7 @@ def gen_pool():
         pairs = grouped(tpad, 2)
         res = pool_ref(x.astype(np.float64), kind, k, s, d, pairs, ceil, exclude, indices)
         outs = [res[0].numpy().astype(np.float32)] + ([res[1].numpy().astype(np.int32)] if len(res) > 1 else [])
+        check_tinygrad_pool(x, kind, k, s, d, tpad, ceil, exclude, outs)
         label = "%s_pool_%s_k%s_s%s_d%s_p%s%s%s" % (kind, "x".join(map(str, xs)), "".join(map(str, k)), "".join(map(str, s)),
                                                    "".join(map(str, d)), "_".join(map(str, tpad)), "_ceil" if ceil else "",
                                                    "_excl" if exclude else "")
