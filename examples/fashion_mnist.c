@@ -15,7 +15,9 @@
  *                   --distributed runs (batch-norm statistics per part, as
  *                   N ranks compute them), their gradients averaged in
  *                   host memory as the allreduce averages them: the loss
- *                   curve --distributed must give on N ranks
+ *                   curve --distributed must give on N ranks (the
+ *                   running statistics, for the test set, see every part
+ *                   in turn, rank 0's only its own)
  *   --batch N       the global batch (default 512)
  *   --lr X          the peak learning rate (default 4e-3)
  *   --print-loss    print every step's loss ("loss STEP VALUE")
