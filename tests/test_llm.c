@@ -62,12 +62,15 @@ TEST(llm_tiny_llama_f16_and_bf16_cache) {
 }
 /* a model on another device than the default one: every tensor the model
  * makes (rope tables, caches, positions, token ids) goes to its device */
-TEST(llm_tiny_llama_on_cl_while_default_is_cpu) {
+static bool has_cl(void) {
   tg_device_info info[32];
   int n = tg_devices(info, 32, NULL);
   bool cl = false;
   for (int i = 0; i < n && i < 32; i++) cl |= !strcmp(info[i].name, "CL");
-  if (!cl) SKIP("no OpenCL device");
+  return cl;
+}
+TEST(llm_tiny_llama_on_cl_while_default_is_cpu) {
+  if (!has_cl()) SKIP("no OpenCL device");
   const char *prev = tg_default_device();
   CHECK(tg_set_default_device("CPU") == 0);
   check_model_on("llama", "CL");
@@ -182,6 +185,11 @@ TEST(llm_swa_ring_gptoss) { swa_ring("gptoss", false); }
  * sigmoid routing with an expert bias by the family's default, a shared
  * expert; its MTP layer (NaN weights) is not run */
 TEST(llm_tiny_glm4moe) { check_model("glm4moe"); tg_llm_free(check_greedy("glm4moe", "glm4moe_greedy", 0, tiny_prompt, 7, 1e-4)); }
+/* the same on OpenCL (MXFP4 decoding, sinks and routing in its kernels) */
+TEST(llm_tiny_gptoss_on_cl) {
+  if (!has_cl()) SKIP("no OpenCL device");
+  check_model_on("gptoss", "CL");
+}
 TEST(llm_tiny_gptoss) { check_model("gptoss"); tg_llm_free(check_greedy("gptoss", "gptoss_greedy", 0, tiny_prompt, 7, 1e-4)); }
 
 /* src copied to dst without tensor drop, with metadata key set to value
@@ -236,6 +244,16 @@ TEST(llm_arch_errors) {
   CHECK_OK(copy_gguf_kv("goldens/llm_phi3.gguf", path, NULL, "phi3.rope.scaling.attn_factor", GGUF_F32, &bad) == 0);
   CHECK(tg_llm_load(path, NULL) == NULL);
   CHECK_MSG(strstr(tg_error(), "phi3.rope.scaling.attn_factor = -2 must be positive"), "%s", tg_error());
+  uint32_t four = 4, seven = 7;
+  CHECK_OK(copy_gguf_kv("goldens/llm_glm4moe.gguf", path, NULL, "glm4moe.nextn_predict_layers", GGUF_U32, &four) == 0);
+  CHECK(tg_llm_load(path, NULL) == NULL);
+  CHECK_MSG(strstr(tg_error(), "glm4moe.nextn_predict_layers 4 leaves none of block_count 4"), "%s", tg_error());
+  CHECK_OK(copy_gguf_kv("goldens/llm_glm4moe.gguf", path, NULL, "glm4moe.expert_gating_func", GGUF_U32, &seven) == 0);
+  CHECK(tg_llm_load(path, NULL) == NULL);
+  CHECK_MSG(strstr(tg_error(), "glm4moe.expert_gating_func = 7 is not"), "%s", tg_error());
+  CHECK_OK(copy_gguf("goldens/llm_gptoss.gguf", path, "blk.1.attn_sinks.weight", NULL) == 0);
+  CHECK(tg_llm_load(path, NULL) == NULL);
+  CHECK_MSG(strstr(tg_error(), "'blk.1.attn_sinks.weight' is missing (architecture gpt-oss)"), "%s", tg_error());
   unlink(path);
 }
 
