@@ -151,8 +151,11 @@ static int intern_state(tg_grammar *g, const int32_t *set, int n, uint32_t parti
   if (g->n_states >= GRAMMAR_MAX_STATES) { fail(g, "the text needs more than 2M distinct parse states"); return GSTATE_DEAD; }
   if (g->n_pool + n > (int64_t)1 << 28) { fail(g, "the parse states need more than 1 GiB"); return GSTATE_DEAD; }
   if (g->n_pool + n > g->cap_pool) {
+    /* set may point into the pool (a state's stacks again, with a partial character) */
+    int64_t off = g->set_pool && set >= g->set_pool && set < g->set_pool + g->n_pool ? set - g->set_pool : -1;
     while (g->n_pool + n > g->cap_pool) g->cap_pool = g->cap_pool ? g->cap_pool * 2 : 4096;
     g->set_pool = tg_xrealloc(g->set_pool, sizeof(int32_t) * (size_t)g->cap_pool);
+    if (off >= 0) set = g->set_pool + off;
   }
   memcpy(g->set_pool + g->n_pool, set, sizeof(int32_t) * (size_t)n);
   if (g->n_states == g->cap_states) {

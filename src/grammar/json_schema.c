@@ -20,6 +20,7 @@
  * Any other keyword that constrains (pattern, minimum, allOf, ...) is an
  * error naming it and where, never silently ignored. */
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <string.h>
 #include "grammar/grammar.h"
 #include "util/util.h"
@@ -132,7 +133,7 @@ static int visit(conv *c, const cJSON *s, const char *path, char *name);
 static bool has_type(const cJSON *v, const char *t) {
   if (!strcmp(t, "string")) return cJSON_IsString(v);
   if (!strcmp(t, "number")) return cJSON_IsNumber(v);
-  if (!strcmp(t, "integer")) return cJSON_IsNumber(v) && v->valuedouble == (double)(int64_t)v->valuedouble;
+  if (!strcmp(t, "integer")) return cJSON_IsNumber(v) && v->valuedouble == floor(v->valuedouble);
   if (!strcmp(t, "boolean")) return cJSON_IsBool(v);
   if (!strcmp(t, "null")) return cJSON_IsNull(v);
   if (!strcmp(t, "array")) return cJSON_IsArray(v);
@@ -156,7 +157,7 @@ static void rule_close(conv *c, strbuf *b) { sb_puts(b, "\n"); sb_append(&c->out
 static int get_count(conv *c, const cJSON *s, const char *key, const char *path, int64_t *out) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(s, key);
   if (!v) return 0;
-  if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble != (double)(int64_t)v->valuedouble)
+  if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0) || v->valuedouble != floor(v->valuedouble))
     return fail(c, path, "'%s' must be a non-negative integer", key);
   if (v->valuedouble > GRAMMAR_MAX_REPEAT) return fail(c, path, "'%s' over 2000 is not supported", key);
   *out = (int64_t)v->valuedouble;
