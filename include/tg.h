@@ -178,6 +178,10 @@ tg_tensor *tg_empty_like(const tg_tensor *t);
 void tg_manual_seed(uint64_t seed);
 tg_tensor *tg_rand(tg_shape shape, tg_dtype dt);    /* uniform [0, 1) */
 tg_tensor *tg_randn(tg_shape shape, tg_dtype dt);   /* standard normal */
+/* The same draws with t's shape, dtype (a float) and device (tinygrad's
+ * rand_like / randn_like). */
+tg_tensor *tg_rand_like(const tg_tensor *t);
+tg_tensor *tg_randn_like(const tg_tensor *t);
 /* threefry2x32 (20 rounds) of each counter x under key, both uint64 tensors
  * (broadcasting): the low 32 bits of x and key are the first words, the
  * result packs the two output words as (hi << 32) | lo (tinygrad's

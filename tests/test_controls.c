@@ -425,3 +425,29 @@ TEST(controls_errors_threefry) {
   CHECK_ERR(tg_empty_like(NULL), "tg_empty_like", "NULL");
   tg_scope_end();
 }
+
+/* rand_like / randn_like are tg_rand / tg_randn of t's shape and dtype:
+ * the same numbers for the same seed */
+TEST(controls_rand_like) {
+  tg_scope_begin();
+  tg_tensor *t = tg_zeros(TG_SHAPE(4, 6), TG_F16);
+  float a[24], b[24];
+  tg_manual_seed(99);
+  tg_tensor *r = tg_rand_like(t);
+  CHECK_OK(r);
+  CHECK_EQ_INT(tg_dtype_of(r), TG_F16);
+  CHECK(tg_ndim(r) == 2 && tg_dim(r, 0) == 4 && tg_dim(r, 1) == 6);
+  CHECK(!strcmp(tg_device_of(r), tg_device_of(t)));
+  CHECK(tg_data(tg_cast(r, TG_F32), a, sizeof a) == 0);
+  tg_manual_seed(99);
+  CHECK(tg_data(tg_cast(tg_rand(TG_SHAPE(4, 6), TG_F16), TG_F32), b, sizeof b) == 0);
+  CHECK(memcmp(a, b, sizeof a) == 0);
+  tg_manual_seed(5);
+  CHECK(tg_data(tg_cast(tg_randn_like(t), TG_F32), a, sizeof a) == 0);
+  tg_manual_seed(5);
+  CHECK(tg_data(tg_cast(tg_randn(TG_SHAPE(4, 6), TG_F16), TG_F32), b, sizeof b) == 0);
+  CHECK(memcmp(a, b, sizeof a) == 0);
+  CHECK_ERR(tg_rand_like(tg_zeros(TG_SHAPE(2), TG_I32)), "tg_rand_like", "float", "int32");
+  CHECK_ERR(tg_randn_like(NULL), "tg_randn_like", "NULL");
+  tg_scope_end();
+}

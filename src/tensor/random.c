@@ -87,6 +87,22 @@ tg_tensor *tg_randn(tg_shape shape, tg_dtype dt) {
   API_RETURN(tensor_wrap(z, tg_default_device()));
 }
 
+/* tinygrad's rand_like / randn_like: t's shape (symbolic axes at their
+ * maximum), dtype and device */
+static tg_tensor *random_like(const tg_tensor *t, bool normal, const char *op) {
+  if (!t) { tensor_null_arg(op, "t"); return NULL; }
+  tg_shape s = { t->u->ndim, { 0 } };
+  for (int i = 0; i < s.ndim; i++) s.d[i] = t->u->shape[i];
+  tg_dtype dt = (tg_dtype)t->u->dtype.scalar;
+  if (!tg_dtype_is_float(dt)) TG_FAIL("%s: t must be a float tensor, not %s", op, tg_dtype_name(dt));
+  const char *prev = tensor_device_begin(t->device);
+  tg_tensor *r = normal ? tg_randn(s, dt) : tg_rand(s, dt);
+  tensor_device_end(prev);
+  return r;
+}
+tg_tensor *tg_rand_like(const tg_tensor *t) { return random_like(t, false, "tg_rand_like"); }
+tg_tensor *tg_randn_like(const tg_tensor *t) { return random_like(t, true, "tg_randn_like"); }
+
 tg_tensor *tg_threefry(tg_tensor *x, tg_tensor *key) {
   NEED(x, "tg_threefry"); NEED(key, "tg_threefry");
   if (tg_dtype_of(x) != TG_U64 || tg_dtype_of(key) != TG_U64)
