@@ -1,7 +1,8 @@
 /* test_llm.c: the model runner against independent references: tiny random
  * models (tests/gen/gen_llm.py: numpy forward passes in float64) for dense
- * llama, qwen3moe, qwen2moe, deepseek2, gemma2, gemma3, phi3 and a YaRN
- * llama, with greedy decoding past the sliding window; and stories260K's greedy continuation as
+ * llama, qwen3moe, qwen2moe, deepseek2 (also with YaRN), gemma2, gemma3,
+ * phi3, gpt-oss, glm4moe and a YaRN llama, with greedy decoding (and past
+ * the sliding window's ring); and stories260K's greedy continuation as
  * llama.cpp prints it (../shared/testdata/README.md). */
 #include "test.h"
 #include <unistd.h>

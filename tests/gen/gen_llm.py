@@ -15,6 +15,16 @@ layers' 1e6 and linear scaling 2). Gemma's GGUF holds its norm weights plus
 one (llama.cpp's converter adds it), so the reference uses plain RMS norms
 too. Each file gets 7 prompt tokens then 3 single tokens;
 the goldens hold the logits after the prompt and after each single token.
+
+Then (at the end of this file) phi3 (fused q|k|v and gate|up, partial
+rotary, LongRoPE factors and attention factor), YaRN on a llama and on
+deepseek2 (with yarn_log_multiplier), gpt-oss (MXFP4 experts with biases,
+softmax over the chosen experts, clamped SwiGLU, attention sinks) and
+glm4moe (sigmoid routing, shared expert, partial rope, a skipped MTP
+layer); greedy(): argmax decoding runs whose logits and tokens are goldens
+too (*.logits.bin, *.greedy.bin), some of them 110 positions long to pass
+the sliding layers' rings. Run: python3 tests/gen/gen_llm.py (gguf-py and
+numpy from PyPI).
 """
 import os
 import numpy as np
