@@ -39,6 +39,11 @@ static char *detokenize(void *ctx, const int *tokens, int n) {
   return tg_detokenize(s->tok, (const int32_t *)tokens, n, false, true, NULL);
 }
 
+static int embed(void *ctx, const int *tokens, int n, float *out) {
+  chat_session *s = ctx;
+  return tg_llm_embed(s->model, (const int32_t *)tokens, n, out);
+}
+
 static int generate(void *ctx, const int *prompt, int n_prompt, const serve_sampling *ss, int max_tokens, serve_emit_fn emit, void *u,
                     int *n_out, bool *hit_eos) {
   chat_session *s = ctx;
@@ -88,7 +93,8 @@ int cmd_serve(int argc, char **argv) {
   const char *slash = strrchr(a.model, '/');
   serve_backend b = { .ctx = &s, .model_id = alias ? alias : slash ? slash + 1 : a.model, .n_ctx = tg_llm_config_of(s.model)->n_ctx,
                       .chat_template = s.template_text, .render_chat = render_chat, .tokenize_text = tokenize_text,
-                      .generate = generate, .detokenize = detokenize };
+                      .generate = generate, .detokenize = detokenize, .embed = embed,
+                      .n_embd = tg_llm_config_of(s.model)->dim };
   int rc = serve_run(&(serve_options){ .host = host, .port = port, .timeout_s = (unsigned)timeout,
                                        .max_conns_per_ip = (unsigned)per_ip, .api_key = api_key }, &b);
   chat_session_close(&s);

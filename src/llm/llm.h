@@ -173,5 +173,9 @@ int llm_load_weights(tg_llm *m, const char *device);
 /* The logits (1, n_vocab) of the last of tokens (T,) int32 at positions
  * pos .. pos+T-1, writing their keys and values into the caches. */
 tg_tensor *llm_forward(tg_llm *m, tg_tensor *tokens);
+/* The last hidden state of every token, after the final norm (T, dim):
+ * what llm_forward projects to logits, and embeddings pool. Writes the
+ * tokens' keys and values to the cache like llm_forward. */
+tg_tensor *llm_hidden(tg_llm *m, tg_tensor *tokens);
 
 #endif

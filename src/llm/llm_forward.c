@@ -238,7 +238,8 @@ static tg_tensor *ring_mask(tg_llm *m, tg_tensor *positions, int64_t T) {
   return tg_logical_and(seen, tg_gt(held, tg_sub(q, tg_scalar(m->swa_window, TG_I32))));
 }
 
-tg_tensor *llm_forward(tg_llm *m, tg_tensor *tokens) {
+/* The residual stream after the last layer (T, dim), before the final norm. */
+static tg_tensor *residual(tg_llm *m, tg_tensor *tokens) {
   const tg_llm_config *c = &m->cfg;
   const llm_arch *A = m->arch;
   int64_t T = tg_dim(tokens, 0);
@@ -291,7 +292,17 @@ tg_tensor *llm_forward(tg_llm *m, tg_tensor *tokens) {
     if (A->norms & LLM_NORM_POST) f = rms_norm(f, l->ffn_post_norm, c->rms_eps);
     x = tg_add(x, f);
   }
+  return x;
+}
+
+tg_tensor *llm_hidden(tg_llm *m, tg_tensor *tokens) {
+  return rms_norm(residual(m, tokens), m->output_norm, m->cfg.rms_eps);
+}
+
+tg_tensor *llm_forward(tg_llm *m, tg_tensor *tokens) {
+  int64_t T = tg_dim(tokens, 0);
+  tg_tensor *x = residual(m, tokens);
   tg_tensor *last = T > 1 ? TG_GET(x, TG_FROM(T - 1)) : x;                                     /* (1, dim) */
-  tg_tensor *logits = linear(m, rms_norm(last, m->output_norm, c->rms_eps), m->output, NULL);
+  tg_tensor *logits = linear(m, rms_norm(last, m->output_norm, m->cfg.rms_eps), m->output, NULL);
   return m->final_softcap > 0 ? softcap(logits, m->final_softcap) : logits;
 }
