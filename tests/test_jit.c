@@ -291,3 +291,68 @@ TEST(jit_reused_output_fed_back_as_input) {
     tg_jit_free(j);
   }
 }
+
+/* ---- batches: consecutive kernels replayed as one launch (JIT_BATCH_SIZE,
+ * doubling), with the cores meeting at a barrier between kernels; JIT=2 has
+ * no batches. A chain of dependent kernels big enough to use every core. */
+enum { CHAIN = 12, BIG = 1 << 17 };
+static int chain_step(void *ctx, tg_tensor *const *in, int nin, tg_tensor **out, int nout) {
+  tg_tensor *x = in[0];
+  for (int i = 0; i < CHAIN - 1; i++) x = tg_contiguous(tg_adds(tg_muls(x, 0.5), (double)i));
+  out[0] = tg_adds(x, 1);
+  return out[0] ? 0 : -1;
+}
+static void chain_batches(const char *jit, const char *batch) {
+  if (jit) setenv("JIT", jit, 1); else unsetenv("JIT");
+  if (batch) setenv("JIT_BATCH_SIZE", batch, 1); else unsetenv("JIT_BATCH_SIZE");
+  static float x[BIG], got[BIG];
+  tg_jit *j = tg_jit_new(chain_step, NULL);
+  for (int call = 0; call < 5; call++) {
+    tg_scope_begin();
+    for (int i = 0; i < BIG; i++) x[i] = (float)((i * 7 + call) % 101) - 50;
+    tg_tensor *in = tg_from_data(x, TG_SHAPE(BIG), TG_F32), *out = NULL;
+    tg_counters c0 = tg_get_counters();
+    CHECK_MSG(tg_jit_call(j, &in, 1, &out, 1) == 0, "JIT=%s JIT_BATCH_SIZE=%s call %d: %s", jit, batch, call, tg_error());
+    CHECK(tg_data(out, got, sizeof got) == 0);
+    if (call >= 2) CHECK_EQ_INT(tg_get_counters().kernels_run - c0.kernels_run, tg_jit_stats(j).kernels);
+    int bad = 0;
+    for (int i = 0; i < BIG; i++) {
+      float v = x[i];
+      for (int k = 0; k < CHAIN - 1; k++) v = v * 0.5f + (float)k;
+      bad += got[i] != v + 1;
+    }
+    CHECK_MSG(bad == 0, "JIT=%s JIT_BATCH_SIZE=%s call %d: %d wrong", jit, batch, call, bad);
+    tg_scope_end();
+  }
+  CHECK_EQ_INT(tg_jit_stats(j).kernels, CHAIN);
+  tg_jit_free(j);
+  unsetenv("JIT"); unsetenv("JIT_BATCH_SIZE");
+}
+TEST(jit_batches_match_unbatched) {
+  chain_batches(NULL, NULL);    /* 12 kernels: one batch */
+  chain_batches(NULL, "3");     /* batches of 3, 6, 3 */
+  chain_batches(NULL, "1");     /* batches of 1, 2, 4, 5 */
+  chain_batches("2", NULL);     /* no batches */
+}
+
+/* JITBEAM=1: the step's kernels are searched (BEAM=1), the results are the same */
+static int tiny_step(void *ctx, tg_tensor *const *in, int nin, tg_tensor **out, int nout) {
+  out[0] = tg_sum(tg_mul(in[0], in[0]), TG_AXES(0), false);
+  return out[0] ? 0 : -1;
+}
+TEST(jit_jitbeam_searches_step_kernels) {
+  setenv("JITBEAM", "1", 1);
+  tg_jit *j = tg_jit_new(tiny_step, NULL);
+  for (int call = 0; call < 3; call++) {
+    tg_scope_begin();
+    float x[64], got = 0, want = 0;
+    for (int i = 0; i < 64; i++) { x[i] = (float)(i % 7 - 3 + call); want += x[i] * x[i]; }
+    tg_tensor *in = tg_from_data(x, TG_SHAPE(64), TG_F32), *out = NULL;
+    CHECK_MSG(tg_jit_call(j, &in, 1, &out, 1) == 0, "call %d: %s", call, tg_error());
+    CHECK(tg_data(out, &got, sizeof got) == 0);
+    CHECK_NEAR(got, want, 1e-6);
+    tg_scope_end();
+  }
+  tg_jit_free(j);
+  unsetenv("JITBEAM");
+}

@@ -82,6 +82,12 @@ int tg_set_kernel_opts(const char *spec) {
   return 0;
 }
 
+/* JITBEAM: a BEAM width for the kernels a JIT's step compiles (set around
+ * its first calls), 0 for none: then $BEAM applies. */
+static _Thread_local int beam_override;
+int engine_set_beam(int width) { int prev = beam_override; beam_override = width; return prev; }
+static int beam_width(void) { return beam_override > 0 ? beam_override : (int)tg_getenv_int("BEAM", 0); }
+
 /* Picks the opts for this kernel (TG_OPTS or tg_set_kernel_opts, BEAM, the
  * heuristic, or none with NOOPT=1) and runs codegen with them. */
 static int generate(sched_item *it, kernel_program *kp, int debug) {
@@ -98,8 +104,8 @@ static int generate(sched_item *it, kernel_program *kp, int debug) {
   bool heuristic = false;
   if (spec && *spec) {
     if ((n = kopts_parse(spec, o, 32)) < 0) return -1;
-  } else if (tg_getenv_int("BEAM", 0) > 0) {
-    if ((n = beam_opts(it, (int)tg_getenv_int("BEAM", 0), o, 32)) < 0) return -1;
+  } else if (beam_width() > 0) {
+    if ((n = beam_opts(it, beam_width(), o, 32)) < 0) return -1;
   } else if (!tg_getenv_int("NOOPT", 0)) {
     n = kernel_heuristic_opts(it->ast, ren, tg_pool_threads(), o, 32);
     heuristic = true;   /* a pick that does not fit is skipped */
@@ -156,7 +162,7 @@ static uop *program_key(sched_item *it) {
   /* one program per kernel, device and opts setting */
   char keystr[512];
   const char *spec = opts_override ? opts_override : getenv("TG_OPTS");
-  snprintf(keystr, sizeof keystr, "%s|%s|%d|%d", it->dev->name, spec ? spec : "", (int)tg_getenv_int("NOOPT", 0), (int)tg_getenv_int("BEAM", 0));
+  snprintf(keystr, sizeof keystr, "%s|%s|%d|%d", it->dev->name, spec ? spec : "", (int)tg_getenv_int("NOOPT", 0), beam_width());
   return uop1(OP_NOOP, DT_VOID, it->ast, arg_str(keystr));
 }
 

@@ -12,6 +12,10 @@
  * caller's pool) and returns 0; on failure returns -1 with tg_error set. */
 int engine_realize(uop *const *roots, int n, const char *default_device, ptrmap *becomes);
 
+/* JITBEAM (jit.c): the BEAM width for kernels compiled on this thread from
+ * now on, 0 for $BEAM's; returns the previous setting. */
+int engine_set_beam(int width);
+
 /* ---- kernel capture (for the JIT): while a capture is active on this
  * thread, every kernel run is appended to it. */
 typedef struct {

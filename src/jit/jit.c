@@ -20,6 +20,8 @@
 #include "uop/dims.h"
 #include "util/counters.h"
 
+static void replay_plan_free(replay_plan *rp, int nk);
+
 void tg_jit_set_reuse_outputs(tg_jit *j, bool on) { if (j) j->reuse_outputs = on; }
 
 void tg_jit_set_prune(tg_jit *j, bool on) { if (j) j->prune = on; }
@@ -33,6 +35,7 @@ tg_jit *tg_jit_new(tg_jit_fn fn, void *ctx) {
 
 void tg_jit_free(tg_jit *j) {
   if (!j) return;
+  replay_plan_free(j->rp, j->cap.n);
   for (int i = 0; j->args && i < j->cap.n; i++) free(j->args[i]);
   free(j->args);
   kernel_capture_free(&j->cap);
@@ -98,6 +101,8 @@ static int check_inputs(tg_jit *j, tg_tensor *const *in, int nin, tg_buffer **bu
 
 /* Runs the step, realizing its outputs and pending assigns together. */
 static int run_step(tg_jit *j, tg_tensor *const *in, int nin, tg_tensor **out, int nout) {
+  /* JITBEAM=n: kernel search for the step's kernels only */
+  int jitbeam = (int)tg_getenv_int("JITBEAM", 0), prev_beam = jitbeam > 0 ? engine_set_beam(jitbeam) : 0;
   tg_scope_begin();
   for (int i = 0; i < nout; i++) out[i] = NULL;
   int rc = j->fn(j->ctx, in, nin, out, nout);
@@ -115,6 +120,7 @@ static int run_step(tg_jit *j, tg_tensor *const *in, int nin, tg_tensor **out, i
   } else if (!tg_error()[0]) tg_seterr("tg_jit_call: the step function returned %d", rc);
   for (int i = 0; i < nout; i++) if (out[i] && rc >= 0) tg_keep(out[i]);
   tg_scope_end();
+  if (jitbeam > 0) engine_set_beam(prev_beam);
   if (rc < 0) for (int i = 0; i < nout; i++) out[i] = NULL;
   return rc < 0 ? -1 : 0;
 }
@@ -220,17 +226,74 @@ static void plan(tg_jit *j, tg_buffer **inb, tg_tensor **out) {
   pm_free(&refs); pm_free(&last); pm_free(&slot_of);
 }
 
+static void replay_plan_free(replay_plan *rp, int nk) {
+  if (!rp) return;
+  for (int k = 0; k < nk; k++) free(rp->ptrs[k]);
+  free(rp->ptrs); free(rp->patch); free(rp->vars); free(rp->progs); free(rp->varp);
+  free(rp->batch_end); free(rp->batched); free(rp);
+}
+
+static replay_plan *build_replay_plan(tg_jit *j) {
+  int nk = j->cap.n;
+  replay_plan *rp = tg_xcalloc(1, sizeof *rp);
+  rp->ptrs = tg_xcalloc((size_t)(nk ? nk : 1), sizeof(void **));
+  rp->vars = tg_xcalloc((size_t)(nk ? nk : 1), sizeof *rp->vars);
+  rp->progs = tg_xcalloc((size_t)(nk ? nk : 1), sizeof(tg_program *));
+  rp->varp = tg_xcalloc((size_t)(nk ? nk : 1), sizeof(int64_t *));
+  VEC(replay_patch) patch = { 0 };
+  for (int k = 0; k < nk; k++) {
+    captured_kernel *ck = &j->cap.v[k];
+    rp->ptrs[k] = tg_xcalloc((size_t)(ck->nbufs ? ck->nbufs : 1), sizeof(void *));
+    for (int a = 0; a < ck->nbufs; a++) {
+      jit_arg *ja = &j->args[k][a];
+      if (ja->kind == ARG_SLOT) rp->ptrs[k][a] = j->slots[ja->index];
+      else if (ja->kind == ARG_FIXED) rp->ptrs[k][a] = ck->bufs[a]->ptr;
+      else VEC_PUSH(patch, ((replay_patch){ k, a, ja->kind, ja->index }));
+    }
+    rp->progs[k] = ck->prog;
+    rp->varp[k] = rp->vars[k];
+    rp->flops += ck->flops;
+  }
+  rp->patch = patch.v; rp->npatch = patch.n;
+  /* batches; JIT=2 keeps the JIT without them, DEBUG=2 times each kernel */
+  bool batches = tg_getenv_int("JIT", 1) != 2 && tg_getenv_int("DEBUG", 0) < 2;
+  int64_t size = tg_getenv_int("JIT_BATCH_SIZE", 32);
+  if (size < 1) size = 1;
+  rp->batch_end = tg_xcalloc((size_t)(nk ? nk : 1), sizeof(int));
+  rp->batched = tg_xcalloc((size_t)(nk ? nk : 1), sizeof(bool));
+  for (int k = 0; k < nk;) {
+    captured_kernel *ck = &j->cap.v[k];
+    int end = k + 1;
+    if (batches && ck->prog && ck->dev->launch_batch) {
+      while (end < nk && end - k < size && j->cap.v[end].prog && j->cap.v[end].dev == ck->dev) end++;
+      rp->batched[rp->nbatches] = end - k > 1;
+      if (end - k > 1 && size < (1 << 20)) size *= 2;
+    }
+    rp->batch_end[rp->nbatches++] = end;
+    k = end;
+  }
+  return rp;
+}
+
 /* Runs the captured kernels on this call's inputs and outputs. */
 static int replay_kernels(tg_jit *j, tg_buffer **inb, tg_buffer **outb) {
-  void *ptrs[256];
+  if (!j->rp) j->rp = build_replay_plan(j);
+  replay_plan *rp = j->rp;
+  for (int i = 0; i < rp->npatch; i++) {
+    const replay_patch *p = &rp->patch[i];
+    rp->ptrs[p->k][p->a] = p->kind == ARG_INPUT ? inb[p->index]->ptr : outb[p->index]->ptr;
+  }
+  for (int k = 0; k < j->cap.n; k++)
+    if (j->cap.v[k].nvars && vars_values(j->cap.v[k].varnames, j->cap.v[k].nvars, rp->vars[k]) < 0) return -1;
   int debug = (int)tg_getenv_int("DEBUG", 0);
-  for (int k = 0; k < j->cap.n; k++) {
+  for (int b = 0, k = 0; b < rp->nbatches; k = rp->batch_end[b++]) {
     captured_kernel *ck = &j->cap.v[k];
-    for (int a = 0; a < ck->nbufs && a < 256; a++) {
-      jit_arg *ja = &j->args[k][a];
-      ptrs[a] = ja->kind == ARG_INPUT ? inb[ja->index]->ptr : ja->kind == ARG_OUTPUT ? outb[ja->index]->ptr
-              : ja->kind == ARG_SLOT ? j->slots[ja->index] : ck->bufs[a]->ptr;
+    int end = rp->batch_end[b];
+    if (rp->batched[b]) {
+      if (ck->dev->launch_batch(ck->dev, rp->progs + k, rp->ptrs + k, rp->varp + k, end - k) < 0) return -1;
+      continue;
     }
+    void **ptrs = rp->ptrs[k];
     if (!ck->prog) {   /* a copy between devices */
       tg_buffer *dst = ck->bufs[0], *src = ck->bufs[1];
       void *tmp = tg_xmalloc(src->nbytes);
@@ -240,17 +303,15 @@ static int replay_kernels(tg_jit *j, tg_buffer **inb, tg_buffer **outb) {
       if (rc < 0) return -1;
       continue;
     }
-    int64_t vars[32];
-    if (vars_values(ck->varnames, ck->nvars, vars) < 0) return -1;
     double t0 = debug >= 2 ? engine_now_s() : 0;
-    if (ck->dev->launch(ck->dev, ck->prog, ptrs, ck->nbufs, vars, ck->nvars) < 0) return -1;
-    counters_add_run(ck->flops, 0, 0);
+    if (ck->dev->launch(ck->dev, ck->prog, ptrs, ck->nbufs, rp->vars[k], ck->nvars) < 0) return -1;
     if (debug >= 2) {
       double bytes = 0;
       for (int a = 0; a < ck->nbufs; a++) bytes += (double)ck->bufs[a]->nbytes;
       engine_print_kernel_run("JIT", ck->dev->name, ck->name, ck->nbufs, engine_now_s() - t0, ck->flops, bytes);
     }
   }
+  counters_add_runs(j->cap.n, rp->flops, 0, 0);
   return 0;
 }
 

@@ -16,6 +16,25 @@ typedef struct { int kind, index; } jit_arg;
 /* var[i]: an output's symbolic axis (retained DEFINE_VAR), NULL when static */
 typedef struct { tg_shape shape; tg_dtype dtype; const char *device; uop *var[TG_MAX_DIMS]; } tensor_sig;
 
+/* How a replay launches the captured kernels, built once after planning:
+ * each kernel's buffer pointers with the fixed and planned ones filled in
+ * (a call patches in its inputs and outputs), and the kernels in batches
+ * (consecutive kernels of a device that launches batches: one launch each,
+ * JIT_BATCH_SIZE kernels first, twice as many for each batch after). */
+typedef struct { int k, a, kind, index; } replay_patch;
+typedef struct {
+  void ***ptrs;              /* per kernel, per buffer */
+  replay_patch *patch;       /* the input and output arguments */
+  int npatch;
+  int64_t (*vars)[32];       /* per kernel: its variables' values this call */
+  tg_program **progs;        /* per kernel */
+  const int64_t **varp;      /* per kernel: vars[k] */
+  int *batch_end;            /* batch b: kernels [batch_end[b-1], batch_end[b]) */
+  int nbatches;
+  bool *batched;             /* per batch: launched with launch_batch */
+  double flops;              /* of one replay */
+} replay_plan;
+
 struct tg_jit {
   tg_jit_fn fn;
   void *ctx;
@@ -35,6 +54,7 @@ struct tg_jit {
   int npinned;
   bool reuse_outputs;
   tg_buffer *outb[256];      /* with reuse_outputs: the outputs' memory, kept across calls */
+  replay_plan *rp;           /* built on the first replay */
 };
 
 #endif

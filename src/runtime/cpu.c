@@ -421,6 +421,42 @@ static int cpu_launch(struct tg_device *d, tg_program *p, void **bufs, int nbufs
   return 0;
 }
 
+/* A batch: every core runs the kernels in order, with a barrier between
+ * two kernels unless both run on core 0 alone (a kernel limited to fewer
+ * cores than the pool's skips the others). One pool hand-off per batch. */
+typedef struct {
+  tg_program *const *progs;
+  void **const *bufs;
+  const int64_t *const *vars;
+  int n;
+  tg_pool_barrier barrier;
+} batch_args;
+
+static int batch_cores(const tg_program *p, int ncores) { return p->max_cores > 0 && p->max_cores < ncores ? p->max_cores : ncores; }
+
+static void batch_core(void *arg, int core, int ncores) {
+  batch_args *a = arg;
+  for (int i = 0; i < a->n; i++) {
+    int kn = batch_cores(a->progs[i], ncores);
+    if (i > 0 && (kn > 1 || batch_cores(a->progs[i - 1], ncores) > 1)) tg_pool_barrier_wait(&a->barrier, ncores);
+    if (core < kn) a->progs[i]->fn(a->bufs[i], a->vars[i], core, kn);
+  }
+}
+
+static int cpu_launch_batch(struct tg_device *d, tg_program *const *progs, void **const *bufs, const int64_t *const *vars, int n) {
+  for (int i = 0; i < n; i++)
+    if (!progs[i] || !progs[i]->fn) return tg_seterr("CPU: launch of a program with no function ('%s')", progs[i] && progs[i]->name ? progs[i]->name : "?");
+  batch_args a = { progs, bufs, vars, n, { 0, 0 } };
+  /* kernels that all run on one core need no workers */
+  int wide = 0, t = tg_pool_threads();
+  for (int i = 0; i < n && !wide; i++) wide = batch_cores(progs[i], t) > 1;
+  if (!wide) { batch_core(&a, 0, 1); return 0; }
+  if (tg_pool_run_together(batch_core, &a, 0) > 0) return 0;
+  /* the pool is busy (a launch from another thread): one by one */
+  for (int i = 0; i < n; i++) if (cpu_launch(d, progs[i], bufs[i], 0, vars[i], 0) < 0) return -1;
+  return 0;
+}
+
 /* ---------------------------------------------------------------- the device */
 
 static struct tg_device cpu_dev = {
@@ -432,6 +468,7 @@ static struct tg_device cpu_dev = {
   .compile = cpu_compile,
   .program_free = cpu_program_free,
   .launch = cpu_launch,
+  .launch_batch = cpu_launch_batch,
   .renderer = &renderer_c,
   .compile_flags = CPU_COMPILE_FLAGS,
   .host_memory = true,

@@ -49,6 +49,10 @@ struct tg_device {
   void (*program_free)(tg_device *d, tg_program *p);
   /* Run a loaded program. Returns 0 or a negative error. */
   int (*launch)(tg_device *d, tg_program *p, void **bufs, int nbufs, const int64_t *vars, int nvars);
+  /* Optional: runs n programs in order as one launch (the JIT's batches),
+   * each finishing before the next starts; bufs[i] and vars[i] are program
+   * i's. NULL: the engine launches them one by one. */
+  int (*launch_batch)(tg_device *d, tg_program *const *progs, void **const *bufs, const int64_t *const *vars, int n);
   /* Who writes its kernels and what they may use (renderer.h): the table
    * of its dialect, with limits the device read from its driver. */
   const tg_renderer *renderer;

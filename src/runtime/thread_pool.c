@@ -297,17 +297,15 @@ static void wait_pending(void) {
   atomic_thread_fence(memory_order_acquire);
 }
 
-void tg_pool_run(tg_pool_fn fn, void *arg, int ncores) {
-  int t = tg_pool_threads();
-  int n = ncores <= 0 || ncores > t ? t : ncores;
-  if (n <= 1) { fn(arg, 0, 1); return; }
-  if (pthread_mutex_trylock(&run_lock) != 0) { run_serial(fn, arg, n); return; }
+/* With run_lock held: runs fn on n cores (fewer when threads could not be
+ * made), then releases the lock. Returns the cores used. */
+static int run_held(tg_pool_fn fn, void *arg, int n, int t) {
   if (nworkers < n - 1) start_workers_locked(t - 1);
   if (nworkers < n - 1) n = nworkers + 1;   /* fewer threads could be made: use those */
   if (n <= 1) {
     pthread_mutex_unlock(&run_lock);
     fn(arg, 0, 1);
-    return;
+    return 1;
   }
   job_fn = fn;
   job_arg = arg;
@@ -318,6 +316,35 @@ void tg_pool_run(tg_pool_fn fn, void *arg, int ncores) {
   fn(arg, 0, n);
   wait_pending();
   pthread_mutex_unlock(&run_lock);
+  return n;
+}
+
+void tg_pool_run(tg_pool_fn fn, void *arg, int ncores) {
+  int t = tg_pool_threads();
+  int n = ncores <= 0 || ncores > t ? t : ncores;
+  if (n <= 1) { fn(arg, 0, 1); return; }
+  if (pthread_mutex_trylock(&run_lock) != 0) { run_serial(fn, arg, n); return; }
+  run_held(fn, arg, n, t);
+}
+
+int tg_pool_run_together(tg_pool_fn fn, void *arg, int ncores) {
+  int t = tg_pool_threads();
+  int n = ncores <= 0 || ncores > t ? t : ncores;
+  if (n <= 1) { fn(arg, 0, 1); return 1; }
+  if (pthread_mutex_trylock(&run_lock) != 0) return 0;
+  return run_held(fn, arg, n, t);
+}
+
+void tg_pool_barrier_wait(tg_pool_barrier *b, int n) {
+  if (n <= 1) return;
+  unsigned gen = __atomic_load_n(&b->gen, __ATOMIC_ACQUIRE);
+  if (__atomic_add_fetch(&b->count, 1, __ATOMIC_ACQ_REL) == n) {
+    __atomic_store_n(&b->count, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&b->gen, gen + 1, __ATOMIC_RELEASE);
+    return;
+  }
+  for (int spins = 0; __atomic_load_n(&b->gen, __ATOMIC_ACQUIRE) == gen; spins++)
+    if (spins > 2000) sched_yield();
 }
 
 void tg_pool_reset_for_tests(void) {

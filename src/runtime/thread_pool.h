@@ -32,6 +32,17 @@ int tg_pool_threads(void);
  * calling thread. Results are the same; only the speed differs. */
 void tg_pool_run(tg_pool_fn fn, void *arg, int ncores);
 
+/* Like tg_pool_run, but only when the n cores can run fn at the same time
+ * (so fn may wait for the others: a barrier between the kernels of a
+ * batch). Returns the n fn got (1: it ran on the calling thread alone), or
+ * 0 without calling fn when the pool is busy. */
+int tg_pool_run_together(tg_pool_fn fn, void *arg, int ncores);
+
+/* A barrier for the n cores of one tg_pool_run_together job: spins, then
+ * yields. Zero-initialize it. */
+typedef struct { int count; unsigned gen; } tg_pool_barrier;
+void tg_pool_barrier_wait(tg_pool_barrier *b, int n);
+
 /* ---- for tests */
 
 /* Stops and joins the workers and forgets the thread count, so the next call

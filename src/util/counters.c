@@ -10,6 +10,11 @@ void counters_add_run(double flops, double bytes, double seconds) {
   totals.kernels_run++; totals.flops += flops; totals.bytes += bytes; totals.kernel_seconds += seconds;
   pthread_mutex_unlock(&lock);
 }
+void counters_add_runs(int64_t n, double flops, double bytes, double seconds) {
+  pthread_mutex_lock(&lock);
+  totals.kernels_run += n; totals.flops += flops; totals.bytes += bytes; totals.kernel_seconds += seconds;
+  pthread_mutex_unlock(&lock);
+}
 void counters_add_compile(bool cached) {
   pthread_mutex_lock(&lock);
   if (cached) totals.kernels_cached++; else totals.kernels_compiled++;

@@ -3,6 +3,8 @@
 #define TG_COUNTERS_H
 #include "tg.h"
 void counters_add_run(double flops, double bytes, double seconds);
+/* n kernel runs at once (a JIT replay), their totals */
+void counters_add_runs(int64_t n, double flops, double bytes, double seconds);
 void counters_add_compile(bool cached);
 void counters_add_schedule(void);
 /* Buffer memory taken (+) or given back (-). */
