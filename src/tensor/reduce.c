@@ -222,6 +222,9 @@ static tg_tensor *pack_b_panels(tg_tensor *a, tg_tensor *b) {
 static tg_tensor *sum_last(tg_tensor *x, int acc) {
   return acc == ACC_DEFAULT ? tg_sum(x, TG_AXES(-1), false) : tg_sum_dtype(x, TG_AXES(-1), false, (tg_dtype)acc);
 }
+/* t in the accumulate dtype (cast where the product reads it, after the
+ * panel packing, which then copies and is chosen for the operand as given) */
+static tg_tensor *as_acc(tg_tensor *t, int acc) { return acc == ACC_DEFAULT ? t : tg_cast(t, (tg_dtype)acc); }
 /* acc ACC_DEFAULT: tinygrad's dot; else both operands are cast to acc, multiplied
  * and summed in it, and the result is acc. */
 static tg_tensor *dot_impl(tg_tensor *a, tg_tensor *b, int acc, const char *name) {
@@ -234,10 +237,6 @@ static tg_tensor *dot_impl(tg_tensor *a, tg_tensor *b, int acc, const char *name
     TG_FAIL("%s: inner dimensions differ: %lld (last axis of a) vs %lld (axis %d of b)", name, (long long)a->u->shape[n1 - 1], (long long)b->u->shape[kb], kb);
   if (n1 + 1 > TG_MAX_DIMS || n2 + 1 > TG_MAX_DIMS) TG_FAIL("%s: too many dimensions", name);
   tg_scope_begin();
-  if (acc != ACC_DEFAULT) {
-    a = tg_cast(a, (tg_dtype)acc); b = tg_cast(b, (tg_dtype)acc);
-    if (!a || !b) { tg_scope_end(); return NULL; }
-  }
   int mid = (n1 - 1 < n2 - 1 ? n1 - 1 : n2 - 1) < 1 ? (n1 - 1 < n2 - 1 ? n1 - 1 : n2 - 1) : 1;
   tg_shape xs = { 0, { 0 } }, ws = { 0, { 0 } };
   for (int i = 0; i < n1 - 1; i++) xs.d[xs.ndim++] = a->u->shape[i];
@@ -262,7 +261,7 @@ static tg_tensor *dot_impl(tg_tensor *a, tg_tensor *b, int acc, const char *name
     wp.d[wp.ndim++] = b->u->shape[n2 - 1] / MATMUL_PANEL;
     wp.d[wp.ndim++] = MATMUL_PANEL;
     wp.d[wp.ndim++] = b->u->shape[n2 - 2];
-    r = sum_last(tg_mul(tg_reshape(a, xp), tg_reshape(tg_transpose(packed, -1, -2), wp)), acc);
+    r = sum_last(tg_mul(tg_reshape(as_acc(a, acc), xp), tg_reshape(tg_transpose(as_acc(packed, acc), -1, -2), wp)), acc);
     if (r) {   /* NULL when the product (..., M, N/P, P, K) passes 2^59: ndim would be -1 */
       tg_shape rs = tg_shape_of(r);
       rs.d[rs.ndim - 2] *= MATMUL_PANEL;
@@ -270,7 +269,7 @@ static tg_tensor *dot_impl(tg_tensor *a, tg_tensor *b, int acc, const char *name
       r = tg_reshape(r, rs);
     }
   } else
-    r = sum_last(tg_mul(tg_reshape(a, xs), tg_transpose(tg_reshape(b, ws), -1, -tail)), acc);
+    r = sum_last(tg_mul(tg_reshape(as_acc(a, acc), xs), tg_transpose(tg_reshape(as_acc(b, acc), ws), -1, -tail)), acc);
   tg_dtype out = acc != ACC_DEFAULT ? (tg_dtype)acc : tg_dtype_promote((tg_dtype)a->u->dtype.scalar, (tg_dtype)b->u->dtype.scalar);
   r = tg_cast(r, out);
   if (r) tg_keep(r);
