@@ -616,3 +616,37 @@ TEST(grammar_serve_model) {
   CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "tg serve exited with status %d", status);
   unlink(log);
 }
+
+/* ---------------------------------------------------------------- what the fuzzers found */
+
+/* fuzz_gbnf: a multi-byte character's partial state copied its stacks from
+ * the pool while interning grew (moved) the pool: a use after free (ASan).
+ * Many distinct states, each followed by a two-byte character, make the
+ * pool grow at such a copy. */
+TEST(grammar_fuzz_partial_state_pool_growth) {
+  const char *gbnf = "root ::= ( [a-z] | [\\u00e0-\\u00ff] ){0,1500}";
+  for (int shift = 0; shift < 24; shift++) {   /* where the pool grows moves with the shift */
+    tg_grammar *g = tg_grammar_new(gbnf, strlen(gbnf));
+    CHECK_OK(g);
+    if (!g) return;
+    strbuf text = { 0 };
+    for (int i = 0; i < shift; i++) sb_puts(&text, "b");
+    for (int i = 0; i < 700; i++) sb_puts(&text, "a\xc3\xa9");
+    CHECK_MSG(accepts_bytewise(g, text.s, text.n) == 1, "%s", tg_error());
+    sb_free(&text);
+    tg_grammar_free(g);
+  }
+}
+
+/* fuzz_json_schema: counts and integers past int64 were cast to it
+ * (undefined behaviour UBSan reports); now they are checked as doubles. */
+TEST(grammar_fuzz_schema_huge_numbers) {
+  const char *s1 = "{\"type\": \"string\", \"maxLength\": 1.88889e+80}";
+  CHECK(tg_json_schema_to_gbnf(s1, strlen(s1)) == NULL && strstr(tg_error(), "over 2000"));
+  const char *s2 = "{\"type\": \"array\", \"minItems\": -1e300}";
+  CHECK(tg_json_schema_to_gbnf(s2, strlen(s2)) == NULL && strstr(tg_error(), "non-negative integer"));
+  const char *s3 = "{\"type\": \"integer\", \"enum\": [1e300, 2.5]}";
+  char *gbnf = tg_json_schema_to_gbnf(s3, strlen(s3));
+  CHECK_MSG(gbnf && strstr(gbnf, "1e+300") && !strstr(gbnf, "2.5"), "%s", gbnf ? gbnf : tg_error());
+  free(gbnf);
+}
