@@ -63,6 +63,13 @@ const tg_llm_config *tg_llm_config_of(const tg_llm *m);
  * writes the logits of the last one (n_vocab floats) to logits (may be NULL).
  * Fails, changing nothing, when the cache has no room. 0 or -1. */
 int tg_llm_eval(tg_llm *m, const int32_t *tokens, int n, float *logits);
+/* Writes the one-token decode step as one dependency-free C file
+ * (tg_jit_export; docs/llm.md "Export"): input the token (int32[1]), output
+ * the logits (float32[n_vocab]), variables llm_pos_* (the token's position)
+ * and llm_kv_* (position + 1), the weights and the KV cache in the side
+ * file. Captures the step first if it has not run twice (the model's state
+ * is left as it was). 0 or -1. */
+int tg_llm_export(tg_llm *m, const char *path);
 /* Positions in the cache. */
 int tg_llm_n_past(const tg_llm *m);
 /* Forgets positions from n_past on (to reuse a shared prefix). A model
