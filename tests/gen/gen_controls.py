@@ -11,7 +11,8 @@ Writes tests/goldens/controls_<group>.bin in the format of tests/gen/gen_ops.py
 
 Groups and their references:
   acc     numpy: sum/prod/mean with dtype= (numpy's sum(dtype=), prod(dtype=),
-          mean(dtype=)) and matmul(dtype=) (numpy casts the operands to the
+          mean(dtype=); the sum and prod cases are also checked against
+          tinygrad's sum/prod(dtype=) on its PYTHON device) and matmul(dtype=) (numpy casts the operands to the
           dtype first, as tg_matmul_dtype does). Ints exactly (they wrap in
           the dtype, so the order of the sum does not matter); floats from
           float64 over the cast inputs, rounded once. Params: axes (empty =
@@ -86,6 +87,18 @@ def reduce_ref(fn, x, axes, keepdim, dt):
     return np.asarray(r).astype(NP[dt])
 
 
+def check_tinygrad_reduce(op, x, axes, keepdim, dt, want, rtol, atol):
+    """numpy's sum/prod(dtype=) must be what tinygrad's sum/prod(dtype=) give
+    (its PYTHON emulator device)."""
+    from tinygrad import Tensor
+    from tinygrad.dtype import to_dtype
+    t = Tensor(x, device="PYTHON")
+    f = t.sum if op == "sum_dtype" else t.prod
+    r = f(axis=tuple(axes) if axes else None, keepdim=keepdim, dtype=to_dtype(NP[dt].name)).numpy()
+    assert r.dtype == want.dtype and r.shape == want.shape, (op, dt, r.dtype, r.shape)
+    assert np.allclose(r.astype(np.float64), want.astype(np.float64), rtol=max(rtol, 1e-6), atol=atol), (op, dt)
+
+
 def gen_acc():
     g = CtlGroup("acc", 21)
     cases = [
@@ -120,6 +133,8 @@ def gen_acc():
             rtol, atol = 2 * n * u, 2 * n * u * s / (n if op == "mean_dtype" else 1)
         else:
             rtol = atol = 0.0
+        if op != "mean_dtype":   # tinygrad's mean has no dtype
+            check_tinygrad_reduce(op, x, axes, keepdim, dt, want, rtol, atol)
         g.add(op, label, [x], [want], rtol=rtol, atol=atol, axes=list(axes), keepdim=int(keepdim), dtype=dt)
     # matmul / dot with an accumulate dtype: operands cast to dt first
     mm = [
