@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <cjson/cJSON.h>
 #include "test.h"
 
 #define MODEL "../../shared/testdata/models/stories260K.gguf"
@@ -21,18 +22,19 @@ static char *run_capture(const char *cmd) {
   return buf;
 }
 
-TEST(serve_model_stories260k) {
-  const char *bin = getenv("TG_BIN");
-  if (!bin || access(bin, X_OK) != 0) SKIP("TG_BIN does not name the tg binary (make test sets it)");
-  if (access(MODEL, R_OK) != 0) SKIP("%s is absent", MODEL);
-  if (system("curl --version >/dev/null 2>&1") != 0) SKIP("curl is not installed");
-  char log[] = "/tmp/tg_serve_model_XXXXXX";
+/* Starts `tg serve -m MODEL --port 0 EXTRA...` with its stderr in log;
+ * returns its port once it listens (0 when it did not start). */
+static int start_serve(const char *bin, char *log, pid_t *pid, const char *const *extra) {
   int fd = mkstemp(log);
-  if (fd < 0) SKIP("no temporary file");
-  pid_t pid = fork();
-  if (pid == 0) {
+  if (fd < 0) return 0;
+  const char *argv[16] = { bin, "serve", "-m", MODEL, "--port", "0" };
+  int argc = 6;
+  for (int i = 0; extra && extra[i] && argc < 15; i++) argv[argc++] = extra[i];
+  argv[argc] = NULL;
+  *pid = fork();
+  if (*pid == 0) {
     dup2(fd, 2);
-    execl(bin, bin, "serve", "-m", MODEL, "--port", "0", (char *)NULL);
+    execv(bin, (char *const *)argv);
     _exit(127);
   }
   close(fd);
@@ -50,6 +52,29 @@ TEST(serve_model_stories260k) {
       free(s);
     }
   }
+  return port;
+}
+
+/* SIGTERM: a clean stop, status 0. */
+static void stop_serve(pid_t pid, const char *log) {
+  kill(pid, SIGTERM);
+  int status;
+  waitpid(pid, &status, 0);
+  CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "tg serve exited with status %d", status);
+  unlink(log);
+}
+
+#define NEED_SERVE_DEPS(bin) do { \
+  if (!(bin) || access(bin, X_OK) != 0) SKIP("TG_BIN does not name the tg binary (make test sets it)"); \
+  if (access(MODEL, R_OK) != 0) SKIP("%s is absent", MODEL); \
+  if (system("curl --version >/dev/null 2>&1") != 0) SKIP("curl is not installed"); } while (0)
+
+TEST(serve_model_stories260k) {
+  const char *bin = getenv("TG_BIN");
+  NEED_SERVE_DEPS(bin);
+  char log[] = "/tmp/tg_serve_model_XXXXXX";
+  pid_t pid;
+  int port = start_serve(bin, log, &pid, NULL);
   CHECK_MSG(port > 0, "tg serve did not start");
   if (port > 0) {
     char cmd[512];
@@ -69,9 +94,75 @@ TEST(serve_model_stories260k) {
       free(out);
     }
   }
-  kill(pid, SIGTERM);
-  int status;
-  waitpid(pid, &status, 0);
-  CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "tg serve exited with status %d", status);
-  unlink(log);
+  stop_serve(pid, log);
+}
+
+static cJSON *curl_json(const char *fmt, int port, const char *body, const char *key) {
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, fmt, key, port, body);
+  char *out = run_capture(cmd);
+  cJSON *j = out ? cJSON_Parse(out) : NULL;
+  CHECK_MSG(j != NULL, "%s: %s", cmd, out ? out : "(nothing)");
+  free(out);
+  return j;
+}
+#define POST "curl -s -H 'Authorization: Bearer %s' http://127.0.0.1:%d%s"
+
+/* The operations endpoints on the model, behind an API key: tokenize and
+ * back, the embedding of token ids against gen_llm_embed.py's numpy
+ * forward of stories260K, the metrics after them. */
+TEST(serve_model_operations) {
+  const char *bin = getenv("TG_BIN");
+  NEED_SERVE_DEPS(bin);
+  size_t gn;
+  char *gtext = test_read_file("goldens/stories260k_embed.json", &gn);
+  CHECK_MSG(gtext != NULL, "goldens/stories260k_embed.json is missing (python3 tests/gen/gen_llm_embed.py)");
+  if (!gtext) return;
+  gtext = realloc(gtext, gn + 1);
+  gtext[gn] = 0;
+  cJSON *golden = cJSON_Parse(gtext);
+  free(gtext);
+  char log[] = "/tmp/tg_serve_ops_XXXXXX";
+  pid_t pid;
+  static const char *const extra[] = { "--api-key", "k3y", "--cache-type", "f32", NULL };
+  int port = start_serve(bin, log, &pid, extra);
+  CHECK_MSG(port > 0, "tg serve did not start");
+  if (port > 0) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "curl -s -o /dev/null -w '%%{http_code}' http://127.0.0.1:%d/tokenize -d '{\"content\":\"a\"}'", port);
+    char *out = run_capture(cmd);
+    CHECK_MSG(out && !strcmp(out, "401"), "without the key: %s", out ? out : "(nothing)");
+    free(out);
+    cJSON *j = curl_json(POST " -d '{\"content\":\"Once upon a time\",\"add_special\":true}'", port, "/tokenize", "k3y");
+    const cJSON *toks = cJSON_GetObjectItem(j, "tokens");
+    CHECK_EQ_INT(cJSON_GetArraySize(toks), 5);   /* BOS and 4, as the completion's usage.prompt_tokens says */
+    CHECK_EQ_INT(cJSON_GetArrayItem(toks, 0)->valueint, 1);
+    char *ids = cJSON_PrintUnformatted(toks);
+    char body[512];
+    snprintf(body, sizeof body, "/detokenize -d '{\"tokens\":%s}'", ids);
+    cJSON_Delete(j);
+    free(ids);
+    j = curl_json(POST, port, body, "k3y");
+    const cJSON *content = cJSON_GetObjectItem(j, "content");
+    CHECK_MSG(cJSON_IsString(content) && strstr(content->valuestring, "Once upon a time"), "detokenize: %s",
+              cJSON_IsString(content) ? content->valuestring : "?");
+    cJSON_Delete(j);
+    char *gt = cJSON_PrintUnformatted(cJSON_GetObjectItem(golden, "tokens"));
+    snprintf(body, sizeof body, "/v1/embeddings -d '{\"input\":[%s]}'", gt);
+    free(gt);
+    j = curl_json(POST, port, body, "k3y");
+    const cJSON *emb = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "data"), 0), "embedding");
+    const cJSON *want = cJSON_GetObjectItem(golden, "embedding");
+    CHECK_EQ_INT(cJSON_GetArraySize(emb), 64);
+    for (int k = 0; k < cJSON_GetArraySize(want) && k < cJSON_GetArraySize(emb); k++)
+      CHECK_NEAR(cJSON_GetArrayItem(emb, k)->valuedouble, cJSON_GetArrayItem(want, k)->valuedouble, 1e-5);
+    cJSON_Delete(j);
+    snprintf(cmd, sizeof cmd, "curl -s -H 'X-Api-Key: k3y' http://127.0.0.1:%d/metrics", port);
+    out = run_capture(cmd);
+    CHECK_MSG(out && strstr(out, "tg:requests_total{endpoint=\"embedding\"} 1\n") && strstr(out, "tg:prompt_tokens_total 7\n"),
+              "metrics: %s", out ? out : "(nothing)");
+    free(out);
+  }
+  cJSON_Delete(golden);
+  stop_serve(pid, log);
 }

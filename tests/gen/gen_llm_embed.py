@@ -44,3 +44,21 @@ for seq in SEQS:
 path = os.path.join(GOLDENS, "llm_llama_embed.bin")
 open(path, "wb").write(b"".join(out))
 print(f"wrote {path}: {len(SEQS)} sequences of {[len(s) for s in SEQS]} tokens, dim {dim}")
+
+# stories260K (the shared test model; tests/test_serve_model.c asks tg serve
+# for its embedding of these token ids): the same forward, L2-normalized as
+# /v1/embeddings returns it
+STORIES = os.path.join(HERE, "..", "..", "..", "shared", "testdata", "models", "stories260K.gguf")
+if os.path.exists(STORIES):
+    import json
+    reader = gguf.GGUFReader(STORIES)
+    w = {t.name: np.array(t.data, dtype=np.float64) for t in reader.tensors}
+    cfg = dict(dim=64, layers=5, heads=8, kv=4, hd=8, ffn=172, vocab=512, neox=False)   # its llama.* metadata
+    w["output.weight"] = np.eye(cfg["dim"])
+    toks = [1, 403, 246, 260, 263, 488, 42]
+    m = ns["Model"](cfg, w)
+    emb = np.mean(np.array([m.forward([t], pos) for pos, t in enumerate(toks)]), axis=0)
+    emb = emb / np.linalg.norm(emb)
+    path = os.path.join(GOLDENS, "stories260k_embed.json")
+    json.dump({"tokens": toks, "embedding": [float(x) for x in emb]}, open(path, "w"))
+    print(f"wrote {path}")
