@@ -281,6 +281,26 @@ TEST(grammar_schema_features) {
   const char *defs = "{\"definitions\": {\"a~b/c\": {\"const\": 1}}, \"$ref\": \"#/definitions/a~0b~1c\"}";
   CHECK(schema_accepts(defs, "1"));
   CHECK(!schema_accepts(defs, "2"));
+  /* integer ranges: every integer from -150 to 1100 against the bounds */
+  static const struct { const char *schema; long lo, hi; } ranges[] = {
+    { "{\"type\": \"integer\", \"minimum\": -13, \"maximum\": 127}", -13, 127 },
+    { "{\"type\": \"integer\", \"exclusiveMinimum\": 95.5, \"maximum\": 1000}", 96, 1000 },
+    { "{\"type\": \"integer\", \"maximum\": -98}", -100000, -98 },
+    { "{\"type\": \"integer\", \"minimum\": 0, \"exclusiveMaximum\": 10}", 0, 9 },
+    { "{\"type\": \"integer\", \"minimum\": 99}", 99, 100000 },
+  };
+  for (size_t i = 0; i < sizeof ranges / sizeof *ranges; i++) {
+    tg_grammar *g = tg_grammar_from_json_schema(ranges[i].schema, strlen(ranges[i].schema));
+    CHECK_MSG(g != NULL, "%s: %s", ranges[i].schema, tg_error());
+    for (long v = -150; g && v <= 1100; v++) {
+      char t[32];
+      snprintf(t, sizeof t, "%ld", v);
+      bool want = v >= ranges[i].lo && v <= ranges[i].hi;
+      if (accepts_bytewise(g, t, strlen(t)) != want) { CHECK_MSG(0, "%s: %ld %s", ranges[i].schema, v, want ? "rejected" : "accepted"); break; }
+    }
+    if (g) CHECK(!accepts_bytewise(g, "-0", 2) && !accepts_bytewise(g, "007", 3));
+    tg_grammar_free(g);
+  }
   /* enum values of another type than "type" are left out */
   CHECK(!schema_accepts("{\"type\": \"string\", \"enum\": [\"a\", 1]}", "1"));
   CHECK(schema_accepts("{\"type\": \"string\", \"enum\": [\"a\", 1]}", "\"a\""));
@@ -289,7 +309,10 @@ TEST(grammar_schema_features) {
 TEST(grammar_schema_errors) {
   static const struct { const char *schema, *msg; } cases[] = {
     { "{\"type\": \"string\", \"pattern\": \"^a\"}", "the keyword 'pattern' is not supported (at the root)" },
-    { "{\"properties\": {\"x\": {\"type\": \"integer\", \"minimum\": 0}}}", "'minimum' is not supported (at .properties.x)" },
+    { "{\"properties\": {\"x\": {\"type\": \"number\", \"minimum\": 0}}}", "on a \"number\" are not supported" },
+    { "{\"type\": \"integer\", \"minimum\": 3, \"exclusiveMaximum\": 3}", "no integer lies between" },
+    { "{\"type\": \"integer\", \"maximum\": \"7\"}", "'maximum' must be a number" },
+    { "{\"type\": \"string\", \"minProperties\": 1}", "'minProperties' is not supported" },
     { "{\"allOf\": [{}]}", "'allOf' is not supported" },
     { "{\"type\": \"strin\"}", "unknown type 'strin'" },
     { "{\"type\": 3}", "'type' must be a string" },

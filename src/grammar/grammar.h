@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "tg.h"
+#include "util/util.h"
 
 typedef enum { GE_END, GE_ALT, GE_RULE, GE_CHAR, GE_CHAR_NOT, GE_RNG_UPPER, GE_CHAR_ALT, GE_ANY } gelem_type;
 
@@ -83,6 +84,10 @@ bool grammar_state_can_end(const tg_grammar *g, int state);
 /* Whether the character class at elems[pos] holds cp; *after gets the
  * element after the class. */
 bool grammar_class_has(const gelem *e, uint32_t cp, const gelem **after);
+
+/* int_range.c: a GBNF group matching the decimal integers in [lo, hi]
+ * (has_lo / has_hi false: unbounded that side); -1 when none fits. */
+int gbnf_int_range(strbuf *b, bool has_lo, int64_t lo, bool has_hi, int64_t hi);
 
 /* grammar_mask.c */
 void grammar_free_masks(tg_grammar *g);

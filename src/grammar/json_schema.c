@@ -13,11 +13,13 @@
  *   - "oneOf" is read as "anyOf" (give it disjoint branches).
  * Keywords: type (a name or a list), properties, required,
  * additionalProperties, items, minItems, maxItems, minLength, maxLength,
+ * minimum, maximum, exclusiveMinimum, exclusiveMaximum on integers
+ * (int_range.c),
  * enum, const, anyOf, oneOf, $ref (into this document: "#", "#/$defs/x",
  * "#/definitions/x", any JSON pointer), format date, time, date-time and
  * uuid (other formats are annotations, as JSON Schema says), and the
  * annotations (title, description, default, examples, $schema, ...).
- * Any other keyword that constrains (pattern, minimum, allOf, ...) is an
+ * Any other keyword that constrains (pattern, allOf, bounds on a number...) is an
  * error naming it and where, never silently ignored. */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -119,7 +121,8 @@ static const char *const annotations[] = {
 };
 static const char *const handled[] = {
   "type", "properties", "required", "additionalProperties", "items", "minItems", "maxItems", "minLength",
-  "maxLength", "enum", "const", "anyOf", "oneOf", "$ref", "format", NULL,
+  "maxLength", "enum", "const", "anyOf", "oneOf", "$ref", "format",
+  "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", NULL,
 };
 
 static bool in_list(const char *const *l, const char *s) {
@@ -436,7 +439,47 @@ static int visit_ref(conv *c, const char *ref, const char *path, char *name) {
 
 /* ---- any schema */
 
+/* An integer with minimum / maximum / exclusiveMinimum / exclusiveMaximum. */
+static int visit_int_range(conv *c, const cJSON *s, const char *path, char *name) {
+  static const char *const keys[4] = { "minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum" };
+  bool has_lo = false, has_hi = false;
+  double lo = 0, hi = 0;
+  for (int k = 0; k < 4; k++) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(s, keys[k]);
+    if (!v) continue;
+    if (!cJSON_IsNumber(v)) return fail(c, path, "'%s' must be a number", keys[k]);
+    double x = v->valuedouble;
+    if (k < 2) {   /* the least integer allowed */
+      double m = k == 0 ? ceil(x) : floor(x) + 1;
+      if (!has_lo || m > lo) lo = m;
+      has_lo = true;
+    } else {
+      double m = k == 2 ? floor(x) : ceil(x) - 1;
+      if (!has_hi || m < hi) hi = m;
+      has_hi = true;
+    }
+  }
+  const double lim = 1e17;   /* past the grammar's 16 digits: no bound that side */
+  strbuf b = { 0 };
+  new_name(c, "int", name);
+  sb_printf(&b, "%s ::= ", name);
+  if (gbnf_int_range(&b, has_lo && lo > -lim, has_lo ? (int64_t)fmax(fmin(lo, lim), -lim) : 0,
+                     has_hi && hi < lim, has_hi ? (int64_t)fmax(fmin(hi, lim), -lim) : 0)) {
+    sb_free(&b);
+    return fail(c, path, "%s", "no integer lies between minimum and maximum");
+  }
+  sb_printf(&b, " %s\n", prim(c, P_SPACE));
+  sb_append(&c->out, b.s, b.n);
+  sb_free(&b);
+  return 0;
+}
+
 static int visit_type(conv *c, const cJSON *s, const char *type, const char *path, char *name) {
+  bool ranged = cJSON_GetObjectItemCaseSensitive(s, "minimum") || cJSON_GetObjectItemCaseSensitive(s, "maximum") ||
+                cJSON_GetObjectItemCaseSensitive(s, "exclusiveMinimum") || cJSON_GetObjectItemCaseSensitive(s, "exclusiveMaximum");
+  if (ranged && !strcmp(type, "integer")) return visit_int_range(c, s, path, name);
+  if (ranged && !strcmp(type, "number"))
+    return fail(c, path, "%s", "minimum/maximum on a \"number\" are not supported (only on an \"integer\")");
   static const struct { const char *type; int prim; } simple[] = {
     { "boolean", P_BOOLEAN }, { "null", P_NULL }, { "integer", P_INTEGER }, { "number", P_NUMBER },
   };

@@ -4,7 +4,8 @@
     python3 tests/gen/gen_grammar.py    # writes tests/goldens/grammar_schemas.json
 
 Random schemas over the keywords tg's converter supports (src/grammar/
-json_schema.c: type and type lists, properties, required,
+json_schema.c: type and type lists, properties, required, minimum,
+maximum, exclusiveMinimum and exclusiveMaximum on integers,
 additionalProperties false/true/a schema, items, minItems, maxItems,
 minLength, maxLength, enum, const, anyOf, oneOf with disjoint branches,
 $ref into $defs), and for each schema random candidate texts: instances
@@ -50,6 +51,16 @@ def rand_schema(depth, defs):
     if k == "scalar":
         t = rng.choice(SCALARS)
         s = {"type": t}
+        if t == "integer" and rng.random() < 0.5:
+            lo = rng.choice([-1000, -13, -1, 0, 1, 7, 95, 100, 12345])
+            kind = rng.choice(["min", "max", "both", "exclusive"])
+            if kind in ("min", "both"):
+                s["minimum"] = lo
+            if kind in ("max", "both"):
+                s["maximum"] = lo + rng.choice([0, 1, 9, 90, 1000]) if kind == "both" else lo
+            if kind == "exclusive":
+                s["exclusiveMinimum"] = lo - 0.5 if rng.random() < 0.3 else lo
+                s["exclusiveMaximum"] = lo + rng.choice([2, 50, 999])
         if t == "string" and rng.random() < 0.5:
             lo = rng.randint(0, 3)
             if rng.random() < 0.7:
@@ -109,6 +120,15 @@ def resolve(s, root):
     return s
 
 
+def rand_int(s):
+    """An integer near s's bounds (inside or just outside them)."""
+    edges = [s[k] for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum") if k in s]
+    if edges and rng.random() < 0.8:
+        e = int(rng.choice(edges))
+        return e + rng.choice([-11, -1, 0, 0, 1, 1, 2, 10, 99])
+    return rand_number(True)
+
+
 def rand_number(integral):
     if integral:
         return rng.choice([0, 1, -1, 7, 42, -300, 123456])
@@ -136,7 +156,7 @@ def instance(s, root, depth=0):
         hi = s.get("maxLength", lo + 6)
         return rand_string(lo, hi)
     if t == "integer":
-        return rand_number(True)
+        return rand_int(s)
     if t == "number":
         return rand_number(rng.random() < 0.3)
     if t == "boolean":
@@ -200,6 +220,8 @@ def mutate(v, s, root):
         if choice < 0.65:
             return v + [instance(s["items"], root) for _ in range(rng.randint(1, 3))]
         return v[:max(0, len(v) - rng.randint(1, 2))]
+    if isinstance(v, int) and not isinstance(v, bool) and rng.random() < 0.6:
+        return v + rng.choice([-100, -2, -1, 1, 2, 100])
     if isinstance(v, str) and rng.random() < 0.6:
         return v + rand_string(1, 5) if rng.random() < 0.5 else v[: max(0, len(v) - rng.randint(1, 3))]
     return wrong_value(v)
