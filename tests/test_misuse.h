@@ -4,6 +4,7 @@
 #define TG_TEST_MISUSE_H
 
 #include "test.h"
+#include "tg_dist.h"   /* not included by tg.h */
 
 /* What a case's call returned. */
 enum { M_ERROR = 1, M_ACCEPTED, M_UNCHECKED };
