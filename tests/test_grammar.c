@@ -313,6 +313,8 @@ TEST(grammar_schema_errors) {
     { "{\"type\": \"integer\", \"minimum\": 3, \"exclusiveMaximum\": 3}", "no integer lies between" },
     { "{\"type\": \"integer\", \"maximum\": \"7\"}", "'maximum' must be a number" },
     { "{\"type\": \"string\", \"minProperties\": 1}", "'minProperties' is not supported" },
+    { "{\"minLength\": 2}", "'minLength' without a 'type' is not supported" },
+    { "{\"anyOf\": [{\"maximum\": 2}]}", "'maximum' without a 'type'" },
     { "{\"allOf\": [{}]}", "'allOf' is not supported" },
     { "{\"type\": \"strin\"}", "unknown type 'strin'" },
     { "{\"type\": 3}", "'type' must be a string" },

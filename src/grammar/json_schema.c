@@ -585,7 +585,14 @@ static int visit(conv *c, const cJSON *s, const char *path, char *name) {
     else if (cJSON_GetObjectItemCaseSensitive(s, "properties") || cJSON_GetObjectItemCaseSensitive(s, "additionalProperties"))
       rc = visit_type(c, s, "object", path, name);
     else if (cJSON_GetObjectItemCaseSensitive(s, "items")) rc = visit_type(c, s, "array", path, name);
-    else snprintf(name, 32, "%s", prim(c, P_VALUE));
+    else {
+      /* a type's keyword with no type: it would bind only values of that type */
+      static const char *const typed[] = { "minLength", "maxLength", "format", "minItems", "maxItems", "minimum",
+                                           "maximum", "exclusiveMinimum", "exclusiveMaximum", NULL };
+      for (const char *const *k = typed; *k && !rc; k++)
+        if (cJSON_GetObjectItemCaseSensitive(s, *k)) rc = fail(c, path, "'%s' without a 'type' is not supported", *k);
+      if (!rc) snprintf(name, 32, "%s", prim(c, P_VALUE));
+    }
   }
   c->depth--;
   return rc;
