@@ -361,6 +361,25 @@ def seeds_request():
         put("request", bytes([i & 1]) + b.encode(), f"bad_{i}")
 
 
+# ---- model replies (fuzz_chat_msg.c: a flags byte, then the text)
+
+def seeds_chat_msg():
+    call = '{"name": "f", "arguments": {"s": "x", "n": 1}}'
+    replies = [
+        (0, 4, f"Sure.\n<tool_call>\n{call}\n</tool_call>\n<tool_call>{call}</tool_call>"),
+        (0, 4, f"<function=f>{{\"n\": 1}}</function> ```json\n{call}\n``` <tools>{call}</tools>"),
+        (1, 4, "<tool_call>\n<function=f>\n<parameter=s>\n1\n</parameter>\n<parameter=n>\n2\n</parameter>\n</function>\n</tool_call>"),
+        (2, 4, '{"name": "f", "parameters": {"n": 1}}'),
+        (2, 4, '<|python_tag|>brave_search.call(query="a", n=2)'),
+        (3, 4, '[TOOL_CALLS][{"name": "f", "arguments": {"n": 1}, "id": "abc123def"}][TOOL_CALLS]f[ARGS]{"s": "y"}'),
+        (0, 0, "<think>\nhmm\n</think>\n\nHello"),
+        (0, 32, "hmm</think>Hello <tool_call>{bad</tool_call>"),
+        (0, 4 | 8, "[THINK]x[/THINK]<|START_THINKING|>y<|END_THINKING|><seed:think>"),
+    ]
+    for i, (fmt, flags, text) in enumerate(replies):
+        put("chat_msg", bytes([fmt | flags]) + text.encode(), f"reply_{i}")
+
+
 # ---- grammars (fuzz_gbnf.c: GBNF, NUL, text) and schemas (fuzz_json_schema.c)
 
 def seeds_grammar():
@@ -388,7 +407,7 @@ def seeds_grammar():
 
 def main():
     for f in [seeds_gguf, seeds_gguf_load, seeds_safetensors, seeds_npy, seeds_dequant, seeds_tokenizer, seeds_jinja, seeds_chat, seeds_request,
-              seeds_grammar]:
+              seeds_grammar, seeds_chat_msg]:
         f()
     for h in sorted(os.listdir(OUT)):
         print(f"make_corpus: {h}: {len(os.listdir(os.path.join(OUT, h)))} seeds")

@@ -48,6 +48,15 @@ static size_t partial_suffix(const char *begin, const char *end, const char *lit
   return 0;
 }
 
+/* A function name as the tag forms write it: not empty, no control bytes
+ * (a NUL would cut it short in C and in JSON). */
+static bool good_name(const char *p, size_t n) {
+  if (!n) return false;
+  for (size_t i = 0; i < n; i++)
+    if ((unsigned char)p[i] < 0x20) return false;
+  return true;
+}
+
 static char *dup_n(const char *p, size_t n) {
   char *s = tg_xmalloc(n + 1);
   memcpy(s, p, n);
@@ -106,8 +115,13 @@ static bool add_json_call(serve_chat_msg *out, const cJSON *o, bool need_args) {
   char *a;
   if (!args) a = tg_xstrdup("{}");
   else if (cJSON_IsObject(args)) a = print_json(args);
-  else if (cJSON_IsString(args)) a = tg_xstrdup(args->valuestring);   /* already JSON text */
-  else return false;
+  else if (cJSON_IsString(args)) {   /* already JSON text: it must be an object */
+    cJSON *parsed = cJSON_Parse(args->valuestring);
+    bool obj = cJSON_IsObject(parsed);
+    a = obj ? print_json(parsed) : NULL;
+    cJSON_Delete(parsed);
+    if (!obj) return false;
+  } else return false;
   const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
   serve_chat_msg_add_call(out, cJSON_IsString(id) && *id->valuestring ? tg_xstrdup(id->valuestring) : NULL,
                           tg_xstrdup(name->valuestring), a);
@@ -154,7 +168,7 @@ static char *xml_params(const cJSON *tools, const char *fn, const char *p, const
   for (p = skip_ws(p, end); p < end; p = skip_ws(p, end)) {
     if (!starts(p, end, "<parameter=")) goto bad;
     const char *name = p + strlen("<parameter="), *gt = memchr(name, '>', (size_t)(end - name));
-    if (!gt || gt == name) goto bad;
+    if (!gt || !good_name(name, (size_t)(gt - name))) goto bad;
     const char *v = gt + 1, *close = find(v, end, "</parameter>");
     if (!close) goto bad;
     const char *ve = close;
@@ -246,7 +260,7 @@ static int function_eq(const cJSON *tools, const char *p, const char *end, bool 
   const char *name = p;
   while (p < end && *p != '>' && *p != '<' && *p != '\n') p++;
   if (p == end) { *rend = end; return final ? 0 : -1; }
-  if (*p != '>' || p == name) { *rend = p; return 0; }
+  if (*p != '>' || !good_name(name, (size_t)(p - name))) { *rend = p; return 0; }
   const char *in_end;
   if (inside(p + 1, end, "</function>", final, &in_end, rend) < 0) return -1;
   if (!add_function(out, tools, name, (size_t)(p - name), p + 1, in_end)) return 0;
@@ -335,7 +349,7 @@ static int mistral(const char *p, const char *end, bool final, const char **rend
   if (!args) return final ? 0 : -1;
   for (const char *c = q; c < args; c++)
     if (is_ws(*c) || *c == '[' || *c == '{') { *rend = c; return 0; }
-  if (args == q) { *rend = args; return 0; }
+  if (!good_name(q, (size_t)(args - q))) { *rend = args; return 0; }
   const char *a = skip_ws(args + strlen("[ARGS]"), end), *je;
   cJSON *v = a < end && *a == '{' ? json_at(a, end, &je) : NULL;
   if (!v) return final || (a < end && *a != '{') ? 0 : -1;
@@ -356,7 +370,7 @@ static int region(const opener *o, const cJSON *tools, const char *p, const char
   case R_FUNCTION_NAME: {
     const char *q = memchr(p, '"', (size_t)(end - p));
     if (!q || q + 1 >= end) { *rend = end; return final ? 0 : -1; }
-    if (q[1] != '>' || q == p) { *rend = q; return 0; }
+    if (q[1] != '>' || !good_name(p, (size_t)(q - p))) { *rend = q; return 0; }
     if (inside(q + 2, end, o->close, final, &in_end, rend) < 0) return -1;
     return add_function(out, tools, p, (size_t)(q - p), q + 2, in_end);
   }
@@ -369,7 +383,7 @@ static int region(const opener *o, const cJSON *tools, const char *p, const char
     if (q < e && *q == '<') {   /* a wrapper inside the fence: <response>..</response> */
       const char *gt = memchr(q, '>', (size_t)(e - q)), *lt = e;
       while (lt > q && lt[-1] != '<') lt--;
-      if (!gt || lt <= gt + 1 || lt[0] != '/') return 0;
+      if (!gt || lt <= gt + 1 || lt >= e || lt[0] != '/') return 0;
       q = gt + 1;
       e = lt - 1;
     }
