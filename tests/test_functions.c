@@ -298,3 +298,67 @@ TEST(function_errors) {
   CHECK_NEAR(v[1], 4, 0);
   tg_scope_end();
 }
+
+/* writes x*2 into row 1 of its cache input (an assign inside the body, run
+ * by every call on that call's cache) and returns the cache's column sums
+ * after the write */
+static int cache_write(void *ctx, tg_tensor *const *in, int nin, tg_tensor **out, int nout) {
+  (void)ctx; (void)nin; (void)nout;
+  tg_tensor *row = tg_shrink(in[0], (int64_t[]){ 1, 0 }, (int64_t[]){ 2, 3 });
+  if (!tg_assign(row, tg_muls(in[1], 2))) return -1;
+  out[0] = tg_sum(in[0], TG_AXES(0), false);
+  return out[0] ? 0 : -1;
+}
+
+TEST(function_assigns_to_its_inputs) {
+  tg_scope_begin();
+  tg_function *f = tg_function_new("cache_write", cache_write, NULL, 2, 1);
+  float c0[12], c1[12];
+  for (int i = 0; i < 12; i++) { c0[i] = (float)i; c1[i] = (float)(100 + i); }
+  tg_tensor *cache[2] = { tg_from_data(c0, TG_SHAPE(4, 3), TG_F32), tg_from_data(c1, TG_SHAPE(4, 3), TG_F32) };
+  for (int l = 0; l < 2; l++) CHECK(tg_realize(cache[l]) == 0);
+  tg_tensor *outs[2];
+  for (int l = 0; l < 2; l++) {
+    float x[3] = { (float)l + 1, 10, -1 };
+    tg_tensor *in[2] = { cache[l], tg_from_data(x, TG_SHAPE(1, 3), TG_F32) };
+    CHECK(tg_function_call(f, in, &outs[l]) == 0);
+  }
+  CHECK(tg_realize_all(outs, 2) == 0);   /* both calls in one schedule */
+  for (int l = 0; l < 2; l++) {
+    float *c = l ? c1 : c0, got[12], sums[3];
+    float x[3] = { (float)l + 1, 10, -1 };
+    for (int j = 0; j < 3; j++) c[3 + j] = 2 * x[j];   /* the reference write */
+    CHECK(tg_data(cache[l], got, sizeof got) == 0);
+    for (int i = 0; i < 12; i++) CHECK_NEAR(got[i], c[i], 0);
+    CHECK(tg_data(outs[l], sums, sizeof sums) == 0);
+    for (int j = 0; j < 3; j++) CHECK_NEAR(sums[j], c[j] + c[3 + j] + c[6 + j] + c[9 + j], 1e-6);
+  }
+  CHECK_EQ_INT(tg_function_stats(f).bodies, 1);
+  /* the cache must be memory: a lazy value would be a copy the write is lost in */
+  tg_tensor *in[2] = { tg_adds(cache[0], 0), tg_from_data((float[3]){ 1, 2, 3 }, TG_SHAPE(1, 3), TG_F32) }, *o = NULL;
+  CHECK(tg_function_call(f, in, &o) == 0);
+  CHECK(tg_realize(o) != 0);
+  CHECK_MSG(strstr(tg_error(), "assigned inside the function"), "got: %s", tg_error());
+  tg_scope_end();
+  tg_function_free(f);
+}
+
+/* assigns to memory that is not an input: refused */
+static int writes_outside(void *ctx, tg_tensor *const *in, int nin, tg_tensor **out, int nout) {
+  (void)nin; (void)nout;
+  if (!tg_assign(ctx, in[0])) return -1;
+  out[0] = tg_adds(in[0], 1);
+  return 0;
+}
+TEST(function_assign_outside_refused) {
+  tg_scope_begin();
+  tg_tensor *state = tg_from_data((float[2]){ 0, 0 }, TG_SHAPE(2), TG_F32);
+  CHECK(tg_realize(state) == 0);
+  tg_function *f = tg_function_new("writes_outside", writes_outside, state, 1, 1);
+  tg_function_allow_implicit(f, true);
+  tg_tensor *in = tg_from_data((float[2]){ 1, 2 }, TG_SHAPE(2), TG_F32), *o = NULL;
+  CHECK(tg_function_call(f, &in, &o) != 0);
+  CHECK_MSG(strstr(tg_error(), "not one of its inputs"), "got: %s", tg_error());
+  tg_scope_end();
+  tg_function_free(f);
+}

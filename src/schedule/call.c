@@ -64,6 +64,7 @@ void call_body_release(call_body *b) {
     for (int i = 0; i < b->internal.n; i++) buffer_release(b->internal.v[i]);
     VEC_FREE(b->internal);
     pm_free(&b->role);
+    free(b->param_written);
   }
   for (int i = 0; i < b->nouts; i++) uop_release(b->outs[i]);
   for (int i = 0; i < b->nparams; i++) { uop_release(b->params[i]); buffer_release(b->param_bufs[i]); }
@@ -101,6 +102,21 @@ static int schedule_body(call_body *b, const char *default_device) {
     free(topo.v);
     for (int i = 0; i < b->sched.n; i++)
       for (int j = 0; j < b->sched.v[i].nbufs; j++) classify(b, b->sched.v[i].bufs[j], &graph_bufs);
+    /* which parameters its kernels store to (assigns): their arguments are
+     * written in place */
+    b->param_written = tg_xcalloc((size_t)(b->nparams ? b->nparams : 1), sizeof(bool));
+    for (int i = 0; i < b->sched.n; i++) {
+      const sched_item *it = &b->sched.v[i];
+      if (!it->ast) { intptr_t r = it->nbufs ? (intptr_t)pm_get(&b->role, it->bufs[0]) : 0; if (r > 0) b->param_written[r - 1] = true; continue; }
+      uop_list l = uop_toposort(it->ast);
+      for (int k = 0; k < l.n; k++) {
+        if (l.v[k]->op != OP_STORE) continue;
+        int64_t g = l.v[k]->src[0]->src[0]->arg.i;
+        intptr_t r = g >= 0 && g < it->nbufs ? (intptr_t)pm_get(&b->role, it->bufs[g]) : 0;
+        if (r > 0) b->param_written[r - 1] = true;
+      }
+      free(l.v);
+    }
     b->out_repl = tg_xcalloc((size_t)(b->nouts ? b->nouts : 1), sizeof(uop *));
     for (int k = 0; k < b->nouts; k++) {
       uop *r = pm_get(&becomes, b->outs[k]);

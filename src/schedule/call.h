@@ -37,6 +37,7 @@ struct call_body {
   uop **out_repl;             /* retained: output k as a view of its buffer after the schedule */
   ptrmap role;                /* tg_buffer* -> 1+param index, or -(1+internal index); absent: fixed */
   VEC(tg_buffer *) internal;  /* intermediates and outputs: fresh per call */
+  bool *param_written;        /* per parameter: a kernel of the body stores to it (an assign) */
 };
 
 /* A body over params (placeholder views, see call_param_new) with outputs

@@ -1009,8 +1009,13 @@ static int build_call(sctx *s, uop *u) {
     cm = tg_xcalloc(1, sizeof *cm);
     cm->body = b; cm->args = u->src; cm->nargs = u->nsrc;
     int rc = call_instantiate(b, s->default_dev->name, args, &cm->inst);
+    /* an argument the body assigns to is written in place: it must be the
+     * caller's memory, not a copy stored for the call */
+    for (int j = 0; j < u->nsrc && rc == 0; j++)
+      if (b->param_written[j] && is_marked(s, u->src[j]))
+        rc = tg_seterr("tg_function %s: input %d is assigned inside the function, so it must be a realized tensor (not a lazy value or a view)", b->name, j);
     free(args);
-    if (rc < 0) { free(cm); VEC_FREE(argdeps); VEC_FREE(argreads); return -1; }
+    if (rc < 0) { call_instance_free(&cm->inst); free(cm); VEC_FREE(argdeps); VEC_FREE(argreads); return -1; }
     VEC_PUSH(s->calls, cm);
     cm->base = s->out->n;
     /* each item after the one before it and after the arguments' kernels;

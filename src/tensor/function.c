@@ -18,7 +18,8 @@ typedef struct {
   int ngrads;
   tg_function_grad_fn user_grad;
   void *user_ctx;
-  const char *out_device[FUNCTION_MAX_IO];
+  const char *out_device[2 * FUNCTION_MAX_IO];
+  int nvisible;   /* the function's outputs; the rest are its assigns */
 } body_data;
 
 static void body_data_free(void *p) {
@@ -101,22 +102,32 @@ static bool same_sig(const param_sig *a, const param_sig *b, int n) {
 /* Why a body cannot be a function body, or NULL: memory it reads that is
  * not a parameter (unless allowed), assigns (state written inside a body
  * would be written by every call), another function's parameters. */
-static const char *check_body(tg_function *f, uop *const *outs, uop *const *params, strbuf *why) {
-  uop *sink = uop_new(OP_SINK, DT_VOID, outs, f->nout, arg_none());
+static bool is_param_buffer_of(const uop *buf, uop *const *params, int n) {
+  for (int j = 0; j < n; j++) {
+    const uop *p = params[j];
+    while (p->op == OP_RESHAPE) p = p->src[0];
+    if (p == buf) return true;
+  }
+  return false;
+}
+static const uop *assign_base(const uop *u) {
+  while (u->op != OP_BUFFER && u->nsrc) u = u->src[0];
+  return u;
+}
+
+static const char *check_body(tg_function *f, uop *const *outs, int nouts, uop *const *params, strbuf *why) {
+  uop *sink = uop_new(OP_SINK, DT_VOID, outs, nouts, arg_none());
   uop_list topo = uop_toposort(sink);
   int implicit = 0;
   for (int i = 0; i < topo.n; i++) {
     uop *u = topo.v[i];
-    if (u->op == OP_ASSIGN) { sb_printf(why, "the body assigns to a tensor (assigns inside functions are not supported: return the new value instead)"); break; }
+    if (u->op == OP_ASSIGN && !is_param_buffer_of(assign_base(u), params, f->nin)) {
+      sb_printf(why, "the body assigns to a tensor that is not one of its inputs (state a function writes must be an input)");
+      break;
+    }
     if (u->op != OP_BUFFER) continue;
     tg_buffer *b = u->arg.p;
-    bool mine = false;
-    for (int j = 0; j < f->nin; j++) {
-      const uop *p = params[j];
-      while (p->op == OP_RESHAPE) p = p->src[0];
-      mine |= p == u;
-    }
-    if (mine) continue;
+    if (is_param_buffer_of(u, params, f->nin)) continue;
     if (b->placeholder) { sb_printf(why, "the body reads a parameter of another function"); break; }
     if (f->allow_implicit) continue;
     if (!implicit++) sb_printf(why, "the body reads tensors that are not its inputs (pass them as inputs, or allow them with tg_function_allow_implicit):");
@@ -131,7 +142,8 @@ static call_body *build_body(tg_function *f, tg_tensor *const *in) {
   uop_pool_push();
   tg_scope_begin();
   tg_tensor *params[FUNCTION_MAX_IO], *outs[FUNCTION_MAX_IO] = { 0 };
-  uop *pu[FUNCTION_MAX_IO], *ou[FUNCTION_MAX_IO];
+  uop *pu[FUNCTION_MAX_IO], *ou[2 * FUNCTION_MAX_IO];
+  int nou = f->nout;
   call_body *b = NULL;
   bool ok = true;
   for (int j = 0; j < f->nin && ok; j++) {
@@ -139,6 +151,11 @@ static call_body *build_body(tg_function *f, tg_tensor *const *in) {
     ok = p != NULL;
     if (ok) { pu[j] = p; params[j] = tensor_wrap(p, in[j]->device); }
   }
+  /* the assigns pending before the body runs (the caller's own) */
+  tg_tensor *before[FUNCTION_MAX_IO];
+  uop *before_u[FUNCTION_MAX_IO];
+  int nbefore = tensors_pending_assigns(before, FUNCTION_MAX_IO);
+  for (int i = 0; i < nbefore; i++) before_u[i] = before[i]->u;
   if (ok && f->fn(f->ctx, params, f->nin, outs, f->nout) != 0) {
     char why[512];
     snprintf(why, sizeof why, "%s", tg_error() ? tg_error() : "(no message)");
@@ -149,16 +166,39 @@ static call_body *build_body(tg_function *f, tg_tensor *const *in) {
     if (!outs[k]) { tg_seterr("tg_function %s: the body left output %d NULL", f->name, k); ok = false; }
     else ou[k] = outs[k]->u;
   }
+  /* assigns the body made to its inputs (a cache write) run with every
+   * call: hidden outputs of the body, after the visible ones */
+  tg_tensor *pend[FUNCTION_MAX_IO];
+  int np = tensors_pending_assigns(pend, FUNCTION_MAX_IO);
+  for (int i = 0; i < np; i++) {
+    int was = -1;
+    for (int k = 0; k < nbefore; k++) if (before[k] == pend[i]) was = k;
+    if (was >= 0 && before_u[was] == pend[i]->u) continue;   /* the caller's, untouched */
+    if (!is_param_buffer_of(assign_base(pend[i]->u), pu, f->nin)) {
+      /* memory outside written by the body: refused, and the tensor is put
+       * back as it was (views of it may still read the write and fail) */
+      if (ok) tg_seterr("tg_function %s: the body assigns to a tensor that is not one of its inputs (state a function writes must be an input)", f->name);
+      ok = false;
+      uop *prev = was >= 0 ? before_u[was] : pend[i]->u->src[0];
+      uop_retain(prev); uop_release(pend[i]->u); pend[i]->u = prev;
+      continue;
+    }
+    if (!ok) continue;
+    bool seen = false;
+    for (int k = 0; k < nou; k++) seen |= ou[k] == pend[i]->u;
+    if (!seen) ou[nou++] = pend[i]->u;
+  }
   if (ok) {
     strbuf why = { 0 };
-    if (check_body(f, ou, pu, &why)) { tg_seterr("tg_function %s: %s", f->name, why.s); ok = false; }
+    if (check_body(f, ou, nou, pu, &why)) { tg_seterr("tg_function %s: %s", f->name, why.s); ok = false; }
     sb_free(&why);
   }
   if (ok) {
-    b = call_body_new(f->name, pu, f->nin, ou, f->nout);
+    b = call_body_new(f->name, pu, f->nin, ou, nou);
     body_data *d = tg_xcalloc(1, sizeof *d);
     d->user_grad = f->grad; d->user_ctx = f->grad_ctx;
-    for (int k = 0; k < f->nout; k++) d->out_device[k] = outs[k]->device;
+    d->nvisible = f->nout;
+    for (int k = 0; k < nou; k++) d->out_device[k] = k < f->nout ? outs[k]->device : in[0]->device;
     b->owner_data = d; b->owner_free = body_data_free;
   }
   tg_scope_end();
@@ -228,6 +268,7 @@ static call_body *grad_body(call_body *b, int k, uint64_t need) {
   snprintf(name, sizeof name, "%s_grad", b->name);
   call_body *g = call_body_new(name, params, b->nparams + 1, grads, nt);
   body_data *gd = tg_xcalloc(1, sizeof *gd);
+  gd->nvisible = nt;
   g->owner_data = gd; g->owner_free = body_data_free;
   for (int i = 0; i < nt; i++) gd->out_device[i] = d->out_device[k];
   d->grads = tg_xrealloc(d->grads, sizeof(struct grad_entry) * (size_t)(d->ngrads + 1));
@@ -237,11 +278,11 @@ static call_body *grad_body(call_body *b, int k, uint64_t need) {
 
 static void user_grad(call_body *b, body_data *d, uop *u, uop *g, const bool *need, uop **sg) {
   tg_scope_begin();
-  tg_tensor *in[FUNCTION_MAX_IO], *gout[FUNCTION_MAX_IO] = { 0 }, *gin[FUNCTION_MAX_IO] = { 0 };
+  tg_tensor *in[FUNCTION_MAX_IO], *gout[2 * FUNCTION_MAX_IO] = { 0 }, *gin[FUNCTION_MAX_IO] = { 0 };
   int k = ((uop_call_target *)u->arg.p)->out;
   for (int j = 0; j < u->nsrc; j++) in[j] = tensor_wrap(u->src[j], d->out_device[k]);
   gout[k] = tensor_wrap(g, d->out_device[k]);
-  if (d->user_grad(d->user_ctx, in, u->nsrc, gout, b->nouts, gin) != 0)
+  if (d->user_grad(d->user_ctx, in, u->nsrc, gout, d->nvisible, gin) != 0)
     fprintf(stderr, "tg: the gradient function of %s failed (%s); its inputs get no gradient\n", b->name, tg_error() ? tg_error() : "no message");
   else
     for (int j = 0; j < u->nsrc; j++)
