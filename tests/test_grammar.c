@@ -419,6 +419,8 @@ static void mask_on_vocab(const char *file) {
     steps++;
     CHECK_MSG(count > 0, "step %d: %s", i, tg_error());
     CHECK_MSG(m[ids[i]], "step %d: token %d ('%s') is not allowed", i, ids[i], tg_tokenizer_token_text(tok, ids[i]));
+    int eos = tg_tokenizer_eos(tok);
+    if (eos >= 0) CHECK_MSG(m[eos] == tg_grammar_can_end(g), "step %d: EOS %s", i, m[eos] ? "allowed mid-text" : "not allowed");
     if (i % 7 == 0) {
       mask_bruteforce(g, tok, want);
       for (int k = 0; k < nv; k++) if (m[k] != want[k] && mismatches++ < 5) CHECK_MSG(0, "step %d token %d: trie %d, walk %d", i, k, m[k], want[k]);
@@ -431,7 +433,7 @@ static void mask_on_vocab(const char *file) {
     CHECK(tg_grammar_can_end(g));
     tg_grammar_mask(g, tok, m);
     int eos = tg_tokenizer_eos(tok);
-    if (eos >= 0) CHECK(m[eos]);
+    if (eos >= 0) CHECK(m[eos]);   /* the text is complete: the model may end */
   }
   /* the same walk again: every state's mask is cached now */
   double t1 = now_s();
