@@ -465,6 +465,23 @@ typedef struct {
 } tg_function_info;
 tg_function_info tg_function_stats(const tg_function *f);
 
+/* ---------------------------------------------------------------- schedules */
+
+/* What realizing ts together would run, without running it: one entry per
+ * kernel or copy between devices, in run order (a function call's kernels
+ * in the place of the call). Nothing is computed or allocated, and ts keep
+ * their lazy graphs. */
+typedef struct {
+  char name[96];          /* as DEBUG=2 prints it */
+  const char *device;
+  bool copy;              /* a copy between devices (name "copy A->B") */
+  int nbufs;              /* the buffers it reads and writes, output first */
+  int64_t bytes;          /* their sizes together */
+  int64_t buf_ids[8];     /* the first 8 buffers' ids: equal ids, the same memory */
+} tg_schedule_entry;
+/* Fills out[0..min(count, max)) and returns the count, or -1. */
+int tg_schedule_list(tg_tensor *const *ts, int n, tg_schedule_entry *out, int max);
+
 /* ---------------------------------------------------------------- kernels */
 
 /* Kernel optimizations applied to every kernel compiled from now on, by

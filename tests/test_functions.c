@@ -362,3 +362,43 @@ TEST(function_assign_outside_refused) {
   tg_scope_end();
   tg_function_free(f);
 }
+
+/* tg_schedule_list: the kernels of three calls are the body's, three times,
+ * over each call's own weights; nothing runs */
+TEST(function_schedule_list_shows_each_call) {
+  init_values();
+  tg_scope_begin();
+  tg_function *f = tg_function_new("layer", layer, NULL, 3, 1);
+  params p;
+  make_params(&p, 3);
+  tg_tensor *x = tg_from_data(xv, TG_SHAPE(B, D), TG_F32);
+  CHECK(tg_realize(x) == 0);
+  tg_tensor *h = forward(f, &p, 3, x);
+  tg_schedule_entry e[64];
+  int64_t runs = tg_get_counters().kernels_run;
+  int n = tg_schedule_list(&h, 1, e, 64);
+  CHECK_EQ_INT(tg_get_counters().kernels_run, runs);   /* nothing ran */
+  int k = tg_function_stats(f).body_kernels;
+  CHECK(k >= 1);
+  CHECK_EQ_INT(n, 3 * k);
+  /* a weight is memory already: no kernel */
+  tg_schedule_entry one;
+  CHECK_EQ_INT(tg_schedule_list(&p.w[0], 1, &one, 1), 0);
+  /* the calls run the same kernels over different memory (each its weights) */
+  for (int c = 1; c < 3 && n == 3 * k; c++) {
+    int shared = 0, total = 0;
+    for (int i = 0; i < k; i++) {
+      CHECK(!strcmp(e[i].name, e[c * k + i].name));
+      for (int b = 0; b < e[i].nbufs && b < 8; b++, total++) shared += e[i].buf_ids[b] == e[c * k + i].buf_ids[b];
+    }
+    CHECK(shared < total);
+  }
+  float got[B * D], want[B * D];
+  CHECK(tg_data(h, got, sizeof got) == 0);   /* still lazy, then computed */
+  ref_mlp(3, want, NULL, NULL);
+  test_close_f32(got, want, B * D, 1e-4, 1e-5, "3 layers after listing");
+  CHECK(tg_schedule_list(NULL, 1, e, 1) < 0);
+  CHECK(tg_schedule_list(&h, 1, NULL, 4) < 0);
+  tg_scope_end();
+  tg_function_free(f);
+}

@@ -1,0 +1,39 @@
+/* schedule_list.c: tg_schedule_list, the kernels a realize would run, in
+ * order, without running them (for tests and tools that look at what the
+ * scheduler made: fusion, function calls, copies). */
+#include "schedule/schedule.h"
+#include "tensor/tensor.h"
+
+int tg_schedule_list(tg_tensor *const *ts, int n, tg_schedule_entry *out, int max) {
+  if (n < 0 || (n > 0 && !ts)) return tg_seterr("tg_schedule_list: %s (n %d)", ts ? "negative count" : "NULL tensor array", n);
+  if (max < 0 || (max > 0 && !out)) return tg_seterr("tg_schedule_list: %s (max %d)", out ? "negative max" : "NULL output array", max);
+  for (int i = 0; i < n; i++) if (!ts[i]) { tensor_null_input("tg_schedule_list"); return -1; }
+  if (n == 0) return 0;
+  uop_pool_push();
+  uop **roots = tg_xmalloc(sizeof(uop *) * (size_t)n);
+  for (int i = 0; i < n; i++) roots[i] = ts[i]->u;
+  ptrmap becomes = { 0 };
+  schedule s;
+  int rc = schedule_create(roots, n, ts[0]->device, &s, &becomes);
+  if (rc == 0) {
+    for (int i = 0; i < s.n && i < max; i++) {
+      const sched_item *it = &s.v[i];
+      tg_schedule_entry *e = &out[i];
+      memset(e, 0, sizeof *e);
+      snprintf(e->name, sizeof e->name, "%s", it->name);
+      e->device = it->dev->name;
+      e->nbufs = it->nbufs;
+      e->copy = it->ast == NULL;
+      for (int b = 0; b < it->nbufs; b++) {
+        e->bytes += (int64_t)it->bufs[b]->nbytes;
+        if (b < 8) e->buf_ids[b] = it->bufs[b]->id;
+      }
+    }
+    rc = s.n;
+    schedule_free(&s);
+  }
+  pm_free(&becomes);
+  free(roots);
+  uop_pool_pop();
+  return rc;
+}
