@@ -35,6 +35,7 @@ typedef struct {
   atomic_bool last_stopped_by_emit;
   pthread_mutex_t mu;
   char last_prompt[FAKE_N_CTX * 2];
+  char last_grammar[4096];           /* the last generation's serve_sampling.grammar ("" for none) */
 } fake_ctx;
 
 static int bytes_to_tokens(const char *s, int **tokens) {
@@ -134,6 +135,9 @@ static int fake_generate(void *ctx, const int *prompt, int n_prompt, const serve
   *n_out = 0;
   *hit_eos = false;
   bool stopped = false;
+  pthread_mutex_lock(&f->mu);
+  snprintf(f->last_grammar, sizeof f->last_grammar, "%s", s->grammar ? s->grammar : "");
+  pthread_mutex_unlock(&f->mu);
   const char *script = fake_script(text);
   for (size_t at = 0, len = script ? strlen(script) : 0; script && !stopped; at += 3) {
     if (*n_out == max_tokens) break;
@@ -1096,6 +1100,21 @@ TEST(serve_tool_choice) {
                 ",\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}},\"stream\":false}", &st);
   CHECK_MSG(strstr(fake.last_prompt, "{\"name\": \"get_weather\", \"arguments\": ") != NULL, "prompt: %s", fake.last_prompt);
   CHECK_STR(jstr(j, "choices.0.message.tool_calls.0.function.arguments"), "{\"city\":\"Paris\"}");
+  cJSON_Delete(j);
+  /* ... and its arguments are held to the function's schema: the grammar
+   * takes the fake's continuation, and not one that breaks the schema */
+  tg_grammar *g = tg_grammar_new(fake.last_grammar, strlen(fake.last_grammar));
+  CHECK_MSG(g != NULL, "grammar: %s\n%s", tg_error(), fake.last_grammar);
+  if (g) {
+    const char *ok = "{\"city\": \"Paris\"}}\n</tool_call>";
+    CHECK(tg_grammar_accept(g, ok, strlen(ok)) == 0 && tg_grammar_can_end(g));
+    tg_grammar_reset(g);
+    CHECK(tg_grammar_accept(g, "{\"city\": 3", 11) < 0);
+    tg_grammar_free(g);
+  }
+  j = post_json(port, "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]," WEATHER_TOOLS
+                ",\"tool_choice\":\"required\"}", &st);
+  CHECK_STR(fake.last_grammar, "");   /* required: the call is opened, the function left to the model */
   cJSON_Delete(j);
   /* streamed, the forced call arrives as a tool_calls delta */
   char *body = http(port, "POST", "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]," WEATHER_TOOLS

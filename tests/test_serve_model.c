@@ -157,9 +157,27 @@ TEST(serve_model_operations) {
     for (int k = 0; k < cJSON_GetArraySize(want) && k < cJSON_GetArraySize(emb); k++)
       CHECK_NEAR(cJSON_GetArrayItem(emb, k)->valuedouble, cJSON_GetArrayItem(want, k)->valuedouble, 1e-5);
     cJSON_Delete(j);
+    /* a named tool_choice on a real model: the call is opened in the prompt
+     * and its arguments sampled under the function's schema, so even this
+     * tiny story model answers with a well-formed call */
+    j = curl_json(POST " -d '{\"messages\":[{\"role\":\"user\",\"content\":\"Weather?\"}],\"max_tokens\":40,"
+                  "\"temperature\":0,\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\","
+                  "\"parameters\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\",\"enum\":[\"Paris\",\"Rome\"]}},"
+                  "\"required\":[\"city\"]}}}],\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}}}'",
+                  port, "/v1/chat/completions", "k3y");
+    const cJSON *choice = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0);
+    const cJSON *call = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(choice, "message"), "tool_calls"), 0);
+    const cJSON *fn = cJSON_GetObjectItem(call, "function");
+    const char *args = cJSON_GetStringValue(cJSON_GetObjectItem(fn, "arguments"));
+    char *dump = cJSON_PrintUnformatted(j);
+    CHECK_MSG(args && (!strcmp(args, "{\"city\":\"Paris\"}") || !strcmp(args, "{\"city\":\"Rome\"}")) &&
+              !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(fn, "name")), "get_weather") &&
+              !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(choice, "finish_reason")), "tool_calls"), "%s", dump);
+    free(dump);
+    cJSON_Delete(j);
     snprintf(cmd, sizeof cmd, "curl -s -H 'X-Api-Key: k3y' http://127.0.0.1:%d/metrics", port);
     out = run_capture(cmd);
-    CHECK_MSG(out && strstr(out, "tg:requests_total{endpoint=\"embedding\"} 1\n") && strstr(out, "tg:prompt_tokens_total 7\n"),
+    CHECK_MSG(out && strstr(out, "tg:requests_total{endpoint=\"embedding\"} 1\n") && strstr(out, "tg:requests_total{endpoint=\"chat\"} 1\n"),
               "metrics: %s", out ? out : "(nothing)");
     free(out);
   }

@@ -74,6 +74,11 @@ void serve_tool_calls_parse(serve_tool_format f, const cJSON *tools, const char 
  * (name NULL) or a named function: appended to the prompt so that the model
  * must go on with a call. malloc'd. */
 char *serve_tool_call_prefix(serve_tool_format f, const char *name);
+/* For a named function in a JSON format (not Qwen3-Coder): GBNF for what
+ * follows serve_tool_call_prefix: the arguments valid for the function's
+ * parameters schema, then the call's closing. The sampler then can only
+ * finish the call. NULL when there is none to give (malloc'd otherwise). */
+char *serve_tool_call_grammar(serve_tool_format f, const cJSON *tools, const char *name);
 /* Adds a call (taking the strings). */
 void serve_chat_msg_add_call(serve_chat_msg *m, char *id, char *name, char *arguments);
 

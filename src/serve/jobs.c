@@ -85,6 +85,12 @@ static int tokenize(serve_queue *q, serve_job *j, int **toks) {
   int n;
   if (r->chat) {
     char *prompt = serve_chat_prompt(be, q->tool_format, r, &j->syntax, &j->prefill);
+    /* a named function's arguments follow its schema (unless the request
+     * brought its own grammar); the HTTP thread does not read these */
+    if (prompt && j->prefill && r->tool_choice == SERVE_TOOL_FUNCTION && !r->grammar) {
+      j->req.grammar = serve_tool_call_grammar(q->tool_format, r->tools, r->tool_name);
+      j->req.sampling.grammar = j->req.grammar;
+    }
     n = prompt ? be->tokenize_text(be->ctx, prompt, true, true, toks) : -1;
     free(prompt);
   } else if (r->prompt) n = be->tokenize_text(be->ctx, r->prompt, true, true, toks);

@@ -6,6 +6,7 @@
  * malformed output is never an error). */
 #include <string.h>
 #include "serve/chat_msg.h"
+#include "tg.h"
 
 /* ---- small text helpers over [p, end) */
 
@@ -506,5 +507,27 @@ char *serve_tool_call_prefix(serve_tool_format f, const char *name) {
     break;
   }
   free(quoted);
+  return b.s;
+}
+
+char *serve_tool_call_grammar(serve_tool_format f, const cJSON *tools, const char *name) {
+  static const char *const closes[] = { [SERVE_TOOLS_HERMES] = "\"}\\n</tool_call>\"", [SERVE_TOOLS_LLAMA3] = "\"}\"",
+                                        [SERVE_TOOLS_MISTRAL] = "\"}]\"" };
+  if (f == SERVE_TOOLS_QWEN3_CODER || !name) return NULL;   /* XML values: no JSON grammar */
+  const cJSON *params = NULL, *t;
+  cJSON_ArrayForEach(t, tools) {
+    const cJSON *fn = cJSON_GetObjectItemCaseSensitive(t, "function");
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(fn, "name");
+    if (cJSON_IsString(n) && !strcmp(n->valuestring, name)) params = cJSON_GetObjectItemCaseSensitive(fn, "parameters");
+  }
+  char *schema = params ? cJSON_PrintUnformatted(params) : tg_xstrdup("{\"type\": \"object\"}");
+  char *g = schema ? tg_json_schema_to_gbnf(schema, strlen(schema)) : NULL;
+  free(schema);
+  /* its root becomes the arguments' rule; a schema that refers back to its
+   * root ("$ref": "#") is left unconstrained */
+  if (!g || strncmp(g, "root ::= ", 9) != 0 || strstr(g + 9, "root")) { free(g); return NULL; }
+  strbuf b = { 0 };
+  sb_printf(&b, "root ::= tool-args %s\ntool-args ::= %s", closes[f], g + 9);
+  free(g);
   return b.s;
 }
