@@ -160,6 +160,14 @@ TEST(grammar_gbnf_errors) {
   CHECK(strstr(tg_error(), "nested more than 256") != NULL);
   CHECK(tg_grammar_new(NULL, 0) == NULL);
   CHECK(tg_grammar_new("root ::= \"a\"\0", 13) == NULL);
+  /* a chain of rules deeper than the checks recurse */
+  strbuf chain = { 0 };
+  sb_puts(&chain, "root ::= r0\n");
+  for (int i = 0; i < 30000; i++) sb_printf(&chain, "r%d ::= r%d\n", i, i + 1);
+  sb_puts(&chain, "r30000 ::= \"x\"\n");
+  CHECK(tg_grammar_new(chain.s, chain.n) == NULL);
+  CHECK_MSG(strstr(tg_error(), "more than 20000 rules"), "%s", tg_error());
+  sb_free(&chain);
 }
 
 /* Parse stacks that would grow without bound fail with a message, never
@@ -348,6 +356,13 @@ TEST(grammar_schema_errors) {
   CHECK(strstr(tg_error(), "nested more than 256") != NULL);
   sb_free(&b);
   CHECK(tg_json_schema_to_gbnf(NULL, 0) == NULL);
+  /* a property name too long for the key rules' recursion */
+  strbuf big = { 0 };
+  sb_puts(&big, "{\"type\": \"object\", \"properties\": {\"");
+  for (int i = 0; i < 5000; i++) sb_puts(&big, "k");
+  sb_puts(&big, "\": {}}, \"additionalProperties\": true}");
+  CHECK(tg_json_schema_to_gbnf(big.s, big.n) == NULL && strstr(tg_error(), "longer than 1000 bytes"));
+  sb_free(&big);
 }
 
 /* ---------------------------------------------------------------- masks */

@@ -316,14 +316,14 @@ static bool alt_nullable(const parser *ps, const gelem *e, const bool *nullable)
 static int left_recursive(const parser *ps, int r, const bool *nullable, uint8_t *state, int depth) {
   if (state[r] == 2) return -1;
   if (state[r] == 1) return r;
-  if (depth > 100000) return r;
+  if (depth > GRAMMAR_MAX_CHAIN) return -2;   /* too deep to check (and to expand): refused */
   state[r] = 1;
   const gelem *e = ps->rules.v[r].body.v;
   for (int alt_start = 1; e->type != GE_END; e++) {
     if (e->type == GE_ALT) { alt_start = 1; continue; }
     if (alt_start && e->type == GE_RULE) {
       int hit = left_recursive(ps, (int)e->value, nullable, state, depth + 1);
-      if (hit >= 0) return hit;
+      if (hit >= 0 || hit == -2) return hit;
     }
     /* the next element is leftmost too while everything before is nullable */
     alt_start = alt_start && e->type == GE_RULE && nullable[e->value];
@@ -362,6 +362,7 @@ static int check_rules(parser *ps, int *root, const char *root_name) {
   for (int i = 0; i < n && !rc; i++) {
     int hit = left_recursive(ps, i, nullable, state, 0);
     if (hit >= 0) rc = tg_seterr("grammar: rule '%s' is left-recursive (it can reach itself before matching a character)", ps->rules.v[hit].name);
+    else if (hit == -2) rc = tg_seterr("grammar: rule '%s' starts a chain of more than 20000 rules before a character", ps->rules.v[i].name);
   }
   free(state);
   free(nullable);

@@ -33,6 +33,8 @@ typedef struct {
 #define GRAMMAR_MAX_ELEMS (1 << 22)      /* elements after repetitions are expanded */
 #define GRAMMAR_MAX_REPEAT 2000          /* n in x{m,n} (llama.cpp's threshold) */
 #define GRAMMAR_MAX_NEST 256             /* parentheses, and JSON schema depth */
+#define GRAMMAR_MAX_CHAIN 20000          /* rules that start rules before a character (the check recurses) */
+#define GRAMMAR_MAX_NAME 1000            /* bytes of a JSON schema property name */
 #define GRAMMAR_MAX_STACKS 4096          /* parse stacks alive at once */
 #define GRAMMAR_MAX_DEPTH 2048           /* one stack's depth (nesting of the text) */
 #define GRAMMAR_MAX_NODES (1 << 23)      /* distinct stacks over a grammar's life */

@@ -293,6 +293,8 @@ static int visit_object(conv *c, const cJSON *s, const char *path, const char *n
   if (props && !cJSON_IsObject(props)) return fail(c, path, "%s", "'properties' must be an object");
   if (req && !cJSON_IsArray(req)) return fail(c, path, "%s", "'required' must be an array of strings");
   const cJSON *r;
+  for (const cJSON *p = props ? props->child : NULL; p; p = p->next)
+    if (strlen(p->string) > GRAMMAR_MAX_NAME) return fail(c, path, "%s", "a property name is longer than 1000 bytes");
   cJSON_ArrayForEach(r, req) {
     if (!cJSON_IsString(r)) return fail(c, path, "%s", "'required' must be an array of strings");
     if (!cJSON_GetObjectItemCaseSensitive(props, r->valuestring))
