@@ -344,6 +344,10 @@ def seeds_request():
          "temperature": 0.5, "top_p": 0.9, "top_k": 40, "min_p": 0.05, "seed": 7, "stop": ["\n", "END"], "n": 1,
          "stream": True, "stream_options": {"include_usage": True}, "max_completion_tokens": 8,
          "frequency_penalty": 0, "presence_penalty": 0, "user": "u", "logprobs": False, "response_format": {"type": "text"}},
+        {"messages": [{"role": "user", "content": "json"}], "response_format": {"type": "json_schema", "json_schema": {
+            "name": "p", "strict": True, "schema": {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0}},
+                                                    "required": ["n"], "additionalProperties": False}}}},
+        {"messages": [{"role": "user", "content": "g"}], "grammar": "root ::= (\"yes\" | \"no\") [.!]?"},
         {"messages": [{"role": "developer", "content": "x", "name": "n"}], "stop": "s", "tools": [], "tool_choice": "auto",
          "parallel_tool_calls": True, "metadata": {"a": "b"}, "store": False, "service_tier": "auto"},
     ]
