@@ -26,6 +26,9 @@ typedef struct {
   const char *device;     /* NULL: the default device */
   const char *cache_type; /* the KV cache's type: "f16" (NULL: the default, as llama.cpp's),
                            * "bf16" or "f32"; anything else is an error */
+  bool special;           /* tg_llm_generate emits the text of control tokens (those that end
+                           * the generation excepted): tool-call markers such as Llama 3's
+                           * <|python_tag|> and Mistral's [TOOL_CALLS] (tg serve) */
 } tg_llm_opts;
 
 /* The hyperparameters read from the file. */

@@ -68,6 +68,7 @@ static int generate(void *ctx, const int *prompt, int n_prompt, const serve_samp
 int cmd_serve(int argc, char **argv) {
   llm_args a;
   llm_args_init(&a);
+  a.special = true;   /* the tool-call formats' control-token markers must reach the reply parser */
   const char *host = "127.0.0.1", *alias = NULL, *api_key = getenv("LLAMA_API_KEY");
   int port = SERVE_DEFAULT_PORT, timeout = 0, per_ip = 0;
   for (int i = 1; i < argc; i++) {

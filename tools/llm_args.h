@@ -10,6 +10,7 @@ typedef struct {
   const char *model;
   int n_ctx;
   const char *cache_type; /* --cache-type (NULL: f16) */
+  bool special;           /* generation shows control tokens' text (tg serve: tool-call markers) */
   int n_predict;          /* -n: tokens to generate (-1: until the end or the context fills) */
   tg_sampling sampling;
   bool seed_given;

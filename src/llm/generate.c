@@ -35,7 +35,7 @@ int tg_llm_generate(tg_llm *m, const struct tg_tokenizer *tok, const int32_t *pr
   double t0 = now();
   int rc = tg_llm_eval(m, prompt + keep, n_prompt - keep, logits);
   st.prompt_seconds = now() - t0;
-  tg_token_stream *ts = tg_token_stream_new(tok, false);
+  tg_token_stream *ts = tg_token_stream_new(tok, m->special);   /* end tokens stop before they are rendered */
   t0 = now();
   while (rc == 0 && st.n_generated < max_tokens) {
     int32_t id = tg_sampler_sample(s, logits, m->cfg.n_vocab);

@@ -138,6 +138,7 @@ struct tg_llm {
   gguf_file *file;
   const char *device;                    /* where its tensors live (every tensor it makes goes there) */
   tg_dtype cache_dtype;                  /* of the KV cache */
+  bool special;                          /* tg_llm_opts.special: generation emits control tokens' text */
   const llm_arch *arch;                  /* the family's row */
   float q_scale;                         /* attention scores are (q . k) * q_scale */
   float kq_mscale;                       /* DeepSeek's YaRN magnitude: q_scale holds its square (1: none) */

@@ -104,6 +104,7 @@ tg_llm *tg_llm_load(const char *path, const tg_llm_opts *opts) {
   tg_llm *m = tg_xcalloc(1, sizeof *m);
   m->device = dev->name;
   m->cache_dtype = caches[cache].dt;
+  m->special = o.special;
   /* the model's own tensors (rope tables, caches, positions) on its device,
    * whatever the caller's default device is */
   const char *prev = tensor_device_begin(m->device);
