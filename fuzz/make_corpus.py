@@ -350,6 +350,13 @@ def seeds_request():
         {"messages": [{"role": "user", "content": "g"}], "grammar": "root ::= (\"yes\" | \"no\") [.!]?"},
         {"messages": [{"role": "developer", "content": "x", "name": "n"}], "stop": "s", "tools": [], "tool_choice": "auto",
          "parallel_tool_calls": True, "metadata": {"a": "b"}, "store": False, "service_tier": "auto"},
+        {"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "a", "name": "f", "content": "1"}],
+         "tools": [{"type": "function", "function": {"name": "f", "description": "d", "parameters": {"type": "object"}}}],
+         "tool_choice": {"type": "function", "function": {"name": "f"}}, "parallel_tool_calls": False,
+         "reasoning_format": "deepseek", "chat_template_kwargs": {"enable_thinking": False},
+         "add_generation_prompt": True, "continue_final_message": False},
     ]
     text = [
         {"model": "m", "prompt": "Once upon a time", "max_tokens": 8, "echo": False},
