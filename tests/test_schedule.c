@@ -504,3 +504,31 @@ TEST(schedule_intermediate_layout_follows_its_input) {
   }
   free(x); free(y); free(z); free(got);
 }
+
+/* A realized contiguous slice (rows of a matrix, one row) is a view of the
+ * matrix's memory: no kernel runs; a slice that is not contiguous is a copy. */
+TEST(schedule_contiguous_slice_is_a_view) {
+  tg_scope_begin();
+  float m[6 * 4], got[3 * 4];
+  for (int i = 0; i < 24; i++) m[i] = (float)i;
+  tg_tensor *x = tg_from_data(m, TG_SHAPE(6, 4), TG_F32);
+  CHECK(tg_realize(x) == 0);
+  tg_tensor *rows = tg_shrink(x, (int64_t[]){ 2, 0 }, (int64_t[]){ 5, 4 });
+  tg_tensor *row = tg_reshape(tg_shrink(x, (int64_t[]){ 4, 0 }, (int64_t[]){ 5, 4 }), TG_SHAPE(4));
+  tg_tensor *cols = tg_shrink(x, (int64_t[]){ 0, 1 }, (int64_t[]){ 6, 3 });
+  tg_schedule_entry e[4];
+  CHECK_EQ_INT(tg_schedule_list(&rows, 1, e, 4), 0);
+  CHECK_EQ_INT(tg_schedule_list(&row, 1, e, 4), 0);
+  CHECK_EQ_INT(tg_schedule_list(&cols, 1, e, 4), 1);
+  int64_t runs = tg_get_counters().kernels_run;
+  CHECK(tg_data(rows, got, sizeof got) == 0);
+  for (int i = 0; i < 12; i++) CHECK_NEAR(got[i], m[8 + i], 0);
+  CHECK(tg_data(row, got, 4 * sizeof(float)) == 0);
+  for (int i = 0; i < 4; i++) CHECK_NEAR(got[i], m[16 + i], 0);
+  CHECK_EQ_INT(tg_get_counters().kernels_run, runs);
+  /* a view's values flow on like any tensor's */
+  float s = 0;
+  CHECK(tg_data(tg_sum(rows, TG_AXES(0, 1), false), &s, sizeof s) == 0);
+  CHECK_NEAR(s, (8 + 19) * 12 / 2.0, 0);
+  tg_scope_end();
+}

@@ -242,8 +242,9 @@ static int compile_pending(sched_item *items, prep *ps, int n, int debug) {
 }
 
 static _Thread_local kernel_capture *capture;
-void engine_capture_begin(kernel_capture *c) { capture = c; }
-void engine_capture_end(void) { capture = NULL; }
+/* a replay has no kernel for a view: captured schedules store every root */
+void engine_capture_begin(kernel_capture *c) { capture = c; schedule_allow_views(false); }
+void engine_capture_end(void) { capture = NULL; schedule_allow_views(true); }
 void kernel_capture_free(kernel_capture *c) {
   for (int i = 0; i < c->n; i++) {
     for (int j = 0; j < c->v[i].nbufs; j++) buffer_release(c->v[i].bufs[j]);

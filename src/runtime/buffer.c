@@ -108,9 +108,30 @@ tg_buffer *buffer_new(struct tg_device *dev, tg_dtype dt, int64_t numel) {
   return b;
 }
 
+tg_buffer *buffer_view(tg_buffer *base, int64_t offset, int64_t numel) {
+  if (!base) TG_FAIL("buffer_view: no base");
+  if (!base->dev->host_memory) TG_FAIL("buffer_view: %s buffers are not host memory", base->dev->name);
+  if (offset < 0 || numel < 0 || offset > base->numel || numel > base->numel - offset)
+    TG_FAIL("buffer_view: elements [%lld, %lld) are outside a buffer of %lld", (long long)offset, (long long)(offset + numel), (long long)base->numel);
+  size_t item = (size_t)tg_dtype_size(base->dtype);
+  size_t off = (size_t)offset * item + base->offset;
+  while (base->base) base = base->base;   /* a view of a view: of the same memory */
+  tg_buffer *b = buffer_new(base->dev, base->dtype, numel);
+  if (!b) return NULL;
+  buffer_retain(base);
+  b->base = base;
+  b->offset = off;
+  return b;
+}
+
 int buffer_alloc(tg_buffer *b) {
   if (!b) return tg_seterr("buffer_alloc: no buffer");
   if (__atomic_load_n(&b->ptr, __ATOMIC_ACQUIRE)) return 0;
+  if (b->base) {
+    if (buffer_alloc(b->base) < 0) return -1;
+    __atomic_store_n(&b->ptr, (void *)((char *)b->base->ptr + b->offset), __ATOMIC_RELEASE);
+    return 0;
+  }
   if (b->placeholder) return tg_seterr("a function's parameter has no memory: tensors read inside a function body cannot be realized there");
   int rc = 0;
   pthread_mutex_lock(&alloc_lock);   /* two threads may race to allocate one buffer */
@@ -131,6 +152,7 @@ void buffer_retain(tg_buffer *b) {
 void buffer_release(tg_buffer *b) {
   if (!b) return;
   if (__atomic_sub_fetch(&b->refcnt, 1, __ATOMIC_ACQ_REL) != 0) return;
+  if (b->base) { buffer_release(b->base); free(b); return; }   /* a view: the base owns the memory */
   if (b->ptr) { cache_give(b->dev, b->ptr, b->nbytes); counters_mem(-(int64_t)b->nbytes); if (viz_on) viz_mem(b->dev->name, b->id, -(int64_t)b->nbytes); }
   free(b);
 }

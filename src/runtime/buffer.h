@@ -14,10 +14,17 @@ typedef struct tg_buffer {
   int refcnt;
   int64_t id;
   bool placeholder;   /* a function parameter's stand-in (schedule/call.h): never allocated */
+  struct tg_buffer *base;   /* a view (buffer_view): base's memory from byte `offset` on */
+  size_t offset;
 } tg_buffer;
 
 tg_buffer *buffer_new(tg_device *dev, tg_dtype dt, int64_t numel);
 int buffer_alloc(tg_buffer *b);            /* allocate if not yet; 0 or -1 */
+/* numel elements of base from element offset on, sharing base's memory (a
+ * realized contiguous slice: no kernel, no copy). Only on devices whose
+ * buffers are host memory; NULL with an error otherwise or when the range
+ * is outside base. Holds base. */
+tg_buffer *buffer_view(tg_buffer *base, int64_t offset, int64_t numel);
 void buffer_retain(tg_buffer *b);
 void buffer_release(tg_buffer *b);
 int buffer_copyin(tg_buffer *b, const void *host, size_t nbytes);

@@ -71,6 +71,39 @@ static tg_buffer *view_buffer(const uop *u) {
   while (u->nsrc && u->op != OP_BUFFER) u = u->src[0];
   return u->op == OP_BUFFER ? u->arg.p : NULL;
 }
+/* ---- zero-kernel slices: a root that is a contiguous range of a realized
+ * buffer (rows of a matrix, a slice of the leading axis) becomes a view of
+ * that memory (tinygrad's BUFFER_VIEW), on devices whose buffers are host
+ * memory; not while a JIT captures (its replay needs a kernel writing every
+ * output). */
+static _Thread_local bool no_views;
+bool schedule_allow_views(bool on) { bool prev = !no_views; no_views = !on; return prev; }
+
+static uop *slice_view(uop *r) {
+  if (no_views || r->dim_var) return NULL;
+  uop *u = r->op == OP_CONTIGUOUS ? r->src[0] : r;
+  while (u->op == OP_RESHAPE) u = u->src[0];
+  if (u->op != OP_SHRINK) return NULL;
+  const uop *s0 = u->src[0], *x = s0;
+  while (x->op == OP_RESHAPE) x = x->src[0];
+  if (x->op != OP_BUFFER || s0->dim_var) return NULL;
+  tg_buffer *b = x->arg.p;
+  if (!b->dev->host_memory || b->placeholder || numel_of(s0) != b->numel) return NULL;
+  /* contiguous: after the last axis that is not whole, every axis is; before it, one index each */
+  const int64_t *a = u->arg.v;
+  int nd = s0->ndim, k = -1;
+  for (int i = 0; i < nd; i++) if (a[2 * i] != 0 || a[2 * i + 1] != s0->shape[i]) k = i;
+  if (k < 0) return NULL;
+  for (int i = 0; i < k; i++) if (a[2 * i + 1] - a[2 * i] != 1) return NULL;
+  int64_t offset = 0, stride = 1;
+  for (int i = nd - 1; i >= 0; i--) { offset += a[2 * i] * stride; stride *= s0->shape[i]; }
+  tg_buffer *v = buffer_view(b, offset, numel_of(u));
+  if (!v) { tg_seterr("%s", ""); return NULL; }
+  uop *bv = uop0(OP_BUFFER, dt_scalar(v->dtype), arg_ptr(v));
+  buffer_release(v);   /* the node holds it */
+  return r->ndim == 1 ? bv : uop1(OP_RESHAPE, r->dtype, bv, arg_ints(r->shape, r->ndim));
+}
+
 /* the view an ASSIGN writes through (following chained assigns) */
 static uop *assign_view(uop *u) {
   while (u->op == OP_ASSIGN) u = u->src[0];
@@ -1138,6 +1171,8 @@ int schedule_create(uop *const *roots, int n, const char *default_device, schedu
   for (int i = 0; i < n; i++) {
     uop *r = roots[i];
     if (r->op == OP_CONTIGUOUS && is_buffer_view(r->src[0])) continue;
+    uop *view = slice_view(r);
+    if (view) { pm_put(becomes, r, view); continue; }
     if (!is_buffer_view(r)) mark(&s, r);
     else if (r != strip_after(r)) pm_put(becomes, r, strip_after(r));   /* its assigns run below */
   }

@@ -41,5 +41,9 @@ typedef struct { sched_item *v; int n, cap; } schedule;
  * realized node (borrowed from the caller's pool). 0 or -1 with tg_error. */
 int schedule_create(uop *const *roots, int n, const char *default_device, schedule *out, ptrmap *becomes);
 void schedule_free(schedule *s);
+/* Whether roots that are contiguous slices of realized memory become views
+ * of it with no kernel (on by default; the JIT's capture turns it off on
+ * its thread). Returns the previous setting. */
+bool schedule_allow_views(bool on);
 
 #endif
