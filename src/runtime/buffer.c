@@ -174,6 +174,7 @@ int buffer_copyout(tg_buffer *b, void *host, size_t nbytes) {
     return tg_seterr("buffer_copyout: %zu bytes asked of %s:buf#%lld (%zu bytes)",
                      nbytes, b->dev->name, (long long)b->id, b->nbytes);
   if (nbytes && !host) return tg_seterr("buffer_copyout: no host memory");
+  if (b->base && buffer_alloc(b) < 0) return -1;   /* a view: its base's memory */
   if (!__atomic_load_n(&b->ptr, __ATOMIC_ACQUIRE))
     return tg_seterr("buffer_copyout: %s:buf#%lld was never allocated", b->dev->name, (long long)b->id);
   if (!nbytes) return 0;
