@@ -81,6 +81,43 @@ int tg_llm_n_past(const tg_llm *m);
  * tg_llm_n_past says where the cache stands. */
 void tg_llm_rewind(tg_llm *m, int n_past);
 
+/* Runs tokens[0..n) at positions n_past.. like tg_llm_eval, but writes the
+ * logits of every one of them: n * n_vocab floats to logits, row i for
+ * tokens[i]. Batched (eager graphs of up to 512 positions each, 64 for a
+ * model with sliding-window rings; the decode JITs are untouched). Fails,
+ * changing nothing, when the cache has no room. 0 or -1 + tg_error. */
+int tg_llm_eval_all(tg_llm *m, const int32_t *tokens, int n, float *logits);
+
+/* ---------------------------------------------------------------- perplexity
+ * llama.cpp's llama-perplexity: tokens cut into chunks of n_ctx, each run
+ * from an empty cache with its first token replaced by BOS (add_bos), and
+ * the positions n_ctx/2 .. n_ctx-2 of each scored against the next token. */
+typedef struct {
+  int n_ctx;              /* tokens per chunk (0: the model's cache size); 3 .. the cache size */
+  int n_chunks;           /* at most this many chunks (<= 0: all n / n_ctx) */
+  int n_batch;            /* tokens per tg_llm_eval_all call (0 or more than n_ctx: n_ctx) */
+  bool add_bos;           /* put bos at each chunk's first position (as llama.cpp when the
+                           * vocabulary adds BOS: tg_tokenizer_add_bos, tg_tokenizer_bos) */
+  int32_t bos;
+  void (*on_chunk)(void *user, int chunk, double ppl);   /* after each chunk (from 0): the running estimate; may be NULL */
+  void *user;
+} tg_ppl_opts;
+
+typedef struct {
+  double ppl;             /* exp(mean negative log-likelihood) */
+  double ppl_err;         /* its standard error, ppl * nll_err (llama.cpp's "+/-"); NaN when undefined */
+  double nll, nll_err;    /* mean negative log-likelihood and the standard error of the mean */
+  int n_chunks, n_scored; /* chunks run, tokens scored (n_chunks * (n_ctx - 1 - n_ctx/2)) */
+  int n_tokens;           /* tokens evaluated (n_chunks * n_ctx) */
+  double seconds;         /* wall time of the evaluation */
+} tg_ppl_result;
+
+/* The perplexity of tokens[0..n) by the method above (opts NULL: n_ctx the
+ * cache size, no BOS). -1 + tg_error for fewer than 2 * n_ctx tokens (as
+ * llama.cpp), an n_ctx out of range, a token outside the vocabulary. The
+ * cache holds the last chunk afterwards. */
+int tg_llm_perplexity(tg_llm *m, const int32_t *tokens, int n, const tg_ppl_opts *opts, tg_ppl_result *out);
+
 /* The embedding of a sequence of n tokens (at most the context): run from
  * position 0 (the cache then holds them, as after tg_llm_eval from an
  * empty cache), the last hidden state of each token after the final norm,

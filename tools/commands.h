@@ -20,6 +20,7 @@ int cmd_gguf(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_llm_init(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
+int cmd_perplexity(int argc, char **argv);
 int cmd_viz(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 

@@ -21,6 +21,7 @@ static const tg_command commands[] = {
   { "gguf", cmd_gguf, "print a GGUF file's header, metadata and tensor table" },
   { "quantize", cmd_quantize, "IN.gguf OUT.gguf TYPE: quantize a model's weights (as llama-quantize)" },
   { "llm-init", cmd_llm_init, "OUT.gguf [opts]: write a random-weight llama GGUF" },
+  { "perplexity", cmd_perplexity, "-m MODEL.gguf -f TEXT: perplexity of a text (as llama-perplexity)" },
   { "tokenize", cmd_tokenize, "print the tokens of a text with a GGUF file's tokenizer" },
   { "export", cmd_export, "-m MODEL.gguf -o OUT.c: the decode step as one dependency-free C file" },
   { "viz", cmd_viz, "[DIR] [--top N] [-s NAME] [--chrome OUT.json]: read a VIZ=-1 trace (rewrites, kernels, profile)" },

@@ -178,5 +178,8 @@ tg_tensor *llm_forward(tg_llm *m, tg_tensor *tokens);
  * what llm_forward projects to logits, and embeddings pool. Writes the
  * tokens' keys and values to the cache like llm_forward. */
 tg_tensor *llm_hidden(tg_llm *m, tg_tensor *tokens);
+/* The logits (T, n_vocab) of normed hidden states h (T, dim): the output
+ * projection and the final softcap (llm_forward's last step). */
+tg_tensor *llm_logits(tg_llm *m, tg_tensor *h);
 
 #endif

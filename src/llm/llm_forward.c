@@ -299,10 +299,14 @@ tg_tensor *llm_hidden(tg_llm *m, tg_tensor *tokens) {
   return rms_norm(residual(m, tokens), m->output_norm, m->cfg.rms_eps);
 }
 
+tg_tensor *llm_logits(tg_llm *m, tg_tensor *h) {
+  tg_tensor *logits = linear(m, h, m->output, NULL);
+  return m->final_softcap > 0 ? softcap(logits, m->final_softcap) : logits;
+}
+
 tg_tensor *llm_forward(tg_llm *m, tg_tensor *tokens) {
   int64_t T = tg_dim(tokens, 0);
   tg_tensor *x = residual(m, tokens);
   tg_tensor *last = T > 1 ? TG_GET(x, TG_FROM(T - 1)) : x;                                     /* (1, dim) */
-  tg_tensor *logits = linear(m, rms_norm(last, m->output_norm, m->cfg.rms_eps), m->output, NULL);
-  return m->final_softcap > 0 ? softcap(logits, m->final_softcap) : logits;
+  return llm_logits(m, rms_norm(last, m->output_norm, m->cfg.rms_eps));
 }

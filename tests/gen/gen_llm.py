@@ -155,7 +155,7 @@ class Model:
         c = self.c
         return bool(c.get("window")) and i % c["period"] < c["period"] - 1
 
-    def forward(self, toks, start):
+    def forward(self, toks, start, every=False):
         c, w = self.c, self.w
         T, H, KV, hd, eps = len(toks), c["heads"], c["kv"], c["hd"], 1e-5
         pos = list(range(start, start + T))
@@ -195,7 +195,7 @@ class Model:
                 f = rms(f, w[p + "post_ffw_norm.weight"], eps)
             x = x + f
         out = w["output.weight"] if "output.weight" in w else w["token_embd.weight"]
-        return softcap(rms(x[-1], w["output_norm.weight"], eps) @ out.T, c.get("final_cap"))
+        return softcap(rms(x if every else x[-1], w["output_norm.weight"], eps) @ out.T, c.get("final_cap"))
 
     def mla(self, i, h, pos):
         c, w, p, eps = self.c, self.w, f"blk.{i}.", 1e-5
@@ -414,10 +414,39 @@ def make(name, arch, cfg, seed, runs=()):
     print(f"wrote {path}")
     for suffix, override, prompt, n in runs:
         greedy(dict(cfg, **override), w, prompt, n, os.path.join(OUT, f"llm_{name}{suffix}"))
+    return w
+
+
+def perplexity(cfg, w, tokens, n_ctx, bos, out):
+    """llama.cpp's llama-perplexity over tokens: chunks of n_ctx from an
+    empty cache, the first token of each replaced by bos, rows n_ctx/2 ..
+    n_ctx-2 scored against the next token. Writes the tokens (int32) to
+    out.ppl_tokens.bin and float64 [ppl, ppl_err, the running estimate after
+    each chunk...] to out.ppl.bin."""
+    first, nll = n_ctx // 2, []
+    running = []
+    for c in range(len(tokens) // n_ctx):
+        chunk = list(tokens[c * n_ctx:(c + 1) * n_ctx])
+        chunk[0] = bos
+        logits = Model(cfg, w).forward(chunk, 0, every=True)
+        for j in range(first, n_ctx - 1):
+            row = logits[j] - logits[j].max()
+            nll.append(-(row[chunk[j + 1]] - np.log(np.exp(row).sum())))
+        running.append(np.exp(np.mean(nll)))
+    nll = np.array(nll)
+    ppl = np.exp(nll.mean())
+    err = np.sqrt(((nll ** 2).mean() - nll.mean() ** 2) / (len(nll) - 1)) * ppl
+    np.array(tokens, dtype=np.int32).tofile(os.path.join(OUT, f"{out}.ppl_tokens.bin"))
+    np.array([ppl, err] + running, dtype=np.float64).tofile(os.path.join(OUT, f"{out}.ppl.bin"))
+    print(f"wrote {out}: perplexity {ppl:.6f} +/- {err:.6f} over {len(running)} chunks of {n_ctx}")
 
 
 base = dict(dim=32, layers=2, heads=4, kv=2, hd=8, ffn=48, vocab=53)
-make("llama", "llama", dict(base, neox=False), 1)
+w_llama = make("llama", "llama", dict(base, neox=False), 1)
+# perplexity (tests/test_llm.c: llm_perplexity): 53 tokens, chunks of 16
+# (3 chunks, 7 positions scored in each), BOS 1 at each chunk's start.
+perplexity(dict(base, neox=False), w_llama, [int(t) for t in np.random.default_rng(11).integers(0, 53, 53)], 16, 1,
+           os.path.join(OUT, "llm_llama"))
 make("qwen3moe", "qwen3moe", dict(base, hd=12, neox=True, qk_norm=True, experts=4, used=2, eff=24, norm_w=True), 2)
 make("qwen2moe", "qwen2moe", dict(base, neox=True, bias=True, experts=4, used=2, eff=24, norm_w=False, shared=40), 3)
 make("deepseek2", "deepseek2", dict(base, hd=12, heads=4, kv=4, mla=True, kv_lora=16, q_lora=20, rope=4, hv=10, dense=1,
