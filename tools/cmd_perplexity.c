@@ -96,11 +96,12 @@ int cmd_perplexity(int argc, char **argv) {
     tg_ppl_opts po = { .n_ctx = a.n_ctx, .n_chunks = n_chunks, .n_batch = n_batch, .add_bos = tg_tokenizer_add_bos(tok),
                        .bos = tg_tokenizer_bos(tok), .on_chunk = print_chunk };
     tg_ppl_result r;
-    if (tg_llm_perplexity(m, ids, n, &po, &r) < 0) fprintf(stderr, "\ntg perplexity: %s\n", tg_error());
+    if (tg_llm_perplexity(m, ids, n, &po, &r) < 0) fflush(stdout), fprintf(stderr, "\ntg perplexity: %s\n", tg_error());
     else {
       printf("\n");
       if (r.ppl_err == r.ppl_err) printf("Final estimate: PPL = %.4f +/- %.5f\n", r.ppl, r.ppl_err), rc = 0;
       else fprintf(stderr, "tg perplexity: unexpected negative standard deviation of log(prob)\n");
+      fflush(stdout);   /* before the stderr line */
       fprintf(stderr, "perplexity: %d tokens in %.2f s (%.1f tok/s), %d scored\n", r.n_tokens, r.seconds,
               r.seconds > 0 ? r.n_tokens / r.seconds : 0.0, r.n_scored);
     }
