@@ -402,3 +402,21 @@ TEST(function_schedule_list_shows_each_call) {
   tg_scope_end();
   tg_function_free(f);
 }
+
+/* a body that calls its own function: an error, not endless recursion */
+static tg_function *self_fn;
+static int calls_itself(void *ctx, tg_tensor *const *in, int nin, tg_tensor **out, int nout) {
+  (void)ctx; (void)nin; (void)nout;
+  return tg_function_call(self_fn, in, out);
+}
+TEST(function_recursion_refused) {
+  tg_scope_begin();
+  self_fn = tg_function_new("self", calls_itself, NULL, 1, 1);
+  tg_tensor *in = tg_from_data((float[2]){ 1, 2 }, TG_SHAPE(2), TG_F32), *o = NULL;
+  CHECK(tg_function_call(self_fn, &in, &o) != 0);
+  CHECK_MSG(strstr(tg_error(), "calls its own function"), "got: %s", tg_error());
+  /* the function still works for a body that does not recurse: none was kept */
+  CHECK_EQ_INT(tg_function_stats(self_fn).bodies, 0);
+  tg_function_free(self_fn);
+  tg_scope_end();
+}

@@ -46,9 +46,10 @@ struct tg_function {
   bool allow_implicit;
   tg_function_grad_fn grad;
   void *grad_ctx;
-  pthread_mutex_t lock;
+  pthread_mutex_t lock;        /* recursive: a body may call other functions */
   VEC(signature_entry) bodies;
   int calls;
+  int building;                /* > 0 while fn builds a body */
 };
 
 tg_function *tg_function_new(const char *name, tg_jit_fn fn, void *ctx, int nin, int nout) {
@@ -58,7 +59,11 @@ tg_function *tg_function_new(const char *name, tg_jit_fn fn, void *ctx, int nin,
   tg_function *f = tg_xcalloc(1, sizeof *f);
   snprintf(f->name, sizeof f->name, "%s", name && *name ? name : "function");
   f->fn = fn; f->ctx = ctx; f->nin = nin; f->nout = nout;
-  pthread_mutex_init(&f->lock, NULL);
+  pthread_mutexattr_t a;
+  pthread_mutexattr_init(&a);
+  pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+  pthread_mutex_init(&f->lock, &a);
+  pthread_mutexattr_destroy(&a);
   return f;
 }
 
@@ -223,9 +228,15 @@ int tg_function_call(tg_function *f, tg_tensor *const *in, tg_tensor **out) {
   pthread_mutex_lock(&f->lock);
   call_body *b = NULL;
   for (int i = 0; i < f->bodies.n && !b; i++) if (same_sig(f->bodies.v[i].sig, sig, f->nin)) b = f->bodies.v[i].body;
+  if (!b && f->building) {
+    pthread_mutex_unlock(&f->lock);
+    return tg_seterr("tg_function_call %s: the body calls its own function (recursion is not supported)", f->name);
+  }
   if (!b) {
     /* a new signature: build its body (a different signature is not an error) */
+    f->building++;
     b = build_body(f, in);
+    f->building--;
     if (b) {
       signature_entry e = { tg_xmalloc(sizeof(param_sig) * (size_t)(f->nin ? f->nin : 1)), b };
       memcpy(e.sig, sig, sizeof(param_sig) * (size_t)f->nin);
