@@ -420,3 +420,36 @@ TEST(function_recursion_refused) {
   tg_function_free(self_fn);
   tg_scope_end();
 }
+
+/* a body that calls another function (twice): calls nest */
+static tg_function *inner_fn;
+static int two_layers(void *ctx, tg_tensor *const *in, int nin, tg_tensor **out, int nout) {
+  (void)ctx; (void)nin; (void)nout;
+  tg_tensor *a[3] = { in[0], in[1], in[2] }, *h = NULL;
+  if (tg_function_call(inner_fn, a, &h) != 0) return -1;
+  tg_tensor *b[3] = { h, in[3], in[4] };
+  return tg_function_call(inner_fn, b, out);
+}
+TEST(function_calls_nest) {
+  init_values();
+  tg_scope_begin();
+  inner_fn = tg_function_new("layer", layer, NULL, 3, 1);
+  tg_function *outer = tg_function_new("two_layers", two_layers, NULL, 5, 1);
+  params p;
+  make_params(&p, 4);
+  tg_tensor *h = tg_from_data(xv, TG_SHAPE(B, D), TG_F32);
+  for (int c = 0; c < 2; c++) {
+    tg_tensor *in[5] = { h, p.w[2 * c], p.b[2 * c], p.w[2 * c + 1], p.b[2 * c + 1] }, *o = NULL;
+    CHECK_MSG(tg_function_call(outer, in, &o) == 0, "%s", tg_error());
+    h = o;
+  }
+  float got[B * D], want[B * D];
+  CHECK_MSG(tg_data(h, got, sizeof got) == 0, "%s", tg_error());
+  ref_mlp(4, want, NULL, NULL);
+  test_close_f32(got, want, B * D, 1e-4, 1e-5, "2 x 2 nested layers");
+  CHECK_EQ_INT(tg_function_stats(outer).bodies, 1);
+  CHECK_EQ_INT(tg_function_stats(inner_fn).bodies, 1);
+  tg_function_free(outer);
+  tg_function_free(inner_fn);
+  tg_scope_end();
+}
