@@ -160,3 +160,24 @@ TEST(perplexity_cli_stories260K) {
   snprintf(args, sizeof args, "-f data/ppl_story.txt");
   CHECK_EQ_INT(run_tg(args, out, sizeof out), 2);
 }
+
+/* a model with sliding-window rings (gemma2: window 4, ring 67 rows of a
+ * 128-position cache): eval_all runs pieces of 64 that the ring holds; the
+ * last row after gen_llm.py's 70-token prompt is its golden */
+TEST(llm_eval_all_sliding_ring_gemma2) {
+  size_t nw;
+  float *want = test_read_file("goldens/llm_gemma2_long.logits.bin", &nw);
+  tg_llm *m = tg_llm_load("goldens/llm_gemma2.gguf", &(tg_llm_opts){ .n_ctx = 128, .cache_type = "f32" });
+  CHECK_MSG(want && m, "model or golden missing: %s", tg_error());
+  if (want && m) {
+    int V = tg_llm_config_of(m)->n_vocab;
+    int32_t prompt[70];
+    for (int i = 0; i < 70; i++) prompt[i] = (i * 7 + 3) % 53;   /* gen_llm.py's LONG */
+    float *all = malloc(sizeof(float) * 70 * (size_t)V);
+    CHECK_OK(tg_llm_eval_all(m, prompt, 70, all) == 0);
+    test_close_f32(all + 69 * (size_t)V, want, (size_t)V, 1e-4, 1e-4, "gemma2 eval_all last row");
+    free(all);
+  }
+  tg_llm_free(m);
+  free(want);
+}
