@@ -181,5 +181,9 @@ tg_tensor *llm_hidden(tg_llm *m, tg_tensor *tokens);
 /* The logits (T, n_vocab) of normed hidden states h (T, dim): the output
  * projection and the final softcap (llm_forward's last step). */
 tg_tensor *llm_logits(tg_llm *m, tg_tensor *h);
+/* tg_llm_eval_all writing only the logits of tokens skip..n-1 ((n - skip)
+ * rows; none, and logits may be NULL, when skip >= n): the others are not
+ * projected. llm_eval_all.c. */
+int llm_eval_logits(tg_llm *m, const int32_t *tokens, int n, int skip, float *logits);
 
 #endif

@@ -33,7 +33,7 @@ int tg_llm_perplexity(tg_llm *m, const int32_t *tokens, int n, const tg_ppl_opts
   int n_chunk = n / n_ctx;
   if (o.n_chunks > 0 && o.n_chunks < n_chunk) n_chunk = o.n_chunks;
   int first = n_ctx / 2;
-  float *logits = tg_xmalloc(sizeof(float) * (size_t)n_ctx * (size_t)n_vocab);
+  float *logits = tg_xmalloc(sizeof(float) * (size_t)(n_ctx - first) * (size_t)n_vocab);   /* rows first.. */
   int32_t *chunk = tg_xmalloc(sizeof(int32_t) * (size_t)n_ctx);
   double nll = 0, nll2 = 0, t0 = tg_now_seconds();
   int count = 0, rc = 0;
@@ -44,11 +44,12 @@ int tg_llm_perplexity(tg_llm *m, const int32_t *tokens, int n, const tg_ppl_opts
     m->ring_top = 0;
     for (int b = 0; b < n_ctx && rc == 0; b += n_batch) {
       int T = n_ctx - b < n_batch ? n_ctx - b : n_batch;
-      rc = tg_llm_eval_all(m, chunk + b, T, logits + (size_t)b * n_vocab);
+      int skip = first - b < 0 ? 0 : first - b;   /* only the scored half is projected */
+      rc = llm_eval_logits(m, chunk + b, T, skip, skip < T ? logits + (size_t)(b + skip - first) * n_vocab : NULL);
     }
     if (rc < 0) break;
     for (int j = first; j < n_ctx - 1; j++) {
-      double v = token_nll(logits + (size_t)j * n_vocab, n_vocab, chunk[j + 1]);
+      double v = token_nll(logits + (size_t)(j - first) * n_vocab, n_vocab, chunk[j + 1]);
       nll += v;
       nll2 += v * v;
     }
