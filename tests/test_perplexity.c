@@ -92,6 +92,9 @@ TEST(llm_perplexity_bad_input) {
   tg_ppl_result r;
   CHECK(tg_llm_perplexity(m, toks, 31, &(tg_ppl_opts){ .n_ctx = 16 }, &r) == -1);   /* fewer than 2 * n_ctx */
   CHECK_MSG(strstr(tg_error(), "at least 32"), "%s", tg_error());
+  CHECK_OK(tg_llm_perplexity(m, toks, 32, &(tg_ppl_opts){ .n_ctx = 16 }, &r) == 0);   /* exactly 2 * n_ctx: two chunks */
+  CHECK_EQ_INT(r.n_chunks, 2);
+  CHECK_EQ_INT(r.n_scored, 14);
   CHECK(tg_llm_perplexity(m, toks, 64, &(tg_ppl_opts){ .n_ctx = 2 }, &r) == -1);
   CHECK(tg_llm_perplexity(m, toks, 64, &(tg_ppl_opts){ .n_ctx = 64 }, &r) == -1);   /* over the cache (32) */
   CHECK(tg_llm_perplexity(m, toks, 64, &(tg_ppl_opts){ .n_ctx = 16, .n_batch = -1 }, &r) == -1);
