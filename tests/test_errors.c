@@ -575,3 +575,45 @@ TEST(errors_api_misuse) {
   EXPECT_NEG(tg_sampler_sample(s, l, 0), "tg_sampler_sample", NULL);
   tg_sampler_free(s);
 }
+
+/* Kernels over the largest shapes tg allows, scheduled and "run" on the NULL
+ * device (no memory): loop spaces whose sizes multiply past int64 (a softmax
+ * fuses two reduces over the same 2^39 axis; two row sums side by side) must
+ * schedule, optimize and estimate their cost without overflowing
+ * (cpu_heuristic_opts multiplied them), and the memory counter must not
+ * wrap on buffers whose bytes add up past int64. */
+TEST(errors_huge_kernels) {
+  char before[64];
+  snprintf(before, sizeof before, "%s", tg_default_device());
+  CHECK(tg_set_default_device("NULL") == 0);
+  int64_t rows = (int64_t)1 << 20, cols = (int64_t)1 << 39;
+  tg_tensor *x = tg_empty(TG_SHAPE(rows, cols), TG_F32), *y = tg_empty(TG_SHAPE(rows, cols), TG_F32);
+  CHECK_OK(x);
+  CHECK_OK(y);
+  tg_tensor *sm = tg_softmax(x, 1);
+  CHECK_OK(sm);
+  CHECK_MSG(sm && tg_realize(sm) == 0, "softmax: %s", tg_error());
+  tg_tensor *two = tg_add(tg_sum(x, TG_AXES(1), false), tg_sum(y, TG_AXES(1), false));
+  CHECK_OK(two);
+  CHECK_MSG(two && tg_realize(two) == 0, "two sums: %s", tg_error());
+  tg_tensor *all = tg_add(tg_sum(x, TG_AXES(0, 1), false), tg_sum(y, TG_AXES(0, 1), false));
+  CHECK_OK(all);
+  CHECK_MSG(all && tg_realize(all) == 0, "two totals: %s", tg_error());
+  tg_tensor *ln = tg_layernorm(x, TG_SHAPE(cols), NULL, NULL, 1e-5);   /* mean, then variance: nested reduces */
+  CHECK_OK(ln);
+  CHECK_MSG(ln && tg_realize(ln) == 0, "layernorm: %s", tg_error());
+  tg_tensor *sd = tg_std(x, TG_AXES(1), false, 1);
+  CHECK_OK(sd);
+  CHECK_MSG(sd && tg_realize(sd) == 0, "std: %s", tg_error());
+  /* a symbolic axis at its maximum: the estimates count it whole */
+  CHECK_OK(tg_variable("ovf_n", 1, cols));
+  tg_tensor *xs = tg_shrink_var(x, 1, "ovf_n");
+  CHECK_OK(xs);
+  CHECK(tg_bind("ovf_n", 7) == 0);
+  tg_tensor *ss = xs ? tg_softmax(xs, 1) : NULL;
+  CHECK_OK(ss);
+  CHECK_MSG(ss && tg_realize(ss) == 0, "symbolic softmax: %s", tg_error());
+  /* the buffers held add up past int64 bytes: the counter saturates (it wrapped before) */
+  CHECK(tg_get_counters().mem_used > 0);
+  CHECK(tg_set_default_device(before) == 0);
+}

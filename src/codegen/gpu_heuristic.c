@@ -11,6 +11,7 @@
  * Thresholds live in the table below. */
 #include "codegen/opts.h"
 #include "schedule/schedule.h"
+#include "util/util.h"
 
 static const struct {
   int group_threads;       /* threads of a work group the heuristic aims for */
@@ -60,8 +61,8 @@ int gpu_heuristic_opts(uop *ast, const tg_renderer *ren, kopt *out, int max) {
   int n = kernel_axes(ast, axes, 64, &fr);
   int budget = gpu_policy.group_threads < ren->max_local ? gpu_policy.group_threads : ren->max_local;
   int64_t outputs = 1, red = 1;
-  for (int i = 0; i < fr; i++) outputs *= static_size(axes[i]);
-  for (int i = fr; i < n; i++) red *= static_size(axes[i]);
+  for (int i = 0; i < fr; i++) outputs = tg_mul_sat_i64(outputs, static_size(axes[i]));
+  for (int i = fr; i < n; i++) red = tg_mul_sat_i64(red, static_size(axes[i]));   /* several reduces: past int64 */
   if (n > fr && red >= gpu_policy.matvec_reduce && outputs <= gpu_policy.matvec_outputs) {
     /* the longest reduce axis, grouped */
     int best = -1;

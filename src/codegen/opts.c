@@ -596,13 +596,13 @@ static bool row_reused_along(uop *ast, uop *const *axes, int n, int v, int a) {
 /* Elements every core would read whole if axis a were the threaded one:
  * over the loads inside the reduce that do not depend on a, the product of
  * the axes they do depend on. */
-static int64_t unsplit_reads(uop *ast, uop *const *axes, int n, uop *a) {
+static double unsplit_reads(uop *ast, uop *const *axes, int n, uop *a) {
   uop_list l = load_indices(ast);
-  int64_t total = 0;
+  double total = 0;   /* an estimate: in double, no product of sizes overflows */
   for (int i = 0; i < l.n; i++) {
     if (index_stride(l.v[i], a, axes, n) != 0) continue;
-    int64_t e = 1;
-    for (int j = 0; j < n; j++) if (index_stride(l.v[i], axes[j], axes, n) != 0) e *= rsize(axes[j]);
+    double e = 1;
+    for (int j = 0; j < n; j++) if (index_stride(l.v[i], axes[j], axes, n) != 0) e *= (double)rsize(axes[j]);
     total += e;
   }
   free(l.v);
@@ -630,8 +630,8 @@ static int cpu_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
   int fr;
   int n = kernel_axes(ast, axes, 64, &fr);
   int k = 0;
-  int64_t work = 1;
-  for (int i = 0; i < n; i++) work *= rsize(axes[i]);
+  int64_t work = 1;   /* saturates: several reduces' loops multiply past int64 */
+  for (int i = 0; i < n; i++) work = tg_mul_sat_i64(work, rsize(axes[i]));
   static const int vec[] = { 16, 8, 4, 0 }, tile[] = { 4, 2, 0 };
   bool has_reduce = n > fr;
   int outer = 0;   /* the output axis that ends up outermost */
@@ -658,12 +658,12 @@ static int cpu_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
     /* long reductions over big outputs (matmul): two vectors per row of the
      * tile, so each load of the other operand feeds twice the math */
     int64_t red = 1;
-    for (int r = fr; r < n; r++) red *= rsize(axes[r]);
+    for (int r = fr; r < n; r++) red = tg_mul_sat_i64(red, rsize(axes[r]));
     int64_t panel = vaxis >= 0 ? panel_stride(ast, axes, n, fr, vaxis) : 0;
     /* (not when the panel is all the output there is: a per-channel sum over
      * channels-last data would then run on one core) */
     int64_t outputs = 1;
-    for (int i = 0; i < fr; i++) outputs *= rsize(axes[i]);
+    for (int i = 0; i < fr; i++) outputs = tg_mul_sat_i64(outputs, rsize(axes[i]));
     bool panel_threads = ncores < 2 || outputs / (panel ? panel : 1) >= ncores || work < THREAD_MIN_WORK;
     if (panel > vamt && panel % vamt == 0 && panel / vamt <= 4 && rsize(axes[vaxis]) % panel == 0 && panel_threads && k < max) {
       out[k++] = (kopt){ OPT_UPCAST, vaxis, (int)(panel / vamt) };   /* lanes = the whole panel */
@@ -846,9 +846,10 @@ static int cpu_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
     int64_t s = rsize(axes[outer]) / lanes_on(out, k, outer);
     int pos = 0;   /* position of the threaded axis after the opts */
     if (has_reduce) {
-      int64_t best = unsplit_reads(ast, axes, n, axes[outer]);
+      double best = unsplit_reads(ast, axes, n, axes[outer]);
       for (int i = 0; i < fr; i++) {
-        int64_t si = rsize(axes[i]) / lanes_on(out, k, i), c = unsplit_reads(ast, axes, n, axes[i]);
+        int64_t si = rsize(axes[i]) / lanes_on(out, k, i);
+        double c = unsplit_reads(ast, axes, n, axes[i]);
         if (i != outer && si >= 4 * ncores && c * 2 < best) best = c, s = si, pos = i == 0 ? outer : i;
       }
     }

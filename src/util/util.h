@@ -59,6 +59,13 @@ void pm_free(ptrmap *m);
 static inline bool tg_mul_overflow_i64(int64_t a, int64_t b, int64_t *r) { return __builtin_mul_overflow(a, b, r); }
 static inline bool tg_add_overflow_i64(int64_t a, int64_t b, int64_t *r) { return __builtin_add_overflow(a, b, r); }
 static inline bool tg_sub_overflow_i64(int64_t a, int64_t b, int64_t *r) { return __builtin_sub_overflow(a, b, r); }
+/* a * b for estimates of work (products of loop sizes, which several
+ * reduces in one kernel can take past int64): INT64_MAX when the product
+ * overflows. Sizes are not negative; never use this for a real size. */
+static inline int64_t tg_mul_sat_i64(int64_t a, int64_t b) {
+  int64_t r;
+  return tg_mul_overflow_i64(a, b, &r) ? INT64_MAX : r;
+}
 /* The most elements a tensor (or any shape tg builds) may have: 2^59, so
  * that its size in bytes (8 per element at most) and index sums over it
  * (offsets, pads, strides) stay far inside int64. */
