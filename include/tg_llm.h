@@ -83,8 +83,9 @@ void tg_llm_rewind(tg_llm *m, int n_past);
 
 /* Runs tokens[0..n) at positions n_past.. like tg_llm_eval, but writes the
  * logits of every one of them: n * n_vocab floats to logits, row i for
- * tokens[i]. Batched (eager graphs of up to 512 positions each, 64 for a
- * model with sliding-window rings; the decode JITs are untouched). Fails,
+ * tokens[i]. Batched: pieces of up to 512 positions (64 for a model with
+ * sliding-window rings), each a JIT of its own (the decode JITs are
+ * separate) that replays its kernels at any position. Fails,
  * changing nothing, when the cache has no room. 0 or -1 + tg_error. */
 int tg_llm_eval_all(tg_llm *m, const int32_t *tokens, int n, float *logits);
 

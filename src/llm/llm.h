@@ -12,6 +12,8 @@
 #define LLM_MAX_CTX (1 << 20)   /* the most KV cache positions tg_llm_load takes (tg's -c too) */
 #define LLM_CHUNKS { 64, 16, 4, 1 }
 #define LLM_MAX_CHUNK 64          /* the largest of LLM_CHUNKS: a sliding layer's ring holds window + LLM_MAX_CHUNK - 1 rows */
+#define LLM_EVAL_JITS 4           /* tg_llm_eval_all keeps this many piece JITs (size, rows skipped) */
+typedef struct { tg_llm *m; int T, skip; unsigned used; tg_jit *jit; } llm_eval_jit;
 #define LLM_NCHUNKS 4
 
 typedef struct {
@@ -160,6 +162,8 @@ struct tg_llm {
   int32_t *history;                      /* the n_past tokens in the cache */
   tg_jit *jit[LLM_NCHUNKS];              /* made on first use */
   int chunk[LLM_NCHUNKS];
+  llm_eval_jit eval_jit[LLM_EVAL_JITS];  /* tg_llm_eval_all's pieces (llm_eval_all.c) */
+  unsigned eval_clock;                   /* their last use, for replacing the oldest */
   llm_packed *packed;                    /* quantized weights (owned raws) */
   int npacked;
 };
@@ -185,5 +189,7 @@ tg_tensor *llm_logits(tg_llm *m, tg_tensor *h);
  * rows; none, and logits may be NULL, when skip >= n): the others are not
  * projected. llm_eval_all.c. */
 int llm_eval_logits(tg_llm *m, const int32_t *tokens, int n, int skip, float *logits);
+/* Frees the JITs of llm_eval_logits (tg_llm_free). */
+void llm_eval_jits_free(tg_llm *m);
 
 #endif

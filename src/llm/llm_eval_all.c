@@ -1,9 +1,10 @@
 /* llm_eval_all.c: the logits of every position of a sequence
  * (tg_llm_eval_all), for scoring text (tg_llm_perplexity). The tokens run
- * as eager graphs of up to LLM_EVAL_ALL_MAX positions (a model with sliding
- * rings: LLM_MAX_CHUNK, what its rings hold) at the position variables, as
- * tg_llm_embed does, so a piece size compiles once for every position; the
- * decode JITs of tg_llm_eval are not touched. llm_eval_logits projects
+ * in pieces of up to LLM_EVAL_ALL_MAX positions (a model with sliding
+ * rings: LLM_MAX_CHUNK, what its rings hold), each a JIT over the position
+ * variables (one per piece size and rows skipped, LLM_EVAL_JITS kept), so
+ * after two calls a piece replays its kernels at any position; the decode
+ * JITs of tg_llm_eval are separate and untouched. llm_eval_logits projects
  * only the rows wanted (tg_llm_perplexity: a chunk's second half), as
  * llama.cpp's batch output flags. */
 #include <string.h>
@@ -13,21 +14,50 @@
 
 #define LLM_EVAL_ALL_MAX 512
 
+/* A piece's step: the logits of rows skip.. of its T tokens (only the last
+ * row when skip >= T, for the cache writes the graph carries). */
+static int piece_step(void *ctx, tg_tensor *const *in, int nin, tg_tensor **out, int nout) {
+  (void)nin; (void)nout;
+  llm_eval_jit *e = ctx;
+  tg_tensor *h = llm_hidden(e->m, in[0]);
+  int lo = e->skip < e->T ? e->skip : e->T - 1;
+  if (h && lo > 0) h = TG_GET(h, TG_FROM(lo));
+  out[0] = h ? llm_logits(e->m, h) : NULL;                                                     /* (T - lo, n_vocab) */
+  return out[0] ? 0 : -1;
+}
+
+/* The JIT for pieces of T tokens skipping skip rows: a kept one, else the
+ * least recently used slot made over. */
+static llm_eval_jit *piece_jit(tg_llm *m, int T, int skip) {
+  llm_eval_jit *e = &m->eval_jit[0];
+  for (int i = 0; i < LLM_EVAL_JITS; i++) {
+    llm_eval_jit *s = &m->eval_jit[i];
+    if (s->jit && s->T == T && s->skip == skip) { e = s; goto found; }
+    if (s->used < e->used) e = s;
+  }
+  tg_jit_free(e->jit);
+  *e = (llm_eval_jit){ .m = m, .T = T, .skip = skip };
+  e->jit = tg_jit_new(piece_step, e);
+found:
+  e->used = ++m->eval_clock;
+  return e->jit ? e : NULL;
+}
+
+void llm_eval_jits_free(tg_llm *m) {
+  for (int i = 0; i < LLM_EVAL_JITS; i++) tg_jit_free(m->eval_jit[i].jit), m->eval_jit[i].jit = NULL;
+}
+
 /* Runs T tokens at m->n_past, writing the logits of rows skip..T-1 to out
- * (nothing when skip >= T: only the last row is projected, for the cache
- * writes the graph carries). */
+ * (nothing when skip >= T). */
 static int eval_piece(tg_llm *m, const int32_t *tokens, int T, int skip, float *out) {
+  llm_eval_jit *e = piece_jit(m, T, skip < T ? skip : T);
+  if (!e) return -1;
   const char *prev = tensor_device_begin(m->device);
   tg_scope_begin();
-  tg_tensor *in = tg_from_data(tokens, TG_SHAPE(T), TG_I32);
-  int rc = in && tg_bind(m->pos_name, m->n_past) == 0 && tg_bind(m->kv_name, m->n_past + T) == 0 ? 0 : -1;
-  tg_tensor *h = rc == 0 ? llm_hidden(m, in) : NULL;
-  int lo = skip < T ? skip : T - 1;
-  if (h && lo > 0) h = TG_GET(h, TG_FROM(lo));
-  tg_tensor *logits = h ? llm_logits(m, h) : NULL;                                             /* (T - lo, n_vocab) */
-  if (!logits) rc = -1;
-  else if (skip < T) rc = tg_data(logits, out, sizeof(float) * (size_t)(T - skip) * (size_t)m->cfg.n_vocab);
-  else rc = tg_realize(logits);
+  tg_tensor *in = tg_from_data(tokens, TG_SHAPE(T), TG_I32), *logits = NULL;
+  int rc = in && tg_bind(m->pos_name, m->n_past) == 0 && tg_bind(m->kv_name, m->n_past + T) == 0 &&
+           tg_jit_call(e->jit, &in, 1, &logits, 1) == 0 ? 0 : -1;
+  if (rc == 0) rc = skip < T ? tg_data(logits, out, sizeof(float) * (size_t)(T - skip) * (size_t)m->cfg.n_vocab) : tg_realize(logits);
   tg_scope_end();
   tensor_device_end(prev);
   if (rc < 0) return -1;
