@@ -70,6 +70,18 @@ TEST(llm_eval_all_tiny_llama) {
     tg_llm_rewind(m, 0);
     CHECK_OK(tg_llm_eval(m, prompt, 3, one) == 0);
     test_close_f32(all + 2 * (size_t)V, one, (size_t)V, 1e-4, 1e-4, "eval_all row 2");
+    /* pieces of 2 at positions 0, 2, 4: the third call replays the JIT
+     * captured at position 2; its rows are tg_llm_eval's at 4 and 5 */
+    tg_llm_rewind(m, 0);
+    float *two = malloc(sizeof(float) * 2 * (size_t)V);
+    for (int p = 0; p < 6; p += 2) CHECK_OK(tg_llm_eval_all(m, prompt + p, 2, two) == 0);
+    tg_llm_rewind(m, 0);
+    CHECK_OK(tg_llm_eval(m, prompt, 5, one) == 0);
+    test_close_f32(two, one, (size_t)V, 1e-4, 1e-4, "replayed piece row 0");
+    CHECK_OK(tg_llm_eval(m, prompt + 5, 1, one) == 0);
+    test_close_f32(two + V, one, (size_t)V, 1e-4, 1e-4, "replayed piece row 1");
+    free(two);
+    tg_llm_rewind(m, 3);
     /* bad input: nothing changes */
     int32_t bad = V;
     CHECK(tg_llm_eval_all(m, &bad, 1, all) == -1);
