@@ -166,7 +166,16 @@ struct tg_llm {
   unsigned eval_clock;                   /* their last use, for replacing the oldest */
   llm_packed *packed;                    /* quantized weights (owned raws) */
   int npacked;
+  struct llm_layer_fn **layer_fns;       /* one tg_function per kind of layer (llm_layer_fn.c) */
+  int nlayer_fns;
 };
+
+/* Layer l applied to the residual stream x (T, dim), its rope angles read
+ * from the tables at the chunk's positions (llm_forward.c). */
+tg_tensor *llm_layer_forward(tg_llm *m, llm_layer *l, tg_tensor *x, tg_tensor *cos_table, tg_tensor *sin_table);
+/* The same for layer i, as a call of its kind's function; NULL + tg_error. */
+tg_tensor *llm_layer_call(tg_llm *m, int i, tg_tensor *x, tg_tensor *cos_table, tg_tensor *sin_table);
+void llm_layer_fns_free(tg_llm *m);
 
 /* The packed bytes behind weight w (NULL when it is not quantized). */
 const llm_packed *llm_packed_of(const tg_llm *m, const tg_tensor *w);

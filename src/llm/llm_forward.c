@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include "llm/llm.h"
+#include "util/util.h"
 
 static tg_tensor *rms_norm(tg_tensor *x, tg_tensor *w, float eps) {
   tg_tensor *ms = tg_mean(tg_mul(x, x), TG_AXES(-1), true);
@@ -238,65 +239,74 @@ static tg_tensor *ring_mask(tg_llm *m, tg_tensor *positions, int64_t T) {
   return tg_logical_and(seen, tg_gt(held, tg_sub(q, tg_scalar(m->swa_window, TG_I32))));
 }
 
-/* The residual stream after the last layer (T, dim), before the final norm. */
-static tg_tensor *residual(tg_llm *m, tg_tensor *tokens) {
+/* The mask (T, kv_len) of layer l's attention for a chunk at positions
+ * (T,), or NULL when it masks nothing: causal within a prompt chunk; a
+ * sliding layer sees keys within the last swa_window positions (llama.cpp:
+ * masked when pos - key >= window; a window as long as the cache masks
+ * nothing), or its ring's rows. */
+static tg_tensor *layer_mask(tg_llm *m, const llm_layer *l, tg_tensor *positions, int64_t T) {
+  const tg_llm_config *c = &m->cfg;
+  if (l->swa && m->ring) return ring_mask(m, positions, T);
+  bool near = l->swa && m->swa_window > 0 && m->swa_window < c->n_ctx;
+  if (T == 1 && !near) return NULL;
+  tg_tensor *keys = tg_unsqueeze(tg_shrink_var(tg_arange(0, c->n_ctx, 1, TG_I32), 0, m->kv_name), 0);   /* (1, kv_len) */
+  tg_tensor *mask = T > 1 ? tg_le(keys, tg_unsqueeze(positions, 1)) : NULL;                        /* (T, kv_len) */
+  if (near) {
+    tg_tensor *seen = tg_gt(keys, tg_unsqueeze(tg_sub(positions, tg_scalar(m->swa_window, TG_I32)), 1));
+    mask = mask ? tg_logical_and(mask, seen) : seen;
+  }
+  return mask;
+}
+
+tg_tensor *llm_layer_forward(tg_llm *m, llm_layer *l, tg_tensor *x, tg_tensor *cos_table, tg_tensor *sin_table) {
   const tg_llm_config *c = &m->cfg;
   const llm_arch *A = m->arch;
-  int64_t T = tg_dim(tokens, 0);
+  int64_t T = tg_dim(x, 0);
   tg_tensor *positions = tg_add(m->pos, tg_arange(0, (double)T, 1, TG_I32));                  /* (T,) */
-  tg_tensor *cos = tg_unsqueeze(tg_take(m->rope_cos, positions), 1);                           /* (T, 1, rope/2) */
-  tg_tensor *sin = tg_unsqueeze(tg_take(m->rope_sin, positions), 1);
-  tg_tensor *cos_swa = cos, *sin_swa = sin;
-  if (m->rope_cos_swa) {
-    cos_swa = tg_unsqueeze(tg_take(m->rope_cos_swa, positions), 1);
-    sin_swa = tg_unsqueeze(tg_take(m->rope_sin_swa, positions), 1);
-  }
-  tg_tensor *mask = NULL, *mask_swa = NULL;
-  /* sliding layers see keys within the last swa_window positions (llama.cpp:
-   * masked when pos - key >= window); a window as long as the cache masks nothing */
-  bool slides = m->swa_window > 0 && m->swa_window < c->n_ctx && !m->ring;
-  if (T > 1 || slides) {
-    tg_tensor *keys = tg_unsqueeze(tg_shrink_var(tg_arange(0, c->n_ctx, 1, TG_I32), 0, m->kv_name), 0);   /* (1, kv_len) */
-    if (T > 1) mask = tg_le(keys, tg_unsqueeze(positions, 1));                                    /* (T, kv_len) */
-    mask_swa = mask;
-    if (slides) {
-      tg_tensor *near = tg_gt(keys, tg_unsqueeze(tg_sub(positions, tg_scalar(m->swa_window, TG_I32)), 1));
-      mask_swa = mask ? tg_logical_and(mask, near) : near;
-    }
-  }
-  tg_tensor *ring_rows = NULL;
-  if (m->ring) {   /* sliding layers: a ring, its rows by position mod ring */
-    mask_swa = ring_mask(m, positions, T);
-    ring_rows = tg_mod(positions, tg_scalar(m->ring, TG_I32));
-  }
+  tg_tensor *cos = tg_unsqueeze(tg_take(cos_table, positions), 1);                             /* (T, 1, rope/2) */
+  tg_tensor *sin = tg_unsqueeze(tg_take(sin_table, positions), 1);
+  tg_tensor *mask = layer_mask(m, l, positions, T);
+  /* a sliding layer's ring: its rows by position mod ring */
+  tg_tensor *rows = l->ring ? tg_mod(positions, tg_scalar(l->ring, TG_I32)) : positions;
+  tg_tensor *h = A->norms & LLM_NORM_PRE ? rms_norm(x, l->attn_norm, c->rms_eps) : x;
+  tg_tensor *q, *k, *v;
+  qkv_builders[A->attn](m, l, h, cos, sin, &q, &k, &v);
+  tg_assign(tg_take(l->k_cache, rows), tg_cast(k, m->cache_dtype));
+  tg_assign(tg_take(l->v_cache, rows), tg_cast(v, m->cache_dtype));
+  tg_tensor *a = linear(m, attention(m, l, q, mask), l->wo, l->bo);
+  if (A->norms & LLM_NORM_POST) a = rms_norm(a, l->attn_post_norm, c->rms_eps);
+  x = tg_add(x, a);
+  h = A->norms & LLM_NORM_PRE ? rms_norm(x, l->ffn_norm, c->rms_eps) : x;
+  tg_tensor *f;
+  if (l->router) f = moe_ffn(m, l, h);
+  else if (l->w_gate_up) {
+    tg_tensor *gu = tg_contiguous(linear(m, h, l->w_gate_up, NULL));
+    f = linear(m, glu(m, TG_GET(gu, TG_ALLIDX, TG_UPTO(c->ffn_dim)), TG_GET(gu, TG_ALLIDX, TG_FROM(c->ffn_dim))), l->w_down, NULL);
+  } else f = dense_ffn(m, h, l->w_gate, l->w_up, l->w_down);
+  if (A->norms & LLM_NORM_POST) f = rms_norm(f, l->ffn_post_norm, c->rms_eps);
+  return tg_add(x, f);
+}
+
+/* The residual stream after the last layer (T, dim), before the final norm:
+ * each layer a call of its kind's function (llm_layer_fn.c), or inline
+ * with TG_LLM_FUNCTIONS=0. */
+static tg_tensor *residual(tg_llm *m, tg_tensor *tokens) {
+  const tg_llm_config *c = &m->cfg;
   tg_tensor *x = tg_cast(tg_take(m->tok_embd, tokens), TG_F32);                                /* (T, dim) */
-  if (A->embd_scale) x = tg_mul(x, tg_scalar(sqrtf((float)c->dim), TG_F32));
-  for (int i = 0; i < c->n_layers; i++) {
+  if (m->arch->embd_scale) x = tg_mul(x, tg_scalar(sqrtf((float)c->dim), TG_F32));
+  bool calls = tg_getenv_int("TG_LLM_FUNCTIONS", 1) != 0;
+  for (int i = 0; i < c->n_layers && x; i++) {
     llm_layer *l = &m->layers[i];
-    tg_tensor *h = A->norms & LLM_NORM_PRE ? rms_norm(x, l->attn_norm, c->rms_eps) : x;
-    tg_tensor *q, *k, *v;
-    qkv_builders[A->attn](m, l, h, l->swa ? cos_swa : cos, l->swa ? sin_swa : sin, &q, &k, &v);
-    tg_tensor *rows = l->ring ? ring_rows : positions;
-    tg_assign(tg_take(l->k_cache, rows), tg_cast(k, m->cache_dtype));
-    tg_assign(tg_take(l->v_cache, rows), tg_cast(v, m->cache_dtype));
-    tg_tensor *a = linear(m, attention(m, l, q, l->swa ? mask_swa : mask), l->wo, l->bo);
-    if (A->norms & LLM_NORM_POST) a = rms_norm(a, l->attn_post_norm, c->rms_eps);
-    x = tg_add(x, a);
-    h = A->norms & LLM_NORM_PRE ? rms_norm(x, l->ffn_norm, c->rms_eps) : x;
-    tg_tensor *f;
-    if (l->router) f = moe_ffn(m, l, h);
-    else if (l->w_gate_up) {
-      tg_tensor *gu = tg_contiguous(linear(m, h, l->w_gate_up, NULL));
-      f = linear(m, glu(m, TG_GET(gu, TG_ALLIDX, TG_UPTO(c->ffn_dim)), TG_GET(gu, TG_ALLIDX, TG_FROM(c->ffn_dim))), l->w_down, NULL);
-    } else f = dense_ffn(m, h, l->w_gate, l->w_up, l->w_down);
-    if (A->norms & LLM_NORM_POST) f = rms_norm(f, l->ffn_post_norm, c->rms_eps);
-    x = tg_add(x, f);
+    tg_tensor *ct = l->swa && m->rope_cos_swa ? m->rope_cos_swa : m->rope_cos;
+    tg_tensor *st = l->swa && m->rope_sin_swa ? m->rope_sin_swa : m->rope_sin;
+    x = calls ? llm_layer_call(m, i, x, ct, st) : llm_layer_forward(m, l, x, ct, st);
   }
   return x;
 }
 
 tg_tensor *llm_hidden(tg_llm *m, tg_tensor *tokens) {
-  return rms_norm(residual(m, tokens), m->output_norm, m->cfg.rms_eps);
+  tg_tensor *x = residual(m, tokens);
+  return x ? rms_norm(x, m->output_norm, m->cfg.rms_eps) : NULL;
 }
 
 tg_tensor *llm_logits(tg_llm *m, tg_tensor *h) {
@@ -307,6 +317,7 @@ tg_tensor *llm_logits(tg_llm *m, tg_tensor *h) {
 tg_tensor *llm_forward(tg_llm *m, tg_tensor *tokens) {
   int64_t T = tg_dim(tokens, 0);
   tg_tensor *x = residual(m, tokens);
+  if (!x) return NULL;
   tg_tensor *last = T > 1 ? TG_GET(x, TG_FROM(T - 1)) : x;                                     /* (1, dim) */
   return llm_logits(m, rms_norm(last, m->output_norm, m->cfg.rms_eps));
 }

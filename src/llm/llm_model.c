@@ -136,6 +136,7 @@ void tg_llm_free(tg_llm *m) {
   if (!m) return;
   for (int i = 0; i < LLM_NCHUNKS; i++) tg_jit_free(m->jit[i]);
   llm_eval_jits_free(m);
+  llm_layer_fns_free(m);
   tg_tensor **own[] = { &m->tok_embd, &m->output_norm, &m->rope_cos, &m->rope_sin, &m->rope_cos_swa, &m->rope_sin_swa, &m->pos };
   if (m->output != m->tok_embd) tg_free(m->output);
   for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) tg_free(*own[i]);

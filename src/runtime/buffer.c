@@ -108,6 +108,8 @@ tg_buffer *buffer_new(struct tg_device *dev, tg_dtype dt, int64_t numel) {
   return b;
 }
 
+int64_t buffer_next_id(void) { return __atomic_load_n(&next_id, __ATOMIC_RELAXED); }
+
 tg_buffer *buffer_view(tg_buffer *base, int64_t offset, int64_t numel) {
   if (!base) TG_FAIL("buffer_view: no base");
   if (!base->dev->host_memory) TG_FAIL("buffer_view: %s buffers are not host memory", base->dev->name);

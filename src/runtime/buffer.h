@@ -25,6 +25,9 @@ int buffer_alloc(tg_buffer *b);            /* allocate if not yet; 0 or -1 */
  * buffers are host memory; NULL with an error otherwise or when the range
  * is outside base. Holds base. */
 tg_buffer *buffer_view(tg_buffer *base, int64_t offset, int64_t numel);
+/* The id the next buffer will get (ids increase): buffers with an id at
+ * least this were made after the call. */
+int64_t buffer_next_id(void);
 void buffer_retain(tg_buffer *b);
 void buffer_release(tg_buffer *b);
 int buffer_copyin(tg_buffer *b, const void *host, size_t nbytes);

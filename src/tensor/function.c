@@ -120,7 +120,7 @@ static const uop *assign_base(const uop *u) {
   return u;
 }
 
-static const char *check_body(tg_function *f, uop *const *outs, int nouts, uop *const *params, strbuf *why) {
+static const char *check_body(tg_function *f, uop *const *outs, int nouts, uop *const *params, int64_t first_id, strbuf *why) {
   uop *sink = uop_new(OP_SINK, DT_VOID, outs, nouts, arg_none());
   uop_list topo = uop_toposort(sink);
   int implicit = 0;
@@ -134,7 +134,8 @@ static const char *check_body(tg_function *f, uop *const *outs, int nouts, uop *
     tg_buffer *b = u->arg.p;
     if (is_param_buffer_of(u, params, f->nin)) continue;
     if (b->placeholder) { sb_printf(why, "the body reads a parameter of another function"); break; }
-    if (f->allow_implicit) continue;
+    /* memory the body made itself (a table of constants) is part of it */
+    if (f->allow_implicit || b->id >= first_id) continue;
     if (!implicit++) sb_printf(why, "the body reads tensors that are not its inputs (pass them as inputs, or allow them with tg_function_allow_implicit):");
     if (implicit <= 8) sb_printf(why, " %s[%lld] on %s", tg_dtype_name(b->dtype), (long long)b->numel, b->dev->name);
   }
@@ -156,6 +157,7 @@ static call_body *build_body(tg_function *f, tg_tensor *const *in) {
     ok = p != NULL;
     if (ok) { pu[j] = p; params[j] = tensor_wrap(p, in[j]->device); }
   }
+  int64_t first_id = buffer_next_id();
   /* the assigns pending before the body runs (the caller's own) */
   tg_tensor *before[FUNCTION_MAX_IO];
   uop *before_u[FUNCTION_MAX_IO];
@@ -195,7 +197,7 @@ static call_body *build_body(tg_function *f, tg_tensor *const *in) {
   }
   if (ok) {
     strbuf why = { 0 };
-    if (check_body(f, ou, nou, pu, &why)) { tg_seterr("tg_function %s: %s", f->name, why.s); ok = false; }
+    if (check_body(f, ou, nou, pu, first_id, &why)) { tg_seterr("tg_function %s: %s", f->name, why.s); ok = false; }
     sb_free(&why);
   }
   if (ok) {
