@@ -3,6 +3,7 @@
  * bad trace files (truncated, another version, not a trace). */
 #include <cjson/cJSON.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "test.h"
@@ -415,4 +416,41 @@ TEST(viz_debug_levels) {
   if (cpu && system("objdump --version >/dev/null 2>&1") == 0)
     CHECK_MSG(strstr(text, "disassembly") && strstr(text, ">:"), "DEBUG=7 output:\n%.3000s", text);
   free(text);
+}
+
+/* A trace file is input: numbers past int or int64 (a damaged or forged
+ * trace) load clamped, never through an undefined cast, and memory deltas
+ * that add up past int64 export as doubles. */
+TEST(viz_trace_huge_numbers) {
+  char path[] = "/tmp/tg-viz-huge-XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  if (fd < 0) return;
+  FILE *f = fdopen(fd, "w");
+  fprintf(f, "{\"tg_viz\":1,\"format\":\"tg-viz-trace\"}\n"
+             "{\"ev\":\"pass\",\"name\":\"p\",\"ctx\":\"c\",\"sched\":1e300,\"depth\":-1e300,\"n\":1e19,\"ts\":1,\"dur\":1}\n"
+             "{\"ev\":\"mem\",\"device\":\"NULL\",\"ts\":2,\"bytes\":1e300}\n"
+             "{\"ev\":\"mem\",\"device\":\"NULL\",\"ts\":3,\"bytes\":9.2e18}\n"
+             "{\"ev\":\"mem\",\"device\":\"NULL\",\"ts\":4,\"bytes\":-1e300}\n"
+             "{\"ev\":\"kernel\",\"name\":\"k\",\"sched\":0,\"item\":0,\"ast\":{\"size\":1e300}}\n"
+             "{\"ev\":\"kernel\",\"name\":\"k2\",\"sched\":0,\"item\":1,\"ast\":{\"nodes\":[[\"ADD\",\"f32\",\"\",[1e300,-1e300]]]}}\n");
+  fclose(f);
+  viz_trace t;
+  CHECK_MSG(viz_trace_load(path, true, &t) == 0, "load: %s", tg_error());
+  CHECK(t.passes.n == 1 && t.passes.v[0].sched == INT_MAX && t.passes.v[0].depth == INT_MIN);
+  CHECK(t.mems.n == 3 && t.mems.v[0].delta == INT64_MAX && t.mems.v[2].delta == INT64_MIN);
+  char out[64];
+  snprintf(out, sizeof out, "%s.json", path);
+  CHECK_MSG(viz_chrome_write(&t, 0, 10, out) >= 0, "chrome: %s", tg_error());
+  viz_trace_free(&t);
+  /* the CLI prints such records (a pass's rule count, a graph's size and sources) */
+  int st;
+  const char *shows[] = { "p", "k", "k2" };
+  for (int i = 0; i < 3; i++) {
+    char *o = CLI(&st, NULL, path, "--partial", "-s", (char *)shows[i]);
+    CHECK_MSG(st == 0, "-s %s: status %d", shows[i], st);
+    free(o);
+  }
+  unlink(out);
+  unlink(path);
 }

@@ -87,15 +87,15 @@ int viz_chrome_write(const viz_trace *t, double t0, double t1, const char *path)
     n++;
   }
   /* memory in use per device: a counter track */
-  int64_t used[64] = { 0 };
+  double used[64] = { 0 };   /* deltas of a damaged trace may add up past int64 */
   for (int i = 0; i < t->mems.n; i++) {
     const viz_mem_rec *m = &t->mems.v[i];
     int pid = dev_pid(&devs, m->device);
-    used[pid - 1] += m->delta;
+    used[pid - 1] += (double)m->delta;
     if (!inside(m->ts, t0, t1)) continue;
     cJSON *e = event(evs, "C", "memory", "memory", pid, 0, m->ts);
     cJSON *a = cJSON_AddObjectToObject(e, "args");
-    cJSON_AddNumberToObject(a, "bytes", (double)used[pid - 1]);
+    cJSON_AddNumberToObject(a, "bytes", used[pid - 1]);
     n++;
   }
   for (int i = 0; i < t->markers.n; i++) {

@@ -250,11 +250,15 @@ static int cmd_top(cli *c, int n) {
 
 /* ---- -s NAME */
 
+/* a record's integer field: cJSON clamps valueint to int (a damaged trace's
+ * 1e300 must not reach a cast); 0 when absent */
+static int jint(const cJSON *v) { return cJSON_IsNumber(v) ? v->valueint : 0; }
+
 /* A recorded graph as lines like DEBUG=3's: number, op, dtype, shape, sources, arg. */
 static void print_graph(const cli *c, const cJSON *g) {
   const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(g, "nodes"), *nd;
   if (!cJSON_IsArray(nodes)) {
-    fprintf(c->out, "  (a graph of %d nodes: too big to record)\n", (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(g, "size")));
+    fprintf(c->out, "  (a graph of %d nodes: too big to record)\n", jint(cJSON_GetObjectItemCaseSensitive(g, "size")));
     return;
   }
   int i = 0;
@@ -262,7 +266,7 @@ static void print_graph(const cli *c, const cJSON *g) {
     const cJSON *op = cJSON_GetArrayItem(nd, 0), *dt = cJSON_GetArrayItem(nd, 1), *arg = cJSON_GetArrayItem(nd, 2), *src = cJSON_GetArrayItem(nd, 3), *s;
     char srcs[256] = "";
     int k = 0;
-    cJSON_ArrayForEach(s, src) if (k < 200) k += snprintf(srcs + k, sizeof srcs - (size_t)k, k ? ",%d" : "%d", (int)cJSON_GetNumberValue(s));
+    cJSON_ArrayForEach(s, src) if (k < 200) k += snprintf(srcs + k, sizeof srcs - (size_t)k, k ? ",%d" : "%d", jint(s));
     fprintf(c->out, "%4d %-13s %-12s [%s] %s\n", i++, cJSON_IsString(op) ? op->valuestring : "?", cJSON_IsString(dt) ? dt->valuestring : "?", srcs,
             cJSON_IsString(arg) ? arg->valuestring : "");
   }
@@ -270,7 +274,7 @@ static void print_graph(const cli *c, const cJSON *g) {
 
 static void print_pass(const cli *c, const cJSON *p) {
   const cJSON *steps = cJSON_GetObjectItemCaseSensitive(p, "steps"), *st;
-  int n = (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(p, "n"));
+  int n = jint(cJSON_GetObjectItemCaseSensitive(p, "n"));
   const char *ctx = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "ctx"));
   fprintf(c->out, "%spass %s%s  %d rule%s in %.3f ms%s%s at %.3f ms\n", bold(c), cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "name")), reset(c),
           n, n == 1 ? "" : "s", cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(p, "dur")) * 1e-3, ctx && *ctx ? ", " : "", ctx ? ctx : "",

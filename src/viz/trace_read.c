@@ -6,8 +6,10 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include "tg.h"
+#include "util/util.h"
 #include "viz/viz.h"
 
 static char *dupstr(const cJSON *o, const char *key) {
@@ -17,6 +19,17 @@ static char *dupstr(const cJSON *o, const char *key) {
 static double num(const cJSON *o, const char *key) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
   return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+/* an integer field, clamped to int or int64: a damaged trace's 1e300 must
+ * not reach a cast (undefined past the range) */
+static int inum(const cJSON *o, const char *key) {
+  double d = num(o, key);
+  return d >= INT_MAX ? INT_MAX : d <= INT_MIN ? INT_MIN : (int)d;
+}
+static int64_t i64num(const cJSON *o, const char *key) {
+  int64_t r;
+  double d = num(o, key);
+  return tg_f64_to_i64(d, &r) ? r : d > 0 ? INT64_MAX : INT64_MIN;
 }
 
 /* The newest trace-*.jsonl of a directory (malloc'd), or NULL + tg_error. */
@@ -93,7 +106,7 @@ static int load_file(FILE *f, bool partial, viz_trace *t) {
       break;
     }
     double ts = num(o, "ts");
-    int sched = (int)num(o, "sched");
+    int sched = inum(o, "sched");
     const cJSON *itj = cJSON_GetObjectItemCaseSensitive(o, "item");
     int item = cJSON_IsNumber(itj) ? itj->valueint : -1;
     if (!strcmp(ev, "run") || !strcmp(ev, "copy")) {
@@ -118,11 +131,11 @@ static int load_file(FILE *f, bool partial, viz_trace *t) {
     } else if (!strcmp(ev, "kernel")) {
       VEC_PUSH(t->kernels, ((viz_kernel_rec){ dupstr(o, "name"), sched, item, here }));
     } else if (!strcmp(ev, "pass")) {
-      VEC_PUSH(t->passes, ((viz_pass_rec){ dupstr(o, "name"), dupstr(o, "ctx"), sched, item, (int)num(o, "depth"), (int)num(o, "n"), ts, num(o, "dur"), here }));
+      VEC_PUSH(t->passes, ((viz_pass_rec){ dupstr(o, "name"), dupstr(o, "ctx"), sched, item, inum(o, "depth"), inum(o, "n"), ts, num(o, "dur"), here }));
     } else if (!strcmp(ev, "marker")) {
       VEC_PUSH(t->markers, ((viz_marker_rec){ dupstr(o, "name"), ts }));
     } else if (!strcmp(ev, "mem")) {
-      VEC_PUSH(t->mems, ((viz_mem_rec){ dupstr(o, "device"), ts, (int64_t)num(o, "bytes") }));
+      VEC_PUSH(t->mems, ((viz_mem_rec){ dupstr(o, "device"), ts, i64num(o, "bytes") }));
     } else if (!strcmp(ev, "span") || !strcmp(ev, "compile")) {
       char *name = dupstr(o, "name");
       if (ev[0] == 'c') {   /* one kernel's compile: "compile NAME" */
