@@ -396,3 +396,11 @@ int golden_check_dispatch(const golden_set *s, const void *table, size_t entry_s
   free(used);
   return total;
 }
+
+int golden_ints32(const golden_case *c, const char *key, int *out, int max) {
+  int64_t v[32];
+  int n = golden_ints(c, key, v, 32);
+  for (int i = 0; i < n && i < max; i++) out[i] = (int)v[i];
+  return n;
+}
+bool golden_flag(const golden_case *c, const char *key) { return golden_int(c, key, 0) != 0; }

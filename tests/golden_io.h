@@ -66,6 +66,9 @@ double golden_f64(const golden_case *c, const char *key, double dflt);
 /* Copies up to max values of an int list into out; returns the count, or -1
  * when the key is missing. */
 int golden_ints(const golden_case *c, const char *key, int64_t *out, int max);
+/* The same into ints (for opts structs), and a 0/1 parameter as a bool. */
+int golden_ints32(const golden_case *c, const char *key, int *out, int max);
+bool golden_flag(const golden_case *c, const char *key);
 
 /* The array's shape as a tg_shape, and a tensor holding a copy of its data
  * (on the default device). */

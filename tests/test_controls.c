@@ -13,13 +13,6 @@
 #include "tensor/tensor.h"
 #include "uop/symbolic.h"
 
-static int ints_of(const golden_case *c, const char *key, int *out, int max) {
-  int64_t v[32];
-  int n = golden_ints(c, key, v, 32);
-  for (int i = 0; i < n && i < max; i++) out[i] = (int)v[i];
-  return n;
-}
-static bool flag(const golden_case *c, const char *key) { return golden_int(c, key, 0) != 0; }
 static int one(tg_tensor *r, tg_tensor **out) { out[0] = r; return r ? 1 : -1; }
 static tg_axes axes_of(const golden_case *c) {
   int64_t v[TG_MAX_DIMS];
@@ -34,13 +27,13 @@ static tg_dtype dtype_param(const golden_case *c, const char *key) { return (tg_
 /* ---------------------------------------------------------------- ops */
 
 static int op_sum_dtype(const golden_case *c, tg_tensor **in, int nin, tg_tensor **out) {
-  return one(tg_sum_dtype(in[0], axes_of(c), flag(c, "keepdim"), dtype_param(c, "dtype")), out);
+  return one(tg_sum_dtype(in[0], axes_of(c), golden_flag(c, "keepdim"), dtype_param(c, "dtype")), out);
 }
 static int op_prod_dtype(const golden_case *c, tg_tensor **in, int nin, tg_tensor **out) {
-  return one(tg_prod_dtype(in[0], axes_of(c), flag(c, "keepdim"), dtype_param(c, "dtype")), out);
+  return one(tg_prod_dtype(in[0], axes_of(c), golden_flag(c, "keepdim"), dtype_param(c, "dtype")), out);
 }
 static int op_mean_dtype(const golden_case *c, tg_tensor **in, int nin, tg_tensor **out) {
-  return one(tg_mean_dtype(in[0], axes_of(c), flag(c, "keepdim"), dtype_param(c, "dtype")), out);
+  return one(tg_mean_dtype(in[0], axes_of(c), golden_flag(c, "keepdim"), dtype_param(c, "dtype")), out);
 }
 static int op_matmul_dtype(const golden_case *c, tg_tensor **in, int nin, tg_tensor **out) {
   /* 1-D operands go through tg_dot_dtype, the others through tg_matmul_dtype */
@@ -69,13 +62,13 @@ static int op_default_float(const golden_case *c, tg_tensor **in, int nin, tg_te
 
 static bool pool_opts(const golden_case *c, tg_pool_opts *o) {
   memset(o, 0, sizeof *o);
-  ints_of(c, "kernel", o->kernel, 3);
-  ints_of(c, "stride", o->stride, 3);
-  ints_of(c, "dilation", o->dilation, 3);
-  o->ceil_mode = flag(c, "ceil_mode");
-  o->exclude_pad = flag(c, "exclude_pad");
+  golden_ints32(c, "kernel", o->kernel, 3);
+  golden_ints32(c, "stride", o->stride, 3);
+  golden_ints32(c, "dilation", o->dilation, 3);
+  o->ceil_mode = golden_flag(c, "ceil_mode");
+  o->exclude_pad = golden_flag(c, "exclude_pad");
   int tpad[6];
-  int n = ints_of(c, "tpad", tpad, 6);
+  int n = golden_ints32(c, "tpad", tpad, 6);
   return tg_resolve_pool_pads(tpad, n, 2, o->pads) == 0;
 }
 static int op_avg_pool2d(const golden_case *c, tg_tensor **in, int nin, tg_tensor **out) {
@@ -86,7 +79,7 @@ static int op_avg_pool2d(const golden_case *c, tg_tensor **in, int nin, tg_tenso
 static int op_max_pool2d(const golden_case *c, tg_tensor **in, int nin, tg_tensor **out) {
   tg_pool_opts o;
   if (!pool_opts(c, &o)) return -1;
-  bool want = flag(c, "indices");
+  bool want = golden_flag(c, "indices");
   out[0] = tg_max_pool2d(in[0], &o, want ? &out[1] : NULL);
   if (!out[0] || (want && !out[1])) return -1;
   return want ? 2 : 1;
@@ -94,26 +87,26 @@ static int op_max_pool2d(const golden_case *c, tg_tensor **in, int nin, tg_tenso
 static int op_conv2d(const golden_case *c, tg_tensor **in, int nin, tg_tensor **out) {
   tg_conv_opts o;
   memset(&o, 0, sizeof o);
-  ints_of(c, "stride", o.stride, 3);
+  golden_ints32(c, "stride", o.stride, 3);
   int tpad[6];
-  int n = ints_of(c, "tpad", tpad, 6);
+  int n = golden_ints32(c, "tpad", tpad, 6);
   if (tg_resolve_pool_pads(tpad, n, 2, o.padding) < 0) return -1;
   return one(tg_conv2d(in[0], in[1], NULL, &o), out);
 }
 static int op_conv_transpose2d(const golden_case *c, tg_tensor **in, int nin, tg_tensor **out) {
   tg_conv_transpose_opts o;
   memset(&o, 0, sizeof o);
-  ints_of(c, "stride", o.stride, 3);
-  ints_of(c, "output_padding", o.output_padding, 3);
-  ints_of(c, "dilation", o.dilation, 3);
+  golden_ints32(c, "stride", o.stride, 3);
+  golden_ints32(c, "output_padding", o.output_padding, 3);
+  golden_ints32(c, "dilation", o.dilation, 3);
   int tpad[6];
-  int n = ints_of(c, "tpad", tpad, 6);
+  int n = golden_ints32(c, "tpad", tpad, 6);
   if (tg_resolve_pool_pads(tpad, n, 2, o.pads) < 0) return -1;
   return one(tg_conv_transpose2d(in[0], in[1], NULL, &o), out);
 }
 static int op_resolve(const golden_case *c, tg_tensor **in, int nin, tg_tensor **out) {
   int tpad[6], pairs[6];
-  int n = ints_of(c, "tpad", tpad, 6), nd = (int)golden_int(c, "ndims", 0);
+  int n = golden_ints32(c, "tpad", tpad, 6), nd = (int)golden_int(c, "ndims", 0);
   if (tg_resolve_pool_pads(tpad, n, nd, pairs) < 0) return -1;
   int32_t v[6];
   for (int i = 0; i < 2 * nd; i++) v[i] = pairs[i];

@@ -35,58 +35,51 @@ static const char *known_bug_of(const char *label) {
 #define MAXOUT 4
 typedef int (*op_fn)(const golden_case *c, tg_tensor **in, int nin, tg_tensor **out);
 
-static int ints_of(const golden_case *c, const char *key, int *out, int max) {
-  int64_t v[32];
-  int n = golden_ints(c, key, v, 32);
-  for (int i = 0; i < n && i < max; i++) out[i] = (int)v[i];
-  return n;
-}
-static bool flag(const golden_case *c, const char *key) { return golden_int(c, key, 0) != 0; }
 static int one(tg_tensor *r, tg_tensor **out) { out[0] = r; return r ? 1 : -1; }
 
 /* ---------------------------------------------------------------- ops */
 
 static tg_conv_opts conv_opts(const golden_case *c) {
   tg_conv_opts o = { { 0 }, { 0 }, { 0 }, 0 };
-  ints_of(c, "stride", o.stride, 3);
-  ints_of(c, "padding", o.padding, 6);
-  ints_of(c, "dilation", o.dilation, 3);
+  golden_ints32(c, "stride", o.stride, 3);
+  golden_ints32(c, "padding", o.padding, 6);
+  golden_ints32(c, "dilation", o.dilation, 3);
   o.groups = (int)golden_int(c, "groups", 1);
   return o;
 }
 #define CONV(n) \
   static int op_conv##n##d(const golden_case *c, tg_tensor **in, int nin, tg_tensor **out) { \
     tg_conv_opts o = conv_opts(c); \
-    return one(tg_conv##n##d(in[0], in[1], flag(c, "bias") ? in[2] : NULL, &o), out); \
+    return one(tg_conv##n##d(in[0], in[1], golden_flag(c, "bias") ? in[2] : NULL, &o), out); \
   }
 CONV(1) CONV(2) CONV(3)
 
 static tg_conv_transpose_opts convt_opts(const golden_case *c) {
   tg_conv_transpose_opts o;
   memset(&o, 0, sizeof o);
-  ints_of(c, "stride", o.stride, 3);
-  ints_of(c, "padding", o.padding, 3);
-  ints_of(c, "output_padding", o.output_padding, 3);
-  ints_of(c, "dilation", o.dilation, 3);
+  golden_ints32(c, "stride", o.stride, 3);
+  golden_ints32(c, "padding", o.padding, 3);
+  golden_ints32(c, "output_padding", o.output_padding, 3);
+  golden_ints32(c, "dilation", o.dilation, 3);
   o.groups = (int)golden_int(c, "groups", 1);
   return o;
 }
 #define CONVT(n) \
   static int op_conv_transpose##n##d(const golden_case *c, tg_tensor **in, int nin, tg_tensor **out) { \
     tg_conv_transpose_opts o = convt_opts(c); \
-    return one(tg_conv_transpose##n##d(in[0], in[1], flag(c, "bias") ? in[2] : NULL, &o), out); \
+    return one(tg_conv_transpose##n##d(in[0], in[1], golden_flag(c, "bias") ? in[2] : NULL, &o), out); \
   }
 CONVT(1) CONVT(2) CONVT(3)
 
 static tg_pool_opts pool_opts(const golden_case *c) {
   tg_pool_opts o;
   memset(&o, 0, sizeof o);
-  ints_of(c, "kernel", o.kernel, 3);
-  ints_of(c, "stride", o.stride, 3);
-  ints_of(c, "padding", o.padding, 3);
-  ints_of(c, "dilation", o.dilation, 3);
-  o.ceil_mode = flag(c, "ceil_mode");
-  o.exclude_pad = flag(c, "exclude_pad");
+  golden_ints32(c, "kernel", o.kernel, 3);
+  golden_ints32(c, "stride", o.stride, 3);
+  golden_ints32(c, "padding", o.padding, 3);
+  golden_ints32(c, "dilation", o.dilation, 3);
+  o.ceil_mode = golden_flag(c, "ceil_mode");
+  o.exclude_pad = golden_flag(c, "exclude_pad");
   return o;
 }
 static int op_avg_pool2d(const golden_case *c, tg_tensor **in, int nin, tg_tensor **out) {
@@ -95,7 +88,7 @@ static int op_avg_pool2d(const golden_case *c, tg_tensor **in, int nin, tg_tenso
 }
 static int op_max_pool2d(const golden_case *c, tg_tensor **in, int nin, tg_tensor **out) {
   tg_pool_opts o = pool_opts(c);
-  bool want = flag(c, "indices");
+  bool want = golden_flag(c, "indices");
   out[0] = tg_max_pool2d(in[0], &o, want ? &out[1] : NULL);
   if (!out[0] || (want && !out[1])) return -1;
   return want ? 2 : 1;
@@ -109,7 +102,7 @@ static int op_max_unpool2d(const golden_case *c, tg_tensor **in, int nin, tg_ten
 static int op_interpolate(const golden_case *c, tg_tensor **in, int nin, tg_tensor **out) {
   int64_t size[3];
   int n = golden_ints(c, "size", size, 3);
-  return one(tg_interpolate(in[0], size, n, (tg_interp_mode)golden_int(c, "mode", 0), flag(c, "align_corners")), out);
+  return one(tg_interpolate(in[0], size, n, (tg_interp_mode)golden_int(c, "mode", 0), golden_flag(c, "align_corners")), out);
 }
 static int op_einsum(const golden_case *c, tg_tensor **in, int nin, tg_tensor **out) {
   int64_t v[64];
@@ -128,16 +121,16 @@ static int op_layernorm(const golden_case *c, tg_tensor **in, int nin, tg_tensor
   tg_shape ns = { n, { 0 } };
   for (int i = 0; i < n; i++) ns.d[i] = v[i];
   int k = 1;
-  tg_tensor *w = flag(c, "weight") ? in[k++] : NULL;
-  tg_tensor *b = flag(c, "bias") ? in[k++] : NULL;
+  tg_tensor *w = golden_flag(c, "weight") ? in[k++] : NULL;
+  tg_tensor *b = golden_flag(c, "bias") ? in[k++] : NULL;
   return one(tg_layernorm(in[0], ns, w, b, golden_f64(c, "eps", 1e-5)), out);
 }
 static int op_batchnorm(const golden_case *c, tg_tensor **in, int nin, tg_tensor **out) {
   int k = 1;
   tg_tensor *m = NULL, *v = NULL;
-  if (flag(c, "stats")) { m = in[k++]; v = in[k++]; }
-  tg_tensor *w = flag(c, "weight") ? in[k++] : NULL;
-  tg_tensor *b = flag(c, "bias") ? in[k++] : NULL;
+  if (golden_flag(c, "stats")) { m = in[k++]; v = in[k++]; }
+  tg_tensor *w = golden_flag(c, "weight") ? in[k++] : NULL;
+  tg_tensor *b = golden_flag(c, "bias") ? in[k++] : NULL;
   return one(tg_batchnorm(in[0], m, v, w, b, golden_f64(c, "eps", 1e-5)), out);
 }
 static int op_softmin(const golden_case *c, tg_tensor **in, int nin, tg_tensor **out) {
@@ -145,14 +138,14 @@ static int op_softmin(const golden_case *c, tg_tensor **in, int nin, tg_tensor *
 }
 static int op_sdpa(const golden_case *c, tg_tensor **in, int nin, tg_tensor **out) {
   tg_sdpa_opts o = { 0 };
-  o.is_causal = flag(c, "is_causal");
+  o.is_causal = golden_flag(c, "is_causal");
   o.scale = golden_f64(c, "scale", 0);
-  o.enable_gqa = flag(c, "enable_gqa");
+  o.enable_gqa = golden_flag(c, "enable_gqa");
   if (golden_int(c, "mask", 0)) o.attn_mask = in[3];
   return one(tg_scaled_dot_product_attention(in[0], in[1], in[2], &o), out);
 }
 static int op_dropout(const golden_case *c, tg_tensor **in, int nin, tg_tensor **out) {
-  return one(tg_dropout(in[0], golden_f64(c, "p", 0), flag(c, "training")), out);
+  return one(tg_dropout(in[0], golden_f64(c, "p", 0), golden_flag(c, "training")), out);
 }
 static tg_loss_opts loss_opts(const golden_case *c, tg_tensor **in) {
   tg_loss_opts o = { 0 };
@@ -160,8 +153,8 @@ static tg_loss_opts loss_opts(const golden_case *c, tg_tensor **in) {
   o.label_smoothing = golden_f64(c, "label_smoothing", 0);
   if (golden_has(c, "ignore_index")) { o.has_ignore_index = true; o.ignore_index = golden_int(c, "ignore_index", -100); }
   int k = 2;
-  if (flag(c, "weight")) o.weight = in[k++];
-  if (flag(c, "pos_weight")) o.pos_weight = in[k++];
+  if (golden_flag(c, "weight")) o.weight = in[k++];
+  if (golden_flag(c, "pos_weight")) o.pos_weight = in[k++];
   return o;
 }
 #define LOSS(name) \
@@ -197,7 +190,7 @@ static bool run_case(const golden_case *c) {
   const dispatch_entry *d = find_op(c->op);
   if (!d) { test_fail(__FILE__, __LINE__, "%s: op '%s' has no dispatch entry in test_nn.c", c->label, c->op); return false; }
   int before = test_failures;
-  bool backward = flag(c, "backward");
+  bool backward = golden_flag(c, "backward");
   int64_t grads[16];
   int ngrad = backward ? golden_ints(c, "grads", grads, 16) : 0;
   if (ngrad < 0) ngrad = 0;
@@ -246,7 +239,7 @@ TEST(nn_known_bugs) {
 /* Every golden op has a dispatch entry and every entry is used. */
 static void count_forward(const golden_case *c, const char *path, void *ctx) {
   (void)path;
-  *(int *)ctx += !flag(c, "backward");
+  *(int *)ctx += !golden_flag(c, "backward");
 }
 TEST(nn_dispatch_covers_goldens) {
   int fwd = 0;
