@@ -32,6 +32,24 @@ void test_fail(const char *file, int line, const char *fmt, ...) __attribute__((
     test_fail(__FILE__, __LINE__, "%s ~ %s: %.9g vs %.9g", #a, #b, a_, b_); } while (0)
 /* A tensor call must have succeeded; prints tg_error() otherwise. */
 #define CHECK_OK(t) do { if (!(t)) test_fail(__FILE__, __LINE__, "%s failed: %s", #t, tg_error()); } while (0)
+/* A call that must fail (NULL tensor / negative result) with an error
+ * message containing every given string. */
+#define CHECK_ERROR_HAS_(expr, ...) do { \
+    const char *want_[] = { __VA_ARGS__ }; \
+    for (size_t i_ = 0; i_ < sizeof want_ / sizeof want_[0]; i_++) \
+      CHECK_MSG(strstr(tg_error(), want_[i_]) != NULL, "%s: message \"%s\" lacks \"%s\"", #expr, tg_error(), want_[i_]); \
+  } while (0)
+#define CHECK_ERR(expr, ...) do { \
+    tg_clear_error(); \
+    tg_tensor *r_ = (expr); \
+    CHECK_MSG(r_ == NULL, "%s: expected an error", #expr); \
+    CHECK_ERROR_HAS_(expr, __VA_ARGS__); \
+  } while (0)
+#define CHECK_FAILS(expr, ...) do { \
+    tg_clear_error(); \
+    CHECK_MSG((expr) < 0, "%s: expected -1", #expr); \
+    CHECK_ERROR_HAS_(expr, __VA_ARGS__); \
+  } while (0)
 #define SKIP(...) do { test_skipped = true; printf("  skip: "); printf(__VA_ARGS__); printf("\n"); return; } while (0)
 
 /* Reads a whole file (e.g. "goldens/x.bin"); NULL when missing. *n gets its size. */

@@ -330,21 +330,6 @@ TEST(controls_empty_like) {
 
 /* ---------------------------------------------------------------- bad input */
 
-#define CHECK_ERR(expr, ...) do { \
-    tg_clear_error(); \
-    tg_tensor *r_ = (expr); \
-    CHECK_MSG(r_ == NULL, "%s: expected an error", #expr); \
-    const char *want_[] = { __VA_ARGS__ }; \
-    for (size_t i_ = 0; i_ < sizeof want_ / sizeof want_[0]; i_++) \
-      CHECK_MSG(strstr(tg_error(), want_[i_]) != NULL, "%s: message \"%s\" lacks \"%s\"", #expr, tg_error(), want_[i_]); \
-  } while (0)
-#define CHECK_FAILS(expr, ...) do { \
-    tg_clear_error(); \
-    CHECK_MSG((expr) < 0, "%s: expected -1", #expr); \
-    const char *want_[] = { __VA_ARGS__ }; \
-    for (size_t i_ = 0; i_ < sizeof want_ / sizeof want_[0]; i_++) \
-      CHECK_MSG(strstr(tg_error(), want_[i_]) != NULL, "%s: message \"%s\" lacks \"%s\"", #expr, tg_error(), want_[i_]); \
-  } while (0)
 
 TEST(controls_errors_dtype_names) {
   CHECK_FAILS(tg_dtype_from_name("float17"), "unknown dtype name", "\"float17\"", "float16");

@@ -250,14 +250,6 @@ TEST(nn_dispatch_covers_goldens) {
 /* ---------------------------------------------------------------- errors */
 
 static tg_tensor *zeros(tg_shape s) { return tg_zeros(s, TG_F32); }
-#define CHECK_ERR(expr, ...) do { \
-    tg_clear_error(); \
-    tg_tensor *r_ = (expr); \
-    CHECK_MSG(r_ == NULL, "%s: expected an error", #expr); \
-    const char *want_[] = { __VA_ARGS__ }; \
-    for (size_t i_ = 0; i_ < sizeof want_ / sizeof want_[0]; i_++) \
-      CHECK_MSG(strstr(tg_error(), want_[i_]) != NULL, "%s: message \"%s\" lacks \"%s\"", #expr, tg_error(), want_[i_]); \
-  } while (0)
 
 TEST(nn_errors_conv) {
   tg_tensor *x = zeros(TG_SHAPE(1, 4, 5, 5));
