@@ -37,6 +37,9 @@ $(BUILD)/%.o: %.c $(wildcard include/*.h src/*/*.h tools/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
+# The library exports only what include/*.h marks TG_API (include/tg_api.h).
+$(LIB_OBJ) $(BUILD)/gen/kernel_prelude.o: CFLAGS += -fvisibility=hidden
+
 # The quantizers must round exactly as ggml's C code does: no a*b+c fused
 # into one FMA (see src/quant/quantize.h).
 $(BUILD)/src/quant/quantize_%.o: CFLAGS += -ffp-contract=off
@@ -46,13 +49,19 @@ $(BUILD)/src/quant/quantize_%.o: CFLAGS += -ffp-contract=off
 $(BUILD)/gen/kernel_prelude.c: src/dtype/fpconv.h
 	@mkdir -p $(dir $@)
 	@{ echo 'const char tg_kernel_prelude_fpconv[] = {'; od -An -v -tx1 $< | sed 's/\([0-9a-f][0-9a-f]\)/0x\1,/g'; echo '0};'; } > $@
-$(BUILD)/gen/kernel_prelude.o: $(BUILD)/gen/kernel_prelude.c
+# The VIZ web page's files, compiled in as arrays (src/viz/web/embed.sh).
+VIZ_WEB := $(sort $(wildcard src/viz/web/*.html src/viz/web/*.css src/viz/web/*.js))
+$(BUILD)/gen/viz_web_assets.c: src/viz/web/embed.sh $(VIZ_WEB)
+	@mkdir -p $(dir $@)
+	@sh src/viz/web/embed.sh $@ $(VIZ_WEB)
+GEN_OBJ := $(BUILD)/gen/kernel_prelude.o $(BUILD)/gen/viz_web_assets.o
+$(GEN_OBJ): %.o: %.c
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/libtg.a: $(LIB_OBJ) $(BUILD)/gen/kernel_prelude.o
+$(BUILD)/libtg.a: $(LIB_OBJ) $(GEN_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
-$(BUILD)/libtg.so: $(LIB_OBJ) $(BUILD)/gen/kernel_prelude.o
+$(BUILD)/libtg.so: $(LIB_OBJ) $(GEN_OBJ)
 	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LDLIBS)
 $(BUILD)/tg: $(TOOL_OBJ) $(BUILD)/libtg.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)

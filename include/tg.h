@@ -21,6 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tg_api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -36,7 +38,7 @@ typedef enum {
   TG_DTYPE_COUNT
 } tg_dtype;
 
-const char *tg_dtype_name(tg_dtype dt);     /* "float32", "bfloat16", ... */
+TG_API const char *tg_dtype_name(tg_dtype dt);     /* "float32", "bfloat16", ... */
 /* The dtype a name means, as tinygrad and numpy spell it (docs/dtypes.md has
  * the table): tg's names, tinygrad's aliases ("half", "float", "uint", ...),
  * numpy's names and codes ("single", "f4", "<i8", "?"), "bf16", "f16",
@@ -45,49 +47,49 @@ const char *tg_dtype_name(tg_dtype dt);     /* "float32", "bfloat16", ... */
  * tinygrad and numpy differ, tinygrad's meaning wins ("int" is int32,
  * "float" float32). Returns a tg_dtype, or -1 with an error for a name it
  * does not know. */
-int tg_dtype_from_name(const char *name);
+TG_API int tg_dtype_from_name(const char *name);
 /* The float dtype that ops choose when they turn ints into floats (true
  * division, transcendental functions, a non-integral scalar next to an int
  * tensor, softmax), like tinygrad's dtypes.default_float: the environment
  * variable DEFAULT_FLOAT (a name for tg_dtype_from_name; float32 when unset)
  * until tg_set_default_float. Pass it where a constructor needs a float
  * dtype: tg_rand(shape, tg_default_float()). Setting a non-float: -1. */
-tg_dtype tg_default_float(void);
-int tg_set_default_float(tg_dtype dt);
+TG_API tg_dtype tg_default_float(void);
+TG_API int tg_set_default_float(tg_dtype dt);
 /* The float dtype sums accumulate in at least (tinygrad's SUM_DTYPE; the
  * environment variable SUM_DTYPE, float32 when unset): a float sum
  * accumulates in promote(its dtype, this) and returns that dtype, except
  * half, bfloat16 and fp8 sums, which return their own dtype. SUM_DTYPE=half
  * makes half sums accumulate in half; float64 makes float32 sums accumulate
  * in, and return, float64. Setting a non-float: -1. */
-tg_dtype tg_sum_acc_float(void);
-int tg_set_sum_acc_float(tg_dtype dt);
-int tg_dtype_size(tg_dtype dt);             /* bytes per element */
-bool tg_dtype_is_float(tg_dtype dt);
-bool tg_dtype_is_int(tg_dtype dt);          /* signed or unsigned integer */
-bool tg_dtype_is_unsigned(tg_dtype dt);
+TG_API tg_dtype tg_sum_acc_float(void);
+TG_API int tg_set_sum_acc_float(tg_dtype dt);
+TG_API int tg_dtype_size(tg_dtype dt);             /* bytes per element */
+TG_API bool tg_dtype_is_float(tg_dtype dt);
+TG_API bool tg_dtype_is_int(tg_dtype dt);          /* signed or unsigned integer */
+TG_API bool tg_dtype_is_unsigned(tg_dtype dt);
 /* Least upper bound in tinygrad's (JAX-style) promotion lattice. */
-tg_dtype tg_dtype_promote(tg_dtype a, tg_dtype b);
+TG_API tg_dtype tg_dtype_promote(tg_dtype a, tg_dtype b);
 /* True when every value of `from` is exactly representable in `to`. */
-bool tg_dtype_can_safe_cast(tg_dtype from, tg_dtype to);
+TG_API bool tg_dtype_can_safe_cast(tg_dtype from, tg_dtype to);
 
 /* Exact conversions, round to nearest even. fp8 follows NVIDIA cuda_fp8
  * (saturating to finite): e4m3 saturates to +-448, NaN is 0x7F/0xFF;
  * e5m2 saturates finite values to +-57344 and keeps inf and NaN. */
-uint16_t tg_f32_to_f16(float f);
-float tg_f16_to_f32(uint16_t h);
-uint16_t tg_f32_to_bf16(float f);
-float tg_bf16_to_f32(uint16_t h);
-uint8_t tg_f32_to_fp8e4m3(float f);
-float tg_fp8e4m3_to_f32(uint8_t x);
-uint8_t tg_f32_to_fp8e5m2(float f);
-float tg_fp8e5m2_to_f32(uint8_t x);
+TG_API uint16_t tg_f32_to_f16(float f);
+TG_API float tg_f16_to_f32(uint16_t h);
+TG_API uint16_t tg_f32_to_bf16(float f);
+TG_API float tg_bf16_to_f32(uint16_t h);
+TG_API uint8_t tg_f32_to_fp8e4m3(float f);
+TG_API float tg_fp8e4m3_to_f32(uint8_t x);
+TG_API uint8_t tg_f32_to_fp8e5m2(float f);
+TG_API float tg_fp8e5m2_to_f32(uint8_t x);
 
 /* ---------------------------------------------------------------- errors */
 
 /* The last error of this thread ("" when none). */
-const char *tg_error(void);
-void tg_clear_error(void);
+TG_API const char *tg_error(void);
+TG_API void tg_clear_error(void);
 
 /* ---------------------------------------------------------------- shapes */
 
@@ -107,14 +109,14 @@ typedef struct { int n; int a[TG_MAX_DIMS]; } tg_axes;
 typedef struct tg_tensor tg_tensor;
 
 /* Scopes own tensors; see the lifetime note at the top. */
-void tg_scope_begin(void);
-void tg_scope_end(void);
-tg_tensor *tg_keep(tg_tensor *t);   /* move t to the enclosing scope; returns t (NULL for NULL) */
-void tg_free(tg_tensor *t);         /* free now (NULL is fine) */
+TG_API void tg_scope_begin(void);
+TG_API void tg_scope_end(void);
+TG_API tg_tensor *tg_keep(tg_tensor *t);   /* move t to the enclosing scope; returns t (NULL for NULL) */
+TG_API void tg_free(tg_tensor *t);         /* free now (NULL is fine) */
 /* Freed tensors' memory is kept (up to TG_ALLOC_CACHE_MB) for the next
  * buffer of the same size; this gives it back to the system, after a
  * one-time phase (loading a model) whose sizes will not come back. */
-void tg_release_cached_memory(void);
+TG_API void tg_release_cached_memory(void);
 
 /* Devices, by name (case-insensitive): "CPU" (default), "NULL" (schedules,
  * runs nothing), "DISK" (memory-mapped files), "CL" / "CL:1" ... (OpenCL,
@@ -122,10 +124,10 @@ void tg_release_cached_memory(void);
  * NVRTC, loaded at run time). The default comes from the environment
  * variable TG_DEVICE when set. An unknown or absent device is an error that
  * lists the present ones. docs/devices.md has the details. */
-int tg_set_default_device(const char *name);
-const char *tg_default_device(void);
-const char *tg_device_of(const tg_tensor *t);   /* NULL when t is NULL */
-tg_tensor *tg_to(tg_tensor *t, const char *device);   /* copy to a device */
+TG_API int tg_set_default_device(const char *name);
+TG_API const char *tg_default_device(void);
+TG_API const char *tg_device_of(const tg_tensor *t);   /* NULL when t is NULL */
+TG_API tg_tensor *tg_to(tg_tensor *t, const char *device);   /* copy to a device */
 
 /* What tg_devices reports about one present device. */
 typedef struct {
@@ -143,116 +145,116 @@ typedef struct {
  * library or hardware is missing are left out; *absent (when not NULL) gets
  * a line per such backend saying why (owned by tg, valid until the next
  * call). */
-int tg_devices(tg_device_info *out, int max, const char **absent);
+TG_API int tg_devices(tg_device_info *out, int max, const char **absent);
 
 /* Inspection. Given a NULL tensor, tg_shape_of has ndim -1 and tg_ndim,
  * tg_dim and tg_numel return -1; the error says so unless the failure that
  * made the NULL already set one. */
-tg_shape tg_shape_of(const tg_tensor *t);
-int tg_ndim(const tg_tensor *t);
-int64_t tg_dim(const tg_tensor *t, int axis);   /* -1 on a bad axis */
-int64_t tg_numel(const tg_tensor *t);
-tg_dtype tg_dtype_of(const tg_tensor *t);
+TG_API tg_shape tg_shape_of(const tg_tensor *t);
+TG_API int tg_ndim(const tg_tensor *t);
+TG_API int64_t tg_dim(const tg_tensor *t, int axis);   /* -1 on a bad axis */
+TG_API int64_t tg_numel(const tg_tensor *t);
+TG_API tg_dtype tg_dtype_of(const tg_tensor *t);
 /* Prints the tensor's UOp graph (for debugging). */
-void tg_print_graph(const tg_tensor *t);
+TG_API void tg_print_graph(const tg_tensor *t);
 
 /* ---- creation */
-tg_tensor *tg_from_data(const void *data, tg_shape shape, tg_dtype dt); /* copies */
-tg_tensor *tg_empty(tg_shape shape, tg_dtype dt);
-tg_tensor *tg_full(tg_shape shape, double value, tg_dtype dt);
-tg_tensor *tg_zeros(tg_shape shape, tg_dtype dt);
-tg_tensor *tg_ones(tg_shape shape, tg_dtype dt);
-tg_tensor *tg_scalar(double value, tg_dtype dt);
+TG_API tg_tensor *tg_from_data(const void *data, tg_shape shape, tg_dtype dt); /* copies */
+TG_API tg_tensor *tg_empty(tg_shape shape, tg_dtype dt);
+TG_API tg_tensor *tg_full(tg_shape shape, double value, tg_dtype dt);
+TG_API tg_tensor *tg_zeros(tg_shape shape, tg_dtype dt);
+TG_API tg_tensor *tg_ones(tg_shape shape, tg_dtype dt);
+TG_API tg_tensor *tg_scalar(double value, tg_dtype dt);
 /* start, start+step, ... < stop. Fails when a value does not fit dt. */
-tg_tensor *tg_arange(double start, double stop, double step, tg_dtype dt);
-tg_tensor *tg_eye(int64_t n, tg_dtype dt);
-tg_tensor *tg_full_like(const tg_tensor *t, double value);
-tg_tensor *tg_zeros_like(const tg_tensor *t);
-tg_tensor *tg_ones_like(const tg_tensor *t);
+TG_API tg_tensor *tg_arange(double start, double stop, double step, tg_dtype dt);
+TG_API tg_tensor *tg_eye(int64_t n, tg_dtype dt);
+TG_API tg_tensor *tg_full_like(const tg_tensor *t, double value);
+TG_API tg_tensor *tg_zeros_like(const tg_tensor *t);
+TG_API tg_tensor *tg_ones_like(const tg_tensor *t);
 /* A tensor of t's shape (symbolic axes at their maximum), dtype and device
  * whose memory is not initialized (tinygrad's empty_like). */
-tg_tensor *tg_empty_like(const tg_tensor *t);
+TG_API tg_tensor *tg_empty_like(const tg_tensor *t);
 
 /* Random numbers from a counter-based generator (threefry2x32): the same seed
  * gives the same numbers on every run. */
-void tg_manual_seed(uint64_t seed);
-tg_tensor *tg_rand(tg_shape shape, tg_dtype dt);    /* uniform [0, 1) */
-tg_tensor *tg_randn(tg_shape shape, tg_dtype dt);   /* standard normal */
+TG_API void tg_manual_seed(uint64_t seed);
+TG_API tg_tensor *tg_rand(tg_shape shape, tg_dtype dt);    /* uniform [0, 1) */
+TG_API tg_tensor *tg_randn(tg_shape shape, tg_dtype dt);   /* standard normal */
 /* The same draws with t's shape, dtype (a float) and device (tinygrad's
  * rand_like / randn_like). */
-tg_tensor *tg_rand_like(const tg_tensor *t);
-tg_tensor *tg_randn_like(const tg_tensor *t);
+TG_API tg_tensor *tg_rand_like(const tg_tensor *t);
+TG_API tg_tensor *tg_randn_like(const tg_tensor *t);
 /* threefry2x32 (20 rounds) of each counter x under key, both uint64 tensors
  * (broadcasting): the low 32 bits of x and key are the first words, the
  * result packs the two output words as (hi << 32) | lo (tinygrad's
  * Tensor.threefry). With constant inputs it folds to a constant when the
  * graph is built into kernels. */
-tg_tensor *tg_threefry(tg_tensor *x, tg_tensor *key);
+TG_API tg_tensor *tg_threefry(tg_tensor *x, tg_tensor *key);
 
 /* ---- elementwise (broadcasting, tinygrad's dtype promotion) */
-tg_tensor *tg_add(tg_tensor *a, tg_tensor *b);
-tg_tensor *tg_sub(tg_tensor *a, tg_tensor *b);
-tg_tensor *tg_mul(tg_tensor *a, tg_tensor *b);
-tg_tensor *tg_div(tg_tensor *a, tg_tensor *b);   /* true division: ints become float */
-tg_tensor *tg_pow(tg_tensor *a, tg_tensor *b);
-tg_tensor *tg_maximum(tg_tensor *a, tg_tensor *b);
-tg_tensor *tg_minimum(tg_tensor *a, tg_tensor *b);
+TG_API tg_tensor *tg_add(tg_tensor *a, tg_tensor *b);
+TG_API tg_tensor *tg_sub(tg_tensor *a, tg_tensor *b);
+TG_API tg_tensor *tg_mul(tg_tensor *a, tg_tensor *b);
+TG_API tg_tensor *tg_div(tg_tensor *a, tg_tensor *b);   /* true division: ints become float */
+TG_API tg_tensor *tg_pow(tg_tensor *a, tg_tensor *b);
+TG_API tg_tensor *tg_maximum(tg_tensor *a, tg_tensor *b);
+TG_API tg_tensor *tg_minimum(tg_tensor *a, tg_tensor *b);
 /* With a scalar on the right: the scalar takes the tensor's dtype class. */
-tg_tensor *tg_adds(tg_tensor *a, double b);
-tg_tensor *tg_subs(tg_tensor *a, double b);
-tg_tensor *tg_muls(tg_tensor *a, double b);
-tg_tensor *tg_divs(tg_tensor *a, double b);
-tg_tensor *tg_pows(tg_tensor *a, double b);
+TG_API tg_tensor *tg_adds(tg_tensor *a, double b);
+TG_API tg_tensor *tg_subs(tg_tensor *a, double b);
+TG_API tg_tensor *tg_muls(tg_tensor *a, double b);
+TG_API tg_tensor *tg_divs(tg_tensor *a, double b);
+TG_API tg_tensor *tg_pows(tg_tensor *a, double b);
 
-tg_tensor *tg_neg(tg_tensor *a);
-tg_tensor *tg_exp(tg_tensor *a);
-tg_tensor *tg_log(tg_tensor *a);
-tg_tensor *tg_exp2(tg_tensor *a);
-tg_tensor *tg_log2(tg_tensor *a);
-tg_tensor *tg_sqrt(tg_tensor *a);
-tg_tensor *tg_rsqrt(tg_tensor *a);
-tg_tensor *tg_reciprocal(tg_tensor *a);
-tg_tensor *tg_sin(tg_tensor *a);
-tg_tensor *tg_cos(tg_tensor *a);
-tg_tensor *tg_abs(tg_tensor *a);
-tg_tensor *tg_relu(tg_tensor *a);
-tg_tensor *tg_sigmoid(tg_tensor *a);
-tg_tensor *tg_tanh(tg_tensor *a);
+TG_API tg_tensor *tg_neg(tg_tensor *a);
+TG_API tg_tensor *tg_exp(tg_tensor *a);
+TG_API tg_tensor *tg_log(tg_tensor *a);
+TG_API tg_tensor *tg_exp2(tg_tensor *a);
+TG_API tg_tensor *tg_log2(tg_tensor *a);
+TG_API tg_tensor *tg_sqrt(tg_tensor *a);
+TG_API tg_tensor *tg_rsqrt(tg_tensor *a);
+TG_API tg_tensor *tg_reciprocal(tg_tensor *a);
+TG_API tg_tensor *tg_sin(tg_tensor *a);
+TG_API tg_tensor *tg_cos(tg_tensor *a);
+TG_API tg_tensor *tg_abs(tg_tensor *a);
+TG_API tg_tensor *tg_relu(tg_tensor *a);
+TG_API tg_tensor *tg_sigmoid(tg_tensor *a);
+TG_API tg_tensor *tg_tanh(tg_tensor *a);
 
 /* Comparisons return bool tensors. */
-tg_tensor *tg_lt(tg_tensor *a, tg_tensor *b);
-tg_tensor *tg_le(tg_tensor *a, tg_tensor *b);
-tg_tensor *tg_gt(tg_tensor *a, tg_tensor *b);
-tg_tensor *tg_ge(tg_tensor *a, tg_tensor *b);
-tg_tensor *tg_eq(tg_tensor *a, tg_tensor *b);
-tg_tensor *tg_ne(tg_tensor *a, tg_tensor *b);
+TG_API tg_tensor *tg_lt(tg_tensor *a, tg_tensor *b);
+TG_API tg_tensor *tg_le(tg_tensor *a, tg_tensor *b);
+TG_API tg_tensor *tg_gt(tg_tensor *a, tg_tensor *b);
+TG_API tg_tensor *tg_ge(tg_tensor *a, tg_tensor *b);
+TG_API tg_tensor *tg_eq(tg_tensor *a, tg_tensor *b);
+TG_API tg_tensor *tg_ne(tg_tensor *a, tg_tensor *b);
 /* Logical ops on bool tensors (other dtypes are compared with zero). */
-tg_tensor *tg_logical_and(tg_tensor *a, tg_tensor *b);
-tg_tensor *tg_logical_or(tg_tensor *a, tg_tensor *b);
-tg_tensor *tg_logical_xor(tg_tensor *a, tg_tensor *b);
-tg_tensor *tg_logical_not(tg_tensor *a);
+TG_API tg_tensor *tg_logical_and(tg_tensor *a, tg_tensor *b);
+TG_API tg_tensor *tg_logical_or(tg_tensor *a, tg_tensor *b);
+TG_API tg_tensor *tg_logical_xor(tg_tensor *a, tg_tensor *b);
+TG_API tg_tensor *tg_logical_not(tg_tensor *a);
 /* cond ? a : b, broadcasting all three. */
-tg_tensor *tg_where(tg_tensor *cond, tg_tensor *a, tg_tensor *b);
+TG_API tg_tensor *tg_where(tg_tensor *cond, tg_tensor *a, tg_tensor *b);
 
-tg_tensor *tg_cast(tg_tensor *a, tg_dtype dt);
+TG_API tg_tensor *tg_cast(tg_tensor *a, tg_dtype dt);
 /* Reinterpret the bits of each element; both dtypes must have one size. */
-tg_tensor *tg_bitcast(tg_tensor *a, tg_dtype dt);
+TG_API tg_tensor *tg_bitcast(tg_tensor *a, tg_dtype dt);
 
 /* ---- movement (never a kernel by itself) */
 /* One entry may be -1, inferred from the others. */
-tg_tensor *tg_reshape(tg_tensor *a, tg_shape shape);
-tg_tensor *tg_permute(tg_tensor *a, tg_axes order);
-tg_tensor *tg_expand(tg_tensor *a, tg_shape shape);   /* -1 keeps a dim */
+TG_API tg_tensor *tg_reshape(tg_tensor *a, tg_shape shape);
+TG_API tg_tensor *tg_permute(tg_tensor *a, tg_axes order);
+TG_API tg_tensor *tg_expand(tg_tensor *a, tg_shape shape);   /* -1 keeps a dim */
 /* pads[2*i], pads[2*i+1]: before and after axis i, filled with value. */
-tg_tensor *tg_pad(tg_tensor *a, const int64_t *pads, int npairs, double value);
+TG_API tg_tensor *tg_pad(tg_tensor *a, const int64_t *pads, int npairs, double value);
 /* Keep [starts[i], ends[i]) of each axis. */
-tg_tensor *tg_shrink(tg_tensor *a, const int64_t *starts, const int64_t *ends);
-tg_tensor *tg_flip(tg_tensor *a, tg_axes axes);
-tg_tensor *tg_transpose(tg_tensor *a, int axis0, int axis1);
-tg_tensor *tg_T(tg_tensor *a);                        /* swap the last two axes */
-tg_tensor *tg_squeeze(tg_tensor *a, int axis);        /* axis = TG_NOAXIS: every size-1 axis */
-tg_tensor *tg_unsqueeze(tg_tensor *a, int axis);
-tg_tensor *tg_flatten(tg_tensor *a, int start_axis, int end_axis);
+TG_API tg_tensor *tg_shrink(tg_tensor *a, const int64_t *starts, const int64_t *ends);
+TG_API tg_tensor *tg_flip(tg_tensor *a, tg_axes axes);
+TG_API tg_tensor *tg_transpose(tg_tensor *a, int axis0, int axis1);
+TG_API tg_tensor *tg_T(tg_tensor *a);                        /* swap the last two axes */
+TG_API tg_tensor *tg_squeeze(tg_tensor *a, int axis);        /* axis = TG_NOAXIS: every size-1 axis */
+TG_API tg_tensor *tg_unsqueeze(tg_tensor *a, int axis);
+TG_API tg_tensor *tg_flatten(tg_tensor *a, int start_axis, int end_axis);
 #define TG_NOAXIS (-1000)
 
 /* Indexing like Python's a[...]: integers, slices with steps, None, "...". */
@@ -270,76 +272,76 @@ typedef struct {
 #define TG_ALLIDX ((tg_index){ TG_IDX_SLICE, 0, 0, 1, false, false })
 #define TG_NEWAXIS ((tg_index){ TG_IDX_NEWAXIS, 0, 0, 1, false, false })
 #define TG_ELLIPSIS ((tg_index){ TG_IDX_ELLIPSIS, 0, 0, 1, false, false })
-tg_tensor *tg_getitem(tg_tensor *a, const tg_index *idx, int n);
+TG_API tg_tensor *tg_getitem(tg_tensor *a, const tg_index *idx, int n);
 #define TG_GET(a, ...) tg_getitem((a), (tg_index[]){ __VA_ARGS__ }, sizeof((tg_index[]){ __VA_ARGS__ }) / sizeof(tg_index))
 
 /* ---- reductions: axes may be negative; TG_ALL reduces everything */
-tg_tensor *tg_sum(tg_tensor *a, tg_axes axes, bool keepdim);
-tg_tensor *tg_prod(tg_tensor *a, tg_axes axes, bool keepdim);
-tg_tensor *tg_max(tg_tensor *a, tg_axes axes, bool keepdim);
-tg_tensor *tg_min(tg_tensor *a, tg_axes axes, bool keepdim);
-tg_tensor *tg_mean(tg_tensor *a, tg_axes axes, bool keepdim);
+TG_API tg_tensor *tg_sum(tg_tensor *a, tg_axes axes, bool keepdim);
+TG_API tg_tensor *tg_prod(tg_tensor *a, tg_axes axes, bool keepdim);
+TG_API tg_tensor *tg_max(tg_tensor *a, tg_axes axes, bool keepdim);
+TG_API tg_tensor *tg_min(tg_tensor *a, tg_axes axes, bool keepdim);
+TG_API tg_tensor *tg_mean(tg_tensor *a, tg_axes axes, bool keepdim);
 /* With an accumulate dtype (tinygrad's sum(dtype=), numpy's sum(dtype=)): a
  * is cast to dt, reduced in dt, and the result is dt (ints wrap in dt:
  * tg_sum_dtype of uint8 with TG_U8 is the sum modulo 256). dt may be any
  * dtype but bool; tg_mean_dtype's must be a float (torch's mean(dtype=)). */
-tg_tensor *tg_sum_dtype(tg_tensor *a, tg_axes axes, bool keepdim, tg_dtype dt);
-tg_tensor *tg_prod_dtype(tg_tensor *a, tg_axes axes, bool keepdim, tg_dtype dt);
-tg_tensor *tg_mean_dtype(tg_tensor *a, tg_axes axes, bool keepdim, tg_dtype dt);
+TG_API tg_tensor *tg_sum_dtype(tg_tensor *a, tg_axes axes, bool keepdim, tg_dtype dt);
+TG_API tg_tensor *tg_prod_dtype(tg_tensor *a, tg_axes axes, bool keepdim, tg_dtype dt);
+TG_API tg_tensor *tg_mean_dtype(tg_tensor *a, tg_axes axes, bool keepdim, tg_dtype dt);
 /* Index of the first maximum along axis (TG_NOAXIS: of the flattened tensor). */
-tg_tensor *tg_argmax(tg_tensor *a, int axis, bool keepdim);
-tg_tensor *tg_argmin(tg_tensor *a, int axis, bool keepdim);
+TG_API tg_tensor *tg_argmax(tg_tensor *a, int axis, bool keepdim);
+TG_API tg_tensor *tg_argmin(tg_tensor *a, int axis, bool keepdim);
 
 /* ---- composite */
 /* Matrix product with numpy's rules: 1-D operands, batched and broadcast. */
-tg_tensor *tg_matmul(tg_tensor *a, tg_tensor *b);
-tg_tensor *tg_dot(tg_tensor *a, tg_tensor *b);
+TG_API tg_tensor *tg_matmul(tg_tensor *a, tg_tensor *b);
+TG_API tg_tensor *tg_dot(tg_tensor *a, tg_tensor *b);
 /* With an accumulate dtype (tinygrad's matmul(dtype=), numpy's
  * matmul(dtype=)): both operands are cast to dt, multiplied and summed in
  * dt, and the result is dt (int8 operands with TG_I32 give the exact int32
  * product; tinygrad multiplies in the operands' dtype first). Not bool. */
-tg_tensor *tg_matmul_dtype(tg_tensor *a, tg_tensor *b, tg_dtype dt);
-tg_tensor *tg_dot_dtype(tg_tensor *a, tg_tensor *b, tg_dtype dt);
-tg_tensor *tg_softmax(tg_tensor *a, int axis);
-tg_tensor *tg_log_softmax(tg_tensor *a, int axis);
+TG_API tg_tensor *tg_matmul_dtype(tg_tensor *a, tg_tensor *b, tg_dtype dt);
+TG_API tg_tensor *tg_dot_dtype(tg_tensor *a, tg_tensor *b, tg_dtype dt);
+TG_API tg_tensor *tg_softmax(tg_tensor *a, int axis);
+TG_API tg_tensor *tg_log_softmax(tg_tensor *a, int axis);
 
 /* ---- realization */
 /* Materialize into memory (a copy, always a kernel, unless already contiguous). */
-tg_tensor *tg_contiguous(tg_tensor *a);
+TG_API tg_tensor *tg_contiguous(tg_tensor *a);
 /* Write value into target's memory in place; returns target. Shapes must match
  * (value broadcasts) and dtypes must match. target may be a view (a slice) of
  * a realized tensor. */
-tg_tensor *tg_assign(tg_tensor *target, tg_tensor *value);
+TG_API tg_tensor *tg_assign(tg_tensor *target, tg_tensor *value);
 /* Compute now. Returns 0 or a negative error. */
-int tg_realize(tg_tensor *t);
+TG_API int tg_realize(tg_tensor *t);
 /* Compute several tensors in one schedule. */
-int tg_realize_all(tg_tensor **ts, int n);
+TG_API int tg_realize_all(tg_tensor **ts, int n);
 /* Copy the data, contiguous, into out (nbytes must be at least numel*size). */
-int tg_data(tg_tensor *t, void *out, size_t nbytes);
+TG_API int tg_data(tg_tensor *t, void *out, size_t nbytes);
 /* The single value of a one-element tensor, as a double (NaN on error). */
-double tg_item(tg_tensor *t);
+TG_API double tg_item(tg_tensor *t);
 
 /* ---------------------------------------------------------------- autograd */
 
 /* Marks t as a leaf whose gradient tg_backward computes; returns t. */
-tg_tensor *tg_requires_grad(tg_tensor *t, bool on);
-bool tg_get_requires_grad(const tg_tensor *t);
+TG_API tg_tensor *tg_requires_grad(tg_tensor *t, bool on);
+TG_API bool tg_get_requires_grad(const tg_tensor *t);
 /* Backpropagates from loss (one element) into every tensor that requires
  * grad and that loss depends on; gradients accumulate (sum) into tg_grad
  * across calls until tg_zero_grad. 0 or a negative error. */
-int tg_backward(tg_tensor *loss);
+TG_API int tg_backward(tg_tensor *loss);
 /* The accumulated gradient of t (lazy), owned by t; NULL when none (no
  * error set) or when t is NULL (an error). */
-tg_tensor *tg_grad(const tg_tensor *t);
-void tg_zero_grad(tg_tensor *t);
+TG_API tg_tensor *tg_grad(const tg_tensor *t);
+TG_API void tg_zero_grad(tg_tensor *t);
 /* Gradients of loss (one element) with respect to wrt[0..n), into out[]
  * (new tensors in the current scope), without touching tg_grad. */
-int tg_gradient(tg_tensor *loss, tg_tensor *const *wrt, int n, tg_tensor **out);
+TG_API int tg_gradient(tg_tensor *loss, tg_tensor *const *wrt, int n, tg_tensor **out);
 /* The same values, cut off from gradient flow. */
-tg_tensor *tg_detach(tg_tensor *t);
+TG_API tg_tensor *tg_detach(tg_tensor *t);
 /* While on, results of ops carry no gradient (like torch.no_grad()). */
-void tg_set_no_grad(bool on);
-bool tg_no_grad(void);
+TG_API void tg_set_no_grad(bool on);
+TG_API bool tg_no_grad(void);
 
 /* ---------------------------------------------------------------- more ops */
 #include "tg_math.h"       /* elementwise math, reductions, scans, sort */
@@ -359,10 +361,10 @@ bool tg_no_grad(void);
  * the whole range [min, max] and read the bound value when they run (in and
  * out of the JIT; a JIT replay uses the values bound at that call). Names
  * are C identifiers; a name can be declared again only with the same range. */
-tg_tensor *tg_variable(const char *name, int64_t min, int64_t max);
+TG_API tg_tensor *tg_variable(const char *name, int64_t min, int64_t max);
 /* Binds name to value for the kernels run from now on. Fails for an unknown
  * name or a value outside the variable's range. */
-int tg_bind(const char *name, int64_t value);
+TG_API int tg_bind(const char *name, int64_t value);
 
 /* Symbolic dimensions (docs/symbolic.md): a view of t whose axis runs over
  * [0, var) for the value var is bound to when kernels run, e.g. the first
@@ -377,11 +379,11 @@ int tg_bind(const char *name, int64_t value);
  * (broadcast); against another variable or a static size > 1 they fail,
  * and so do reshapes that split or merge it, and pad, shrink or flip of it.
  * Gradients flow through it: the source's gradient is 0 past var. */
-tg_tensor *tg_shrink_var(tg_tensor *t, int axis, const char *var);
+TG_API tg_tensor *tg_shrink_var(tg_tensor *t, int axis, const char *var);
 /* The variable axis runs to, or NULL for a static axis (or a bad axis; no
  * error set), or NULL with an error when t is NULL. */
-const char *tg_dim_var(const tg_tensor *t, int axis);
-bool tg_dim_is_symbolic(const tg_tensor *t, int axis);
+TG_API const char *tg_dim_var(const tg_tensor *t, int axis);
+TG_API bool tg_dim_is_symbolic(const tg_tensor *t, int axis);
 
 /* ---------------------------------------------------------------- JIT */
 
@@ -399,9 +401,9 @@ typedef struct tg_jit tg_jit;
  * share memory. Intermediate buffers of the replay share memory where their
  * lifetimes allow (see tg_jit_stats). fn must be deterministic in what it
  * builds: random numbers, for example, are replayed as captured. */
-tg_jit *tg_jit_new(tg_jit_fn fn, void *ctx);
-void tg_jit_free(tg_jit *j);
-int tg_jit_call(tg_jit *j, tg_tensor *const *in, int nin, tg_tensor **out, int nout);
+TG_API tg_jit *tg_jit_new(tg_jit_fn fn, void *ctx);
+TG_API void tg_jit_free(tg_jit *j);
+TG_API int tg_jit_call(tg_jit *j, tg_tensor *const *in, int nin, tg_tensor **out, int nout);
 typedef struct {
   int calls;               /* calls so far */
   int kernels;             /* captured kernels replayed per call */
@@ -409,17 +411,17 @@ typedef struct {
   int64_t planned_bytes;        /* bytes after sharing memory between them */
   int pruned;              /* kernels dropped by pruning */
 } tg_jit_info;
-tg_jit_info tg_jit_stats(const tg_jit *j);
+TG_API tg_jit_info tg_jit_stats(const tg_jit *j);
 /* Pruning (off by default; set it before the second call): kernels whose
  * results cannot change between calls (they read no input, no symbolic
  * variable, nothing that changes, and write an intermediate: e.g. weights
  * transformed inside the step) run once, in the capture, and the replay
  * skips them. */
-void tg_jit_set_prune(tg_jit *j, bool on);
+TG_API void tg_jit_set_prune(tg_jit *j, bool on);
 /* Reused outputs (off by default): replays write the same output memory
  * every call instead of fresh buffers, so an output tensor of an earlier
  * call changes when the JIT runs again. Saves an allocation per output. */
-void tg_jit_set_reuse_outputs(tg_jit *j, bool on);
+TG_API void tg_jit_set_reuse_outputs(tg_jit *j, bool on);
 /* Writes a captured step (call the JIT twice first) as one dependency-free
  * C11 file at path (docs/jit.md): its kernels, its memory plan and
  * PREFIX_init(side_file) / PREFIX_run(inputs, outputs, vars) / PREFIX_free(),
@@ -427,7 +429,7 @@ void tg_jit_set_reuse_outputs(tg_jit *j, bool on);
  * (weights, state such as a KV cache, as it is now) goes to the side file,
  * path with ".c" replaced by ".bin". Only steps whose kernels all run on the
  * CPU can be exported; others fail saying which kernel runs where. */
-int tg_jit_export(const tg_jit *j, const char *path);
+TG_API int tg_jit_export(const tg_jit *j, const char *path);
 
 /* ---------------------------------------------------------------- functions */
 
@@ -445,25 +447,25 @@ int tg_jit_export(const tg_jit *j, const char *path);
  * tg_function_set_grad. Tensors built by calls stay valid after
  * tg_function_free: the CALL nodes in their graphs keep the bodies alive. */
 typedef struct tg_function tg_function;
-tg_function *tg_function_new(const char *name, tg_jit_fn fn, void *ctx, int nin, int nout);
-void tg_function_free(tg_function *f);
+TG_API tg_function *tg_function_new(const char *name, tg_jit_fn fn, void *ctx, int nin, int nout);
+TG_API void tg_function_free(tg_function *f);
 /* Calls f on in[0..nin) into out[0..nout) (new lazy tensors in the current
  * scope). A new signature builds a new body (not an error). 0 or -1. */
-int tg_function_call(tg_function *f, tg_tensor *const *in, tg_tensor **out);
-void tg_function_allow_implicit(tg_function *f, bool on);
+TG_API int tg_function_call(tg_function *f, tg_tensor *const *in, tg_tensor **out);
+TG_API void tg_function_allow_implicit(tg_function *f, bool on);
 /* A user gradient (set before the first call): given the call's inputs and
  * the gradients of its outputs (grad_out[i] NULL for an output the loss does
  * not depend on), writes the inputs' gradients into grad_in[0..nin) (NULL:
  * none). Built lazily with tensor ops, like fn. 0 or negative. */
 typedef int (*tg_function_grad_fn)(void *ctx, tg_tensor *const *in, int nin, tg_tensor *const *grad_out, int nout, tg_tensor **grad_in);
-void tg_function_set_grad(tg_function *f, tg_function_grad_fn grad, void *ctx);
+TG_API void tg_function_set_grad(tg_function *f, tg_function_grad_fn grad, void *ctx);
 typedef struct {
   int calls;          /* calls so far */
   int bodies;         /* bodies built (one per signature) */
   int grad_bodies;    /* gradient bodies built */
   int body_kernels;   /* kernels of the scheduled bodies, together */
 } tg_function_info;
-tg_function_info tg_function_stats(const tg_function *f);
+TG_API tg_function_info tg_function_stats(const tg_function *f);
 
 /* ---------------------------------------------------------------- schedules */
 
@@ -480,7 +482,7 @@ typedef struct {
   int64_t buf_ids[8];     /* the first 8 buffers' ids: equal ids, the same memory */
 } tg_schedule_entry;
 /* Fills out[0..min(count, max)) and returns the count, or -1. */
-int tg_schedule_list(tg_tensor *const *ts, int n, tg_schedule_entry *out, int max);
+TG_API int tg_schedule_list(tg_tensor *const *ts, int n, tg_schedule_entry *out, int max);
 
 /* ---------------------------------------------------------------- kernels */
 
@@ -492,7 +494,7 @@ int tg_schedule_list(tg_tensor *const *ts, int n, tg_schedule_entry *out, int ma
  * (names as DEBUG=2 prints them); the others keep the heuristic.
  * The environment variable TG_OPTS does the same; NOOPT=1 turns the
  * heuristic off. Returns 0, or -1 for a malformed spec. */
-int tg_set_kernel_opts(const char *spec);
+TG_API int tg_set_kernel_opts(const char *spec);
 
 /* ---------------------------------------------------------------- viz */
 
@@ -506,13 +508,13 @@ int tg_set_kernel_opts(const char *spec);
  * $TG_VIZ_DIR or ./tg-viz, created if missing); 0, or -1 (cannot create
  * it, or a trace is already being recorded). tg_viz_end finishes it: 0, or
  * -1 when none is open or writing failed. Not recording costs nothing. */
-int tg_viz_begin(const char *dir);
-int tg_viz_end(void);
+TG_API int tg_viz_begin(const char *dir);
+TG_API int tg_viz_end(void);
 /* The path of the trace being recorded, or of the last one; NULL if none. */
-const char *tg_viz_file(void);
+TG_API const char *tg_viz_file(void);
 /* A named point in the profile (`tg viz --interval A B` shows what ran
  * between two); nothing when not recording. */
-void tg_profile_marker(const char *name);
+TG_API void tg_profile_marker(const char *name);
 
 /* ---------------------------------------------------------------- counters */
 
@@ -527,8 +529,8 @@ typedef struct {
   int64_t mem_used;          /* bytes of device memory held by buffers now */
   int64_t mem_peak;          /* the most mem_used has been (since a reset) */
 } tg_counters;
-tg_counters tg_get_counters(void);
-void tg_reset_counters(void);
+TG_API tg_counters tg_get_counters(void);
+TG_API void tg_reset_counters(void);
 
 #ifdef __cplusplus
 }

@@ -28,13 +28,13 @@ typedef enum { TG_DIST_SUM, TG_DIST_MEAN, TG_DIST_MAX } tg_dist_op;
 /* Joins the world: rank and size from mpirun's environment (MPI_Init).
  * 0, or -1 with tg_error (no libmpi, another MPI, MPI_Init failed). Calling
  * it again is a no-op. */
-int tg_dist_init(void);
+TG_API int tg_dist_init(void);
 /* This process's rank and the world's size: 0 and 1 before tg_dist_init or
  * outside mpirun. */
-int tg_dist_rank(void);
-int tg_dist_size(void);
+TG_API int tg_dist_rank(void);
+TG_API int tg_dist_size(void);
 /* What carries the world: "Open MPI v4.1.4 ..." or "single process". */
-const char *tg_dist_backend(void);
+TG_API const char *tg_dist_backend(void);
 
 /* Sum, mean or maximum of t over the ranks, element by element. Every rank
  * calls it with a tensor of the same shape and dtype (float32, float64,
@@ -43,18 +43,18 @@ const char *tg_dist_backend(void);
  * on the CPU devices MPI reads and writes that memory directly, elsewhere
  * it travels through host memory. The other form returns a new tensor on
  * t's device (NULL + tg_error). Returns 0 or -1. */
-int tg_dist_allreduce_inplace(tg_tensor *t, tg_dist_op op);
-tg_tensor *tg_dist_allreduce(tg_tensor *t, tg_dist_op op);
+TG_API int tg_dist_allreduce_inplace(tg_tensor *t, tg_dist_op op);
+TG_API tg_tensor *tg_dist_allreduce(tg_tensor *t, tg_dist_op op);
 /* root's values of t on every rank (any dtype): in place, or as a new
  * tensor. */
-int tg_dist_broadcast_inplace(tg_tensor *t, int root);
-tg_tensor *tg_dist_broadcast(tg_tensor *t, int root);
+TG_API int tg_dist_broadcast_inplace(tg_tensor *t, int root);
+TG_API tg_tensor *tg_dist_broadcast(tg_tensor *t, int root);
 /* The same on host memory: count elements of dt at buf. */
-int tg_dist_allreduce_host(void *buf, int64_t count, tg_dtype dt, tg_dist_op op);
-int tg_dist_broadcast_host(void *buf, size_t nbytes, int root);
+TG_API int tg_dist_allreduce_host(void *buf, int64_t count, tg_dtype dt, tg_dist_op op);
+TG_API int tg_dist_broadcast_host(void *buf, size_t nbytes, int root);
 /* Waits until every rank has called it. 0 or -1. */
-int tg_dist_barrier(void);
+TG_API int tg_dist_barrier(void);
 /* Leaves the world (MPI_Finalize); rank and size go back to 0 and 1. */
-int tg_dist_finalize(void);
+TG_API int tg_dist_finalize(void);
 
 #endif

@@ -34,31 +34,31 @@ typedef struct {
   char **meta_keys, **meta_values;
   int nmeta;
 } tg_tensor_list;
-void tg_tensor_list_free(tg_tensor_list *l);
+TG_API void tg_tensor_list_free(tg_tensor_list *l);
 /* The tensor called name, or NULL (no error set) when there is none; NULL
  * with an error when l or name is NULL. */
-tg_tensor *tg_tensor_list_get(const tg_tensor_list *l, const char *name);
+TG_API tg_tensor *tg_tensor_list_get(const tg_tensor_list *l, const char *name);
 
 /* A tensor over the bytes [offset, offset + numel*size) of a file, on DISK. */
-tg_tensor *tg_from_file(const char *path, int64_t offset, tg_shape shape, tg_dtype dt);
+TG_API tg_tensor *tg_from_file(const char *path, int64_t offset, tg_shape shape, tg_dtype dt);
 
 /* safetensors (https://github.com/huggingface/safetensors). Loads every
  * tensor; dtypes BOOL U8 I8 U16 I16 U32 I32 U64 I64 F16 BF16 F32 F64 F8_E4M3
  * F8_E5M2. Fills *out (zeroed first); 0 or -1. */
-int tg_safetensors_load(const char *path, const char *device, tg_tensor_list *out);
+TG_API int tg_safetensors_load(const char *path, const char *device, tg_tensor_list *out);
 /* Writes tensors (realizing them) the way the Python `safetensors` package
  * does: same order (by dtype size, then name), same header bytes. metadata is
  * NULL or a NULL-terminated list of key, value strings ("__metadata__").
  * Names must be distinct. Written to a temporary file, then renamed. 0 or -1. */
-int tg_safetensors_save(const char *path, const char *const *names, tg_tensor *const *tensors, int n,
+TG_API int tg_safetensors_save(const char *path, const char *const *names, tg_tensor *const *tensors, int n,
                         const char *const *metadata);
 
 /* NumPy .npy, versions 1.0, 2.0, 3.0, little-endian, C order. dtypes: bool,
  * int8..int64, uint8..uint64, float16, float32, float64. */
-tg_tensor *tg_npy_load(const char *path, const char *device);
+TG_API tg_tensor *tg_npy_load(const char *path, const char *device);
 /* Writes version 1.0 (2.0 for huge headers), byte for byte what numpy.save
  * writes. bfloat16 and fp8 have no .npy dtype: cast first. 0 or -1. */
-int tg_npy_save(const char *path, tg_tensor *t);
+TG_API int tg_npy_save(const char *path, tg_tensor *t);
 
 /* GGUF v2/v3 tensors. Types F32 F16 BF16 F64 I8 I16 I32 I64 load as that
  * dtype. Quantized types (every type tg_dequantize handles, see tg_quant.h)
@@ -68,7 +68,7 @@ int tg_npy_save(const char *path, tg_tensor *t);
  * such a tensor by itself makes float32 weights). Quantized tensors need a
  * compute device: "DISK" refuses them. Shapes are ggml's ne[] reversed:
  * ne = [4096, 32000] becomes the tg shape (32000, 4096). */
-int tg_gguf_load_tensors(const char *path, const char *device, tg_tensor_list *out);
+TG_API int tg_gguf_load_tensors(const char *path, const char *device, tg_tensor_list *out);
 /* Writes tensors (realizing them one at a time) as a GGUF v3 file, byte for
  * byte what gguf-py's GGUFWriter writes for the same content: metadata (NULL
  * or a NULL-terminated list of key, value strings, stored as GGUF strings,
@@ -78,7 +78,7 @@ int tg_gguf_load_tensors(const char *path, const char *device, tg_tensor_list *o
  * at most 4 dims. dtypes: float32, float16, bfloat16, float64, int8, int16,
  * int32, int64. Names must be distinct. Written to a temporary file, then
  * renamed. 0 or -1. */
-int tg_gguf_save(const char *path, const char *const *names, tg_tensor *const *tensors, int n, const char *const *metadata);
+TG_API int tg_gguf_save(const char *path, const char *const *names, tg_tensor *const *tensors, int n, const char *const *metadata);
 
 #ifdef __cplusplus
 }

@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tg_api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -29,6 +31,8 @@ typedef struct {
   bool special;           /* tg_llm_generate emits the text of control tokens (those that end
                            * the generation excepted): tool-call markers such as Llama 3's
                            * <|python_tag|> and Mistral's [TOOL_CALLS] (tg serve) */
+  int n_seq;              /* sequences the cache holds, each of n_ctx positions (0 or 1: one;
+                           * at most 64): tg_llm_set_seq, tg_llm_decode_batch */
 } tg_llm_opts;
 
 /* The hyperparameters read from the file. */
@@ -58,28 +62,28 @@ typedef struct {
 
 /* Loads path; NULL + tg_error naming a missing tensor, an unsupported
  * architecture or a bad file. opts may be NULL. */
-tg_llm *tg_llm_load(const char *path, const tg_llm_opts *opts);
-void tg_llm_free(tg_llm *m);
-const tg_llm_config *tg_llm_config_of(const tg_llm *m);
+TG_API tg_llm *tg_llm_load(const char *path, const tg_llm_opts *opts);
+TG_API void tg_llm_free(tg_llm *m);
+TG_API const tg_llm_config *tg_llm_config_of(const tg_llm *m);
 
 /* Runs tokens[0..n) at positions n_past.. (appending them to the cache) and
  * writes the logits of the last one (n_vocab floats) to logits (may be NULL).
  * Fails, changing nothing, when the cache has no room. 0 or -1. */
-int tg_llm_eval(tg_llm *m, const int32_t *tokens, int n, float *logits);
+TG_API int tg_llm_eval(tg_llm *m, const int32_t *tokens, int n, float *logits);
 /* Writes the one-token decode step as one dependency-free C file
  * (tg_jit_export; docs/llm.md "Export"): input the token (int32[1]), output
  * the logits (float32[n_vocab]), variables llm_pos_* (the token's position)
  * and llm_kv_* (position + 1), the weights and the KV cache in the side
  * file. Captures the step first if it has not run twice (the model's state
  * is left as it was). 0 or -1. */
-int tg_llm_export(tg_llm *m, const char *path);
+TG_API int tg_llm_export(tg_llm *m, const char *path);
 /* Positions in the cache. */
-int tg_llm_n_past(const tg_llm *m);
+TG_API int tg_llm_n_past(const tg_llm *m);
 /* Forgets positions from n_past on (to reuse a shared prefix). A model
  * whose sliding-window layers keep only a ring of recent positions forgets
  * everything (n_past 0) when the window before n_past was overwritten;
  * tg_llm_n_past says where the cache stands. */
-void tg_llm_rewind(tg_llm *m, int n_past);
+TG_API void tg_llm_rewind(tg_llm *m, int n_past);
 
 /* Runs tokens[0..n) at positions n_past.. like tg_llm_eval, but writes the
  * logits of every one of them: n * n_vocab floats to logits, row i for
@@ -87,7 +91,25 @@ void tg_llm_rewind(tg_llm *m, int n_past);
  * sliding-window rings), each a JIT of its own (the decode JITs are
  * separate) that replays its kernels at any position. Fails,
  * changing nothing, when the cache has no room. 0 or -1 + tg_error. */
-int tg_llm_eval_all(tg_llm *m, const int32_t *tokens, int n, float *logits);
+TG_API int tg_llm_eval_all(tg_llm *m, const int32_t *tokens, int n, float *logits);
+
+/* ---------------------------------------------------------------- sequences
+ * A model loaded with n_seq > 1 holds that many sequences, each with its
+ * own cache of n_ctx positions and history (llama.cpp's parallel
+ * sequences; tg serve's slots). The calls above (eval, eval_all, rewind,
+ * n_past, history, generate, embed, perplexity) work on the current one;
+ * it starts as 0. */
+TG_API int tg_llm_n_seq(const tg_llm *m);
+TG_API int tg_llm_seq(const tg_llm *m);
+/* Makes seq (0 .. n_seq-1) the current sequence. 0 or -1 + tg_error. */
+TG_API int tg_llm_set_seq(tg_llm *m, int seq);
+/* Appends tokens[i] to sequence seqs[i] for i < n (distinct sequences,
+ * each with room for one more position) in one forward pass, every weight
+ * read once for all n rows, and writes the logits of each: n * n_vocab
+ * floats, row i for seqs[i] (logits may be NULL). The same logits as
+ * tg_llm_eval of each token on its own sequence, within float rounding.
+ * Fails, changing nothing, on a bad row. 0 or -1 + tg_error. */
+TG_API int tg_llm_decode_batch(tg_llm *m, const int *seqs, const int32_t *tokens, int n, float *logits);
 
 /* ---------------------------------------------------------------- perplexity
  * llama.cpp's llama-perplexity: tokens cut into chunks of n_ctx, each run
@@ -117,17 +139,17 @@ typedef struct {
  * cache size, no BOS). -1 + tg_error for fewer than 2 * n_ctx tokens (as
  * llama.cpp), an n_ctx out of range, a token outside the vocabulary. The
  * cache holds the last chunk afterwards. */
-int tg_llm_perplexity(tg_llm *m, const int32_t *tokens, int n, const tg_ppl_opts *opts, tg_ppl_result *out);
+TG_API int tg_llm_perplexity(tg_llm *m, const int32_t *tokens, int n, const tg_ppl_opts *opts, tg_ppl_result *out);
 
 /* The embedding of a sequence of n tokens (at most the context): run from
  * position 0 (the cache then holds them, as after tg_llm_eval from an
  * empty cache), the last hidden state of each token after the final norm,
  * averaged over the tokens (llama.cpp's mean pooling; not normalized).
  * Writes tg_llm_config.dim floats to out. 0 or -1 + tg_error. */
-int tg_llm_embed(tg_llm *m, const int32_t *tokens, int n, float *out);
+TG_API int tg_llm_embed(tg_llm *m, const int32_t *tokens, int n, float *out);
 
 /* The tokens now in the cache (tg_llm_n_past of them), oldest first. */
-const int32_t *tg_llm_history(const tg_llm *m);
+TG_API const int32_t *tg_llm_history(const tg_llm *m);
 
 /* ---------------------------------------------------------------- sampling */
 
@@ -139,19 +161,19 @@ typedef struct {
   uint64_t seed;
 } tg_sampling;
 /* llama.cpp's defaults: temperature 0.8, top_k 40, top_p 0.95, min_p 0.05. */
-tg_sampling tg_sampling_default(void);
+TG_API tg_sampling tg_sampling_default(void);
 
 typedef struct tg_sampler tg_sampler;
 /* NULL (tg_error) for a temperature that is NaN or infinite, top_p or min_p
  * outside [0, 1], or a negative top_k. s NULL: the defaults. */
-tg_sampler *tg_sampler_new(const tg_sampling *s);
-void tg_sampler_free(tg_sampler *s);
+TG_API tg_sampler *tg_sampler_new(const tg_sampling *s);
+TG_API void tg_sampler_free(tg_sampler *s);
 /* A token drawn from logits (n floats) by the chain top-k, top-p, min-p,
  * temperature, then a draw from the sampler's seeded generator; -1 with
  * tg_error() for a NULL sampler or logits or n <= 0. With a grammar (below)
  * only the tokens it allows are candidates, and the grammar advances past
  * the token returned; -1 when it allows none. */
-int32_t tg_sampler_sample(tg_sampler *s, const float *logits, int n);
+TG_API int32_t tg_sampler_sample(tg_sampler *s, const float *logits, int n);
 
 /* ---------------------------------------------------------------- grammars
  * Structured output: a grammar restricts sampling to the tokens whose text
@@ -166,36 +188,36 @@ typedef struct tg_grammar tg_grammar;
  * tg_error() saying what and where (line, column) for a syntax error, an
  * undefined rule, no root rule, left recursion, or a grammar over the
  * bounds (repetition counts over 2000, groups nested over 256 deep). */
-tg_grammar *tg_grammar_new(const char *gbnf, size_t len);
+TG_API tg_grammar *tg_grammar_new(const char *gbnf, size_t len);
 /* The GBNF of a JSON schema (len bytes of JSON text; see docs/llm.md for
  * the keywords and the form of JSON it accepts), malloc'd and
  * NUL-terminated; NULL with tg_error() naming an unsupported keyword and
  * where it is, or a malformed schema. "{\"type\": \"object\"}" is any
  * JSON object (OpenAI's response_format json_object). */
-char *tg_json_schema_to_gbnf(const char *schema, size_t len);
+TG_API char *tg_json_schema_to_gbnf(const char *schema, size_t len);
 /* tg_json_schema_to_gbnf, then tg_grammar_new. */
-tg_grammar *tg_grammar_from_json_schema(const char *schema, size_t len);
-void tg_grammar_free(tg_grammar *g);
+TG_API tg_grammar *tg_grammar_from_json_schema(const char *schema, size_t len);
+TG_API void tg_grammar_free(tg_grammar *g);
 /* Back to the start (no text yet). */
-void tg_grammar_reset(tg_grammar *g);
+TG_API void tg_grammar_reset(tg_grammar *g);
 /* Advances by len bytes of text: 0, or -1 with tg_error() (and the
  * position unchanged) when the text cannot continue the grammar. Text may
  * end inside a UTF-8 character; the next call continues it. Parses nested
  * deeper than 2048 are dropped; a grammar so ambiguous that more than 4096
  * parses are alive at once fails (-1) from then on. */
-int tg_grammar_accept(tg_grammar *g, const char *text, size_t len);
+TG_API int tg_grammar_accept(tg_grammar *g, const char *text, size_t len);
 /* Whether the text so far is a whole sentence of the grammar. */
-bool tg_grammar_can_end(const tg_grammar *g);
+TG_API bool tg_grammar_can_end(const tg_grammar *g);
 /* allowed[i] (tg_tokenizer_n_vocab(tok) bytes) gets 1 for each token whose
  * text the grammar accepts next, 0 for the others. Control tokens (empty
  * text) are never allowed, end-of-generation tokens exactly when
  * tg_grammar_can_end. Returns the count allowed, or -1 with tg_error().
  * The first call for a tokenizer builds its token trie (kept with the
  * tokenizer); masks of states seen recently are reused. */
-int tg_grammar_mask(tg_grammar *g, const struct tg_tokenizer *tok, uint8_t *allowed);
+TG_API int tg_grammar_mask(tg_grammar *g, const struct tg_tokenizer *tok, uint8_t *allowed);
 /* Makes s sample only what g allows, with tok's token texts (both are
  * borrowed: they must outlive s's use of them); g NULL detaches. 0 or -1. */
-int tg_sampler_set_grammar(tg_sampler *s, tg_grammar *g, const struct tg_tokenizer *tok);
+TG_API int tg_sampler_set_grammar(tg_sampler *s, tg_grammar *g, const struct tg_tokenizer *tok);
 
 /* ---------------------------------------------------------------- generation */
 
@@ -219,7 +241,7 @@ typedef struct {
  * The generated tokens stay in the cache (a next turn reuses them). end
  * tokens are not emitted. extra_stop (n_extra ids, may be NULL) also ends
  * generation. 0 or -1 + tg_error. */
-int tg_llm_generate(tg_llm *m, const struct tg_tokenizer *tok, const int32_t *prompt, int n_prompt, int max_tokens,
+TG_API int tg_llm_generate(tg_llm *m, const struct tg_tokenizer *tok, const int32_t *prompt, int n_prompt, int max_tokens,
                     tg_sampler *s, const int32_t *extra_stop, int n_extra, tg_llm_emit_fn emit, void *user, tg_gen_stats *stats);
 
 #ifdef __cplusplus

@@ -22,9 +22,9 @@ extern "C" {
 
 /* Concatenates n >= 1 tensors along axis. Shapes must agree except on axis;
  * dtypes are promoted (tinygrad's lattice) to a common one. */
-tg_tensor *tg_cat(tg_tensor *const *ts, int n, int axis);
+TG_API tg_tensor *tg_cat(tg_tensor *const *ts, int n, int axis);
 /* Joins n >= 1 tensors of one shape along a new axis (-(ndim+1) .. ndim). */
-tg_tensor *tg_stack(tg_tensor *const *ts, int n, int axis);
+TG_API tg_tensor *tg_stack(tg_tensor *const *ts, int n, int axis);
 
 /* ---------------------------------------------------------------- splitting
  * These fill out[] (views of a, new tensors in the current scope) and return
@@ -32,57 +32,57 @@ tg_tensor *tg_stack(tg_tensor *const *ts, int n, int axis);
  * otherwise it must have room for max_out tensors (fewer is an error). */
 
 /* Pieces of the given sizes along axis; the sizes must add up to its length. */
-int tg_split(tg_tensor *a, const int64_t *sizes, int nsizes, int axis, tg_tensor **out, int max_out);
+TG_API int tg_split(tg_tensor *a, const int64_t *sizes, int nsizes, int axis, tg_tensor **out, int max_out);
 /* Pieces of `size` along axis, the last one smaller when it does not divide
  * (torch.split(a, size)); an empty axis gives one empty piece. */
-int tg_split_size(tg_tensor *a, int64_t size, int axis, tg_tensor **out, int max_out);
+TG_API int tg_split_size(tg_tensor *a, int64_t size, int axis, tg_tensor **out, int max_out);
 /* torch.chunk: pieces of ceil(len/chunks), so possibly fewer than chunks; an
  * empty axis gives `chunks` empty pieces. */
-int tg_chunk(tg_tensor *a, int chunks, int axis, tg_tensor **out, int max_out);
+TG_API int tg_chunk(tg_tensor *a, int chunks, int axis, tg_tensor **out, int max_out);
 /* Coordinate grids of n 0-D or 1-D tensors: out[i] has shape (len0, len1, ...)
  * for indexing "ij" (or NULL), with the first two swapped for "xy". Returns n. */
-int tg_meshgrid(tg_tensor *const *ts, int n, const char *indexing, tg_tensor **out, int max_out);
+TG_API int tg_meshgrid(tg_tensor *const *ts, int n, const char *indexing, tg_tensor **out, int max_out);
 
 /* ---------------------------------------------------------------- repeating, reshaping */
 
 /* torch.Tensor.repeat: tiles a; repeats has at least a's ndim entries (extra
  * leading ones add axes), each >= 0. */
-tg_tensor *tg_repeat(tg_tensor *a, tg_shape repeats);
+TG_API tg_tensor *tg_repeat(tg_tensor *a, tg_shape repeats);
 /* Each element repeated `repeats` times along axis (TG_NOAXIS: of the
  * flattened tensor). */
-tg_tensor *tg_repeat_interleave(tg_tensor *a, int64_t repeats, int axis);
+TG_API tg_tensor *tg_repeat_interleave(tg_tensor *a, int64_t repeats, int axis);
 /* torch.roll: shifts[i] along axes.a[i] (wrapping around); with TG_ALL, the
  * flattened tensor rolls by shifts[0] and keeps its shape. */
-tg_tensor *tg_roll(tg_tensor *a, const int64_t *shifts, tg_axes axes);
+TG_API tg_tensor *tg_roll(tg_tensor *a, const int64_t *shifts, tg_axes axes);
 /* torch.Tensor.unfold: windows of `size` every `step` along axis; axis becomes
  * the window count (len - size) / step + 1 and a last axis of `size` is added. */
-tg_tensor *tg_unfold(tg_tensor *a, int axis, int64_t size, int64_t step);
+TG_API tg_tensor *tg_unfold(tg_tensor *a, int axis, int64_t size, int64_t step);
 /* Splits axis into `sizes` (one entry may be -1, inferred). */
-tg_tensor *tg_unflatten(tg_tensor *a, int axis, tg_shape sizes);
+TG_API tg_tensor *tg_unflatten(tg_tensor *a, int axis, tg_shape sizes);
 /* einops-style rearrange, the subset tinygrad supports: names, parenthesized
  * groups on either side, one "..." (not inside a left group), "1" or "()"
  * for a size-1 axis. Examples: "b c (h w) -> b h w c", "b ... -> ... b",
  * "(b1 b2) h -> b1 (b2 h)". `sizes` gives axis sizes needed to split a group,
  * as "h=2 w=3" (commas also separate), or NULL. */
-tg_tensor *tg_rearrange(tg_tensor *a, const char *pattern, const char *sizes);
+TG_API tg_tensor *tg_rearrange(tg_tensor *a, const char *pattern, const char *sizes);
 
 /* ---------------------------------------------------------------- triangles and diagonals */
 
 /* The lower (tril) or upper (triu) triangle of the last two axes, the rest 0;
  * k shifts the diagonal (k > 0 above the main one). Needs ndim >= 2. */
-tg_tensor *tg_tril(tg_tensor *a, int64_t k);
-tg_tensor *tg_triu(tg_tensor *a, int64_t k);
+TG_API tg_tensor *tg_tril(tg_tensor *a, int64_t k);
+TG_API tg_tensor *tg_triu(tg_tensor *a, int64_t k);
 /* torch.diag: a 1-D tensor becomes a square matrix with it on diagonal k;
  * a 2-D tensor gives its diagonal k as a 1-D tensor. */
-tg_tensor *tg_diag(tg_tensor *a, int64_t k);
+TG_API tg_tensor *tg_diag(tg_tensor *a, int64_t k);
 /* torch.diagonal: the diagonal `offset` of axes (axis1, axis2), which are
  * removed; the diagonal becomes the last axis. A view. */
-tg_tensor *tg_diagonal(tg_tensor *a, int64_t offset, int axis1, int axis2);
+TG_API tg_tensor *tg_diagonal(tg_tensor *a, int64_t offset, int axis1, int axis2);
 /* A new last axis of num_classes with 1 at each value (an integer tensor).
  * Returns int32 like tinygrad (torch: int64); values outside [0,
  * num_classes) give a row of zeros (torch: an error). num_classes = -1 uses
  * max(a) + 1, which reads the data (realizes a). */
-tg_tensor *tg_one_hot(tg_tensor *a, int64_t num_classes);
+TG_API tg_tensor *tg_one_hot(tg_tensor *a, int64_t num_classes);
 
 /* ---------------------------------------------------------------- padding modes */
 
@@ -94,7 +94,7 @@ typedef enum { TG_PAD_CONSTANT, TG_PAD_REFLECT, TG_PAD_REPLICATE, TG_PAD_CIRCULA
  * edge; circular wraps around (each pad <= the axis size). Unlike torch,
  * every mode works on any number of axes (torch limits non-constant modes to
  * the last 1-3 axes of a batched input). */
-tg_tensor *tg_pad_mode(tg_tensor *a, const int64_t *pads, int npads, tg_pad_kind mode, double value);
+TG_API tg_tensor *tg_pad_mode(tg_tensor *a, const int64_t *pads, int npads, tg_pad_kind mode, double value);
 
 /* ---------------------------------------------------------------- indexing with tensors */
 
@@ -112,7 +112,7 @@ typedef struct { tg_index basic; tg_tensor *tensor; } tg_aindex;
  * indices count from the end. An index out of range at run time reads 0
  * (tinygrad; torch raises). Boolean masks are not supported (the result's
  * shape would depend on the data). */
-tg_tensor *tg_getitem_adv(tg_tensor *a, const tg_aindex *idx, int n);
+TG_API tg_tensor *tg_getitem_adv(tg_tensor *a, const tg_aindex *idx, int n);
 #define TG_GET_ADV(a, ...) tg_getitem_adv((a), (tg_aindex[]){ __VA_ARGS__ }, sizeof((tg_aindex[]){ __VA_ARGS__ }) / sizeof(tg_aindex))
 
 /* a[idx...] = value, in place: value broadcasts to the shape a[idx...] has
@@ -122,12 +122,12 @@ tg_tensor *tg_getitem_adv(tg_tensor *a, const tg_aindex *idx, int n);
  * times, the last index wins). a must be a realized tensor or a view of
  * one; any other a is realized first. Returns a (the write happens when a,
  * or anything reading its memory, is realized). */
-tg_tensor *tg_setitem(tg_tensor *a, const tg_aindex *idx, int n, tg_tensor *value);
+TG_API tg_tensor *tg_setitem(tg_tensor *a, const tg_aindex *idx, int n, tg_tensor *value);
 #define TG_SET(a, value, ...) tg_setitem((a), (tg_aindex[]){ __VA_ARGS__ }, sizeof((tg_aindex[]){ __VA_ARGS__ }) / sizeof(tg_aindex), (value))
 
 /* torch.index_select: the entries index (1-D integer) of axis; negative
  * indices count from the end. */
-tg_tensor *tg_index_select(tg_tensor *a, int axis, tg_tensor *index);
+TG_API tg_tensor *tg_index_select(tg_tensor *a, int axis, tg_tensor *index);
 
 /* ---------------------------------------------------------------- gather and scatter */
 
@@ -138,31 +138,31 @@ tg_tensor *tg_index_select(tg_tensor *a, int axis, tg_tensor *index);
  * result is a view that tg_assign can write through (a KV-cache write at a
  * symbolic position: tg_take(cache, tg_add(pos, tg_arange(...)))); indices
  * that repeat make such a write race. No gradient flows through it. */
-tg_tensor *tg_take(tg_tensor *a, tg_tensor *index);
+TG_API tg_tensor *tg_take(tg_tensor *a, tg_tensor *index);
 
 /* torch.gather: out[i][j][k] = a[index[i][j][k]][j][k] for axis 0 (and so on).
  * index has a's ndim and, except on axis, no larger sizes. Out-of-range
  * indices read 0 (torch raises). */
-tg_tensor *tg_gather(tg_tensor *a, int axis, tg_tensor *index);
+TG_API tg_tensor *tg_gather(tg_tensor *a, int axis, tg_tensor *index);
 /* torch.scatter (out of place): a copy of a with a[index[i][j]][j] = src[i][j]
  * for axis 0. src has a's dtype and, like a except on axis, sizes no smaller
  * than index's. When an element is written several times the last index
  * (in row-major order of index) wins. */
-tg_tensor *tg_scatter(tg_tensor *a, int axis, tg_tensor *index, tg_tensor *src);
+TG_API tg_tensor *tg_scatter(tg_tensor *a, int axis, tg_tensor *index, tg_tensor *src);
 /* The same with every written value equal to value. */
-tg_tensor *tg_scatter_value(tg_tensor *a, int axis, tg_tensor *index, double value);
+TG_API tg_tensor *tg_scatter_value(tg_tensor *a, int axis, tg_tensor *index, double value);
 
 typedef enum { TG_REDUCE_SUM, TG_REDUCE_PROD, TG_REDUCE_MEAN, TG_REDUCE_AMAX, TG_REDUCE_AMIN } tg_reduce_kind;
 /* torch.scatter_reduce (out of place): combines every src value sent to an
  * element with the reduction, together with a's value when include_self
  * (elements nothing is sent to keep a's value). Integer mean rounds down,
  * like torch. */
-tg_tensor *tg_scatter_reduce(tg_tensor *a, int axis, tg_tensor *index, tg_tensor *src, tg_reduce_kind reduce, bool include_self);
+TG_API tg_tensor *tg_scatter_reduce(tg_tensor *a, int axis, tg_tensor *index, tg_tensor *src, tg_reduce_kind reduce, bool include_self);
 
 /* torch.masked_select: the elements of a where mask (broadcast with a) is
  * true, as a 1-D tensor in row-major order. Its length depends on the data,
  * so this realizes the mask's count. */
-tg_tensor *tg_masked_select(tg_tensor *a, tg_tensor *mask);
+TG_API tg_tensor *tg_masked_select(tg_tensor *a, tg_tensor *mask);
 
 #ifdef __cplusplus
 }

@@ -52,10 +52,10 @@ typedef struct {
  * (Cin, *spatial), as in torch. Output (N, Cout, *out) with
  * out_i = (in_i + pad_before_i + pad_after_i - dilation_i*(k_i-1) - 1) / stride_i + 1.
  * x and weight must be float tensors; the result has their promoted dtype. */
-tg_tensor *tg_conv(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, const tg_conv_opts *opts);
-tg_tensor *tg_conv1d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, const tg_conv_opts *opts);
-tg_tensor *tg_conv2d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, const tg_conv_opts *opts);
-tg_tensor *tg_conv3d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, const tg_conv_opts *opts);
+TG_API tg_tensor *tg_conv(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, const tg_conv_opts *opts);
+TG_API tg_tensor *tg_conv1d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, const tg_conv_opts *opts);
+TG_API tg_tensor *tg_conv2d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, const tg_conv_opts *opts);
+TG_API tg_tensor *tg_conv3d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, const tg_conv_opts *opts);
 
 /* Options of the transposed convolutions; zero fields are torch's defaults.
  *   stride[i]          (0: 1)
@@ -87,10 +87,10 @@ typedef struct {
  * (Cout). out_i = (in_i - 1)*stride_i - 2*padding_i + dilation_i*(k_i-1)
  * + output_padding_i + 1 (with pads: - (pads[2i] + pads[2i+1]) for
  * - 2*padding_i). x may be unbatched (Cin, *spatial). */
-tg_tensor *tg_conv_transpose(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, const tg_conv_transpose_opts *opts);
-tg_tensor *tg_conv_transpose1d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, const tg_conv_transpose_opts *opts);
-tg_tensor *tg_conv_transpose2d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, const tg_conv_transpose_opts *opts);
-tg_tensor *tg_conv_transpose3d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, const tg_conv_transpose_opts *opts);
+TG_API tg_tensor *tg_conv_transpose(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, const tg_conv_transpose_opts *opts);
+TG_API tg_tensor *tg_conv_transpose1d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, const tg_conv_transpose_opts *opts);
+TG_API tg_tensor *tg_conv_transpose2d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, const tg_conv_transpose_opts *opts);
+TG_API tg_tensor *tg_conv_transpose3d(tg_tensor *x, tg_tensor *weight, tg_tensor *bias, const tg_conv_transpose_opts *opts);
 
 /* ---------------------------------------------------------------- pooling */
 
@@ -132,21 +132,21 @@ typedef struct {
  *   n == 2*ndims    torch's F.pad order, the last axis first: (left, right,
  *                   top, bottom) for 2-D.
  * Returns 0, or -1 with an error for any other n. */
-int tg_resolve_pool_pads(const int *padding, int n, int ndims, int *out);
+TG_API int tg_resolve_pool_pads(const int *padding, int n, int ndims, int *out);
 
 /* Average pooling of x (N, C, H, W) or (C, H, W). x must be float. */
-tg_tensor *tg_avg_pool2d(tg_tensor *x, const tg_pool_opts *opts);
+TG_API tg_tensor *tg_avg_pool2d(tg_tensor *x, const tg_pool_opts *opts);
 /* Max pooling of x (N, C, H, W) or (C, H, W). When indices is not NULL it
  * receives (in the current scope) the int32 position of each maximum in its
  * channel plane (h*W + w of the unpadded input, the first maximum of the
  * window on ties), like torch's return_indices=True. */
-tg_tensor *tg_max_pool2d(tg_tensor *x, const tg_pool_opts *opts, tg_tensor **indices);
+TG_API tg_tensor *tg_max_pool2d(tg_tensor *x, const tg_pool_opts *opts, tg_tensor **indices);
 /* The partial inverse of tg_max_pool2d: x (N, C, h, w) values are put at
  * their indices (N, C, h, w; any int dtype) in a zero plane of size
  * output_size[0] x output_size[1], or, when output_size is NULL, of size
  * (h-1)*stride - 2*padding + dilation*(kernel-1) + 1 per axis (torch's). An
  * index hit by several windows (overlapping pools) gets their common value. */
-tg_tensor *tg_max_unpool2d(tg_tensor *x, tg_tensor *indices, const tg_pool_opts *opts, const int64_t *output_size);
+TG_API tg_tensor *tg_max_unpool2d(tg_tensor *x, tg_tensor *indices, const tg_pool_opts *opts, const int64_t *output_size);
 
 /* ---------------------------------------------------------------- resampling */
 
@@ -162,7 +162,7 @@ typedef enum {
  * nsize must be ndim - 2 (1 for LINEAR, 2 for BILINEAR, 1 to 3 for the
  * nearest modes). align_corners is for the linear modes only (torch's rule).
  * Float x; the result keeps its dtype. */
-tg_tensor *tg_interpolate(tg_tensor *x, const int64_t *size, int nsize, tg_interp_mode mode, bool align_corners);
+TG_API tg_tensor *tg_interpolate(tg_tensor *x, const int64_t *size, int nsize, tg_interp_mode mode, bool align_corners);
 
 /* ---------------------------------------------------------------- linear algebra */
 
@@ -171,11 +171,11 @@ tg_tensor *tg_interpolate(tg_tensor *x, const int64_t *size, int nsize, tg_inter
  * repeated labels within an operand for diagonals and traces ("ii->",
  * "ii->i"), letters a-z and A-Z. The operands broadcast like torch's
  * (size-1 axes of a label stretch); the result has their promoted dtype. */
-tg_tensor *tg_einsum(const char *subscripts, tg_tensor *const *operands, int n);
+TG_API tg_tensor *tg_einsum(const char *subscripts, tg_tensor *const *operands, int n);
 
 /* torch.nn.functional.linear: x (..., in) @ weight (out, in).T + bias (out);
  * weight may be 1-D (in), giving (...); bias may be NULL. */
-tg_tensor *tg_linear(tg_tensor *x, tg_tensor *weight, tg_tensor *bias);
+TG_API tg_tensor *tg_linear(tg_tensor *x, tg_tensor *weight, tg_tensor *bias);
 
 /* ---------------------------------------------------------------- normalization */
 
@@ -183,7 +183,7 @@ tg_tensor *tg_linear(tg_tensor *x, tg_tensor *weight, tg_tensor *bias);
  * normalized_shape (which must equal x's last dims), (x - mean) /
  * sqrt(var + eps) with the biased variance, then * weight + bias (each of
  * normalized_shape, either may be NULL). torch's default eps is 1e-5. */
-tg_tensor *tg_layernorm(tg_tensor *x, tg_shape normalized_shape, tg_tensor *weight, tg_tensor *bias, double eps);
+TG_API tg_tensor *tg_layernorm(tg_tensor *x, tg_shape normalized_shape, tg_tensor *weight, tg_tensor *bias, double eps);
 
 /* torch.nn.functional.batch_norm over axis 1 of x (N, C, ...): (x - mean) /
  * sqrt(var + eps) * weight + bias, each of shape (C) and each may be NULL.
@@ -191,16 +191,16 @@ tg_tensor *tg_layernorm(tg_tensor *x, tg_shape normalized_shape, tg_tensor *weig
  * training mode, the batch's mean and biased variance over every axis but
  * 1. torch's default eps is 1e-5. Running-statistic updates are the
  * caller's (see tg_batchnorm_stats). */
-tg_tensor *tg_batchnorm(tg_tensor *x, tg_tensor *mean, tg_tensor *var, tg_tensor *weight, tg_tensor *bias, double eps);
+TG_API tg_tensor *tg_batchnorm(tg_tensor *x, tg_tensor *mean, tg_tensor *var, tg_tensor *weight, tg_tensor *bias, double eps);
 /* The batch statistics tg_batchnorm uses in training mode: *mean and *var
  * (biased), each (C), in the current scope. 0 or -1 (then both are NULL);
  * mean and var must not be NULL. */
-int tg_batchnorm_stats(tg_tensor *x, tg_tensor **mean, tg_tensor **var);
+TG_API int tg_batchnorm_stats(tg_tensor *x, tg_tensor **mean, tg_tensor **var);
 
 /* ---------------------------------------------------------------- activations and attention */
 
 /* softmax(-x) along axis, like torch.nn.functional.softmin. */
-tg_tensor *tg_softmin(tg_tensor *x, int axis);
+TG_API tg_tensor *tg_softmin(tg_tensor *x, int axis);
 
 /* Options of tg_scaled_dot_product_attention; zero fields are the defaults.
  *   attn_mask   NULL, or a bool mask (true: may attend) or a float mask added
@@ -221,12 +221,12 @@ typedef struct {
 
 /* softmax(q @ k^T * scale + mask) @ v for q (..., L, E), k (..., S, E),
  * v (..., S, Ev): (..., L, Ev), like torch's (math) implementation. */
-tg_tensor *tg_scaled_dot_product_attention(tg_tensor *q, tg_tensor *k, tg_tensor *v, const tg_sdpa_opts *opts);
+TG_API tg_tensor *tg_scaled_dot_product_attention(tg_tensor *q, tg_tensor *k, tg_tensor *v, const tg_sdpa_opts *opts);
 
 /* Zeroes each element with probability p and scales the rest by 1/(1-p)
  * when training; a copy of x (no randomness) when !training or p == 0.
  * 0 <= p <= 1 (p == 1 gives zeros). Float x. */
-tg_tensor *tg_dropout(tg_tensor *x, double p, bool training);
+TG_API tg_tensor *tg_dropout(tg_tensor *x, double p, bool training);
 
 /* ---------------------------------------------------------------- losses */
 
@@ -256,23 +256,23 @@ typedef struct {
  * holds class probabilities, the logits' shape. Classes are axis 1 (axis 0
  * for 1-D logits). With mean reduction and class indices the sum is divided
  * by the total weight of the non-ignored targets (NaN when there is none). */
-tg_tensor *tg_cross_entropy(tg_tensor *logits, tg_tensor *target, const tg_loss_opts *opts);
+TG_API tg_tensor *tg_cross_entropy(tg_tensor *logits, tg_tensor *target, const tg_loss_opts *opts);
 /* torch.nn.functional.nll_loss: -logp[target] (times weight[target]) with
  * the shapes of tg_cross_entropy's class-index form; label_smoothing must
  * be 0. */
-tg_tensor *tg_nll_loss(tg_tensor *logp, tg_tensor *target, const tg_loss_opts *opts);
+TG_API tg_tensor *tg_nll_loss(tg_tensor *logp, tg_tensor *target, const tg_loss_opts *opts);
 /* tinygrad's sparse_categorical_crossentropy: tg_cross_entropy with class
  * indices, but the classes are the LAST axis of logits (..., C) and target
  * is (...). */
-tg_tensor *tg_sparse_categorical_crossentropy(tg_tensor *logits, tg_tensor *target, const tg_loss_opts *opts);
+TG_API tg_tensor *tg_sparse_categorical_crossentropy(tg_tensor *logits, tg_tensor *target, const tg_loss_opts *opts);
 /* torch.nn.functional.binary_cross_entropy of probabilities p and targets y
  * (same shape): -(y*log(p) + (1-y)*log(1-p)), each log clamped to >= -100
  * like torch; opts->weight multiplies each element. */
-tg_tensor *tg_binary_crossentropy(tg_tensor *p, tg_tensor *y, const tg_loss_opts *opts);
+TG_API tg_tensor *tg_binary_crossentropy(tg_tensor *p, tg_tensor *y, const tg_loss_opts *opts);
 /* torch.nn.functional.binary_cross_entropy_with_logits: the same loss on
  * sigmoid(x), computed stably: (1-y)*x + (1 + (pw-1)*y) * (log(1+exp(-|x|))
  * + max(-x, 0)), with pw = opts->pos_weight (1 when NULL). */
-tg_tensor *tg_binary_crossentropy_logits(tg_tensor *x, tg_tensor *y, const tg_loss_opts *opts);
+TG_API tg_tensor *tg_binary_crossentropy_logits(tg_tensor *x, tg_tensor *y, const tg_loss_opts *opts);
 
 /* ---------------------------------------------------------------- random */
 
@@ -280,27 +280,27 @@ tg_tensor *tg_binary_crossentropy_logits(tg_tensor *x, tg_tensor *y, const tg_lo
  * reproducible. dt must be a float dtype unless said otherwise. */
 /* Uniform integers in [low, high) of an int dtype (from a float32 uniform:
  * exactly uniform for ranges up to 2^23). */
-tg_tensor *tg_randint(tg_shape shape, int64_t low, int64_t high, tg_dtype dt);
+TG_API tg_tensor *tg_randint(tg_shape shape, int64_t low, int64_t high, tg_dtype dt);
 /* Uniform in [low, high): (high - low) * rand + low (tinygrad's). */
-tg_tensor *tg_uniform(tg_shape shape, double low, double high, tg_dtype dt);
+TG_API tg_tensor *tg_uniform(tg_shape shape, double low, double high, tg_dtype dt);
 /* Normal with the given mean and standard deviation: std * randn + mean. */
-tg_tensor *tg_normal(tg_shape shape, double mean, double std, tg_dtype dt);
+TG_API tg_tensor *tg_normal(tg_shape shape, double mean, double std, tg_dtype dt);
 /* num_samples category indices (int32) drawn from the non-negative weights
  * probs (C) or (B, C) (need not sum to 1): (num_samples) or
  * (B, num_samples). With replacement: inverse-CDF sampling; without:
  * weighted sampling without replacement (exponential keys, largest first),
  * num_samples <= C. */
-tg_tensor *tg_multinomial(tg_tensor *probs, int64_t num_samples, bool replacement);
+TG_API tg_tensor *tg_multinomial(tg_tensor *probs, int64_t num_samples, bool replacement);
 /* A random permutation of 0..n-1 of an int dtype (ranks of random keys). */
-tg_tensor *tg_randperm(int64_t n, tg_dtype dt);
+TG_API tg_tensor *tg_randperm(int64_t n, tg_dtype dt);
 /* He initialization (tinygrad's formulas, fan_in = prod(shape[1:])):
  * uniform in +-sqrt(3) * sqrt(2 / (1 + a^2)) / sqrt(fan_in), or normal with
  * std sqrt(2 / (1 + a^2)) / sqrt(fan_in). a is the leaky-relu slope (0 for
  * relu; torch's nn default for Linear/Conv is sqrt(5)). */
-tg_tensor *tg_kaiming_uniform(tg_shape shape, double a, tg_dtype dt);
-tg_tensor *tg_kaiming_normal(tg_shape shape, double a, tg_dtype dt);
+TG_API tg_tensor *tg_kaiming_uniform(tg_shape shape, double a, tg_dtype dt);
+TG_API tg_tensor *tg_kaiming_normal(tg_shape shape, double a, tg_dtype dt);
 /* Xavier/Glorot uniform: uniform in +-sqrt(6 / (shape[0] + prod(shape[1:]))). */
-tg_tensor *tg_glorot_uniform(tg_shape shape, tg_dtype dt);
+TG_API tg_tensor *tg_glorot_uniform(tg_shape shape, tg_dtype dt);
 
 #ifdef __cplusplus
 }

@@ -30,15 +30,15 @@ enum {
 
 /* The id called name ("Q4_K", case-insensitive), or -1 (no error set for
  * an unknown name; an error for NULL). */
-int tg_ggml_type_from_name(const char *name);
+TG_API int tg_ggml_type_from_name(const char *name);
 /* "Q4_K", ...; NULL for an unknown id. */
-const char *tg_ggml_type_name(int ggml_type);
+TG_API const char *tg_ggml_type_name(int ggml_type);
 /* True when tg_dequantize handles the type. */
-bool tg_ggml_type_dequantizable(int ggml_type);
+TG_API bool tg_ggml_type_dequantizable(int ggml_type);
 /* Bytes holding numel values of the type, or -1 (with an error) when numel
  * is not a whole number of blocks, the type is unknown or the size passes
  * int64. */
-int64_t tg_ggml_nbytes(int ggml_type, int64_t numel);
+TG_API int64_t tg_ggml_nbytes(int ggml_type, int64_t numel);
 
 /* The values of a tensor of ggml type ggml_type and (tg) shape `shape`,
  * whose packed bytes are raw: a U8 tensor of tg_ggml_nbytes(...) elements
@@ -47,7 +47,7 @@ int64_t tg_ggml_nbytes(int ggml_type, int64_t numel);
  * the block size (ggml's rows are whole blocks). Types: F32 F16 BF16 Q4_0
  * Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K IQ2_XXS IQ2_XS IQ2_S IQ3_XXS
  * IQ3_S IQ1_S IQ1_M IQ4_NL IQ4_XS TQ1_0 TQ2_0 MXFP4. */
-tg_tensor *tg_dequantize(tg_tensor *raw, int ggml_type, tg_shape shape);
+TG_API tg_tensor *tg_dequantize(tg_tensor *raw, int ggml_type, tg_shape shape);
 
 /* x @ W.T the way ggml's CPU backend computes it (llama.cpp's numbers, not
  * tg_matmul(x, tg_T(tg_dequantize(...)))'s; see docs/quant.md): x (..., K)
@@ -60,7 +60,7 @@ tg_tensor *tg_dequantize(tg_tensor *raw, int ggml_type, tg_shape shape);
  * Returns a lazy (..., N) F32 tensor: two small kernels quantize x, one
  * kernel reads the packed bytes. Integer path: Q8_0 and Q4_0; other types
  * give tg_matmul(x, tg_T(tg_dequantize(raw, ggml_type, w_shape))). */
-tg_tensor *tg_quant_matmul(tg_tensor *x, tg_tensor *raw, int ggml_type, tg_shape w_shape);
+TG_API tg_tensor *tg_quant_matmul(tg_tensor *x, tg_tensor *raw, int ggml_type, tg_shape w_shape);
 
 /* Row-packed copies of a quantized W (N, K) for matmuls, as llama.cpp's
  * CPU backend repacks Q4_0: the blocks of 16 rows side by side, 4 bytes of
@@ -73,17 +73,17 @@ tg_tensor *tg_quant_matmul(tg_tensor *x, tg_tensor *raw, int ggml_type, tg_shape
  * dmin; B = 32, or 256 for the K-quants) and *quants (N/16, K/B, bytes) U8
  * (the rest of the blocks' bytes, reordered; Q4_K's 6-bit scales and mins
  * unpacked to bytes); -1 and tg_error for another type or shape. */
-int tg_quant_pack_rows(tg_tensor *raw, int ggml_type, tg_shape w_shape, tg_tensor **scales, tg_tensor **quants);
+TG_API int tg_quant_pack_rows(tg_tensor *raw, int ggml_type, tg_shape w_shape, tg_tensor **scales, tg_tensor **quants);
 /* x (..., K) @ W.T from tg_quant_pack_rows's tensors: tg_quant_matmul's
  * numbers (x quantized to Q8_0, or Q8_K for Q6_K; exact integer block sums,
  * scaled by the two scales), up to the order of the float additions. Lazy
  * (..., N) F32: small kernels quantize x and sum its blocks, one reads the
  * packed W. */
-tg_tensor *tg_quant_matmul_rows(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int ggml_type, tg_shape w_shape);
+TG_API tg_tensor *tg_quant_matmul_rows(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int ggml_type, tg_shape w_shape);
 /* W's values (N, K) F32 from tg_quant_pack_rows's tensors: exactly
  * tg_dequantize's (ggml's) numbers, so a model can keep the packed copy
  * alone. Lazy, fuses into its consumer like tg_dequantize. */
-tg_tensor *tg_dequantize_rows(tg_tensor *scales, tg_tensor *quants, int ggml_type, tg_shape w_shape);
+TG_API tg_tensor *tg_dequantize_rows(tg_tensor *scales, tg_tensor *quants, int ggml_type, tg_shape w_shape);
 
 #ifdef __cplusplus
 }

@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tg_api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -24,8 +26,8 @@ typedef struct tg_tokenizer tg_tokenizer;
 /* Loads the tokenizer of a GGUF file (a model, or a vocab-only file). NULL
  * with tg_error() naming the file and the problem (no tokens array, an unknown
  * model or pre-tokenizer name, a malformed merge, ...). */
-tg_tokenizer *tg_tokenizer_load(const char *gguf_path);
-void tg_tokenizer_free(tg_tokenizer *tok);
+TG_API tg_tokenizer *tg_tokenizer_load(const char *gguf_path);
+TG_API void tg_tokenizer_free(tg_tokenizer *tok);
 
 /* Tokenizes len bytes of text (need not be NUL-terminated nor valid UTF-8:
  * invalid bytes are treated like llama.cpp does). add_special adds BOS/EOS
@@ -34,7 +36,7 @@ void tg_tokenizer_free(tg_tokenizer *tok);
  * those tokens; user-defined tokens are always matched. *ids gets a malloc'd
  * array (free it; non-NULL even when the count is 0). Returns the count, or
  * -1 with tg_error(). */
-int tg_tokenize(const tg_tokenizer *tok, const char *text, size_t len, bool add_special, bool parse_special,
+TG_API int tg_tokenize(const tg_tokenizer *tok, const char *text, size_t len, bool add_special, bool parse_special,
                 int32_t **ids);
 
 /* The bytes token id stands for (SPM "▁" becomes a space, byte tokens their
@@ -43,7 +45,7 @@ int tg_tokenize(const tg_tokenizer *tok, const char *text, size_t len, bool add_
  * and returns the piece's length; when it is longer than cap, returns minus
  * its length and writes nothing. An id out of range is an empty piece (0,
  * with tg_error() set). */
-int tg_token_to_piece(const tg_tokenizer *tok, int32_t id, bool special, char *buf, int cap);
+TG_API int tg_token_to_piece(const tg_tokenizer *tok, int32_t id, bool special, char *buf, int cap);
 
 /* The text of the whole sequence as llama.cpp's detokenize gives it: pieces
  * joined, the space SPM added in front of the first word removed, and for
@@ -52,7 +54,7 @@ int tg_token_to_piece(const tg_tokenizer *tok, int32_t id, bool special, char *b
  * special renders control tokens' text. A malloc'd NUL-terminated string
  * (*len, when given, gets its length: it may contain NUL bytes), or NULL with
  * tg_error() for an id out of range. */
-char *tg_detokenize(const tg_tokenizer *tok, const int32_t *ids, int n, bool remove_special, bool special,
+TG_API char *tg_detokenize(const tg_tokenizer *tok, const int32_t *ids, int n, bool remove_special, bool special,
                     size_t *len);
 
 /* Streaming decoder for generation: push one token at a time and print the
@@ -61,31 +63,31 @@ char *tg_detokenize(const tg_tokenizer *tok, const int32_t *ids, int n, bool rem
  * that can never complete is released as is. No leading space is stripped
  * (the stream continues a prompt). */
 typedef struct tg_token_stream tg_token_stream;
-tg_token_stream *tg_token_stream_new(const tg_tokenizer *tok, bool special);
+TG_API tg_token_stream *tg_token_stream_new(const tg_tokenizer *tok, bool special);
 /* The bytes now ready (pointer valid until the next call on the stream; not
  * NUL-terminated unless you count *len), or NULL with tg_error() for an id out
  * of range. */
-const char *tg_token_stream_push(tg_token_stream *s, int32_t id, size_t *len);
+TG_API const char *tg_token_stream_push(tg_token_stream *s, int32_t id, size_t *len);
 /* Releases whatever is held back (an incomplete character at the end). */
-const char *tg_token_stream_flush(tg_token_stream *s, size_t *len);
-void tg_token_stream_free(tg_token_stream *s);
+TG_API const char *tg_token_stream_flush(tg_token_stream *s, size_t *len);
+TG_API void tg_token_stream_free(tg_token_stream *s);
 
 /* Vocabulary facts. Special ids are -1 when the model has none. Given a NULL
  * tok these return -1 (false, NULL) with an error. */
-int tg_tokenizer_n_vocab(const tg_tokenizer *tok);
-int32_t tg_tokenizer_bos(const tg_tokenizer *tok);
-int32_t tg_tokenizer_eos(const tg_tokenizer *tok);
-int32_t tg_tokenizer_eot(const tg_tokenizer *tok);
-bool tg_tokenizer_add_bos(const tg_tokenizer *tok);   /* tg_tokenize(add_special) adds BOS */
+TG_API int tg_tokenizer_n_vocab(const tg_tokenizer *tok);
+TG_API int32_t tg_tokenizer_bos(const tg_tokenizer *tok);
+TG_API int32_t tg_tokenizer_eos(const tg_tokenizer *tok);
+TG_API int32_t tg_tokenizer_eot(const tg_tokenizer *tok);
+TG_API bool tg_tokenizer_add_bos(const tg_tokenizer *tok);   /* tg_tokenize(add_special) adds BOS */
 /* End of generation: EOS, EOT, EOM and the tokens llama.cpp stops at by
  * their text (<|im_end|>, <|eot_id|>, <end_of_turn>, <|end|>, ...). */
-bool tg_tokenizer_is_eog(const tg_tokenizer *tok, int32_t id);
+TG_API bool tg_tokenizer_is_eog(const tg_tokenizer *tok, int32_t id);
 /* The id of the token whose text is exactly text (e.g. "<|im_end|>"), or -1
  * (no error set when there is none). */
-int32_t tg_tokenizer_find(const tg_tokenizer *tok, const char *text);
+TG_API int32_t tg_tokenizer_find(const tg_tokenizer *tok, const char *text);
 /* The token's text as stored in the vocabulary (NUL-terminated), or NULL
  * for an id out of range. */
-const char *tg_tokenizer_token_text(const tg_tokenizer *tok, int32_t id);
+TG_API const char *tg_tokenizer_token_text(const tg_tokenizer *tok, int32_t id);
 
 #ifdef __cplusplus
 }

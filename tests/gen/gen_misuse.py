@@ -62,7 +62,7 @@ def strip(text):
     text = re.sub(r"//[^\n]*", " ", text)
     text = re.sub(r"^\s*#[^\n]*(\\\n[^\n]*)*", " ", text, flags=re.M)
     text = text.replace('extern "C" {', " ")
-    return text
+    return re.sub(r"\bTG_API\b", " ", text)   # the export marker (include/tg_api.h)
 
 
 def prototypes():
