@@ -49,19 +49,13 @@ $(BUILD)/src/quant/quantize_%.o: CFLAGS += -ffp-contract=off
 $(BUILD)/gen/kernel_prelude.c: src/dtype/fpconv.h
 	@mkdir -p $(dir $@)
 	@{ echo 'const char tg_kernel_prelude_fpconv[] = {'; od -An -v -tx1 $< | sed 's/\([0-9a-f][0-9a-f]\)/0x\1,/g'; echo '0};'; } > $@
-# The VIZ web page's files, compiled in as arrays (src/viz/web/embed.sh).
-VIZ_WEB := $(sort $(wildcard src/viz/web/*.html src/viz/web/*.css src/viz/web/*.js))
-$(BUILD)/gen/viz_web_assets.c: src/viz/web/embed.sh $(VIZ_WEB)
-	@mkdir -p $(dir $@)
-	@sh src/viz/web/embed.sh $@ $(VIZ_WEB)
-GEN_OBJ := $(BUILD)/gen/kernel_prelude.o $(BUILD)/gen/viz_web_assets.o
-$(GEN_OBJ): %.o: %.c
+$(BUILD)/gen/kernel_prelude.o: $(BUILD)/gen/kernel_prelude.c
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/libtg.a: $(LIB_OBJ) $(GEN_OBJ)
+$(BUILD)/libtg.a: $(LIB_OBJ) $(BUILD)/gen/kernel_prelude.o
 	@rm -f $@
 	ar rcs $@ $^
-$(BUILD)/libtg.so: $(LIB_OBJ) $(GEN_OBJ)
+$(BUILD)/libtg.so: $(LIB_OBJ) $(BUILD)/gen/kernel_prelude.o
 	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LDLIBS)
 $(BUILD)/tg: $(TOOL_OBJ) $(BUILD)/libtg.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
