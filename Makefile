@@ -1,5 +1,7 @@
 # tg: one `make` builds build/libtg.a, build/libtg.so and build/tg.
-# `make test` builds and runs the suite; `make test SAN=1` runs it under ASan+UBSan.
+# `make test` builds and runs the suite (FILTER=substring runs some of it); `make test SAN=1`
+# runs it under ASan+UBSan, `make test TSAN=1` under ThreadSanitizer.
+# `make install PREFIX=/usr/local` (DESTDIR too) installs the headers, both libraries, tg and tg.pc.
 # `make fuzz FUZZ_SECONDS=N` builds the libFuzzer harnesses of fuzz/ and runs each N seconds.
 CC      ?= cc
 BUILD   ?= build
@@ -12,6 +14,11 @@ ifeq ($(SAN),1)
   CFLAGS  += -fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer -fno-sanitize-recover=undefined,float-cast-overflow
   LDFLAGS += -fsanitize=address,undefined,float-cast-overflow
 endif
+ifeq ($(TSAN),1)
+  BUILD   := build-tsan
+  CFLAGS  += -fsanitize=thread -fno-omit-frame-pointer
+  LDFLAGS += -fsanitize=thread
+endif
 # The fuzz build (see the fuzz target below): the library again, by clang,
 # with libFuzzer's coverage, ASan and UBSan; every finding aborts.
 FUZZ_SAN := -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all -fno-omit-frame-pointer
@@ -20,6 +27,9 @@ ifeq ($(FUZZ),1)
   CFLAGS  += -fsanitize=fuzzer-no-link $(FUZZ_SAN)
   LDFLAGS += $(FUZZ_SAN)
 endif
+
+TG_VERSION   := 0.2.0
+TG_SOVERSION := 0
 
 LIB_SRC   := $(sort $(wildcard src/*/*.c))
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
@@ -38,7 +48,7 @@ $(BUILD)/%.o: %.c $(wildcard include/*.h src/*/*.h tools/*.h)
 	$(CC) $(CFLAGS) -c $< -o $@
 
 # The library exports only what include/*.h marks TG_API (include/tg_api.h).
-$(LIB_OBJ) $(BUILD)/gen/kernel_prelude.o: CFLAGS += -fvisibility=hidden
+$(BUILD)/src/%.o $(BUILD)/gen/%.o: CFLAGS += -fvisibility=hidden
 
 # The quantizers must round exactly as ggml's C code does: no a*b+c fused
 # into one FMA (see src/quant/quantize.h).
@@ -49,14 +59,26 @@ $(BUILD)/src/quant/quantize_%.o: CFLAGS += -ffp-contract=off
 $(BUILD)/gen/kernel_prelude.c: src/dtype/fpconv.h
 	@mkdir -p $(dir $@)
 	@{ echo 'const char tg_kernel_prelude_fpconv[] = {'; od -An -v -tx1 $< | sed 's/\([0-9a-f][0-9a-f]\)/0x\1,/g'; echo '0};'; } > $@
-$(BUILD)/gen/kernel_prelude.o: $(BUILD)/gen/kernel_prelude.c
+# The VIZ web page's files, compiled in as arrays (src/viz/web/embed.sh).
+VIZ_WEB := $(sort $(wildcard src/viz/web/*.html src/viz/web/*.css src/viz/web/*.js))
+$(BUILD)/gen/viz_web_assets.c: src/viz/web/embed.sh $(VIZ_WEB)
+	@mkdir -p $(dir $@)
+	@sh src/viz/web/embed.sh $@ $(VIZ_WEB)
+GEN_OBJ := $(BUILD)/gen/kernel_prelude.o $(BUILD)/gen/viz_web_assets.o
+$(GEN_OBJ): %.o: %.c
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/libtg.a: $(LIB_OBJ) $(BUILD)/gen/kernel_prelude.o
+$(BUILD)/libtg.a: $(LIB_OBJ) $(GEN_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
-$(BUILD)/libtg.so: $(LIB_OBJ) $(BUILD)/gen/kernel_prelude.o
-	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LDLIBS)
+# The shared library carries its major version in its soname:
+# libtg.so -> libtg.so.0 -> libtg.so.0.2.0 (a program records libtg.so.0).
+$(BUILD)/libtg.so.$(TG_VERSION): $(LIB_OBJ) $(GEN_OBJ)
+	$(CC) -shared -Wl,-soname,libtg.so.$(TG_SOVERSION) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/libtg.so.$(TG_SOVERSION): $(BUILD)/libtg.so.$(TG_VERSION)
+	ln -sf $(notdir $<) $@
+$(BUILD)/libtg.so: $(BUILD)/libtg.so.$(TG_SOVERSION)
+	ln -sf $(notdir $<) $@
 $(BUILD)/tg: $(TOOL_OBJ) $(BUILD)/libtg.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -69,7 +91,33 @@ $(BUILD)/tests/dist_worker: tests/dist/dist_worker.c $(BUILD)/libtg.a
 	$(CC) $(CFLAGS) $< -o $@ $(BUILD)/libtg.a $(LDLIBS)
 
 test: all $(BUILD)/tests/tg_tests $(BUILD)/tests/dist_worker $(BUILD)/examples/fashion_mnist
-	cd tests && TG_BIN=../$(BUILD)/tg LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp ../$(BUILD)/tests/tg_tests
+	cd tests && TG_BIN=../$(BUILD)/tg LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp ../$(BUILD)/tests/tg_tests $(FILTER)
+
+# Installing (docs/install.md): headers in $(PREFIX)/include, libtg.a and the
+# libtg.so links in $(PREFIX)/lib, tg in $(PREFIX)/bin, and tg.pc for
+# pkg-config (`cc prog.c $$(pkg-config --cflags --libs tg)`). DESTDIR stages
+# the tree elsewhere (packaging); tg.pc still names $(PREFIX).
+PREFIX     ?= /usr/local
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+BINDIR     ?= $(PREFIX)/bin
+
+$(BUILD)/tg.pc: tg.pc.in FORCE
+	@sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+	  -e 's|@VERSION@|$(TG_VERSION)|; s|@LIBS_PRIVATE@|$(LDLIBS)|' $< > $@.tmp
+	@cmp -s $@.tmp $@ && rm $@.tmp || mv $@.tmp $@
+
+install: all $(BUILD)/tg.pc
+	install -d $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(BINDIR)
+	install -m 644 include/*.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 $(BUILD)/libtg.a $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(BUILD)/libtg.so.$(TG_VERSION) $(DESTDIR)$(LIBDIR)/
+	ln -sf libtg.so.$(TG_VERSION) $(DESTDIR)$(LIBDIR)/libtg.so.$(TG_SOVERSION)
+	ln -sf libtg.so.$(TG_SOVERSION) $(DESTDIR)$(LIBDIR)/libtg.so
+	install -m 755 $(BUILD)/tg $(DESTDIR)$(BINDIR)/
+	install -m 644 $(BUILD)/tg.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
+
+.PHONY: install
 
 # Benchmarks (docs/benchmarks.md). Only bench_sgemm links OpenBLAS, and only
 # when a program including cblas.h links with -lopenblas here (Debian:
@@ -144,7 +192,7 @@ fuzz: fuzz-build
 .PHONY: fuzz fuzz-build fuzz-bins
 
 clean:
-	rm -rf build build-san build-fuzz
+	rm -rf build build-san build-tsan build-fuzz
 
 .PHONY: all test bench examples demo clean FORCE
 

@@ -14,8 +14,6 @@ typedef struct {
   int limit;
   double t0, t1;          /* the window (µs): everything, or --interval */
   const viz_trace *t;
-  int *first_run;         /* per schedule id: its first run record (-1: none) */
-  int nsched_ids;
 } cli;
 
 /* ---- colors (off when NO_COLOR is set or out is not a terminal; --color forces) */
@@ -77,24 +75,10 @@ static int count_passes(const cli *c, int sched, int item, int *rules) {
   return n;
 }
 
-/* The engine runs a schedule's items in order, each once: item k's run is
- * the schedule's k-th run record (kernels and copies alike). NULL when it
- * did not run (an error stopped the schedule) or ran outside the window. */
+/* NULL when the item did not run or ran outside the window. */
 static const viz_run_rec *item_run(const cli *c, int sched, int item) {
-  if (sched <= 0 || sched >= c->nsched_ids || c->first_run[sched] < 0) return NULL;
-  int i = c->first_run[sched] + item;
-  if (i >= c->t->runs.n || c->t->runs.v[i].sched != sched || !in_window(c, c->t->runs.v[i].ts)) return NULL;
-  return &c->t->runs.v[i];
-}
-
-static void index_runs(cli *c) {
-  int maxid = 0;
-  for (int i = 0; i < c->t->scheds.n; i++) if (c->t->scheds.v[i].id > maxid) maxid = c->t->scheds.v[i].id;
-  for (int i = 0; i < c->t->runs.n; i++) if (c->t->runs.v[i].sched > maxid) maxid = c->t->runs.v[i].sched;
-  c->nsched_ids = maxid + 1;
-  c->first_run = tg_xmalloc(sizeof(int) * (size_t)c->nsched_ids);
-  for (int i = 0; i < c->nsched_ids; i++) c->first_run[i] = -1;
-  for (int i = c->t->runs.n - 1; i >= 0; i--) if (c->t->runs.v[i].sched > 0) c->first_run[c->t->runs.v[i].sched] = i;
+  const viz_run_rec *r = viz_item_run(c->t, sched, item);
+  return r && in_window(c, r->ts) ? r : NULL;
 }
 
 static int cmd_list(cli *c) {
@@ -391,6 +375,7 @@ static int usage(FILE *err) {
   fprintf(err,
           "usage: tg viz [DIR|FILE] [--top N] [-s NAME] [--interval START END] [--json|--jsonl] [--chrome OUT.json]\n"
           "              [--limit N] [--partial] [--color]\n"
+          "       tg viz [DIR|FILE] --serve [--port 8000] [--host 127.0.0.1] [--exit-after SECONDS]\n"
           "  reads a trace recorded with VIZ=-1 (or tg_viz_begin): DIR's newest trace-*.jsonl (default $TG_VIZ_DIR or ./tg-viz)\n"
           "  (nothing)            the schedules and their kernels, with run times and rewrite counts\n"
           "  --top N              the N kernels with the most device time, with their share of it\n"
@@ -400,7 +385,9 @@ static int usage(FILE *err) {
           "  --chrome OUT.json    the profile as Chrome trace events (ui.perfetto.dev, chrome://tracing)\n"
           "  --limit N            show at most N schedules/passes/kernels (default 20)\n"
           "  --partial            read a cut-off trace (no end record) as far as it is whole\n"
-          "  --color              colors even when not on a terminal (NO_COLOR turns the default off)\n");
+          "  --color              colors even when not on a terminal (NO_COLOR turns the default off)\n"
+          "  --serve              the web page: schedules, kernels, each rewrite step's graph, source, profile timeline\n"
+          "                       (--port 0: any free port; --exit-after N: stop after N seconds, for scripts)\n");
   return 2;
 }
 
@@ -413,10 +400,11 @@ static bool parse_int(const char *s, int *v) {
 }
 
 int viz_cli(int argc, char **argv, FILE *out, FILE *err) {
-  cli c = { out, err, false, false, false, false, 20, -INFINITY, INFINITY, NULL, NULL, 0 };
+  cli c = { out, err, false, false, false, false, 20, -INFINITY, INFINITY, NULL };
   const char *path = NULL, *show = NULL, *chrome = NULL, *ia = NULL, *ib = NULL;
-  int top = -1;
-  bool force_color = false;
+  int top = -1, port = 8000, exit_after = 0;
+  bool force_color = false, serve = false;
+  const char *host = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(out); return 0; }
@@ -425,10 +413,15 @@ int viz_cli(int argc, char **argv, FILE *out, FILE *err) {
     else if (!strcmp(a, "--partial")) c.partial = true;
     else if (!strcmp(a, "--color")) force_color = true;
     else if (!strcmp(a, "--list")) { /* the default */ }
-    else if ((!strcmp(a, "--top") || !strcmp(a, "--limit")) && i + 1 < argc) {
+    else if (!strcmp(a, "--serve")) serve = true;
+    else if (!strcmp(a, "--host") && i + 1 < argc) host = argv[++i];
+    else if ((!strcmp(a, "--top") || !strcmp(a, "--limit") || !strcmp(a, "--port") || !strcmp(a, "--exit-after")) && i + 1 < argc) {
       int v;
       if (!parse_int(argv[++i], &v)) { fprintf(err, "tg viz: %s wants a count, not '%s'\n", a, argv[i]); return 2; }
-      if (a[2] == 't') top = v; else c.limit = v;
+      if (!strcmp(a, "--top")) top = v;
+      else if (!strcmp(a, "--limit")) c.limit = v;
+      else if (!strcmp(a, "--port")) port = v;
+      else exit_after = v;
     } else if ((!strcmp(a, "-s") || !strcmp(a, "--show")) && i + 1 < argc) show = argv[++i];
     else if (!strcmp(a, "--chrome") && i + 1 < argc) chrome = argv[++i];
     else if (!strcmp(a, "--interval") && i + 2 < argc) { ia = argv[++i]; ib = argv[++i]; }
@@ -442,10 +435,15 @@ int viz_cli(int argc, char **argv, FILE *out, FILE *err) {
   if (c.json || c.jsonl) c.color = false;
   if (!path) path = getenv("TG_VIZ_DIR");
   if (!path || !*path) path = "tg-viz";
+  if (serve) {
+    if (port > 65535) { fprintf(err, "tg viz: --port %d is out of range (0-65535; 0 picks a free one)\n", port); return 2; }
+    viz_web_options wo = { host, port, c.partial, exit_after };
+    if (viz_web_serve(path, &wo, err) < 0) { fprintf(err, "%s\n", tg_error()); return 1; }
+    return 0;
+  }
   viz_trace t;
   if (viz_trace_load(path, c.partial, &t) < 0) { fprintf(err, "%s\n", tg_error()); return 1; }
   c.t = &t;
-  index_runs(&c);
   int rc = 0;
   if (ia) {
     int a = -1, b = -1;
@@ -455,7 +453,6 @@ int viz_cli(int argc, char **argv, FILE *out, FILE *err) {
       fprintf(err, "tg viz: --interval %s %s: no marker '%s'%s in %s; markers:", ia, ib, a < 0 ? ia : ib, a < 0 ? "" : " after the first one", t.path);
       for (int i = 0; i < t.markers.n; i++) fprintf(err, " %s", t.markers.v[i].name);
       fprintf(err, "%s\n", t.markers.n ? "" : " (none: tg_profile_marker adds them)");
-      free(c.first_run);
       viz_trace_free(&t);
       return 1;
     }
@@ -466,12 +463,11 @@ int viz_cli(int argc, char **argv, FILE *out, FILE *err) {
     int n = viz_chrome_write(&t, c.t0, c.t1, chrome);
     if (n < 0) { fprintf(err, "%s\n", tg_error()); rc = 1; }
     else if (!show && top < 0) fprintf(c.json || c.jsonl ? err : out, "wrote %d trace events to %s (open it in ui.perfetto.dev or chrome://tracing)\n", n, chrome);
-    if (rc || (!show && top < 0)) { free(c.first_run); viz_trace_free(&t); return rc; }
+    if (rc || (!show && top < 0)) { viz_trace_free(&t); return rc; }
   }
   if (show) rc = cmd_show(&c, show);
   else if (top >= 0) rc = cmd_top(&c, top);
   else rc = cmd_list(&c);
-  free(c.first_run);
   viz_trace_free(&t);
   return rc;
 }

@@ -227,6 +227,72 @@ static void node_text(strbuf *b, const uop *u) {
   sb_free(&t);
 }
 
+/* A rewrite's neighbourhood as a graph, for the web page: the nodes within
+ * STEP_GRAPH_DEPTH sources of `before` and of `after` (breadth first, at
+ * most STEP_GRAPH_NODES each), merged. Nodes are uops, so one that is in
+ * both is the same pointer: side 1 only before (replaced), 2 only after
+ * (new), 3 both (kept). {"b":I,"a":J,"nodes":[[op, dtype, arg, [srcs],
+ * side], ...]}; a source left out is -1. */
+#define STEP_GRAPH_DEPTH 3
+#define STEP_GRAPH_NODES 24
+typedef struct { const uop *u; int side; } step_node;
+
+static int step_find(const step_node *v, int n, const uop *u) {
+  for (int i = 0; i < n; i++) if (v[i].u == u) return i;
+  return -1;
+}
+
+/* Adds root's neighbourhood (breadth first, so a node gets its nearest
+ * depth) to v[0..n), marking side; the new count. A kept node's sources are
+ * kept too (uops do not change), so they are marked on the way. */
+static int step_collect(step_node *v, int n, const uop *root, int side) {
+  const uop *queue[STEP_GRAPH_NODES];
+  int nq = 0, qi = 0;
+  queue[nq++] = root;
+  for (int depth = 0; qi < nq && depth <= STEP_GRAPH_DEPTH; depth++) {
+    for (int level_end = nq; qi < level_end; qi++) {
+      const uop *u = queue[qi];
+      int k = step_find(v, n, u);
+      if (k >= 0) v[k].side |= side;
+      else v[n++] = (step_node){ u, side };
+      for (int s = 0; s < u->nsrc && depth < STEP_GRAPH_DEPTH && nq < STEP_GRAPH_NODES; s++) {
+        bool queued = false;
+        for (int q = 0; q < nq && !queued; q++) queued = queue[q] == u->src[s];
+        if (!queued) queue[nq++] = u->src[s];
+      }
+    }
+  }
+  return n;
+}
+
+static void step_graph(strbuf *b, const uop *before, const uop *after) {
+  step_node v[2 * STEP_GRAPH_NODES];
+  int n = step_collect(v, 0, before, 1);
+  n = step_collect(v, n, after, 2);
+  sb_puts(b, "{\"b\":");
+  jint(b, step_find(v, n, before));
+  sb_puts(b, ",\"a\":");
+  jint(b, step_find(v, n, after));
+  sb_puts(b, ",\"nodes\":[");
+  for (int i = 0; i < n; i++) {
+    const uop *u = v[i].u;
+    char arg[96] = "";
+    if (u->arg.kind != ARG_NONE) uop_arg_str(u, arg, (int)sizeof arg);
+    sb_puts(b, i ? ",[" : "[");
+    jstr(b, uop_op_name(u->op));
+    sb_puts(b, ",");
+    dtype_json(b, u->dtype);
+    sb_puts(b, ",");
+    jstr(b, arg);
+    sb_puts(b, ",[");
+    for (int s = 0; s < u->nsrc; s++) { if (s) sb_append(b, ",", 1); jint(b, step_find(v, n, u->src[s])); }
+    sb_puts(b, "],");
+    jint(b, v[i].side);
+    sb_puts(b, "]");
+  }
+  sb_puts(b, "]}");
+}
+
 /* ---- starting and ending */
 
 static int mkdirs(const char *dir) {
@@ -317,13 +383,20 @@ void tg_profile_marker(const char *name) {
   emit(&b, false);
 }
 
+/* VIZ=1 serves the page at exit until Ctrl-C/SIGTERM, on $TG_VIZ_PORT
+ * (8000; 0 any free port) of $TG_VIZ_HOST (127.0.0.1).
+ * TG_VIZ_SERVE_SECONDS=N stops it after N seconds (scripts and tests: a
+ * test that sets VIZ=1 must set it too, or it never ends). */
 static void viz_atexit(void) {
   if (getpid() != rec_pid || fd < 0) return;   /* a forked child, or already ended */
   if (tg_viz_end() < 0) { fprintf(stderr, "tg: VIZ: %s\n", tg_error()); return; }
-  if (env_level > 0)
-    fprintf(stderr, "tg: VIZ=1: trace saved to %s (read it with `tg viz %s`; the web page is not built yet, so VIZ=1 records as VIZ=-1 does)\n", cur_path, cur_path);
-  else
-    fprintf(stderr, "tg: VIZ trace saved to %s\n", cur_path);
+  fprintf(stderr, "tg: VIZ trace saved to %s\n", cur_path);
+  if (env_level <= 0) return;
+  fflush(stdout);
+  const char *host = getenv("TG_VIZ_HOST");
+  viz_web_options o = { host && *host ? host : NULL, (int)tg_getenv_int("TG_VIZ_PORT", 8000), false,
+                        (double)tg_getenv_int("TG_VIZ_SERVE_SECONDS", 0) };
+  if (viz_web_serve(cur_path, &o, stderr) < 0) fprintf(stderr, "tg: VIZ=1: %s (the trace is saved: `tg viz --serve %s`)\n", tg_error(), cur_path);
 }
 
 /* VIZ=1 or VIZ=-1: record from the start of the process to its exit. */
@@ -364,6 +437,8 @@ void viz_pass_step(const char *rule, const uop *before, const uop *after) {
   node_text(b, before);
   sb_puts(b, ",\"after\":");
   node_text(b, after);
+  sb_puts(b, ",\"g\":");
+  step_graph(b, before, after);
   sb_puts(b, "}");
 }
 

@@ -166,6 +166,24 @@ static int load_file(FILE *f, bool partial, viz_trace *t) {
   return rc;
 }
 
+/* first_run: where each schedule's run records begin (viz_item_run). */
+static void index_runs(viz_trace *t) {
+  int maxid = 0;
+  for (int i = 0; i < t->scheds.n; i++) if (t->scheds.v[i].id > maxid) maxid = t->scheds.v[i].id;
+  for (int i = 0; i < t->runs.n; i++) if (t->runs.v[i].sched > maxid) maxid = t->runs.v[i].sched;
+  t->nsched_ids = maxid + 1;
+  t->first_run = tg_xmalloc(sizeof(int) * (size_t)t->nsched_ids);
+  for (int i = 0; i < t->nsched_ids; i++) t->first_run[i] = -1;
+  for (int i = t->runs.n - 1; i >= 0; i--) if (t->runs.v[i].sched > 0) t->first_run[t->runs.v[i].sched] = i;
+}
+
+const viz_run_rec *viz_item_run(const viz_trace *t, int sched, int item) {
+  if (sched <= 0 || sched >= t->nsched_ids || t->first_run[sched] < 0 || item < 0) return NULL;
+  long i = (long)t->first_run[sched] + item;
+  if (i >= t->runs.n || t->runs.v[i].sched != sched) return NULL;
+  return &t->runs.v[i];
+}
+
 int viz_trace_load(const char *path, bool partial, viz_trace *t) {
   memset(t, 0, sizeof *t);
   struct stat st;
@@ -176,6 +194,7 @@ int viz_trace_load(const char *path, bool partial, viz_trace *t) {
   if (!f) { int rc = tg_seterr("tg viz: cannot open %s: %s", t->path, strerror(errno)); viz_trace_free(t); return rc; }
   int rc = load_file(f, partial, t);
   fclose(f);
+  if (rc == 0) index_runs(t);
   if (rc < 0) {
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", tg_error());
@@ -194,6 +213,7 @@ void viz_trace_free(viz_trace *t) {
   for (int i = 0; i < t->spans.n; i++) free(t->spans.v[i].name);
   VEC_FREE(t->runs); VEC_FREE(t->kernels); VEC_FREE(t->passes); VEC_FREE(t->markers);
   VEC_FREE(t->mems); VEC_FREE(t->spans); VEC_FREE(t->scheds);
+  free(t->first_run);
   free(t->path);
   memset(t, 0, sizeof *t);
 }

@@ -103,6 +103,8 @@ typedef struct {
   VEC(viz_marker_rec) markers;
   VEC(viz_mem_rec) mems;
   VEC(viz_span_rec) spans;
+  int *first_run;        /* per schedule id: the index of its first run record, -1 none */
+  int nsched_ids;
 } viz_trace;
 
 /* Loads path (a trace file, or a directory: its newest trace-*.jsonl). A
@@ -114,6 +116,10 @@ void viz_trace_free(viz_trace *t);
 /* The record at a file offset (a viz_*_rec's off), parsed; NULL + tg_error.
  * A cJSON* the caller frees with cJSON_Delete. */
 void *viz_trace_record(const viz_trace *t, long off);
+/* The run record of item `item` of schedule `sched` (the engine runs a
+ * schedule's items in order, each once: the schedule's item-th run record),
+ * or NULL when it did not run. */
+const viz_run_rec *viz_item_run(const viz_trace *t, int sched, int item);
 
 /* ---- the CLI (cli.c) and the Chrome export (chrome.c) */
 
@@ -123,5 +129,26 @@ int viz_cli(int argc, char **argv, FILE *out, FILE *err);
 /* Writes the profile of t between ts [t0, t1] (µs) as Chrome trace-event
  * JSON; the number of events, or -1 + tg_error. */
 int viz_chrome_write(const viz_trace *t, double t0, double t1, const char *path);
+
+/* ---- the web page (web.c serves, web_api.c answers its JSON, web/ the page) */
+
+typedef struct {
+  const char *host;      /* NULL: 127.0.0.1 */
+  int port;              /* 0: any free port */
+  bool partial;          /* read a cut-off trace as far as it is whole */
+  double seconds;        /* > 0: stop after this long (tests); 0: until SIGINT/SIGTERM */
+} viz_web_options;
+
+/* Serves the page for the trace at path (a file, or a directory's newest)
+ * until SIGINT/SIGTERM (or opt->seconds), printing its URL on err. A trace
+ * that does not load is said on err and shown in the page's error panel.
+ * 0, or -1 + tg_error (cannot listen). */
+int viz_web_serve(const char *path, const viz_web_options *opt, FILE *err);
+
+/* The JSON answers (web_api.c), malloc'd; NULL + *status (400, 404, 500)
+ * and tg_error on a bad request. `arg` is the request's id= parameter. */
+char *viz_api_trace(const viz_trace *t);
+char *viz_api_kernel(const viz_trace *t, const char *arg, int *status);
+char *viz_api_profile(const viz_trace *t);
 
 #endif
