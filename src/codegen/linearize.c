@@ -115,6 +115,9 @@ int linearize(uop *ast, lprogram *out) {
   uop_list all = uop_toposort(ast);
   for (int i = 0; i < all.n; i++) if (all.v[i]->op == OP_DEFINE_GLOBAL) emit(&c, all.v[i]);
   free(all.v);
+  /* a REDUCE that varies with no loop (a custom kernel's amax beside its
+   * elementwise stores) runs once, before the output loops open */
+  for (int i = 0; i < c.reduces.n && nl; i++) if (!free_of(&c, c.reduces.v[i])) emit(&c, c.reduces.v[i]);
   for (int i = 0; i < nl; i++) { emit(&c, loops[i]->src[0]); push(&c, LI_LOOP, loops[i]); c.open |= 1ULL << range_id(loops[i]); }
   for (int i = 0; i < ast->nsrc; i++) emit(&c, ast->src[i]);
   for (int i = nl - 1; i >= 0; i--) push(&c, LI_ENDLOOP, loops[i]);

@@ -29,6 +29,10 @@ struct call_body {
    * bodies); freed with it */
   void *owner_data;
   void (*owner_free)(void *owner_data);
+  /* a body with no graph of its own to differentiate (a custom kernel,
+   * tensor/custom_kernel.c): the gradients of CALL u's sources given its
+   * gradient g (as function_call_grad); NULL: from the body's graph */
+  void (*grad)(call_body *b, uop *u, uop *g, const bool *need, uop **sg);
 
   /* the schedule, built on first use */
   pthread_mutex_t lock;

@@ -308,6 +308,7 @@ void function_call_grad(uop *u, uop *g, const bool *need, uop **sg) {
   call_body *b = t->body;
   body_data *d = b->owner_data;
   for (int j = 0; j < u->nsrc; j++) sg[j] = NULL;
+  if (b->grad) { b->grad(b, u, g, need, sg); return; }
   if (!d) return;
   if (d->user_grad) { user_grad(b, d, u, g, need, sg); return; }
   uint64_t mask = 0;

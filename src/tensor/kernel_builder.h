@@ -1,0 +1,46 @@
+/* kernel_builder.h: the builder behind tg_kernel.h. A tg_kb collects the
+ * STOREs a custom kernel's build function writes and checks them as they
+ * come (dtypes, indices inside their buffers by their value ranges, reduce
+ * loops used only inside their reductions); kb_finish makes the kernel
+ * AST the scheduler would: SINK(STORE(INDEX(DEFINE_GLOBAL i, flat), value)...)
+ * with the outputs as DEFINE_GLOBAL 0..nout-1 and the inputs after them.
+ * A tg_kv is a uop (borrowed from the caller's pool). */
+#ifndef TG_KERNEL_BUILDER_H
+#define TG_KERNEL_BUILDER_H
+
+#include "tg_kernel.h"
+#include "uop/uop.h"
+#include "util/util.h"
+
+#define KB_MAX_IO 32       /* inputs, and outputs, of one kernel */
+#define KB_MAX_RANGES 32   /* the codegen's opts add their own, up to 64 */
+
+typedef struct {
+  int ndim;
+  int64_t shape[TG_MAX_DIMS];
+  int64_t numel;
+  tg_dtype dtype;
+  uop *global;             /* its DEFINE_GLOBAL */
+} kb_buffer;
+
+struct tg_kb {
+  char name[64];
+  int nin, nout;
+  kb_buffer bufs[2 * KB_MAX_IO];   /* outputs, then inputs (DEFINE_GLOBAL order) */
+  uop *ranges[KB_MAX_RANGES];
+  int nranges;
+  VEC(uop *) stores;
+  int64_t covered[KB_MAX_IO];      /* per output: elements its stores' loops run over (saturating) */
+  ptrmap free_memo;                /* uop -> 1 + mask of the ranges it varies with */
+  bool failed;
+  char err[480];
+};
+
+/* A builder for outputs outs[0..nout) and inputs of the given shapes and
+ * dtypes (checked by the caller). Inside a uop pool. */
+void kb_init(tg_kb *kb, const char *name, const tg_kernel_out *outs, int nout, const kb_buffer *in, int nin);
+/* The kernel AST (borrowed), or NULL with the first error in kb->err. */
+uop *kb_finish(tg_kb *kb);
+void kb_free(tg_kb *kb);
+
+#endif
