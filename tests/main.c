@@ -11,6 +11,7 @@
  * (or a comma list: cl,nvrtc,cuda) chooses the passes. */
 #include <pthread.h>
 #include <stdarg.h>
+#include <sys/wait.h>
 #include "test.h"
 #include "codegen/codegen.h"
 #include "codegen/opts.h"
@@ -71,6 +72,29 @@ uint8_t *test_random_blocks(uint64_t seed, int64_t nblocks, int bpb, int scale_a
     p[b * bpb + scale_at] = (uint8_t)f, p[b * bpb + scale_at + 1] = (uint8_t)(f >> 8);
   }
   return p;
+}
+
+const char *test_build_dir(void) {
+  static char dir[1024];
+  const char *bin = getenv("TG_BIN");
+  if (!bin || strlen(bin) >= sizeof dir) return NULL;
+  snprintf(dir, sizeof dir, "%s", bin);
+  char *slash = strrchr(dir, '/');
+  if (!slash) return ".";
+  *slash = 0;
+  return dir;
+}
+
+int test_run_capture(const char *cmd, char *out, size_t n) {
+  char full[8192];
+  snprintf(full, sizeof full, "%s 2>&1", cmd);
+  FILE *p = popen(full, "r");
+  if (!p) return -1;
+  size_t k = 0;
+  out[0] = 0;
+  for (int c; (c = fgetc(p)) != EOF;) if (k + 1 < n) { out[k++] = (char)c; out[k] = 0; }
+  int st = pclose(p);
+  return st == -1 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
 static int by_name(const void *a, const void *b) {

@@ -63,4 +63,11 @@ bool test_close_f32(const float *got, const float *want, size_t n, double rtol, 
  * negative. malloc'ed; *nbytes gets the size. */
 uint8_t *test_random_blocks(uint64_t seed, int64_t nblocks, int bpb, int scale_at, int64_t *nbytes);
 
+/* The directory of the build whose tg is $TG_BIN ("../build", where its
+ * libraries and tests/ lie); NULL when TG_BIN is unset (make test sets it). */
+const char *test_build_dir(void);
+/* Runs cmd through the shell, its output (stderr too) into out (n bytes);
+ * the exit status (-1: it could not run, 128+N: killed by signal N). */
+int test_run_capture(const char *cmd, char *out, size_t n);
+
 #endif

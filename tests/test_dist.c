@@ -91,40 +91,20 @@ TEST(dist_world_of_one_and_missing_mpi) {
 
 /* ---------------------------------------------------------------- under mpirun */
 
-/* The directory of the build whose tg is $TG_BIN ("../build"); NULL when unset. */
-static const char *build_dir(void) {
-  static char dir[1024];
-  const char *bin = getenv("TG_BIN");
-  if (!bin || strlen(bin) >= sizeof dir) return NULL;
-  snprintf(dir, sizeof dir, "%s", bin);
-  char *slash = strrchr(dir, '/');
-  if (!slash) return ".";
-  *slash = 0;
-  return dir;
-}
-
 static bool have_mpirun(void) { return system("mpirun --version >/dev/null 2>&1") == 0; }
 
-/* Runs cmd (stderr too) into out; returns the exit status (-1: could not
- * run it, 128+N: killed by signal N) and the seconds it took. */
+/* Runs cmd (stderr too) into out (test_run_capture); also the seconds it took. */
 static int run_cmd(const char *cmd, char *out, size_t n, double *seconds) {
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  char full[4096];
-  snprintf(full, sizeof full, "%s 2>&1", cmd);
-  FILE *p = popen(full, "r");
-  if (!p) return -1;
-  size_t k = 0;
-  out[0] = 0;
-  for (int c; (c = fgetc(p)) != EOF;) if (k + 1 < n) { out[k++] = (char)c; out[k] = 0; }
-  int st = pclose(p);
+  int st = test_run_capture(cmd, out, n);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   *seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
-  return st == -1 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return st;
 }
 
 #define NEED_MPI(worker) \
-  const char *bd = build_dir(); \
+  const char *bd = test_build_dir(); \
   if (!bd) SKIP("TG_BIN does not name the tg binary (make test sets it)"); \
   if (!have_mpirun()) SKIP("no mpirun (Debian: apt-get install openmpi-bin libopenmpi-dev)"); \
   char worker[1200]; \
