@@ -57,4 +57,25 @@ TG_API int tg_dist_barrier(void);
 /* Leaves the world (MPI_Finalize); rank and size go back to 0 and 1. */
 TG_API int tg_dist_finalize(void);
 
+/* ---- one process, several devices: sharded tensors (docs/distributed.md)
+ *
+ * tg_shard(t, devices, n, axis) is one tensor whose parts live on the n
+ * devices ("CPU", "CPU:1", ...): t cut into n equal parts along axis (its
+ * size must divide by n), or, with axis -1, a whole copy on each device
+ * (replicated). Every op takes it like any tensor: elementwise and movement
+ * ops run part by part (a reshape or permute follows the sharded axis), a
+ * reduction over the sharded axis reduces each part and then sums the
+ * partial results across the devices (an allreduce the scheduler places:
+ * naive, or ring on more than 2 devices and large sizes; TG_RING=0 never,
+ * TG_RING=2 always), matmul with one operand sharded (batch rows, or a
+ * weight by rows or columns) stays sharded or allreduces. tg_to(s, dev),
+ * tg_data and tg_item gather the parts. An op of a sharded tensor and one
+ * on a single device is an error that names both (shard the other too, or
+ * tg_to it); tg_device_of says "CPU,CPU:1". NULL with tg_error on a bad
+ * axis, an uneven size, a device that is not present, or more than 16. */
+TG_API tg_tensor *tg_shard(tg_tensor *t, const char *const *devices, int n, int axis);
+/* The axis a tensor is sharded on: -1 replicated, -2 not sharded (or
+ * NULL). */
+TG_API int tg_shard_axis(const tg_tensor *t);
+
 #endif

@@ -3,6 +3,7 @@
  * scheduler made: fusion, function calls, copies). */
 #include "schedule/schedule.h"
 #include "tensor/tensor.h"
+#include "tensor/shard.h"
 
 int tg_schedule_list(tg_tensor *const *ts, int n, tg_schedule_entry *out, int max) {
   if (n < 0 || (n > 0 && !ts)) return tg_seterr("tg_schedule_list: %s (n %d)", ts ? "negative count" : "NULL tensor array", n);
@@ -12,9 +13,14 @@ int tg_schedule_list(tg_tensor *const *ts, int n, tg_schedule_entry *out, int ma
   uop_pool_push();
   uop **roots = tg_xmalloc(sizeof(uop *) * (size_t)n);
   for (int i = 0; i < n; i++) roots[i] = ts[i]->u;
+  if (shard_graph_has_multi(roots, n)) {   /* sharded: the per-device graphs */
+    uop **low = shard_lower_roots(roots, n, &n);
+    free(roots);
+    roots = low;
+  }
   ptrmap becomes = { 0 };
   schedule s;
-  int rc = schedule_create(roots, n, ts[0]->device, &s, &becomes);
+  int rc = roots ? schedule_create(roots, n, shard_first_device(ts[0]->device), &s, &becomes) : -1;
   if (rc == 0) {
     for (int i = 0; i < s.n && i < max; i++) {
       const sched_item *it = &s.v[i];

@@ -311,14 +311,18 @@ tg_tensor *tg_contiguous(tg_tensor *a) {
  * element would be written several times); PAD is fine (its padding is not
  * written). */
 static bool assignable(const uop *u) {
+  if (u->op == OP_MULTI) {   /* a sharded tensor: every part */
+    for (int i = 0; i < u->nsrc; i++) if (!assignable(u->src[i])) return false;
+    return true;
+  }
   while (uop_is_movement(u->op) || u->op == OP_AFTER || u->op == OP_TAKE) {
     if (u->op == OP_EXPAND) return false;
     u = u->src[0];
   }
-  return u->op == OP_BUFFER;
+  return u->op == OP_BUFFER || (u->op == OP_MULTI && assignable(u));
 }
 static uop *base_buffer(uop *u) {
-  while (u->op != OP_BUFFER) u = u->src[0];
+  while (u->op != OP_BUFFER && u->op != OP_MULTI) u = u->src[0];
   return u;
 }
 

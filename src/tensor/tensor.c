@@ -7,6 +7,7 @@
 #include "runtime/buffer.h"
 #include "uop/symbolic.h"
 #include "uop/dims.h"
+#include "tensor/shard.h"
 
 /* ---- scopes: a stack of tensor lists. Scope 0 is the root (never ends). */
 typedef struct tg_scope { tg_tensor **v; int n, cap; struct tg_scope *up; } tg_scope;
@@ -223,7 +224,7 @@ const char *tg_device_of(const tg_tensor *t) {
 }
 
 bool tensor_wide_layouts(const tg_tensor *t) {
-  tg_device *d = t ? device_get(t->device) : NULL;
+  tg_device *d = t ? device_get(shard_first_device(t->device)) : NULL;
   return d && d->renderer && d->renderer->wide_layouts;
 }
 
@@ -454,7 +455,8 @@ int tg_realize_all(tg_tensor **ts, int n) {
   uop **roots = tg_xmalloc(sizeof(uop *) * (size_t)n);
   for (int i = 0; i < n; i++) roots[i] = ts[i]->u;
   ptrmap becomes = { 0 };
-  int rc = engine_realize(roots, n, ts[0]->device, &becomes);
+  int rc = shard_graph_has_multi(roots, n) ? shard_realize(roots, n, ts[0]->device, &becomes)
+                                           : engine_realize(roots, n, shard_first_device(ts[0]->device), &becomes);
   if (rc == 0) { autograd_note_realized(&becomes); tensors_substitute(&becomes); }
   pm_free(&becomes);
   free(roots);
@@ -468,6 +470,7 @@ int tg_data(tg_tensor *t, void *out, size_t nbytes) {
   if (!out) return tg_seterr("tg_data: output pointer is NULL");
   size_t need = (size_t)tg_numel(t) * (size_t)tg_dtype_size(tg_dtype_of(t));
   if (nbytes < need) return tg_seterr("tg_data: buffer of %zu bytes is too small for %zu bytes", nbytes, need);
+  if (shard_is_multi_name(t->device)) return shard_data(t, out, nbytes);   /* gathered */
   if (tg_realize(t) < 0) return -1;
   if (need == 0) return 0;
   tg_buffer *b = uop_contiguous_buffer(t->u);

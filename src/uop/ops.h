@@ -10,6 +10,8 @@
   /* tensor graph */ \
   X(BUFFER) X(RESHAPE) X(PERMUTE) X(EXPAND) X(PAD) X(SHRINK) X(SHRINK_VAR) X(UNSHRINK_VAR) X(FLIP) \
   X(REDUCE_AXIS) X(CONTIGUOUS) X(COPY) X(ASSIGN) X(DETACH) X(ARANGE) X(UNIQUE) X(AFTER) X(WINDOW) X(TAKE) X(CALL) \
+  /* sharded tensors (schedule/multi.h): parts on several devices, sums over them */ \
+  X(MULTI) X(ALLREDUCE) \
   /* kernel graph */ \
   X(DEFINE_GLOBAL) X(DEFINE_LOCAL) X(DEFINE_REG) X(RANGE) X(END) X(REDUCE) \
   X(INDEX) X(LOAD) X(STORE) X(SPECIAL) X(VECTORIZE) X(GEP) X(DOT4) X(WMMA) X(IF) X(ENDIF) X(BARRIER) \

@@ -153,6 +153,14 @@ static void set_shape(uop *u) {
     memcpy(tmp + ix->ndim, s0->shape + 1, sizeof(int64_t) * (size_t)(s0->ndim - 1));
     break;
   }
+  case OP_MULTI:
+    /* parts side by side on axis arg.i (-1: copies of one value) */
+    nd = s0->ndim; memcpy(tmp, s0->shape, sizeof(int64_t) * (size_t)nd);
+    if (u->arg.i >= 0 && u->arg.i < nd)
+      for (int i = 1; i < u->nsrc; i++) tmp[u->arg.i] += u->src[i]->shape[u->arg.i];
+    break;
+  case OP_ALLREDUCE:
+    nd = s0->ndim; memcpy(tmp, s0->shape, sizeof(int64_t) * (size_t)nd); break;
   case OP_REDUCE_AXIS:
     nd = s0->ndim; memcpy(tmp, s0->shape, sizeof(int64_t) * (size_t)nd);
     for (int i = 1; i < u->arg.n; i++) tmp[u->arg.v[i]] = 1;

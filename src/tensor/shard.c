@@ -1,0 +1,96 @@
+/* shard.c: tg_shard and the device tuples of sharded tensors (shard.h). */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include "tensor/shard.h"
+#include "runtime/device.h"
+#include "uop/dims.h"
+#include "tg_dist.h"
+
+/* ---- device tuples: interned, so a tuple's name is one pointer */
+typedef struct { char *name; int n; const char *dev[SHARD_MAX_DEVICES]; } dev_tuple;
+static struct { dev_tuple *v; int n, cap; } tuples;
+static pthread_mutex_t tuples_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_bool used;
+
+bool shard_used(void) { return atomic_load(&used); }
+
+const char *shard_devices_name(const char *const *devices, int n) {
+  pthread_mutex_lock(&tuples_lock);
+  for (int i = 0; i < tuples.n; i++)
+    if (tuples.v[i].n == n && !memcmp(tuples.v[i].dev, devices, sizeof(char *) * (size_t)n)) {
+      pthread_mutex_unlock(&tuples_lock);
+      return tuples.v[i].name;
+    }
+  dev_tuple t = { NULL, n, { 0 } };
+  size_t len = 1;
+  for (int i = 0; i < n; i++) { t.dev[i] = devices[i]; len += strlen(devices[i]) + 1; }
+  t.name = tg_xmalloc(len);
+  t.name[0] = '\0';
+  for (int i = 0; i < n; i++) { if (i) strcat(t.name, ","); strcat(t.name, devices[i]); }
+  VEC_PUSH(tuples, t);
+  pthread_mutex_unlock(&tuples_lock);
+  return t.name;
+}
+
+static const dev_tuple *tuple_of(const char *name) {
+  const dev_tuple *r = NULL;
+  pthread_mutex_lock(&tuples_lock);
+  for (int i = 0; i < tuples.n && !r; i++) if (tuples.v[i].name == name) r = &tuples.v[i];
+  pthread_mutex_unlock(&tuples_lock);
+  return r;
+}
+bool shard_is_multi_name(const char *name) { return name && tuple_of(name) != NULL; }
+const char *shard_first_device(const char *name) {
+  const dev_tuple *t = tuple_of(name);
+  return t ? t->dev[0] : name;
+}
+
+/* ---- the API */
+tg_tensor *tg_shard(tg_tensor *t, const char *const *devices, int n, int axis) {
+  NEED(t, "tg_shard");
+  if (!devices) TG_FAIL("tg_shard: devices is NULL");
+  if (n < 1 || n > SHARD_MAX_DEVICES) TG_FAIL("tg_shard: %d devices (1 to %d)", n, SHARD_MAX_DEVICES);
+  const char *names[SHARD_MAX_DEVICES];
+  for (int i = 0; i < n; i++) {
+    if (!devices[i]) TG_FAIL("tg_shard: devices[%d] is NULL", i);
+    tg_device *d = device_get(devices[i]);
+    if (!d) { char why[256]; snprintf(why, sizeof why, "%s", tg_error()); TG_FAIL("tg_shard: %s", why); }
+    names[i] = d->name;
+    for (int j = 0; j < i; j++) if (names[j] == names[i]) TG_FAIL("tg_shard: device %s is listed twice", names[i]);
+  }
+  const uop *u = t->u;
+  if (axis != -1 && (axis < 0 || axis >= u->ndim)) TG_FAIL("tg_shard: axis %d out of range for a %d-D tensor (-1: replicated)", axis, u->ndim);
+  if (axis >= 0 && uop_dim_var(u, axis)) TG_FAIL("tg_shard: axis %d is symbolic", axis);
+  if (axis >= 0 && u->shape[axis] % n)
+    TG_FAIL("tg_shard: axis %d of size %lld does not split evenly over %d devices", axis, (long long)u->shape[axis], n);
+  API_BEGIN;
+  uop *parts[SHARD_MAX_DEVICES];
+  int64_t size = axis >= 0 ? u->shape[axis] / n : 0;
+  for (int i = 0; i < n; i++) {
+    uop *p = t->u;
+    if (axis >= 0) {
+      int64_t s[TG_MAX_DIMS], e[TG_MAX_DIMS];
+      for (int k = 0; k < u->ndim; k++) { s[k] = 0; e[k] = u->shape[k]; }
+      s[axis] = size * i; e[axis] = size * (i + 1);
+      p = mv_shrink(p, s, e);
+    }
+    if (t->device != names[i]) p = uop1(OP_COPY, p->dtype, p, arg_str(names[i]));
+    parts[i] = p;
+  }
+  atomic_store(&used, true);
+  API_RETURN(tensor_wrap(uop_new(OP_MULTI, u->dtype, parts, n, arg_int(axis)), shard_devices_name(names, n)));
+}
+
+int tg_shard_axis(const tg_tensor *t) {
+  if (!t || !shard_is_multi_name(t->device)) return -2;
+  return shard_axis_of(t->u);
+}
+
+int shard_data(tg_tensor *t, void *out, size_t nbytes) {
+  tg_scope_begin();
+  tg_tensor *g = tg_to(t, shard_first_device(t->device));
+  int rc = g ? tg_data(g, out, nbytes) : -1;
+  tg_scope_end();
+  return rc;
+}

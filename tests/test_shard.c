@@ -1,0 +1,266 @@
+/* test_shard.c: sharded tensors over CPU devices in one process
+ * (tg_shard, include/tg_dist.h). The property every test checks: a
+ * computation over sharded tensors gives what the same computation gives on
+ * one device (exactly for integers, within float rounding for floats, whose
+ * sums run in another order), and the allreduce variants give the
+ * one-device sum. */
+#include "test.h"
+#include "tg_dist.h"
+
+static const char *DEV3[] = { "CPU", "CPU:1", "CPU:2" };
+
+/* TG_CPU_DEVICES is read when a device is looked up: 3 for these tests */
+static void three_devices(void) { setenv("TG_CPU_DEVICES", "3", 1); }
+static void default_devices(void) { unsetenv("TG_CPU_DEVICES"); }
+
+static void fill(float *a, int n, int seed) {
+  for (int i = 0; i < n; i++) a[i] = (float)(((i + 1) * (7 + 2 * seed)) % 29) * 0.0625f - 0.8f;
+}
+
+/* got (any device, sharded or not) against want, as floats */
+static void check_same(tg_tensor *got, tg_tensor *want, double tol, const char *what) {
+  int64_t n = tg_numel(want);
+  CHECK_MSG(got && tg_numel(got) == n, "%s: %s", what, got ? "sizes differ" : tg_error());
+  if (!got || tg_numel(got) != n) return;
+  float *g = malloc(sizeof(float) * (size_t)n), *w = malloc(sizeof(float) * (size_t)n);
+  tg_tensor *gf = tg_cast(got, TG_F32), *wf = tg_cast(want, TG_F32);
+  int rg = tg_data(gf, g, sizeof(float) * (size_t)n), rw = tg_data(wf, w, sizeof(float) * (size_t)n);
+  CHECK_MSG(rg == 0 && rw == 0, "%s: %s", what, tg_error());
+  if (rg == 0 && rw == 0) test_close_f32(g, w, (size_t)n, tol, tol, what);
+  free(g); free(w);
+}
+
+/* f over x plain and x sharded on each axis (and replicated), on 2 and 3 devices */
+typedef tg_tensor *(*unary_case)(tg_tensor *x);
+static void check_unary(unary_case f, tg_tensor *x, const char *what) {
+  tg_tensor *want = f(x);
+  char name[128];
+  for (int nd = 2; nd <= 3; nd++)
+    for (int axis = -1; axis < tg_ndim(x); axis++) {
+      if (axis >= 0 && tg_dim(x, axis) % nd) continue;
+      snprintf(name, sizeof name, "%s (%d devices, axis %d)", what, nd, axis);
+      tg_tensor *s = tg_shard(x, DEV3, nd, axis);
+      CHECK_MSG(s, "%s: %s", name, tg_error());
+      if (s) check_same(f(s), want, 1e-5, name);
+    }
+}
+
+static tg_tensor *ew(tg_tensor *x) { return tg_add(tg_relu(tg_adds(tg_muls(x, 2), -0.5)), tg_exp(tg_muls(x, 0.25))); }
+static tg_tensor *mv_reshape_sum(tg_tensor *x) { return tg_sum(tg_reshape(x, TG_SHAPE(6, 2, 6)), TG_AXES(1), false); }
+static tg_tensor *mv_flatten(tg_tensor *x) { return tg_reshape(x, TG_SHAPE(72)); }
+static tg_tensor *mv_permute(tg_tensor *x) { return tg_muls(tg_permute(x, TG_AXES(1, 0)), 3); }
+static tg_tensor *mv_slice_pad(tg_tensor *x) {
+  int64_t s[2] = { 0, 1 }, e[2] = { 12, 5 }, p[4] = { 0, 0, 2, 1 };
+  return tg_pad(tg_shrink(x, s, e), p, 2, 0.5);
+}
+static tg_tensor *mv_rows(tg_tensor *x) { int64_t s[2] = { 4, 0 }, e[2] = { 8, 6 }; return tg_shrink(x, s, e); }
+static tg_tensor *mv_expand(tg_tensor *x) { return tg_sum(tg_expand(tg_reshape(x, TG_SHAPE(12, 1, 6)), TG_SHAPE(12, 4, 6)), TG_AXES(2), false); }
+static tg_tensor *red_all(tg_tensor *x) { return tg_sum(x, TG_AXES(0, 1), false); }
+static tg_tensor *red_max0(tg_tensor *x) { return tg_max(x, TG_AXES(0), true); }
+static tg_tensor *red_mean1(tg_tensor *x) { return tg_mean(x, TG_AXES(1), false); }
+static tg_tensor *softmax0(tg_tensor *x) { return tg_softmax(x, 0); }
+static tg_tensor *to_cpu1(tg_tensor *x) { return tg_to(tg_muls(x, 2), "CPU:1"); }
+
+TEST(shard_elementwise_movement_reduce) {
+  three_devices();
+  tg_scope_begin();
+  float a[72];
+  fill(a, 72, 0);
+  tg_tensor *x = tg_from_data(a, TG_SHAPE(12, 6), TG_F32);
+  check_unary(ew, x, "elementwise");
+  check_unary(mv_reshape_sum, x, "reshape + sum");
+  check_unary(mv_flatten, x, "flatten");
+  check_unary(mv_permute, x, "permute");
+  check_unary(mv_slice_pad, x, "shrink + pad");
+  check_unary(mv_rows, x, "a shrink of one part");
+  check_unary(mv_expand, x, "expand");
+  check_unary(red_all, x, "sum of all");
+  check_unary(red_max0, x, "max over axis 0");
+  check_unary(red_mean1, x, "mean over axis 1");
+  check_unary(softmax0, x, "softmax over axis 0");
+  check_unary(to_cpu1, x, "tg_to CPU:1");
+  /* the layout after each op */
+  tg_tensor *s = tg_shard(x, DEV3, 3, 0);
+  CHECK_EQ_INT(tg_shard_axis(s), 0);
+  CHECK_EQ_INT(tg_shard_axis(tg_permute(s, TG_AXES(1, 0))), 1);
+  CHECK_EQ_INT(tg_shard_axis(tg_sum(s, TG_AXES(0), false)), -1);
+  CHECK_EQ_INT(tg_shard_axis(tg_sum(s, TG_AXES(1), false)), 0);
+  CHECK_EQ_INT(tg_shard_axis(x), -2);
+  CHECK(!strcmp(tg_device_of(s), "CPU,CPU:1,CPU:2"));
+  CHECK(!strcmp(tg_device_of(tg_to(s, "CPU:1")), "CPU:1"));
+  tg_scope_end();
+  default_devices();
+}
+
+TEST(shard_integer_ops_exact) {
+  three_devices();
+  tg_scope_begin();
+  int32_t v[60];
+  for (int i = 0; i < 60; i++) v[i] = (i * 37) % 101 - 50;
+  tg_tensor *x = tg_from_data(v, TG_SHAPE(6, 10), TG_I32);
+  tg_tensor *want[3] = { tg_sum(x, TG_AXES(0), false), tg_max(x, TG_AXES(0), false), tg_mul(tg_sum(x, TG_AXES(1), true), x) };
+  for (int nd = 2; nd <= 3; nd++) {
+    tg_tensor *s = tg_shard(x, DEV3, nd, 0);
+    tg_tensor *got[3] = { tg_sum(s, TG_AXES(0), false), tg_max(s, TG_AXES(0), false), tg_mul(tg_sum(s, TG_AXES(1), true), s) };
+    for (int k = 0; k < 3; k++) {
+      int32_t g[60], w[60];
+      int64_t n = tg_numel(want[k]);
+      CHECK(tg_data(got[k], g, sizeof g) == 0 && tg_data(want[k], w, sizeof w) == 0);
+      CHECK_MSG(!memcmp(g, w, sizeof(int32_t) * (size_t)n), "integer case %d on %d devices differs", k, nd);
+    }
+  }
+  tg_scope_end();
+  default_devices();
+}
+
+TEST(shard_matmul_data_and_tensor_parallel) {
+  three_devices();
+  tg_scope_begin();
+  float a[6 * 12], b[12 * 6];
+  fill(a, 6 * 12, 1); fill(b, 12 * 6, 2);
+  tg_tensor *x = tg_from_data(a, TG_SHAPE(6, 12), TG_F32), *w = tg_from_data(b, TG_SHAPE(12, 6), TG_F32);
+  tg_tensor *want = tg_matmul(x, w);
+  struct { int xa, wa, out_axis; const char *what; } cases[] = {
+    { 0, -1, 0, "batch rows (data parallel)" },
+    { -1, 1, 1, "weight columns (output stays sharded)" },
+    { -1, 0, -1, "weight rows (the contraction allreduces)" },
+    { 1, 0, -1, "both on the contraction axis" },
+  };
+  for (int nd = 2; nd <= 3; nd++)
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+      char name[128];
+      snprintf(name, sizeof name, "matmul, %s, %d devices", cases[k].what, nd);
+      tg_tensor *y = tg_matmul(tg_shard(x, DEV3, nd, cases[k].xa), tg_shard(w, DEV3, nd, cases[k].wa));
+      CHECK_MSG(y, "%s: %s", name, tg_error());
+      if (!y) continue;
+      CHECK_MSG(tg_shard_axis(y) == cases[k].out_axis, "%s: sharded on %d, not %d", name, tg_shard_axis(y), cases[k].out_axis);
+      check_same(y, want, 1e-5, name);
+      CHECK_EQ_INT(tg_shard_axis(y), cases[k].out_axis);   /* realized, still the same layout */
+    }
+  tg_scope_end();
+  default_devices();
+}
+
+/* copies and their bytes in what realizing t would run */
+static int copies(tg_tensor *t, int64_t *bytes) {
+  tg_schedule_entry e[256];
+  int n = tg_schedule_list(&t, 1, e, 256), c = 0;
+  *bytes = 0;
+  for (int i = 0; i < n && i < 256; i++) if (e[i].copy) { c++; *bytes += e[i].bytes; }
+  return c;
+}
+
+TEST(shard_allreduce_naive_ring_cast) {
+  three_devices();
+  tg_scope_begin();
+  /* uneven chunks: 1001 elements in 3 ring chunks */
+  enum { N = 1001 };
+  static int32_t v[3 * N];
+  static float f[3 * N];
+  int64_t want_i[N];
+  for (int i = 0; i < 3 * N; i++) { v[i] = (i * 7919) % 2001 - 1000; f[i] = (float)v[i] / 64; }
+  for (int j = 0; j < N; j++) want_i[j] = (int64_t)v[j] + v[N + j] + v[2 * N + j];
+  tg_tensor *xi = tg_from_data(v, TG_SHAPE(3, N), TG_I32), *xf = tg_from_data(f, TG_SHAPE(3, N), TG_F32);
+  tg_tensor *want_f = tg_sum(xf, TG_AXES(0), false);
+  const char *mode[2] = { "0", "2" };
+  int ncopies[2];
+  for (int m = 0; m < 2; m++) {
+    setenv("TG_RING", mode[m], 1);
+    tg_tensor *parts = tg_shard(xi, DEV3, 3, 0);
+    CHECK(tg_realize(parts) == 0);   /* its own copies are not the allreduce's */
+    tg_tensor *si = tg_sum(parts, TG_AXES(0), false);
+    int64_t bytes;
+    ncopies[m] = copies(si, &bytes);
+    static int32_t g[N];
+    CHECK(tg_data(si, g, sizeof g) == 0);
+    bool same = true;
+    for (int j = 0; j < N; j++) same &= g[j] == want_i[j];
+    CHECK_MSG(same, "TG_RING=%s: the int32 allreduce is not the exact sum", mode[m]);
+    check_same(tg_sum(tg_shard(xf, DEV3, 3, 0), TG_AXES(0), false), want_f, 1e-6, mode[m][0] == '0' ? "naive float allreduce" : "ring float allreduce");
+  }
+  unsetenv("TG_RING");
+  /* naive: each of 3 devices copies the 2 other parts; ring: 2 steps of
+   * reduce-scatter and 2 of all-gather for each of 3 chunks. (The gather
+   * onto CPU for tg_data is not in these lists: si is the root.) */
+  CHECK_EQ_INT(ncopies[0], 6);
+  CHECK_EQ_INT(ncopies[1], 12);
+  /* ALLREDUCE_CAST: a half tensor's sum accumulates in float, but its
+   * partial sums cross devices as half */
+  static uint16_t h[3 * N];
+  tg_tensor *xh = tg_cast(xf, TG_F16);
+  CHECK(tg_data(xh, h, sizeof h) == 0);
+  xh = tg_from_data(h, TG_SHAPE(3, N), TG_F16);
+  int64_t b_cast, b_wide;
+  setenv("TG_RING", "0", 1);
+  tg_tensor *hs = tg_shard(xh, DEV3, 3, 0);
+  CHECK(tg_realize(hs) == 0);
+  tg_tensor *sh = tg_sum(hs, TG_AXES(0), false);
+  copies(sh, &b_cast);
+  check_same(sh, tg_sum(xh, TG_AXES(0), false), 2e-3, "half sum with ALLREDUCE_CAST");
+  setenv("TG_ALLREDUCE_CAST", "0", 1);
+  tg_tensor *sw = tg_sum(hs, TG_AXES(0), false);
+  copies(sw, &b_wide);
+  check_same(sw, tg_sum(xh, TG_AXES(0), false), 2e-3, "half sum without ALLREDUCE_CAST");
+  unsetenv("TG_ALLREDUCE_CAST");
+  unsetenv("TG_RING");
+  CHECK_MSG(b_cast * 2 == b_wide, "ALLREDUCE_CAST copies %lld bytes, float copies %lld (want half)", (long long)b_cast, (long long)b_wide);
+  tg_scope_end();
+  default_devices();
+}
+
+TEST(shard_errors) {
+  tg_scope_begin();
+  float a[12] = { 0 };
+  tg_tensor *x = tg_from_data(a, TG_SHAPE(3, 4), TG_F32);
+  const char *two[2] = { "CPU", "CPU:1" }, *dup[2] = { "CPU", "cpu" }, *absent[2] = { "CPU", "CPU:15" }, *null_dev[2] = { "CPU", NULL };
+  CHECK_ERR(tg_shard(x, two, 2, 2), "tg_shard", "axis 2 out of range");
+  CHECK_ERR(tg_shard(x, two, 2, -2), "axis -2 out of range");
+  CHECK_ERR(tg_shard(x, two, 2, 0), "axis 0 of size 3 does not split evenly over 2 devices");
+  CHECK_ERR(tg_shard(x, dup, 2, 1), "listed twice");
+  CHECK_ERR(tg_shard(x, absent, 2, 1), "tg_shard", "CPU:15");
+  CHECK_ERR(tg_shard(x, null_dev, 2, 1), "devices[1] is NULL");
+  CHECK_ERR(tg_shard(x, NULL, 2, 1), "devices is NULL");
+  CHECK_ERR(tg_shard(x, two, 0, 1), "0 devices");
+  CHECK_ERR(tg_shard(NULL, two, 2, 1), "tg_shard");
+  /* a sharded and an unsharded tensor: says which devices */
+  tg_tensor *s = tg_shard(x, two, 2, 1);
+  CHECK_ERR(tg_add(s, x), "tg_add", "CPU,CPU:1", "CPU");
+  CHECK_ERR(tg_matmul(s, tg_permute(x, TG_AXES(1, 0))), "CPU,CPU:1");
+  CHECK_EQ_INT(tg_shard_axis(NULL), -2);
+  tg_scope_end();
+}
+
+/* Autograd: a replicated weight, a batch sharded over the devices; the
+ * weight's gradient (a sum over the batch) is allreduced, and an SGD step
+ * on the replicated weight matches one device's. */
+TEST(shard_autograd_data_parallel) {
+  three_devices();
+  tg_scope_begin();
+  float a[6 * 12], b[12 * 9];
+  fill(a, 6 * 12, 3); fill(b, 12 * 9, 4);
+  for (int nd = 1; nd <= 3; nd++) {
+    tg_tensor *x = tg_from_data(a, TG_SHAPE(6, 12), TG_F32);
+    tg_tensor *w = tg_requires_grad(tg_from_data(b, TG_SHAPE(12, 9), TG_F32), true);
+    if (nd > 1) {
+      x = tg_shard(x, DEV3, nd, 0);
+      w = tg_requires_grad(tg_shard(w, DEV3, nd, -1), true);
+      CHECK_OK(tg_realize(w) == 0 ? w : NULL);
+    }
+    tg_tensor *loss = tg_mean(tg_relu(tg_matmul(x, w)), TG_AXES(0, 1), false);
+    CHECK_MSG(tg_backward(loss) == 0, "%s", tg_error());
+    tg_tensor *g = tg_grad(w);
+    CHECK_OK(g);
+    CHECK(tg_realize(loss) == 0);
+    CHECK(nd == 1 || tg_shard_axis(g) == -1);
+    CHECK_OK(tg_assign(w, tg_sub(w, tg_muls(g, 0.5))));
+    CHECK(tg_realize(w) == 0);
+    static tg_tensor *ref_w, *ref_loss;
+    if (nd == 1) { ref_w = w; ref_loss = loss; continue; }
+    char name[64];
+    snprintf(name, sizeof name, "SGD step on %d devices", nd);
+    check_same(w, ref_w, 1e-5, name);
+    check_same(loss, ref_loss, 1e-5, "loss");
+  }
+  tg_scope_end();
+  default_devices();
+}
