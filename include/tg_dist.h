@@ -74,8 +74,8 @@ TG_API int tg_dist_finalize(void);
  * tg_to it); tg_device_of says "CPU,CPU:1". NULL with tg_error on a bad
  * axis, an uneven size, a device that is not present, or more than 16. */
 TG_API tg_tensor *tg_shard(tg_tensor *t, const char *const *devices, int n, int axis);
-/* The axis a tensor is sharded on: -1 replicated, -2 not sharded (or
- * NULL). */
+/* The axis a tensor is sharded on: -1 replicated, -2 not sharded (and for
+ * NULL, with tg_error set). */
 TG_API int tg_shard_axis(const tg_tensor *t);
 
 #endif

@@ -83,7 +83,8 @@ tg_tensor *tg_shard(tg_tensor *t, const char *const *devices, int n, int axis) {
 }
 
 int tg_shard_axis(const tg_tensor *t) {
-  if (!t || !shard_is_multi_name(t->device)) return -2;
+  if (!t) { tensor_null_arg("tg_shard_axis", "t"); return -2; }
+  if (!shard_is_multi_name(t->device)) return -2;
   return shard_axis_of(t->u);
 }
 
