@@ -181,8 +181,12 @@ function drawGraph(g, step) {
     let cx = PAD + (W - 2 * PAD - rowW[l]) / 2;
     for (const v of r) { x[v] = cx; y[v] = PAD + l * (H + GAPY); cx += w[v] + GAPX; }
   });
-  svg.setAttribute('width', W);
-  svg.setAttribute('height', PAD * 2 + rows.length * (H + GAPY) - GAPY);
+  // wide graphs shrink to the box, down to half size (then it scrolls)
+  const HT = PAD * 2 + rows.length * (H + GAPY) - GAPY, box = $('graph-scroll').clientWidth || W;
+  const scale = Math.max(0.5, Math.min(1, (box - 4) / W));
+  svg.setAttribute('viewBox', `0 0 ${W} ${HT}`);
+  svg.setAttribute('width', W * scale);
+  svg.setAttribute('height', HT * scale);
   const eg = svgEl('g', { class: 'edges' });
   for (const [a, b] of edges) {
     const x1 = x[a] + w[a] / 2, y1 = y[a] + H, x2 = x[b] + w[b] / 2, y2 = y[b], m = (y1 + y2) / 2;
@@ -225,8 +229,16 @@ function drawProfile() {
   const axis = svgEl('g', { class: 'axis' });
   svg.append(axis);
   for (const lane of lanes) {
-    const h = lane.mem ? MEMH : LANE;
-    svg.append(svgEl('text', { class: 'lane-label', x: 6, y: y + h / 2 + 4 }, lane.name));
+    // overlapping spans (compiles run in parallel) stack in rows
+    const rowEnd = [];
+    for (const sp of lane.spans || []) {
+      let r = rowEnd.findIndex((e) => e <= sp.ts);
+      if (r < 0) { r = rowEnd.length; rowEnd.push(0); }
+      rowEnd[r] = sp.ts + sp.dur;
+      sp.row = r;
+    }
+    const h = lane.mem ? MEMH : LANE * Math.max(1, rowEnd.length);
+    svg.append(svgEl('text', { class: 'lane-label', x: 6, y: y + Math.min(h, 2 * LANE) / 2 + 4 }, lane.name));
     if (lane.mem) {
       const peak = Math.max(lane.peak, 1), Y = (b) => y + h - 2 - (b / peak) * (h - 6);
       let d = `M${X(0)},${Y(0)}`, last = 0;
@@ -237,15 +249,15 @@ function drawProfile() {
       svg.append(path, svgEl('text', { x: LW + 4, y: y + 11 }, 'peak ' + fmtBytes(lane.peak)));
     } else {
       for (const s of lane.spans) {
-        const g = svgEl('g', { class: 'span' }), x0 = X(s.ts), wd = Math.max(1, X(s.ts + s.dur) - x0);
+        const g = svgEl('g', { class: 'span' }), x0 = X(s.ts), wd = Math.max(1, X(s.ts + s.dur) - x0), y0 = y + s.row * LANE;
         const fill = lane.name.startsWith('host') ? (s.name === 'schedule' ? '#9b7fd1' : s.name === 'run' ? '#5fb47b' : '#c9a0dc')
           : { 'k-E': '#4b8ef0', 'k-r': '#e5575c', 'k-copy': '#e8c040', 'k-other': '#52b26e' }[kclass(s.name)];
-        g.append(svgEl('rect', { x: x0, y: y + 2, width: wd, height: h - 4, fill }));
+        g.append(svgEl('rect', { x: x0, y: y0 + 2, width: wd, height: LANE - 4, fill }));
         const info = s.name + ': ' + fmtUs(s.dur) + ' at ' + fmtUs(s.ts) + (s.sched ? ', schedule ' + s.sched : '') +
           (s.bytes ? ', ' + fmtBytes(s.bytes) : '') + (s.flops ? ', ' + (s.dur > 0 ? (s.flops / s.dur / 1e3).toFixed(2) : 0) + ' GFLOPS' : '');
         g.append(svgEl('title', {}, info));
         g.onmouseover = () => { $('profile-info').textContent = info; };
-        if (wd > 7 * s.name.length) g.append(svgEl('text', { x: x0 + 3, y: y + h / 2 + 4 }, s.name));
+        if (wd > 7 * s.name.length) g.append(svgEl('text', { x: x0 + 3, y: y0 + LANE / 2 + 4 }, s.name));
         svg.append(g);
       }
     }
