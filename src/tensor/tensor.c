@@ -9,17 +9,80 @@
 #include "uop/dims.h"
 #include "tensor/shard.h"
 
-/* ---- scopes: a stack of tensor lists. Scope 0 is the root (never ends). */
+/* ---- per-thread tensor contexts. Every thread that makes tensors has one:
+ * its stack of open scopes and the list of the live tensors it made, behind
+ * its own lock, so threads that build, realize and free their own graphs do
+ * not wait on each other (nor see each other's scopes). A tensor may still be
+ * used, kept or freed from any thread: it records its context and takes that
+ * lock. The passes that must see every live tensor (substitution after a
+ * realize, assigns, gradients) walk all contexts (lock order: ctxs_lock,
+ * then one context's lock). A context outlives its thread while tensors it
+ * made are alive; an empty one is freed when its thread ends. */
 typedef struct tg_scope { tg_tensor **v; int n, cap; struct tg_scope *up; } tg_scope;
-static tg_scope root_scope;
-static tg_scope *cur_scope = &root_scope;
-static tg_tensor *live_head;
-static pthread_mutex_t tensors_lock = PTHREAD_MUTEX_INITIALIZER;
+typedef struct tensor_ctx {
+  pthread_mutex_t lock;        /* the live list and the slots of every scope below */
+  tg_tensor *live;             /* tensors this thread made, not yet freed */
+  tg_scope *scope;             /* the innermost open scope (NULL: none) */
+  struct tensor_ctx *prev, *next;   /* every context, under ctxs_lock */
+} tensor_ctx;
+static tensor_ctx *ctxs;
+static pthread_mutex_t ctxs_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_key_t ctx_key;
+static _Thread_local tensor_ctx *my_ctx;
+
+/* at thread exit: forget the context when nothing of it is left */
+static void ctx_thread_end(void *p) {
+  tensor_ctx *c = p;
+  pthread_mutex_lock(&ctxs_lock);
+  pthread_mutex_lock(&c->lock);
+  bool empty = !c->live && !c->scope;
+  pthread_mutex_unlock(&c->lock);
+  if (empty) {
+    if (c->prev) c->prev->next = c->next; else ctxs = c->next;
+    if (c->next) c->next->prev = c->prev;
+  }
+  pthread_mutex_unlock(&ctxs_lock);
+  if (empty) { pthread_mutex_destroy(&c->lock); free(c); }
+}
+static void ctx_key_init(void) { pthread_key_create(&ctx_key, ctx_thread_end); }
+
+static tensor_ctx *ctx_here(void) {
+  if (my_ctx) return my_ctx;
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, ctx_key_init);
+  tensor_ctx *c = tg_xcalloc(1, sizeof *c);
+  pthread_mutex_init(&c->lock, NULL);
+  pthread_mutex_lock(&ctxs_lock);
+  c->next = ctxs; if (ctxs) ctxs->prev = c; ctxs = c;
+  pthread_mutex_unlock(&ctxs_lock);
+  pthread_setspecific(ctx_key, c);
+  return my_ctx = c;
+}
+
+/* Calls fn on every live tensor of every thread, each context locked in turn. */
+static void each_live(void (*fn)(tg_tensor *t, void *arg), void *arg) {
+  pthread_mutex_lock(&ctxs_lock);
+  for (tensor_ctx *c = ctxs; c; c = c->next) {
+    pthread_mutex_lock(&c->lock);
+    for (tg_tensor *t = c->live; t; t = t->next) fn(t, arg);
+    pthread_mutex_unlock(&c->lock);
+  }
+  pthread_mutex_unlock(&ctxs_lock);
+}
 
 static void scope_add(tg_scope *s, tg_tensor *t) {
   if (s->n == s->cap) { s->cap = s->cap ? s->cap * 2 : 16; s->v = tg_xrealloc(s->v, sizeof(tg_tensor *) * (size_t)s->cap); }
   t->scope = s; t->scope_slot = s->n;
   s->v[s->n++] = t;
+}
+/* the caller holds t->ctx->lock */
+static void scope_remove(tg_tensor *t) {
+  if (t->scope) t->scope->v[t->scope_slot] = NULL;
+  t->scope = NULL;
+}
+static void live_unlink(tg_tensor *t) {   /* the caller holds t->ctx->lock */
+  if (t->prev) t->prev->next = t->next; else t->ctx->live = t->next;
+  if (t->next) t->next->prev = t->prev;
 }
 
 static void init_once(void) {
@@ -43,67 +106,85 @@ tg_tensor *tensor_wrap(uop *u, const char *device) {
   tg_tensor *t = tg_xcalloc(1, sizeof *t);
   t->u = u; uop_retain(u);
   t->device = device;
-  pthread_mutex_lock(&tensors_lock);
-  scope_add(cur_scope, t);
-  t->next = live_head; if (live_head) live_head->prev = t; live_head = t;
-  pthread_mutex_unlock(&tensors_lock);
+  tensor_ctx *c = ctx_here();
+  t->ctx = c;
+  pthread_mutex_lock(&c->lock);
+  if (c->scope) scope_add(c->scope, t);
+  t->next = c->live; if (c->live) c->live->prev = t; c->live = t;
+  pthread_mutex_unlock(&c->lock);
   return t;
 }
 
+/* Frees t, out of its scope and unlinked, and the gradients it owns (each
+ * unlinked under its own context's lock: a gradient may come from another
+ * thread). */
 static void tensor_destroy(tg_tensor *t) {
-  /* caller holds tensors_lock and has removed t from its scope */
-  if (t->grad) tensor_destroy(t->grad);
-  if (t->prev) t->prev->next = t->next; else live_head = t->next;
-  if (t->next) t->next->prev = t->prev;
-  uop_release(t->u);
-  free(t);
+  while (t) {
+    tg_tensor *g = t->grad;
+    uop_release(t->u);
+    free(t);
+    if (g) { pthread_mutex_lock(&g->ctx->lock); live_unlink(g); pthread_mutex_unlock(&g->ctx->lock); }
+    t = g;
+  }
 }
 
 void tensor_adopt(tg_tensor *owner, tg_tensor *t) {
-  pthread_mutex_lock(&tensors_lock);
-  if (t->scope) t->scope->v[t->scope_slot] = NULL;
-  t->scope = NULL;
+  pthread_mutex_lock(&t->ctx->lock);
+  scope_remove(t);
   t->owner = owner;
-  pthread_mutex_unlock(&tensors_lock);
+  pthread_mutex_unlock(&t->ctx->lock);
 }
 
+typedef struct { tg_tensor **out; int n, max; } pending_list;
+static void add_pending(tg_tensor *t, void *arg) {
+  pending_list *p = arg;
+  if (t->u->op == OP_ASSIGN && p->n < p->max) p->out[p->n++] = t;
+}
 int tensors_pending_assigns(tg_tensor **out, int max) {
-  int n = 0;
-  pthread_mutex_lock(&tensors_lock);
-  for (tg_tensor *t = live_head; t; t = t->next) if (t->u->op == OP_ASSIGN && n < max) out[n++] = t;
-  pthread_mutex_unlock(&tensors_lock);
-  return n;
+  pending_list p = { out, 0, max };
+  each_live(add_pending, &p);
+  return p.n;
 }
 
+typedef struct { void (*fn)(tg_tensor *t, void *ctx); void *ctx; } grad_visit;
+static void visit_requiring_grad(tg_tensor *t, void *arg) {
+  grad_visit *v = arg;
+  if (t->requires_grad) v->fn(t, v->ctx);
+}
 void tensors_each_requiring_grad(void (*fn)(tg_tensor *t, void *ctx), void *ctx) {
-  pthread_mutex_lock(&tensors_lock);
-  for (tg_tensor *t = live_head; t; t = t->next) if (t->requires_grad) fn(t, ctx);
-  pthread_mutex_unlock(&tensors_lock);
+  each_live(visit_requiring_grad, &(grad_visit){ fn, ctx });
 }
 
 void tg_scope_begin(void) {
+  tensor_ctx *c = ctx_here();
   tg_scope *s = tg_xcalloc(1, sizeof *s);
-  pthread_mutex_lock(&tensors_lock);
-  s->up = cur_scope; cur_scope = s;
-  pthread_mutex_unlock(&tensors_lock);
+  pthread_mutex_lock(&c->lock);
+  s->up = c->scope; c->scope = s;
+  pthread_mutex_unlock(&c->lock);
 }
 
 void tg_scope_end(void) {
-  pthread_mutex_lock(&tensors_lock);
-  tg_scope *s = cur_scope;
-  if (s == &root_scope) { pthread_mutex_unlock(&tensors_lock); return; }
-  cur_scope = s->up;
-  for (int i = 0; i < s->n; i++) if (s->v[i]) tensor_destroy(s->v[i]);
-  pthread_mutex_unlock(&tensors_lock);
+  tensor_ctx *c = ctx_here();
+  pthread_mutex_lock(&c->lock);
+  tg_scope *s = c->scope;
+  if (!s) { pthread_mutex_unlock(&c->lock); return; }   /* no scope open */
+  c->scope = s->up;
+  int n = 0;
+  for (int i = 0; i < s->n; i++) if (s->v[i]) { s->v[i]->scope = NULL; live_unlink(s->v[i]); s->v[n++] = s->v[i]; }
+  pthread_mutex_unlock(&c->lock);
+  for (int i = 0; i < n; i++) tensor_destroy(s->v[i]);
   free(s->v); free(s);
 }
 
 tg_tensor *tg_keep(tg_tensor *t) {
   if (!t) { tensor_null_arg("tg_keep", "t"); return NULL; }
-  pthread_mutex_lock(&tensors_lock);
+  pthread_mutex_lock(&t->ctx->lock);
   tg_scope *s = t->scope;
-  if (s && s->up && !t->owner) { s->v[t->scope_slot] = NULL; scope_add(s->up, t); }
-  pthread_mutex_unlock(&tensors_lock);
+  if (s && !t->owner) {   /* to the enclosing scope, or to none */
+    scope_remove(t);
+    if (s->up) scope_add(s->up, t);
+  }
+  pthread_mutex_unlock(&t->ctx->lock);
   return t;
 }
 
@@ -111,10 +192,11 @@ void tg_release_cached_memory(void) { buffer_cache_trim(); }
 
 void tg_free(tg_tensor *t) {
   if (!t || t->owner) return;   /* a gradient belongs to its tensor */
-  pthread_mutex_lock(&tensors_lock);
-  if (t->scope) t->scope->v[t->scope_slot] = NULL;
+  pthread_mutex_lock(&t->ctx->lock);
+  scope_remove(t);
+  live_unlink(t);
+  pthread_mutex_unlock(&t->ctx->lock);
   tensor_destroy(t);
-  pthread_mutex_unlock(&tensors_lock);
 }
 
 /* Rebuilds u with buf replaced by repl, not entering ASSIGN nodes (an
@@ -131,24 +213,25 @@ static uop *subst_outside_assigns(uop *u, uop *buf, uop *repl, ptrmap *memo) {
   return r;
 }
 
+typedef struct { uop *buf, *after; const tg_tensor *except; } assign_visit;
+static void see_assign(tg_tensor *t, void *arg) {
+  assign_visit *a = arg;
+  if (t == a->except) return;
+  /* only tensors that are the memory itself (views of the buffer) see the
+   * write; a lazy computation reads the buffer when it runs, ordered
+   * before the assign when both are in one schedule */
+  const uop *x = t->u;
+  while (uop_is_movement(x->op) || x->op == OP_AFTER) x = x->src[0];
+  if (x != a->buf) return;
+  ptrmap memo = { 0 };
+  uop *nu = subst_outside_assigns(t->u, a->buf, a->after, &memo);
+  pm_free(&memo);
+  if (nu != t->u) { uop_retain(nu); uop_release(t->u); t->u = nu; }
+}
 void tensors_after_assign(uop *buf, uop *assign, const tg_tensor *except) {
   uop_pool_push();
   uop *after = uop2(OP_AFTER, buf->dtype, buf, assign, arg_none());
-  pthread_mutex_lock(&tensors_lock);
-  for (tg_tensor *t = live_head; t; t = t->next) {
-    if (t == except) continue;
-    /* only tensors that are the memory itself (views of the buffer) see the
-     * write; a lazy computation reads the buffer when it runs, ordered
-     * before the assign when both are in one schedule */
-    const uop *x = t->u;
-    while (uop_is_movement(x->op) || x->op == OP_AFTER) x = x->src[0];
-    if (x != buf) continue;
-    ptrmap memo = { 0 };
-    uop *nu = subst_outside_assigns(t->u, buf, after, &memo);
-    pm_free(&memo);
-    if (nu != t->u) { uop_retain(nu); uop_release(t->u); t->u = nu; }
-  }
-  pthread_mutex_unlock(&tensors_lock);
+  each_live(see_assign, &(assign_visit){ buf, after, except });
   uop_pool_pop();
 }
 
@@ -171,17 +254,15 @@ static uop *drop_done_afters(uop *u, ptrmap *memo) {
   return r;
 }
 
+static void substitute_one(tg_tensor *t, void *becomes) {
+  uop *nu = graph_substitute(t->u, becomes);
+  ptrmap memo = { 0 };
+  nu = drop_done_afters(nu, &memo);
+  pm_free(&memo);
+  if (nu != t->u) { uop_retain(nu); uop_release(t->u); t->u = nu; }
+}
 void tensors_substitute(const ptrmap *becomes) {
-  if (!becomes->n) return;
-  pthread_mutex_lock(&tensors_lock);
-  for (tg_tensor *t = live_head; t; t = t->next) {
-    uop *nu = graph_substitute(t->u, becomes);
-    ptrmap memo = { 0 };
-    nu = drop_done_afters(nu, &memo);
-    pm_free(&memo);
-    if (nu != t->u) { uop_retain(nu); uop_release(t->u); t->u = nu; }
-  }
-  pthread_mutex_unlock(&tensors_lock);
+  if (becomes->n) each_live(substitute_one, (void *)becomes);
 }
 
 void tensor_null_input(const char *op) {

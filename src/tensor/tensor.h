@@ -12,9 +12,10 @@ struct tg_scope;
 struct tg_tensor {
   uop *u;                    /* retained */
   const char *device;        /* a device's static name ("CPU", "NULL") */
-  struct tg_scope *scope;
+  struct tensor_ctx *ctx;    /* the context (thread) that made it: tensor.c */
+  struct tg_scope *scope;    /* NULL: no scope (made with none open, kept out of the last, or a gradient) */
   int scope_slot;
-  tg_tensor *prev, *next;    /* the global list of live tensors */
+  tg_tensor *prev, *next;    /* its context's list of live tensors */
   bool requires_grad;
   tg_tensor *grad;           /* accumulated gradient, owned by this tensor */
   tg_tensor *owner;          /* for a gradient: the tensor owning it */
@@ -22,8 +23,8 @@ struct tg_tensor {
 
 /* Takes t out of its scope: from now on `owner` frees it. */
 void tensor_adopt(tg_tensor *owner, tg_tensor *t);
-/* Calls fn on every live tensor that requires grad (under the tensor lock:
- * fn must not create or free tensors). */
+/* Calls fn on every live tensor (of every thread) that requires grad (under
+ * the tensor locks: fn must not create or free tensors). */
 void tensors_each_requiring_grad(void (*fn)(tg_tensor *t, void *ctx), void *ctx);
 
 /* Until tensor_device_end(prev), tensors this thread makes from nothing
