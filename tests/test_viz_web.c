@@ -345,3 +345,56 @@ TEST(viz_one_serves_at_exit) {
   CHECK_EQ_INT(stop(&s), 0);
   rm_dir(dir);
 }
+
+/* Damaged records inside a well-formed trace: the JSON answers stay well
+ * formed (no index outside its graph) and never crash. */
+TEST(viz_web_damaged_records) {
+  char path[] = "/tmp/tg_vizweb_damaged_XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  FILE *f = fdopen(fd, "w");
+  fputs("{\"tg_viz\":1,\"format\":\"tg-viz-trace\",\"pid\":1,\"started\":\"\",\"time_unit\":\"us\"}\n"
+        "{\"ev\":\"schedule\",\"ts\":1,\"sched\":1,\"dur\":2,\"ok\":true,\"items\":[{\"name\":\"k\",\"device\":\"CPU\",\"kind\":\"kernel\"},7,null]}\n"
+        "{\"ev\":\"kernel\",\"ts\":2,\"sched\":1,\"item\":0,\"name\":\"k\",\"src\":5,\"ast\":{\"nodes\":[[\"CONST\"],7,[\"ADD\",\"int\",\"\",[0,99,-3,1e300,\"x\"],null]]}}\n"
+        "{\"ev\":\"pass\",\"ts\":3,\"sched\":1,\"item\":0,\"name\":\"p\",\"n\":1e300,\"steps\":[{\"rule\":\"r\",\"g\":{\"b\":1e300,\"a\":-1,\"nodes\":[[\"X\",\"\",\"\",[5,0],77],3]}},"
+        "{\"rule\":null,\"g\":[1,2]},4]}\n"
+        "{\"ev\":\"pass\",\"ts\":3,\"sched\":1,\"item\":0,\"name\":\"q\",\"steps\":{\"rule\":\"x\"}}\n"
+        "{\"ev\":\"run\",\"ts\":4,\"sched\":1,\"name\":\"k\",\"device\":\"CPU\",\"dur\":1e308}\n"
+        "{\"ev\":\"mem\",\"ts\":5,\"device\":\"CPU\",\"buf\":1,\"bytes\":-1e300}\n"
+        "{\"ev\":\"end\",\"ts\":6,\"passes\":1,\"rules\":1,\"dropped\":0}\n", f);
+  fclose(f);
+  viz_trace t;
+  CHECK_OK(viz_trace_load(path, false, &t) == 0);
+  char *s = viz_api_trace(&t);
+  CHECK(s && cJSON_Parse(s));
+  cJSON_Delete(cJSON_Parse(s));
+  free(s);
+  int st = 0;
+  s = viz_api_kernel(&t, "0", &st);
+  cJSON *k = s ? cJSON_Parse(s) : NULL;
+  CHECK_MSG(k != NULL, "kernel 0: %s", s ? s : tg_error());
+  const cJSON *ast = cJSON_GetObjectItem(k, "ast"), *e, *p, *stp;
+  int n = cJSON_GetArraySize(cJSON_GetObjectItem(ast, "nodes"));
+  cJSON_ArrayForEach(e, cJSON_GetObjectItem(ast, "edges")) {
+    double a = cJSON_GetNumberValue(cJSON_GetArrayItem(e, 0)), b = cJSON_GetNumberValue(cJSON_GetArrayItem(e, 1));
+    CHECK(a >= 0 && a < n && b >= 0 && b < n);
+  }
+  cJSON_ArrayForEach(p, cJSON_GetObjectItem(k, "passes")) cJSON_ArrayForEach(stp, cJSON_GetObjectItem(p, "steps")) {
+    const cJSON *g = cJSON_GetObjectItem(stp, "graph");
+    if (!g) continue;
+    int gn = cJSON_GetArraySize(cJSON_GetObjectItem(g, "nodes"));
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(g, "edges")) {
+      double a = cJSON_GetNumberValue(cJSON_GetArrayItem(e, 0)), b = cJSON_GetNumberValue(cJSON_GetArrayItem(e, 1));
+      CHECK(a >= 0 && a < gn && b >= 0 && b < gn);
+    }
+    double b = cJSON_GetNumberValue(cJSON_GetObjectItem(g, "before")), a = cJSON_GetNumberValue(cJSON_GetObjectItem(g, "after"));
+    CHECK(b >= -1 && b < gn && a >= -1 && a < gn);
+  }
+  cJSON_Delete(k);
+  free(s);
+  s = viz_api_profile(&t);
+  CHECK(s && strstr(s, "\"devices\""));
+  free(s);
+  viz_trace_free(&t);
+  unlink(path);
+}

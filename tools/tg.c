@@ -13,6 +13,7 @@ static int cmd_version(int argc, char **argv) {
 static const tg_command commands[] = {
   { "version", cmd_version, "print the version" },
   { "devices", cmd_devices, "list the devices present (CPU, CL, CUDA ...) and why others are absent" },
+  { "env", cmd_env, "[--markdown]: every environment variable tg reads, its value now, default and meaning" },
   { "selftest", cmd_selftest, "build a small graph, compile it and check the result" },
   { "run", cmd_run, "continue a prompt with a GGUF model" },
   { "chat", cmd_chat, "chat with a GGUF model interactively" },
@@ -24,14 +25,14 @@ static const tg_command commands[] = {
   { "perplexity", cmd_perplexity, "-m MODEL.gguf -f TEXT: perplexity of a text (as llama-perplexity)" },
   { "tokenize", cmd_tokenize, "print the tokens of a text with a GGUF file's tokenizer" },
   { "export", cmd_export, "-m MODEL.gguf -o OUT.c: the decode step as one dependency-free C file" },
-  { "viz", cmd_viz, "[DIR] [--top N] [-s NAME] [--chrome OUT.json]: read a VIZ=-1 trace (rewrites, kernels, profile)" },
+  { "viz", cmd_viz, "[DIR] [--top N] [-s NAME] [--chrome OUT.json] [--serve]: read a VIZ=-1 trace (rewrites, kernels, profile; --serve: a web page)" },
 };
 #define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
 
 static int usage(void) {
   fprintf(stderr, "usage: tg <command> [args]\ncommands:\n");
   for (int i = 0; i < N_COMMANDS; i++) fprintf(stderr, "  %-14s %s\n", commands[i].name, commands[i].summary);
-  fprintf(stderr, "environment: DEBUG=2 prints each kernel run, DEBUG=4 its source (3 AST, 5/6 linearized, 7 disassembly); VIZ=-1 records a trace for `tg viz`; TG_DEVICE=CL (or CUDA, NULL ...) picks the device\n");
+  fprintf(stderr, "environment: DEBUG=2 prints each kernel run, DEBUG=4 its source (3 AST, 5/6 linearized, 7 disassembly); VIZ=-1 records a trace for `tg viz` (VIZ=1 also serves its web page at exit); TG_DEVICE=CL (or CUDA, NULL ...) picks the device\n");
   return 2;
 }
 

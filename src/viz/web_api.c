@@ -116,7 +116,7 @@ static cJSON *graph_out(const cJSON *g, bool step) {
     cJSON_AddStringToObject(x, "dtype", dt ? dt : "");
     cJSON_AddStringToObject(x, "arg", arg ? arg : "");
     const cJSON *f5 = cJSON_GetArrayItem(nd, 4), *s;
-    if (step) cJSON_AddNumberToObject(x, "side", cJSON_IsNumber(f5) ? f5->valueint & 3 : 3);
+    if (step) cJSON_AddNumberToObject(x, "side", cJSON_IsNumber(f5) && (f5->valueint & 3) ? f5->valueint & 3 : 3);
     else if (cJSON_IsArray(f5)) cJSON_AddItemToObject(x, "shape", cJSON_Duplicate(f5, true));
     cJSON_AddItemToArray(jn, x);
     int k = 0;
