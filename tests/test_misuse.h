@@ -5,6 +5,7 @@
 
 #include "test.h"
 #include "tg_dist.h"   /* not included by tg.h */
+#include "tg_kernel.h"
 
 /* What a case's call returned. */
 enum { M_ERROR = 1, M_ACCEPTED, M_UNCHECKED };

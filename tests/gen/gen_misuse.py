@@ -38,6 +38,7 @@ OPTIONAL = {
     "tg_jit_new.ctx", "tg_set_kernel_opts.spec", "tg_viz_begin.dir",
     "tg_sampler_set_grammar.tok",  # with g NULL (the generator has no grammar to pass): detaches
     "tg_function_new.name", "tg_function_new.ctx", "tg_function_set_grad.ctx", "tg_function_set_grad.grad",
+    "tg_custom_kernel.name",  # tg_kernel.h: NULL names the kernel "custom_kernel"
     # tg_movement.h: "out may be NULL to only count" (splitting); tg_layers.h: the same
     # for tg_state_dict_parameters
     "tg_split.out", "tg_split_size.out", "tg_chunk.out", "tg_state_dict_parameters.out",
