@@ -102,7 +102,7 @@ static int by_name(const void *a, const void *b) {
 }
 
 /* the tests whose results are checked against goldens, by name prefix */
-static const char *const golden_prefixes[] = { "ops_", "math_", "movement_", "nn_golden", "autograd_", "layers_golden", "layers_optim", "random_", "dtype_encode", "llm_stories260k" };
+static const char *const golden_prefixes[] = { "ops_", "custom_kernel_", "math_", "movement_", "nn_golden", "autograd_", "layers_golden", "layers_optim", "random_", "dtype_encode", "llm_stories260k" };
 
 static bool is_golden(const char *name) {
   for (size_t i = 0; i < sizeof golden_prefixes / sizeof golden_prefixes[0]; i++)

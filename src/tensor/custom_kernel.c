@@ -108,7 +108,11 @@ static call_body *make_body(const char *name, tg_device *dev, const tg_kernel_ou
   kb_init(&kb, name, outs, nout, ib, nin);
   int rc = build(ctx, &kb);
   uop *ast = NULL;
-  if (rc != 0 && !kb.failed) tg_seterr("tg_custom_kernel %s: the build function failed: %s", name, tg_error() ? tg_error() : "(no message)");
+  if (rc != 0 && !kb.failed) {
+    char why[512];
+    snprintf(why, sizeof why, "%s", tg_error() ? tg_error() : "(no message)");
+    tg_seterr("tg_custom_kernel %s: the build function failed: %s", name, why);
+  }
   else if (kb.failed || !(ast = kb_finish(&kb))) tg_seterr("tg_custom_kernel %s: %s", name, kb.err);
   kb_free(&kb);
   if (!ast) return NULL;

@@ -154,8 +154,7 @@ tg_kv *tg_k_index(tg_kb *kb, tg_kv *buf, tg_kv *const *idx, int n) {
     uop *x = value(kb, idx[a], "tg_k_index");
     if (!x) return NULL;
     if (!dt_is_int(x->dtype)) {
-      char t[32];
-      return kb_fail(kb, "tg_k_index: %s, index %d is %s (indices are integers)", bn, a, dt_str(x->dtype, t, sizeof t));
+      return kb_fail(kb, "tg_k_index: %s, index %d is %s (indices are integers)", bn, a, tg_dtype_name(x->dtype.scalar));
     }
     if (x->dtype.scalar != DT_INDEX.scalar) x = uop_cast(x, DT_INDEX);
     int64_t size = flat ? b->numel : b->shape[a];
@@ -190,10 +189,9 @@ int tg_k_store(tg_kb *kb, tg_kv *index, tg_kv *v) {
   uop *x = b ? value(kb, v, "tg_k_store") : NULL;
   if (!x) return -1;
   int k = (int)(b - kb->bufs);
-  char t1[32], t2[32];
   if (k >= kb->nout) { kb_fail(kb, "tg_k_store: input %d is read-only (a kernel writes its outputs)", k - kb->nout); return -1; }
   if (x->dtype.scalar != b->dtype) {
-    kb_fail(kb, "tg_k_store: output %d is %s, the value %s (tg_k_cast it)", k, dt_str(dt_scalar(b->dtype), t1, sizeof t1), dt_str(x->dtype, t2, sizeof t2));
+    kb_fail(kb, "tg_k_store: output %d is %s, the value %s (tg_k_cast it)", k, tg_dtype_name(b->dtype), tg_dtype_name(x->dtype.scalar));
     return -1;
   }
   uop *st = uop2(OP_STORE, DT_VOID, (uop *)index, x, arg_none());
@@ -244,12 +242,11 @@ static bool operands(tg_kb *kb, tg_kv *a, tg_kv *b, int kind, const char *fn, uo
   *x = value(kb, a, fn);
   *y = *x ? value(kb, b, fn) : NULL;
   if (!*y) return false;
-  char t1[32], t2[32];
   if ((*x)->dtype.scalar != (*y)->dtype.scalar) {
-    kb_fail(kb, "%s: operands are %s and %s (tg_k_cast one)", fn, dt_str((*x)->dtype, t1, sizeof t1), dt_str((*y)->dtype, t2, sizeof t2));
+    kb_fail(kb, "%s: operands are %s and %s (tg_k_cast one)", fn, tg_dtype_name((*x)->dtype.scalar), tg_dtype_name((*y)->dtype.scalar));
     return false;
   }
-  if (!takes(*x, kind)) { kb_fail(kb, "%s: takes %s, not %s", fn, kind_name(kind), dt_str((*x)->dtype, t1, sizeof t1)); return false; }
+  if (!takes(*x, kind)) { kb_fail(kb, "%s: takes %s, not %s", fn, kind_name(kind), tg_dtype_name((*x)->dtype.scalar)); return false; }
   return true;
 }
 
@@ -279,8 +276,9 @@ tg_kv *tg_k_min(tg_kb *kb, tg_kv *a, tg_kv *b) {
   NEED_KB("tg_k_min");
   uop *x, *y;
   if (!operands(kb, a, b, ANY, "tg_k_min", &x, &y)) return NULL;
-  /* floats as -max(-a, -b): NaN propagates as in tg_minimum */
-  if (dt_is_float(x->dtype)) return (tg_kv *)uop_alu1(OP_NEG, uop_alu(OP_MAX, uop_alu1(OP_NEG, x), uop_alu1(OP_NEG, y)));
+  /* -max(-a, -b): NaN propagates as in tg_minimum, and an int's value
+   * range follows (a clamped index is known to be in bounds) */
+  if (dt_is_float(x->dtype) || (dt_is_int(x->dtype) && !dt_is_unsigned(x->dtype))) return (tg_kv *)uop_alu1(OP_NEG, uop_alu(OP_MAX, uop_alu1(OP_NEG, x), uop_alu1(OP_NEG, y)));
   return (tg_kv *)uop_where(uop_alu(OP_CMPLT, x, y), x, y);
 }
 
@@ -288,16 +286,14 @@ tg_kv *tg_k_where(tg_kb *kb, tg_kv *cond, tg_kv *a, tg_kv *b) {
   NEED_KB("tg_k_where");
   uop *c = value(kb, cond, "tg_k_where"), *x, *y;
   if (!c || !operands(kb, a, b, ANY, "tg_k_where", &x, &y)) return NULL;
-  char t[32];
-  if (c->dtype.scalar != TG_BOOL) return kb_fail(kb, "tg_k_where: the condition is %s, not bool (compare first)", dt_str(c->dtype, t, sizeof t));
+  if (c->dtype.scalar != TG_BOOL) return kb_fail(kb, "tg_k_where: the condition is %s, not bool (compare first)", tg_dtype_name(c->dtype.scalar));
   return (tg_kv *)uop_where(c, x, y);
 }
 
 static tg_kv *unary(tg_kb *kb, uop_op op, tg_kv *a, int kind, const char *fn) {
   uop *x = value(kb, a, fn);
   if (!x) return NULL;
-  char t[32];
-  if (!takes(x, kind)) return kb_fail(kb, "%s: takes %s, not %s", fn, kind_name(kind), dt_str(x->dtype, t, sizeof t));
+  if (!takes(x, kind)) return kb_fail(kb, "%s: takes %s, not %s", fn, kind_name(kind), tg_dtype_name(x->dtype.scalar));
   return (tg_kv *)uop_alu1(op, x);
 }
 #define UNARY(fn, op, kind) tg_kv *fn(tg_kb *kb, tg_kv *a) { NEED_KB(#fn); return unary(kb, op, a, kind, #fn); }
@@ -317,8 +313,7 @@ tg_kv *tg_k_reduce(tg_kb *kb, tg_k_reduce_op op, tg_kv *v, tg_kv *const *ranges,
   if (!x) return NULL;
   if (n < 1 || n > KB_MAX_RANGES) return kb_fail(kb, "tg_k_reduce: %d reduce loops (1 to %d)", n, KB_MAX_RANGES);
   if (!ranges) return kb_fail(kb, "tg_k_reduce: ranges is NULL");
-  char t[32];
-  if (op == TG_K_SUM && x->dtype.scalar == TG_BOOL) return kb_fail(kb, "tg_k_reduce: a sum of %s (tg_k_cast it)", dt_str(x->dtype, t, sizeof t));
+  if (op == TG_K_SUM && x->dtype.scalar == TG_BOOL) return kb_fail(kb, "tg_k_reduce: a sum of %s (tg_k_cast it)", tg_dtype_name(x->dtype.scalar));
   uop *srcs[1 + KB_MAX_RANGES];
   srcs[0] = x;
   uop_list inner = uop_toposort(x);
