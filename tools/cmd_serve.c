@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "serve/serve.h"
 #include "util/util.h"
+#include "util/settings.h"
 
 static char *render_chat(void *ctx, const cJSON *messages, const cJSON *tools, const cJSON *kwargs, bool add_gen,
                          bool continue_final) {
@@ -69,7 +70,7 @@ int cmd_serve(int argc, char **argv) {
   llm_args a;
   llm_args_init(&a);
   a.special = true;   /* the tool-call formats' control-token markers must reach the reply parser */
-  const char *host = "127.0.0.1", *alias = NULL, *api_key = getenv("LLAMA_API_KEY");
+  const char *host = "127.0.0.1", *alias = NULL, *api_key = setting_str(SET_LLAMA_API_KEY);
   int port = SERVE_DEFAULT_PORT, timeout = 0, per_ip = 0;
   for (int i = 1; i < argc; i++) {
     int r = llm_args_parse(&a, argc, argv, &i, "tg serve");

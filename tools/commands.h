@@ -23,5 +23,6 @@ int cmd_tokenize(int argc, char **argv);
 int cmd_perplexity(int argc, char **argv);
 int cmd_viz(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_env(int argc, char **argv);
 
 #endif

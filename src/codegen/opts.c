@@ -8,6 +8,7 @@
 #include "schedule/schedule.h"
 #include "uop/symbolic.h"
 #include "util/util.h"
+#include "util/settings.h"
 
 static const char *opt_names[OPT_COUNT] = { "UPCAST", "UNROLL", "THREAD", "PADTO", "SWAP", "LOCAL", "GROUP", "GROUPTOP", "TC" };
 const char *kopt_name(kopt_op op) { return op < OPT_COUNT ? opt_names[op] : "?"; }
@@ -317,7 +318,7 @@ static uop *combine(uop_op op, uop **v, int n) {
  * remaining unroll lane, added across lanes after the loop (the lanes of a
  * matvec's dot product). NULL when the source does not vectorize. */
 static uop *vectorize_reduce(uop *r, uop **un, int nu, uop *const *keep, int nk) {
-  if (tg_getenv_int("TG_NOVEC", 0) || (r->arg.i != OP_ADD && r->arg.i != OP_MAX) || r->dtype.count != 1) return NULL;
+  if (setting_int(SET_TG_NOVEC) || (r->arg.i != OP_ADD && r->arg.i != OP_MAX) || r->dtype.count != 1) return NULL;
   if (r->dtype.scalar != TG_F32 && r->dtype.scalar != TG_I32) return NULL;
   for (int i = 0; i < nu; i++) {
     int64_t k = rsize(un[i]);
@@ -381,7 +382,7 @@ uop *kernel_expand_lanes(uop *ast, bool simd) {
   /* the upcast axis the stores walk with stride 1 becomes SIMD lanes; else
    * one whose stores scatter lane by lane (the loads and math still get
    * vectors: lanes along channels of channels-last data stored NCHW) */
-  for (int pass = 0; pass < 2 && nup && simd && !tg_getenv_int("TG_NOVEC", 0); pass++) {
+  for (int pass = 0; pass < 2 && nup && simd && !setting_int(SET_TG_NOVEC); pass++) {
     int done = -1;
     for (int i = 0; i < nup && done < 0; i++) {
       int64_t sz = rsize(up[i]);

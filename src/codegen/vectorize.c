@@ -14,6 +14,7 @@
 #include "schedule/schedule.h"
 #include "uop/symbolic.h"
 #include "util/util.h"
+#include "util/settings.h"
 
 typedef struct {
   uop *node;        /* the rebuilt node (NULL for pure lane-affine index math) */
@@ -402,7 +403,7 @@ uop *kernel_vectorize(uop *ast, uop *lane_range, bool gather) {
     if (s != s_stack) free(s);
     if (i == l.n - 1) result = me->node;
   }
-  if (fail && tg_getenv_int("TG_DEBUG_VEC", 0)) {
+  if (fail && setting_int(SET_TG_DEBUG_VEC)) {
     /* the last node given info is where it failed */
     uop *bad = NULL;
     for (int i = 0; i < l.n; i++) if (pm_get(&info, l.v[i])) bad = l.v[i];

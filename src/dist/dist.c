@@ -13,6 +13,7 @@
 #include "runtime/buffer.h"
 #include "tensor/tensor.h"
 #include "util/util.h"
+#include "util/settings.h"
 
 #define PIECE (1 << 28)   /* elements per MPI call: well inside an int count */
 
@@ -29,7 +30,7 @@ static int world_rank, world_size = 1;
 
 int tg_dist_init(void) {
   if (world) return 0;
-  const char *force = getenv("TG_DIST");
+  const char *force = setting_str(SET_TG_DIST);
   bool use_mpi = dist_launched_by_mpi() || (force && !strcmp(force, "mpi"));
   dist_backend *b = use_mpi ? dist_mpi_backend() : dist_single_backend();
   if (!b) return fail_in("tg_dist_init");

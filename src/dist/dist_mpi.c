@@ -19,6 +19,7 @@
 #include <string.h>
 #include "dist/dist.h"
 #include "util/util.h"
+#include "util/settings.h"
 
 #define OMPI_IN_PLACE ((void *)1)
 #define DEFAULT_LIB "libmpi.so.40"
@@ -148,8 +149,7 @@ static dist_backend backend = {
 
 dist_backend *dist_mpi_backend(void) {
   if (mpi.lib) return &backend;
-  const char *path = getenv("TG_MPI_LIB");
-  if (!path || !*path) path = DEFAULT_LIB;
+  const char *path = setting_str_or(SET_TG_MPI_LIB, DEFAULT_LIB);
   void *lib = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
   if (!lib) TG_FAIL("MPI: cannot load %s (" INSTALL_HINT "): %s", path, dlerror());
   mpi.lib = lib;
@@ -162,9 +162,9 @@ dist_backend *dist_mpi_backend(void) {
 }
 
 int dist_launched_by_mpi(void) {
-  static const char *const vars[] = { "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE", "PMI_RANK" };
+  static const setting_id vars[] = { SET_OMPI_COMM_WORLD_SIZE, SET_PMIX_RANK, SET_PMI_SIZE, SET_PMI_RANK };
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-    const char *v = getenv(vars[i]);
+    const char *v = setting_str(vars[i]);
     if (v && *v) return 1;
   }
   return 0;

@@ -13,8 +13,8 @@
 #include <unistd.h>
 #include "dist/dist.h"
 #include "util/util.h"
+#include "util/settings.h"
 
-#define DEFAULT_TIMEOUT_S 300
 #define EXIT_TIMEOUT 70
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -54,7 +54,7 @@ static void start_locked(void) {
 }
 
 void dist_watch_begin(const char *w, int rank, int size) {
-  int64_t t = tg_getenv_int("TG_DIST_TIMEOUT", DEFAULT_TIMEOUT_S);
+  int64_t t = setting_int(SET_TG_DIST_TIMEOUT);
   if (t <= 0 || size <= 1) return;   /* a world of one waits for no one */
   if (t > 1000000000) t = 1000000000;
   pthread_mutex_lock(&lock);

@@ -8,6 +8,7 @@
 #include "engine/vars.h"
 #include "runtime/thread_pool.h"
 #include "util/util.h"
+#include "util/settings.h"
 
 #define BEAM_MAX_OPTS 8
 #define BEAM_DEPTH 4
@@ -208,7 +209,7 @@ int beam_opts(sched_item *it, int width, kopt *out, int max) {
   for (int i = 0; i < nb; i++) if (bufs[i]) it->dev->free(it->dev, bufs[i], it->bufs[i]->nbytes);
   char spec[1024];
   kopts_format(best.o, best.n, spec, sizeof spec);
-  if (tg_getenv_int("DEBUG", 0) >= 2)
+  if (setting_int(SET_DEBUG) >= 2)
     fprintf(stderr, "beam %-24s %4d candidates in %6.2f s: %s (%.2f us)\n", it->name, tried, now_s() - t0, spec[0] ? spec : "(no opts)", best.t * 1e6);
   if (path) {
     /* write atomically: other processes may be searching the same kernel */

@@ -14,6 +14,7 @@
 #include "schedule/schedule.h"
 #include "util/counters.h"
 #include "viz/viz.h"
+#include "util/settings.h"
 
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -86,13 +87,13 @@ int tg_set_kernel_opts(const char *spec) {
  * its first calls), 0 for none: then $BEAM applies. */
 static _Thread_local int beam_override;
 int engine_set_beam(int width) { int prev = beam_override; beam_override = width; return prev; }
-static int beam_width(void) { return beam_override > 0 ? beam_override : (int)tg_getenv_int("BEAM", 0); }
+static int beam_width(void) { return beam_override > 0 ? beam_override : (int)setting_int(SET_BEAM); }
 
 /* Picks the opts for this kernel (TG_OPTS or tg_set_kernel_opts, BEAM, the
  * heuristic, or none with NOOPT=1) and runs codegen with them. */
 static int generate(sched_item *it, kernel_program *kp, int debug) {
   const tg_renderer *ren = it->dev->renderer;
-  const char *spec = opts_override ? opts_override : getenv("TG_OPTS");
+  const char *spec = opts_override ? opts_override : setting_str(SET_TG_OPTS);
   char mine[512];
   if (spec && *spec) {
     int found = opts_for(spec, it->name, mine, sizeof mine);
@@ -106,7 +107,7 @@ static int generate(sched_item *it, kernel_program *kp, int debug) {
     if ((n = kopts_parse(spec, o, 32)) < 0) return -1;
   } else if (beam_width() > 0) {
     if ((n = beam_opts(it, beam_width(), o, 32)) < 0) return -1;
-  } else if (!tg_getenv_int("NOOPT", 0)) {
+  } else if (!setting_int(SET_NOOPT)) {
     n = kernel_heuristic_opts(it->ast, ren, tg_pool_threads(), o, 32);
     heuristic = true;   /* a pick that does not fit is skipped */
   }
@@ -161,8 +162,8 @@ static void viz_record_cached(sched_item *it, int item) {
 static uop *program_key(sched_item *it) {
   /* one program per kernel, device and opts setting */
   char keystr[512];
-  const char *spec = opts_override ? opts_override : getenv("TG_OPTS");
-  snprintf(keystr, sizeof keystr, "%s|%s|%d|%d", it->dev->name, spec ? spec : "", (int)tg_getenv_int("NOOPT", 0), beam_width());
+  const char *spec = opts_override ? opts_override : setting_str(SET_TG_OPTS);
+  snprintf(keystr, sizeof keystr, "%s|%s|%d|%d", it->dev->name, spec ? spec : "", (int)setting_int(SET_NOOPT), beam_width());
   return uop1(OP_NOOP, DT_VOID, it->ast, arg_str(keystr));
 }
 
@@ -329,8 +330,8 @@ int engine_realize(uop *const *roots, int n, const char *default_device, ptrmap 
   if (vs) viz_schedule_scheduled(vs, &s, sc >= 0);
   if (sc < 0) { uop_simplify_memo_end(); if (vs) viz_schedule_end(vs); return -1; }
   counters_add_schedule();
-  int debug = (int)tg_getenv_int("DEBUG", 0);
-  bool time_each = debug >= 2 || tg_getenv_int("TG_KERNEL_TIMES", 0) || viz_on;
+  int debug = (int)setting_int(SET_DEBUG);
+  bool time_each = debug >= 2 || setting_int(SET_TG_KERNEL_TIMES) || viz_on;
   int rc = 0;
   double t_phase = vs ? now_s() : 0;
   prep *ps = tg_xcalloc((size_t)(s.n ? s.n : 1), sizeof(prep));

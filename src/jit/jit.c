@@ -19,6 +19,7 @@
 #include "tensor/tensor.h"
 #include "uop/dims.h"
 #include "util/counters.h"
+#include "util/settings.h"
 
 static void replay_plan_free(replay_plan *rp, int nk);
 
@@ -102,7 +103,7 @@ static int check_inputs(tg_jit *j, tg_tensor *const *in, int nin, tg_buffer **bu
 /* Runs the step, realizing its outputs and pending assigns together. */
 static int run_step(tg_jit *j, tg_tensor *const *in, int nin, tg_tensor **out, int nout) {
   /* JITBEAM=n: kernel search for the step's kernels only */
-  int jitbeam = (int)tg_getenv_int("JITBEAM", 0), prev_beam = jitbeam > 0 ? engine_set_beam(jitbeam) : 0;
+  int jitbeam = (int)setting_int(SET_JITBEAM), prev_beam = jitbeam > 0 ? engine_set_beam(jitbeam) : 0;
   tg_scope_begin();
   for (int i = 0; i < nout; i++) out[i] = NULL;
   int rc = j->fn(j->ctx, in, nin, out, nout);
@@ -256,8 +257,8 @@ static replay_plan *build_replay_plan(tg_jit *j) {
   }
   rp->patch = patch.v; rp->npatch = patch.n;
   /* batches; JIT=2 keeps the JIT without them, DEBUG=2 times each kernel */
-  bool batches = tg_getenv_int("JIT", 1) != 2 && tg_getenv_int("DEBUG", 0) < 2;
-  int64_t size = tg_getenv_int("JIT_BATCH_SIZE", 32);
+  bool batches = setting_int(SET_JIT) != 2 && setting_int(SET_DEBUG) < 2;
+  int64_t size = setting_int(SET_JIT_BATCH_SIZE);
   if (size < 1) size = 1;
   rp->batch_end = tg_xcalloc((size_t)(nk ? nk : 1), sizeof(int));
   rp->batched = tg_xcalloc((size_t)(nk ? nk : 1), sizeof(bool));
@@ -285,7 +286,7 @@ static int replay_kernels(tg_jit *j, tg_buffer **inb, tg_buffer **outb) {
   }
   for (int k = 0; k < j->cap.n; k++)
     if (j->cap.v[k].nvars && vars_values(j->cap.v[k].varnames, j->cap.v[k].nvars, rp->vars[k]) < 0) return -1;
-  int debug = (int)tg_getenv_int("DEBUG", 0);
+  int debug = (int)setting_int(SET_DEBUG);
   for (int b = 0, k = 0; b < rp->nbatches; k = rp->batch_end[b++]) {
     captured_kernel *ck = &j->cap.v[k];
     int end = rp->batch_end[b];

@@ -6,6 +6,7 @@
 #include <string.h>
 #include "llm/llm.h"
 #include "util/util.h"
+#include "util/settings.h"
 
 /* Integer <arch>.<key>; def when absent (def < 0: required). */
 static int arch_int(tg_llm *m, const char *key, int64_t def, int *out) {
@@ -193,7 +194,7 @@ int llm_read_config(tg_llm *m, int n_ctx) {
    * oldest key a chunk's first token sees to its last token) when that is
    * shorter than the context; TG_LLM_SWA_FULL=1 keeps every position */
   m->ring = 0;
-  if (m->swa_window > 0 && m->swa_window < c->n_ctx - (LLM_MAX_CHUNK - 1) && !tg_getenv_int("TG_LLM_SWA_FULL", 0))
+  if (m->swa_window > 0 && m->swa_window < c->n_ctx - (LLM_MAX_CHUNK - 1) && !setting_int(SET_TG_LLM_SWA_FULL))
     m->ring = m->swa_window + LLM_MAX_CHUNK - 1;
   for (int i = 0; i < c->n_layers; i++) m->layers[i].ring = m->layers[i].swa ? m->ring : 0;
   return 0;

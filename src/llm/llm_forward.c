@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include "llm/llm.h"
 #include "util/util.h"
+#include "util/settings.h"
 
 static tg_tensor *rms_norm(tg_tensor *x, tg_tensor *w, float eps) {
   tg_tensor *ms = tg_mean(tg_mul(x, x), TG_AXES(-1), true);
@@ -32,7 +33,7 @@ static tg_tensor *linear(tg_llm *m, tg_tensor *x, tg_tensor *w, tg_tensor *b) {
   const llm_packed *pk = llm_packed_of(m, w);
   bool int_fast = pk && (pk->type == TG_GGML_Q8_0 || pk->type == TG_GGML_Q4_0);
   tg_tensor *y = NULL;
-  if (pk && !getenv("TG_LLM_FLOAT_MATVEC")) {
+  if (pk && !setting_on(SET_TG_LLM_FLOAT_MATVEC)) {
     if (pk->row_quants) y = tg_quant_matmul_rows(x, pk->row_scales, pk->row_quants, pk->type, tg_shape_of(w));
     else if (int_fast && tg_dim(x, 0) < LINEAR_DECODE_ONCE_ROWS) y = tg_quant_matmul(x, pk->raw, pk->type, tg_shape_of(w));
   }
@@ -294,7 +295,7 @@ static tg_tensor *residual(tg_llm *m, tg_tensor *tokens) {
   const tg_llm_config *c = &m->cfg;
   tg_tensor *x = tg_cast(tg_take(m->tok_embd, tokens), TG_F32);                                /* (T, dim) */
   if (m->arch->embd_scale) x = tg_mul(x, tg_scalar(sqrtf((float)c->dim), TG_F32));
-  bool calls = tg_getenv_int("TG_LLM_FUNCTIONS", 1) != 0;
+  bool calls = setting_int(SET_TG_LLM_FUNCTIONS) != 0;
   for (int i = 0; i < c->n_layers && x; i++) {
     llm_layer *l = &m->layers[i];
     tg_tensor *ct = l->swa && m->rope_cos_swa ? m->rope_cos_swa : m->rope_cos;

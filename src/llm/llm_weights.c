@@ -9,6 +9,7 @@
 #include "io/gguf_loader.h"
 #include "tensor/tensor.h"
 #include "util/util.h"
+#include "util/settings.h"
 
 /* Records quantized weight w (lazy floats over its packed bytes raw).
  * Types with a row-packed form (Q4_0, Q8_0; Q4_K, Q6_K below; tg_quant_pack_rows) are
@@ -25,9 +26,9 @@ static tg_tensor *keep_packed(tg_llm *m, tg_tensor *raw, tg_tensor *w, int type)
    * seconds (docs/llm.md). tg_quant_pack_rows checks the shape. */
   bool kquant = type == TG_GGML_Q4_K || type == TG_GGML_Q6_K;
   bool rows = type == TG_GGML_Q4_0 || type == TG_GGML_Q8_0 ||
-              (kquant && ((ws.ndim == 2 && ws.d[0] == m->cfg.n_vocab) || tg_getenv_int("TG_LLM_ROWS_K", 0)));
+              (kquant && ((ws.ndim == 2 && ws.d[0] == m->cfg.n_vocab) || setting_int(SET_TG_LLM_ROWS_K)));
   tg_tensor *sc = NULL, *q = NULL;
-  if (rows && !getenv("TG_LLM_NO_ROWS") && tg_quant_pack_rows(raw, type, ws, &sc, &q) == 0) {
+  if (rows && !setting_on(SET_TG_LLM_NO_ROWS) && tg_quant_pack_rows(raw, type, ws, &sc, &q) == 0) {
     tg_tensor *wr = tg_realize(sc) == 0 && tg_realize(q) == 0 ? tg_dequantize_rows(sc, q, type, ws) : NULL;
     if (!wr) { tg_free(sc), tg_free(q); return NULL; }
     tensor_adopt(NULL, sc), tensor_adopt(NULL, q);

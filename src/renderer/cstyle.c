@@ -7,6 +7,7 @@
 #include "renderer/cstyle.h"
 #include "codegen/codegen.h"
 #include "schedule/schedule.h"
+#include "util/settings.h"
 
 char *rfmt(const char *f, ...) {
   va_list ap;
@@ -319,7 +320,7 @@ char *render_kernel(const tg_renderer *r, uop *ast, const char *name) {
   const char *varnames[64];
   int nvarnames = kernel_var_names(ast, varnames, 64);
   ptrmap prefetch_ahead = { 0 };
-  if (r->prefetch && !getenv("TG_NO_PREFETCH")) kernel_prefetch_plan(ast, &prefetch_ahead);
+  if (r->prefetch && !setting_on(SET_TG_NO_PREFETCH)) kernel_prefetch_plan(ast, &prefetch_ahead);
   kernel_args args;
   strbuf locals = { 0 };
   collect_args(ast, &prog, &args, &locals, &c);

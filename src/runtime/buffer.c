@@ -7,6 +7,7 @@
 #include "util/counters.h"
 #include "util/util.h"
 #include "viz/viz.h"
+#include "util/settings.h"
 
 /* ---- an allocator cache: freed device memory is kept, by size, and handed
  * to the next buffer of the same size on the same device, so a training
@@ -45,7 +46,7 @@ static void free_cached_list(cached_mem *c) {
 }
 
 static void cache_give(tg_device *dev, void *ptr, size_t nbytes) {
-  size_t limit = (size_t)tg_getenv_int("TG_ALLOC_CACHE_MB", 1024) << 20;
+  size_t limit = (size_t)setting_int(SET_TG_ALLOC_CACHE_MB) << 20;
   /* mapped files (DISK) go back to their device, which unmaps them */
   if (!strcmp(dev->name, "DISK")) limit = 0;
   cached_mem *evicted = NULL;

@@ -13,6 +13,7 @@
 #include "runtime/cpu_compiler.h"
 #include "runtime/device.h"
 #include "util/util.h"
+#include "util/settings.h"
 
 /* ---------------------------------------------------------------- SHA-256 */
 
@@ -128,7 +129,7 @@ static char *temp_cache_dir(void) {
     fallback_dir = NULL;
   }
   if (!fallback_dir) {
-    const char *tmp = getenv("TMPDIR");
+    const char *tmp = setting_str(SET_TMPDIR);
     if (!tmp || !*tmp || access(tmp, W_OK) != 0) tmp = "/tmp";
     strbuf sb = { 0 };
     sb_printf(&sb, "%s/tg-cache-XXXXXX", tmp);
@@ -143,14 +144,14 @@ static char *temp_cache_dir(void) {
 
 char *compile_cache_dir(void) {
   strbuf sb = { 0 };
-  const char *env = getenv("TG_CACHE_DIR");
-  const char *xdg = getenv("XDG_CACHE_HOME");
-  const char *home = getenv("HOME");
+  const char *env = setting_str(SET_TG_CACHE_DIR);
+  const char *xdg = setting_str(SET_XDG_CACHE_HOME);
+  const char *home = setting_str(SET_HOME);
   if (env && *env) sb_puts(&sb, env);
   else if (xdg && *xdg) sb_printf(&sb, "%s/tg", xdg);
   else if (home && *home) sb_printf(&sb, "%s/.cache/tg", home);
   if (sb.s && mkdir_p(sb.s) == 0 && access(sb.s, W_OK | X_OK) == 0) return sb.s;
-  if (sb.s && tg_getenv_int("DEBUG", 0) >= 1)
+  if (sb.s && setting_int(SET_DEBUG) >= 1)
     fprintf(stderr, "tg: compile cache '%s' is not usable; using a temporary directory\n", sb.s);
   sb_free(&sb);
   return temp_cache_dir();

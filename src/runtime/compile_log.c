@@ -7,9 +7,10 @@
 #include <unistd.h>
 #include "runtime/device.h"
 #include "util/util.h"
+#include "util/settings.h"
 
 void *cache_read_file(const char *path, size_t *n) {
-  if (tg_getenv_int("TG_NOCACHE", 0) == 1) return NULL;
+  if (setting_int(SET_TG_NOCACHE) == 1) return NULL;
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
   struct stat st;

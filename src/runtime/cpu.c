@@ -33,6 +33,7 @@
 #include "runtime/thread_pool.h"
 #include "util/counters.h"
 #include "util/util.h"
+#include "util/settings.h"
 
 extern char **environ;
 
@@ -139,7 +140,7 @@ static bool is_exec_file(const char *path) {
 static char *find_exe(const char *name) {
   if (!*name) return NULL;
   if (strchr(name, '/')) return is_exec_file(name) ? tg_xstrdup(name) : NULL;
-  const char *path = getenv("PATH");
+  const char *path = setting_str(SET_PATH);
   if (!path) path = "/usr/local/bin:/usr/bin:/bin";
   strbuf sb = { 0 };
   for (const char *p = path; ; ) {
@@ -159,7 +160,7 @@ static char *find_exe(const char *name) {
 /* The compiler command (argv[0] resolved to a path) into *cmd; -1 + tg_error
  * when there is none. Resolved at every compile: $CC may change at run time. */
 static int resolve_compiler(strvec *cmd) {
-  const char *cc = getenv("CC");
+  const char *cc = setting_str(SET_CC);
   if (cc && *cc) {
     char *exe = find_exe(cc);   /* the whole value first: paths may hold spaces */
     if (exe) { VEC_PUSH(*cmd, exe); return 0; }
@@ -343,7 +344,7 @@ static tg_program *cpu_compile(struct tg_device *d, const char *src, const char 
   const char *slash = strrchr(path, '/');
   const char *key = slash ? slash + 1 : path;
 
-  bool nocache = tg_getenv_int("TG_NOCACHE", 0) == 1;
+  bool nocache = setting_int(SET_TG_NOCACHE) == 1;
   bool cached = false;
   void *h = NULL;
   if (!nocache) {
@@ -352,7 +353,7 @@ static tg_program *cpu_compile(struct tg_device *d, const char *src, const char 
     pthread_mutex_unlock(&lock);
     if (!h && access(path, R_OK) == 0) {
       h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-      if (!h && tg_getenv_int("DEBUG", 0) >= 1)   /* e.g. a truncated file: build it anew */
+      if (!h && setting_int(SET_DEBUG) >= 1)   /* e.g. a truncated file: build it anew */
         fprintf(stderr, "tg: cached kernel %s does not load (%s); recompiling\n", path, dlerror());
     }
     cached = h != NULL;
@@ -505,11 +506,10 @@ struct tg_device *cpu_device(void) {
  * the process's thread pool: one launch at a time gets its workers, a launch
  * from another thread while it is busy runs its cores in turn on that thread
  * (thread_pool.h). $TG_CPU_DEVICES (1..16, default 2) says how many exist. */
-#define CPU_DEVICES_DEFAULT 2
 #define CPU_DEVICES_MAX 16
 
 int cpu_count(const char **why) {
-  long n = tg_getenv_int("TG_CPU_DEVICES", CPU_DEVICES_DEFAULT);
+  long n = setting_int(SET_TG_CPU_DEVICES);
   return n < 1 ? 1 : n > CPU_DEVICES_MAX ? CPU_DEVICES_MAX : (int)n;
 }
 

@@ -17,6 +17,7 @@
 #include "runtime/cuda.h"
 #include "util/counters.h"
 #include "util/util.h"
+#include "util/settings.h"
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -91,7 +92,7 @@ static void nvrtc_load(void) {
   static const char *const libs[] = { "libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2",
     "/usr/local/cuda/lib64/libnvrtc.so", "/usr/local/cuda/targets/x86_64-linux/lib/libnvrtc.so", "/usr/lib/x86_64-linux-gnu/libnvrtc.so" };
   void *h = NULL;
-  const char *cp = getenv("CUDA_PATH");
+  const char *cp = setting_str(SET_CUDA_PATH);
   if (cp && *cp) {
     char p[512];
     snprintf(p, sizeof p, "%s/lib64/libnvrtc.so", cp);

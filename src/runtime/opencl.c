@@ -15,6 +15,7 @@
 #include "runtime/backends.h"
 #include "util/counters.h"
 #include "util/util.h"
+#include "util/settings.h"
 
 typedef int32_t cl_int;
 typedef uint32_t cl_uint;
@@ -314,7 +315,7 @@ tg_device *opencl_open(int index) {
   for (int i = 0; i < 3; i++) if (items[i]) c->ren.local_max[i] = (int64_t)items[i] < c->ren.max_local ? (int64_t)items[i] : c->ren.max_local;
   /* CUDA's tensor cores emulated through local memory (dialect_opencl.c):
    * tests the tensor-core kernels where no NVIDIA GPU is */
-  if (tg_getenv_int("TG_CL_EMULATE_TC", 0) && c->ren.local_max[0] >= 32)
+  if (setting_int(SET_TG_CL_EMULATE_TC) && c->ren.local_max[0] >= 32)
     c->ren.tensor_cores = tensor_cores_mma_m16n8k16, c->ren.n_tensor_cores = 2;
   static const tg_device functions = { .alloc = cl_alloc, .free = cl_free, .copyin = cl_copyin, .copyout = cl_copyout,
     .compile = cl_compile, .program_free = cl_program_free, .launch = cl_launch, .launch_timed = cl_launch_timed, .synchronize = cl_sync };

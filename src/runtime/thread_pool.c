@@ -40,6 +40,7 @@
 #include <sys/syscall.h>
 #endif
 #include "runtime/thread_pool.h"
+#include "util/settings.h"
 
 #define CACHE_LINE 64
 #define CORE_BITS 16   /* job_word = generation << CORE_BITS | ncores */
@@ -118,7 +119,7 @@ static uint64_t generation;
 static int clamp_threads(long n) { return n < 1 ? 1 : n > TG_POOL_MAX_THREADS ? TG_POOL_MAX_THREADS : (int)n; }
 
 static int read_thread_count(void) {
-  const char *e = getenv("TG_THREADS");
+  const char *e = setting_str(SET_TG_THREADS);
   if (e && *e) {
     char *end;
     errno = 0;

@@ -4,13 +4,14 @@
 #include "schedule/allreduce.h"
 #include "uop/rewrite.h"
 #include "util/util.h"
+#include "util/settings.h"
 
 #define AR_MAX_DEVICES 16
 
 allreduce_kind allreduce_choose(int ndev, int64_t numel) {
-  int64_t ring = tg_getenv_int("TG_RING", 1);
+  int64_t ring = setting_int(SET_TG_RING);
   if (ring >= 2) return ALLREDUCE_RING;
-  if (ring >= 1 && ndev > 2 && numel > tg_getenv_int("TG_RING_ALLREDUCE_THRESHOLD", 256000)) return ALLREDUCE_RING;
+  if (ring >= 1 && ndev > 2 && numel > setting_int(SET_TG_RING_ALLREDUCE_THRESHOLD)) return ALLREDUCE_RING;
   return ALLREDUCE_NAIVE;
 }
 
@@ -177,7 +178,7 @@ uop **allreduce_expand(uop *const *roots, int n, allreduce_device_fn device_of, 
     for (int d = 0; d < gs.v[i].n; d++) feeds_other |= gs.v[i].dest[d] && pm_get(&feeds, gs.v[i].dest[d]);
     if (!feeds_other) gs.v[i].level = 1 << 30;
   }
-  bool bucket = tg_getenv_int("TG_ALLREDUCE_BUCKET", 1) != 0;
+  bool bucket = setting_int(SET_TG_ALLREDUCE_BUCKET) != 0;
   int rc = 0;
   for (;;) {
     int first = -1;

@@ -12,6 +12,7 @@
 #include "schedule/call.h"
 #include "uop/symbolic.h"
 #include "uop/dims.h"
+#include "util/settings.h"
 
 typedef struct {
   tg_buffer *buf;       /* the buffer the node's value lands in */
@@ -644,7 +645,7 @@ static void kctx_free(kctx *k) {
  * intermediates nobody asked for by name, with every axis a constant. */
 #define LAYOUT_MIN_ELEMENTS (1 << 16)
 static bool pick_layout(kctx *k, uop *u, uop *v, uop *const *oidx, int nd, int *perm) {
-  if (!uop_is_alu(u->op) || pm_get(&k->s->roots, u) || nd < 2 || uop_has_var_dims(u) || getenv("TG_NO_LAYOUT")) return false;
+  if (!uop_is_alu(u->op) || pm_get(&k->s->roots, u) || nd < 2 || uop_has_var_dims(u) || setting_on(SET_TG_NO_LAYOUT)) return false;
   int64_t numel = numel_of(u);
   if (numel < LAYOUT_MIN_ELEMENTS) return false;
   uop *axes[TG_MAX_DIMS * 4];
@@ -767,7 +768,7 @@ static void structure_walk_free(structure_walk *w) {
 
 /* The key of the kernel storing u's value (retained), or NULL. */
 static uop *lower_key(structure_walk *w, uop *u, uop *value, tg_device *dev, tg_buffer *out) {
-  if (getenv("TG_NO_LOWER_CACHE")) return NULL;
+  if (setting_on(SET_TG_NO_LOWER_CACHE)) return NULL;
   uop *v = structure_of(w, value, 0);
   if (w->unkeyed) return NULL;
   int64_t a[8 + TG_MAX_DIMS * 4];
@@ -1207,8 +1208,8 @@ int schedule_create(uop *const *roots, int n, const char *default_device, schedu
     default: break;
     }
   }
-  if (!getenv("TG_NO_SHARED_STORE")) mark_shared_costly(&s, &topo);
-  if (!getenv("TG_NO_SMALL_FORMS")) find_small_forms(&s, &topo);
+  if (!setting_on(SET_TG_NO_SHARED_STORE)) mark_shared_costly(&s, &topo);
+  if (!setting_on(SET_TG_NO_SMALL_FORMS)) find_small_forms(&s, &topo);
   /* build kernels in topological order; a CONTIGUOUS of memory that is
    * already contiguous becomes that memory */
   int rc = 0;
@@ -1377,7 +1378,7 @@ static bool independent_of(const schedule *out, kernel_facts *f, int lo, int hi,
 
 #define MERGE_LOOKBACK 6   /* kernels searched back for a reduce to merge with */
 static void merge_sibling_kernels(schedule *out) {
-  if (tg_getenv_int("TG_NO_MULTI_OUTPUT", 0)) return;
+  if (setting_int(SET_TG_NO_MULTI_OUTPUT)) return;
   kernel_facts *f = tg_xcalloc((size_t)(out->n ? out->n : 1), sizeof *f);
   int w = 0;
   for (int i = 0; i < out->n; i++) {

@@ -3,6 +3,7 @@
  * only), broadcast against the weight per group, multiplied and summed, so a
  * convolution with its bias (and a following activation) is one kernel. */
 #include "tensor/nn_internal.h"
+#include "util/settings.h"
 
 /* inputs at least this big (elements, after padding) get their padding stored */
 #define CONV_STORE_PADDED_MIN (1 << 15)
@@ -130,7 +131,7 @@ static void conv_grad(const void *ctx, uop *g, uop *const *srcs, int nsrc, uop *
  * padding within 0..k-1 on each side (the transposed conv's padding is then
  * not negative), input and weight of one dtype. */
 static bool has_transposed_grad(tg_tensor *x, tg_tensor *w, const conv_params *p, const int64_t *k) {
-  if (p->groups != 1 || tg_dtype_of(x) != tg_dtype_of(w) || getenv("TG_CONV_GENERIC_GRAD")) return false;
+  if (p->groups != 1 || tg_dtype_of(x) != tg_dtype_of(w) || setting_on(SET_TG_CONV_GENERIC_GRAD)) return false;
   for (int j = 0; j < p->n; j++)
     if (p->s[j] != 1 || p->d[j] != 1 || p->pads[2 * j] < 0 || p->pads[2 * j + 1] < 0 || p->pads[2 * j] > k[j] - 1 || p->pads[2 * j + 1] > k[j] - 1) return false;
   return true;
@@ -176,7 +177,7 @@ static tg_tensor *conv_channel_lanes(tg_tensor *x, tg_tensor *w, const conv_para
  * whole vectors of output channels, output rows that whole vectors do not
  * fill, and a matmul's worth of work? */
 static bool wants_channel_lanes(tg_tensor *x, tg_tensor *w, const conv_params *p, const int64_t *o) {
-  if (p->groups != 1 || !tensor_wide_layouts(x) || getenv("TG_CONV_NO_CHANNEL_LANES")) return false;
+  if (p->groups != 1 || !tensor_wide_layouts(x) || setting_on(SET_TG_CONV_NO_CHANNEL_LANES)) return false;
   int64_t cout = tg_dim(w, 0);
   double work = (double)tg_dim(x, 0) * (double)cout * (double)tg_dim(w, 1);   /* a size estimate: may pass int64 */
   for (int j = 0; j < p->n; j++) work *= (double)o[j] * (double)tg_dim(w, 2 + j);

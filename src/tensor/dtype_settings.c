@@ -7,23 +7,24 @@
 #include <stdlib.h>
 #include "tensor/tensor.h"
 #include "dtype/dtype.h"
+#include "util/settings.h"
 
 #define UNSET (-1)
 static _Atomic int default_float = UNSET, sum_dtype = UNSET;
 
 /* A float dtype named by the environment variable var, or float32 (with a
  * warning on stderr when var names something else). */
-static int float_from_env(const char *var) {
-  const char *s = getenv(var);
+static int float_from_env(setting_id var) {
+  const char *s = setting_str(var);
   if (!s || !*s) return TG_F32;
   int dt = tg_dtype_from_name(s);
   if (dt >= 0 && tg_dtype_is_float((tg_dtype)dt)) return dt;
-  fprintf(stderr, "tg: %s=%s is not a float dtype name; using float32\n", var, s);
+  fprintf(stderr, "tg: %s=%s is not a float dtype name; using float32\n", settings_table[var].name, s);
   tg_clear_error();
   return TG_F32;
 }
 
-static tg_dtype get(_Atomic int *slot, const char *var) {
+static tg_dtype get(_Atomic int *slot, setting_id var) {
   int v = atomic_load(slot);
   if (v == UNSET) {
     int e = float_from_env(var);
@@ -40,9 +41,9 @@ static int set(_Atomic int *slot, tg_dtype dt, const char *op) {
   return 0;
 }
 
-tg_dtype tg_default_float(void) { return get(&default_float, "DEFAULT_FLOAT"); }
+tg_dtype tg_default_float(void) { return get(&default_float, SET_DEFAULT_FLOAT); }
 int tg_set_default_float(tg_dtype dt) { return set(&default_float, dt, "tg_set_default_float"); }
-tg_dtype tg_sum_acc_float(void) { return get(&sum_dtype, "SUM_DTYPE"); }
+tg_dtype tg_sum_acc_float(void) { return get(&sum_dtype, SET_SUM_DTYPE); }
 int tg_set_sum_acc_float(tg_dtype dt) { return set(&sum_dtype, dt, "tg_set_sum_acc_float"); }
 
 void dtype_settings_reload(void) {

@@ -5,6 +5,7 @@
 #include "tensor/tensor.h"
 #include "runtime/device.h"
 #include "uop/dims.h"
+#include "util/settings.h"
 
 /* Resolves axes into flags; false with an error on a bad or repeated axis. */
 static bool axes_flags(tg_axes axes, int nd, bool *flags, const char *op) {
@@ -205,7 +206,7 @@ static tg_tensor *pack_b_panels(tg_tensor *a, tg_tensor *b) {
    * reads both along K (tiles of dot products) and a panel copy (a
    * transpose) would cost more than it saves */
   if (b->u->op == OP_PERMUTE && b->u->arg.v[n2 - 1] == n2 - 2 && m / batch < 256) return NULL;
-  if (getenv("TG_NO_MATMUL_PACK")) return NULL;
+  if (setting_on(SET_TG_NO_MATMUL_PACK)) return NULL;
   if (uop_has_var_dims(a->u) || uop_has_var_dims(b->u)) return NULL;   /* the panels would split a symbolic axis */
   tg_shape s = tg_shape_of(b);
   s.d[n2 - 1] = n / MATMUL_PANEL;

@@ -20,6 +20,7 @@
 #include "engine/realize.h"
 #include "runtime/buffer.h"
 #include "schedule/allreduce.h"
+#include "util/settings.h"
 
 typedef struct {
   int n;                                   /* parts; 0: plain */
@@ -207,7 +208,7 @@ static mval *reduce_across(lctx *c, uop *u, const mval *x) {
   dtype_t move = u->dtype;
   const uop *in = u->src[0];
   if (in->op == OP_CAST && dt_is_float(in->dtype) && dt_is_float(in->src[0]->dtype) &&
-      dt_itemsize(in->src[0]->dtype) < dt_itemsize(in->dtype) && tg_getenv_int("TG_ALLREDUCE_CAST", 1))
+      dt_itemsize(in->src[0]->dtype) < dt_itemsize(in->dtype) && setting_int(SET_TG_ALLREDUCE_CAST))
     move = in->src[0]->dtype;
   for (int i = 0; i < x->n; i++) partial[i] = uop_cast(uop_replace_src(u, &x->part[i], 1), move);
   for (int i = 0; i < x->n; i++) {

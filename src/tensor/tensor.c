@@ -8,6 +8,7 @@
 #include "uop/symbolic.h"
 #include "uop/dims.h"
 #include "tensor/shard.h"
+#include "util/settings.h"
 
 /* ---- per-thread tensor contexts. Every thread that makes tensors has one:
  * its stack of open scopes and the list of the live tensors it made, behind
@@ -293,7 +294,7 @@ void tensor_device_end(const char *prev) { device_override = prev; }
 const char *tg_default_device(void) {
   if (device_override) return device_override;
   if (!default_device_name) {
-    const char *env = getenv("TG_DEVICE");
+    const char *env = setting_str(SET_TG_DEVICE);
     tg_device *d = env && *env ? device_get(env) : NULL;
     default_device_name = d ? d->name : device_get("CPU")->name;
   }

@@ -15,6 +15,7 @@
 #include "uop/rewrite.h"
 #include "util/util.h"
 #include "viz/viz.h"
+#include "util/settings.h"
 
 #define OPW ((OP_COUNT + 63) / 64)
 #define MAX_GOALS 64          /* pattern nodes per rule */
@@ -527,7 +528,7 @@ typedef struct { uop *n; int i; int chain0; int nrw; } frame;
 
 uop *graph_rewrite(uop *root, const tg_matcher *m, void *ctx) {
   if (!root) return NULL;
-  int tracing = (int)tg_getenv_int("TRACK_REWRITES", 0);
+  int tracing = (int)setting_int(SET_TRACK_REWRITES);
   bool viz = viz_on && viz_pass_begin(m->name);
   ptrmap memo = { 0 };
   VEC(frame) st = { 0 };

@@ -2,6 +2,7 @@
 #include <time.h>
 #include "util/util.h"
 #include "tg.h"
+#include "util/settings.h"
 
 static _Thread_local char err_msg[4096];
 
@@ -10,7 +11,7 @@ int tg_seterr(const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(err_msg, sizeof err_msg, fmt, ap);
   va_end(ap);
-  if (tg_getenv_int("DEBUG", 0) >= 1) fprintf(stderr, "tg error: %s\n", err_msg);
+  if (setting_int(SET_DEBUG) >= 1) fprintf(stderr, "tg error: %s\n", err_msg);
   return -1;
 }
 const char *tg_error(void) { return err_msg; }
@@ -90,12 +91,6 @@ void pm_put(ptrmap *m, const void *key, void *val) {
   m->vals[h] = val;
 }
 void pm_free(ptrmap *m) { free(m->keys); free(m->vals); memset(m, 0, sizeof *m); }
-
-int64_t tg_getenv_int(const char *name, int64_t dflt) {
-  const char *s = getenv(name);
-  if (!s || !*s) return dflt;
-  return strtoll(s, NULL, 10);
-}
 
 double tg_now_seconds(void) {
   struct timespec ts;

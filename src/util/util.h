@@ -90,8 +90,6 @@ static inline bool tg_f64_to_i64(double d, int64_t *r) {
   return true;
 }
 
-/* ---- environment */
-int64_t tg_getenv_int(const char *name, int64_t dflt);
 
 /* ---- time: seconds on the monotonic clock */
 double tg_now_seconds(void);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include "tg.h"
 #include "viz/viz.h"
+#include "util/settings.h"
 
 typedef struct {
   FILE *out, *err;
@@ -430,10 +431,10 @@ int viz_cli(int argc, char **argv, FILE *out, FILE *err) {
     else { fprintf(err, "tg viz: one trace at a time ('%s' and '%s')\n", path, a); return usage(err); }
   }
   if (c.json && c.jsonl) { fprintf(err, "tg viz: --json or --jsonl, not both\n"); return 2; }
-  const char *nc = getenv("NO_COLOR");
+  const char *nc = setting_str(SET_NO_COLOR);
   c.color = force_color || (isatty(fileno(out)) && !(nc && *nc));
   if (c.json || c.jsonl) c.color = false;
-  if (!path) path = getenv("TG_VIZ_DIR");
+  if (!path) path = setting_str(SET_TG_VIZ_DIR);
   if (!path || !*path) path = "tg-viz";
   if (serve) {
     if (port > 65535) { fprintf(err, "tg viz: --port %d is out of range (0-65535; 0 picks a free one)\n", port); return 2; }

@@ -5,6 +5,7 @@
 #include "viz/viz.h"
 #include "codegen/codegen.h"
 #include "runtime/device.h"
+#include "util/settings.h"
 
 static const char *kind_name(linst_kind k) {
   switch (k) {
@@ -66,7 +67,7 @@ void viz_debug_disasm(const struct tg_program *p, const char *name) {
   memcpy(&addr, &p->fn, sizeof addr);
   Dl_info info;
   if (!dladdr(addr, &info) || !info.dli_fname) { fprintf(stderr, "DEBUG=7: kernel %s: cannot find its shared object\n", name); return; }
-  const char *tool = getenv("OBJDUMP");
+  const char *tool = setting_str(SET_OBJDUMP);
   if (!tool || !*tool) tool = "objdump";
   for (const char *s = info.dli_fname; *s; s++)
     if (*s == '\'') { fprintf(stderr, "DEBUG=7: kernel %s: the path %s has a quote; not disassembled\n", name, info.dli_fname); return; }

@@ -20,6 +20,7 @@
 #include "codegen/codegen.h"
 #include "schedule/schedule.h"
 #include "runtime/buffer.h"
+#include "util/settings.h"
 
 int viz_on;
 _Thread_local int viz_codegen_hook;
@@ -309,7 +310,7 @@ static int mkdirs(const char *dir) {
 }
 
 int tg_viz_begin(const char *dir) {
-  if (!dir || !*dir) dir = getenv("TG_VIZ_DIR");
+  if (!dir || !*dir) dir = setting_str(SET_TG_VIZ_DIR);
   if (!dir || !*dir) dir = "tg-viz";
   pthread_mutex_lock(&lock);
   if (fd >= 0) {
@@ -328,7 +329,7 @@ int tg_viz_begin(const char *dir) {
   write_failed = false;
   written = 0;
   dropped = npasses = nrules = 0;
-  max_detail = (size_t)tg_getenv_int("TG_VIZ_MAX_MB", 256) << 20;
+  max_detail = (size_t)setting_int(SET_TG_VIZ_MAX_MB) << 20;
   t_start = tg_now_seconds();
   char when[64] = "";
   time_t tt = time(NULL);
@@ -393,15 +394,15 @@ static void viz_atexit(void) {
   fprintf(stderr, "tg: VIZ trace saved to %s\n", cur_path);
   if (env_level <= 0) return;
   fflush(stdout);
-  const char *host = getenv("TG_VIZ_HOST");
-  viz_web_options o = { host && *host ? host : NULL, (int)tg_getenv_int("TG_VIZ_PORT", 8000), false,
-                        (double)tg_getenv_int("TG_VIZ_SERVE_SECONDS", 0) };
+  const char *host = setting_str(SET_TG_VIZ_HOST);
+  viz_web_options o = { host && *host ? host : NULL, (int)setting_int(SET_TG_VIZ_PORT), false,
+                        (double)setting_int(SET_TG_VIZ_SERVE_SECONDS) };
   if (viz_web_serve(cur_path, &o, stderr) < 0) fprintf(stderr, "tg: VIZ=1: %s (the trace is saved: `tg viz --serve %s`)\n", tg_error(), cur_path);
 }
 
 /* VIZ=1 or VIZ=-1: record from the start of the process to its exit. */
 __attribute__((constructor)) static void viz_from_env(void) {
-  env_level = (int)tg_getenv_int("VIZ", 0);
+  env_level = (int)setting_int(SET_VIZ);
   if (!env_level) return;
   if (tg_viz_begin(NULL) < 0) { fprintf(stderr, "tg: VIZ=%d: %s\n", env_level, tg_error()); return; }
   atexit(viz_atexit);
