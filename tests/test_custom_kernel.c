@@ -5,6 +5,7 @@
  * against numpy/ml_dtypes (tests/gen/gen_custom_kernel.py). The names start
  * with custom_kernel_ so the suite runs them again on CL (and NVRTC, CUDA)
  * when present (main.c). */
+#include <stdint.h>
 #include "test.h"
 #include "golden_io.h"
 #include "util/util.h"
@@ -47,6 +48,13 @@ static int axpy_build(void *ctx, tg_kb *kb) {
   tg_kv *i = tg_k_range(kb, s.d[0]), *j = tg_k_range(kb, s.d[1]);
   tg_kv *v = tg_k_add(kb, tg_k_mul(kb, ld2(kb, x, i, j), tg_k_const(kb, TG_F32, 2)), ld2(kb, y, i, j));
   return tg_k_store(kb, at2(kb, o, i, j), v);
+}
+
+/* out[i] = min(a[i], b[i]) (int32) */
+static int min_build(void *ctx, tg_kb *kb) {
+  tg_kv *i = tg_k_range(kb, tg_k_shape(kb, tg_k_input(kb, 0)).d[0]);
+  tg_kv *a = tg_k_load(kb, tg_k_index(kb, tg_k_input(kb, 0), &i, 1)), *b = tg_k_load(kb, tg_k_index(kb, tg_k_input(kb, 1), &i, 1));
+  return tg_k_store(kb, tg_k_index(kb, tg_k_output(kb, 0), &i, 1), tg_k_min(kb, a, b));
 }
 
 /* out[i,j] = i * C + j, as float32 (no inputs) */
@@ -144,6 +152,12 @@ TEST(custom_kernel_elementwise) {
   CHECK_OK(tg_custom_kernel("arange", &spec, 1, NULL, 0, arange_build, NULL, NULL, &r) == 0);
   same(r, tg_reshape(tg_arange(0, 35, 1, TG_F32), TG_SHAPE(5, 7)), "arange");
   CHECK(r && !strcmp(tg_device_of(r), tg_default_device()));
+  /* integer min, the dtype's extremes included */
+  int32_t av[4] = { INT32_MIN, 5, -7, INT32_MAX }, bv[4] = { 3, INT32_MIN, -7, INT32_MAX - 1 };
+  tg_tensor *ab[2] = { tg_from_data(av, TG_SHAPE(4), TG_I32), tg_from_data(bv, TG_SHAPE(4), TG_I32) }, *m = NULL;
+  tg_kernel_out ms = { TG_SHAPE(4), TG_I32 };
+  CHECK_OK(tg_custom_kernel("min_i32", &ms, 1, ab, 2, min_build, NULL, NULL, &m) == 0);
+  same(m, tg_minimum(ab[0], ab[1]), "int32 min");
 }
 
 TEST(custom_kernel_reduce_and_outputs) {

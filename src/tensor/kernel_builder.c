@@ -277,8 +277,15 @@ tg_kv *tg_k_min(tg_kb *kb, tg_kv *a, tg_kv *b) {
   uop *x, *y;
   if (!operands(kb, a, b, ANY, "tg_k_min", &x, &y)) return NULL;
   /* -max(-a, -b): NaN propagates as in tg_minimum, and an int's value
-   * range follows (a clamped index is known to be in bounds) */
-  if (dt_is_float(x->dtype) || (dt_is_int(x->dtype) && !dt_is_unsigned(x->dtype))) return (tg_kv *)uop_alu1(OP_NEG, uop_alu(OP_MAX, uop_alu1(OP_NEG, x), uop_alu1(OP_NEG, y)));
+   * range follows, so a clamped index is known to be in bounds; exact for
+   * ints when neither operand can be the dtype's minimum (whose negation
+   * wraps), else a select */
+  bool neg_form = dt_is_float(x->dtype);
+  if (dt_is_int(x->dtype) && !dt_is_unsigned(x->dtype)) {
+    int64_t lowest = (int64_t)dt_min(x->dtype);
+    neg_form = uop_vmin(uop_simplify(x)) > lowest && uop_vmin(uop_simplify(y)) > lowest;
+  }
+  if (neg_form) return (tg_kv *)uop_alu1(OP_NEG, uop_alu(OP_MAX, uop_alu1(OP_NEG, x), uop_alu1(OP_NEG, y)));
   return (tg_kv *)uop_where(uop_alu(OP_CMPLT, x, y), x, y);
 }
 
