@@ -158,13 +158,7 @@ static int cmd_list(cli *c) {
     if (js) { if (c->jsonl) cJSON_Delete(js); else cJSON_AddItemToArray(jscheds, js); }
   }
   if (root) {
-    cJSON *jm = cJSON_AddArrayToObject(root, "markers");
-    for (int i = 0; i < t->markers.n; i++) {
-      cJSON *m = cJSON_CreateObject();
-      cJSON_AddStringToObject(m, "name", t->markers.v[i].name);
-      cJSON_AddNumberToObject(m, "ts_us", t->markers.v[i].ts);
-      cJSON_AddItemToArray(jm, m);
-    }
+    cJSON_AddItemToObject(root, "markers", viz_markers_json(t));
     if (!c->jsonl) print_json(c, root, true);
     cJSON_Delete(root);
   } else if (t->markers.n) {

@@ -159,6 +159,20 @@ static void dtype_json(strbuf *b, dtype_t dt) {
   jstr(b, s);
 }
 
+/* A graph node's first fields, up to its source list: [op, dtype, arg, [
+ * (arg cut at argcap bytes; a comma first unless it is the first node). */
+static void node_open(strbuf *b, const uop *u, bool first, int argcap) {
+  char arg[256] = "";
+  if (u->arg.kind != ARG_NONE) uop_arg_str(u, arg, argcap < (int)sizeof arg ? argcap : (int)sizeof arg);
+  sb_puts(b, first ? "[" : ",[");
+  jstr(b, uop_op_name(u->op));
+  sb_puts(b, ",");
+  dtype_json(b, u->dtype);
+  sb_puts(b, ",");
+  jstr(b, arg);
+  sb_puts(b, ",[");
+}
+
 /* The graph of the roots: {"nodes":[[op, dtype, arg, [srcs], shape|null], ...]}
  * in topological order (sources first), or {"size":N} when too big. */
 static void graph_json(strbuf *b, uop *const *roots, int n) {
@@ -177,15 +191,7 @@ static void graph_json(strbuf *b, uop *const *roots, int n) {
     sb_puts(b, "{\"nodes\":[");
     for (int i = 0; i < order.n; i++) {
       uop *u = order.v[i];
-      char arg[256] = "";
-      if (u->arg.kind != ARG_NONE) uop_arg_str(u, arg, (int)sizeof arg);
-      sb_puts(b, i ? ",[" : "[");
-      jstr(b, uop_op_name(u->op));
-      sb_puts(b, ",");
-      dtype_json(b, u->dtype);
-      sb_puts(b, ",");
-      jstr(b, arg);
-      sb_puts(b, ",[");
+      node_open(b, u, i == 0, 256);
       for (int s = 0; s < u->nsrc; s++) { if (s) sb_append(b, ",", 1); jint(b, (int)(intptr_t)pm_get(&num, u->src[s]) - 1); }
       sb_puts(b, "],");
       if (u->ndim >= 0) {
@@ -277,15 +283,7 @@ static void step_graph(strbuf *b, const uop *before, const uop *after) {
   sb_puts(b, ",\"nodes\":[");
   for (int i = 0; i < n; i++) {
     const uop *u = v[i].u;
-    char arg[96] = "";
-    if (u->arg.kind != ARG_NONE) uop_arg_str(u, arg, (int)sizeof arg);
-    sb_puts(b, i ? ",[" : "[");
-    jstr(b, uop_op_name(u->op));
-    sb_puts(b, ",");
-    dtype_json(b, u->dtype);
-    sb_puts(b, ",");
-    jstr(b, arg);
-    sb_puts(b, ",[");
+    node_open(b, u, i == 0, 96);
     for (int s = 0; s < u->nsrc; s++) { if (s) sb_append(b, ",", 1); jint(b, step_find(v, n, u->src[s])); }
     sb_puts(b, "],");
     jint(b, v[i].side);

@@ -150,5 +150,8 @@ int viz_web_serve(const char *path, const viz_web_options *opt, FILE *err);
 char *viz_api_trace(const viz_trace *t);
 char *viz_api_kernel(const viz_trace *t, const char *arg, int *status);
 char *viz_api_profile(const viz_trace *t);
+/* The markers as a JSON array of {name, ts_us} (a cJSON*; `tg viz --json`
+ * and the page). */
+void *viz_markers_json(const viz_trace *t);
 
 #endif

@@ -23,6 +23,17 @@ static const char *jstr(const cJSON *o, const char *key) {
 
 /* ---- /api/trace: the schedules with their items, the kernels, the markers */
 
+void *viz_markers_json(const viz_trace *t) {
+  cJSON *jm = cJSON_CreateArray();
+  for (int i = 0; i < t->markers.n; i++) {
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "name", t->markers.v[i].name);
+    cJSON_AddNumberToObject(m, "ts_us", t->markers.v[i].ts);
+    cJSON_AddItemToArray(jm, m);
+  }
+  return jm;
+}
+
 /* The kernel record of schedule sched's item, or -1. */
 static int kernel_of(const viz_trace *t, int sched, int item) {
   for (int i = 0; i < t->kernels.n; i++) if (t->kernels.v[i].sched == sched && t->kernels.v[i].item == item) return i;
@@ -74,13 +85,7 @@ char *viz_api_trace(const viz_trace *t) {
     cJSON_AddNumberToObject(o, "passes", np);
     cJSON_AddItemToArray(jk, o);
   }
-  cJSON *jm = cJSON_AddArrayToObject(root, "markers");
-  for (int i = 0; i < t->markers.n; i++) {
-    cJSON *m = cJSON_CreateObject();
-    cJSON_AddStringToObject(m, "name", t->markers.v[i].name);
-    cJSON_AddNumberToObject(m, "ts_us", t->markers.v[i].ts);
-    cJSON_AddItemToArray(jm, m);
-  }
+  cJSON_AddItemToObject(root, "markers", viz_markers_json(t));
   return print_free(root);
 }
 
@@ -274,13 +279,7 @@ char *viz_api_profile(const viz_trace *t) {
     cJSON_AddItemToArray(spans, e);
     if (s->ts + s->dur > end) end = s->ts + s->dur;
   }
-  cJSON *jm = cJSON_AddArrayToObject(root, "markers");
-  for (int i = 0; i < t->markers.n; i++) {
-    cJSON *m = cJSON_CreateObject();
-    cJSON_AddStringToObject(m, "name", t->markers.v[i].name);
-    cJSON_AddNumberToObject(m, "ts", t->markers.v[i].ts);
-    cJSON_AddItemToArray(jm, m);
-  }
+  cJSON_AddItemToObject(root, "markers", viz_markers_json(t));
   cJSON_AddNumberToObject(root, "end_us", end);
   return print_free(root);
 }

@@ -264,8 +264,8 @@ function drawProfile() {
     y += h + 6;
   }
   for (const m of p.markers) {
-    axis.append(svgEl('line', { x1: X(m.ts), x2: X(m.ts), y1: 14, y2: y, style: 'stroke:#d33;stroke-dasharray:4 3' }));
-    svg.append(svgEl('text', { x: X(m.ts) + 3, y: 12, style: 'fill:#d33' }, m.name));
+    axis.append(svgEl('line', { x1: X(m.ts_us), x2: X(m.ts_us), y1: 14, y2: y, style: 'stroke:#d33;stroke-dasharray:4 3' }));
+    svg.append(svgEl('text', { x: X(m.ts_us) + 3, y: 12, style: 'fill:#d33' }, m.name));
   }
   const ticks = 10;
   for (let i = 0; i <= ticks; i++) {
