@@ -14,7 +14,6 @@ static const tg_command commands[] = {
   { "version", cmd_version, "print the version" },
   { "devices", cmd_devices, "list the devices present (CPU, CL, CUDA ...) and why others are absent" },
   { "env", cmd_env, "[--markdown]: every environment variable tg reads, its value now, default and meaning" },
-  { "env", cmd_env, "[--markdown]: every environment variable tg reads, its value now, default and meaning" },
   { "selftest", cmd_selftest, "build a small graph, compile it and check the result" },
   { "run", cmd_run, "continue a prompt with a GGUF model" },
   { "chat", cmd_chat, "chat with a GGUF model interactively" },
