@@ -93,11 +93,12 @@ static server spawn(char *const *env, char *const *argv) {
   return s;
 }
 
-static server serve_trace(const char *path) {
+static server serve_for(const char *path, const char *seconds) {
   const char *bin = getenv("TG_BIN");
-  char *argv[] = { (char *)bin, "viz", (char *)path, "--serve", "--port", "0", "--exit-after", "60", NULL };
+  char *argv[] = { (char *)bin, "viz", (char *)path, "--serve", "--port", "0", "--exit-after", (char *)seconds, NULL };
   return spawn(NULL, argv);
 }
+static server serve_trace(const char *path) { return serve_for(path, "60"); }
 
 /* SIGTERM, then its exit status (-1: it did not stop within 5 s). */
 static int stop(server *s) {
@@ -249,6 +250,14 @@ TEST(viz_web_endpoints) {
     CHECK_MSG(st == bad[i].status, "%s %s: %d, not %d", bad[i].method, bad[i].path, st, bad[i].status);
   }
   CHECK_EQ_INT(stop(&s), 0);   /* SIGTERM stops it cleanly */
+  /* --exit-after N: it stops by itself, with status 0 */
+  s = serve_for(path, "1");
+  CHECK(s.port > 0);
+  int status = -1;
+  double t0 = tg_now_seconds();
+  while (s.pid > 0 && waitpid(s.pid, &status, WNOHANG) == 0 && tg_now_seconds() - t0 < 10) usleep(20000);
+  CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "tg viz --serve --exit-after 1: status %d after %.1f s", status, tg_now_seconds() - t0);
+  if (!WIFEXITED(status)) stop(&s);
   viz_trace_free(&t);
   free(path);
   rm_dir(dir);

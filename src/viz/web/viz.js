@@ -65,7 +65,7 @@ function drawSchedules() {
         row.dataset.id = it.kernel;
         row.title = 'show its rewrites, AST and source';
         row.onclick = () => { location.hash = 'kernel=' + it.kernel; };
-      } else if (it.kind === 'kernel') row.title = 'compiled before the trace began: no AST or source recorded';
+      } else if (it.kind === 'kernel') row.title = 'its program ran before in this trace (its kernel is recorded there, once) or came from before the trace';
       d.append(row);
     }
     box.append(d);
