@@ -31,6 +31,8 @@ typedef struct {
   bool special;           /* tg_llm_generate emits the text of control tokens (those that end
                            * the generation excepted): tool-call markers such as Llama 3's
                            * <|python_tag|> and Mistral's [TOOL_CALLS] (tg serve) */
+  int n_seq;              /* sequences the cache holds, each of n_ctx positions (0 or 1: one;
+                           * at most 64): tg_llm_set_seq, tg_llm_decode_batch */
 } tg_llm_opts;
 
 /* The hyperparameters read from the file. */
@@ -90,6 +92,24 @@ TG_API void tg_llm_rewind(tg_llm *m, int n_past);
  * separate) that replays its kernels at any position. Fails,
  * changing nothing, when the cache has no room. 0 or -1 + tg_error. */
 TG_API int tg_llm_eval_all(tg_llm *m, const int32_t *tokens, int n, float *logits);
+
+/* ---------------------------------------------------------------- sequences
+ * A model loaded with n_seq > 1 holds that many sequences, each with its
+ * own cache of n_ctx positions and history (llama.cpp's parallel
+ * sequences; tg serve's slots). The calls above (eval, eval_all, rewind,
+ * n_past, history, generate, embed, perplexity) work on the current one;
+ * it starts as 0. */
+TG_API int tg_llm_n_seq(const tg_llm *m);
+TG_API int tg_llm_seq(const tg_llm *m);
+/* Makes seq (0 .. n_seq-1) the current sequence. 0 or -1 + tg_error. */
+TG_API int tg_llm_set_seq(tg_llm *m, int seq);
+/* Appends tokens[i] to sequence seqs[i] for i < n (distinct sequences,
+ * each with room for one more position) in one forward pass, every weight
+ * read once for all n rows, and writes the logits of each: n * n_vocab
+ * floats, row i for seqs[i] (logits may be NULL). The same logits as
+ * tg_llm_eval of each token on its own sequence, within float rounding.
+ * Fails, changing nothing, on a bad row. 0 or -1 + tg_error. */
+TG_API int tg_llm_decode_batch(tg_llm *m, const int *seqs, const int32_t *tokens, int n, float *logits);
 
 /* ---------------------------------------------------------------- perplexity
  * llama.cpp's llama-perplexity: tokens cut into chunks of n_ctx, each run

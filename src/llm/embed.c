@@ -29,7 +29,7 @@ int tg_llm_embed(tg_llm *m, const int32_t *tokens, int n, float *out) {
     const char *prev = tensor_device_begin(m->device);
     tg_scope_begin();
     tg_tensor *in = tg_from_data(tokens + done, TG_SHAPE(T), TG_I32);
-    rc = in && tg_bind(m->pos_name, m->n_past) == 0 && tg_bind(m->kv_name, m->n_past + T) == 0 ? 0 : -1;
+    rc = in && llm_bind_chunk(m, T) == 0 ? 0 : -1;
     tg_tensor *h = rc == 0 ? llm_hidden(m, in) : NULL;
     tg_tensor *s = h ? tg_sum(h, TG_AXES(0), false) : NULL;                                   /* (dim,) */
     rc = s ? tg_data(s, part, sizeof(float) * (size_t)dim) : -1;

@@ -15,6 +15,8 @@
 #define LLM_EVAL_JITS 4           /* tg_llm_eval_all keeps this many piece JITs (size, rows skipped) */
 typedef struct { tg_llm *m; int T, skip; unsigned used; tg_jit *jit; } llm_eval_jit;
 #define LLM_NCHUNKS 4
+#define LLM_MAX_SEQ 64            /* the most sequences a model's caches hold */
+#define LLM_BATCH_JITS 7          /* decode batches of 1, 2, 4, .. 64 rows (a batch is padded to the next) */
 
 typedef struct {
   tg_tensor *attn_norm, *wq, *wk, *wv, *wo, *bq, *bk, *bv;
@@ -159,7 +161,20 @@ struct tg_llm {
   char kv_name[32];                      /* the attended length pos + T: a symbolic axis size */
   tg_tensor *pos;
   int n_past;
-  int32_t *history;                      /* the n_past tokens in the cache */
+  int32_t *history;                      /* the n_past tokens in the cache (the current sequence's) */
+  /* several sequences (tg_llm_opts.n_seq > 1): the caches hold n_seq
+   * blocks of their rows, sequence s's at s * rows; the current one
+   * (tg_llm_set_seq) is the variable seq_name in the graph, its n_past,
+   * ring_top and history in the fields above (the others' saved here) */
+  int n_seq, seq;
+  char seq_name[32];
+  tg_tensor *seq_var;
+  int *seq_n_past, *seq_ring_top;
+  int32_t *history_all;                  /* n_seq * n_ctx tokens */
+  /* while a batched decode step is built (tg_llm_decode_batch): each row's
+   * position and sequence (T,) int32, else NULL */
+  tg_tensor *batch_pos, *batch_seqs;
+  tg_jit *batch_jit[LLM_BATCH_JITS];     /* batched decode steps of 1, 2, 4, ... rows */
   tg_jit *jit[LLM_NCHUNKS];              /* made on first use */
   int chunk[LLM_NCHUNKS];
   llm_eval_jit eval_jit[LLM_EVAL_JITS];  /* tg_llm_eval_all's pieces (llm_eval_all.c) */
@@ -179,6 +194,10 @@ void llm_layer_fns_free(tg_llm *m);
 
 /* The packed bytes behind weight w (NULL when it is not quantized). */
 const llm_packed *llm_packed_of(const tg_llm *m, const tg_tensor *w);
+
+/* Binds the graph's variables for T tokens of the current sequence at
+ * m->n_past: the position, the attended length, the sequence. 0 or -1. */
+int llm_bind_chunk(tg_llm *m, int T);
 
 /* Fills m->cfg from the file's metadata; -1 + tg_error. */
 int llm_read_config(tg_llm *m, int n_ctx);

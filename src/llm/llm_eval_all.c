@@ -55,8 +55,7 @@ static int eval_piece(tg_llm *m, const int32_t *tokens, int T, int skip, float *
   const char *prev = tensor_device_begin(m->device);
   tg_scope_begin();
   tg_tensor *in = tg_from_data(tokens, TG_SHAPE(T), TG_I32), *logits = NULL;
-  int rc = in && tg_bind(m->pos_name, m->n_past) == 0 && tg_bind(m->kv_name, m->n_past + T) == 0 &&
-           tg_jit_call(e->jit, &in, 1, &logits, 1) == 0 ? 0 : -1;
+  int rc = in && llm_bind_chunk(m, T) == 0 && tg_jit_call(e->jit, &in, 1, &logits, 1) == 0 ? 0 : -1;
   if (rc == 0) rc = skip < T ? tg_data(logits, out, sizeof(float) * (size_t)(T - skip) * (size_t)m->cfg.n_vocab) : tg_realize(logits);
   tg_scope_end();
   tensor_device_end(prev);

@@ -77,37 +77,78 @@ static tg_tensor *softcap(tg_tensor *x, float cap) {
   return tg_mul(tg_tanh(tg_mul(x, tg_scalar(1.0 / cap, TG_F32))), tg_scalar(cap, TG_F32));
 }
 
+/* The rows of layer l's cache that belong to the graph's sequences: all
+ * of them with one sequence; else the current sequence's block (its
+ * variable picks it), or, in a batched step, each row's own block
+ * (B, S, ...). */
+static tg_tensor *cache_block(tg_llm *m, const llm_layer *l, tg_tensor *cache) {
+  if (m->n_seq <= 1) return cache;
+  tg_shape s = tg_shape_of(cache);
+  int64_t S = l->ring ? l->ring : m->cfg.n_ctx;
+  tg_tensor *blocks = tg_reshape(cache, TG_SHAPE(m->n_seq, S, s.d[1], s.d[2]));
+  return tg_take(blocks, m->batch_seqs ? m->batch_seqs : m->seq_var);
+}
+
+/* The cache rows that tokens at positions (T,) are written to: a ring's
+ * rows go by position mod ring; with several sequences, in their blocks. */
+static tg_tensor *cache_rows(tg_llm *m, const llm_layer *l, tg_tensor *positions) {
+  tg_tensor *rows = l->ring ? tg_mod(positions, tg_scalar(l->ring, TG_I32)) : positions;
+  if (m->n_seq <= 1) return rows;
+  int64_t S = l->ring ? l->ring : m->cfg.n_ctx;
+  tg_tensor *seq = m->batch_seqs ? m->batch_seqs : m->seq_var;
+  return tg_add(rows, tg_mul(seq, tg_scalar((double)S, TG_I32)));
+}
+
+/* softmax(scores) @ v over the last axis, with the exponentials stored
+ * once: both the sum and the product with v read them (each would call exp
+ * for every score again); a head's sink (gpt-oss, shaped to broadcast
+ * against the scores' max) is one more logit in the max and the sum, with
+ * no value. */
+static tg_tensor *softmax_values(tg_tensor *scores, tg_tensor *sink, tg_tensor *v) {
+  tg_tensor *mx = tg_max(scores, TG_AXES(-1), true);
+  if (sink) mx = tg_maximum(mx, sink);
+  tg_tensor *e = tg_contiguous(tg_exp(tg_sub(scores, mx)));
+  tg_tensor *denom = tg_sum(e, TG_AXES(-1), true);
+  if (sink) denom = tg_add(denom, tg_exp(tg_sub(sink, mx)));
+  return tg_matmul(tg_div(e, denom), v);
+}
+
 /* Attention of q (T, H, hd) over the first kv_len = pos + T cache positions
  * (a symbolic axis of size S = n_ctx), keys at positions j <= pos + t; or,
  * for a layer with a ring, over all its S = ring rows. mask is (T, S)
- * bool, NULL for one token without a ring (it sees every key). */
+ * bool, NULL for one token without a ring (it sees every key). In a
+ * batched step each of the T rows is one token of its own sequence, with
+ * its own keys (the first kv_len of its block, the longest row's length)
+ * and a mask (T, S) always. */
 static tg_tensor *attention(tg_llm *m, llm_layer *l, tg_tensor *q, tg_tensor *mask) {
   const tg_llm_config *c = &m->cfg;
   int64_t T = tg_dim(q, 0), KV = c->n_kv_heads, G = c->n_heads / c->n_kv_heads, hd = c->head_dim, hv = c->head_dim_v;
   int64_t S = l->ring ? l->ring : c->n_ctx;
+  bool batched = m->batch_seqs != NULL;
   /* the cache's values (f16 by default) in float32, converted as they are read */
-  tg_tensor *kc = l->ring ? l->k_cache : tg_shrink_var(l->k_cache, 0, m->kv_name);
-  tg_tensor *vc = l->ring ? l->v_cache : tg_shrink_var(l->v_cache, 0, m->kv_name);
+  tg_tensor *kc = cache_block(m, l, l->k_cache), *vc = cache_block(m, l, l->v_cache);
+  if (!l->ring) kc = tg_shrink_var(kc, batched ? 1 : 0, m->kv_name), vc = tg_shrink_var(vc, batched ? 1 : 0, m->kv_name);
   kc = tg_cast(kc, TG_F32), vc = tg_cast(vc, TG_F32);
+  tg_tensor *sink = NULL, *o;
+  if (batched) {
+    tg_tensor *qg = tg_reshape(q, TG_SHAPE(T, KV, G, hd));                                       /* (T, KV, G, hd) */
+    tg_tensor *kt = tg_permute(kc, TG_AXES(0, 2, 3, 1));                                         /* (T, KV, hd, S) */
+    tg_tensor *v = tg_permute(vc, TG_AXES(0, 2, 1, 3));                                          /* (T, KV, S, hv) */
+    tg_tensor *scores = tg_mul(tg_matmul(qg, kt), tg_scalar(m->q_scale, TG_F32));               /* (T, KV, G, S) */
+    if (m->attn_softcap > 0) scores = softcap(scores, m->attn_softcap);
+    scores = tg_where(tg_reshape(mask, TG_SHAPE(T, 1, 1, tg_dim(mask, 1))), scores, tg_scalar(-INFINITY, TG_F32));
+    if (l->sinks) sink = tg_reshape(tg_cast(l->sinks, TG_F32), TG_SHAPE(1, KV, G, 1));
+    o = softmax_values(scores, sink, v);                                                         /* (T, KV, G, hv) */
+    return tg_reshape(o, TG_SHAPE(T, c->n_heads * hv));
+  }
   tg_tensor *qg = tg_permute(tg_reshape(q, TG_SHAPE(T, KV, G, hd)), TG_AXES(1, 2, 0, 3));        /* (KV, G, T, hd) */
   tg_tensor *kt = tg_reshape(tg_permute(kc, TG_AXES(1, 2, 0)), TG_SHAPE(KV, 1, hd, S));          /* (KV, 1, hd, S) */
   tg_tensor *v = tg_reshape(tg_permute(vc, TG_AXES(1, 0, 2)), TG_SHAPE(KV, 1, S, hv));           /* (KV, 1, S, hv) */
   tg_tensor *scores = tg_mul(tg_matmul(qg, kt), tg_scalar(m->q_scale, TG_F32));
   if (m->attn_softcap > 0) scores = softcap(scores, m->attn_softcap);
   if (mask) scores = tg_where(mask, scores, tg_scalar(-INFINITY, TG_F32));
-  /* softmax with its exponentials stored once: both the sum and the
-   * product with v read them (each would call exp for every score again);
-   * a head's sink (gpt-oss) is one more logit in the max and the sum, with
-   * no value */
-  tg_tensor *mx = tg_max(scores, TG_AXES(-1), true), *sink = NULL;
-  if (l->sinks) {
-    sink = tg_reshape(tg_cast(l->sinks, TG_F32), TG_SHAPE(KV, G, 1, 1));
-    mx = tg_maximum(mx, sink);
-  }
-  tg_tensor *e = tg_contiguous(tg_exp(tg_sub(scores, mx)));
-  tg_tensor *denom = tg_sum(e, TG_AXES(-1), true);
-  if (sink) denom = tg_add(denom, tg_exp(tg_sub(sink, mx)));
-  tg_tensor *o = tg_matmul(tg_div(e, denom), v);                                               /* (KV, G, T, hv) */
+  if (l->sinks) sink = tg_reshape(tg_cast(l->sinks, TG_F32), TG_SHAPE(KV, G, 1, 1));
+  o = softmax_values(scores, sink, v);                                                           /* (KV, G, T, hv) */
   return tg_reshape(tg_permute(o, TG_AXES(2, 0, 1, 3)), TG_SHAPE(T, c->n_heads * hv));
 }
 
@@ -232,7 +273,9 @@ static qkv_fn *const qkv_builders[] = { [LLM_ATTN_MHA] = qkv_mha, [LLM_ATTN_MLA]
  * holds window + T - 1 positions at least, so every key in a window is
  * there (tg_llm_rewind keeps that true after a rewind). */
 static tg_tensor *ring_mask(tg_llm *m, tg_tensor *positions, int64_t T) {
-  tg_tensor *R = tg_scalar(m->ring, TG_I32), *last = tg_add(m->pos, tg_scalar((double)(T - 1), TG_I32));
+  tg_tensor *R = tg_scalar(m->ring, TG_I32);
+  /* a batched step's rows are one token each: its own position is its last */
+  tg_tensor *last = m->batch_seqs ? tg_unsqueeze(positions, 1) : tg_add(m->pos, tg_scalar((double)(T - 1), TG_I32));
   tg_tensor *slots = tg_unsqueeze(tg_arange(0, m->ring, 1, TG_I32), 0);                              /* (1, ring) */
   tg_tensor *held = tg_sub(last, tg_mod(tg_add(tg_sub(last, slots), R), R));                          /* P(s) */
   tg_tensor *q = tg_unsqueeze(positions, 1);                                                          /* (T, 1) */
@@ -249,9 +292,10 @@ static tg_tensor *layer_mask(tg_llm *m, const llm_layer *l, tg_tensor *positions
   const tg_llm_config *c = &m->cfg;
   if (l->swa && m->ring) return ring_mask(m, positions, T);
   bool near = l->swa && m->swa_window > 0 && m->swa_window < c->n_ctx;
-  if (T == 1 && !near) return NULL;
+  bool causal = T > 1 || m->batch_seqs;   /* a batched step's rows have their own lengths */
+  if (!causal && !near) return NULL;
   tg_tensor *keys = tg_unsqueeze(tg_shrink_var(tg_arange(0, c->n_ctx, 1, TG_I32), 0, m->kv_name), 0);   /* (1, kv_len) */
-  tg_tensor *mask = T > 1 ? tg_le(keys, tg_unsqueeze(positions, 1)) : NULL;                        /* (T, kv_len) */
+  tg_tensor *mask = causal ? tg_le(keys, tg_unsqueeze(positions, 1)) : NULL;                        /* (T, kv_len) */
   if (near) {
     tg_tensor *seen = tg_gt(keys, tg_unsqueeze(tg_sub(positions, tg_scalar(m->swa_window, TG_I32)), 1));
     mask = mask ? tg_logical_and(mask, seen) : seen;
@@ -263,12 +307,11 @@ tg_tensor *llm_layer_forward(tg_llm *m, llm_layer *l, tg_tensor *x, tg_tensor *c
   const tg_llm_config *c = &m->cfg;
   const llm_arch *A = m->arch;
   int64_t T = tg_dim(x, 0);
-  tg_tensor *positions = tg_add(m->pos, tg_arange(0, (double)T, 1, TG_I32));                  /* (T,) */
+  tg_tensor *positions = m->batch_pos ? m->batch_pos : tg_add(m->pos, tg_arange(0, (double)T, 1, TG_I32));   /* (T,) */
   tg_tensor *cos = tg_unsqueeze(tg_take(cos_table, positions), 1);                             /* (T, 1, rope/2) */
   tg_tensor *sin = tg_unsqueeze(tg_take(sin_table, positions), 1);
   tg_tensor *mask = layer_mask(m, l, positions, T);
-  /* a sliding layer's ring: its rows by position mod ring */
-  tg_tensor *rows = l->ring ? tg_mod(positions, tg_scalar(l->ring, TG_I32)) : positions;
+  tg_tensor *rows = cache_rows(m, l, positions);
   tg_tensor *h = A->norms & LLM_NORM_PRE ? rms_norm(x, l->attn_norm, c->rms_eps) : x;
   tg_tensor *q, *k, *v;
   qkv_builders[A->attn](m, l, h, cos, sin, &q, &k, &v);
@@ -295,7 +338,9 @@ static tg_tensor *residual(tg_llm *m, tg_tensor *tokens) {
   const tg_llm_config *c = &m->cfg;
   tg_tensor *x = tg_cast(tg_take(m->tok_embd, tokens), TG_F32);                                /* (T, dim) */
   if (m->arch->embd_scale) x = tg_mul(x, tg_scalar(sqrtf((float)c->dim), TG_F32));
-  bool calls = setting_int(SET_TG_LLM_FUNCTIONS) != 0;
+  /* a batched step builds its layers inline: their rows' positions and
+   * sequences are tensors of the step, not a call's inputs */
+  bool calls = setting_int(SET_TG_LLM_FUNCTIONS) != 0 && !m->batch_seqs;
   for (int i = 0; i < c->n_layers && x; i++) {
     llm_layer *l = &m->layers[i];
     tg_tensor *ct = l->swa && m->rope_cos_swa ? m->rope_cos_swa : m->rope_cos;

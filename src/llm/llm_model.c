@@ -95,6 +95,7 @@ tg_llm *tg_llm_load(const char *path, const tg_llm_opts *opts) {
   tg_llm_opts o = opts ? *opts : (tg_llm_opts){ 0 };
   if (!path) TG_FAIL("tg_llm_load: NULL path");
   if (o.n_ctx < 0 || o.n_ctx > LLM_MAX_CTX) TG_FAIL("tg_llm_load: n_ctx %d is out of range (0 for the model's, at most %d)", o.n_ctx, LLM_MAX_CTX);
+  if (o.n_seq < 0 || o.n_seq > LLM_MAX_SEQ) TG_FAIL("tg_llm_load: n_seq %d is out of range (0 or 1 for one sequence, at most %d)", o.n_seq, LLM_MAX_SEQ);
   static const struct { const char *name; tg_dtype dt; } caches[] = { { "f16", TG_F16 }, { "bf16", TG_BF16 }, { "f32", TG_F32 } };
   int cache = -1;
   for (int i = 0; i < 3; i++) if (!strcmp(o.cache_type ? o.cache_type : "f16", caches[i].name)) cache = i;
@@ -105,6 +106,7 @@ tg_llm *tg_llm_load(const char *path, const tg_llm_opts *opts) {
   m->device = dev->name;
   m->cache_dtype = caches[cache].dt;
   m->special = o.special;
+  m->n_seq = o.n_seq > 1 ? o.n_seq : 1;
   /* the model's own tensors (rope tables, caches, positions) on its device,
    * whatever the caller's default device is */
   const char *prev = tensor_device_begin(m->device);
@@ -123,10 +125,17 @@ tg_llm *tg_llm_load(const char *path, const tg_llm_opts *opts) {
   m->pos = tg_variable(m->pos_name, 0, m->cfg.n_ctx - 1);
   if (m->pos) tensor_adopt(NULL, m->pos);
   bool kv_declared = tg_variable(m->kv_name, 1, m->cfg.n_ctx) != NULL;   /* used by name (tg_shrink_var) */
+  if (m->n_seq > 1) {
+    snprintf(m->seq_name, sizeof m->seq_name, "llm_seq_%d", id);
+    if ((m->seq_var = tg_variable(m->seq_name, 0, m->n_seq - 1))) tensor_adopt(NULL, m->seq_var);
+  }
   tg_scope_end();
   tensor_device_end(prev);
-  if (!m->pos || !kv_declared) { tg_llm_free(m); return NULL; }
-  m->history = tg_xcalloc((size_t)m->cfg.n_ctx, sizeof(int32_t));
+  if (!m->pos || !kv_declared || (m->n_seq > 1 && !m->seq_var)) { tg_llm_free(m); return NULL; }
+  m->history_all = tg_xcalloc((size_t)m->n_seq * (size_t)m->cfg.n_ctx, sizeof(int32_t));
+  m->history = m->history_all;
+  m->seq_n_past = tg_xcalloc((size_t)m->n_seq, sizeof(int));
+  m->seq_ring_top = tg_xcalloc((size_t)m->n_seq, sizeof(int));
   int sizes[LLM_NCHUNKS] = LLM_CHUNKS;
   for (int i = 0; i < LLM_NCHUNKS; i++) m->chunk[i] = sizes[i];
   return m;
@@ -135,9 +144,10 @@ tg_llm *tg_llm_load(const char *path, const tg_llm_opts *opts) {
 void tg_llm_free(tg_llm *m) {
   if (!m) return;
   for (int i = 0; i < LLM_NCHUNKS; i++) tg_jit_free(m->jit[i]);
+  for (int i = 0; i < LLM_BATCH_JITS; i++) tg_jit_free(m->batch_jit[i]);
   llm_eval_jits_free(m);
   llm_layer_fns_free(m);
-  tg_tensor **own[] = { &m->tok_embd, &m->output_norm, &m->rope_cos, &m->rope_sin, &m->rope_cos_swa, &m->rope_sin_swa, &m->pos };
+  tg_tensor **own[] = { &m->tok_embd, &m->output_norm, &m->rope_cos, &m->rope_sin, &m->rope_cos_swa, &m->rope_sin_swa, &m->pos, &m->seq_var };
   if (m->output != m->tok_embd) tg_free(m->output);
   for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) tg_free(*own[i]);
   for (int i = 0; m->layers && i < m->cfg.n_layers; i++)
@@ -149,7 +159,9 @@ void tg_llm_free(tg_llm *m) {
   for (int i = 0; i < m->npacked; i++) tg_free(m->packed[i].raw), tg_free(m->packed[i].row_scales), tg_free(m->packed[i].row_quants);
   free(m->packed);
   free(m->layers);
-  free(m->history);
+  free(m->history_all);
+  free(m->seq_n_past);
+  free(m->seq_ring_top);
   gguf_close(m->file);
   free(m);
 }
@@ -179,6 +191,11 @@ void tg_llm_rewind(tg_llm *m, int n_past) {
   if (n_past == 0) m->ring_top = 0;
 }
 
+int llm_bind_chunk(tg_llm *m, int T) {
+  if (tg_bind(m->pos_name, m->n_past) < 0 || tg_bind(m->kv_name, m->n_past + T) < 0) return -1;
+  return m->n_seq > 1 ? tg_bind(m->seq_name, m->seq) : 0;
+}
+
 /* Runs one chunk of exactly its JIT's size at m->n_past. */
 static int eval_chunk(tg_llm *m, int which, const int32_t *tokens, float *logits) {
   int T = m->chunk[which];
@@ -187,8 +204,7 @@ static int eval_chunk(tg_llm *m, int which, const int32_t *tokens, float *logits
   tg_scope_begin();
   int rc = -1;
   tg_tensor *in = tg_from_data(tokens, TG_SHAPE(T), TG_I32), *out = NULL;
-  if (in && tg_bind(m->pos_name, m->n_past) == 0 && tg_bind(m->kv_name, m->n_past + T) == 0 &&
-      tg_jit_call(m->jit[which], &in, 1, &out, 1) == 0)
+  if (in && llm_bind_chunk(m, T) == 0 && tg_jit_call(m->jit[which], &in, 1, &out, 1) == 0)
     rc = logits ? tg_data(out, logits, sizeof(float) * (size_t)m->cfg.n_vocab) : tg_realize(out);
   tg_scope_end();
   tensor_device_end(prev);

@@ -153,7 +153,8 @@ static int load_layer(tg_llm *m, const char *device, int i) {
   }
   if (err) return -1;
   tg_scope_begin();
-  int64_t rows = l->ring ? l->ring : c->n_ctx;   /* a sliding layer's ring, or every position */
+  /* a sliding layer's ring, or every position; a block of them per sequence */
+  int64_t rows = (int64_t)(l->ring ? l->ring : c->n_ctx) * (m->n_seq > 1 ? m->n_seq : 1);
   l->k_cache = tg_zeros(TG_SHAPE(rows, c->n_kv_heads, c->head_dim), m->cache_dtype);
   l->v_cache = tg_zeros(TG_SHAPE(rows, c->n_kv_heads, c->head_dim_v), m->cache_dtype);
   l->k_cache = tg_contiguous(l->k_cache);
