@@ -97,6 +97,29 @@ TEST(serve_model_stories260k) {
   stop_serve(pid, log);
 }
 
+/* --parallel 3: many clients at once (tests/serve_parallel_client.py):
+ * llama.cpp's greedy text for each, no answer mixed up, the prompt cache
+ * on a chat's second turn, a client that leaves frees its slot, a full
+ * queue answers 503. */
+TEST(serve_model_parallel_slots) {
+  const char *bin = getenv("TG_BIN");
+  NEED_SERVE_DEPS(bin);
+  if (system("python3 --version >/dev/null 2>&1") != 0) SKIP("python3 is not installed");
+  char log[] = "/tmp/tg_serve_par_XXXXXX";
+  pid_t pid;
+  static const char *const extra[] = { "--parallel", "3", "-c", "384", "--max-queue", "4", NULL };
+  int port = start_serve(bin, log, &pid, extra);
+  CHECK_MSG(port > 0, "tg serve did not start");
+  if (port > 0) {
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "python3 serve_parallel_client.py %d 3 4 2>&1", port);
+    char *out = run_capture(cmd);
+    CHECK_MSG(out && strstr(out, "parallel client: all ok"), "parallel client: %s", out ? out : "(nothing)");
+    free(out);
+  }
+  stop_serve(pid, log);
+}
+
 static cJSON *curl_json(const char *fmt, int port, const char *body, const char *key) {
   char cmd[1024];
   snprintf(cmd, sizeof cmd, fmt, key, port, body);

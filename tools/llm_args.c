@@ -64,7 +64,7 @@ bool llm_args_load(const llm_args *a, const char *cmd, tg_llm **m, tg_tokenizer 
   if (!a->model) { fprintf(stderr, "%s: no model: pass -m FILE.gguf\n", cmd); return false; }
   *tok = tg_tokenizer_load(a->model);
   if (!*tok) { fprintf(stderr, "%s: %s\n", cmd, tg_error()); return false; }
-  *m = tg_llm_load(a->model, &(tg_llm_opts){ .n_ctx = a->n_ctx, .cache_type = a->cache_type, .special = a->special });
+  *m = tg_llm_load(a->model, &(tg_llm_opts){ .n_ctx = a->n_ctx, .cache_type = a->cache_type, .special = a->special, .n_seq = a->n_seq });
   if (!*m) { fprintf(stderr, "%s: %s\n", cmd, tg_error()); tg_tokenizer_free(*tok); return false; }
   /* the library takes any size (tests use small models with long caches);
    * a user asking for more than the model was made for gets told */

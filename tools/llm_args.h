@@ -9,6 +9,7 @@
 typedef struct {
   const char *model;
   int n_ctx;
+  int n_seq;              /* sequences the model holds (tg serve's slots; 0: one) */
   const char *cache_type; /* --cache-type (NULL: f16) */
   bool special;           /* generation shows control tokens' text (tg serve: tool-call markers) */
   int n_predict;          /* -n: tokens to generate (-1: until the end or the context fills) */

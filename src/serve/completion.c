@@ -133,6 +133,7 @@ static bool stream_fill(stream_ctx *st) {
   serve_error err = j->err;
   const char *finish = j->finish;
   int n_prompt = j->n_prompt, n_out = j->n_out;
+  st->meta.n_cached = j->n_cached;
   strbuf text = { 0 };   /* chat: all final text so far, parsed below without the lock */
   if (m->chat) sb_append(&text, j->out.text.s ? j->out.text.s : "", st->seen);
   pthread_mutex_unlock(&q->mu);
@@ -242,6 +243,7 @@ enum MHD_Result serve_handle_completion(serve_server *s, struct MHD_Connection *
     return start_stream(s, c, j, &m);   /* the stream now holds the job */
   }
   char *json;
+  m.n_cached = j->n_cached;
   if (chat) {
     serve_chat_msg msg;
     parse_reply(j, j->out.text.s ? j->out.text.s : "", j->out.text.n, true, &msg);

@@ -18,19 +18,19 @@ static void job_free(serve_job *j) {
   free(j);
 }
 
-/* Drops one reference; call with q->mu held. */
-static void unref_locked(serve_job *j) {
+void serve_job_unref_locked(serve_job *j) {
   if (--j->refs == 0) job_free(j);
 }
+#define unref_locked serve_job_unref_locked
 
-/* Ends a job with an error; call with q->mu held. */
-static void fail_locked(serve_queue *q, serve_job *j) {
+void serve_job_fail_locked(serve_queue *q, serve_job *j) {
   j->failed = true;
   j->phase = JOB_DONE;
   pthread_cond_broadcast(&q->progress);
 }
+#define fail_locked serve_job_fail_locked
 
-static double now_s(void) {
+double serve_now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
@@ -41,7 +41,7 @@ typedef struct { serve_queue *q; serve_job *j; double t_first; } emit_ctx;
 /* The backend's emit callback (on the worker thread): false stops generating. */
 static bool emit_piece(void *u, const char *piece, size_t len) {
   emit_ctx *c = u;
-  if (!c->t_first) c->t_first = now_s();
+  if (!c->t_first) c->t_first = serve_now_s();
   pthread_mutex_lock(&c->q->mu);
   bool go = !c->j->cancelled && !c->q->stopping;
   if (go) {
@@ -78,8 +78,7 @@ char *serve_chat_prompt(const serve_backend *be, serve_tool_format fmt, const se
   return prompt;
 }
 
-/* Tokenizes the prompt; -1 with j->err filled. Runs unlocked on the worker. */
-static int tokenize(serve_queue *q, serve_job *j, int **toks) {
+int serve_job_tokenize(serve_queue *q, serve_job *j, int **toks) {
   const serve_backend *be = q->be;
   const serve_request *r = &j->req;
   int n;
@@ -109,11 +108,28 @@ static int tokenize(serve_queue *q, serve_job *j, int **toks) {
   return n;
 }
 
+void serve_job_end_locked(serve_queue *q, serve_job *j, int n_out, bool eos, const char *error) {
+  double t_end = serve_now_s();
+  if (!j->t_first) j->t_first = t_end;
+  serve_metrics_add(&q->metrics, j->n_prompt - j->n_cached, n_out, j->t_first - j->t_started, t_end - j->t_first);
+  if (error) q->metrics.failed_requests++;
+  j->n_out = n_out;
+  j->finish = eos || j->out.stopped ? "stop" : "length";
+  serve_text_finish(&j->out);
+  if (error) serve_error_set(&j->err, 500, "generation_failed", NULL, "generation failed: %s", error);
+  if (!q->quiet)
+    fprintf(stderr, "tg serve: %s: %d prompt (%d cached) + %d generated tokens in %.2f s, first text after %.2f s (%s)\n",
+            j->req.chat ? "chat" : "completion", j->n_prompt, j->n_cached, n_out, t_end - j->t_queued,
+            j->t_first - j->t_queued, error ? "failed" : j->cancelled ? "client left" : j->finish);
+  if (error) fail_locked(q, j);
+  j->phase = JOB_DONE;
+  pthread_cond_broadcast(&q->progress);
+}
+
 static void run_job(serve_queue *q, serve_job *j) {
   const serve_backend *be = q->be;
-  double t0 = now_s();
   int *toks = NULL;
-  int n = tokenize(q, j, &toks);
+  int n = serve_job_tokenize(q, j, &toks);
   pthread_mutex_lock(&q->mu);
   if (n < 0 || j->cancelled) {   /* a client that left while its prompt was tokenized needs nothing more */
     if (n < 0) q->metrics.failed_requests++;
@@ -131,36 +147,23 @@ static void run_job(serve_queue *q, serve_job *j) {
   int n_out = 0;
   bool eos = false;
   emit_ctx ec = { q, j, 0 };
-  double t_gen = now_s();
+  j->t_started = serve_now_s();
   int rc = be->generate(be->ctx, toks, n, &j->req.sampling, max, emit_piece, &ec, &n_out, &eos);
-  double t_end = now_s();
   free(toks);
 
   pthread_mutex_lock(&q->mu);
-  if (!ec.t_first) ec.t_first = t_end;
-  serve_metrics_add(&q->metrics, n, n_out, ec.t_first - t_gen, t_end - ec.t_first);
-  if (rc < 0) q->metrics.failed_requests++;
-  j->n_out = n_out;
-  j->finish = eos || j->out.stopped ? "stop" : "length";
-  serve_text_finish(&j->out);
-  if (rc < 0) serve_error_set(&j->err, 500, "generation_failed", NULL, "generation failed: %s", tg_error());
-  if (!q->quiet)
-    fprintf(stderr, "tg serve: %s: %d prompt + %d generated tokens in %.2f s (%s)\n",
-            j->req.chat ? "chat" : "completion", n, n_out, now_s() - t0,
-            rc < 0 ? "failed" : j->cancelled ? "client left" : j->finish);
-  if (rc < 0) fail_locked(q, j);
-  j->phase = JOB_DONE;
-  pthread_cond_broadcast(&q->progress);
+  j->t_first = ec.t_first;
+  serve_job_end_locked(q, j, n_out, eos, rc < 0 ? tg_error() : NULL);
   pthread_mutex_unlock(&q->mu);
 }
 
 /* An embeddings job: each input through the backend, then L2-normalized
  * (as llama-server's /v1/embeddings, and OpenAI's vectors, are). */
-static void run_embed(serve_queue *q, serve_job *j) {
+void serve_job_run_embed(serve_queue *q, serve_job *j, int slot) {
   const serve_backend *be = q->be;
   int d = be->n_embd, rc = 0;
   float *out = tg_xcalloc((size_t)j->n_inputs * (size_t)d, sizeof(float));
-  double t0 = now_s();
+  double t0 = serve_now_s();
   int n_tokens = 0;
   for (int i = 0; i < j->n_inputs && rc == 0; i++) {
     pthread_mutex_lock(&q->mu);
@@ -168,7 +171,7 @@ static void run_embed(serve_queue *q, serve_job *j) {
     pthread_mutex_unlock(&q->mu);
     if (stop) { rc = -1; tg_seterr("cancelled"); break; }
     float *v = out + (size_t)i * (size_t)d;
-    rc = be->embed(be->ctx, j->emb_tokens[i], j->emb_n[i], v);
+    rc = slot >= 0 ? be->slot_embed(be->ctx, slot, j->emb_tokens[i], j->emb_n[i], v) : be->embed(be->ctx, j->emb_tokens[i], j->emb_n[i], v);
     n_tokens += j->emb_n[i];
     double ss = 0;
     for (int k = 0; k < d; k++) ss += (double)v[k] * v[k];
@@ -176,7 +179,7 @@ static void run_embed(serve_queue *q, serve_job *j) {
     for (int k = 0; k < d; k++) v[k] *= inv;
   }
   pthread_mutex_lock(&q->mu);
-  serve_metrics_add(&q->metrics, n_tokens, 0, now_s() - t0, 0);
+  serve_metrics_add(&q->metrics, n_tokens, 0, serve_now_s() - t0, 0);
   j->n_prompt = n_tokens;
   if (rc < 0) {
     free(out);
@@ -201,12 +204,12 @@ static void *worker(void *arg) {
     q->head = j->next;
     if (!q->head) q->tail = NULL;
     if (!j->cancelled) {
-      q->running = j;
+      q->slot_job[0] = j;
       pthread_mutex_unlock(&q->mu);
-      if (j->n_inputs) run_embed(q, j);
+      if (j->n_inputs) serve_job_run_embed(q, j, -1);
       else run_job(q, j);
       pthread_mutex_lock(&q->mu);
-      q->running = NULL;
+      q->slot_job[0] = NULL;
     }
     unref_locked(j);
   }
@@ -214,15 +217,28 @@ static void *worker(void *arg) {
   return NULL;
 }
 
-int serve_queue_start(serve_queue *q, const serve_backend *be, bool quiet) {
+bool serve_backend_has_slots(const serve_backend *be) {
+  return be->n_slots > 1 && be->n_slots <= SERVE_MAX_SLOTS && be->slot_cached && be->slot_begin && be->slot_step &&
+         be->slot_end && (!be->embed || be->slot_embed);
+}
+
+int serve_queue_busy_locked(const serve_queue *q) {
+  int n = 0;
+  for (int s = 0; s < q->n_slots; s++) n += q->slot_job[s] != NULL;
+  return n;
+}
+
+int serve_queue_start(serve_queue *q, const serve_backend *be, bool quiet, int max_queue) {
   memset(q, 0, sizeof *q);
   q->be = be;
+  q->n_slots = serve_backend_has_slots(be) ? be->n_slots : 1;
+  q->max_queue = max_queue > 0 ? max_queue : SERVE_DEFAULT_MAX_QUEUE;
   q->tool_format = serve_tool_format_detect(be->chat_template);
   q->quiet = quiet;
   pthread_mutex_init(&q->mu, NULL);
   pthread_cond_init(&q->work, NULL);
   pthread_cond_init(&q->progress, NULL);
-  if (pthread_create(&q->worker, NULL, worker, q) != 0) {
+  if (pthread_create(&q->worker, NULL, q->n_slots > 1 ? serve_slot_worker : worker, q) != 0) {
     serve_queue_destroy(q);
     return tg_seterr("serve: cannot start the generation thread");
   }
@@ -256,8 +272,14 @@ void serve_queue_destroy(serve_queue *q) {
 static serve_job *enqueue(serve_queue *q, serve_job *j) {
   j->refs = 2;   /* the HTTP thread and the worker */
   pthread_mutex_lock(&q->mu);
-  if (q->stopping) {
-    serve_error_set(&j->err, 503, "server_shutting_down", NULL, "the server is shutting down");
+  j->t_queued = serve_now_s();
+  if (q->stopping || serve_queue_waiting_locked(q) >= q->max_queue) {
+    if (q->stopping) serve_error_set(&j->err, 503, "server_shutting_down", NULL, "the server is shutting down");
+    else {
+      serve_error_set(&j->err, 503, "server_busy", NULL, "the server is busy: %d requests are waiting for a slot; try again later",
+                      q->max_queue);
+      q->metrics.rejected_requests++;
+    }
     j->failed = true;
     j->phase = JOB_DONE;
     j->refs = 1;

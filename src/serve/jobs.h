@@ -1,5 +1,6 @@
 /* jobs.h: the generation queue. HTTP threads submit jobs; one worker thread
- * owns the backend and runs them in order. A job is shared by its HTTP thread
+ * owns the backend and runs them in order: one at a time, or on the
+ * backend's parallel slots (slots.c). A job is shared by its HTTP thread
  * and the worker (two references); all of its fields below `req` are guarded
  * by the queue's mutex, and every change to them is announced on `progress`. */
 #ifndef TG_SERVE_JOBS_H
@@ -31,6 +32,9 @@ typedef struct serve_job {
   bool failed;              /* then err says why (also set when DONE before STARTED) */
   serve_error err;
   int n_prompt, n_out;
+  int n_cached;             /* prompt tokens a slot's cache already held (usage.prompt_tokens_details) */
+  int slot;                 /* the slot it runs on, once STARTED (0 without slots) */
+  double t_queued, t_started, t_first;   /* when it was queued, began, gave its first text (monotonic s) */
   const char *finish;       /* "stop" or "length" once DONE */
   serve_text out;           /* the generated text and how much of it is final */
   bool cancelled;           /* the client left: stop generating */
@@ -46,14 +50,23 @@ typedef struct {
   pthread_cond_t work;      /* a job was queued, or stopping */
   pthread_cond_t progress;  /* some job changed (broadcast; waiters check their own) */
   serve_job *head, *tail;
-  serve_job *running;       /* the job the worker runs, or NULL */
+  int n_slots;              /* 1 without the backend's slot functions */
+  serve_job *slot_job[SERVE_MAX_SLOTS];   /* the job each slot runs, or NULL */
+  unsigned slot_used[SERVE_MAX_SLOTS];    /* when each slot last took a job (least recently used first) */
+  unsigned clock;
+  int max_queue;            /* waiting jobs beyond this get a 503 */
   serve_metrics metrics;    /* guarded by mu */
   bool stopping;
   pthread_t worker;
 } serve_queue;
 
-/* Starts the worker. 0, or -1 with tg_seterr. */
-int serve_queue_start(serve_queue *q, const serve_backend *be, bool quiet);
+/* Starts the worker (with the backend's slots when it has them). 0, or
+ * -1 with tg_seterr. */
+int serve_queue_start(serve_queue *q, const serve_backend *be, bool quiet, int max_queue);
+/* Whether be brings every slot function (and more than one slot). */
+bool serve_backend_has_slots(const serve_backend *be);
+/* Slots running a job; call with mu held. */
+int serve_queue_busy_locked(const serve_queue *q);
 /* Fails every queued job, stops the running one at its next token, joins
  * the worker. Jobs still referenced by HTTP threads stay valid. */
 void serve_queue_stop(serve_queue *q);
@@ -76,5 +89,24 @@ char *serve_chat_prompt(const serve_backend *be, serve_tool_format fmt, const se
 int serve_queue_waiting_locked(const serve_queue *q);
 /* Drops the caller's reference; an unfinished job is cancelled first. */
 void serve_job_release(serve_queue *q, serve_job *j);
+
+/* ---- for the workers (jobs.c, slots.c) */
+double serve_now_s(void);
+/* Drops one reference; call with mu held. */
+void serve_job_unref_locked(serve_job *j);
+/* Ends a job with the error in j->err; call with mu held. */
+void serve_job_fail_locked(serve_queue *q, serve_job *j);
+/* The job's prompt tokens (malloc'd *toks); -1 with j->err filled. Runs
+ * unlocked on the worker. */
+int serve_job_tokenize(serve_queue *q, serve_job *j, int **toks);
+/* Ends a started job that generated n_out tokens: its finish reason,
+ * metrics and log line; error (NULL: none) fails it with a 500. Call with
+ * mu held. */
+void serve_job_end_locked(serve_queue *q, serve_job *j, int n_out, bool eos, const char *error);
+/* Runs an embeddings job (slot < 0: through be->embed, else on that free
+ * slot), unlocked. */
+void serve_job_run_embed(serve_queue *q, serve_job *j, int slot);
+/* The worker of a backend with slots (slots.c). */
+void *serve_slot_worker(void *arg);
 
 #endif

@@ -24,7 +24,9 @@ char *serve_metrics_text(const serve_metrics *m, int slots_total, int slots_busy
   sb_printf(&b, "tg:requests_total{endpoint=\"embedding\"} %llu\n", (unsigned long long)m->embedding_requests);
   metric(&b, "requests_failed_total", "counter", "Accepted requests that ended in an error (a prompt that does not fit, a failed generation).",
          (double)m->failed_requests);
+  metric(&b, "requests_rejected_total", "counter", "Requests refused with a 503 because the queue was full.", (double)m->rejected_requests);
   metric(&b, "prompt_tokens_total", "counter", "Prompt tokens processed.", (double)m->prompt_tokens);
+  metric(&b, "prompt_tokens_cached_total", "counter", "Prompt tokens reused from a slot's cache (not processed again).", (double)m->cached_tokens);
   metric(&b, "prompt_seconds_total", "counter", "Prompt processing time.", m->prompt_seconds);
   metric(&b, "tokens_predicted_total", "counter", "Generated tokens.", (double)m->predicted_tokens);
   metric(&b, "tokens_predicted_seconds_total", "counter", "Generation time.", m->predicted_seconds);

@@ -8,6 +8,8 @@
 
 typedef struct {
   uint64_t chat_requests, completion_requests, embedding_requests, failed_requests;
+  uint64_t rejected_requests;                 /* 503s of a full queue */
+  uint64_t cached_tokens;                     /* prompt tokens a slot's cache already held */
   uint64_t prompt_tokens, predicted_tokens;
   double prompt_seconds, predicted_seconds;   /* prompt: until the first token's text; predicted: the rest */
 } serve_metrics;

@@ -68,33 +68,36 @@ static int token_array(const cJSON *a, int **out) {
 
 enum MHD_Result serve_handle_health(serve_server *s, struct MHD_Connection *c) {
   serve_queue *q = &s->queue;
+  cJSON *o = cJSON_CreateObject(), *slots = cJSON_CreateArray();
   pthread_mutex_lock(&q->mu);
-  bool busy = q->running != NULL;
-  int deferred = serve_queue_waiting_locked(q), n_prompt = busy ? q->running->n_prompt : 0;
-  int n_out = busy ? (int)q->running->out.text.n : 0;
+  int deferred = serve_queue_waiting_locked(q), busy = serve_queue_busy_locked(q);
   bool stopping = q->stopping;
-  pthread_mutex_unlock(&q->mu);
-  cJSON *o = cJSON_CreateObject();
-  cJSON_AddStringToObject(o, "status", stopping ? "stopping" : "ok");
-  cJSON_AddNumberToObject(o, "slots_idle", busy ? 0 : 1);
-  cJSON_AddNumberToObject(o, "slots_processing", busy ? 1 : 0);
-  cJSON_AddNumberToObject(o, "requests_deferred", deferred);
-  cJSON *slot = cJSON_CreateObject();
-  cJSON_AddNumberToObject(slot, "id", 0);
-  cJSON_AddStringToObject(slot, "state", busy ? "processing" : "idle");
-  cJSON_AddNumberToObject(slot, "n_ctx", s->be->n_ctx);
-  if (busy) {
-    cJSON_AddNumberToObject(slot, "n_prompt_tokens", n_prompt);
-    cJSON_AddNumberToObject(slot, "n_text_bytes", n_out);
+  for (int i = 0; i < q->n_slots; i++) {
+    const serve_job *j = q->slot_job[i];
+    cJSON *slot = cJSON_CreateObject();
+    cJSON_AddNumberToObject(slot, "id", i);
+    cJSON_AddStringToObject(slot, "state", j ? "processing" : "idle");
+    cJSON_AddNumberToObject(slot, "n_ctx", s->be->n_ctx);
+    if (j) {
+      cJSON_AddNumberToObject(slot, "n_prompt_tokens", j->n_prompt);
+      cJSON_AddNumberToObject(slot, "n_cached_tokens", j->n_cached);
+      cJSON_AddNumberToObject(slot, "n_text_bytes", (double)j->out.text.n);
+    }
+    cJSON_AddItemToArray(slots, slot);
   }
-  cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "slots"), slot);
+  pthread_mutex_unlock(&q->mu);
+  cJSON_AddStringToObject(o, "status", stopping ? "stopping" : "ok");
+  cJSON_AddNumberToObject(o, "slots_idle", q->n_slots - busy);
+  cJSON_AddNumberToObject(o, "slots_processing", busy);
+  cJSON_AddNumberToObject(o, "requests_deferred", deferred);
+  cJSON_AddItemToObject(o, "slots", slots);
   return serve_send_json(c, stopping ? 503 : MHD_HTTP_OK, print_free(o));
 }
 
 enum MHD_Result serve_handle_metrics(serve_server *s, struct MHD_Connection *c) {
   serve_queue *q = &s->queue;
   pthread_mutex_lock(&q->mu);
-  char *text = serve_metrics_text(&q->metrics, 1, q->running ? 1 : 0, serve_queue_waiting_locked(q), s->be->n_ctx);
+  char *text = serve_metrics_text(&q->metrics, q->n_slots, serve_queue_busy_locked(q), serve_queue_waiting_locked(q), s->be->n_ctx);
   pthread_mutex_unlock(&q->mu);
   struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
   serve_add_common_headers(r, "text/plain; version=0.0.4");

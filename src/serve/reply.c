@@ -61,11 +61,13 @@ static cJSON *header(const serve_reply_meta *m, bool chunk) {
   return o;
 }
 
-static void add_usage(cJSON *o, int n_prompt, int n_out) {
+/* OpenAI's usage, with the prompt tokens a slot's cache already held */
+static void add_usage(cJSON *o, const serve_reply_meta *m, int n_prompt, int n_out) {
   cJSON *u = cJSON_AddObjectToObject(o, "usage");
   cJSON_AddNumberToObject(u, "prompt_tokens", n_prompt);
   cJSON_AddNumberToObject(u, "completion_tokens", n_out);
   cJSON_AddNumberToObject(u, "total_tokens", n_prompt + n_out);
+  cJSON_AddNumberToObject(cJSON_AddObjectToObject(u, "prompt_tokens_details"), "cached_tokens", m->n_cached);
 }
 
 /* One choice; chat puts text under message/delta, completions under "text". */
@@ -89,7 +91,7 @@ char *serve_reply_full(const serve_reply_meta *m, const char *text, const char *
   cJSON *o = header(m, false);
   cJSON *choices = cJSON_AddArrayToObject(o, "choices");
   cJSON_AddItemToArray(choices, choice(m, false, m->chat ? "assistant" : NULL, text, strlen(text), finish));
-  add_usage(o, n_prompt, n_out);
+  add_usage(o, m, n_prompt, n_out);
   return print_free(o);
 }
 
@@ -127,7 +129,7 @@ char *serve_reply_chat(const serve_reply_meta *m, const serve_chat_msg *msg, con
   cJSON_AddNullToObject(c, "logprobs");
   add_str_or_null(c, "finish_reason", finish);
   cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "choices"), c);
-  add_usage(o, n_prompt, n_out);
+  add_usage(o, m, n_prompt, n_out);
   return print_free(o);
 }
 
@@ -162,7 +164,7 @@ char *serve_reply_chunk(const serve_reply_meta *m, const char *role, const char 
 char *serve_reply_usage_chunk(const serve_reply_meta *m, int n_prompt, int n_out) {
   cJSON *o = header(m, true);
   cJSON_AddArrayToObject(o, "choices");
-  add_usage(o, n_prompt, n_out);
+  add_usage(o, m, n_prompt, n_out);
   return print_free(o);
 }
 

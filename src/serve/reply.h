@@ -30,6 +30,7 @@ typedef struct {
   bool chat;                  /* chat.completion(.chunk) vs text_completion */
   const char *id, *model;
   long created;
+  int n_cached;               /* usage.prompt_tokens_details.cached_tokens (set once the job ran) */
 } serve_reply_meta;
 
 /* The whole non-streamed reply, with usage. */

@@ -1,9 +1,11 @@
 /* serve.h: the OpenAI-compatible HTTP server behind `tg serve`, written
  * against an abstract model backend.
  *
- * A backend is a table of functions plus its context. generate and embed
- * run on ONE worker thread, one request at a time, so the model needs no
- * locking; HTTP requests wait in a FIFO queue for that worker.
+ * A backend is a table of functions plus its context. generate, embed and
+ * the slot functions run on ONE worker thread, so the model needs no
+ * locking; HTTP requests wait in a bounded FIFO queue for that worker,
+ * which runs one request at a time, or, with slots, up to n_slots at once
+ * in batched steps.
  * render_chat, tokenize_text and detokenize only read the tokenizer and
  * template: the server calls them from the worker and, for /tokenize,
  * /detokenize and /apply-template, from HTTP threads, at the same time.
@@ -35,6 +37,8 @@ typedef struct {
  * backend must stop generating now: the client left, a stop string matched,
  * or the server is shutting down. */
 typedef bool (*serve_emit_fn)(void *u, const char *piece, size_t len);
+
+struct serve_slot_event;
 
 typedef struct serve_backend {
   void *ctx;              /* passed back to every function */
@@ -88,7 +92,48 @@ typedef struct serve_backend {
    * tg_seterr. */
   int (*embed)(void *ctx, const int *tokens, int n, float *out);
   int n_embd;
+
+  /* Parallel slots (optional): with n_slots > 1 and the functions below,
+   * up to n_slots requests run at once, each on its own slot (a sequence
+   * with its own KV cache of n_ctx positions), all decoding together in
+   * one batched step (continuous batching: a request joins between
+   * steps). Without them, requests run one at a time through generate.
+   * The worker thread calls them, never two at once. */
+  int n_slots;
+  /* How many leading tokens of prompt the slot's cache holds (the server
+   * sends a request to the free slot that shares the longest prefix). */
+  int (*slot_cached)(void *ctx, int slot, const int *prompt, int n_prompt);
+  /* Starts a generation on a free slot, with generate's arguments: keeps
+   * the longest prefix its cache shares with the prompt (*n_cached tokens;
+   * the last prompt token always runs again) and reads the rest in the
+   * steps that follow. 0, or -1 with tg_seterr. */
+  int (*slot_begin)(void *ctx, int slot, const int *prompt, int n_prompt, const serve_sampling *s, int max_tokens,
+                    int *n_cached);
+  /* One step of the n slots[] that have a generation: a piece of the
+   * prompts still being read, and one token of each of the others, in one
+   * batched pass; ev[i] gets what slots[i] did. -1 with tg_seterr when the
+   * step failed for all of them. */
+  int (*slot_step)(void *ctx, const int *slots, int n, struct serve_slot_event *ev);
+  /* Ends the slot's generation (finished, stopped or cancelled); its cache
+   * stays, for a next prompt that shares it. */
+  void (*slot_end)(void *ctx, int slot);
+  /* embed on the given free slot (its cache then holds the tokens). */
+  int (*slot_embed)(void *ctx, int slot, const int *tokens, int n, float *out);
 } serve_backend;
+
+/* What one slot did in a step. */
+typedef struct serve_slot_event {
+  const char *text;       /* new text (not NUL-terminated; valid until the next step) */
+  size_t len;
+  int n_prompt_done;      /* prompt tokens read so far (n_cached included) */
+  int n_out;              /* tokens generated so far (an end token counts) */
+  bool done;              /* finished: an end token (eos), max_tokens, or a full context */
+  bool eos;
+  bool failed;            /* then error says why; the slot's generation is over */
+  char error[256];
+} serve_slot_event;
+
+#define SERVE_MAX_SLOTS 64
 
 /* The port `tg serve` listens on without --port (llama.cpp's). */
 #define SERVE_DEFAULT_PORT 8080
@@ -109,7 +154,12 @@ typedef struct {
    * it ("Authorization: Bearer KEY" or "X-Api-Key: KEY"); others get a 401,
    * as llama-server's --api-key. */
   const char *api_key;
+  /* Requests waiting for a slot beyond this many get a 503 at once
+   * (0 = SERVE_DEFAULT_MAX_QUEUE). */
+  int max_queue;
 } serve_options;
+
+#define SERVE_DEFAULT_MAX_QUEUE 256
 
 #define SERVE_DEFAULT_TIMEOUT_S 30
 #define SERVE_DEFAULT_CONNS_PER_IP 32

@@ -208,7 +208,7 @@ serve_server *serve_start(const serve_options *opt, const serve_backend *be) {
   s->id_state = (uint64_t)s->started ^ (uint64_t)(uintptr_t)s;
   s->api_key = opt && opt->api_key && *opt->api_key ? tg_xstrdup(opt->api_key) : NULL;
   pthread_mutex_init(&s->id_mu, NULL);
-  if (serve_queue_start(&s->queue, be, opt && opt->quiet)) {
+  if (serve_queue_start(&s->queue, be, opt && opt->quiet, opt ? opt->max_queue : 0)) {
     freeaddrinfo(ai);
     pthread_mutex_destroy(&s->id_mu);
     free(s->api_key);

@@ -1,0 +1,190 @@
+/* serve_slots.c: tg serve's parallel slots over one model holding a
+ * sequence per slot (tg_llm_opts.n_seq): each slot's generation state
+ * (its prompt still to read, sampler, grammar, text stream), and the step
+ * that advances all of them: pieces of the prompts still being read, up
+ * to SLOT_PREFILL_BUDGET tokens a step (so the others' decoding is not
+ * held up for long), then one token of every generating slot in one
+ * batched forward pass (tg_llm_decode_batch). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "serve_slots.h"
+#include "util/util.h"
+
+#define SLOT_PREFILL_BUDGET 64
+
+typedef struct serve_slot {
+  bool active, reading;      /* a generation; still reading its prompt */
+  int32_t *prompt;
+  int n_prompt, fed;         /* prompt tokens; those in the cache */
+  int max_tokens, n_gen;
+  int32_t next;              /* the sampled token the next decode feeds */
+  bool have_next;
+  tg_sampler *smp;
+  tg_grammar *g;
+  tg_token_stream *ts;
+  strbuf text;               /* this step's new text */
+} serve_slot;
+
+static bool is_end(const serve_slots *ss, int32_t id) {
+  if (tg_tokenizer_is_eog(ss->s->tok, id)) return true;
+  for (int i = 0; i < ss->s->n_end; i++) if (ss->s->end_ids[i] == id) return true;
+  return false;
+}
+
+int serve_slots_init(serve_slots *ss, chat_session *s, int n) {
+  memset(ss, 0, sizeof *ss);
+  ss->s = s;
+  ss->n = n;
+  ss->slot = tg_xcalloc((size_t)n, sizeof *ss->slot);
+  ss->logits = tg_xmalloc(sizeof(float) * (size_t)n * (size_t)tg_llm_config_of(s->model)->n_vocab);
+  return 0;
+}
+
+static void slot_clear(serve_slot *sl) {
+  tg_sampler_free(sl->smp);
+  tg_grammar_free(sl->g);
+  tg_token_stream_free(sl->ts);
+  free(sl->prompt);
+  sb_free(&sl->text);
+  memset(sl, 0, sizeof *sl);
+}
+
+void serve_slots_free(serve_slots *ss) {
+  for (int i = 0; i < ss->n; i++) slot_clear(&ss->slot[i]);
+  free(ss->slot);
+  free(ss->logits);
+  memset(ss, 0, sizeof *ss);
+}
+
+/* How many leading tokens of prompt sequence `slot` holds, at most n - 1
+ * (the last prompt token always runs, for its logits). */
+static int common_prefix(serve_slots *ss, int slot, const int *prompt, int n) {
+  tg_llm *m = ss->s->model;
+  if (tg_llm_set_seq(m, slot) < 0) return 0;
+  const int32_t *h = tg_llm_history(m);
+  int past = tg_llm_n_past(m), k = 0;
+  while (k < past && k < n - 1 && h[k] == prompt[k]) k++;
+  return k;
+}
+
+int serve_slots_cached(void *ctx, int slot, const int *prompt, int n) { return common_prefix(ctx, slot, prompt, n); }
+
+int serve_slots_begin(void *ctx, int slot, const int *prompt, int n, const serve_sampling *p, int max_tokens, int *n_cached) {
+  serve_slots *ss = ctx;
+  serve_slot *sl = &ss->slot[slot];
+  slot_clear(sl);
+  tg_sampling sp = { .temperature = p->temperature, .top_k = p->top_k, .top_p = p->top_p, .min_p = p->min_p,
+                     .seed = p->has_seed ? p->seed : (uint64_t)time(NULL) ^ (uint64_t)clock() ^ (uint64_t)slot };
+  sl->smp = tg_sampler_new(&sp);
+  sl->g = p->grammar ? tg_grammar_new(p->grammar, strlen(p->grammar)) : NULL;
+  if (!sl->smp || (p->grammar && (!sl->g || tg_sampler_set_grammar(sl->smp, sl->g, ss->s->tok) < 0))) {
+    slot_clear(sl);
+    return -1;
+  }
+  sl->ts = tg_token_stream_new(ss->s->tok, true);
+  int keep = common_prefix(ss, slot, prompt, n);
+  tg_llm_rewind(ss->s->model, keep);
+  keep = tg_llm_n_past(ss->s->model);   /* less when a ring no longer holds the window before keep */
+  sl->prompt = tg_xmalloc(sizeof(int32_t) * (size_t)n);
+  for (int i = 0; i < n; i++) sl->prompt[i] = prompt[i];
+  sl->n_prompt = n;
+  sl->fed = keep;
+  sl->max_tokens = max_tokens;
+  sl->active = sl->reading = true;
+  *n_cached = keep;
+  return 0;
+}
+
+void serve_slots_end(void *ctx, int slot) { slot_clear(&((serve_slots *)ctx)->slot[slot]); }
+
+int serve_slots_embed(void *ctx, int slot, const int *tokens, int n, float *out) {
+  serve_slots *ss = ctx;
+  if (tg_llm_set_seq(ss->s->model, slot) < 0) return -1;
+  return tg_llm_embed(ss->s->model, (const int32_t *)tokens, n, out);
+}
+
+static void fail(serve_slot_event *ev, const char *what) {
+  ev->failed = true;
+  snprintf(ev->error, sizeof ev->error, "%s: %s", what, tg_error());
+}
+
+/* Samples slot's next token from logits: an end token or max_tokens ends
+ * it (done), else its text joins the step's and it waits for the next
+ * decode. */
+static void sample(serve_slots *ss, serve_slot *sl, const float *logits, serve_slot_event *ev) {
+  int V = tg_llm_config_of(ss->s->model)->n_vocab;
+  int32_t id = tg_sampler_sample(sl->smp, logits, V);
+  if (id < 0) { fail(ev, "sampling"); return; }
+  if (is_end(ss, id)) { ev->done = ev->eos = true; ev->n_out = sl->n_gen + 1; return; }
+  sl->n_gen++;
+  size_t len = 0;
+  const char *piece = tg_token_stream_push(sl->ts, id, &len);
+  if (!piece) { fail(ev, "detokenizing"); return; }
+  sb_append(&sl->text, piece, len);
+  ev->n_out = sl->n_gen;
+  sl->next = id;
+  sl->have_next = true;
+  if (sl->n_gen >= sl->max_tokens) ev->done = true;
+}
+
+int serve_slots_step(void *ctx, const int *slots, int n, serve_slot_event *ev) {
+  serve_slots *ss = ctx;
+  tg_llm *m = ss->s->model;
+  int V = tg_llm_config_of(m)->n_vocab, n_ctx = tg_llm_config_of(m)->n_ctx;
+  for (int i = 0; i < n; i++) ss->slot[slots[i]].text.n = 0;
+  /* the prompts still being read, oldest first (slots[] is in slot order:
+   * the budget goes to one at a time, so it finishes soonest) */
+  int budget = SLOT_PREFILL_BUDGET;
+  for (int i = 0; i < n && budget > 0; i++) {
+    serve_slot *sl = &ss->slot[slots[i]];
+    if (!sl->active || !sl->reading) continue;
+    int k = sl->n_prompt - sl->fed < budget ? sl->n_prompt - sl->fed : budget;
+    bool last = sl->fed + k == sl->n_prompt;
+    if (tg_llm_set_seq(m, slots[i]) < 0 || tg_llm_eval(m, sl->prompt + sl->fed, k, last ? ss->logits : NULL) < 0) {
+      fail(&ev[i], "reading the prompt");
+      continue;
+    }
+    sl->fed += k;
+    budget -= k;
+    if (last) {
+      sl->reading = false;
+      sample(ss, sl, ss->logits, &ev[i]);
+    }
+  }
+  /* one token of each slot that has one to feed, in one pass */
+  int rows[SERVE_MAX_SLOTS], seqs[SERVE_MAX_SLOTS], nr = 0;
+  int32_t toks[SERVE_MAX_SLOTS];
+  for (int i = 0; i < n; i++) {
+    serve_slot *sl = &ss->slot[slots[i]];
+    if (!sl->have_next || ev[i].done || ev[i].failed) continue;
+    int past = (tg_llm_set_seq(m, slots[i]), tg_llm_n_past(m));
+    if (past >= n_ctx) { ev[i].done = true; continue; }   /* a full context */
+    rows[nr] = i;
+    seqs[nr] = slots[i];
+    toks[nr++] = sl->next;
+  }
+  if (nr && tg_llm_decode_batch(m, seqs, toks, nr, ss->logits) < 0) {
+    for (int r = 0; r < nr; r++) fail(&ev[rows[r]], "decoding");
+    nr = 0;
+  }
+  for (int r = 0; r < nr; r++) {
+    serve_slot *sl = &ss->slot[seqs[r]];
+    sl->have_next = false;
+    sample(ss, sl, ss->logits + (size_t)r * (size_t)V, &ev[rows[r]]);
+  }
+  for (int i = 0; i < n; i++) {
+    serve_slot *sl = &ss->slot[slots[i]];
+    if (ev[i].done && !ev[i].failed) {   /* the text the stream still holds */
+      size_t len = 0;
+      const char *rest = tg_token_stream_flush(sl->ts, &len);
+      if (rest && len) sb_append(&sl->text, rest, len);
+    }
+    if (!ev[i].n_out) ev[i].n_out = sl->n_gen;
+    ev[i].n_prompt_done = sl->fed;
+    ev[i].text = sl->text.s;
+    ev[i].len = sl->text.n;
+  }
+  return 0;
+}
