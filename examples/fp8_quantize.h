@@ -21,28 +21,24 @@
 
 static inline tg_kv *c32(tg_kb *kb, double v) { return tg_k_const(kb, TG_F32, v); }
 
-/* 448 / (max |x| + 1e-8), as a reduce over all of x (any shape, read flat) */
-static inline tg_kv *fp8_scale(tg_kb *kb, tg_kv *x, int64_t n) {
+/* 448 / (max |x| + 1e-8), a reduce over all of x (any shape, read flat),
+ * and in *i a loop over x's elements: how both kernels start */
+static inline tg_kv *fp8_scale(tg_kb *kb, tg_kv *x, tg_kv **i) {
+  tg_shape s = tg_k_shape(kb, x);
+  int64_t n = 1;
+  for (int a = 0; a < s.ndim; a++) n *= s.d[a];
   tg_kv *r = tg_k_reduce_range(kb, n);
   tg_kv *xr = tg_k_load(kb, tg_k_index(kb, x, &r, 1));
   tg_kv *abs_x = tg_k_where(kb, tg_k_lt(kb, xr, c32(kb, 0)), tg_k_neg(kb, xr), xr);
   tg_kv *amax = tg_k_reduce(kb, TG_K_MAX, abs_x, &r, 1);
+  *i = tg_k_range(kb, n);
   return tg_k_div(kb, c32(kb, FP8_MAX), tg_k_add(kb, amax, c32(kb, 1e-8)));
-}
-
-static inline int64_t numel_of(tg_kb *kb, tg_kv *buf) {
-  tg_shape s = tg_k_shape(kb, buf);
-  int64_t n = 1;
-  for (int i = 0; i < s.ndim; i++) n *= s.d[i];
-  return n;
 }
 
 /* outputs: y (fp8, x's shape), inv_scale (float32, one value) */
 static inline int quantize_build(void *ctx, tg_kb *kb) {
   tg_kv *x = tg_k_input(kb, 0), *y = tg_k_output(kb, 0), *inv_scale = tg_k_output(kb, 1);
-  int64_t n = numel_of(kb, x);
-  tg_kv *scale = fp8_scale(kb, x, n);
-  tg_kv *i = tg_k_range(kb, n);
+  tg_kv *i, *scale = fp8_scale(kb, x, &i);
   tg_kv *xs = tg_k_mul(kb, tg_k_load(kb, tg_k_index(kb, x, &i, 1)), scale);
   tg_kv *q = tg_k_min(kb, tg_k_max(kb, xs, c32(kb, -FP8_MAX)), c32(kb, FP8_MAX));
   tg_k_store(kb, tg_k_index(kb, y, &i, 1), tg_k_cast(kb, q, TG_FP8E4M3));
@@ -53,9 +49,7 @@ static inline int quantize_build(void *ctx, tg_kb *kb) {
 /* inputs: x, dy (fp8); output: dx = float(dy) * scale */
 static inline int quantize_backward_build(void *ctx, tg_kb *kb) {
   tg_kv *x = tg_k_input(kb, 0), *dy = tg_k_input(kb, 1), *dx = tg_k_output(kb, 0);
-  int64_t n = numel_of(kb, x);
-  tg_kv *scale = fp8_scale(kb, x, n);
-  tg_kv *i = tg_k_range(kb, n);
+  tg_kv *i, *scale = fp8_scale(kb, x, &i);
   tg_kv *g = tg_k_cast(kb, tg_k_load(kb, tg_k_index(kb, dy, &i, 1)), TG_F32);
   return tg_k_store(kb, tg_k_index(kb, dx, &i, 1), tg_k_mul(kb, g, scale));
 }

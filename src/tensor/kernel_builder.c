@@ -110,7 +110,7 @@ int tg_k_dtype(tg_kb *kb, tg_kv *v) {
   if (!v) { kb_fail(kb, "tg_k_dtype: v is NULL"); return -1; }
   kb_buffer *b = buffer_of(kb, (uop *)v);
   const uop *u = (const uop *)v;
-  return b ? (int)b->dtype : u->op == OP_INDEX ? (int)u->dtype.scalar : (int)u->dtype.scalar;
+  return b ? (int)b->dtype : (int)u->dtype.scalar;   /* an index: its buffer's */
 }
 
 /* ---- loops */
