@@ -205,6 +205,30 @@ TEST(custom_kernel_ordering_and_lazy_inputs) {
   same(add_one(y), tg_adds(y, 1), "again");
 }
 
+/* out = add_one(x) * 2 + 1: a step for the JIT and a function body */
+static int step(void *ctx, tg_tensor *const *in, int nin, tg_tensor **out, int nout) {
+  out[0] = tg_adds(tg_muls(add_one(in[0]), 2), 1);
+  return out[0] ? 0 : -1;
+}
+
+/* a JIT replays the kernel on new inputs; a function body may use one */
+TEST(custom_kernel_in_jit_and_functions) {
+  tg_jit *j = tg_jit_new(step, NULL);
+  tg_function *f = tg_function_new("uses_kernel", step, NULL, 1, 1);
+  for (int call = 0; call < 4; call++) {
+    tg_scope_begin();
+    tg_tensor *x = ints_tensor(TG_SHAPE(3, 10), 20 + (uint32_t)call), *o = NULL, *fo = NULL;
+    CHECK_MSG(tg_jit_call(j, &x, 1, &o, 1) == 0, "jit call %d: %s", call, tg_error());
+    CHECK_MSG(tg_function_call(f, &x, &fo) == 0, "function call %d: %s", call, tg_error());
+    tg_tensor *want = tg_adds(tg_muls(tg_adds(x, 1), 2), 1);
+    same(o, want, "jit");
+    same(fo, want, "function");
+    tg_scope_end();
+  }
+  tg_jit_free(j);
+  tg_function_free(f);
+}
+
 /* gradients through tg_backward equal plain matmul's (exact with small ints) */
 TEST(custom_kernel_gradient) {
   for (int custom_grad = 0; custom_grad < 2; custom_grad++) {
