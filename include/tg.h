@@ -8,7 +8,9 @@
  * Lifetime: every tensor belongs to the innermost open scope
  * (tg_scope_begin/tg_scope_end); tg_scope_end frees the tensors created in it
  * except those moved out with tg_keep. Tensors made with no scope open live
- * until tg_free.
+ * until tg_free. Scopes are per thread: each thread opens and ends its own,
+ * and threads may build, realize and free their own graphs at once; a
+ * tensor may be passed to, used in and freed by another thread.
  *
  * Errors never abort. A call that fails returns NULL (or a negative number),
  * and tg_error() says what went wrong and where. Ops given NULL return NULL,
