@@ -116,6 +116,10 @@ TG_API tg_kv *tg_k_min(tg_kb *kb, tg_kv *a, tg_kv *b);
 TG_API tg_kv *tg_k_lt(tg_kb *kb, tg_kv *a, tg_kv *b);
 TG_API tg_kv *tg_k_eq(tg_kb *kb, tg_kv *a, tg_kv *b);
 TG_API tg_kv *tg_k_ne(tg_kb *kb, tg_kv *a, tg_kv *b);
+/* Bitwise on integers, logical on bools. */
+TG_API tg_kv *tg_k_and(tg_kb *kb, tg_kv *a, tg_kv *b);
+TG_API tg_kv *tg_k_or(tg_kb *kb, tg_kv *a, tg_kv *b);
+TG_API tg_kv *tg_k_xor(tg_kb *kb, tg_kv *a, tg_kv *b);
 /* cond ? a : b (cond bool; a and b of one dtype). */
 TG_API tg_kv *tg_k_where(tg_kb *kb, tg_kv *cond, tg_kv *a, tg_kv *b);
 TG_API tg_kv *tg_k_neg(tg_kb *kb, tg_kv *a);

@@ -10,6 +10,7 @@
 #include "golden_io.h"
 #include "util/util.h"
 #include "tg_kernel.h"
+#include "tg_math.h"
 #include "../examples/fp8_quantize.h"
 
 /* small integers in [-3, 3], a fixed sequence per seed */
@@ -50,10 +51,11 @@ static int axpy_build(void *ctx, tg_kb *kb) {
   return tg_k_store(kb, at2(kb, o, i, j), v);
 }
 
-/* out[i] = min(a[i], b[i]) (int32) */
-static int min_build(void *ctx, tg_kb *kb) {
+/* out0[i] = min(a[i], b[i]), out1[i] = (a & b) ^ (a | b) (int32) */
+static int int_ops_build(void *ctx, tg_kb *kb) {
   tg_kv *i = tg_k_range(kb, tg_k_shape(kb, tg_k_input(kb, 0)).d[0]);
   tg_kv *a = tg_k_load(kb, tg_k_index(kb, tg_k_input(kb, 0), &i, 1)), *b = tg_k_load(kb, tg_k_index(kb, tg_k_input(kb, 1), &i, 1));
+  tg_k_store(kb, tg_k_index(kb, tg_k_output(kb, 1), &i, 1), tg_k_xor(kb, tg_k_and(kb, a, b), tg_k_or(kb, a, b)));
   return tg_k_store(kb, tg_k_index(kb, tg_k_output(kb, 0), &i, 1), tg_k_min(kb, a, b));
 }
 
@@ -154,10 +156,11 @@ TEST(custom_kernel_elementwise) {
   CHECK(r && !strcmp(tg_device_of(r), tg_default_device()));
   /* integer min, the dtype's extremes included */
   int32_t av[4] = { INT32_MIN, 5, -7, INT32_MAX }, bv[4] = { 3, INT32_MIN, -7, INT32_MAX - 1 };
-  tg_tensor *ab[2] = { tg_from_data(av, TG_SHAPE(4), TG_I32), tg_from_data(bv, TG_SHAPE(4), TG_I32) }, *m = NULL;
-  tg_kernel_out ms = { TG_SHAPE(4), TG_I32 };
-  CHECK_OK(tg_custom_kernel("min_i32", &ms, 1, ab, 2, min_build, NULL, NULL, &m) == 0);
-  same(m, tg_minimum(ab[0], ab[1]), "int32 min");
+  tg_tensor *ab[2] = { tg_from_data(av, TG_SHAPE(4), TG_I32), tg_from_data(bv, TG_SHAPE(4), TG_I32) }, *m[2] = { 0 };
+  tg_kernel_out ms[2] = { { TG_SHAPE(4), TG_I32 }, { TG_SHAPE(4), TG_I32 } };
+  CHECK_OK(tg_custom_kernel("int_ops", ms, 2, ab, 2, int_ops_build, NULL, NULL, m) == 0);
+  same(m[0], tg_minimum(ab[0], ab[1]), "int32 min");
+  same(m[1], tg_bitwise_xor(tg_bitwise_and(ab[0], ab[1]), tg_bitwise_or(ab[0], ab[1])), "int32 and, or, xor");
 }
 
 TEST(custom_kernel_reduce_and_outputs) {

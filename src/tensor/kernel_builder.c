@@ -227,16 +227,19 @@ tg_kv *tg_k_cast(tg_kb *kb, tg_kv *a, tg_dtype dt) {
   return (tg_kv *)(x->dtype.scalar == dt ? x : uop_cast(x, dt_scalar(dt)));
 }
 
-enum { ANY, NUMBER, INTEGER, FLOAT };   /* what an op takes */
+enum { ANY, NUMBER, INTEGER, FLOAT, BITS };   /* what an op takes */
 static bool takes(uop *x, int kind) {
   switch (kind) {
   case NUMBER: return x->dtype.scalar != TG_BOOL;
   case INTEGER: return dt_is_int(x->dtype);
   case FLOAT: return dt_is_float(x->dtype);
+  case BITS: return dt_is_int(x->dtype) || x->dtype.scalar == TG_BOOL;
   default: return true;
   }
 }
-static const char *kind_name(int kind) { return kind == FLOAT ? "floats" : kind == INTEGER ? "integers" : "numbers, not bool"; }
+static const char *kind_name(int kind) {
+  return kind == FLOAT ? "floats" : kind == INTEGER ? "integers" : kind == BITS ? "integers or bools" : "numbers, not bool";
+}
 
 static bool operands(tg_kb *kb, tg_kv *a, tg_kv *b, int kind, const char *fn, uop **x, uop **y) {
   *x = value(kb, a, fn);
@@ -264,6 +267,9 @@ BINARY(tg_k_max, OP_MAX, ANY)
 BINARY(tg_k_lt, OP_CMPLT, ANY)
 BINARY(tg_k_eq, OP_CMPEQ, ANY)
 BINARY(tg_k_ne, OP_CMPNE, ANY)
+BINARY(tg_k_and, OP_AND, BITS)
+BINARY(tg_k_or, OP_OR, BITS)
+BINARY(tg_k_xor, OP_XOR, BITS)
 
 tg_kv *tg_k_div(tg_kb *kb, tg_kv *a, tg_kv *b) {
   NEED_KB("tg_k_div");
