@@ -375,8 +375,9 @@ TEST(viz_web_damaged_records) {
   viz_trace t;
   CHECK_OK(viz_trace_load(path, false, &t) == 0);
   char *s = viz_api_trace(&t);
-  CHECK(s && cJSON_Parse(s));
-  cJSON_Delete(cJSON_Parse(s));
+  cJSON *tj = s ? cJSON_Parse(s) : NULL;
+  CHECK(tj != NULL);
+  cJSON_Delete(tj);
   free(s);
   int st = 0;
   s = viz_api_kernel(&t, "0", &st);
