@@ -1305,7 +1305,10 @@ static kernel_facts *facts_of(kernel_facts *f, const sched_item *it) {
   f->valid = true;
   f->st.n = f->ld.n = 0;
   f->kind = LOOPS_NONE;
-  if (!it->ast) return f;
+  if (!it->ast) {   /* a copy between devices: writes bufs[0], reads bufs[1] */
+    if (it->nbufs >= 2) { VEC_PUSH(f->st, it->bufs[0]); VEC_PUSH(f->ld, it->bufs[1]); }
+    return f;
+  }
   f->kind = kernel_loops(it->ast, f->rs, &f->nr);
   uop_list l = uop_toposort(it->ast);
   for (int i = 0; i < l.n; i++) {
