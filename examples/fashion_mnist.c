@@ -18,6 +18,14 @@
  *                   curve --distributed must give on N ranks (the
  *                   running statistics, for the test set, see every part
  *                   in turn, rank 0's only its own)
+ *   --devices A,B   one process, data-parallel over several devices
+ *                   (CPU:0,CPU:1): each batch sharded by rows over them
+ *                   (tg_shard), the weights and optimizer state replicated;
+ *                   the gradients' sums over the batch allreduce across
+ *                   the devices (one bucket per step), batch-norm
+ *                   statistics are the whole batch's: the curve of one
+ *                   device within float rounding
+ *                   build/examples/fashion_mnist --devices CPU:0,CPU:1
  *   --batch N       the global batch (default 512)
  *   --lr X          the peak learning rate (default 4e-3)
  *   --print-loss    print every step's loss ("loss STEP VALUE")
@@ -72,6 +80,14 @@ typedef struct {
 } model;
 
 static tg_tensor *param(tg_tensor *t) { tg_realize(t); return tg_requires_grad(t, true); }
+/* --devices: the devices each step shards its batch over (n > 1) */
+static const char *shard_devs[16];
+static int shard_n;
+static tg_tensor *replicate(tg_tensor *t) {
+  tg_tensor *r = tg_shard(t, shard_devs, shard_n, -1);
+  if (r && tg_realize(r) < 0) r = NULL;
+  return r;
+}
 static tg_tensor *uniform_fan(tg_shape s, int fan_in) { double b = 1 / sqrt((double)fan_in); return tg_uniform(s, -b, b, TG_F32); }
 
 static void model_init(model *m) {
@@ -145,14 +161,40 @@ static void adam_step(model *m, tg_tensor **ps, tg_tensor **gs, int np, tg_tenso
 
 static int train_step(void *ctx, tg_tensor *const *in, int nin, tg_tensor **out, int nout) {
   model *m = ctx;
-  tg_tensor *loss = batch_loss(m, in[0], in[1]);
+  tg_tensor *x = in[0], *y = in[1], *lr = in[2];
+  if (shard_n > 1) {   /* --devices: the batch's rows split over the devices */
+    x = tg_shard(x, shard_devs, shard_n, 0);
+    y = tg_shard(y, shard_devs, shard_n, 0);
+    lr = tg_shard(lr, shard_devs, shard_n, -1);
+  }
+  tg_tensor *loss = batch_loss(m, x, y);
   if (!loss) return -1;
   for (int i = 0; i < 14; i++) tg_zero_grad(m->params[i]);
   if (tg_backward(loss) < 0) return -1;
   tg_tensor *gs[14];
   for (int i = 0; i < 14; i++) gs[i] = tg_grad(m->params[i]);
-  adam_step(m, m->params, gs, 14, in[2]);
-  out[0] = loss;
+  adam_step(m, m->params, gs, 14, lr);
+  out[0] = shard_n > 1 ? tg_to(loss, shard_devs[0]) : loss;   /* the JIT returns memory on one device */
+  return 0;
+}
+
+/* --devices: every weight, statistic and optimizer state replicated on
+ * the devices (the same values: the one-device model's) */
+static int model_replicate(model *m) {
+  tg_tensor **slots[] = { &m->c1, &m->c1b, &m->c2, &m->c2b, &m->bn1w, &m->bn1b, &m->bn1m, &m->bn1v,
+                          &m->c3, &m->c3b, &m->c4, &m->c4b, &m->bn2w, &m->bn2b, &m->bn2m, &m->bn2v, &m->lw, &m->lb, &m->t };
+  for (size_t i = 0; i < sizeof slots / sizeof slots[0]; i++) {
+    bool is_param = false;
+    for (int j = 0; j < 14; j++) is_param |= m->params[j] == *slots[i];
+    tg_tensor *r = replicate(*slots[i]);
+    if (!r) return -1;
+    if (is_param) tg_requires_grad(r, true);
+    *slots[i] = r;
+  }
+  tg_tensor *ps[14] = { m->c1, m->c1b, m->c2, m->c2b, m->bn1w, m->bn1b, m->c3, m->c3b, m->c4, m->c4b, m->bn2w, m->bn2b, m->lw, m->lb };
+  memcpy(m->params, ps, sizeof ps);
+  for (int i = 0; i < 14; i++)
+    if (!(m->adam_m[i] = replicate(m->adam_m[i])) || !(m->adam_v[i] = replicate(m->adam_v[i]))) return -1;
   return 0;
 }
 
@@ -231,13 +273,21 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[a], "--print-loss")) print_loss = true;
     else if (!strcmp(argv[a], "--no-eval")) eval = false;
     else if (!strcmp(argv[a], "--split") && a + 1 < argc) { if (parse_count("--split", argv[++a], 64, &split) < 0) return 2; }
+    else if (!strcmp(argv[a], "--devices") && a + 1 < argc) {
+      static char list[512];
+      snprintf(list, sizeof list, "%s", argv[++a]);
+      shard_n = 0;
+      for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ","))
+        if (shard_n < 16) shard_devs[shard_n++] = tok;
+      if (shard_n < 1) { fprintf(stderr, "--devices wants a comma-separated list of devices (CPU:0,CPU:1)\n"); return 2; }
+    }
     else if (!strcmp(argv[a], "--batch") && a + 1 < argc) { if (parse_count("--batch", argv[++a], 65536, &batch) < 0) return 2; }
     else if (!strcmp(argv[a], "--lr") && a + 1 < argc) {
       char *end;
       lr_peak = strtod(argv[++a], &end);
       if (*end || !(lr_peak > 0 && lr_peak < 1)) { fprintf(stderr, "--lr must be a number between 0 and 1, not '%s'\n", argv[a]); return 2; }
     }
-    else if (!strncmp(argv[a], "--", 2)) { fprintf(stderr, "unknown option '%s' (--distributed, --split N, --batch N, --lr X, --print-loss, --no-eval)\n", argv[a]); return 2; }
+    else if (!strncmp(argv[a], "--", 2)) { fprintf(stderr, "unknown option '%s' (--distributed, --split N, --devices A,B, --batch N, --lr X, --print-loss, --no-eval)\n", argv[a]); return 2; }
     else if (npos == 0) { if (parse_count("steps", argv[a], 1000000, &steps) < 0) return 2; npos++; }
     else if (npos == 1) { dir = argv[a]; npos++; }
     else { fprintf(stderr, "too many arguments: '%s'\n", argv[a]); return 2; }
@@ -249,7 +299,8 @@ int main(int argc, char **argv) {
     ranks = tg_dist_size();
     if (split > 1) { fprintf(stderr, "--split and --distributed do not go together\n"); return 2; }
   }
-  int parts = distributed ? ranks : split;
+  if (shard_n > 1 && (distributed || split > 1)) { fprintf(stderr, "--devices goes with neither --distributed nor --split\n"); return 2; }
+  int parts = distributed ? ranks : shard_n > 1 ? shard_n : split;
   if (batch % parts) { fprintf(stderr, "the batch (%d) must split evenly into %d parts\n", batch, parts); return 2; }
   int local = distributed ? batch / ranks : batch;   /* the rows this process draws */
   int part = batch / parts;                          /* the rows of one pass through the model */
@@ -265,6 +316,7 @@ int main(int argc, char **argv) {
   fprintf(con, "Fashion-MNIST: %d train, %d test images; beautiful_mnist CNN, Adam, batch %d, %d steps", ntrain, ntest, batch, steps);
   if (distributed) fprintf(con, "; %d ranks (%s), %d rows each", ranks, tg_dist_backend(), local);
   if (split > 1) fprintf(con, "; %d parts", split);
+  if (shard_n > 1) fprintf(con, "; sharded over %d devices", shard_n);
   fprintf(con, "\n");
   tg_manual_seed(1337);
   srand(1337);
@@ -273,6 +325,7 @@ int main(int argc, char **argv) {
   if (distributed)   /* the same seed gives every rank the same weights; make sure */
     for (int i = 0; i < 14; i++)
       if (tg_dist_broadcast_inplace(m.params[i], 0) < 0) { fprintf(stderr, "rank %d: %s\n", rank, tg_error()); return 1; }
+  if (shard_n > 1 && model_replicate(&m) < 0) { fprintf(stderr, "--devices: %s\n", tg_error()); return 1; }
   tg_jit *jit = two_step ? NULL : tg_jit_new(train_step, &m);
   tg_jit *jit_grad = two_step ? tg_jit_new(grad_step, &m) : NULL, *jit_apply = two_step ? tg_jit_new(apply_step, &m) : NULL;
   float *acc = NULL;   /* --split: the gradients' sum */

@@ -264,3 +264,52 @@ TEST(shard_autograd_data_parallel) {
   tg_scope_end();
   default_devices();
 }
+
+/* The fashion_mnist model's ops (conv2d, batch norm over the batch, max
+ * pool, linear, cross entropy) on a batch sharded over the devices: every
+ * weight's gradient equals one device's. */
+#include "tg_nn.h"
+TEST(shard_cnn_gradients) {
+  three_devices();
+  tg_scope_begin();
+  enum { B = 6, H = 8 };
+  static float xs[B * H * H], cw[3 * 9], lw[4 * 27];
+  int32_t ys[B];
+  fill(xs, B * H * H, 5); fill(cw, 27, 6); fill(lw, 4 * 27, 7);
+  for (int i = 0; i < B; i++) ys[i] = (i * 3) % 4;
+  float cb[3] = { 0.1f, -0.2f, 0.05f }, bw[3] = { 1, 0.5f, 2 }, bb[3] = { 0, 0.1f, -0.1f };
+  tg_tensor *want[5] = { 0 }, *want_loss = NULL;
+  for (int nd = 1; nd <= 3; nd++) {
+    tg_tensor *p[5] = { tg_from_data(cw, TG_SHAPE(3, 1, 3, 3), TG_F32), tg_from_data(cb, TG_SHAPE(3), TG_F32),
+                        tg_from_data(bw, TG_SHAPE(3), TG_F32), tg_from_data(bb, TG_SHAPE(3), TG_F32),
+                        tg_from_data(lw, TG_SHAPE(4, 27), TG_F32) };
+    tg_tensor *x = tg_from_data(xs, TG_SHAPE(B, 1, H, H), TG_F32), *y = tg_from_data(ys, TG_SHAPE(B), TG_I32);
+    if (nd > 1) {
+      for (int i = 0; i < 5; i++) p[i] = tg_shard(p[i], DEV3, nd, -1);
+      x = tg_shard(x, DEV3, nd, 0);
+      y = tg_shard(y, DEV3, nd, 0);
+    }
+    for (int i = 0; i < 5; i++) tg_requires_grad(p[i], true);
+    tg_conv_opts o = { 0 };
+    tg_pool_opts po = { .kernel = { 2, 2 } };
+    tg_tensor *h = tg_relu(tg_conv2d(x, p[0], p[1], &o)), *mean, *var;   /* (B, 3, 6, 6) */
+    CHECK(tg_batchnorm_stats(h, &mean, &var) == 0);
+    h = tg_max_pool2d(tg_batchnorm(h, mean, var, p[2], p[3], 1e-5), &po, NULL);   /* (B, 3, 3, 3) */
+    tg_tensor *loss = tg_sparse_categorical_crossentropy(tg_linear(tg_flatten(h, 1, -1), p[4], NULL), y, NULL);
+    CHECK_MSG(loss && tg_backward(loss) == 0, "%d devices: %s", nd, tg_error());
+    if (!loss) continue;
+    if (nd == 1) {
+      want_loss = loss;
+      for (int i = 0; i < 5; i++) want[i] = tg_grad(p[i]);
+      continue;
+    }
+    char name[64];
+    check_same(loss, want_loss, 1e-5, "loss");
+    for (int i = 0; i < 5; i++) {
+      snprintf(name, sizeof name, "gradient %d on %d devices", i, nd);
+      check_same(tg_grad(p[i]), want[i], 1e-4, name);
+    }
+  }
+  tg_scope_end();
+  default_devices();
+}

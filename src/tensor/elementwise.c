@@ -3,10 +3,13 @@
 #include <math.h>
 #include "tensor/tensor.h"
 #include "tensor/math_internal.h"
+#include "tensor/shard.h"
 
-static bool same_device(const tg_tensor *a, const tg_tensor *b, const char *op) {
-  if (a->device != b->device) { tg_seterr("%s: tensors are on different devices (%s and %s); use tg_to", op, a->device, b->device); return false; }
-  return true;
+/* The device of an op over a and b, NULL with an error naming both; a
+ * tensor that reads no memory (a constant, an arange) goes with a sharded
+ * one (shard.h's tensor_join_device). */
+static const char *same_device(const tg_tensor *a, const tg_tensor *b, const char *op) {
+  return tensor_join_device(a, b, op);
 }
 
 /* numpy broadcasting of two shapes; -1 and an error when incompatible */
@@ -36,8 +39,8 @@ static uop *broadcast_to(uop *u, const int64_t *shape, int nd) {
 
 /* Brings a and b to one shape and one dtype (the promoted one, or `force`
  * when it is not TG_VOID). */
-static bool binary_prep(tg_tensor *a, tg_tensor *b, uop **ua, uop **ub, int force, const char *op) {
-  if (!same_device(a, b, op)) return false;
+static bool binary_prep(tg_tensor *a, tg_tensor *b, uop **ua, uop **ub, int force, const char *op, const char **dev) {
+  if (!(*dev = same_device(a, b, op))) return false;
   int64_t shape[TG_MAX_DIMS * 4];
   int nd = broadcast_shape(a->u, b->u, shape, op);
   if (nd < 0) return false;
@@ -53,8 +56,9 @@ static tg_tensor *binop(uop_op op, tg_tensor *a, tg_tensor *b, const char *name)
   NEED(a, name); NEED(b, name);
   API_BEGIN;
   uop *x, *y;
-  if (!binary_prep(a, b, &x, &y, TG_VOID, name)) API_RETURN(NULL);
-  API_RETURN(tensor_wrap(uop_alu(op, x, y), a->device));
+  const char *dev = NULL;
+  if (!binary_prep(a, b, &x, &y, TG_VOID, name, &dev)) API_RETURN(NULL);
+  API_RETURN(tensor_wrap(uop_alu(op, x, y), dev));
 }
 
 tg_tensor *tg_add(tg_tensor *a, tg_tensor *b) { return binop(OP_ADD, a, b, "tg_add"); }
@@ -66,9 +70,10 @@ tg_tensor *tg_div(tg_tensor *a, tg_tensor *b) {
   NEED(a, "tg_div"); NEED(b, "tg_div");
   API_BEGIN;
   uop *x, *y;
-  if (!binary_prep(a, b, &x, &y, TG_VOID, "tg_div")) API_RETURN(NULL);
+  const char *dev = NULL;
+  if (!binary_prep(a, b, &x, &y, TG_VOID, "tg_div", &dev)) API_RETURN(NULL);
   dtype_t f = least_upper_float(x->dtype);
-  API_RETURN(tensor_wrap(uop_alu(OP_FDIV, uop_cast(x, f), uop_cast(y, f)), a->device));
+  API_RETURN(tensor_wrap(uop_alu(OP_FDIV, uop_cast(x, f), uop_cast(y, f)), dev));
 }
 
 
@@ -76,8 +81,9 @@ tg_tensor *tg_minimum(tg_tensor *a, tg_tensor *b) {
   NEED(a, "tg_minimum"); NEED(b, "tg_minimum");
   API_BEGIN;
   uop *x, *y;
-  if (!binary_prep(a, b, &x, &y, TG_VOID, "tg_minimum")) API_RETURN(NULL);
-  API_RETURN(tensor_wrap(order_inverse(uop_alu(OP_MAX, order_inverse(x), order_inverse(y))), a->device));
+  const char *dev = NULL;
+  if (!binary_prep(a, b, &x, &y, TG_VOID, "tg_minimum", &dev)) API_RETURN(NULL);
+  API_RETURN(tensor_wrap(order_inverse(uop_alu(OP_MAX, order_inverse(x), order_inverse(y))), dev));
 }
 
 /* log2 and exp2 based pow, with numpy's sign rules for negative bases and
@@ -107,8 +113,9 @@ tg_tensor *tg_pow(tg_tensor *a, tg_tensor *b) {
   NEED(a, "tg_pow"); NEED(b, "tg_pow");
   API_BEGIN;
   uop *x, *y;
-  if (!binary_prep(a, b, &x, &y, TG_VOID, "tg_pow")) API_RETURN(NULL);
-  API_RETURN(tensor_wrap(pow_uop(x, y), a->device));
+  const char *dev = NULL;
+  if (!binary_prep(a, b, &x, &y, TG_VOID, "tg_pow", &dev)) API_RETURN(NULL);
+  API_RETURN(tensor_wrap(pow_uop(x, y), dev));
 }
 
 /* A Python scalar next to a tensor: keeps the tensor's dtype when it fits
@@ -189,10 +196,11 @@ static tg_tensor *cmp(uop_op op, tg_tensor *a, tg_tensor *b, bool swap, bool neg
   NEED(a, name); NEED(b, name);
   API_BEGIN;
   uop *x, *y;
-  if (!binary_prep(a, b, &x, &y, TG_VOID, name)) API_RETURN(NULL);
+  const char *dev = NULL;
+  if (!binary_prep(a, b, &x, &y, TG_VOID, name, &dev)) API_RETURN(NULL);
   uop *r = swap ? uop_alu(op, y, x) : uop_alu(op, x, y);
   if (negate) r = uop_alu(OP_CMPEQ, r, const_like(0, DT_BOOL, r->shape, r->ndim));
-  API_RETURN(tensor_wrap(r, a->device));
+  API_RETURN(tensor_wrap(r, dev));
 }
 tg_tensor *tg_lt(tg_tensor *a, tg_tensor *b) { return cmp(OP_CMPLT, a, b, false, false, "tg_lt"); }
 tg_tensor *tg_gt(tg_tensor *a, tg_tensor *b) { return cmp(OP_CMPLT, a, b, true, false, "tg_gt"); }
@@ -201,8 +209,9 @@ tg_tensor *tg_ge(tg_tensor *a, tg_tensor *b) {
   NEED(a, "tg_ge"); NEED(b, "tg_ge");
   API_BEGIN;
   uop *x, *y;
-  if (!binary_prep(a, b, &x, &y, TG_VOID, "tg_ge")) API_RETURN(NULL);
-  API_RETURN(tensor_wrap(uop_alu(OP_OR, uop_alu(OP_CMPLT, y, x), uop_alu(OP_CMPEQ, x, y)), a->device));
+  const char *dev = NULL;
+  if (!binary_prep(a, b, &x, &y, TG_VOID, "tg_ge", &dev)) API_RETURN(NULL);
+  API_RETURN(tensor_wrap(uop_alu(OP_OR, uop_alu(OP_CMPLT, y, x), uop_alu(OP_CMPEQ, x, y)), dev));
 }
 tg_tensor *tg_le(tg_tensor *a, tg_tensor *b) { return tg_ge(b, a); }
 tg_tensor *tg_eq(tg_tensor *a, tg_tensor *b) { return cmp(OP_CMPEQ, a, b, false, false, "tg_eq"); }
@@ -212,14 +221,15 @@ static tg_tensor *logical(uop_op op, tg_tensor *a, tg_tensor *b, const char *nam
   NEED(a, name); NEED(b, name);
   API_BEGIN;
   uop *x, *y;
-  if (!same_device(a, b, name)) API_RETURN(NULL);
+  const char *dev = NULL;
+  if (!(dev = same_device(a, b, name))) API_RETURN(NULL);
   x = a->u; y = b->u;
   if (x->dtype.scalar != TG_BOOL) x = uop_alu(OP_CMPNE, x, c_like(x, 0));
   if (y->dtype.scalar != TG_BOOL) y = uop_alu(OP_CMPNE, y, c_like(y, 0));
   int64_t shape[TG_MAX_DIMS * 4];
   int nd = broadcast_shape(x, y, shape, name);
   if (nd < 0) API_RETURN(NULL);
-  API_RETURN(tensor_wrap(uop_alu(op, broadcast_to(x, shape, nd), broadcast_to(y, shape, nd)), a->device));
+  API_RETURN(tensor_wrap(uop_alu(op, broadcast_to(x, shape, nd), broadcast_to(y, shape, nd)), dev));
 }
 tg_tensor *tg_logical_and(tg_tensor *a, tg_tensor *b) { return logical(OP_AND, a, b, "tg_logical_and"); }
 tg_tensor *tg_logical_or(tg_tensor *a, tg_tensor *b) { return logical(OP_OR, a, b, "tg_logical_or"); }
@@ -234,13 +244,21 @@ tg_tensor *tg_where(tg_tensor *cond, tg_tensor *a, tg_tensor *b) {
   NEED(cond, "tg_where"); NEED(a, "tg_where"); NEED(b, "tg_where");
   API_BEGIN;
   uop *x, *y;
-  if (!same_device(cond, a, "tg_where") || !binary_prep(a, b, &x, &y, TG_VOID, "tg_where")) API_RETURN(NULL);
+  const char *dev = NULL;
+  if (!binary_prep(a, b, &x, &y, TG_VOID, "tg_where", &dev)) API_RETURN(NULL);
+  if (cond->device != dev && !(shard_is_multi_name(dev) && tensor_reads_no_memory(cond))) {
+    if (!shard_is_multi_name(cond->device) || !tensor_reads_no_memory(a) || !tensor_reads_no_memory(b)) {
+      tg_seterr("tg_where: tensors are on different devices (the condition on %s, the values on %s); use tg_to", cond->device, dev);
+      API_RETURN(NULL);
+    }
+    dev = cond->device;
+  }
   uop *c = cond->u;
   if (c->dtype.scalar != TG_BOOL) c = uop_alu(OP_CMPNE, c, c_like(c, 0));
   int64_t shape[TG_MAX_DIMS * 4];
   int nd = broadcast_shape(c, x, shape, "tg_where");
   if (nd < 0) API_RETURN(NULL);
-  API_RETURN(tensor_wrap(uop_where(broadcast_to(c, shape, nd), broadcast_to(x, shape, nd), broadcast_to(y, shape, nd)), a->device));
+  API_RETURN(tensor_wrap(uop_where(broadcast_to(c, shape, nd), broadcast_to(x, shape, nd), broadcast_to(y, shape, nd)), dev));
 }
 
 /* ---- casts */

@@ -46,6 +46,31 @@ const char *shard_first_device(const char *name) {
   return t ? t->dev[0] : name;
 }
 
+/* ---- devices of ops over several tensors */
+bool tensor_reads_no_memory(const tg_tensor *t) {
+  uop_list topo = uop_toposort(t->u);
+  bool none = true;
+  for (int i = 0; i < topo.n && none; i++) {
+    uop_op op = topo.v[i]->op;
+    none = op != OP_BUFFER && op != OP_COPY && op != OP_MULTI && op != OP_CALL;
+  }
+  free(topo.v);
+  return none;
+}
+
+const char *tensor_join_device(const tg_tensor *a, const tg_tensor *b, const char *op) {
+  if (a->device == b->device) return a->device;
+  /* constants that ops make on the default device (tg_scalar in a loss)
+   * join a sharded tensor: they are evaluated on each part's device */
+  bool ma = shard_is_multi_name(a->device), mb = shard_is_multi_name(b->device);
+  if (mb && !ma && tensor_reads_no_memory(a)) return b->device;
+  if (ma && !mb && tensor_reads_no_memory(b)) return a->device;
+  bool sharded = ma || mb;
+  tg_seterr("%s: tensors are on different devices (%s and %s); %s", op, a->device, b->device,
+            sharded ? "shard the other one too (tg_shard) or gather with tg_to" : "use tg_to");
+  return NULL;
+}
+
 /* ---- the API */
 tg_tensor *tg_shard(tg_tensor *t, const char *const *devices, int n, int axis) {
   NEED(t, "tg_shard");

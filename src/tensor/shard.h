@@ -21,6 +21,14 @@ const char *shard_first_device(const char *name);
 /* Whether any MULTI node was ever made (realize skips the walk when not). */
 bool shard_used(void);
 
+/* Whether t's graph reads no memory (constants, aranges, random counters):
+ * such a tensor can join an op on any device. */
+bool tensor_reads_no_memory(const tg_tensor *t);
+/* The device of an op over a and b: theirs when they agree; the sharded
+ * one's when the other reads no memory; else NULL and an error that names
+ * both. */
+const char *tensor_join_device(const tg_tensor *a, const tg_tensor *b, const char *op);
+
 /* Lowers roots (tensor-graph nodes, possibly over MULTI nodes) to graphs per
  * device, schedules and runs them; becomes gets each root's replacement
  * (MULTI of the parts' buffers for a sharded root). 0, or -1 with tg_error. */
