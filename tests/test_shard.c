@@ -5,6 +5,7 @@
  * sums run in another order), and the allreduce variants give the
  * one-device sum. */
 #include "test.h"
+#include <unistd.h>
 #include "tg_dist.h"
 
 static const char *DEV3[] = { "CPU", "CPU:1", "CPU:2" };
@@ -312,4 +313,71 @@ TEST(shard_cnn_gradients) {
   }
   tg_scope_end();
   default_devices();
+}
+
+/* Data-parallel MLP: every weight's gradient allreduce feeds no other, so
+ * they go as one bucket: 2 copies on 2 devices (naive: one each way) for
+ * all six gradients, where each alone would take 2. */
+static int gradient_copies(bool bucket) {
+  if (!bucket) setenv("TG_ALLREDUCE_BUCKET", "0", 1);
+  tg_scope_begin();
+  float a[8 * 12], w[3][12 * 12];
+  fill(a, 8 * 12, 8);
+  tg_tensor *x = tg_shard(tg_from_data(a, TG_SHAPE(8, 12), TG_F32), DEV3, 2, 0), *p[6];
+  for (int l = 0; l < 3; l++) {
+    fill(w[l], 144, 9 + l);
+    p[2 * l] = tg_requires_grad(tg_shard(tg_from_data(w[l], TG_SHAPE(12, 12), TG_F32), DEV3, 2, -1), true);
+    p[2 * l + 1] = tg_requires_grad(tg_shard(tg_zeros(TG_SHAPE(12), TG_F32), DEV3, 2, -1), true);
+  }
+  tg_tensor *all[7] = { x, p[0], p[1], p[2], p[3], p[4], p[5] };
+  CHECK(tg_realize_all(all, 7) == 0);
+  tg_tensor *h = x;
+  for (int l = 0; l < 3; l++) h = tg_relu(tg_add(tg_matmul(h, p[2 * l]), p[2 * l + 1]));
+  CHECK(tg_backward(tg_sum(h, TG_ALL, false)) == 0);
+  tg_tensor *g[6];
+  for (int i = 0; i < 6; i++) g[i] = tg_grad(p[i]);
+  tg_schedule_entry e[256];
+  int n = tg_schedule_list(g, 6, e, 256), c = 0;
+  for (int i = 0; i < n && i < 256; i++) c += e[i].copy;
+  tg_scope_end();
+  unsetenv("TG_ALLREDUCE_BUCKET");
+  return c;
+}
+TEST(shard_gradient_allreduce_one_bucket) {
+  CHECK_EQ_INT(gradient_copies(true), 2);
+  CHECK_EQ_INT(gradient_copies(false), 12);
+}
+
+/* build/examples/fashion_mnist --devices CPU:0,CPU:1 against one device:
+ * the first step's loss within float rounding (the sums over the batch run
+ * in two halves), the next within a tolerance that grows with the steps,
+ * because Adam's first updates are about each gradient's sign, which
+ * rounding flips for the smallest (docs/distributed.md). */
+static int losses_of(const char *out, double *v, int max) {
+  int n = 0;
+  for (const char *p = strstr(out, "\nloss "); p && n < max; p = strstr(p + 1, "\nloss ")) {
+    int step;
+    double x;
+    if (sscanf(p, "\nloss %d %lf", &step, &x) == 2 && step == n) v[n++] = x;
+  }
+  return n;
+}
+TEST(shard_fmnist_devices_same_loss) {
+  const char *bd = test_build_dir(), *data = "/usr/share/datasets/fashion-mnist";
+  if (!bd) SKIP("TG_BIN does not name the tg binary (make test sets it)");
+  if (access(data, R_OK) != 0) SKIP("no %s (Debian: dataset-fashion-mnist)", data);
+  char ex[1200], cmd[2048];
+  snprintf(ex, sizeof ex, "%s/examples/fashion_mnist", bd);
+  if (access(ex, X_OK) != 0) SKIP("%s is not built", ex);
+  enum { STEPS = 3 };
+  static char out[65536];
+  double two[STEPS], one[STEPS], tol[STEPS] = { 1e-5, 1e-4, 2e-3 };
+  snprintf(cmd, sizeof cmd, "timeout 600 %s %d --devices CPU:0,CPU:1 --batch 128 --lr 1e-4 --print-loss --no-eval 2>&1", ex, STEPS);
+  int rc = test_run_capture(cmd, out, sizeof out);
+  CHECK_MSG(rc == 0 && losses_of(out, two, STEPS) == STEPS, "--devices: exit status %d:\n%s", rc, out);
+  snprintf(cmd, sizeof cmd, "timeout 600 %s %d --batch 128 --lr 1e-4 --print-loss --no-eval 2>&1", ex, STEPS);
+  rc = test_run_capture(cmd, out, sizeof out);
+  CHECK_MSG(rc == 0 && losses_of(out, one, STEPS) == STEPS, "one device: exit status %d:\n%s", rc, out);
+  for (int i = 0; i < STEPS; i++)
+    CHECK_MSG(fabs(two[i] - one[i]) <= tol[i] * fabs(one[i]), "step %d: 2 devices %.9g, one device %.9g", i, two[i], one[i]);
 }

@@ -92,6 +92,7 @@ tg_tensor *tg_shard(tg_tensor *t, const char *const *devices, int n, int axis) {
   API_BEGIN;
   uop *parts[SHARD_MAX_DEVICES];
   int64_t size = axis >= 0 ? u->shape[axis] / n : 0;
+  bool no_memory = tensor_reads_no_memory(t);
   for (int i = 0; i < n; i++) {
     uop *p = t->u;
     if (axis >= 0) {
@@ -100,7 +101,7 @@ tg_tensor *tg_shard(tg_tensor *t, const char *const *devices, int n, int axis) {
       s[axis] = size * i; e[axis] = size * (i + 1);
       p = mv_shrink(p, s, e);
     }
-    if (t->device != names[i]) p = uop1(OP_COPY, p->dtype, p, arg_str(names[i]));
+    if (t->device != names[i] || no_memory) p = uop1(OP_COPY, p->dtype, p, arg_str(names[i]));   /* a part knows its device */
     parts[i] = p;
   }
   atomic_store(&used, true);
