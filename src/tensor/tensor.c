@@ -2,6 +2,7 @@
  * inspection, and realization entry points. */
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include "tensor/tensor.h"
 #include "engine/realize.h"
 #include "runtime/buffer.h"
@@ -274,11 +275,12 @@ void tensor_null_arg(const char *op, const char *arg) {
 }
 
 /* ---- devices */
-static const char *default_device_name;
+/* atomic: the first tensors of several threads may all look it up */
+static const char *_Atomic default_device_name;
 int tg_set_default_device(const char *name) {
   tg_device *d = device_get(name);
   if (!d) return -1;
-  default_device_name = d->name;
+  atomic_store(&default_device_name, d->name);
   return 0;
 }
 /* A thread's device for new tensors while an op builds a graph over
@@ -293,12 +295,16 @@ void tensor_device_end(const char *prev) { device_override = prev; }
 
 const char *tg_default_device(void) {
   if (device_override) return device_override;
-  if (!default_device_name) {
+  const char *name = atomic_load(&default_device_name);
+  if (!name) {
     const char *env = setting_str(SET_TG_DEVICE);
     tg_device *d = env && *env ? device_get(env) : NULL;
-    default_device_name = d ? d->name : device_get("CPU")->name;
+    const char *found = d ? d->name : device_get("CPU")->name;
+    /* a tg_set_default_device that ran meanwhile wins */
+    if (!atomic_compare_exchange_strong(&default_device_name, &name, found)) return name;
+    name = found;
   }
-  return default_device_name;
+  return name;
 }
 const char *tg_device_of(const tg_tensor *t) {
   if (!t) { tensor_null_arg("tg_device_of", "t"); return NULL; }

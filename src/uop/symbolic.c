@@ -386,25 +386,34 @@ static void compute_one(uop *u) {
 out:
   u->vmin = lo;
   u->vmax = hi;
-  u->range_known = true;
+  __atomic_store_n(&u->range_known, true, __ATOMIC_RELEASE);
 }
 
+/* Ranges are memoized on uops, which hash-consing shares between threads
+ * that simplify at once: they are computed under range_lock and published
+ * by range_known (release store, acquire load), so a reader sees a range
+ * whole or computes it. */
+static pthread_mutex_t range_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool range_ready(const uop *u) { return __atomic_load_n(&u->range_known, __ATOMIC_ACQUIRE); }
+
 static void ensure_range(uop *root) {
-  if (root->range_known) return;
+  if (range_ready(root)) return;
+  pthread_mutex_lock(&range_lock);
   VEC(uop *) st = { 0 };
   VEC_PUSH(st, root);
   while (st.n) {
     uop *u = st.v[st.n - 1];
-    if (u->range_known) { st.n--; continue; }
+    if (range_ready(u)) { st.n--; continue; }
     bool ready = true;
     if (wants_src_ranges(u))
       for (int i = 0; i < u->nsrc; i++)
-        if (!u->src[i]->range_known && src_known(u->src[i])) { VEC_PUSH(st, u->src[i]); ready = false; }
+        if (!range_ready(u->src[i]) && src_known(u->src[i])) { VEC_PUSH(st, u->src[i]); ready = false; }
     if (!ready) continue;
     st.n--;
     compute_one(u);
   }
   VEC_FREE(st);
+  pthread_mutex_unlock(&range_lock);
 }
 
 int64_t uop_vmin(uop *u) { ensure_range(u); return u->vmin; }

@@ -1,6 +1,7 @@
 /* uop.c: hash-consed, reference-counted UOp nodes, pools, toposort, printer. */
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include "uop/uop.h"
 #include "uop/uop_buffer.h"
 #include "uop/uop_call.h"
@@ -199,6 +200,9 @@ uop *uop_new(uop_op op, dtype_t dt, uop *const *src, int nsrc, uop_arg arg) {
     if (!same) continue;
     u->refcnt++;
     pthread_mutex_unlock(&lock);
+    /* another thread may have just made it: its shape and dims come after
+     * the table insert (they create nodes, so not under the lock) */
+    while (!__atomic_load_n(&u->ready, __ATOMIC_ACQUIRE)) sched_yield();
     pool_add(u);
     return u;
   }
@@ -222,6 +226,7 @@ uop *uop_new(uop_op op, dtype_t dt, uop *const *src, int nsrc, uop_arg arg) {
   pthread_mutex_unlock(&lock);
   set_shape(u);
   uop_set_dims(u);
+  __atomic_store_n(&u->ready, true, __ATOMIC_RELEASE);
   pool_add(u);
   return u;
 }

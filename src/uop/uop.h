@@ -52,6 +52,9 @@ struct uop {
   uint64_t dim_bcast;
   const char *dim_err;
   bool dim_err_own;
+  /* Set (release) once shape and dims are filled in: another thread that
+   * finds the node in the hash-cons table meanwhile waits for it. */
+  bool ready;
   /* Derived lazily: value range for integer/bool nodes (symbolic.c). */
   bool range_known;
   int64_t vmin, vmax;
