@@ -292,6 +292,29 @@ TEST(custom_kernel_fp8_quantize_golden) {
   golden_free(g);
 }
 
+/* one kernel where the amax runs once before the loops (the CPU); on a
+ * device with work groups the amax is a kernel of its own, so no group
+ * computes it again */
+TEST(custom_kernel_fp8_kernels_per_device) {
+  tg_device_info dev[16];
+  int nd = tg_devices(dev, 16, NULL), max_local = -1;
+  for (int i = 0; i < nd && i < 16; i++) if (!strcmp(dev[i].name, tg_default_device())) max_local = dev[i].max_local;
+  CHECK(max_local >= 0);
+  tg_tensor *x = ints_tensor(TG_SHAPE(4096), 14), *y, *inv;
+  CHECK_OK(tg_realize(x) == 0);
+  CHECK_OK(quantize_fp8(x, &y, &inv) == 0);
+  tg_tensor *both[2] = { y, inv };
+  tg_schedule_entry e[8];
+  int n = tg_schedule_list(both, 2, e, 8);
+  CHECK_EQ_INT(n, max_local > 0 ? 2 : 1);
+  if (n == 2) CHECK(!strcmp(e[0].name, "quantize_fp8_amax_reduce") && !strcmp(e[1].name, "quantize_fp8_amax"));
+  /* and the values on this device */
+  tg_tensor *yp, *ip;
+  quantize_fp8_plain(x, &yp, &ip);
+  same(y, yp, "y");
+  same(inv, ip, "inv_scale");
+}
+
 /* ---- errors name the kernel, never crash */
 
 enum { E_STORE_OOB, E_LOAD_OOB, E_DTYPE, E_MISSING, E_COVER, E_REDUCE_LEAK, E_LOOP_REDUCED, E_READ_OUTPUT, E_WRITE_INPUT,

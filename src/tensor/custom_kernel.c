@@ -90,6 +90,16 @@ static int check_args(const char *name, const tg_kernel_out *outs, int nout, tg_
   return 0;
 }
 
+/* Appends a kernel over bufs[0..n) to b's schedule. */
+static void add_item(call_body *b, uop *ast, const char *name, tg_device *dev, tg_buffer *const *bufs, int n) {
+  sched_item it = { .ast = ast, .nbufs = n, .dev = dev, .merged = true };
+  uop_retain(ast);
+  snprintf(it.name, sizeof it.name, "%s", name);
+  it.bufs = tg_xmalloc(sizeof(tg_buffer *) * (size_t)n);
+  for (int i = 0; i < n; i++) { it.bufs[i] = bufs[i]; buffer_retain(bufs[i]); }
+  VEC_PUSH(b->sched, it);
+}
+
 /* The body: placeholders for the inputs and outputs, and its schedule (the
  * one kernel). NULL with tg_error. */
 static call_body *make_body(const char *name, tg_device *dev, const tg_kernel_out *outs, int nout, tg_tensor *const *in, int nin,
@@ -117,25 +127,45 @@ static call_body *make_body(const char *name, tg_device *dev, const tg_kernel_ou
   kb_free(&kb);
   if (!ast) return NULL;
 
+  /* its buffers: the outputs and any scratch (fresh per call), the inputs
+   * (the call's arguments) */
+  tg_buffer *bufs[3 * KB_MAX_IO];
+  /* with work groups, a reduce that uses no output loop runs first, in a
+   * kernel of its own (kernel_split.c) */
+  uop *pre = NULL;
+  tg_dtype sdt[KB_MAX_IO];
+  int ns = 0;
+  if (dev->renderer && dev->renderer->has_local) ast = kb_split_reduces(ast, nout, nin, 2 * KB_MAX_IO - nout - nin, &pre, sdt, &ns);
+  for (int k = 0; k < ns; k++) {
+    uop *s = call_param_new(dev, dt_scalar(sdt[k]), (int64_t[]){ 1 }, 1);
+    if (!s) return NULL;
+    bufs[nout + nin + k] = s->arg.p;
+  }
   call_body *b = call_body_new(name, params, nin, results, nout);
-  sched_item it = { .ast = ast, .nbufs = nout + nin, .dev = dev, .merged = true };
-  uop_retain(ast);
-  snprintf(it.name, sizeof it.name, "%s", name);
-  it.bufs = tg_xmalloc(sizeof(tg_buffer *) * (size_t)it.nbufs);
   b->out_repl = tg_xcalloc((size_t)nout, sizeof(uop *));
   for (int k = 0; k < nout; k++) {
-    tg_buffer *ob = results[k]->op == OP_BUFFER ? results[k]->arg.p : results[k]->src[0]->arg.p;
-    it.bufs[k] = ob; buffer_retain(ob);
-    buffer_retain(ob);
-    VEC_PUSH(b->internal, ob);                                   /* fresh per call */
-    pm_put(&b->role, ob, (void *)(intptr_t)-(intptr_t)b->internal.n);
+    bufs[k] = results[k]->op == OP_BUFFER ? results[k]->arg.p : results[k]->src[0]->arg.p;
     b->out_repl[k] = results[k]; uop_retain(results[k]);
   }
   for (int j = 0; j < nin; j++) {
-    it.bufs[nout + j] = b->param_bufs[j]; buffer_retain(b->param_bufs[j]);
-    pm_put(&b->role, b->param_bufs[j], (void *)(intptr_t)(1 + j));   /* the call's argument */
+    bufs[nout + j] = b->param_bufs[j];
+    pm_put(&b->role, b->param_bufs[j], (void *)(intptr_t)(1 + j));
   }
-  VEC_PUSH(b->sched, it);
+  for (int k = 0; k < nout + nin + ns; k++)
+    if (k < nout || k >= nout + nin) {
+      buffer_retain(bufs[k]);
+      VEC_PUSH(b->internal, bufs[k]);
+      pm_put(&b->role, bufs[k], (void *)(intptr_t)-(intptr_t)b->internal.n);
+    }
+  char pre_name[80];
+  snprintf(pre_name, sizeof pre_name, "%s_reduce", name);
+  if (pre) {
+    tg_buffer *pb[3 * KB_MAX_IO];
+    for (int k = 0; k < ns; k++) pb[k] = bufs[nout + nin + k];
+    for (int j = 0; j < nin; j++) pb[ns + j] = bufs[nout + j];
+    add_item(b, pre, pre_name, dev, pb, ns + nin);
+  }
+  add_item(b, ast, name, dev, bufs, nout + nin + ns);
   b->param_written = tg_xcalloc((size_t)(nin ? nin : 1), sizeof(bool));
   b->scheduled = true;
   return b;

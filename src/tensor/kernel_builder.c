@@ -347,6 +347,36 @@ tg_kv *tg_k_reduce(tg_kb *kb, tg_k_reduce_op op, tg_kv *v, tg_kv *const *ranges,
 
 /* ---- the kernel */
 
+uop *kb_number_ranges(uop *sink) {
+  /* loops nest by id: output loops first, by their old ids (the order they
+   * were made), then the reduce loops, as the scheduler numbers them;
+   * through ids past every old one, so no new range is an old one */
+  uop_list l = uop_toposort(sink);
+  uop *rs[64];
+  int n = 0;
+  for (int i = 0; i < l.n && n < 64; i++) if (l.v[i]->op == OP_RANGE) rs[n++] = l.v[i];
+  free(l.v);
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0; j--) {
+      uop *a = rs[j - 1], *b = rs[j];
+      bool later = is_reduce_range(a) != is_reduce_range(b) ? is_reduce_range(a) : a->arg.v[0] > b->arg.v[0];
+      if (!later) break;
+      rs[j - 1] = b; rs[j] = a;
+    }
+  for (int step = 0; step < 2; step++) {
+    ptrmap m = { 0 };
+    for (int i = 0; i < n; i++) {
+      uop *r = rs[i];
+      int64_t from[2] = { step ? 64 + i : r->arg.v[0], r->arg.v[1] }, to[2] = { step ? i : 64 + i, r->arg.v[1] };
+      pm_put(&m, uop1(OP_RANGE, r->dtype, r->src[0], arg_ints(from, 2)), uop1(OP_RANGE, r->dtype, r->src[0], arg_ints(to, 2)));
+    }
+    sink = graph_substitute(sink, &m);
+    pm_free(&m);
+  }
+  return sink;
+}
+
+
 uop *kb_finish(tg_kb *kb) {
   char sh[96];
   for (int k = 0; k < kb->nout && !kb->failed; k++) {
@@ -358,21 +388,5 @@ uop *kb_finish(tg_kb *kb) {
   }
   if (kb->failed) return NULL;
   uop *sink = uop_new(OP_SINK, DT_VOID, kb->stores.v, kb->stores.n, arg_none());
-  /* loops nest by id: output loops first, in the order they were made, then
-   * the reduce loops (as the scheduler numbers them); through ids past
-   * every old one, so no new range is an old one */
-  int final[KB_MAX_RANGES], id = 0;
-  for (int pass = 0; pass < 2; pass++)
-    for (int i = 0; i < kb->nranges; i++) if (is_reduce_range(kb->ranges[i]) == (pass == 1)) final[i] = id++;
-  for (int step = 0; step < 2; step++) {
-    ptrmap m = { 0 };
-    for (int i = 0; i < kb->nranges; i++) {
-      uop *r = kb->ranges[i];
-      int64_t from[2] = { step ? KB_MAX_RANGES + final[i] : i, r->arg.v[1] }, to[2] = { step ? final[i] : KB_MAX_RANGES + final[i], r->arg.v[1] };
-      pm_put(&m, uop1(OP_RANGE, r->dtype, r->src[0], arg_ints(from, 2)), uop1(OP_RANGE, r->dtype, r->src[0], arg_ints(to, 2)));
-    }
-    sink = graph_substitute(sink, &m);
-    pm_free(&m);
-  }
-  return uop_simplify(sink);
+  return uop_simplify(kb_number_ranges(sink));
 }

@@ -42,5 +42,15 @@ void kb_init(tg_kb *kb, const char *name, const tg_kernel_out *outs, int nout, c
 /* The kernel AST (borrowed), or NULL with the first error in kb->err. */
 uop *kb_finish(tg_kb *kb);
 void kb_free(tg_kb *kb);
+/* sink with its RANGEs numbered 0.. in nesting order: the loops by their
+ * ids, then the reduce loops (borrowed). */
+uop *kb_number_ranges(uop *sink);
+/* For devices with work groups (kernel_split.c): the outermost REDUCEs of
+ * ast that use no output loop (at most max) move into a kernel of their
+ * own, *pre, which stores reduce k into a one-element buffer, DEFINE_GLOBAL
+ * k (its inputs follow, at nsplit + j); the kernel returned loads it from
+ * DEFINE_GLOBAL nout + nin + k. *nsplit gets the count, sdt[k] the dtypes;
+ * none: ast itself and *pre NULL. Borrowed. */
+uop *kb_split_reduces(uop *ast, int nout, int nin, int max, uop **pre, tg_dtype *sdt, int *nsplit);
 
 #endif
