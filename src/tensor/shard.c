@@ -9,7 +9,7 @@
 
 /* ---- device tuples: interned, so a tuple's name is one pointer */
 typedef struct { char *name; int n; const char *dev[SHARD_MAX_DEVICES]; } dev_tuple;
-static struct { dev_tuple *v; int n, cap; } tuples;
+static struct { dev_tuple **v; int n, cap; } tuples;   /* never freed: names stay valid */
 static pthread_mutex_t tuples_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_bool used;
 
@@ -18,25 +18,26 @@ bool shard_used(void) { return atomic_load(&used); }
 const char *shard_devices_name(const char *const *devices, int n) {
   pthread_mutex_lock(&tuples_lock);
   for (int i = 0; i < tuples.n; i++)
-    if (tuples.v[i].n == n && !memcmp(tuples.v[i].dev, devices, sizeof(char *) * (size_t)n)) {
+    if (tuples.v[i]->n == n && !memcmp(tuples.v[i]->dev, devices, sizeof(char *) * (size_t)n)) {
       pthread_mutex_unlock(&tuples_lock);
-      return tuples.v[i].name;
+      return tuples.v[i]->name;
     }
-  dev_tuple t = { NULL, n, { 0 } };
+  dev_tuple *t = tg_xcalloc(1, sizeof *t);
   size_t len = 1;
-  for (int i = 0; i < n; i++) { t.dev[i] = devices[i]; len += strlen(devices[i]) + 1; }
-  t.name = tg_xmalloc(len);
-  t.name[0] = '\0';
-  for (int i = 0; i < n; i++) { if (i) strcat(t.name, ","); strcat(t.name, devices[i]); }
+  t->n = n;
+  for (int i = 0; i < n; i++) { t->dev[i] = devices[i]; len += strlen(devices[i]) + 1; }
+  t->name = tg_xmalloc(len);
+  t->name[0] = '\0';
+  for (int i = 0; i < n; i++) { if (i) strcat(t->name, ","); strcat(t->name, devices[i]); }
   VEC_PUSH(tuples, t);
   pthread_mutex_unlock(&tuples_lock);
-  return t.name;
+  return t->name;
 }
 
 static const dev_tuple *tuple_of(const char *name) {
   const dev_tuple *r = NULL;
   pthread_mutex_lock(&tuples_lock);
-  for (int i = 0; i < tuples.n && !r; i++) if (tuples.v[i].name == name) r = &tuples.v[i];
+  for (int i = 0; i < tuples.n && !r; i++) if (tuples.v[i]->name == name) r = tuples.v[i];
   pthread_mutex_unlock(&tuples_lock);
   return r;
 }
