@@ -78,6 +78,7 @@ int cmd_serve(int argc, char **argv) {
   a.special = true;   /* the tool-call formats' control-token markers must reach the reply parser */
   const char *host = "127.0.0.1", *alias = NULL, *api_key = setting_str(SET_LLAMA_API_KEY);
   int port = SERVE_DEFAULT_PORT, timeout = 0, per_ip = 0, parallel = 4, max_queue = 0;
+  bool warmup = true;
   for (int i = 1; i < argc; i++) {
     int r = llm_args_parse(&a, argc, argv, &i, "tg serve");
     if (r < 0) return 2;
@@ -90,8 +91,9 @@ int cmd_serve(int argc, char **argv) {
     else if (!strcmp(argv[i], "--api-key") && i + 1 < argc) api_key = argv[++i];
     else if ((!strcmp(argv[i], "--parallel") || !strcmp(argv[i], "-np")) && i + 1 < argc) parallel = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--max-queue") && i + 1 < argc) max_queue = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--no-warmup")) warmup = false;
     else {
-      fprintf(stderr, "tg serve: unknown argument '%s'\nusage: tg serve -m MODEL.gguf [--host 127.0.0.1] [--port %d] [--alias NAME] [-c CTX] [--timeout S] [--max-conns-per-ip N] [--api-key KEY] [--parallel N] [--max-queue N]\n",
+      fprintf(stderr, "tg serve: unknown argument '%s'\nusage: tg serve -m MODEL.gguf [--host 127.0.0.1] [--port %d] [--alias NAME] [-c CTX] [--timeout S] [--max-conns-per-ip N] [--api-key KEY] [--parallel N] [--max-queue N] [--no-warmup]\n",
               argv[i], SERVE_DEFAULT_PORT);
       return 2;
     }
@@ -108,6 +110,15 @@ int cmd_serve(int argc, char **argv) {
   if (!chat_session_open(&s, &a, "tg serve")) return 1;
   serve_slots ss;
   serve_slots_init(&ss, &s, parallel);
+  if (warmup && parallel > 1) {   /* as llama-server's warm-up: the batched steps' kernels compiled before the first request */
+    fprintf(stderr, "tg serve: warming up the batched decode of %d slots\n", parallel);
+    if (serve_slots_warmup(&ss) < 0) {
+      fprintf(stderr, "tg serve: warm-up failed: %s\n", tg_error());
+      serve_slots_free(&ss);
+      chat_session_close(&s);
+      return 1;
+    }
+  }
   const char *slash = strrchr(a.model, '/');
   serve_backend b = { .ctx = &ss, .model_id = alias ? alias : slash ? slash + 1 : a.model, .n_ctx = tg_llm_config_of(s.model)->n_ctx,
                       .chat_template = s.template_text, .render_chat = render_chat, .tokenize_text = tokenize_text,

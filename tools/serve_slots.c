@@ -51,6 +51,22 @@ static void slot_clear(serve_slot *sl) {
   memset(sl, 0, sizeof *sl);
 }
 
+int serve_slots_warmup(serve_slots *ss) {
+  tg_llm *m = ss->s->model;
+  int seqs[SERVE_MAX_SLOTS];
+  int32_t toks[SERVE_MAX_SLOTS];
+  int32_t bos = tg_tokenizer_bos(ss->s->tok);
+  for (int i = 0; i < ss->n; i++) seqs[i] = i, toks[i] = bos >= 0 ? bos : 0;
+  /* each batch size twice: the JIT captures its kernels on the second call */
+  for (int b = 1;; b = b * 2 < ss->n ? b * 2 : ss->n) {
+    for (int k = 0; k < 2; k++)
+      if (tg_llm_decode_batch(m, seqs, toks, b, NULL) < 0) return -1;
+    for (int i = 0; i < b; i++) tg_llm_set_seq(m, i), tg_llm_rewind(m, 0);
+    if (b == ss->n) break;
+  }
+  return tg_llm_set_seq(m, 0);
+}
+
 void serve_slots_free(serve_slots *ss) {
   for (int i = 0; i < ss->n; i++) slot_clear(&ss->slot[i]);
   free(ss->slot);

@@ -15,6 +15,10 @@ typedef struct serve_slots {
 
 int serve_slots_init(serve_slots *ss, chat_session *s, int n);
 void serve_slots_free(serve_slots *ss);
+/* Runs every batch size the slots will use once (1, 2, 4, ... n rows), so
+ * that the first requests do not wait for its kernels to compile; the
+ * caches are left empty. 0 or -1 + tg_error. */
+int serve_slots_warmup(serve_slots *ss);
 /* The serve_backend slot functions; ctx is the serve_slots. */
 int serve_slots_cached(void *ctx, int slot, const int *prompt, int n);
 int serve_slots_begin(void *ctx, int slot, const int *prompt, int n, const serve_sampling *p, int max_tokens, int *n_cached);

@@ -39,11 +39,17 @@ static bool ready(const serve_job *j, wait_for what, size_t seen) {
 /* Waits, with q->mu held, until the job reaches `what` (WAIT_TEXT: final
  * text beyond `seen`). False when the client left or the server is stopping.
  * Other jobs' progress wakes us too, so the client check goes by the clock. */
-static bool wait_job(serve_server *s, struct MHD_Connection *c, serve_job *j, wait_for what, size_t seen) {
+static bool wait_job_for(serve_server *s, struct MHD_Connection *c, serve_job *j, wait_for what, size_t seen, double max_s,
+                         bool *timed_out) {
   struct timespec next;
   clock_gettime(CLOCK_REALTIME, &next);
+  double until = max_s > 0 ? serve_now_s() + max_s : 0;
   while (!ready(j, what, seen)) {
     if (s->queue.stopping) return false;
+    if (until && serve_now_s() >= until) {
+      *timed_out = true;
+      return true;
+    }
     next.tv_nsec += CLIENT_CHECK_MS * 1000000L;
     if (next.tv_nsec >= 1000000000L) { next.tv_sec++; next.tv_nsec -= 1000000000L; }
     while (!ready(j, what, seen) && !s->queue.stopping &&
@@ -55,6 +61,11 @@ static bool wait_job(serve_server *s, struct MHD_Connection *c, serve_job *j, wa
     if (!alive) return false;
   }
   return true;
+}
+
+static bool wait_job(serve_server *s, struct MHD_Connection *c, serve_job *j, wait_for what, size_t seen) {
+  bool timed_out = false;
+  return wait_job_for(s, c, j, what, seen, 0, &timed_out);
 }
 
 /* ---- completions */
@@ -120,9 +131,16 @@ static bool stream_fill(stream_ctx *st) {
   }
   serve_queue *q = &st->srv->queue;
   pthread_mutex_lock(&q->mu);
-  if (!wait_job(st->srv, st->conn, st->job, WAIT_TEXT, st->seen)) {
+  bool quiet = false;
+  /* a stream with no new text for a third of the idle timeout gets a comment line, so that the timeout does not close it */
+  if (!wait_job_for(st->srv, st->conn, st->job, WAIT_TEXT, st->seen, st->srv->timeout_s / 3.0, &quiet)) {
     pthread_mutex_unlock(&q->mu);
     return false;
+  }
+  if (quiet) {   /* no text for a while (waiting for a slot, a long prompt): an SSE comment keeps the connection alive */
+    pthread_mutex_unlock(&q->mu);
+    sb_puts(&st->pending, ": waiting\n\n");
+    return true;
   }
   serve_job *j = st->job;
   size_t new_len = j->out.safe - st->seen;

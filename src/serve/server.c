@@ -218,6 +218,7 @@ serve_server *serve_start(const serve_options *opt, const serve_backend *be) {
   unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_AUTO_INTERNAL_THREAD;   /* AUTO: poll(), not select() */
   if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
   unsigned timeout = opt && opt->timeout_s ? opt->timeout_s : SERVE_DEFAULT_TIMEOUT_S;
+  s->timeout_s = timeout;
   unsigned per_ip = opt && opt->max_conns_per_ip ? opt->max_conns_per_ip : SERVE_DEFAULT_CONNS_PER_IP;
   s->daemon = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, s,
                                MHD_OPTION_SOCK_ADDR, ai->ai_addr,

@@ -20,6 +20,7 @@ struct serve_server {
   pthread_mutex_t id_mu;    /* guards id_state, the source of reply ids */
   uint64_t id_state;
   char *api_key;            /* required of clients when set (serve_options.api_key) */
+  unsigned timeout_s;       /* a connection idle this long is closed */
 };
 
 /* Replies: every one carries the CORS header. send_* take ownership of the
