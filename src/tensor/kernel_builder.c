@@ -70,18 +70,16 @@ static uop *value(tg_kb *kb, tg_kv *v, const char *fn) {
 }
 static bool valid_dtype(int dt) { return dt >= 0 && dt < TG_DTYPE_COUNT; }
 
-/* The ranges (bits by creation order) u's value varies with; a REDUCE
- * closes its own. */
-static uint64_t free_mask(tg_kb *kb, uop *u) {
-  void *p = pm_get(&kb->free_memo, u);
+uint64_t kb_free_ranges(ptrmap *memo, uop *u) {
+  void *p = pm_get(memo, u);
   if (p) return (uint64_t)(uintptr_t)p - 1;
   uint64_t m = 0;
-  if (u->op == OP_RANGE) { int i = range_index(kb, u); m = i >= 0 ? 1ULL << i : 0; }
+  if (u->op == OP_RANGE) m = u->arg.v[0] >= 0 && u->arg.v[0] < 64 ? 1ULL << u->arg.v[0] : 0;
   else if (u->op == OP_REDUCE) {
-    m = free_mask(kb, u->src[0]);
-    for (int i = 1; i < u->nsrc; i++) m &= ~free_mask(kb, u->src[i]);
-  } else for (int i = 0; i < u->nsrc; i++) m |= free_mask(kb, u->src[i]);
-  pm_put(&kb->free_memo, u, (void *)(uintptr_t)(m + 1));
+    m = kb_free_ranges(memo, u->src[0]);
+    for (int i = 1; i < u->nsrc; i++) m &= ~kb_free_ranges(memo, u->src[i]);
+  } else for (int i = 0; i < u->nsrc; i++) m |= kb_free_ranges(memo, u->src[i]);
+  pm_put(memo, u, (void *)(uintptr_t)(m + 1));
   return m;
 }
 
@@ -195,7 +193,7 @@ int tg_k_store(tg_kb *kb, tg_kv *index, tg_kv *v) {
     return -1;
   }
   uop *st = uop2(OP_STORE, DT_VOID, (uop *)index, x, arg_none());
-  uint64_t m = free_mask(kb, st);
+  uint64_t m = kb_free_ranges(&kb->free_memo, st);
   int64_t trips = 1;
   for (int i = 0; i < kb->nranges; i++) {
     if (!(m >> i & 1)) continue;

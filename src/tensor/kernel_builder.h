@@ -31,7 +31,7 @@ struct tg_kb {
   int nranges;
   VEC(uop *) stores;
   int64_t covered[KB_MAX_IO];      /* per output: elements its stores' loops run over (saturating) */
-  ptrmap free_memo;                /* uop -> 1 + mask of the ranges it varies with */
+  ptrmap free_memo;                /* for kb_free_ranges */
   bool failed;
   char err[480];
 };
@@ -42,6 +42,9 @@ void kb_init(tg_kb *kb, const char *name, const tg_kernel_out *outs, int nout, c
 /* The kernel AST (borrowed), or NULL with the first error in kb->err. */
 uop *kb_finish(tg_kb *kb);
 void kb_free(tg_kb *kb);
+/* The RANGEs (bits by id; the builder's ids are the order of creation) u's
+ * value varies with: a REDUCE closes its own. memo: uop -> 1 + mask. */
+uint64_t kb_free_ranges(ptrmap *memo, uop *u);
 /* sink with its RANGEs numbered 0.. in nesting order: the loops by their
  * ids, then the reduce loops (borrowed). */
 uop *kb_number_ranges(uop *sink);

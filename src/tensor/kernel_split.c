@@ -9,25 +9,11 @@
 #include "tensor/kernel_builder.h"
 #include "uop/symbolic.h"
 
-/* the ranges (bits by id) u's value varies with; a REDUCE closes its own */
-static uint64_t free_ranges(ptrmap *memo, uop *u) {
-  void *p = pm_get(memo, u);
-  if (p) return (uint64_t)(uintptr_t)p - 1;
-  uint64_t m = 0;
-  if (u->op == OP_RANGE) m = u->arg.v[0] < 64 ? 1ULL << u->arg.v[0] : 0;
-  else if (u->op == OP_REDUCE) {
-    m = free_ranges(memo, u->src[0]);
-    for (int i = 1; i < u->nsrc; i++) m &= ~free_ranges(memo, u->src[i]);
-  } else for (int i = 0; i < u->nsrc; i++) m |= free_ranges(memo, u->src[i]);
-  pm_put(memo, u, (void *)(uintptr_t)(m + 1));
-  return m;
-}
-
 /* the outermost loop-free REDUCEs below u, into found[0..*n) */
 static void find(ptrmap *memo, ptrmap *seen, uop *u, uop **found, int *n, int max) {
   if (pm_get(seen, u) || *n >= max) return;
   pm_put(seen, u, (void *)1);
-  if (u->op == OP_REDUCE && !free_ranges(memo, u)) { found[(*n)++] = u; return; }
+  if (u->op == OP_REDUCE && !kb_free_ranges(memo, u)) { found[(*n)++] = u; return; }
   for (int i = 0; i < u->nsrc; i++) find(memo, seen, u->src[i], found, n, max);
 }
 
@@ -37,7 +23,7 @@ uop *kb_split_reduces(uop *ast, int nout, int nin, int max, uop **pre, tg_dtype 
   uop *found[KB_MAX_IO];
   int n = 0;
   if (max > KB_MAX_IO) max = KB_MAX_IO;
-  if (free_ranges(&memo, ast)) find(&memo, &seen, ast, found, &n, max);
+  if (kb_free_ranges(&memo, ast)) find(&memo, &seen, ast, found, &n, max);
   pm_free(&memo); pm_free(&seen);
   if (!n) return ast;
   /* the reduce kernel: scratch k is global k, input j global n + j */
