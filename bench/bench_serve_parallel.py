@@ -19,12 +19,13 @@ counts the tokens it gave. Without the model or the openai package it prints a
 "skipped" line.
 """
 import os
-import socket
 import subprocess
 import sys
 import threading
 import time
 import urllib.request
+
+from soak_serve import free_port   # bench/ is the script's directory
 
 STREAMS = int(os.environ.get("BENCH_STREAMS", "8"))
 N_TOKENS = int(os.environ.get("BENCH_TOKENS", "64"))
@@ -33,14 +34,6 @@ N_TOKENS = int(os.environ.get("BENCH_TOKENS", "64"))
 PROMPTS = ["The robot who learned to paint", "Rainbows form when", "Ten uses for a paperclip:",
            "At night the old city", "A good cup of tea needs", "The history of bicycles",
            "A poem about the sea:", "Bees make honey by"]
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def wait_ready(port, proc, timeout=900):

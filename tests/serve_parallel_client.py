@@ -1,4 +1,4 @@
-"""serve_parallel_client.py PORT SLOTS QUEUE: many clients at once against `tg serve
+"""serve_parallel_client.py PORT PID SLOTS QUEUE: many clients at once against `tg serve
 --parallel SLOTS --max-queue QUEUE` on stories260K (started by tests/test_serve_model.c), with the
 standard library only (the openai client's streams are covered by
 serve_model_client.py). Greedy output must be llama.cpp's text whatever else
@@ -13,7 +13,7 @@ import time
 import urllib.error
 import urllib.request
 
-PORT, SLOTS, QUEUE = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+PORT, SLOTS, QUEUE = int(sys.argv[1]), int(sys.argv[3]), int(sys.argv[4])
 assert QUEUE >= SLOTS + 1
 BASE = f"http://127.0.0.1:{PORT}"
 # llama.cpp's greedy text for "Once upon a time" (as serve_model_client.py)

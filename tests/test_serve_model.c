@@ -97,27 +97,33 @@ TEST(serve_model_stories260k) {
   stop_serve(pid, log);
 }
 
+/* Starts tg serve with extra options and runs the standard-library
+ * Python script `script PORT PID args` against it, which must print ok. */
+static void serve_with_script(const char *const *extra, const char *script, const char *args, const char *ok) {
+  const char *bin = getenv("TG_BIN");
+  NEED_SERVE_DEPS(bin);
+  if (system("python3 --version >/dev/null 2>&1") != 0) SKIP("python3 is not installed");
+  char log[] = "/tmp/tg_serve_script_XXXXXX";
+  pid_t pid;
+  int port = start_serve(bin, log, &pid, extra);
+  CHECK_MSG(port > 0, "tg serve did not start");
+  if (port > 0) {
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "python3 %s %d %d %s 2>&1", script, port, (int)pid, args);
+    char *out = run_capture(cmd);
+    CHECK_MSG(out && strstr(out, ok), "%s: %s", script, out ? out : "(nothing)");
+    free(out);
+  }
+  stop_serve(pid, log);
+}
+
 /* --parallel 3: many clients at once (tests/serve_parallel_client.py):
  * llama.cpp's greedy text for each, no answer mixed up, the prompt cache
  * on a chat's second turn, a client that leaves frees its slot, a full
  * queue answers 503. */
 TEST(serve_model_parallel_slots) {
-  const char *bin = getenv("TG_BIN");
-  NEED_SERVE_DEPS(bin);
-  if (system("python3 --version >/dev/null 2>&1") != 0) SKIP("python3 is not installed");
-  char log[] = "/tmp/tg_serve_par_XXXXXX";
-  pid_t pid;
   static const char *const extra[] = { "--parallel", "3", "-c", "384", "--max-queue", "4", NULL };
-  int port = start_serve(bin, log, &pid, extra);
-  CHECK_MSG(port > 0, "tg serve did not start");
-  if (port > 0) {
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "python3 serve_parallel_client.py %d 3 4 2>&1", port);
-    char *out = run_capture(cmd);
-    CHECK_MSG(out && strstr(out, "parallel client: all ok"), "parallel client: %s", out ? out : "(nothing)");
-    free(out);
-  }
-  stop_serve(pid, log);
+  serve_with_script(extra, "serve_parallel_client.py", "3 4", "parallel client: all ok");
 }
 
 /* A load with faults (tests/serve_load_client.py): 12 clients for 2 x 4 s
@@ -126,22 +132,8 @@ TEST(serve_model_parallel_slots) {
  * busy, memory flat; under SAN=1 the leak check at exit covers the rest.
  * (The full run is 64 clients for 60 s: docs/serve.md.) */
 TEST(serve_model_load_with_faults) {
-  const char *bin = getenv("TG_BIN");
-  NEED_SERVE_DEPS(bin);
-  if (system("python3 --version >/dev/null 2>&1") != 0) SKIP("python3 is not installed");
-  char log[] = "/tmp/tg_serve_load_XXXXXX";
-  pid_t pid;
   static const char *const extra[] = { "--parallel", "4", "-c", "512", NULL };
-  int port = start_serve(bin, log, &pid, extra);
-  CHECK_MSG(port > 0, "tg serve did not start");
-  if (port > 0) {
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "python3 serve_load_client.py %d %d 12 4 2>&1", port, (int)pid);
-    char *out = run_capture(cmd);
-    CHECK_MSG(out && strstr(out, "load client: all ok"), "load client: %s", out ? out : "(nothing)");
-    free(out);
-  }
-  stop_serve(pid, log);
+  serve_with_script(extra, "serve_load_client.py", "12 4", "load client: all ok");
 }
 
 static cJSON *curl_json(const char *fmt, int port, const char *body, const char *key) {
