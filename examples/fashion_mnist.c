@@ -384,7 +384,9 @@ int main(int argc, char **argv) {
   for (int b = 0; eval && rank == 0 && b < ntest; b += 1000) {
     tg_scope_begin();
     normalize(xte + (size_t)b * 784, xt, 1000 * 784);
-    tg_tensor *pred = tg_argmax(forward(&m, tg_from_data(xt, TG_SHAPE(1000, 1, 28, 28), TG_F32), false, false), 1, false);
+    tg_tensor *xe = tg_from_data(xt, TG_SHAPE(1000, 1, 28, 28), TG_F32);
+    if (shard_n > 1) xe = tg_shard(xe, shard_devs, shard_n, 1000 % shard_n ? -1 : 0);   /* beside the replicated weights */
+    tg_tensor *pred = tg_argmax(forward(&m, xe, false, false), 1, false);
     int p[1000];
     if (tg_data(pred, p, sizeof p) < 0) { fprintf(stderr, "\neval: %s\n", tg_error()); return 1; }
     for (int i = 0; i < 1000; i++) correct += p[i] == yte[b + i];
