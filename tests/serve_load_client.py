@@ -1,4 +1,4 @@
-"""serve_load_client.py PORT PID CLIENTS SECONDS: a load with faults against
+"""serve_load_client.py PORT PID CLIENTS SECONDS [asan]: a load with faults against
 `tg serve --parallel N` on stories260K (started by tests/test_serve_model.c;
 by hand, for the full run: `tg serve -m stories260K.gguf --max-conns-per-ip
 256` (every client here has one address) and `python3
@@ -19,6 +19,9 @@ import urllib.error
 import urllib.request
 
 PORT, PID, CLIENTS, SECONDS = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+# under ASan the server's RSS holds the allocator's quarantine: its leak
+# check at exit stands in for the memory check
+ASAN = sys.argv[5:] == ["asan"]
 BASE = f"http://127.0.0.1:{PORT}"
 WORDS = ["there", "a", "the", "Tom", "in", "Lily", "one", "she"]
 
@@ -142,5 +145,5 @@ while time.time() < deadline and (get("/health")["slots_processing"] or get("/he
 h = get("/health")
 assert h["slots_processing"] == 0 and h["requests_deferred"] == 0, h
 end_rss = rss_kb()
-assert end_rss <= warm_rss * 1.2, (warm_rss, end_rss)
+assert ASAN or end_rss <= warm_rss * 1.2, (warm_rss, end_rss)
 print("load client: all ok", counts, "rss_kb", warm_rss, end_rss)
