@@ -633,7 +633,9 @@ TEST(grammar_serve_model) {
   }
   close(fd);
   int port = 0;
-  for (int i = 0; i < 300 && !port; i++) {
+  /* up to 2 min: the server warms up its batched decode first (a fresh
+   * kernel cache compiles it); a server that died stops the wait */
+  for (int i = 0; i < 6000 && !port && waitpid(pid, NULL, WNOHANG) == 0; i++) {
     usleep(20000);
     char *s = read_text(log);
     const char *at = s ? strstr(s, "http://127.0.0.1:") : NULL;

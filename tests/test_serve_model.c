@@ -40,7 +40,9 @@ static int start_serve(const char *bin, char *log, pid_t *pid, const char *const
   close(fd);
   /* the server prints its address once it listens */
   int port = 0;
-  for (int i = 0; i < 300 && !port; i++) {
+  /* up to 2 min: the server warms up its batched decode first (a fresh
+   * kernel cache compiles it); a server that died stops the wait */
+  for (int i = 0; i < 6000 && !port && waitpid(*pid, NULL, WNOHANG) == 0; i++) {
     usleep(20000);
     size_t n;
     char *s = test_read_file(log, &n);
