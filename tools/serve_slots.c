@@ -175,8 +175,8 @@ int serve_slots_step(void *ctx, const int *slots, int n, serve_slot_event *ev) {
   for (int i = 0; i < n; i++) {
     serve_slot *sl = &ss->slot[slots[i]];
     if (!sl->have_next || ev[i].done || ev[i].failed) continue;
-    int past = (tg_llm_set_seq(m, slots[i]), tg_llm_n_past(m));
-    if (past >= n_ctx) { ev[i].done = true; continue; }   /* a full context */
+    tg_llm_set_seq(m, slots[i]);
+    if (tg_llm_n_past(m) >= n_ctx) { ev[i].done = true; continue; }   /* a full context */
     rows[nr] = i;
     seqs[nr] = slots[i];
     toks[nr++] = sl->next;
@@ -198,7 +198,6 @@ int serve_slots_step(void *ctx, const int *slots, int n, serve_slot_event *ev) {
       if (rest && len) sb_append(&sl->text, rest, len);
     }
     if (!ev[i].n_out) ev[i].n_out = sl->n_gen;
-    ev[i].n_prompt_done = sl->fed;
     ev[i].text = sl->text.s;
     ev[i].len = sl->text.n;
   }

@@ -56,8 +56,8 @@ static int batch_step(void *ctx, tg_tensor *const *in, int nin, tg_tensor **out,
   return out[0] ? 0 : -1;
 }
 
+/* Call after save_current: every sequence's n_past is in seq_n_past. */
 static int check_batch(const tg_llm *m, const int *seqs, const int32_t *tokens, int n) {
-  if (!m) return tg_seterr("tg_llm_decode_batch: model is NULL");
   if (!seqs || !tokens) return tg_seterr("tg_llm_decode_batch: seqs or tokens is NULL");
   if (n <= 0 || n > m->n_seq) return tg_seterr("tg_llm_decode_batch: %d rows (1 to the model's %d sequences)", n, m->n_seq);
   for (int i = 0; i < n; i++) {
@@ -65,8 +65,7 @@ static int check_batch(const tg_llm *m, const int *seqs, const int32_t *tokens, 
     if (s < 0 || s >= m->n_seq) return tg_seterr("tg_llm_decode_batch: sequence %d is out of range (the model holds %d)", s, m->n_seq);
     for (int k = 0; k < i; k++)
       if (seqs[k] == s) return tg_seterr("tg_llm_decode_batch: sequence %d appears twice (rows %d and %d)", s, k, i);
-    int past = s == m->seq ? m->n_past : m->seq_n_past[s];
-    if (past >= m->cfg.n_ctx) return tg_seterr("tg_llm_decode_batch: sequence %d is full (%d positions)", s, m->cfg.n_ctx);
+    if (m->seq_n_past[s] >= m->cfg.n_ctx) return tg_seterr("tg_llm_decode_batch: sequence %d is full (%d positions)", s, m->cfg.n_ctx);
     if (tokens[i] < 0 || tokens[i] >= m->cfg.n_vocab)
       return tg_seterr("tg_llm_decode_batch: token %d is outside the vocabulary (%d)", tokens[i], m->cfg.n_vocab);
   }
@@ -74,10 +73,11 @@ static int check_batch(const tg_llm *m, const int *seqs, const int32_t *tokens, 
 }
 
 int tg_llm_decode_batch(tg_llm *m, const int *seqs, const int32_t *tokens, int n, float *logits) {
+  if (!m) return tg_seterr("tg_llm_decode_batch: model is NULL");
+  save_current(m);
   if (check_batch(m, seqs, tokens, n) < 0) return -1;
   int V = m->cfg.n_vocab;
   if (m->n_seq == 1) return tg_llm_eval(m, tokens, 1, logits);   /* one row of the one sequence */
-  save_current(m);
   int which = 0;
   while ((1 << which) < n) which++;
   int B = 1 << which, kv = 0;

@@ -33,7 +33,6 @@ typedef struct serve_job {
   serve_error err;
   int n_prompt, n_out;
   int n_cached;             /* prompt tokens a slot's cache already held (usage.prompt_tokens_details) */
-  int slot;                 /* the slot it runs on, once STARTED (0 without slots) */
   double t_queued, t_started, t_first;   /* when it was queued, began, gave its first text (monotonic s) */
   const char *finish;       /* "stop" or "length" once DONE */
   serve_text out;           /* the generated text and how much of it is final */

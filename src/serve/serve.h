@@ -125,7 +125,6 @@ typedef struct serve_backend {
 typedef struct serve_slot_event {
   const char *text;       /* new text (not NUL-terminated; valid until the next step) */
   size_t len;
-  int n_prompt_done;      /* prompt tokens read so far (n_cached included) */
   int n_out;              /* tokens generated so far (an end token counts) */
   bool done;              /* finished: an end token (eos), max_tokens, or a full context */
   bool eos;

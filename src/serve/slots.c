@@ -56,7 +56,6 @@ static void admit_locked(serve_queue *q) {
   int s = pick_slot_locked(q, toks, n);
   int room = be->n_ctx - n, max = j->req.max_tokens < 0 || j->req.max_tokens > room ? room : j->req.max_tokens;
   j->n_prompt = n;
-  j->slot = s;
   q->slot_job[s] = j;   /* taken: nobody else picks it while the slot is prepared */
   q->slot_used[s] = ++q->clock;
   pthread_mutex_unlock(&q->mu);
