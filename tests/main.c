@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <sys/wait.h>
+#include <time.h>
 #include "test.h"
 #include "codegen/codegen.h"
 #include "codegen/opts.h"
@@ -176,13 +177,20 @@ static bool pass_wanted(const char *key) {
 static void run_case(const test_case *c, const char *shown, int *passed, int *failed, int *skipped, bool nvrtc) {
   test_failures = 0; test_skipped = false;
   tg_clear_error();
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   tg_scope_begin();
   c->fn();
   tg_scope_end();
   if (nvrtc) nvrtc_finish_test();
-  if (test_failures) { (*failed)++; printf("FAIL %s\n", shown); }
-  else if (test_skipped) { (*skipped)++; printf("skip %s\n", shown); }
-  else { (*passed)++; printf("ok   %s\n", shown); }
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  /* the slow ones show their time, so the suite's budget can be watched */
+  double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+  char took[32] = "";
+  if (secs >= 1.0) snprintf(took, sizeof took, " (%.1f s)", secs);
+  if (test_failures) { (*failed)++; printf("FAIL %s%s\n", shown, took); }
+  else if (test_skipped) { (*skipped)++; printf("skip %s%s\n", shown, took); }
+  else { (*passed)++; printf("ok   %s%s\n", shown, took); }
   fflush(stdout);
 }
 
