@@ -300,7 +300,7 @@ TEST(custom_kernel_fp8_kernels_per_device) {
   int nd = tg_devices(dev, 16, NULL), max_local = -1;
   for (int i = 0; i < nd && i < 16; i++) if (!strcmp(dev[i].name, tg_default_device())) max_local = dev[i].max_local;
   CHECK(max_local >= 0);
-  tg_tensor *x = ints_tensor(TG_SHAPE(4096), 14), *y, *inv;
+  tg_tensor *x = ints_tensor(TG_SHAPE(4096), 14), *y = NULL, *inv = NULL;
   CHECK_OK(tg_realize(x) == 0);
   CHECK_OK(quantize_fp8(x, &y, &inv) == 0);
   tg_tensor *both[2] = { y, inv };

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 #include "serve_slots.h"
+#include "llm/llm.h"
 #include "util/util.h"
 
 #define SLOT_PREFILL_BUDGET 64
@@ -26,12 +27,6 @@ typedef struct serve_slot {
   tg_token_stream *ts;
   strbuf text;               /* this step's new text */
 } serve_slot;
-
-static bool is_end(const serve_slots *ss, int32_t id) {
-  if (tg_tokenizer_is_eog(ss->s->tok, id)) return true;
-  for (int i = 0; i < ss->s->n_end; i++) if (ss->s->end_ids[i] == id) return true;
-  return false;
-}
 
 int serve_slots_init(serve_slots *ss, chat_session *s, int n) {
   memset(ss, 0, sizeof *ss);
@@ -74,15 +69,11 @@ void serve_slots_free(serve_slots *ss) {
   memset(ss, 0, sizeof *ss);
 }
 
-/* How many leading tokens of prompt sequence `slot` holds, at most n - 1
- * (the last prompt token always runs, for its logits). */
+/* How many leading tokens of prompt sequence `slot` holds (generate.c's
+ * rule: at most n - 1). */
 static int common_prefix(serve_slots *ss, int slot, const int *prompt, int n) {
-  tg_llm *m = ss->s->model;
-  if (tg_llm_set_seq(m, slot) < 0) return 0;
-  const int32_t *h = tg_llm_history(m);
-  int past = tg_llm_n_past(m), k = 0;
-  while (k < past && k < n - 1 && h[k] == prompt[k]) k++;
-  return k;
+  if (tg_llm_set_seq(ss->s->model, slot) < 0) return 0;
+  return llm_reusable_prefix(ss->s->model, (const int32_t *)prompt, n);
 }
 
 int serve_slots_cached(void *ctx, int slot, const int *prompt, int n) { return common_prefix(ctx, slot, prompt, n); }
@@ -133,7 +124,7 @@ static void sample(serve_slots *ss, serve_slot *sl, const float *logits, serve_s
   int V = tg_llm_config_of(ss->s->model)->n_vocab;
   int32_t id = tg_sampler_sample(sl->smp, logits, V);
   if (id < 0) { fail(ev, "sampling"); return; }
-  if (is_end(ss, id)) { ev->done = ev->eos = true; ev->n_out = sl->n_gen + 1; return; }
+  if (llm_is_stop(ss->s->tok, id, ss->s->end_ids, ss->s->n_end)) { ev->done = ev->eos = true; ev->n_out = sl->n_gen + 1; return; }
   sl->n_gen++;
   size_t len = 0;
   const char *piece = tg_token_stream_push(sl->ts, id, &len);

@@ -11,10 +11,16 @@ static double now(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static bool is_stop(const tg_tokenizer *tok, int32_t id, const int32_t *extra, int n_extra) {
+bool llm_is_stop(const tg_tokenizer *tok, int32_t id, const int32_t *extra, int n_extra) {
   if (tg_tokenizer_is_eog(tok, id)) return true;
   for (int i = 0; i < n_extra; i++) if (extra[i] == id) return true;
   return false;
+}
+
+int llm_reusable_prefix(const tg_llm *m, const int32_t *prompt, int n_prompt) {
+  int keep = 0;
+  while (keep < m->n_past && keep < n_prompt - 1 && m->history[keep] == prompt[keep]) keep++;
+  return keep;
 }
 
 int tg_llm_generate(tg_llm *m, const struct tg_tokenizer *tok, const int32_t *prompt, int n_prompt, int max_tokens,
@@ -24,10 +30,7 @@ int tg_llm_generate(tg_llm *m, const struct tg_tokenizer *tok, const int32_t *pr
   if (n_prompt <= 0) return tg_seterr("tg_llm_generate: empty prompt");
   if (n_prompt >= m->cfg.n_ctx)
     return tg_seterr("tg_llm_generate: the prompt has %d tokens; the context holds %d", n_prompt, m->cfg.n_ctx);
-  /* reuse the cached prefix, but always run at least the last prompt token
-   * (its logits are not kept) */
-  int keep = 0;
-  while (keep < m->n_past && keep < n_prompt - 1 && m->history[keep] == prompt[keep]) keep++;
+  int keep = llm_reusable_prefix(m, prompt, n_prompt);
   tg_llm_rewind(m, keep);
   keep = m->n_past;   /* less when a sliding layer's ring no longer holds the window before keep */
   st.n_reused = keep;
@@ -40,7 +43,7 @@ int tg_llm_generate(tg_llm *m, const struct tg_tokenizer *tok, const int32_t *pr
   while (rc == 0 && st.n_generated < max_tokens) {
     int32_t id = tg_sampler_sample(s, logits, m->cfg.n_vocab);
     if (id < 0) { rc = -1; break; }   /* e.g. a grammar that allows no token */
-    if (is_stop(tok, id, extra_stop, n_extra)) { st.hit_eog = true; break; }
+    if (llm_is_stop(tok, id, extra_stop, n_extra)) { st.hit_eog = true; break; }
     st.n_generated++;
     size_t len = 0;
     const char *piece = tg_token_stream_push(ts, id, &len);

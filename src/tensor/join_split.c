@@ -283,7 +283,7 @@ tg_tensor *tg_repeat_interleave(tg_tensor *a, int64_t repeats, int axis) {
   else if ((ax = norm_axis(axis, a->u->ndim, "tg_repeat_interleave")) < 0) return mvx_keep(NULL);
   int nd = x->u->ndim;
   if (nd + 1 > TG_MAX_DIMS) { tg_seterr("tg_repeat_interleave: too many dimensions"); return mvx_keep(NULL); }
-  int64_t un[TG_MAX_DIMS + 1], ex[TG_MAX_DIMS + 1], fin[TG_MAX_DIMS];
+  int64_t un[TG_MAX_DIMS + 1] = { 0 }, ex[TG_MAX_DIMS + 1] = { 0 }, fin[TG_MAX_DIMS];
   for (int i = 0, j = 0; i < nd; i++) {
     un[j] = ex[j] = x->u->shape[i]; j++;
     if (i == ax) { un[j] = 1; ex[j] = repeats; j++; }
