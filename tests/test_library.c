@@ -69,3 +69,13 @@ TEST(install_pkg_config) {
   snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
   CHECK(system(cmd) == 0);
 }
+
+/* The layers below the scheduler (the IR, codegen, renderers, runtimes)
+ * share the kernel vocabulary through uop/kernel_ir.h, not schedule.h. */
+TEST(layers_include_no_scheduler_internals) {
+  if (system("command -v grep >/dev/null 2>&1") != 0) SKIP("no grep");
+  static char out[8192];
+  int st = test_run_capture("grep -rn --include='*.c' --include='*.h' '#include \"schedule/' "
+                            "../src/codegen ../src/renderer ../src/uop ../src/runtime", out, sizeof out);
+  CHECK_MSG(st == 1 && out[0] == 0, "includes of the scheduler below it (use uop/kernel_ir.h):\n%s", out);
+}

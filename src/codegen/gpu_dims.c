@@ -16,7 +16,7 @@
 #include "codegen/opts.h"
 #include "uop/rewrite.h"
 #include "uop/symbolic.h"
-#include "schedule/schedule.h"
+#include "uop/kernel_ir.h"
 
 static int rid(const uop *r) { return (int)r->arg.v[0]; }
 static int rkind(const uop *r) { return (int)r->arg.v[1]; }

@@ -10,7 +10,7 @@
  *     work group of GPU_GROUP threads.
  * Thresholds live in the table below. */
 #include "codegen/opts.h"
-#include "schedule/schedule.h"
+#include "uop/kernel_ir.h"
 #include "util/util.h"
 
 static const struct {

@@ -1,6 +1,6 @@
 /* linearize.c: place every node of a kernel AST inside the loops it needs. */
 #include "codegen/codegen.h"
-#include "schedule/schedule.h"
+#include "uop/kernel_ir.h"
 #include "util/util.h"
 
 typedef struct {

@@ -5,7 +5,7 @@
 #include "codegen/codegen.h"
 #include "codegen/opts.h"
 #include "uop/rewrite.h"
-#include "schedule/schedule.h"
+#include "uop/kernel_ir.h"
 #include "uop/symbolic.h"
 #include "util/util.h"
 #include "util/settings.h"

@@ -11,7 +11,7 @@
  * past the end of the buffer is harmless. */
 #include "codegen/codegen.h"
 #include "codegen/opts.h"
-#include "schedule/schedule.h"
+#include "uop/kernel_ir.h"
 #include "uop/symbolic.h"
 
 #define PREFETCH_AHEAD (2 << 10)       /* bytes: at least this far ahead */

@@ -21,7 +21,7 @@
 #include "codegen/opts.h"
 #include "uop/rewrite.h"
 #include "uop/symbolic.h"
-#include "schedule/schedule.h"
+#include "uop/kernel_ir.h"
 
 #define WARP 32
 

@@ -11,7 +11,7 @@
  * Anything else (gathers, transcendental math, small floats) makes the pass
  * give up, and the range is expanded into scalar lanes instead. */
 #include "codegen/opts.h"
-#include "schedule/schedule.h"
+#include "uop/kernel_ir.h"
 #include "uop/symbolic.h"
 #include "util/util.h"
 #include "util/settings.h"

@@ -6,7 +6,7 @@
 #include <math.h>
 #include "renderer/cstyle.h"
 #include "codegen/codegen.h"
-#include "schedule/schedule.h"
+#include "uop/kernel_ir.h"
 #include "util/settings.h"
 
 char *rfmt(const char *f, ...) {

@@ -2,29 +2,15 @@
  * which nodes are stored to memory (realized) and lowers each realized node
  * into a kernel AST: a SINK of STOREs whose values are written with RANGE
  * loops, REDUCE accumulations and LOADs from DEFINE_GLOBAL buffers. Movement
- * ops become index arithmetic; they never make a kernel of their own. */
+ * ops become index arithmetic; they never make a kernel of their own. The
+ * kernel vocabulary (range kinds) is uop/kernel_ir.h. */
 #ifndef TG_SCHEDULE_H
 #define TG_SCHEDULE_H
 
 #include "runtime/buffer.h"
+#include "uop/kernel_ir.h"
 #include "uop/uop.h"
 #include "util/util.h"
-
-/* RANGE arg: (id, kind). Output loops are LOOP, reduce loops REDUCE; the
- * kernel optimizer (codegen/opts.c) makes THREAD (split across cores),
- * UPCAST (output lanes kept in registers), UNROLL (reduce lanes), LOCAL
- * (output threads of a GPU work group) and GROUP (reduce threads of a work
- * group). Loops nest by id. */
-enum { RANGE_LOOP = 0, RANGE_REDUCE = 1, RANGE_UPCAST = 2, RANGE_UNROLL = 3, RANGE_THREAD = 4, RANGE_LOCAL = 5, RANGE_GROUP = 6 };
-
-/* A RANGE's end is a CONST, or a DEFINE_VAR for a symbolic axis (the loop
- * runs to the value bound when the kernel runs). */
-static inline bool range_is_symbolic(const uop *r) { return r->src[0]->op != OP_CONST; }
-/* Its trip count: the constant, or the variable's max (an upper bound). */
-static inline int64_t range_max_size(const uop *r) {
-  const uop *e = r->src[0];
-  return e->op == OP_CONST ? e->arg.i : e->op == OP_DEFINE_VAR ? e->src[1]->arg.i : 1;
-}
 
 typedef struct {
   uop *ast;              /* retained; NULL for a copy between devices */

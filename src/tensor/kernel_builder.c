@@ -3,7 +3,7 @@
  * a call given NULL (a failed call's result) returns NULL. */
 #include <stdarg.h>
 #include "dtype/dtype.h"
-#include "schedule/schedule.h"
+#include "uop/kernel_ir.h"
 #include "tensor/indexing.h"
 #include "tensor/kernel_builder.h"
 #include "uop/symbolic.h"
