@@ -18,11 +18,8 @@
 #include "uop/symbolic.h"
 #include "uop/kernel_ir.h"
 
-static int rid(const uop *r) { return (int)r->arg.v[0]; }
-static int rkind(const uop *r) { return (int)r->arg.v[1]; }
-static int64_t rsize(const uop *r) { return range_max_size(r); }
 
-static int by_id_desc(const void *a, const void *b) { return rid(*(uop *const *)b) - rid(*(uop *const *)a); }
+static int by_id_desc(const void *a, const void *b) { return range_id(*(uop *const *)b) - range_id(*(uop *const *)a); }
 
 static uop *special(int kind, int dim, int64_t size) {
   int64_t a[2] = { kind, dim };
@@ -35,7 +32,7 @@ static uop *group_reduce(uop *r, uop *const *threads, int nthreads, int64_t nthr
   uop *keep[64], *groups[8];
   int nk = 0, ng = 0;
   for (int i = 1; i < r->nsrc; i++) {
-    if (rkind(r->src[i]) == RANGE_GROUP && ng < 8) groups[ng++] = r->src[i];
+    if (range_kind(r->src[i]) == RANGE_GROUP && ng < 8) groups[ng++] = r->src[i];
     else if (nk < 64) keep[nk++] = r->src[i];
   }
   if (!ng) return r;
@@ -45,7 +42,7 @@ static uop *group_reduce(uop *r, uop *const *threads, int nthreads, int64_t nthr
   uop *partial = nk ? uop_new(OP_REDUCE, r->dtype, src, 1 + nk, r->arg) : r->src[0];
   /* thread t of the group writes slot t */
   uop *slot = uop_const_int(DT_INDEX, 0);
-  for (int i = 0; i < nthreads; i++) slot = uop_alu(OP_ADD, uop_muli(slot, rsize(threads[i])), threads[i]);
+  for (int i = 0; i < nthreads; i++) slot = uop_alu(OP_ADD, uop_muli(slot, range_max_size(threads[i])), threads[i]);
   int64_t la[2] = { (*lid)++, nthread_total };
   uop *buf = uop0(OP_DEFINE_LOCAL, dt_ptr(dt_base(r->dtype), ADDR_LOCAL), arg_ints(la, 2));
   uop *st = uop2(OP_STORE, DT_VOID, uop2(OP_INDEX, buf->dtype, buf, uop_simplify(slot), arg_none()), partial, arg_none());
@@ -99,7 +96,7 @@ uop *kernel_gpu_lower(uop *ast, const tg_renderer *ren, int64_t global[3], int64
   for (int i = 0; i < l.n; i++) {
     uop *u = l.v[i];
     if (u->op != OP_RANGE) continue;
-    int k = rkind(u);
+    int k = range_kind(u);
     if (k == RANGE_LOOP && !range_is_symbolic(u) && no < 64) outs[no++] = u;
     else if (k == RANGE_LOCAL && nl < 64) locs[nl++] = u;
     else if (k == RANGE_GROUP && ngr < 8) grps[ngr++] = u;
@@ -113,8 +110,8 @@ uop *kernel_gpu_lower(uop *ast, const tg_renderer *ren, int64_t global[3], int64
    * comes first, so its 32 lanes are dimension 0: one hardware warp */
   for (int pass = 0; pass < 2; pass++)
     for (int i = 0; i < nl; i++)
-      if ((locs[i]->arg.n == 2) == (pass == 0)) { threads[nt++] = locs[i]; total *= rsize(locs[i]); }
-  for (int i = 0; i < ngr; i++) { threads[nt++] = grps[i]; total *= rsize(grps[i]); }
+      if ((locs[i]->arg.n == 2) == (pass == 0)) { threads[nt++] = locs[i]; total *= range_max_size(locs[i]); }
+  for (int i = 0; i < ngr; i++) { threads[nt++] = grps[i]; total *= range_max_size(grps[i]); }
   if (total > ren->max_local) TG_FAIL("kernel: %lld threads per work group, more than the device's %d", (long long)total, ren->max_local);
   if (ngr) {
     /* step 1 */
@@ -138,8 +135,8 @@ uop *kernel_gpu_lower(uop *ast, const tg_renderer *ren, int64_t global[3], int64
   for (int i = 0; i < nt && nd < 3; i++) {
     uop *t = threads[i];
     bool paired = false;
-    if (rkind(t) == RANGE_LOCAL && t->arg.n > 2)
-      for (int j = 0; j < no; j++) paired |= rid(outs[j]) == t->arg.v[2] - 1;
+    if (range_kind(t) == RANGE_LOCAL && t->arg.n > 2)
+      for (int j = 0; j < no; j++) paired |= range_id(outs[j]) == t->arg.v[2] - 1;
     if (!paired) { dims[nd].l = t; nd++; if (i < 64) used_local[i] = true; }
   }
   ptrmap sub = { 0 };
@@ -148,7 +145,7 @@ uop *kernel_gpu_lower(uop *ast, const tg_renderer *ren, int64_t global[3], int64
     uop *partner = NULL;
     int pi = -1;
     for (int i = 0; i < nt; i++)
-      if (!used_local[i] && rkind(threads[i]) == RANGE_LOCAL && threads[i]->arg.n > 2 && threads[i]->arg.v[2] - 1 == rid(g)) partner = threads[i], pi = i;
+      if (!used_local[i] && range_kind(threads[i]) == RANGE_LOCAL && threads[i]->arg.n > 2 && threads[i]->arg.v[2] - 1 == range_id(g)) partner = threads[i], pi = i;
     if (nd < 3) {
       dims[nd].g[dims[nd].ng++] = g;
       dims[nd].l = partner;
@@ -161,8 +158,8 @@ uop *kernel_gpu_lower(uop *ast, const tg_renderer *ren, int64_t global[3], int64
   for (int d = 0; d < nd; d++) {
     dim_t *D = &dims[d];
     int64_t groups = 1;
-    for (int i = 0; i < D->ng; i++) groups *= rsize(D->g[i]);
-    int64_t lsz = D->l ? rsize(D->l) : 1;
+    for (int i = 0; i < D->ng; i++) groups *= range_max_size(D->g[i]);
+    int64_t lsz = D->l ? range_max_size(D->l) : 1;
     if (groups > ren->global_max[d] || lsz > ren->local_max[d]) {
       /* too many for this dimension: its axes stay loops */
       if (D->l && !D->ng) TG_FAIL("kernel: %lld threads along work-group dimension %d, more than the device's %lld", (long long)lsz, d, (long long)ren->local_max[d]);
@@ -178,7 +175,7 @@ uop *kernel_gpu_lower(uop *ast, const tg_renderer *ren, int64_t global[3], int64
       uop *s = special(0, d, groups);
       int64_t inner = 1;
       for (int i = 0; i < D->ng; i++) {
-        int64_t sz = rsize(D->g[i]);
+        int64_t sz = range_max_size(D->g[i]);
         uop *v = uop_alu(OP_IDIV, s, uop_const_int(DT_INDEX, inner));
         if (i + 1 < D->ng) v = uop_alu(OP_MOD, v, uop_const_int(DT_INDEX, sz));
         pm_put(&sub, D->g[i], D->ng == 1 ? s : v);

@@ -22,7 +22,6 @@ static const struct {
   int tc_warps;            /* warps per group along each tile axis (at most) */
 } gpu_policy = { 128, 256, 1 << 16, 64, 4, 2 };
 
-static int64_t static_size(const uop *r) { return range_is_symbolic(r) ? 1 : range_max_size(r); }
 
 /* the largest power of two <= cap that divides n (1 when none) */
 static int pow2_divisor(int64_t n, int cap) {
@@ -44,8 +43,8 @@ static int tc_opts(uop *ast, const tg_renderer *ren, kopt *out, int max) {
    * the last axis first, so an axis an UPCAST uses up shifts no index
    * still to come */
   for (int i = (fr < fr0 ? fr : fr0) - 1; i >= 0; i--) {
-    int64_t sz = static_size(after[i]);
-    if (sz == static_size(before[i])) continue;
+    int64_t sz = range_static_size(after[i]);
+    if (sz == range_static_size(before[i])) continue;
     int up = pow2_divisor(sz, gpu_policy.tc_upcast);
     if (up >= 2) out[k++] = (kopt){ OPT_UPCAST, i, up };
     int warps = pow2_divisor(sz / up, gpu_policy.tc_warps);
@@ -61,22 +60,22 @@ int gpu_heuristic_opts(uop *ast, const tg_renderer *ren, kopt *out, int max) {
   int n = kernel_axes(ast, axes, 64, &fr);
   int budget = gpu_policy.group_threads < ren->max_local ? gpu_policy.group_threads : ren->max_local;
   int64_t outputs = 1, red = 1;
-  for (int i = 0; i < fr; i++) outputs = tg_mul_sat_i64(outputs, static_size(axes[i]));
-  for (int i = fr; i < n; i++) red = tg_mul_sat_i64(red, static_size(axes[i]));   /* several reduces: past int64 */
+  for (int i = 0; i < fr; i++) outputs = tg_mul_sat_i64(outputs, range_static_size(axes[i]));
+  for (int i = fr; i < n; i++) red = tg_mul_sat_i64(red, range_static_size(axes[i]));   /* several reduces: past int64 */
   if (n > fr && red >= gpu_policy.matvec_reduce && outputs <= gpu_policy.matvec_outputs) {
     /* the longest reduce axis, grouped */
     int best = -1;
     for (int i = fr; i < n; i++)
-      if (pow2_divisor(static_size(axes[i]), gpu_policy.reduce_group) >= 8 && (best < 0 || static_size(axes[i]) > static_size(axes[best]))) best = i;
+      if (pow2_divisor(range_static_size(axes[i]), gpu_policy.reduce_group) >= 8 && (best < 0 || range_static_size(axes[i]) > range_static_size(axes[best]))) best = i;
     if (best >= 0 && k < max) {
-      int amt = pow2_divisor(static_size(axes[best]), gpu_policy.reduce_group < budget ? gpu_policy.reduce_group : budget);
+      int amt = pow2_divisor(range_static_size(axes[best]), gpu_policy.reduce_group < budget ? gpu_policy.reduce_group : budget);
       out[k++] = (kopt){ OPT_GROUP, best - fr, amt };
       budget /= amt;
     }
   }
   /* output threads, innermost axes first */
   for (int i = fr - 1; i >= 0 && budget >= 2 && k < max; i--) {
-    int amt = pow2_divisor(static_size(axes[i]), budget);
+    int amt = pow2_divisor(range_static_size(axes[i]), budget);
     if (amt < 2) continue;
     out[k++] = (kopt){ OPT_LOCAL, i, amt };
     budget /= amt;

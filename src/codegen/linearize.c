@@ -11,7 +11,6 @@ typedef struct {
   lprogram *out;
 } lctx;
 
-static int range_id(const uop *r) { return (int)r->arg.v[0]; }
 
 /* The ranges a node's value varies with; REDUCE closes its own. */
 static uint64_t free_of(lctx *c, uop *u) {

@@ -29,6 +29,7 @@
 
 #include "uop/uop.h"
 #include "renderer/renderer.h"
+#include "util/util.h"
 
 typedef enum { OPT_UPCAST, OPT_UNROLL, OPT_THREAD, OPT_PADTO, OPT_SWAP, OPT_LOCAL, OPT_GROUP, OPT_GROUPTOP, OPT_TC, OPT_COUNT } kopt_op;
 typedef struct kopt { kopt_op op; int axis; int arg; } kopt;
@@ -38,6 +39,12 @@ const char *kopt_name(kopt_op op);
 int kopts_parse(const char *spec, kopt *out, int max);
 /* Writes "UPCAST:1:16,..." into buf. */
 void kopts_format(const kopt *o, int n, char *buf, size_t size);
+
+/* The most lanes (UPCAST times UNROLL) a kernel may compute side by side. */
+#define KOPT_MAX_LANES 256
+
+/* Whether u depends on range r (memo: u -> 1 no, 2 yes; the caller frees). */
+bool kernel_depends_on(uop *u, uop *r, ptrmap *memo);
 
 /* The kernel's axes (RANGE nodes) in nesting order: outputs then reduces.
  * Returns the count; *first_reduce gets the index of the first reduce axis. */

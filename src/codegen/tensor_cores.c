@@ -25,8 +25,6 @@
 
 #define WARP 32
 
-static int rid(const uop *r) { return (int)r->arg.v[0]; }
-static int rkind(const uop *r) { return (int)r->arg.v[1]; }
 
 static bool uses(uop *u, uop *r) {
   uop_list l = uop_toposort(u);
@@ -101,7 +99,7 @@ static const char *match_matmul(uop *ast, int sel, const tg_renderer *ren, tc_ma
   for (int i = 0; i < l.n; i++) {
     uop *u = l.v[i];
     if (u->op == OP_REDUCE) { mt->red = u; nred++; }
-    if (u->op == OP_RANGE && rkind(u) != RANGE_LOOP && rkind(u) != RANGE_REDUCE) fresh = false;
+    if (u->op == OP_RANGE && range_kind(u) != RANGE_LOOP && range_kind(u) != RANGE_REDUCE) fresh = false;
   }
   free(l.v);
   uop *red = mt->red;
@@ -118,7 +116,7 @@ static const char *match_matmul(uop *ast, int sel, const tg_renderer *ren, tc_ma
   /* k: a reduce range both factors walk */
   for (int i = 1; i < red->nsrc; i++) {
     uop *r = red->src[i];
-    if (!range_is_symbolic(r) && range_max_size(r) % tc->k == 0 && uses(mt->x, r) && uses(mt->y, r) && (!mt->k || rid(r) > rid(mt->k))) mt->k = r;
+    if (!range_is_symbolic(r) && range_max_size(r) % tc->k == 0 && uses(mt->x, r) && uses(mt->y, r) && (!mt->k || range_id(r) > range_id(mt->k))) mt->k = r;
   }
   /* m: an output axis only x walks; n: one only y walks (swapping the
    * factors when it is the other way round) */
@@ -130,7 +128,7 @@ static const char *match_matmul(uop *ast, int sel, const tg_renderer *ren, tc_ma
     mt->m = mt->n = NULL;
     for (int i = 0; i < fr; i++) {
       uop *r = axes[i];
-      if (rkind(r) != RANGE_LOOP || range_is_symbolic(r)) continue;
+      if (range_kind(r) != RANGE_LOOP || range_is_symbolic(r)) continue;
       bool ux = uses(mt->x, r), uy = uses(mt->y, r);
       if (ux && !uy && range_max_size(r) % tc->m == 0) mt->m = r;
       if (uy && !ux && range_max_size(r) % tc->n == 0) mt->n = r;
@@ -158,9 +156,9 @@ int kernel_apply_tc(uop **ast, kopt o, const tg_renderer *ren) {
   int tci = mt.tci;
   /* the warp and the tiles */
   uop *lane = range_of(WARP, kernel_next_range_id(*ast), RANGE_LOCAL);
-  uop *mo = range_of(range_max_size(m) / tc->m, rid(m), RANGE_LOOP);
-  uop *no = range_of(range_max_size(n) / tc->n, rid(n), RANGE_LOOP);
-  uop *ko = range_of(range_max_size(k) / tc->k, rid(k), RANGE_REDUCE);
+  uop *mo = range_of(range_max_size(m) / tc->m, range_id(m), RANGE_LOOP);
+  uop *no = range_of(range_max_size(n) / tc->n, range_id(n), RANGE_LOOP);
+  uop *ko = range_of(range_max_size(k) / tc->k, range_id(k), RANGE_REDUCE);
   uop *g = uop_alu(OP_IDIV, lane, uop_const_int(DT_INDEX, 4));
   uop *t2 = uop_muli(uop_alu(OP_MOD, lane, uop_const_int(DT_INDEX, 4)), 2);
   uop *src[17];

@@ -27,4 +27,12 @@ static inline int64_t range_max_size(const uop *r) {
   return e->op == OP_CONST ? e->arg.i : e->op == OP_DEFINE_VAR ? e->src[1]->arg.i : 1;
 }
 
+/* The RANGE's id and kind (its arg), and the size opts may split: the trip
+ * count, or 1 for a symbolic axis (nothing to split). */
+static inline int range_id(const uop *r) { return (int)r->arg.v[0]; }
+static inline int range_kind(const uop *r) { return (int)r->arg.v[1]; }
+static inline int64_t range_static_size(const uop *r) { return range_is_symbolic(r) ? 1 : range_max_size(r); }
+/* qsort order of RANGE pointers: by id (nesting order) */
+static inline int range_by_id(const void *a, const void *b) { return range_id(*(uop *const *)a) - range_id(*(uop *const *)b); }
+
 #endif
