@@ -161,6 +161,21 @@ static void nvrtc_finish_test(void) {
   nvrtc_jobs.n = 0;
 }
 
+/* TG_TEST_HEURISTIC_DUMP=FILE: the CPU heuristic's opts for every kernel
+ * the plain pass runs (2 and 16 cores), one line each, so a change to the
+ * heuristic's code can be checked to pick the same opts (sort and diff). */
+static FILE *heuristic_dump;
+static void heuristic_observe(uop *ast, const char *name, void *ctx) {
+  const tg_renderer *ren = renderer_by_name("c");
+  for (int cores = 2; cores <= 16; cores *= 8) {
+    kopt o[32];
+    char buf[512];
+    int n = kernel_heuristic_opts(ast, ren, cores, o, 32);
+    kopts_format(o, n, buf, sizeof buf);
+    fprintf(heuristic_dump, "%s cores=%d %s\n", name, cores, buf);
+  }
+}
+
 typedef struct {
   const char *name;       /* the prefix of the tests' names */
   const char *device;     /* the default device for the pass, or NULL */
@@ -198,10 +213,13 @@ int main(int argc, char **argv) {
   const char *filter = argc > 1 ? argv[1] : NULL;
   qsort(cases, (size_t)ncases, sizeof cases[0], by_name);
   int passed = 0, failed = 0, skipped = 0;
+  const char *dump = getenv("TG_TEST_HEURISTIC_DUMP");
+  if (dump && *dump && (heuristic_dump = fopen(dump, "w"))) engine_set_kernel_observer(heuristic_observe, NULL);
   for (int i = 0; i < ncases; i++) {
     if (filter && !strstr(cases[i].name, filter)) continue;
     run_case(&cases[i], cases[i].name, &passed, &failed, &skipped, false);
   }
+  if (heuristic_dump) engine_set_kernel_observer(NULL, NULL), fclose(heuristic_dump), heuristic_dump = NULL;
   const char *why_cl = NULL, *why_cuda = NULL, *why_nvrtc = NULL;
   bool have_cl = opencl_count(&why_cl) > 0, have_cuda = cuda_count(&why_cuda) > 0, have_nvrtc = cuda_nvrtc_available(&why_nvrtc);
   const struct { test_pass p; bool present; const char *why; const char *key; } passes[] = {

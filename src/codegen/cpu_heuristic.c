@@ -207,246 +207,343 @@ static int64_t lanes_on(const kopt *o, int k, int a) {
   return l;
 }
 
-/* Work below which a kernel stays on one core: waking the other cores and
- * waiting for them costs several microseconds, about what 2^18 vectorized
- * iterations of a multiply-add take (attention over a short context ran
- * faster on one core than on two). Iterations that each do much more
- * (decoding quantized weights: 10 and more ops per value; exponentials)
- * count by their ops (kernel_cost). */
-#define THREAD_MIN_WORK (1 << 18)
-#define THREAD_MIN_FLOPS (1 << 21)
+/* ------------------------------------------------------------ thresholds */
+
+/* Every size and lane limit the strategies below read, in one table (so a
+ * BEAM run that finds better opts for a shape class can retune one line). */
+static const struct {
+  int64_t thread_min_work;     /* work below which a kernel stays on one core: waking the other
+                                  cores and waiting for them costs several microseconds, about
+                                  what 2^18 vectorized multiply-adds take (attention over a short
+                                  context ran faster on one core than on two) */
+  int64_t thread_min_flops;    /* ... or its ops (kernel_cost), for iterations that each do much
+                                  more (decoding quantized weights: 10 and more ops per value) */
+  int row_lanes_min, row_lanes_max;   /* a conv output row 8 lanes do not divide (20, 6): all of it as lanes */
+  int panel_max_vectors;       /* a packed panel as lanes: at most 4 vectors wide */
+  int64_t two_vectors_min_reduce, two_vectors_min_axis;   /* two vectors per tile row: long reduces, big outputs */
+  int block_min_period, block_min_lanes, block_max_lanes; /* quantized blocks unrolled whole: 32..128 lanes */
+  int xrows_min;               /* rows of x sharing each decoded vector of w: at least 16 */
+  int window_min, window_max;  /* a conv weight gradient's kernel window as lanes: 2..7 */
+  int full_row_max_lanes;      /* a whole conv row's lanes times its channel tiles */
+  int tile_max_lanes, wide_tile_max_lanes;   /* register tiles; those of a panel or kernel window */
+  int unroll_max_lanes;        /* partial sums beside the register tile (4x4 dot products: 8 lanes) */
+} LIM = {
+  .thread_min_work = 1 << 18, .thread_min_flops = 1 << 21,
+  .row_lanes_min = 5, .row_lanes_max = 32,
+  .panel_max_vectors = 4,
+  .two_vectors_min_reduce = 256, .two_vectors_min_axis = 128,
+  .block_min_period = 8, .block_min_lanes = 32, .block_max_lanes = 128,
+  .xrows_min = 16,
+  .window_min = 2, .window_max = 7,
+  .full_row_max_lanes = 160,
+  .tile_max_lanes = 128, .wide_tile_max_lanes = 256,
+  .unroll_max_lanes = 128,
+};
+
+static const int vec[] = { 16, 8, 4, 0 }, tile[] = { 4, 2, 0 };
+
+/* ------------------------------------------------------------ strategies */
+
+/* What the strategies have decided so far for one kernel. */
+typedef struct {
+  uop *ast;
+  uop *axes[64];
+  int n, fr;             /* axes; the first reduce axis */
+  int ncores;
+  int64_t work;          /* all loops' trip counts multiplied (saturating) */
+  kopt *out;
+  int k, max;
+  int64_t lanes;         /* lanes chosen so far */
+  int vaxis, vamt;       /* the SIMD lane axis and its width (-1, 0: none) */
+  int64_t panel;         /* the packed panel width along vaxis (0: none) */
+  int pr, pamt;          /* a reduce axis unrolled by whole quantized blocks (-1: none) */
+  int win;               /* a weight gradient's kernel-window axis as lanes (-1: none) */
+  bool full_row, byte_tile;
+  int outer;             /* the output axis that ends up outermost */
+} cpu_plan;
+
+#define AX(p, i) range_static_size((p)->axes[i])
+
+/* 1. SIMD lanes along an output axis the loads walk with stride 1. */
+static void simd_lanes(cpu_plan *p) {
+  for (int i = p->fr - 1; i >= 0 && p->vaxis < 0; i--) {
+    int unit, zero, other;
+    access_along(p->ast, p->axes[i], p->axes, p->n, &unit, &zero, &other);
+    int64_t size = AX(p, i);
+    int amt = pick_amount(size, vec);
+    /* a convolution's output row that 8 lanes do not divide (20, 6): the
+     * whole row as lanes, unless it is shorter than the innermost reduce
+     * (then it is a weight gradient's kernel window, below) */
+    if (size % 8 && size >= LIM.row_lanes_min && size <= LIM.row_lanes_max && p->n > p->fr && size >= AX(p, p->n - 1)) amt = (int)size;
+    if (amt && unit >= 1) { p->vaxis = i; p->vamt = amt; }
+  }
+  if (p->vaxis >= 0 && p->k < p->max) { p->out[p->k++] = (kopt){ OPT_UPCAST, p->vaxis, p->vamt }; p->lanes *= p->vamt; }
+}
+
+/* 2. More of the lane axis: a packed panel whole; two vectors per tile row
+ * for long reductions over big outputs (matmul: each load of the other
+ * operand feeds twice the math); or all of a short lane axis when costly
+ * scalar work sits beside the lanes (it then runs once per iteration). */
+static void wider_lanes(cpu_plan *p) {
+  int64_t red = 1;
+  for (int r = p->fr; r < p->n; r++) red = tg_mul_sat_i64(red, range_max_size(p->axes[r]));
+  p->panel = p->vaxis >= 0 ? panel_stride(p->ast, p->axes, p->n, p->fr, p->vaxis) : 0;
+  /* (not when the panel is all the output there is: a per-channel sum over
+   * channels-last data would then run on one core) */
+  int64_t outputs = 1;
+  for (int i = 0; i < p->fr; i++) outputs = tg_mul_sat_i64(outputs, range_max_size(p->axes[i]));
+  bool panel_threads = p->ncores < 2 || outputs / (p->panel ? p->panel : 1) >= p->ncores || p->work < LIM.thread_min_work;
+  int v = p->vaxis, vamt = p->vamt;
+  if (p->panel > vamt && p->panel % vamt == 0 && p->panel / vamt <= LIM.panel_max_vectors && range_max_size(p->axes[v]) % p->panel == 0 &&
+      panel_threads && p->k < p->max) {
+    p->out[p->k++] = (kopt){ OPT_UPCAST, v, (int)(p->panel / vamt) };   /* lanes = the whole panel */
+    p->lanes *= p->panel / vamt;
+  } else if (v >= 0 && vamt == 16 && red >= LIM.two_vectors_min_reduce && (range_max_size(p->axes[v]) / 16) % 2 == 0 &&
+             range_max_size(p->axes[v]) >= LIM.two_vectors_min_axis && p->k < p->max) {
+    p->out[p->k++] = (kopt){ OPT_UPCAST, v, 2 };
+    p->lanes *= 2;
+  } else if (v >= 0 && vamt == 16 && AX(p, v) % 16 == 0 && AX(p, v) / 16 >= 2 && AX(p, v) / 16 <= 4 &&
+             costly_beside_lanes(p->ast, p->axes, p->n, p->fr, p->axes[v]) && p->k < p->max) {
+    p->out[p->k++] = (kopt){ OPT_UPCAST, v, (int)(AX(p, v) / 16) };
+    p->lanes *= AX(p, v) / 16;
+  }
+}
+
+/* 3. Packed quantized blocks: a reduce walking a block structure unrolls
+ * whole blocks (at least 32 lanes, at most 128), so a block's scales and bit
+ * positions become constants per iteration and are decoded once for its
+ * values; no register tile (the per-element decoding is the work). Only for
+ * kernels reading packed bytes: float kernels (a conv's backward) have
+ * periods too, and want tiles. As 16 inner lanes (consecutive bytes: SIMD
+ * when the decoding allows) times the rest of the block. With many rows of
+ * the other operand (x @ w.T for a prefill chunk of x): 8 of them share
+ * each decoded vector of w and 2 rows of w each loaded vector of x, 16
+ * lanes of the block at a time (2x a decode-once copy of w for Q8_0/Q4_0 at
+ * 64x4096x768). */
+static void quant_blocks(cpu_plan *p) {
+  if (p->vaxis < 0 && loads_bytes(p->ast))
+    for (int r = p->n - 1; r >= p->fr && p->pr < 0; r--) {
+      int64_t per = index_period(p->ast, p->axes[r]);
+      int64_t amt = per < LIM.block_min_lanes ? LIM.block_min_lanes : per > LIM.block_max_lanes ? LIM.block_max_lanes : per;
+      if (per >= LIM.block_min_period && AX(p, r) % amt == 0) p->pr = r, p->pamt = (int)amt;
+    }
+  int xrows = -1, wrows = -1;
+  for (int i = 0; i < p->fr && p->pr >= 0; i++) {
+    int moves = byte_loads_along(p->ast, p->axes[i], p->axes, p->n);
+    if (moves == 0 && xrows < 0 && AX(p, i) >= LIM.xrows_min && AX(p, i) % 8 == 0) xrows = i;
+    else if (moves == 1 && wrows < 0 && AX(p, i) % 2 == 0) wrows = i;
+  }
+  int u = p->pr - p->fr;
+  if (xrows >= 0 && wrows >= 0 && p->k + 2 < p->max) {
+    p->out[p->k++] = (kopt){ OPT_UPCAST, xrows, 8 };
+    p->out[p->k++] = (kopt){ OPT_UPCAST, wrows, 2 };
+    p->out[p->k++] = (kopt){ OPT_UNROLL, u, 16 };
+    p->lanes *= 16;
+  } else if (p->pr >= 0 && p->k + 1 < p->max) {
+    p->out[p->k++] = (kopt){ OPT_UNROLL, u, 16 };
+    p->out[p->k++] = (kopt){ OPT_UNROLL, u, p->pamt / 16 };
+  }
+}
+
+/* 4. A convolution's weight gradient: a small kernel-window axis (kw) whose
+ * loads step by 1, like the reduce's output column (ow) they add to. All of
+ * kw as lanes, with 4 (or 6, 3, 2) of ow unrolled: neighbouring lanes read
+ * overlapping input, loaded once; one tile of 8 output channels. */
+static void conv_weight_gradient(cpu_plan *p) {
+  if (p->vaxis >= 0 || p->pr >= 0 || p->n <= p->fr) return;
+  int unit, zero, other, ru, rz, ro, fr = p->fr, n = p->n;
+  access_along(p->ast, p->axes[fr - 1], p->axes, n, &unit, &zero, &other);
+  access_along(p->ast, p->axes[n - 1], p->axes, n, &ru, &rz, &ro);
+  int64_t ws = AX(p, fr - 1);
+  int ur = pick_amount(AX(p, n - 1), (const int[]){ 4, 6, 3, 2, 0 });
+  if (!(unit >= 1 && ru >= 2 && ws >= LIM.window_min && ws <= LIM.window_max && ur && p->k < p->max)) return;
+  p->out[p->k++] = (kopt){ OPT_UPCAST, fr - 1, (int)ws };
+  p->lanes *= ws;
+  p->win = fr - 1;
+  for (int i = 0; i < fr - 1; i++) {
+    access_along(p->ast, p->axes[i], p->axes, n, &unit, &zero, &other);
+    int t = pick_amount(AX(p, i), (const int[]){ 8, 4, 2, 0 });
+    if (zero >= 1 && t && p->k < p->max) { p->out[p->k++] = (kopt){ OPT_UPCAST, i, t }; p->lanes *= t; break; }
+  }
+  if (p->k < p->max) { p->out[p->k++] = (kopt){ OPT_UNROLL, n - 1 - fr, ur }; p->lanes *= ur; }
+}
+
+/* 5. A whole convolution row as lanes: 4 output channels share each loaded
+ * row (up to 160 lanes). */
+static void conv_row_channels(cpu_plan *p) {
+  p->full_row = p->vaxis >= 0 && p->vamt != 16 && p->vamt != 8 && p->vamt != 4;
+  for (int i = 0; i < p->fr && p->full_row && p->k < p->max; i++)
+    if (i != p->vaxis && row_reused_along(p->ast, p->axes, p->n, p->vaxis, i) && AX(p, i) % 4 == 0 && p->lanes * 4 <= LIM.full_row_max_lanes) {
+      p->out[p->k++] = (kopt){ OPT_UPCAST, i, 4 };
+      p->lanes *= 4;
+      break;
+    }
+}
+
+/* 6. Row-packed quantized weights (byte loads walk the lanes): a tile of 8
+ * rows of x, which do not move the bytes, so each decoded vector of weights
+ * serves 8 of them (a prefill chunk through tg_quant_matmul_rows: 1.7x a
+ * tile of 4 weight row groups for Q6_K). */
+static void packed_rows_tile(cpu_plan *p) {
+  if (!(p->vaxis >= 0 && p->pr < 0 && p->win < 0 && !p->full_row && loads_bytes(p->ast) &&
+        byte_loads_along(p->ast, p->axes[p->vaxis], p->axes, p->n) == 1)) return;
+  for (int i = 0; i < p->fr && !p->byte_tile && p->k < p->max; i++)
+    if (i != p->vaxis && byte_loads_along(p->ast, p->axes[i], p->axes, p->n) == 0 && AX(p, i) % 8 == 0) {
+      p->out[p->k++] = (kopt){ OPT_UPCAST, i, 8 };
+      p->lanes *= 8;
+      p->byte_tile = true;
+    }
+}
+
+/* 7. Register tiles along output axes some load does not depend on (the
+ * loaded value is reused by every lane). A packed float panel as lanes
+ * (sgemm): 8 rows of the other operand, 16 vector accumulators of the 32
+ * registers, so each pair of panel loads feeds 16 FMAs (1.1-1.2x a 4-row
+ * tile at 1024 and 2048). */
+static void register_tiles(cpu_plan *p) {
+  if (p->pr >= 0 || p->win >= 0 || p->byte_tile) return;
+  bool panel_tile = p->panel && p->panel == lanes_on(p->out, p->k, p->vaxis) && !loads_bytes(p->ast);
+  for (int i = p->fr - 1; i >= 0; i--) {
+    if (i == p->vaxis || (p->full_row && lanes_on(p->out, p->k, i) > 1)) continue;
+    int unit, zero, other;
+    access_along(p->ast, p->axes[i], p->axes, p->n, &unit, &zero, &other);
+    int t = pick_amount(AX(p, i), panel_tile ? (const int[]){ 8, 4, 2, 0 } : tile);
+    /* a panel of 64 lanes takes a tile of 4 where 8 would not fit (the
+     * 64-channel weight gradient: 2.3x) */
+    if (panel_tile && t && p->lanes * t > LIM.wide_tile_max_lanes) t = pick_amount(AX(p, i), (const int[]){ (int)(LIM.wide_tile_max_lanes / p->lanes), 0 });
+    /* a whole kernel-window axis (3, 5, 7) that 2 and 4 do not divide: a
+     * convolution's weight gradient with lanes along the output channels,
+     * whose output-gradient vector (often recomputed: a ReLU's mask) is then
+     * loaded once per window row instead of once per tap (2.9x for
+     * 512x32x24x24, 5x5). Not when the shared load is a scalar broadcast:
+     * then nothing is saved. */
+    bool window_tile = !t && p->vaxis >= 0 && AX(p, i) >= 3 && AX(p, i) <= LIM.window_max && p->lanes <= 32 &&
+                       row_reused_along(p->ast, p->axes, p->n, p->vaxis, i);
+    if (window_tile) t = (int)AX(p, i);
+    /* with SIMD lanes, up to two tiles (conv: output rows and channels, so
+     * each loaded vector and each broadcast weight is used 4 times) */
+    if (p->full_row) t = AX(p, i) % 2 == 0 ? 2 : 0;
+    int limit = p->full_row ? LIM.full_row_max_lanes : panel_tile || window_tile ? LIM.wide_tile_max_lanes : LIM.tile_max_lanes;
+    if (zero >= 1 && t && p->lanes * t <= limit && p->k < p->max) {
+      p->out[p->k++] = (kopt){ OPT_UPCAST, i, t };
+      p->lanes *= t;
+      if (p->vaxis < 0 ? p->lanes >= 16 : p->lanes >= 8 * p->vamt) break;
+    }
+  }
+}
+
+/* 8. Without output lanes, partial sums along a unit-stride reduce axis:
+ * the widest that fits next to the register tile. */
+static void reduce_partial_sums(cpu_plan *p) {
+  if (p->vaxis >= 0 || p->pr >= 0 || p->win >= 0) return;
+  for (int r = p->n - 1; r >= p->fr; r--) {
+    int unit, zero, other;
+    access_along(p->ast, p->axes[r], p->axes, p->n, &unit, &zero, &other);
+    int amt = 0;
+    for (int c = 0; vec[c] && !amt; c++)
+      if (AX(p, r) % vec[c] == 0 && p->lanes * vec[c] <= LIM.unroll_max_lanes) amt = vec[c];
+    /* packed bytes read in pairs (tg_quant_matmul's int16 multiply-adds) */
+    bool pairs = unit == 0 && loads_bytes(p->ast) && pair_loads_along(p->ast, p->axes[r], p->axes, p->n) >= 2;
+    if ((unit >= 1 || pairs) && amt && p->k < p->max) {
+      p->out[p->k++] = (kopt){ OPT_UNROLL, r - p->fr, amt };
+      /* the 16 sub-blocks of a K-quant super-block, 4 at a time (their
+       * scales' bit positions become constants; 1.5x for Q4_K) */
+      if (pairs && r > p->fr && AX(p, r - 1) == 16 && p->k < p->max) p->out[p->k++] = (kopt){ OPT_UNROLL, r - 1 - p->fr, 4 };
+      /* the two nibble halves of a Q4_0/Q4_1 block: one load of the bytes
+       * and one decode of the block's scale serve both */
+      if (pairs && r > p->fr && AX(p, r - 1) == 2 && p->k < p->max) p->out[p->k++] = (kopt){ OPT_UNROLL, r - 1 - p->fr, 2 };
+      break;
+    }
+  }
+}
+
+/* 9. A panel read along the lanes axis (packed matmul operand): its tiles
+ * in the outer loop, so one panel stays in cache while the other operand's
+ * rows stream past (reading the other operand again per panel costs less
+ * than reading every panel again per row tile). Not when the lanes are the
+ * whole axis: nothing of it is left to move. */
+static void panel_outer(cpu_plan *p) {
+  if (p->vaxis > 0 && p->pr < 0 && p->k < p->max && p->panel && p->panel == lanes_on(p->out, p->k, p->vaxis) && AX(p, p->vaxis) > p->panel) {
+    p->out[p->k++] = (kopt){ OPT_SWAP, 0, p->vaxis };
+    p->outer = p->vaxis;
+  }
+}
+
+/* Elementwise: SIMD lanes along the axis the store walks, so the vector
+ * store and any per-row work (index math, a channel's scale) serve a whole
+ * vector; clang alone leaves such loops scalar (1.7x for a pooling
+ * gradient's re-layout at 512x32x20x20). Only big kernels (small ones, an
+ * LLM's per-token work, ran slower with them). Not for a plain transpose (a
+ * load striding along the axis, little math): lanes of gathered loads run
+ * slower than clang's loop there. */
+static bool elementwise_lanes(cpu_plan *p) {
+  int fr = p->fr, n = p->n;
+  if (!(fr > 0 && p->work >= LIM.thread_min_work && !loads_bytes(p->ast) && store_steps_by_one(p->ast, p->axes[fr - 1], p->axes, n) &&
+        (!strided_load_along(p->ast, p->axes[fr - 1], p->axes, n) || float_alu_count(p->ast) >= 4))) return false;
+  int amt = pick_amount(AX(p, fr - 1), vec);
+  if (amt && p->k < p->max) p->out[p->k++] = (kopt){ OPT_UPCAST, fr - 1, amt };
+  return true;
+}
+
+/* Packed blocks decoded into a float copy (an LLM prefill's K-quant
+ * weights): like quant_blocks, lanes over whole periods of the innermost
+ * axis, so a block's scales and bit positions decode once per iteration
+ * instead of once per value. */
+static void packed_decode_lanes(cpu_plan *p) {
+  int fr = p->fr;
+  if (!(fr > 0 && loads_bytes(p->ast))) return;
+  int64_t per = index_period(p->ast, p->axes[fr - 1]);
+  int64_t amt = per < LIM.block_min_lanes ? LIM.block_min_lanes : per > LIM.block_max_lanes ? LIM.block_max_lanes : per;
+  if (per >= LIM.block_min_period && AX(p, fr - 1) % amt == 0 && p->k + 1 < p->max) {
+    p->out[p->k++] = (kopt){ OPT_UPCAST, fr - 1, 16 };
+    p->out[p->k++] = (kopt){ OPT_UPCAST, fr - 1, (int)(amt / 16) };
+  }
+}
+
+/* Threads over the outermost output axis when there is enough work, or
+ * over an inner one when that splits much more of what is read (x @ W.T
+ * with few rows of x: split W's rows, so each core reads half of W). */
+static void threads(cpu_plan *p) {
+  int ncores = p->ncores, fr = p->fr;
+  if (!(ncores > 1 && fr > 0 && (p->work >= LIM.thread_min_work || kernel_cost(p->ast) >= LIM.thread_min_flops) && p->k < p->max)) return;
+  int64_t s = range_max_size(p->axes[p->outer]) / lanes_on(p->out, p->k, p->outer);
+  int pos = 0;   /* position of the threaded axis after the opts */
+  if (p->n > fr) {
+    double best = unsplit_reads(p->ast, p->axes, p->n, p->axes[p->outer]);
+    for (int i = 0; i < fr; i++) {
+      int64_t si = range_max_size(p->axes[i]) / lanes_on(p->out, p->k, i);
+      double c = unsplit_reads(p->ast, p->axes, p->n, p->axes[i]);
+      if (i != p->outer && si >= 4 * ncores && c * 2 < best) best = c, s = si, pos = i == 0 ? p->outer : i;
+    }
+  }
+  if (s >= ncores) p->out[p->k++] = (kopt){ OPT_THREAD, pos, ncores };
+}
 
 static int cpu_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
-  uop *axes[64];
-  int fr;
-  int n = kernel_axes(ast, axes, 64, &fr);
-  int k = 0;
-  int64_t work = 1;   /* saturates: several reduces' loops multiply past int64 */
-  for (int i = 0; i < n; i++) work = tg_mul_sat_i64(work, range_max_size(axes[i]));
-  static const int vec[] = { 16, 8, 4, 0 }, tile[] = { 4, 2, 0 };
-  bool has_reduce = n > fr;
-  int outer = 0;   /* the output axis that ends up outermost */
-  if (has_reduce && fr > 0) {
-    /* outputs with a reduce (matmul, conv, matvec, row sums):
-     * 1. SIMD lanes along an output axis the loads walk with stride 1;
-     * 2. register tiles along output axes some load does not depend on (the
-     *    loaded value is reused by every lane);
-     * 3. without output lanes, partial sums along a unit-stride reduce axis */
-    int vaxis = -1, vamt = 0;
-    for (int i = fr - 1; i >= 0 && vaxis < 0; i--) {
-      int unit, zero, other;
-      access_along(ast, axes[i], axes, n, &unit, &zero, &other);
-      int64_t size = range_static_size(axes[i]);
-      int amt = pick_amount(size, vec);
-      /* a convolution's output row that 8 lanes do not divide (20, 6):
-       * the whole row as lanes, unless it is shorter than the innermost
-       * reduce (then it is a weight gradient's kernel window, below) */
-      if (size % 8 && size >= 5 && size <= 32 && n > fr && size >= range_static_size(axes[n - 1])) amt = (int)size;
-      if (amt && unit >= 1) { vaxis = i; vamt = amt; }
-    }
-    int64_t lanes = 1;
-    if (vaxis >= 0 && k < max) { out[k++] = (kopt){ OPT_UPCAST, vaxis, vamt }; lanes *= vamt; }
-    /* long reductions over big outputs (matmul): two vectors per row of the
-     * tile, so each load of the other operand feeds twice the math */
-    int64_t red = 1;
-    for (int r = fr; r < n; r++) red = tg_mul_sat_i64(red, range_max_size(axes[r]));
-    int64_t panel = vaxis >= 0 ? panel_stride(ast, axes, n, fr, vaxis) : 0;
-    /* (not when the panel is all the output there is: a per-channel sum over
-     * channels-last data would then run on one core) */
-    int64_t outputs = 1;
-    for (int i = 0; i < fr; i++) outputs = tg_mul_sat_i64(outputs, range_max_size(axes[i]));
-    bool panel_threads = ncores < 2 || outputs / (panel ? panel : 1) >= ncores || work < THREAD_MIN_WORK;
-    if (panel > vamt && panel % vamt == 0 && panel / vamt <= 4 && range_max_size(axes[vaxis]) % panel == 0 && panel_threads && k < max) {
-      out[k++] = (kopt){ OPT_UPCAST, vaxis, (int)(panel / vamt) };   /* lanes = the whole panel */
-      lanes *= panel / vamt;
-    } else if (vaxis >= 0 && vamt == 16 && red >= 256 && (range_max_size(axes[vaxis]) / 16) % 2 == 0 && range_max_size(axes[vaxis]) >= 128 && k < max) {
-      out[k++] = (kopt){ OPT_UPCAST, vaxis, 2 };
-      lanes *= 2;
-    } else if (vaxis >= 0 && vamt == 16 && range_static_size(axes[vaxis]) % 16 == 0 && range_static_size(axes[vaxis]) / 16 >= 2 && range_static_size(axes[vaxis]) / 16 <= 4 &&
-               costly_beside_lanes(ast, axes, n, fr, axes[vaxis]) && k < max) {
-      /* all of the (short) lane axis at once: the costly scalar work runs
-       * once per iteration, not once per 16 lanes */
-      out[k++] = (kopt){ OPT_UPCAST, vaxis, (int)(range_static_size(axes[vaxis]) / 16) };
-      lanes *= range_static_size(axes[vaxis]) / 16;
-    }
-    /* a reduce walking a block structure (quantized weights): unroll whole
-     * blocks (at least 32 lanes, at most 128), so a block's scales and bit
-     * positions become constants per iteration and are decoded once for its
-     * values; skip the register tile (the per-element decoding is the work;
-     * sharing the other operand's load saves little). Only for kernels
-     * reading packed bytes: float kernels (a conv's backward) have periods
-     * too, and want tiles. */
-    int pr = -1, pamt = 0;
-    if (vaxis < 0 && loads_bytes(ast))
-      for (int r = n - 1; r >= fr && pr < 0; r--) {
-        int64_t p = index_period(ast, axes[r]);
-        int64_t amt = p < 32 ? 32 : p > 128 ? 128 : p;
-        if (p >= 8 && range_static_size(axes[r]) % amt == 0) pr = r, pamt = (int)amt;
-      }
-    /* as 16 inner lanes (consecutive bytes: SIMD when the decoding allows)
-     * times the rest of the block (nibble halves, sub-blocks) */
-    /* many rows of the other operand (x @ w.T for a prefill chunk of x):
-     * 8 of them share each decoded vector of w and 2 rows of w each loaded
-     * vector of x, 16 lanes of the block at a time (2x a decode-once copy of
-     * w for Q8_0/Q4_0 at 64x4096x768) */
-    int xrows = -1, wrows = -1;
-    for (int i = 0; i < fr && pr >= 0; i++) {
-      int moves = byte_loads_along(ast, axes[i], axes, n);
-      if (moves == 0 && xrows < 0 && range_static_size(axes[i]) >= 16 && range_static_size(axes[i]) % 8 == 0) xrows = i;
-      else if (moves == 1 && wrows < 0 && range_static_size(axes[i]) % 2 == 0) wrows = i;
-    }
-    if (xrows >= 0 && wrows >= 0 && k + 2 < max) {
-      out[k++] = (kopt){ OPT_UPCAST, xrows, 8 };
-      out[k++] = (kopt){ OPT_UPCAST, wrows, 2 };
-      out[k++] = (kopt){ OPT_UNROLL, pr - fr, 16 };
-      lanes *= 16;
-    } else if (pr >= 0 && k + 1 < max) { out[k++] = (kopt){ OPT_UNROLL, pr - fr, 16 }; out[k++] = (kopt){ OPT_UNROLL, pr - fr, pamt / 16 }; }
-    /* a convolution's weight gradient: a small kernel-window axis (kw) whose
-     * loads step by 1, like the reduce's output column (ow) they add to.
-     * All of kw as lanes, with 4 (or 6, 3, 2) of ow unrolled: neighbouring lanes read
-     * overlapping input, loaded once; one tile of 8 output channels. */
-    int win = -1;
-    if (vaxis < 0 && pr < 0 && n > fr) {
-      int unit, zero, other, ru, rz, ro;
-      access_along(ast, axes[fr - 1], axes, n, &unit, &zero, &other);
-      access_along(ast, axes[n - 1], axes, n, &ru, &rz, &ro);
-      int64_t ws = range_static_size(axes[fr - 1]);
-      int ur = pick_amount(range_static_size(axes[n - 1]), (const int[]){ 4, 6, 3, 2, 0 });
-      if (unit >= 1 && ru >= 2 && ws >= 2 && ws <= 7 && ur && k < max) {
-        out[k++] = (kopt){ OPT_UPCAST, fr - 1, (int)ws };
-        lanes *= ws;
-        win = fr - 1;
-        for (int i = 0; i < fr - 1; i++) {
-          access_along(ast, axes[i], axes, n, &unit, &zero, &other);
-          int t = pick_amount(range_static_size(axes[i]), (const int[]){ 8, 4, 2, 0 });
-          if (zero >= 1 && t && k < max) { out[k++] = (kopt){ OPT_UPCAST, i, t }; lanes *= t; break; }
-        }
-        if (k < max) { out[k++] = (kopt){ OPT_UNROLL, n - 1 - fr, ur }; lanes *= ur; }
-      }
-    }
-    /* a whole convolution row as lanes: 4 output channels share each loaded
-     * row (up to 160 lanes), then 2 of another axis if they fit */
-    bool full_row = vaxis >= 0 && vamt != 16 && vamt != 8 && vamt != 4;
-    for (int i = 0; i < fr && full_row && k < max; i++)
-      if (i != vaxis && row_reused_along(ast, axes, n, vaxis, i) && range_static_size(axes[i]) % 4 == 0 && lanes * 4 <= 160) {
-        out[k++] = (kopt){ OPT_UPCAST, i, 4 };
-        lanes *= 4;
-        break;
-      }
-    /* row-packed quantized weights (byte loads walk the lanes): a tile of
-     * 8 rows of x, which do not move the bytes, so each decoded vector of
-     * weights serves 8 of them (a prefill chunk through
-     * tg_quant_matmul_rows: 1.7x a tile of 4 weight row groups for Q6_K) */
-    bool byte_tile = false;
-    if (vaxis >= 0 && pr < 0 && win < 0 && !full_row && loads_bytes(ast) && byte_loads_along(ast, axes[vaxis], axes, n) == 1)
-      for (int i = 0; i < fr && !byte_tile && k < max; i++)
-        if (i != vaxis && byte_loads_along(ast, axes[i], axes, n) == 0 && range_static_size(axes[i]) % 8 == 0) {
-          out[k++] = (kopt){ OPT_UPCAST, i, 8 };
-          lanes *= 8;
-          byte_tile = true;
-        }
-    /* a packed float panel as lanes (sgemm): 8 rows of the other operand, 16
-     * vector accumulators of the 32 registers, so each pair of panel loads
-     * feeds 16 FMAs (1.1-1.2x a 4-row tile at 1024 and 2048) */
-    bool panel_tile = panel && panel == lanes_on(out, k, vaxis) && !loads_bytes(ast);
-    for (int i = fr - 1; i >= 0 && pr < 0 && win < 0 && !byte_tile; i--) {
-      if (i == vaxis || (full_row && lanes_on(out, k, i) > 1)) continue;
-      int unit, zero, other;
-      access_along(ast, axes[i], axes, n, &unit, &zero, &other);
-      int t = pick_amount(range_static_size(axes[i]), panel_tile ? (const int[]){ 8, 4, 2, 0 } : tile);
-      /* a panel of 64 lanes takes a tile of 4 where 8 would not fit (the
-       * 64-channel weight gradient: 2.3x) */
-      if (panel_tile && t && lanes * t > 256) t = pick_amount(range_static_size(axes[i]), (const int[]){ (int)(256 / lanes), 0 });
-      /* a whole kernel-window axis (3, 5, 7) that 2 and 4 do not divide:
-       * a convolution's weight gradient with lanes along the output
-       * channels, whose output-gradient vector (often recomputed: a ReLU's
-       * mask) is then loaded once per window row instead of once per tap
-       * (2.9x for 512x32x24x24, 5x5). Not when the shared load is a scalar
-       * broadcast: then nothing is saved. */
-      bool window_tile = !t && vaxis >= 0 && range_static_size(axes[i]) >= 3 && range_static_size(axes[i]) <= 7 && lanes <= 32 &&
-                         row_reused_along(ast, axes, n, vaxis, i);
-      if (window_tile) t = (int)range_static_size(axes[i]);
-      /* with SIMD lanes, up to two tiles (conv: output rows and channels,
-       * so each loaded vector and each broadcast weight is used 4 times) */
-      if (full_row) t = range_static_size(axes[i]) % 2 == 0 ? 2 : 0;
-      if (zero >= 1 && t && lanes * t <= (full_row ? 160 : panel_tile || window_tile ? 256 : 128) && k < max) { out[k++] = (kopt){ OPT_UPCAST, i, t }; lanes *= t; if (vaxis < 0 ? lanes >= 16 : lanes >= 8 * vamt) break; }
-    }
-    if (vaxis < 0 && pr < 0 && win < 0) {
-      for (int r = n - 1; r >= fr; r--) {
-        int unit, zero, other;
-        access_along(ast, axes[r], axes, n, &unit, &zero, &other);
-        /* the widest that fits next to the register tile (4x4 tiles of
-         * dot products: 8 lanes) */
-        int amt = 0;
-        for (int c = 0; vec[c] && !amt; c++)
-          if (range_static_size(axes[r]) % vec[c] == 0 && lanes * vec[c] <= 128) amt = vec[c];
-        /* packed bytes read in pairs (tg_quant_matmul's int16 multiply-adds) */
-        bool pairs = unit == 0 && loads_bytes(ast) && pair_loads_along(ast, axes[r], axes, n) >= 2;
-        if ((unit >= 1 || pairs) && amt && k < max) {
-          out[k++] = (kopt){ OPT_UNROLL, r - fr, amt };
-          /* the 16 sub-blocks of a K-quant super-block, 4 at a time (their
-           * scales' bit positions become constants; 1.5x for Q4_K) */
-          if (pairs && r > fr && range_static_size(axes[r - 1]) == 16 && k < max) out[k++] = (kopt){ OPT_UNROLL, r - 1 - fr, 4 };
-          /* the two nibble halves of a Q4_0/Q4_1 block: one load of the
-           * bytes and one decode of the block's scale serve both */
-          if (pairs && r > fr && range_static_size(axes[r - 1]) == 2 && k < max) out[k++] = (kopt){ OPT_UNROLL, r - 1 - fr, 2 };
-          break;
-        }
-      }
-    }
-    /* a panel read along the lanes axis (packed matmul operand): put its
-     * tiles in the outer loop, so one panel stays in cache while the other
-     * operand's rows stream past (reading the other operand again per panel
-     * costs less than reading every panel again per row tile). Not when the
-     * lanes are the whole axis: nothing of it is left to move. */
-    if (vaxis > 0 && pr < 0 && k < max && panel && panel == lanes_on(out, k, vaxis) && range_static_size(axes[vaxis]) > panel) {
-      out[k++] = (kopt){ OPT_SWAP, 0, vaxis };
-      outer = vaxis;
-    }
+  cpu_plan p = { .ast = ast, .ncores = ncores, .out = out, .max = max, .lanes = 1, .work = 1, .vaxis = -1, .pr = -1, .win = -1 };
+  p.n = kernel_axes(ast, p.axes, 64, &p.fr);
+  for (int i = 0; i < p.n; i++) p.work = tg_mul_sat_i64(p.work, range_max_size(p.axes[i]));   /* saturates: several reduces' loops multiply past int64 */
+  bool has_reduce = p.n > p.fr;
+  if (has_reduce && p.fr > 0) {
+    /* outputs with a reduce (matmul, conv, matvec, row sums) */
+    simd_lanes(&p);
+    wider_lanes(&p);
+    quant_blocks(&p);
+    conv_weight_gradient(&p);
+    conv_row_channels(&p);
+    packed_rows_tile(&p);
+    register_tiles(&p);
+    reduce_partial_sums(&p);
+    panel_outer(&p);
   } else if (has_reduce) {
     /* a full reduction: independent partial sums */
-    int amt = pick_amount(range_static_size(axes[fr]), vec);
-    if (amt && k < max) out[k++] = (kopt){ OPT_UNROLL, 0, amt };
-  } else if (fr > 0 && work >= THREAD_MIN_WORK && !loads_bytes(ast) && store_steps_by_one(ast, axes[fr - 1], axes, n) &&
-             (!strided_load_along(ast, axes[fr - 1], axes, n) || float_alu_count(ast) >= 4)) {
-    /* elementwise: SIMD lanes along the axis the store walks, so the vector
-     * store and any per-row work (index math, a channel's scale) serve a
-     * whole vector; clang alone leaves such loops scalar (1.7x for a pooling
-     * gradient's re-layout at 512x32x20x20). Only big kernels (small ones,
-     * an LLM's per-token work, ran slower with them). Not for a plain transpose (a
-     * load striding along the axis, little math): lanes of gathered loads
-     * run slower than clang's loop there. */
-    int amt = pick_amount(range_static_size(axes[fr - 1]), vec);
-    if (amt && k < max) out[k++] = (kopt){ OPT_UPCAST, fr - 1, amt };
-  } else if (fr > 0 && loads_bytes(ast)) {
-    /* packed blocks decoded into a float copy (an LLM prefill's K-quant
-     * weights): like the reduce rule above, lanes over whole periods of the
-     * innermost axis, so a block's scales and bit positions decode once per
-     * iteration instead of once per value */
-    int64_t p = index_period(ast, axes[fr - 1]);
-    int64_t amt = p < 32 ? 32 : p > 128 ? 128 : p;
-    if (p >= 8 && range_static_size(axes[fr - 1]) % amt == 0 && k + 1 < max) {
-      out[k++] = (kopt){ OPT_UPCAST, fr - 1, 16 };
-      out[k++] = (kopt){ OPT_UPCAST, fr - 1, (int)(amt / 16) };
-    }
+    int amt = pick_amount(AX(&p, p.fr), vec);
+    if (amt && p.k < max) out[p.k++] = (kopt){ OPT_UNROLL, 0, amt };
+  } else if (!elementwise_lanes(&p)) {
+    packed_decode_lanes(&p);
   }
-  /* threads over the outermost output axis when there is enough work, or
-   * over an inner one when that splits much more of what is read (x @ W.T
-   * with few rows of x: split W's rows, so each core reads half of W) */
-  if (ncores > 1 && fr > 0 && (work >= THREAD_MIN_WORK || kernel_cost(ast) >= THREAD_MIN_FLOPS) && k < max) {
-    int64_t s = range_max_size(axes[outer]) / lanes_on(out, k, outer);
-    int pos = 0;   /* position of the threaded axis after the opts */
-    if (has_reduce) {
-      double best = unsplit_reads(ast, axes, n, axes[outer]);
-      for (int i = 0; i < fr; i++) {
-        int64_t si = range_max_size(axes[i]) / lanes_on(out, k, i);
-        double c = unsplit_reads(ast, axes, n, axes[i]);
-        if (i != outer && si >= 4 * ncores && c * 2 < best) best = c, s = si, pos = i == 0 ? outer : i;
-      }
-    }
-    if (s >= ncores) out[k++] = (kopt){ OPT_THREAD, pos, ncores };
-  }
-  return k;
+  threads(&p);
+  return p.k;
 }
 
 int kernel_heuristic_opts(uop *ast, const tg_renderer *ren, int ncores, kopt *out, int max) {
