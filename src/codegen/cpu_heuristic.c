@@ -264,6 +264,12 @@ typedef struct {
 
 #define AX(p, i) range_static_size((p)->axes[i])
 
+/* Lanes over whole quantized blocks of index period per: the period,
+ * clamped to the table's 32..128. */
+static int64_t block_lanes(int64_t per) {
+  return per < LIM.block_min_lanes ? LIM.block_min_lanes : per > LIM.block_max_lanes ? LIM.block_max_lanes : per;
+}
+
 /* 1. SIMD lanes along an output axis the loads walk with stride 1. */
 static void simd_lanes(cpu_plan *p) {
   for (int i = p->fr - 1; i >= 0 && p->vaxis < 0; i--) {
@@ -324,7 +330,7 @@ static void quant_blocks(cpu_plan *p) {
   if (p->vaxis < 0 && loads_bytes(p->ast))
     for (int r = p->n - 1; r >= p->fr && p->pr < 0; r--) {
       int64_t per = index_period(p->ast, p->axes[r]);
-      int64_t amt = per < LIM.block_min_lanes ? LIM.block_min_lanes : per > LIM.block_max_lanes ? LIM.block_max_lanes : per;
+      int64_t amt = block_lanes(per);
       if (per >= LIM.block_min_period && AX(p, r) % amt == 0) p->pr = r, p->pamt = (int)amt;
     }
   int xrows = -1, wrows = -1;
@@ -493,7 +499,7 @@ static void packed_decode_lanes(cpu_plan *p) {
   int fr = p->fr;
   if (!(fr > 0 && loads_bytes(p->ast))) return;
   int64_t per = index_period(p->ast, p->axes[fr - 1]);
-  int64_t amt = per < LIM.block_min_lanes ? LIM.block_min_lanes : per > LIM.block_max_lanes ? LIM.block_max_lanes : per;
+  int64_t amt = block_lanes(per);
   if (per >= LIM.block_min_period && AX(p, fr - 1) % amt == 0 && p->k + 1 < p->max) {
     p->out[p->k++] = (kopt){ OPT_UPCAST, fr - 1, 16 };
     p->out[p->k++] = (kopt){ OPT_UPCAST, fr - 1, (int)(amt / 16) };

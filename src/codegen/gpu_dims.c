@@ -18,14 +18,12 @@
 #include "uop/symbolic.h"
 #include "uop/kernel_ir.h"
 
-
 static int by_id_desc(const void *a, const void *b) { return range_id(*(uop *const *)b) - range_id(*(uop *const *)a); }
 
 static uop *special(int kind, int dim, int64_t size) {
   int64_t a[2] = { kind, dim };
   return uop1(OP_SPECIAL, DT_INDEX, uop_const_int(DT_INDEX, size), arg_ints(a, 2));
 }
-
 
 /* Step 1 for one REDUCE r: the partial per thread, through local memory. */
 static uop *group_reduce(uop *r, uop *const *threads, int nthreads, int64_t nthread_total, int *lid, int *next_range, ptrmap *second) {

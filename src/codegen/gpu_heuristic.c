@@ -22,7 +22,6 @@ static const struct {
   int tc_warps;            /* warps per group along each tile axis (at most) */
 } gpu_policy = { 128, 256, 1 << 16, 64, 4, 2 };
 
-
 /* the largest power of two <= cap that divides n (1 when none) */
 static int pow2_divisor(int64_t n, int cap) {
   int a = 1;

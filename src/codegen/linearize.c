@@ -11,7 +11,6 @@ typedef struct {
   lprogram *out;
 } lctx;
 
-
 /* The ranges a node's value varies with; REDUCE closes its own. */
 static uint64_t free_of(lctx *c, uop *u) {
   void *p = pm_get(&c->free_ranges, u);

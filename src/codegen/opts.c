@@ -49,8 +49,6 @@ void kopts_format(const kopt *o, int n, char *buf, size_t size) {
 
 /* ------------------------------------------------------------ axes */
 
-
-
 int kernel_axes(uop *ast, uop **axes, int max, int *first_reduce) {
   uop_list l = uop_toposort(ast);
   uop *outs[64], *reds[64];

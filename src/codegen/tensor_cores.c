@@ -25,7 +25,6 @@
 
 #define WARP 32
 
-
 static bool uses(uop *u, uop *r) {
   uop_list l = uop_toposort(u);
   bool found = false;

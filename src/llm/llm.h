@@ -213,16 +213,17 @@ tg_tensor *llm_hidden(tg_llm *m, tg_tensor *tokens);
 /* The logits (T, n_vocab) of normed hidden states h (T, dim): the output
  * projection and the final softcap (llm_forward's last step). */
 tg_tensor *llm_logits(tg_llm *m, tg_tensor *h);
-/* tg_llm_eval_all writing only the logits of tokens skip..n-1 ((n - skip)
- * rows; none, and logits may be NULL, when skip >= n): the others are not
- * projected. llm_eval_all.c. */
 /* generate.c, shared with tg serve's slots: how many leading prompt tokens
- * the current sequence's cache already holds, at most n_prompt - 1 (the
- * last prompt token always runs, for its logits; its logits are not kept);
- * whether id ends a generation (the tokenizer's end tokens, or extra). */
+ * the current sequence's cache already holds and can be reused, at most
+ * n_prompt - 1 (the cache keeps no logits, so the last prompt token always
+ * runs again); whether id ends a generation (the tokenizer's end tokens,
+ * or one of extra). */
 int llm_reusable_prefix(const tg_llm *m, const int32_t *prompt, int n_prompt);
 bool llm_is_stop(const struct tg_tokenizer *tok, int32_t id, const int32_t *extra, int n_extra);
 
+/* tg_llm_eval_all writing only the logits of tokens skip..n-1 ((n - skip)
+ * rows; none, and logits may be NULL, when skip >= n): the others are not
+ * projected. llm_eval_all.c. */
 int llm_eval_logits(tg_llm *m, const int32_t *tokens, int n, int skip, float *logits);
 /* Frees the JITs of llm_eval_logits (tg_llm_free). */
 void llm_eval_jits_free(tg_llm *m);
