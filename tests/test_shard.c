@@ -5,6 +5,7 @@
  * sums run in another order), and the allreduce variants give the
  * one-device sum. */
 #include "test.h"
+#include <time.h>
 #include <unistd.h>
 #include "tg_dist.h"
 
@@ -89,6 +90,31 @@ TEST(shard_elementwise_movement_reduce) {
   CHECK_EQ_INT(tg_shard_axis(x), -2);
   CHECK(!strcmp(tg_device_of(s), "CPU,CPU:1,CPU:2"));
   CHECK(!strcmp(tg_device_of(tg_to(s, "CPU:1")), "CPU:1"));
+  tg_scope_end();
+  default_devices();
+}
+
+/* The devices of a sharded op share one compiler, so its kernel is one
+ * source for all of them, compiled in the same batch: the compiler runs once
+ * and the others wait for its file. A constant unique to this run makes the
+ * kernel new to the disk cache; a first op with another one compiles
+ * whatever else the op needs (the parts' copies). */
+TEST(shard_devices_compile_a_kernel_once) {
+  three_devices();
+  tg_scope_begin();
+  float a[96], o[96];
+  fill(a, 96, 1);
+  tg_tensor *s = tg_shard(tg_from_data(a, TG_SHAPE(12, 8), TG_F32), DEV3, 3, 0);
+  float unique = (float)(getpid() % 1000) * 1e-3f + (float)(time(NULL) % 1000) * 1e-6f;
+  CHECK(tg_data(tg_adds(tg_muls(s, 1.5f), unique + 2.0f), o, sizeof o) == 0);
+  tg_reset_counters();
+  CHECK(tg_data(tg_adds(tg_muls(s, 1.5f), unique + 3.0f), o, sizeof o) == 0);
+  /* CPU:1's and CPU:2's parts are the same kernel (CPU's own part fuses
+   * into the gather, another kernel): one of them ran the compiler */
+  tg_counters c = tg_get_counters();
+  CHECK_MSG(c.kernels_compiled >= 1 && c.kernels_cached >= 1, "compiler runs %lld, served without it %lld",
+            (long long)c.kernels_compiled, (long long)c.kernels_cached);
+  for (int i = 0; i < 96; i++) CHECK_NEAR(o[i], a[i] * 1.5f + unique + 3.0f, 1e-5);
   tg_scope_end();
   default_devices();
 }

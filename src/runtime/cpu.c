@@ -249,6 +249,42 @@ static void *loaded_get_locked(const char *key) {
   return NULL;
 }
 
+/* Keys some thread is compiling now. Devices that share a compiler (CPU,
+ * CPU:1 ...) get the same source for the same kernel, often in the same
+ * batch of parallel compiles: the second waits for the first's file
+ * instead of compiling it again. */
+static VEC(char *) compiling;
+static pthread_cond_t compiled_cond = PTHREAD_COND_INITIALIZER;
+
+static int compiling_index_locked(const char *key) {
+  for (int i = 0; i < compiling.n; i++)
+    if (strcmp(compiling.v[i], key) == 0) return i;
+  return -1;
+}
+
+/* The loaded handle of key, waiting while another thread compiles it; NULL
+ * with *claimed set when this thread is now the one to build it. */
+static void *loaded_or_claim(const char *key, bool *claimed) {
+  pthread_mutex_lock(&lock);
+  void *h = loaded_get_locked(key);
+  while (!h && compiling_index_locked(key) >= 0) {
+    pthread_cond_wait(&compiled_cond, &lock);
+    h = loaded_get_locked(key);
+  }
+  *claimed = !h;
+  if (!h) VEC_PUSH(compiling, tg_xstrdup(key));
+  pthread_mutex_unlock(&lock);
+  return h;
+}
+
+static void release_claim_locked(const char *key) {
+  int i = compiling_index_locked(key);
+  if (i < 0) return;
+  free(compiling.v[i]);
+  compiling.v[i] = compiling.v[--compiling.n];
+  pthread_cond_broadcast(&compiled_cond);
+}
+
 void cpu_forget_loaded(void) {
   pthread_mutex_lock(&lock);
   for (int i = 0; i < loaded.n; i++) free(loaded.v[i].key);   /* handles stay open */
@@ -345,12 +381,10 @@ static tg_program *cpu_compile(struct tg_device *d, const char *src, const char 
   const char *key = slash ? slash + 1 : path;
 
   bool nocache = setting_int(SET_TG_NOCACHE) == 1;
-  bool cached = false;
+  bool cached = false, claimed = false;
   void *h = NULL;
   if (!nocache) {
-    pthread_mutex_lock(&lock);
-    h = loaded_get_locked(key);
-    pthread_mutex_unlock(&lock);
+    h = loaded_or_claim(key, &claimed);
     if (!h && access(path, R_OK) == 0) {
       h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
       if (!h && setting_int(SET_DEBUG) >= 1)   /* e.g. a truncated file: build it anew */
@@ -360,15 +394,16 @@ static tg_program *cpu_compile(struct tg_device *d, const char *src, const char 
   }
   if (!h) h = compile_and_load(path, &cc, src, name);
   strvec_free(&cc);
-  if (!h) { free(path); return NULL; }
 
   /* One handle per key and process. dlopen of a path already loaded returns
    * the same handle, so `old != h` only when two threads raced through
-   * different files; keep the first. */
+   * different files (TG_NOCACHE); keep the first. */
   pthread_mutex_lock(&lock);
-  void *old = loaded_get_locked(key);
-  if (!old) VEC_PUSH(loaded, ((loaded_entry){ tg_xstrdup(key), h }));
+  void *old = h ? loaded_get_locked(key) : NULL;
+  if (h && !old) VEC_PUSH(loaded, ((loaded_entry){ tg_xstrdup(key), h }));
+  if (claimed) release_claim_locked(key);   /* a waiter that finds no handle (failed) tries itself */
   pthread_mutex_unlock(&lock);
+  if (!h) { free(path); return NULL; }
   if (old && old != h) { dlclose(h); h = old; }
   counters_add_compile(cached);
 
