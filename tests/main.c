@@ -13,7 +13,9 @@
 #include <stdarg.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 #include "test.h"
+#include "run_parallel.h"
 #include "codegen/codegen.h"
 #include "codegen/opts.h"
 #include "engine/realize.h"
@@ -191,7 +193,7 @@ static bool pass_wanted(const char *key) {
   return p && (p == w || p[-1] == ',') && (p[strlen(key)] == 0 || p[strlen(key)] == ',');
 }
 
-static void run_case(const test_case *c, const char *shown, int *passed, int *failed, int *skipped, bool nvrtc) {
+static int run_case(const test_case *c, const char *shown, bool nvrtc) {
   test_failures = 0; test_skipped = false;
   tg_clear_error();
   struct timespec t0, t1;
@@ -205,54 +207,154 @@ static void run_case(const test_case *c, const char *shown, int *passed, int *fa
   double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
   char took[32] = "";
   if (secs >= 1.0) snprintf(took, sizeof took, " (%.1f s)", secs);
-  if (test_failures) { (*failed)++; printf("FAIL %s%s\n", shown, took); }
-  else if (test_skipped) { (*skipped)++; printf("skip %s%s\n", shown, took); }
-  else { (*passed)++; printf("ok   %s%s\n", shown, took); }
+  int status = test_failures ? ITEM_FAILED : test_skipped ? ITEM_SKIPPED : ITEM_PASSED;
+  printf("%s %s%s\n", status == ITEM_FAILED ? "FAIL" : status == ITEM_SKIPPED ? "skip" : "ok  ", shown, took);
   fflush(stdout);
+  return status;
+}
+
+/* ---- the passes and the work items */
+
+static const struct { test_pass p; const char *key; } passes[] = {
+  { { "CL", "CL", false }, "cl" },
+  { { "nvrtc", NULL, true }, "nvrtc" },
+  { { "CUDA", "CUDA", false }, "cuda" },
+};
+enum { NPASSES = sizeof passes / sizeof passes[0] };
+
+/* whether each pass runs: 1 yes, 0 its target is absent (why says so), -1
+ * not asked for (TG_TEST_PASSES, or the plain pass already ran there) */
+typedef struct { int run[NPASSES]; char why[NPASSES][256]; } pass_plan;
+
+static void plan_passes(pass_plan *pl) {
+  const char *why[NPASSES] = { NULL, NULL, NULL };
+  bool present[NPASSES] = { opencl_count(&why[0]) > 0, cuda_nvrtc_available(&why[1]), cuda_count(&why[2]) > 0 };
+  const char *base_device = tg_default_device();
+  for (int p = 0; p < NPASSES; p++) {
+    bool same = base_device && passes[p].p.device && !strcmp(base_device, passes[p].p.device);
+    pl->run[p] = !pass_wanted(passes[p].key) || same ? -1 : present[p] ? 1 : 0;
+    snprintf(pl->why[p], sizeof pl->why[p], "%s", why[p] ? why[p] : "absent");
+  }
+}
+
+/* in a forked child, so that the parent starts no device before it forks
+ * the workers (a fork of a process with OpenCL's threads cannot use it) */
+static int plan_passes_apart(pass_plan *pl) {
+  int fd[2];
+  if (pipe(fd) < 0) return -1;
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fd[0]);
+    pass_plan mine;
+    plan_passes(&mine);
+    ssize_t w = write(fd[1], &mine, sizeof mine);
+    _exit(w == (ssize_t)sizeof mine ? 0 : 1);
+  }
+  close(fd[1]);
+  size_t got = 0;
+  while (pid > 0 && got < sizeof *pl) {
+    ssize_t r = read(fd[0], (char *)pl + got, sizeof *pl - got);
+    if (r <= 0) break;
+    got += (size_t)r;
+  }
+  close(fd[0]);
+  if (pid > 0) waitpid(pid, NULL, 0);
+  return got == sizeof *pl ? 0 : -1;
+}
+
+typedef struct { int test, pass; } work_item;   /* pass -1: the plain pass */
+static work_item *items;
+static char item_shown[256];
+
+static const char *item_name(int i) {
+  if (items[i].pass < 0) return cases[items[i].test].name;
+  snprintf(item_shown, sizeof item_shown, "%s/%s", passes[items[i].pass].p.name, cases[items[i].test].name);
+  return item_shown;
+}
+
+/* the pass this process is in: its default device and kernel observer */
+static int current_pass = -1;
+static const char *base_device;
+static void enter_pass(int p) {
+  if (p == current_pass) return;
+  if (current_pass >= 0) { engine_set_kernel_observer(NULL, NULL); tg_set_default_device(base_device); }
+  current_pass = p;
+  if (p < 0) return;
+  if (passes[p].p.device && tg_set_default_device(passes[p].p.device) < 0) { current_pass = -2; return; }
+  if (passes[p].p.nvrtc) engine_set_kernel_observer(nvrtc_observe, NULL);
+}
+
+static int run_item(int i, int *nvrtc_compiled) {
+  enter_pass(items[i].pass);
+  const char *shown = item_name(i);
+  if (current_pass == -2) {   /* the pass's device would not become the default */
+    printf("FAIL %s: %s\n", shown, tg_error());
+    current_pass = -1;
+    return ITEM_FAILED;
+  }
+  int before = nvrtc_kernels;
+  int status = run_case(&cases[items[i].test], shown, items[i].pass >= 0 && passes[items[i].pass].p.nvrtc);
+  *nvrtc_compiled = nvrtc_kernels - before;
+  return status;
+}
+
+/* TG_TEST_JOBS: how many tests run at once (default: the cores, at most 4) */
+static int test_jobs(void) {
+  const char *e = getenv("TG_TEST_JOBS");
+  if (e && *e) return atoi(e) > 0 ? atoi(e) : 1;
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n < 1 ? 1 : n > 4 ? 4 : (int)n;
 }
 
 int main(int argc, char **argv) {
   const char *filter = argc > 1 ? argv[1] : NULL;
   qsort(cases, (size_t)ncases, sizeof cases[0], by_name);
-  int passed = 0, failed = 0, skipped = 0;
+  int counts[3] = { 0, 0, 0 }, nvrtc_compiled = 0, jobs = test_jobs();
   const char *dump = getenv("TG_TEST_HEURISTIC_DUMP");
-  if (dump && *dump && (heuristic_dump = fopen(dump, "w"))) engine_set_kernel_observer(heuristic_observe, NULL);
-  for (int i = 0; i < ncases; i++) {
-    if (filter && !strstr(cases[i].name, filter)) continue;
-    run_case(&cases[i], cases[i].name, &passed, &failed, &skipped, false);
-  }
-  if (heuristic_dump) {
-    engine_set_kernel_observer(NULL, NULL);
-    fclose(heuristic_dump);
-    heuristic_dump = NULL;
-  }
-  const char *why_cl = NULL, *why_cuda = NULL, *why_nvrtc = NULL;
-  bool have_cl = opencl_count(&why_cl) > 0, have_cuda = cuda_count(&why_cuda) > 0, have_nvrtc = cuda_nvrtc_available(&why_nvrtc);
-  const struct { test_pass p; bool present; const char *why; const char *key; } passes[] = {
-    { { "CL", "CL", false }, have_cl, why_cl, "cl" },
-    { { "nvrtc", NULL, true }, have_nvrtc, why_nvrtc, "nvrtc" },
-    { { "CUDA", "CUDA", false }, have_cuda, why_cuda, "cuda" },
-  };
-  const char *base_device = tg_default_device();
-  for (size_t p = 0; p < sizeof passes / sizeof passes[0]; p++) {
-    if (!pass_wanted(passes[p].key) || (base_device && passes[p].p.device && !strcmp(base_device, passes[p].p.device))) continue;
-    char shown[256];
-    if (!passes[p].present) {
-      printf("skip %s/ (golden tests on %s): %s\n", passes[p].p.name, passes[p].p.name, passes[p].why ? passes[p].why : "absent");
-      skipped++;
-      continue;
+  if (dump && *dump) jobs = 1;   /* one process writes the dump */
+  pass_plan plan;
+  if (jobs == 1 || plan_passes_apart(&plan) < 0) { jobs = 1; plan_passes(&plan); }
+  base_device = tg_default_device();
+
+  /* the plain pass, then each pass that runs; absent ones print why */
+  items = calloc((size_t)ncases * (NPASSES + 1) + 1, sizeof *items);
+  int n = 0, nplain = 0;
+  for (int p = -1; p < NPASSES; p++) {
+    if (p >= 0 && plan.run[p] == 0) {
+      printf("skip %s/ (golden tests on %s): %s\n", passes[p].p.name, passes[p].p.name, plan.why[p]);
+      counts[ITEM_SKIPPED]++;
     }
-    if (passes[p].p.device && tg_set_default_device(passes[p].p.device) < 0) { printf("FAIL %s/: %s\n", passes[p].p.name, tg_error()); failed++; continue; }
-    if (passes[p].p.nvrtc) engine_set_kernel_observer(nvrtc_observe, NULL);
+    if (p >= 0 && plan.run[p] != 1) continue;
     for (int i = 0; i < ncases; i++) {
-      if (!is_golden(cases[i].name) || (filter && !strstr(cases[i].name, filter))) continue;
-      snprintf(shown, sizeof shown, "%s/%s", passes[p].p.name, cases[i].name);
-      run_case(&cases[i], shown, &passed, &failed, &skipped, passes[p].p.nvrtc);
+      if ((filter && !strstr(cases[i].name, filter)) || (p >= 0 && !is_golden(cases[i].name))) continue;
+      items[n++] = (work_item){ i, p };
+      nplain += p < 0;
     }
-    engine_set_kernel_observer(NULL, NULL);
-    if (passes[p].p.nvrtc) printf("     nvrtc: %d kernels compiled as CUDA C\n", nvrtc_kernels);
-    tg_set_default_device(base_device);
   }
-  printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
-  return failed ? 1 : 0;
+  fflush(stdout);
+  if (jobs > 1 && n > 1) {
+    if (run_items_parallel(n, jobs < n ? jobs : n, run_item, item_name, counts, &nvrtc_compiled) < 0) jobs = 1;
+  } else {
+    jobs = 1;
+  }
+  if (jobs == 1) {
+    if (dump && *dump && (heuristic_dump = fopen(dump, "w"))) engine_set_kernel_observer(heuristic_observe, NULL);
+    for (int i = 0; i < n; i++) {
+      if (i == nplain && heuristic_dump) {   /* the dump covers the plain pass */
+        engine_set_kernel_observer(NULL, NULL);
+        fclose(heuristic_dump);
+        heuristic_dump = NULL;
+      }
+      int k = 0;
+      counts[run_item(i, &k)]++;
+      nvrtc_compiled += k;
+    }
+    if (heuristic_dump) { engine_set_kernel_observer(NULL, NULL); fclose(heuristic_dump); heuristic_dump = NULL; }
+    enter_pass(-1);
+  }
+  if (plan.run[1] == 1) printf("     nvrtc: %d kernels compiled as CUDA C\n", nvrtc_compiled);
+  free(items);
+  printf("%d passed, %d failed, %d skipped\n", counts[ITEM_PASSED], counts[ITEM_FAILED], counts[ITEM_SKIPPED]);
+  return counts[ITEM_FAILED] ? 1 : 0;
 }
