@@ -1,0 +1,257 @@
+/* lower.c: a node's value at symbolic indices, as kernel AST: movement ops
+ * become index math, stored nodes and buffers become gated loads, ALU ops
+ * stay (tinygrad's rangeify, one node at a time). */
+#include "schedule/schedule_internal.h"
+#include "uop/symbolic.h"
+#include "uop/dims.h"
+#include "util/settings.h"
+
+/* ------------------------------------------------------------ lowering */
+
+
+uop *sched_global_for(kctx *k, tg_buffer *b) {
+  for (int i = 0; i < k->bufs.n; i++) if (k->bufs.v[i] == b) return k->globals.v[i];
+  uop *g = uop0(OP_DEFINE_GLOBAL, dt_ptr(dt_scalar(b->dtype), ADDR_GLOBAL), arg_int(k->bufs.n));
+  VEC_PUSH(k->bufs, b);
+  VEC_PUSH(k->globals, g);
+  return g;
+}
+
+static uop *bool_and(uop *a, uop *b) { return !a ? b : !b ? a : uop_alu(OP_AND, a, b); }
+
+/* flat = sum(idx[i] * stride[i]) for a contiguous shape */
+uop *sched_flat_index(uop *const *idx, const int64_t *shape, int nd) {
+  uop *flat = idx_const(0);
+  int64_t stride = 1;
+  for (int i = nd - 1; i >= 0; i--) {
+    if (shape[i] != 1) flat = uop_alu(OP_ADD, flat, uop_muli(idx[i], stride));
+    stride *= shape[i];
+  }
+  return flat;
+}
+
+uop *sched_lower(kctx *k, uop *u, uop *const *idx, uop *gate);
+
+/* Where the loop over axis i of u ends: its size, or its variable. */
+uop *sched_axis_end(const uop *u, int i) {
+  uop *v = uop_dim_var(u, i);
+  return v ? v : idx_const(u->shape[i]);
+}
+
+/* The address of a gated load only matters where the gate holds: a gate
+ * `r < c` or `c < r` on a loop narrows r's range there, which lets the
+ * index math fold (a padded view's `(h*20 + w) / 20` is h when w < 20).
+ * Each narrowed loop is swapped for a variable with the narrower range,
+ * the index simplified, and the loop put back (tinygrad's simplify given
+ * valid). */
+static void collect_bounds(uop *g, uop **rs, int64_t *lo, int64_t *hi, int *n) {
+  if (g->op == OP_AND && g->dtype.scalar == TG_BOOL) { collect_bounds(g->src[0], rs, lo, hi, n); collect_bounds(g->src[1], rs, lo, hi, n); return; }
+  if (g->op != OP_CMPLT) return;
+  uop *a = g->src[0], *b = g->src[1], *r = NULL;
+  int64_t l = INT64_MIN, h = INT64_MAX;
+  if (a->op == OP_RANGE && b->op == OP_CONST) { r = a; h = b->arg.i - 1; }
+  else if (b->op == OP_RANGE && a->op == OP_CONST) { r = b; l = a->arg.i + 1; }
+  if (!r) return;
+  int i = 0;
+  while (i < *n && rs[i] != r) i++;
+  if (i == *n) { if (*n == 8) return; rs[i] = r; lo[i] = uop_vmin(r); hi[i] = uop_vmax(r); (*n)++; }
+  if (l > lo[i]) lo[i] = l;
+  if (h < hi[i]) hi[i] = h;
+}
+
+static uop *simplify_given_gate(uop *ix, uop *gate) {
+  static const char *const names[8] = { "tg_valid0", "tg_valid1", "tg_valid2", "tg_valid3", "tg_valid4", "tg_valid5", "tg_valid6", "tg_valid7" };
+  uop *rs[8];
+  int64_t lo[8], hi[8];
+  int n = 0;
+  collect_bounds(gate, rs, lo, hi, &n);
+  if (!n) return ix;
+  ptrmap to = { 0 }, back = { 0 };
+  for (int i = 0; i < n; i++) {
+    if (lo[i] > hi[i]) { pm_free(&to); pm_free(&back); return ix; }   /* never valid: leave it */
+    uop *v = uop2(OP_DEFINE_VAR, DT_INDEX, idx_const(lo[i]), idx_const(hi[i]), arg_str(names[i]));
+    pm_put(&to, rs[i], v);
+    pm_put(&back, v, rs[i]);
+  }
+  uop *s = graph_substitute(uop_simplify(graph_substitute(ix, &to)), &back);
+  pm_free(&to); pm_free(&back);
+  return s;
+}
+
+static uop *lower_uncached(kctx *k, uop *u, uop *const *idx, uop *gate) {
+  sctx *s = k->s;
+  int nd = u->ndim;
+  uop *sidx[TG_MAX_DIMS * 4];
+  if (u != k->root && is_marked(s, u)) {
+    rinfo *ri = info_of(s, u);
+    if (!ri) { tg_seterr("internal: stored node %s used before its kernel", uop_op_name(u->op)); k->failed = true; return idx_const(0); }
+    if (ri->kernel >= 0) VEC_PUSH(k->deps, ri->kernel);
+    k->via_repl++;
+    uop *r = sched_lower(k, ri->repl, idx, gate);
+    k->via_repl--;
+    return r;
+  }
+  uop *sm = pm_get(&s->small, u);
+  if (sm) {
+    /* the broadcast of its small form, stored by a kernel built now */
+    if (!is_marked(s, sm)) {
+      mark(s, sm);
+      if (sched_build_kernel(s, sm) < 0) { k->failed = true; return idx_const(0); }
+    }
+    return sched_lower(k, uop1(OP_EXPAND, u->dtype, sm, arg_ints(u->shape, u->ndim)), idx, gate);
+  }
+  switch (u->op) {
+  case OP_AFTER: {
+    /* the buffer after some assigns: depend on their kernels; reading it is
+     * not a read of the old contents */
+    for (int i = 1; i < u->nsrc; i++) {
+      rinfo *di = is_marked(s, u->src[i]) ? info_of(s, u->src[i]) : NULL;
+      if (di && di->kernel >= 0) VEC_PUSH(k->deps, di->kernel);
+    }
+    k->via_repl++;
+    uop *r = sched_lower(k, u->src[0], idx, gate);
+    k->via_repl--;
+    return r;
+  }
+  case OP_BUFFER: {
+    tg_buffer *b = u->arg.p;
+    if (!k->via_repl) VEC_PUSH(k->raw_reads, b);
+    uop *g = sched_global_for(k, b);
+    uop *ix = gate ? uop3(OP_INDEX, g->dtype, g, simplify_given_gate(uop_simplify(idx[0]), gate), gate, arg_none())
+                   : uop2(OP_INDEX, g->dtype, g, idx[0], arg_none());
+    return uop1(OP_LOAD, dt_scalar(b->dtype), ix, arg_none());
+  }
+  case OP_CONST: case OP_DEFINE_VAR: return u;
+  case OP_ARANGE: return idx[0];
+  case OP_RESHAPE: {
+    uop *src = u->src[0];
+    uop *flat = sched_flat_index(idx, u->shape, nd);
+    int64_t stride = 1;
+    for (int j = src->ndim - 1; j >= 0; j--) {
+      uop *v = flat;
+      if (src->shape[j] == 1) v = idx_const(0);
+      else {
+        if (stride != 1) v = uop_alu(OP_IDIV, v, idx_const(stride));
+        if (j != 0) v = uop_alu(OP_MOD, v, idx_const(src->shape[j]));
+      }
+      sidx[j] = uop_simplify(v);
+      stride *= src->shape[j];
+    }
+    return sched_lower(k, src, sidx, gate);
+  }
+  case OP_PERMUTE:
+    for (int i = 0; i < nd; i++) sidx[u->arg.v[i]] = idx[i];
+    return sched_lower(k, u->src[0], sidx, gate);
+  case OP_EXPAND:
+    for (int i = 0; i < nd; i++) sidx[i] = u->src[0]->shape[i] == 1 && u->shape[i] != 1 ? idx_const(0) : idx[i];
+    return sched_lower(k, u->src[0], sidx, gate);
+  case OP_SHRINK:
+    for (int i = 0; i < nd; i++) sidx[i] = uop_addi(idx[i], u->arg.v[2 * i]);
+    return sched_lower(k, u->src[0], sidx, gate);
+  case OP_SHRINK_VAR:   /* the loops over the axis end at the variable */
+    return sched_lower(k, u->src[0], idx, gate);
+  case OP_UNSHRINK_VAR: {   /* 0 past the variable, like a PAD */
+    uop *valid = uop_alu(OP_CMPLT, idx[u->arg.i], u->src[1]);
+    uop *v = sched_lower(k, u->src[0], idx, bool_and(gate, valid));
+    return uop_where(valid, v, uop_const(u->dtype, 0));
+  }
+  case OP_FLIP:
+    for (int i = 0; i < nd; i++) sidx[i] = u->arg.v[i] ? uop_alu(OP_SUB, idx_const(u->shape[i] - 1), idx[i]) : idx[i];
+    return sched_lower(k, u->src[0], sidx, gate);
+  case OP_WINDOW: {
+    /* window (o, k) of axis i reads i = o*stride + k*dilation */
+    int n = (int)u->arg.v[0], lead = u->src[0]->ndim - n;
+    for (int i = 0; i < lead; i++) sidx[i] = idx[i];
+    for (int j = 0; j < n; j++)
+      sidx[lead + j] = uop_alu(OP_ADD, uop_muli(idx[lead + j], u->arg.v[1 + n + j]), uop_muli(idx[lead + n + j], u->arg.v[1 + 2 * n + j]));
+    return sched_lower(k, u->src[0], sidx, gate);
+  }
+  case OP_TAKE: {
+    /* row r = index[i...] (a value loaded in the kernel): reads table[r, j...];
+     * an index outside the table reads 0 (and a store through it is dropped) */
+    uop *tab = u->src[0], *ix = u->src[1];
+    int m = ix->ndim;
+    uop *row = uop_cast(sched_lower(k, ix, idx, gate), DT_INDEX);
+    uop *valid = uop_simplify(bool_and(uop_alu(OP_CMPLT, idx_const(-1), row), uop_alu(OP_CMPLT, row, idx_const(tab->shape[0]))));
+    /* a loaded row's range is unknown; the address uses (uint32)row % n,
+     * which is row wherever valid and provably in [0, n) for the index math */
+    if (!uop_is_const(valid, 1) && tab->shape[0] > 0 && tab->shape[0] <= UINT32_MAX) {
+      dtype_t u32 = dt_scalar(TG_U32);
+      row = uop_cast(uop_alu(OP_MOD, uop_cast(row, u32), uop_const_int(u32, tab->shape[0])), DT_INDEX);
+    }
+    sidx[0] = row;
+    for (int i = 1; i < tab->ndim; i++) sidx[i] = idx[m + i - 1];
+    if (uop_is_const(valid, 1)) return sched_lower(k, tab, sidx, gate);
+    uop *v = sched_lower(k, tab, sidx, bool_and(gate, valid));
+    return uop_where(valid, v, uop_const(u->dtype, 0));
+  }
+  case OP_PAD: {
+    uop *valid = NULL;
+    for (int i = 0; i < nd; i++) {
+      int64_t b = u->arg.v[2 * i], size = u->src[0]->shape[i];
+      sidx[i] = uop_addi(idx[i], -b);
+      if (b > 0) valid = bool_and(valid, uop_alu(OP_CMPLT, idx_const(b - 1), idx[i]));
+      if (u->arg.v[2 * i + 1] > 0) valid = bool_and(valid, uop_alu(OP_CMPLT, idx[i], idx_const(b + size)));
+    }
+    if (valid) valid = uop_simplify(valid);
+    if (!valid || uop_is_const(valid, 1)) return sched_lower(k, u->src[0], sidx, gate);
+    if (uop_is_const(valid, 0)) return uop_const(u->dtype, 0);
+    uop *v = sched_lower(k, u->src[0], sidx, bool_and(gate, valid));
+    return uop_where(valid, v, uop_const(u->dtype, 0));
+  }
+  case OP_REDUCE_AXIS: {
+    uop *src = u->src[0];
+    uop *srcs[TG_MAX_DIMS + 1];
+    int nr = 0;
+    for (int i = 0; i < nd; i++) sidx[i] = idx[i];
+    for (int a = 1; a < u->arg.n; a++) {
+      int ax = (int)u->arg.v[a];
+      int64_t rarg[2] = { k->next_range++, RANGE_REDUCE };
+      uop *r = uop1(OP_RANGE, DT_INDEX, sched_axis_end(src, ax), arg_ints(rarg, 2));
+      sidx[ax] = r;
+      srcs[1 + nr++] = r;
+    }
+    srcs[0] = sched_lower(k, src, sidx, gate);
+    return uop_new(OP_REDUCE, u->dtype, srcs, 1 + nr, arg_int(u->arg.v[0]));
+  }
+  case OP_CONTIGUOUS: case OP_DETACH: case OP_UNIQUE:
+    return sched_lower(k, u->src[0], idx, gate);
+  default:
+    if (uop_is_alu(u->op)) {
+      uop *srcs[3];
+      for (int i = 0; i < u->nsrc; i++) srcs[i] = sched_lower(k, u->src[i], idx, gate);
+      return uop_new(u->op, u->dtype, srcs, u->nsrc, u->arg);
+    }
+    tg_seterr("schedule: cannot lower %s inside a kernel", uop_op_name(u->op));
+    k->failed = true;
+    return idx_const(0);
+  }
+}
+
+uop *sched_lower(kctx *k, uop *u, uop *const *idx, uop *gate) {
+  uop *key_src[TG_MAX_DIMS * 4 + 2];
+  key_src[0] = u;
+  key_src[1] = gate ? gate : uop_const_int(DT_BOOL, 1);
+  int nd = u->ndim > 0 ? u->ndim : 0;
+  for (int i = 0; i < nd; i++) key_src[2 + i] = idx[i];
+  uop *key = uop_new(OP_NOOP, DT_VOID, key_src, 2 + nd, arg_none());
+  uop *r = pm_get(&k->memo, key);
+  if (r) return r;
+  r = lower_uncached(k, u, idx, gate);
+  pm_put(&k->memo, key, r);
+  return r;
+}
+
+/* Does the kernel value v load from buffer g at an index other than ix? */
+bool sched_reads_elsewhere(uop *v, uop *g, uop *ix) {
+  uop *want = uop_simplify(ix);
+  uop_list l = uop_toposort(v);
+  bool found = false;
+  for (int i = 0; i < l.n && !found; i++) {
+    uop *x = l.v[i];
+    if (x->op == OP_LOAD && x->src[0]->src[0] == g) found = uop_simplify(x->src[0]) != want;
+  }
+  free(l.v);
+  return found;
+}
+

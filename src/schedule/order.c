@@ -1,0 +1,63 @@
+/* order.c: the kernels of a schedule in an order that runs each after what it reads. */
+#include "schedule/schedule_internal.h"
+
+/* Orders kernels: producers before consumers (RAW), and readers of a
+ * buffer's old contents before the kernel that assigns it (WAR). Edges are
+ * lists and reachability is bit rows, so a model's few thousand kernels
+ * order in well under a millisecond. */
+void sched_order_kernels(sctx *s) {
+  int n = s->out->n;
+  if (n < 2) return;
+  size_t words = ((size_t)n + 63) / 64;
+  /* reach[b]: the kernels b depends on, transitively, through RAW edges
+   * (dependencies always point at kernels built before) */
+  uint64_t *reach = tg_xcalloc((size_t)n * words, sizeof(uint64_t));
+  VEC(int) *succ = tg_xcalloc((size_t)n, sizeof *succ);
+  int *indeg = tg_xcalloc((size_t)n, sizeof(int));
+  for (int b = 0; b < n; b++)
+    for (int i = 0; i < s->links.v[b].ndeps; i++) {
+      int a = s->links.v[b].deps[i];
+      if (a == b || (reach[(size_t)b * words + (size_t)a / 64] >> (a % 64) & 1)) continue;
+      reach[(size_t)b * words + (size_t)a / 64] |= 1ull << (a % 64);
+      for (size_t w = 0; w < words; w++) reach[(size_t)b * words + w] |= reach[(size_t)a * words + w];
+    }
+  for (int b = 0; b < n; b++)
+    for (int i = 0; i < s->links.v[b].ndeps; i++) {
+      int a = s->links.v[b].deps[i];
+      if (a != b) { VEC_PUSH(succ[a], b); indeg[b]++; }
+    }
+  /* WAR: a reader r of a buffer that kernel w writes runs first, unless w
+   * already comes before r (a cycle otherwise) */
+  ptrmap writers = { 0 };   /* tg_buffer* -> 1 + the first kernel writing it; chained by next_writer */
+  int *next_writer = tg_xmalloc(sizeof(int) * (size_t)n);
+  for (int w = n - 1; w >= 0; w--) {
+    next_writer[w] = -1;
+    if (!s->links.v[w].write) continue;
+    intptr_t first = (intptr_t)pm_get(&writers, s->links.v[w].write);
+    next_writer[w] = (int)first - 1;
+    pm_put(&writers, s->links.v[w].write, (void *)(intptr_t)(w + 1));
+  }
+  for (int r = 0; r < n; r++)
+    for (int i = 0; i < s->links.v[r].nreads; i++)
+      for (int w = (int)(intptr_t)pm_get(&writers, s->links.v[r].reads[i]) - 1; w >= 0; w = next_writer[w]) {
+        if (w == r || (reach[(size_t)r * words + (size_t)w / 64] >> (w % 64) & 1)) continue;
+        VEC_PUSH(succ[r], w); indeg[w]++;
+      }
+  pm_free(&writers); free(next_writer);
+  /* Kahn's algorithm, stable by original index */
+  sched_item *sorted = tg_xmalloc(sizeof(sched_item) * (size_t)n);
+  bool *done = tg_xcalloc((size_t)n, 1);
+  int m = 0;
+  while (m < n) {
+    int pick = -1;
+    for (int i = 0; i < n && pick < 0; i++) if (!done[i] && indeg[i] == 0) pick = i;
+    if (pick < 0) for (int i = 0; i < n && pick < 0; i++) if (!done[i]) pick = i;   /* cycle: keep order */
+    done[pick] = true;
+    sorted[m++] = s->out->v[pick];
+    for (int i = 0; i < succ[pick].n; i++) indeg[succ[pick].v[i]]--;
+  }
+  memcpy(s->out->v, sorted, sizeof(sched_item) * (size_t)n);
+  for (int i = 0; i < n; i++) VEC_FREE(succ[i]);
+  free(succ); free(sorted); free(done); free(indeg); free(reach);
+}
+
