@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <string.h>
 #include "tensor/tensor.h"
+#include "util/settings.h"
 
 /* ---- small builders on tensor-graph UOps (shapes already consistent) */
 static uop *cl(uop *like, double v) { return const_like(v, like->dtype, like->shape, like->ndim); }
@@ -38,7 +39,7 @@ static uop *window_grad(uop *u, uop *g) {
   bool tiles = true;
   for (int j = 0; j < n; j++) tiles &= S[j] == K[j] && D[j] == 1;
   if (tiles) {
-    int64_t order[TG_MAX_DIMS * 4], shape[TG_MAX_DIMS * 4], pd[TG_MAX_DIMS * 8] = { 0 };
+    int64_t order[TG_MAX_DIMS * 4] = { 0 }, shape[TG_MAX_DIMS * 4], pd[TG_MAX_DIMS * 8] = { 0 };
     for (int i = 0; i < lead; i++) order[i] = i;
     for (int j = 0; j < n; j++) { order[lead + 2 * j] = lead + j; order[lead + 2 * j + 1] = lead + n + j; }
     uop *x = mv_permute(g, order);
@@ -91,101 +92,127 @@ static uop *window_grad(uop *u, uop *g) {
   return sum;
 }
 
-/* Gradients of u's sources given g = dL/du. out[i] = NULL when source i
- * gets none. */
+/* ---- the gradient rules (tinygrad's pm_gradient), one per op: the
+ * gradients of u's sources given g = dL/du, in out[i] (left NULL for a
+ * source that gets none). An op without a rule passes no gradient:
+ * comparisons, bit ops, DETACH, ASSIGN, leaves. */
+typedef void grad_fn(uop *u, uop *g, uop **out);
+#define A (u->src[0])
+#define B (u->src[1])
+
+static void d_add(uop *u, uop *g, uop **o) { o[0] = g; o[1] = g; }
+static void d_sub(uop *u, uop *g, uop **o) { o[0] = g; o[1] = neg(g); }
+static void d_mul(uop *u, uop *g, uop **o) { o[0] = mul(g, B); o[1] = mul(g, A); }
+static void d_fdiv(uop *u, uop *g, uop **o) { o[0] = uop_alu(OP_FDIV, g, B); o[1] = neg(uop_alu(OP_FDIV, mul(g, A), mul(B, B))); }
+static void d_neg(uop *u, uop *g, uop **o) { o[0] = neg(g); }
+static void d_exp2(uop *u, uop *g, uop **o) { o[0] = mul(g, mul(u, cl(u, M_LN2))); }
+static void d_log2(uop *u, uop *g, uop **o) { o[0] = uop_alu(OP_FDIV, g, mul(A, cl(A, M_LN2))); }
+static void d_sin(uop *u, uop *g, uop **o) { o[0] = mul(g, uop_alu1(OP_SIN, uop_alu(OP_SUB, cl(A, M_PI / 2), A))); }
+static void d_sqrt(uop *u, uop *g, uop **o) { o[0] = uop_alu(OP_FDIV, g, mul(u, cl(u, 2))); }
+static void d_reciprocal(uop *u, uop *g, uop **o) { o[0] = neg(mul(g, mul(u, u))); }
+static void d_cast(uop *u, uop *g, uop **o) { if (dt_is_float(A->dtype)) o[0] = uop_cast(g, A->dtype); }
+static void d_trunc(uop *u, uop *g, uop **o) { o[0] = cl(A, 0); }
+static void d_identity(uop *u, uop *g, uop **o) { o[0] = g; }
+static void d_reshape(uop *u, uop *g, uop **o) { o[0] = mv_reshape(g, A->shape, A->ndim); }
+static void d_expand(uop *u, uop *g, uop **o) { o[0] = sum_to(g, A); }
+static void d_flip(uop *u, uop *g, uop **o) { o[0] = uop1(OP_FLIP, g->dtype, g, u->arg); }
+static void d_shrink_var(uop *u, uop *g, uop **o) { o[0] = uop2(OP_UNSHRINK_VAR, g->dtype, g, B, u->arg); }
+static void d_unshrink_var(uop *u, uop *g, uop **o) { o[0] = uop2(OP_SHRINK_VAR, g->dtype, g, B, u->arg); }
+static void d_window(uop *u, uop *g, uop **o) { o[0] = window_grad(u, g); }
+
+/* ties share the gradient, like PyTorch's maximum */
+static void d_max(uop *u, uop *g, uop **o) {
+  uop *half = mul(g, cl(g, 0.5)), *zero = cl(g, 0), *ne = uop_alu(OP_CMPNE, A, B);
+  o[0] = uop_where(uop_alu(OP_CMPLT, B, A), g, uop_where(ne, zero, half));
+  o[1] = uop_where(uop_alu(OP_CMPLT, A, B), g, uop_where(ne, zero, half));
+}
+static void d_where(uop *u, uop *g, uop **o) {
+  uop *zero = cl(g, 0);
+  o[1] = uop_where(A, g, zero);
+  o[2] = uop_where(A, zero, g);
+}
+static void d_permute(uop *u, uop *g, uop **o) {
+  int64_t inv[TG_MAX_DIMS * 4];
+  for (int i = 0; i < u->ndim; i++) inv[u->arg.v[i]] = i;
+  o[0] = mv_permute(g, inv);
+}
+static void d_pad(uop *u, uop *g, uop **o) {
+  int64_t sh[TG_MAX_DIMS * 8];
+  for (int i = 0; i < A->ndim; i++) { sh[2 * i] = u->arg.v[2 * i]; sh[2 * i + 1] = u->arg.v[2 * i] + A->shape[i]; }
+  o[0] = uop1(OP_SHRINK, g->dtype, g, arg_ints(sh, 2 * A->ndim));
+}
+static void d_shrink(uop *u, uop *g, uop **o) {
+  int64_t pd[TG_MAX_DIMS * 8];
+  for (int i = 0; i < A->ndim; i++) { pd[2 * i] = u->arg.v[2 * i]; pd[2 * i + 1] = A->shape[i] - u->arg.v[2 * i + 1]; }
+  o[0] = uop1(OP_PAD, g->dtype, g, arg_ints(pd, 2 * A->ndim));
+}
+
+/* u's reduce arg with the reduce op replaced (the same axes) */
+static uop *reduce_like(uop *u, uop_op rop, uop *x) {
+  int64_t arg[TG_MAX_DIMS + 1];
+  for (int i = 0; i < u->arg.n; i++) arg[i] = u->arg.v[i];
+  arg[0] = rop;
+  return uop1(OP_REDUCE_AXIS, x->dtype, x, arg_ints(arg, u->arg.n));
+}
+static void d_reduce(uop *u, uop *g, uop **o) {
+  uop *a = A, *ge = mv_expand(g, a->shape, a->ndim);
+  uop_op rop = (uop_op)u->arg.v[0];
+  if (rop == OP_ADD) o[0] = ge;
+  else if (rop == OP_MAX) {
+    /* split among the maxima, like tinygrad */
+    uop *mask = uop_cast(uop_alu(OP_CMPEQ, a, mv_expand(u, a->shape, a->ndim)), a->dtype);
+    o[0] = uop_alu(OP_FDIV, mul(mask, ge), mv_expand(reduce_like(u, OP_ADD, mask), a->shape, a->ndim));
+  } else if (rop == OP_MUL) {
+    /* d prod / d x_i = product of the others: prod / x_i where x_i != 0;
+     * at a zero, the product of the non-zeros if it is the only zero */
+    uop *zero = cl(a, 0), *one = cl(a, 1);
+    uop *isz = uop_alu(OP_CMPEQ, a, zero);
+    uop *prod_nz = mv_expand(reduce_like(u, OP_MUL, uop_where(isz, one, a)), a->shape, a->ndim);
+    uop *zc = mv_expand(reduce_like(u, OP_ADD, uop_cast(isz, a->dtype)), a->shape, a->ndim);
+    uop *at_zero = uop_where(uop_alu(OP_CMPEQ, zc, one), prod_nz, zero);
+    uop *others = uop_where(isz, at_zero, uop_alu(OP_FDIV, mv_expand(u, a->shape, a->ndim), uop_where(isz, one, a)));
+    o[0] = mul(ge, others);
+  }
+}
+#undef A
+#undef B
+
+static const struct { grad_fn *fn; const char *rule; } grad_rules[OP_COUNT] = {
+  [OP_ADD] = { d_add, "d(a+b) = g, g" },
+  [OP_SUB] = { d_sub, "d(a-b) = g, -g" },
+  [OP_MUL] = { d_mul, "d(a*b) = g*b, g*a" },
+  [OP_FDIV] = { d_fdiv, "d(a/b) = g/b, -g*a/b^2" },
+  [OP_NEG] = { d_neg, "d(-a) = -g" },
+  [OP_EXP2] = { d_exp2, "d(2^a) = g*2^a*ln2" },
+  [OP_LOG2] = { d_log2, "d(log2 a) = g/(a*ln2)" },
+  [OP_SIN] = { d_sin, "d(sin a) = g*sin(pi/2-a)" },
+  [OP_SQRT] = { d_sqrt, "d(sqrt a) = g/(2*sqrt a)" },
+  [OP_RECIPROCAL] = { d_reciprocal, "d(1/a) = -g/a^2" },
+  [OP_MAX] = { d_max, "d(max(a,b)): g to the larger, halves on ties" },
+  [OP_WHERE] = { d_where, "d(c?a:b) = -, c?g:0, c?0:g" },
+  [OP_CAST] = { d_cast, "d(cast a) = cast g (to a float source)" },
+  [OP_TRUNC] = { d_trunc, "d(trunc a) = 0" },
+  [OP_REDUCE_AXIS] = { d_reduce, "d(sum) = expand g; max: split among maxima; prod: the others' product" },
+  [OP_RESHAPE] = { d_reshape, "reshape g back" },
+  [OP_PERMUTE] = { d_permute, "inverse permute of g" },
+  [OP_EXPAND] = { d_expand, "sum g over the expanded axes" },
+  [OP_PAD] = { d_pad, "shrink g to the unpadded part" },
+  [OP_SHRINK] = { d_shrink, "pad g back with zeros" },
+  [OP_FLIP] = { d_flip, "flip g" },
+  [OP_SHRINK_VAR] = { d_shrink_var, "unshrink g" },
+  [OP_UNSHRINK_VAR] = { d_unshrink_var, "shrink g" },
+  [OP_WINDOW] = { d_window, "each window position's g back to its input" },
+  [OP_CONTIGUOUS] = { d_identity, "g" },
+  [OP_UNIQUE] = { d_identity, "g" },
+  [OP_AFTER] = { d_identity, "g" },
+  [OP_COPY] = { d_identity, "g (single device: the copy back is the identity)" },
+};
+
 static void grad_rule(uop *u, uop *g, uop **out) {
   for (int i = 0; i < u->nsrc; i++) out[i] = NULL;
-  uop *a = u->nsrc > 0 ? u->src[0] : NULL, *b = u->nsrc > 1 ? u->src[1] : NULL;
-  switch (u->op) {
-  case OP_ADD: out[0] = g; out[1] = g; break;
-  case OP_SUB: out[0] = g; out[1] = neg(g); break;
-  case OP_MUL: out[0] = mul(g, b); out[1] = mul(g, a); break;
-  case OP_FDIV:
-    out[0] = uop_alu(OP_FDIV, g, b);
-    out[1] = neg(uop_alu(OP_FDIV, mul(g, a), mul(b, b)));
-    break;
-  case OP_NEG: out[0] = neg(g); break;
-  case OP_EXP2: out[0] = mul(g, mul(u, cl(u, M_LN2))); break;
-  case OP_LOG2: out[0] = uop_alu(OP_FDIV, g, mul(a, cl(a, M_LN2))); break;
-  case OP_SIN: out[0] = mul(g, uop_alu1(OP_SIN, uop_alu(OP_SUB, cl(a, M_PI / 2), a))); break;
-  case OP_SQRT: out[0] = uop_alu(OP_FDIV, g, mul(u, cl(u, 2))); break;
-  case OP_RECIPROCAL: out[0] = neg(mul(g, mul(u, u))); break;
-  case OP_MAX: {
-    /* ties share the gradient, like PyTorch's maximum */
-    uop *half = mul(g, cl(g, 0.5)), *zero = cl(g, 0);
-    uop *ne = uop_alu(OP_CMPNE, a, b);
-    out[0] = uop_where(uop_alu(OP_CMPLT, b, a), g, uop_where(ne, zero, half));
-    out[1] = uop_where(uop_alu(OP_CMPLT, a, b), g, uop_where(ne, zero, half));
-    break;
-  }
-  case OP_WHERE: {
-    uop *zero = cl(g, 0);
-    out[1] = uop_where(a, g, zero);
-    out[2] = uop_where(a, zero, g);
-    break;
-  }
-  case OP_CAST:
-    if (dt_is_float(a->dtype)) out[0] = uop_cast(g, a->dtype);
-    break;
-  case OP_TRUNC: out[0] = cl(a, 0); break;
-  case OP_REDUCE_AXIS: {
-    uop_op rop = (uop_op)u->arg.v[0];
-    uop *ge = mv_expand(g, a->shape, a->ndim);
-    if (rop == OP_ADD) out[0] = ge;
-    else if (rop == OP_MAX) {
-      /* split among the maxima, like tinygrad */
-      uop *mask = uop_cast(uop_alu(OP_CMPEQ, a, mv_expand(u, a->shape, a->ndim)), a->dtype);
-      int64_t arg[TG_MAX_DIMS + 1];
-      for (int i = 0; i < u->arg.n; i++) arg[i] = u->arg.v[i];
-      arg[0] = OP_ADD;
-      uop *count = uop1(OP_REDUCE_AXIS, a->dtype, mask, arg_ints(arg, u->arg.n));
-      out[0] = uop_alu(OP_FDIV, mul(mask, ge), mv_expand(count, a->shape, a->ndim));
-    } else if (rop == OP_MUL) {
-      /* d prod / d x_i = product of the others: prod / x_i where x_i != 0;
-       * at a zero, the product of the non-zeros if it is the only zero */
-      int64_t arg[TG_MAX_DIMS + 1];
-      for (int i = 0; i < u->arg.n; i++) arg[i] = u->arg.v[i];
-      uop *zero = cl(a, 0), *one = cl(a, 1);
-      uop *isz = uop_alu(OP_CMPEQ, a, zero);
-      uop *nz = uop_where(isz, one, a);
-      uop *prod_nz = mv_expand(uop1(OP_REDUCE_AXIS, a->dtype, nz, arg_ints(arg, u->arg.n)), a->shape, a->ndim);
-      arg[0] = OP_ADD;
-      uop *zc = mv_expand(uop1(OP_REDUCE_AXIS, a->dtype, uop_cast(isz, a->dtype), arg_ints(arg, u->arg.n)), a->shape, a->ndim);
-      uop *at_zero = uop_where(uop_alu(OP_CMPEQ, zc, one), prod_nz, zero);
-      uop *others = uop_where(isz, at_zero, uop_alu(OP_FDIV, mv_expand(u, a->shape, a->ndim), uop_where(isz, one, a)));
-      out[0] = mul(ge, others);
-    }
-    break;
-  }
-  case OP_RESHAPE: out[0] = mv_reshape(g, a->shape, a->ndim); break;
-  case OP_PERMUTE: {
-    int64_t inv[TG_MAX_DIMS * 4];
-    for (int i = 0; i < u->ndim; i++) inv[u->arg.v[i]] = i;
-    out[0] = mv_permute(g, inv);
-    break;
-  }
-  case OP_EXPAND: out[0] = sum_to(g, a); break;
-  case OP_PAD: {
-    int64_t sh[TG_MAX_DIMS * 8];
-    for (int i = 0; i < a->ndim; i++) { sh[2 * i] = u->arg.v[2 * i]; sh[2 * i + 1] = u->arg.v[2 * i] + a->shape[i]; }
-    out[0] = uop1(OP_SHRINK, g->dtype, g, arg_ints(sh, 2 * a->ndim));
-    break;
-  }
-  case OP_SHRINK: {
-    int64_t pd[TG_MAX_DIMS * 8];
-    for (int i = 0; i < a->ndim; i++) { pd[2 * i] = u->arg.v[2 * i]; pd[2 * i + 1] = a->shape[i] - u->arg.v[2 * i + 1]; }
-    out[0] = uop1(OP_PAD, g->dtype, g, arg_ints(pd, 2 * a->ndim));
-    break;
-  }
-  case OP_FLIP: out[0] = uop1(OP_FLIP, g->dtype, g, u->arg); break;
-  case OP_SHRINK_VAR: out[0] = uop2(OP_UNSHRINK_VAR, g->dtype, g, u->src[1], u->arg); break;
-  case OP_UNSHRINK_VAR: out[0] = uop2(OP_SHRINK_VAR, g->dtype, g, u->src[1], u->arg); break;
-  case OP_WINDOW: out[0] = window_grad(u, g); break;
-  case OP_CONTIGUOUS: case OP_UNIQUE: out[0] = g; break;
-  case OP_AFTER: out[0] = g; break;
-  case OP_COPY: out[0] = g; break;   /* single-device for now: the copy back is the identity */
-  default: break;   /* comparisons, bit ops, DETACH, ASSIGN, leaves: no gradient */
-  }
+  if (u->op >= OP_COUNT || !grad_rules[u->op].fn) return;
+  if (setting_int(SET_TRACK_REWRITES) >= 1) fprintf(stderr, "gradient [%s]: %s\n", grad_rules[u->op].rule, uop_op_name(u->op));
+  grad_rules[u->op].fn(u, g, out);
 }
 
 /* ---- gradients through realized tensors
