@@ -66,8 +66,8 @@ TG_API tg_tensor *tg_quant_matmul(tg_tensor *x, tg_tensor *raw, int ggml_type, t
  * CPU backend repacks Q4_0: the blocks of 16 rows side by side, 4 bytes of
  * each row at a time, so one 64-byte SIMD vector holds 4 values of 16 rows
  * and one byte dot product (vpdpbusd on x86 with AVX512-VNNI) multiplies
- * them with 4 values of x. Types: Q4_0, Q8_0 (values stored plus 128), Q4_K
- * and Q6_K; N a multiple of 16. Returns 0 and two lazy tensors built from raw
+ * them with 4 values of x. Types: Q4_0, Q5_0 (the fifth bits regrouped), Q8_0
+ * (values stored plus 128), Q4_K and Q6_K; N a multiple of 16. Returns 0 and two lazy tensors built from raw
  * (as for tg_dequantize), to realize once: *scales (N/16, S * K/B, 16) F16
  * (the blocks' fp16 scales, S of them: Q4_K's d of every block, then its
  * dmin; B = 32, or 256 for the K-quants) and *quants (N/16, K/B, bytes) U8

@@ -27,19 +27,27 @@ static void ref_quantize_q8_0(const float *x, int64_t k, int8_t *q, float *d) {
   }
 }
 
-/* ggml_vec_dot_{q8_0,q4_0}_q8_0_generic of one weight row; *mag gets the
+/* ggml_vec_dot_{q8_0,q4_0,q5_0}_q8_0_generic of one weight row; *mag gets the
  * sum of |block terms|. */
 static float ref_dot(int t, const uint8_t *w, const int8_t *q, const float *dx, int64_t k, double *mag) {
   float sumf = 0;
   *mag = 0;
   for (int64_t b = 0; b < k / 32; b++) {
-    const uint8_t *blk = w + b * (t == TG_GGML_Q8_0 ? 34 : 18);
+    const uint8_t *blk = w + b * (t == TG_GGML_Q8_0 ? 34 : t == TG_GGML_Q5_0 ? 22 : 18);
     const float dw = f16_bits_to_f32((uint16_t)(blk[0] | blk[1] << 8));
     int sumi = 0;
     float term;
     if (t == TG_GGML_Q8_0) {
       for (int j = 0; j < 32; j++) sumi += (int8_t)blk[2 + j] * q[b * 32 + j];
       term = sumi * (dw * dx[b]);
+    } else if (t == TG_GGML_Q5_0) {   /* ggml_vec_dot_q5_0_q8_0_generic */
+      uint32_t qh;
+      memcpy(&qh, blk + 2, 4);
+      for (int j = 0; j < 16; j++) {
+        const uint8_t xh0 = ((qh >> j) << 4) & 0x10, xh1 = (qh >> (j + 12)) & 0x10;
+        sumi += (((blk[6 + j] & 0x0F) | xh0) - 16) * q[b * 32 + j] + (((blk[6 + j] >> 4) | xh1) - 16) * q[b * 32 + 16 + j];
+      }
+      term = (dw * dx[b]) * sumi;
     } else {
       int s0 = 0, s1 = 0;
       for (int j = 0; j < 16; j++) {
@@ -57,7 +65,7 @@ static float ref_dot(int t, const uint8_t *w, const int8_t *q, const float *dx, 
 
 /* Random blocks with modest fp16 scales, some negative. */
 static uint8_t *random_weights(int t, int64_t n, int64_t k, int64_t *nbytes) {
-  return test_random_blocks((uint64_t)t, n * k / 32, t == TG_GGML_Q8_0 ? 34 : 18, 0, nbytes);
+  return test_random_blocks((uint64_t)t, n * k / 32, t == TG_GGML_Q8_0 ? 34 : t == TG_GGML_Q5_0 ? 22 : 18, 0, nbytes);
 }
 
 /* x: blocks of different ranges, a block of zeros, ties of roundf */
@@ -261,7 +269,7 @@ TEST(quant_float_prefill_tile_exact) {
   check_float_prefill("Q8_0", 17, 6, 96);   /* rows that 8 does not divide: no tile */
 }
 
-/* Row-packed Q4_0 and Q8_0 (the LLM's path): the same numbers as ggml's,
+/* Row-packed Q4_0, Q5_0 and Q8_0 (the LLM's path): the same numbers as ggml's,
  * for one row of x, a few rows, a prefill's many, and the widths of the
  * 125M model's matrices. */
 TEST(quant_matmul_rows_q4_0_vs_ggml) {
@@ -269,6 +277,11 @@ TEST(quant_matmul_rows_q4_0_vs_ggml) {
   check_path("Q4_0", 3, 32, 256, true);
   check_path("Q4_0", 1, 256, 2048, true);
   check_path("Q4_0", 40, 48, 768, true);
+}
+TEST(quant_matmul_rows_q5_0_vs_ggml) {
+  check_path("Q5_0", 1, 64, 512, true);
+  check_path("Q5_0", 3, 32, 256, true);
+  check_path("Q5_0", 40, 48, 896, true);   /* a 0.5B qwen2's width, which K-quants do not divide */
 }
 TEST(quant_matmul_rows_q8_0_vs_ggml) {
   check_path("Q8_0", 1, 64, 512, true);
@@ -280,7 +293,7 @@ TEST(quant_matmul_rows_q8_0_vs_ggml) {
  * bad arguments are errors. */
 TEST(quant_rows_dequantize_exact) {
   static const struct { const char *type; int bpb, block, scale_at; } cases[] = {
-    { "Q4_0", 18, 32, 0 }, { "Q8_0", 34, 32, 0 }, { "Q4_K", 144, 256, 0 }, { "Q6_K", 210, 256, 208 },
+    { "Q4_0", 18, 32, 0 }, { "Q5_0", 22, 32, 0 }, { "Q8_0", 34, 32, 0 }, { "Q4_K", 144, 256, 0 }, { "Q6_K", 210, 256, 208 },
   };
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     const int64_t n = 32, k = 512;

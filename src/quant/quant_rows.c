@@ -20,6 +20,11 @@
  *         (byte i of a block holds value i, low nibble, and i + 16).
  *   Q8_0  scales as Q4_0's; quants (N/16, K/32, 512) U8: the 32 int8
  *         values plus 128 (unsigned, as vpdpbusd needs) in 4-byte groups.
+ *   Q5_0  scales as Q4_0's; quants (N/16, K/32, 320) U8: Q4_0's nibble
+ *         bytes (the 5-bit values' low 4 bits), then one 4-byte group of
+ *         fifth bits: byte p holds bit 4h + gi = the fifth bit of value
+ *         16h + 4gi + p, so the bits of 4 consecutive values sit at one
+ *         shift in 4 bytes and come out with constant shifts.
  *   Q4_K  scales (N/16, 2 * K/256, 16) F16: the 16 rows' d of every
  *         super-block, then their dmin;
  *         quants (N/16, K/256, 2304) U8: the 8 sub-block scales, then the
@@ -44,6 +49,7 @@ typedef struct {
 static const rows_format formats[] = {
   { GGML_TYPE_Q4_0, 32, 18, 0, 1, ROWS * 16 },
   { GGML_TYPE_Q8_0, 32, 34, 0, 1, ROWS * 32 },
+  { GGML_TYPE_Q5_0, 32, 22, 0, 1, ROWS * 20 },
   { GGML_TYPE_Q4_K, 256, 144, 0, 2, ROWS * (16 + 128) },
   { GGML_TYPE_Q6_K, 256, 210, 208, 1, ROWS * 208 },
 };
@@ -52,7 +58,7 @@ static const rows_format *format_of(int t, tg_shape w, const char *who) {
   const rows_format *f = NULL;
   for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) if (formats[i].type == t) f = &formats[i];
   const char *name = tg_ggml_type_name(t) ? tg_ggml_type_name(t) : "?";
-  if (!f) return tg_seterr("%s: no row-packed form for type %s (Q4_0, Q8_0, Q4_K and Q6_K have one)", who, name), NULL;
+  if (!f) return tg_seterr("%s: no row-packed form for type %s (Q4_0, Q5_0, Q8_0, Q4_K and Q6_K have one)", who, name), NULL;
   if (w.ndim != 2) return tg_seterr("%s: W must be 2-D (N, K), not %d-D", who, w.ndim), NULL;
   if (w.d[0] % ROWS || w.d[0] <= 0 || w.d[1] % f->block || w.d[1] <= 0)
     return tg_seterr("%s: W (%lld, %lld) of %s needs N a multiple of %d and K of %d", who, (long long)w.d[0], (long long)w.d[1], name, ROWS, f->block), NULL;
@@ -97,6 +103,15 @@ int tg_quant_pack_rows(tg_tensor *raw, int t, tg_shape w_shape, tg_tensor **scal
   tg_tensor *s = tg_contiguous(tg_reshape(tg_permute(d, TG_AXES(0, 3, 2, 1)), TG_SHAPE(g, (int64_t)f->nscales * nb, ROWS)));
   tg_tensor *q;
   if (t == GGML_TYPE_Q4_0) q = in_groups(blk, 2, 4);
+  else if (t == GGML_TYPE_Q5_0) {
+    /* qh's bit v (value v = 16h + 4gi + p) to bit 4h + gi of byte p */
+    tg_tensor *bit = qt_unpack(tg_cast(qm_slice_last(blk, 2, 6), TG_I32), -1, 8, 1);                 /* (g, 16, nb, 4, 8): v = 8*byte + bit */
+    bit = tg_reshape(bit, TG_SHAPE(g, ROWS, nb, 2, 4, 4));                                          /* (.., h, gi, p) */
+    tg_tensor *at = tg_reshape(tg_arange(0, 8, 1, TG_I32), TG_SHAPE(2, 4, 1));                       /* 4h + gi */
+    tg_tensor *hb = tg_sum(tg_lshift(bit, at), TG_AXES(3, 4), false);                                /* (g, 16, nb, p) */
+    hb = tg_reshape(tg_permute(tg_cast(hb, TG_U8), TG_AXES(0, 2, 1, 3)), TG_SHAPE(g, nb, ROWS * 4));
+    q = tg_cat((tg_tensor *[]){ in_groups(blk, 6, 4), hb }, 2, -1);
+  }
   else if (t == GGML_TYPE_Q4_K) {   /* scales and mins unpacked to bytes, 16 rows each */
     tg_tensor *sc, *mn;
     qt_scale_min_k4(tg_reshape(blk, TG_SHAPE(g * ROWS * nb, f->bytes)), 4, 1, &sc, &mn);
@@ -128,9 +143,10 @@ static tg_tensor *dot4(tg_tensor *acc, tg_tensor *w, tg_tensor *x) {
   return acc ? tg_add(acc, d) : d;
 }
 
-/* Q4_0 and Q8_0: per block, the integer sum over its 32 values of (w -
- * offset) * x (offset 8 for Q4_0's nibbles, 128 for Q8_0's shifted bytes),
- * scaled by d_w * d_x (ggml_vec_dot_{q4_0,q8_0}_q8_0). x (..., K) float. */
+/* Q4_0, Q5_0 and Q8_0: per block, the integer sum over its 32 values of
+ * (w - offset) * x (offset 8 for Q4_0's nibbles, 16 for Q5_0's 5-bit
+ * values, 128 for Q8_0's shifted bytes), scaled by d_w * d_x
+ * (ggml_vec_dot_{q4_0,q5_0,q8_0}_q8_0). x (..., K) float. */
 static tg_tensor *rows_32(int t, tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int64_t nb, int64_t g) {
   tg_tensor *xq, *dx;
   qm_quantize_q8_0(x, TG_I8, &xq, &dx);                                               /* (..., nb, 32), (..., nb, 1) */
@@ -138,19 +154,25 @@ static tg_tensor *rows_32(int t, tg_tensor *x, tg_tensor *scales, tg_tensor *qua
   const tg_shape per_block = qm_with_tail(x, 3, (int64_t[]){ 1, nb, 1 });              /* (..., 1, nb, 1) */
   /* x's value h*16 + gi*4 + p against the rows' byte gi*4 + p (Q4_0: its
    * nibble h; Q8_0: h = 0 and 8 groups) */
-  const int nh = t == GGML_TYPE_Q4_0 ? 2 : 1, ng = 8 / nh;
+  const bool q5 = t == GGML_TYPE_Q5_0;
+  const int nh = t == GGML_TYPE_Q8_0 ? 1 : 2, ng = 8 / nh, offset = q5 ? 16 : nh == 2 ? 8 : 128;
   tg_tensor *xv = tg_reshape(xq, qm_with_tail(x, 6, (int64_t[]){ 1, nb, nh, ng, 1, 4 }));   /* (..., 1, nb, h, gi, 1, p) */
-  tg_tensor *q = tg_reshape(quants, TG_SHAPE(g, nb, ng, ROWS, 4));
+  tg_tensor *q = tg_reshape(quants, TG_SHAPE(g, nb, ng + q5, ROWS, 4));
   tg_tensor *val[2] = { q, NULL };
   if (nh == 2) val[0] = tg_bitwise_and(q, tg_scalar(15, TG_U8)), val[1] = tg_rshifts(q, 4);
+  tg_tensor *fifth = q5 ? TG_GET(q, TG_ALLIDX, TG_ALLIDX, TG_I(ng)) : NULL;                  /* (g, nb, 16, p) */
   tg_tensor *dot = NULL;
   for (int h = 0; h < nh; h++)
     for (int gi = 0; gi < ng; gi++) {
       tg_tensor *w = TG_GET(val[h], TG_ALLIDX, TG_ALLIDX, TG_I(gi));                             /* (g, nb, 16, p) */
+      if (q5) {   /* bit 4h + gi of the fifth-bit group, to bit 4 */
+        tg_tensor *b = 4 * h + gi ? tg_rshifts(fifth, 4 * h + gi) : fifth;
+        w = tg_bitwise_or(w, tg_lshifts(tg_bitwise_and(b, tg_scalar(1, TG_U8)), 4));
+      }
       tg_tensor *xs = TG_GET(xv, TG_ELLIPSIS, TG_I(h), TG_I(gi), TG_ALLIDX, TG_ALLIDX);          /* (..., 1, nb, 1, p) */
       dot = dot4(dot, w, xs);
     }
-  tg_tensor *blk = tg_sub(dot, tg_mul(tg_reshape(xsum, per_block), tg_scalar(nh == 2 ? 8 : 128, TG_I32)));
+  tg_tensor *blk = tg_sub(dot, tg_mul(tg_reshape(xsum, per_block), tg_scalar(offset, TG_I32)));
   tg_tensor *scale = tg_mul(tg_cast(scales, TG_F32), tg_reshape(dx, per_block));
   return tg_sum(tg_mul(tg_cast(blk, TG_F32), scale), TG_AXES(-2), false);               /* (..., g, 16) */
 }
@@ -252,7 +274,7 @@ tg_tensor *tg_dequantize_rows(tg_tensor *scales, tg_tensor *quants, int t, tg_sh
   tg_scope_begin();
   const char *dev_prev = tensor_device_begin(tg_device_of(quants));   /* constants and tables on quants's device */
   tg_tensor *d = tg_cast(scales, TG_F32), *v, *w;
-  /* ggml's dequantize_row_*: (q - 8) * d, q * d, d * sc * q - dmin * m,
+  /* ggml's dequantize_row_*: (q - 8) * d, (q - 16) * d, q * d, d * sc * q - dmin * m,
    * d * sc * (q - 32), in that order of float operations */
   if (t == GGML_TYPE_Q4_K) {   /* (d * sc) * q - dmin * m, value 64c + 32h + 4t + p */
     tg_tensor *qs = tg_reshape(qm_slice_last(quants, 16 * ROWS, 16 * ROWS + 32 * 64), TG_SHAPE(g, nb, 4, 8, ROWS, 4));
@@ -271,6 +293,12 @@ tg_tensor *tg_dequantize_rows(tg_tensor *scales, tg_tensor *quants, int t, tg_sh
   } else {
     if (t == GGML_TYPE_Q4_0)   /* nibble h of byte gi*4 + p is value h*16 + gi*4 + p */
       v = tg_sub(tg_cast(qt_unpack(tg_reshape(quants, TG_SHAPE(g, nb, 4, ROWS, 4)), 2, 2, 4), TG_I32), tg_scalar(8, TG_I32));
+    else if (t == GGML_TYPE_Q5_0) {   /* and bit 4h + gi of the fifth-bit group p */
+      tg_tensor *lo = qt_unpack(tg_reshape(qm_slice_last(quants, 0, 256), TG_SHAPE(g, nb, 4, ROWS, 4)), 2, 2, 4);      /* (g, nb, h, gi, 16, p) */
+      tg_tensor *fb = tg_reshape(qm_slice_last(quants, 256, 320), TG_SHAPE(g, nb, 1, ROWS, 4));
+      tg_tensor *hi = tg_reshape(qt_unpack(fb, 2, 8, 1), TG_SHAPE(g, nb, 2, 4, ROWS, 4));
+      v = tg_sub(tg_cast(tg_bitwise_or(lo, tg_lshifts(hi, 4)), TG_I32), tg_scalar(16, TG_I32));
+    }
     else v = tg_cast(tg_bitcast(tg_bitwise_xor(tg_reshape(quants, TG_SHAPE(g, nb, 1, 8, ROWS, 4)), tg_scalar(128, TG_U8)), TG_I8), TG_I32);
     w = tg_mul(tg_cast(v, TG_F32), tg_reshape(d, TG_SHAPE(g, nb, 1, 1, ROWS, 1)));                              /* (g, nb, h, gi, 16, p) */
     w = tg_permute(w, TG_AXES(0, 4, 1, 2, 3, 5));

@@ -171,14 +171,50 @@ static void prelude_sqrt(strbuf *src, int k) {
   sb_puts(src, k == 4 || k == 8 || k == 16 ? "#endif\n}\n#endif\n" : "}\n#endif\n");
 }
 
+/* The byte dot product of one 16- or 32-byte vector on x86 without VNNI
+ * (SSSE3 / AVX2): pmaddubsw multiplies unsigned by signed bytes and adds
+ * pairs into int16, pmaddwd adds pairs of those into int32. pmaddubsw
+ * saturates, exact only while the unsigned bytes are below 128, so their
+ * top bits go through a second pmaddubsw and come back times 128. */
+static void prelude_dot4_x86(strbuf *src, int bytes) {
+  const char *b = bytes == 32 ? "256" : "128";
+  guard_begin(src, "tg_dot4_x86_%d", bytes);
+  sb_printf(src, "typedef char tg_b%d_ __attribute__((vector_size(%d)));\ntypedef unsigned char tg_ub%d_ __attribute__((vector_size(%d)));\n"
+                 "typedef short tg_h%d_ __attribute__((vector_size(%d)));\ntypedef int tg_i%d_ __attribute__((vector_size(%d)));\n",
+            bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes);
+  sb_printf(src, "static inline tg_i%d_ tg_dot4_x86_%d(tg_i%d_ acc, tg_i%d_ u, tg_i%d_ s) {\n", bytes, bytes, bytes, bytes, bytes);
+  sb_printf(src, "  tg_b%d_ lo = (tg_b%d_)((tg_ub%d_)u & 0x7f), hi = (tg_b%d_)((tg_ub%d_)u >> 7);\n  tg_h%d_ one = (tg_h%d_){ 0 } + 1;\n",
+            bytes, bytes, bytes, bytes, bytes, bytes, bytes);
+  sb_printf(src, "  tg_i%d_ a = (tg_i%d_)__builtin_ia32_pmaddwd%s(__builtin_ia32_pmaddubsw%s(lo, (tg_b%d_)s), one);\n", bytes, bytes, b, b, bytes);
+  sb_printf(src, "  tg_i%d_ h = (tg_i%d_)__builtin_ia32_pmaddwd%s(__builtin_ia32_pmaddubsw%s(hi, (tg_b%d_)s), one);\n", bytes, bytes, b, b, bytes);
+  sb_puts(src, "  return acc + a + (h << 7);\n}\n#endif\n");
+}
+
 /* The byte dot product of K int32 lanes: vpdpbusd where the target has it
- * (clang's builtins; AVX512-VNNI, or AVX-VNNI for 4 and 8 lanes), else the
- * same sum in portable vector C. */
+ * (clang's builtins; AVX512-VNNI, or AVX-VNNI for 4 and 8 lanes); else on
+ * x86 pmaddubsw and pmaddwd (AVX2 for 8 and 16 lanes, the latter as two
+ * halves; SSSE3 for 4); else the same sum in portable vector C. */
 static void prelude_dot4(strbuf *src, int k) {
   const char *vnni = k == 16 ? "defined(__AVX512VNNI__)" : "((defined(__AVX512VNNI__) && defined(__AVX512VL__)) || defined(__AVXVNNI__))";
+  const int xbytes = k == 4 ? 16 : 32;
+  const char *xisa = k == 4 ? "defined(__SSSE3__)" : "defined(__AVX2__)";
+  sb_printf(src, "#if %s\n", xisa);
+  prelude_dot4_x86(src, xbytes);
+  sb_puts(src, "#endif\n");
   guard_begin(src, "tg_dot4_v%d", k);
   sb_printf(src, "static inline tg_v%d_int tg_dot4_v%d(tg_v%d_int acc, tg_v%d_int u, tg_v%d_int s) {\n", k, k, k, k, k);
-  sb_printf(src, "#if defined(__clang__) && %s\n  return __builtin_ia32_vpdpbusd%d(acc, u, s);\n#else\n", vnni, 32 * k);
+  sb_printf(src, "#if defined(__clang__) && %s\n  return __builtin_ia32_vpdpbusd%d(acc, u, s);\n", vnni, 32 * k);
+  sb_printf(src, "#elif %s\n", xisa);
+  if (k == 16) {   /* two 8-lane halves */
+    sb_puts(src, "  tg_i32_ a = tg_dot4_x86_32(__builtin_shufflevector(acc, acc, 0, 1, 2, 3, 4, 5, 6, 7), __builtin_shufflevector(u, u, 0, 1, 2, 3, 4, 5, 6, 7),\n"
+                 "                               __builtin_shufflevector(s, s, 0, 1, 2, 3, 4, 5, 6, 7));\n"
+                 "  tg_i32_ b = tg_dot4_x86_32(__builtin_shufflevector(acc, acc, 8, 9, 10, 11, 12, 13, 14, 15), __builtin_shufflevector(u, u, 8, 9, 10, 11, 12, 13, 14, 15),\n"
+                 "                               __builtin_shufflevector(s, s, 8, 9, 10, 11, 12, 13, 14, 15));\n"
+                 "  return __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);\n");
+  } else {
+    sb_printf(src, "  return (tg_v%d_int)tg_dot4_x86_%d((tg_i%d_)acc, (tg_i%d_)u, (tg_i%d_)s);\n", k, xbytes, xbytes, xbytes, xbytes);
+  }
+  sb_puts(src, "#else\n");
   sb_printf(src, "  typedef unsigned char u_ __attribute__((vector_size(%d)));\n  typedef signed char s_ __attribute__((vector_size(%d)));\n", 4 * k, 4 * k);
   sb_puts(src, "  u_ a = (u_)u;\n  s_ b = (s_)s;\n");
   for (int p = 0; p < 4; p++) {
