@@ -167,6 +167,12 @@ static void nvrtc_finish_test(void) {
  * the plain pass runs (2 and 16 cores), one line each, so a change to the
  * heuristic's code can be checked to pick the same opts (sort and diff). */
 static FILE *heuristic_dump;
+static void heuristic_dump_end(void) {
+  if (!heuristic_dump) return;
+  engine_set_kernel_observer(NULL, NULL);
+  fclose(heuristic_dump);
+  heuristic_dump = NULL;
+}
 static void heuristic_observe(uop *ast, const char *name, void *ctx) {
   const tg_renderer *ren = renderer_by_name("c");
   static const int cores_tried[] = { 2, 16 };
@@ -276,21 +282,22 @@ static const char *item_name(int i) {
 /* the pass this process is in: its default device and kernel observer */
 static int current_pass = -1;
 static const char *base_device;
-static void enter_pass(int p) {
-  if (p == current_pass) return;
+static int enter_pass(int p) {
+  if (p == current_pass) return 0;
   if (current_pass >= 0) { engine_set_kernel_observer(NULL, NULL); tg_set_default_device(base_device); }
-  current_pass = p;
-  if (p < 0) return;
-  if (passes[p].p.device && tg_set_default_device(passes[p].p.device) < 0) { current_pass = -2; return; }
+  current_pass = -1;
+  if (p < 0) return 0;
+  if (passes[p].p.device && tg_set_default_device(passes[p].p.device) < 0) return -1;
   if (passes[p].p.nvrtc) engine_set_kernel_observer(nvrtc_observe, NULL);
+  current_pass = p;
+  return 0;
 }
 
 static int run_item(int i, int *nvrtc_compiled) {
-  enter_pass(items[i].pass);
   const char *shown = item_name(i);
-  if (current_pass == -2) {   /* the pass's device would not become the default */
+  *nvrtc_compiled = 0;
+  if (enter_pass(items[i].pass) < 0) {   /* the pass's device would not become the default */
     printf("FAIL %s: %s\n", shown, tg_error());
-    current_pass = -1;
     return ITEM_FAILED;
   }
   int before = nvrtc_kernels;
@@ -341,16 +348,12 @@ int main(int argc, char **argv) {
   if (jobs == 1) {
     if (dump && *dump && (heuristic_dump = fopen(dump, "w"))) engine_set_kernel_observer(heuristic_observe, NULL);
     for (int i = 0; i < n; i++) {
-      if (i == nplain && heuristic_dump) {   /* the dump covers the plain pass */
-        engine_set_kernel_observer(NULL, NULL);
-        fclose(heuristic_dump);
-        heuristic_dump = NULL;
-      }
+      if (i == nplain) heuristic_dump_end();   /* the dump covers the plain pass */
       int k = 0;
       counts[run_item(i, &k)]++;
       nvrtc_compiled += k;
     }
-    if (heuristic_dump) { engine_set_kernel_observer(NULL, NULL); fclose(heuristic_dump); heuristic_dump = NULL; }
+    heuristic_dump_end();
     enter_pass(-1);
   }
   if (plan.run[1] == 1) printf("     nvrtc: %d kernels compiled as CUDA C\n", nvrtc_compiled);

@@ -153,7 +153,8 @@ static tg_tensor *rows_32(int t, tg_tensor *x, tg_tensor *scales, tg_tensor *qua
   tg_tensor *xsum = tg_contiguous(tg_sum(tg_cast(xq, TG_I32), TG_AXES(-1), true));
   const tg_shape per_block = qm_with_tail(x, 3, (int64_t[]){ 1, nb, 1 });              /* (..., 1, nb, 1) */
   /* x's value h*16 + gi*4 + p against the rows' byte gi*4 + p (Q4_0: its
-   * nibble h; Q8_0: h = 0 and 8 groups) */
+   * nibble h; Q5_0: that nibble and bit 4h + gi of group 4; Q8_0: h = 0
+   * and 8 groups) */
   const bool q5 = t == GGML_TYPE_Q5_0;
   const int nh = t == GGML_TYPE_Q8_0 ? 1 : 2, ng = 8 / nh, offset = q5 ? 16 : nh == 2 ? 8 : 128;
   tg_tensor *xv = tg_reshape(xq, qm_with_tail(x, 6, (int64_t[]){ 1, nb, nh, ng, 1, 4 }));   /* (..., 1, nb, h, gi, 1, p) */
