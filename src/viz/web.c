@@ -74,6 +74,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   return s ? reply_json(c, MHD_HTTP_OK, s) : reply_error(c, (unsigned)status, tg_error());
 }
 
+static volatile sig_atomic_t stop_requested;
+static void on_stop_signal(int sig) { (void)sig; stop_requested = 1; }
+
 int viz_web_serve(const char *path, const viz_web_options *opt, FILE *err) {
   const char *host = opt->host ? opt->host : "127.0.0.1";
   if (opt->port < 0 || opt->port > 65535) return tg_seterr("tg viz: port %d is out of range", opt->port);
@@ -92,11 +95,21 @@ int viz_web_serve(const char *path, const viz_web_options *opt, FILE *err) {
     free(w);
     return tg_seterr("tg viz: cannot resolve host '%s': %s", host, gai_strerror(gai));
   }
-  /* the signals go to sigwait below, in every thread the daemon starts */
+  /* Ctrl-C and SIGTERM stop the server. A handler, not sigwait: the process
+   * may hold threads this function did not start (the CPU pool, an OpenCL
+   * runtime's), and a signal delivered to one of those with the default
+   * action would kill the process instead of stopping the server. The
+   * daemon's threads start with both signals blocked, so they reach a
+   * thread that only sets the flag. */
   sigset_t sigs, old;
   sigemptyset(&sigs);
   sigaddset(&sigs, SIGINT);
   sigaddset(&sigs, SIGTERM);
+  struct sigaction stop_action = { .sa_handler = on_stop_signal }, old_int, old_term;
+  sigemptyset(&stop_action.sa_mask);
+  stop_requested = 0;
+  sigaction(SIGINT, &stop_action, &old_int);
+  sigaction(SIGTERM, &stop_action, &old_term);
   pthread_sigmask(SIG_BLOCK, &sigs, &old);
   unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_AUTO_INTERNAL_THREAD | (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0);
   struct MHD_Daemon *d = MHD_start_daemon(flags, (uint16_t)opt->port, NULL, NULL, on_request, w, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
@@ -112,16 +125,17 @@ int viz_web_serve(const char *path, const viz_web_options *opt, FILE *err) {
     fprintf(err, "tg viz: serving %s on http://%s%s%s:%d/ (Ctrl-C stops)\n", w->loaded ? w->t.path : path, v6 ? "[" : "", host, v6 ? "]" : "",
             di ? di->port : opt->port);
     fflush(err);
-    if (opt->seconds > 0) {
-      struct timespec ts = { (time_t)opt->seconds, (long)((opt->seconds - (double)(time_t)opt->seconds) * 1e9) };
-      while (sigtimedwait(&sigs, NULL, &ts) < 0 && errno == EINTR) {}
-    } else {
-      int sig;
-      sigwait(&sigs, &sig);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);   /* this thread takes the signals again */
+    double deadline = opt->seconds > 0 ? tg_now_seconds() + opt->seconds : 0;
+    while (!stop_requested && (deadline == 0 || tg_now_seconds() < deadline)) {
+      struct timespec nap = { 0, 20 * 1000 * 1000 };
+      nanosleep(&nap, NULL);
     }
     MHD_stop_daemon(d);
   }
   pthread_sigmask(SIG_SETMASK, &old, NULL);
+  sigaction(SIGINT, &old_int, NULL);
+  sigaction(SIGTERM, &old_term, NULL);
   if (w->loaded) viz_trace_free(&w->t);
   free(w);
   return rc;
