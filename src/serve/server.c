@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <time.h>
 #include "serve/server.h"
+#include "util/stop_signal.h"
 #include "util/util.h"
 
 #define DEFAULT_MAX_BODY (8u << 20)
@@ -255,13 +256,9 @@ void serve_stop(serve_server *s) {
 }
 
 int serve_run(const serve_options *opt, const serve_backend *be) {
-  /* Block the signals before any thread starts, so all threads inherit the
-   * mask and sigwait here is the one place they arrive. */
-  sigset_t sigs, old;
-  sigemptyset(&sigs);
-  sigaddset(&sigs, SIGINT);
-  sigaddset(&sigs, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &sigs, &old);
+  /* the connection and slot threads inherit a mask without Ctrl-C/SIGTERM */
+  sigset_t old;
+  stop_signals_block(&old);
   serve_server *s = serve_start(opt, be);
   if (!s) {
     pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -271,10 +268,8 @@ int serve_run(const serve_options *opt, const serve_backend *be) {
   bool v6 = strchr(host, ':') != NULL;
   fprintf(stderr, "tg serve: %s (context %d) on http://%s%s%s:%d/v1 (Ctrl-C stops)\n", be->model_id, be->n_ctx,
           v6 ? "[" : "", host, v6 ? "]" : "", serve_port(s));
-  int sig = 0;
-  sigwait(&sigs, &sig);
+  stop_signals_wait(0, &old);
   fprintf(stderr, "tg serve: stopping\n");
   serve_stop(s);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
   return 0;
 }

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <time.h>
 #include "tg.h"
+#include "util/stop_signal.h"
 #include "viz/viz.h"
 
 /* The page's files, generated from src/viz/web/ by src/viz/web/embed.sh
@@ -74,9 +75,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   return s ? reply_json(c, MHD_HTTP_OK, s) : reply_error(c, (unsigned)status, tg_error());
 }
 
-static volatile sig_atomic_t stop_requested;
-static void on_stop_signal(int sig) { (void)sig; stop_requested = 1; }
-
 int viz_web_serve(const char *path, const viz_web_options *opt, FILE *err) {
   const char *host = opt->host ? opt->host : "127.0.0.1";
   if (opt->port < 0 || opt->port > 65535) return tg_seterr("tg viz: port %d is out of range", opt->port);
@@ -95,22 +93,8 @@ int viz_web_serve(const char *path, const viz_web_options *opt, FILE *err) {
     free(w);
     return tg_seterr("tg viz: cannot resolve host '%s': %s", host, gai_strerror(gai));
   }
-  /* Ctrl-C and SIGTERM stop the server. A handler, not sigwait: the process
-   * may hold threads this function did not start (the CPU pool, an OpenCL
-   * runtime's), and a signal delivered to one of those with the default
-   * action would kill the process instead of stopping the server. The
-   * daemon's threads start with both signals blocked, so they reach a
-   * thread that only sets the flag. */
-  sigset_t sigs, old;
-  sigemptyset(&sigs);
-  sigaddset(&sigs, SIGINT);
-  sigaddset(&sigs, SIGTERM);
-  struct sigaction stop_action = { .sa_handler = on_stop_signal }, old_int, old_term;
-  sigemptyset(&stop_action.sa_mask);
-  stop_requested = 0;
-  sigaction(SIGINT, &stop_action, &old_int);
-  sigaction(SIGTERM, &stop_action, &old_term);
-  pthread_sigmask(SIG_BLOCK, &sigs, &old);
+  sigset_t old;
+  stop_signals_block(&old);   /* the daemon's threads inherit the mask */
   unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_AUTO_INTERNAL_THREAD | (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0);
   struct MHD_Daemon *d = MHD_start_daemon(flags, (uint16_t)opt->port, NULL, NULL, on_request, w, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
                                           MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_END);
@@ -118,6 +102,7 @@ int viz_web_serve(const char *path, const viz_web_options *opt, FILE *err) {
   freeaddrinfo(ai);
   int rc = 0;
   if (!d) {
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     rc = tg_seterr("tg viz: cannot listen on %s:%d (%s)", host, opt->port, strerror(e));
   } else {
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
@@ -125,17 +110,9 @@ int viz_web_serve(const char *path, const viz_web_options *opt, FILE *err) {
     fprintf(err, "tg viz: serving %s on http://%s%s%s:%d/ (Ctrl-C stops)\n", w->loaded ? w->t.path : path, v6 ? "[" : "", host, v6 ? "]" : "",
             di ? di->port : opt->port);
     fflush(err);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);   /* this thread takes the signals again */
-    double deadline = opt->seconds > 0 ? tg_now_seconds() + opt->seconds : 0;
-    while (!stop_requested && (deadline == 0 || tg_now_seconds() < deadline)) {
-      struct timespec nap = { 0, 20 * 1000 * 1000 };
-      nanosleep(&nap, NULL);
-    }
+    stop_signals_wait(opt->seconds, &old);
     MHD_stop_daemon(d);
   }
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  sigaction(SIGINT, &old_int, NULL);
-  sigaction(SIGTERM, &old_term, NULL);
   if (w->loaded) viz_trace_free(&w->t);
   free(w);
   return rc;
