@@ -261,7 +261,7 @@ int serve_run(const serve_options *opt, const serve_backend *be) {
   stop_signals_block(&old);
   serve_server *s = serve_start(opt, be);
   if (!s) {
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    stop_signals_restore(&old);
     return -1;
   }
   const char *host = opt && opt->host ? opt->host : "127.0.0.1";

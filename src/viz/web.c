@@ -102,7 +102,7 @@ int viz_web_serve(const char *path, const viz_web_options *opt, FILE *err) {
   freeaddrinfo(ai);
   int rc = 0;
   if (!d) {
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    stop_signals_restore(&old);
     rc = tg_seterr("tg viz: cannot listen on %s:%d (%s)", host, opt->port, strerror(e));
   } else {
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
