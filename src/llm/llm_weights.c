@@ -21,9 +21,7 @@ static tg_tensor *keep_packed(tg_llm *m, tg_tensor *raw, tg_tensor *w, int type)
   if (!w) return NULL;
   tg_shape ws = tg_shape_of(w);
   /* K-quants only for the vocabulary matrix (the output, or the embedding
-   * tied to it) unless TG_LLM_ROWS_K=1: their row-packed graphs are big,
-   * and scheduling one per layer made a Q4_K_M model's first tokens take
-   * seconds (docs/llm.md). tg_quant_pack_rows checks the shape. */
+   * tied to it) when TG_LLM_ROWS_K=0. tg_quant_pack_rows checks the shape. */
   bool kquant = type == TG_GGML_Q4_K || type == TG_GGML_Q6_K;
   bool rows = type == TG_GGML_Q4_0 || type == TG_GGML_Q5_0 || type == TG_GGML_Q8_0 ||
               (kquant && ((ws.ndim == 2 && ws.d[0] == m->cfg.n_vocab) || setting_int(SET_TG_LLM_ROWS_K)));
