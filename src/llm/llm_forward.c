@@ -152,6 +152,21 @@ static tg_tensor *attention(tg_llm *m, llm_layer *l, tg_tensor *q, tg_tensor *ma
   tg_tensor *qg = tg_permute(tg_reshape(q, TG_SHAPE(T, KV, G, hd)), TG_AXES(1, 2, 0, 3));        /* (KV, G, T, hd) */
   tg_tensor *kt = tg_reshape(tg_permute(kc, TG_AXES(1, 2, 0)), TG_SHAPE(KV, 1, hd, S));          /* (KV, 1, hd, S) */
   tg_tensor *v = tg_reshape(tg_permute(vc, TG_AXES(1, 0, 2)), TG_SHAPE(KV, 1, S, hv));           /* (KV, 1, S, hv) */
+  if (T >= 16 && !l->sinks) {
+    /* a prompt chunk: the scores as (KV, G, S, T), the chunk's tokens the
+     * last axis, so the mask, the exponentials and the softmax's sums run
+     * in vector lanes over tokens (the key axis has a symbolic length,
+     * which gets none) */
+    tg_tensor *k = tg_reshape(tg_permute(kc, TG_AXES(1, 0, 2)), TG_SHAPE(KV, 1, S, hd));        /* (KV, 1, S, hd) */
+    tg_tensor *sc = tg_mul(tg_matmul(k, tg_permute(qg, TG_AXES(0, 1, 3, 2))), tg_scalar(m->q_scale, TG_F32));   /* (KV, G, S, T) */
+    if (m->attn_softcap > 0) sc = softcap(sc, m->attn_softcap);
+    if (mask) sc = tg_where(tg_permute(mask, TG_AXES(1, 0)), sc, tg_scalar(-INFINITY, TG_F32));
+    tg_tensor *mx = tg_max(sc, TG_AXES(-2), true);
+    tg_tensor *e = tg_contiguous(tg_exp(tg_sub(sc, mx)));
+    tg_tensor *p = tg_div(e, tg_sum(e, TG_AXES(-2), true));                                      /* (KV, G, S, T) */
+    o = tg_matmul(tg_permute(p, TG_AXES(0, 1, 3, 2)), v);                                        /* (KV, G, T, hv) */
+    return tg_reshape(tg_permute(o, TG_AXES(2, 0, 1, 3)), TG_SHAPE(T, c->n_heads * hv));
+  }
   tg_tensor *scores = tg_mul(tg_matmul(qg, kt), tg_scalar(m->q_scale, TG_F32));
   if (m->attn_softcap > 0) scores = softcap(scores, m->attn_softcap);
   if (mask) scores = tg_where(mask, scores, tg_scalar(-INFINITY, TG_F32));
