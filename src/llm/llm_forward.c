@@ -46,7 +46,7 @@ static tg_tensor *linear(tg_llm *m, tg_tensor *x, tg_tensor *w, tg_tensor *b) {
     else if (int_fast && !chunk) y = tg_quant_matmul(x, pk->raw, pk->type, tg_shape_of(w));
   }
   if (!y) {
-    if (tg_dim(x, 0) >= LINEAR_DECODE_ONCE_ROWS && tg_dtype_of(w) == TG_F32 && !int_fast) w = tg_contiguous(w);
+    if (chunk && tg_dtype_of(w) == TG_F32 && !int_fast) w = tg_contiguous(w);
     y = tg_matmul(x, tg_T(w));
     if (tg_dtype_of(y) != TG_F32) y = tg_cast(y, TG_F32);
   }
@@ -112,13 +112,19 @@ static tg_tensor *cache_rows(tg_llm *m, const llm_layer *l, tg_tensor *positions
  * for every score again); a head's sink (gpt-oss, shaped to broadcast
  * against the scores' max) is one more logit in the max and the sum, with
  * no value. */
-static tg_tensor *softmax_values(tg_tensor *scores, tg_tensor *sink, tg_tensor *v) {
-  tg_tensor *mx = tg_max(scores, TG_AXES(-1), true);
+/* softmax of scores over their key axis (with an attention sink's logit
+ * in the denominator when sink is given) */
+static tg_tensor *softmax_probs(tg_tensor *scores, tg_tensor *sink, int axis) {
+  tg_tensor *mx = tg_max(scores, TG_AXES(axis), true);
   if (sink) mx = tg_maximum(mx, sink);
   tg_tensor *e = tg_contiguous(tg_exp(tg_sub(scores, mx)));
-  tg_tensor *denom = tg_sum(e, TG_AXES(-1), true);
+  tg_tensor *denom = tg_sum(e, TG_AXES(axis), true);
   if (sink) denom = tg_add(denom, tg_exp(tg_sub(sink, mx)));
-  return tg_matmul(tg_div(e, denom), v);
+  return tg_div(e, denom);
+}
+
+static tg_tensor *softmax_values(tg_tensor *scores, tg_tensor *sink, tg_tensor *v) {
+  return tg_matmul(softmax_probs(scores, sink, -1), v);
 }
 
 /* Attention of q (T, H, hd) over the first kv_len = pos + T cache positions
@@ -150,7 +156,6 @@ static tg_tensor *attention(tg_llm *m, llm_layer *l, tg_tensor *q, tg_tensor *ma
     return tg_reshape(o, TG_SHAPE(T, c->n_heads * hv));
   }
   tg_tensor *qg = tg_permute(tg_reshape(q, TG_SHAPE(T, KV, G, hd)), TG_AXES(1, 2, 0, 3));        /* (KV, G, T, hd) */
-  tg_tensor *kt = tg_reshape(tg_permute(kc, TG_AXES(1, 2, 0)), TG_SHAPE(KV, 1, hd, S));          /* (KV, 1, hd, S) */
   tg_tensor *v = tg_reshape(tg_permute(vc, TG_AXES(1, 0, 2)), TG_SHAPE(KV, 1, S, hv));           /* (KV, 1, S, hv) */
   if (T >= 16 && !l->sinks) {
     /* a prompt chunk: the scores as (KV, G, S, T), the chunk's tokens the
@@ -161,12 +166,11 @@ static tg_tensor *attention(tg_llm *m, llm_layer *l, tg_tensor *q, tg_tensor *ma
     tg_tensor *sc = tg_mul(tg_matmul(k, tg_permute(qg, TG_AXES(0, 1, 3, 2))), tg_scalar(m->q_scale, TG_F32));   /* (KV, G, S, T) */
     if (m->attn_softcap > 0) sc = softcap(sc, m->attn_softcap);
     if (mask) sc = tg_where(tg_permute(mask, TG_AXES(1, 0)), sc, tg_scalar(-INFINITY, TG_F32));
-    tg_tensor *mx = tg_max(sc, TG_AXES(-2), true);
-    tg_tensor *e = tg_contiguous(tg_exp(tg_sub(sc, mx)));
-    tg_tensor *p = tg_div(e, tg_sum(e, TG_AXES(-2), true));                                      /* (KV, G, S, T) */
+    tg_tensor *p = softmax_probs(sc, NULL, -2);                                                 /* (KV, G, S, T) */
     o = tg_matmul(tg_permute(p, TG_AXES(0, 1, 3, 2)), v);                                        /* (KV, G, T, hv) */
     return tg_reshape(tg_permute(o, TG_AXES(2, 0, 1, 3)), TG_SHAPE(T, c->n_heads * hv));
   }
+  tg_tensor *kt = tg_reshape(tg_permute(kc, TG_AXES(1, 2, 0)), TG_SHAPE(KV, 1, hd, S));          /* (KV, 1, hd, S) */
   tg_tensor *scores = tg_mul(tg_matmul(qg, kt), tg_scalar(m->q_scale, TG_F32));
   if (m->attn_softcap > 0) scores = softcap(scores, m->attn_softcap);
   if (mask) scores = tg_where(mask, scores, tg_scalar(-INFINITY, TG_F32));
