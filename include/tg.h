@@ -530,6 +530,8 @@ typedef struct {
   double kernel_seconds;     /* wall time spent inside kernels */
   int64_t mem_used;          /* bytes of device memory held by buffers now */
   int64_t mem_peak;          /* the most mem_used has been (since a reset) */
+  int64_t kernels_rendered;  /* kernels optimized and rendered (codegen ran) */
+  int64_t programs_cached;   /* rendered kernels read from the disk cache instead */
 } tg_counters;
 TG_API tg_counters tg_get_counters(void);
 TG_API void tg_reset_counters(void);

@@ -1,5 +1,6 @@
 /* test_runtime.c: devices, buffers, the CPU compiler and its caches. */
 #include <dirent.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -9,6 +10,8 @@
 #include "runtime/buffer.h"
 #include "runtime/cpu_compiler.h"
 #include "runtime/device.h"
+#include "engine/program_cache.h"
+#include "engine/realize.h"
 #include "uop/uop.h"
 
 /* ---------------------------------------------------------------- helpers */
@@ -366,6 +369,91 @@ TEST(runtime_cpu_compile_and_cache) {
 done:
   free(src);
   env_restore(&nc);
+  cache_end(&tc);
+}
+
+/* The last file in dir whose name ends with ext (path into out), or false. */
+static bool find_file(const char *dir, const char *ext, char *out, size_t n) {
+  DIR *d = opendir(dir);
+  if (!d) return false;
+  bool found = false;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    size_t l = strlen(e->d_name), k = strlen(ext);
+    if (l > k && !strcmp(e->d_name + l - k, ext)) { snprintf(out, n, "%s/%s", dir, e->d_name); found = true; }
+  }
+  closedir(d);
+  return found;
+}
+
+/* (exp(a) + 0.75) * 2.5 over a shape no other test uses, realized and read;
+ * true when every value is right. */
+static bool program_cache_graph(void) {
+  float a[63], out[63];
+  for (int i = 0; i < 63; i++) a[i] = (float)(i % 9) * 0.125f - 0.5f;
+  tg_scope_begin();
+  tg_tensor *r = tg_muls(tg_adds(tg_exp(tg_from_data(a, TG_SHAPE(7, 9), TG_F32)), 0.75), 2.5);
+  bool ok = tg_data(r, out, sizeof out) == 0;
+  for (int i = 0; i < 63 && ok; i++) ok = fabsf(out[i] - (expf(a[i]) + 0.75f) * 2.5f) <= 1e-5f * fabsf(out[i]);
+  tg_scope_end();
+  return ok;
+}
+
+/* A rendered kernel is stored by its AST, so a new process (here: the
+ * in-memory programs forgotten) skips optimizing and rendering it; a damaged
+ * entry is rendered again and rewritten; TG_NOCACHE=1 does not read it. */
+TEST(runtime_program_cache) {
+  test_cache tc;
+  cache_begin(&tc);
+  saved_env nc = env_set("TG_NOCACHE", NULL);
+  engine_forget_programs();
+  tg_counters c0 = tg_get_counters();
+  CHECK(program_cache_graph());
+  tg_counters c1 = tg_get_counters();
+  CHECK_EQ_INT(c1.kernels_rendered - c0.kernels_rendered, 1);
+  CHECK_EQ_INT(c1.programs_cached - c0.programs_cached, 0);
+  CHECK_EQ_INT(count_files(tc.dir, ".prog"), 1);
+
+  engine_forget_programs();
+  CHECK(program_cache_graph());
+  tg_counters c2 = tg_get_counters();
+  CHECK_EQ_INT(c2.kernels_rendered - c1.kernels_rendered, 0);
+  CHECK_EQ_INT(c2.programs_cached - c1.programs_cached, 1);
+  CHECK_EQ_INT(c2.kernels_cached - c1.kernels_cached, 1);   /* the same source: the compile cache answers */
+
+  /* cut in half: not an entry, so rendered anew (and the file made whole) */
+  char path[512];
+  CHECK(find_file(tc.dir, ".prog", path, sizeof path));
+  struct stat st;
+  CHECK(stat(path, &st) == 0);
+  CHECK(truncate(path, st.st_size / 2) == 0);
+  engine_forget_programs();
+  CHECK(program_cache_graph());
+  tg_counters c3 = tg_get_counters();
+  CHECK_EQ_INT(c3.kernels_rendered - c2.kernels_rendered, 1);
+  CHECK_EQ_INT(c3.programs_cached - c2.programs_cached, 0);
+  struct stat st2;
+  CHECK(stat(path, &st2) == 0 && st2.st_size == st.st_size);
+
+  /* another opts setting is another entry */
+  saved_env no = env_set("NOOPT", "1");
+  engine_forget_programs();
+  CHECK(program_cache_graph());
+  env_restore(&no);
+  tg_counters c4 = tg_get_counters();
+  CHECK_EQ_INT(c4.kernels_rendered - c3.kernels_rendered, 1);
+  CHECK_EQ_INT(count_files(tc.dir, ".prog"), 2);
+
+  saved_env nc1 = env_set("TG_NOCACHE", "1");
+  engine_forget_programs();
+  CHECK(program_cache_graph());
+  env_restore(&nc1);
+  tg_counters c5 = tg_get_counters();
+  CHECK_EQ_INT(c5.kernels_rendered - c4.kernels_rendered, 1);
+  CHECK_EQ_INT(c5.programs_cached - c4.programs_cached, 0);
+  CHECK(strlen(tg_build_identity()) > 8);
+  env_restore(&nc);
+  engine_forget_programs();   /* nothing cached here outlives the directory */
   cache_end(&tc);
 }
 

@@ -8,8 +8,10 @@
 #include "codegen/codegen.h"
 #include "codegen/opts.h"
 #include "engine/beam.h"
+#include "engine/program_cache.h"
 #include "engine/compile_jobs.h"
 #include "engine/vars.h"
+#include "runtime/cpu_compiler.h"
 #include "runtime/thread_pool.h"
 #include "schedule/schedule.h"
 #include "util/counters.h"
@@ -121,6 +123,15 @@ static int generate(sched_item *it, kernel_program *kp, int debug) {
 }
 
 static ptrmap prog_cache;   /* NOOP(ast, arg=device) -> cached_prog* */
+static VEC(ptrmap) forgotten_programs;   /* engine_forget_programs: kept, never freed */
+
+void engine_forget_programs(void) {
+  pthread_mutex_lock(&cache_lock);
+  VEC_PUSH(forgotten_programs, prog_cache);
+  memset(&prog_cache, 0, sizeof prog_cache);
+  pthread_mutex_unlock(&cache_lock);
+  cpu_forget_loaded();
+}
 
 static double now_s(void) {
   struct timespec ts;
@@ -159,12 +170,34 @@ static void viz_record_cached(sched_item *it, int item) {
   free(kp.src);
 }
 
+/* The opts setting a kernel's program depends on besides its AST. */
+static void opts_key(sched_item *it, char *buf, size_t n) {
+  const char *spec = opts_override ? opts_override : setting_str(SET_TG_OPTS);
+  snprintf(buf, n, "%s|%s|%d|%d", it->dev->name, spec ? spec : "", (int)setting_int(SET_NOOPT), beam_width());
+}
+
 static uop *program_key(sched_item *it) {
   /* one program per kernel, device and opts setting */
   char keystr[512];
-  const char *spec = opts_override ? opts_override : setting_str(SET_TG_OPTS);
-  snprintf(keystr, sizeof keystr, "%s|%s|%d|%d", it->dev->name, spec ? spec : "", (int)setting_int(SET_NOOPT), beam_width());
+  opts_key(it, keystr, sizeof keystr);
   return uop1(OP_NOOP, DT_VOID, it->ast, arg_str(keystr));
+}
+
+/* The program from an earlier process (program_cache.h), or a fresh one
+ * that is then stored there. VIZ and DEBUG>=3 want to see codegen run. */
+static int generate_or_load(sched_item *it, kernel_program *kp, int debug) {
+  char *path = NULL;
+  if (!viz_on && debug < 3) {
+    char keystr[512];
+    opts_key(it, keystr, sizeof keystr);
+    path = program_cache_path(it, keystr);
+  }
+  if (path && program_cache_read(path, kp)) { free(path); counters_add_render(true); return 0; }
+  int rc = generate(it, kp, debug);
+  if (rc == 0) counters_add_render(false);
+  if (rc == 0 && path) program_cache_write(path, kp);
+  free(path);
+  return rc;
 }
 
 /* Finds the program in memory, or optimizes and renders the kernel (once
@@ -184,7 +217,7 @@ static int prepare(sched_item *it, prep *p, const prep *earlier, int nearlier, i
   if (debug >= 3) { fprintf(stderr, "kernel %s AST:\n", it->name); uop_print(stderr, it->ast); }
   double t0 = now_s();
   if (viz_on) viz_kernel_context(it->name, nearlier);   /* nearlier: this item's index */
-  int gen = generate(it, &p->kp, debug);
+  int gen = generate_or_load(it, &p->kp, debug);
   if (viz_on) viz_kernel_context(NULL, -1);
   if (gen < 0) { uop_pool_pop(); return -1; }
   p->t_render = now_s() - t0;

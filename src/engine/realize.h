@@ -41,6 +41,11 @@ void kernel_capture_free(kernel_capture *c);
 typedef void (*kernel_observer)(uop *ast, const char *name, void *ctx);
 void engine_set_kernel_observer(kernel_observer fn, void *ctx);
 
+/* For tests: the in-memory programs (and loaded CPU kernels) are set aside,
+ * kept but no longer found, so the next realize of the same kernels goes to
+ * the disk caches as a new process would. */
+void engine_forget_programs(void);
+
 /* The buffer behind a realized, contiguous tensor node (RESHAPE(BUFFER) or
  * BUFFER), or NULL. */
 struct tg_buffer *uop_contiguous_buffer(const uop *u);

@@ -25,6 +25,11 @@ void counters_add_compile(bool cached) {
   if (cached) totals.kernels_cached++; else totals.kernels_compiled++;
   pthread_mutex_unlock(&lock);
 }
+void counters_add_render(bool cached) {
+  pthread_mutex_lock(&lock);
+  if (cached) totals.programs_cached++; else totals.kernels_rendered++;
+  pthread_mutex_unlock(&lock);
+}
 void counters_add_schedule(void) {
   pthread_mutex_lock(&lock);
   totals.schedules++;
