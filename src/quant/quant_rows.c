@@ -76,11 +76,29 @@ static bool packed_shapes_ok(tg_tensor *scales, tg_tensor *quants, const rows_fo
 }
 
 /* Bytes [lo, lo + 4*ngroups) of every row's block (g, 16, nb, bytes) in
- * 4-byte groups: (g, nb, ngroups * 16 * 4). */
+ * 4-byte groups: (g, nb, ngroups, 16, 4). */
 static tg_tensor *in_groups(tg_tensor *blk, int lo, int ngroups) {
   int64_t g = tg_dim(blk, 0), nb = tg_dim(blk, 2);
   tg_tensor *f = tg_reshape(qm_slice_last(blk, lo, lo + 4 * ngroups), TG_SHAPE(g, ROWS, nb, ngroups, 4));
-  return tg_reshape(tg_permute(f, TG_AXES(0, 2, 3, 1, 4)), TG_SHAPE(g, nb, (int64_t)ngroups * ROWS * 4));
+  return tg_permute(f, TG_AXES(0, 2, 3, 1, 4));
+}
+
+/* Writes the parts (g, nb, ...) one after another into every (g, nb) row of
+ * q (g, nb, bytes), each by its own kernel over the part's own axes: a
+ * permutation's source index then stays affine in the loops (a cat of the
+ * parts would gate every byte and divide its index), so packing runs at
+ * copy speed. */
+static int place_parts(tg_tensor *q, tg_tensor *const *parts, int n) {
+  if (tg_realize(q) < 0) return -1;
+  int64_t off = 0;
+  for (int i = 0; i < n; i++) {
+    if (!parts[i]) return -1;
+    int64_t bytes = tg_numel(parts[i]) / (tg_dim(q, 0) * tg_dim(q, 1));
+    tg_tensor *view = tg_reshape(qm_slice_last(q, off, off + bytes), tg_shape_of(parts[i]));
+    if (!view || tg_realize(tg_assign(view, parts[i])) < 0) return -1;
+    off += bytes;
+  }
+  return off == tg_dim(q, 2) ? 0 : tg_seterr("internal: packed parts fill %lld of %lld bytes", (long long)off, (long long)tg_dim(q, 2));
 }
 
 int tg_quant_pack_rows(tg_tensor *raw, int t, tg_shape w_shape, tg_tensor **scales, tg_tensor **quants) {
@@ -101,30 +119,36 @@ int tg_quant_pack_rows(tg_tensor *raw, int t, tg_shape w_shape, tg_tensor **scal
    * (so 16 rows' scales are one vector, and one row group's are contiguous
    * 16 at a time, not a panel of 32 to the kernel heuristic) */
   tg_tensor *s = tg_contiguous(tg_reshape(tg_permute(d, TG_AXES(0, 3, 2, 1)), TG_SHAPE(g, (int64_t)f->nscales * nb, ROWS)));
-  tg_tensor *q;
-  if (t == GGML_TYPE_Q4_0) q = in_groups(blk, 2, 4);
+  tg_tensor *parts[3] = { NULL, NULL, NULL };
+  int nparts = 1;
+  if (t == GGML_TYPE_Q4_0) parts[0] = in_groups(blk, 2, 4);
   else if (t == GGML_TYPE_Q5_0) {
     /* qh's bit v (value v = 16h + 4gi + p) to bit 4h + gi of byte p */
     tg_tensor *bit = qt_unpack(tg_cast(qm_slice_last(blk, 2, 6), TG_I32), -1, 8, 1);                 /* (g, 16, nb, 4, 8): v = 8*byte + bit */
     bit = tg_reshape(bit, TG_SHAPE(g, ROWS, nb, 2, 4, 4));                                          /* (.., h, gi, p) */
     tg_tensor *at = tg_reshape(tg_arange(0, 8, 1, TG_I32), TG_SHAPE(2, 4, 1));                       /* 4h + gi */
     tg_tensor *hb = tg_sum(tg_lshift(bit, at), TG_AXES(3, 4), false);                                /* (g, 16, nb, p) */
-    hb = tg_reshape(tg_permute(tg_cast(hb, TG_U8), TG_AXES(0, 2, 1, 3)), TG_SHAPE(g, nb, ROWS * 4));
-    q = tg_cat((tg_tensor *[]){ in_groups(blk, 6, 4), hb }, 2, -1);
+    parts[0] = in_groups(blk, 6, 4);
+    parts[1] = tg_permute(tg_cast(hb, TG_U8), TG_AXES(0, 2, 1, 3));                                  /* (g, nb, 16, p) */
+    nparts = 2;
   }
   else if (t == GGML_TYPE_Q4_K) {   /* scales and mins unpacked to bytes, 16 rows each */
     tg_tensor *sc, *mn;
     qt_scale_min_k4(tg_reshape(blk, TG_SHAPE(g * ROWS * nb, f->bytes)), 4, 1, &sc, &mn);
     tg_tensor *sm = tg_cast(tg_stack((tg_tensor *[]){ sc, mn }, 2, 1), TG_U8);            /* (g*16*nb, 2, 8) */
-    sm = tg_reshape(tg_permute(tg_reshape(sm, TG_SHAPE(g, ROWS, nb, 16)), TG_AXES(0, 2, 3, 1)), TG_SHAPE(g, nb, 16 * ROWS));
-    q = tg_cat((tg_tensor *[]){ sm, in_groups(blk, 16, 32) }, 2, -1);
+    parts[0] = tg_permute(tg_reshape(sm, TG_SHAPE(g, ROWS, nb, 16)), TG_AXES(0, 2, 3, 1));  /* (g, nb, 16, 16) */
+    parts[1] = in_groups(blk, 16, 32);
+    nparts = 2;
   }
-  else if (t == GGML_TYPE_Q8_0) q = tg_bitwise_xor(in_groups(blk, 2, 8), tg_scalar(128, TG_U8));   /* int8 w as w + 128 */
+  else if (t == GGML_TYPE_Q8_0) parts[0] = tg_bitwise_xor(in_groups(blk, 2, 8), tg_scalar(128, TG_U8));   /* int8 w as w + 128 */
   else {   /* Q6_K: sub-block scales (16 rows per scale), ql, qh */
-    tg_tensor *sc = tg_reshape(tg_permute(qm_slice_last(blk, 192, 208), TG_AXES(0, 2, 3, 1)), TG_SHAPE(g, nb, 16 * ROWS));
-    q = tg_cat((tg_tensor *[]){ sc, in_groups(blk, 0, 32), in_groups(blk, 128, 16) }, 3, -1);
+    parts[0] = tg_permute(qm_slice_last(blk, 192, 208), TG_AXES(0, 2, 3, 1));
+    parts[1] = in_groups(blk, 0, 32);
+    parts[2] = in_groups(blk, 128, 16);
+    nparts = 3;
   }
-  q = tg_contiguous(q);
+  tg_tensor *q = tg_empty(TG_SHAPE(g, nb, f->quant_bytes), TG_U8);
+  if (place_parts(q, parts, nparts) < 0) q = NULL;
   if (s && q) *scales = tg_keep(s), *quants = tg_keep(q);
   tensor_device_end(dev_prev);
   tg_scope_end();
