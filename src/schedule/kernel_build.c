@@ -1,6 +1,7 @@
 /* kernel_build.c: one stored node into one kernel AST: its store's layout,
  * the lowering of its value, plain copies, the reuse of an identical
  * kernel's lowering; and function calls (an OP_CALL's body instantiated). */
+#include <pthread.h>
 #include "schedule/schedule_internal.h"
 #include "uop/symbolic.h"
 #include "uop/dims.h"
@@ -147,6 +148,10 @@ static uop *structure_of(structure_walk *w, uop *u, int via) {
     r = structure_of(w, ri->repl, 1);
   } else if (pm_get(&w->s->small, u)) {
     w->unkeyed = true;
+  } else if (u->op == OP_UNIQUE) {
+    /* a creation op's identity matters for buffers, not inside a kernel
+     * (lowering skips it): each forward's fresh tg_scalar(15) is one key */
+    r = structure_of(w, u->src[0], via);
   } else if (u->op == OP_BUFFER) {
     tg_buffer *b = u->arg.p;
     intptr_t o = (intptr_t)pm_get(&w->ord, b);
@@ -184,7 +189,7 @@ static uop *lower_key(structure_walk *w, uop *u, uop *value, tg_device *dev, tg_
   if (w->unkeyed) return NULL;
   int64_t a[8 + TG_MAX_DIMS * 4];
   int n = 0;
-  a[n++] = u->op; a[n++] = pm_get(&w->s->roots, u) != NULL; a[n++] = (int64_t)(intptr_t)dev;
+  a[n++] = u->op; a[n++] = pm_get(&w->s->roots, u) != NULL; a[n++] = (int64_t)(intptr_t)dev; a[n++] = setting_on(SET_TG_NO_LAYOUT);
   a[n++] = out->numel; a[n++] = out->dtype; a[n++] = value->ndim;
   for (int i = 0; i < value->ndim && n < (int)(sizeof a / sizeof a[0]); i++) a[n++] = value->shape[i];
   uop *key = uop1(OP_NOOP, DT_VOID, v, arg_ints(a, n));
@@ -192,14 +197,42 @@ static uop *lower_key(structure_walk *w, uop *u, uop *value, tg_device *dev, tg_
   return key;
 }
 
-void sched_lowered_free(ptrmap *m) {
-  for (size_t i = 0; i < m->cap; i++) {
-    if (!m->keys[i]) continue;
-    lowered_kernel *e = m->vals[i];
+/* The kernels lowered so far, by structure, for every schedule of the
+ * process: a decoding step's schedule, the JIT's capture of it and each
+ * prefill chunk meet the same kernels (the output matrix's matvec, a
+ * layer's norms) and lower them once. Entries are never changed once in;
+ * past LOWERED_MAX the map starts over (a process making ever new shapes). */
+enum { LOWERED_MAX = 8192 };
+static ptrmap lowered_all;
+static pthread_mutex_t lowered_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void lowered_free_all(void) {
+  for (size_t i = 0; i < lowered_all.cap; i++) {
+    if (!lowered_all.keys[i]) continue;
+    lowered_kernel *e = lowered_all.vals[i];
     if (e) { uop_release(e->ast); free(e->ord); free(e); }
-    uop_release((uop *)m->keys[i]);
+    uop_release((uop *)lowered_all.keys[i]);
   }
-  pm_free(m);
+  pm_free(&lowered_all);
+}
+
+static lowered_kernel *lowered_find(uop *key) {
+  pthread_mutex_lock(&lowered_lock);
+  lowered_kernel *e = pm_get(&lowered_all, key);
+  pthread_mutex_unlock(&lowered_lock);
+  return e;
+}
+
+/* Files e under key (both owned by the map now; a duplicate from another
+ * thread is dropped). */
+static void lowered_add(uop *key, lowered_kernel *e) {
+  pthread_mutex_lock(&lowered_lock);
+  if (pm_get(&lowered_all, key)) { uop_release(e->ast); free(e->ord); free(e); uop_release(key); }
+  else {
+    if (lowered_all.n >= LOWERED_MAX) lowered_free_all();
+    pm_put(&lowered_all, key, e);
+  }
+  pthread_mutex_unlock(&lowered_lock);
 }
 
 /* Builds the kernel that stores node u. */
@@ -264,7 +297,7 @@ int sched_build_kernel(sctx *s, uop *u) {
   structure_walk w = { 0 };
   w.s = s; w.root = u;
   uop *key = u->op != OP_ASSIGN ? lower_key(&w, u, value, dev, out) : NULL;
-  lowered_kernel *seen = key ? pm_get(&s->lowered, key) : NULL;
+  lowered_kernel *seen = key ? lowered_find(key) : NULL;
   if (seen) {
     uop_release(key);
     uop_retain(seen->ast);
@@ -388,7 +421,7 @@ retry:
       memcpy(e->pshape, pshape, sizeof pshape);
       memcpy(e->back, back, sizeof back);
       snprintf(e->name, sizeof e->name, "%s", it.name);
-      pm_put(&s->lowered, key, e);
+      lowered_add(key, e);
     } else { free(e->ord); free(e); uop_release(key); }
     key = NULL;
   }

@@ -54,7 +54,6 @@ int schedule_create(uop *const *roots, int n, const char *default_device, schedu
   VEC_FREE(s.infos); VEC_FREE(s.links);
   for (size_t i = 0; i < s.small.cap; i++) if (s.small.keys[i]) uop_release(s.small.vals[i]);
   pm_free(&s.marked); pm_free(&s.walked); pm_free(&s.nchildren); pm_free(&s.device); pm_free(&s.roots); pm_free(&s.small);
-  sched_lowered_free(&s.lowered);
   sched_calls_free(&s);
   free(topo.v);
   if (rc < 0) schedule_free(out);

@@ -38,7 +38,6 @@ typedef struct {
   schedule *out;
   VEC(rinfo *) infos;
   VEC(kernel_links) links;   /* one per kernel of out */
-  ptrmap lowered;       /* kernel structure (lower_key) -> lowered_kernel*: identical kernels lower once */
   VEC(struct call_made *) calls;   /* function calls instantiated so far (sched_build_call) */
 } sctx;
 
@@ -99,7 +98,6 @@ int sched_build_kernel(sctx *s, uop *u);
 /* A function call: its body's kernels, instantiated for u's arguments. */
 int sched_build_call(sctx *s, uop *u);
 void sched_kernel_name(uop *ast, char *buf, size_t n);
-void sched_lowered_free(ptrmap *m);
 /* the calls sched_build_call made (s->calls) */
 void sched_calls_free(sctx *s);
 
