@@ -2,6 +2,7 @@
 #include "test.h"
 #include "uop/rewrite.h"
 #include "uop/uop.h"
+#include "uop/uop_serial.h"
 #include "util/util.h"
 
 #define R(p, t) { .pattern = p, .replace = t }
@@ -27,6 +28,36 @@ TEST(rewrite_hash_consing) {
   CHECK(add(x, ci(4)) != a);
   CHECK(ci(7) == ci(7));
   CHECK(uop_live_count() > live0);
+  uop_pool_pop();
+  CHECK_EQ_INT(uop_live_count(), live0);
+}
+
+/* A graph's text reads back as the same nodes (hash-consed: the same
+ * pointer), floats to the bit; every cut-off prefix of the text and a
+ * pointer argument give no graph rather than a wrong one. */
+TEST(rewrite_serialize_roundtrip) {
+  int64_t live0 = uop_live_count();
+  uop_pool_push();
+  uop *x = ivar("x");
+  int64_t shape[3] = { 2, -5, 7 };
+  uop *f = uop_alu(OP_MUL, uop_const(DT_F32, 0.1), uop_cast(x, DT_F32));
+  uop *g = uop1(OP_NOOP, DT_VOID, uop2(OP_ADD, DT_F32, f, uop_const(DT_F32, -1e-30), arg_none()), arg_ints(shape, 3));
+  strbuf sb = { 0 };
+  CHECK(uop_serialize(&sb, g));
+  CHECK(uop_deserialize(sb.s, sb.n) == g);
+  int whole = 0;
+  for (size_t cut = 0; cut < sb.n; cut++) {
+    uop *r = uop_deserialize(sb.s, cut);
+    CHECK(r == NULL || r != g);
+    whole += r != NULL;
+  }
+  CHECK_MSG(whole < (int)sb.n / 4, "%d prefixes parsed as graphs", whole);
+  sb_free(&sb);
+  strbuf bad = { 0 };
+  CHECK(!uop_serialize(&bad, uop0(OP_NOOP, DT_VOID, arg_ptr(&bad))));
+  sb_free(&bad);
+  CHECK(uop_deserialize("999 0 0 0\n", 10) == NULL);
+  CHECK(uop_deserialize("0 0 1 5 0\n", 10) == NULL);   /* a source that does not exist */
   uop_pool_pop();
   CHECK_EQ_INT(uop_live_count(), live0);
 }

@@ -11,7 +11,9 @@
 #include "runtime/cpu_compiler.h"
 #include "runtime/device.h"
 #include "engine/program_cache.h"
+#include "util/build_id.h"
 #include "engine/realize.h"
+#include "schedule/lowered_cache.h"
 #include "uop/uop.h"
 
 /* ---------------------------------------------------------------- helpers */
@@ -454,6 +456,40 @@ TEST(runtime_program_cache) {
   CHECK(strlen(tg_build_identity()) > 8);
   env_restore(&nc);
   engine_forget_programs();   /* nothing cached here outlives the directory */
+  cache_end(&tc);
+}
+
+/* Lowered kernels are kept on disk by their structure: a new process (the
+ * in-memory maps emptied) reads them back and computes the same values; a
+ * damaged entry fails its hash and is lowered anew. */
+TEST(runtime_lowered_cache) {
+  test_cache tc;
+  cache_begin(&tc);
+  saved_env nc = env_set("TG_NOCACHE", NULL);
+  engine_forget_programs();
+  lowered_cache_forget();
+  CHECK(program_cache_graph());
+  int nlow = count_files(tc.dir, ".low");
+  CHECK_MSG(nlow >= 1, "%d lowered kernels stored", nlow);
+  engine_forget_programs();
+  lowered_cache_forget();
+  CHECK(program_cache_graph());
+  CHECK_EQ_INT(count_files(tc.dir, ".low"), nlow);
+  char path[512];
+  CHECK(find_file(tc.dir, ".low", path, sizeof path));
+  FILE *f = fopen(path, "r+b");
+  CHECK(f != NULL);
+  if (f) {
+    fseek(f, -3, SEEK_END);
+    fputc('#', f);
+    fclose(f);
+  }
+  engine_forget_programs();
+  lowered_cache_forget();
+  CHECK(program_cache_graph());
+  env_restore(&nc);
+  engine_forget_programs();
+  lowered_cache_forget();
   cache_end(&tc);
 }
 

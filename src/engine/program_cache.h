@@ -26,8 +26,4 @@ bool program_cache_read(const char *path, kernel_program *kp);
 /* Stores kp (errors are ignored: the cache is only an optimization). */
 void program_cache_write(const char *path, const kernel_program *kp);
 
-/* The GNU build id of the binary tg's code is linked into (hex), or, when it
- * has none, that file's size and modification time. */
-const char *tg_build_identity(void);
-
 #endif

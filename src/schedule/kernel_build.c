@@ -1,8 +1,7 @@
 /* kernel_build.c: one stored node into one kernel AST: its store's layout,
  * the lowering of its value, plain copies, the reuse of an identical
  * kernel's lowering; and function calls (an OP_CALL's body instantiated). */
-#include <pthread.h>
-#include "schedule/schedule_internal.h"
+#include "schedule/lowered_cache.h"
 #include "uop/symbolic.h"
 #include "uop/dims.h"
 #include "util/settings.h"
@@ -116,15 +115,6 @@ static tg_buffer *plain_copy_source(kctx *k, uop *ast, tg_buffer *out) {
  * buffers. The walk collects what lowering would: dependencies and raw
  * reads. A node with a small form (which lowering turns into a kernel of
  * its own) or an input not built yet: no key, lowered as usual. */
-typedef struct {
-  uop *ast;             /* retained */
-  int nbufs;
-  int *ord;             /* global i (>= 1): the placeholder number of its buffer */
-  bool permuted;
-  int nd;
-  int64_t pshape[TG_MAX_DIMS * 4], back[TG_MAX_DIMS * 4];
-  char name[sizeof ((sched_item *)0)->name];
-} lowered_kernel;
 
 typedef struct {
   sctx *s;
@@ -197,44 +187,6 @@ static uop *lower_key(structure_walk *w, uop *u, uop *value, tg_device *dev, tg_
   return key;
 }
 
-/* The kernels lowered so far, by structure, for every schedule of the
- * process: a decoding step's schedule, the JIT's capture of it and each
- * prefill chunk meet the same kernels (the output matrix's matvec, a
- * layer's norms) and lower them once. Entries are never changed once in;
- * past LOWERED_MAX the map starts over (a process making ever new shapes). */
-enum { LOWERED_MAX = 8192 };
-static ptrmap lowered_all;
-static pthread_mutex_t lowered_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void lowered_free_all(void) {
-  for (size_t i = 0; i < lowered_all.cap; i++) {
-    if (!lowered_all.keys[i]) continue;
-    lowered_kernel *e = lowered_all.vals[i];
-    if (e) { uop_release(e->ast); free(e->ord); free(e); }
-    uop_release((uop *)lowered_all.keys[i]);
-  }
-  pm_free(&lowered_all);
-}
-
-static lowered_kernel *lowered_find(uop *key) {
-  pthread_mutex_lock(&lowered_lock);
-  lowered_kernel *e = pm_get(&lowered_all, key);
-  pthread_mutex_unlock(&lowered_lock);
-  return e;
-}
-
-/* Files e under key (both owned by the map now; a duplicate from another
- * thread is dropped). */
-static void lowered_add(uop *key, lowered_kernel *e) {
-  pthread_mutex_lock(&lowered_lock);
-  if (pm_get(&lowered_all, key)) { uop_release(e->ast); free(e->ord); free(e); uop_release(key); }
-  else {
-    if (lowered_all.n >= LOWERED_MAX) lowered_free_all();
-    pm_put(&lowered_all, key, e);
-  }
-  pthread_mutex_unlock(&lowered_lock);
-}
-
 /* Builds the kernel that stores node u. */
 int sched_build_kernel(sctx *s, uop *u) {
   tg_device *dev = device_of(s, u);
@@ -297,7 +249,9 @@ int sched_build_kernel(sctx *s, uop *u) {
   structure_walk w = { 0 };
   w.s = s; w.root = u;
   uop *key = u->op != OP_ASSIGN ? lower_key(&w, u, value, dev, out) : NULL;
-  lowered_kernel *seen = key ? lowered_find(key) : NULL;
+  lowered_kernel seen_k, *seen = key && lowered_find(key, dev, &seen_k) ? &seen_k : NULL;
+  for (int i = 1; seen && i < seen->nbufs; i++)   /* (one read from disk must fit this walk) */
+    if (seen->ord[i] < 0 || seen->ord[i] >= w.bufs.n) { lowered_kernel_clear(seen); seen = NULL; }
   if (seen) {
     uop_release(key);
     uop_retain(seen->ast);
@@ -316,6 +270,7 @@ int sched_build_kernel(sctx *s, uop *u) {
     VEC_PUSH(s->links, ((kernel_links){ w.deps.v, w.deps.n, w.raw_reads.v, w.raw_reads.n, out }));
     w.deps.v = NULL; w.raw_reads.v = NULL;   /* the schedule owns them now */
     structure_walk_free(&w);
+    lowered_kernel_clear(seen);
     pm_put(&s->marked, u, ri);
     return 0;
   }
@@ -421,7 +376,7 @@ retry:
       memcpy(e->pshape, pshape, sizeof pshape);
       memcpy(e->back, back, sizeof back);
       snprintf(e->name, sizeof e->name, "%s", it.name);
-      lowered_add(key, e);
+      lowered_add(key, dev, e);
     } else { free(e->ord); free(e); uop_release(key); }
     key = NULL;
   }

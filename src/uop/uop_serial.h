@@ -1,0 +1,23 @@
+/* uop_serial.h: a uop graph as text, exactly, and back, for caches that
+ * outlive the process (engine/program_cache.c keys by it, the scheduler's
+ * lowered kernels are stored in it).
+ *
+ * One line per node, children first: op, dtype bits, sources by line
+ * number, argument (integers in decimal, floats as C99 hex, strings with
+ * their length). A node is those four, as uops are hash-consed on them, so
+ * equal text is an equal graph. Pointer arguments (a BUFFER's tg_buffer, a
+ * CALL's body) mean nothing in another process: such graphs have no text. */
+#ifndef TG_UOP_SERIAL_H
+#define TG_UOP_SERIAL_H
+
+#include "uop/uop.h"
+#include "util/util.h"
+
+/* Appends root's graph to sb; false (sb partly written) when a node holds
+ * a pointer argument. */
+bool uop_serialize(strbuf *sb, uop *root);
+/* The graph of text[0..n) (uop_serialize's): its last node, borrowed (pool),
+ * or NULL when the text is not one (a bad op, source or argument). */
+uop *uop_deserialize(const char *text, size_t n);
+
+#endif
