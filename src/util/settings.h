@@ -43,7 +43,7 @@ typedef enum { SETTING_INT, SETTING_FLAG, SETTING_STR } setting_type;
   X(CUDA_PATH, SETTING_STR, "", "a CUDA toolkit whose NVRTC is tried first") \
   X(CC, SETTING_STR, "", "the compiler for CPU kernels (default: the first of clang, gcc, cc on PATH)") \
   X(PATH, SETTING_STR, "", "searched for the kernel compiler") \
-  X(TG_NOCACHE, SETTING_INT, "0", "1: ignore the kernel caches (always compile; results are still stored)") \
+  X(TG_NOCACHE, SETTING_INT, "0", "1: ignore the kernel caches on disk (always lower, render and compile; results are still stored)") \
   X(TG_CACHE_DIR, SETTING_STR, "", "where compiled kernels are stored (default $XDG_CACHE_HOME/tg, else ~/.cache/tg)") \
   X(XDG_CACHE_HOME, SETTING_STR, "", "the cache root when TG_CACHE_DIR is unset") \
   X(HOME, SETTING_STR, "", "~/.cache/tg when neither TG_CACHE_DIR nor XDG_CACHE_HOME is set") \
