@@ -65,6 +65,9 @@ static const parse_case cases[] = {
   { H, true, NULL, 0, false, "<tool_call>{\"arguments\": {\"arg1\": 1}}</tool_call> ok", "", "<tool_call>{\"arguments\": {\"arg1\": 1}}</tool_call> ok", "", NULL },
   { H, true, NULL, 0, false, "{\"name\": \"Bob\", \"age\": 3}", "", "{\"name\": \"Bob\", \"age\": 3}", "", NULL },
   { H, true, NULL, 0, false, "{\"answer\": 42} and <b>bold</b> <tools> no", "", "{\"answer\": 42} and <b>bold</b> <tools> no", "", NULL },
+  /* a bare object that is not a call is scanned inside, as its prefixes were
+   * while it was incomplete (found by fuzz_chat_msg) */
+  { H, true, NULL, 0, false, "{\"nime\": \"<function=f></function>\", \"x\": 1}", "", "{\"nime\": \"\", \"x\": 1}", "f|{}", NULL },
   /* a call the model left unclosed at its end token is still a call */
   { H, true, NULL, 0, false, "<tool_call>\n{\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}}", "", "", CALL1, NULL },
   /* tools off (no tools, or tool_choice none): the tags are content */

@@ -415,9 +415,11 @@ static int bare_json(const char *p, const char *end, bool final, const char **re
     *rend = p + 1;
     return 0;
   }
-  *rend = je;
   bool ok = add_json_call(out, v, true);
   cJSON_Delete(v);
+  /* Not a call: scanning goes on inside it, as it did while the value was
+   * still incomplete (a prefix must parse to a prefix of the whole). */
+  *rend = ok ? je : p + 1;
   return ok;
 }
 
