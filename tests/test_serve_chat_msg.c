@@ -68,6 +68,7 @@ static const parse_case cases[] = {
   /* a bare object that is not a call is scanned inside, as its prefixes were
    * while it was incomplete (found by fuzz_chat_msg) */
   { H, true, NULL, 0, false, "{\"nime\": \"<function=f></function>\", \"x\": 1}", "", "{\"nime\": \"\", \"x\": 1}", "f|{}", NULL },
+  { L3, true, NULL, 0, false, "{\"name\x01\": \"f\", \"parameters\":\x0e {\"n\": 1}}", "", "{\"name\x01\": \"f\", \"parameters\":\x0e {\"n\": 1}}", "", NULL },
   /* a call the model left unclosed at its end token is still a call */
   { H, true, NULL, 0, false, "<tool_call>\n{\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}}", "", "", CALL1, NULL },
   /* tools off (no tools, or tool_choice none): the tags are content */

@@ -407,19 +407,19 @@ static bool plausible_call_start(const char *p, const char *end) {
   return false;
 }
 
+/* Only a plausible start can be a call, whole or not: cJSON reads more
+ * than the literal keys (a NUL inside "name\0", control bytes as white
+ * space), and a prefix must decide as the whole does. Text that is not
+ * is scanned inside, as its incomplete prefixes were. */
 static int bare_json(const char *p, const char *end, bool final, const char **rend, serve_chat_msg *out) {
+  *rend = p + 1;
+  if (!plausible_call_start(p, end)) return 0;
   const char *je;
   cJSON *v = json_at(p, end, &je);
-  if (!v) {
-    if (!final && plausible_call_start(p, end)) return -1;
-    *rend = p + 1;
-    return 0;
-  }
+  if (!v) return final ? 0 : -1;
+  *rend = je;
   bool ok = add_json_call(out, v, true);
   cJSON_Delete(v);
-  /* Not a call: scanning goes on inside it, as it did while the value was
-   * still incomplete (a prefix must parse to a prefix of the whole). */
-  *rend = ok ? je : p + 1;
   return ok;
 }
 
