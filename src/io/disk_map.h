@@ -28,6 +28,11 @@ struct tg_device *disk_device(void);
 disk_map *disk_map_open(const char *path);
 void disk_map_retain(disk_map *m);
 void disk_map_release(disk_map *m);
+/* Lets the kernel drop the process's pages of m's bytes [offset, offset +
+ * len) (whole pages inside the range only): for bytes copied out that
+ * will not be read again. Nothing is lost: the mapping is read-only, so a
+ * later read pages them back in from the file. */
+void disk_map_drop_pages(disk_map *m, size_t offset, size_t len);
 /* How many mappings are alive (for tests). */
 int disk_maps_live(void);
 
@@ -37,5 +42,12 @@ tg_tensor *disk_tensor(disk_map *m, size_t offset, tg_shape shape, tg_dtype dt);
 /* Moves a freshly made DISK tensor to device (NULL: the default device),
  * lazily (tg_to); frees t when it made a copy. "DISK" keeps t. */
 tg_tensor *disk_tensor_to(tg_tensor *t, const char *device);
+/* The same, but when device's buffers are host memory (the CPUs) the
+ * result reads the mapping where it lies: no copy, and the file's pages
+ * are the only memory it takes (the kernel shares them with the page
+ * cache). The mapping is read-only, so this is for tensors that are only
+ * ever read (a model's weights); a write to one faults. Elsewhere
+ * disk_tensor_to's copy. */
+tg_tensor *disk_tensor_in_place(tg_tensor *t, const char *device);
 
 #endif

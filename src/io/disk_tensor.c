@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include "io/io.h"
 #include "runtime/buffer.h"
+#include "runtime/device.h"
 #include "tensor/tensor.h"
 #include "util/counters.h"
 
@@ -54,6 +55,29 @@ tg_tensor *disk_tensor_to(tg_tensor *t, const char *device) {
   if (!dev) return NULL;
   tg_tensor *r = tg_to(t, dev);
   if (r != t) tg_free(t);   /* the COPY node keeps the DISK buffer alive */
+  return r;
+}
+
+tg_tensor *disk_tensor_in_place(tg_tensor *t, const char *device) {
+  if (!t) return NULL;
+  const char *name = device ? device : tg_default_device();
+  tg_device *dev = name ? device_get(name) : NULL;
+  uop *u = t->u;
+  while (u->op == OP_RESHAPE) u = u->src[0];
+  if (!dev || !dev->host_memory || u->op != OP_BUFFER) return disk_tensor_to(t, device);
+  tg_buffer *disk = u->arg.p;
+  tg_buffer *b = buffer_new(dev, disk->dtype, disk->numel);
+  if (!b) { tg_free(t); return NULL; }
+  buffer_retain(disk);   /* a view of the mapping's buffer (buffer_alloc: its pointer) */
+  b->base = disk;
+  b->offset = 0;
+  uop_pool_push();
+  uop *v = uop0(OP_BUFFER, dt_scalar(disk->dtype), arg_ptr(b));
+  buffer_release(b);   /* the BUFFER node holds it now */
+  v = mv_reshape(v, t->u->shape, t->u->ndim);
+  tg_tensor *r = tensor_wrap(v, dev->name);
+  uop_pool_pop();
+  tg_free(t);
   return r;
 }
 

@@ -34,15 +34,21 @@ tg_shape gguf_tensor_shape(const gguf_tensor_info *g) {
 bool gguf_tensor_quantized(const gguf_tensor_info *g) { return plain_dtype(g->type) < 0; }
 bool gguf_tensor_loadable(const gguf_tensor_info *g) { return !gguf_tensor_quantized(g) || tg_ggml_type_dequantizable((int)g->type); }
 
-tg_tensor *gguf_tensor_stored(const gguf_tensor_info *g, const char *device) {
+static tg_tensor *stored_on(const gguf_tensor_info *g, const char *device, bool in_place) {
   if (!gguf_tensor_loadable(g)) {
     tg_seterr("%s: tensor '%s' has ggml type %s, which tg cannot load", g->map->path, g->name, ggml_type_info(g->type)->name);
     return NULL;
   }
   int dt = plain_dtype(g->type);
   tg_tensor *t = disk_tensor(g->map, g->file_offset, dt >= 0 ? gguf_tensor_shape(g) : TG_SHAPE((int64_t)g->nbytes), dt >= 0 ? (tg_dtype)dt : TG_U8);
-  return t && !(device && strcasecmp(device, "DISK") == 0) ? disk_tensor_to(t, device) : t;
+  if (!t || (device && strcasecmp(device, "DISK") == 0)) return t;
+  return in_place ? disk_tensor_in_place(t, device) : disk_tensor_to(t, device);
 }
+
+tg_tensor *gguf_tensor_stored(const gguf_tensor_info *g, const char *device) { return stored_on(g, device, false); }
+tg_tensor *gguf_tensor_stored_in_place(const gguf_tensor_info *g, const char *device) { return stored_on(g, device, true); }
+
+void gguf_tensor_drop_pages(const gguf_tensor_info *g) { disk_map_drop_pages(g->map, g->file_offset, g->nbytes); }
 
 tg_tensor *gguf_tensor_load(const gguf_tensor_info *g, const char *device) {
   if (gguf_tensor_quantized(g) && device && strcasecmp(device, "DISK") == 0) {

@@ -21,5 +21,11 @@ bool gguf_tensor_loadable(const gguf_tensor_info *g);
 bool gguf_tensor_quantized(const gguf_tensor_info *g);
 tg_shape gguf_tensor_shape(const gguf_tensor_info *g);
 tg_tensor *gguf_tensor_stored(const gguf_tensor_info *g, const char *device);
+/* The same read in place from the file's mapping on host-memory devices
+ * (disk_tensor_in_place: no copy, read-only): for a model's weights. */
+tg_tensor *gguf_tensor_stored_in_place(const gguf_tensor_info *g, const char *device);
+/* Gives back the process's pages of g's bytes in the mapping
+ * (disk_map_drop_pages): after they were copied out for good. */
+void gguf_tensor_drop_pages(const gguf_tensor_info *g);
 
 #endif

@@ -1,7 +1,11 @@
 /* llm_weights.c: a model's tensors from its GGUF file, by llama.cpp's names
- * (token_embd, blk.N.attn_q, ...). Each is copied out of the mapping once
- * and stays in the file's type; missing required tensors are named in the
- * error. */
+ * (token_embd, blk.N.attn_q, ...). Each stays in the file's type; missing
+ * required tensors are named in the error. On the CPU a weight is read in
+ * place from the file's read-only mapping (the page cache's pages, shared
+ * with every process that maps the file); one that must be rearranged (a
+ * row-packed type, matrices stacked into one) is copied once and the
+ * mapping's pages under it are given back, so each weight is in memory
+ * once. A device with its own memory gets a copy of each. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,12 +59,15 @@ static tg_tensor *load(tg_llm *m, const char *device, const char *name, bool req
     return NULL;
   }
   tg_scope_begin();
-  /* the stored form is copied out of the file once; quantized bytes stay
-   * packed, their values a lazy graph that fuses into each matmul */
-  tg_tensor *t = gguf_tensor_stored(g, device);
+  /* the stored form is read where the file's mapping has it (a device
+   * with its own memory: copied once); quantized bytes stay packed, their
+   * values a lazy graph that fuses into each matmul */
+  tg_tensor *t = gguf_tensor_stored_in_place(g, device);
   if (t && tg_realize(t) < 0) t = NULL;
   if (t && gguf_tensor_quantized(g)) t = keep_packed(m, t, tg_dequantize(t, (int)g->type, gguf_tensor_shape(g)), (int)g->type);
   if (t) tensor_adopt(NULL, t);
+  const llm_packed *pk = t ? llm_packed_of(m, t) : NULL;
+  if (pk && !pk->raw) gguf_tensor_drop_pages(g);   /* repacked: the file's bytes are not read again */
   tg_scope_end();
   tg_release_cached_memory();   /* a copy that packing replaced goes back now, not at the end */
   if (!t) *err = true;
@@ -84,12 +91,13 @@ static tg_tensor *load_stacked(tg_llm *m, const char *device, const char *const 
   tg_scope_begin();
   tg_tensor *parts[4];
   for (int i = 0; i < n; i++) {
-    parts[i] = gguf_tensor_stored(g[i], device);
+    parts[i] = gguf_tensor_stored_in_place(g[i], device);
   }
   tg_tensor *t = tg_contiguous(tg_cat(parts, n, 0));
   if (t && tg_realize(t) < 0) t = NULL;
   if (t && quant) t = keep_packed(m, t, tg_dequantize(t, (int)g[0]->type, TG_SHAPE(total, cols)), (int)g[0]->type);
   if (t) tensor_adopt(NULL, t);
+  for (int i = 0; t && i < n; i++) gguf_tensor_drop_pages(g[i]);   /* stacked into a copy */
   tg_scope_end();
   tg_release_cached_memory();   /* a copy that packing replaced goes back now, not at the end */
   if (!t) *err = true;

@@ -86,6 +86,15 @@ void disk_map_release(disk_map *m) {
   free(m);
 }
 
+void disk_map_drop_pages(disk_map *m, size_t offset, size_t len) {
+  if (!m || !m->base || offset >= m->size) return;
+  if (len > m->size - offset) len = m->size - offset;
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  size_t lo = (offset + page - 1) / page * page, hi = (offset + len) / page * page;
+  /* advice only: a failure leaves the pages where they are */
+  if (hi > lo) (void)madvise((void *)(m->base + lo), hi - lo, MADV_DONTNEED);
+}
+
 int disk_maps_live(void) {
   pthread_mutex_lock(&maps_lock);
   int n = nmaps;
