@@ -61,6 +61,15 @@ TEST(llm_tiny_llama_f16_and_bf16_cache) {
   CHECK(!tg_llm_load("goldens/llm_llama.gguf", &(tg_llm_opts){ .cache_type = "q9" }));
   CHECK_MSG(strstr(tg_error(), "unknown cache type 'q9'"), "%s", tg_error());
 }
+/* a q8_0 cache against a reference whose keys and values went through
+ * gguf-py's Q8_0 (bit-exact with ggml): the same blocks, so the float32
+ * tolerance; the f32 reference is farther off than that, so the blocks are
+ * really there. A model whose head size is not a multiple of 32 is refused. */
+TEST(llm_tiny_llama_q8_0_cache) {
+  check_model_with("llama_q8kv", NULL, "q8_0", 1e-4);
+  CHECK(!tg_llm_load("goldens/llm_llama.gguf", &(tg_llm_opts){ .cache_type = "q8_0" }));
+  CHECK_MSG(strstr(tg_error(), "multiples of 32 (this model's keys: 8, values: 8)"), "%s", tg_error());
+}
 /* a model on another device than the default one: every tensor the model
  * makes (rope tables, caches, positions, token ids) goes to its device */
 static bool has_cl(void) {

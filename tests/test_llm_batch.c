@@ -13,11 +13,11 @@ static int32_t other_token(int s, int i) { return (int32_t)((s * 11 + i * 5 + 2)
 /* model's golden run (prompt, then tokens fed[0..n_fed)) on sequence `me`
  * of n_seq, decoding in batches of all sequences: logits after the prompt
  * and after each fed token against want (rows of V). */
-static void batch_run(const char *model, int n_ctx, int n_seq, int me, const int32_t *prompt, int n_prompt,
+static void batch_run(const char *model, const char *cache, int n_ctx, int n_seq, int me, const int32_t *prompt, int n_prompt,
                       const int32_t *fed, int n_fed, const float *want, double tol) {
   char path[256];
   snprintf(path, sizeof path, "goldens/llm_%s.gguf", model);
-  tg_llm *m = tg_llm_load(path, &(tg_llm_opts){ .n_ctx = n_ctx, .cache_type = "f32", .n_seq = n_seq });
+  tg_llm *m = tg_llm_load(path, &(tg_llm_opts){ .n_ctx = n_ctx, .cache_type = cache, .n_seq = n_seq });
   CHECK_MSG(m != NULL, "load %s: %s", path, tg_error());
   if (!m) return;
   int V = m->cfg.n_vocab;
@@ -64,7 +64,7 @@ static void batch_run(const char *model, int n_ctx, int n_seq, int me, const int
 }
 
 /* The 7-token prompt and three tokens of gen_llm.py's main golden. */
-static void batch_golden(const char *model, int n_seq, int me) {
+static void batch_golden(const char *model, const char *cache, int n_seq, int me) {
   char lpath[256];
   snprintf(lpath, sizeof lpath, "goldens/llm_%s.logits.bin", model);
   size_t n;
@@ -72,14 +72,16 @@ static void batch_golden(const char *model, int n_seq, int me) {
   CHECK_MSG(want != NULL, "missing %s", lpath);
   if (!want) return;
   int32_t prompt[] = { 1, 5, 9, 13, 17, 21, 25 }, next[] = { 30, 2, 41 };
-  batch_run(model, 0, n_seq, me, prompt, 7, next, 3, want, 1e-4);
+  batch_run(model, cache, 0, n_seq, me, prompt, 7, next, 3, want, 1e-4);
   free(want);
 }
 
 /* five sequences: batches of 5 and 3 rows are padded to 8 and 4 */
-TEST(llm_batch_llama) { batch_golden("llama", 5, 4); }
-TEST(llm_batch_qwen3moe) { batch_golden("qwen3moe", 3, 0); }
-TEST(llm_batch_deepseek2_mla) { batch_golden("deepseek2", 2, 1); }
+TEST(llm_batch_llama) { batch_golden("llama", "f32", 5, 4); }
+TEST(llm_batch_qwen3moe) { batch_golden("qwen3moe", "f32", 3, 0); }
+TEST(llm_batch_deepseek2_mla) { batch_golden("deepseek2", "f32", 2, 1); }
+/* a q8_0 cache: each sequence's blocks and scales in its own rows */
+TEST(llm_batch_llama_q8_0_cache) { batch_golden("llama_q8kv", "q8_0", 3, 1); }
 
 /* Past the sliding window: the long greedy goldens, whose rings wrap. */
 static void batch_long(const char *model) {
@@ -93,7 +95,7 @@ static void batch_long(const char *model) {
   if (want && toks) {
     int32_t prompt[70];
     for (int i = 0; i < 70; i++) prompt[i] = (i * 7 + 3) % 53;
-    batch_run(model, 128, 3, 1, prompt, 70, toks, (int)(ng / sizeof(int32_t)) - 1, want, 1e-4);
+    batch_run(model, "f32", 128, 3, 1, prompt, 70, toks, (int)(ng / sizeof(int32_t)) - 1, want, 1e-4);
   }
   free(want);
   free(toks);

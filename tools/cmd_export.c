@@ -8,7 +8,7 @@
 #include "commands.h"
 
 static int export_usage(void) {
-  fprintf(stderr, "usage: tg export -m MODEL.gguf -o OUT.c [-c N] [--cache-type f16|bf16|f32]\n"
+  fprintf(stderr, "usage: tg export -m MODEL.gguf -o OUT.c [-c N] [--cache-type f16|bf16|f32|q8_0]\n"
                   "  writes OUT.c (the decode step: OUT_init, OUT_run, OUT_free) and OUT.bin\n"
                   "  (weights and KV cache); see docs/llm.md \"Export\"\n");
   return 2;

@@ -17,7 +17,7 @@ static int ppl_usage(void) {
                   "  -c N          tokens per chunk (default 512); the text needs at least 2 * N tokens\n"
                   "  --chunks N    score at most N chunks (default: all)\n"
                   "  -b N          tokens per batched evaluation (default: N of -c)\n"
-                  "  --cache-type T  the KV cache's type: f16 (default), bf16, f32\n");
+                  "  --cache-type T  the KV cache's type: f16 (default), bf16, f32, q8_0\n");
   return 2;
 }
 

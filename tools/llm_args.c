@@ -10,7 +10,7 @@ const char llm_args_help[] =
   "  -m FILE          the model (GGUF)\n"
   "  -c N             context size in tokens (default: the model's, at most 4096;\n"
   "                   more than the model's own context length is an error)\n"
-  "  --cache-type T   the KV cache's type: f16 (default), bf16, f32\n"
+  "  --cache-type T   the KV cache's type: f16 (default), bf16, f32, q8_0\n"
   "  -n N             tokens to generate (default: until the end or a full context)\n"
   "  --temp T         temperature (default 0.8; 0 = greedy)\n"
   "  --top-k K        (default 40; 0 = off)   --top-p P (default 0.95)   --min-p P (default 0.05)\n"
@@ -39,7 +39,7 @@ int llm_args_parse(llm_args *a, int argc, char **argv, int *i, const char *cmd) 
   const char *val = argv[++*i];
   double v = 0;
   if (which == 8) {
-    if (strcmp(val, "f16") && strcmp(val, "bf16") && strcmp(val, "f32")) { fprintf(stderr, "%s: --cache-type %s: unknown (f16, bf16 or f32)\n", cmd, val); return -1; }
+    if (strcmp(val, "f16") && strcmp(val, "bf16") && strcmp(val, "f32") && strcmp(val, "q8_0")) { fprintf(stderr, "%s: --cache-type %s: unknown (f16, bf16, f32 or q8_0)\n", cmd, val); return -1; }
     a->cache_type = val;
     return 1;
   }

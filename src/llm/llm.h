@@ -25,6 +25,7 @@ typedef struct {
   tg_tensor *attn_post_norm, *ffn_post_norm;   /* norms of the attention's and the feed-forward's outputs */
   tg_tensor *ffn_norm, *w_gate, *w_up, *w_down;
   tg_tensor *k_cache, *v_cache;          /* (n_ctx or the ring's size, n_kv_heads, head_dim / head_dim_v) */
+  tg_tensor *k_scales, *v_scales;        /* a q8_0 cache's float16 scales: (rows, n_kv_heads, head_dim / 32); else NULL */
   /* MLA: q_a (q_lora, dim), q_a_norm, q_b (H * hd, q_lora); kv_a (kv_lora + rope, dim), kv_a_norm, kv_b (H * (nope + hd_v), kv_lora) */
   tg_tensor *q_a, *q_a_norm, *q_b, *kv_a, *kv_a_norm, *kv_b;
   /* mixture of experts: router (E, dim), experts (E, ffn, dim) / (E, dim, ffn) */
@@ -51,7 +52,7 @@ typedef enum {
   LT_QKV, LT_GATE_UP,                    /* fused in the file (Phi-3), else stacked at load from q, k, v / gate, up */
   LT_BO, LT_SINKS, LT_FFN_NORM_PA, LT_ROUTER_B, LT_GATE_EXPS_B, LT_UP_EXPS_B, LT_DOWN_EXPS_B,
   LT_FILE_COUNT,                         /* the rest are made at load, not read by name */
-  LT_K_CACHE = LT_FILE_COUNT, LT_V_CACHE,
+  LT_K_CACHE = LT_FILE_COUNT, LT_V_CACHE, LT_K_SCALES, LT_V_SCALES,
   LT_COUNT
 } llm_tensor;
 #define LT(id) (1ull << (id))
@@ -141,7 +142,8 @@ struct tg_llm {
   tg_llm_config cfg;
   gguf_file *file;
   const char *device;                    /* where its tensors live (every tensor it makes goes there) */
-  tg_dtype cache_dtype;                  /* of the KV cache */
+  tg_dtype cache_dtype;                  /* of the KV cache (I8: q8_0 blocks, with scales) */
+  bool cache_q8;                         /* --cache-type q8_0 (llm_kv_q8.c) */
   bool special;                          /* tg_llm_opts.special: generation emits control tokens' text */
   const llm_arch *arch;                  /* the family's row */
   float q_scale;                         /* attention scores are (q . k) * q_scale */
@@ -188,6 +190,13 @@ struct tg_llm {
 /* Layer l applied to the residual stream x (T, dim), its rope angles read
  * from the tables at the chunk's positions (llm_forward.c). */
 tg_tensor *llm_layer_forward(tg_llm *m, llm_layer *l, tg_tensor *x, tg_tensor *cos_table, tg_tensor *sin_table);
+
+/* The q8_0 KV cache (llm_kv_q8.c): x (..., n), n a multiple of
+ * LLM_KV_Q8_BLOCK, as int8 values *q (..., n) and float16 scales *d
+ * (..., n / 32), bit for bit as ggml quantizes a row to Q8_0; and back. */
+#define LLM_KV_Q8_BLOCK 32
+void llm_kv_q8_quantize(tg_tensor *x, tg_tensor **q, tg_tensor **d);
+tg_tensor *llm_kv_q8_values(tg_tensor *q, tg_tensor *d);
 /* The same for layer i, as a call of its kind's function; NULL + tg_error. */
 tg_tensor *llm_layer_call(tg_llm *m, int i, tg_tensor *x, tg_tensor *cos_table, tg_tensor *sin_table);
 void llm_layer_fns_free(tg_llm *m);

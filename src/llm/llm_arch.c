@@ -61,6 +61,8 @@ const llm_tensor_info llm_tensors[LT_COUNT] = {
   /* made at load: the KV cache */
   [LT_K_CACHE]        = { NULL, F(k_cache) },
   [LT_V_CACHE]        = { NULL, F(v_cache) },
+  [LT_K_SCALES]       = { NULL, F(k_scales) },
+  [LT_V_SCALES]       = { NULL, F(v_scales) },
 };
 
 /* Tensor groups the rows are made of. */

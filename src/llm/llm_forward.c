@@ -139,8 +139,10 @@ static tg_tensor *attention(tg_llm *m, llm_layer *l, tg_tensor *q, tg_tensor *ma
   int64_t T = tg_dim(q, 0), KV = c->n_kv_heads, G = c->n_heads / c->n_kv_heads, hd = c->head_dim, hv = c->head_dim_v;
   int64_t S = l->ring ? l->ring : c->n_ctx;
   bool batched = m->batch_seqs != NULL;
-  /* the cache's values (f16 by default) in float32, converted as they are read */
+  /* the cache's values (f16 by default; q8_0 blocks times their scales) in
+   * float32, converted as they are read */
   tg_tensor *kc = cache_block(m, l, l->k_cache), *vc = cache_block(m, l, l->v_cache);
+  if (m->cache_q8) kc = llm_kv_q8_values(kc, cache_block(m, l, l->k_scales)), vc = llm_kv_q8_values(vc, cache_block(m, l, l->v_scales));
   if (!l->ring) kc = tg_shrink_var(kc, batched ? 1 : 0, m->kv_name), vc = tg_shrink_var(vc, batched ? 1 : 0, m->kv_name);
   kc = tg_cast(kc, TG_F32), vc = tg_cast(vc, TG_F32);
   tg_tensor *sink = NULL, *o;
@@ -342,8 +344,16 @@ tg_tensor *llm_layer_forward(tg_llm *m, llm_layer *l, tg_tensor *x, tg_tensor *c
   tg_tensor *h = A->norms & LLM_NORM_PRE ? rms_norm(x, l->attn_norm, c->rms_eps) : x;
   tg_tensor *q, *k, *v;
   qkv_builders[A->attn](m, l, h, cos, sin, &q, &k, &v);
-  tg_assign(tg_take(l->k_cache, rows), tg_cast(k, m->cache_dtype));
-  tg_assign(tg_take(l->v_cache, rows), tg_cast(v, m->cache_dtype));
+  if (m->cache_q8) {
+    tg_tensor *kq, *kd, *vq, *vd;
+    llm_kv_q8_quantize(k, &kq, &kd);
+    llm_kv_q8_quantize(v, &vq, &vd);
+    tg_assign(tg_take(l->k_cache, rows), kq), tg_assign(tg_take(l->k_scales, rows), kd);
+    tg_assign(tg_take(l->v_cache, rows), vq), tg_assign(tg_take(l->v_scales, rows), vd);
+  } else {
+    tg_assign(tg_take(l->k_cache, rows), tg_cast(k, m->cache_dtype));
+    tg_assign(tg_take(l->v_cache, rows), tg_cast(v, m->cache_dtype));
+  }
   tg_tensor *a = linear(m, attention(m, l, q, mask), l->wo, l->bo);
   if (A->norms & LLM_NORM_POST) a = rms_norm(a, l->attn_post_norm, c->rms_eps);
   x = tg_add(x, a);

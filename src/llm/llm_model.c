@@ -96,15 +96,16 @@ tg_llm *tg_llm_load(const char *path, const tg_llm_opts *opts) {
   if (!path) TG_FAIL("tg_llm_load: NULL path");
   if (o.n_ctx < 0 || o.n_ctx > LLM_MAX_CTX) TG_FAIL("tg_llm_load: n_ctx %d is out of range (0 for the model's, at most %d)", o.n_ctx, LLM_MAX_CTX);
   if (o.n_seq < 0 || o.n_seq > LLM_MAX_SEQ) TG_FAIL("tg_llm_load: n_seq %d is out of range (0 or 1 for one sequence, at most %d)", o.n_seq, LLM_MAX_SEQ);
-  static const struct { const char *name; tg_dtype dt; } caches[] = { { "f16", TG_F16 }, { "bf16", TG_BF16 }, { "f32", TG_F32 } };
+  static const struct { const char *name; tg_dtype dt; } caches[] = { { "f16", TG_F16 }, { "bf16", TG_BF16 }, { "f32", TG_F32 }, { "q8_0", TG_I8 } };
   int cache = -1;
-  for (int i = 0; i < 3; i++) if (!strcmp(o.cache_type ? o.cache_type : "f16", caches[i].name)) cache = i;
-  if (cache < 0) TG_FAIL("tg_llm_load: unknown cache type '%s' (f16, bf16 or f32)", o.cache_type);
+  for (int i = 0; i < 4; i++) if (!strcmp(o.cache_type ? o.cache_type : "f16", caches[i].name)) cache = i;
+  if (cache < 0) TG_FAIL("tg_llm_load: unknown cache type '%s' (f16, bf16, f32 or q8_0)", o.cache_type);
   tg_device *dev = device_get(o.device ? o.device : tg_default_device());
   if (!dev) return NULL;
   tg_llm *m = tg_xcalloc(1, sizeof *m);
   m->device = dev->name;
   m->cache_dtype = caches[cache].dt;
+  m->cache_q8 = caches[cache].dt == TG_I8;
   m->special = o.special;
   m->n_seq = o.n_seq > 1 ? o.n_seq : 1;
   /* the model's own tensors (rope tables, caches, positions) on its device,

@@ -161,20 +161,27 @@ static int load_layer(tg_llm *m, const char *device, int i) {
   tg_scope_begin();
   /* a sliding layer's ring, or every position; a block of them per sequence */
   int64_t rows = (int64_t)(l->ring ? l->ring : c->n_ctx) * (m->n_seq > 1 ? m->n_seq : 1);
-  l->k_cache = tg_zeros(TG_SHAPE(rows, c->n_kv_heads, c->head_dim), m->cache_dtype);
-  l->v_cache = tg_zeros(TG_SHAPE(rows, c->n_kv_heads, c->head_dim_v), m->cache_dtype);
-  l->k_cache = tg_contiguous(l->k_cache);
-  l->v_cache = tg_contiguous(l->v_cache);
-  if (tg_realize(l->k_cache) < 0 || tg_realize(l->v_cache) < 0) err = true;
-  else { tensor_adopt(NULL, l->k_cache); tensor_adopt(NULL, l->v_cache); }
+  tg_tensor **caches[] = { &l->k_cache, &l->v_cache, &l->k_scales, &l->v_scales };
+  int ncaches = m->cache_q8 ? 4 : 2;
+  l->k_cache = tg_contiguous(tg_zeros(TG_SHAPE(rows, c->n_kv_heads, c->head_dim), m->cache_dtype));
+  l->v_cache = tg_contiguous(tg_zeros(TG_SHAPE(rows, c->n_kv_heads, c->head_dim_v), m->cache_dtype));
+  if (m->cache_q8) {   /* a float16 scale per block of values */
+    l->k_scales = tg_contiguous(tg_zeros(TG_SHAPE(rows, c->n_kv_heads, c->head_dim / LLM_KV_Q8_BLOCK), TG_F16));
+    l->v_scales = tg_contiguous(tg_zeros(TG_SHAPE(rows, c->n_kv_heads, c->head_dim_v / LLM_KV_Q8_BLOCK), TG_F16));
+  }
+  for (int k = 0; k < ncaches && !err; k++) err = tg_realize(*caches[k]) < 0;
+  for (int k = 0; k < ncaches && !err; k++) tensor_adopt(NULL, *caches[k]);
   tg_scope_end();
-  if (err) l->k_cache = l->v_cache = NULL;
+  if (err) for (int k = 0; k < ncaches; k++) *caches[k] = NULL;
   return err ? -1 : 0;
 }
 
 int llm_load_weights(tg_llm *m, const char *device) {
   tg_llm_config *c = &m->cfg;
   bool err = false;
+  if (m->cache_q8 && (c->head_dim % LLM_KV_Q8_BLOCK || c->head_dim_v % LLM_KV_Q8_BLOCK))
+    return tg_seterr("%s: a q8_0 KV cache needs head sizes that are multiples of %d (this model's keys: %d, values: %d)", m->file->path,
+                     LLM_KV_Q8_BLOCK, c->head_dim, c->head_dim_v);
   m->tok_embd = load(m, device, "token_embd.weight", true, &err);
   if (err) return -1;
   tg_shape es = tg_shape_of(m->tok_embd);

@@ -23,7 +23,8 @@ softmax over the chosen experts, clamped SwiGLU, attention sinks) and
 glm4moe (sigmoid routing, shared expert, partial rope, a skipped MTP
 layer); greedy(): argmax decoding runs whose logits and tokens are goldens
 too (*.logits.bin, *.greedy.bin), some of them 110 positions long to pass
-the sliding layers' rings. Run: python3 tests/gen/gen_llm.py (gguf-py and
+the sliding layers' rings; llama_q8kv's reference keeps its keys and values
+as a q8_0 cache does (gguf-py's Q8_0, bit-exact with ggml). Run: python3 tests/gen/gen_llm.py (gguf-py and
 numpy from PyPI).
 """
 import os
@@ -105,6 +106,13 @@ def softmax(x):
     return e / e.sum(-1, keepdims=True)
 
 
+def q8_0(x):
+    """x (..., n) through ggml's Q8_0 (gguf-py's bit-exact quantizer) and back."""
+    a = np.ascontiguousarray(x, dtype=np.float32)
+    q = gguf.quants.quantize(a, gguf.GGMLQuantizationType.Q8_0)
+    return gguf.quants.dequantize(q, gguf.GGMLQuantizationType.Q8_0).reshape(a.shape).astype(np.float64)
+
+
 class Model:
     def __init__(self, cfg, w):
         self.c, self.w = cfg, w
@@ -169,6 +177,8 @@ class Model:
                 q, k, v = self.mla(i, h, pos)
             else:
                 q, k, v = self.mha(i, h, pos)
+            if c.get("kv_q8"):  # --cache-type q8_0: keys and values as ggml's Q8_0 blocks hold them
+                k, v = q8_0(k), q8_0(v)
             self.k[i].extend(k)
             self.v[i].extend(v)
             K, V = np.array(self.k[i]), np.array(self.v[i])  # (S, KV, hd)
@@ -504,6 +514,10 @@ make("glm4moe", "glm4moe", dict(base, layers=3, hd=8, neox=True, bias=True, qk_n
 # DeepSeek with YaRN (factor 4 over 16 positions, mscale_all_dim 0.707):
 # llama.cpp keeps cos and sin at magnitude 1 and scales the scores by
 # mscale^2 / sqrt(key_length), mscale = 1 + 0.1 * 0.707 * ln 4.
+# a q8_0 KV cache (tg_llm_opts.cache_type "q8_0"): head size 32, one block
+# of keys and one of values per head and position.
+make("llama_q8kv", "llama", dict(base, dim=64, heads=4, kv=2, hd=32, neox=False, kv_q8=True), 14)
+
 F_DS, LM_DS = 4.0, float(np.float32(0.1 * 0.707)) / np.float32(0.1)
 make("deepseek2_yarn", "deepseek2", dict(base, hd=12, heads=4, kv=4, mla=True, kv_lora=16, q_lora=20, rope=4, hv=10, dense=1,
                                          experts=4, used=2, eff=24, sigmoid=True, norm_w=True, scale=2.5, shared=24,
