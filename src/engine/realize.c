@@ -373,10 +373,29 @@ int engine_realize(uop *const *roots, int n, const char *default_device, ptrmap 
   if (rc == 0) rc = compile_pending(s.v, ps, s.n, debug);
   else for (int i = 0; i < s.n; i++) { free(ps[i].kp.src); if (ps[i].key) uop_release(ps[i].key); }
   if (vs) { viz_span("compile", vs, t_phase); t_phase = now_s(); }
+  /* each buffer's item references and its last user: a buffer only the
+   * items hold (an intermediate of this schedule) gives its memory back
+   * after its last user ran, so a later one of its size reuses it (a
+   * layer-by-layer graph needs one layer's intermediates, not all). A
+   * JIT's capture replays them in planned memory (jit.c), so it needs
+   * their description, not their contents. */
+  ptrmap uses = { 0 }, last = { 0 };
+  for (int i = 0; i < s.n; i++)
+    for (int j = 0; j < s.v[i].nbufs; j++) {
+      tg_buffer *b = s.v[i].bufs[j];
+      pm_put(&uses, b, (void *)((intptr_t)pm_get(&uses, b) + 1));
+      pm_put(&last, b, (void *)(intptr_t)(i + 1));
+    }
   for (int i = 0; i < s.n && rc == 0; i++) {
     rc = run_item(&s.v[i], ps[i].cp, debug, time_each);
     if (rc == 0 && capture) capture_item(&s.v[i], ps[i].cp);
+    for (int j = 0; rc == 0 && j < s.v[i].nbufs; j++) {
+      tg_buffer *b = s.v[i].bufs[j];
+      intptr_t held = (intptr_t)pm_get(&uses, b) * (capture ? 2 : 1);   /* a capture holds each use too */
+      if ((intptr_t)pm_get(&last, b) == i + 1 && b->refcnt == held && !(capture && capture->keep_memory)) buffer_drop_memory(b);
+    }
   }
+  pm_free(&uses); pm_free(&last);
   if (vs) { viz_span("run", vs, t_phase); viz_schedule_end(vs); }
   free(ps);
   schedule_free(&s);

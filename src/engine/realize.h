@@ -30,7 +30,10 @@ typedef struct {
   uint64_t writes;            /* bit i: the kernel stores to bufs[i] (a copy: bufs[0]) */
   const char *src;            /* its source (the program cache's), NULL for a copy */
 } captured_kernel;
-typedef struct { captured_kernel *v; int n, cap; } kernel_capture;
+/* keep_memory: the captured intermediates keep their memory to the end
+ * (the JIT's pruning keeps some results in them); else an intermediate's
+ * memory goes back after its last user, as outside a capture. */
+typedef struct { captured_kernel *v; int n, cap; bool keep_memory; } kernel_capture;
 void engine_capture_begin(kernel_capture *c);
 void engine_capture_end(void);
 void kernel_capture_free(kernel_capture *c);

@@ -219,6 +219,11 @@ static void plan(tg_jit *j, tg_buffer **inb, tg_tensor **out) {
       ja->kind = ARG_SLOT; ja->index = best;
     }
   }
+  /* the capture's own intermediates are dead now (replays use the slots):
+   * their memory goes back, so the step's intermediates take the plan's
+   * bytes, not the plan's plus every one the capture made */
+  for (int k = 0; k < nk; k++)
+    for (int a = 0; a < j->cap.v[k].nbufs; a++) if (j->args[k][a].kind == ARG_SLOT) buffer_drop_memory(j->cap.v[k].bufs[a]);
   for (int t = 0; t < j->nslots; t++) {
     j->slots[t] = j->slot_dev[t]->alloc(j->slot_dev[t], j->slot_bytes[t] ? j->slot_bytes[t] : 1);
     j->planned_bytes += (int64_t)j->slot_bytes[t];
@@ -390,6 +395,7 @@ int tg_jit_call(tg_jit *j, tg_tensor *const *in, int nin, tg_tensor **out, int n
   }
   /* call 2: capture */
   kernel_capture_free(&j->cap);
+  j->cap.keep_memory = j->prune;   /* pruned kernels' results stay in their captured buffers */
   engine_capture_begin(&j->cap);
   int rc = run_step(j, in, nin, out, nout);
   engine_capture_end();

@@ -160,6 +160,14 @@ void buffer_release(tg_buffer *b) {
   free(b);
 }
 
+void buffer_drop_memory(tg_buffer *b) {
+  if (!b || b->base || !b->ptr) return;
+  cache_give(b->dev, b->ptr, b->nbytes);
+  counters_mem(-(int64_t)b->nbytes);
+  if (viz_on) viz_mem(b->dev->name, b->id, -(int64_t)b->nbytes);
+  b->ptr = NULL;
+}
+
 int buffer_copyin(tg_buffer *b, const void *host, size_t nbytes) {
   if (!b) return tg_seterr("buffer_copyin: no buffer");
   if (nbytes > b->nbytes)

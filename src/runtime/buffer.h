@@ -30,6 +30,11 @@ tg_buffer *buffer_view(tg_buffer *base, int64_t offset, int64_t numel);
 int64_t buffer_next_id(void);
 void buffer_retain(tg_buffer *b);
 void buffer_release(tg_buffer *b);
+/* Gives b's memory back (to the allocator cache) and keeps b, unallocated
+ * (a later use allocates again): for a buffer whose contents are dead but
+ * whose description is still wanted (a JIT's captured intermediates, which
+ * replays put in planned memory). Nothing for views. */
+void buffer_drop_memory(tg_buffer *b);
 int buffer_copyin(tg_buffer *b, const void *host, size_t nbytes);
 int buffer_copyout(tg_buffer *b, void *host, size_t nbytes);
 /* Registers the BUFFER-UOp hooks (called once at start-up). */
