@@ -66,11 +66,8 @@ tg_tensor *disk_tensor_in_place(tg_tensor *t, const char *device) {
   while (u->op == OP_RESHAPE) u = u->src[0];
   if (!dev || !dev->host_memory || u->op != OP_BUFFER) return disk_tensor_to(t, device);
   tg_buffer *disk = u->arg.p;
-  tg_buffer *b = buffer_new(dev, disk->dtype, disk->numel);
+  tg_buffer *b = buffer_view_on(dev, disk, 0, disk->numel);   /* a DISK buffer's pointer is into the mapping */
   if (!b) { tg_free(t); return NULL; }
-  buffer_retain(disk);   /* a view of the mapping's buffer (buffer_alloc: its pointer) */
-  b->base = disk;
-  b->offset = 0;
   uop_pool_push();
   uop *v = uop0(OP_BUFFER, dt_scalar(disk->dtype), arg_ptr(b));
   buffer_release(b);   /* the BUFFER node holds it now */

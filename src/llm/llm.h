@@ -142,8 +142,7 @@ struct tg_llm {
   tg_llm_config cfg;
   gguf_file *file;
   const char *device;                    /* where its tensors live (every tensor it makes goes there) */
-  tg_dtype cache_dtype;                  /* of the KV cache (I8: q8_0 blocks, with scales) */
-  bool cache_q8;                         /* --cache-type q8_0 (llm_kv_q8.c) */
+  tg_dtype cache_dtype;                  /* of the KV cache (I8: q8_0 blocks with scales, llm_cache_q8) */
   bool special;                          /* tg_llm_opts.special: generation emits control tokens' text */
   const llm_arch *arch;                  /* the family's row */
   float q_scale;                         /* attention scores are (q . k) * q_scale */
@@ -195,6 +194,7 @@ tg_tensor *llm_layer_forward(tg_llm *m, llm_layer *l, tg_tensor *x, tg_tensor *c
  * LLM_KV_Q8_BLOCK, as int8 values *q (..., n) and float16 scales *d
  * (..., n / 32), bit for bit as ggml quantizes a row to Q8_0; and back. */
 #define LLM_KV_Q8_BLOCK 32
+static inline bool llm_cache_q8(const tg_llm *m) { return m->cache_dtype == TG_I8; }
 void llm_kv_q8_quantize(tg_tensor *x, tg_tensor **q, tg_tensor **d);
 tg_tensor *llm_kv_q8_values(tg_tensor *q, tg_tensor *d);
 /* The same for layer i, as a call of its kind's function; NULL + tg_error. */

@@ -142,7 +142,7 @@ static tg_tensor *attention(tg_llm *m, llm_layer *l, tg_tensor *q, tg_tensor *ma
   /* the cache's values (f16 by default; q8_0 blocks times their scales) in
    * float32, converted as they are read */
   tg_tensor *kc = cache_block(m, l, l->k_cache), *vc = cache_block(m, l, l->v_cache);
-  if (m->cache_q8) kc = llm_kv_q8_values(kc, cache_block(m, l, l->k_scales)), vc = llm_kv_q8_values(vc, cache_block(m, l, l->v_scales));
+  if (llm_cache_q8(m)) kc = llm_kv_q8_values(kc, cache_block(m, l, l->k_scales)), vc = llm_kv_q8_values(vc, cache_block(m, l, l->v_scales));
   if (!l->ring) kc = tg_shrink_var(kc, batched ? 1 : 0, m->kv_name), vc = tg_shrink_var(vc, batched ? 1 : 0, m->kv_name);
   kc = tg_cast(kc, TG_F32), vc = tg_cast(vc, TG_F32);
   tg_tensor *sink = NULL, *o;
@@ -344,7 +344,7 @@ tg_tensor *llm_layer_forward(tg_llm *m, llm_layer *l, tg_tensor *x, tg_tensor *c
   tg_tensor *h = A->norms & LLM_NORM_PRE ? rms_norm(x, l->attn_norm, c->rms_eps) : x;
   tg_tensor *q, *k, *v;
   qkv_builders[A->attn](m, l, h, cos, sin, &q, &k, &v);
-  if (m->cache_q8) {
+  if (llm_cache_q8(m)) {
     tg_tensor *kq, *kd, *vq, *vd;
     llm_kv_q8_quantize(k, &kq, &kd);
     llm_kv_q8_quantize(v, &vq, &vd);

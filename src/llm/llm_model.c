@@ -105,7 +105,6 @@ tg_llm *tg_llm_load(const char *path, const tg_llm_opts *opts) {
   tg_llm *m = tg_xcalloc(1, sizeof *m);
   m->device = dev->name;
   m->cache_dtype = caches[cache].dt;
-  m->cache_q8 = caches[cache].dt == TG_I8;
   m->special = o.special;
   m->n_seq = o.n_seq > 1 ? o.n_seq : 1;
   /* the model's own tensors (rope tables, caches, positions) on its device,

@@ -162,10 +162,10 @@ static int load_layer(tg_llm *m, const char *device, int i) {
   /* a sliding layer's ring, or every position; a block of them per sequence */
   int64_t rows = (int64_t)(l->ring ? l->ring : c->n_ctx) * (m->n_seq > 1 ? m->n_seq : 1);
   tg_tensor **caches[] = { &l->k_cache, &l->v_cache, &l->k_scales, &l->v_scales };
-  int ncaches = m->cache_q8 ? 4 : 2;
+  int ncaches = llm_cache_q8(m) ? 4 : 2;
   l->k_cache = tg_contiguous(tg_zeros(TG_SHAPE(rows, c->n_kv_heads, c->head_dim), m->cache_dtype));
   l->v_cache = tg_contiguous(tg_zeros(TG_SHAPE(rows, c->n_kv_heads, c->head_dim_v), m->cache_dtype));
-  if (m->cache_q8) {   /* a float16 scale per block of values */
+  if (llm_cache_q8(m)) {   /* a float16 scale per block of values */
     l->k_scales = tg_contiguous(tg_zeros(TG_SHAPE(rows, c->n_kv_heads, c->head_dim / LLM_KV_Q8_BLOCK), TG_F16));
     l->v_scales = tg_contiguous(tg_zeros(TG_SHAPE(rows, c->n_kv_heads, c->head_dim_v / LLM_KV_Q8_BLOCK), TG_F16));
   }
@@ -179,7 +179,7 @@ static int load_layer(tg_llm *m, const char *device, int i) {
 int llm_load_weights(tg_llm *m, const char *device) {
   tg_llm_config *c = &m->cfg;
   bool err = false;
-  if (m->cache_q8 && (c->head_dim % LLM_KV_Q8_BLOCK || c->head_dim_v % LLM_KV_Q8_BLOCK))
+  if (llm_cache_q8(m) && (c->head_dim % LLM_KV_Q8_BLOCK || c->head_dim_v % LLM_KV_Q8_BLOCK))
     return tg_seterr("%s: a q8_0 KV cache needs head sizes that are multiples of %d (this model's keys: %d, values: %d)", m->file->path,
                      LLM_KV_Q8_BLOCK, c->head_dim, c->head_dim_v);
   m->tok_embd = load(m, device, "token_embd.weight", true, &err);

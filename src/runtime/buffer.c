@@ -114,12 +114,18 @@ int64_t buffer_next_id(void) { return __atomic_load_n(&next_id, __ATOMIC_RELAXED
 tg_buffer *buffer_view(tg_buffer *base, int64_t offset, int64_t numel) {
   if (!base) TG_FAIL("buffer_view: no base");
   if (!base->dev->host_memory) TG_FAIL("buffer_view: %s buffers are not host memory", base->dev->name);
+  return buffer_view_on(base->dev, base, offset, numel);
+}
+
+tg_buffer *buffer_view_on(tg_device *dev, tg_buffer *base, int64_t offset, int64_t numel) {
+  if (!base || !dev) TG_FAIL("buffer_view: no base or device");
+  if (!dev->host_memory) TG_FAIL("buffer_view: %s buffers are not host memory", dev->name);
   if (offset < 0 || numel < 0 || offset > base->numel || numel > base->numel - offset)
     TG_FAIL("buffer_view: elements [%lld, %lld) are outside a buffer of %lld", (long long)offset, (long long)(offset + numel), (long long)base->numel);
   size_t item = (size_t)tg_dtype_size(base->dtype);
   size_t off = (size_t)offset * item + base->offset;
   while (base->base) base = base->base;   /* a view of a view: of the same memory */
-  tg_buffer *b = buffer_new(base->dev, base->dtype, numel);
+  tg_buffer *b = buffer_new(dev, base->dtype, numel);
   if (!b) return NULL;
   buffer_retain(base);
   b->base = base;

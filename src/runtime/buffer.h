@@ -25,6 +25,10 @@ int buffer_alloc(tg_buffer *b);            /* allocate if not yet; 0 or -1 */
  * buffers are host memory; NULL with an error otherwise or when the range
  * is outside base. Holds base. */
 tg_buffer *buffer_view(tg_buffer *base, int64_t offset, int64_t numel);
+/* The same view made a buffer of dev (host memory), for a base whose
+ * memory the host addresses though its device is not dev (a DISK
+ * mapping read by the CPU in place). The caller vouches for base's memory. */
+tg_buffer *buffer_view_on(tg_device *dev, tg_buffer *base, int64_t offset, int64_t numel);
 /* The id the next buffer will get (ids increase): buffers with an id at
  * least this were made after the call. */
 int64_t buffer_next_id(void);
