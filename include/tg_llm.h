@@ -27,7 +27,9 @@ typedef struct {
   int n_ctx;              /* KV cache positions; 0: the model's context length (at most 4096); at most 2^20 */
   const char *device;     /* NULL: the default device */
   const char *cache_type; /* the KV cache's type: "f16" (NULL: the default, as llama.cpp's),
-                           * "bf16" or "f32"; anything else is an error */
+                           * "bf16", "f32" or "q8_0" (blocks of 32 with an f16 scale, as
+                           * llama.cpp's; head sizes must be multiples of 32); anything else
+                           * is an error naming the known types */
   bool special;           /* tg_llm_generate emits the text of control tokens (those that end
                            * the generation excepted): tool-call markers such as Llama 3's
                            * <|python_tag|> and Mistral's [TOOL_CALLS] (tg serve) */

@@ -500,3 +500,19 @@ TEST(llm_generate_stories260k) {
   tg_llm_free(m);
   tg_tokenizer_free(tok);
 }
+
+/* The CLI's model errors: an unknown KV cache type (named by the library's
+ * one list of types) and a cache longer than the model was made for each
+ * exit 1 with one line, before any token is generated. */
+TEST(llm_cli_cache_errors_exit_1) {
+  const char *bin = getenv("TG_BIN"), *model = "../../shared/testdata/models/stories260K.gguf";
+  if (!bin || access(bin, X_OK) != 0) SKIP("TG_BIN does not name the tg binary (make test sets it)");
+  if (access(model, R_OK) != 0) SKIP("%s is absent", model);
+  char cmd[1024], out[2048];
+  snprintf(cmd, sizeof cmd, "%s run -m %s --cache-type q4 -n 2 -p hi", bin, model);
+  int st = test_run_capture(cmd, out, sizeof out);
+  CHECK_MSG(st == 1 && strstr(out, "unknown cache type 'q4'") && strstr(out, "q8_0"), "status %d: %s", st, out);
+  snprintf(cmd, sizeof cmd, "%s run -m %s -c 100000 -n 2 -p hi", bin, model);
+  st = test_run_capture(cmd, out, sizeof out);
+  CHECK_MSG(st == 1 && strstr(out, "longer than the model's context length"), "status %d: %s", st, out);
+}
