@@ -106,7 +106,7 @@ TEST(llm_tiny_gemma3_f16_cache) { check_model_with("gemma3", NULL, NULL, 2e-3); 
  * last, <golden>.greedy.bin the tokens. tg's best token must be the
  * golden's at every step (the golden token is fed on, so one near tie
  * cannot cascade), its logits within tol. */
-static tg_llm *check_greedy(const char *model, const char *golden, int n_ctx, const int32_t *prompt, int n_prompt, double tol) {
+static tg_llm *check_greedy_with(const char *model, const char *golden, int n_ctx, const char *cache_type, const int32_t *prompt, int n_prompt, double tol) {
   char path[256], lpath[256], gpath[256];
   snprintf(path, sizeof path, "goldens/llm_%s.gguf", model);
   snprintf(lpath, sizeof lpath, "goldens/llm_%s.logits.bin", golden);
@@ -115,7 +115,7 @@ static tg_llm *check_greedy(const char *model, const char *golden, int n_ctx, co
   float *want = test_read_file(lpath, &nl);
   int32_t *toks = test_read_file(gpath, &ng);
   CHECK_MSG(want && toks, "missing %s or %s", lpath, gpath);
-  tg_llm *m = want && toks ? tg_llm_load(path, &(tg_llm_opts){ .n_ctx = n_ctx, .cache_type = "f32" }) : NULL;
+  tg_llm *m = want && toks ? tg_llm_load(path, &(tg_llm_opts){ .n_ctx = n_ctx, .cache_type = cache_type }) : NULL;
   CHECK_MSG(!want || !toks || m, "load %s: %s", path, tg_error());
   if (m) {
     int V = tg_llm_config_of(m)->n_vocab, n = (int)(ng / sizeof(int32_t));
@@ -138,7 +138,40 @@ static tg_llm *check_greedy(const char *model, const char *golden, int n_ctx, co
   return m;
 }
 
+static tg_llm *check_greedy(const char *model, const char *golden, int n_ctx, const int32_t *prompt, int n_prompt, double tol) {
+  return check_greedy_with(model, golden, n_ctx, "f32", prompt, n_prompt, tol);
+}
+
 static const int32_t tiny_prompt[] = { 1, 5, 9, 13, 17, 21, 25 };
+
+/* Every family's tiny file against llama.cpp itself (gen_llm_llamacpp.py:
+ * llama.cpp 0c1e570's float32 CPU forward pass, f32 cache, q8_0 for
+ * llama_q8kv): the logits after the prompt and after each of 31 greedy
+ * tokens, and the 32 tokens. 64 positions: the 38 used pass the files'
+ * context length of 32, as llama.cpp's (padded to 256) does; phi3 takes its
+ * long factors both ways. */
+static void check_llamacpp(const char *model, const char *cache_type, double tol) {
+  char golden[64];
+  snprintf(golden, sizeof golden, "%s_llamacpp", model);
+  tg_llm_free(check_greedy_with(model, golden, 64, cache_type, tiny_prompt, 7, tol));
+}
+TEST(llm_llamacpp_llama) { check_llamacpp("llama", "f32", 1e-4); }
+TEST(llm_llamacpp_yarn) { check_llamacpp("yarn", "f32", 1e-4); }
+TEST(llm_llamacpp_qwen3moe) { check_llamacpp("qwen3moe", "f32", 1e-4); }
+TEST(llm_llamacpp_qwen2moe) { check_llamacpp("qwen2moe", "f32", 1e-4); }
+TEST(llm_llamacpp_deepseek2) { check_llamacpp("deepseek2", "f32", 1e-4); }
+TEST(llm_llamacpp_deepseek2_yarn) { check_llamacpp("deepseek2_yarn", "f32", 1e-4); }
+/* ggml's CPU gelu reads a table of f16 results at x rounded to f16: with
+ * that rounding numpy matches these llama.cpp logits to 2e-5; tg's exact
+ * gelu is within 1.4e-3 of them (and of numpy's exact one to 1e-4) */
+TEST(llm_llamacpp_gemma2) { check_llamacpp("gemma2", "f32", 5e-3); }
+TEST(llm_llamacpp_gemma3) { check_llamacpp("gemma3", "f32", 5e-3); }
+TEST(llm_llamacpp_phi3) { check_llamacpp("phi3", "f32", 1e-4); }
+/* llama.cpp multiplies MXFP4 experts by activations quantized to q8_0 (its
+ * vec_dot_type): numpy doing the same matches it to 1.2e-6; tg keeps the
+ * activations in f32 (numpy's exact golden to 1e-4), 0.09 from llama.cpp */
+TEST(llm_llamacpp_gptoss) { check_llamacpp("gptoss", "f32", 0.2); }
+TEST(llm_llamacpp_glm4moe) { check_llamacpp("glm4moe", "f32", 1e-4); }
 
 /* Phi-3: fused attn_qkv and ffn_up (gate|up), partial rotary, LongRoPE:
  * a context past the original one uses the long factors, else the short
@@ -248,9 +281,6 @@ TEST(llm_arch_errors) {
   CHECK(tg_llm_load(path, NULL) == NULL);
   CHECK_MSG(strstr(tg_error(), "llama.rope.scaling.type 'longrope9' is not supported"), "%s", tg_error());
   float bad = -2;
-  CHECK_OK(copy_gguf_kv("goldens/llm_yarn.gguf", path, NULL, "llama.rope.scaling.yarn_beta_slow", GGUF_F32, &bad) == 0);
-  CHECK(tg_llm_load(path, NULL) == NULL);
-  CHECK_MSG(strstr(tg_error(), "llama.rope.scaling.yarn_beta_slow = -2 must be positive"), "%s", tg_error());
   CHECK_OK(copy_gguf_kv("goldens/llm_phi3.gguf", path, NULL, "phi3.rope.scaling.attn_factor", GGUF_F32, &bad) == 0);
   CHECK(tg_llm_load(path, NULL) == NULL);
   CHECK_MSG(strstr(tg_error(), "phi3.rope.scaling.attn_factor = -2 must be positive"), "%s", tg_error());

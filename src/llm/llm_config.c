@@ -62,21 +62,19 @@ static int llm_read_rope(tg_llm *m) {
     return -1;
   }
   free(type);
+  /* llama.cpp reads rope.scaling.yarn_{ext,attn}_factor and yarn_beta_{fast,slow}
+   * only for grok and mistral3, families tg does not have: for these, a file
+   * that carries them runs with the defaults, as there */
   float factor = 0, attn = 1, yarn_attn = 1, ext = -1, log_mul = 0;
+  r->beta_fast = 32, r->beta_slow = 1;
   if (arch_float(m, "rope.scaling.factor", 0.0, &factor) < 0 ||
       (factor == 0 && arch_float(m, "rope.scale_linear", 0.0, &factor) < 0) ||
       arch_float(m, "rope.scaling.attn_factor", 1.0, &attn) < 0 ||
-      arch_float(m, "rope.scaling.yarn_attn_factor", 1.0, &yarn_attn) < 0 ||
-      arch_float(m, "rope.scaling.yarn_ext_factor", -1.0, &ext) < 0 ||
-      arch_float(m, "rope.scaling.yarn_beta_fast", 32.0, &r->beta_fast) < 0 ||
-      arch_float(m, "rope.scaling.yarn_beta_slow", 1.0, &r->beta_slow) < 0 ||
       (m->arch->yarn_log_mul && arch_float(m, "rope.scaling.yarn_log_multiplier", 0.0, &log_mul) < 0) ||
       arch_int(m, "rope.scaling.original_context_length", 0, &r->orig_ctx) < 0)
     return -1;
   if (factor < 0) return tg_seterr("%s: %s.rope.scaling.factor = %g must not be negative", m->file->path, c->arch, factor);
   if (!(attn > 0)) return tg_seterr("%s: %s.rope.scaling.attn_factor = %g must be positive", m->file->path, c->arch, attn);
-  if (!(r->beta_fast > 0)) return tg_seterr("%s: %s.rope.scaling.yarn_beta_fast = %g must be positive", m->file->path, c->arch, r->beta_fast);
-  if (!(r->beta_slow > 0)) return tg_seterr("%s: %s.rope.scaling.yarn_beta_slow = %g must be positive", m->file->path, c->arch, r->beta_slow);
   c->rope_scale = none || factor == 0 ? 1 : factor;
   if (!r->orig_ctx) r->orig_ctx = c->n_ctx_train;
   if (r->orig_ctx <= 0) return tg_seterr("%s: %s.rope.scaling.original_context_length must be positive", m->file->path, c->arch);

@@ -378,9 +378,9 @@ def make(name, arch, cfg, seed, runs=()):
             g.add_rope_scaling_type(gguf.RopeScalingType.YARN)
             g.add_rope_scaling_factor(1 / rp["freq_scale"])
             g.add_rope_scaling_orig_ctx_len(rp["orig"])
-            if cfg.get("betas"):
-                g.add_rope_scaling_yarn_beta_fast(rp["beta_fast"])
-                g.add_rope_scaling_yarn_beta_slow(rp["beta_slow"])
+            if cfg.get("betas"):  # in the file, but llama.cpp reads them only for grok and mistral3
+                g.add_rope_scaling_yarn_beta_fast(cfg["betas"][0])
+                g.add_rope_scaling_yarn_beta_slow(cfg["betas"][1])
         if cfg.get("phi3"):
             g.add_rope_scaling_orig_ctx_len(cfg["phi3_orig"])
             g.add_rope_scaling_attn_factors(rp["mscale"])
@@ -393,9 +393,14 @@ def make(name, arch, cfg, seed, runs=()):
     if cfg.get("ffn_norm_pa"):  # gpt-oss's and GLM-4 MoE's feed-forward norm is called post_attention_norm
         for i in range(L):
             written[f"blk.{i}.post_attention_norm.weight"] = written.pop(f"blk.{i}.ffn_norm.weight")
-    for i in range(L, L + cfg.get("nextn", 0)):  # an MTP layer tg must not read
+    for i in range(L, L + cfg.get("nextn", 0)):  # an MTP layer tg must not read (NaN):
+        # a whole layer like the last one, plus the nextn tensors, as llama.cpp's loader wants
+        last = f"blk.{L - 1}."
+        for n in [n for n in written if n.startswith(last)]:
+            written[f"blk.{i}." + n[len(last):]] = np.full(written[n].shape, np.nan)
         written[f"blk.{i}.nextn.eh_proj.weight"] = np.full((cfg["dim"], 2 * cfg["dim"]), np.nan)
-        written[f"blk.{i}.attn_norm.weight"] = np.full((cfg["dim"],), np.nan)
+        for n in ("enorm", "hnorm", "shared_head_norm"):
+            written[f"blk.{i}.nextn.{n}.weight"] = np.full((cfg["dim"],), np.nan)
     if cfg.get("oai"):  # MXFP4 experts
         for i in range(L):
             p = f"blk.{i}."
@@ -486,9 +491,10 @@ make("phi3", "phi3", dict(base, neox=True, phi3=True, phi3_orig=16, phi3_window=
            ("_greedy", {}, PROMPT, 20)])
 
 # YaRN (llama.cpp's rope_yarn): factor 4 over an original context of 64,
-# betas 16 and 2, base 100, so the ramp spans pairs 0..3 of 8.
-make("yarn", "llama", dict(base, heads=2, kv=1, hd=16, neox=False, base=100.0, betas=True,
-                           rp=dict(rd=16, base=100.0, neox=False, freq_scale=0.25, ext=1.0, orig=64, beta_fast=16.0, beta_slow=2.0)), 8,
+# base 100; the file says betas 16 and 2, which llama.cpp ignores for a llama
+# (its defaults 32 and 1 stand), so the ramp spans pairs 0..4 of 8.
+make("yarn", "llama", dict(base, heads=2, kv=1, hd=16, neox=False, base=100.0, betas=(16.0, 2.0),
+                           rp=dict(rd=16, base=100.0, neox=False, freq_scale=0.25, ext=1.0, orig=64)), 8,
      runs=[("_greedy", {}, PROMPT, 20)])
 
 # gpt-oss: every layer MoE (4 experts, top 2, MXFP4), biases on q/k/v, the
