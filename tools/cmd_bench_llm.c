@@ -50,12 +50,14 @@ int cmd_bench_llm(int argc, char **argv) {
     fprintf(stderr, "usage: tg bench-llm -m MODEL.gguf [-p PROMPT_TOKENS=64] [-n GEN_TOKENS=128] [-c CTX] [-d DEPTH=0] [--cache-type f16|bf16|f32|q8_0] [-r REPS=3]\n");
     return 2;
   }
-  if (ctx <= 0) ctx = depth + pp + tg + 1;
+  /* the warm-up runs the prompt then 3 single tokens from position 0 */
+  if (ctx <= 0) ctx = depth + pp + tg + 1 > pp + 4 ? depth + pp + tg + 1 : pp + 4;
   tg_llm *m = tg_llm_load(model, &(tg_llm_opts){ .n_ctx = ctx, .cache_type = cache });
   if (!m) { fprintf(stderr, "tg bench-llm: %s\n", tg_error()); return 1; }
   const tg_llm_config *c = tg_llm_config_of(m);
   int ntoks = depth > pp ? depth : pp;
   if (tg > ntoks) ntoks = tg;
+  if (ntoks < 3) ntoks = 3;
   int32_t *toks = malloc(sizeof(int32_t) * (size_t)ntoks);
   srand(1);
   for (int i = 0; i < ntoks; i++) toks[i] = rand() % c->n_vocab;
