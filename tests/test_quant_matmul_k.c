@@ -1,11 +1,11 @@
-/* test_quant_matmul_k.c: tg_quant_matmul for the K-quants (Q4_K, Q6_K):
+/* test_quant_matmul_k.c: tg_quant_matmul for the K-quants (Q4_K, Q6_K; Q5_K row-packed):
  * x quantized to Q8_K, integer sub-block dots.
  *
  * The reference is ggml's generic C code, restated: quantize_row_q8_K_ref
  * (max = the first value of largest |x|, iscale = -127 / max, q =
  * min(127, nearest_int(iscale * x)) rounding half to even, d = 1 / iscale)
- * and ggml_vec_dot_{q4_K,q6_K}_q8_K_generic (int32 lanes of scale * q_w *
- * q_x per super-block, scaled by d_w * d_x in float; Q4_K subtracts dmin_w
+ * and ggml_vec_dot_{q4_K,q5_K,q6_K}_q8_K_generic (int32 lanes of scale * q_w *
+ * q_x per super-block, scaled by d_w * d_x in float; Q4_K and Q5_K subtract dmin_w
  * * d_x * sum of m * x's sums per 16). The quantized x is checked bit for
  * bit (W the identity); dot products to 1e-5 of the sum of |block terms|
  * (the float sums run in another order). */
@@ -53,20 +53,27 @@ static void get_scale_min_k4(int j, const uint8_t *q, int *d, int *m) {
   else *d = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4), *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
 }
 
-/* ggml_vec_dot_{q4_K,q6_K}_q8_K_generic of one weight row; *mag gets the
+static int block_bytes(int t) { return t == TG_GGML_Q4_K ? 144 : t == TG_GGML_Q5_K ? 176 : 210; }
+
+/* ggml_vec_dot_{q4_K,q5_K,q6_K}_q8_K_generic of one weight row; *mag gets the
  * sum of |block terms|. */
 static float ref_dot(int t, const uint8_t *w, const int8_t *q8, const float *dx, const int *bsums, int64_t k, double *mag) {
   float sums[8] = { 0 }, sumf = 0;
   *mag = 0;
   for (int64_t b = 0; b < k / 256; b++) {
-    const uint8_t *blk = w + b * (t == TG_GGML_Q4_K ? 144 : 210);
+    const uint8_t *blk = w + b * block_bytes(t);
     const int8_t *y = q8 + b * 256;
     int8_t a[256];
     int aux32[8] = { 0 }, sc[16];
     float d;
-    if (t == TG_GGML_Q4_K) {
+    if (t == TG_GGML_Q4_K || t == TG_GGML_Q5_K) {
+      const bool q5 = t == TG_GGML_Q5_K;
+      const uint8_t *qs = blk + (q5 ? 48 : 16), *qh = blk + 16;
       for (int j = 0; j < 4; j++)
-        for (int l = 0; l < 32; l++) a[j * 64 + l] = (int8_t)(blk[16 + j * 32 + l] & 0xF), a[j * 64 + 32 + l] = (int8_t)(blk[16 + j * 32 + l] >> 4);
+        for (int l = 0; l < 32; l++) {
+          a[j * 64 + l] = (int8_t)((qs[j * 32 + l] & 0xF) + (q5 && (qh[l] >> (2 * j) & 1) ? 16 : 0));
+          a[j * 64 + 32 + l] = (int8_t)((qs[j * 32 + l] >> 4) + (q5 && (qh[l] >> (2 * j + 1) & 1) ? 16 : 0));
+        }
       int sumi = 0;
       for (int j = 0; j < 8; j++) {
         int s, m;
@@ -98,9 +105,10 @@ static float ref_dot(int t, const uint8_t *w, const int8_t *q8, const float *dx,
 }
 
 static uint8_t *random_k(int t, int64_t n, int64_t k, int64_t *nbytes) {
-  int bpb = t == TG_GGML_Q4_K ? 144 : 210;
-  uint8_t *p = test_random_blocks((uint64_t)t, n * k / 256, bpb, t == TG_GGML_Q4_K ? 0 : 208, nbytes);
-  for (int64_t b = 0; t == TG_GGML_Q4_K && b < *nbytes / bpb; b++) p[b * bpb + 2] = (uint8_t)(b * 11), p[b * bpb + 3] = 0x18;   /* dmin */
+  int bpb = block_bytes(t);
+  bool mins = t != TG_GGML_Q6_K;
+  uint8_t *p = test_random_blocks((uint64_t)t, n * k / 256, bpb, mins ? 0 : 208, nbytes);
+  for (int64_t b = 0; mins && b < *nbytes / bpb; b++) p[b * bpb + 2] = (uint8_t)(b * 11), p[b * bpb + 3] = 0x18;   /* dmin */
   return p;
 }
 
@@ -151,6 +159,7 @@ TEST(quant_matmul_q4_k_vs_ggml) { check_k(TG_GGML_Q4_K, 3, 24, 1024); check_k(TG
 TEST(quant_matmul_q6_k_vs_ggml) { check_k(TG_GGML_Q6_K, 3, 24, 1024); check_k(TG_GGML_Q6_K, 1, 16, 4096); }
 /* row-packed Q4_K and Q6_K (the LLM's path) */
 TEST(quant_matmul_rows_q4_k_vs_ggml) { check_k_path(TG_GGML_Q4_K, 3, 32, 1024, true); check_k_path(TG_GGML_Q4_K, 1, 64, 768, true); }
+TEST(quant_matmul_rows_q5_k_vs_ggml) { check_k_path(TG_GGML_Q5_K, 3, 32, 1024, true); check_k_path(TG_GGML_Q5_K, 1, 64, 768, true); }
 TEST(quant_matmul_rows_q6_k_vs_ggml) { check_k_path(TG_GGML_Q6_K, 3, 32, 1024, true); check_k_path(TG_GGML_Q6_K, 1, 64, 768, true); }
 
 /* W = the identity in Q6_K (d = 1, scales 1, q - 32 = 1 on the diagonal):

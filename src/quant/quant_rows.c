@@ -10,7 +10,7 @@
  * 4 signed bytes, added into an int32 lane) multiplies them with 4 values of
  * x, the same for every row. llama.cpp's CPU backend repacks Q4_0 the same
  * way (its "q4_0_8x8"). The weights stay unsigned (Q4_0's nibbles 0..15,
- * Q8_0's values plus 128, Q4_K's nibbles, Q6_K's 6-bit values 0..63); an
+ * Q8_0's values plus 128, Q4_K's nibbles, Q5_K's 5-bit values, Q6_K's 6-bit values 0..63); an
  * offset (8, 128, 32) comes back as the offset times the sum of x's values.
  *
  * Packed forms ("4-byte groups": for each group of 4 bytes of a row's
@@ -30,6 +30,9 @@
  *         quants (N/16, K/256, 2304) U8: the 8 sub-block scales, then the
  *         8 mins (6-bit values unpacked to bytes, 16 rows each), then qs
  *         (128 bytes) in 4-byte groups.
+ *   Q5_K  as Q4_K, and after qs its qh (32 bytes: bit j of byte l is the
+ *         fifth bit of value 32j + l) in 4-byte groups: quants
+ *         (N/16, K/256, 2816) U8.
  *   Q6_K  scales (N/16, K/256, 16) F16, the super-block scales d;
  *         quants (N/16, K/256, 3328) U8: the 16 int8 sub-block scales (16
  *         rows each), then ql (128 bytes) and qh (64) in 4-byte groups. */
@@ -51,6 +54,7 @@ static const rows_format formats[] = {
   { GGML_TYPE_Q8_0, 32, 34, 0, 1, ROWS * 32 },
   { GGML_TYPE_Q5_0, 32, 22, 0, 1, ROWS * 20 },
   { GGML_TYPE_Q4_K, 256, 144, 0, 2, ROWS * (16 + 128) },
+  { GGML_TYPE_Q5_K, 256, 176, 0, 2, ROWS * (16 + 128 + 32) },
   { GGML_TYPE_Q6_K, 256, 210, 208, 1, ROWS * 208 },
 };
 
@@ -58,7 +62,7 @@ static const rows_format *format_of(int t, tg_shape w, const char *who) {
   const rows_format *f = NULL;
   for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) if (formats[i].type == t) f = &formats[i];
   const char *name = tg_ggml_type_name(t) ? tg_ggml_type_name(t) : "?";
-  if (!f) return tg_seterr("%s: no row-packed form for type %s (Q4_0, Q5_0, Q8_0, Q4_K and Q6_K have one)", who, name), NULL;
+  if (!f) return tg_seterr("%s: no row-packed form for type %s (Q4_0, Q5_0, Q8_0, Q4_K, Q5_K and Q6_K have one)", who, name), NULL;
   if (w.ndim != 2) return tg_seterr("%s: W must be 2-D (N, K), not %d-D", who, w.ndim), NULL;
   if (w.d[0] % ROWS || w.d[0] <= 0 || w.d[1] % f->block || w.d[1] <= 0)
     return tg_seterr("%s: W (%lld, %lld) of %s needs N a multiple of %d and K of %d", who, (long long)w.d[0], (long long)w.d[1], name, ROWS, f->block), NULL;
@@ -132,13 +136,15 @@ int tg_quant_pack_rows(tg_tensor *raw, int t, tg_shape w_shape, tg_tensor **scal
     parts[1] = tg_permute(tg_cast(hb, TG_U8), TG_AXES(0, 2, 1, 3));                                  /* (g, nb, 16, p) */
     nparts = 2;
   }
-  else if (t == GGML_TYPE_Q4_K) {   /* scales and mins unpacked to bytes, 16 rows each */
+  else if (t == GGML_TYPE_Q4_K || t == GGML_TYPE_Q5_K) {   /* scales and mins unpacked to bytes, 16 rows each */
     tg_tensor *sc, *mn;
     qt_scale_min_k4(tg_reshape(blk, TG_SHAPE(g * ROWS * nb, f->bytes)), 4, 1, &sc, &mn);
     tg_tensor *sm = tg_cast(tg_stack((tg_tensor *[]){ sc, mn }, 2, 1), TG_U8);            /* (g*16*nb, 2, 8) */
     parts[0] = tg_permute(tg_reshape(sm, TG_SHAPE(g, ROWS, nb, 16)), TG_AXES(0, 2, 3, 1));  /* (g, nb, 16, 16) */
-    parts[1] = in_groups(blk, 16, 32);
-    nparts = 2;
+    bool q5 = t == GGML_TYPE_Q5_K;   /* Q5_K: qh (16..47) before qs (48..175) */
+    parts[1] = in_groups(blk, q5 ? 48 : 16, 32);
+    if (q5) parts[2] = in_groups(blk, 16, 8);
+    nparts = q5 ? 3 : 2;
   }
   else if (t == GGML_TYPE_Q8_0) parts[0] = tg_bitwise_xor(in_groups(blk, 2, 8), tg_scalar(128, TG_U8));   /* int8 w as w + 128 */
   else {   /* Q6_K: sub-block scales (16 rows per scale), ql, qh */
@@ -205,9 +211,10 @@ static tg_tensor *rows_32(int t, tg_tensor *x, tg_tensor *scales, tg_tensor *qua
 /* Q4_K: per sub-block j = 2c + h of 32 values (value 64c + 32h + l is
  * nibble h of qs[32c + l]), sum of q * x times the 6-bit scale, and the
  * 6-bit min times the sum of x's sub-block; the super-block's two integer
- * sums (at most 8 * 63 * 32 * 15 * 127 in size) scaled by d_w * d_x and
- * dmin_w * d_x (ggml_vec_dot_q4_K_q8_K). */
-static tg_tensor *rows_q4_k(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int64_t nb, int64_t g) {
+ * sums (at most 8 * 63 * 32 * 31 * 127 in size) scaled by d_w * d_x and
+ * dmin_w * d_x (ggml_vec_dot_q4_K_q8_K). Q5_K (q5) adds bit j of qh[l] as
+ * each value's fifth bit (ggml_vec_dot_q5_K_q8_K). */
+static tg_tensor *rows_q45_k(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int64_t nb, int64_t g, bool q5) {
   tg_tensor *xq, *dx;
   qm_quantize_q8_k(x, TG_I8, &xq, &dx);                                               /* (..., nb, 256), (..., nb, 1) */
   tg_tensor *x32 = tg_reshape(xq, qm_with_tail(xq, 2, (int64_t[]){ 8, 32 }));
@@ -216,6 +223,7 @@ static tg_tensor *rows_q4_k(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, 
   tg_tensor *xv = tg_reshape(xq, qm_with_tail(x, 6, (int64_t[]){ 1, nb, 1, 8, 8, 4 })); /* (..., 1, nb, 1, j, t, p) */
   tg_tensor *sm = tg_reshape(qm_slice_last(quants, 0, 16 * ROWS), TG_SHAPE(g, nb, 2, 8, ROWS));
   tg_tensor *qs = tg_reshape(qm_slice_last(quants, 16 * ROWS, 16 * ROWS + 32 * 64), TG_SHAPE(g, nb, 32, ROWS, 4));
+  tg_tensor *qh = q5 ? tg_reshape(qm_slice_last(quants, 16 * ROWS + 32 * 64, 16 * ROWS + 40 * 64), TG_SHAPE(g, nb, 8, ROWS, 4)) : NULL;
   tg_tensor *sumi = NULL, *summ = NULL;
   for (int j = 0; j < 8; j++) {
     int c = j / 2, h = j % 2;
@@ -223,6 +231,10 @@ static tg_tensor *rows_q4_k(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, 
     for (int t = 0; t < 8; t++) {
       tg_tensor *w = TG_GET(qs, TG_ALLIDX, TG_ALLIDX, TG_I(8 * c + t));                           /* (g, nb, 16, p) */
       w = h ? tg_rshifts(w, 4) : tg_bitwise_and(w, tg_scalar(15, TG_U8));
+      if (q5) {   /* bit j of qh's group t, to bit 4 */
+        tg_tensor *b = TG_GET(qh, TG_ALLIDX, TG_ALLIDX, TG_I(t));
+        w = tg_bitwise_or(w, tg_lshifts(tg_bitwise_and(j ? tg_rshifts(b, j) : b, tg_scalar(1, TG_U8)), 4));
+      }
       dot = dot4(dot, w, TG_GET(xv, TG_ELLIPSIS, TG_I(j), TG_I(t), TG_ALLIDX));
     }
     tg_tensor *sc = tg_cast(TG_GET(sm, TG_ALLIDX, TG_ALLIDX, TG_I(0), TG_I(j)), TG_I32);          /* (g, nb, 16) */
@@ -301,9 +313,14 @@ tg_tensor *tg_dequantize_rows(tg_tensor *scales, tg_tensor *quants, int t, tg_sh
   tg_tensor *d = tg_cast(scales, TG_F32), *v, *w;
   /* ggml's dequantize_row_*: (q - 8) * d, (q - 16) * d, q * d, d * sc * q - dmin * m,
    * d * sc * (q - 32), in that order of float operations */
-  if (t == GGML_TYPE_Q4_K) {   /* (d * sc) * q - dmin * m, value 64c + 32h + 4t + p */
+  if (t == GGML_TYPE_Q4_K || t == GGML_TYPE_Q5_K) {   /* (d * sc) * q - dmin * m, value 64c + 32h + 4t + p */
     tg_tensor *qs = tg_reshape(qm_slice_last(quants, 16 * ROWS, 16 * ROWS + 32 * 64), TG_SHAPE(g, nb, 4, 8, ROWS, 4));
-    tg_tensor *q = qt_unpack(qs, 3, 2, 4);
+    tg_tensor *q = qt_unpack(qs, 3, 2, 4);                                                                      /* (g, nb, c, h, t, 16, p) */
+    if (t == GGML_TYPE_Q5_K) {   /* bit 2c + h of qh's group t */
+      tg_tensor *qh = tg_reshape(qm_slice_last(quants, 16 * ROWS + 32 * 64, 16 * ROWS + 40 * 64), TG_SHAPE(g, nb, 8, ROWS, 4));
+      tg_tensor *hb = tg_reshape(qt_unpack(qh, 2, 8, 1), TG_SHAPE(g, nb, 4, 2, 8, ROWS, 4));
+      q = tg_bitwise_or(q, tg_lshifts(hb, 4));
+    }
     tg_tensor *sm = tg_cast(tg_reshape(qm_slice_last(quants, 0, 16 * ROWS), TG_SHAPE(g, nb, 2, 4, 2, 1, ROWS, 1)), TG_F32);
     tg_tensor *dd = tg_reshape(d, TG_SHAPE(g, 2, nb, 1, 1, 1, ROWS, 1));
     tg_tensor *ds = tg_mul(TG_GET(dd, TG_ALLIDX, TG_I(0)), TG_GET(sm, TG_ALLIDX, TG_ALLIDX, TG_I(0)));
@@ -347,7 +364,8 @@ tg_tensor *tg_quant_matmul_rows(tg_tensor *x, tg_tensor *scales, tg_tensor *quan
   tg_scope_begin();
   const char *dev_prev = tensor_device_begin(tg_device_of(quants));   /* constants and tables on quants's device */
   tg_tensor *y = t == GGML_TYPE_Q6_K ? rows_q6_k(x, scales, quants, nb, g)
-                 : t == GGML_TYPE_Q4_K ? rows_q4_k(x, scales, quants, nb, g) : rows_32(t, x, scales, quants, nb, g);
+                 : t == GGML_TYPE_Q4_K || t == GGML_TYPE_Q5_K ? rows_q45_k(x, scales, quants, nb, g, t == GGML_TYPE_Q5_K)
+                 : rows_32(t, x, scales, quants, nb, g);
   y = tg_reshape(y, qm_with_tail(x, 1, (int64_t[]){ n }));
   if (y) tg_keep(y);
   tensor_device_end(dev_prev);
