@@ -15,11 +15,14 @@ the 0.5B Q4_K_M mix, made by `tg llm-init` under build/bench/models):
 
 Per file it prints
 
-  bench llm_agree type=T same_text=0|1 first_diff=CHAR ppl_tg=P ppl_llama=Q diff_pct=D ok=0|1
+  bench llm_agree type=T same_text=0|1 first_diff=CHAR [llama_b1_same=0|1 tg_eq_b1=0|1] ppl_tg=P ppl_llama=Q diff_pct=D ok=0|1
 
-A quantized random model can flip a near tie and then diverge (llama.cpp's
-own text can depend on its batch size there); perplexity is then the judge,
-so ok= is the perplexity's agreement. Without the llama.cpp tools the lines
+A quantized random model can flip a near tie and then diverge, and there
+llama.cpp's own text can depend on its batch size: where the texts differ,
+llama-completion runs again with batch size 1 (-b 1 -ub 1, the prompt a
+token at a time, as tg's decode steps see it): llama_b1_same says whether
+llama.cpp's two texts agree, tg_eq_b1 whether tg's equals the batch-1 one.
+Perplexity is then the judge, so ok= is the perplexity's agreement. Without the llama.cpp tools the lines
 say skipped and why.
 """
 import os
@@ -43,6 +46,12 @@ def final_ppl(out):
     return float(m.group(1)) if m else None
 
 
+def generated(out):
+    """llama-completion echoes the prompt (in its own detokenization): what follows its last word."""
+    last = PROMPT.split()[-1]
+    return out[out.find(last) + len(last):].rstrip("\n") if last in out else out
+
+
 def main():
     tg = sys.argv[1] if len(sys.argv) > 1 else "build/tg"
     models = os.environ.get("BENCH_LLM_DIR", os.path.join(os.path.dirname(tg), "bench", "models"))
@@ -64,12 +73,16 @@ def main():
             print(f"bench FAIL llm_agree type={kind}: tg run {rc}, llama-completion {rc2}: {(err or err2).strip()[-200:]}")
             bad += 1
             continue
-        # llama-completion echoes the prompt (in its own detokenization): compare what follows its last word
-        last = PROMPT.split()[-1]
-        ll_gen = ll_text[ll_text.find(last) + len(last):].rstrip("\n") if last in ll_text else ll_text
+        ll_gen = generated(ll_text)
         tg_gen = tg_text.rstrip("\n")
         same = ll_gen == tg_gen
         first = next((i for i, (a, b) in enumerate(zip(tg_gen, ll_gen)) if a != b), min(len(tg_gen), len(ll_gen)))
+        b1 = ""
+        if not same:
+            rc3, b1_text, _ = run([comp, "-m", path, "-p", PROMPT, "-n", "64", "--temp", "0", "-no-cnv", "-t", "2", "-b", "1", "-ub", "1"])
+            if rc3 == 0:
+                b1_gen = generated(b1_text)
+                b1 = f" llama_b1_same={int(b1_gen == ll_gen)} tg_eq_b1={int(b1_gen == tg_gen)}"
         rc, out, err = run([tg, "perplexity", "-m", path, "-f", TEXT] + PPL_ARGS)
         rc2, out2, err2 = run([ppl, "-m", path, "-f", TEXT, "-t", "2"] + PPL_ARGS)
         p_tg, p_ll = final_ppl(out + err), final_ppl(out2 + err2)
@@ -80,7 +93,7 @@ def main():
         diff = 100 * abs(p_tg - p_ll) / p_ll
         ok = diff <= 0.5
         bad += not ok
-        print(f"bench llm_agree type={kind} same_text={int(same)} first_diff={-1 if same else first} "
+        print(f"bench llm_agree type={kind} same_text={int(same)} first_diff={-1 if same else first}{b1} "
               f"ppl_tg={p_tg:.3f} ppl_llama={p_ll:.3f} diff_pct={diff:.3f} ok={int(ok)}", flush=True)
     return 1 if bad else 0
 

@@ -16,28 +16,53 @@
 static float f16_bits_to_f32(uint16_t h) { _Float16 f; memcpy(&f, &h, 2); return (float)f; }
 static uint16_t f32_to_f16_bits(float v) { _Float16 f = (_Float16)v; uint16_t h; memcpy(&h, &f, 2); return h; }
 
-/* ggml's quantize_row_q8_0_ref: q (k) and the fp16 scales as floats (k/32) */
-static void ref_quantize_q8_0(const float *x, int64_t k, int8_t *q, float *d) {
+/* ggml's quantize_row_q8_0_ref: q (k) and the fp16 scales as floats (k/32);
+ * and quantize_row_q8_1's s (k/32): fp16(d * sum of q), d unrounded */
+static void ref_quantize_q8_1(const float *x, int64_t k, int8_t *q, float *d, float *s) {
   for (int64_t b = 0; b < k / 32; b++) {
     float amax = 0;
     for (int j = 0; j < 32; j++) { float v = fabsf(x[b * 32 + j]); amax = amax > v ? amax : v; }
     const float dd = amax / 127, id = dd ? 1.0f / dd : 0.0f;
     d[b] = f16_bits_to_f32(f32_to_f16_bits(dd));
-    for (int j = 0; j < 32; j++) q[b * 32 + j] = (int8_t)roundf(x[b * 32 + j] * id);
+    int sum = 0;
+    for (int j = 0; j < 32; j++) q[b * 32 + j] = (int8_t)roundf(x[b * 32 + j] * id), sum += q[b * 32 + j];
+    s[b] = f16_bits_to_f32(f32_to_f16_bits((float)sum * dd));
   }
 }
 
-/* ggml_vec_dot_{q8_0,q4_0,q5_0}_q8_0_generic of one weight row; *mag gets the
- * sum of |block terms|. */
-static float ref_dot(int t, const uint8_t *w, const int8_t *q, const float *dx, int64_t k, double *mag) {
+static void ref_quantize_q8_0(const float *x, int64_t k, int8_t *q, float *d) {
+  float *s = malloc(sizeof(float) * (size_t)(k / 32));
+  ref_quantize_q8_1(x, k, q, d, s);
+  free(s);
+}
+
+static int block_bytes(int t) {
+  return t == TG_GGML_Q8_0 ? 34 : t == TG_GGML_Q5_0 ? 22 : t == TG_GGML_Q4_1 ? 20 : t == TG_GGML_Q5_1 ? 24 : 18;
+}
+
+/* ggml_vec_dot_{q8_0,q4_0,q5_0}_q8_0_generic and
+ * ggml_vec_dot_{q4_1,q5_1}_q8_1_generic of one weight row; *mag gets the sum
+ * of |block terms|. */
+static float ref_dot(int t, const uint8_t *w, const int8_t *q, const float *dx, const float *sx, int64_t k, double *mag) {
   float sumf = 0;
   *mag = 0;
   for (int64_t b = 0; b < k / 32; b++) {
-    const uint8_t *blk = w + b * (t == TG_GGML_Q8_0 ? 34 : t == TG_GGML_Q5_0 ? 22 : 18);
+    const uint8_t *blk = w + b * block_bytes(t);
     const float dw = f16_bits_to_f32((uint16_t)(blk[0] | blk[1] << 8));
     int sumi = 0;
     float term;
-    if (t == TG_GGML_Q8_0) {
+    if (t == TG_GGML_Q4_1 || t == TG_GGML_Q5_1) {
+      const float mw = f16_bits_to_f32((uint16_t)(blk[2] | blk[3] << 8));
+      const bool q5 = t == TG_GGML_Q5_1;
+      const uint8_t *qs = blk + (q5 ? 8 : 4);
+      uint32_t qh = 0;
+      if (q5) memcpy(&qh, blk + 4, 4);
+      for (int j = 0; j < 16; j++) {
+        const int xh0 = q5 ? (int)(((qh >> j) << 4) & 0x10) : 0, xh1 = q5 ? (int)((qh >> (j + 12)) & 0x10) : 0;
+        sumi += ((qs[j] & 0x0F) | xh0) * q[b * 32 + j] + ((qs[j] >> 4) | xh1) * q[b * 32 + 16 + j];
+      }
+      term = (dw * dx[b]) * sumi + mw * sx[b];
+    } else if (t == TG_GGML_Q8_0) {
       for (int j = 0; j < 32; j++) sumi += (int8_t)blk[2 + j] * q[b * 32 + j];
       term = sumi * (dw * dx[b]);
     } else if (t == TG_GGML_Q5_0) {   /* ggml_vec_dot_q5_0_q8_0_generic */
@@ -63,9 +88,12 @@ static float ref_dot(int t, const uint8_t *w, const int8_t *q, const float *dx, 
   return sumf;
 }
 
-/* Random blocks with modest fp16 scales, some negative. */
+/* Random blocks with modest fp16 scales, some negative (and mins: Q4_1, Q5_1). */
 static uint8_t *random_weights(int t, int64_t n, int64_t k, int64_t *nbytes) {
-  return test_random_blocks((uint64_t)t, n * k / 32, t == TG_GGML_Q8_0 ? 34 : t == TG_GGML_Q5_0 ? 22 : 18, 0, nbytes);
+  uint8_t *p = test_random_blocks((uint64_t)t, n * k / 32, block_bytes(t), 0, nbytes);
+  for (int64_t b = 0; (t == TG_GGML_Q4_1 || t == TG_GGML_Q5_1) && b < n * k / 32; b++)
+    p[b * block_bytes(t) + 2] = (uint8_t)(b * 13), p[b * block_bytes(t) + 3] = (uint8_t)(b % 3 ? 0x20 : 0xA0);
+  return p;
 }
 
 /* x: blocks of different ranges, a block of zeros, ties of roundf */
@@ -83,6 +111,7 @@ static void check_path(const char *type, int64_t m, int64_t n, int64_t k, bool r
   int64_t nbytes;
   uint8_t *w = random_weights(t, n, k, &nbytes);
   float *x = malloc(sizeof(float) * (size_t)(m * k)), *y = malloc(sizeof(float) * (size_t)(m * n)), *dx = malloc(sizeof(float) * (size_t)(k / 32));
+  float *sx = malloc(sizeof(float) * (size_t)(k / 32));
   int8_t *q = malloc((size_t)k);
   fill_x(x, m, k);
   tg_scope_begin();
@@ -95,10 +124,10 @@ static void check_path(const char *type, int64_t m, int64_t n, int64_t k, bool r
   CHECK_MSG(yv && tg_data(yv, y, sizeof(float) * (size_t)(m * n)) == 0, "%s: %s", type, tg_error());
   int bad = 0;
   for (int64_t r = 0; r < m; r++) {
-    ref_quantize_q8_0(x + r * k, k, q, dx);
+    ref_quantize_q8_1(x + r * k, k, q, dx, sx);
     for (int64_t i = 0; i < n; i++) {
       double mag;
-      float want = ref_dot(t, w + i * (nbytes / n), q, dx, k, &mag);
+      float want = ref_dot(t, w + i * (nbytes / n), q, dx, sx, k, &mag);
       if (!(fabs((double)y[r * n + i] - want) <= 1e-5 * mag)) {
         if (bad++ < 5) test_fail(__FILE__, __LINE__, "%s [%lld, %lld]: tg %.9g, ggml %.9g (mag %.3g)", type, (long long)r, (long long)i,
                                  y[r * n + i], want, mag);
@@ -107,7 +136,7 @@ static void check_path(const char *type, int64_t m, int64_t n, int64_t k, bool r
   }
   CHECK_EQ_INT(bad, 0);
   tg_scope_end();
-  free(w), free(x), free(y), free(dx), free(q);
+  free(w), free(x), free(y), free(dx), free(sx), free(q);
 }
 
 static void check_type(const char *type, int64_t m, int64_t n, int64_t k) { check_path(type, m, n, k, false); }
@@ -194,7 +223,7 @@ TEST(quant_matmul_symbolic_rows) {
       ref_quantize_q8_0(x + r * K, K, q, dx);
       for (int i = 0; i < N; i++) {
         double mag;
-        float want = ref_dot(TG_GGML_Q8_0, w + i * (nbytes / N), q, dx, K, &mag);
+        float want = ref_dot(TG_GGML_Q8_0, w + i * (nbytes / N), q, dx, NULL, K, &mag);
         CHECK_MSG(fabs((double)y[r * N + i] - want) <= 1e-5 * mag, "n=%d [%d, %d]: %g vs %g", n, r, i, y[r * N + i], want);
       }
     }
@@ -283,6 +312,17 @@ TEST(quant_matmul_rows_q5_0_vs_ggml) {
   check_path("Q5_0", 3, 32, 256, true);
   check_path("Q5_0", 40, 48, 896, true);   /* a 0.5B qwen2's width, which K-quants do not divide */
 }
+/* Q4_1 and Q5_1: x quantized as quantize_row_q8_1, the min term m_w * s_x */
+TEST(quant_matmul_rows_q4_1_vs_ggml) {
+  check_path("Q4_1", 1, 64, 512, true);
+  check_path("Q4_1", 3, 32, 256, true);
+  check_path("Q4_1", 40, 48, 768, true);
+}
+TEST(quant_matmul_rows_q5_1_vs_ggml) {
+  check_path("Q5_1", 1, 64, 512, true);
+  check_path("Q5_1", 3, 32, 256, true);
+  check_path("Q5_1", 40, 48, 896, true);
+}
 TEST(quant_matmul_rows_q8_0_vs_ggml) {
   check_path("Q8_0", 1, 64, 512, true);
   check_path("Q8_0", 3, 32, 256, true);
@@ -293,13 +333,15 @@ TEST(quant_matmul_rows_q8_0_vs_ggml) {
  * bad arguments are errors. */
 TEST(quant_rows_dequantize_exact) {
   static const struct { const char *type; int bpb, block, scale_at; } cases[] = {
-    { "Q4_0", 18, 32, 0 }, { "Q5_0", 22, 32, 0 }, { "Q8_0", 34, 32, 0 }, { "Q4_K", 144, 256, 0 }, { "Q5_K", 176, 256, 0 }, { "Q6_K", 210, 256, 208 },
+    { "Q4_0", 18, 32, 0 }, { "Q5_0", 22, 32, 0 }, { "Q4_1", 20, 32, 0 }, { "Q5_1", 24, 32, 0 }, { "Q8_0", 34, 32, 0 }, { "Q4_K", 144, 256, 0 }, { "Q5_K", 176, 256, 0 }, { "Q6_K", 210, 256, 208 },
   };
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     const int64_t n = 32, k = 512;
     int t = tg_ggml_type_from_name(cases[c].type);
     int64_t nbytes;
     uint8_t *w = test_random_blocks((uint64_t)t + 7, n * k / cases[c].block, cases[c].bpb, cases[c].scale_at, &nbytes);
+    for (int64_t b = 0; (t == TG_GGML_Q4_1 || t == TG_GGML_Q5_1) && b < nbytes / cases[c].bpb; b++)   /* a modest min */
+      w[b * cases[c].bpb + 2] = (uint8_t)(b * 29), w[b * cases[c].bpb + 3] = (uint8_t)(b % 2 ? 0x24 : 0xA4);
     tg_scope_begin();
     tg_tensor *raw = tg_from_data(w, TG_SHAPE(nbytes), TG_U8), *sc = NULL, *qs = NULL;
     CHECK_OK(tg_quant_pack_rows(raw, t, TG_SHAPE(n, k), &sc, &qs) == 0 && tg_realize(sc) == 0 && tg_realize(qs) == 0);

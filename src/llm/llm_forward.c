@@ -21,7 +21,7 @@ static tg_tensor *rms_norm(tg_tensor *x, tg_tensor *w, float eps) {
 /* x (T, in) @ w.T. A quantized w multiplies like ggml (x quantized to
  * 8-bit blocks, integer dot products per block): from its row-packed copy
  * (byte dot products over 16 rows at once, tg_quant_matmul_rows) at every
- * chunk size for Q4_0, Q5_0 and Q8_0, and for decoding (few rows of x) for
+ * chunk size for Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0, and for decoding (few rows of x) for
  * Q4_K, Q5_K and Q6_K; else, with few rows of x, from the packed bytes for Q8_0
  * and Q4_0 (tg_quant_matmul). The rest is a float matmul: with many rows
  * (a prefill chunk), the weights decode inside it, each decoded vector

@@ -79,6 +79,10 @@ tg_shape qm_with_tail(const tg_tensor *x, int n, const int64_t *d);
  * stores it. d = amax / 127, id = d ? 1/d : 0, q = roundf(x * id)
  * (-127..127). x's leading axes stay as they are (a symbolic one too). */
 void qm_quantize_q8_0(tg_tensor *x, tg_dtype qdtype, tg_tensor **q, tg_tensor **d);
+/* quantize_row_q8_1: q8_0's *q and *d, and, when s is not NULL, *s (...,
+ * K/32, 1) F32: fp16(d * the block's sum of q), with the unrounded d (what
+ * Q4_1's and Q5_1's mins multiply). */
+void qm_quantize_q8_1(tg_tensor *x, tg_dtype qdtype, tg_tensor **q, tg_tensor **d, tg_tensor **s);
 /* quantize_row_q8_K_ref of every 256 values of x (..., K): *q (..., K/256,
  * 256) of qdtype and *d (..., K/256, 1) F32. max is the first value of
  * largest |x| (sign kept), iscale = -127 / max, q = min(127,

@@ -41,7 +41,9 @@ tg_shape qm_with_tail(const tg_tensor *x, int n, const int64_t *d) {
   return s;
 }
 
-void qm_quantize_q8_0(tg_tensor *x, tg_dtype qdtype, tg_tensor **q, tg_tensor **d) {
+void qm_quantize_q8_0(tg_tensor *x, tg_dtype qdtype, tg_tensor **q, tg_tensor **d) { qm_quantize_q8_1(x, qdtype, q, d, NULL); }
+
+void qm_quantize_q8_1(tg_tensor *x, tg_dtype qdtype, tg_tensor **q, tg_tensor **d, tg_tensor **s) {
   int64_t nb = tg_dim(x, tg_ndim(x) - 1) / 32;
   tg_tensor *xb = tg_reshape(tg_cast(x, TG_F32), qm_with_tail(x, 2, (int64_t[]){ nb, 32 }));
   tg_tensor *amax = tg_max(tg_abs(xb), TG_AXES(-1), true);
@@ -52,6 +54,8 @@ void qm_quantize_q8_0(tg_tensor *x, tg_dtype qdtype, tg_tensor **q, tg_tensor **
   /* stored once per value (like q), so one kernel writes both */
   tg_tensor *dfull = tg_contiguous(tg_expand(tg_cast(tg_cast(dd, TG_F16), TG_F32), tg_shape_of(xb)));
   *d = qm_slice_last(dfull, 0, 1);
+  if (s)   /* the unrounded d times the block's integer sum, rounded to fp16 */
+    *s = tg_cast(tg_cast(tg_mul(tg_cast(tg_sum(tg_cast(*q, TG_I32), TG_AXES(-1), true), TG_F32), dd), TG_F16), TG_F32);
 }
 
 /* The integer values of every weight block as (N*nb, 32) I16, in the

@@ -9,7 +9,7 @@
  * of 16 rows, and one byte dot product (x86 vpdpbusd: 4 unsigned bytes times
  * 4 signed bytes, added into an int32 lane) multiplies them with 4 values of
  * x, the same for every row. llama.cpp's CPU backend repacks Q4_0 the same
- * way (its "q4_0_8x8"). The weights stay unsigned (Q4_0's nibbles 0..15,
+ * way (its "q4_0_8x8"). The weights stay unsigned (Q4_0's and Q4_1's nibbles 0..15,
  * Q8_0's values plus 128, Q4_K's nibbles, Q5_K's 5-bit values, Q6_K's 6-bit values 0..63); an
  * offset (8, 128, 32) comes back as the offset times the sum of x's values.
  *
@@ -25,6 +25,9 @@
  *         fifth bits: byte p holds bit 4h + gi = the fifth bit of value
  *         16h + 4gi + p, so the bits of 4 consecutive values sit at one
  *         shift in 4 bytes and come out with constant shifts.
+ *   Q4_1, Q5_1  as Q4_0 and Q5_0 (the values unsigned), and scales
+ *         (N/16, 2 * K/32, 16) F16: the 16 rows' d of every block, then
+ *         their m.
  *   Q4_K  scales (N/16, 2 * K/256, 16) F16: the 16 rows' d of every
  *         super-block, then their dmin;
  *         quants (N/16, K/256, 2304) U8: the 8 sub-block scales, then the
@@ -53,6 +56,8 @@ static const rows_format formats[] = {
   { GGML_TYPE_Q4_0, 32, 18, 0, 1, ROWS * 16 },
   { GGML_TYPE_Q8_0, 32, 34, 0, 1, ROWS * 32 },
   { GGML_TYPE_Q5_0, 32, 22, 0, 1, ROWS * 20 },
+  { GGML_TYPE_Q4_1, 32, 20, 0, 2, ROWS * 16 },
+  { GGML_TYPE_Q5_1, 32, 24, 0, 2, ROWS * 20 },
   { GGML_TYPE_Q4_K, 256, 144, 0, 2, ROWS * (16 + 128) },
   { GGML_TYPE_Q5_K, 256, 176, 0, 2, ROWS * (16 + 128 + 32) },
   { GGML_TYPE_Q6_K, 256, 210, 208, 1, ROWS * 208 },
@@ -62,7 +67,7 @@ static const rows_format *format_of(int t, tg_shape w, const char *who) {
   const rows_format *f = NULL;
   for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) if (formats[i].type == t) f = &formats[i];
   const char *name = tg_ggml_type_name(t) ? tg_ggml_type_name(t) : "?";
-  if (!f) return tg_seterr("%s: no row-packed form for type %s (Q4_0, Q5_0, Q8_0, Q4_K, Q5_K and Q6_K have one)", who, name), NULL;
+  if (!f) return tg_seterr("%s: no row-packed form for type %s (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K have one)", who, name), NULL;
   if (w.ndim != 2) return tg_seterr("%s: W must be 2-D (N, K), not %d-D", who, w.ndim), NULL;
   if (w.d[0] % ROWS || w.d[0] <= 0 || w.d[1] % f->block || w.d[1] <= 0)
     return tg_seterr("%s: W (%lld, %lld) of %s needs N a multiple of %d and K of %d", who, (long long)w.d[0], (long long)w.d[1], name, ROWS, f->block), NULL;
@@ -125,14 +130,15 @@ int tg_quant_pack_rows(tg_tensor *raw, int t, tg_shape w_shape, tg_tensor **scal
   tg_tensor *s = tg_contiguous(tg_reshape(tg_permute(d, TG_AXES(0, 3, 2, 1)), TG_SHAPE(g, (int64_t)f->nscales * nb, ROWS)));
   tg_tensor *parts[3] = { NULL, NULL, NULL };
   int nparts = 1;
-  if (t == GGML_TYPE_Q4_0) parts[0] = in_groups(blk, 2, 4);
-  else if (t == GGML_TYPE_Q5_0) {
+  const int bits_at = 2 * f->nscales;   /* Q4_1 and Q5_1: d and m before the bits */
+  if (t == GGML_TYPE_Q4_0 || t == GGML_TYPE_Q4_1) parts[0] = in_groups(blk, bits_at, 4);
+  else if (t == GGML_TYPE_Q5_0 || t == GGML_TYPE_Q5_1) {
     /* qh's bit v (value v = 16h + 4gi + p) to bit 4h + gi of byte p */
-    tg_tensor *bit = qt_unpack(tg_cast(qm_slice_last(blk, 2, 6), TG_I32), -1, 8, 1);                 /* (g, 16, nb, 4, 8): v = 8*byte + bit */
+    tg_tensor *bit = qt_unpack(tg_cast(qm_slice_last(blk, bits_at, bits_at + 4), TG_I32), -1, 8, 1);           /* (g, 16, nb, 4, 8): v = 8*byte + bit */
     bit = tg_reshape(bit, TG_SHAPE(g, ROWS, nb, 2, 4, 4));                                          /* (.., h, gi, p) */
     tg_tensor *at = tg_reshape(tg_arange(0, 8, 1, TG_I32), TG_SHAPE(2, 4, 1));                       /* 4h + gi */
     tg_tensor *hb = tg_sum(tg_lshift(bit, at), TG_AXES(3, 4), false);                                /* (g, 16, nb, p) */
-    parts[0] = in_groups(blk, 6, 4);
+    parts[0] = in_groups(blk, bits_at + 4, 4);
     parts[1] = tg_permute(tg_cast(hb, TG_U8), TG_AXES(0, 2, 1, 3));                                  /* (g, nb, 16, p) */
     nparts = 2;
   }
@@ -176,17 +182,20 @@ static tg_tensor *dot4(tg_tensor *acc, tg_tensor *w, tg_tensor *x) {
 /* Q4_0, Q5_0 and Q8_0: per block, the integer sum over its 32 values of
  * (w - offset) * x (offset 8 for Q4_0's nibbles, 16 for Q5_0's 5-bit
  * values, 128 for Q8_0's shifted bytes), scaled by d_w * d_x
- * (ggml_vec_dot_{q4_0,q5_0,q8_0}_q8_0). x (..., K) float. */
+ * (ggml_vec_dot_{q4_0,q5_0,q8_0}_q8_0). Q4_1 and Q5_1: no offset, and the
+ * block's min m_w times x's s (fp16 of d_x times its sum) added
+ * (ggml_vec_dot_{q4_1,q5_1}_q8_1). x (..., K) float. */
 static tg_tensor *rows_32(int t, tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int64_t nb, int64_t g) {
-  tg_tensor *xq, *dx;
-  qm_quantize_q8_0(x, TG_I8, &xq, &dx);                                               /* (..., nb, 32), (..., nb, 1) */
-  tg_tensor *xsum = tg_contiguous(tg_sum(tg_cast(xq, TG_I32), TG_AXES(-1), true));
+  const bool mins = t == GGML_TYPE_Q4_1 || t == GGML_TYPE_Q5_1;
+  tg_tensor *xq, *dx, *sx = NULL;
+  qm_quantize_q8_1(x, TG_I8, &xq, &dx, mins ? &sx : NULL);                           /* (..., nb, 32), (..., nb, 1) */
+  tg_tensor *xsum = mins ? NULL : tg_contiguous(tg_sum(tg_cast(xq, TG_I32), TG_AXES(-1), true));
   const tg_shape per_block = qm_with_tail(x, 3, (int64_t[]){ 1, nb, 1 });              /* (..., 1, nb, 1) */
   /* x's value h*16 + gi*4 + p against the rows' byte gi*4 + p (Q4_0: its
    * nibble h; Q5_0: that nibble and bit 4h + gi of group 4; Q8_0: h = 0
    * and 8 groups) */
-  const bool q5 = t == GGML_TYPE_Q5_0;
-  const int nh = t == GGML_TYPE_Q8_0 ? 1 : 2, ng = 8 / nh, offset = q5 ? 16 : nh == 2 ? 8 : 128;
+  const bool q5 = t == GGML_TYPE_Q5_0 || t == GGML_TYPE_Q5_1;
+  const int nh = t == GGML_TYPE_Q8_0 ? 1 : 2, ng = 8 / nh, offset = mins ? 0 : q5 ? 16 : nh == 2 ? 8 : 128;
   tg_tensor *xv = tg_reshape(xq, qm_with_tail(x, 6, (int64_t[]){ 1, nb, nh, ng, 1, 4 }));   /* (..., 1, nb, h, gi, 1, p) */
   tg_tensor *q = tg_reshape(quants, TG_SHAPE(g, nb, ng + q5, ROWS, 4));
   tg_tensor *val[2] = { q, NULL };
@@ -203,9 +212,15 @@ static tg_tensor *rows_32(int t, tg_tensor *x, tg_tensor *scales, tg_tensor *qua
       tg_tensor *xs = TG_GET(xv, TG_ELLIPSIS, TG_I(h), TG_I(gi), TG_ALLIDX, TG_ALLIDX);          /* (..., 1, nb, 1, p) */
       dot = dot4(dot, w, xs);
     }
-  tg_tensor *blk = tg_sub(dot, tg_mul(tg_reshape(xsum, per_block), tg_scalar(offset, TG_I32)));
-  tg_tensor *scale = tg_mul(tg_cast(scales, TG_F32), tg_reshape(dx, per_block));
-  return tg_sum(tg_mul(tg_cast(blk, TG_F32), scale), TG_AXES(-2), false);               /* (..., g, 16) */
+  tg_tensor *blk = offset ? tg_sub(dot, tg_mul(tg_reshape(xsum, per_block), tg_scalar(offset, TG_I32))) : dot;
+  if (!mins) {
+    tg_tensor *scale = tg_mul(tg_cast(scales, TG_F32), tg_reshape(dx, per_block));
+    return tg_sum(tg_mul(tg_cast(blk, TG_F32), scale), TG_AXES(-2), false);             /* (..., g, 16) */
+  }
+  tg_tensor *dm = tg_reshape(tg_cast(scales, TG_F32), TG_SHAPE(g, 2, nb, ROWS));          /* d, then m */
+  tg_tensor *v = tg_add(tg_mul(tg_cast(blk, TG_F32), tg_mul(TG_GET(dm, TG_ALLIDX, TG_I(0)), tg_reshape(dx, per_block))),
+                        tg_mul(TG_GET(dm, TG_ALLIDX, TG_I(1)), tg_reshape(sx, per_block)));
+  return tg_sum(v, TG_AXES(-2), false);                                                       /* (..., g, 16) */
 }
 
 /* Q4_K: per sub-block j = 2c + h of 32 values (value 64c + 32h + l is
@@ -333,16 +348,22 @@ tg_tensor *tg_dequantize_rows(tg_tensor *scales, tg_tensor *quants, int t, tg_sh
     w = tg_mul(tg_mul(tg_reshape(d, TG_SHAPE(g, nb, 1, 1, ROWS, 1)), tg_cast(sc, TG_F32)), tg_cast(q, TG_F32));   /* (g, nb, s, t, 16, p) */
     w = tg_permute(w, TG_AXES(0, 4, 1, 2, 3, 5));
   } else {
-    if (t == GGML_TYPE_Q4_0)   /* nibble h of byte gi*4 + p is value h*16 + gi*4 + p */
-      v = tg_sub(tg_cast(qt_unpack(tg_reshape(quants, TG_SHAPE(g, nb, 4, ROWS, 4)), 2, 2, 4), TG_I32), tg_scalar(8, TG_I32));
-    else if (t == GGML_TYPE_Q5_0) {   /* and bit 4h + gi of the fifth-bit group p */
+    const bool mins = t == GGML_TYPE_Q4_1 || t == GGML_TYPE_Q5_1;   /* q * d + m, no offset */
+    if (t == GGML_TYPE_Q4_0 || t == GGML_TYPE_Q4_1)   /* nibble h of byte gi*4 + p is value h*16 + gi*4 + p */
+      v = tg_cast(qt_unpack(tg_reshape(quants, TG_SHAPE(g, nb, 4, ROWS, 4)), 2, 2, 4), TG_I32);
+    else if (t == GGML_TYPE_Q5_0 || t == GGML_TYPE_Q5_1) {   /* and bit 4h + gi of the fifth-bit group p */
       tg_tensor *lo = qt_unpack(tg_reshape(qm_slice_last(quants, 0, 256), TG_SHAPE(g, nb, 4, ROWS, 4)), 2, 2, 4);      /* (g, nb, h, gi, 16, p) */
       tg_tensor *fb = tg_reshape(qm_slice_last(quants, 256, 320), TG_SHAPE(g, nb, 1, ROWS, 4));
       tg_tensor *hi = tg_reshape(qt_unpack(fb, 2, 8, 1), TG_SHAPE(g, nb, 2, 4, ROWS, 4));
-      v = tg_sub(tg_cast(tg_bitwise_or(lo, tg_lshifts(hi, 4)), TG_I32), tg_scalar(16, TG_I32));
+      v = tg_cast(tg_bitwise_or(lo, tg_lshifts(hi, 4)), TG_I32);
     }
     else v = tg_cast(tg_bitcast(tg_bitwise_xor(tg_reshape(quants, TG_SHAPE(g, nb, 1, 8, ROWS, 4)), tg_scalar(128, TG_U8)), TG_I8), TG_I32);
-    w = tg_mul(tg_cast(v, TG_F32), tg_reshape(d, TG_SHAPE(g, nb, 1, 1, ROWS, 1)));                              /* (g, nb, h, gi, 16, p) */
+    if (!mins && t != GGML_TYPE_Q8_0) v = tg_sub(v, tg_scalar(t == GGML_TYPE_Q4_0 ? 8 : 16, TG_I32));
+    if (mins) {
+      tg_tensor *dm = tg_reshape(d, TG_SHAPE(g, 2, nb, 1, 1, ROWS, 1));
+      w = tg_add(tg_mul(tg_cast(v, TG_F32), TG_GET(dm, TG_ALLIDX, TG_I(0))), TG_GET(dm, TG_ALLIDX, TG_I(1)));
+    } else
+      w = tg_mul(tg_cast(v, TG_F32), tg_reshape(d, TG_SHAPE(g, nb, 1, 1, ROWS, 1)));                            /* (g, nb, h, gi, 16, p) */
     w = tg_permute(w, TG_AXES(0, 4, 1, 2, 3, 5));
   }
   w = tg_reshape(w, TG_SHAPE(n, k));
