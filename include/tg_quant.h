@@ -67,7 +67,9 @@ TG_API tg_tensor *tg_quant_matmul(tg_tensor *x, tg_tensor *raw, int ggml_type, t
  * each row at a time, so one 64-byte SIMD vector holds 4 values of 16 rows
  * and one byte dot product (vpdpbusd on x86 with AVX512-VNNI) multiplies
  * them with 4 values of x. Types: Q4_0, Q5_0 (the fifth bits regrouped), Q4_1
- * and Q5_1 (as Q4_0 and Q5_0, with their mins), Q8_0 (values stored plus 128), Q4_K, Q5_K (Q4_K's form and its fifth bits) and Q6_K; N a multiple of 16. Returns 0 and two lazy tensors built from raw
+ * and Q5_1 (as Q4_0 and Q5_0, with their mins), Q8_0 (values stored plus 128),
+ * IQ4_NL (its levels stored as Q8_0's bytes), IQ4_XS (the levels as bytes, int8
+ * sub-block scales), Q4_K, Q5_K (Q4_K's form and its fifth bits) and Q6_K; N a multiple of 16. Returns 0 and two lazy tensors built from raw
  * (as for tg_dequantize), to realize once: *scales (N/16, S * K/B, 16) F16
  * (the blocks' fp16 scales, S of them: Q4_1's, Q5_1's, Q4_K's and Q5_K's d of every block, then its
  * m or dmin; B = 32, or 256 for the K-quants) and *quants (N/16, K/B, bytes) U8
@@ -75,7 +77,7 @@ TG_API tg_tensor *tg_quant_matmul(tg_tensor *x, tg_tensor *raw, int ggml_type, t
  * unpacked to bytes); -1 and tg_error for another type or shape. */
 TG_API int tg_quant_pack_rows(tg_tensor *raw, int ggml_type, tg_shape w_shape, tg_tensor **scales, tg_tensor **quants);
 /* x (..., K) @ W.T from tg_quant_pack_rows's tensors: tg_quant_matmul's
- * numbers (x quantized to Q8_0, Q8_1 for Q4_1 and Q5_1, or Q8_K for the K-quants; exact integer block sums,
+ * numbers (x quantized to Q8_0, Q8_1 for Q4_1 and Q5_1, or Q8_K for the K-quants and IQ4_XS; exact integer block sums,
  * scaled by the two scales), up to the order of the float additions. Lazy
  * (..., N) F32: small kernels quantize x and sum its blocks, one reads the
  * packed W. */

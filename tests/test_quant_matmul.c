@@ -36,11 +36,14 @@ static void ref_quantize_q8_0(const float *x, int64_t k, int8_t *q, float *d) {
   free(s);
 }
 
+/* kvalues_iq4nl: IQ4_NL's and IQ4_XS's 16 levels */
+static const int8_t iq4nl_levels[16] = { -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113 };
+
 static int block_bytes(int t) {
   return t == TG_GGML_Q8_0 ? 34 : t == TG_GGML_Q5_0 ? 22 : t == TG_GGML_Q4_1 ? 20 : t == TG_GGML_Q5_1 ? 24 : 18;
 }
 
-/* ggml_vec_dot_{q8_0,q4_0,q5_0}_q8_0_generic and
+/* ggml_vec_dot_{q8_0,q4_0,q5_0,iq4_nl}_q8_0_generic and
  * ggml_vec_dot_{q4_1,q5_1}_q8_1_generic of one weight row; *mag gets the sum
  * of |block terms|. */
 static float ref_dot(int t, const uint8_t *w, const int8_t *q, const float *dx, const float *sx, int64_t k, double *mag) {
@@ -62,6 +65,10 @@ static float ref_dot(int t, const uint8_t *w, const int8_t *q, const float *dx, 
         sumi += ((qs[j] & 0x0F) | xh0) * q[b * 32 + j] + ((qs[j] >> 4) | xh1) * q[b * 32 + 16 + j];
       }
       term = (dw * dx[b]) * sumi + mw * sx[b];
+    } else if (t == TG_GGML_IQ4_NL) {   /* ggml_vec_dot_iq4_nl_q8_0_generic */
+      int s1 = 0, s2 = 0;
+      for (int j = 0; j < 16; j++) s1 += q[b * 32 + j] * iq4nl_levels[blk[2 + j] & 0xF], s2 += q[b * 32 + 16 + j] * iq4nl_levels[blk[2 + j] >> 4];
+      term = (dw * dx[b]) * (s1 + s2);
     } else if (t == TG_GGML_Q8_0) {
       for (int j = 0; j < 32; j++) sumi += (int8_t)blk[2 + j] * q[b * 32 + j];
       term = sumi * (dw * dx[b]);
@@ -323,6 +330,12 @@ TEST(quant_matmul_rows_q5_1_vs_ggml) {
   check_path("Q5_1", 3, 32, 256, true);
   check_path("Q5_1", 40, 48, 896, true);
 }
+/* IQ4_NL: the levels stored as Q8_0's bytes */
+TEST(quant_matmul_rows_iq4_nl_vs_ggml) {
+  check_path("IQ4_NL", 1, 64, 512, true);
+  check_path("IQ4_NL", 3, 32, 256, true);
+  check_path("IQ4_NL", 40, 48, 896, true);
+}
 TEST(quant_matmul_rows_q8_0_vs_ggml) {
   check_path("Q8_0", 1, 64, 512, true);
   check_path("Q8_0", 3, 32, 256, true);
@@ -333,7 +346,7 @@ TEST(quant_matmul_rows_q8_0_vs_ggml) {
  * bad arguments are errors. */
 TEST(quant_rows_dequantize_exact) {
   static const struct { const char *type; int bpb, block, scale_at; } cases[] = {
-    { "Q4_0", 18, 32, 0 }, { "Q5_0", 22, 32, 0 }, { "Q4_1", 20, 32, 0 }, { "Q5_1", 24, 32, 0 }, { "Q8_0", 34, 32, 0 }, { "Q4_K", 144, 256, 0 }, { "Q5_K", 176, 256, 0 }, { "Q6_K", 210, 256, 208 },
+    { "Q4_0", 18, 32, 0 }, { "Q5_0", 22, 32, 0 }, { "Q4_1", 20, 32, 0 }, { "Q5_1", 24, 32, 0 }, { "Q8_0", 34, 32, 0 }, { "IQ4_NL", 18, 32, 0 }, { "IQ4_XS", 136, 256, 0 }, { "Q4_K", 144, 256, 0 }, { "Q5_K", 176, 256, 0 }, { "Q6_K", 210, 256, 208 },
   };
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     const int64_t n = 32, k = 512;

@@ -53,13 +53,39 @@ static void get_scale_min_k4(int j, const uint8_t *q, int *d, int *m) {
   else *d = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4), *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
 }
 
-static int block_bytes(int t) { return t == TG_GGML_Q4_K ? 144 : t == TG_GGML_Q5_K ? 176 : 210; }
+static int block_bytes(int t) { return t == TG_GGML_Q4_K ? 144 : t == TG_GGML_Q5_K ? 176 : t == TG_GGML_IQ4_XS ? 136 : 210; }
+
+static const int8_t iq4nl_levels[16] = { -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113 };
+
+/* ggml_vec_dot_iq4_xs_q8_K_generic: per pair of sub-blocks, ls from scales_l's
+ * nibbles and scales_h's 2-bit fields, d4d8 * (ls - 32) * sum */
+static float ref_dot_iq4_xs(const uint8_t *w, const int8_t *q8, const float *dx, int64_t k, double *mag) {
+  float sumf = 0;
+  for (int64_t b = 0; b < k / 256; b++) {
+    const uint8_t *blk = w + b * 136, *qs = blk + 8;
+    const int8_t *y = q8 + b * 256;
+    const float d4d8 = f16_to_f32((uint16_t)(blk[0] | blk[1] << 8)) * dx[b];
+    uint16_t h = (uint16_t)(blk[2] | blk[3] << 8);
+    for (int ib = 0; ib < 8; ib += 2) {
+      const int ls1 = (blk[4 + ib / 2] & 0xF) | ((h << 4) & 0x30), ls2 = (blk[4 + ib / 2] >> 4) | ((h << 2) & 0x30);
+      h >>= 4;
+      for (int half = 0; half < 2; half++, qs += 16, y += 32) {
+        int sumi = 0;
+        for (int j = 0; j < 16; j++) sumi += y[j] * iq4nl_levels[qs[j] & 0xF] + y[j + 16] * iq4nl_levels[qs[j] >> 4];
+        const float term = d4d8 * ((half ? ls2 : ls1) - 32) * sumi;
+        sumf += term, *mag += fabs((double)term);
+      }
+    }
+  }
+  return sumf;
+}
 
 /* ggml_vec_dot_{q4_K,q5_K,q6_K}_q8_K_generic of one weight row; *mag gets the
  * sum of |block terms|. */
 static float ref_dot(int t, const uint8_t *w, const int8_t *q8, const float *dx, const int *bsums, int64_t k, double *mag) {
   float sums[8] = { 0 }, sumf = 0;
   *mag = 0;
+  if (t == TG_GGML_IQ4_XS) return ref_dot_iq4_xs(w, q8, dx, k, mag);
   for (int64_t b = 0; b < k / 256; b++) {
     const uint8_t *blk = w + b * block_bytes(t);
     const int8_t *y = q8 + b * 256;
@@ -106,8 +132,8 @@ static float ref_dot(int t, const uint8_t *w, const int8_t *q8, const float *dx,
 
 static uint8_t *random_k(int t, int64_t n, int64_t k, int64_t *nbytes) {
   int bpb = block_bytes(t);
-  bool mins = t != TG_GGML_Q6_K;
-  uint8_t *p = test_random_blocks((uint64_t)t, n * k / 256, bpb, mins ? 0 : 208, nbytes);
+  bool mins = t == TG_GGML_Q4_K || t == TG_GGML_Q5_K;
+  uint8_t *p = test_random_blocks((uint64_t)t, n * k / 256, bpb, t == TG_GGML_Q6_K ? 208 : 0, nbytes);
   for (int64_t b = 0; mins && b < *nbytes / bpb; b++) p[b * bpb + 2] = (uint8_t)(b * 11), p[b * bpb + 3] = 0x18;   /* dmin */
   return p;
 }
@@ -160,6 +186,7 @@ TEST(quant_matmul_q6_k_vs_ggml) { check_k(TG_GGML_Q6_K, 3, 24, 1024); check_k(TG
 /* row-packed Q4_K and Q6_K (the LLM's path) */
 TEST(quant_matmul_rows_q4_k_vs_ggml) { check_k_path(TG_GGML_Q4_K, 3, 32, 1024, true); check_k_path(TG_GGML_Q4_K, 1, 64, 768, true); }
 TEST(quant_matmul_rows_q5_k_vs_ggml) { check_k_path(TG_GGML_Q5_K, 3, 32, 1024, true); check_k_path(TG_GGML_Q5_K, 1, 64, 768, true); }
+TEST(quant_matmul_rows_iq4_xs_vs_ggml) { check_k_path(TG_GGML_IQ4_XS, 3, 32, 1024, true); check_k_path(TG_GGML_IQ4_XS, 1, 64, 768, true); }
 TEST(quant_matmul_rows_q6_k_vs_ggml) { check_k_path(TG_GGML_Q6_K, 3, 32, 1024, true); check_k_path(TG_GGML_Q6_K, 1, 64, 768, true); }
 
 /* W = the identity in Q6_K (d = 1, scales 1, q - 32 = 1 on the diagonal):

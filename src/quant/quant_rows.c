@@ -36,6 +36,12 @@
  *   Q5_K  as Q4_K, and after qs its qh (32 bytes: bit j of byte l is the
  *         fifth bit of value 32j + l) in 4-byte groups: quants
  *         (N/16, K/256, 2816) U8.
+ *   IQ4_NL  as Q8_0, from the levels (qt_kvalues_iq4nl[q] + 128): twice
+ *         the bytes of the file's nibbles, and no table lookup per value.
+ *   IQ4_XS  scales (N/16, K/256, 16) F16, the super-block scales d;
+ *         quants (N/16, K/256, 4224) U8: the 8 sub-block scales ls - 32
+ *         (int8, 16 rows each), then the 256 levels plus 128 in 4-byte
+ *         groups.
  *   Q6_K  scales (N/16, K/256, 16) F16, the super-block scales d;
  *         quants (N/16, K/256, 3328) U8: the 16 int8 sub-block scales (16
  *         rows each), then ql (128 bytes) and qh (64) in 4-byte groups. */
@@ -61,13 +67,15 @@ static const rows_format formats[] = {
   { GGML_TYPE_Q4_K, 256, 144, 0, 2, ROWS * (16 + 128) },
   { GGML_TYPE_Q5_K, 256, 176, 0, 2, ROWS * (16 + 128 + 32) },
   { GGML_TYPE_Q6_K, 256, 210, 208, 1, ROWS * 208 },
+  { GGML_TYPE_IQ4_NL, 32, 18, 0, 1, ROWS * 32 },
+  { GGML_TYPE_IQ4_XS, 256, 136, 0, 1, ROWS * (8 + 256) },
 };
 
 static const rows_format *format_of(int t, tg_shape w, const char *who) {
   const rows_format *f = NULL;
   for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) if (formats[i].type == t) f = &formats[i];
   const char *name = tg_ggml_type_name(t) ? tg_ggml_type_name(t) : "?";
-  if (!f) return tg_seterr("%s: no row-packed form for type %s (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K have one)", who, name), NULL;
+  if (!f) return tg_seterr("%s: no row-packed form for type %s (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS have one)", who, name), NULL;
   if (w.ndim != 2) return tg_seterr("%s: W must be 2-D (N, K), not %d-D", who, w.ndim), NULL;
   if (w.d[0] % ROWS || w.d[0] <= 0 || w.d[1] % f->block || w.d[1] <= 0)
     return tg_seterr("%s: W (%lld, %lld) of %s needs N a multiple of %d and K of %d", who, (long long)w.d[0], (long long)w.d[1], name, ROWS, f->block), NULL;
@@ -153,6 +161,19 @@ int tg_quant_pack_rows(tg_tensor *raw, int t, tg_shape w_shape, tg_tensor **scal
     nparts = q5 ? 3 : 2;
   }
   else if (t == GGML_TYPE_Q8_0) parts[0] = tg_bitwise_xor(in_groups(blk, 2, 8), tg_scalar(128, TG_U8));   /* int8 w as w + 128 */
+  else if (t == GGML_TYPE_IQ4_NL || t == GGML_TYPE_IQ4_XS) {   /* the levels plus 128, in value order (Q8_0's form) */
+    const bool xs = t == GGML_TYPE_IQ4_XS;
+    tg_tensor *flat = tg_reshape(blk, TG_SHAPE(g * ROWS * nb, f->bytes));
+    tg_tensor *lv = qt_lut(qt_fields(flat, xs ? 8 : 2, xs ? 8 : 1, 16, 2, 4), qt_kvalues_iq4nl, 16);   /* (g*16*nb, block) */
+    parts[xs] = in_groups(tg_reshape(tg_cast(tg_adds(lv, 128), TG_U8), TG_SHAPE(g, ROWS, nb, f->block)), 0, f->block / 4);
+    if (xs) {   /* the 8 sub-block scales ls - 32 (nibble ib of the 4 bytes at 4, bits 2ib of the word at 2) as int8, 16 rows each */
+      tg_tensor *lo = tg_reshape(qt_unpack(qt_u8(flat, 4, 4), 2, 2, 4), TG_SHAPE(g * ROWS * nb, 8));
+      tg_tensor *hi = tg_reshape(qt_unpack(qt_u16(flat, 2, 1), 2, 8, 2), TG_SHAPE(g * ROWS * nb, 8));
+      tg_tensor *ls = tg_bitcast(tg_cast(tg_subs(qt_or(lo, tg_lshifts(hi, 4)), 32), TG_I8), TG_U8);
+      parts[0] = tg_permute(tg_reshape(ls, TG_SHAPE(g, ROWS, nb, 8)), TG_AXES(0, 2, 3, 1));          /* (g, nb, 8, 16) */
+    }
+    nparts = 1 + xs;
+  }
   else {   /* Q6_K: sub-block scales (16 rows per scale), ql, qh */
     parts[0] = tg_permute(qm_slice_last(blk, 192, 208), TG_AXES(0, 2, 3, 1));
     parts[1] = in_groups(blk, 0, 32);
@@ -179,10 +200,10 @@ static tg_tensor *dot4(tg_tensor *acc, tg_tensor *w, tg_tensor *x) {
   return acc ? tg_add(acc, d) : d;
 }
 
-/* Q4_0, Q5_0 and Q8_0: per block, the integer sum over its 32 values of
- * (w - offset) * x (offset 8 for Q4_0's nibbles, 16 for Q5_0's 5-bit
- * values, 128 for Q8_0's shifted bytes), scaled by d_w * d_x
- * (ggml_vec_dot_{q4_0,q5_0,q8_0}_q8_0). Q4_1 and Q5_1: no offset, and the
+/* Q4_0, Q5_0, Q8_0 and IQ4_NL: per block, the integer sum over its 32
+ * values of (w - offset) * x (offset 8 for Q4_0's nibbles, 16 for Q5_0's
+ * 5-bit values, 128 for Q8_0's and IQ4_NL's shifted bytes), scaled by d_w *
+ * d_x (ggml_vec_dot_{q4_0,q5_0,q8_0,iq4_nl}_q8_0). Q4_1 and Q5_1: no offset, and the
  * block's min m_w times x's s (fp16 of d_x times its sum) added
  * (ggml_vec_dot_{q4_1,q5_1}_q8_1). x (..., K) float. */
 static tg_tensor *rows_32(int t, tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int64_t nb, int64_t g) {
@@ -195,7 +216,7 @@ static tg_tensor *rows_32(int t, tg_tensor *x, tg_tensor *scales, tg_tensor *qua
    * nibble h; Q5_0: that nibble and bit 4h + gi of group 4; Q8_0: h = 0
    * and 8 groups) */
   const bool q5 = t == GGML_TYPE_Q5_0 || t == GGML_TYPE_Q5_1;
-  const int nh = t == GGML_TYPE_Q8_0 ? 1 : 2, ng = 8 / nh, offset = mins ? 0 : q5 ? 16 : nh == 2 ? 8 : 128;
+  const int nh = t == GGML_TYPE_Q8_0 || t == GGML_TYPE_IQ4_NL ? 1 : 2, ng = 8 / nh, offset = mins ? 0 : q5 ? 16 : nh == 2 ? 8 : 128;
   tg_tensor *xv = tg_reshape(xq, qm_with_tail(x, 6, (int64_t[]){ 1, nb, nh, ng, 1, 4 }));   /* (..., 1, nb, h, gi, 1, p) */
   tg_tensor *q = tg_reshape(quants, TG_SHAPE(g, nb, ng + q5, ROWS, 4));
   tg_tensor *val[2] = { q, NULL };
@@ -305,6 +326,32 @@ static tg_tensor *rows_q6_k(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, 
   return tg_sum(tg_mul(tg_cast(total, TG_F32), scale), TG_AXES(-2), false);                     /* (..., g, 16) */
 }
 
+/* IQ4_XS: per sub-block s of 32 values, sum of (level + 128 - 128) * x
+ * times the int8 scale ls - 32, the super-block's integer sum (at most 8 *
+ * 32 * 32 * 127 * 127 in size) scaled by d_w * d_x
+ * (ggml_vec_dot_iq4_xs_q8_K). */
+static tg_tensor *rows_iq4_xs(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int64_t nb, int64_t g) {
+  tg_tensor *xq, *dx;
+  qm_quantize_q8_k(x, TG_I8, &xq, &dx);                                               /* (..., nb, 256), (..., nb, 1) */
+  tg_tensor *x32 = tg_reshape(xq, qm_with_tail(xq, 2, (int64_t[]){ 8, 32 }));        /* (..., nb, s, 32) */
+  tg_tensor *bsum = tg_contiguous(tg_sum(tg_cast(x32, TG_I32), TG_AXES(-1), false));  /* (..., nb, s) */
+  tg_tensor *bs = tg_reshape(bsum, qm_with_tail(x, 4, (int64_t[]){ 1, nb, 1, 8 }));    /* (..., 1, nb, 1, s) */
+  tg_tensor *xv = tg_reshape(xq, qm_with_tail(x, 6, (int64_t[]){ 1, nb, 1, 8, 8, 4 })); /* (..., 1, nb, 1, s, t, p) */
+  tg_tensor *sc = tg_reshape(tg_bitcast(qm_slice_last(quants, 0, 8 * ROWS), TG_I8), TG_SHAPE(g, nb, 8, ROWS));
+  tg_tensor *qv = tg_reshape(qm_slice_last(quants, 8 * ROWS, 8 * ROWS + 64 * 64), TG_SHAPE(g, nb, 64, ROWS, 4));
+  tg_tensor *total = NULL;
+  for (int s = 0; s < 8; s++) {
+    tg_tensor *dot = NULL;
+    for (int t = 0; t < 8; t++) dot = dot4(dot, TG_GET(qv, TG_ALLIDX, TG_ALLIDX, TG_I(8 * s + t)), TG_GET(xv, TG_ELLIPSIS, TG_I(s), TG_I(t), TG_ALLIDX));
+    tg_tensor *sub = tg_sub(dot, tg_mul(TG_GET(bs, TG_ELLIPSIS, TG_I(s)), tg_scalar(128, TG_I32)));
+    sub = tg_mul(sub, tg_cast(TG_GET(sc, TG_ALLIDX, TG_ALLIDX, TG_I(s)), TG_I32));
+    total = total ? tg_add(total, sub) : sub;
+  }
+  const tg_shape per_block = qm_with_tail(x, 3, (int64_t[]){ 1, nb, 1 });
+  tg_tensor *scale = tg_mul(tg_cast(scales, TG_F32), tg_reshape(dx, per_block));
+  return tg_sum(tg_mul(tg_cast(total, TG_F32), scale), TG_AXES(-2), false);                     /* (..., g, 16) */
+}
+
 /* Q6_K's 6-bit values (0..63) of packed quants: (g, nb, 16 s, 4 t, 16, 4 p),
  * value 16s + 4t + p of the super-block; shifts along broadcast axes, so
  * one expression covers every sub-block. */
@@ -342,6 +389,11 @@ tg_tensor *tg_dequantize_rows(tg_tensor *scales, tg_tensor *quants, int t, tg_sh
     tg_tensor *dm = tg_mul(TG_GET(dd, TG_ALLIDX, TG_I(1)), TG_GET(sm, TG_ALLIDX, TG_ALLIDX, TG_I(1)));
     w = tg_sub(tg_mul(ds, tg_cast(q, TG_F32)), dm);                                                             /* (g, nb, c, h, t, 16, p) */
     w = tg_permute(w, TG_AXES(0, 5, 1, 2, 3, 4, 6));
+  } else if (t == GGML_TYPE_IQ4_XS) {   /* (d * (ls - 32)) * level, value 32s + 4t + p */
+    tg_tensor *sc = tg_reshape(tg_bitcast(qm_slice_last(quants, 0, 8 * ROWS), TG_I8), TG_SHAPE(g, nb, 8, 1, ROWS, 1));
+    tg_tensor *lv = tg_bitcast(tg_bitwise_xor(tg_reshape(qm_slice_last(quants, 8 * ROWS, 8 * ROWS + 64 * 64), TG_SHAPE(g, nb, 8, 8, ROWS, 4)), tg_scalar(128, TG_U8)), TG_I8);
+    tg_tensor *dl = tg_mul(tg_reshape(d, TG_SHAPE(g, nb, 1, 1, ROWS, 1)), tg_cast(sc, TG_F32));
+    w = tg_permute(tg_mul(dl, tg_cast(lv, TG_F32)), TG_AXES(0, 4, 1, 2, 3, 5));
   } else if (t == GGML_TYPE_Q6_K) {
     tg_tensor *sc = tg_reshape(tg_bitcast(qm_slice_last(quants, 0, 16 * ROWS), TG_I8), TG_SHAPE(g, nb, 16, 1, ROWS, 1));
     tg_tensor *q = tg_sub(tg_cast(q6_k_values(quants, g, nb), TG_I32), tg_scalar(32, TG_I32));
@@ -358,7 +410,7 @@ tg_tensor *tg_dequantize_rows(tg_tensor *scales, tg_tensor *quants, int t, tg_sh
       v = tg_cast(tg_bitwise_or(lo, tg_lshifts(hi, 4)), TG_I32);
     }
     else v = tg_cast(tg_bitcast(tg_bitwise_xor(tg_reshape(quants, TG_SHAPE(g, nb, 1, 8, ROWS, 4)), tg_scalar(128, TG_U8)), TG_I8), TG_I32);
-    if (!mins && t != GGML_TYPE_Q8_0) v = tg_sub(v, tg_scalar(t == GGML_TYPE_Q4_0 ? 8 : 16, TG_I32));
+    if (t == GGML_TYPE_Q4_0 || t == GGML_TYPE_Q5_0) v = tg_sub(v, tg_scalar(t == GGML_TYPE_Q4_0 ? 8 : 16, TG_I32));
     if (mins) {
       tg_tensor *dm = tg_reshape(d, TG_SHAPE(g, 2, nb, 1, 1, ROWS, 1));
       w = tg_add(tg_mul(tg_cast(v, TG_F32), TG_GET(dm, TG_ALLIDX, TG_I(0))), TG_GET(dm, TG_ALLIDX, TG_I(1)));
@@ -385,6 +437,7 @@ tg_tensor *tg_quant_matmul_rows(tg_tensor *x, tg_tensor *scales, tg_tensor *quan
   tg_scope_begin();
   const char *dev_prev = tensor_device_begin(tg_device_of(quants));   /* constants and tables on quants's device */
   tg_tensor *y = t == GGML_TYPE_Q6_K ? rows_q6_k(x, scales, quants, nb, g)
+                 : t == GGML_TYPE_IQ4_XS ? rows_iq4_xs(x, scales, quants, nb, g)
                  : t == GGML_TYPE_Q4_K || t == GGML_TYPE_Q5_K ? rows_q45_k(x, scales, quants, nb, g, t == GGML_TYPE_Q5_K)
                  : rows_32(t, x, scales, quants, nb, g);
   y = tg_reshape(y, qm_with_tail(x, 1, (int64_t[]){ n }));
