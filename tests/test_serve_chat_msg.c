@@ -3,9 +3,14 @@
  * expected messages of llama.cpp's tests/test-chat.cpp (its Hermes 2 Pro,
  * Qwen3-Coder, Llama 3.x, Mistral Nemo, Magistral and Command R7B cases,
  * "special_function" with {"arg1": 1}), plus malformed outputs that must
- * come back as plain content. Every case is also streamed: the parse of each
- * prefix of the output must be a prefix of the final parse (what a stream
- * has sent can never be taken back). */
+ * come back as plain content. Every case is also streamed, byte by byte and
+ * 3 bytes a token, through the stream's differ (chat_stream.c): what has
+ * been sent after each prefix must be a prefix of the final parse (nothing
+ * sent is taken back: reasoning, content, each call's name and the join of
+ * its argument pieces), and at the end the join must equal it exactly; a
+ * call's arguments must come in pieces (but for the forms whose calls are
+ * decided whole). A call that breaks after its arguments began was sent
+ * (its model-written part only): such cases say what the stream showed. */
 #include "test.h"
 #include "serve/chat_msg.h"
 
@@ -124,6 +129,25 @@ static const parse_case cases[] = {
     "I should call it.", "Calling.", CALL1, NULL },
 };
 
+/* How cases stream where that is not simply "as the final parse, the
+ * arguments in pieces". */
+static const struct {
+  const char *text;
+  const char *broken;   /* a call that broke after its arguments began: the calls the stream sent */
+  bool whole;           /* the calls come whole (one piece of arguments): decided only at their end */
+} stream_notes[] = {
+  { "<tool_call>{\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}</tool_call>", CALL1, false },
+  { "<tool_call>\n<function=special_function>\n<parameter=arg1>\n1\n</function>\n</tool_call>", "special_function|{\"arg1\":", false },
+  { "{\"name\": \"special_function\", \"parameters\": {\"arg1\": 1}", CALL1, false },
+  /* NAME.call(..) and code: the name is decided at the end; Mistral's
+   * array writes each call's id after its arguments */
+  { "<|python_tag|>python.call(code=\"print('hey')\")", NULL, true },
+  { "<|python_tag|>code_interpreter.call(code=\"print('hey')\")", NULL, true },
+  { "<|python_tag|>brave_search.call(query=\"weather\", count=3)", NULL, true },
+  { "[TOOL_CALLS][{\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}, \"id\": \"123456789\"}]", NULL, true },
+  { "Sure.[TOOL_CALLS][{\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}}]", NULL, true },
+};
+
 /* "name|args;..." of a message's calls. */
 static void calls_string(const serve_chat_msg *m, strbuf *b) {
   sb_puts(b, "");
@@ -134,6 +158,89 @@ static void calls_string(const serve_chat_msg *m, strbuf *b) {
 static const char *str(const strbuf *b) { return b->s ? b->s : ""; }
 
 static bool is_prefix(const char *p, const char *s) { return strncmp(p, s, strlen(p)) == 0; }
+
+/* What a client has after a stream's chunks: the text and, by index, each
+ * call's name and joined argument pieces. */
+typedef struct {
+  strbuf reasoning, content;
+  serve_chat_msg calls;
+  int pieces[8];            /* argument pieces per call */
+} client_view;
+
+static void client_take(client_view *v, const serve_chat_delta *d) {
+  sb_append(&v->reasoning, d->reasoning, d->rlen);
+  sb_append(&v->content, d->content, d->clen);
+  for (int i = 0; i < d->n_calls; i++) {
+    const serve_call_delta *e = &d->calls[i];
+    if (e->head) serve_chat_msg_add_call(&v->calls, NULL, tg_xstrdup(e->call->name), tg_xstrdup(""));
+    else {
+      serve_tool_call *c = &v->calls.calls[e->index];
+      size_t n = strlen(c->arguments);
+      c->arguments = tg_xrealloc(c->arguments, n + e->args_len + 1);
+      memcpy(c->arguments + n, e->args, e->args_len);
+      c->arguments[n + e->args_len] = 0;
+      if (e->index < 8) v->pieces[e->index]++;
+    }
+  }
+}
+
+/* Whether the calls a client has are those of want ("name|args;..") or,
+ * not exact, a prefix of them (the '|' after each name keeps names whole). */
+static bool calls_prefix(const serve_chat_msg *have, const char *want, bool exact) {
+  strbuf b = { 0 };
+  calls_string(have, &b);
+  bool ok = exact ? !strcmp(b.s, want) : is_prefix(b.s, want);
+  sb_free(&b);
+  return ok;
+}
+
+/* Streams c's text `step` bytes at a time through the differ, checking
+ * what was sent against the final parse m after each step. */
+static void stream_case(size_t i, const serve_chat_syntax *syn, const parse_case *c, const serve_chat_msg *m, size_t step) {
+  size_t len = strlen(c->text);
+  const char *want = c->calls;
+  bool whole = false;
+  for (size_t n = 0; n < sizeof stream_notes / sizeof *stream_notes; n++)
+    if (!strcmp(stream_notes[n].text, c->text)) {
+      if (stream_notes[n].broken) want = stream_notes[n].broken;
+      whole = stream_notes[n].whole;
+    }
+  serve_chat_sent sent = { 0 };
+  client_view v = { 0 };
+  bool ok = true;
+  for (size_t k = 0; ok && k <= len + step; k += step) {
+    bool final = k > len;
+    serve_chat_msg p;
+    serve_chat_parse(syn, c->text, final ? len : k, final, &p);
+    serve_chat_delta d;
+    serve_chat_sent_next(&sent, &p, &d);
+    client_take(&v, &d);
+    free(d.calls);
+    serve_chat_msg_free(&p);
+    ok = is_prefix(str(&v.reasoning), str(&m->reasoning)) && is_prefix(str(&v.content), str(&m->content)) &&
+         calls_prefix(&v.calls, want, false);
+    strbuf vc = { 0 };
+    calls_string(&v.calls, &vc);
+    CHECK_MSG(ok, "case %zu, %zu bytes a step, after %zu bytes: sent reasoning \"%s\", content \"%s\", calls \"%s\" are not "
+              "prefixes of the final parse", i, step, k, str(&v.reasoning), str(&v.content), vc.s);
+    sb_free(&vc);
+  }
+  if (ok) {
+    strbuf vc = { 0 };
+    calls_string(&v.calls, &vc);
+    CHECK_MSG(!strcmp(str(&v.reasoning), str(&m->reasoning)) && !strcmp(str(&v.content), str(&m->content)) &&
+              !strcmp(vc.s, want), "case %zu, %zu bytes a step: the stream joined to reasoning \"%s\", content \"%s\", "
+              "calls \"%s\"; want calls \"%s\"", i, step, str(&v.reasoning), str(&v.content), vc.s, want);
+    for (int k = 0; step == 1 && k < v.calls.n_calls && k < 8; k++)
+      CHECK_MSG(whole ? v.pieces[k] == 1 : v.pieces[k] > 1, "case %zu: call %d's arguments came in %d pieces", i, k,
+                v.pieces[k]);
+    sb_free(&vc);
+  }
+  sb_free(&v.reasoning);
+  sb_free(&v.content);
+  serve_chat_msg_free(&v.calls);
+  serve_chat_sent_free(&sent);
+}
 
 TEST(serve_chat_msg_parse) {
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -151,20 +258,8 @@ TEST(serve_chat_msg_parse) {
     CHECK_MSG(!strcmp(calls.s, c->calls), "case %zu: calls \"%s\", want \"%s\"", i, calls.s, c->calls);
     if (c->id) CHECK_MSG(m.n_calls && m.calls[0].id && !strcmp(m.calls[0].id, c->id), "case %zu: the call's id", i);
     else CHECK_MSG(!m.n_calls || !m.calls[0].id, "case %zu: an id from nowhere", i);
-    /* streamed: every prefix's parse is a prefix of the final one */
-    for (size_t k = 0; k <= len; k++) {
-      serve_chat_msg p;
-      serve_chat_parse(&syn, c->text, k, false, &p);
-      strbuf pc = { 0 };
-      calls_string(&p, &pc);
-      bool ok = is_prefix(str(&p.reasoning), str(&m.reasoning)) && is_prefix(str(&p.content), str(&m.content)) &&
-                p.n_calls <= m.n_calls && is_prefix(pc.s, calls.s);
-      CHECK_MSG(ok, "case %zu, prefix of %zu bytes: reasoning \"%s\", content \"%s\", calls \"%s\" are not prefixes of the final parse",
-                i, k, str(&p.reasoning), str(&p.content), pc.s);
-      sb_free(&pc);
-      serve_chat_msg_free(&p);
-      if (!ok) break;
-    }
+    stream_case(i, &syn, c, &m, 1);
+    stream_case(i, &syn, c, &m, 3);
     sb_free(&calls);
     serve_chat_msg_free(&m);
     cJSON_Delete(tools);
@@ -174,10 +269,18 @@ TEST(serve_chat_msg_parse) {
 /* A stream that ends mid-call releases it whole only at the end. */
 TEST(serve_chat_msg_stream_holds_calls) {
   serve_chat_syntax syn = { .parse_tools = true, .tool_format = H };
-  const char *t = "Hi <tool_call>{\"name\": \"f\", \"arguments\": {}}";
+  const char *t = "Hi <tool_call>{\"name\": \"f\", \"arguments\": {\"a\": [1, 2.50, \"x";
   serve_chat_msg m;
+  serve_chat_parse(&syn, t, strlen(t), false, &m);   /* the call's name is known, its arguments begun */
+  CHECK(!strcmp(str(&m.content), "Hi") && m.n_calls == 1 && !strcmp(m.calls[0].arguments, "{\"a\":[1,2.5,\"x"));
+  serve_chat_msg_free(&m);
+  t = "Hi <tool_call>{\"name\": \"f\", \"arguments\": {\"a\": 1";   /* 1 may go on: 10, 1.5 */
   serve_chat_parse(&syn, t, strlen(t), false, &m);
-  CHECK(!strcmp(str(&m.content), "Hi") && m.n_calls == 0);
+  CHECK(m.n_calls == 1 && !strcmp(m.calls[0].arguments, "{\"a\":"));
+  serve_chat_msg_free(&m);
+  t = "Hi <tool_call>{\"arguments\": {\"a\": 1}, \"name\": \"f";   /* no name before the arguments: held */
+  serve_chat_parse(&syn, t, strlen(t), false, &m);
+  CHECK(m.n_calls == 0);
   serve_chat_msg_free(&m);
   serve_chat_parse(&syn, t, 6, false, &m);   /* "Hi <to": may become <tool_call> */
   CHECK(!strcmp(str(&m.content), "Hi"));
