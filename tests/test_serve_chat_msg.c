@@ -25,6 +25,9 @@
 #define STRING_TOOL "[{\"type\":\"function\",\"function\":{\"name\":\"special_function\",\"parameters\":{\"type\":\"object\"," \
                     "\"properties\":{\"arg1\":{\"type\":\"string\"}}}}}]"
 #define CALL1 "special_function|{\"arg1\":1}"
+/* A string and an integer parameter (x: not in the schema, read as JSON). */
+#define SF_TOOL "[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":{\"type\":\"object\"," \
+                "\"properties\":{\"s\":{\"type\":\"string\"},\"n\":{\"type\":\"integer\"}}}}}]"
 
 typedef struct {
   serve_tool_format fmt;
@@ -111,6 +114,25 @@ static const parse_case cases[] = {
   { MI, true, NULL, 0, false, "[TOOL_CALLS][{\"name\": \"special_function\", \"arguments\": {\"a", "", "[TOOL_CALLS][{\"name\": \"special_function\", \"arguments\": {\"a", "", NULL },
   { MI, true, NULL, 0, false, "[TOOL_CALLS][{\"nom\": 1}] then", "", "[TOOL_CALLS][{\"nom\": 1}] then", "", NULL },
 
+  /* streamed in pieces: escapes, surrogate pairs, raw UTF-8, numbers cJSON
+   * prints its own way, nesting (the join must be cJSON's print exactly) */
+  { H, true, NULL, 0, false, "<tool_call>\n{\"name\": \"special_function\", \"arguments\": {\"s\": \"a \\\"q\\\" \\\\ \\u00e9\\ud83d\\ude00 "
+    "\xc3\xa9\\n\\/\", \"n\" : [1.50, -2e3, 0.1, true, null, {\"k\": []}], \"o\": {}}}\n</tool_call>",
+    "", "", "special_function|{\"s\":\"a \\\"q\\\" \\\\ \xc3\xa9\xf0\x9f\x98\x80 \xc3\xa9\\n/\",\"n\":[1.5,-2000,0.1,true,null,{\"k\":[]}],\"o\":{}}", NULL },
+  { H, true, NULL, 0, false, "<tool_call>\n{\"name\": \"special_function\", \"arguments\": \"{\\\"arg1\\\": 1}\"}\n</tool_call>", "", "", CALL1, NULL },
+  { H, true, NULL, SERVE_REASONING_AUTO, false, "<think>hm</think>Ok. {\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}}",
+    "hm", "Ok. {\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}}", "", NULL },
+  { H, true, NULL, SERVE_REASONING_AUTO, false, "<think>hm</think><tool_call>{\"id\": \"x1\", \"name\": \"special_function\", \"arguments\": {\"arg1\": 1}}</tool_call>",
+    "hm", "", CALL1, "x1" },
+  { QC, true, SF_TOOL, 0, false, "<tool_call>\n<function=f>\n<parameter=s>\nline \"one\"\t\\ </para <b>\xe2\x82\xac\n\n</parameter>\n<parameter=n>\n12\n</parameter>\n"
+    "<parameter=x>\n[1, 2]\n</parameter>\n</function>\n</tool_call>",
+    "", "", "f|{\"s\":\"line \\\"one\\\"\\t\\\\ </para <b>\xe2\x82\xac\\n\",\"n\":12,\"x\":[1,2]}", NULL },
+  { MI, true, NULL, 0, false, "[TOOL_CALLS]special_function[ARGS]{\"arg1\": 1}[TOOL_CALLS]special_function[ARGS]{\"arg1\": [2]}", "", "",
+    "special_function|{\"arg1\":1};special_function|{\"arg1\":[2]}", NULL },
+  { MI, true, NULL, 0, false, "[TOOL_CALLS][{\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}, \"id\": \"123456789\"}, "
+    "{\"name\": \"special_function\", \"arguments\": {\"arg1\": 2}, \"id\": \"987654321\"}]", "", "",
+    "special_function|{\"arg1\":1};special_function|{\"arg1\":2}", "123456789" },
+
   /* reasoning (DeepSeek R1 and the families' tags) */
   { H, false, NULL, SERVE_REASONING_DEEPSEEK, false, "<think>I'm thinking</think>Hello, world!\nWhat's up?", "I'm thinking", "Hello, world!\nWhat's up?", "", NULL },
   { H, false, NULL, SERVE_REASONING_AUTO, false, "<think>\nI'm thinking\n</think>\n\nHello, world!\nWhat's up?", "I'm thinking", "Hello, world!\nWhat's up?", "", NULL },
@@ -145,6 +167,10 @@ static const struct {
   { "<|python_tag|>code_interpreter.call(code=\"print('hey')\")", NULL, true },
   { "<|python_tag|>brave_search.call(query=\"weather\", count=3)", NULL, true },
   { "[TOOL_CALLS][{\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}, \"id\": \"123456789\"}]", NULL, true },
+  { "[TOOL_CALLS][{\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}, \"id\": \"123456789\"}, "
+    "{\"name\": \"special_function\", \"arguments\": {\"arg1\": 2}, \"id\": \"987654321\"}]", NULL, true },
+  /* arguments as a string of JSON: read when whole */
+  { "<tool_call>\n{\"name\": \"special_function\", \"arguments\": \"{\\\"arg1\\\": 1}\"}\n</tool_call>", NULL, true },
   { "Sure.[TOOL_CALLS][{\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}}]", NULL, true },
 };
 
