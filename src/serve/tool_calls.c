@@ -3,89 +3,10 @@
  * detection follow llama.cpp's common/chat.cpp). The text is scanned for
  * the format's openers; each opener starts a region that is either a
  * well-formed call (it goes to calls) or not (its text stays content:
- * malformed output is never an error). */
-#include <string.h>
-#include "serve/chat_msg.h"
+ * malformed output is never an error); while a region is undecided, the
+ * calls in it so far come from tool_calls_open.c. */
+#include "serve/tool_calls_scan.h"
 #include "tg.h"
-
-/* ---- small text helpers over [p, end) */
-
-static bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
-static const char *skip_ws(const char *p, const char *end) {
-  while (p < end && is_ws(*p)) p++;
-  return p;
-}
-
-static const char *rskip_ws(const char *begin, const char *e) {
-  while (e > begin && is_ws(e[-1])) e--;
-  return e;
-}
-
-static bool starts(const char *p, const char *end, const char *lit) {
-  size_t n = strlen(lit);
-  return (size_t)(end - p) >= n && memcmp(p, lit, n) == 0;
-}
-
-static const char *find(const char *p, const char *end, const char *lit) {
-  size_t n = strlen(lit);
-  for (; (size_t)(end - p) >= n; p++)
-    if (*p == *lit && memcmp(p, lit, n) == 0) return p;
-  return NULL;
-}
-
-/* Whether [p, end) is a proper prefix of lit (the rest may still come). */
-static bool prefix_of(const char *p, const char *end, const char *lit) {
-  size_t n = (size_t)(end - p);
-  return n < strlen(lit) && memcmp(p, lit, n) == 0;
-}
-
-/* The longest proper prefix of lit that ends [begin, end): text that may
- * still become lit. */
-static size_t partial_suffix(const char *begin, const char *end, const char *lit) {
-  size_t n = strlen(lit), have = (size_t)(end - begin);
-  for (size_t k = n - 1 < have ? n - 1 : have; k > 0; k--)
-    if (memcmp(end - k, lit, k) == 0) return k;
-  return 0;
-}
-
-/* A function name as the tag forms write it: not empty, no control bytes
- * (a NUL would cut it short in C and in JSON). */
-static bool good_name(const char *p, size_t n) {
-  if (!n) return false;
-  for (size_t i = 0; i < n; i++)
-    if ((unsigned char)p[i] < 0x20) return false;
-  return true;
-}
-
-static char *dup_n(const char *p, size_t n) {
-  char *s = tg_xmalloc(n + 1);
-  memcpy(s, p, n);
-  s[n] = 0;
-  return s;
-}
-
-/* A JSON value starting at p (white space first allowed); *json_end gets
- * where it ends. NULL when [p, end) does not start with a whole value. */
-static cJSON *json_at(const char *p, const char *end, const char **json_end) {
-  const char *e = NULL;
-  cJSON *v = cJSON_ParseWithLengthOpts(p, (size_t)(end - p), &e, false);
-  if (v && json_end) *json_end = e;
-  return v;
-}
-
-/* A JSON value filling [p, end) but for white space, or NULL. */
-static cJSON *json_whole(const char *p, const char *end) {
-  const char *e = NULL;
-  cJSON *v = json_at(p, end, &e);
-  if (v && skip_ws(e, end) != end) { cJSON_Delete(v); v = NULL; }
-  return v;
-}
-
-static char *print_json(const cJSON *v) {
-  char *s = cJSON_PrintUnformatted(v);
-  return s ? s : tg_xstrdup("{}");
-}
 
 /* ---- calls */
 
@@ -104,7 +25,7 @@ static void drop_calls(serve_chat_msg *m, int n) { serve_chat_msg_keep_calls(m, 
  * "type": "function", an "id", or the OpenAI shape {"function": {..}}).
  * need_args: an object without arguments is not a call (a bare object in
  * the text may be any JSON). */
-static bool add_json_call(serve_chat_msg *out, const cJSON *o, bool need_args) {
+bool serve_tc_add_json_call(serve_chat_msg *out, const cJSON *o, bool need_args) {
   if (!cJSON_IsObject(o)) return false;
   const cJSON *fn = cJSON_GetObjectItemCaseSensitive(o, "function");
   const cJSON *src = cJSON_IsObject(fn) ? fn : o;
@@ -137,9 +58,9 @@ static bool json_calls(const char *p, const char *end, serve_chat_msg *out) {
   bool ok = true;
   if (cJSON_IsArray(v)) {
     const cJSON *c;
-    cJSON_ArrayForEach(c, v) ok = ok && add_json_call(out, c, false);
+    cJSON_ArrayForEach(c, v) ok = ok && serve_tc_add_json_call(out, c, false);
     ok = ok && cJSON_GetArraySize(v) > 0;
-  } else ok = add_json_call(out, v, false);
+  } else ok = serve_tc_add_json_call(out, v, false);
   cJSON_Delete(v);
   if (!ok) drop_calls(out, n0);
   return ok;
@@ -161,7 +82,7 @@ static const char *param_type(const cJSON *tools, const char *fn, const char *pa
   return NULL;
 }
 
-static bool is_string_param(const cJSON *tools, const char *fn, const char *param) {
+bool serve_tc_string_param(const cJSON *tools, const char *fn, const char *param) {
   const char *type = param_type(tools, fn, param);
   return type && !strcmp(type, "string");
 }
@@ -169,11 +90,11 @@ static bool is_string_param(const cJSON *tools, const char *fn, const char *para
 /* A Qwen3-Coder value [v, close) (close: its </parameter>): the value sits
  * on its own lines; it is JSON unless the schema says string (or it does
  * not parse). */
-static cJSON *xml_value(const cJSON *tools, const char *fn, const char *key, const char *v, const char *close) {
+cJSON *serve_tc_xml_value(const cJSON *tools, const char *fn, const char *key, const char *v, const char *close) {
   const char *ve = close;
   if (v < ve && *v == '\n') v++;
   if (ve > v && ve[-1] == '\n') ve--;
-  cJSON *val = is_string_param(tools, fn, key) ? NULL : json_whole(v, ve);
+  cJSON *val = serve_tc_string_param(tools, fn, key) ? NULL : json_whole(v, ve);
   if (!val) {
     char *s = dup_n(v, (size_t)(ve - v));
     val = cJSON_CreateString(s);
@@ -195,7 +116,7 @@ static char *xml_params(const cJSON *tools, const char *fn, const char *p, const
     if (!close) goto bad;
     char *key = dup_n(name, (size_t)(gt - name));
     if (cJSON_GetObjectItemCaseSensitive(args, key)) { free(key); goto bad; }
-    cJSON_AddItemToObject(args, key, xml_value(tools, fn, key, gt + 1, close));
+    cJSON_AddItemToObject(args, key, serve_tc_xml_value(tools, fn, key, gt + 1, close));
     free(key);
     p = close + strlen("</parameter>");
   }
@@ -208,7 +129,7 @@ bad:
 }
 
 /* A function body: a JSON object of arguments, or XML parameters. */
-static bool add_function(serve_chat_msg *out, const cJSON *tools, const char *name, size_t name_len, const char *p,
+bool serve_tc_add_function(serve_chat_msg *out, const cJSON *tools, const char *name, size_t name_len, const char *p,
                          const char *end) {
   char *fn = dup_n(name, name_len);
   char *args = NULL;
@@ -226,10 +147,6 @@ static bool add_function(serve_chat_msg *out, const cJSON *tools, const char *na
 /* ---- regions: each returns 1 (calls added, *rend past the region), 0
  * (malformed: [opener, *rend) is content) or -1 (undecided: the text may
  * still grow into or out of a call) */
-
-typedef enum { R_TOOL_CALL, R_WRAPPER, R_FENCE, R_FUNCTION_EQ, R_FUNCTION_NAME, R_PYTHON_TAG, R_MISTRAL } region_kind;
-
-typedef struct { const char *open; region_kind kind; const char *close; } opener;
 
 static const opener hermes_openers[] = {
   { "<tool_call>", R_TOOL_CALL, "</tool_call>" },   { "<function=", R_FUNCTION_EQ, "</function>" },
@@ -275,7 +192,7 @@ static int function_eq(const cJSON *tools, const char *p, const char *end, bool 
   if (*p != '>' || !good_name(name, (size_t)(p - name))) { *rend = p; return 0; }
   const char *in_end;
   if (inside(p + 1, end, "</function>", final, &in_end, rend) < 0) return -1;
-  if (!add_function(out, tools, name, (size_t)(p - name), p + 1, in_end)) return 0;
+  if (!serve_tc_add_function(out, tools, name, (size_t)(p - name), p + 1, in_end)) return 0;
   const char *q = skip_ws(*rend, end);
   if (starts(q, end, "</tool_call>")) *rend = q + strlen("</tool_call>");
   else if (!final && prefix_of(q, end, "</tool_call>")) { drop_calls(out, out->n_calls - 1); return -1; }
@@ -384,7 +301,7 @@ static int region(const opener *o, const cJSON *tools, const char *p, const char
     if (!q || q + 1 >= end) { *rend = end; return final ? 0 : -1; }
     if (q[1] != '>' || !good_name(p, (size_t)(q - p))) { *rend = q; return 0; }
     if (inside(q + 2, end, o->close, final, &in_end, rend) < 0) return -1;
-    return add_function(out, tools, p, (size_t)(q - p), q + 2, in_end);
+    return serve_tc_add_function(out, tools, p, (size_t)(q - p), q + 2, in_end);
   }
   case R_WRAPPER:
     if (inside(p, end, o->close, final, &in_end, rend) < 0) return -1;
@@ -429,203 +346,9 @@ static int bare_json(const char *p, const char *end, bool final, const char **re
   cJSON *v = json_at(p, end, &je);
   if (!v) return final ? 0 : -1;
   *rend = je;
-  bool ok = add_json_call(out, v, true);
+  bool ok = serve_tc_add_json_call(out, v, true);
   cJSON_Delete(v);
   return ok;
-}
-
-/* ---- calls still being written (final false, their region undecided):
- * once a call's name is known it is added with the part of its arguments
- * that is decided, a prefix of the arguments the whole call will have
- * (json_prefix.c for JSON, the parameters read so far for XML). A region
- * whose text then breaks the format was sent as a call all the same: what
- * went out was the model's own arguments text, only cut short. */
-
-static const char *skip_json_ws(const char *p, const char *end) {
-  while (p < end && (unsigned char)*p <= 0x20) p++;   /* cJSON's white space */
-  return p;
-}
-
-/* The call object at p ('{'). Whole: added as the region's parse would
- * (true). Else added once "name" and then "arguments" (or "parameters")
- * holding an object were read, with the arguments' decided prefix; an
- * "id" counts when it comes before them. id_late: the format writes the
- * id after the arguments (Mistral), so the call waits until whole. */
-static bool open_json_call(const char *p, const char *end, bool id_late, serve_chat_msg *out) {
-  const char *e = serve_json_value_end(p, end);
-  if (e) {
-    cJSON *v = json_whole(p, e);
-    bool ok = add_json_call(out, v, false);
-    cJSON_Delete(v);
-    return ok;
-  }
-  if (id_late) return false;
-  char *fields[2] = { NULL, NULL };   /* name, id: the first of each (as cJSON's lookup) */
-  bool seen[2] = { false, false };
-  for (const char *q = skip_json_ws(p + 1, end); q < end && *q == '"';) {
-    const char *ke = serve_json_value_end(q, end);
-    cJSON *k = ke ? json_whole(q, ke) : NULL;
-    const char *colon = ke ? skip_json_ws(ke, end) : end;
-    if (!cJSON_IsString(k) || colon == end || *colon != ':') { cJSON_Delete(k); break; }
-    q = skip_json_ws(colon + 1, end);
-    const char *key = k->valuestring;
-    bool args = !strcmp(key, "arguments") || !strcmp(key, "parameters"), fn = !strcmp(key, "function");
-    int f = !strcmp(key, "name") ? 0 : !strcmp(key, "id") ? 1 : -1;
-    cJSON_Delete(k);
-    if (args && fields[0] && q < end && *q == '{') {
-      strbuf a = { 0 };
-      serve_json_compact_prefix(q, end, &a);
-      serve_chat_msg_add_call(out, fields[1], fields[0], a.s);
-      return false;
-    }
-    const char *ve = args || fn ? NULL : serve_json_value_end(q, end);
-    if (!ve) break;
-    if (f >= 0 && !seen[f]) {
-      seen[f] = true;
-      cJSON *v = json_whole(q, ve);
-      if (cJSON_IsString(v) && *v->valuestring) fields[f] = tg_xstrdup(v->valuestring);
-      cJSON_Delete(v);
-    }
-    q = skip_json_ws(ve, end);
-    if (q == end || *q != ',') break;
-    q = skip_json_ws(q + 1, end);
-  }
-  free(fields[0]);
-  free(fields[1]);
-  return false;
-}
-
-/* A call object or an array of them at p: the whole ones, then the open one. */
-static void open_json_calls(const char *p, const char *end, bool id_late, serve_chat_msg *out) {
-  p = skip_json_ws(p, end);
-  if (p < end && *p == '{') { open_json_call(p, end, id_late, out); return; }
-  if (p == end || *p != '[') return;
-  for (p = skip_json_ws(p + 1, end); p < end && *p == '{';) {
-    const char *e = serve_json_value_end(p, end);
-    if (!open_json_call(p, end, id_late, out) || !e) return;
-    p = skip_json_ws(e, end);
-    if (p == end || *p != ',') return;
-    p = skip_json_ws(p + 1, end);
-  }
-}
-
-/* Qwen3-Coder parameters being written: each whole one as xml_params
- * prints it; of an open one, its key, and of a string value the text so
- * far but for what may be its closing (the newline before </parameter>
- * is not part of it). Other values wait for their </parameter> (they may
- * be JSON or text). Appends to a (which holds "{"). */
-static void open_xml_params(const cJSON *tools, const char *fn, const char *p, const char *end, strbuf *a) {
-  cJSON *keys = cJSON_CreateObject();
-  for (p = skip_ws(p, end); starts(p, end, "<parameter="); p = skip_ws(p, end)) {
-    const char *name = p + strlen("<parameter="), *gt = memchr(name, '>', (size_t)(end - name));
-    if (!gt || !good_name(name, (size_t)(gt - name))) break;
-    char *key = dup_n(name, (size_t)(gt - name));
-    if (cJSON_GetObjectItemCaseSensitive(keys, key)) { free(key); break; }
-    cJSON_AddItemToObject(keys, key, cJSON_CreateTrue());
-    if (a->n > 1) sb_puts(a, ",");
-    cJSON *k = cJSON_CreateString(key);
-    char *ks = cJSON_PrintUnformatted(k);
-    sb_printf(a, "%s:", ks);
-    free(ks);
-    cJSON_Delete(k);
-    const char *v = gt + 1, *close = find(v, end, "</parameter>");
-    if (close) {
-      cJSON *val = xml_value(tools, fn, key, v, close);
-      char *s = print_json(val);
-      sb_puts(a, s);
-      free(s);
-      cJSON_Delete(val);
-      free(key);
-      p = close + strlen("</parameter>");
-      continue;
-    }
-    if (is_string_param(tools, fn, key) && v < end) {
-      if (*v == '\n') v++;
-      size_t hold = partial_suffix(v, end, "\n</parameter>");
-      size_t h2 = partial_suffix(v, end, "</parameter>");
-      if (h2 > hold) hold = h2;
-      serve_json_string_prefix(v, (size_t)(end - hold - v), a);
-    }
-    free(key);
-    break;
-  }
-  cJSON_Delete(keys);
-}
-
-/* A function whose name is known, its body [p, end) being written: a JSON
- * object's decided prefix, or the XML parameters read so far ("" while
- * the body has not begun: either may follow). */
-static void open_function(const cJSON *tools, const char *name, size_t name_len, const char *p, const char *end,
-                          serve_chat_msg *out) {
-  char *fn = dup_n(name, name_len);
-  strbuf a = { 0 };
-  sb_puts(&a, "");
-  const char *q = skip_ws(p, end);
-  if (q < end && *q == '{') serve_json_compact_prefix(q, end, &a);
-  else if (q < end) {
-    sb_puts(&a, "{");
-    open_xml_params(tools, fn, p, end, &a);
-  }
-  serve_chat_msg_add_call(out, NULL, fn, a.s);
-}
-
-/* <function=NAME>body being written: returns past its </function> when
- * that came (the call is then whole), else NULL. */
-static const char *open_function_eq(const cJSON *tools, const char *p, const char *end, serve_chat_msg *out) {
-  const char *name = p;
-  while (p < end && *p != '>' && *p != '<' && *p != '\n') p++;
-  if (p == end || *p != '>' || !good_name(name, (size_t)(p - name))) return NULL;
-  const char *close = find(p + 1, end, "</function>");
-  if (!close) {
-    open_function(tools, name, (size_t)(p - name), p + 1, end, out);
-    return NULL;
-  }
-  return add_function(out, tools, name, (size_t)(p - name), p + 1, close) ? close + strlen("</function>") : NULL;
-}
-
-/* The calls of an undecided region so far (p: past its opener). */
-static void open_region(const opener *o, const cJSON *tools, const char *p, const char *end, serve_chat_msg *out) {
-  const char *q = skip_ws(p, end);
-  switch (o->kind) {
-  case R_TOOL_CALL:
-    if (q < end && (*q == '{' || *q == '[')) open_json_calls(q, end, false, out);
-    else
-      while (starts(q, end, "<function=") && (q = open_function_eq(tools, q + strlen("<function="), end, out))) q = skip_ws(q, end);
-    return;
-  case R_FUNCTION_EQ: open_function_eq(tools, p, end, out); return;
-  case R_FUNCTION_NAME: {
-    const char *quote = memchr(p, '"', (size_t)(end - p));
-    if (quote && quote + 1 < end && quote[1] == '>' && good_name(p, (size_t)(quote - p)))
-      open_function(tools, p, (size_t)(quote - p), quote + 2, end, out);
-    return;
-  }
-  case R_WRAPPER: open_json_calls(q, end, false, out); return;
-  case R_FENCE:
-    if (q < end && *q == '<') {   /* a wrapper inside the fence */
-      q = memchr(q, '>', (size_t)(end - q));
-      if (!q) return;
-      q++;
-    }
-    open_json_calls(q, end, false, out);
-    return;
-  case R_PYTHON_TAG:   /* NAME.call(..) and code decide their name only at the end */
-    if (q < end && *q == '{') open_json_call(q, end, false, out);
-    return;
-  case R_MISTRAL: {
-    if (q < end && *q == '[') { open_json_calls(q, end, true, out); return; }
-    const char *args = find(q, end, "[ARGS]");
-    if (!args || !good_name(q, (size_t)(args - q))) return;
-    for (const char *c = q; c < args; c++)
-      if (is_ws(*c) || *c == '[' || *c == '{') return;
-    const char *a = skip_ws(args + strlen("[ARGS]"), end);
-    strbuf b = { 0 };
-    sb_puts(&b, "");
-    if (a < end && *a != '{') { sb_free(&b); return; }
-    if (a < end) serve_json_compact_prefix(a, end, &b);
-    serve_chat_msg_add_call(out, NULL, dup_n(q, (size_t)(args - q)), b.s);
-    return;
-  }
-  }
 }
 
 void serve_tool_calls_parse(serve_tool_format f, const cJSON *tools, const char *text, size_t len, bool final,
@@ -637,7 +360,7 @@ void serve_tool_calls_parse(serve_tool_format f, const cJSON *tools, const char 
     if (q < end && *q == '{') {
       const char *rend;
       int r = bare_json(q, end, final, &rend, out);
-      if (r < 0) { open_json_call(q, end, false, out); return; }
+      if (r < 0) { serve_tc_open_json_call(q, end, false, out); return; }
       p = rend;
       if (r == 1) seg = rend;
     }
@@ -664,7 +387,7 @@ void serve_tool_calls_parse(serve_tool_format f, const cJSON *tools, const char 
     int r = region(first, tools, at + strlen(first->open), end, final, &rend, out);
     if (r < 0) {
       drop_calls(out, n0);
-      open_region(first, tools, at + strlen(first->open), end, out);
+      serve_tc_open_region(first, tools, at + strlen(first->open), end, out);
       return;
     }
     if (r == 0) { drop_calls(out, n0); seg = at; }
