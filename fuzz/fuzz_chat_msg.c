@@ -47,6 +47,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   /* a few prefixes: the ends of the text, and every 37th byte */
   serve_chat_sent sent = { 0 };
+  bool broke = false;
   for (size_t k = 0; k <= len; k += k + 40 < len ? 37 : 1) {
     serve_chat_msg p;
     serve_chat_parse(&syn, text, k, false, &p);
@@ -54,12 +55,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     bool calls_ok = p.n_calls <= whole.n_calls;
     for (int i = 0; calls_ok && i < p.n_calls; i++) calls_ok = call_so_far(&p.calls[i], &whole.calls[i], i == p.n_calls - 1);
     if (!calls_ok && whole.content.n <= p.content.n) ok = false;   /* not a broken call */
+    broke = broke || !calls_ok;
     serve_chat_delta d;
     serve_chat_sent_next(&sent, &p, &d);
     free(d.calls);
     serve_chat_msg_free(&p);
     if (!ok) __builtin_trap();
   }
+  /* the stream's end: what it sent joins to the whole parse exactly */
+  serve_chat_delta d;
+  serve_chat_sent_next(&sent, &whole, &d);
+  free(d.calls);
+  bool same = sent.reasoning == whole.reasoning.n && sent.content == whole.content.n && sent.calls.n_calls == whole.n_calls;
+  for (int i = 0; same && i < whole.n_calls; i++)
+    same = !strcmp(sent.calls.calls[i].name, whole.calls[i].name) && !strcmp(sent.calls.calls[i].arguments, whole.calls[i].arguments);
+  if (!same && !broke) __builtin_trap();
   serve_chat_sent_free(&sent);
   serve_reply_meta m = { .chat = true, .id = "chatcmpl-0", .model = "m", .created = 0 };
   free(serve_reply_chat(&m, &whole, "stop", 1, 1));

@@ -72,7 +72,9 @@ void serve_chat_msg_keep_calls(serve_chat_msg *m, int n);
 serve_tool_format serve_tool_format_detect(const char *template_text);
 const char *serve_tool_format_name(serve_tool_format f);
 /* Appends text's content pieces to out->content (untrimmed) and its calls
- * to out->calls; final false leaves out anything undecided. */
+ * to out->calls; final false leaves out anything undecided, but for the
+ * calls in a region still being written (tool_calls_open.c): each once
+ * its name is known, with the decided part of its arguments. */
 void serve_tool_calls_parse(serve_tool_format f, const cJSON *tools, const char *text, size_t len, bool final,
                             serve_chat_msg *out);
 /* The text that opens a tool call in format f, for tool_choice "required"
