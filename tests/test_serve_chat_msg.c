@@ -124,6 +124,10 @@ static const parse_case cases[] = {
     "hm", "Ok. {\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}}", "", NULL },
   { H, true, NULL, SERVE_REASONING_AUTO, false, "<think>hm</think><tool_call>{\"id\": \"x1\", \"name\": \"special_function\", \"arguments\": {\"arg1\": 1}}</tool_call>",
     "hm", "", CALL1, "x1" },
+  /* both "parameters" and "arguments", "function" after "name": the first
+   * counts, as a stream reads them */
+  { H, true, NULL, 0, false, "<tool_call>{\"name\": \"special_function\", \"parameters\": {\"arg1\": 1}, \"arguments\": {\"arg1\": 2}, "
+    "\"function\": {\"name\": \"g\"}}</tool_call>", "", "", CALL1, NULL },
   { QC, true, SF_TOOL, 0, false, "<tool_call>\n<function=f>\n<parameter=s>\nline \"one\"\t\\ </para <b>\xe2\x82\xac\n\n</parameter>\n<parameter=n>\n12\n</parameter>\n"
     "<parameter=x>\n[1, 2]\n</parameter>\n</function>\n</tool_call>",
     "", "", "f|{\"s\":\"line \\\"one\\\"\\t\\\\ </para <b>\xe2\x82\xac\\n\",\"n\":12,\"x\":[1,2]}", NULL },

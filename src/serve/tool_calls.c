@@ -21,18 +21,27 @@ void serve_chat_msg_add_call(serve_chat_msg *m, char *id, char *name, char *argu
 /* Drops the calls of a region that turned out malformed. */
 static void drop_calls(serve_chat_msg *m, int n) { serve_chat_msg_keep_calls(m, n); }
 
+/* The first member of o named a or b. */
+static const cJSON *first_of(const cJSON *o, const char *a, const char *b) {
+  const cJSON *c;
+  cJSON_ArrayForEach(c, o)
+    if (c->string && (!strcmp(c->string, a) || !strcmp(c->string, b))) return c;
+  return NULL;
+}
+
 /* {"name": .., "arguments"|"parameters": {..} or "..."} (optionally
  * "type": "function", an "id", or the OpenAI shape {"function": {..}}).
  * need_args: an object without arguments is not a call (a bare object in
- * the text may be any JSON). */
+ * the text may be any JSON). Where an object has both, the first of
+ * "arguments" and "parameters" counts, and "function" only before any
+ * "name": a stream then reads the call as it is written. */
 bool serve_tc_add_json_call(serve_chat_msg *out, const cJSON *o, bool need_args) {
   if (!cJSON_IsObject(o)) return false;
-  const cJSON *fn = cJSON_GetObjectItemCaseSensitive(o, "function");
-  const cJSON *src = cJSON_IsObject(fn) ? fn : o;
+  const cJSON *fn = first_of(o, "function", "name");
+  const cJSON *src = cJSON_IsObject(fn) && !strcmp(fn->string, "function") ? fn : o;
   const cJSON *name = cJSON_GetObjectItemCaseSensitive(src, "name");
   if (!cJSON_IsString(name) || !*name->valuestring) return false;
-  const cJSON *args = cJSON_GetObjectItemCaseSensitive(src, "arguments");
-  if (!args) args = cJSON_GetObjectItemCaseSensitive(src, "parameters");
+  const cJSON *args = first_of(src, "arguments", "parameters");
   if (!args && need_args) return false;
   char *a;
   if (!args) a = tg_xstrdup("{}");
