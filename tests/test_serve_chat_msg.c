@@ -214,12 +214,12 @@ static void client_take(client_view *v, const serve_chat_delta *d) {
   }
 }
 
-/* Whether the calls a client has are those of want ("name|args;..") or,
- * not exact, a prefix of them (the '|' after each name keeps names whole). */
-static bool calls_prefix(const serve_chat_msg *have, const char *want, bool exact) {
+/* Whether the calls a client has are a prefix of want ("name|args;..": the
+ * '|' after each name keeps names whole, the ';' each call but the last). */
+static bool calls_prefix(const serve_chat_msg *have, const char *want) {
   strbuf b = { 0 };
   calls_string(have, &b);
-  bool ok = exact ? !strcmp(b.s, want) : is_prefix(b.s, want);
+  bool ok = is_prefix(b.s, want);
   sb_free(&b);
   return ok;
 }
@@ -248,7 +248,7 @@ static void stream_case(size_t i, const serve_chat_syntax *syn, const parse_case
     free(d.calls);
     serve_chat_msg_free(&p);
     ok = is_prefix(str(&v.reasoning), str(&m->reasoning)) && is_prefix(str(&v.content), str(&m->content)) &&
-         calls_prefix(&v.calls, want, false);
+         calls_prefix(&v.calls, want);
     strbuf vc = { 0 };
     calls_string(&v.calls, &vc);
     CHECK_MSG(ok, "case %zu, %zu bytes a step, after %zu bytes: sent reasoning \"%s\", content \"%s\", calls \"%s\" are not "
