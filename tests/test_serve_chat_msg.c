@@ -297,6 +297,111 @@ TEST(serve_chat_msg_parse) {
 }
 
 /* A stream that ends mid-call releases it whole only at the end. */
+/* Random JSON arguments (nesting, cJSON's white space, escapes, surrogate
+ * pairs, raw UTF-8 and control bytes, numbers cJSON prints its own way),
+ * in each JSON form: streamed byte by byte, the pieces must join to
+ * cJSON's compact print of the arguments exactly, and each step's must be
+ * a prefix of it. */
+static uint64_t rng_next(uint64_t *s) {
+  *s ^= *s << 13;
+  *s ^= *s >> 7;
+  *s ^= *s << 17;
+  return *s;
+}
+
+static void gen_ws(uint64_t *r, strbuf *b) {
+  static const char *const ws[] = { "", "", "", " ", "\n  ", "\t", "\r\n", "\x1f" };
+  sb_puts(b, ws[rng_next(r) % 8]);
+}
+
+static void gen_json(uint64_t *r, int depth, bool object, strbuf *b) {
+  static const char *const pieces[] = { "a", "Paris", " ", "\\\"", "\\\\", "\\/", "\\n", "\\t", "\\u00e9", "\\ud83d\\ude00",
+                                        "\xc3\xa9", "\xf0\x9f\x98\x80", "\\u0041", "\x01", "<", "}", "]", ",", ":" };
+  static const char *const scalars[] = { "0", "-1", "1.50", "2e3", "-0.001", "123456789012", "1E-2", "3.14159265358979",
+                                         "0.1", "true", "false", "null", "10" };
+  int kind = object ? 0 : (int)(rng_next(r) % (depth > 2 ? 3 : 5));
+  if (kind >= 3) {   /* object or array */
+    object = kind == 3;
+    kind = 0;
+  }
+  if (kind == 0) {
+    sb_puts(b, object ? "{" : "[");
+    int n = (int)(rng_next(r) % 4);
+    for (int i = 0; i < n; i++) {
+      gen_ws(r, b);
+      if (i) { sb_puts(b, ","); gen_ws(r, b); }
+      if (object) {
+        sb_printf(b, "\"k%d%s\"", i, rng_next(r) % 4 ? "" : "\\u00e9");
+        gen_ws(r, b);
+        sb_puts(b, ":");
+        gen_ws(r, b);
+      }
+      gen_json(r, depth + 1, false, b);
+    }
+    gen_ws(r, b);
+    sb_puts(b, object ? "}" : "]");
+  } else if (kind == 1) {
+    sb_puts(b, "\"");
+    for (int n = (int)(rng_next(r) % 6); n > 0; n--) sb_puts(b, pieces[rng_next(r) % (sizeof pieces / sizeof *pieces)]);
+    sb_puts(b, "\"");
+  } else sb_puts(b, scalars[rng_next(r) % (sizeof scalars / sizeof *scalars)]);
+}
+
+TEST(serve_chat_msg_stream_random_json) {
+  static const struct { serve_tool_format fmt; const char *before, *after; } forms[] = {
+    { H, "<tool_call>\n{\"name\": \"f\", \"arguments\": ", "}\n</tool_call>" },
+    { H, "Hi <function=f>", "</function> bye" },
+    { H, "<function name=\"f\">\n", "\n</function>" },
+    { H, "```json\n[{\"name\": \"f\", \"arguments\": ", "}]\n```" },
+    { L3, "{\"name\": \"f\", \"parameters\": ", "}" },
+    { L3, "<|python_tag|>{\"name\": \"f\", \"parameters\": ", "}" },
+    { MI, "[TOOL_CALLS]f[ARGS]", "" },
+  };
+  uint64_t r = 0x9e3779b97f4a7c15ull;
+  int failures = 0;
+  for (int t = 0; t < 300 && failures < 3; t++) {
+    strbuf args = { 0 }, text = { 0 };
+    gen_json(&r, 0, true, &args);
+    cJSON *v = cJSON_Parse(args.s);
+    char *want_args = v ? cJSON_PrintUnformatted(v) : NULL;
+    cJSON_Delete(v);
+    CHECK_MSG(want_args != NULL, "generated arguments do not parse: %s", args.s);
+    if (!want_args) { failures++; sb_free(&args); continue; }
+    size_t f = (size_t)t % (sizeof forms / sizeof *forms);
+    sb_printf(&text, "%s%s%s", forms[f].before, args.s, forms[f].after);
+    serve_chat_syntax syn = { .parse_tools = true, .tool_format = forms[f].fmt };
+    serve_chat_msg m;
+    serve_chat_parse(&syn, text.s, text.n, true, &m);
+    bool whole_ok = m.n_calls == 1 && !strcmp(m.calls[0].arguments, want_args);
+    CHECK_MSG(whole_ok, "form %zu: %s: %d calls, arguments %s, want %s", f, text.s, m.n_calls,
+              m.n_calls ? m.calls[0].arguments : "-", want_args);
+    serve_chat_sent sent = { 0 };
+    bool ok = whole_ok;
+    int pieces = 0;
+    for (size_t k = 0; ok && k <= text.n + 1; k++) {
+      serve_chat_msg p;
+      serve_chat_parse(&syn, text.s, k > text.n ? text.n : k, k > text.n, &p);
+      serve_chat_delta d;
+      serve_chat_sent_next(&sent, &p, &d);
+      for (int i = 0; i < d.n_calls; i++) pieces += !d.calls[i].head;
+      free(d.calls);
+      serve_chat_msg_free(&p);
+      ok = sent.calls.n_calls <= 1 && (!sent.calls.n_calls || is_prefix(sent.calls.calls[0].arguments, want_args));
+      CHECK_MSG(ok, "form %zu, %zu bytes of %s: sent %s, want a prefix of %s", f, k, text.s, sent.calls.calls[0].arguments,
+                want_args);
+    }
+    if (ok) CHECK_MSG(sent.calls.n_calls == 1 && !strcmp(sent.calls.calls[0].arguments, want_args) && pieces > 1,
+                      "form %zu: %s: the stream joined to %s in %d pieces, want %s", f, text.s,
+                      sent.calls.n_calls ? sent.calls.calls[0].arguments : "-", pieces, want_args);
+    if (!ok) failures++;
+    serve_chat_sent_free(&sent);
+    serve_chat_msg_free(&m);
+    free(want_args);
+    sb_free(&args);
+    sb_free(&text);
+  }
+}
+
 TEST(serve_chat_msg_stream_holds_calls) {
   serve_chat_syntax syn = { .parse_tools = true, .tool_format = H };
   const char *t = "Hi <tool_call>{\"name\": \"f\", \"arguments\": {\"a\": [1, 2.50, \"x";
