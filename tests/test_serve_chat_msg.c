@@ -402,6 +402,63 @@ TEST(serve_chat_msg_stream_random_json) {
   }
 }
 
+/* Random Qwen3-Coder calls: a string parameter's text (newlines, what
+ * looks like the start of </parameter>, quotes, raw UTF-8) streams as it is
+ * written, the others at their </parameter>; the join is exact. */
+TEST(serve_chat_msg_stream_random_xml) {
+  static const char *const pieces[] = { "a", " ", "\n", "\n\n", "<", "</para", "</parameter", "</function", "\"", "\\", "\t",
+                                        "\xc3\xa9", "\xf0\x9f\x98\x80", "{", "1" };
+  static const char *const numbers[] = { "12", "-3", "1.50", "[1, 2]", "{\"a\": null}", "x y" };
+  cJSON *tools = cJSON_Parse(SF_TOOL);
+  serve_chat_syntax syn = { .parse_tools = true, .tool_format = QC, .tools = tools };
+  uint64_t r = 0x2545f4914f6cdd1dull;
+  for (int t = 0; t < 200; t++) {
+    strbuf val = { 0 }, text = { 0 };
+    sb_puts(&val, "");
+    for (int n = (int)(rng_next(&r) % 8); n > 0; n--) sb_puts(&val, pieces[rng_next(&r) % (sizeof pieces / sizeof *pieces)]);
+    const char *num = numbers[rng_next(&r) % (sizeof numbers / sizeof *numbers)];
+    bool s_first = rng_next(&r) % 2;
+    cJSON *want = cJSON_CreateObject();
+    strbuf sp = { 0 }, np = { 0 };
+    sb_printf(&sp, "<parameter=s>\n%s\n</parameter>\n", val.s);
+    sb_printf(&np, "<parameter=n>\n%s\n</parameter>\n", num);
+    cJSON *nv = cJSON_Parse(num);
+    if (s_first) cJSON_AddStringToObject(want, "s", val.s);
+    cJSON_AddItemToObject(want, "n", nv ? nv : cJSON_CreateString(num));
+    if (!s_first) cJSON_AddStringToObject(want, "s", val.s);
+    char *want_args = cJSON_PrintUnformatted(want);
+    cJSON_Delete(want);
+    sb_printf(&text, "<tool_call>\n<function=f>\n%s%s</function>\n</tool_call>", s_first ? sp.s : np.s, s_first ? np.s : sp.s);
+    serve_chat_msg m;
+    serve_chat_parse(&syn, text.s, text.n, true, &m);
+    bool ok = m.n_calls == 1 && !strcmp(m.calls[0].arguments, want_args);
+    CHECK_MSG(ok, "%s: %d calls, arguments %s, want %s", text.s, m.n_calls, m.n_calls ? m.calls[0].arguments : "-", want_args);
+    serve_chat_sent sent = { 0 };
+    for (size_t k = 0; ok && k <= text.n + 1; k++) {
+      serve_chat_msg p;
+      serve_chat_parse(&syn, text.s, k > text.n ? text.n : k, k > text.n, &p);
+      serve_chat_delta d;
+      serve_chat_sent_next(&sent, &p, &d);
+      free(d.calls);
+      serve_chat_msg_free(&p);
+      ok = sent.calls.n_calls <= 1 && (!sent.calls.n_calls || is_prefix(sent.calls.calls[0].arguments, want_args));
+      CHECK_MSG(ok, "%zu bytes of %s: sent %s, want a prefix of %s", k, text.s, sent.calls.calls[0].arguments, want_args);
+    }
+    if (ok) CHECK_MSG(sent.calls.n_calls == 1 && !strcmp(sent.calls.calls[0].arguments, want_args),
+                      "%s: the stream joined to %s, want %s", text.s, sent.calls.n_calls ? sent.calls.calls[0].arguments : "-",
+                      want_args);
+    serve_chat_sent_free(&sent);
+    serve_chat_msg_free(&m);
+    free(want_args);
+    sb_free(&val);
+    sb_free(&sp);
+    sb_free(&np);
+    sb_free(&text);
+    if (!ok) break;
+  }
+  cJSON_Delete(tools);
+}
+
 TEST(serve_chat_msg_stream_holds_calls) {
   serve_chat_syntax syn = { .parse_tools = true, .tool_format = H };
   const char *t = "Hi <tool_call>{\"name\": \"f\", \"arguments\": {\"a\": [1, 2.50, \"x";
