@@ -78,6 +78,32 @@ assert content == "Let me look." and finish == "tool_calls", (content, finish)
 assert [(d["name"], d["arguments"]) for _, d in sorted(calls.items())] == \
     [("get_weather", '{"city":"Paris"}'), ("get_time", "{}")], calls
 
+# the client's own accumulation of a stream (what client.chat.completions.stream uses) gives the non-streamed calls;
+# the arguments come in pieces ("slow": the fake takes 20 ms a token), each call's head first with arguments ""
+from openai.lib.streaming.chat import ChatCompletionStreamState
+
+for extra in ({}, {"parallel_tool_calls": False}):
+    want = client.chat.completions.create(model="fake-model", messages=[{"role": "user", "content": "calltool slow"}],
+                                          tools=tools, **extra).choices[0]
+    state, pieces = ChatCompletionStreamState(), {}
+    for chunk in client.chat.completions.create(model="fake-model", messages=[{"role": "user", "content": "calltool slow"}],
+                                                tools=tools, stream=True, **extra):
+        state.handle_chunk(chunk)
+        for c in chunk.choices:
+            for tc in c.delta.tool_calls or []:
+                if tc.id:
+                    assert tc.function.name and tc.function.arguments == "" and tc.index not in pieces, tc
+                    pieces[tc.index] = 0
+                else:
+                    assert tc.function.name is None and tc.function.arguments, tc
+                    pieces[tc.index] += 1
+    got = state.get_final_completion().choices[0]
+    assert got.finish_reason == want.finish_reason == "tool_calls", (got, want)
+    assert got.message.content == want.message.content, (got.message, want.message)
+    assert [(c.type, c.function.name, c.function.arguments) for c in got.message.tool_calls] == \
+        [(c.type, c.function.name, c.function.arguments) for c in want.message.tool_calls], (got.message, want.message)
+    assert len(got.message.tool_calls) == (1 if extra else 2) and pieces[0] > 2, (extra, pieces)
+
 r = client.chat.completions.create(model="fake-model", messages=[{"role": "user", "content": "hi"}], tools=tools,
                                    tool_choice={"type": "function", "function": {"name": "get_weather"}})
 assert r.choices[0].message.tool_calls[0].function.name == "get_weather", r

@@ -22,7 +22,7 @@
  * Tokens are the prompt's bytes. Generation emits one word per token, then an
  * end token after the tenth word: "Hello world one two ... eight". A prompt
  * holding "forever" never ends (words " w"); "slow" makes each token take
- * 20 ms instead of 2; "emoji" emits a 4-byte character split over two tokens. */
+ * 20 ms instead of 2 (a scripted reply's, below, instead of none); "emoji" emits a 4-byte character split over two tokens. */
 #define FAKE_N_CTX 512
 static const char *fake_words[] = { "Hello", " world", " one", " two", " three",
                                     " four", " five", " six", " seven", " eight" };
@@ -143,6 +143,7 @@ static int fake_generate(void *ctx, const int *prompt, int n_prompt, const serve
     if (*n_out == max_tokens) break;
     ++*n_out;
     if (at >= len) { *hit_eos = true; break; }
+    if (slow) usleep(20000);
     stopped = !emit(u, script + at, len - at < 3 ? len - at : 3);
   }
   if (script) max_tokens = 0;
@@ -985,11 +986,42 @@ static cJSON *post_json(int port, const char *path, const char *body, int *st) {
 }
 
 /* A streamed chat reply's deltas joined: reasoning, content, and the calls
- * as "index:id:name:arguments;" in the order their chunks came. */
-typedef struct { strbuf reasoning, content, calls; char finish[16]; bool ok; } chat_stream;
+ * as "index:id:name:arguments;" by index, accumulated as clients do (a
+ * call's head brings index, id, type, name and "arguments": "", then pieces
+ * bring index and arguments only: ok is false otherwise); pieces counts
+ * each call's argument pieces. */
+#define STREAM_CALLS 8
+typedef struct {
+  strbuf reasoning, content, calls;
+  char finish[16];
+  bool ok;
+  int n_calls, pieces[STREAM_CALLS];
+} chat_stream;
+
+typedef struct { char *id, *name; strbuf args; } stream_call;
+
+static void stream_call_take(chat_stream *r, stream_call *calls, const cJSON *tc) {
+  int i = (int)jnum(tc, "index");
+  const char *id = jstr(tc, "id"), *name = jstr(tc, "function.name"), *args = jstr(tc, "function.arguments");
+  if (i < 0 || i >= STREAM_CALLS || !args) { r->ok = false; return; }
+  if (id) {   /* a head: the next call, its arguments still to come */
+    if (i != r->n_calls || !name || *args || strcmp(jstr(tc, "type") ? jstr(tc, "type") : "", "function")) r->ok = false;
+    else {
+      calls[i].id = strdup(id);
+      calls[i].name = strdup(name);
+      sb_puts(&calls[i].args, "");
+      r->n_calls++;
+    }
+    return;
+  }
+  if (i >= r->n_calls || name || jget(tc, "type")) { r->ok = false; return; }
+  sb_puts(&calls[i].args, args);
+  r->pieces[i]++;
+}
 
 static chat_stream parse_chat_stream(const char *body) {
   chat_stream r = { .ok = true };
+  stream_call calls[STREAM_CALLS] = { 0 };
   sb_puts(&r.reasoning, "");
   sb_puts(&r.content, "");
   sb_puts(&r.calls, "");
@@ -1007,10 +1039,14 @@ static chat_stream parse_chat_stream(const char *body) {
     if (c) sb_puts(&r.content, c);
     if (f) snprintf(r.finish, sizeof r.finish, "%s", f);
     const cJSON *tc;
-    cJSON_ArrayForEach(tc, jget(j, "choices.0.delta.tool_calls"))
-      sb_printf(&r.calls, "%d:%s:%s:%s;", (int)jnum(tc, "index"), jstr(tc, "id"), jstr(tc, "function.name"),
-                jstr(tc, "function.arguments"));
+    cJSON_ArrayForEach(tc, jget(j, "choices.0.delta.tool_calls")) stream_call_take(&r, calls, tc);
     cJSON_Delete(j);
+  }
+  for (int i = 0; i < r.n_calls; i++) {
+    sb_printf(&r.calls, "%d:%s:%s:%s;", i, calls[i].id, calls[i].name, calls[i].args.s);
+    free(calls[i].id);
+    free(calls[i].name);
+    sb_free(&calls[i].args);
   }
   return r;
 }
@@ -1041,15 +1077,18 @@ TEST(serve_tool_calls) {
   CHECK(id0 && id1 && strncmp(id0, "call_", 5) == 0 && strcmp(id0, id1) != 0);
   cJSON_Delete(j);
 
-  /* streamed: the same, as deltas; each call arrives whole, with its index */
+  /* streamed: the same, as deltas; each call's head (index, id, name), then
+   * its arguments in pieces as the model writes them (slow: 20 ms a token,
+   * so that the stream sees them come) */
   char *body = http(port, "POST", "/v1/chat/completions",
-                    "{\"messages\":[{\"role\":\"user\",\"content\":\"calltool\"}]," WEATHER_TOOLS ",\"stream\":true}", &st);
+                    "{\"messages\":[{\"role\":\"user\",\"content\":\"calltool slow\"}]," WEATHER_TOOLS ",\"stream\":true}", &st);
   chat_stream r = parse_chat_stream(body);
   CHECK_MSG(r.ok && st == 200, "%s", body);
   CHECK_STR(r.content.s, "Let me look.");
   CHECK_STR(r.finish, "tool_calls");
   CHECK_MSG(strstr(r.calls.s, ":get_weather:{\"city\":\"Paris\"};") && strstr(r.calls.s, ":get_time:{};") &&
             !strncmp(r.calls.s, "0:call_", 7) && strstr(r.calls.s, ";1:call_"), "calls: %s", r.calls.s);
+  CHECK_MSG(r.n_calls == 2 && r.pieces[0] > 2, "%d calls, the first's arguments in %d pieces", r.n_calls, r.pieces[0]);
   chat_stream_free(&r);
   free(body);
 
@@ -1078,6 +1117,26 @@ TEST(serve_tool_calls) {
   CHECK_STR(jstr(j, "choices.0.finish_reason"), "stop");
   CHECK_STR(jstr(j, "choices.0.message.content"), "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": </tool_call>");
   cJSON_Delete(j);
+  /* streamed, the call was shown as the model wrote it until it broke; the
+   * content and finish_reason are then the non-streamed reply's */
+  body = http(port, "POST", "/v1/chat/completions",
+              "{\"messages\":[{\"role\":\"user\",\"content\":\"badtool slow\"}]," WEATHER_TOOLS ",\"stream\":true}", &st);
+  r = parse_chat_stream(body);
+  CHECK_MSG(r.ok && st == 200, "%s", body);
+  CHECK_MSG(strstr(r.calls.s, ":get_weather:{\"city\":;") != NULL, "calls: %s", r.calls.s);
+  CHECK_STR(r.content.s, "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": </tool_call>");
+  CHECK_STR(r.finish, "stop");
+  chat_stream_free(&r);
+  free(body);
+
+  /* parallel_tool_calls false, streamed: the first call only */
+  body = http(port, "POST", "/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"calltool\"}]," WEATHER_TOOLS
+              ",\"parallel_tool_calls\":false,\"stream\":true}", &st);
+  r = parse_chat_stream(body);
+  CHECK_MSG(r.ok && r.n_calls == 1 && strstr(r.calls.s, ":get_weather:{\"city\":\"Paris\"};") && !strcmp(r.finish, "tool_calls"),
+            "%s", body);
+  chat_stream_free(&r);
+  free(body);
   serve_stop(s);
 }
 

@@ -5,8 +5,13 @@
  * finished reply and a stream: on a text that may still grow (final false)
  * it returns only what is decided, and what it returns then is always a
  * prefix of what it returns later (reasoning and content grow at their
- * ends, calls are appended whole), so a stream sends the differences.
- * Pure functions of the text: no server, no model. */
+ * ends; calls are appended, the last one possibly still being written:
+ * its name is final and its arguments are a prefix of its final ones), so
+ * a stream sends the differences (chat_stream.c). The one exception is
+ * text that looked like a call, name and arguments begun, and then broke
+ * the format: the final parse has it as content, while what a stream sent
+ * of it was the model's own arguments text. Pure functions of the text: no
+ * server, no model. */
 #ifndef TG_SERVE_CHAT_MSG_H
 #define TG_SERVE_CHAT_MSG_H
 
@@ -67,7 +72,9 @@ void serve_chat_msg_keep_calls(serve_chat_msg *m, int n);
 serve_tool_format serve_tool_format_detect(const char *template_text);
 const char *serve_tool_format_name(serve_tool_format f);
 /* Appends text's content pieces to out->content (untrimmed) and its calls
- * to out->calls; final false leaves out anything undecided. */
+ * to out->calls; final false leaves out anything undecided, but for the
+ * calls in a region still being written (tool_calls_open.c): each once
+ * its name is known, with the decided part of its arguments. */
 void serve_tool_calls_parse(serve_tool_format f, const cJSON *tools, const char *text, size_t len, bool final,
                             serve_chat_msg *out);
 /* The text that opens a tool call in format f, for tool_choice "required"
@@ -81,6 +88,53 @@ char *serve_tool_call_prefix(serve_tool_format f, const char *name);
 char *serve_tool_call_grammar(serve_tool_format f, const cJSON *tools, const char *name);
 /* Adds a call (taking the strings). */
 void serve_chat_msg_add_call(serve_chat_msg *m, char *id, char *name, char *arguments);
+
+/* ---- json_prefix.c: JSON text still being written */
+/* The end of the whole JSON value at p (white space first allowed), or
+ * NULL while the text ends inside it (a number or literal is whole only
+ * once a delimiter follows). Structure only: cJSON says if it is valid. */
+const char *serve_json_value_end(const char *p, const char *end);
+/* Appends to out (made non-NULL) the part of cJSON_PrintUnformatted of the
+ * value at p that the text [p, end) already decides, whatever valid text
+ * follows; true when the value is whole. */
+bool serve_json_compact_prefix(const char *p, const char *end, strbuf *out);
+/* Appends the JSON string of the text s[0..n) as cJSON prints it, without
+ * its closing quote (as far as the text goes: a UTF-8 sequence cut short
+ * at its end waits). */
+void serve_json_string_prefix(const char *s, size_t n, strbuf *out);
+
+/* ---- chat_stream.c: what a stream sends of successive parses */
+/* One tool_calls entry of a streamed chunk: a call's head (index, id,
+ * "type", name, "arguments": "") when first seen, then pieces of its
+ * arguments (just index and arguments). */
+typedef struct {
+  int index;
+  const serve_tool_call *call;    /* head: the call (its id may be NULL: the server names it) */
+  bool head;
+  const char *args;               /* a piece: args[0..args_len) */
+  size_t args_len;
+} serve_call_delta;
+
+/* What a stream has sent: reasoning and content bytes, and each call's
+ * name and the arguments sent so far. */
+typedef struct {
+  size_t reasoning, content;
+  serve_chat_msg calls;
+} serve_chat_sent;
+
+/* What one parse adds to what was sent (pointing into that parse). */
+typedef struct {
+  const char *reasoning, *content;
+  size_t rlen, clen;
+  serve_call_delta *calls;        /* malloc'd (free it) */
+  int n_calls;
+} serve_chat_delta;
+
+/* What msg (the parse of all text so far) adds to what was sent, recorded
+ * as sent. A call whose parse no longer extends what was sent of it (a
+ * broken call) gets no more. */
+void serve_chat_sent_next(serve_chat_sent *sent, const serve_chat_msg *msg, serve_chat_delta *d);
+void serve_chat_sent_free(serve_chat_sent *sent);
 
 /* ---- reasoning.c */
 /* Splits off leading reasoning. Returns the offset where the rest (content

@@ -108,10 +108,7 @@ typedef struct {
   strbuf pending;       /* SSE bytes not yet handed to MHD */
   size_t off;           /* how much of pending MHD has */
   size_t seen;          /* how much of the job's final text was sent */
-  /* chat: how much of the parsed reply was sent (reasoning and content
-   * bytes, whole calls) */
-  size_t sent_reasoning, sent_content;
-  int sent_calls;
+  serve_chat_sent sent; /* chat: what of the parsed reply was sent */
   bool sent_role, finished;
 } stream_ctx;
 
@@ -162,15 +159,14 @@ static bool stream_fill(stream_ctx *st) {
     serve_chat_msg msg;
     parse_reply(j, text.s, text.n, done && !failed, &msg);
     sb_free(&text);
-    size_t rl = msg.reasoning.n > st->sent_reasoning ? msg.reasoning.n - st->sent_reasoning : 0;
-    size_t cl = msg.content.n > st->sent_content ? msg.content.n - st->sent_content : 0;
-    int nc = msg.n_calls > st->sent_calls ? msg.n_calls - st->sent_calls : 0;
-    if (rl || cl || nc)
-      sse(&st->pending, serve_reply_chat_delta(m, msg.reasoning.s + st->sent_reasoning, rl, msg.content.s + st->sent_content, cl,
-                                               msg.calls + st->sent_calls, st->sent_calls, nc, usage));
-    st->sent_reasoning += rl;
-    st->sent_content += cl;
-    st->sent_calls += nc;
+    serve_chat_delta d;
+    serve_chat_sent_next(&st->sent, &msg, &d);
+    /* the text first, then each call entry in a chunk of its own (a head,
+     * then pieces of the arguments, as OpenAI streams them) */
+    if (d.rlen || d.clen) sse(&st->pending, serve_reply_chat_delta(m, d.reasoning, d.rlen, d.content, d.clen, NULL, 0, usage));
+    for (int i = 0; i < d.n_calls; i++)
+      sse(&st->pending, serve_reply_chat_delta(m, NULL, 0, NULL, 0, &d.calls[i], 1, usage));
+    free(d.calls);
     finish = finish_reason(finish, &msg);
     serve_chat_msg_free(&msg);
   } else if (new_len) sse(&st->pending, serve_reply_chunk(m, NULL, piece, new_len, NULL, usage));
@@ -204,6 +200,7 @@ static void stream_free(void *cls) {
   stream_ctx *st = cls;
   serve_job_release(&st->srv->queue, st->job);   /* cancels it if the client left early */
   sb_free(&st->pending);
+  serve_chat_sent_free(&st->sent);
   free(st);
 }
 

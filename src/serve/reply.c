@@ -98,7 +98,8 @@ char *serve_reply_full(const serve_reply_meta *m, const char *text, const char *
 /* A call's id: the model's own (Mistral writes them), else one made from
  * the reply's id and the call's index, unique per reply and stable
  * between a stream's chunks. */
-static cJSON *tool_call_object(const serve_reply_meta *m, const serve_tool_call *c, int index, bool delta) {
+static cJSON *tool_call_object(const serve_reply_meta *m, const serve_tool_call *c, int index, bool delta,
+                               const char *arguments) {
   cJSON *o = cJSON_CreateObject();
   if (delta) cJSON_AddNumberToObject(o, "index", index);
   char id[64];
@@ -108,7 +109,17 @@ static cJSON *tool_call_object(const serve_reply_meta *m, const serve_tool_call 
   cJSON_AddStringToObject(o, "type", "function");
   cJSON *fn = cJSON_AddObjectToObject(o, "function");
   cJSON_AddStringToObject(fn, "name", c->name);
-  cJSON_AddStringToObject(fn, "arguments", c->arguments);
+  cJSON_AddStringToObject(fn, "arguments", arguments);
+  return o;
+}
+
+/* A streamed tool_calls entry: a call's head (its arguments "") or a piece
+ * of its arguments. */
+static cJSON *call_delta_object(const serve_reply_meta *m, const serve_call_delta *d) {
+  if (d->head) return tool_call_object(m, d->call, d->index, true, "");
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddNumberToObject(o, "index", d->index);
+  cJSON_AddItemToObject(cJSON_AddObjectToObject(o, "function"), "arguments", string_n(d->args, d->args_len));
   return o;
 }
 
@@ -124,7 +135,7 @@ char *serve_reply_chat(const serve_reply_meta *m, const serve_chat_msg *msg, con
   if (msg->reasoning.n) cJSON_AddStringToObject(mm, "reasoning_content", msg->reasoning.s);
   if (msg->n_calls) {
     cJSON *calls = cJSON_AddArrayToObject(mm, "tool_calls");
-    for (int i = 0; i < msg->n_calls; i++) cJSON_AddItemToArray(calls, tool_call_object(m, &msg->calls[i], i, false));
+    for (int i = 0; i < msg->n_calls; i++) cJSON_AddItemToArray(calls, tool_call_object(m, &msg->calls[i], i, false, msg->calls[i].arguments));
   }
   cJSON_AddNullToObject(c, "logprobs");
   add_str_or_null(c, "finish_reason", finish);
@@ -134,7 +145,7 @@ char *serve_reply_chat(const serve_reply_meta *m, const serve_chat_msg *msg, con
 }
 
 char *serve_reply_chat_delta(const serve_reply_meta *m, const char *reasoning, size_t rlen, const char *content,
-                             size_t clen, const serve_tool_call *calls, int first_call, int n_calls, bool with_usage) {
+                             size_t clen, const serve_call_delta *calls, int n_calls, bool with_usage) {
   cJSON *o = header(m, true);
   cJSON *c = cJSON_CreateObject();
   cJSON_AddNumberToObject(c, "index", 0);
@@ -143,7 +154,7 @@ char *serve_reply_chat_delta(const serve_reply_meta *m, const char *reasoning, s
   if (clen) cJSON_AddItemToObject(d, "content", string_n(content, clen));
   if (n_calls) {
     cJSON *arr = cJSON_AddArrayToObject(d, "tool_calls");
-    for (int i = 0; i < n_calls; i++) cJSON_AddItemToArray(arr, tool_call_object(m, &calls[i], first_call + i, true));
+    for (int i = 0; i < n_calls; i++) cJSON_AddItemToArray(arr, call_delta_object(m, &calls[i]));
   }
   cJSON_AddNullToObject(c, "logprobs");
   cJSON_AddNullToObject(c, "finish_reason");

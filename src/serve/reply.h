@@ -44,11 +44,11 @@ char *serve_reply_chunk(const serve_reply_meta *m, const char *role, const char 
  * calls tools), reasoning_content when there is some, tool_calls (ids,
  * "type": "function", name, arguments as JSON text). */
 char *serve_reply_chat(const serve_reply_meta *m, const serve_chat_msg *msg, const char *finish, int n_prompt, int n_out);
-/* A streamed chat chunk with new reasoning, new content and whole new tool
- * calls (calls[0..n_calls) are the reply's calls first_call.. ; their
- * "index" says which). */
+/* A streamed chat chunk with new reasoning, new content and tool_calls
+ * entries (a call's head: index, id, "type", name and "arguments": "";
+ * or a piece of its arguments: index and arguments only). */
 char *serve_reply_chat_delta(const serve_reply_meta *m, const char *reasoning, size_t rlen, const char *content,
-                             size_t clen, const serve_tool_call *calls, int first_call, int n_calls, bool with_usage);
+                             size_t clen, const serve_call_delta *calls, int n_calls, bool with_usage);
 /* The usage chunk after the last one: no choices, just usage. */
 char *serve_reply_usage_chunk(const serve_reply_meta *m, int n_prompt, int n_out);
 /* GET /v1/models: the list; GET /v1/models/{id}: one model */

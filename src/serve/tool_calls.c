@@ -3,89 +3,10 @@
  * detection follow llama.cpp's common/chat.cpp). The text is scanned for
  * the format's openers; each opener starts a region that is either a
  * well-formed call (it goes to calls) or not (its text stays content:
- * malformed output is never an error). */
-#include <string.h>
-#include "serve/chat_msg.h"
+ * malformed output is never an error); while a region is undecided, the
+ * calls in it so far come from tool_calls_open.c. */
+#include "serve/tool_calls_scan.h"
 #include "tg.h"
-
-/* ---- small text helpers over [p, end) */
-
-static bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
-static const char *skip_ws(const char *p, const char *end) {
-  while (p < end && is_ws(*p)) p++;
-  return p;
-}
-
-static const char *rskip_ws(const char *begin, const char *e) {
-  while (e > begin && is_ws(e[-1])) e--;
-  return e;
-}
-
-static bool starts(const char *p, const char *end, const char *lit) {
-  size_t n = strlen(lit);
-  return (size_t)(end - p) >= n && memcmp(p, lit, n) == 0;
-}
-
-static const char *find(const char *p, const char *end, const char *lit) {
-  size_t n = strlen(lit);
-  for (; (size_t)(end - p) >= n; p++)
-    if (*p == *lit && memcmp(p, lit, n) == 0) return p;
-  return NULL;
-}
-
-/* Whether [p, end) is a proper prefix of lit (the rest may still come). */
-static bool prefix_of(const char *p, const char *end, const char *lit) {
-  size_t n = (size_t)(end - p);
-  return n < strlen(lit) && memcmp(p, lit, n) == 0;
-}
-
-/* The longest proper prefix of lit that ends [begin, end): text that may
- * still become lit. */
-static size_t partial_suffix(const char *begin, const char *end, const char *lit) {
-  size_t n = strlen(lit), have = (size_t)(end - begin);
-  for (size_t k = n - 1 < have ? n - 1 : have; k > 0; k--)
-    if (memcmp(end - k, lit, k) == 0) return k;
-  return 0;
-}
-
-/* A function name as the tag forms write it: not empty, no control bytes
- * (a NUL would cut it short in C and in JSON). */
-static bool good_name(const char *p, size_t n) {
-  if (!n) return false;
-  for (size_t i = 0; i < n; i++)
-    if ((unsigned char)p[i] < 0x20) return false;
-  return true;
-}
-
-static char *dup_n(const char *p, size_t n) {
-  char *s = tg_xmalloc(n + 1);
-  memcpy(s, p, n);
-  s[n] = 0;
-  return s;
-}
-
-/* A JSON value starting at p (white space first allowed); *json_end gets
- * where it ends. NULL when [p, end) does not start with a whole value. */
-static cJSON *json_at(const char *p, const char *end, const char **json_end) {
-  const char *e = NULL;
-  cJSON *v = cJSON_ParseWithLengthOpts(p, (size_t)(end - p), &e, false);
-  if (v && json_end) *json_end = e;
-  return v;
-}
-
-/* A JSON value filling [p, end) but for white space, or NULL. */
-static cJSON *json_whole(const char *p, const char *end) {
-  const char *e = NULL;
-  cJSON *v = json_at(p, end, &e);
-  if (v && skip_ws(e, end) != end) { cJSON_Delete(v); v = NULL; }
-  return v;
-}
-
-static char *print_json(const cJSON *v) {
-  char *s = cJSON_PrintUnformatted(v);
-  return s ? s : tg_xstrdup("{}");
-}
 
 /* ---- calls */
 
@@ -100,18 +21,27 @@ void serve_chat_msg_add_call(serve_chat_msg *m, char *id, char *name, char *argu
 /* Drops the calls of a region that turned out malformed. */
 static void drop_calls(serve_chat_msg *m, int n) { serve_chat_msg_keep_calls(m, n); }
 
+/* The first member of o named a or b. */
+static const cJSON *first_of(const cJSON *o, const char *a, const char *b) {
+  const cJSON *c;
+  cJSON_ArrayForEach(c, o)
+    if (c->string && (!strcmp(c->string, a) || !strcmp(c->string, b))) return c;
+  return NULL;
+}
+
 /* {"name": .., "arguments"|"parameters": {..} or "..."} (optionally
  * "type": "function", an "id", or the OpenAI shape {"function": {..}}).
  * need_args: an object without arguments is not a call (a bare object in
- * the text may be any JSON). */
-static bool add_json_call(serve_chat_msg *out, const cJSON *o, bool need_args) {
+ * the text may be any JSON). Where an object has both, the first of
+ * "arguments" and "parameters" counts, and "function" only before any
+ * "name": a stream then reads the call as it is written. */
+bool serve_tc_add_json_call(serve_chat_msg *out, const cJSON *o, bool need_args) {
   if (!cJSON_IsObject(o)) return false;
-  const cJSON *fn = cJSON_GetObjectItemCaseSensitive(o, "function");
-  const cJSON *src = cJSON_IsObject(fn) ? fn : o;
+  const cJSON *fn = first_of(o, "function", "name");
+  const cJSON *src = cJSON_IsObject(fn) && !strcmp(fn->string, "function") ? fn : o;
   const cJSON *name = cJSON_GetObjectItemCaseSensitive(src, "name");
   if (!cJSON_IsString(name) || !*name->valuestring) return false;
-  const cJSON *args = cJSON_GetObjectItemCaseSensitive(src, "arguments");
-  if (!args) args = cJSON_GetObjectItemCaseSensitive(src, "parameters");
+  const cJSON *args = first_of(src, "arguments", "parameters");
   if (!args && need_args) return false;
   char *a;
   if (!args) a = tg_xstrdup("{}");
@@ -137,9 +67,9 @@ static bool json_calls(const char *p, const char *end, serve_chat_msg *out) {
   bool ok = true;
   if (cJSON_IsArray(v)) {
     const cJSON *c;
-    cJSON_ArrayForEach(c, v) ok = ok && add_json_call(out, c, false);
+    cJSON_ArrayForEach(c, v) ok = ok && serve_tc_add_json_call(out, c, false);
     ok = ok && cJSON_GetArraySize(v) > 0;
-  } else ok = add_json_call(out, v, false);
+  } else ok = serve_tc_add_json_call(out, v, false);
   cJSON_Delete(v);
   if (!ok) drop_calls(out, n0);
   return ok;
@@ -161,6 +91,27 @@ static const char *param_type(const cJSON *tools, const char *fn, const char *pa
   return NULL;
 }
 
+bool serve_tc_string_param(const cJSON *tools, const char *fn, const char *param) {
+  const char *type = param_type(tools, fn, param);
+  return type && !strcmp(type, "string");
+}
+
+/* A Qwen3-Coder value [v, close) (close: its </parameter>): the value sits
+ * on its own lines; it is JSON unless the schema says string (or it does
+ * not parse). */
+cJSON *serve_tc_xml_value(const cJSON *tools, const char *fn, const char *key, const char *v, const char *close) {
+  const char *ve = close;
+  if (v < ve && *v == '\n') v++;
+  if (ve > v && ve[-1] == '\n') ve--;
+  cJSON *val = serve_tc_string_param(tools, fn, key) ? NULL : json_whole(v, ve);
+  if (!val) {
+    char *s = dup_n(v, (size_t)(ve - v));
+    val = cJSON_CreateString(s);
+    free(s);
+  }
+  return val;
+}
+
 /* Qwen3-Coder's parameters, <parameter=P>\nvalue\n</parameter> repeated,
  * filling [p, end), into a JSON object: a value is JSON unless the schema
  * says string (or it does not parse). */
@@ -170,21 +121,11 @@ static char *xml_params(const cJSON *tools, const char *fn, const char *p, const
     if (!starts(p, end, "<parameter=")) goto bad;
     const char *name = p + strlen("<parameter="), *gt = memchr(name, '>', (size_t)(end - name));
     if (!gt || !good_name(name, (size_t)(gt - name))) goto bad;
-    const char *v = gt + 1, *close = find(v, end, "</parameter>");
+    const char *close = find(gt + 1, end, "</parameter>");
     if (!close) goto bad;
-    const char *ve = close;
-    if (v < ve && *v == '\n') v++;              /* the value sits on its own lines */
-    if (ve > v && ve[-1] == '\n') ve--;
     char *key = dup_n(name, (size_t)(gt - name));
     if (cJSON_GetObjectItemCaseSensitive(args, key)) { free(key); goto bad; }
-    const char *type = param_type(tools, fn, key);
-    cJSON *val = type && !strcmp(type, "string") ? NULL : json_whole(v, ve);
-    if (!val) {
-      char *s = dup_n(v, (size_t)(ve - v));
-      val = cJSON_CreateString(s);
-      free(s);
-    }
-    cJSON_AddItemToObject(args, key, val);
+    cJSON_AddItemToObject(args, key, serve_tc_xml_value(tools, fn, key, gt + 1, close));
     free(key);
     p = close + strlen("</parameter>");
   }
@@ -197,7 +138,7 @@ bad:
 }
 
 /* A function body: a JSON object of arguments, or XML parameters. */
-static bool add_function(serve_chat_msg *out, const cJSON *tools, const char *name, size_t name_len, const char *p,
+bool serve_tc_add_function(serve_chat_msg *out, const cJSON *tools, const char *name, size_t name_len, const char *p,
                          const char *end) {
   char *fn = dup_n(name, name_len);
   char *args = NULL;
@@ -215,10 +156,6 @@ static bool add_function(serve_chat_msg *out, const cJSON *tools, const char *na
 /* ---- regions: each returns 1 (calls added, *rend past the region), 0
  * (malformed: [opener, *rend) is content) or -1 (undecided: the text may
  * still grow into or out of a call) */
-
-typedef enum { R_TOOL_CALL, R_WRAPPER, R_FENCE, R_FUNCTION_EQ, R_FUNCTION_NAME, R_PYTHON_TAG, R_MISTRAL } region_kind;
-
-typedef struct { const char *open; region_kind kind; const char *close; } opener;
 
 static const opener hermes_openers[] = {
   { "<tool_call>", R_TOOL_CALL, "</tool_call>" },   { "<function=", R_FUNCTION_EQ, "</function>" },
@@ -264,7 +201,7 @@ static int function_eq(const cJSON *tools, const char *p, const char *end, bool 
   if (*p != '>' || !good_name(name, (size_t)(p - name))) { *rend = p; return 0; }
   const char *in_end;
   if (inside(p + 1, end, "</function>", final, &in_end, rend) < 0) return -1;
-  if (!add_function(out, tools, name, (size_t)(p - name), p + 1, in_end)) return 0;
+  if (!serve_tc_add_function(out, tools, name, (size_t)(p - name), p + 1, in_end)) return 0;
   const char *q = skip_ws(*rend, end);
   if (starts(q, end, "</tool_call>")) *rend = q + strlen("</tool_call>");
   else if (!final && prefix_of(q, end, "</tool_call>")) { drop_calls(out, out->n_calls - 1); return -1; }
@@ -373,7 +310,7 @@ static int region(const opener *o, const cJSON *tools, const char *p, const char
     if (!q || q + 1 >= end) { *rend = end; return final ? 0 : -1; }
     if (q[1] != '>' || !good_name(p, (size_t)(q - p))) { *rend = q; return 0; }
     if (inside(q + 2, end, o->close, final, &in_end, rend) < 0) return -1;
-    return add_function(out, tools, p, (size_t)(q - p), q + 2, in_end);
+    return serve_tc_add_function(out, tools, p, (size_t)(q - p), q + 2, in_end);
   }
   case R_WRAPPER:
     if (inside(p, end, o->close, final, &in_end, rend) < 0) return -1;
@@ -418,7 +355,7 @@ static int bare_json(const char *p, const char *end, bool final, const char **re
   cJSON *v = json_at(p, end, &je);
   if (!v) return final ? 0 : -1;
   *rend = je;
-  bool ok = add_json_call(out, v, true);
+  bool ok = serve_tc_add_json_call(out, v, true);
   cJSON_Delete(v);
   return ok;
 }
@@ -432,7 +369,7 @@ void serve_tool_calls_parse(serve_tool_format f, const cJSON *tools, const char 
     if (q < end && *q == '{') {
       const char *rend;
       int r = bare_json(q, end, final, &rend, out);
-      if (r < 0) return;
+      if (r < 0) { serve_tc_open_json_call(q, end, false, out); return; }
       p = rend;
       if (r == 1) seg = rend;
     }
@@ -457,7 +394,11 @@ void serve_tool_calls_parse(serve_tool_format f, const cJSON *tools, const char 
     const char *rend = end;
     int n0 = out->n_calls;
     int r = region(first, tools, at + strlen(first->open), end, final, &rend, out);
-    if (r < 0) { drop_calls(out, n0); return; }
+    if (r < 0) {
+      drop_calls(out, n0);
+      serve_tc_open_region(first, tools, at + strlen(first->open), end, out);
+      return;
+    }
     if (r == 0) { drop_calls(out, n0); seg = at; }
     else seg = rend;
     p = rend > at ? rend : at + 1;
