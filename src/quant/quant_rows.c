@@ -294,13 +294,21 @@ static tg_tensor *rows_q45_k(tg_tensor *x, tg_tensor *scales, tg_tensor *quants,
  * are written out (constant shifts; one load of a group serves every
  * sub-block that uses it) and summed in int32 (at most 16 * 128 * 16 * 32 *
  * 127 in size), so a super-block costs one conversion to float. */
+/* x quantized to Q8_K for weights with nsub signed-scale sub-blocks per
+ * super-block: *xv (..., 1, nb, 1, s, t, p) its values by sub-block and
+ * 4-byte group, *bs (..., 1, nb, 1, s) the sub-blocks' sums, *dx (..., nb, 1). */
+static void q8_k_subblocks(tg_tensor *x, int64_t nb, int nsub, tg_tensor **xv, tg_tensor **bs, tg_tensor **dx) {
+  tg_tensor *xq;
+  qm_quantize_q8_k(x, TG_I8, &xq, dx);                                                  /* (..., nb, 256) */
+  tg_tensor *xs = tg_reshape(xq, qm_with_tail(xq, 2, (int64_t[]){ nsub, 256 / nsub }));  /* (..., nb, s, 256/nsub) */
+  tg_tensor *bsum = tg_contiguous(tg_sum(tg_cast(xs, TG_I32), TG_AXES(-1), false));     /* (..., nb, s) */
+  *bs = tg_reshape(bsum, qm_with_tail(x, 4, (int64_t[]){ 1, nb, 1, nsub }));
+  *xv = tg_reshape(xq, qm_with_tail(x, 6, (int64_t[]){ 1, nb, 1, nsub, 64 / nsub, 4 }));
+}
+
 static tg_tensor *rows_q6_k(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int64_t nb, int64_t g) {
-  tg_tensor *xq, *dx;
-  qm_quantize_q8_k(x, TG_I8, &xq, &dx);                                               /* (..., nb, 256), (..., nb, 1) */
-  tg_tensor *x16 = tg_reshape(xq, qm_with_tail(xq, 2, (int64_t[]){ 16, 16 }));        /* (..., nb, s, 16) */
-  tg_tensor *bsum = tg_contiguous(tg_sum(tg_cast(x16, TG_I32), TG_AXES(-1), false));  /* (..., nb, s) */
-  tg_tensor *bs = tg_reshape(bsum, qm_with_tail(x, 4, (int64_t[]){ 1, nb, 1, 16 }));   /* (..., 1, nb, 1, s) */
-  tg_tensor *xv = tg_reshape(xq, qm_with_tail(x, 6, (int64_t[]){ 1, nb, 1, 16, 4, 4 }));  /* (..., 1, nb, 1, s, t, p) */
+  tg_tensor *xv, *bs, *dx;
+  q8_k_subblocks(x, nb, 16, &xv, &bs, &dx);
   tg_tensor *sc = tg_reshape(tg_bitcast(qm_slice_last(quants, 0, 16 * ROWS), TG_I8), TG_SHAPE(g, nb, 16, ROWS));
   tg_tensor *ql = tg_reshape(qm_slice_last(quants, 16 * ROWS, 16 * ROWS + 32 * 64), TG_SHAPE(g, nb, 32, ROWS, 4));
   tg_tensor *qh = tg_reshape(qm_slice_last(quants, 16 * ROWS + 32 * 64, 16 * ROWS + 48 * 64), TG_SHAPE(g, nb, 16, ROWS, 4));
@@ -331,12 +339,8 @@ static tg_tensor *rows_q6_k(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, 
  * 32 * 32 * 127 * 127 in size) scaled by d_w * d_x
  * (ggml_vec_dot_iq4_xs_q8_K). */
 static tg_tensor *rows_iq4_xs(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int64_t nb, int64_t g) {
-  tg_tensor *xq, *dx;
-  qm_quantize_q8_k(x, TG_I8, &xq, &dx);                                               /* (..., nb, 256), (..., nb, 1) */
-  tg_tensor *x32 = tg_reshape(xq, qm_with_tail(xq, 2, (int64_t[]){ 8, 32 }));        /* (..., nb, s, 32) */
-  tg_tensor *bsum = tg_contiguous(tg_sum(tg_cast(x32, TG_I32), TG_AXES(-1), false));  /* (..., nb, s) */
-  tg_tensor *bs = tg_reshape(bsum, qm_with_tail(x, 4, (int64_t[]){ 1, nb, 1, 8 }));    /* (..., 1, nb, 1, s) */
-  tg_tensor *xv = tg_reshape(xq, qm_with_tail(x, 6, (int64_t[]){ 1, nb, 1, 8, 8, 4 })); /* (..., 1, nb, 1, s, t, p) */
+  tg_tensor *xv, *bs, *dx;
+  q8_k_subblocks(x, nb, 8, &xv, &bs, &dx);
   tg_tensor *sc = tg_reshape(tg_bitcast(qm_slice_last(quants, 0, 8 * ROWS), TG_I8), TG_SHAPE(g, nb, 8, ROWS));
   tg_tensor *qv = tg_reshape(qm_slice_last(quants, 8 * ROWS, 8 * ROWS + 64 * 64), TG_SHAPE(g, nb, 64, ROWS, 4));
   tg_tensor *total = NULL;
