@@ -53,7 +53,7 @@ static void get_scale_min_k4(int j, const uint8_t *q, int *d, int *m) {
   else *d = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4), *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
 }
 
-static int block_bytes(int t) { return t == TG_GGML_Q4_K ? 144 : t == TG_GGML_Q5_K ? 176 : t == TG_GGML_IQ4_XS ? 136 : 210; }
+static int block_bytes(int t) { return t == TG_GGML_Q4_K ? 144 : t == TG_GGML_Q5_K ? 176 : t == TG_GGML_IQ4_XS ? 136 : t == TG_GGML_Q3_K ? 110 : 210; }
 
 static const int8_t iq4nl_levels[16] = { -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113 };
 
@@ -111,6 +111,18 @@ static float ref_dot(int t, const uint8_t *w, const int8_t *q8, const float *dx,
       sumf -= dmin * sumi;
       *mag += fabs((double)dmin * sumi);
       d = f16_to_f32((uint16_t)(blk[0] | blk[1] << 8)) * dx[b];
+    } else if (t == TG_GGML_Q3_K) {   /* ggml_vec_dot_q3_K_q8_K_generic */
+      const uint8_t *q3 = blk + 32, *hm = blk;
+      uint8_t m = 1;
+      for (int n = 0; n < 2; n++, q3 += 32)
+        for (int j = 0; j < 4; j++, m = (uint8_t)(m << 1))
+          for (int l = 0; l < 32; l++) a[n * 128 + j * 32 + l] = (int8_t)(((q3[l] >> (2 * j)) & 3) - (hm[l] & m ? 0 : 4));
+      const uint8_t *s = blk + 96;
+      for (int i = 0; i < 16; i++) {
+        int q = i / 4, r = i % 4;
+        sc[i] = ((s[r + 4 * (q & 1)] >> (4 * (q >> 1))) & 0xF | ((s[8 + r] >> (2 * q)) & 3) << 4) - 32;
+      }
+      d = f16_to_f32((uint16_t)(blk[108] | blk[109] << 8)) * dx[b];
     } else {
       const uint8_t *ql = blk, *qh = blk + 128;
       for (int n = 0; n < 2; n++, ql += 64, qh += 32)
@@ -133,7 +145,7 @@ static float ref_dot(int t, const uint8_t *w, const int8_t *q8, const float *dx,
 static uint8_t *random_k(int t, int64_t n, int64_t k, int64_t *nbytes) {
   int bpb = block_bytes(t);
   bool mins = t == TG_GGML_Q4_K || t == TG_GGML_Q5_K;
-  uint8_t *p = test_random_blocks((uint64_t)t, n * k / 256, bpb, t == TG_GGML_Q6_K ? 208 : 0, nbytes);
+  uint8_t *p = test_random_blocks((uint64_t)t, n * k / 256, bpb, t == TG_GGML_Q6_K ? 208 : t == TG_GGML_Q3_K ? 108 : 0, nbytes);
   for (int64_t b = 0; mins && b < *nbytes / bpb; b++) p[b * bpb + 2] = (uint8_t)(b * 11), p[b * bpb + 3] = 0x18;   /* dmin */
   return p;
 }
@@ -186,6 +198,7 @@ TEST(quant_matmul_q6_k_vs_ggml) { check_k(TG_GGML_Q6_K, 3, 24, 1024); check_k(TG
 /* row-packed Q4_K and Q6_K (the LLM's path) */
 TEST(quant_matmul_rows_q4_k_vs_ggml) { check_k_path(TG_GGML_Q4_K, 3, 32, 1024, true); check_k_path(TG_GGML_Q4_K, 1, 64, 768, true); }
 TEST(quant_matmul_rows_q5_k_vs_ggml) { check_k_path(TG_GGML_Q5_K, 3, 32, 1024, true); check_k_path(TG_GGML_Q5_K, 1, 64, 768, true); }
+TEST(quant_matmul_rows_q3_k_vs_ggml) { check_k_path(TG_GGML_Q3_K, 3, 32, 1024, true); check_k_path(TG_GGML_Q3_K, 1, 64, 768, true); }
 TEST(quant_matmul_rows_iq4_xs_vs_ggml) { check_k_path(TG_GGML_IQ4_XS, 3, 32, 1024, true); check_k_path(TG_GGML_IQ4_XS, 1, 64, 768, true); }
 TEST(quant_matmul_rows_q6_k_vs_ggml) { check_k_path(TG_GGML_Q6_K, 3, 32, 1024, true); check_k_path(TG_GGML_Q6_K, 1, 64, 768, true); }
 
