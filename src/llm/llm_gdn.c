@@ -1,0 +1,98 @@
+/* llm_gdn.c: the gated delta-net layer of Qwen3.5 / 3.6 (llama.cpp's
+ * build_layer_attn_linear and its delta-net base), as tensor ops over the
+ * shared builders of llm_forward.c. Invariant: the layer's only memory is
+ * its two states per sequence, both read as zero at position 0 (a fresh
+ * sequence, a perplexity chunk, a rewind that starts over):
+ *   conv  (n_seq, kernel - 1, channels): the last kernel - 1 inputs of the
+ *         causal depthwise conv over q|k|v;
+ *   S     (n_seq, v heads, head_v, head_k): the recurrent state, S[j][i]
+ *         pairing value dim j with key dim i (ggml's layout).
+ * Per token and v head (q, k of k head h % k_heads, L2-normed; q times
+ * head_k^-1/2): S = exp(g) S with g = softplus(alpha + dt_bias) * a
+ * (a = -exp(A_log)); d = beta (v - S k) with beta = sigmoid(b); S += d k^T;
+ * o = S q. Then a gated RMS norm (ssm_norm times silu(z)) and the
+ * out-projection. A chunk of T tokens runs the recurrence token by token;
+ * a batched decode step's rows are one token of their own sequence each. */
+#include <math.h>
+#include "llm/llm.h"
+#include "util/util.h"
+
+/* x (..., n) / sqrt(sum x^2 + eps): ggml's rms_norm(x, eps / n) / sqrt(n) */
+static tg_tensor *l2_norm(tg_tensor *x, float eps) {
+  return tg_mul(x, tg_rsqrt(tg_add(tg_sum(tg_mul(x, x), TG_AXES(-1), true), tg_scalar(eps, TG_F32))));
+}
+
+/* x (B, T, Hk, D) for each of Hv = R * Hk heads: head h reads head h % Hk
+ * (the converter orders v heads so; llama.cpp's ggml_repeat) */
+static tg_tensor *tile_heads(tg_tensor *x, int64_t Hv) {
+  int64_t B = tg_dim(x, 0), T = tg_dim(x, 1), Hk = tg_dim(x, 2), D = tg_dim(x, 3);
+  if (Hv == Hk) return x;
+  tg_tensor *e = tg_expand(tg_reshape(x, TG_SHAPE(B, T, 1, Hk, D)), TG_SHAPE(B, T, Hv / Hk, Hk, D));
+  return tg_reshape(e, TG_SHAPE(B, T, Hv, D));
+}
+
+/* The rows of a state that the graph's sequences own: (B, ...). */
+static tg_tensor *state_rows(tg_llm *m, tg_tensor *state) {
+  if (m->batch_seqs) return tg_take(state, m->batch_seqs);
+  if (m->n_seq > 1) return tg_take(state, tg_reshape(m->seq_var, TG_SHAPE(1)));
+  return state;
+}
+
+tg_tensor *llm_gdn(tg_llm *m, llm_layer *l, tg_tensor *h) {
+  const tg_llm_config *c = &m->cfg;
+  bool batched = m->batch_seqs != NULL;
+  int64_t N = tg_dim(h, 0), B = batched ? N : 1, T = batched ? 1 : N;
+  int64_t Hk = m->gdn.k_heads, Hv = m->gdn.v_heads, Dk = m->gdn.head_k, Dv = m->gdn.head_v, K = m->gdn.conv_k;
+  int64_t C = 2 * Hk * Dk + Hv * Dv;
+  tg_tensor *zero = tg_scalar(0, TG_F32);
+  /* each row's position: a state is zero at position 0 */
+  tg_tensor *pos = batched ? m->batch_pos : tg_reshape(m->pos, TG_SHAPE(1));                         /* (B,) */
+  tg_tensor *fresh = tg_eq(pos, tg_scalar(0, TG_I32));
+
+  tg_tensor *qkv = tg_reshape(llm_linear(m, h, l->ssm_qkv, NULL), TG_SHAPE(B, T, C));
+  tg_tensor *z = tg_reshape(llm_linear(m, h, l->ssm_z, NULL), TG_SHAPE(B, T, Hv, Dv));
+  tg_tensor *beta = tg_contiguous(tg_reshape(tg_sigmoid(llm_linear(m, h, l->ssm_beta, NULL)), TG_SHAPE(B, T, Hv, 1)));
+  tg_tensor *g = tg_mul(tg_softplus(llm_linear(m, h, l->ssm_alpha, l->ssm_dt), 1, 20), tg_cast(l->ssm_a, TG_F32));
+  tg_tensor *decay = tg_contiguous(tg_reshape(tg_exp(g), TG_SHAPE(B, T, Hv, 1, 1)));
+
+  /* the causal depthwise conv over the state's kernel - 1 inputs and the
+   * chunk's; the last kernel - 1 of them are the next state */
+  tg_tensor *cs = tg_where(tg_reshape(fresh, TG_SHAPE(B, 1, 1)), zero, state_rows(m, l->conv_state));   /* (B, K-1, C) */
+  tg_tensor *x = tg_contiguous(tg_cat((tg_tensor *[]){ cs, qkv }, 2, 1));                            /* (B, K-1+T, C) */
+  tg_tensor *w = tg_cast(l->ssm_conv1d, TG_F32);                                                     /* (C, K) */
+  tg_tensor *conv = NULL;
+  for (int64_t j = 0; j < K; j++) {
+    tg_tensor *tap = tg_mul(TG_GET(x, TG_ALLIDX, TG_SLICE(j, j + T, 1)), TG_GET(w, TG_ALLIDX, TG_I(j)));
+    conv = conv ? tg_add(conv, tap) : tap;
+  }
+  tg_assign(state_rows(m, l->conv_state), TG_GET(x, TG_ALLIDX, TG_FROM(T)));
+  tg_tensor *xc = tg_contiguous(tg_silu(conv));                                                      /* (B, T, C) */
+  tg_tensor *q = tg_reshape(TG_GET(xc, TG_ALLIDX, TG_ALLIDX, TG_UPTO(Hk * Dk)), TG_SHAPE(B, T, Hk, Dk));
+  tg_tensor *k = tg_reshape(TG_GET(xc, TG_ALLIDX, TG_ALLIDX, TG_SLICE(Hk * Dk, 2 * Hk * Dk, 1)), TG_SHAPE(B, T, Hk, Dk));
+  tg_tensor *v = tg_reshape(TG_GET(xc, TG_ALLIDX, TG_ALLIDX, TG_FROM(2 * Hk * Dk)), TG_SHAPE(B, T, Hv, Dv));
+  q = tg_mul(l2_norm(q, c->rms_eps), tg_scalar(1.0 / sqrt((double)Dk), TG_F32));
+  k = l2_norm(k, c->rms_eps);
+  q = tg_contiguous(tg_reshape(tile_heads(q, Hv), TG_SHAPE(B, T, Hv, 1, Dk)));
+  k = tg_contiguous(tg_reshape(tile_heads(k, Hv), TG_SHAPE(B, T, Hv, 1, Dk)));
+  v = tg_contiguous(v);
+
+  /* the recurrence, token by token */
+  tg_tensor *S = tg_where(tg_reshape(fresh, TG_SHAPE(B, 1, 1, 1)), zero, state_rows(m, l->ssm_state));   /* (B, Hv, Dv, Dk) */
+  tg_tensor *outs[LLM_MAX_CHUNK];
+  if (T > LLM_MAX_CHUNK) { tg_seterr("internal: a delta-net chunk of %lld tokens (at most %d)", (long long)T, LLM_MAX_CHUNK); return NULL; }
+  for (int64_t t = 0; t < T; t++) {
+    tg_tensor *kt = TG_GET(k, TG_ALLIDX, TG_I(t)), *qt = TG_GET(q, TG_ALLIDX, TG_I(t));              /* (B, Hv, 1, Dk) */
+    tg_tensor *vt = TG_GET(v, TG_ALLIDX, TG_I(t));                                                   /* (B, Hv, Dv) */
+    S = tg_mul(S, TG_GET(decay, TG_ALLIDX, TG_I(t)));
+    tg_tensor *sk = tg_sum(tg_mul(S, kt), TG_AXES(-1), false);                                      /* (B, Hv, Dv) */
+    tg_tensor *d = tg_mul(tg_sub(vt, sk), TG_GET(beta, TG_ALLIDX, TG_I(t)));
+    S = tg_contiguous(tg_add(S, tg_mul(tg_unsqueeze(d, -1), kt)));
+    outs[t] = tg_sum(tg_mul(S, qt), TG_AXES(-1), false);                                            /* (B, Hv, Dv) */
+  }
+  tg_assign(state_rows(m, l->ssm_state), S);
+  tg_tensor *o = T == 1 ? tg_unsqueeze(outs[0], 1) : tg_stack(outs, (int)T, 1);                     /* (B, T, Hv, Dv) */
+
+  /* gated RMS norm per v head, then the out-projection */
+  o = tg_mul(llm_rms_norm(o, l->ssm_norm, c->rms_eps), tg_silu(z));
+  return llm_linear(m, tg_reshape(o, TG_SHAPE(N, Hv * Dv)), l->ssm_out, NULL);
+}
