@@ -79,7 +79,7 @@ int llm_eval_logits(tg_llm *m, const int32_t *tokens, int n, int skip, float *lo
     int T = n - done < cap ? n - done : cap, sk = skip - done < 0 ? 0 : skip - done;
     float *out = sk < T ? logits + (size_t)(done + sk - skip) * (size_t)m->cfg.n_vocab : NULL;
     if (eval_piece(m, tokens + done, T, sk, out) < 0) {
-      m->n_past = start;
+      m->n_past = m->arch->recurrent ? 0 : start;   /* a delta-net state took the earlier pieces: start over */
       return -1;
     }
     done += T;

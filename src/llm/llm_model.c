@@ -254,7 +254,11 @@ int tg_llm_eval(tg_llm *m, const int32_t *tokens, int n, float *logits) {
     int which = 0;
     while (m->chunk[which] > n - done) which++;
     bool last = done + m->chunk[which] == n;
-    if (eval_chunk(m, which, tokens + done, last ? logits : NULL) < 0) { m->n_past = start; return -1; }
+    if (eval_chunk(m, which, tokens + done, last ? logits : NULL) < 0) {
+      /* a delta-net state already took the earlier chunks: start over */
+      m->n_past = m->arch->recurrent ? 0 : start;
+      return -1;
+    }
     done += m->chunk[which];
   }
   return 0;

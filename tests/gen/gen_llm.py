@@ -637,7 +637,10 @@ make("deepseek2_yarn", "deepseek2", dict(base, hd=12, heads=4, kv=4, mla=True, k
 # (70-token prompt: chunks 64, 4, 1, 1) carry the states over 110 positions.
 QWEN35 = dict(base, layers=4, hd=16, ffn=40, neox=True, qk_norm=True, gated=True, ffn_norm_pa=True, rd=8, ctx=64,
               gdn=dict(hk=2, hv=4, d=8, K=4))
-make("qwen35", "qwen35", dict(QWEN35, interval=2, sections=[1, 1, 1, 1]), 15,
-     runs=[("_greedy", {}, PROMPT, 20), ("_long", {}, LONG, 40)])
+w_qwen35 = make("qwen35", "qwen35", dict(QWEN35, interval=2, sections=[1, 1, 1, 1]), 15,
+                runs=[("_greedy", {}, PROMPT, 20), ("_long", {}, LONG, 40)])
+# its perplexity as llama's above: each chunk from empty states
+perplexity(dict(QWEN35, interval=2, sections=[1, 1, 1, 1]), w_qwen35, [int(t) for t in np.random.default_rng(11).integers(0, 53, 53)],
+           16, 1, os.path.join(OUT, "llm_qwen35"))
 make("qwen35moe", "qwen35moe", dict(QWEN35, sections=[2, 1, 1, 0], experts=4, used=2, eff=24, norm_w=True, shared=32), 16,
      runs=[("_greedy", {}, PROMPT, 20), ("_long", {}, LONG, 40)])
