@@ -105,6 +105,24 @@ static tg_tensor *delta_chunk(tg_tensor *q, tg_tensor *k, tg_tensor *v, tg_tenso
   return o;
 }
 
+/* The recurrence, token by token: q, k (B, T, H, 1, Dk), v (B, T, H, Dv),
+ * decay exp(g) (B, T, H, 1, 1), beta (B, T, H, 1); *S (B, H, Dv, Dk) in
+ * and out, each step's stored; o (B, T, H, Dv). NULL for T past a chunk. */
+static tg_tensor *delta_steps(tg_tensor *q, tg_tensor *k, tg_tensor *v, tg_tensor *decay, tg_tensor *beta, tg_tensor **S) {
+  int64_t T = tg_dim(q, 1);
+  tg_tensor *outs[LLM_MAX_CHUNK];
+  if (T > LLM_MAX_CHUNK) { tg_seterr("internal: a delta-net chunk of %lld tokens (at most %d)", (long long)T, LLM_MAX_CHUNK); return NULL; }
+  for (int64_t t = 0; t < T; t++) {
+    tg_tensor *kt = TG_GET(k, TG_ALLIDX, TG_I(t)), *qt = TG_GET(q, TG_ALLIDX, TG_I(t));              /* (B, H, 1, Dk) */
+    tg_tensor *s = tg_mul(*S, TG_GET(decay, TG_ALLIDX, TG_I(t)));
+    tg_tensor *sk = tg_sum(tg_mul(s, kt), TG_AXES(-1), false);                                      /* (B, H, Dv) */
+    tg_tensor *d = tg_mul(tg_sub(TG_GET(v, TG_ALLIDX, TG_I(t)), sk), TG_GET(beta, TG_ALLIDX, TG_I(t)));
+    *S = tg_contiguous(tg_add(s, tg_mul(tg_unsqueeze(d, -1), kt)));
+    outs[t] = tg_sum(tg_mul(*S, qt), TG_AXES(-1), false);                                           /* (B, H, Dv) */
+  }
+  return T == 1 ? tg_unsqueeze(outs[0], 1) : tg_stack(outs, (int)T, 1);
+}
+
 tg_tensor *llm_gdn(tg_llm *m, llm_layer *l, tg_tensor *h) {
   const tg_llm_config *c = &m->cfg;
   bool batched = m->batch_seqs != NULL;
@@ -119,8 +137,7 @@ tg_tensor *llm_gdn(tg_llm *m, llm_layer *l, tg_tensor *h) {
   tg_tensor *qkv = tg_reshape(llm_linear(m, h, l->ssm_qkv, NULL), TG_SHAPE(B, T, C));
   tg_tensor *z = tg_reshape(llm_linear(m, h, l->ssm_z, NULL), TG_SHAPE(B, T, Hv, Dv));
   tg_tensor *beta = tg_contiguous(tg_reshape(tg_sigmoid(llm_linear(m, h, l->ssm_beta, NULL)), TG_SHAPE(B, T, Hv, 1)));
-  tg_tensor *g = tg_mul(tg_softplus(llm_linear(m, h, l->ssm_alpha, l->ssm_dt), 1, 20), tg_cast(l->ssm_a, TG_F32));
-  tg_tensor *decay = tg_contiguous(tg_reshape(tg_exp(g), TG_SHAPE(B, T, Hv, 1, 1)));
+  tg_tensor *g = tg_mul(tg_softplus(llm_linear(m, h, l->ssm_alpha, l->ssm_dt), 1, 20), tg_cast(l->ssm_a, TG_F32));   /* log decay (N, Hv) */
 
   /* the causal depthwise conv over the state's kernel - 1 inputs and the
    * chunk's; the last kernel - 1 of them are the next state */
@@ -146,29 +163,17 @@ tg_tensor *llm_gdn(tg_llm *m, llm_layer *l, tg_tensor *h) {
   tg_tensor *S = tg_where(tg_reshape(fresh, TG_SHAPE(B, 1, 1, 1)), zero, state_rows(m, l->ssm_state));   /* (B, Hv, Dv, Dk) */
   tg_tensor *o;
   if (T > 1 && !setting_on(SET_TG_LLM_GDN_RECURRENT)) {
-    /* a prompt chunk: the chunked form, matmuls over the chunk */
-    tg_tensor *perm[5];
-    tg_tensor *src[5] = { q, k, v, tg_reshape(g, TG_SHAPE(B, T, Hv, 1)), beta };
-    for (int i = 0; i < 5; i++) perm[i] = tg_contiguous(tg_permute(tg_reshape(src[i], TG_SHAPE(B, T, Hv, tg_dim(src[i], -1))), TG_AXES(0, 2, 1, 3)));
-    o = tg_permute(delta_chunk(perm[0], perm[1], perm[2], perm[3], perm[4], &S), TG_AXES(0, 2, 1, 3));   /* (B, T, Hv, Dv) */
-    tg_assign(state_rows(m, l->ssm_state), S);
-    o = tg_mul(llm_rms_norm(o, l->ssm_norm, c->rms_eps), tg_silu(z));
-    return llm_linear(m, tg_reshape(o, TG_SHAPE(N, Hv * Dv)), l->ssm_out, NULL);
-  }
-  /* one token per row (decoding), or TG_LLM_GDN_RECURRENT=1: the recurrence, token by token */
-  tg_tensor *outs[LLM_MAX_CHUNK];
-  if (T > LLM_MAX_CHUNK) { tg_seterr("internal: a delta-net chunk of %lld tokens (at most %d)", (long long)T, LLM_MAX_CHUNK); return NULL; }
-  for (int64_t t = 0; t < T; t++) {
-    tg_tensor *kt = TG_GET(k, TG_ALLIDX, TG_I(t)), *qt = TG_GET(q, TG_ALLIDX, TG_I(t));              /* (B, Hv, 1, Dk) */
-    tg_tensor *vt = TG_GET(v, TG_ALLIDX, TG_I(t));                                                   /* (B, Hv, Dv) */
-    S = tg_mul(S, TG_GET(decay, TG_ALLIDX, TG_I(t)));
-    tg_tensor *sk = tg_sum(tg_mul(S, kt), TG_AXES(-1), false);                                      /* (B, Hv, Dv) */
-    tg_tensor *d = tg_mul(tg_sub(vt, sk), TG_GET(beta, TG_ALLIDX, TG_I(t)));
-    S = tg_contiguous(tg_add(S, tg_mul(tg_unsqueeze(d, -1), kt)));
-    outs[t] = tg_sum(tg_mul(S, qt), TG_AXES(-1), false);                                            /* (B, Hv, Dv) */
+    /* a prompt chunk: the chunked form, matmuls over the chunk (heads outside tokens) */
+    tg_tensor *src[5] = { q, k, v, g, beta }, *hm[5];
+    for (int i = 0; i < 5; i++)
+      hm[i] = tg_contiguous(tg_permute(tg_reshape(src[i], TG_SHAPE(B, T, Hv, i == 2 ? Dv : i < 2 ? Dk : 1)), TG_AXES(0, 2, 1, 3)));
+    o = tg_permute(delta_chunk(hm[0], hm[1], hm[2], hm[3], hm[4], &S), TG_AXES(0, 2, 1, 3));         /* (B, T, Hv, Dv) */
+  } else {
+    /* one token per row (decoding), or TG_LLM_GDN_RECURRENT=1 */
+    o = delta_steps(q, k, v, tg_contiguous(tg_reshape(tg_exp(g), TG_SHAPE(B, T, Hv, 1, 1))), beta, &S);
+    if (!o) return NULL;
   }
   tg_assign(state_rows(m, l->ssm_state), S);
-  o = T == 1 ? tg_unsqueeze(outs[0], 1) : tg_stack(outs, (int)T, 1);                     /* (B, T, Hv, Dv) */
 
   /* gated RMS norm per v head, then the out-projection */
   o = tg_mul(llm_rms_norm(o, l->ssm_norm, c->rms_eps), tg_silu(z));
