@@ -633,14 +633,15 @@ make("deepseek2_yarn", "deepseek2", dict(base, hd=12, heads=4, kv=4, mla=True, k
 # M-RoPE with sections [1, 1, 1, 1]: the 4th pair keeps position 0 and does
 # not turn). Qwen3.6 / 3.5 MoE (qwen35moe): the default interval 4 (layers
 # 0-2 recurrent), 4 experts top 2 with renormalized softmax routing and a
-# shared expert behind a sigmoid gate, sections [2, 1, 1, 0]. The long runs
+# shared expert behind a sigmoid gate, sections [2, 1, 1, 0], narrower (dim
+# 24, heads of 8 with 4 dims rotated) to keep the file small. The long runs
 # (70-token prompt: chunks 64, 4, 1, 1) carry the states over 110 positions.
-QWEN35 = dict(base, layers=4, hd=16, ffn=40, neox=True, qk_norm=True, gated=True, ffn_norm_pa=True, rd=8, ctx=64,
+QWEN35 = dict(base, layers=4, hd=16, ffn=24, neox=True, qk_norm=True, gated=True, ffn_norm_pa=True, rd=8, ctx=64,
               gdn=dict(hk=2, hv=4, d=8, K=4))
 w_qwen35 = make("qwen35", "qwen35", dict(QWEN35, interval=2, sections=[1, 1, 1, 1]), 15,
                 runs=[("_greedy", {}, PROMPT, 20), ("_long", {}, LONG, 40)])
 # its perplexity as llama's above: each chunk from empty states
 perplexity(dict(QWEN35, interval=2, sections=[1, 1, 1, 1]), w_qwen35, [int(t) for t in np.random.default_rng(11).integers(0, 53, 53)],
            16, 1, os.path.join(OUT, "llm_qwen35"))
-make("qwen35moe", "qwen35moe", dict(QWEN35, sections=[2, 1, 1, 0], experts=4, used=2, eff=24, norm_w=True, shared=32), 16,
+make("qwen35moe", "qwen35moe", dict(QWEN35, dim=24, hd=8, rd=4, sections=[2, 1, 1, 0], experts=4, used=2, eff=16, norm_w=True, shared=16), 16,
      runs=[("_greedy", {}, PROMPT, 20), ("_long", {}, LONG, 40)])
