@@ -84,7 +84,9 @@ TG_API int tg_llm_n_past(const tg_llm *m);
 /* Forgets positions from n_past on (to reuse a shared prefix). A model
  * whose sliding-window layers keep only a ring of recent positions forgets
  * everything (n_past 0) when the window before n_past was overwritten;
- * tg_llm_n_past says where the cache stands. */
+ * tg_llm_n_past says where the cache stands. A model with recurrent
+ * (gated delta-net) layers empties their states and runs the first n_past
+ * tokens of its history again (n_past 0 if that fails). */
 TG_API void tg_llm_rewind(tg_llm *m, int n_past);
 
 /* Runs tokens[0..n) at positions n_past.. like tg_llm_eval, but writes the

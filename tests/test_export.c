@@ -184,6 +184,73 @@ TEST(export_stories260k_decode_step_matches_tg) {
   CHECK_EQ_INT(system(cmd), 0);
 }
 
+/* ---- Qwen3.5's decode step: the delta-net layers' conv and recurrent
+ * states travel in the side file beside the KV cache and are carried from
+ * step to step; the exported step decodes the tiny qwen35 file's 7-token
+ * prompt and 20 greedy tokens as numpy does (gen_llm.py's
+ * llm_qwen35_greedy), from the zero states of position 0 */
+static const char q35_driver[] =
+  "#include <stdio.h>\n#include <string.h>\n"
+  "extern const long long q35_output_bytes[];\nextern const int q35_num_vars;\nextern const char *const q35_var_names[];\n"
+  "int q35_init(const char *); void q35_run(void *const *, void *const *, const long long *); void q35_free(void);\n"
+  "static float logits[1 << 12];\n"
+  "int main(void) {\n"
+  "  int prompt[7] = { 1, 5, 9, 13, 17, 21, 25 }, tok = 0, n = (int)(q35_output_bytes[0] / 4);\n"
+  "  if (n > (1 << 12) || q35_init(\"q35.bin\") != 0) return 3;\n"
+  "  FILE *f = fopen(\"out.txt\", \"w\");\n"
+  "  for (int pos = 0; pos < 6 + 20; pos++) {\n"
+  "    tok = pos < 7 ? prompt[pos] : tok;\n"
+  "    long long vars[8];\n"
+  "    for (int v = 0; v < q35_num_vars; v++) vars[v] = strncmp(q35_var_names[v], \"llm_kv\", 6) ? pos : pos + 1;\n"
+  "    void *in[1] = { &tok }, *out[1] = { logits };\n"
+  "    q35_run(in, out, vars);\n"
+  "    if (pos >= 6) { int best = 0; for (int i = 1; i < n; i++) if (logits[i] > logits[best]) best = i; tok = best;\n"
+  "      for (int i = 0; i < n; i++) fprintf(f, \"%.9g\\n\", logits[i]); fprintf(f, \"t %d\\n\", tok); }\n"
+  "  }\n"
+  "  q35_free();\n"
+  "  return fclose(f) != 0;\n"
+  "}\n";
+
+TEST(export_qwen35_decode_step_carries_states) {
+  char dir[] = "/tmp/tg_export_XXXXXX";
+  if (!mkdtemp(dir)) SKIP("no temporary directory");
+  tg_llm *m = tg_llm_load("goldens/llm_qwen35.gguf", &(tg_llm_opts){ .n_ctx = 64, .cache_type = "f32" });
+  CHECK_MSG(m != NULL, "load: %s", tg_error());
+  if (!m) return;
+  char path[512];
+  snprintf(path, sizeof path, "%s/q35.c", dir);
+  CHECK_MSG(tg_llm_export(m, path) == 0, "export: %s", tg_error());
+  CHECK_EQ_INT(tg_llm_n_past(m), 0);
+  int V = tg_llm_config_of(m)->n_vocab;
+  tg_llm_free(m);
+  size_t nl = 0, ng = 0;
+  float *want = test_read_file("goldens/llm_qwen35_greedy.logits.bin", &nl);
+  int32_t *toks = test_read_file("goldens/llm_qwen35_greedy.greedy.bin", &ng);
+  CHECK(want && toks && ng == 20 * sizeof(int32_t) && nl == 20 * sizeof(float) * (size_t)V);
+  if (want && toks && build(dir, "q35", q35_driver)) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "cd %s && ./driver", dir);
+    CHECK_EQ_INT(system(cmd), 0);
+    snprintf(path, sizeof path, "%s/out.txt", dir);
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL);
+    int nt = 0, nl2 = 0, bad = 0;
+    char line[64];
+    while (f && fgets(line, sizeof line, f)) {
+      if (line[0] == 't') { if (nt < 20 && atoi(line + 2) != toks[nt]) bad++; nt++; }
+      else if (nl2 < 20 * V) { double v = atof(line); if (fabs(v - want[nl2]) > 1e-4 * (1 + fabs(want[nl2]))) bad++; nl2++; }
+    }
+    if (f) fclose(f);
+    CHECK_EQ_INT(nt, 20);
+    CHECK_EQ_INT(nl2, 20 * V);
+    CHECK_EQ_INT(bad, 0);
+  }
+  free(want); free(toks);
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  CHECK_EQ_INT(system(cmd), 0);
+}
+
 static int add_one(void *ctx, tg_tensor *const *in, int nin, tg_tensor **out, int nout) {
   (void)ctx; (void)nin; (void)nout;
   out[0] = tg_adds(in[0], 1);

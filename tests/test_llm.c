@@ -172,6 +172,8 @@ TEST(llm_llamacpp_phi3) { check_llamacpp("phi3", "f32", 1e-4); }
  * activations in f32 (numpy's exact golden to 1e-4), 0.09 from llama.cpp */
 TEST(llm_llamacpp_gptoss) { check_llamacpp("gptoss", "f32", 0.2); }
 TEST(llm_llamacpp_glm4moe) { check_llamacpp("glm4moe", "f32", 1e-4); }
+TEST(llm_llamacpp_qwen35) { check_llamacpp("qwen35", "f32", 1e-4); }
+TEST(llm_llamacpp_qwen35moe) { check_llamacpp("qwen35moe", "f32", 1e-4); }
 
 /* Phi-3: fused attn_qkv and ffn_up (gate|up), partial rotary, LongRoPE:
  * a context past the original one uses the long factors, else the short
@@ -235,6 +237,80 @@ TEST(llm_tiny_gptoss_on_cl) {
 }
 TEST(llm_tiny_gptoss) { check_model("gptoss"); tg_llm_free(check_greedy("gptoss", "gptoss_greedy", 0, tiny_prompt, 7, 1e-4)); }
 
+/* Qwen3.5 / 3.6: gated delta-net layers (their conv and recurrent states
+ * carried from chunk to chunk and token to token) between gated attention
+ * layers; the dense one with full_attention_interval 2 and a pair of
+ * interleaved M-RoPE that stays still, the MoE one with the default
+ * interval 4 and a gated shared expert. A rewind starts the states over
+ * and runs the kept tokens again (check_model's rewind to 7). */
+TEST(llm_tiny_qwen35) { check_model("qwen35"); tg_llm_free(check_greedy("qwen35", "qwen35_greedy", 0, tiny_prompt, 7, 1e-4)); }
+TEST(llm_tiny_qwen35moe) { check_model("qwen35moe"); tg_llm_free(check_greedy("qwen35moe", "qwen35moe_greedy", 0, tiny_prompt, 7, 1e-4)); }
+TEST(llm_tiny_qwen35_on_cl) {
+  if (!has_cl()) SKIP("no OpenCL device");
+  check_model_on("qwen35", "CL");
+}
+/* 70 prompt tokens (chunks 64, 4, 1, 1) and 40 greedy ones: the states
+ * over 110 positions; then a rewind to 20 (replayed from 0) and the rest
+ * of the prompt give the prompt's logits again, as does tg_llm_eval_all's
+ * last row from an empty cache. */
+static void qwen35_long(const char *model) {
+  int32_t prompt[70];
+  for (int i = 0; i < 70; i++) prompt[i] = (i * 7 + 3) % 53;
+  char golden[64], lpath[128];
+  snprintf(golden, sizeof golden, "%s_long", model);
+  tg_llm *m = check_greedy(model, golden, 128, prompt, 70, 1e-4);
+  if (!m) return;
+  CHECK_EQ_INT(tg_llm_n_past(m), 109);
+  CHECK(m->layers[0].recurrent && !m->layers[0].k_cache && m->layers[0].ssm_state && m->layers[3].k_cache && !m->layers[3].recurrent);
+  snprintf(lpath, sizeof lpath, "goldens/llm_%s.logits.bin", golden);
+  size_t nl;
+  int V = m->cfg.n_vocab;
+  float *want = test_read_file(lpath, &nl), *got = malloc(sizeof(float) * (size_t)V * 70);
+  tg_llm_rewind(m, 20);
+  CHECK_EQ_INT(tg_llm_n_past(m), 20);
+  CHECK_OK(tg_llm_eval(m, prompt + 20, 50, got) == 0);
+  if (want) test_close_f32(got, want, (size_t)V, 1e-4, 1e-4, "after a rewind to 20");
+  tg_llm_rewind(m, 0);
+  CHECK_OK(tg_llm_eval_all(m, prompt, 70, got) == 0);
+  if (want) test_close_f32(got + (size_t)69 * V, want, (size_t)V, 1e-4, 1e-4, "eval_all's last row");
+  free(want); free(got);
+  tg_llm_free(m);
+}
+/* Prompt chunks run the chunked delta rule (WY form, a triangular inverse
+ * as matmuls); TG_LLM_GDN_RECURRENT=1 runs them token by token. Both give
+ * every row of a 70-token prompt (pieces of 64 and 6) within 1e-4 of each
+ * other (1.2e-5 apart here), and not bit for bit (two computations ran).
+ * Against numpy's float64 recurrence: chunked 1.4e-5 (dense) and 3.7e-5
+ * (MoE), token by token 1.1e-5 and 4.5e-5. */
+static void qwen35_chunked(const char *model) {
+  char path[128];
+  snprintf(path, sizeof path, "goldens/llm_%s.gguf", model);
+  int32_t prompt[70];
+  for (int i = 0; i < 70; i++) prompt[i] = (i * 7 + 3) % 53;
+  float *rows[2] = { NULL, NULL };
+  int V = 0;
+  for (int r = 0; r < 2; r++) {
+    if (r == 1) setenv("TG_LLM_GDN_RECURRENT", "1", 1);
+    tg_llm *m = tg_llm_load(path, &(tg_llm_opts){ .n_ctx = 128, .cache_type = "f32" });
+    CHECK_MSG(m != NULL, "load %s: %s", path, tg_error());
+    if (m) {   /* the setting is read as the graphs are built */
+      V = m->cfg.n_vocab;
+      rows[r] = malloc(sizeof(float) * 70 * (size_t)V);
+      CHECK_OK(tg_llm_eval_all(m, prompt, 70, rows[r]) == 0);
+      tg_llm_free(m);
+    }
+    unsetenv("TG_LLM_GDN_RECURRENT");
+  }
+  if (rows[0] && rows[1]) {
+    test_close_f32(rows[0], rows[1], 70 * (size_t)V, 1e-4, 1e-4, "chunked against token by token");
+    CHECK_MSG(memcmp(rows[0], rows[1], sizeof(float) * 70 * (size_t)V) != 0, "%s: the chunked form did not run", model);
+  }
+  free(rows[0]); free(rows[1]);
+}
+TEST(llm_qwen35_chunked_prefill) { qwen35_chunked("qwen35"); qwen35_chunked("qwen35moe"); }
+TEST(llm_long_qwen35) { qwen35_long("qwen35"); }
+TEST(llm_long_qwen35moe) { qwen35_long("qwen35moe"); }
+
 /* src copied to dst without tensor drop, with metadata key set to value
  * of GGUF type t (drop and key may be NULL). */
 static int copy_gguf_kv(const char *src, const char *dst, const char *drop, const char *key, uint32_t t, const void *value) {
@@ -294,6 +370,20 @@ TEST(llm_arch_errors) {
   CHECK_OK(copy_gguf("goldens/llm_gptoss.gguf", path, "blk.1.attn_sinks.weight", NULL) == 0);
   CHECK(tg_llm_load(path, NULL) == NULL);
   CHECK_MSG(strstr(tg_error(), "'blk.1.attn_sinks.weight' is missing (architecture gpt-oss)"), "%s", tg_error());
+  /* Qwen3.5: a delta-net layer's tensor, an attention layer's, its keys */
+  CHECK_OK(copy_gguf("goldens/llm_qwen35.gguf", path, "blk.2.ssm_a", NULL) == 0);
+  CHECK(tg_llm_load(path, NULL) == NULL);
+  CHECK_MSG(strstr(tg_error(), "'blk.2.ssm_a' is missing (architecture qwen35)"), "%s", tg_error());
+  CHECK_OK(copy_gguf("goldens/llm_qwen35moe.gguf", path, "blk.3.attn_q_norm.weight", NULL) == 0);
+  CHECK(tg_llm_load(path, NULL) == NULL);
+  CHECK_MSG(strstr(tg_error(), "'blk.3.attn_q_norm.weight' is missing (architecture qwen35moe)"), "%s", tg_error());
+  uint32_t thirty = 30, three = 3;
+  CHECK_OK(copy_gguf_kv("goldens/llm_qwen35.gguf", path, NULL, "qwen35.ssm.inner_size", GGUF_U32, &thirty) == 0);
+  CHECK(tg_llm_load(path, NULL) == NULL);
+  CHECK_MSG(strstr(tg_error(), "qwen35.ssm.inner_size 30 is not state_size 8 x time_step_rank 4"), "%s", tg_error());
+  CHECK_OK(copy_gguf_kv("goldens/llm_qwen35.gguf", path, NULL, "qwen35.ssm.group_count", GGUF_U32, &three) == 0);
+  CHECK(tg_llm_load(path, NULL) == NULL);
+  CHECK_MSG(strstr(tg_error(), "a multiple of group_count 3"), "%s", tg_error());
   unlink(path);
 }
 

@@ -102,6 +102,10 @@ static void batch_long(const char *model) {
 }
 TEST(llm_batch_gemma3_ring) { batch_long("gemma3"); }
 TEST(llm_batch_gptoss_ring_sinks) { batch_long("gptoss"); }
+/* Qwen3.5: each sequence's conv and recurrent states in its own rows (a
+ * batch's rows read and write their sequences' states) */
+TEST(llm_batch_qwen35) { batch_golden("qwen35", "f32", 3, 1); }
+TEST(llm_batch_qwen35moe_long) { batch_long("qwen35moe"); }
 
 TEST(llm_batch_errors) {
   for (int bad = -1; bad <= 65; bad += 66) {

@@ -15,11 +15,15 @@ static void log_chunk(void *user, int chunk, double ppl) {
   if (chunk == l->n && l->n < 8) l->ppl[l->n++] = ppl;
 }
 
-static void check_ppl(int n_batch) {
+static void check_ppl_of(const char *name, int n_batch) {
   size_t nt, ng;
-  int32_t *toks = test_read_file("goldens/llm_llama.ppl_tokens.bin", &nt);
-  double *want = test_read_file("goldens/llm_llama.ppl.bin", &ng);
-  tg_llm *m = tg_llm_load(PPL_MODEL, &(tg_llm_opts){ .cache_type = "f32" });
+  char tpath[128], gpath[128], mpath[128];
+  snprintf(tpath, sizeof tpath, "goldens/llm_%s.ppl_tokens.bin", name);
+  snprintf(gpath, sizeof gpath, "goldens/llm_%s.ppl.bin", name);
+  snprintf(mpath, sizeof mpath, "goldens/llm_%s.gguf", name);
+  int32_t *toks = test_read_file(tpath, &nt);
+  double *want = test_read_file(gpath, &ng);
+  tg_llm *m = tg_llm_load(mpath, &(tg_llm_opts){ .cache_type = "f32" });
   CHECK_MSG(toks && want && m, "goldens or model missing: %s", tg_error());
   if (toks && want && m) {
     int n = (int)(nt / sizeof(int32_t)), chunks = (int)(ng / sizeof(double)) - 2;
@@ -46,7 +50,12 @@ static void check_ppl(int n_batch) {
   free(want);
 }
 
+static void check_ppl(int n_batch) { check_ppl_of("llama", n_batch); }
+
 TEST(llm_perplexity_tiny_llama) { check_ppl(0); }
+/* Qwen3.5: each chunk starts from empty delta-net states (n_past 0), in
+ * one piece or in pieces of 5 (the states carried between them) */
+TEST(llm_perplexity_tiny_qwen35) { check_ppl_of("qwen35", 0); check_ppl_of("qwen35", 5); }
 /* batches of 5: pieces 5, 5, 5, 1 per chunk give the same numbers */
 TEST(llm_perplexity_tiny_llama_batches) { check_ppl(5); }
 

@@ -33,6 +33,13 @@ typedef struct {
   tg_tensor *gate_shexp, *up_shexp, *down_shexp, *router_shexp;
   /* gpt-oss: the output's bias, a sink logit per head, the router's and the experts' biases (E, ...) */
   tg_tensor *bo, *sinks, *router_b, *gate_exps_b, *up_exps_b, *down_exps_b;
+  /* gated delta-net (llm_gdn.c): the in-projections q|k|v (conv channels) and z, the
+   * depthwise conv (channels, kernel), dt bias, a (-exp(A_log)), beta and alpha
+   * (v heads, dim), the gated norm (head_v), the out-projection; the states
+   * per sequence: conv (n_seq, kernel - 1, channels), recurrent (n_seq, v heads, head_v, head_k) */
+  tg_tensor *ssm_qkv, *ssm_z, *ssm_conv1d, *ssm_dt, *ssm_a, *ssm_beta, *ssm_alpha, *ssm_norm, *ssm_out;
+  tg_tensor *conv_state, *ssm_state;
+  bool recurrent;                        /* a delta-net layer (no attention, no KV cache) */
   bool swa;                              /* a sliding-window layer (its own rope tables) */
   int ring;                              /* > 0: its cache is a ring of this many positions (position p in row p % ring) */
 } llm_layer;
@@ -51,8 +58,9 @@ typedef enum {
   LT_ROUTER, LT_EXP_BIAS, LT_GATE_EXPS, LT_UP_EXPS, LT_DOWN_EXPS, LT_GATE_SHEXP, LT_UP_SHEXP, LT_DOWN_SHEXP, LT_ROUTER_SHEXP,
   LT_QKV, LT_GATE_UP,                    /* fused in the file (Phi-3), else stacked at load from q, k, v / gate, up */
   LT_BO, LT_SINKS, LT_FFN_NORM_PA, LT_ROUTER_B, LT_GATE_EXPS_B, LT_UP_EXPS_B, LT_DOWN_EXPS_B,
+  LT_SSM_QKV, LT_SSM_Z, LT_SSM_CONV1D, LT_SSM_DT, LT_SSM_A, LT_SSM_BETA, LT_SSM_ALPHA, LT_SSM_NORM, LT_SSM_OUT,
   LT_FILE_COUNT,                         /* the rest are made at load, not read by name */
-  LT_K_CACHE = LT_FILE_COUNT, LT_V_CACHE, LT_K_SCALES, LT_V_SCALES,
+  LT_K_CACHE = LT_FILE_COUNT, LT_V_CACHE, LT_K_SCALES, LT_V_SCALES, LT_CONV_STATE, LT_SSM_STATE,
   LT_COUNT
 } llm_tensor;
 #define LT(id) (1ull << (id))
@@ -62,11 +70,16 @@ typedef enum {
   LD_NONE, LD_DIM, LD_Q, LD_KV, LD_VV, LD_O, LD_QN, LD_KN, LD_FFN,
   LD_QLORA, LD_KVA, LD_KVLORA, LD_KVB, LD_E, LD_EFF, LD_SH,
   LD_QKV, LD_FFN2,                       /* q + k + v rows; gate + up rows */
-  LD_H                                   /* head_count */
+  LD_H,                                  /* head_count */
+  /* delta-net: conv channels (2 k heads x head_k + v heads x head_v), the
+   * kernel, v heads, v heads x head_v, head_v */
+  LD_CONV, LD_CONVK, LD_VH, LD_VDIM, LD_HV
 } llm_dim;
 
 /* The layers that have a tensor. */
-typedef enum { LW_ALL, LW_DENSE, LW_MOE, LW_QLORA, LW_NO_QLORA } llm_when;
+typedef enum { LW_ALL, LW_DENSE, LW_MOE, LW_QLORA, LW_NO_QLORA, LW_RECURRENT } llm_when;
+/* the tensors only attention layers have (a model with delta-net layers) */
+#define LLM_ATTN_TENSORS (LT(LT_Q) | LT(LT_K) | LT(LT_V) | LT(LT_O) | LT(LT_BQ) | LT(LT_BK) | LT(LT_BV) | LT(LT_Q_NORM) | LT(LT_K_NORM) | LT(LT_QKV))
 
 typedef struct {
   const char *name;                      /* blk.N.<name> (NULL: made at load) */
@@ -103,6 +116,9 @@ typedef struct {
   bool swa_rope_unscaled;                /* sliding layers ignore rope scaling */
   int qscale_dim_layers;                 /* with this many layers q is scaled by (dim/heads)^-1/2 (Gemma 27B), not head_dim^-1/2 */
   bool yarn_log_mul;                     /* reads rope.scaling.yarn_log_multiplier (DeepSeek): YaRN's magnitude goes into the scores' scale */
+  bool attn_gate;                        /* q's projection holds q and a gate per head; the attention times sigmoid(gate) (Qwen3.5) */
+  bool recurrent;                        /* gated delta-net layers, attention every full_attention_interval-th (Qwen3.5; llm_gdn.c) */
+  bool imrope;                           /* rope.dimension_sections (interleaved M-RoPE, text positions): pairs of the 4th section do not turn */
   uint64_t req, opt;                     /* per-layer tensors it must / may have (LT bits) */
 } llm_arch;
 
@@ -154,6 +170,11 @@ struct tg_llm {
   char rope_factors[32];                 /* the per-pair factors' tensor ("": none): rope_freqs, or Phi-3's long/short */
   int ring;                              /* the sliding layers' cache size when it is a ring (0: they hold every position) */
   int ring_top;                          /* 1 + the last position written to the rings since they were empty (tg_llm_rewind) */
+  /* delta-net layers (arch->recurrent): ssm.conv_kernel, heads of q/k
+   * (ssm.group_count) and of v (ssm.time_step_rank), head sizes
+   * (ssm.state_size; ssm.inner_size / v heads) */
+  struct { int conv_k, k_heads, v_heads, head_k, head_v; } gdn;
+  int rope_sections[4];                  /* rope.dimension_sections (arch->imrope) */
   tg_tensor *tok_embd, *output_norm, *output;
   llm_layer *layers;
   tg_tensor *rope_cos, *rope_sin;        /* (n_ctx, rope_dim / 2) */
@@ -189,6 +210,14 @@ struct tg_llm {
 /* Layer l applied to the residual stream x (T, dim), its rope angles read
  * from the tables at the chunk's positions (llm_forward.c). */
 tg_tensor *llm_layer_forward(tg_llm *m, llm_layer *l, tg_tensor *x, tg_tensor *cos_table, tg_tensor *sin_table);
+
+/* Shared builders of llm_forward.c: x (T, in) @ w.T (+ b) as the matmul
+ * paths choose; an RMS norm over the last axis (w may be NULL). */
+tg_tensor *llm_linear(tg_llm *m, tg_tensor *x, tg_tensor *w, tg_tensor *b);
+tg_tensor *llm_rms_norm(tg_tensor *x, tg_tensor *w, float eps);
+/* A delta-net layer's mixer (llm_gdn.c): (T, dim) normed input to its
+ * output (T, dim), carrying the layer's conv and recurrent states. */
+tg_tensor *llm_gdn(tg_llm *m, llm_layer *l, tg_tensor *h);
 
 /* The q8_0 KV cache (llm_kv_q8.c): x (..., n), n a multiple of
  * LLM_KV_Q8_BLOCK, as int8 values *q (..., n) and float16 scales *d

@@ -58,11 +58,23 @@ const llm_tensor_info llm_tensors[LT_COUNT] = {
   [LT_GATE_EXPS_B]    = { "ffn_gate_exps.bias",        F(gate_exps_b),    { LD_E, LD_EFF }, LW_MOE },
   [LT_UP_EXPS_B]      = { "ffn_up_exps.bias",          F(up_exps_b),      { LD_E, LD_EFF }, LW_MOE },
   [LT_DOWN_EXPS_B]    = { "ffn_down_exps.bias",        F(down_exps_b),    { LD_E, LD_DIM }, LW_MOE },
-  /* made at load: the KV cache */
+  /* Qwen3.5's gated delta-net layers (llama.cpp's names; its attn_qkv has the conv's channels) */
+  [LT_SSM_QKV]        = { "attn_qkv.weight",           F(ssm_qkv),        { LD_CONV, LD_DIM }, LW_RECURRENT },
+  [LT_SSM_Z]          = { "attn_gate.weight",          F(ssm_z),          { LD_VDIM, LD_DIM }, LW_RECURRENT },
+  [LT_SSM_CONV1D]     = { "ssm_conv1d.weight",         F(ssm_conv1d),     { LD_CONV, LD_CONVK }, LW_RECURRENT },
+  [LT_SSM_DT]         = { "ssm_dt.bias",               F(ssm_dt),         { LD_VH }, LW_RECURRENT },
+  [LT_SSM_A]          = { "ssm_a",                     F(ssm_a),          { LD_VH }, LW_RECURRENT },
+  [LT_SSM_BETA]       = { "ssm_beta.weight",           F(ssm_beta),       { LD_VH, LD_DIM }, LW_RECURRENT },
+  [LT_SSM_ALPHA]      = { "ssm_alpha.weight",          F(ssm_alpha),      { LD_VH, LD_DIM }, LW_RECURRENT },
+  [LT_SSM_NORM]       = { "ssm_norm.weight",           F(ssm_norm),       { LD_HV }, LW_RECURRENT },
+  [LT_SSM_OUT]        = { "ssm_out.weight",            F(ssm_out),        { LD_DIM, LD_VDIM }, LW_RECURRENT },
+  /* made at load: the KV cache, a delta-net layer's states */
   [LT_K_CACHE]        = { NULL, F(k_cache) },
   [LT_V_CACHE]        = { NULL, F(v_cache) },
   [LT_K_SCALES]       = { NULL, F(k_scales) },
   [LT_V_SCALES]       = { NULL, F(v_scales) },
+  [LT_CONV_STATE]     = { NULL, F(conv_state) },
+  [LT_SSM_STATE]      = { NULL, F(ssm_state) },
 };
 
 /* Tensor groups the rows are made of. */
@@ -78,6 +90,8 @@ const llm_tensor_info llm_tensors[LT_COUNT] = {
 #define FUSED_MHA  (LT(LT_QKV) | LT(LT_O))
 #define FUSED_FFN  (LT(LT_GATE_UP) | LT(LT_DOWN))
 #define EXPERT_BIASES (LT(LT_ROUTER_B) | LT(LT_GATE_EXPS_B) | LT(LT_UP_EXPS_B) | LT(LT_DOWN_EXPS_B))
+#define GDN        (LT(LT_SSM_QKV) | LT(LT_SSM_Z) | LT(LT_SSM_CONV1D) | LT(LT_SSM_DT) | LT(LT_SSM_A) | LT(LT_SSM_BETA) | \
+                    LT(LT_SSM_ALPHA) | LT(LT_SSM_NORM) | LT(LT_SSM_OUT))
 
 /* The families. Experts are loaded in the layers past
  * leading_dense_block_count of a file with expert_count > 0; a llama row
@@ -125,6 +139,17 @@ static const llm_arch llm_archs[] = {
   { "glm4moe",   .norms = LLM_NORM_PRE, .rope_neox = true, .qk_norm = LLM_QK_PER_HEAD, .moe_gating = LLM_GATING_SIGMOID,
                  .req = LT(LT_ATTN_NORM) | LT(LT_FFN_NORM_PA) | MHA | QKV_BIAS | FFN | EXPERTS | LT(LT_EXP_BIAS),
                  .opt = QK_NORMS | SHEXP },
+  /* Qwen3.5 / 3.6 (llama.cpp's llm_build_qwen35, _qwen35moe): gated delta-net
+   * layers (llm_gdn.c) with full attention every full_attention_interval-th
+   * layer; there q's projection holds q and a gate per head, per-head q/k
+   * norms, partial rope (interleaved M-RoPE at text positions), the output
+   * times sigmoid(gate). The feed-forward's norm is post_attention_norm;
+   * the MoE one has a shared expert behind a sigmoid gate. MTP layers skipped. */
+  { "qwen35",    .norms = LLM_NORM_PRE, .rope_neox = true, .qk_norm = LLM_QK_PER_HEAD, .attn_gate = true, .recurrent = true, .imrope = true,
+                 .req = LT(LT_ATTN_NORM) | LT(LT_FFN_NORM_PA) | MHA | QK_NORMS | FFN | GDN },
+  { "qwen35moe", .norms = LLM_NORM_PRE, .rope_neox = true, .qk_norm = LLM_QK_PER_HEAD, .attn_gate = true, .recurrent = true, .imrope = true,
+                 .moe_weights_norm = true,
+                 .req = LT(LT_ATTN_NORM) | LT(LT_FFN_NORM_PA) | MHA | QK_NORMS | EXPERTS | GDN, .opt = SHEXP | LT(LT_ROUTER_SHEXP) },
 };
 #define NARCHS (sizeof llm_archs / sizeof llm_archs[0])
 
@@ -149,7 +174,7 @@ static int64_t dim_of(const tg_llm *m, llm_dim d) {
   switch (d) {
     case LD_NONE: return 0;
     case LD_DIM: return c->dim;
-    case LD_Q: return (int64_t)c->n_heads * c->head_dim;
+    case LD_Q: return (int64_t)c->n_heads * c->head_dim * (m->arch->attn_gate ? 2 : 1);
     case LD_KV: return (int64_t)c->n_kv_heads * c->head_dim;
     case LD_VV: return (int64_t)c->n_kv_heads * c->head_dim_v;
     case LD_O: return (int64_t)c->n_heads * c->head_dim_v;
@@ -166,6 +191,11 @@ static int64_t dim_of(const tg_llm *m, llm_dim d) {
     case LD_QKV: return (int64_t)c->n_heads * c->head_dim + (int64_t)c->n_kv_heads * (c->head_dim + c->head_dim_v);
     case LD_FFN2: return 2 * (int64_t)c->ffn_dim;
     case LD_H: return c->n_heads;
+    case LD_CONV: return 2 * (int64_t)m->gdn.k_heads * m->gdn.head_k + (int64_t)m->gdn.v_heads * m->gdn.head_v;
+    case LD_CONVK: return m->gdn.conv_k;
+    case LD_VH: return m->gdn.v_heads;
+    case LD_VDIM: return (int64_t)m->gdn.v_heads * m->gdn.head_v;
+    case LD_HV: return m->gdn.head_v;
   }
   return 0;
 }
@@ -178,8 +208,10 @@ int llm_tensor_dims(const tg_llm *m, llm_tensor id, int64_t d[3]) {
 
 bool llm_tensor_in_layer(const tg_llm *m, int i, llm_tensor id) {
   const tg_llm_config *c = &m->cfg;
-  bool moe = c->n_experts > 0 && i >= c->n_dense_leading;
+  bool moe = c->n_experts > 0 && i >= c->n_dense_leading, recurrent = m->layers && m->layers[i].recurrent;
+  if (recurrent && (LLM_ATTN_TENSORS & LT(id))) return false;
   switch (llm_tensors[id].when) {
+    case LW_RECURRENT: return recurrent;
     case LW_ALL: return true;
     case LW_DENSE: return !moe;
     case LW_MOE: return moe;

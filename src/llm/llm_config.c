@@ -125,6 +125,44 @@ static int llm_read_traits(tg_llm *m) {
   return 0;
 }
 
+/* Qwen3.5's delta-net hyperparameters (llama.cpp's ssm.* keys), which
+ * layers are recurrent (all but each full_attention_interval-th, default
+ * 4), and its rope.dimension_sections (required, as there). llama.cpp
+ * takes head_v = state_size too and needs it to equal inner_size / v heads. */
+static int llm_read_gdn(tg_llm *m) {
+  tg_llm_config *c = &m->cfg;
+  const char *p = m->file->path;
+  if (m->arch->imrope) {
+    char k[128];
+    snprintf(k, sizeof k, "%s.rope.dimension_sections", c->arch);
+    const gguf_kv *kv = gguf_find(m->file, k);
+    if (!kv || kv->type != GGUF_ARRAY || kv->arr_n < 3 || kv->arr_n > 4 || kv->arr_type == GGUF_STRING || kv->arr_type == GGUF_ARRAY)
+      return tg_seterr("%s: metadata %s (3 or 4 integers) is missing", p, k);
+    int sum = 0;
+    for (int i = 0; i < 4; i++) {
+      int64_t v = i < (int)kv->arr_n ? gguf_arr_int(kv, (size_t)i) : 0;
+      if (v < 0 || v > c->rope_dim) return tg_seterr("%s: %s[%d] = %lld is out of range", p, k, i, (long long)v);
+      m->rope_sections[i] = (int)v, sum += (int)v;
+    }
+    if (sum == 0) return tg_seterr("%s: %s are all 0", p, k);
+  }
+  if (!m->arch->recurrent) return 0;
+  int interval = 4, inner = 0;
+  if (arch_int(m, "ssm.conv_kernel", -1, &m->gdn.conv_k) < 0 || arch_int(m, "ssm.state_size", -1, &m->gdn.head_k) < 0 ||
+      arch_int(m, "ssm.group_count", -1, &m->gdn.k_heads) < 0 || arch_int(m, "ssm.time_step_rank", -1, &m->gdn.v_heads) < 0 ||
+      arch_int(m, "ssm.inner_size", -1, &inner) < 0 || arch_int(m, "full_attention_interval", 4, &interval) < 0)
+    return -1;
+  if (m->gdn.conv_k < 2 || m->gdn.head_k <= 0 || m->gdn.k_heads <= 0 || m->gdn.v_heads <= 0 || m->gdn.v_heads % m->gdn.k_heads)
+    return tg_seterr("%s: %s.ssm: conv_kernel %d, state_size %d, time_step_rank %d (v heads) a multiple of group_count %d (k heads) are needed",
+                     p, c->arch, m->gdn.conv_k, m->gdn.head_k, m->gdn.v_heads, m->gdn.k_heads);
+  if (inner != m->gdn.head_k * m->gdn.v_heads)
+    return tg_seterr("%s: %s.ssm.inner_size %d is not state_size %d x time_step_rank %d", p, c->arch, inner, m->gdn.head_k, m->gdn.v_heads);
+  m->gdn.head_v = m->gdn.head_k;
+  if (interval < 1) return tg_seterr("%s: %s.full_attention_interval %d must be positive", p, c->arch, interval);
+  for (int i = 0; i < c->n_layers; i++) m->layers[i].recurrent = (i + 1) % interval != 0;
+  return 0;
+}
+
 int llm_read_config(tg_llm *m, int n_ctx) {
   tg_llm_config *c = &m->cfg;
   char *arch = gguf_get_str(m->file, "general.architecture");
@@ -186,7 +224,7 @@ int llm_read_config(tg_llm *m, int n_ctx) {
     return -1;
   if (llm_read_rope(m) < 0) return -1;
   c->rope_neox = m->arch->rope_neox;
-  if (llm_read_traits(m) < 0) return -1;
+  if (llm_read_traits(m) < 0 || llm_read_gdn(m) < 0) return -1;
   c->n_ctx = n_ctx > 0 ? n_ctx : (c->n_ctx_train < 4096 ? c->n_ctx_train : 4096);
   /* sliding layers keep a ring of the window plus a chunk's positions (the
    * oldest key a chunk's first token sees to its last token) when that is

@@ -74,12 +74,12 @@ int llm_eval_logits(tg_llm *m, const int32_t *tokens, int n, int skip, float *lo
     return tg_seterr("tg_llm_eval_all: %d tokens do not fit: %d of the context's %d positions are used", n, m->n_past, m->cfg.n_ctx);
   for (int i = 0; i < n; i++)
     if (tokens[i] < 0 || tokens[i] >= m->cfg.n_vocab) return tg_seterr("tg_llm_eval_all: token %d is outside the vocabulary (%d)", tokens[i], m->cfg.n_vocab);
-  int cap = m->ring ? LLM_MAX_CHUNK : LLM_EVAL_ALL_MAX, start = m->n_past;
+  int cap = m->ring || m->arch->recurrent ? LLM_MAX_CHUNK : LLM_EVAL_ALL_MAX, start = m->n_past;
   for (int done = 0; done < n;) {
     int T = n - done < cap ? n - done : cap, sk = skip - done < 0 ? 0 : skip - done;
     float *out = sk < T ? logits + (size_t)(done + sk - skip) * (size_t)m->cfg.n_vocab : NULL;
     if (eval_piece(m, tokens + done, T, sk, out) < 0) {
-      m->n_past = start;
+      m->n_past = m->arch->recurrent ? 0 : start;   /* a delta-net state took the earlier pieces: start over */
       return -1;
     }
     done += T;

@@ -250,11 +250,13 @@ static tg_tensor *norm_heads(tg_tensor *x, tg_tensor *w, float eps, llm_qk_norm 
 }
 
 /* q, k, v (T, heads, head size) of the usual attention: projections,
- * optional q/k norms, RoPE on q and k. */
-static void qkv_mha(tg_llm *m, llm_layer *l, tg_tensor *h, tg_tensor *cos, tg_tensor *sin, tg_tensor **q, tg_tensor **k, tg_tensor **v) {
+ * optional q/k norms, RoPE on q and k. A gated family's q projection holds
+ * each head's q then its gate (T, heads * head size to *gate). */
+static void qkv_mha(tg_llm *m, llm_layer *l, tg_tensor *h, tg_tensor *cos, tg_tensor *sin, tg_tensor **q, tg_tensor **k, tg_tensor **v,
+                    tg_tensor **gate) {
   const tg_llm_config *c = &m->cfg;
   int64_t T = tg_dim(h, 0), hd = c->head_dim;
-  int64_t qd = c->n_heads * hd, kd = c->n_kv_heads * hd;
+  int64_t qd = c->n_heads * hd * (m->arch->attn_gate ? 2 : 1), kd = c->n_kv_heads * hd;
   tg_tensor *qf, *kf, *vf;
   if (l->wqkv) {
     tg_tensor *qkv = linear(m, h, l->wqkv, NULL);
@@ -264,6 +266,11 @@ static void qkv_mha(tg_llm *m, llm_layer *l, tg_tensor *h, tg_tensor *cos, tg_te
     if (l->bq) { qf = tg_add(qf, tg_cast(l->bq, TG_F32)); kf = tg_add(kf, tg_cast(l->bk, TG_F32)); vf = tg_add(vf, tg_cast(l->bv, TG_F32)); }
   } else {
     qf = linear(m, h, l->wq, l->bq); kf = linear(m, h, l->wk, l->bk); vf = linear(m, h, l->wv, l->bv);
+  }
+  if (m->arch->attn_gate) {
+    tg_tensor *qg = tg_reshape(qf, TG_SHAPE(T, c->n_heads, 2 * hd));
+    *gate = tg_reshape(TG_GET(qg, TG_ALLIDX, TG_ALLIDX, TG_FROM(hd)), TG_SHAPE(T, c->n_heads * hd));
+    qf = TG_GET(qg, TG_ALLIDX, TG_ALLIDX, TG_UPTO(hd));
   }
   *q = tg_reshape(qf, TG_SHAPE(T, c->n_heads, hd));
   *k = tg_reshape(kf, TG_SHAPE(T, c->n_kv_heads, hd));
@@ -276,7 +283,9 @@ static void qkv_mha(tg_llm *m, llm_layer *l, tg_tensor *h, tg_tensor *cos, tg_te
  * q from a low-rank pair (or one matrix); keys and values decompressed from
  * a normalized latent; the RoPE'd part of the key is one head shared by all.
  * The cache holds the decompressed keys and values. */
-static void qkv_mla(tg_llm *m, llm_layer *l, tg_tensor *h, tg_tensor *cos, tg_tensor *sin, tg_tensor **q, tg_tensor **k, tg_tensor **v) {
+static void qkv_mla(tg_llm *m, llm_layer *l, tg_tensor *h, tg_tensor *cos, tg_tensor *sin, tg_tensor **q, tg_tensor **k, tg_tensor **v,
+                    tg_tensor **gate) {
+  (void)gate;
   const tg_llm_config *c = &m->cfg;
   int64_t T = tg_dim(h, 0), H = c->n_heads, hd = c->head_dim, rd = c->rope_dim, nope = hd - rd, R = c->kv_lora_rank;
   tg_tensor *qf = l->q_a ? linear(m, rms_norm(linear(m, h, l->q_a, NULL), l->q_a_norm, c->rms_eps), l->q_b, NULL) : linear(m, h, l->wq, NULL);
@@ -294,7 +303,7 @@ static void qkv_mla(tg_llm *m, llm_layer *l, tg_tensor *h, tg_tensor *cos, tg_te
 }
 
 /* The q/k/v builders, by the row's attention kind. */
-typedef void qkv_fn(tg_llm *, llm_layer *, tg_tensor *, tg_tensor *, tg_tensor *, tg_tensor **, tg_tensor **, tg_tensor **);
+typedef void qkv_fn(tg_llm *, llm_layer *, tg_tensor *, tg_tensor *, tg_tensor *, tg_tensor **, tg_tensor **, tg_tensor **, tg_tensor **);
 static qkv_fn *const qkv_builders[] = { [LLM_ATTN_MHA] = qkv_mha, [LLM_ATTN_MLA] = qkv_mla };
 
 /* The mask (T, ring) of a sliding layer's ring: row s holds position
@@ -334,18 +343,18 @@ static tg_tensor *layer_mask(tg_llm *m, const llm_layer *l, tg_tensor *positions
   return mask;
 }
 
-tg_tensor *llm_layer_forward(tg_llm *m, llm_layer *l, tg_tensor *x, tg_tensor *cos_table, tg_tensor *sin_table) {
-  const tg_llm_config *c = &m->cfg;
-  const llm_arch *A = m->arch;
-  int64_t T = tg_dim(x, 0);
+/* The attention half of layer l on its normed input h (T, dim): q, k, v,
+ * their writes into the cache, attention (times sigmoid of the gate in a
+ * gated family), the output projection. */
+static tg_tensor *attention_block(tg_llm *m, llm_layer *l, tg_tensor *h, tg_tensor *cos_table, tg_tensor *sin_table) {
+  int64_t T = tg_dim(h, 0);
   tg_tensor *positions = m->batch_pos ? m->batch_pos : tg_add(m->pos, tg_arange(0, (double)T, 1, TG_I32));   /* (T,) */
   tg_tensor *cos = tg_unsqueeze(tg_take(cos_table, positions), 1);                             /* (T, 1, rope/2) */
   tg_tensor *sin = tg_unsqueeze(tg_take(sin_table, positions), 1);
   tg_tensor *mask = layer_mask(m, l, positions, T);
   tg_tensor *rows = cache_rows(m, l, positions);
-  tg_tensor *h = A->norms & LLM_NORM_PRE ? rms_norm(x, l->attn_norm, c->rms_eps) : x;
-  tg_tensor *q, *k, *v;
-  qkv_builders[A->attn](m, l, h, cos, sin, &q, &k, &v);
+  tg_tensor *q, *k, *v, *gate = NULL;
+  qkv_builders[m->arch->attn](m, l, h, cos, sin, &q, &k, &v, &gate);
   if (llm_cache_q8(m)) {
     tg_tensor *kq, *kd, *vq, *vd;
     llm_kv_q8_quantize(k, &kq, &kd);
@@ -356,7 +365,17 @@ tg_tensor *llm_layer_forward(tg_llm *m, llm_layer *l, tg_tensor *x, tg_tensor *c
     tg_assign(tg_take(l->k_cache, rows), tg_cast(k, m->cache_dtype));
     tg_assign(tg_take(l->v_cache, rows), tg_cast(v, m->cache_dtype));
   }
-  tg_tensor *a = linear(m, attention(m, l, q, mask), l->wo, l->bo);
+  tg_tensor *o = attention(m, l, q, mask);                                                     /* (T, H * hv) */
+  if (gate) o = tg_mul(o, tg_sigmoid(gate));
+  return linear(m, o, l->wo, l->bo);
+}
+
+tg_tensor *llm_layer_forward(tg_llm *m, llm_layer *l, tg_tensor *x, tg_tensor *cos_table, tg_tensor *sin_table) {
+  const tg_llm_config *c = &m->cfg;
+  const llm_arch *A = m->arch;
+  tg_tensor *h = A->norms & LLM_NORM_PRE ? rms_norm(x, l->attn_norm, c->rms_eps) : x;
+  /* a delta-net layer mixes tokens through its recurrent state instead */
+  tg_tensor *a = l->recurrent ? llm_gdn(m, l, h) : attention_block(m, l, h, cos_table, sin_table);
   if (A->norms & LLM_NORM_POST) a = rms_norm(a, l->attn_post_norm, c->rms_eps);
   x = tg_add(x, a);
   h = A->norms & LLM_NORM_PRE ? rms_norm(x, l->ffn_norm, c->rms_eps) : x;
@@ -388,6 +407,9 @@ static tg_tensor *residual(tg_llm *m, tg_tensor *tokens) {
   }
   return x;
 }
+
+tg_tensor *llm_linear(tg_llm *m, tg_tensor *x, tg_tensor *w, tg_tensor *b) { return linear(m, x, w, b); }
+tg_tensor *llm_rms_norm(tg_tensor *x, tg_tensor *w, float eps) { return rms_norm(x, w, eps); }
 
 tg_tensor *llm_hidden(tg_llm *m, tg_tensor *tokens) {
   tg_tensor *x = residual(m, tokens);

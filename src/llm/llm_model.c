@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "llm/llm.h"
 #include "runtime/device.h"
@@ -36,6 +37,18 @@ static double yarn_corr_dim(int n_dims, int orig_ctx, double beta, double base) 
   return n_dims * log(orig_ctx / (beta * 2 * M_PI)) / (2 * log(base));
 }
 
+/* Whether rope pair i of an interleaved M-RoPE (ggml's IMROPE, Qwen3.5)
+ * takes the 4th position: llama.cpp gives text tokens positions (p, p, p,
+ * 0), so those pairs do not turn; the first three sections interleave
+ * (t, h, w, t, h, w, ...) within their sizes. */
+static bool imrope_still(const tg_llm *m, int i) {
+  const int *s = m->rope_sections;
+  int sector = i % (s[0] + s[1] + s[2] + s[3]);
+  if (sector % 3 == 1 && sector < 3 * s[1]) return false;
+  if (sector % 3 == 2 && sector < 3 * s[2]) return false;
+  return !(sector % 3 == 0 && sector < 3 * s[0]);
+}
+
 /* cos/sin (n_ctx, rope_dim / 2) as ggml's rope computes them (rope_yarn):
  * theta = p * base^(-2i/rope_dim) / factor_i, interpolated by freq_scale;
  * with YaRN mixed back toward the unscaled angle by a ramp over pairs i
@@ -57,7 +70,9 @@ static int rope_table(tg_llm *m, const llm_rope *r, tg_tensor **cos_out, tg_tens
   float *sn = tg_xmalloc(sizeof(float) * (size_t)c->n_ctx * (size_t)half);
   for (int p = 0; p < c->n_ctx; p++)
     for (int i = 0; i < half; i++) {
-      double extrap = p * pow(r->base, -2.0 * i / c->rope_dim) / (factors ? factors[i] : 1), theta = r->freq_scale * extrap;
+      double extrap = p * pow(r->base, -2.0 * i / c->rope_dim) / (factors ? factors[i] : 1);
+      if (m->arch->imrope && imrope_still(m, i)) extrap = 0;
+      double theta = r->freq_scale * extrap;
       if (r->ext_factor != 0) {
         double mix = (1 - fmin(1, fmax(0, (i - lo) / fmax(0.001, hi - lo)))) * r->ext_factor;
         theta = theta * (1 - mix) + extrap * mix;
@@ -185,6 +200,16 @@ int tg_llm_n_past(const tg_llm *m) {
 void tg_llm_rewind(tg_llm *m, int n_past) {
   if (!m) { tg_seterr("tg_llm_rewind: model is NULL"); return; }
   if (n_past < 0 || n_past >= m->n_past) return;
+  if (m->arch->recurrent) {
+    /* a delta-net layer's state cannot drop tokens: start over from
+     * position 0 (the states read as zero there) and run the kept ones again */
+    int32_t *keep = tg_xmalloc(sizeof(int32_t) * (size_t)(n_past > 0 ? n_past : 1));
+    memcpy(keep, m->history, sizeof(int32_t) * (size_t)n_past);
+    m->n_past = 0;
+    if (n_past > 0 && tg_llm_eval(m, keep, n_past, NULL) < 0) m->n_past = 0;
+    free(keep);
+    return;
+  }
   int oldest_needed = n_past - m->swa_window + 1 > 0 ? n_past - m->swa_window + 1 : 0;
   if (m->ring && n_past > 0 && oldest_needed < m->ring_top - m->ring) n_past = 0;
   m->n_past = n_past;
@@ -229,7 +254,11 @@ int tg_llm_eval(tg_llm *m, const int32_t *tokens, int n, float *logits) {
     int which = 0;
     while (m->chunk[which] > n - done) which++;
     bool last = done + m->chunk[which] == n;
-    if (eval_chunk(m, which, tokens + done, last ? logits : NULL) < 0) { m->n_past = start; return -1; }
+    if (eval_chunk(m, which, tokens + done, last ? logits : NULL) < 0) {
+      /* a delta-net state already took the earlier chunks: start over */
+      m->n_past = m->arch->recurrent ? 0 : start;
+      return -1;
+    }
     done += m->chunk[which];
   }
   return 0;

@@ -137,6 +137,22 @@ static tg_tensor *stack_layer(tg_llm *m, const char *device, int i, const llm_te
   return load_stacked(m, device, np, rows, n, cols, err);
 }
 
+/* A delta-net layer's states, float32 and zero, one per sequence (as
+ * llama.cpp's recurrent memory): the conv's last kernel - 1 inputs
+ * (n_seq, kernel - 1, channels) and the recurrent state (n_seq, v heads,
+ * head_v, head_k). */
+static int make_states(tg_llm *m, llm_layer *l) {
+  int64_t S = m->n_seq > 1 ? m->n_seq : 1, C = 2 * (int64_t)m->gdn.k_heads * m->gdn.head_k + (int64_t)m->gdn.v_heads * m->gdn.head_v;
+  tg_scope_begin();
+  l->conv_state = tg_contiguous(tg_zeros(TG_SHAPE(S, m->gdn.conv_k - 1 > 0 ? m->gdn.conv_k - 1 : 1, C), TG_F32));
+  l->ssm_state = tg_contiguous(tg_zeros(TG_SHAPE(S, m->gdn.v_heads, m->gdn.head_v, m->gdn.head_k), TG_F32));
+  bool err = tg_realize(l->conv_state) < 0 || tg_realize(l->ssm_state) < 0;
+  if (!err) tensor_adopt(NULL, l->conv_state), tensor_adopt(NULL, l->ssm_state);
+  tg_scope_end();
+  if (err) l->conv_state = l->ssm_state = NULL;
+  return err ? -1 : 0;
+}
+
 /* Layer i's tensors, as m's architecture row and the tensor table say:
  * required ones must be there, optional ones may; every one is checked
  * against its shape. q|k|v and gate|up are stacked when they can be. */
@@ -160,6 +176,7 @@ static int load_layer(tg_llm *m, const char *device, int i) {
     shaped(m, *slot, n, d, nd, &err);
   }
   if (err) return -1;
+  if (l->recurrent) return make_states(m, l);
   tg_scope_begin();
   /* a sliding layer's ring, or every position; a block of them per sequence */
   int64_t rows = (int64_t)(l->ring ? l->ring : c->n_ctx) * (m->n_seq > 1 ? m->n_seq : 1);

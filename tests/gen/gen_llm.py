@@ -89,6 +89,24 @@ def rope_ggml(x, pos, rd, base, neox, freq_scale=1.0, factors=None, ext=0.0, ori
     return np.concatenate([y, rest], -1)
 
 
+def imrope(x, pos, rd, sections, base=10000.0):
+    """ggml's IMROPE (NEOX pairs) on the first rd dims with positions (p, p,
+    p, 0): pair i's section is interleaved t, h, w within the sizes, else the
+    4th (angle 0)."""
+    half = rd // 2
+    ang = np.asarray(pos, dtype=np.float64)[:, None] * base ** (-2.0 * np.arange(half) / rd)[None, :]
+    s0, s1, s2, s3 = sections
+    for i in range(half):
+        sec = i % (s0 + s1 + s2 + s3)
+        moves = (sec % 3 == 1 and sec < 3 * s1) or (sec % 3 == 2 and sec < 3 * s2) or (sec % 3 == 0 and sec < 3 * s0)
+        if not moves:
+            ang[:, i] = 0
+    c, s = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
+    rot, rest = x[..., :rd], x[..., rd:]
+    x0, x1 = rot[..., :half], rot[..., half:]
+    return np.concatenate([x0 * c - x1 * s, x0 * s + x1 * c, rest], -1)
+
+
 def gelu(x):  # tanh approximation, as ggml_gelu
     return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
 
@@ -118,6 +136,48 @@ class Model:
         self.c, self.w = cfg, w
         self.k = [[] for _ in range(cfg["layers"])]
         self.v = [[] for _ in range(cfg["layers"])]
+        if cfg.get("gdn"):  # a delta-net layer's states: the conv's last inputs, S (v heads, head_v, head_k)
+            g = cfg["gdn"]
+            C = 2 * g["hk"] * g["d"] + g["hv"] * g["d"]
+            self.conv = [np.zeros((g["K"] - 1, C)) for _ in range(cfg["layers"])]
+            self.S = [np.zeros((g["hv"], g["d"], g["d"])) for _ in range(cfg["layers"])]
+
+    def recurrent(self, i):
+        return bool(self.c.get("gdn")) and (i + 1) % self.c.get("interval", 4) != 0
+
+    def gdn(self, i, h):
+        """llama.cpp's gated delta-net layer, token by token: the causal
+        depthwise conv over q|k|v with SiLU, L2-normed q and k (v head j reads
+        k head j % k_heads), S = exp(g) S with g = softplus(alpha + dt) * a,
+        S += beta (v - S k) k^T, o = S q / sqrt(head_k); then the gated norm
+        rms(o) * silu(z) and the out-projection."""
+        c, w, p, eps = self.c, self.w, f"blk.{i}.", 1e-5
+        g = c["gdn"]
+        Hk, Hv, D, K = g["hk"], g["hv"], g["d"], g["K"]
+        T = h.shape[0]
+        qkv = h @ w[p + "attn_qkv.weight"].T
+        z = (h @ w[p + "attn_gate.weight"].T).reshape(T, Hv, D)
+        beta = 1 / (1 + np.exp(-(h @ w[p + "ssm_beta.weight"].T)))
+        a = h @ w[p + "ssm_alpha.weight"].T + w[p + "ssm_dt.bias"]
+        gl = np.where(a > 20, a, np.log1p(np.exp(np.minimum(a, 20)))) * w[p + "ssm_a"]
+        x = np.concatenate([self.conv[i], qkv])
+        self.conv[i] = x[T:]
+        W = w[p + "ssm_conv1d.weight"]  # (C, K)
+        xc = silu(sum(x[j:j + T] * W[:, j] for j in range(K)))
+        q = xc[:, :Hk * D].reshape(T, Hk, D)
+        k = xc[:, Hk * D:2 * Hk * D].reshape(T, Hk, D)
+        v = xc[:, 2 * Hk * D:].reshape(T, Hv, D)
+        l2 = lambda t: t / np.sqrt((t * t).sum(-1, keepdims=True) + eps)
+        q, k = l2(q)[:, np.arange(Hv) % Hk], l2(k)[:, np.arange(Hv) % Hk]
+        S, o = self.S[i], np.zeros((T, Hv, D))
+        for t in range(T):
+            S = S * np.exp(gl[t])[:, None, None]
+            d = (v[t] - np.einsum("hji,hi->hj", S, k[t])) * beta[t][:, None]
+            S = S + d[:, :, None] * k[t][:, None, :]
+            o[t] = np.einsum("hji,hi->hj", S, q[t]) / np.sqrt(D)
+        self.S[i] = S
+        o = rms(o, w[p + "ssm_norm.weight"], eps) * silu(z)
+        return o.reshape(T, -1) @ w[p + "ssm_out.weight"].T
 
     def ffn(self, i, h):
         c, w = self.c, self.w
@@ -173,6 +233,10 @@ class Model:
         for i in range(c["layers"]):
             p = f"blk.{i}."
             h = rms(x, w[p + "attn_norm.weight"], eps)
+            if self.recurrent(i):
+                x = x + self.gdn(i, h)
+                x = x + self.ffn(i, rms(x, w[p + "ffn_norm.weight"], eps))
+                continue
             if c.get("mla"):
                 q, k, v = self.mla(i, h, pos)
             else:
@@ -194,7 +258,10 @@ class Model:
                         att[t, hh] = softmax(np.append(sc, w[p + "attn_sinks.weight"][hh]))[:-1] @ V[lo:n, kv]
                     else:
                         att[t, hh] = softmax(sc) @ V[lo:n, kv]
-            a = att.reshape(T, -1) @ w[p + "attn_output.weight"].T
+            a = att.reshape(T, -1)
+            if c.get("gated"):  # Qwen3.5: the attention times sigmoid of q's gate
+                a = a / (1 + np.exp(-self.gate))
+            a = a @ w[p + "attn_output.weight"].T
             if p + "attn_output.bias" in w:
                 a = a + w[p + "attn_output.bias"]
             if c.get("gemma"):
@@ -227,6 +294,9 @@ class Model:
         T, H, KV, hd = h.shape[0], c["heads"], c["kv"], c["hd"]
         if True:
             q, k, v = (h @ w[p + n + ".weight"].T for n in ("attn_q", "attn_k", "attn_v"))
+            if c.get("gated"):  # each head's q then its gate
+                qg = q.reshape(T, H, 2 * hd)
+                q, self.gate = qg[..., :hd].reshape(T, H * hd), qg[..., hd:].reshape(T, H * hd)
             if p + "attn_q.bias" in w:
                 q, k, v = q + w[p + "attn_q.bias"], k + w[p + "attn_k.bias"], v + w[p + "attn_v.bias"]
             q, k, v = q.reshape(T, H, hd), k.reshape(T, KV, hd), v.reshape(T, KV, hd)
@@ -236,7 +306,9 @@ class Model:
             swa = self.swa(i)
             base = c.get("swa_base", c.get("base", 10000.0)) if swa else c.get("base", 10000.0)
             scale = 1.0 if swa and "swa_base" in c else c.get("rope_scale", 1.0)
-            if "rp" in c:  # ggml's rope with its scaling parameters (phi3, yarn)
+            if "sections" in c:  # Qwen3.5's interleaved M-RoPE at text positions (p, p, p, 0)
+                q, k = imrope(q, pos, c["rd"], c["sections"]), imrope(k, pos, c["rd"], c["sections"])
+            elif "rp" in c:  # ggml's rope with its scaling parameters (phi3, yarn)
                 q, k = rope_ggml(q, pos, **c["rp"]), rope_ggml(k, pos, **c["rp"])
             else:
                 rp = [t / scale for t in pos]
@@ -274,7 +346,19 @@ def make(name, arch, cfg, seed, runs=()):
     for i in range(L):
         p = f"blk.{i}."
         t(p + "attn_norm.weight", (dim,), norm=True)
-        if cfg.get("mla"):
+        if cfg.get("gdn") and (i + 1) % cfg.get("interval", 4) != 0:  # a delta-net layer (llama.cpp's layout)
+            gd = cfg["gdn"]
+            C, VD = 2 * gd["hk"] * gd["d"] + gd["hv"] * gd["d"], gd["hv"] * gd["d"]
+            t(p + "attn_qkv.weight", (C, dim))
+            t(p + "attn_gate.weight", (VD, dim))
+            t(p + "ssm_conv1d.weight", (C, gd["K"]), 0.5)
+            t(p + "ssm_dt.bias", (gd["hv"],), 1.0)
+            w[p + "ssm_a"] = -np.exp(0.5 * rng.standard_normal(gd["hv"])).astype(np.float32).astype(np.float64)  # -exp(A_log)
+            t(p + "ssm_beta.weight", (gd["hv"], dim))
+            t(p + "ssm_alpha.weight", (gd["hv"], dim))
+            t(p + "ssm_norm.weight", (gd["d"],), norm=True)
+            t(p + "ssm_out.weight", (dim, VD))
+        elif cfg.get("mla"):
             R, rd, hv, QR = cfg["kv_lora"], cfg["rope"], cfg["hv"], cfg["q_lora"]
             t(p + "attn_q_a.weight", (QR, dim))
             t(p + "attn_q_a_norm.weight", (QR,), norm=True)
@@ -284,7 +368,7 @@ def make(name, arch, cfg, seed, runs=()):
             t(p + "attn_kv_b.weight", (H * (hd - rd + hv), R))
             t(p + "attn_output.weight", (dim, H * hv))
         else:
-            t(p + "attn_q.weight", (H * hd, dim))
+            t(p + "attn_q.weight", (H * hd * (2 if cfg.get("gated") else 1), dim))
             t(p + "attn_k.weight", (KV * hd, dim))
             t(p + "attn_v.weight", (KV * hd, dim))
             t(p + "attn_output.weight", (dim, H * hd))
@@ -292,7 +376,7 @@ def make(name, arch, cfg, seed, runs=()):
             t(p + "attn_q.bias", (H * hd,), 0.1)
             t(p + "attn_k.bias", (KV * hd,), 0.1)
             t(p + "attn_v.bias", (KV * hd,), 0.1)
-        if cfg.get("qk_norm"):
+        if cfg.get("qk_norm") and not (cfg.get("gdn") and (i + 1) % cfg.get("interval", 4) != 0):
             t(p + "attn_q_norm.weight", (hd,), norm=True)
             t(p + "attn_k_norm.weight", (hd,), norm=True)
         if cfg.get("gemma"):
@@ -332,7 +416,7 @@ def make(name, arch, cfg, seed, runs=()):
 
     path = os.path.join(OUT, f"llm_{name}.gguf")
     g = gguf.GGUFWriter(path, arch)
-    g.add_context_length(32)
+    g.add_context_length(cfg.get("ctx", 32))
     g.add_embedding_length(dim)
     g.add_block_count(L + cfg.get("nextn", 0))
     if cfg.get("nextn"):  # the converter's MTP layers: counted in block_count, not run by llama.cpp
@@ -355,6 +439,17 @@ def make(name, arch, cfg, seed, runs=()):
         g.add_expert_weights_scale(cfg["scale"])
         g.add_expert_shared_count(1)
     g.add_layer_norm_rms_eps(1e-5)
+    if cfg.get("gdn"):
+        gd = cfg["gdn"]
+        g.add_ssm_conv_kernel(gd["K"])
+        g.add_ssm_state_size(gd["d"])
+        g.add_ssm_group_count(gd["hk"])
+        g.add_ssm_time_step_rank(gd["hv"])
+        g.add_ssm_inner_size(gd["hv"] * gd["d"])
+        if "interval" in cfg:
+            g.add_full_attention_interval(cfg["interval"])
+        g.add_rope_dimension_count(cfg["rd"])
+        g.add_rope_dimension_sections(cfg["sections"])
     if cfg.get("attn_cap"):
         g.add_attn_logit_softcapping(cfg["attn_cap"])
     if cfg.get("final_cap"):
@@ -530,3 +625,23 @@ make("deepseek2_yarn", "deepseek2", dict(base, hd=12, heads=4, kv=4, mla=True, k
                                          log_mul=0.707, kq_mscale=1 + 0.1 * LM_DS * np.log(F_DS),
                                          rp=dict(rd=4, base=10000.0, neox=False, freq_scale=1 / F_DS, ext=1.0, orig=16,
                                                  mscale=1 / (1 + 0.1 * np.log(F_DS)))), 4)  # cancels rope_yarn's own magnitude
+
+# Qwen3.5 (qwen35): gated delta-net layers 0 and 2 (full_attention_interval
+# 2), 2 k heads and 4 v heads of 8 (v head j reads k head j % 2), a conv
+# kernel of 4; gated attention in layers 1 and 3 (q's projection holds q and
+# a gate per head, per-head q/k norms, 8 of 16 dims rotated by interleaved
+# M-RoPE with sections [1, 1, 1, 1]: the 4th pair keeps position 0 and does
+# not turn). Qwen3.6 / 3.5 MoE (qwen35moe): the default interval 4 (layers
+# 0-2 recurrent), 4 experts top 2 with renormalized softmax routing and a
+# shared expert behind a sigmoid gate, sections [2, 1, 1, 0], narrower (dim
+# 24, heads of 8 with 4 dims rotated) to keep the file small. The long runs
+# (70-token prompt: chunks 64, 4, 1, 1) carry the states over 110 positions.
+QWEN35 = dict(base, layers=4, hd=16, ffn=24, neox=True, qk_norm=True, gated=True, ffn_norm_pa=True, rd=8, ctx=64,
+              gdn=dict(hk=2, hv=4, d=8, K=4))
+w_qwen35 = make("qwen35", "qwen35", dict(QWEN35, interval=2, sections=[1, 1, 1, 1]), 15,
+                runs=[("_greedy", {}, PROMPT, 20), ("_long", {}, LONG, 40)])
+# its perplexity as llama's above: each chunk from empty states
+perplexity(dict(QWEN35, interval=2, sections=[1, 1, 1, 1]), w_qwen35, [int(t) for t in np.random.default_rng(11).integers(0, 53, 53)],
+           16, 1, os.path.join(OUT, "llm_qwen35"))
+make("qwen35moe", "qwen35moe", dict(QWEN35, dim=24, hd=8, rd=4, sections=[2, 1, 1, 0], experts=4, used=2, eff=16, norm_w=True, shared=16), 16,
+     runs=[("_greedy", {}, PROMPT, 20), ("_long", {}, LONG, 40)])

@@ -50,7 +50,7 @@ N_GREEDY = 32
 FAMILIES = {
     "llama": 0, "yarn": 0, "qwen3moe": 0, "qwen2moe": 0,
     "deepseek2": 0, "deepseek2_yarn": 0, "gemma2": 0, "gemma3": 0,
-    "phi3": 0, "gptoss": 0, "glm4moe": 0,
+    "phi3": 0, "gptoss": 0, "glm4moe": 0, "qwen35": 0, "qwen35moe": 0,
 }
 
 
