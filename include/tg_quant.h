@@ -69,10 +69,10 @@ TG_API tg_tensor *tg_quant_matmul(tg_tensor *x, tg_tensor *raw, int ggml_type, t
  * them with 4 values of x. Types: Q4_0, Q5_0 (the fifth bits regrouped), Q4_1
  * and Q5_1 (as Q4_0 and Q5_0, with their mins), Q8_0 (values stored plus 128),
  * IQ4_NL (its levels stored as Q8_0's bytes), IQ4_XS (the levels as bytes, int8
- * sub-block scales), Q3_K (its 16 scales unpacked to int8 bytes, qs and hmask
- * regrouped), Q4_K, Q5_K (Q4_K's form and its fifth bits) and Q6_K; N a multiple of 16. Returns 0 and two lazy tensors built from raw
+ * sub-block scales), Q2_K (its 4-bit scales and mins unpacked to bytes), Q3_K
+ * (its 16 scales unpacked to int8 bytes, qs and hmask regrouped), Q4_K, Q5_K (Q4_K's form and its fifth bits) and Q6_K; N a multiple of 16. Returns 0 and two lazy tensors built from raw
  * (as for tg_dequantize), to realize once: *scales (N/16, S * K/B, 16) F16
- * (the blocks' fp16 scales, S of them: Q4_1's, Q5_1's, Q4_K's and Q5_K's d of every block, then its
+ * (the blocks' fp16 scales, S of them: Q4_1's, Q5_1's, Q2_K's, Q4_K's and Q5_K's d of every block, then its
  * m or dmin; B = 32, or 256 for the K-quants) and *quants (N/16, K/B, bytes) U8
  * (the rest of the blocks' bytes, reordered; Q4_K's 6-bit scales and mins
  * unpacked to bytes); -1 and tg_error for another type or shape. */

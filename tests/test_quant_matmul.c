@@ -346,7 +346,7 @@ TEST(quant_matmul_rows_q8_0_vs_ggml) {
  * bad arguments are errors. */
 TEST(quant_rows_dequantize_exact) {
   static const struct { const char *type; int bpb, block, scale_at; } cases[] = {
-    { "Q4_0", 18, 32, 0 }, { "Q5_0", 22, 32, 0 }, { "Q4_1", 20, 32, 0 }, { "Q5_1", 24, 32, 0 }, { "Q8_0", 34, 32, 0 }, { "IQ4_NL", 18, 32, 0 }, { "IQ4_XS", 136, 256, 0 }, { "Q3_K", 110, 256, 108 }, { "Q4_K", 144, 256, 0 }, { "Q5_K", 176, 256, 0 }, { "Q6_K", 210, 256, 208 },
+    { "Q4_0", 18, 32, 0 }, { "Q5_0", 22, 32, 0 }, { "Q4_1", 20, 32, 0 }, { "Q5_1", 24, 32, 0 }, { "Q8_0", 34, 32, 0 }, { "IQ4_NL", 18, 32, 0 }, { "IQ4_XS", 136, 256, 0 }, { "Q3_K", 110, 256, 108 }, { "Q2_K", 84, 256, 80 }, { "Q4_K", 144, 256, 0 }, { "Q5_K", 176, 256, 0 }, { "Q6_K", 210, 256, 208 },
   };
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     const int64_t n = 32, k = 512;

@@ -53,7 +53,30 @@ static void get_scale_min_k4(int j, const uint8_t *q, int *d, int *m) {
   else *d = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4), *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
 }
 
-static int block_bytes(int t) { return t == TG_GGML_Q4_K ? 144 : t == TG_GGML_Q5_K ? 176 : t == TG_GGML_IQ4_XS ? 136 : t == TG_GGML_Q3_K ? 110 : 210; }
+static int block_bytes(int t) { return t == TG_GGML_Q4_K ? 144 : t == TG_GGML_Q5_K ? 176 : t == TG_GGML_IQ4_XS ? 136 : t == TG_GGML_Q3_K ? 110 : t == TG_GGML_Q2_K ? 84 : 210; }
+
+/* ggml_vec_dot_q2_K_q8_K_generic: the 4-bit scales times the sub-blocks'
+ * sums of q * x, less the 4-bit mins times x's sums */
+static float ref_dot_q2_k(const uint8_t *w, const int8_t *q8, const float *dx, const int *bsums, int64_t k, double *mag) {
+  float sumf = 0;
+  for (int64_t b = 0; b < k / 256; b++) {
+    const uint8_t *blk = w + b * 84, *q2 = blk + 16, *sc = blk;
+    const int8_t *y = q8 + b * 256;
+    int summs = 0, isum = 0, is = 0;
+    for (int j = 0; j < 16; j++) summs += bsums[b * 16 + j] * (sc[j] >> 4);
+    for (int n = 0; n < 2; n++, q2 += 32)
+      for (int j = 0; j < 4; j++, y += 32)
+        for (int h = 0; h < 2; h++) {
+          int isuml = 0;
+          for (int l = 16 * h; l < 16 * h + 16; l++) isuml += y[l] * ((q2[l] >> (2 * j)) & 3);
+          isum += (sc[is++] & 0xF) * isuml;
+        }
+    const float dall = dx[b] * f16_to_f32((uint16_t)(blk[80] | blk[81] << 8)), dmin = dx[b] * f16_to_f32((uint16_t)(blk[82] | blk[83] << 8));
+    sumf += dall * isum - dmin * summs;
+    *mag += fabs((double)dall * isum) + fabs((double)dmin * summs);
+  }
+  return sumf;
+}
 
 static const int8_t iq4nl_levels[16] = { -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113 };
 
@@ -86,6 +109,7 @@ static float ref_dot(int t, const uint8_t *w, const int8_t *q8, const float *dx,
   float sums[8] = { 0 }, sumf = 0;
   *mag = 0;
   if (t == TG_GGML_IQ4_XS) return ref_dot_iq4_xs(w, q8, dx, k, mag);
+  if (t == TG_GGML_Q2_K) return ref_dot_q2_k(w, q8, dx, bsums, k, mag);
   for (int64_t b = 0; b < k / 256; b++) {
     const uint8_t *blk = w + b * block_bytes(t);
     const int8_t *y = q8 + b * 256;
@@ -145,7 +169,8 @@ static float ref_dot(int t, const uint8_t *w, const int8_t *q8, const float *dx,
 static uint8_t *random_k(int t, int64_t n, int64_t k, int64_t *nbytes) {
   int bpb = block_bytes(t);
   bool mins = t == TG_GGML_Q4_K || t == TG_GGML_Q5_K;
-  uint8_t *p = test_random_blocks((uint64_t)t, n * k / 256, bpb, t == TG_GGML_Q6_K ? 208 : t == TG_GGML_Q3_K ? 108 : 0, nbytes);
+  uint8_t *p = test_random_blocks((uint64_t)t, n * k / 256, bpb, t == TG_GGML_Q6_K ? 208 : t == TG_GGML_Q3_K ? 108 : t == TG_GGML_Q2_K ? 80 : 0, nbytes);
+  for (int64_t b = 0; t == TG_GGML_Q2_K && b < *nbytes / bpb; b++) p[b * bpb + 82] = (uint8_t)(b * 7), p[b * bpb + 83] = 0x1C;   /* dmin */
   for (int64_t b = 0; mins && b < *nbytes / bpb; b++) p[b * bpb + 2] = (uint8_t)(b * 11), p[b * bpb + 3] = 0x18;   /* dmin */
   return p;
 }
@@ -198,6 +223,7 @@ TEST(quant_matmul_q6_k_vs_ggml) { check_k(TG_GGML_Q6_K, 3, 24, 1024); check_k(TG
 /* row-packed Q4_K and Q6_K (the LLM's path) */
 TEST(quant_matmul_rows_q4_k_vs_ggml) { check_k_path(TG_GGML_Q4_K, 3, 32, 1024, true); check_k_path(TG_GGML_Q4_K, 1, 64, 768, true); }
 TEST(quant_matmul_rows_q5_k_vs_ggml) { check_k_path(TG_GGML_Q5_K, 3, 32, 1024, true); check_k_path(TG_GGML_Q5_K, 1, 64, 768, true); }
+TEST(quant_matmul_rows_q2_k_vs_ggml) { check_k_path(TG_GGML_Q2_K, 3, 32, 1024, true); check_k_path(TG_GGML_Q2_K, 1, 64, 768, true); }
 TEST(quant_matmul_rows_q3_k_vs_ggml) { check_k_path(TG_GGML_Q3_K, 3, 32, 1024, true); check_k_path(TG_GGML_Q3_K, 1, 64, 768, true); }
 TEST(quant_matmul_rows_iq4_xs_vs_ggml) { check_k_path(TG_GGML_IQ4_XS, 3, 32, 1024, true); check_k_path(TG_GGML_IQ4_XS, 1, 64, 768, true); }
 TEST(quant_matmul_rows_q6_k_vs_ggml) { check_k_path(TG_GGML_Q6_K, 3, 32, 1024, true); check_k_path(TG_GGML_Q6_K, 1, 64, 768, true); }

@@ -22,7 +22,7 @@ static tg_tensor *rms_norm(tg_tensor *x, tg_tensor *w, float eps) {
  * 8-bit blocks, integer dot products per block): from its row-packed copy
  * (byte dot products over 16 rows at once, tg_quant_matmul_rows) at every
  * chunk size for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and IQ4_NL, and for decoding (few rows of x) for
- * Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS; else, with few rows of x, from the packed bytes for Q8_0
+ * Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS; else, with few rows of x, from the packed bytes for Q8_0
  * and Q4_0 (tg_quant_matmul). The rest is a float matmul: with many rows
  * (a prefill chunk), the weights decode inside it, each decoded vector
  * serving 8 rows of x (the heuristic's tile; K-quants' integer form over
@@ -38,7 +38,7 @@ static tg_tensor *linear(tg_llm *m, tg_tensor *x, tg_tensor *w, tg_tensor *b) {
   const llm_packed *pk = llm_packed_of(m, w);
   bool int_fast = pk && (pk->type == TG_GGML_Q8_0 || pk->type == TG_GGML_Q4_0);
   /* 256-value super-blocks: their integer form over a whole chunk unrolls too far */
-  bool kquant = pk && (pk->type == TG_GGML_Q3_K || pk->type == TG_GGML_Q4_K || pk->type == TG_GGML_Q5_K || pk->type == TG_GGML_Q6_K ||
+  bool kquant = pk && (pk->type == TG_GGML_Q2_K || pk->type == TG_GGML_Q3_K || pk->type == TG_GGML_Q4_K || pk->type == TG_GGML_Q5_K || pk->type == TG_GGML_Q6_K ||
                        pk->type == TG_GGML_IQ4_XS);
   bool chunk = tg_dim(x, 0) >= LINEAR_DECODE_ONCE_ROWS;
   tg_tensor *y = NULL;

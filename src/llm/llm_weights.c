@@ -16,7 +16,7 @@
 #include "util/settings.h"
 
 /* Records quantized weight w (lazy floats over its packed bytes raw).
- * Types with a row-packed form (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, IQ4_XS; Q3_K, Q4_K, Q5_K, Q6_K below;
+ * Types with a row-packed form (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, IQ4_XS; Q2_K ... Q6_K below;
  * tg_quant_pack_rows) are
  * packed once, here: matmuls read that copy, w's values come from it too
  * (tg_dequantize_rows: the same numbers), and raw is dropped, so the
@@ -27,7 +27,7 @@ static tg_tensor *keep_packed(tg_llm *m, tg_tensor *raw, tg_tensor *w, int type)
   tg_shape ws = tg_shape_of(w);
   /* K-quants only for the vocabulary matrix (the output, or the embedding
    * tied to it) when TG_LLM_ROWS_K=0. tg_quant_pack_rows checks the shape. */
-  bool kquant = type == TG_GGML_Q3_K || type == TG_GGML_Q4_K || type == TG_GGML_Q5_K || type == TG_GGML_Q6_K;
+  bool kquant = type == TG_GGML_Q2_K || type == TG_GGML_Q3_K || type == TG_GGML_Q4_K || type == TG_GGML_Q5_K || type == TG_GGML_Q6_K;
   bool rows = type == TG_GGML_Q4_0 || type == TG_GGML_Q4_1 || type == TG_GGML_Q5_0 || type == TG_GGML_Q5_1 || type == TG_GGML_Q8_0 ||
               type == TG_GGML_IQ4_NL || type == TG_GGML_IQ4_XS ||
               (kquant && ((ws.ndim == 2 && ws.d[0] == m->cfg.n_vocab) || setting_int(SET_TG_LLM_ROWS_K)));

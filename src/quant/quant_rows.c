@@ -36,6 +36,10 @@
  *   Q5_K  as Q4_K, and after qs its qh (32 bytes: bit j of byte l is the
  *         fifth bit of value 32j + l) in 4-byte groups: quants
  *         (N/16, K/256, 2816) U8.
+ *   Q2_K  scales (N/16, 2 * K/256, 16) F16: d, then dmin; quants
+ *         (N/16, K/256, 1536) U8: the 16 4-bit sub-block scales, then
+ *         the 16 mins, as bytes (16 rows each), then qs (64 bytes) in
+ *         4-byte groups.
  *   Q3_K  scales (N/16, K/256, 16) F16, the super-block scales d;
  *         quants (N/16, K/256, 1792) U8: the 16 sub-block scales less 32
  *         (int8, 16 rows each), then qs (64 bytes) and hmask (32) in
@@ -71,6 +75,7 @@ static const rows_format formats[] = {
   { GGML_TYPE_Q4_K, 256, 144, 0, 2, ROWS * (16 + 128) },
   { GGML_TYPE_Q5_K, 256, 176, 0, 2, ROWS * (16 + 128 + 32) },
   { GGML_TYPE_Q6_K, 256, 210, 208, 1, ROWS * 208 },
+  { GGML_TYPE_Q2_K, 256, 84, 80, 2, ROWS * (32 + 64) },
   { GGML_TYPE_Q3_K, 256, 110, 108, 1, ROWS * (16 + 64 + 32) },
   { GGML_TYPE_IQ4_NL, 32, 18, 0, 1, ROWS * 32 },
   { GGML_TYPE_IQ4_XS, 256, 136, 0, 1, ROWS * (8 + 256) },
@@ -80,7 +85,7 @@ static const rows_format *format_of(int t, tg_shape w, const char *who) {
   const rows_format *f = NULL;
   for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) if (formats[i].type == t) f = &formats[i];
   const char *name = tg_ggml_type_name(t) ? tg_ggml_type_name(t) : "?";
-  if (!f) return tg_seterr("%s: no row-packed form for type %s (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS have one)", who, name), NULL;
+  if (!f) return tg_seterr("%s: no row-packed form for type %s (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS have one)", who, name), NULL;
   if (w.ndim != 2) return tg_seterr("%s: W must be 2-D (N, K), not %d-D", who, w.ndim), NULL;
   if (w.d[0] % ROWS || w.d[0] <= 0 || w.d[1] % f->block || w.d[1] <= 0)
     return tg_seterr("%s: W (%lld, %lld) of %s needs N a multiple of %d and K of %d", who, (long long)w.d[0], (long long)w.d[1], name, ROWS, f->block), NULL;
@@ -193,6 +198,12 @@ int tg_quant_pack_rows(tg_tensor *raw, int t, tg_shape w_shape, tg_tensor **scal
     parts[1] = in_groups(blk, 32, 16);
     parts[2] = in_groups(blk, 0, 8);
     nparts = 3;
+  }
+  else if (t == GGML_TYPE_Q2_K) {   /* the 16 4-bit scales, then the 16 mins, as bytes (16 rows each), qs */
+    tg_tensor *sm = qt_unpack(tg_reshape(qm_slice_last(blk, 0, 16), TG_SHAPE(g, ROWS, nb, 16)), 3, 2, 4);   /* (g, 16, nb, 2, 16) */
+    parts[0] = tg_permute(tg_reshape(sm, TG_SHAPE(g, ROWS, nb, 32)), TG_AXES(0, 2, 3, 1));               /* (g, nb, 32, 16) */
+    parts[1] = in_groups(blk, 16, 16);
+    nparts = 2;
   }
   else {   /* Q6_K: sub-block scales (16 rows per scale), ql, qh */
     parts[0] = tg_permute(qm_slice_last(blk, 192, 208), TG_AXES(0, 2, 3, 1));
@@ -354,34 +365,50 @@ static tg_tensor *rows_q6_k(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, 
   return tg_sum(tg_mul(tg_cast(total, TG_F32), scale), TG_AXES(-2), false);                     /* (..., g, 16) */
 }
 
-/* Q3_K: per sub-block s = 8n + 2j + h of 16 values, sum of (q - 4) * x
- * times the int8 scale, q = bits 2j of qs[32n + 16h + l] and bit 4n + j of
- * hmask[16h + l] as bit 2 (ggml_vec_dot_q3_K_q8_K: a clear hmask bit
- * subtracts 4); the super-block's integer sum scaled by d_w * d_x. */
-static tg_tensor *rows_q3_k(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int64_t nb, int64_t g) {
+/* Q2_K and Q3_K: per sub-block s = 8n + 2j + h of 16 values, value l of
+ * it being bits 2j of qs[32n + 16h + l] (Q3_K: and bit 4n + j of
+ * hmask[16h + l] as bit 2, the value less 4: a clear hmask bit subtracts
+ * 4). Q3_K: the sum of q * x times the int8 scale, the super-block's
+ * integer sum scaled by d_w * d_x (ggml_vec_dot_q3_K_q8_K). Q2_K: the
+ * 4-bit scale times the sum of q * x, less the 4-bit min times the sum of
+ * x's sub-block; the two integer sums scaled by d_w * d_x and dmin_w * d_x
+ * (ggml_vec_dot_q2_K_q8_K). */
+static tg_tensor *rows_q23_k(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int64_t nb, int64_t g, bool q3) {
   tg_tensor *xv, *bs, *dx;
   q8_k_subblocks(x, nb, 16, &xv, &bs, &dx);
-  tg_tensor *sc = tg_reshape(tg_bitcast(qm_slice_last(quants, 0, 16 * ROWS), TG_I8), TG_SHAPE(g, nb, 16, ROWS));
-  tg_tensor *qs = tg_reshape(qm_slice_last(quants, 16 * ROWS, 16 * ROWS + 16 * 64), TG_SHAPE(g, nb, 16, ROWS, 4));
-  tg_tensor *hm = tg_reshape(qm_slice_last(quants, 16 * ROWS + 16 * 64, 16 * ROWS + 24 * 64), TG_SHAPE(g, nb, 8, ROWS, 4));
-  tg_tensor *total = NULL;
+  const int64_t sm_bytes = (q3 ? 16 : 32) * ROWS;   /* Q3_K: int8 scales; Q2_K: scales, then mins */
+  tg_tensor *sm = q3 ? tg_bitcast(qm_slice_last(quants, 0, sm_bytes), TG_I8) : qm_slice_last(quants, 0, sm_bytes);
+  sm = tg_reshape(sm, TG_SHAPE(g, nb, q3 ? 1 : 2, 16, ROWS));
+  tg_tensor *qs = tg_reshape(qm_slice_last(quants, sm_bytes, sm_bytes + 16 * 64), TG_SHAPE(g, nb, 16, ROWS, 4));
+  tg_tensor *hm = q3 ? tg_reshape(qm_slice_last(quants, sm_bytes + 16 * 64, sm_bytes + 24 * 64), TG_SHAPE(g, nb, 8, ROWS, 4)) : NULL;
+  tg_tensor *sumi = NULL, *summ = NULL;
   for (int s = 0; s < 16; s++) {
     int n = s / 8, j = s % 8 / 2, h = s % 2;
     tg_tensor *dot = NULL;
     for (int t = 0; t < 4; t++) {
-      tg_tensor *lo = TG_GET(qs, TG_ALLIDX, TG_ALLIDX, TG_I(8 * n + 4 * h + t)), *hb = TG_GET(hm, TG_ALLIDX, TG_ALLIDX, TG_I(4 * h + t));
-      if (j) lo = tg_rshifts(lo, 2 * j);
-      if (4 * n + j) hb = tg_rshifts(hb, 4 * n + j);
-      tg_tensor *w = tg_bitwise_or(tg_bitwise_and(lo, tg_scalar(3, TG_U8)), tg_lshifts(tg_bitwise_and(hb, tg_scalar(1, TG_U8)), 2));
+      tg_tensor *w = TG_GET(qs, TG_ALLIDX, TG_ALLIDX, TG_I(8 * n + 4 * h + t));
+      w = tg_bitwise_and(j ? tg_rshifts(w, 2 * j) : w, tg_scalar(3, TG_U8));
+      if (q3) {
+        tg_tensor *hb = TG_GET(hm, TG_ALLIDX, TG_ALLIDX, TG_I(4 * h + t));
+        if (4 * n + j) hb = tg_rshifts(hb, 4 * n + j);
+        w = tg_bitwise_or(w, tg_lshifts(tg_bitwise_and(hb, tg_scalar(1, TG_U8)), 2));
+      }
       dot = dot4(dot, w, TG_GET(xv, TG_ELLIPSIS, TG_I(s), TG_I(t), TG_ALLIDX));
     }
-    tg_tensor *sub = tg_sub(dot, tg_mul(TG_GET(bs, TG_ELLIPSIS, TG_I(s)), tg_scalar(4, TG_I32)));
-    sub = tg_mul(sub, tg_cast(TG_GET(sc, TG_ALLIDX, TG_ALLIDX, TG_I(s)), TG_I32));
-    total = total ? tg_add(total, sub) : sub;
+    tg_tensor *xsum = TG_GET(bs, TG_ELLIPSIS, TG_I(s));
+    if (q3) dot = tg_sub(dot, tg_mul(xsum, tg_scalar(4, TG_I32)));
+    tg_tensor *a = tg_mul(dot, tg_cast(TG_GET(sm, TG_ALLIDX, TG_ALLIDX, TG_I(0), TG_I(s)), TG_I32));
+    sumi = sumi ? tg_add(sumi, a) : a;
+    if (!q3) {
+      tg_tensor *b = tg_mul(xsum, tg_cast(TG_GET(sm, TG_ALLIDX, TG_ALLIDX, TG_I(1), TG_I(s)), TG_I32));
+      summ = summ ? tg_add(summ, b) : b;
+    }
   }
   const tg_shape per_block = qm_with_tail(x, 3, (int64_t[]){ 1, nb, 1 });
-  tg_tensor *scale = tg_mul(tg_cast(scales, TG_F32), tg_reshape(dx, per_block));
-  return tg_sum(tg_mul(tg_cast(total, TG_F32), scale), TG_AXES(-2), false);                     /* (..., g, 16) */
+  tg_tensor *dd = tg_reshape(tg_cast(scales, TG_F32), TG_SHAPE(g, q3 ? 1 : 2, nb, ROWS)), *dxb = tg_reshape(dx, per_block);
+  tg_tensor *v = tg_mul(tg_cast(sumi, TG_F32), tg_mul(TG_GET(dd, TG_ALLIDX, TG_I(0)), dxb));
+  if (!q3) v = tg_sub(v, tg_mul(tg_cast(summ, TG_F32), tg_mul(TG_GET(dd, TG_ALLIDX, TG_I(1)), dxb)));
+  return tg_sum(v, TG_AXES(-2), false);                                                       /* (..., g, 16) */
 }
 
 /* IQ4_XS: per sub-block s of 32 values, sum of (level + 128 - 128) * x
@@ -452,6 +479,14 @@ tg_tensor *tg_dequantize_rows(tg_tensor *scales, tg_tensor *quants, int t, tg_sh
     tg_tensor *q = tg_subs(tg_cast(tg_reshape(tg_bitwise_or(lo, tg_lshifts(hb, 2)), TG_SHAPE(g, nb, 16, 4, ROWS, 4)), TG_I32), 4);
     tg_tensor *dl = tg_mul(tg_reshape(d, TG_SHAPE(g, nb, 1, 1, ROWS, 1)), tg_cast(sc, TG_F32));
     w = tg_permute(tg_mul(dl, tg_cast(q, TG_F32)), TG_AXES(0, 4, 1, 2, 3, 5));
+  } else if (t == GGML_TYPE_Q2_K) {   /* (d * sc) * q - dmin * m, value 16s + 4t + p, s = 8n + 2j + h */
+    tg_tensor *sm = tg_cast(tg_reshape(qm_slice_last(quants, 0, 32 * ROWS), TG_SHAPE(g, nb, 2, 16, 1, ROWS, 1)), TG_F32);
+    tg_tensor *qs = tg_reshape(qm_slice_last(quants, 32 * ROWS, 32 * ROWS + 16 * 64), TG_SHAPE(g, nb, 2, 2, 4, ROWS, 4));   /* (n, h, t) */
+    tg_tensor *q = tg_reshape(qt_unpack(qs, 3, 4, 2), TG_SHAPE(g, nb, 16, 4, ROWS, 4));                        /* (n, j, h) = s */
+    tg_tensor *dd = tg_reshape(d, TG_SHAPE(g, 2, nb, 1, 1, ROWS, 1));
+    tg_tensor *ds = tg_mul(TG_GET(dd, TG_ALLIDX, TG_I(0)), TG_GET(sm, TG_ALLIDX, TG_ALLIDX, TG_I(0)));
+    tg_tensor *dm = tg_mul(TG_GET(dd, TG_ALLIDX, TG_I(1)), TG_GET(sm, TG_ALLIDX, TG_ALLIDX, TG_I(1)));
+    w = tg_permute(tg_sub(tg_mul(ds, tg_cast(q, TG_F32)), dm), TG_AXES(0, 4, 1, 2, 3, 5));
   } else if (t == GGML_TYPE_IQ4_XS) {   /* (d * (ls - 32)) * level, value 32s + 4t + p */
     tg_tensor *sc = tg_reshape(tg_bitcast(qm_slice_last(quants, 0, 8 * ROWS), TG_I8), TG_SHAPE(g, nb, 8, 1, ROWS, 1));
     tg_tensor *lv = tg_bitcast(tg_bitwise_xor(tg_reshape(qm_slice_last(quants, 8 * ROWS, 8 * ROWS + 64 * 64), TG_SHAPE(g, nb, 8, 8, ROWS, 4)), tg_scalar(128, TG_U8)), TG_I8);
@@ -501,7 +536,7 @@ tg_tensor *tg_quant_matmul_rows(tg_tensor *x, tg_tensor *scales, tg_tensor *quan
   const char *dev_prev = tensor_device_begin(tg_device_of(quants));   /* constants and tables on quants's device */
   tg_tensor *y = t == GGML_TYPE_Q6_K ? rows_q6_k(x, scales, quants, nb, g)
                  : t == GGML_TYPE_IQ4_XS ? rows_iq4_xs(x, scales, quants, nb, g)
-                 : t == GGML_TYPE_Q3_K ? rows_q3_k(x, scales, quants, nb, g)
+                 : t == GGML_TYPE_Q3_K || t == GGML_TYPE_Q2_K ? rows_q23_k(x, scales, quants, nb, g, t == GGML_TYPE_Q3_K)
                  : t == GGML_TYPE_Q4_K || t == GGML_TYPE_Q5_K ? rows_q45_k(x, scales, quants, nb, g, t == GGML_TYPE_Q5_K)
                  : rows_32(t, x, scales, quants, nb, g);
   y = tg_reshape(y, qm_with_tail(x, 1, (int64_t[]){ n }));

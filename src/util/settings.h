@@ -75,7 +75,7 @@ typedef enum { SETTING_INT, SETTING_FLAG, SETTING_STR } setting_type;
   X(TG_LLM_FLOAT_MATVEC, SETTING_FLAG, "", "set: quantized weights are dequantized to float for matvecs") \
   X(TG_LLM_NO_ROWS, SETTING_FLAG, "", "set: quantized weights stay in ggml blocks (no row-packed copies)") \
   X(TG_LLM_ROWS_K_PREFILL, SETTING_INT, "0", "1: prefill chunks multiply row-packed K-quant weights with byte dot products too (default: a float matmul)") \
-  X(TG_LLM_ROWS_K, SETTING_INT, "1", "0: Q3_K, Q4_K, Q5_K and Q6_K weights keep ggml's layout (only the output matrix is row-packed); decoding then uses the float path") \
+  X(TG_LLM_ROWS_K, SETTING_INT, "1", "0: the K-quants (Q2_K ... Q6_K) keep ggml's layout (only the output matrix is row-packed); decoding then uses the float path") \
   X(TG_LLM_SWA_FULL, SETTING_INT, "0", "1: sliding-window layers keep every position (no window-sized ring cache)") \
   X(TG_LLM_GDN_RECURRENT, SETTING_FLAG, "", "set: delta-net prompt chunks run the recurrence token by token (not the chunked form)") \
   X(LLAMA_API_KEY, SETTING_STR, "", "the API key tg serve asks for (as llama-server; --api-key overrides)") \
