@@ -1,6 +1,6 @@
 /* fuzz_tokenizer.c: text and token ids from untrusted bytes through every
  * tokenizer type (SPM, byte-level BPE with each pre-tokenizer of the test
- * vocabularies, WordPiece). The first byte picks the vocabulary and the
+ * vocabularies, SentencePiece-style BPE (gemma4, sarvam-moe), WordPiece). The first byte picks the vocabulary and the
  * flags; the rest is text to tokenize (then detokenized and streamed back)
  * and, read as 16-bit ids, ids to detokenize and stream (out-of-range ids
  * included). Properties beyond "no crash": detokenizing what was tokenized
@@ -12,15 +12,22 @@ static const char *const vocabs[] = {
   "llama-spm", "phi-3", "baichuan", "gpt-2", "falcon", "starcoder", "mpt", "refact",
   "deepseek-coder", "deepseek-llm", "gpt-neox", "bert-bge",
 };
+/* the repository's own (tests/gen/gen_tok_gemma4.py), from the repo root as run.sh runs */
+static const char *const repo_vocabs[] = { "tests/goldens/tok_gemma4.gguf", "tests/goldens/tok_sarvam.gguf" };
 #define NV (int)(sizeof vocabs / sizeof *vocabs)
-static tg_tokenizer *toks[NV];
+#define NR (int)(sizeof repo_vocabs / sizeof *repo_vocabs)
+static tg_tokenizer *toks[NV + NR];
 static int ntoks;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
-  for (int i = 0; i < NV; i++) {
+  for (int i = 0; i < NV + NR; i++) {
     char rel[128];
-    snprintf(rel, sizeof rel, "vocab/ggml-vocab-%s.gguf", vocabs[i]);
-    tg_tokenizer *t = tg_tokenizer_load(fuzz_testdata(rel));
+    const char *path = repo_vocabs[i < NV ? 0 : i - NV];
+    if (i < NV) {
+      snprintf(rel, sizeof rel, "vocab/ggml-vocab-%s.gguf", vocabs[i]);
+      path = fuzz_testdata(rel);
+    }
+    tg_tokenizer *t = tg_tokenizer_load(path);
     if (t) toks[ntoks++] = t;
     else fprintf(stderr, "fuzz_tokenizer: %s\n", tg_error());
   }

@@ -505,15 +505,15 @@ TEST(tok_detokenize_clean_spaces) {
 /* Arbitrary bytes (invalid UTF-8, NULs, pieces of special tokens) never
  * crash and give ids in range that decode. */
 TEST(tok_random_bytes) {
-  const char *vocabs[] = { "llama-spm", "gpt-2", "deepseek-coder", "bert-bge", "phi-3" };
+  const char *vocabs[] = { VOCAB_DIR "ggml-vocab-llama-spm.gguf", VOCAB_DIR "ggml-vocab-gpt-2.gguf",
+                           VOCAB_DIR "ggml-vocab-deepseek-coder.gguf", VOCAB_DIR "ggml-vocab-bert-bge.gguf",
+                           VOCAB_DIR "ggml-vocab-phi-3.gguf", "goldens/tok_gemma4.gguf", "goldens/tok_sarvam.gguf" };
   const char *alphabet[] = { "a", " ", "\n", "\xE2", "\x96", "\x81", "\xF0\x9F", "<", "|", ">", "<|endoftext|>", "<s>",
                              "\xC3\xBC", "\xFF", "'s", "1", "\t", "\0", "\xCC\x81" };
   uint64_t seed = 12345;
   int loaded = 0;
-  for (int v = 0; v < 5; v++) {
-    char path[512];
-    snprintf(path, sizeof path, VOCAB_DIR "ggml-vocab-%s.gguf", vocabs[v]);
-    tg_tokenizer *t = load_or_skip(path);
+  for (int v = 0; v < (int)(sizeof vocabs / sizeof vocabs[0]); v++) {
+    tg_tokenizer *t = load_or_skip(vocabs[v]);
     if (!t) continue;
     loaded++;
     for (int r = 0; r < 200; r++) {

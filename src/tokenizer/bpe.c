@@ -1,8 +1,10 @@
-/* bpe.c: byte-level BPE (tokenizer.ggml.model "gpt2"): pre-tokenize into
- * words, map each byte to GPT-2's printable character, then repeatedly merge
- * the adjacent pair with the lowest merge rank (a hash map of token-id pair
- * -> rank; symbols carry their token ids). Results are cached per word
- * within one call. */
+/* bpe.c: BPE with merges. tokenizer.ggml.model "gpt2" is byte-level:
+ * pre-tokenize into words, map each byte to GPT-2's printable character,
+ * then repeatedly merge the adjacent pair with the lowest merge rank (a hash
+ * map of token-id pair -> rank; symbols carry their token ids). The
+ * SentencePiece-style pre-tokenizers (gemma4, sarvam-moe: raw_utf8) start
+ * from the UTF-8 characters instead and fall back to <0xXX> byte tokens.
+ * Results are cached per word within one call. */
 #include <string.h>
 #include "tokenizer/bigram_heap.h"
 #include "tokenizer/tokenizer.h"
@@ -60,12 +62,18 @@ int32_t bpe_pair_rank(const tg_tokenizer *t, const char *left, size_t ln, const 
   return r;
 }
 
-/* The ids of one byte-encoded word (w, n bytes; one symbol per source byte
- * b[i], sym_len[i] bytes each). */
-static void bpe_word(bpe_state *s, const char *w, size_t n, const unsigned char *b, const uint8_t *sym_len, int n_syms,
+static bool only_newlines(const char *w, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (w[i] != '\n') return false;
+  return true;
+}
+
+/* The ids of one encoded word (w, n bytes; n_syms initial symbols of
+ * sym_len[i] bytes and token sym_id[i] each). */
+static void bpe_word(bpe_state *s, const char *w, size_t n, const int32_t *sym_id, const uint8_t *sym_len, int n_syms,
                      ids_vec *out) {
   const tg_tokenizer *t = s->t;
-  if (t->ignore_merges) {
+  if (t->ignore_merges || (t->newlines_whole && only_newlines(w, n))) {
     int32_t id = strmap_get(&t->ids, w, n);
     if (id >= 0) { VEC_PUSH(*out, id); return; }
   }
@@ -73,8 +81,8 @@ static void bpe_word(bpe_state *s, const char *w, size_t n, const unsigned char 
   s->syms.n = 0;
   s->heap.n = 0;
   size_t off = 0;
-  for (int i = 0; i < n_syms; i++) {   /* a byte's character is its byte token, when the vocabulary has it */
-    VEC_PUSH(s->syms, ((merge_symbol){ i - 1, i + 1 == n_syms ? -1 : i + 1, off, sym_len[i], t->byte_token[b[i]] }));
+  for (int i = 0; i < n_syms; i++) {
+    VEC_PUSH(s->syms, ((merge_symbol){ i - 1, i + 1 == n_syms ? -1 : i + 1, off, sym_len[i], sym_id[i] }));
     off += sym_len[i];
   }
   for (int i = 1; i < n_syms; i++) bpe_add_pair(s, i - 1, i);
@@ -82,9 +90,11 @@ static void bpe_word(bpe_state *s, const char *w, size_t n, const unsigned char 
   for (int i = n_syms ? 0 : -1; i >= 0; i = s->syms.v[i].next) {
     const merge_symbol *sym = &s->syms.v[i];
     if (sym->id >= 0) { VEC_PUSH(*out, sym->id); continue; }
-    /* no token: llama.cpp tries each byte of the encoded text alone */
+    /* no token: llama.cpp tries each byte of the encoded text alone, as
+     * itself (byte-level) or as its <0xXX> token (raw UTF-8) */
     for (size_t j = 0; j < sym->n; j++) {
-      int32_t id = strmap_get(&t->ids, w + sym->off + j, 1);
+      const char *c = w + sym->off + j;
+      int32_t id = t->raw_utf8 ? t->byte_token[(unsigned char)*c] : strmap_get(&t->ids, c, 1);
       if (id >= 0) VEC_PUSH(*out, id);
     }
   }
@@ -109,6 +119,7 @@ int bpe_encode(const tg_tokenizer *t, const char *raw, size_t raw_n, ids_vec *ou
   bpe_state s = { t, NULL, { 0 }, { 0 }, NULL, 0 };
   char *enc = NULL;
   uint8_t *sym_len = NULL;
+  int32_t *sym_id = NULL;
   size_t enc_cap = 0;
   for (int w = 0; w < n_words; w++) {
     const char *word = text + words[w].start;
@@ -123,15 +134,28 @@ int bpe_encode(const tg_tokenizer *t, const char *raw, size_t raw_n, ids_vec *ou
       enc_cap = wn * 2 + 16;
       enc = tg_xrealloc(enc, enc_cap);
       sym_len = tg_xrealloc(sym_len, enc_cap);
+      sym_id = tg_xrealloc(sym_id, enc_cap * sizeof *sym_id);
     }
-    size_t en = 0;
-    for (size_t i = 0; i < wn; i++) {
-      int l = gpt2_byte_to_utf8((unsigned char)word[i], enc + en);
-      sym_len[i] = (uint8_t)l;
-      en += (size_t)l;
+    int first = out->n, n_syms = 0;
+    if (t->raw_utf8) {   /* one symbol per character (valid UTF-8 here) */
+      for (size_t i = 0; i < wn; n_syms++) {
+        size_t l = (size_t)utf8_seq_len((unsigned char)word[i]);
+        if (l > wn - i) l = wn - i;
+        sym_len[n_syms] = (uint8_t)l;
+        sym_id[n_syms] = strmap_get(&t->ids, word + i, l);
+        i += l;
+      }
+      bpe_word(&s, word, wn, sym_id, sym_len, n_syms, out);
+    } else {             /* one per byte: its GPT-2 character, whose token is the byte's */
+      size_t en = 0;
+      for (size_t i = 0; i < wn; i++, n_syms++) {
+        int l = gpt2_byte_to_utf8((unsigned char)word[i], enc + en);
+        sym_len[i] = (uint8_t)l;
+        sym_id[i] = t->byte_token[(unsigned char)word[i]];
+        en += (size_t)l;
+      }
+      bpe_word(&s, enc, en, sym_id, sym_len, n_syms, out);
     }
-    int first = out->n;
-    bpe_word(&s, enc, en, (const unsigned char *)word, sym_len, (int)wn, out);
     if (cache.n < 65536 && out->n - first < 1024) {   /* bounded memory for huge inputs */
       uint64_t sp = ((uint64_t)cached.n << 32) | (uint32_t)(out->n - first);
       for (int k = first; k < out->n; k++) VEC_PUSH(cached, out->v[k]);
@@ -141,6 +165,7 @@ int bpe_encode(const tg_tokenizer *t, const char *raw, size_t raw_n, ids_vec *ou
   }
   free(enc);
   free(sym_len);
+  free(sym_id);
   free(s.key);
   VEC_FREE(s.syms);
   VEC_FREE(s.heap);

@@ -12,7 +12,7 @@ static void put_bytes(char_vec *v, const char *s, size_t n) {
   for (size_t i = 0; i < n; i++) VEC_PUSH(*v, s[i]);
 }
 
-/* SPM/WPM: "▁" -> " " */
+/* SPM/WPM and BPE with escape_spaces: "▁" -> " " */
 static void unescape_spaces(const char *s, size_t n, char_vec *out) {
   for (size_t i = 0; i < n; i++) {
     if (i + 2 < n && !memcmp(s + i, "\xE2\x96\x81", 3)) { VEC_PUSH(*out, ' '); i += 2; }
@@ -52,7 +52,7 @@ void tokenizer_build_pieces(tg_tokenizer *t) {
     char_vec p = { 0 };
     if (a & (TOK_ATTR_UNKNOWN | TOK_ATTR_CONTROL | TOK_ATTR_USER_DEFINED)) put_bytes(&p, s, n);
     else if (a & TOK_ATTR_NORMAL) {
-      if (t->kind == TOK_BPE) unmap_bytes(s, n, &p);
+      if (t->kind == TOK_BPE && !t->escape_spaces) unmap_bytes(s, n, &p);
       else unescape_spaces(s, n, &p);
     } else if ((a & TOK_ATTR_BYTE) && t->kind != TOK_WPM && n >= 5) {
       VEC_PUSH(p, (char)(hexval(s[3]) * 16 + hexval(s[4])));   /* "<0xXX>" */

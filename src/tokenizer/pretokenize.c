@@ -25,7 +25,7 @@ typedef enum {
   RS_DEFAULT, RS_LLAMA3, RS_JAIS2, RS_DEEPSEEK_LLM, RS_DEEPSEEK3, RS_SPARK, RS_YOUTU, RS_DEEPSEEK_CODER, RS_FALCON,
   RS_STARCODER, RS_GPT2, RS_QWEN2, RS_QWEN35, RS_PORO, RS_VIKING, RS_TEKKEN, RS_CHAMELEON, RS_GPT4O,
   RS_GRANITE_EMB, RS_TINY_AYA, RS_SUPERBPE, RS_BAILINGMOE, RS_SEED_CODER, RS_UFAKZEKA, RS_LAGUNA, RS_EXAONE_MOE,
-  RS_MINICPM5, RS_COUNT
+  RS_MINICPM5, RS_LINES, RS_COUNT
 } regex_set;
 
 #define MAX_RE 6
@@ -88,12 +88,14 @@ static const char *const REGEX_SETS[RS_COUNT][MAX_RE] = {
   [RS_UFAKZEKA] = { "[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+" },
   [RS_LAGUNA] = { "[^\\n]+|[\\n]+", QWEN2_RE },
   [RS_EXAONE_MOE] = { CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?(?:\\p{L}\\p{M}*(?: \\p{L}\\p{M}*)*)+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]?|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+" },
+  [RS_LINES] = { "[^\\n]+|[\\n]+" },
   [RS_MINICPM5] = { "\\p{N}{1,3}", CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}+| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+" },
 };
 
 /* ---- tokenizer.ggml.pre names, as llama.cpp maps them */
 typedef struct { const char *name; regex_set set; unsigned flags; } pre_name;
 #define NC PRE_NO_CLEAN
+#define SPM_BPE (PRE_ESCAPE_SPACES | PRE_RAW_UTF8)
 static const pre_name PRE_NAMES[] = {
   { "default", RS_DEFAULT, 0 },
   { "llama3", RS_LLAMA3, PRE_IGNORE_MERGES | PRE_ADD_BOS }, { "llama-v3", RS_LLAMA3, PRE_IGNORE_MERGES | PRE_ADD_BOS },
@@ -126,12 +128,16 @@ static const pre_name PRE_NAMES[] = {
   { "seed-coder", RS_SEED_CODER, NC }, { "hunyuan", RS_QWEN2, NC }, { "ufakzeka", RS_UFAKZEKA, NC },
   { "grok-2", RS_QWEN2, NC }, { "laguna", RS_LAGUNA, NC }, { "solar-open", RS_QWEN2, NC },
   { "minicpm5", RS_MINICPM5, PRE_IGNORE_MERGES }, { "mellum2", RS_STARCODER, 0 },
+  { "gemma4", RS_LINES, SPM_BPE | PRE_NEWLINES_WHOLE | PRE_FORCE_BOS },
+  { "granite-embed-multi-311m", RS_LINES, SPM_BPE | PRE_NEWLINES_WHOLE | PRE_FORCE_BOS },
+  { "sarvam-moe", RS_LINES, SPM_BPE | NC },
 };
+#undef SPM_BPE
 #undef NC
 
-/* llama.cpp names tg does not handle (custom splitters or non-byte-level BPE) */
+/* llama.cpp names tg does not handle (custom splitters, whitespace-split BPE) */
 static const char *const PRE_UNSUPPORTED[] = {
-  "kimi-k2", "afmoe", "gemma4", "granite-embed-multi-311m", "sarvam-moe", "whitespace",
+  "kimi-k2", "afmoe", "whitespace",
 };
 
 const char *pretok_name(int i) {

@@ -1,4 +1,4 @@
-/* pretokenize.h: byte-level BPE pre-tokenizers: the regexes (PCRE2) that
+/* pretokenize.h: BPE pre-tokenizers: the regexes (PCRE2) that
  * split text into words before merging, chosen by tokenizer.ggml.pre, and
  * the per-name tokenizer flags llama.cpp attaches to those names. */
 #ifndef TG_TOKENIZER_PRETOKENIZE_H
@@ -13,6 +13,12 @@ enum {
   PRE_ADD_BOS = 1 << 2,        /* add_bos defaults to true */
   PRE_NO_BOS_ID = 1 << 3,      /* no default BOS id */
   PRE_ADD_SEP = 1 << 4,        /* add_sep defaults to true */
+  /* SentencePiece-style BPE (gemma4, sarvam-moe): */
+  PRE_ESCAPE_SPACES = 1 << 5,  /* spaces become U+2581 before BPE, and back in pieces */
+  PRE_RAW_UTF8 = 1 << 6,       /* symbols are UTF-8 characters, not GPT-2's byte characters;
+                                  a symbol without a token falls back to <0xXX> byte tokens */
+  PRE_NEWLINES_WHOLE = 1 << 7, /* a word of only newlines that is a token is taken whole */
+  PRE_FORCE_BOS = 1 << 8,      /* add_bos is true even when the file says false */
 };
 
 typedef struct pretok pretok;

@@ -44,17 +44,36 @@ static void split_at(const tg_tokenizer *t, const char *text, int32_t id, fragme
   *frags = next;
 }
 
+typedef VEC(char) char_vec;
+
+/* s with every space as "▁" (and one in front when prefix) into buf. */
+static void escape_spaces(const char *s, size_t n, bool prefix, char_vec *buf) {
+  buf->n = 0;
+  if (prefix) { VEC_PUSH(*buf, '\xE2'); VEC_PUSH(*buf, '\x96'); VEC_PUSH(*buf, '\x81'); }
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] == ' ') { VEC_PUSH(*buf, '\xE2'); VEC_PUSH(*buf, '\x96'); VEC_PUSH(*buf, '\x81'); }
+    else VEC_PUSH(*buf, s[i]);
+  }
+}
+
 /* SPM: spaces become "▁", and a fragment at the start or after a special
  * token gets a leading space when add_space_prefix. */
 static void spm_fragment(const tg_tokenizer *t, const char *s, size_t n, bool prefix, ids_vec *out) {
-  VEC(char) buf = { 0 };
-  if (prefix) { VEC_PUSH(buf, '\xE2'); VEC_PUSH(buf, '\x96'); VEC_PUSH(buf, '\x81'); }
-  for (size_t i = 0; i < n; i++) {
-    if (s[i] == ' ') { VEC_PUSH(buf, '\xE2'); VEC_PUSH(buf, '\x96'); VEC_PUSH(buf, '\x81'); }
-    else VEC_PUSH(buf, s[i]);
-  }
+  char_vec buf = { 0 };
+  escape_spaces(s, n, prefix, &buf);
   spm_encode(t, buf.v, (size_t)buf.n, out);
   VEC_FREE(buf);
+}
+
+/* BPE: the SentencePiece-style pre-tokenizers escape spaces first (never a
+ * prefix: llama.cpp's BPE has no add_space_prefix). */
+static int bpe_fragment(const tg_tokenizer *t, const char *s, size_t n, ids_vec *out) {
+  if (!t->escape_spaces) return bpe_encode(t, s, n, out);
+  char_vec buf = { 0 };
+  escape_spaces(s, n, false, &buf);
+  int rc = bpe_encode(t, buf.v ? buf.v : "", (size_t)buf.n, out);
+  VEC_FREE(buf);
+  return rc;
 }
 
 int tg_tokenize(const tg_tokenizer *t, const char *text, size_t len, bool add_special, bool parse_special,
@@ -88,7 +107,7 @@ int tg_tokenize(const tg_tokenizer *t, const char *text, size_t len, bool add_sp
     switch (t->kind) {
     case TOK_SPM: spm_fragment(t, s, fr->len, t->add_space_prefix && prev_special, &out); break;
     case TOK_BPE:
-      if (bpe_encode(t, s, fr->len, &out) < 0) {
+      if (bpe_fragment(t, s, fr->len, &out) < 0) {
         VEC_FREE(out);
         VEC_FREE(frags);
         return -1;

@@ -43,6 +43,10 @@ struct tg_tokenizer {
   bool add_bos, add_eos, add_sep, add_space_prefix, ignore_merges, clean_spaces;
   bool lowercase, strip_accents;     /* BERT normalizer */
   bool spm_split_words;              /* SPM: no token has "▁" after another character (see spm.c) */
+  /* BPE SentencePiece-style (gemma4, sarvam-moe; PRE_* flags of the pre-tokenizer) */
+  bool escape_spaces;                /* " " -> "▁" before encoding, back in pieces */
+  bool raw_utf8;                     /* no GPT-2 byte map: symbols are characters, byte fallback <0xXX> */
+  bool newlines_whole;               /* a word of only "\n" that is a token is taken whole */
   uint8_t *eog;                      /* per id: ends generation */
 
   int32_t *specials;                 /* control/user-defined/unknown ids, longest text first */
@@ -57,7 +61,8 @@ struct tg_tokenizer {
 tg_tokenizer *tokenizer_from_gguf(const gguf_file *f);
 
 /* The encoders: append the ids of one fragment of raw text (no specials).
- * SPM takes text with spaces already escaped to "▁". bpe_encode returns -1
+ * SPM (and BPE with escape_spaces) takes text with spaces already escaped
+ * to "▁" (tokenize.c). bpe_encode returns -1
  * with tg_error when the pre-tokenizer's regex engine fails. */
 typedef VEC(int32_t) ids_vec;
 void spm_encode(const tg_tokenizer *t, const char *text, size_t n, ids_vec *out);

@@ -62,8 +62,16 @@ static int set_model_defaults(tg_tokenizer *t) {
     t->kind = TOK_BPE;
     t->bos = t->eos = 11; t->unk = -1;
     t->clean_spaces = true;
+  } else if (!strcmp(t->model, "gemma4")) {
+    /* BPE with merges over SentencePiece-style text; every special id from
+     * the file; the pre-tokenizer is always gemma4's, whatever .pre says */
+    t->kind = TOK_BPE;
+    t->bos = t->eos = t->unk = -1;
+    t->clean_spaces = true;
+    free(t->pre_name);
+    t->pre_name = tg_xstrdup("gemma4");
   } else {
-    return tg_seterr("tokenizer: unsupported tokenizer.ggml.model '%s' (tg knows llama, gpt2, bert)", t->model);
+    return tg_seterr("tokenizer: unsupported tokenizer.ggml.model '%s' (tg knows llama, gpt2, gemma4, bert)", t->model);
   }
   return 0;
 }
@@ -129,7 +137,7 @@ static int load_tokens(tg_tokenizer *t, const gguf_file *f) {
  * never occurs in UTF-8). A repeated pair keeps its first rank. */
 static int load_merges(tg_tokenizer *t, const gguf_file *f) {
   const gguf_kv *m = gguf_find(f, KEY("merges"));
-  if (!m) return tg_seterr("tokenizer: gpt2 tokenizer without tokenizer.ggml.merges");
+  if (!m) return tg_seterr("tokenizer: %s tokenizer without tokenizer.ggml.merges", t->model);
   if (m->type != GGUF_ARRAY || m->arr_type != GGUF_STRING)
     return tg_seterr("tokenizer: tokenizer.ggml.merges is not an array of strings");
   if (m->arr_n > INT32_MAX) return tg_seterr("tokenizer: too many merges");
@@ -184,10 +192,10 @@ static void set_byte_tokens(tg_tokenizer *t) {
   for (int b = 0; b < 256; b++) {
     char buf[8];
     int32_t id = -1;
-    if (t->kind == TOK_SPM) {
+    if (t->kind == TOK_SPM || t->raw_utf8) {
       snprintf(buf, sizeof buf, "<0x%02X>", b);
       id = strmap_get(&t->ids, buf, 6);
-      if (id < 0) { buf[0] = (char)b; id = strmap_get(&t->ids, buf, 1); }
+      if (id < 0 && t->kind == TOK_SPM) { buf[0] = (char)b; id = strmap_get(&t->ids, buf, 1); }
     } else {
       int n = gpt2_byte_to_utf8((unsigned char)b, buf);
       id = strmap_get(&t->ids, buf, (size_t)n);
@@ -212,8 +220,8 @@ tg_tokenizer *tokenizer_from_gguf(const gguf_file *f) {
   t->pre_name = gguf_get_str(f, KEY("pre"));
   t->name = gguf_get_str(f, "general.name");
   if (set_model_defaults(t) < 0) return fail(t);
+  unsigned fl = 0;
   if (t->kind == TOK_BPE) {
-    unsigned fl = 0;
     t->pre = pretok_new(t->pre_name, &fl);
     if (!t->pre) return fail(t);
     t->clean_spaces = !(fl & PRE_NO_CLEAN);
@@ -221,6 +229,9 @@ tg_tokenizer *tokenizer_from_gguf(const gguf_file *f) {
     t->add_bos = fl & PRE_ADD_BOS;
     t->add_sep = fl & PRE_ADD_SEP;
     if (fl & PRE_NO_BOS_ID) t->bos = -1;
+    t->escape_spaces = fl & PRE_ESCAPE_SPACES;
+    t->raw_utf8 = fl & PRE_RAW_UTF8;
+    t->newlines_whole = fl & PRE_NEWLINES_WHOLE;
   }
   gguf_get_bool(f, KEY("add_space_prefix"), &t->add_space_prefix);
   if (load_tokens(t, f) < 0) return fail(t);
@@ -245,6 +256,7 @@ tg_tokenizer *tokenizer_from_gguf(const gguf_file *f) {
   gguf_get_bool(f, KEY("add_bos_token"), &t->add_bos);
   gguf_get_bool(f, KEY("add_eos_token"), &t->add_eos);
   gguf_get_bool(f, KEY("add_sep_token"), &t->add_sep);
+  if (fl & PRE_FORCE_BOS) t->add_bos = true;   /* llama.cpp's Gemma 4 workaround */
   if (t->add_bos && t->bos < 0) { tg_seterr("tokenizer: add_bos_token is true but there is no BOS token"); return fail(t); }
   if (t->add_eos && t->eos < 0) { tg_seterr("tokenizer: add_eos_token is true but there is no EOS token"); return fail(t); }
   if (t->add_sep && t->sep < 0) { tg_seterr("tokenizer: add_sep_token is true but there is no SEP token"); return fail(t); }
