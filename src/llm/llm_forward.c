@@ -21,14 +21,14 @@ static tg_tensor *rms_norm(tg_tensor *x, tg_tensor *w, float eps) {
 /* x (T, in) @ w.T. A quantized w multiplies like ggml (x quantized to
  * 8-bit blocks, integer dot products per block): from its row-packed copy
  * (byte dot products over 16 rows at once, tg_quant_matmul_rows) at every
- * chunk size for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and IQ4_NL, and for decoding (few rows of x) for
- * Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS; else, with few rows of x, from the packed bytes for Q8_0
+ * chunk size for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q2_K ... Q6_K and
+ * IQ4_XS (TG_LLM_ROWS_K_PREFILL=0: prefill chunks of the 256-value types
+ * take the float matmul instead: half the speed, a few seconds less of
+ * first compile); else, with few rows of x, from the packed bytes for Q8_0
  * and Q4_0 (tg_quant_matmul). The rest is a float matmul: with many rows
  * (a prefill chunk), the weights decode inside it, each decoded vector
- * serving 8 rows of x (the heuristic's tile; K-quants' integer form over
- * a whole chunk unrolls into kernels too big to compile,
- * TG_LLM_ROWS_K_PREFILL=1 tries it); a float32 w is made contiguous (a
- * realized one already is, so this costs it nothing).
+ * serving 8 rows of x (the heuristic's tile); a float32 w is made
+ * contiguous (a realized one already is, so this costs it nothing).
  * A row-packed product is a buffer of its own: fused into the store of a
  * reshaped view (K and V written into the cache as heads x head_dim), its
  * rows stop lining up with the 16-row groups and the kernel unrolls into
@@ -37,13 +37,13 @@ static tg_tensor *rms_norm(tg_tensor *x, tg_tensor *w, float eps) {
 static tg_tensor *linear(tg_llm *m, tg_tensor *x, tg_tensor *w, tg_tensor *b) {
   const llm_packed *pk = llm_packed_of(m, w);
   bool int_fast = pk && (pk->type == TG_GGML_Q8_0 || pk->type == TG_GGML_Q4_0);
-  /* 256-value super-blocks: their integer form over a whole chunk unrolls too far */
+  /* 256-value super-blocks: their integer form over a chunk is a big kernel to compile */
   bool kquant = pk && (pk->type == TG_GGML_Q2_K || pk->type == TG_GGML_Q3_K || pk->type == TG_GGML_Q4_K || pk->type == TG_GGML_Q5_K || pk->type == TG_GGML_Q6_K ||
                        pk->type == TG_GGML_IQ4_XS);
   bool chunk = tg_dim(x, 0) >= LINEAR_DECODE_ONCE_ROWS;
   tg_tensor *y = NULL;
   if (pk && !setting_on(SET_TG_LLM_FLOAT_MATVEC)) {
-    if (pk->row_quants && !(kquant && chunk && !setting_on(SET_TG_LLM_ROWS_K_PREFILL)))
+    if (pk->row_quants && !(kquant && chunk && !setting_int(SET_TG_LLM_ROWS_K_PREFILL)))
       y = tg_contiguous(tg_quant_matmul_rows(x, pk->row_scales, pk->row_quants, pk->type, tg_shape_of(w)));
     else if (int_fast && !chunk) y = tg_quant_matmul(x, pk->raw, pk->type, tg_shape_of(w));
   }
