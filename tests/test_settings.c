@@ -98,6 +98,13 @@ TEST(settings_read_at_each_call) {
   CHECK(!setting_on(SET_TG_NO_LAYOUT));
   setenv("TG_NO_LAYOUT", "0", 1);
   CHECK(setting_on(SET_TG_NO_LAYOUT));   /* a flag is on when set at all */
+  /* an int read as on/off: "0" is off, unset its default (TG_LLM_ROWS_K_PREFILL's is 1) */
+  char *kpre = env_save("TG_LLM_ROWS_K_PREFILL");
+  setenv("TG_LLM_ROWS_K_PREFILL", "0", 1);
+  CHECK(!setting_on(SET_TG_LLM_ROWS_K_PREFILL));
+  unsetenv("TG_LLM_ROWS_K_PREFILL");
+  CHECK(setting_on(SET_TG_LLM_ROWS_K_PREFILL));
+  env_restore("TG_LLM_ROWS_K_PREFILL", kpre);
 
   unsetenv("TG_VIZ_DIR");
   CHECK(setting_str(SET_TG_VIZ_DIR) == NULL);

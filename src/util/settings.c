@@ -23,4 +23,9 @@ int64_t setting_int(setting_id id) {
   return strtoll(setting_str_or(id, settings_table[id].dflt), NULL, 10);
 }
 
-bool setting_on(setting_id id) { return setting_str(id) != NULL; }
+/* A flag (or text) is on when set, with any value, as documented; a number
+ * when not 0, so an int setting read as a flag cannot take "0" for on. */
+bool setting_on(setting_id id) {
+  if (id < 0 || id >= SETTING_COUNT) return false;
+  return settings_table[id].type == SETTING_INT ? setting_int(id) != 0 : setting_str(id) != NULL;
+}

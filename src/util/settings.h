@@ -110,7 +110,7 @@ extern const setting_info settings_table[SETTING_COUNT];
 
 /* SETTING_INT: the number (strtoll; the default when unset or empty). */
 int64_t setting_int(setting_id id);
-/* SETTING_FLAG: set at all. */
+/* SETTING_FLAG (and SETTING_STR): set at all; SETTING_INT: not 0. */
 bool setting_on(setting_id id);
 /* The value as text, NULL when unset (any type). */
 const char *setting_str(setting_id id);
