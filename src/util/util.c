@@ -46,7 +46,7 @@ void sb_append(strbuf *b, const void *p, size_t n) {
     b->cap = (b->n + n + 1) * 2;
     b->s = tg_xrealloc(b->s, b->cap);
   }
-  memcpy(b->s + b->n, p, n);
+  if (n) memcpy(b->s + b->n, p, n);   /* p may be NULL when n is 0 */
   b->n += n;
   b->s[b->n] = 0;
 }
