@@ -133,6 +133,28 @@ static const char story_driver[] =
   "  return fclose(f) != 0;\n"
   "}\n";
 
+/* Runs dir's driver and compares its out.txt with nl logits (lines of
+ * numbers, within tol of want_logits relative to 1 + |want|) and nt tokens
+ * (lines "t ID"), in the order the driver writes them. */
+static void check_driver_output(const char *dir, const float *want_logits, int nl, const int32_t *want_toks, int nt, double tol) {
+  char cmd[600], path[512];
+  snprintf(cmd, sizeof cmd, "cd %s && ./driver", dir);
+  CHECK_EQ_INT(system(cmd), 0);
+  snprintf(path, sizeof path, "%s/out.txt", dir);
+  FILE *f = fopen(path, "r");
+  CHECK(f != NULL);
+  int got_t = 0, got_l = 0, bad = 0;
+  char line[64];
+  while (f && fgets(line, sizeof line, f)) {
+    if (line[0] == 't') { if (got_t < nt && atoi(line + 2) != want_toks[got_t]) bad++; got_t++; }
+    else if (got_l < nl) { double v = atof(line); if (fabs(v - want_logits[got_l]) > tol * (1 + fabs(want_logits[got_l]))) bad++; got_l++; }
+  }
+  if (f) fclose(f);
+  CHECK_EQ_INT(got_l, nl);
+  CHECK_EQ_INT(got_t, nt);
+  CHECK_EQ_INT(bad, 0);
+}
+
 TEST(export_stories260k_decode_step_matches_tg) {
   const char *model = "../../shared/testdata/models/stories260K.gguf";
   if (access(model, R_OK) != 0) SKIP("%s is absent", model);
@@ -159,24 +181,7 @@ TEST(export_stories260k_decode_step_matches_tg) {
     want[i] = best;
     CHECK(tg_llm_eval(m, &want[i], 1, logits) == 0);
   }
-  if (build(dir, "story", story_driver)) {
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "cd %s && ./driver", dir);
-    CHECK_EQ_INT(system(cmd), 0);
-    snprintf(path, sizeof path, "%s/out.txt", dir);
-    FILE *f = fopen(path, "r");
-    CHECK(f != NULL);
-    int nt = 0, nl = 0, bad = 0;
-    char line[64];
-    while (f && fgets(line, sizeof line, f)) {
-      if (line[0] == 't') { int t = atoi(line + 2); if (nt < 32 && t != want[nt]) bad++; nt++; }
-      else if (nl < V) { double v = atof(line); if (fabs(v - first[nl]) > 1e-3 * (1 + fabs(first[nl]))) bad++; nl++; }
-    }
-    if (f) fclose(f);
-    CHECK_EQ_INT(nl, V);
-    CHECK_EQ_INT(nt, 32);
-    CHECK_EQ_INT(bad, 0);
-  }
+  if (build(dir, "story", story_driver)) check_driver_output(dir, first, V, want, 32, 1e-3);
   free(logits); free(first);
   tg_llm_free(m);
   char cmd[600];
@@ -227,24 +232,7 @@ TEST(export_qwen35_decode_step_carries_states) {
   float *want = test_read_file("goldens/llm_qwen35_greedy.logits.bin", &nl);
   int32_t *toks = test_read_file("goldens/llm_qwen35_greedy.greedy.bin", &ng);
   CHECK(want && toks && ng == 20 * sizeof(int32_t) && nl == 20 * sizeof(float) * (size_t)V);
-  if (want && toks && build(dir, "q35", q35_driver)) {
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "cd %s && ./driver", dir);
-    CHECK_EQ_INT(system(cmd), 0);
-    snprintf(path, sizeof path, "%s/out.txt", dir);
-    FILE *f = fopen(path, "r");
-    CHECK(f != NULL);
-    int nt = 0, nl2 = 0, bad = 0;
-    char line[64];
-    while (f && fgets(line, sizeof line, f)) {
-      if (line[0] == 't') { if (nt < 20 && atoi(line + 2) != toks[nt]) bad++; nt++; }
-      else if (nl2 < 20 * V) { double v = atof(line); if (fabs(v - want[nl2]) > 1e-4 * (1 + fabs(want[nl2]))) bad++; nl2++; }
-    }
-    if (f) fclose(f);
-    CHECK_EQ_INT(nt, 20);
-    CHECK_EQ_INT(nl2, 20 * V);
-    CHECK_EQ_INT(bad, 0);
-  }
+  if (want && toks && build(dir, "q35", q35_driver)) check_driver_output(dir, want, 20 * V, toks, 20, 1e-4);
   free(want); free(toks);
   char cmd[600];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -26,22 +26,15 @@ driven through the sdist's own ctypes bindings. Run:
 
 (numpy and gguf from PyPI.)
 """
-import importlib
 import os
 import sys
 import tempfile
-import types
 
 import numpy as np
 import gguf
 from gguf.scripts.gguf_new_metadata import MetadataDetails, copy_with_new_metadata
 
-# the bindings module alone: the package's __init__ wants the high-level
-# API's dependencies (diskcache, jinja2), which these calls do not need
-_pkg = types.ModuleType("llama_cpp")
-_pkg.__path__ = [os.path.join(os.environ.get("LLAMA_CPP_PY", "."), "llama_cpp")]
-sys.modules["llama_cpp"] = _pkg
-ll = importlib.import_module("llama_cpp.llama_cpp")
+from llamacpp_bindings import ll, init
 
 OUT = os.path.join(os.path.dirname(__file__), "..", "goldens")
 PROMPT = [1, 5, 9, 13, 17, 21, 25]
@@ -104,14 +97,8 @@ def run(name, cache_type):
     print(f"wrote llm_{name}_llamacpp: {N_GREEDY} greedy tokens {toks[:8]}..., smallest top-2 margin {margin:.4f}")
 
 
-@ll.llama_log_callback
-def quiet_log(level, text, user_data):   # llama.cpp's warnings and errors only (ggml_log_level WARN 3, ERROR 4)
-    if level in (3, 4):
-        sys.stderr.write(text.decode(errors="replace"))
-
 
 if __name__ == "__main__":
-    ll.llama_log_set(quiet_log, None)
-    ll.llama_backend_init()
+    init()
     for name in sys.argv[1:] or FAMILIES:
         run(name, FAMILIES[name])

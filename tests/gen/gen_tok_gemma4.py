@@ -40,17 +40,12 @@ gen_llm_llamacpp.py), loading each file with vocab_only. Run from the repo:
 """
 import collections
 import ctypes
-import importlib
 import os
 import sys
-import types
 
 import gguf
 
-_pkg = types.ModuleType("llama_cpp")
-_pkg.__path__ = [os.path.join(os.environ.get("LLAMA_CPP_PY", "."), "llama_cpp")]
-sys.modules["llama_cpp"] = _pkg
-ll = importlib.import_module("llama_cpp.llama_cpp")
+from llamacpp_bindings import ll, init
 
 OUT = os.path.join(os.path.dirname(__file__), "..", "goldens")
 SP = "\u2581"
@@ -217,14 +212,8 @@ def run(name, v):
     print(f"wrote {name}: {n} tokens, {len(merges)} merges, {n_cases} cases")
 
 
-@ll.llama_log_callback
-def quiet_log(level, text, user_data):   # llama.cpp's warnings and errors only
-    if level in (3, 4):
-        sys.stderr.write(text.decode(errors="replace"))
-
 
 if __name__ == "__main__":
-    ll.llama_log_set(quiet_log, None)
-    ll.llama_backend_init()
+    init()
     for name in sys.argv[1:] or VARIANTS:
         run(name, VARIANTS[name])
