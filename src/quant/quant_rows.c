@@ -231,6 +231,22 @@ static tg_tensor *dot4(tg_tensor *acc, tg_tensor *w, tg_tensor *x) {
   return acc ? tg_add(acc, d) : d;
 }
 
+/* The blocks' sums scaled and added over the nb axis: sumi * (d_w * d_x),
+ * and with sign -1 or +1 a second term less or added: m_w * mx (mx (...,
+ * nb, 1) per block of x), times the integer sum mini when not NULL. scales
+ * holds d (and m after it when sign is not 0). Returns (..., g, 16). */
+static tg_tensor *blocks_scaled(tg_tensor *x, int64_t nb, int64_t g, tg_tensor *scales, tg_tensor *dx, tg_tensor *sumi, tg_tensor *mini, tg_tensor *mx, int sign) {
+  const tg_shape per_block = qm_with_tail(x, 3, (int64_t[]){ 1, nb, 1 });                     /* (..., 1, nb, 1) */
+  tg_tensor *dd = tg_reshape(tg_cast(scales, TG_F32), TG_SHAPE(g, sign ? 2 : 1, nb, ROWS));
+  tg_tensor *v = tg_mul(tg_cast(sumi, TG_F32), tg_mul(TG_GET(dd, TG_ALLIDX, TG_I(0)), tg_reshape(dx, per_block)));
+  if (sign) {
+    tg_tensor *mxm = tg_mul(TG_GET(dd, TG_ALLIDX, TG_I(1)), tg_reshape(mx, per_block));
+    tg_tensor *t = mini ? tg_mul(tg_cast(mini, TG_F32), mxm) : mxm;
+    v = sign > 0 ? tg_add(v, t) : tg_sub(v, t);
+  }
+  return tg_sum(v, TG_AXES(-2), false);
+}
+
 /* Q4_0, Q5_0, Q8_0 and IQ4_NL: per block, the integer sum over its 32
  * values of (w - offset) * x (offset 8 for Q4_0's nibbles, 16 for Q5_0's
  * 5-bit values, 128 for Q8_0's and IQ4_NL's shifted bytes), scaled by d_w *
@@ -265,14 +281,7 @@ static tg_tensor *rows_32(int t, tg_tensor *x, tg_tensor *scales, tg_tensor *qua
       dot = dot4(dot, w, xs);
     }
   tg_tensor *blk = offset ? tg_sub(dot, tg_mul(tg_reshape(xsum, per_block), tg_scalar(offset, TG_I32))) : dot;
-  if (!mins) {
-    tg_tensor *scale = tg_mul(tg_cast(scales, TG_F32), tg_reshape(dx, per_block));
-    return tg_sum(tg_mul(tg_cast(blk, TG_F32), scale), TG_AXES(-2), false);             /* (..., g, 16) */
-  }
-  tg_tensor *dm = tg_reshape(tg_cast(scales, TG_F32), TG_SHAPE(g, 2, nb, ROWS));          /* d, then m */
-  tg_tensor *v = tg_add(tg_mul(tg_cast(blk, TG_F32), tg_mul(TG_GET(dm, TG_ALLIDX, TG_I(0)), tg_reshape(dx, per_block))),
-                        tg_mul(TG_GET(dm, TG_ALLIDX, TG_I(1)), tg_reshape(sx, per_block)));
-  return tg_sum(v, TG_AXES(-2), false);                                                       /* (..., g, 16) */
+  return blocks_scaled(x, nb, g, scales, dx, blk, NULL, sx, mins ? 1 : 0);
 }
 
 /* Q4_K: per sub-block j = 2c + h of 32 values (value 64c + 32h + l is
@@ -310,11 +319,7 @@ static tg_tensor *rows_q45_k(tg_tensor *x, tg_tensor *scales, tg_tensor *quants,
     sumi = sumi ? tg_add(sumi, a) : a;
     summ = summ ? tg_add(summ, b) : b;
   }
-  const tg_shape per_block = qm_with_tail(x, 3, (int64_t[]){ 1, nb, 1 });
-  tg_tensor *dd = tg_reshape(tg_cast(scales, TG_F32), TG_SHAPE(g, 2, nb, ROWS)), *dxb = tg_reshape(dx, per_block);
-  tg_tensor *d = tg_mul(TG_GET(dd, TG_ALLIDX, TG_I(0)), dxb), *dmin = tg_mul(TG_GET(dd, TG_ALLIDX, TG_I(1)), dxb);
-  tg_tensor *v = tg_sub(tg_mul(tg_cast(sumi, TG_F32), d), tg_mul(tg_cast(summ, TG_F32), dmin));
-  return tg_sum(v, TG_AXES(-2), false);                                                       /* (..., g, 16) */
+  return blocks_scaled(x, nb, g, scales, dx, sumi, summ, dx, -1);
 }
 
 /* Q6_K: per sub-block s of 16 values, sum of (q - 32) * x times the int8
@@ -360,9 +365,7 @@ static tg_tensor *rows_q6_k(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, 
     sub = tg_mul(sub, tg_cast(TG_GET(sc, TG_ALLIDX, TG_ALLIDX, TG_I(s)), TG_I32));
     total = total ? tg_add(total, sub) : sub;
   }
-  const tg_shape per_block = qm_with_tail(x, 3, (int64_t[]){ 1, nb, 1 });
-  tg_tensor *scale = tg_mul(tg_cast(scales, TG_F32), tg_reshape(dx, per_block));
-  return tg_sum(tg_mul(tg_cast(total, TG_F32), scale), TG_AXES(-2), false);                     /* (..., g, 16) */
+  return blocks_scaled(x, nb, g, scales, dx, total, NULL, NULL, 0);
 }
 
 /* Q2_K and Q3_K: per sub-block s = 8n + 2j + h of 16 values, value l of
@@ -404,11 +407,7 @@ static tg_tensor *rows_q23_k(tg_tensor *x, tg_tensor *scales, tg_tensor *quants,
       summ = summ ? tg_add(summ, b) : b;
     }
   }
-  const tg_shape per_block = qm_with_tail(x, 3, (int64_t[]){ 1, nb, 1 });
-  tg_tensor *dd = tg_reshape(tg_cast(scales, TG_F32), TG_SHAPE(g, q3 ? 1 : 2, nb, ROWS)), *dxb = tg_reshape(dx, per_block);
-  tg_tensor *v = tg_mul(tg_cast(sumi, TG_F32), tg_mul(TG_GET(dd, TG_ALLIDX, TG_I(0)), dxb));
-  if (!q3) v = tg_sub(v, tg_mul(tg_cast(summ, TG_F32), tg_mul(TG_GET(dd, TG_ALLIDX, TG_I(1)), dxb)));
-  return tg_sum(v, TG_AXES(-2), false);                                                       /* (..., g, 16) */
+  return blocks_scaled(x, nb, g, scales, dx, sumi, summ, dx, q3 ? 0 : -1);
 }
 
 /* IQ4_XS: per sub-block s of 32 values, sum of (level + 128 - 128) * x
@@ -428,9 +427,7 @@ static tg_tensor *rows_iq4_xs(tg_tensor *x, tg_tensor *scales, tg_tensor *quants
     sub = tg_mul(sub, tg_cast(TG_GET(sc, TG_ALLIDX, TG_ALLIDX, TG_I(s)), TG_I32));
     total = total ? tg_add(total, sub) : sub;
   }
-  const tg_shape per_block = qm_with_tail(x, 3, (int64_t[]){ 1, nb, 1 });
-  tg_tensor *scale = tg_mul(tg_cast(scales, TG_F32), tg_reshape(dx, per_block));
-  return tg_sum(tg_mul(tg_cast(total, TG_F32), scale), TG_AXES(-2), false);                     /* (..., g, 16) */
+  return blocks_scaled(x, nb, g, scales, dx, total, NULL, NULL, 0);
 }
 
 /* Q6_K's 6-bit values (0..63) of packed quants: (g, nb, 16 s, 4 t, 16, 4 p),
