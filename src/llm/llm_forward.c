@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include "llm/llm.h"
+#include "io/ggml_types.h"
 #include "util/util.h"
 #include "util/settings.h"
 
@@ -37,9 +38,8 @@ static tg_tensor *rms_norm(tg_tensor *x, tg_tensor *w, float eps) {
 static tg_tensor *linear(tg_llm *m, tg_tensor *x, tg_tensor *w, tg_tensor *b) {
   const llm_packed *pk = llm_packed_of(m, w);
   bool int_fast = pk && (pk->type == TG_GGML_Q8_0 || pk->type == TG_GGML_Q4_0);
-  /* 256-value super-blocks: their integer form over a chunk is a big kernel to compile */
-  bool kquant = pk && (pk->type == TG_GGML_Q2_K || pk->type == TG_GGML_Q3_K || pk->type == TG_GGML_Q4_K || pk->type == TG_GGML_Q5_K || pk->type == TG_GGML_Q6_K ||
-                       pk->type == TG_GGML_IQ4_XS);
+  /* 256-value super-blocks (the K-quants, IQ4_XS): their integer form over a chunk is a big kernel to compile */
+  bool kquant = pk && ggml_type_info((uint32_t)pk->type) && ggml_type_info((uint32_t)pk->type)->block_size == 256;
   bool chunk = tg_dim(x, 0) >= LINEAR_DECODE_ONCE_ROWS;
   tg_tensor *y = NULL;
   if (pk && !setting_on(SET_TG_LLM_FLOAT_MATVEC)) {
