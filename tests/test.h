@@ -70,4 +70,9 @@ const char *test_build_dir(void);
  * the exit status (-1: it could not run, 128+N: killed by signal N). */
 int test_run_capture(const char *cmd, char *out, size_t n);
 
+/* How many of t's kernels, as the C renderer writes them with the
+ * heuristic's opts, contain needle (-1 on an error); *nkernels gets how many
+ * kernels there are (tests/kernel_sources.c). */
+int test_kernels_with(const char *needle, tg_tensor *t, int *nkernels);
+
 #endif

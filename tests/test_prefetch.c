@@ -5,40 +5,6 @@
  * opts the way realize does, rendered to C, and the source is searched for
  * __builtin_prefetch. */
 #include "test.h"
-#include "codegen/codegen.h"
-#include "codegen/opts.h"
-#include "renderer/renderer.h"
-#include "schedule/schedule.h"
-#include "tensor/tensor.h"
-
-/* How many of t's kernels render with a prefetch; -1 on an error. */
-static int kernels_with_prefetch(tg_tensor *t, int *nkernels) {
-  schedule s;
-  ptrmap becomes = { 0 };
-  uop_pool_push();
-  int found = -1;
-  *nkernels = 0;
-  if (schedule_create(&t->u, 1, "CPU", &s, &becomes) == 0) {
-    found = 0;
-    for (int i = 0; i < s.n; i++) {
-      uop *ast = s.v[i].ast;
-      if (!ast) continue;
-      kopt o[32];
-      const tg_renderer *ren = renderer_by_name("c");
-      int n = kernel_heuristic_opts(ast, ren, 2, o, 32);
-      kernel_program kp;
-      if (codegen_program(ast, "k", ren, o, n, true, &kp) < 0) { found = -1; break; }
-      char *src = kp.src;
-      (*nkernels)++;
-      found += strstr(src, "__builtin_prefetch") != NULL;
-      free(src);
-    }
-    schedule_free(&s);
-  }
-  pm_free(&becomes);
-  uop_pool_pop();
-  return found;
-}
 
 static tg_tensor *realized_ramp(tg_shape shape, int seed) {
   int64_t n = 1;
@@ -58,13 +24,13 @@ TEST(prefetch_only_streaming_matvecs) {
   tg_tensor *sq = realized_ramp(TG_SHAPE(256, 256), 5);
   int nk = 0;
   /* 2 MB of weights read once along the reduce loop: prefetched */
-  CHECK_EQ_INT(kernels_with_prefetch(tg_matmul(big, x), &nk), 1);
+  CHECK_EQ_INT(test_kernels_with("__builtin_prefetch", tg_matmul(big, x), &nk), 1);
   CHECK_EQ_INT(nk, 1);
   /* 16 KB stays in cache: no prefetch */
-  CHECK_EQ_INT(kernels_with_prefetch(tg_matmul(small, xs), &nk), 0);
+  CHECK_EQ_INT(test_kernels_with("__builtin_prefetch", tg_matmul(small, xs), &nk), 0);
   /* no reduce loop, or two output loops (a matmul): no prefetch */
-  CHECK_EQ_INT(kernels_with_prefetch(tg_muls(tg_adds(big, 1), 2), &nk), 0);
-  CHECK_EQ_INT(kernels_with_prefetch(tg_matmul(sq, sq), &nk), 0);
+  CHECK_EQ_INT(test_kernels_with("__builtin_prefetch", tg_muls(tg_adds(big, 1), 2), &nk), 0);
+  CHECK_EQ_INT(test_kernels_with("__builtin_prefetch", tg_matmul(sq, sq), &nk), 0);
   CHECK_MSG(nk >= 1, "the matmul made %d kernels", nk);
   tg_scope_end();
 }

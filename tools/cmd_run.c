@@ -69,7 +69,9 @@ int cmd_run(int argc, char **argv) {
   if (grammar_kind && !g) return 1;
   tg_llm *m;
   tg_tokenizer *tok;
+  double t_load = tg_now_seconds();
   if (!llm_args_load(&a, "tg run", &m, &tok)) { tg_grammar_free(g); return 1; }
+  t_load = tg_now_seconds() - t_load;
   int32_t *ids = NULL;
   int n = tg_tokenize(tok, prompt, strlen(prompt), true, false, &ids);
   int rc = 1;
@@ -85,7 +87,7 @@ int cmd_run(int argc, char **argv) {
       rc = 0;
       printf("\n");
       if (stats)
-        fprintf(stderr, "prompt: %d tokens, %.1f tok/s; generated: %d tokens, %.1f tok/s%s\n", st.n_prompt,
+        fprintf(stderr, "load: %.2f s; prompt: %d tokens, %.1f tok/s; generated: %d tokens, %.1f tok/s%s\n", t_load, st.n_prompt,
                 st.n_prompt / (st.prompt_seconds > 0 ? st.prompt_seconds : 1e-9), st.n_generated,
                 st.n_generated / (st.gen_seconds > 0 ? st.gen_seconds : 1e-9), st.hit_ctx ? " (context full)" : "");
     }

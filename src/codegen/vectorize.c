@@ -92,14 +92,22 @@ static bool vec_alu_ok(const uop *u) {
   case OP_CMPLT: case OP_CMPNE: case OP_CMPEQ: case OP_WHERE: case OP_CAST:
     return true;
   case OP_SQRT:   /* float32 lanes: vsqrtps (the renderer's tg_sqrt_vK) */
+  case OP_EXP2:   /* float32 lanes: a polynomial in vector arithmetic (tg_exp2_vK) */
     return u->dtype.scalar == TG_F32;
-  case OP_AND: case OP_OR: case OP_XOR: case OP_SHL: case OP_SHR:   /* integer lanes (unpacking quantized weights) */
+  case OP_AND: case OP_OR: case OP_XOR:   /* integer lanes (unpacking quantized weights), or masks (a causal mask's <=) */
+    return !dt_is_float(u->dtype);
+  case OP_SHL: case OP_SHR:
     return !dt_is_float(u->dtype) && u->dtype.scalar != TG_BOOL;
   case OP_BITCAST:   /* between integer lanes of one size (uint8 bytes read as int8) */
     return !dt_is_float(u->dtype) && !dt_is_float(u->src[0]->dtype) && u->dtype.scalar != TG_BOOL &&
            u->src[0]->dtype.scalar != TG_BOOL && dt_itemsize(u->dtype) == dt_itemsize(u->src[0]->dtype);
   default: return false;
   }
+}
+
+/* and, or, xor of comparison masks (lanes of all ones or zeros) */
+static bool is_mask_logic(const uop *u) {
+  return (u->op == OP_AND || u->op == OP_OR || u->op == OP_XOR) && u->dtype.scalar == TG_BOOL;
 }
 
 static bool int_affine_dtype(dtype_t d) {
@@ -378,7 +386,7 @@ uop *kernel_vectorize(uop *ast, uop *lane_range, bool gather) {
       break;
     }
     default: {
-      if (!uop_is_alu(u->op) || !vec_alu_ok(u) || small_float(u->dtype) || (u->dtype.scalar == TG_BOOL && !uop_is_comparison(u->op))) { fail = true; break; }
+      if (!uop_is_alu(u->op) || !vec_alu_ok(u) || small_float(u->dtype) || (u->dtype.scalar == TG_BOOL && !uop_is_comparison(u->op) && !is_mask_logic(u))) { fail = true; break; }
       uop *src[3];
       /* float16 lanes widen to float32 (vcvtph2ps); other small floats stay scalar */
       bool widen16 = u->op == OP_CAST && (u->src[0]->dtype.scalar == TG_F16 || u->src[0]->dtype.scalar == TG_BF16) && u->dtype.scalar == TG_F32 &&

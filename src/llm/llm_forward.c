@@ -109,24 +109,25 @@ static tg_tensor *cache_rows(tg_llm *m, const llm_layer *l, tg_tensor *positions
   return tg_add(rows, tg_mul(seq, tg_scalar((double)S, TG_I32)));
 }
 
-/* softmax(scores) @ v over the last axis, with the exponentials stored
- * once: both the sum and the product with v read them (each would call exp
- * for every score again); a head's sink (gpt-oss, shaped to broadcast
- * against the scores' max) is one more logit in the max and the sum, with
- * no value. */
-/* softmax of scores over their key axis (with an attention sink's logit
- * in the denominator when sink is given) */
-static tg_tensor *softmax_probs(tg_tensor *scores, tg_tensor *sink, int axis) {
+/* The parts of softmax(scores) over axis: the exponentials of the scores
+ * less their max, stored once (the sum and the product with v both read
+ * them; each would call exp for every score again), and their sum in
+ * *denom. A head's sink (gpt-oss, shaped to broadcast against the scores'
+ * max) is one more logit in the max and the sum, with no value. */
+static tg_tensor *softmax_parts(tg_tensor *scores, tg_tensor *sink, int axis, tg_tensor **denom) {
   tg_tensor *mx = tg_max(scores, TG_AXES(axis), true);
   if (sink) mx = tg_maximum(mx, sink);
   tg_tensor *e = tg_contiguous(tg_exp(tg_sub(scores, mx)));
-  tg_tensor *denom = tg_sum(e, TG_AXES(axis), true);
-  if (sink) denom = tg_add(denom, tg_exp(tg_sub(sink, mx)));
-  return tg_div(e, denom);
+  *denom = tg_sum(e, TG_AXES(axis), true);
+  if (sink) *denom = tg_add(*denom, tg_exp(tg_sub(sink, mx)));
+  return e;
 }
 
+/* softmax(scores) @ v over the last axis, divided by the sum after the
+ * product (once per output, not once per score inside its loop) */
 static tg_tensor *softmax_values(tg_tensor *scores, tg_tensor *sink, tg_tensor *v) {
-  return tg_matmul(softmax_probs(scores, sink, -1), v);
+  tg_tensor *denom, *e = softmax_parts(scores, sink, -1, &denom);
+  return tg_div(tg_matmul(e, v), denom);
 }
 
 /* Attention of q (T, H, hd) over the first kv_len = pos + T cache positions
@@ -166,12 +167,13 @@ static tg_tensor *attention(tg_llm *m, llm_layer *l, tg_tensor *q, tg_tensor *ma
      * last axis, so the mask, the exponentials and the softmax's sums run
      * in vector lanes over tokens (the key axis has a symbolic length,
      * which gets none) */
-    tg_tensor *k = tg_reshape(tg_permute(kc, TG_AXES(1, 0, 2)), TG_SHAPE(KV, 1, S, hd));        /* (KV, 1, S, hd) */
-    tg_tensor *sc = tg_mul(tg_matmul(k, tg_permute(qg, TG_AXES(0, 1, 3, 2))), tg_scalar(m->q_scale, TG_F32));   /* (KV, G, S, T) */
+    tg_tensor *k = tg_reshape(tg_permute(tg_contiguous(kc), TG_AXES(1, 0, 2)), TG_SHAPE(KV, 1, S, hd));        /* (KV, 1, S, hd) */
+    tg_tensor *qt = tg_contiguous(tg_permute(qg, TG_AXES(0, 1, 3, 2)));                          /* (KV, G, hd, T) */
+    tg_tensor *sc = tg_mul(tg_matmul(k, qt), tg_scalar(m->q_scale, TG_F32));                     /* (KV, G, S, T) */
     if (m->attn_softcap > 0) sc = softcap(sc, m->attn_softcap);
     if (mask) sc = tg_where(tg_permute(mask, TG_AXES(1, 0)), sc, tg_scalar(-INFINITY, TG_F32));
-    tg_tensor *p = softmax_probs(sc, NULL, -2);                                                 /* (KV, G, S, T) */
-    o = tg_matmul(tg_permute(p, TG_AXES(0, 1, 3, 2)), v);                                        /* (KV, G, T, hv) */
+    tg_tensor *denom, *e = softmax_parts(sc, NULL, -2, &denom);                                 /* (KV, G, S, T), (KV, G, 1, T) */
+    o = tg_div(tg_matmul(tg_permute(e, TG_AXES(0, 1, 3, 2)), v), tg_permute(denom, TG_AXES(0, 1, 3, 2)));   /* (KV, G, T, hv) */
     return tg_reshape(tg_permute(o, TG_AXES(2, 0, 1, 3)), TG_SHAPE(T, c->n_heads * hv));
   }
   tg_tensor *kt = tg_reshape(tg_permute(kc, TG_AXES(1, 2, 0)), TG_SHAPE(KV, 1, hd, S));          /* (KV, 1, hd, S) */

@@ -51,6 +51,7 @@ static void render_vector_typedefs(rctx *c, strbuf *src) {
 /* a vector op's source, broadcast when it is a scalar (into vector type vt) */
 static char *vsrc(rctx *c, uop *x, const char *vt) {
   if (x->dtype.count > 1) return tg_xstrdup(rname(c, x));
+  if (x->dtype.scalar == TG_BOOL) return rfmt("((%s){0}-%s)", vt, rname(c, x));   /* a mask: true is all ones */
   return rsplat(x->dtype, vt, rname(c, x));
 }
 
@@ -72,6 +73,7 @@ static char *render_vec_alu(rctx *c, uop *u) {
   case OP_FDIV: r = rfmt("(%s/%s)", s[0], s[1]); break;
   case OP_NEG: r = rfmt("(-%s)", s[0]); break;
   case OP_SQRT: c->need_sqrt[u->dtype.count] = true; r = rfmt("tg_sqrt_v%d(%s)", u->dtype.count, s[0]); break;
+  case OP_EXP2: c->need_exp2[u->dtype.count] = true; r = rfmt("tg_exp2_v%d(%s)", u->dtype.count, s[0]); break;
   case OP_RECIPROCAL: r = rfmt("(((%s){0}+1)/%s)", vt, s[0]); break;
   case OP_CMPLT: r = rfmt("(%s<%s)", s[0], s[1]); break;
   case OP_CMPNE: r = rfmt("(%s!=%s)", s[0], s[1]); break;
@@ -171,6 +173,30 @@ static void prelude_sqrt(strbuf *src, int k) {
   sb_puts(src, k == 4 || k == 8 || k == 16 ? "#endif\n}\n#endif\n" : "}\n#endif\n");
 }
 
+/* 2^x on K float32 lanes, in vector arithmetic (libm's exp2f is scalar,
+ * so a softmax's lanes would otherwise run one call at a time): x clamped
+ * to [-150, 128], split into the nearest integer n (adding and subtracting
+ * 1.5*2^23 rounds to it) and f in [-0.5, 0.5]; 2^f by a degree-6 polynomial
+ * (relative error 2.6e-9, fitted by tools/fit_exp2.py), times
+ * 2^n as two exponent-field scalings (so results down to the smallest
+ * denormal round once). Within 1.3 ulp of 2^x; inf past 128, 0 below -150
+ * and for -inf, NaN for NaN. */
+static void prelude_exp2(strbuf *src, int k) {
+  guard_begin(src, "tg_exp2_v%d", k);
+  sb_printf(src, "static inline tg_v%d_float tg_exp2_v%d(tg_v%d_float x) {\n", k, k, k);
+  sb_printf(src, "  typedef int i_ __attribute__((vector_size(%d)));\n  typedef unsigned u_ __attribute__((vector_size(%d)));\n", 4 * k, 4 * k);
+  sb_printf(src, "  typedef tg_v%d_float f_;\n", k);
+  sb_puts(src, "  const f_ zero = (f_){ 0 }, lo = zero - 150.0f, hi = zero + 128.0f, magic = zero + 0x1.8p23f;\n"
+               "  i_ m = x < lo;\n  x = (f_)(((i_)x & ~m) | ((i_)lo & m));\n"
+               "  m = x > hi;\n  x = (f_)(((i_)x & ~m) | ((i_)hi & m));\n"
+               "  f_ r = x + magic;\n  i_ n = (i_)r - 0x4B400000;\n  f_ f = x - (r - magic);\n"
+               "  f_ p = f * 0x1.41d32ep-13f + 0x1.5f456cp-10f;\n  p = p * f + 0x1.3b2dbcp-7f;\n  p = p * f + 0x1.c6aed4p-5f;\n"
+               "  p = p * f + 0x1.ebfbdap-3f;\n  p = p * f + 0x1.62e43p-1f;\n  p = p * f + 1.0f;\n"
+               "  i_ n1 = n >> 1, n2 = n - n1;\n"
+               "  f_ s1 = (f_)((u_)(n1 + 127) << 23), s2 = (f_)((u_)(n2 + 127) << 23);\n"
+               "  return p * s1 * s2;\n}\n#endif\n");
+}
+
 /* The byte dot product of one 16- or 32-byte vector on x86 without VNNI
  * (SSSE3 / AVX2): pmaddubsw multiplies unsigned by signed bytes and adds
  * pairs into int16, pmaddwd adds pairs of those into int32. pmaddubsw
@@ -264,6 +290,7 @@ static void c_prelude(rctx *c, strbuf *src) {
   }
   for (int k = 4; k <= 16; k *= 2) if (c->need_dot4[k]) prelude_dot4(&helpers, k);
   for (int k = 2; k <= 64; k++) if (c->need_sqrt[k]) prelude_sqrt(&helpers, k);
+  for (int k = 2; k <= 64; k++) if (c->need_exp2[k]) prelude_exp2(&helpers, k);
   render_vector_typedefs(c, src);
   if (helpers.s) sb_puts(src, helpers.s);
   sb_free(&helpers);

@@ -189,6 +189,24 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;   /* guards the tables 
 typedef struct { char *exe, *version; } version_entry;
 static VEC(version_entry) versions;
 
+/* Where the compile cache keeps exe's version text: keyed by the binary
+ * itself (resolved path, device, inode, size, modification time), so a
+ * process start reads a file instead of running `clang --version` (tens of
+ * milliseconds, a large part of a small model's first token), and an
+ * upgraded compiler gets a new key. NULL when exe cannot be stat'ed. */
+static char *version_cache_path(const char *exe) {
+  char *real = realpath(exe, NULL);
+  struct stat st;
+  if (!real || stat(real, &st) != 0) { free(real); return NULL; }
+  strbuf id = { 0 };
+  sb_printf(&id, "%s\x1f%llu\x1f%llu\x1f%lld\x1f%lld.%09ld", real, (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
+            (long long)st.st_size, (long long)st.st_mtim.tv_sec, (long)st.st_mtim.tv_nsec);
+  free(real);
+  char *path = compile_cache_path(id.s, "compiler --version", "", ".version");
+  sb_free(&id);
+  return path;
+}
+
 static char *compiler_version(const char *exe) {
   char *r = NULL;
   pthread_mutex_lock(&lock);
@@ -196,12 +214,25 @@ static char *compiler_version(const char *exe) {
     if (strcmp(versions.v[i].exe, exe) == 0) r = tg_xstrdup(versions.v[i].version);
   pthread_mutex_unlock(&lock);
   if (r) return r;
-  strbuf out = { 0 };
-  int st = 0;
-  char *argv[] = { (char *)exe, "--version", NULL };
-  if (run_cmd(argv, &out, &st) != 0 || st != 0) out.n = 0;   /* unknown: still usable */
-  char *v = tg_xstrdup(out.s && out.n ? out.s : "");
-  sb_free(&out);
+  char *vpath = version_cache_path(exe);
+  size_t n = 0;
+  char *cached = vpath ? cache_read_file(vpath, &n) : NULL;
+  char *v;
+  if (cached) {
+    v = tg_xmalloc(n + 1);
+    memcpy(v, cached, n);
+    v[n] = 0;
+    free(cached);
+  } else {
+    strbuf out = { 0 };
+    int st = 0;
+    char *argv[] = { (char *)exe, "--version", NULL };
+    if (run_cmd(argv, &out, &st) != 0 || st != 0) out.n = 0;   /* unknown: still usable */
+    v = tg_xstrdup(out.s && out.n ? out.s : "");
+    sb_free(&out);
+    if (vpath && *v) cache_write_file(vpath, v, strlen(v));
+  }
+  free(vpath);
   pthread_mutex_lock(&lock);
   bool known = false;
   for (int i = 0; i < versions.n && !known; i++) known = strcmp(versions.v[i].exe, exe) == 0;
