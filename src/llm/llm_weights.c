@@ -39,6 +39,7 @@ static tg_tensor *keep_packed(tg_llm *m, tg_tensor *raw, tg_tensor *w, int type)
     w = wr, raw = NULL;   /* the caller's scope frees the old w and raw */
   } else {
     tg_clear_error();   /* no packed form: the packed bytes serve */
+    if (tg_realize(raw) < 0) return NULL;   /* (stacked matrices come lazy) */
     tensor_adopt(NULL, raw);
   }
   m->packed = tg_xrealloc(m->packed, sizeof *m->packed * (size_t)(m->npacked + 1));
@@ -95,8 +96,11 @@ static tg_tensor *load_stacked(tg_llm *m, const char *device, const char *const 
   for (int i = 0; i < n; i++) {
     parts[i] = gguf_tensor_stored_in_place(g[i], device);
   }
-  tg_tensor *t = tg_contiguous(tg_cat(parts, n, 0));
-  if (t && tg_realize(t) < 0) t = NULL;
+  /* quantized bytes stay a lazy concatenation: the row-packing kernels
+   * read the parts where they lie (no stacked copy to write first; one
+   * without a packed form is realized in keep_packed) */
+  tg_tensor *t = quant ? tg_cat(parts, n, 0) : tg_contiguous(tg_cat(parts, n, 0));
+  if (t && !quant && tg_realize(t) < 0) t = NULL;
   if (t && quant) t = keep_packed(m, t, tg_dequantize(t, (int)g[0]->type, TG_SHAPE(total, cols)), (int)g[0]->type);
   if (t) tensor_adopt(NULL, t);
   for (int i = 0; t && i < n; i++) gguf_tensor_drop_pages(g[i]);   /* stacked into a copy */
