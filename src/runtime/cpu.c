@@ -25,7 +25,6 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <spawn.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -56,8 +55,6 @@ extern char **environ;
 const char *const cpu_compile_flags = CPU_COMPILE_FLAGS;
 
 #define CPU_ALIGN 64
-#define CPU_HUGE_MIN ((size_t)4 << 20)
-#define CPU_HUGE_PAGE ((size_t)2 << 20)
 #define MAX_COMPILER_OUTPUT 65536   /* what we keep of a compiler's output */
 #define ERR_COMPILER_OUTPUT 2000    /* what of it goes into tg_error */
 
@@ -68,17 +65,8 @@ static void *cpu_alloc(struct tg_device *d, size_t nbytes) {
    * distinct pointer): vector code may then touch the tail line safely. */
   if (nbytes > SIZE_MAX - CPU_ALIGN) TG_FAIL("CPU: cannot allocate %zu bytes", nbytes);
   size_t n = nbytes ? (nbytes + CPU_ALIGN - 1) / CPU_ALIGN * CPU_ALIGN : CPU_ALIGN;
-  /* Big buffers (weights, caches, a prompt's activations) on 2 MiB pages
-   * where the kernel lends them (transparent huge pages): one page fault
-   * per 2 MiB instead of per 4 KiB when a model's packed weights are first
-   * written, and fewer TLB misses when kernels stream them. */
-  bool huge = n >= CPU_HUGE_MIN;
-  if (huge) n = (n + CPU_HUGE_PAGE - 1) / CPU_HUGE_PAGE * CPU_HUGE_PAGE;
   void *p = NULL;
-  if (posix_memalign(&p, huge ? CPU_HUGE_PAGE : CPU_ALIGN, n) != 0) TG_FAIL("CPU: out of memory allocating %zu bytes", nbytes);
-#ifdef MADV_HUGEPAGE
-  if (huge) (void)madvise(p, n, MADV_HUGEPAGE);   /* advice: refused or absent THP changes nothing */
-#endif
+  if (posix_memalign(&p, CPU_ALIGN, n) != 0) TG_FAIL("CPU: out of memory allocating %zu bytes", nbytes);
   return p;
 }
 static void cpu_free(struct tg_device *d, void *p, size_t nbytes) { free(p); }
