@@ -400,10 +400,14 @@ TEST(tok_all_pretokenizers) {
     tg_tokenizer_free(t);
     remove(p);
   }
-  CHECK(n > 60);
-  const char *p = write_vocab("kimi-k2", toks, 5, merges, 2);
-  CHECK(tg_tokenizer_load(p) == NULL);
-  CHECK(strstr(tg_error(), "not supported") != NULL);
+  CHECK(n > 90);
+  /* kimi-k2 files may come without merges; any other BPE file may not */
+  const char *p = write_vocab("kimi-k2", toks, 16, NULL, 0);
+  tg_tokenizer *t = tg_tokenizer_load(p);
+  CHECK_OK(t);
+  tg_tokenizer_free(t);
+  p = write_vocab("afmoe", toks, 16, NULL, 0);
+  CHECK(tg_tokenizer_load(p) == NULL && strstr(tg_error(), "merges"));
   remove(p);
 }
 

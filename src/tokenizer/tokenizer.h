@@ -47,6 +47,8 @@ struct tg_tokenizer {
   bool escape_spaces;                /* " " -> "▁" before encoding, back in pieces */
   bool raw_utf8;                     /* no GPT-2 byte map: symbols are characters, byte fallback <0xXX> */
   bool newlines_whole;               /* a word of only "\n" that is a token is taken whole */
+  bool drop_spaces;                  /* model "whitespace": whitespace is dropped, the text between
+                                        (lowercased when `lowercase`) encoded piece by piece */
   uint8_t *eog;                      /* per id: ends generation */
 
   int32_t *specials;                 /* control/user-defined/unknown ids, longest text first */

@@ -1,0 +1,192 @@
+/* test_tokenizer_pretok.c: every tokenizer.ggml.pre name llama.cpp accepts
+ * (and the "whitespace" tokenizer model) against llama.cpp's own ids and
+ * detokenized text, from tests/goldens/tok_pretok.txt, which
+ * tests/gen/gen_tok_pretok.py writes (the format is at the top of that
+ * script). Each variant's vocabulary is rebuilt from a base GGUF with its
+ * model and pre set, exactly as the generator gave it to llama.cpp. */
+#include <stdint.h>
+#include <unistd.h>
+#include "test.h"
+#include "io/gguf_file.h"
+#include "io/gguf_writer.h"
+#include "tokenizer/tokenizer.h"
+
+typedef VEC(char) bytes;
+typedef VEC(int32_t) id_list;
+
+typedef struct {
+  bytes text, detok;
+  bool detok_is_text;
+  id_list ids;
+} golden_case;
+
+typedef struct {
+  char label[160], base[64], model[64], pre[64], opts[64];
+  int vocab[5];           /* n_vocab bos eos add_bos add_eos */
+  int same;               /* index of the variant whose cases apply, or -1 */
+  VEC(golden_case) cases;
+} golden_variant;
+typedef VEC(golden_variant) variant_list;
+
+static bool unhex(const char *s, bytes *out) {
+  out->n = 0;
+  if (!strcmp(s, "-")) return true;
+  size_t n = strlen(s);
+  if (n % 2) return false;
+  for (size_t i = 0; i < n; i += 2) {
+    unsigned v;
+    if (sscanf(s + i, "%2x", &v) != 1) return false;
+    VEC_PUSH(*out, (char)v);
+  }
+  return true;
+}
+
+static void show(const char *what, const char *s, size_t n) {
+  printf("    %s: '", what);
+  for (size_t i = 0; i < n && i < 200; i++) printf(s[i] >= 32 && s[i] < 127 ? "%c" : "\\x%02x", (unsigned char)s[i]);
+  printf("'\n");
+}
+
+/* The variant's file: base's metadata with model and pre set, the merges
+ * dropped (nomerges) or normalizer.lowercase true added (lowercase). */
+static tg_tokenizer *load_variant(const char *base, const char *model, const char *pre, const char *opts) {
+  char path[256], tmp[64];
+  snprintf(path, sizeof path, "goldens/%s.gguf", base);
+  gguf_file *f = gguf_open(path);
+  CHECK_OK(f);
+  if (!f) return NULL;
+  gguf_writer *w = gguf_writer_new();
+  for (int i = 0; i < f->n_kv; i++) {
+    const char *k = f->kv[i].key;
+    if (!strcmp(k, "tokenizer.ggml.model")) gguf_w_set_str(w, k, model);
+    else if (!strcmp(k, "tokenizer.ggml.pre")) gguf_w_set_str(w, k, pre);
+    else if (!strcmp(k, "tokenizer.ggml.merges") && strstr(opts, "nomerges")) continue;
+    else gguf_w_copy_kv(w, &f->kv[i]);
+  }
+  if (strstr(opts, "lowercase")) gguf_w_set_bool(w, "tokenizer.ggml.normalizer.lowercase", true);
+  snprintf(tmp, sizeof tmp, "/tmp/tg_tok_pretok_%d.gguf", (int)getpid());
+  tg_tokenizer *t = NULL;
+  if (gguf_writer_write(w, tmp, NULL, NULL) == 0) t = tg_tokenizer_load(tmp);
+  CHECK_MSG(t, "%s %s %s %s: %s", base, model, pre, opts, tg_error());
+  remove(tmp);
+  gguf_writer_free(w);
+  gguf_close(f);
+  return t;
+}
+
+typedef struct { int n, ids_ok, detok_ok, shown; } tally;
+
+static void check_case(const tg_tokenizer *t, const golden_case *c, const char *label, tally *ty) {
+  int32_t *ids;
+  int n = tg_tokenize(t, c->text.v ? c->text.v : "", (size_t)c->text.n, true, true, &ids);
+  bool same = n == c->ids.n;
+  for (int k = 0; same && k < n; k++) same = ids[k] == c->ids.v[k];
+  ty->n++;
+  if (same) ty->ids_ok++;
+  else {
+    CHECK_MSG(false, "%s: tokenize gives %d ids, llama.cpp %d", label, n, c->ids.n);
+    if (ty->shown++ < 4) {
+      show("text", c->text.v, (size_t)c->text.n);
+      printf("    got: ");
+      for (int k = 0; k < n && k < 40; k++) printf(" %d", ids[k]);
+      printf("\n    want:");
+      for (int k = 0; k < c->ids.n && k < 40; k++) printf(" %d", c->ids.v[k]);
+      printf("\n");
+    }
+  }
+  free(ids);
+  size_t dn;
+  char *d = tg_detokenize(t, c->ids.v, c->ids.n, false, false, &dn);
+  CHECK_OK(d);
+  const bytes *want = c->detok_is_text ? &c->text : &c->detok;
+  if (d && dn == (size_t)want->n && !memcmp(d, want->v ? want->v : "", dn)) ty->detok_ok++;
+  else if (d) {
+    CHECK_MSG(false, "%s: detokenize differs", label);
+    if (ty->shown++ < 4) {
+      show("text", c->text.v, (size_t)c->text.n);
+      show("got", d, dn);
+      show("want", want->v, (size_t)want->n);
+    }
+  }
+  free(d);
+}
+
+/* Reads the golden file into vs; false on a malformed line. */
+static bool read_goldens(char *data, variant_list *vs) {
+  for (char *line = strtok(data, "\n"); line; line = strtok(NULL, "\n")) {
+    char a[4096];
+    int v[5];
+    golden_variant *cur = vs->n ? &vs->v[vs->n - 1] : NULL;
+    golden_case *gc = cur && cur->cases.n ? &cur->cases.v[cur->cases.n - 1] : NULL;
+    if (line[0] == '#') continue;
+    if (!strncmp(line, "variant ", 8)) {
+      golden_variant g = { .same = -1 };
+      if (sscanf(line, "variant %63s %63s %63s %63[^\n]", g.base, g.model, g.pre, g.opts) < 3) return false;
+      snprintf(g.label, sizeof g.label, "%s/%s/%s%s%s", g.base, g.model, g.pre, *g.opts ? "/" : "", g.opts);
+      for (char *p = g.label; *p; p++)
+        if (*p == ' ') *p = '/';
+      VEC_PUSH(*vs, g);
+    } else if (cur && sscanf(line, "vocab %d bos %d eos %d add_bos %d add_eos %d", &v[0], &v[1], &v[2], &v[3], &v[4]) == 5) {
+      memcpy(cur->vocab, v, sizeof v);
+    } else if (cur && sscanf(line, "same %4095s", a) == 1) {
+      for (int i = 0; i < vs->n - 1 && cur->same < 0; i++)
+        if (!strcmp(vs->v[i].label, a)) cur->same = i;
+      if (cur->same < 0) return false;
+    } else if (cur && sscanf(line, "case %4095s", a) == 1) {
+      VEC_PUSH(cur->cases, ((golden_case){ 0 }));
+      if (!unhex(a, &cur->cases.v[cur->cases.n - 1].text)) return false;
+    } else if (gc && !strncmp(line, "ids", 3)) {
+      for (char *p = line + 3, *end; (v[0] = (int)strtol(p, &end, 10)), end != p; p = end) VEC_PUSH(gc->ids, v[0]);
+    } else if (gc && sscanf(line, "detok %4095s", a) == 1) {
+      gc->detok_is_text = !strcmp(a, "=");
+      if (!gc->detok_is_text && !unhex(a, &gc->detok)) return false;
+    } else {
+      printf("    bad line '%.60s'\n", line);
+      return false;
+    }
+  }
+  return true;
+}
+
+TEST(tok_pretok_llamacpp) {
+  size_t len;
+  char *data = test_read_file("goldens/tok_pretok.txt", &len);
+  CHECK_MSG(data, "cannot read goldens/tok_pretok.txt");
+  if (!data) return;
+  data = realloc(data, len + 1);
+  data[len] = 0;
+  variant_list vs = { 0 };
+  CHECK(read_goldens(data, &vs));
+  int n_ok = 0, n_cases = 0;
+  for (int i = 0; i < vs.n; i++) {
+    const golden_variant *g = &vs.v[i];
+    tg_tokenizer *t = load_variant(g->base, g->model, g->pre, g->opts);
+    if (!t) continue;
+    CHECK_EQ_INT(tg_tokenizer_n_vocab(t), g->vocab[0]);
+    CHECK_MSG(tg_tokenizer_bos(t) == g->vocab[1] && tg_tokenizer_eos(t) == g->vocab[2] &&
+              tg_tokenizer_add_bos(t) == g->vocab[3] && t->add_eos == g->vocab[4],
+              "%s: bos %d eos %d add_bos %d add_eos %d, llama.cpp %d %d %d %d", g->label, tg_tokenizer_bos(t),
+              tg_tokenizer_eos(t), tg_tokenizer_add_bos(t), t->add_eos, g->vocab[1], g->vocab[2], g->vocab[3],
+              g->vocab[4]);
+    const golden_variant *src = g->same >= 0 ? &vs.v[g->same] : g;
+    tally ty = { 0 };
+    for (int k = 0; k < src->cases.n; k++) check_case(t, &src->cases.v[k], g->label, &ty);
+    n_cases += ty.n;
+    n_ok += ty.n > 0 && ty.ids_ok == ty.n && ty.detok_ok == ty.n;
+    if (ty.ids_ok != ty.n || ty.detok_ok != ty.n)
+      printf("  %s: %d/%d tokenizations, %d/%d detokenizations match\n", g->label, ty.ids_ok, ty.n, ty.detok_ok, ty.n);
+    tg_tokenizer_free(t);
+  }
+  printf("  %d/%d variants give llama.cpp's ids and text for all their strings (%d cases)\n", n_ok, vs.n, n_cases);
+  CHECK(vs.n > 90);
+  for (int i = 0; i < vs.n; i++) {
+    for (int k = 0; k < vs.v[i].cases.n; k++) {
+      VEC_FREE(vs.v[i].cases.v[k].text);
+      VEC_FREE(vs.v[i].cases.v[k].detok);
+      VEC_FREE(vs.v[i].cases.v[k].ids);
+    }
+    VEC_FREE(vs.v[i].cases);
+  }
+  VEC_FREE(vs);
+  free(data);
+}
