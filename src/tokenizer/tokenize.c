@@ -4,7 +4,6 @@
 #include <ctype.h>
 #include <string.h>
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/unicode.h"
 #include "util/util.h"
 
 /* A fragment of the input: a special token (id >= 0) or raw bytes. */
@@ -66,32 +65,9 @@ static void spm_fragment(const tg_tokenizer *t, const char *s, size_t n, bool pr
   VEC_FREE(buf);
 }
 
-/* Model "whitespace": each run of non-whitespace characters (lowercased
- * when the normalizer says so) is encoded on its own; whitespace is dropped. */
-static int bpe_between_spaces(const tg_tokenizer *t, const char *s, size_t n, ids_vec *out) {
-  char_vec seg = { 0 };
-  int rc = 0;
-  for (size_t i = 0; i <= n && rc == 0;) {
-    size_t adv = 1;
-    uint32_t cp = i < n ? utf8_decode(s + i, n - i, &adv) : ' ';
-    if (ucp_is_space(cp)) {
-      if (seg.n) rc = bpe_encode(t, seg.v, (size_t)seg.n, out);
-      seg.n = 0;
-    } else {
-      char buf[4];
-      int l = utf8_encode(t->lowercase ? ucp_tolower(cp) : cp, buf);
-      for (int k = 0; k < l; k++) VEC_PUSH(seg, buf[k]);
-    }
-    i += adv;
-  }
-  VEC_FREE(seg);
-  return rc;
-}
-
 /* BPE: the SentencePiece-style pre-tokenizers escape spaces first (never a
  * prefix: llama.cpp's BPE has no add_space_prefix). */
 static int bpe_fragment(const tg_tokenizer *t, const char *s, size_t n, ids_vec *out) {
-  if (t->drop_spaces) return bpe_between_spaces(t, s, n, out);
   if (!t->escape_spaces) return bpe_encode(t, s, n, out);
   char_vec buf = { 0 };
   escape_spaces(s, n, false, &buf);
