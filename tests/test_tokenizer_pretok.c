@@ -7,45 +7,26 @@
 #include <stdint.h>
 #include <unistd.h>
 #include "test.h"
+#include "tok_golden.h"
 #include "io/gguf_file.h"
 #include "io/gguf_writer.h"
 #include "tokenizer/tokenizer.h"
 
-typedef VEC(char) bytes;
 typedef VEC(int32_t) id_list;
 
 typedef struct {
-  bytes text, detok;
+  tok_bytes text, detok;
   bool detok_is_text;
   id_list ids;
 } golden_case;
 
 typedef struct {
-  char label[160], base[64], model[64], pre[64], opts[64];
+  char label[272], base[64], model[64], pre[64], opts[64];
   int vocab[5];           /* n_vocab bos eos add_bos add_eos */
   int same;               /* index of the variant whose cases apply, or -1 */
   VEC(golden_case) cases;
 } golden_variant;
 typedef VEC(golden_variant) variant_list;
-
-static bool unhex(const char *s, bytes *out) {
-  out->n = 0;
-  if (!strcmp(s, "-")) return true;
-  size_t n = strlen(s);
-  if (n % 2) return false;
-  for (size_t i = 0; i < n; i += 2) {
-    unsigned v;
-    if (sscanf(s + i, "%2x", &v) != 1) return false;
-    VEC_PUSH(*out, (char)v);
-  }
-  return true;
-}
-
-static void show(const char *what, const char *s, size_t n) {
-  printf("    %s: '", what);
-  for (size_t i = 0; i < n && i < 200; i++) printf(s[i] >= 32 && s[i] < 127 ? "%c" : "\\x%02x", (unsigned char)s[i]);
-  printf("'\n");
-}
 
 /* The variant's file: base's metadata with model and pre set, the merges
  * dropped (nomerges) or normalizer.lowercase true added (lowercase). */
@@ -86,7 +67,7 @@ static void check_case(const tg_tokenizer *t, const golden_case *c, const char *
   else {
     CHECK_MSG(false, "%s: tokenize gives %d ids, llama.cpp %d", label, n, c->ids.n);
     if (ty->shown++ < 4) {
-      show("text", c->text.v, (size_t)c->text.n);
+      tok_show("text", c->text.v, (size_t)c->text.n);
       printf("    got: ");
       for (int k = 0; k < n && k < 40; k++) printf(" %d", ids[k]);
       printf("\n    want:");
@@ -98,14 +79,14 @@ static void check_case(const tg_tokenizer *t, const golden_case *c, const char *
   size_t dn;
   char *d = tg_detokenize(t, c->ids.v, c->ids.n, false, false, &dn);
   CHECK_OK(d);
-  const bytes *want = c->detok_is_text ? &c->text : &c->detok;
+  const tok_bytes *want = c->detok_is_text ? &c->text : &c->detok;
   if (d && dn == (size_t)want->n && !memcmp(d, want->v ? want->v : "", dn)) ty->detok_ok++;
   else if (d) {
     CHECK_MSG(false, "%s: detokenize differs", label);
     if (ty->shown++ < 4) {
-      show("text", c->text.v, (size_t)c->text.n);
-      show("got", d, dn);
-      show("want", want->v, (size_t)want->n);
+      tok_show("text", c->text.v, (size_t)c->text.n);
+      tok_show("got", d, dn);
+      tok_show("want", want->v, (size_t)want->n);
     }
   }
   free(d);
@@ -134,12 +115,12 @@ static bool read_goldens(char *data, variant_list *vs) {
       if (cur->same < 0) return false;
     } else if (cur && sscanf(line, "case %4095s", a) == 1) {
       VEC_PUSH(cur->cases, ((golden_case){ 0 }));
-      if (!unhex(a, &cur->cases.v[cur->cases.n - 1].text)) return false;
+      if (!tok_unhex(a, &cur->cases.v[cur->cases.n - 1].text)) return false;
     } else if (gc && !strncmp(line, "ids", 3)) {
       for (char *p = line + 3, *end; (v[0] = (int)strtol(p, &end, 10)), end != p; p = end) VEC_PUSH(gc->ids, v[0]);
     } else if (gc && sscanf(line, "detok %4095s", a) == 1) {
       gc->detok_is_text = !strcmp(a, "=");
-      if (!gc->detok_is_text && !unhex(a, &gc->detok)) return false;
+      if (!gc->detok_is_text && !tok_unhex(a, &gc->detok)) return false;
     } else {
       printf("    bad line '%.60s'\n", line);
       return false;
