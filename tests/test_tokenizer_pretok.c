@@ -15,10 +15,10 @@
 typedef VEC(int32_t) id_list;
 
 typedef struct {
-  tok_bytes text, detok;
+  tok_bytes detok;
   bool detok_is_text;
   id_list ids;
-} golden_case;
+} golden_case;         /* llama.cpp's results for one test string */
 
 typedef struct {
   char label[272], base[64], model[64], pre[64], opts[64];
@@ -26,7 +26,10 @@ typedef struct {
   int same;               /* index of the variant whose cases apply, or -1 */
   VEC(golden_case) cases;
 } golden_variant;
-typedef VEC(golden_variant) variant_list;
+typedef struct {
+  VEC(tok_bytes) strings;
+  VEC(golden_variant) v;
+} goldens;
 
 /* The variant's file: base's metadata with model and pre set, the merges
  * dropped (nomerges) or normalizer.lowercase true added (lowercase). */
@@ -57,9 +60,11 @@ static tg_tokenizer *load_variant(const char *base, const char *model, const cha
 
 typedef struct { int n, ids_ok, detok_ok, shown; } tally;
 
-static void check_case(const tg_tokenizer *t, const golden_case *c, const char *label, tally *ty) {
+/* text: the test string; c: llama.cpp's results for it */
+static void check_case(const tg_tokenizer *t, const tok_bytes *text, const golden_case *c, const char *label,
+                       tally *ty) {
   int32_t *ids;
-  int n = tg_tokenize(t, c->text.v ? c->text.v : "", (size_t)c->text.n, true, true, &ids);
+  int n = tg_tokenize(t, text->v ? text->v : "", (size_t)text->n, true, true, &ids);
   bool same = n == c->ids.n;
   for (int k = 0; same && k < n; k++) same = ids[k] == c->ids.v[k];
   ty->n++;
@@ -67,7 +72,7 @@ static void check_case(const tg_tokenizer *t, const golden_case *c, const char *
   else {
     CHECK_MSG(false, "%s: tokenize gives %d ids, llama.cpp %d", label, n, c->ids.n);
     if (ty->shown++ < 4) {
-      tok_show("text", c->text.v, (size_t)c->text.n);
+      tok_show("text", text->v, (size_t)text->n);
       printf("    got: ");
       for (int k = 0; k < n && k < 40; k++) printf(" %d", ids[k]);
       printf("\n    want:");
@@ -79,12 +84,12 @@ static void check_case(const tg_tokenizer *t, const golden_case *c, const char *
   size_t dn;
   char *d = tg_detokenize(t, c->ids.v, c->ids.n, false, false, &dn);
   CHECK_OK(d);
-  const tok_bytes *want = c->detok_is_text ? &c->text : &c->detok;
+  const tok_bytes *want = c->detok_is_text ? text : &c->detok;
   if (d && dn == (size_t)want->n && !memcmp(d, want->v ? want->v : "", dn)) ty->detok_ok++;
   else if (d) {
     CHECK_MSG(false, "%s: detokenize differs", label);
     if (ty->shown++ < 4) {
-      tok_show("text", c->text.v, (size_t)c->text.n);
+      tok_show("text", text->v, (size_t)text->n);
       tok_show("got", d, dn);
       tok_show("want", want->v, (size_t)want->n);
     }
@@ -92,33 +97,35 @@ static void check_case(const tg_tokenizer *t, const golden_case *c, const char *
   free(d);
 }
 
-/* Reads the golden file into vs; false on a malformed line. */
-static bool read_goldens(char *data, variant_list *vs) {
+/* Reads the golden file into g; false on a malformed line. */
+static bool read_goldens(char *data, goldens *g) {
   for (char *line = strtok(data, "\n"); line; line = strtok(NULL, "\n")) {
     char a[4096];
     int v[5];
-    golden_variant *cur = vs->n ? &vs->v[vs->n - 1] : NULL;
-    golden_case *gc = cur && cur->cases.n ? &cur->cases.v[cur->cases.n - 1] : NULL;
+    golden_variant *cur = g->v.n ? &g->v.v[g->v.n - 1] : NULL;
     if (line[0] == '#') continue;
-    if (!strncmp(line, "variant ", 8)) {
-      golden_variant g = { .same = -1 };
-      if (sscanf(line, "variant %63s %63s %63s %63[^\n]", g.base, g.model, g.pre, g.opts) < 3) return false;
-      snprintf(g.label, sizeof g.label, "%s/%s/%s%s%s", g.base, g.model, g.pre, *g.opts ? "/" : "", g.opts);
-      for (char *p = g.label; *p; p++)
+    if (!cur && sscanf(line, "string %4095s", a) == 1) {
+      VEC_PUSH(g->strings, ((tok_bytes){ 0 }));
+      if (!tok_unhex(a, &g->strings.v[g->strings.n - 1])) return false;
+    } else if (!strncmp(line, "variant ", 8)) {
+      golden_variant gv = { .same = -1 };
+      if (sscanf(line, "variant %63s %63s %63s %63[^\n]", gv.base, gv.model, gv.pre, gv.opts) < 3) return false;
+      snprintf(gv.label, sizeof gv.label, "%s/%s/%s%s%s", gv.base, gv.model, gv.pre, *gv.opts ? "/" : "", gv.opts);
+      for (char *p = gv.label; *p; p++)
         if (*p == ' ') *p = '/';
-      VEC_PUSH(*vs, g);
+      VEC_PUSH(g->v, gv);
     } else if (cur && sscanf(line, "vocab %d bos %d eos %d add_bos %d add_eos %d", &v[0], &v[1], &v[2], &v[3], &v[4]) == 5) {
       memcpy(cur->vocab, v, sizeof v);
     } else if (cur && sscanf(line, "same %4095s", a) == 1) {
-      for (int i = 0; i < vs->n - 1 && cur->same < 0; i++)
-        if (!strcmp(vs->v[i].label, a)) cur->same = i;
+      for (int i = 0; i < g->v.n - 1 && cur->same < 0; i++)
+        if (!strcmp(g->v.v[i].label, a)) cur->same = i;
       if (cur->same < 0) return false;
-    } else if (cur && sscanf(line, "case %4095s", a) == 1) {
+    } else if (cur && !strncmp(line, "ids", 3) && cur->cases.n < g->strings.n) {
       VEC_PUSH(cur->cases, ((golden_case){ 0 }));
-      if (!tok_unhex(a, &cur->cases.v[cur->cases.n - 1].text)) return false;
-    } else if (gc && !strncmp(line, "ids", 3)) {
+      golden_case *gc = &cur->cases.v[cur->cases.n - 1];
       for (char *p = line + 3, *end; (v[0] = (int)strtol(p, &end, 10)), end != p; p = end) VEC_PUSH(gc->ids, v[0]);
-    } else if (gc && sscanf(line, "detok %4095s", a) == 1) {
+    } else if (cur && cur->cases.n && sscanf(line, "detok %4095s", a) == 1) {
+      golden_case *gc = &cur->cases.v[cur->cases.n - 1];
       gc->detok_is_text = !strcmp(a, "=");
       if (!gc->detok_is_text && !tok_unhex(a, &gc->detok)) return false;
     } else {
@@ -126,6 +133,8 @@ static bool read_goldens(char *data, variant_list *vs) {
       return false;
     }
   }
+  for (int i = 0; i < g->v.n; i++)   /* every variant has a result per string */
+    if (g->v.v[i].same < 0 && g->v.v[i].cases.n != g->strings.n) return false;
   return true;
 }
 
@@ -136,38 +145,40 @@ TEST(tok_pretok_llamacpp) {
   if (!data) return;
   data = realloc(data, len + 1);
   data[len] = 0;
-  variant_list vs = { 0 };
-  CHECK(read_goldens(data, &vs));
+  goldens g = { 0 };
+  CHECK(read_goldens(data, &g));
   int n_ok = 0, n_cases = 0;
-  for (int i = 0; i < vs.n; i++) {
-    const golden_variant *g = &vs.v[i];
-    tg_tokenizer *t = load_variant(g->base, g->model, g->pre, g->opts);
+  for (int i = 0; i < g.v.n; i++) {
+    const golden_variant *gv = &g.v.v[i];
+    tg_tokenizer *t = load_variant(gv->base, gv->model, gv->pre, gv->opts);
     if (!t) continue;
-    CHECK_EQ_INT(tg_tokenizer_n_vocab(t), g->vocab[0]);
-    CHECK_MSG(tg_tokenizer_bos(t) == g->vocab[1] && tg_tokenizer_eos(t) == g->vocab[2] &&
-              tg_tokenizer_add_bos(t) == g->vocab[3] && t->add_eos == g->vocab[4],
-              "%s: bos %d eos %d add_bos %d add_eos %d, llama.cpp %d %d %d %d", g->label, tg_tokenizer_bos(t),
-              tg_tokenizer_eos(t), tg_tokenizer_add_bos(t), t->add_eos, g->vocab[1], g->vocab[2], g->vocab[3],
-              g->vocab[4]);
-    const golden_variant *src = g->same >= 0 ? &vs.v[g->same] : g;
+    CHECK_EQ_INT(tg_tokenizer_n_vocab(t), gv->vocab[0]);
+    CHECK_MSG(tg_tokenizer_bos(t) == gv->vocab[1] && tg_tokenizer_eos(t) == gv->vocab[2] &&
+              tg_tokenizer_add_bos(t) == gv->vocab[3] && t->add_eos == gv->vocab[4],
+              "%s: bos %d eos %d add_bos %d add_eos %d, llama.cpp %d %d %d %d", gv->label, tg_tokenizer_bos(t),
+              tg_tokenizer_eos(t), tg_tokenizer_add_bos(t), t->add_eos, gv->vocab[1], gv->vocab[2], gv->vocab[3],
+              gv->vocab[4]);
+    const golden_variant *src = gv->same >= 0 ? &g.v.v[gv->same] : gv;
     tally ty = { 0 };
-    for (int k = 0; k < src->cases.n; k++) check_case(t, &src->cases.v[k], g->label, &ty);
+    for (int k = 0; k < src->cases.n; k++) check_case(t, &g.strings.v[k], &src->cases.v[k], gv->label, &ty);
     n_cases += ty.n;
     n_ok += ty.n > 0 && ty.ids_ok == ty.n && ty.detok_ok == ty.n;
     if (ty.ids_ok != ty.n || ty.detok_ok != ty.n)
-      printf("  %s: %d/%d tokenizations, %d/%d detokenizations match\n", g->label, ty.ids_ok, ty.n, ty.detok_ok, ty.n);
+      printf("  %s: %d/%d tokenizations, %d/%d detokenizations match\n", gv->label, ty.ids_ok, ty.n, ty.detok_ok, ty.n);
     tg_tokenizer_free(t);
   }
-  printf("  %d/%d variants give llama.cpp's ids and text for all their strings (%d cases)\n", n_ok, vs.n, n_cases);
-  CHECK(vs.n > 90);
-  for (int i = 0; i < vs.n; i++) {
-    for (int k = 0; k < vs.v[i].cases.n; k++) {
-      VEC_FREE(vs.v[i].cases.v[k].text);
-      VEC_FREE(vs.v[i].cases.v[k].detok);
-      VEC_FREE(vs.v[i].cases.v[k].ids);
+  printf("  %d/%d variants give llama.cpp's ids and text for all %d strings (%d cases)\n", n_ok, g.v.n, g.strings.n,
+         n_cases);
+  CHECK(g.v.n > 90 && g.strings.n > 80);
+  for (int i = 0; i < g.v.n; i++) {
+    for (int k = 0; k < g.v.v[i].cases.n; k++) {
+      VEC_FREE(g.v.v[i].cases.v[k].detok);
+      VEC_FREE(g.v.v[i].cases.v[k].ids);
     }
-    VEC_FREE(vs.v[i].cases);
+    VEC_FREE(g.v.v[i].cases);
   }
-  VEC_FREE(vs);
+  VEC_FREE(g.v);
+  for (int i = 0; i < g.strings.n; i++) VEC_FREE(g.strings.v[i]);
+  VEC_FREE(g.strings);
   free(data);
 }

@@ -21,15 +21,15 @@ tokenizer.ggml.model and .pre set (optionally without merges, or with
 normalizer.lowercase true); llama.cpp loaded that exact file (written to a
 temporary folder) and the test rebuilds it the same way. Format:
 
+  string HEX                        the test strings, once, before the variants
+                                    (tokenized with add_special and parse_special true)
   variant BASE MODEL PRE [nomerges] [lowercase]
   vocab N bos B eos E add_bos 0|1 add_eos 0|1
-  same LABEL                        the cases of an earlier variant, LABEL its
-                                    variant line's words joined by "/"
-  case HEX                          a test string (tokenized with add_special
-                                    and parse_special true)
+  same LABEL                        the results of an earlier variant, LABEL its
+                                    variant line's words joined by "/"; or, per string:
   ids ID ...                        its llama_tokenize
   detok HEX|=                       llama_detokenize (remove_special and
-                                    unparse_special false); "=" when it is the text
+                                    unparse_special false); "=" when it is the string
 
 HEX is the bytes in hex, "-" when empty.
 
@@ -247,7 +247,7 @@ def run_variant(tmp, base, model, pre, opts):
         data = encode(s)
         ids = tokenize(vocab, data)
         d = detokenize(vocab, ids)
-        body += [f"case {hx(data)}", "ids " + " ".join(map(str, ids)), f"detok {'=' if d == data else hx(d)}"]
+        body += ["ids " + " ".join(map(str, ids)), f"detok {'=' if d == data else hx(d)}"]
     ll.llama_model_free(model_p)
     return head, body
 
@@ -266,6 +266,7 @@ def main():
                  ("tok_pre_raw", "whitespace", "whitespace", ()),
                  ("tok_pre_raw", "whitespace", "whitespace", ("lowercase",))]
     lines = ["# written by tests/gen/gen_tok_pretok.py from llama.cpp (llama-cpp-python 0.3.36)"]
+    lines += [f"string {hx(encode(s))}" for s in TESTS]
     seen = {}
     n_same = 0
     with tempfile.TemporaryDirectory() as tmp:
