@@ -17,6 +17,8 @@ void tg_tokenizer_free(tg_tokenizer *t) {
   }
   free(t->text); free(t->text_len); free(t->score); free(t->attr); free(t->eog);
   free(t->piece); free(t->piece_len); free(t->specials); free(t->merge_keys);
+  for (int i = 0; i < t->marked_texts.n; i++) free(t->marked_texts.v[i]);
+  VEC_FREE(t->marked_texts);
   strmap_free(&t->ids);
   strmap_free(&t->merges);
   pairmap_free(&t->pair_ranks);
@@ -58,13 +60,15 @@ static int set_model_defaults(tg_tokenizer *t) {
     t->kind = TOK_WPM;
     t->bos = 101; t->eos = -1; t->unk = 100; t->sep = 102; t->pad = 0; t->mask = 103;
     t->add_bos = true; t->add_sep = true; t->clean_spaces = true;
-  } else if (!strcmp(t->model, "gpt2") || !strcmp(t->model, "whitespace")) {
+  } else if (!strcmp(t->model, "gpt2") || !strcmp(t->model, "whitespace") || !strcmp(t->model, "hybriddna")) {
     /* whitespace (jina-embeddings-v2-base-zh): BPE on the text between
-     * whitespace runs, which are dropped (tokenize.c) */
+     * whitespace runs, which are dropped (bpe.c); hybriddna: DNA k-mers
+     * between <dna> tags (dna_kmers.c) */
     t->kind = TOK_BPE;
     t->bos = t->eos = 11; t->unk = -1;
     t->clean_spaces = true;
     t->drop_spaces = !strcmp(t->model, "whitespace");
+    t->dna = !strcmp(t->model, "hybriddna");
   } else if (!strcmp(t->model, "gemma4")) {
     /* BPE with merges over SentencePiece-style text; every special id from
      * the file; the pre-tokenizer is always gemma4's, whatever .pre says */
@@ -74,7 +78,7 @@ static int set_model_defaults(tg_tokenizer *t) {
     free(t->pre_name);
     t->pre_name = tg_xstrdup("gemma4");
   } else {
-    return tg_seterr("tokenizer: unsupported tokenizer.ggml.model '%s' (tg knows llama, gpt2, whitespace, gemma4, bert)", t->model);
+    return tg_seterr("tokenizer: unsupported tokenizer.ggml.model '%s' (tg knows llama, gpt2, whitespace, hybriddna, gemma4, bert)", t->model);
   }
   return 0;
 }
@@ -240,6 +244,7 @@ tg_tokenizer *tokenizer_from_gguf(const gguf_file *f) {
   }
   gguf_get_bool(f, KEY("add_space_prefix"), &t->add_space_prefix);
   if (load_tokens(t, f) < 0) return fail(t);
+  if (t->dna) tokenizer_unmark_kmers(t);
   if (t->kind == TOK_BPE && load_merges(t, f, fl & PRE_MERGES_OPTIONAL) < 0) return fail(t);
   set_byte_tokens(t);
   if (t->kind == TOK_SPM) t->spm_split_words = spm_words_independent(t);

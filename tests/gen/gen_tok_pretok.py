@@ -1,5 +1,6 @@
 """llama.cpp's tokenize / detokenize under every tokenizer.ggml.pre value
-its llama-vocab.cpp accepts (and the "whitespace" tokenizer model), on
+its llama-vocab.cpp accepts (and the "whitespace" and "hybriddna" tokenizer
+models), on
 small vocabularies, for tests/test_tokenizer_pretok.c.
 
 Base vocab-only GGUFs, written here with gguf-py:
@@ -11,6 +12,8 @@ Base vocab-only GGUFs, written here with gguf-py:
                       lines, so merges also cross spaces, digits and scripts:
                       a word split differently gives different ids), and a
                       few whole words (for ignore_merges)
+  tok_pre_dna.gguf    model hybriddna, pre qwen2: tok_pre_bytes' vocabulary, then
+                      <dna> </dna> <oov> and DNA 6-mers with their U+E000 marker
   tok_pre_raw.gguf    model whitespace, pre whitespace: the same control
                       tokens, <0xXX> byte tokens, the corpus's characters as
                       raw UTF-8 and merges learned on its whitespace-separated
@@ -97,6 +100,8 @@ TESTS = [
     "CamelCaseWords andALLCAPS HTTPServer iPhone", "ǅungla ǈ ʰᵃ Lt and Lm letters", "ŉ ß ﬁ ligature",
     "mixed中文English123テスト한국", "The quick brown fox jumps over the lazy dog. " * 3,
     "\xff invalid \xc3", "<|endoftext|> special <s>bos</s> <sep>", "x" * 70, "1" * 40, "中" * 30,
+    "<dna>ACGTACGTACGTAC</dna>", "gene <dna>acgtnnACGTAcccccc</dna> more", "<dna>ACGTA", "<dna></dna>x",
+    "<dna>AC</dna><dna>GGGGGGTTTTTT</dna> <dna>AC GT\nAA</dna>", "<DNA>ACGT</DNA> </dna><dna>中文🦙</dna>",
 ]
 
 def llama_pre_names():
@@ -179,8 +184,27 @@ def vocab_raw():
 
 # base file: its vocabulary, and the model and pre it is written with (the
 # variants set their own; fuzz/fuzz_tokenizer.c loads the files as they are)
+def vocab_dna():
+    """vocab_bytes' and then <dna> </dna> <oov> (normal tokens, so that the
+    text reaches the tokenizer) and k-mers with their U+E000 marker, as the
+    converter writes them for hybriddna: all 6-mers of a few sequences,
+    CCCCCC among them (also a BPE token here)."""
+    toks, types_, merges = vocab_bytes()
+    if "CCCCCC" not in toks:
+        toks.append("CCCCCC")
+        types_.append(1)
+    kmers = []
+    for seq in ["ACGTACGTACGTAC", "GGGGGGTTTTTTCCCCCC", "ACGTAAAAAAAA", "ACAAAA"]:
+        for i in range(len(seq) - 5):
+            if seq[i:i + 6] not in kmers:
+                kmers.append(seq[i:i + 6])
+    toks += ["<dna>", "</dna>", "<oov>"] + [k + "\ue000" for k in kmers]
+    types_ += [1] * (3 + len(kmers))
+    return toks, types_, merges
+
+
 BASES = {"tok_pre_bytes": (vocab_bytes, "gpt2", "kimi-k2"), "tok_pre_afmoe": (vocab_bytes, "gpt2", "afmoe"),
-         "tok_pre_raw": (vocab_raw, "whitespace", "whitespace")}
+         "tok_pre_raw": (vocab_raw, "whitespace", "whitespace"), "tok_pre_dna": (vocab_dna, "hybriddna", "qwen2")}
 
 
 def write_gguf(path, toks, types_, merges, model, pre, lowercase=None):
@@ -264,7 +288,8 @@ def main():
                 for n in llama_pre_names() if n != "whitespace"]
     variants += [("tok_pre_bytes", "gpt2", "kimi-k2", ("nomerges",)),
                  ("tok_pre_raw", "whitespace", "whitespace", ()),
-                 ("tok_pre_raw", "whitespace", "whitespace", ("lowercase",))]
+                 ("tok_pre_raw", "whitespace", "whitespace", ("lowercase",)),
+                 ("tok_pre_dna", "hybriddna", "qwen2", ()), ("tok_pre_dna", "hybriddna", "llama3", ())]
     lines = ["# written by tests/gen/gen_tok_pretok.py from llama.cpp (llama-cpp-python 0.3.36)"]
     lines += [f"string {hx(encode(s))}" for s in TESTS]
     seen = {}
