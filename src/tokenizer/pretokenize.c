@@ -197,6 +197,13 @@ void pretok_free(pretok *p) {
   free(p);
 }
 
+/* The custom splitter llama.cpp runs for regex re, or -1. */
+static int custom_step(const char *re) {
+  for (size_t k = 0; k < sizeof CUSTOM_STEPS / sizeof CUSTOM_STEPS[0]; k++)
+    if (!strcmp(re, CUSTOM_STEPS[k].re)) return (int)CUSTOM_STEPS[k].kind;
+  return -1;
+}
+
 pretok *pretok_new(const char *name, unsigned *flags) {
   if (!name || !*name) name = "default";
   const pre_name *pn = NULL;
@@ -206,13 +213,11 @@ pretok *pretok_new(const char *name, unsigned *flags) {
   *flags = pn->flags;
   pretok *p = tg_xcalloc(1, sizeof *p);
   for (int i = 0; i < MAX_RE && REGEX_SETS[pn->set][i]; i++) {
-    bool custom = false;
-    for (size_t k = 0; k < sizeof CUSTOM_STEPS / sizeof CUSTOM_STEPS[0] && !custom; k++)
-      if (!strcmp(REGEX_SETS[pn->set][i], CUSTOM_STEPS[k].re)) {
-        p->custom[p->n++] = CUSTOM_STEPS[k].kind;
-        custom = true;
-      }
-    if (custom) continue;
+    int custom = custom_step(REGEX_SETS[pn->set][i]);
+    if (custom >= 0) {
+      p->custom[p->n++] = (pretok_custom)custom;
+      continue;
+    }
     char *src = rewrite_escapes(REGEX_SETS[pn->set][i]);
     int err;
     PCRE2_SIZE off;
