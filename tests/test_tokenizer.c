@@ -106,6 +106,14 @@ TEST(tok_match_mpt) { check_vocab("mpt"); }
 TEST(tok_match_refact) { check_vocab("refact"); }
 TEST(tok_match_deepseek_coder) { check_vocab("deepseek-coder"); }
 TEST(tok_match_bert_bge) { check_vocab("bert-bge"); }
+/* llama.cpp's models/ has these too (with its tests); shared testdata may not */
+TEST(tok_match_llama_bpe) { check_vocab("llama-bpe"); }
+TEST(tok_match_qwen2) { check_vocab("qwen2"); }
+TEST(tok_match_qwen35) { check_vocab("qwen35"); }
+TEST(tok_match_command_r) { check_vocab("command-r"); }
+TEST(tok_match_falcon) { check_vocab("falcon"); }
+TEST(tok_match_deepseek_llm) { check_vocab("deepseek-llm"); }
+TEST(tok_match_gemma_4) { check_vocab("gemma-4"); }
 
 /* Vocabularies without expected ids: every test string's pieces join back to
  * the string. (Joined pieces, not tg_detokenize, for the gpt-2 style ones:
