@@ -7,35 +7,14 @@
  * streaming decoder token by token. */
 #include <stdint.h>
 #include "test.h"
+#include "tok_golden.h"
 #include "tokenizer/tokenizer.h"
-
-typedef VEC(char) bytes;
-
-/* hex ("-": empty) -> bytes */
-static bool unhex(const char *s, bytes *out) {
-  out->n = 0;
-  if (!strcmp(s, "-")) return true;
-  size_t n = strlen(s);
-  if (n % 2) return false;
-  for (size_t i = 0; i < n; i += 2) {
-    unsigned v;
-    if (sscanf(s + i, "%2x", &v) != 1) return false;
-    VEC_PUSH(*out, (char)v);
-  }
-  return true;
-}
-
-static void show(const char *what, const char *s, size_t n) {
-  printf("    %s: '", what);
-  for (size_t i = 0; i < n; i++) printf(s[i] >= 32 && s[i] < 127 ? "%c" : "\\x%02x", (unsigned char)s[i]);
-  printf("'\n");
-}
 
 typedef struct {
   tg_tokenizer *tok;
-  bytes *piece[2];      /* per id: llama.cpp's token_to_piece, special false / true */
+  tok_bytes *piece[2];      /* per id: llama.cpp's token_to_piece, special false / true */
   int n_vocab;
-  bytes text;           /* the current case */
+  tok_bytes text;           /* the current case */
   bool add_special, parse_special;
   int32_t want[512];
   int n_want;
@@ -43,7 +22,7 @@ typedef struct {
 } golden_state;
 
 /* The pieces of ids joined (the streaming decoder's total output). */
-static void joined_pieces(const golden_state *g, const int32_t *ids, int n, bool special, bytes *out) {
+static void joined_pieces(const golden_state *g, const int32_t *ids, int n, bool special, tok_bytes *out) {
   out->n = 0;
   for (int i = 0; i < n; i++)
     for (int k = 0; k < g->piece[special][ids[i]].n; k++) VEC_PUSH(*out, g->piece[special][ids[i]].v[k]);
@@ -52,7 +31,7 @@ static void joined_pieces(const golden_state *g, const int32_t *ids, int n, bool
 /* Streams the expected ids: after each token, what was released so far is
  * a prefix of the joined pieces, and after the flush all of it. */
 static void check_stream(golden_state *g, bool special, const char *name) {
-  bytes all = { 0 }, got = { 0 };
+  tok_bytes all = { 0 }, got = { 0 };
   joined_pieces(g, g->want, g->n_want, special, &all);
   tg_token_stream *s = tg_token_stream_new(g->tok, special);
   bool ok = true;
@@ -79,7 +58,7 @@ static void check_case(golden_state *g, const char *name) {
   else {
     CHECK_MSG(false, "%s: tokenize (add_special %d, parse_special %d): got %d ids, want %d", name, g->add_special,
               g->parse_special, n, g->n_want);
-    show("text", g->text.v, (size_t)g->text.n);
+    tok_show("text", g->text.v, (size_t)g->text.n);
     printf("    got:");
     for (int k = 0; k < n && k < 40; k++) printf(" %d", ids[k]);
     printf("\n    want:");
@@ -91,7 +70,7 @@ static void check_case(golden_state *g, const char *name) {
   check_stream(g, true, name);
 }
 
-static void check_detok(golden_state *g, bool remove_special, bool unparse, const bytes *want, const char *name) {
+static void check_detok(golden_state *g, bool remove_special, bool unparse, const tok_bytes *want, const char *name) {
   size_t n;
   char *s = tg_detokenize(g->tok, g->want, g->n_want, remove_special, unparse, &n);
   CHECK_OK(s);
@@ -100,9 +79,9 @@ static void check_detok(golden_state *g, bool remove_special, bool unparse, cons
   if (same) g->n_detok_ok++;
   else if (s) {
     CHECK_MSG(false, "%s: detokenize (remove_special %d, special %d) differs", name, remove_special, unparse);
-    show("text", g->text.v, (size_t)g->text.n);
-    show("got", s, n);
-    show("want", want->v, (size_t)want->n);
+    tok_show("text", g->text.v, (size_t)g->text.n);
+    tok_show("got", s, n);
+    tok_show("want", want->v, (size_t)want->n);
   }
   free(s);
 }
@@ -120,7 +99,7 @@ static void check_golden(const char *name) {
   if (!g.tok || !data) { tg_tokenizer_free(g.tok); free(data); return; }
   data = realloc(data, len + 1);
   data[len] = 0;
-  bytes tmp = { 0 };
+  tok_bytes tmp = { 0 };
   int n_pieces_ok = 0;
   for (char *line = strtok(data, "\n"); line; line = strtok(NULL, "\n")) {
     char hex1[4096], hex2[4096];
@@ -133,8 +112,8 @@ static void check_golden(const char *name) {
       CHECK_EQ_INT(tg_tokenizer_eos(g.tok), c);
       CHECK_EQ_INT(tg_tokenizer_add_bos(g.tok), d);
       CHECK_EQ_INT(g.tok->add_eos, e);
-      g.piece[0] = calloc((size_t)a, sizeof(bytes));
-      g.piece[1] = calloc((size_t)a, sizeof(bytes));
+      g.piece[0] = calloc((size_t)a, sizeof(tok_bytes));
+      g.piece[1] = calloc((size_t)a, sizeof(tok_bytes));
     } else if (!strncmp(line, "eog", 3)) {
       uint8_t *eog = calloc((size_t)g.n_vocab, 1);
       for (char *p = line + 3, *end; (a = (int)strtol(p, &end, 10)), end != p; p = end)
@@ -144,7 +123,7 @@ static void check_golden(const char *name) {
                   tg_tokenizer_token_text(g.tok, i), tg_tokenizer_is_eog(g.tok, i), eog[i]);
       free(eog);
     } else if (sscanf(line, "piece %d %4095s %4095s", &a, hex1, hex2) == 3 && a >= 0 && a < g.n_vocab) {
-      CHECK(unhex(hex1, &g.piece[0][a]) && unhex(hex2, &g.piece[1][a]));
+      CHECK(tok_unhex(hex1, &g.piece[0][a]) && tok_unhex(hex2, &g.piece[1][a]));
       bool ok = true;
       for (int sp = 0; sp < 2; sp++) {
         char buf[256];
@@ -157,14 +136,14 @@ static void check_golden(const char *name) {
     } else if (sscanf(line, "case %d %d %4095s", &a, &b, hex1) == 3) {
       g.add_special = a;
       g.parse_special = b;
-      CHECK(unhex(hex1, &g.text));
+      CHECK(tok_unhex(hex1, &g.text));
     } else if (!strncmp(line, "ids", 3)) {
       g.n_want = 0;
       for (char *p = line + 3, *end; (a = (int)strtol(p, &end, 10)), end != p && g.n_want < 512; p = end)
         g.want[g.n_want++] = a;
       check_case(&g, name);
     } else if (sscanf(line, "detok %d %d %4095s", &a, &b, hex1) == 3) {
-      CHECK(unhex(hex1, &tmp));
+      CHECK(tok_unhex(hex1, &tmp));
       check_detok(&g, a, b, &tmp, name);
     } else {
       CHECK_MSG(false, "%s: bad line '%.60s'", path, line);

@@ -2,8 +2,10 @@
  * pre-tokenize into words, map each byte to GPT-2's printable character,
  * then repeatedly merge the adjacent pair with the lowest merge rank (a hash
  * map of token-id pair -> rank; symbols carry their token ids). The
- * SentencePiece-style pre-tokenizers (gemma4, sarvam-moe: raw_utf8) start
- * from the UTF-8 characters instead and fall back to <0xXX> byte tokens.
+ * SentencePiece-style pre-tokenizers (gemma4, sarvam-moe) and whitespace
+ * (raw_utf8) start from the UTF-8 characters instead and fall back to
+ * <0xXX> byte tokens; model "whitespace" drops whitespace and pre-tokenizes
+ * each run between on its own.
  * Results are cached per word within one call. */
 #include <string.h>
 #include "tokenizer/bigram_heap.h"
@@ -100,11 +102,58 @@ static void bpe_word(bpe_state *s, const char *w, size_t n, const int32_t *sym_i
   }
 }
 
+/* Model "whitespace": text (sanitized as utf8_sanitize does) without its
+ * whitespace, lowercased when the normalizer says so, with a 0xFF byte
+ * (never in UTF-8) ending each run of the rest; *n gets the length. */
+#define RUN_END '\xFF'
+static char *between_spaces(const tg_tokenizer *t, const char *s, size_t len, size_t *n) {
+  char *out = tg_xmalloc(len * 3 + 1), *o = out;   /* worst case: every byte -> U+FFFD */
+  bool in_run = false;
+  for (size_t i = 0; i < len;) {
+    size_t adv;
+    uint32_t cp = utf8_decode(s + i, len - i, &adv);
+    i += adv;
+    if ((cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) cp = UCP_REPLACEMENT;
+    if (ucp_is_space(cp)) {
+      if (in_run) *o++ = RUN_END;
+      in_run = false;
+      continue;
+    }
+    o += utf8_encode(t->lowercase ? ucp_tolower(cp) : cp, o);
+    in_run = true;
+  }
+  if (in_run) *o++ = RUN_END;
+  *n = (size_t)(o - out);
+  return out;
+}
+
+/* The words of text[0, n): the pre-tokenizer's split; for drop_spaces, its
+ * split of each run. -1 with tg_error when PCRE2 fails. */
+static int split_words(const tg_tokenizer *t, const char *text, size_t n, pretok_span **words) {
+  if (!t->drop_spaces) return pretok_split(t->pre, text, n, words);
+  VEC(pretok_span) all = { 0 };
+  for (size_t at = 0; at < n;) {
+    size_t len = (size_t)((const char *)memchr(text + at, RUN_END, n - at) - (text + at));
+    pretok_span *w;
+    int k = pretok_split(t->pre, text + at, len, &w);
+    if (k < 0) {
+      VEC_FREE(all);
+      return -1;
+    }
+    for (int i = 0; i < k; i++) VEC_PUSH(all, ((pretok_span){ at + w[i].start, w[i].len }));
+    free(w);
+    at += len + 1;
+  }
+  *words = all.v ? all.v : tg_xmalloc(sizeof(pretok_span));
+  return all.n;
+}
+
 int bpe_encode(const tg_tokenizer *t, const char *raw, size_t raw_n, ids_vec *out) {
   size_t n;
-  char *text = utf8_sanitize(raw, raw_n, &n);   /* PCRE2 needs valid UTF-8; llama.cpp makes it so too */
+  /* PCRE2 needs valid UTF-8; llama.cpp makes it so too */
+  char *text = t->drop_spaces ? between_spaces(t, raw, raw_n, &n) : utf8_sanitize(raw, raw_n, &n);
   pretok_span *words;
-  int n_words = pretok_split(t->pre, text, n, &words);
+  int n_words = split_words(t, text, n, &words);
   if (n_words < 0) {
     free(text);
     return -1;

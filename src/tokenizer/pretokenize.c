@@ -5,6 +5,7 @@
 #include "tokenizer/pretokenize.h"
 #include <pcre2.h>
 #include <string.h>
+#include "tokenizer/pretok_custom.h"
 #include "tokenizer/unicode.h"
 #include "util/util.h"
 
@@ -25,8 +26,17 @@ typedef enum {
   RS_DEFAULT, RS_LLAMA3, RS_JAIS2, RS_DEEPSEEK_LLM, RS_DEEPSEEK3, RS_SPARK, RS_YOUTU, RS_DEEPSEEK_CODER, RS_FALCON,
   RS_STARCODER, RS_GPT2, RS_QWEN2, RS_QWEN35, RS_PORO, RS_VIKING, RS_TEKKEN, RS_CHAMELEON, RS_GPT4O,
   RS_GRANITE_EMB, RS_TINY_AYA, RS_SUPERBPE, RS_BAILINGMOE, RS_SEED_CODER, RS_UFAKZEKA, RS_LAGUNA, RS_EXAONE_MOE,
-  RS_MINICPM5, RS_LINES, RS_COUNT
+  RS_MINICPM5, RS_LINES, RS_KIMI_K2, RS_AFMOE, RS_WHITESPACE, RS_COUNT
 } regex_set;
+
+/* The regexes llama.cpp never compiles: it recognizes these exact strings
+ * and runs its own code (pretok_custom.c). */
+#define KIMI_K2_RE "\\p{Han}+"
+#define AFMOE_DIGITS_RE "\\p{AFMoE_digits}"
+#define TINY_AYA_DIGITS_RE "\\d{1,3}(?=(?:\\d{3})*\\b)"
+static const struct { const char *re; pretok_custom kind; } CUSTOM_STEPS[] = {
+  { KIMI_K2_RE, PRETOK_KIMI_K2 }, { AFMOE_DIGITS_RE, PRETOK_DIGIT_GROUPS }, { TINY_AYA_DIGITS_RE, PRETOK_DIGIT_GROUPS },
+};
 
 #define MAX_RE 6
 static const char *const REGEX_SETS[RS_COUNT][MAX_RE] = {
@@ -80,7 +90,7 @@ static const char *const REGEX_SETS[RS_COUNT][MAX_RE] = {
 #undef CONTRACTIONS_OPT
   [RS_CHAMELEON] = { "<sentinel:[0-9]+>", "(IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z", "([\\t\\n]|    |  )", "\\p{N}",
                      "[\\p{P}!-/:-@\\[-`{-~]", GPT2_RE },
-  [RS_TINY_AYA] = { "\\d{1,3}(?=(?:\\d{3})*\\b)",
+  [RS_TINY_AYA] = { TINY_AYA_DIGITS_RE,
                     "[^\\r\\n\\p{L}\\p{N}]?" UPPER_LOWER "|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+" },
   [RS_SUPERBPE] = { "\\p{N}+", "(?=(\\d{3})+(?!\\d))" },
   [RS_BAILINGMOE] = { "'(?:[sSdDmMtT]|[lL][lL]|[vV][eE]|[rR][eE])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+" },
@@ -89,6 +99,11 @@ static const char *const REGEX_SETS[RS_COUNT][MAX_RE] = {
   [RS_LAGUNA] = { "[^\\n]+|[\\n]+", QWEN2_RE },
   [RS_EXAONE_MOE] = { CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?(?:\\p{L}\\p{M}*(?: \\p{L}\\p{M}*)*)+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]?|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+" },
   [RS_LINES] = { "[^\\n]+|[\\n]+" },
+  [RS_KIMI_K2] = { KIMI_K2_RE },
+  [RS_AFMOE] = { AFMOE_DIGITS_RE,
+                 "[一-鿿㐀-䶿豈-﫿぀-ゟ゠-ヿ･-ﾟ⼀-⿟เ-๿຀-໿ក-៿က-႟ꩠ-ꩿꧠ-꧿가-힯ᄀ-ᇿ]+",
+                 DEEPSEEK3_MAIN "| ?[\\p{P}\\p{S}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+" },
+  [RS_WHITESPACE] = { "\\S+" },
   [RS_MINICPM5] = { "\\p{N}{1,3}", CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}+| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+" },
 };
 
@@ -114,7 +129,7 @@ static const pre_name PRE_NAMES[] = {
   { "jais-2", RS_JAIS2, 0 }, { "refact", RS_STARCODER, 0 }, { "command-r", RS_STARCODER, NC },
   { "qwen2", RS_QWEN2, NC }, { "deepseek-r1-qwen", RS_QWEN2, NC }, { "kormo", RS_QWEN2, NC }, { "f2llmv2", RS_QWEN2, NC },
   { "qwen35", RS_QWEN35, NC }, { "stablelm2", RS_QWEN2, 0 }, { "olmo", RS_GPT2, 0 }, { "dbrx", RS_LLAMA3, 0 },
-  { "smaug-bpe", RS_LLAMA3, 0 }, { "poro-chat", RS_PORO, NC }, { "glm4", RS_LLAMA3, PRE_NO_BOS_ID },
+  { "smaug-bpe", RS_LLAMA3, 0 }, { "poro-chat", RS_PORO, NC }, { "glm4", RS_LLAMA3, PRE_NO_BOS_ID | PRE_IGNORE_MERGES },
   { "chatglm-bpe", RS_LLAMA3, PRE_NO_BOS_ID }, { "viking", RS_VIKING, NC }, { "jais", RS_GPT2, 0 },
   { "tekken", RS_TEKKEN, NC | PRE_IGNORE_MERGES | PRE_ADD_BOS }, { "smollm", RS_STARCODER, NC },
   { "codeshell", RS_STARCODER, 0 }, { "bloom", RS_PORO, 0 }, { "gpt3-finnish", RS_PORO, 0 },
@@ -128,6 +143,9 @@ static const pre_name PRE_NAMES[] = {
   { "seed-coder", RS_SEED_CODER, NC }, { "hunyuan", RS_QWEN2, NC }, { "ufakzeka", RS_UFAKZEKA, NC },
   { "grok-2", RS_QWEN2, NC }, { "laguna", RS_LAGUNA, NC }, { "solar-open", RS_QWEN2, NC },
   { "minicpm5", RS_MINICPM5, PRE_IGNORE_MERGES }, { "mellum2", RS_STARCODER, 0 },
+  { "glm5", RS_LLAMA3, PRE_NO_BOS_ID | PRE_IGNORE_MERGES },
+  { "kimi-k2", RS_KIMI_K2, NC | PRE_MERGES_OPTIONAL }, { "afmoe", RS_AFMOE, NC },
+  { "whitespace", RS_WHITESPACE, PRE_RAW_UTF8 | PRE_KEEP_CASE },
   { "gemma4", RS_LINES, SPM_BPE | PRE_NEWLINES_WHOLE | PRE_FORCE_BOS },
   { "granite-embed-multi-311m", RS_LINES, SPM_BPE | PRE_NEWLINES_WHOLE | PRE_FORCE_BOS },
   { "sarvam-moe", RS_LINES, SPM_BPE | NC },
@@ -135,17 +153,14 @@ static const pre_name PRE_NAMES[] = {
 #undef SPM_BPE
 #undef NC
 
-/* llama.cpp names tg does not handle (custom splitters, whitespace-split BPE) */
-static const char *const PRE_UNSUPPORTED[] = {
-  "kimi-k2", "afmoe", "whitespace",
-};
-
 const char *pretok_name(int i) {
   return i >= 0 && i < (int)(sizeof PRE_NAMES / sizeof PRE_NAMES[0]) ? PRE_NAMES[i].name : NULL;
 }
 
+/* The steps in order: a compiled regex, or (re NULL) a custom splitter. */
 struct pretok {
   pcre2_code *re[MAX_RE];
+  pretok_custom custom[MAX_RE];
   int n;
 };
 
@@ -177,8 +192,16 @@ static char *rewrite_escapes(const char *re) {
 
 void pretok_free(pretok *p) {
   if (!p) return;
-  for (int i = 0; i < p->n; i++) pcre2_code_free(p->re[i]);
+  for (int i = 0; i < p->n; i++)
+    if (p->re[i]) pcre2_code_free(p->re[i]);
   free(p);
+}
+
+/* The custom splitter llama.cpp runs for regex re, or -1. */
+static int custom_step(const char *re) {
+  for (size_t k = 0; k < sizeof CUSTOM_STEPS / sizeof CUSTOM_STEPS[0]; k++)
+    if (!strcmp(re, CUSTOM_STEPS[k].re)) return (int)CUSTOM_STEPS[k].kind;
+  return -1;
 }
 
 pretok *pretok_new(const char *name, unsigned *flags) {
@@ -186,15 +209,15 @@ pretok *pretok_new(const char *name, unsigned *flags) {
   const pre_name *pn = NULL;
   for (size_t i = 0; i < sizeof PRE_NAMES / sizeof PRE_NAMES[0]; i++)
     if (!strcmp(PRE_NAMES[i].name, name)) pn = &PRE_NAMES[i];
-  if (!pn) {
-    for (size_t i = 0; i < sizeof PRE_UNSUPPORTED / sizeof PRE_UNSUPPORTED[0]; i++)
-      if (!strcmp(PRE_UNSUPPORTED[i], name))
-        TG_FAIL("tokenizer: pre-tokenizer '%s' (tokenizer.ggml.pre) is known to llama.cpp but not supported by tg", name);
-    TG_FAIL("tokenizer: unknown pre-tokenizer '%s' (tokenizer.ggml.pre)", name);
-  }
+  if (!pn) TG_FAIL("tokenizer: unknown pre-tokenizer '%s' (tokenizer.ggml.pre)", name);
   *flags = pn->flags;
   pretok *p = tg_xcalloc(1, sizeof *p);
   for (int i = 0; i < MAX_RE && REGEX_SETS[pn->set][i]; i++) {
+    int custom = custom_step(REGEX_SETS[pn->set][i]);
+    if (custom >= 0) {
+      p->custom[p->n++] = (pretok_custom)custom;
+      continue;
+    }
     char *src = rewrite_escapes(REGEX_SETS[pn->set][i]);
     int err;
     PCRE2_SIZE off;
@@ -215,7 +238,7 @@ pretok *pretok_new(const char *name, unsigned *flags) {
   return p;
 }
 
-typedef VEC(pretok_span) span_vec;
+typedef pretok_span_vec span_vec;
 
 static void push_span(span_vec *v, size_t start, size_t len) {
   if (len) VEC_PUSH(*v, ((pretok_span){ start, len }));
@@ -272,11 +295,15 @@ int pretok_split(const pretok *p, const char *text, size_t n, pretok_span **out)
   span_vec cur = { 0 };
   push_span(&cur, 0, n);
   for (int r = 0; r < p->n; r++) {
-    pcre2_match_data *md = pcre2_match_data_create_from_pattern(p->re[r], NULL);
     span_vec next = { 0 };
     int rc = 0;
-    for (int i = 0; i < cur.n && rc == 0; i++) rc = split_one(p->re[r], md, text, cur.v[i].start, cur.v[i].len, &next);
-    pcre2_match_data_free(md);
+    if (!p->re[r]) {
+      for (int i = 0; i < cur.n; i++) pretok_custom_split(p->custom[r], text, cur.v[i].start, cur.v[i].len, &next);
+    } else {
+      pcre2_match_data *md = pcre2_match_data_create_from_pattern(p->re[r], NULL);
+      for (int i = 0; i < cur.n && rc == 0; i++) rc = split_one(p->re[r], md, text, cur.v[i].start, cur.v[i].len, &next);
+      pcre2_match_data_free(md);
+    }
     VEC_FREE(cur);
     cur = next;
     if (rc < 0) {

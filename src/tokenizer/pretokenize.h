@@ -1,6 +1,7 @@
-/* pretokenize.h: BPE pre-tokenizers: the regexes (PCRE2) that
- * split text into words before merging, chosen by tokenizer.ggml.pre, and
- * the per-name tokenizer flags llama.cpp attaches to those names. */
+/* pretokenize.h: BPE pre-tokenizers: the regexes (PCRE2) and the few
+ * hand-written splitters (pretok_custom.h) that split text into words
+ * before merging, chosen by tokenizer.ggml.pre, and the per-name tokenizer
+ * flags llama.cpp attaches to those names. */
 #ifndef TG_TOKENIZER_PRETOKENIZE_H
 #define TG_TOKENIZER_PRETOKENIZE_H
 
@@ -19,6 +20,8 @@ enum {
                                   a symbol without a token falls back to <0xXX> byte tokens */
   PRE_NEWLINES_WHOLE = 1 << 7, /* a word of only newlines that is a token is taken whole */
   PRE_FORCE_BOS = 1 << 8,      /* add_bos is true even when the file says false */
+  PRE_MERGES_OPTIONAL = 1 << 9, /* a file without tokenizer.ggml.merges loads (kimi-k2) */
+  PRE_KEEP_CASE = 1 << 10,     /* normalizer.lowercase defaults to false (whitespace) */
 };
 
 typedef struct pretok pretok;

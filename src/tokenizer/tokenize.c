@@ -68,10 +68,11 @@ static void spm_fragment(const tg_tokenizer *t, const char *s, size_t n, bool pr
 /* BPE: the SentencePiece-style pre-tokenizers escape spaces first (never a
  * prefix: llama.cpp's BPE has no add_space_prefix). */
 static int bpe_fragment(const tg_tokenizer *t, const char *s, size_t n, ids_vec *out) {
-  if (!t->escape_spaces) return bpe_encode(t, s, n, out);
+  int (*encode)(const tg_tokenizer *, const char *, size_t, ids_vec *) = t->dna ? dna_encode : bpe_encode;
+  if (!t->escape_spaces) return encode(t, s, n, out);
   char_vec buf = { 0 };
   escape_spaces(s, n, false, &buf);
-  int rc = bpe_encode(t, buf.v ? buf.v : "", (size_t)buf.n, out);
+  int rc = encode(t, buf.v ? buf.v : "", (size_t)buf.n, out);
   VEC_FREE(buf);
   return rc;
 }

@@ -47,6 +47,10 @@ struct tg_tokenizer {
   bool escape_spaces;                /* " " -> "▁" before encoding, back in pieces */
   bool raw_utf8;                     /* no GPT-2 byte map: symbols are characters, byte fallback <0xXX> */
   bool newlines_whole;               /* a word of only "\n" that is a token is taken whole */
+  bool dna;                          /* model "hybriddna": <dna>...</dna> as k-mer tokens (dna_kmers.c) */
+  VEC(char *) marked_texts;          /* hybriddna: the k-mers' texts with their marker (id map keys) */
+  bool drop_spaces;                  /* model "whitespace": whitespace is dropped, the text between
+                                        (lowercased when `lowercase`) encoded piece by piece */
   uint8_t *eog;                      /* per id: ends generation */
 
   int32_t *specials;                 /* control/user-defined/unknown ids, longest text first */
@@ -70,6 +74,10 @@ int bpe_encode(const tg_tokenizer *t, const char *text, size_t n, ids_vec *out);
 /* The merge rank of the byte-encoded texts left + right, or -1. */
 int32_t bpe_pair_rank(const tg_tokenizer *t, const char *left, size_t ln, const char *right, size_t rn);
 void wpm_encode(const tg_tokenizer *t, const char *text, size_t n, ids_vec *out);
+/* hybriddna: bpe_encode outside <dna>...</dna>, k-mers inside; and the
+ * k-mer texts without their U+E000 marker (after load_tokens). */
+int dna_encode(const tg_tokenizer *t, const char *text, size_t n, ids_vec *out);
+void tokenizer_unmark_kmers(tg_tokenizer *t);
 
 /* special_tokens.c, in this order after the tokens and special ids are
  * loaded: roles and attributes from token texts and the end-of-generation

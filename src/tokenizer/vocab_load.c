@@ -17,6 +17,8 @@ void tg_tokenizer_free(tg_tokenizer *t) {
   }
   free(t->text); free(t->text_len); free(t->score); free(t->attr); free(t->eog);
   free(t->piece); free(t->piece_len); free(t->specials); free(t->merge_keys);
+  for (int i = 0; i < t->marked_texts.n; i++) free(t->marked_texts.v[i]);
+  VEC_FREE(t->marked_texts);
   strmap_free(&t->ids);
   strmap_free(&t->merges);
   pairmap_free(&t->pair_ranks);
@@ -58,10 +60,15 @@ static int set_model_defaults(tg_tokenizer *t) {
     t->kind = TOK_WPM;
     t->bos = 101; t->eos = -1; t->unk = 100; t->sep = 102; t->pad = 0; t->mask = 103;
     t->add_bos = true; t->add_sep = true; t->clean_spaces = true;
-  } else if (!strcmp(t->model, "gpt2")) {
+  } else if (!strcmp(t->model, "gpt2") || !strcmp(t->model, "whitespace") || !strcmp(t->model, "hybriddna")) {
+    /* whitespace (jina-embeddings-v2-base-zh): BPE on the text between
+     * whitespace runs, which are dropped (bpe.c); hybriddna: DNA k-mers
+     * between <dna> tags (dna_kmers.c) */
     t->kind = TOK_BPE;
     t->bos = t->eos = 11; t->unk = -1;
     t->clean_spaces = true;
+    t->drop_spaces = !strcmp(t->model, "whitespace");
+    t->dna = !strcmp(t->model, "hybriddna");
   } else if (!strcmp(t->model, "gemma4")) {
     /* BPE with merges over SentencePiece-style text; every special id from
      * the file; the pre-tokenizer is always gemma4's, whatever .pre says */
@@ -71,7 +78,7 @@ static int set_model_defaults(tg_tokenizer *t) {
     free(t->pre_name);
     t->pre_name = tg_xstrdup("gemma4");
   } else {
-    return tg_seterr("tokenizer: unsupported tokenizer.ggml.model '%s' (tg knows llama, gpt2, gemma4, bert)", t->model);
+    return tg_seterr("tokenizer: unsupported tokenizer.ggml.model '%s' (tg knows llama, gpt2, whitespace, hybriddna, gemma4, bert)", t->model);
   }
   return 0;
 }
@@ -135,8 +142,9 @@ static int load_tokens(tg_tokenizer *t, const gguf_file *f) {
  * rank. A merge of two vocabulary tokens goes to the id-pair map with the id
  * of its result; any other to a string map keyed "first\xFFsecond" (0xFF
  * never occurs in UTF-8). A repeated pair keeps its first rank. */
-static int load_merges(tg_tokenizer *t, const gguf_file *f) {
+static int load_merges(tg_tokenizer *t, const gguf_file *f, bool optional) {
   const gguf_kv *m = gguf_find(f, KEY("merges"));
+  if (!m && optional) return 0;   /* nothing merges: words that are tokens, else bytes */
   if (!m) return tg_seterr("tokenizer: %s tokenizer without tokenizer.ggml.merges", t->model);
   if (m->type != GGUF_ARRAY || m->arr_type != GGUF_STRING)
     return tg_seterr("tokenizer: tokenizer.ggml.merges is not an array of strings");
@@ -232,10 +240,12 @@ tg_tokenizer *tokenizer_from_gguf(const gguf_file *f) {
     t->escape_spaces = fl & PRE_ESCAPE_SPACES;
     t->raw_utf8 = fl & PRE_RAW_UTF8;
     t->newlines_whole = fl & PRE_NEWLINES_WHOLE;
+    if (fl & PRE_KEEP_CASE) t->lowercase = false;
   }
   gguf_get_bool(f, KEY("add_space_prefix"), &t->add_space_prefix);
   if (load_tokens(t, f) < 0) return fail(t);
-  if (t->kind == TOK_BPE && load_merges(t, f) < 0) return fail(t);
+  if (t->dna) tokenizer_unmark_kmers(t);
+  if (t->kind == TOK_BPE && load_merges(t, f, fl & PRE_MERGES_OPTIONAL) < 0) return fail(t);
   set_byte_tokens(t);
   if (t->kind == TOK_SPM) t->spm_split_words = spm_words_independent(t);
 
