@@ -144,7 +144,7 @@ static float ref_dot(int t, const uint8_t *w, const int8_t *q8, const float *dx,
       const uint8_t *s = blk + 96;
       for (int i = 0; i < 16; i++) {
         int q = i / 4, r = i % 4;
-        sc[i] = ((s[r + 4 * (q & 1)] >> (4 * (q >> 1))) & 0xF | ((s[8 + r] >> (2 * q)) & 3) << 4) - 32;
+        sc[i] = (((s[r + 4 * (q & 1)] >> (4 * (q >> 1))) & 0xF) | (((s[8 + r] >> (2 * q)) & 3) << 4)) - 32;
       }
       d = f16_to_f32((uint16_t)(blk[108] | blk[109] << 8)) * dx[b];
     } else {
