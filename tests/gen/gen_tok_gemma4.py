@@ -38,13 +38,13 @@ gen_llm_llamacpp.py), loading each file with vocab_only. Run from the repo:
 
 (gguf from PyPI.)
 """
-import collections
 import ctypes
 import os
 import sys
 
 import gguf
 
+from bpe_train import train_bpe
 from llamacpp_bindings import ll, init
 
 OUT = os.path.join(os.path.dirname(__file__), "..", "goldens")
@@ -65,27 +65,6 @@ SPECIALS = [("<pad>", 3), ("<eos>", 3), ("<bos>", 3), ("<unk>", 2), ("<mask>", 3
 N_MERGES = 120
 
 
-def train_bpe(lines, n_merges):
-    """Merges learned over the lines (spaces already escaped): the most
-    frequent adjacent pair first, ties to the pair seen first."""
-    words = [list(l) for l in lines if l]
-    merges = []
-    for _ in range(n_merges):
-        counts = collections.Counter()
-        for w in words:
-            for a, b in zip(w, w[1:]):
-                counts[(a, b)] += 1
-        if not counts:
-            break
-        (a, b), _ = max(counts.items(), key=lambda kv: kv[1])   # first seen wins a tie
-        merges.append((a, b))
-        for w in words:
-            i = 0
-            while i + 1 < len(w):
-                if w[i] == a and w[i + 1] == b:
-                    w[i:i + 2] = [a + b]
-                i += 1
-    return merges
 
 
 def build_vocab():

@@ -48,7 +48,6 @@ from the repo:
 LLAMA_CPP_PY is set (every `tokenizer_pre == "..."`), so a newer llama.cpp
 adds its new names here; the script stops if llama.cpp rejects one.
 """
-import collections
 import ctypes
 import os
 import re
@@ -57,6 +56,7 @@ import tempfile
 
 import gguf
 
+from bpe_train import train_bpe
 from llamacpp_bindings import ll, init
 
 OUT = os.path.join(os.path.dirname(__file__), "..", "goldens")
@@ -131,27 +131,6 @@ def byte_chars():
     return [chr(m[b]) for b in range(256)]
 
 
-def train_bpe(words, n_merges):
-    """Merges learned over the words (lists of symbols): the most frequent
-    adjacent pair first, ties to the pair seen first."""
-    words = [list(w) for w in words if w]
-    merges = []
-    for _ in range(n_merges):
-        counts = collections.Counter()
-        for w in words:
-            for a, b in zip(w, w[1:]):
-                counts[(a, b)] += 1
-        if not counts:
-            break
-        (a, b), _ = max(counts.items(), key=lambda kv: kv[1])
-        merges.append((a, b))
-        for w in words:
-            i = 0
-            while i + 1 < len(w):
-                if w[i] == a and w[i + 1] == b:
-                    w[i:i + 2] = [a + b]
-                i += 1
-    return merges
 
 
 def vocab_bytes():
