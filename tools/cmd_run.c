@@ -58,7 +58,7 @@ int cmd_run(int argc, char **argv) {
       grammar_arg = argv[++i];
     } else {
       fprintf(stderr, "tg run: unknown argument '%s'\nusage: tg run -m MODEL.gguf -p PROMPT [options]\n%s"
-                      "  --stats          print token counts and speeds to stderr\n"
+                      "  --stats          print the load time, token counts and speeds to stderr\n"
                       "  --grammar GBNF, --grammar-file FILE            constrain the output to a grammar\n"
                       "  -j, --json-schema SCHEMA, --json-schema-file FILE   ... to JSON valid for a schema\n", argv[i], llm_args_help);
       return 2;
