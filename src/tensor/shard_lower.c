@@ -309,6 +309,9 @@ static mval *lower_node(lctx *c, uop *u) {
       }
     break;
   }
+  case OP_SHRINK_VAR:   /* a symbolic length (the KV cache's attended rows) on another axis */
+    if (u->arg.i != a) return per_part(c, u, s, x, a);
+    break;
   case OP_FLIP:
     if (!u->arg.v[a]) return per_part(c, u, s, x, a);
     break;
