@@ -99,15 +99,27 @@ static tg_tensor *shard_packed(tg_llm *m, llm_packed *pk, const char *name, int 
   return w;
 }
 
+/* A quantized weight read from its packed bytes: the bytes on every
+ * device, its float view rebuilt from them. */
+static tg_tensor *replicate_raw(tg_llm *m, llm_packed *pk) {
+  tg_tensor *raw = shard_realized(m, pk->raw, -1);
+  tg_tensor *w = raw ? tg_dequantize(raw, pk->type, tg_shape_of(pk->w)) : NULL;
+  if (!w) { tg_free(raw); return NULL; }
+  tensor_adopt(NULL, w);
+  tg_free(pk->raw);
+  pk->raw = raw, pk->w = w;
+  return w;
+}
+
 /* *slot sharded on axis (-1 replicated), the old tensor freed. */
 static int shard_slot(tg_llm *m, tg_tensor **slot, int axis, const char *name) {
   tg_tensor *t = *slot;
   if (!t || shard_is_multi_name(t->device)) return 0;   /* absent, or a field two ids share */
   llm_packed *pk = (llm_packed *)llm_packed_of(m, t);
-  if (pk && !pk->row_quants)
+  if (pk && !pk->row_quants && axis >= 0)
     return tg_seterr("%s: %s (%s) has no row-packed form to split over %d devices (rows a multiple of 16, TG_LLM_NO_ROWS unset)",
                      m->file->path, name, ggml_type_info((uint32_t)pk->type)->name, m->n_tp);
-  tg_tensor *s = pk ? shard_packed(m, pk, name, axis) : shard_realized(m, t, axis);
+  tg_tensor *s = pk && pk->row_quants ? shard_packed(m, pk, name, axis) : pk ? replicate_raw(m, pk) : shard_realized(m, t, axis);
   if (!s) return -1;
   tg_free(t);
   *slot = s;
