@@ -649,9 +649,9 @@ TEST(llm_cli_cache_errors_exit_1) {
  * rows, wo and down by columns, the KV cache by kv heads, the sums
  * allreduced), the models give the independent references' logits within
  * float tolerance and the same greedy tokens as on one device: numpy's for
- * the tiny llama, a 64-wide llama (20 greedy tokens) and gemma2 (softcaps,
- * post norms, sliding rings of 67 rows past 109 positions), llama.cpp's
- * text for stories260K. */
+ * the tiny llama, a 64-wide llama (20 greedy tokens), gemma2 (softcaps,
+ * post norms, sliding rings of 67 rows past 109 positions) and gemma3,
+ * llama.cpp's text for stories260K. */
 #define TP2 "CPU:0,CPU:1"
 TEST(llm_tp_llama) {
   tp_devices = TP2;
@@ -659,7 +659,33 @@ TEST(llm_tp_llama) {
   tg_llm_free(check_greedy("llama_tp", "llama_tp_greedy", 0, tiny_prompt, 7, 1e-4));
   tp_devices = NULL;
 }
-TEST(llm_tp_gemma2_ring) { tp_devices = TP2; swa_ring("gemma2", false); tp_devices = NULL; }
+TEST(llm_tp_gemma) {
+  tp_devices = TP2;
+  swa_ring("gemma2", false);
+  check_model("gemma3");   /* per-head q/k norms, 5 sliding layers of 6 */
+  tp_devices = NULL;
+}
+
+/* tg_llm_eval_all (prefill pieces under their own JITs) sharded: the
+ * prompt's last row is numpy's; the decode step cannot be exported (it
+ * copies between devices). */
+TEST(llm_tp_eval_all_and_export) {
+  size_t nl;
+  float *want = test_read_file("goldens/llm_llama.logits.bin", &nl);
+  tg_llm *m = tg_llm_load("goldens/llm_llama.gguf", &(tg_llm_opts){ .devices = TP2, .cache_type = "f32" });
+  CHECK_MSG(want && m, "load: %s", tg_error());
+  if (want && m) {
+    int V = m->cfg.n_vocab;
+    float *got = malloc(sizeof(float) * 7 * (size_t)V);
+    CHECK_OK(tg_llm_eval_all(m, tiny_prompt, 7, got) == 0);
+    test_close_f32(got + 6 * (size_t)V, want, (size_t)V, 1e-4, 1e-4, "eval_all's last row");
+    free(got);
+    CHECK(tg_llm_export(m, "/tmp/tg_test_llm_tp_export.c") < 0);
+    CHECK_MSG(strstr(tg_error(), "copies between devices"), "%s", tg_error());
+  }
+  free(want);
+  tg_llm_free(m);
+}
 TEST(llm_tp_stories260k_greedy) { tp_devices = TP2; stories("stories260K.gguf"); tp_devices = NULL; }
 
 /* The parts really run on their devices: the weights' layouts, and a

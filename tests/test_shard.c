@@ -409,23 +409,22 @@ TEST(shard_fmnist_devices_same_loss) {
 }
 
 /* Devices of different kinds: CPU and CL (PoCL) parts run their own
- * kernels; a part on DISK, which runs none, fails saying which. */
+ * kernels; a part on DISK, which runs none, or on NULL beside CPU, which
+ * computes nothing, is refused by tg_shard itself, saying which, before
+ * any op is built on it. */
 TEST(shard_mixed_device_kinds) {
   tg_scope_begin();
   float a[8] = { 1, 2, 3, 4, 5, 6, 7, 8 }, o[4];
   tg_tensor *x = tg_from_data(a, TG_SHAPE(4, 2), TG_F32);
-  const char *disk[2] = { "CPU", "DISK" }, *cl[2] = { "CPU", "CL" };
-  tg_tensor *s = tg_shard(x, disk, 2, 0);
-  CHECK_OK(s);
-  tg_clear_error();
-  CHECK(tg_data(tg_sum(tg_muls(s, 2), TG_AXES(1), false), o, sizeof o) < 0);
-  CHECK_MSG(strstr(tg_error(), "cannot run on DISK"), "%s", tg_error());
+  const char *disk[2] = { "CPU", "DISK" }, *null_cpu[2] = { "NULL", "CPU:1" }, *cl[2] = { "CPU", "CL" };
+  CHECK_ERR(tg_shard(x, disk, 2, 0), "tg_shard: DISK cannot hold a part", "no op runs there");
+  CHECK_ERR(tg_shard(x, null_cpu, 2, -1), "tg_shard: NULL computes nothing", "beside CPU:1's");
   tg_device_info info[32];
   int n = tg_devices(info, 32, NULL);
   bool have_cl = false;
   for (int i = 0; i < n && i < 32; i++) have_cl |= !strcmp(info[i].name, "CL");
   if (have_cl) {
-    s = tg_shard(x, cl, 2, 0);
+    tg_tensor *s = tg_shard(x, cl, 2, 0);
     CHECK_MSG(tg_data(tg_sum(tg_muls(s, 2), TG_AXES(1), false), o, sizeof o) == 0, "%s", tg_error());
     for (int i = 0; i < 4; i++) CHECK_NEAR(o[i], 2 * (a[2 * i] + a[2 * i + 1]), 0);
   }
