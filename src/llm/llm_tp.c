@@ -117,7 +117,7 @@ static int shard_slot(tg_llm *m, tg_tensor **slot, int axis, const char *name) {
   if (!t || shard_is_multi_name(t->device)) return 0;   /* absent, or a field two ids share */
   llm_packed *pk = (llm_packed *)llm_packed_of(m, t);
   if (pk && !pk->row_quants && axis >= 0)
-    return tg_seterr("%s: %s (%s) has no row-packed form to split over %d devices (rows a multiple of 16, TG_LLM_NO_ROWS unset)",
+    return tg_seterr("%s: %s (%s) has no row-packed form to split over %d devices (rows not a multiple of 16, or TG_LLM_NO_ROWS / TG_LLM_ROWS_K=0 set)",
                      m->file->path, name, ggml_type_info((uint32_t)pk->type)->name, m->n_tp);
   tg_tensor *s = pk && pk->row_quants ? shard_packed(m, pk, name, axis) : pk ? replicate_raw(m, pk) : shard_realized(m, t, axis);
   if (!s) return -1;
