@@ -369,6 +369,30 @@ static int gradient_copies(bool bucket) {
   unsetenv("TG_ALLREDUCE_BUCKET");
   return c;
 }
+/* A stored value inside what one realize ran (a contiguous product that
+ * feeds the realized sum) is memory afterwards, as on one device: the
+ * tensor over it needs nothing scheduled, and keeps its layout (live
+ * tensors over sharded graphs held, and every later realize walked, the
+ * whole graph below them: a 12-layer LLM's step took 44 s to capture). */
+TEST(shard_stored_inside_becomes_memory) {
+  tg_scope_begin();
+  const char *two[2] = { "CPU", "CPU:1" };
+  float a[16];
+  for (int i = 0; i < 16; i++) a[i] = (float)(i % 5) - 2;
+  tg_tensor *x = tg_from_data(a, TG_SHAPE(4, 4), TG_F32);
+  tg_tensor *y = tg_contiguous(tg_relu(tg_matmul(tg_shard(x, two, 2, 0), tg_shard(x, two, 2, -1))));
+  tg_tensor *s = tg_sum(y, TG_AXES(0), false);
+  CHECK_OK(tg_realize(s) == 0);
+  tg_schedule_entry e[16];
+  CHECK_EQ_INT(tg_schedule_list(&y, 1, e, 16), 0);
+  CHECK_EQ_INT(tg_shard_axis(y), 0);
+  float got[16], want[16];
+  CHECK_OK(tg_data(y, got, sizeof got) == 0);
+  CHECK_OK(tg_data(tg_relu(tg_matmul(x, x)), want, sizeof want) == 0);
+  for (int i = 0; i < 16; i++) CHECK_NEAR(got[i], want[i], 0);
+  tg_scope_end();
+}
+
 TEST(shard_gradient_allreduce_one_bucket) {
   CHECK_EQ_INT(gradient_copies(true), 2);
   CHECK_EQ_INT(gradient_copies(false), 12);
