@@ -35,6 +35,13 @@ typedef struct {
                            * <|python_tag|> and Mistral's [TOOL_CALLS] (tg serve) */
   int n_seq;              /* sequences the cache holds, each of n_ctx positions (0 or 1: one;
                            * at most 64): tg_llm_set_seq, tg_llm_decode_batch */
+  const char *devices;    /* tensor parallel: "CPU:0,CPU:1" shards the model over these devices
+                           * (attention heads and feed-forward columns split, the sums
+                           * allreduced; docs/distributed.md); NULL: one device (then
+                           * device says which). Heads, kv heads and the feed-forward size
+                           * must divide by the count; dense attention models only (not
+                           * MLA, MoE, delta-net, fused q|k|v files, n_seq > 1): others are
+                           * an error saying what is not supported */
 } tg_llm_opts;
 
 /* The hyperparameters read from the file. */

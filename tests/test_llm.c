@@ -10,6 +10,12 @@
 #include "io/gguf_writer.h"
 #include "llm/llm.h"
 #include "quant/quantize.h"
+#include "tensor/tensor.h"
+#include "tg_dist.h"
+
+/* While set (the llm_tp_* tests), the helpers below load their models
+ * sharded over these devices (tg_llm_opts.devices). */
+static const char *tp_devices;
 
 /* The model's logits against the goldens (gen_llm.py: numpy in float32),
  * with its KV cache in cache_type; f16 rounds cached keys and values (a
@@ -25,6 +31,7 @@ static void check_model_with(const char *name, const char *device, const char *c
   tg_llm_opts o = { 0 };
   o.device = device;
   o.cache_type = cache_type;
+  o.devices = tp_devices;
   tg_llm *m = tg_llm_load(path, &o);
   CHECK_MSG(m != NULL, "load %s: %s", path, tg_error());
   if (!m) { free(want); return; }
@@ -115,7 +122,7 @@ static tg_llm *check_greedy_with(const char *model, const char *golden, int n_ct
   float *want = test_read_file(lpath, &nl);
   int32_t *toks = test_read_file(gpath, &ng);
   CHECK_MSG(want && toks, "missing %s or %s", lpath, gpath);
-  tg_llm *m = want && toks ? tg_llm_load(path, &(tg_llm_opts){ .n_ctx = n_ctx, .cache_type = cache_type }) : NULL;
+  tg_llm *m = want && toks ? tg_llm_load(path, &(tg_llm_opts){ .n_ctx = n_ctx, .cache_type = cache_type, .devices = tp_devices }) : NULL;
   CHECK_MSG(!want || !toks || m, "load %s: %s", path, tg_error());
   if (m) {
     int V = tg_llm_config_of(m)->n_vocab, n = (int)(ng / sizeof(int32_t));
@@ -494,7 +501,7 @@ static void stories(const char *file) {
   FILE *f = fopen(path, "rb");
   if (!f) SKIP("%s is absent", path);
   fclose(f);
-  tg_llm *m = tg_llm_load(path, NULL);
+  tg_llm *m = tg_llm_load(path, &(tg_llm_opts){ .devices = tp_devices });
   CHECK_MSG(m != NULL, "load: %s", tg_error());
   if (!m) return;
   gguf_file *g = gguf_open(path);
@@ -635,4 +642,165 @@ TEST(llm_cli_cache_errors_exit_1) {
   snprintf(cmd, sizeof cmd, "%s run -m %s -c 100000 -n 2 -p hi", bin, model);
   st = test_run_capture(cmd, out, sizeof out);
   CHECK_MSG(st == 1 && strstr(out, "longer than the model's context length"), "status %d: %s", st, out);
+}
+
+/* ------------------------------------------------------------ tensor parallel
+ * Sharded over CPU:0 and CPU:1 (tg_llm_opts.devices: q/k/v and gate/up by
+ * rows, wo and down by columns, the KV cache by kv heads, the sums
+ * allreduced), the models give the independent references' logits within
+ * float tolerance and the same greedy tokens as on one device: numpy's for
+ * the tiny llama, a 64-wide llama (20 greedy tokens), gemma2 (softcaps,
+ * post norms, sliding rings of 67 rows past 109 positions) and gemma3,
+ * llama.cpp's text for stories260K. */
+#define TP2 "CPU:0,CPU:1"
+TEST(llm_tp_llama) {
+  tp_devices = TP2;
+  check_model("llama");
+  tg_llm_free(check_greedy("llama_tp", "llama_tp_greedy", 0, tiny_prompt, 7, 1e-4));
+  tp_devices = NULL;
+}
+TEST(llm_tp_gemma) {
+  tp_devices = TP2;
+  swa_ring("gemma2", false);
+  check_model("gemma3");   /* per-head q/k norms, 5 sliding layers of 6 */
+  tp_devices = NULL;
+}
+
+/* tg_llm_eval_all (prefill pieces under their own JITs) sharded: the
+ * prompt's last row is numpy's; the decode step cannot be exported (it
+ * copies between devices). */
+TEST(llm_tp_eval_all_and_export) {
+  size_t nl;
+  float *want = test_read_file("goldens/llm_llama.logits.bin", &nl);
+  tg_llm *m = tg_llm_load("goldens/llm_llama.gguf", &(tg_llm_opts){ .devices = TP2, .cache_type = "f32" });
+  CHECK_MSG(want && m, "load: %s", tg_error());
+  if (want && m) {
+    int V = m->cfg.n_vocab;
+    float *got = malloc(sizeof(float) * 7 * (size_t)V);
+    CHECK_OK(tg_llm_eval_all(m, tiny_prompt, 7, got) == 0);
+    test_close_f32(got + 6 * (size_t)V, want, (size_t)V, 1e-4, 1e-4, "eval_all's last row");
+    free(got);
+    CHECK(tg_llm_export(m, "/tmp/tg_test_llm_tp_export.c") < 0);
+    CHECK_MSG(strstr(tg_error(), "copies between devices"), "%s", tg_error());
+  }
+  free(want);
+  tg_llm_free(m);
+}
+TEST(llm_tp_stories260k_greedy) { tp_devices = TP2; stories("stories260K.gguf"); tp_devices = NULL; }
+
+/* The parts really run on their devices: the weights' layouts, and a
+ * decode step's schedule has kernels on both devices and, between them,
+ * only the token's id and the allreduces of one row (dim floats: 2 per
+ * layer, each one copy each way, the last one's return unused: 4 per
+ * layer in all), never a weight or a cache gathered. */
+TEST(llm_tp_layout_and_copies) {
+  tg_llm *m = tg_llm_load("goldens/llm_llama_tp.gguf", &(tg_llm_opts){ .devices = TP2, .cache_type = "f32" });
+  CHECK_MSG(m != NULL, "load: %s", tg_error());
+  if (!m) return;
+  llm_layer *l = &m->layers[0];
+  CHECK_EQ_INT(tg_shard_axis(l->wq), 0); CHECK_EQ_INT(tg_shard_axis(l->wk), 0); CHECK_EQ_INT(tg_shard_axis(l->w_up), 0);
+  CHECK_EQ_INT(tg_shard_axis(l->wo), 1); CHECK_EQ_INT(tg_shard_axis(l->w_down), 1); CHECK_EQ_INT(tg_shard_axis(l->k_cache), 1);
+  CHECK_EQ_INT(tg_shard_axis(m->tok_embd), -1); CHECK_EQ_INT(tg_shard_axis(l->attn_norm), -1);
+  const char *prev = tensor_device_begin(m->device);
+  tg_scope_begin();
+  int32_t tok = 3;
+  CHECK_OK(llm_bind_chunk(m, 1) == 0);
+  tg_tensor *out = llm_forward(m, tg_from_data(&tok, TG_SHAPE(1), TG_I32));
+  static tg_schedule_entry e[1024];
+  int n = out ? tg_schedule_list(&out, 1, e, 1024) : -1, k1 = 0, copies = 0;
+  int64_t biggest = 0;
+  for (int i = 0; i < n && i < 1024; i++) {
+    if (e[i].copy) { copies++; if (e[i].bytes > biggest) biggest = e[i].bytes; }
+    else k1 += !strcmp(e[i].device, "CPU:1");
+  }
+  int L = m->cfg.n_layers;
+  CHECK_MSG(k1 > 4 * L, "%d kernels on CPU:1", k1);
+  CHECK_MSG(copies == 4 * L, "%d copies, want %d", copies, 4 * L);
+  CHECK_MSG(biggest == 2 * (int64_t)sizeof(float) * m->cfg.dim, "a copy of %lld bytes", (long long)biggest);   /* source and destination */
+  tg_scope_end();
+  tensor_device_end(prev);
+  tg_llm_free(m);
+}
+
+/* Q8_0 weights split in their row-packed form (rows in groups of 16, columns
+ * at whole blocks): 20 greedy tokens as on one device, logits within float
+ * rounding (the block sums add in two halves). Where a split would cut a
+ * group of rows (the tiny llama's 16 rows of k over 2 devices), the load
+ * says so. */
+TEST(llm_tp_q8_0) {
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/tg_test_llm_tp_%d.gguf", (int)getpid());
+  quant_model_opts qo = { .pure = true };
+  CHECK_OK(quant_model("goldens/llm_llama_tp.gguf", path, quant_ftype_by_name("Q8_0"), &qo) == 0);
+  tg_llm *one = tg_llm_load(path, NULL), *tp = tg_llm_load(path, &(tg_llm_opts){ .devices = TP2 });
+  CHECK_MSG(one && tp, "load: %s", tg_error());
+  if (one && tp) {
+    const llm_packed *pk = llm_packed_of(tp, tp->layers[0].wo);
+    CHECK_MSG(pk && pk->row_quants && tg_shard_axis(pk->row_quants) == 1, "wo's row-packed form is not split by columns");
+    int V = one->cfg.n_vocab;
+    float *a = malloc(sizeof(float) * (size_t)V), *b = malloc(sizeof(float) * (size_t)V);
+    CHECK_OK(tg_llm_eval(one, tiny_prompt, 7, a) == 0);
+    CHECK_OK(tg_llm_eval(tp, tiny_prompt, 7, b) == 0);
+    for (int i = 0; i < 20; i++) {
+      int ba = 0, bb = 0;
+      for (int j = 1; j < V; j++) { if (a[j] > a[ba]) ba = j; if (b[j] > b[bb]) bb = j; }
+      char what[32];
+      snprintf(what, sizeof what, "Q8_0 step %d", i);
+      test_close_f32(b, a, (size_t)V, 1e-4, 1e-4, what);
+      CHECK_MSG(ba == bb, "step %d: token %d on two devices, %d on one", i, bb, ba);
+      int32_t t = ba;
+      CHECK_OK(tg_llm_eval(one, &t, 1, a) == 0);
+      CHECK_OK(tg_llm_eval(tp, &t, 1, b) == 0);
+    }
+    free(a); free(b);
+  }
+  tg_llm_free(one); tg_llm_free(tp);
+  CHECK_OK(quant_model("goldens/llm_llama.gguf", path, quant_ftype_by_name("Q8_0"), &qo) == 0);
+  CHECK(tg_llm_load(path, &(tg_llm_opts){ .devices = TP2 }) == NULL);
+  CHECK_MSG(strstr(tg_error(), "blk.0.attn_k.weight (Q8_0, 16 rows) does not split over 2 devices in its groups of 16 rows"), "%s", tg_error());
+  unlink(path);
+}
+
+/* What tensor parallel does not cover is refused at load, naming it. */
+TEST(llm_tp_errors) {
+  static const struct { const char *model, *want; } cases[] = {
+    { "deepseek2", "does not support multi-head latent attention (DeepSeek) (architecture deepseek2)" },
+    { "qwen3moe", "does not support mixture-of-experts feed-forward layers (architecture qwen3moe)" },
+    { "qwen35", "does not support gated delta-net layers (architecture qwen35)" },
+    { "phi3", "does not support q|k|v or gate|up fused in the file (architecture phi3)" },
+    { "yarn", "needs heads (2), kv heads (1) and the feed-forward size (48) to divide by 2" },
+  };
+  char path[64];
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    snprintf(path, sizeof path, "goldens/llm_%s.gguf", cases[i].model);
+    CHECK(tg_llm_load(path, &(tg_llm_opts){ .devices = TP2 }) == NULL);
+    CHECK_MSG(strstr(tg_error(), cases[i].want), "%s: %s", cases[i].model, tg_error());
+  }
+  const char *llama = "goldens/llm_llama.gguf";
+  CHECK(tg_llm_load(llama, &(tg_llm_opts){ .devices = TP2, .n_seq = 2 }) == NULL);
+  CHECK_MSG(strstr(tg_error(), "does not support several sequences (n_seq > 1)"), "%s", tg_error());
+  CHECK(tg_llm_load(llama, &(tg_llm_opts){ .devices = "CPU:0,CPU:0" }) == NULL);
+  CHECK_MSG(strstr(tg_error(), "CPU is listed twice"), "%s", tg_error());
+  CHECK(tg_llm_load(llama, &(tg_llm_opts){ .devices = "CPU:0,NOPE:3" }) == NULL);
+  CHECK_MSG(strstr(tg_error(), "devices 'CPU:0,NOPE:3'"), "%s", tg_error());
+  CHECK(tg_llm_load(llama, &(tg_llm_opts){ .devices = ",", }) == NULL);
+  CHECK_MSG(strstr(tg_error(), "names no device"), "%s", tg_error());
+  CHECK(tg_llm_load(llama, &(tg_llm_opts){ .devices = TP2, .device = "CPU" }) == NULL);
+  CHECK_MSG(strstr(tg_error(), "give device or devices, not both"), "%s", tg_error());
+}
+
+/* tg run --devices: a device that is not there, or a split the model's
+ * heads do not allow (stories260K's 8 heads over 3 devices), exits 1 with
+ * the library's one line. */
+TEST(llm_tp_cli_errors_exit_1) {
+  const char *bin = getenv("TG_BIN"), *model = "../../shared/testdata/models/stories260K.gguf";
+  if (!bin || access(bin, X_OK) != 0) SKIP("TG_BIN does not name the tg binary (make test sets it)");
+  if (access(model, R_OK) != 0) SKIP("%s is absent", model);
+  char cmd[1024], out[2048];
+  snprintf(cmd, sizeof cmd, "%s run -m %s --devices CPU:0,CPU:9 -n 2 -p hi", bin, model);
+  int st = test_run_capture(cmd, out, sizeof out);
+  CHECK_MSG(st == 1 && strstr(out, "devices 'CPU:0,CPU:9'"), "status %d: %s", st, out);
+  snprintf(cmd, sizeof cmd, "TG_CPU_DEVICES=3 %s run -m %s --devices CPU:0,CPU:1,CPU:2 -n 2 -p hi", bin, model);
+  st = test_run_capture(cmd, out, sizeof out);
+  CHECK_MSG(st == 1 && strstr(out, "to divide by 3"), "status %d: %s", st, out);
 }

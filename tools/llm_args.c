@@ -11,6 +11,8 @@ const char llm_args_help[] =
   "  -c N             context size in tokens (default: the model's, at most 4096;\n"
   "                   more than the model's own context length is an error)\n"
   "  --cache-type T   the KV cache's type: f16 (default), bf16, f32, q8_0\n"
+  "  --devices D,D    tensor parallel: the model's heads and feed-forward split over\n"
+  "                   these devices (CPU:0,CPU:1; TG_CPU_DEVICES=N for more CPUs)\n"
   "  -n N             tokens to generate (default: until the end or a full context)\n"
   "  --temp T         temperature (default 0.8; 0 = greedy)\n"
   "  --top-k K        (default 40; 0 = off)   --top-p P (default 0.95)   --min-p P (default 0.05)\n"
@@ -30,7 +32,7 @@ static bool number(const char *s, double *v) {
 }
 
 int llm_args_parse(llm_args *a, int argc, char **argv, int *i, const char *cmd) {
-  static const char *const names[] = { "-m", "-c", "-n", "--temp", "--top-k", "--top-p", "--min-p", "--seed", "--cache-type", NULL };
+  static const char *const names[] = { "-m", "-c", "-n", "--temp", "--top-k", "--top-p", "--min-p", "--seed", "--cache-type", "--devices", NULL };
   const char *opt = argv[*i];
   int which = -1;
   for (int k = 0; names[k]; k++) if (!strcmp(opt, names[k])) which = k;
@@ -38,8 +40,8 @@ int llm_args_parse(llm_args *a, int argc, char **argv, int *i, const char *cmd) 
   if (*i + 1 >= argc) { fprintf(stderr, "%s: %s needs a value\n", cmd, opt); return -1; }
   const char *val = argv[++*i];
   double v = 0;
-  if (which == 8) {
-    a->cache_type = val;   /* tg_llm_load knows the types: an unknown one fails the load (exit 1) */
+  if (which == 8 || which == 9) {   /* tg_llm_load checks them: an unknown one fails the load (exit 1) */
+    *(which == 8 ? &a->cache_type : &a->devices) = val;
     return 1;
   }
   if (which > 0 && !number(val, &v)) { fprintf(stderr, "%s: %s: '%s' is not a number\n", cmd, opt, val); return -1; }
@@ -63,7 +65,8 @@ bool llm_args_load(const llm_args *a, const char *cmd, tg_llm **m, tg_tokenizer 
   if (!a->model) { fprintf(stderr, "%s: no model: pass -m FILE.gguf\n", cmd); return false; }
   *tok = tg_tokenizer_load(a->model);
   if (!*tok) { fprintf(stderr, "%s: %s\n", cmd, tg_error()); return false; }
-  *m = tg_llm_load(a->model, &(tg_llm_opts){ .n_ctx = a->n_ctx, .cache_type = a->cache_type, .special = a->special, .n_seq = a->n_seq });
+  *m = tg_llm_load(a->model, &(tg_llm_opts){ .n_ctx = a->n_ctx, .cache_type = a->cache_type, .special = a->special, .n_seq = a->n_seq,
+                                               .devices = a->devices });
   if (!*m) { fprintf(stderr, "%s: %s\n", cmd, tg_error()); tg_tokenizer_free(*tok); return false; }
   /* the library takes any size (tests use small models with long caches);
    * a user asking for more than the model was made for gets told */

@@ -11,6 +11,7 @@ typedef struct {
   int n_ctx;
   int n_seq;              /* sequences the model holds (tg serve's slots; 0: one) */
   const char *cache_type; /* --cache-type (NULL: f16) */
+  const char *devices;    /* --devices: tensor parallel over these ("CPU:0,CPU:1"; NULL: one device) */
   bool special;           /* generation shows control tokens' text (tg serve: tool-call markers) */
   int n_predict;          /* -n: tokens to generate (-1: until the end or the context fills) */
   tg_sampling sampling;

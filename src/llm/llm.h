@@ -16,6 +16,7 @@
 typedef struct { tg_llm *m; int T, skip; unsigned used; tg_jit *jit; } llm_eval_jit;
 #define LLM_NCHUNKS 4
 #define LLM_MAX_SEQ 64            /* the most sequences a model's caches hold */
+#define LLM_MAX_DEVICES 16        /* the most devices a model is sharded over (tensor parallel) */
 #define LLM_BATCH_JITS 7          /* decode batches of 1, 2, 4, .. 64 rows (a batch is padded to the next) */
 
 typedef struct {
@@ -157,7 +158,9 @@ typedef struct {
 struct tg_llm {
   tg_llm_config cfg;
   gguf_file *file;
-  const char *device;                    /* where its tensors live (every tensor it makes goes there) */
+  const char *device;                    /* where its tensors live (every tensor it makes goes there); the first of tp_devices */
+  int n_tp;                              /* > 1: its weights and caches are sharded over tp_devices (llm_tp.c) */
+  const char *tp_devices[LLM_MAX_DEVICES];
   tg_dtype cache_dtype;                  /* of the KV cache (I8: q8_0 blocks with scales, llm_cache_q8) */
   bool special;                          /* tg_llm_opts.special: generation emits control tokens' text */
   const llm_arch *arch;                  /* the family's row */
@@ -229,6 +232,17 @@ tg_tensor *llm_kv_q8_values(tg_tensor *q, tg_tensor *d);
 /* The same for layer i, as a call of its kind's function; NULL + tg_error. */
 tg_tensor *llm_layer_call(tg_llm *m, int i, tg_tensor *x, tg_tensor *cos_table, tg_tensor *sin_table);
 void llm_layer_fns_free(tg_llm *m);
+
+/* Tensor parallel (llm_tp.c): the device list of tg_llm_opts.devices
+ * ("CPU:0,CPU:1"; NULL: one device) into n_tp and tp_devices, device the
+ * first; whether the model's config allows it (an error naming what does
+ * not); its loaded tensors sharded over the devices. The forward graph's
+ * input replicated on them, its output gathered on the first. */
+int llm_tp_parse(tg_llm *m, const char *devices);
+int llm_tp_check(const tg_llm *m);
+int llm_tp_shard(tg_llm *m);
+tg_tensor *llm_tp_input(const tg_llm *m, tg_tensor *t);
+tg_tensor *llm_tp_output(const tg_llm *m, tg_tensor *t);
 
 /* The packed bytes behind weight w (NULL when it is not quantized). */
 const llm_packed *llm_packed_of(const tg_llm *m, const tg_tensor *w);

@@ -396,11 +396,11 @@ tg_tensor *llm_layer_forward(tg_llm *m, llm_layer *l, tg_tensor *x, tg_tensor *c
  * with TG_LLM_FUNCTIONS=0. */
 static tg_tensor *residual(tg_llm *m, tg_tensor *tokens) {
   const tg_llm_config *c = &m->cfg;
-  tg_tensor *x = tg_cast(tg_take(m->tok_embd, tokens), TG_F32);                                /* (T, dim) */
+  tg_tensor *x = tg_cast(tg_take(m->tok_embd, llm_tp_input(m, tokens)), TG_F32);               /* (T, dim) */
   if (m->arch->embd_scale) x = tg_mul(x, tg_scalar(sqrtf((float)c->dim), TG_F32));
   /* a batched step builds its layers inline: their rows' positions and
    * sequences are tensors of the step, not a call's inputs */
-  bool calls = setting_int(SET_TG_LLM_FUNCTIONS) != 0 && !m->batch_seqs;
+  bool calls = setting_int(SET_TG_LLM_FUNCTIONS) != 0 && !m->batch_seqs && m->n_tp <= 1;   /* a call's body runs on one device */
   for (int i = 0; i < c->n_layers && x; i++) {
     llm_layer *l = &m->layers[i];
     tg_tensor *ct = l->swa && m->rope_cos_swa ? m->rope_cos_swa : m->rope_cos;
@@ -420,7 +420,7 @@ tg_tensor *llm_hidden(tg_llm *m, tg_tensor *tokens) {
 
 tg_tensor *llm_logits(tg_llm *m, tg_tensor *h) {
   tg_tensor *logits = linear(m, h, m->output, NULL);
-  return m->final_softcap > 0 ? softcap(logits, m->final_softcap) : logits;
+  return llm_tp_output(m, m->final_softcap > 0 ? softcap(logits, m->final_softcap) : logits);
 }
 
 tg_tensor *llm_forward(tg_llm *m, tg_tensor *tokens) {

@@ -115,10 +115,12 @@ tg_llm *tg_llm_load(const char *path, const tg_llm_opts *opts) {
   int cache = -1;
   for (int i = 0; i < 4; i++) if (!strcmp(o.cache_type ? o.cache_type : "f16", caches[i].name)) cache = i;
   if (cache < 0) TG_FAIL("tg_llm_load: unknown cache type '%s' (f16, bf16, f32 or q8_0)", o.cache_type);
+  if (o.device && o.devices) TG_FAIL("tg_llm_load: give device or devices, not both");
   tg_device *dev = device_get(o.device ? o.device : tg_default_device());
   if (!dev) return NULL;
   tg_llm *m = tg_xcalloc(1, sizeof *m);
   m->device = dev->name;
+  if (llm_tp_parse(m, o.devices) < 0) { free(m); return NULL; }
   m->cache_dtype = caches[cache].dt;
   m->special = o.special;
   m->n_seq = o.n_seq > 1 ? o.n_seq : 1;
@@ -126,7 +128,8 @@ tg_llm *tg_llm_load(const char *path, const tg_llm_opts *opts) {
    * whatever the caller's default device is */
   const char *prev = tensor_device_begin(m->device);
   m->file = gguf_open(path);
-  if (!m->file || llm_read_config(m, o.n_ctx) < 0 || llm_load_weights(m, m->device) < 0 || rope_tables(m) < 0) {
+  if (!m->file || llm_read_config(m, o.n_ctx) < 0 || llm_tp_check(m) < 0 || llm_load_weights(m, m->device) < 0 || rope_tables(m) < 0 ||
+      llm_tp_shard(m) < 0) {
     tensor_device_end(prev);
     tg_llm_free(m);
     return NULL;

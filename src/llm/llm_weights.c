@@ -166,8 +166,10 @@ static int load_layer(tg_llm *m, const char *device, int i) {
   bool err = false;
   uint64_t done = 0;
   static const llm_tensor qkv[] = { LT_Q, LT_K, LT_V }, gate_up[] = { LT_GATE, LT_UP };
-  if ((l->wqkv = stack_layer(m, device, i, qkv, 3, &err))) done |= LT(LT_Q) | LT(LT_K) | LT(LT_V);
-  if (!err && (l->w_gate_up = stack_layer(m, device, i, gate_up, 2, &err))) done |= LT(LT_GATE) | LT(LT_UP);
+  /* sharded over devices (llm_tp.c), each matrix is cut by its own rows */
+  bool stack = m->n_tp <= 1;
+  if (stack && (l->wqkv = stack_layer(m, device, i, qkv, 3, &err))) done |= LT(LT_Q) | LT(LT_K) | LT(LT_V);
+  if (stack && !err && (l->w_gate_up = stack_layer(m, device, i, gate_up, 2, &err))) done |= LT(LT_GATE) | LT(LT_UP);
   for (int id = 0; id < LT_FILE_COUNT && !err; id++) {
     uint64_t bit = LT(id);
     if ((done & bit) || !((m->arch->req | m->arch->opt) & bit) || !llm_tensor_in_layer(m, i, (llm_tensor)id)) continue;

@@ -145,7 +145,7 @@ static bool bucket_mates(const ar_group *a, const ar_group *b, allreduce_device_
   return true;
 }
 
-uop **allreduce_expand(uop *const *roots, int n, allreduce_device_fn device_of, void *ctx) {
+uop **allreduce_expand(uop *const *roots, int n, allreduce_device_fn device_of, void *ctx, ptrmap *rebuilt) {
   uop *sink = uop_new(OP_SINK, DT_VOID, roots, n, arg_none());
   uop_list topo = uop_toposort(sink);
   ar_groups gs = { 0 };
@@ -194,7 +194,9 @@ uop **allreduce_expand(uop *const *roots, int n, allreduce_device_fn device_of, 
   uop **out = NULL;
   if (rc == 0) {
     out = tg_xmalloc(sizeof(uop *) * (size_t)(n ? n : 1));
-    for (int i = 0; i < n; i++) out[i] = graph_substitute(roots[i], &repl);
+    ptrmap memo = { 0 };
+    for (int i = 0; i < n; i++) out[i] = graph_substitute_memo(roots[i], &repl, rebuilt ? rebuilt : &memo);
+    pm_free(&memo);
   }
   free(topo.v);
   VEC_FREE(gs);

@@ -17,6 +17,7 @@
 
 #include "runtime/device.h"
 #include "uop/uop.h"
+#include "util/util.h"
 
 typedef enum { ALLREDUCE_NAIVE, ALLREDUCE_RING } allreduce_kind;
 
@@ -29,7 +30,8 @@ allreduce_kind allreduce_choose(int ndev, int64_t numel);
 typedef tg_device *(*allreduce_device_fn)(void *ctx, uop *u);
 
 /* roots with every ALLREDUCE replaced: a malloc'd array of n (borrowed)
- * nodes, or NULL with tg_error. */
-uop **allreduce_expand(uop *const *roots, int n, allreduce_device_fn device_of, void *ctx);
+ * nodes, or NULL with tg_error. rebuilt (may be NULL) gets what each node
+ * above an allreduce became (graph_substitute_memo's memo). */
+uop **allreduce_expand(uop *const *roots, int n, allreduce_device_fn device_of, void *ctx, ptrmap *rebuilt);
 
 #endif

@@ -3,6 +3,7 @@
  * (index == arange), and a where plus a reduce over that axis does the rest. */
 #include <math.h>
 #include "tensor/indexing.h"
+#include "tensor/shard.h"
 
 /* An integer index as int32/int64 (so comparisons with an arange stay integer). */
 static tg_tensor *index_int(tg_tensor *t) {
@@ -12,6 +13,9 @@ static tg_tensor *index_int(tg_tensor *t) {
 
 static bool same_device(const tg_tensor *a, const tg_tensor *b, const char *what, const char *op) {
   if (a->device == b->device) return true;
+  /* an index that reads no memory (positions from a variable and an
+   * arange) joins a sharded tensor: it is evaluated on each part's device */
+  if (shard_is_multi_name(a->device) && tensor_reads_no_memory(b)) return true;
   tg_seterr("%s: %s on %s, tensor on %s", op, what, b->device, a->device);
   return false;
 }

@@ -72,6 +72,28 @@ const char *tensor_join_device(const tg_tensor *a, const tg_tensor *b, const cha
   return NULL;
 }
 
+/* Devices no part can live on, refused here rather than when the first op
+ * runs: DISK (read-only file mappings; kernels cannot run there), and NULL
+ * beside devices that compute (it runs everything and computes nothing, so
+ * its part would hold no values; NULL alone is for counting). Devices of
+ * different compute kinds (CPU and CL) are fine: each runs its own kernels. */
+static int unfit_devices(const char *const *names, int n) {
+  int nulls = 0;
+  for (int i = 0; i < n; i++) {
+    if (!strcmp(names[i], "DISK"))
+      return tg_seterr("tg_shard: DISK cannot hold a part: its memory is read-only file mappings and no op runs there "
+                       "(shard over compute devices: CPU, CPU:1, CL, ...)");
+    nulls += !strcmp(names[i], "NULL");
+  }
+  if (nulls && nulls < n) {
+    const char *other = NULL;
+    for (int i = 0; i < n && !other; i++) if (strcmp(names[i], "NULL")) other = names[i];
+    return tg_seterr("tg_shard: NULL computes nothing, so its part would hold no values beside %s's (shard over compute devices, or NULL alone)",
+                     other);
+  }
+  return 0;
+}
+
 /* ---- the API */
 tg_tensor *tg_shard(tg_tensor *t, const char *const *devices, int n, int axis) {
   NEED(t, "tg_shard");
@@ -85,6 +107,7 @@ tg_tensor *tg_shard(tg_tensor *t, const char *const *devices, int n, int axis) {
     names[i] = d->name;
     for (int j = 0; j < i; j++) if (names[j] == names[i]) TG_FAIL("tg_shard: device %s is listed twice", names[i]);
   }
+  if (unfit_devices(names, n) < 0) return NULL;
   const uop *u = t->u;
   if (axis != -1 && (axis < 0 || axis >= u->ndim)) TG_FAIL("tg_shard: axis %d out of range for a %d-D tensor (-1: replicated)", axis, u->ndim);
   if (axis >= 0 && uop_dim_var(u, axis)) TG_FAIL("tg_shard: axis %d is symbolic", axis);

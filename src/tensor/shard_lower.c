@@ -309,6 +309,9 @@ static mval *lower_node(lctx *c, uop *u) {
       }
     break;
   }
+  case OP_SHRINK_VAR:   /* a symbolic length (the KV cache's attended rows) on another axis */
+    if (u->arg.i != a) return per_part(c, u, s, x, a);
+    break;
   case OP_FLIP:
     if (!u->arg.v[a]) return per_part(c, u, s, x, a);
     break;
@@ -366,14 +369,14 @@ typedef struct { uop **v; int n, cap; } uop_vec;
 
 /* Every root lowered (low[i]), their parts listed in order, allreduces
  * expanded: the graphs to schedule (malloc'd), or NULL with tg_error. */
-static uop **lower_all(lctx *c, uop *const *roots, int n, mval **low, int *nout) {
+static uop **lower_all(lctx *c, uop *const *roots, int n, mval **low, int *nout, ptrmap *rebuilt) {
   uop_vec flat = { 0 };
   for (int i = 0; i < n; i++) {
     low[i] = lower(c, roots[i]);
     if (low[i]->n == 0) VEC_PUSH(flat, low[i]->u);
     else for (int k = 0; k < low[i]->n; k++) VEC_PUSH(flat, low[i]->part[k]);
   }
-  uop **ex = c->failed ? NULL : allreduce_expand(flat.v, flat.n, device_fn, c);
+  uop **ex = c->failed ? NULL : allreduce_expand(flat.v, flat.n, device_fn, c, rebuilt);
   *nout = flat.n;
   VEC_FREE(flat);
   return ex;
@@ -382,17 +385,40 @@ static uop **lower_all(lctx *c, uop *const *roots, int n, mval **low, int *nout)
 uop **shard_lower_roots(uop *const *roots, int n, int *nout) {
   lctx c = { 0 };
   mval **low = tg_xmalloc(sizeof(mval *) * (size_t)(n ? n : 1));
-  uop **ex = lower_all(&c, roots, n, low, nout);
+  uop **ex = lower_all(&c, roots, n, low, nout, NULL);
   free(low);
   lctx_free(&c);
   return ex;
+}
+
+/* The tensor-graph nodes inside the roots whose parts were stored (the
+ * schedule's contiguous values, a layer's outputs): each becomes the MULTI
+ * of its parts' memory, as on one device each stored node becomes its
+ * buffer, so that the live tensors over them stop holding (and every
+ * later realize stops walking) the whole graph below. got maps what was
+ * scheduled, rebuilt the lowered nodes the allreduces' expansion rebuilt. */
+static void stored_inside(lctx *c, const ptrmap *got, const ptrmap *rebuilt, ptrmap *becomes) {
+  for (size_t k = 0; k < c->memo.cap; k++) {
+    uop *u = c->memo.keys[k];
+    const mval *m = u ? c->memo.vals[k] : NULL;
+    if (!m || u->op == OP_MULTI || pm_get(becomes, u)) continue;
+    int np = m->n ? m->n : 1;
+    uop *parts[SHARD_MAX_DEVICES];
+    bool all = true;
+    for (int i = 0; i < np && all; i++) {
+      uop *p = m->n ? m->part[i] : m->u, *x = pm_get(rebuilt, p);
+      all = (parts[i] = pm_get(got, x ? x : p)) != NULL;
+    }
+    if (all) pm_put(becomes, u, m->n ? uop_new(OP_MULTI, u->dtype, parts, np, arg_int(m->axis)) : parts[0]);
+  }
 }
 
 int shard_realize(uop *const *roots, int n, const char *default_device, ptrmap *becomes) {
   lctx c = { 0 };
   mval **low = tg_xmalloc(sizeof(mval *) * (size_t)(n ? n : 1));
   int nflat = 0;
-  uop **ex = lower_all(&c, roots, n, low, &nflat);
+  ptrmap rebuilt = { 0 };
+  uop **ex = lower_all(&c, roots, n, low, &nflat, &rebuilt);
   int rc = ex ? 0 : -1;
   ptrmap got = { 0 };
   if (rc == 0) rc = engine_realize(ex, nflat, shard_first_device(default_device), &got);
@@ -406,7 +432,9 @@ int shard_realize(uop *const *roots, int n, const char *default_device, ptrmap *
       uop *r = low[i]->n ? uop_new(OP_MULTI, roots[i]->dtype, parts, np, arg_int(low[i]->axis)) : parts[0];
       if (r != roots[i]) pm_put(becomes, roots[i], r);
     }
+    stored_inside(&c, &got, &rebuilt, becomes);
   }
+  pm_free(&rebuilt);
   pm_free(&got);
   free(ex);
   free(low);

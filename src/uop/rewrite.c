@@ -607,10 +607,19 @@ uop *graph_rewrite(uop *root, const tg_matcher *m, void *ctx) {
 /* ------------------------------------------------------------ graph_substitute */
 
 uop *graph_substitute(uop *root, const void *mapp) {
+  ptrmap memo = { 0 };
+  uop *r = graph_substitute_memo(root, mapp, &memo);
+  pm_free(&memo);
+  return r;
+}
+
+uop *graph_substitute_memo(uop *root, const void *mapp, void *memop) {
   const ptrmap *map = mapp;
+  ptrmap *memo = memop;
   if (!root) return NULL;
   if (!map || !map->n) return root;
-  ptrmap memo = { 0 };
+  uop *done = pm_get(memo, root);
+  if (done) return done;
   VEC(uop *) st = { 0 };
   VEC(int) idx = { 0 };
   VEC(uop *) srcs = { 0 };
@@ -624,22 +633,21 @@ uop *graph_substitute(uop *root, const void *mapp) {
     bool pushed = false;
     while (*i < n->nsrc) {
       uop *s = n->src[*i];
-      if (pm_get(&memo, s)) { (*i)++; continue; }
+      if (pm_get(memo, s)) { (*i)++; continue; }
       uop *rep = pm_get(map, s);
-      if (rep) { pm_put(&memo, s, rep); (*i)++; continue; }
+      if (rep) { pm_put(memo, s, rep); (*i)++; continue; }
       VEC_PUSH(st, s); VEC_PUSH(idx, 0);
       pushed = true;
       break;
     }
     if (pushed) continue;
     srcs.n = 0;
-    for (int k = 0; k < n->nsrc; k++) VEC_PUSH(srcs, (uop *)pm_get(&memo, n->src[k]));
+    for (int k = 0; k < n->nsrc; k++) VEC_PUSH(srcs, (uop *)pm_get(memo, n->src[k]));
     uop *x = uop_replace_src(n, srcs.v, n->nsrc);
-    pm_put(&memo, n, x);
+    pm_put(memo, n, x);
     st.n--; idx.n--;
     if (!st.n) result = x;
   }
-  pm_free(&memo);
   VEC_FREE(st); VEC_FREE(idx); VEC_FREE(srcs);
   return result;
 }

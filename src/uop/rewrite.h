@@ -85,6 +85,10 @@ uop *graph_rewrite(uop *root, const tg_matcher *m, void *ctx);
 /* Substitutes nodes: every node that is a key of map (uop* -> uop*) is
  * replaced by its value (taken as is), and parents are rebuilt. */
 uop *graph_substitute(uop *root, const void *map /* ptrmap* */);
+/* The same with the caller's memo (ptrmap*: node -> its replacement), kept
+ * across calls: several roots rebuilt once, and afterwards the memo says
+ * what each node they reach became. */
+uop *graph_substitute_memo(uop *root, const void *map /* ptrmap* */, void *memo /* ptrmap* */);
 
 /* Rebuilds the graph bottom-up: each node gets its sources' results, then
  * fn(rebuilt node, ctx) says what it becomes (return it unchanged to keep

@@ -645,3 +645,8 @@ perplexity(dict(QWEN35, interval=2, sections=[1, 1, 1, 1]), w_qwen35, [int(t) fo
            16, 1, os.path.join(OUT, "llm_qwen35"))
 make("qwen35moe", "qwen35moe", dict(QWEN35, dim=24, hd=8, rd=4, sections=[2, 1, 1, 0], experts=4, used=2, eff=16, norm_w=True, shared=16), 16,
      runs=[("_greedy", {}, PROMPT, 20), ("_long", {}, LONG, 40)])
+
+# Tensor parallel (tests/test_llm.c: llm_tp_*): a llama whose matrices split
+# over 2 devices at Q8_0's blocks too (64 columns: 2 blocks of 32; rows in
+# groups of 16), run sharded against this one reference.
+make("llama_tp", "llama", dict(base, dim=64, heads=4, kv=2, hd=16, ffn=64, neox=False), 17, runs=[("_greedy", {}, PROMPT, 20)])

@@ -1,0 +1,157 @@
+/* llm_tp.c: tensor parallel over several devices (tg_llm_opts.devices,
+ * `tg run --devices CPU:0,CPU:1`), as tinygrad's LLM shards its weights:
+ * the model loads on the first device, then its matrices become sharded
+ * tensors (tg_shard): q, k, v by output rows (whole heads, kv heads with
+ * their query heads), the attention output by input columns, gate and up
+ * by rows, down by columns; the KV cache by kv heads; everything else
+ * (embedding, norms, output, rope tables) replicated. The forward graph is
+ * unchanged: the shard lowering runs each part on its device and sums the
+ * column-sharded products with an allreduce (src/tensor/shard_lower.c). */
+#include <stdio.h>
+#include <string.h>
+#include "llm/llm.h"
+#include "io/ggml_types.h"
+#include "runtime/device.h"
+#include "tensor/shard.h"
+#include "tensor/tensor.h"
+#include "tg_dist.h"
+
+int llm_tp_parse(tg_llm *m, const char *devices) {
+  m->n_tp = 1;
+  if (!devices || !*devices) return 0;
+  char buf[512];
+  if (strlen(devices) >= sizeof buf) return tg_seterr("tg_llm_load: devices '%.40s...' is too long", devices);
+  snprintf(buf, sizeof buf, "%s", devices);
+  int n = 0;
+  for (char *save = NULL, *d = strtok_r(buf, ",", &save); d; d = strtok_r(NULL, ",", &save)) {
+    if (n == LLM_MAX_DEVICES) return tg_seterr("tg_llm_load: devices '%s': more than %d", devices, LLM_MAX_DEVICES);
+    tg_device *dev = device_get(d);
+    if (!dev) {
+      char why[256];
+      snprintf(why, sizeof why, "%s", tg_error());
+      return tg_seterr("tg_llm_load: devices '%s': %s", devices, why);
+    }
+    for (int j = 0; j < n; j++)
+      if (m->tp_devices[j] == dev->name) return tg_seterr("tg_llm_load: devices '%s': %s is listed twice", devices, dev->name);
+    m->tp_devices[n++] = dev->name;
+  }
+  if (n == 0) return tg_seterr("tg_llm_load: devices '%s' names no device", devices);
+  m->n_tp = n;
+  m->device = m->tp_devices[0];
+  return 0;
+}
+
+/* What tensor parallel does not cover; checked once the config is read. */
+int llm_tp_check(const tg_llm *m) {
+  if (m->n_tp <= 1) return 0;
+  const tg_llm_config *c = &m->cfg;
+  const char *path = m->file->path, *why = NULL;
+  int n = m->n_tp;
+  if (m->arch->attn == LLM_ATTN_MLA) why = "multi-head latent attention (DeepSeek)";
+  else if (m->arch->recurrent) why = "gated delta-net layers";
+  else if (c->n_experts > 0) why = "mixture-of-experts feed-forward layers";
+  else if (m->arch->req & (LT(LT_QKV) | LT(LT_GATE_UP))) why = "q|k|v or gate|up fused in the file";
+  else if (m->n_seq > 1) why = "several sequences (n_seq > 1)";
+  if (why)
+    return tg_seterr("%s: tensor parallel over %d devices does not support %s (architecture %s); use one device", path, n, why, c->arch);
+  if (c->n_heads % n || c->n_kv_heads % n || c->ffn_dim % n)
+    return tg_seterr("%s: tensor parallel over %d devices needs heads (%d), kv heads (%d) and the feed-forward size (%d) to divide by %d", path, n,
+                     c->n_heads, c->n_kv_heads, c->ffn_dim, n);
+  return 0;
+}
+
+/* How a per-layer tensor is cut: -1 replicated, else the axis. */
+static int layer_axis(llm_tensor id) {
+  switch (id) {
+    case LT_Q: case LT_K: case LT_V: case LT_BQ: case LT_BK: case LT_BV: case LT_GATE: case LT_UP: return 0;
+    case LT_O: case LT_DOWN: case LT_K_CACHE: case LT_V_CACHE: case LT_K_SCALES: case LT_V_SCALES: return 1;
+    default: return -1;
+  }
+}
+
+static tg_tensor *shard_realized(tg_llm *m, tg_tensor *t, int axis) {
+  tg_tensor *s = tg_shard(t, m->tp_devices, m->n_tp, axis);
+  if (s && tg_realize(s) < 0) s = NULL;
+  if (s) tensor_adopt(NULL, s);
+  return s;
+}
+
+/* A row-packed quantized weight: its scales and quants cut on the same
+ * axis (rows: groups of 16 rows; columns: whole blocks, where each block
+ * has one scale), its float view rebuilt from the parts. */
+static tg_tensor *shard_packed(tg_llm *m, llm_packed *pk, const char *name, int axis) {
+  tg_shape ws = tg_shape_of(pk->w), ss = tg_shape_of(pk->row_scales), qs = tg_shape_of(pk->row_quants);
+  const char *type = ggml_type_info((uint32_t)pk->type)->name;
+  int n = m->n_tp;
+  if (axis == 0 && qs.d[0] % n)
+    return tg_seterr("%s: %s (%s, %lld rows) does not split over %d devices in its groups of 16 rows", m->file->path, name, type,
+                     (long long)ws.d[0], n), NULL;
+  if (axis == 1 && (qs.d[1] % n || ss.d[1] != qs.d[1]))
+    return tg_seterr("%s: %s (%s, %lld columns) does not split over %d devices at its %d-value blocks%s", m->file->path, name, type,
+                     (long long)ws.d[1], n, ggml_type_info((uint32_t)pk->type)->block_size,
+                     ss.d[1] != qs.d[1] ? " (a block has several scales)" : ""), NULL;
+  tg_tensor *sc = shard_realized(m, pk->row_scales, axis), *q = sc ? shard_realized(m, pk->row_quants, axis) : NULL;
+  tg_tensor *w = q ? tg_dequantize_rows(sc, q, pk->type, ws) : NULL;
+  if (!w) { tg_free(sc); tg_free(q); return NULL; }
+  tensor_adopt(NULL, w);
+  tg_free(pk->row_scales); tg_free(pk->row_quants);
+  pk->row_scales = sc, pk->row_quants = q, pk->w = w;
+  return w;
+}
+
+/* A quantized weight read from its packed bytes: the bytes on every
+ * device, its float view rebuilt from them. */
+static tg_tensor *replicate_raw(tg_llm *m, llm_packed *pk) {
+  tg_tensor *raw = shard_realized(m, pk->raw, -1);
+  tg_tensor *w = raw ? tg_dequantize(raw, pk->type, tg_shape_of(pk->w)) : NULL;
+  if (!w) { tg_free(raw); return NULL; }
+  tensor_adopt(NULL, w);
+  tg_free(pk->raw);
+  pk->raw = raw, pk->w = w;
+  return w;
+}
+
+/* *slot sharded on axis (-1 replicated), the old tensor freed. */
+static int shard_slot(tg_llm *m, tg_tensor **slot, int axis, const char *name) {
+  tg_tensor *t = *slot;
+  if (!t || shard_is_multi_name(t->device)) return 0;   /* absent, or a field two ids share */
+  llm_packed *pk = (llm_packed *)llm_packed_of(m, t);
+  if (pk && !pk->row_quants && axis >= 0)
+    return tg_seterr("%s: %s (%s) has no row-packed form to split over %d devices (rows not a multiple of 16, or TG_LLM_NO_ROWS / TG_LLM_ROWS_K=0 set)",
+                     m->file->path, name, ggml_type_info((uint32_t)pk->type)->name, m->n_tp);
+  tg_tensor *s = pk && pk->row_quants ? shard_packed(m, pk, name, axis) : pk ? replicate_raw(m, pk) : shard_realized(m, t, axis);
+  if (!s) return -1;
+  tg_free(t);
+  *slot = s;
+  return 0;
+}
+
+int llm_tp_shard(tg_llm *m) {
+  if (m->n_tp <= 1) return 0;
+  const char *prev = tensor_device_begin(m->device);
+  tg_scope_begin();
+  bool tied = m->output == m->tok_embd;
+  int rc = shard_slot(m, &m->tok_embd, -1, "token_embd.weight");
+  if (rc == 0 && tied) m->output = m->tok_embd;
+  else if (rc == 0) rc = shard_slot(m, &m->output, -1, "output.weight");
+  tg_tensor **global[] = { &m->output_norm, &m->rope_cos, &m->rope_sin, &m->rope_cos_swa, &m->rope_sin_swa };
+  for (size_t i = 0; i < sizeof global / sizeof global[0] && rc == 0; i++) rc = shard_slot(m, global[i], -1, "a global tensor");
+  for (int i = 0; i < m->cfg.n_layers && rc == 0; i++)
+    for (int id = 0; id < LT_COUNT && rc == 0; id++) {
+      char name[96];
+      snprintf(name, sizeof name, "blk.%d.%s", i, llm_tensors[id].name ? llm_tensors[id].name : "cache");
+      rc = shard_slot(m, llm_layer_slot(&m->layers[i], (llm_tensor)id), layer_axis((llm_tensor)id), name);
+    }
+  tg_scope_end();
+  tensor_device_end(prev);
+  tg_release_cached_memory();
+  return rc;
+}
+
+tg_tensor *llm_tp_input(const tg_llm *m, tg_tensor *t) {
+  return m->n_tp > 1 && t && !shard_is_multi_name(t->device) ? tg_shard(t, m->tp_devices, m->n_tp, -1) : t;
+}
+
+tg_tensor *llm_tp_output(const tg_llm *m, tg_tensor *t) {
+  return m->n_tp > 1 && t ? tg_to(t, m->tp_devices[0]) : t;
+}
