@@ -52,6 +52,7 @@ typedef struct {
   VEC(int) deps;
   VEC(tg_buffer *) raw_reads;
   int via_repl;           /* > 0 while lowering a stored node's replacement */
+  int depth;              /* sched_lower calls in progress (the lowering pass is open) */
   bool failed;
 } kctx;
 
