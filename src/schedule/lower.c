@@ -313,7 +313,7 @@ static const tg_rule lower_rules[] = {
   { .pattern = "(NOOP u:PAD ...)", .fn = lower_pad, .name = "PAD: index - before, gated" },
   { .pattern = "(NOOP u:REDUCE_AXIS ...)", .fn = lower_reduce_axis, .name = "REDUCE_AXIS: a REDUCE over new ranges" },
   { .pattern = "(NOOP u:{SHRINK_VAR,CONTIGUOUS,DETACH,UNIQUE} ...)", .fn = lower_through, .name = "its source's values" },
-  { .pattern = "(NOOP u:ALU ...)", .fn = lower_alu, .name = "ALU of the lowered sources" },
+  { .pattern = "(NOOP u:{ALU} ...)", .fn = lower_alu, .name = "ALU of the lowered sources" },
   { .pattern = "(NOOP u ...)", .fn = cannot_lower, .name = "cannot lower" },
 };
 

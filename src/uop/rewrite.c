@@ -46,6 +46,7 @@ typedef struct {
   int nnames;
   char *names[RW_MAX_BINDS];
   const char *label;
+  int npat;            /* pattern nodes: the most goals a match has pending */
   VEC(pnode *) nodes;  /* every pnode, for freeing */
 } crule;
 
@@ -309,6 +310,7 @@ static void compile_rule(crule *r, const tg_rule *src) {
   parser p = { src->pattern ? src->pattern : "", "pattern", 0, false, r, 0 };
   if (!src->pattern) perr(&p, "rule has no pattern");
   r->pat = parse_all(&p);
+  r->npat = p.npat;
   if (src->replace && src->fn) perr(&p, "rule has both a template and a callback");
   if (!src->replace && !src->fn) perr(&p, "rule has neither a template nor a callback");
   if (src->replace) {
@@ -421,7 +423,7 @@ typedef struct {
   const crule *r;
   void *ctx;
   rw_match m;
-  goal goals[MAX_GOALS];
+  goal *goals;         /* npat of them: on the caller's stack (lowering recurses through matches) */
   int sp;
   uop *result;
 } mstate;
@@ -502,6 +504,8 @@ static uop *try_rule(const crule *r, uop *u, void *ctx) {
   for (int i = 0; i < r->nnames; i++) { st.m.names[i] = r->names[i]; st.m.vals[i] = NULL; }
   st.m.root = u;
   st.sp = 1;
+  goal goals[r->npat];
+  st.goals = goals;
   st.goals[0] = (goal){ r->pat, u };
   st.result = NULL;
   return solve(&st) ? st.result : NULL;
