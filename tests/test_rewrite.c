@@ -171,10 +171,10 @@ TEST(rewrite_matcher_once) {
   CHECK(matcher_once(&slot, rules, RW_NRULES(rules), "test pass") == m);
   uop_pool_push();
   uop *x = ivar("x");
-  CHECK(matcher_rewrite_node(m, add(x, ci(0)), NULL) == x);
-  CHECK(matcher_rewrite_node(m, add(x, ci(1)), NULL) == NULL);
-  bool begun = matcher_pass_begin(m);
-  matcher_pass_end(begun);
+  rw_pass p = matcher_pass_begin(m);
+  CHECK(matcher_rewrite_node(m, &p, add(x, ci(0)), NULL) == x);
+  CHECK(matcher_rewrite_node(m, &p, add(x, ci(1)), NULL) == NULL);
+  matcher_pass_end(&p);
   uop_pool_pop();
 }
 

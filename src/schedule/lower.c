@@ -328,10 +328,9 @@ uop *sched_lower(kctx *k, uop *u, uop *const *idx, uop *gate) {
   uop *r = pm_get(&k->memo, key);
   if (r) return r;
   const tg_matcher *m = matcher_once(&lowering, lower_rules, RW_NRULES(lower_rules), "lower");
-  bool viz = !k->depth++ && matcher_pass_begin(m);   /* one VIZ pass per kernel's lowering */
-  r = matcher_rewrite_node(m, key, k);
-  matcher_pass_end(viz);
-  k->depth--;
+  if (!k->depth++) k->pass = matcher_pass_begin(m);   /* one pass per kernel's lowering */
+  r = matcher_rewrite_node(m, &k->pass, key, k);
+  if (!--k->depth) matcher_pass_end(&k->pass);
   pm_put(&k->memo, key, r);
   return r;
 }

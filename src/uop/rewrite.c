@@ -528,19 +528,19 @@ uop *matcher_apply(const tg_matcher *m, uop *u, void *ctx) {
 
 static void trace(int level, const tg_matcher *m, const crule *r, uop *before, uop *after);
 
-uop *matcher_rewrite_node(const tg_matcher *m, uop *u, void *ctx) {
+rw_pass matcher_pass_begin(const tg_matcher *m) {
+  return (rw_pass){ (int)setting_int(SET_TRACK_REWRITES), viz_on && viz_pass_begin(m->name) };
+}
+
+uop *matcher_rewrite_node(const tg_matcher *m, const rw_pass *p, uop *u, void *ctx) {
   int which;
   uop *r = u ? apply_rules(m, u, ctx, &which) : NULL;
-  if (r) {
-    int tracing = (int)setting_int(SET_TRACK_REWRITES);
-    if (tracing) trace(tracing, m, &m->rules[which], u, r);
-    if (viz_on) viz_pass_step(m->rules[which].label, u, r);
-  }
+  if (r && p->tracing) trace(p->tracing, m, &m->rules[which], u, r);
+  if (r && p->viz) viz_pass_step(m->rules[which].label, u, r);
   return r;
 }
 
-bool matcher_pass_begin(const tg_matcher *m) { return viz_on && viz_pass_begin(m->name); }
-void matcher_pass_end(bool begun) { if (begun) viz_pass_end(); }
+void matcher_pass_end(const rw_pass *p) { if (p->viz) viz_pass_end(); }
 
 /* ------------------------------------------------------------ graph_rewrite */
 

@@ -92,13 +92,14 @@ void matcher_set_name(tg_matcher *m, const char *name);
 uop *matcher_apply(const tg_matcher *m, uop *u, void *ctx);
 
 /* For passes that walk the graph themselves (top-down, with their own memo,
- * like the scheduler's lowering): matcher_apply, and the rule that fired is
- * traced as graph_rewrite traces it (TRACK_REWRITES, and a VIZ step of the
- * pass matcher_pass_begin opened). matcher_pass_begin returns whether a VIZ
- * pass was opened; give that to matcher_pass_end. */
-uop *matcher_rewrite_node(const tg_matcher *m, uop *u, void *ctx);
-bool matcher_pass_begin(const tg_matcher *m);
-void matcher_pass_end(bool begun);
+ * like the scheduler's lowering): matcher_pass_begin opens the pass (reads
+ * TRACK_REWRITES once, opens a VIZ pass named after m); matcher_rewrite_node
+ * is matcher_apply with the rule that fired traced as graph_rewrite traces
+ * it; matcher_pass_end closes the pass. */
+typedef struct { int tracing; bool viz; } rw_pass;
+rw_pass matcher_pass_begin(const tg_matcher *m);
+uop *matcher_rewrite_node(const tg_matcher *m, const rw_pass *p, uop *u, void *ctx);
+void matcher_pass_end(const rw_pass *p);
 
 /* Rewrites children first, then applies rules to each rebuilt node until
  * none matches (fixed point); nodes a rule returns are rewritten the same
