@@ -328,7 +328,7 @@ uop *sched_lower(kctx *k, uop *u, uop *const *idx, uop *gate) {
   uop *r = pm_get(&k->memo, key);
   if (r) return r;
   const tg_matcher *m = matcher_once(&lowering, lower_rules, RW_NRULES(lower_rules), "lower");
-  if (!k->depth++) k->pass = matcher_pass_begin(m);   /* one pass per kernel's lowering */
+  if (!k->depth++) k->pass = matcher_pass_begin(m);   /* a pass per lowering the kernel builder asks for */
   r = matcher_rewrite_node(m, &k->pass, key, k);
   if (!--k->depth) matcher_pass_end(&k->pass);
   pm_put(&k->memo, key, r);
