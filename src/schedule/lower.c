@@ -294,10 +294,12 @@ static uop *cannot_lower(void *ctx, const rw_match *m) {
 }
 
 /* tinygrad's pm_mops with the loads and ALU ops: (NOOP u gate idx...) is u
- * at those indices */
+ * at those indices. The op sets are disjoint, so only the first two and the
+ * last rule's places matter; ALU ops, the most common, come early. */
 static const tg_rule lower_rules[] = {
   { .pattern = "(NOOP u ...)", .guard = stored_elsewhere, .fn = load_stored, .name = "stored node: its buffer's view" },
   { .pattern = "(NOOP u ...)", .guard = has_small_form, .fn = expand_small_form, .name = "broadcast of its small form" },
+  { .pattern = "(NOOP u:{ALU} ...)", .fn = lower_alu, .name = "ALU of the lowered sources" },
   { .pattern = "(NOOP u:AFTER ...)", .fn = lower_after, .name = "AFTER: the buffer after its assigns" },
   { .pattern = "(NOOP u:BUFFER _ i ...)", .fn = lower_buffer, .name = "BUFFER[i]: a load" },
   { .pattern = "(NOOP u:{CONST,DEFINE_VAR} ...)", .replace = "u", .name = "CONST, DEFINE_VAR: itself" },
@@ -313,7 +315,6 @@ static const tg_rule lower_rules[] = {
   { .pattern = "(NOOP u:PAD ...)", .fn = lower_pad, .name = "PAD: index - before, gated" },
   { .pattern = "(NOOP u:REDUCE_AXIS ...)", .fn = lower_reduce_axis, .name = "REDUCE_AXIS: a REDUCE over new ranges" },
   { .pattern = "(NOOP u:{SHRINK_VAR,CONTIGUOUS,DETACH,UNIQUE} ...)", .fn = lower_through, .name = "its source's values" },
-  { .pattern = "(NOOP u:{ALU} ...)", .fn = lower_alu, .name = "ALU of the lowered sources" },
   { .pattern = "(NOOP u ...)", .fn = cannot_lower, .name = "cannot lower" },
 };
 
