@@ -47,6 +47,7 @@ typedef struct {
   char *names[RW_MAX_BINDS];
   const char *label;
   int npat;            /* pattern nodes: the most goals a match has pending */
+  const pnode *first;  /* the root's first source when it fixes its op (and the root is not commutative): a quick test */
   VEC(pnode *) nodes;  /* every pnode, for freeing */
 } crule;
 
@@ -311,6 +312,7 @@ static void compile_rule(crule *r, const tg_rule *src) {
   if (!src->pattern) perr(&p, "rule has no pattern");
   r->pat = parse_all(&p);
   r->npat = p.npat;
+  if (r->pat->paren && r->pat->nsrc > 0 && !r->pat->comm && !r->pat->src[0]->anyop) r->first = r->pat->src[0];
   if (src->replace && src->fn) perr(&p, "rule has both a template and a callback");
   if (!src->replace && !src->fn) perr(&p, "rule has neither a template nor a callback");
   if (src->replace) {
@@ -515,7 +517,9 @@ static uop *apply_rules(const tg_matcher *m, uop *u, void *ctx, int *which) {
   int n = m->nidx[u->op];
   const int *ix = m->idx[u->op];
   for (int k = 0; k < n; k++) {
-    uop *r = try_rule(&m->rules[ix[k]], u, ctx);
+    const crule *c = &m->rules[ix[k]];
+    if (c->first && u->nsrc > 0 && !has_op(c->first, u->src[0]->op)) continue;   /* fails at the first source anyway */
+    uop *r = try_rule(c, u, ctx);
     if (r) { *which = ix[k]; return r; }
   }
   return NULL;
