@@ -92,6 +92,92 @@ TEST(rewrite_op_sets_and_groups) {
   matcher_free(m);
 }
 
+/* "!OP" and "!GROUP" take ops out of a set; a set of exclusions only is
+ * every other op. */
+TEST(rewrite_op_set_exclusions) {
+  static const tg_rule rules[] = { R("({ALU,!CAST,!CMP} x ...)", "x"), R("({!ALU,!DEFINE_VAR} x ...)", "x") };
+  tg_matcher *m = matcher_new(rules, NRULES(rules));
+  uop_pool_push();
+  uop *x = ivar("x");
+  CHECK(matcher_apply(m, add(x, ci(1)), NULL) == x);
+  CHECK(matcher_apply(m, uop_alu1(OP_NEG, x), NULL) == x);
+  CHECK(matcher_apply(m, uop_cast(x, DT_I64), NULL) == NULL);
+  CHECK(matcher_apply(m, uop_alu(OP_CMPLT, x, ci(5)), NULL) == NULL);
+  CHECK(matcher_apply(m, x, NULL) == NULL);   /* DEFINE_VAR: taken out */
+  uop *s = uop1(OP_SINK, DT_VOID, x, arg_none());
+  CHECK(matcher_apply(m, s, NULL) == x);
+  uop_pool_pop();
+  matcher_free(m);
+}
+
+/* .small: the storage floats (f16, bf16, fp8), not f32 or ints. */
+TEST(rewrite_small_float_filter) {
+  static const tg_rule rules[] = { R("(ADD.small x y)", "x"), R("(MUL x.small y)", "y") };
+  tg_matcher *m = matcher_new(rules, NRULES(rules));
+  uop_pool_push();
+  uop *f = fvar("f"), *x = ivar("x");
+  dtype_t smalls[4] = { dt_scalar(TG_F16), dt_scalar(TG_BF16), dt_scalar(TG_FP8E4M3), dt_scalar(TG_FP8E5M2) };
+  for (int i = 0; i < 4; i++) {
+    uop *h = uop_cast(f, smalls[i]), *one = uop_const(smalls[i], 1);
+    CHECK(matcher_apply(m, add(h, one), NULL) == h);
+    CHECK(matcher_apply(m, mul(h, one), NULL) == one);
+  }
+  CHECK(matcher_apply(m, add(f, cf(1)), NULL) == NULL);
+  CHECK(matcher_apply(m, mul(f, cf(2)), NULL) == NULL);
+  CHECK(matcher_apply(m, add(x, ci(1)), NULL) == NULL);
+  uop_pool_pop();
+  matcher_free(m);
+}
+
+/* A guard decides after the pattern matched: false goes on with the other
+ * binding (commutative order) and the next rule, for templates too. */
+static bool guard_a_is_const(void *ctx, const rw_match *m) {
+  (void)ctx;
+  return rw_get(m, "a")->op == OP_CONST;
+}
+static int n_guarded_calls;
+static uop *guarded_fn(void *ctx, const rw_match *m) {
+  (void)ctx;
+  n_guarded_calls++;
+  return rw_get(m, "b");
+}
+TEST(rewrite_guards) {
+  static const tg_rule rules[] = {
+    { .pattern = "(ADD a b)", .replace = "(MUL b a)", .guard = guard_a_is_const },
+    { .pattern = "(SUB a b)", .fn = guarded_fn, .guard = guard_a_is_const },
+    R("(SUB a b)", "a"),
+  };
+  tg_matcher *m = matcher_new(rules, NRULES(rules));
+  uop_pool_push();
+  uop *x = ivar("x"), *y = ivar("y");
+  CHECK(matcher_apply(m, add(x, ci(3)), NULL) == mul(x, ci(3)));   /* the second order passes the guard */
+  CHECK(matcher_apply(m, add(x, y), NULL) == NULL);
+  n_guarded_calls = 0;
+  CHECK(matcher_apply(m, uop_alu(OP_SUB, ci(3), x), NULL) == x);
+  CHECK_EQ_INT(n_guarded_calls, 1);
+  CHECK(matcher_apply(m, uop_alu(OP_SUB, x, y), NULL) == x);   /* guard false: the next rule */
+  CHECK_EQ_INT(n_guarded_calls, 1);
+  uop_pool_pop();
+  matcher_free(m);
+}
+
+/* matcher_once compiles a static table once; matcher_rewrite_node is
+ * matcher_apply (with tracing). */
+TEST(rewrite_matcher_once) {
+  static const tg_rule rules[] = { R("(ADD x 0)", "x") };
+  static tg_matcher *slot;
+  const tg_matcher *m = matcher_once(&slot, rules, RW_NRULES(rules), "test pass");
+  CHECK(m == slot);
+  CHECK(matcher_once(&slot, rules, RW_NRULES(rules), "test pass") == m);
+  uop_pool_push();
+  uop *x = ivar("x");
+  rw_pass p = matcher_pass_begin(m);
+  CHECK(matcher_rewrite_node(m, &p, add(x, ci(0)), NULL) == x);
+  CHECK(matcher_rewrite_node(m, &p, add(x, ci(1)), NULL) == NULL);
+  matcher_pass_end(&p);
+  uop_pool_pop();
+}
+
 static int n_alu_calls;
 static uop *count_alu(void *ctx, const rw_match *m) {
   (void)ctx;

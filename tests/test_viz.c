@@ -107,6 +107,34 @@ TEST(viz_records_a_realize) {
   rm_dir(dir);
 }
 
+/* The passes written as rule tables are named in the trace: the scheduler's
+ * lowering, float16 math in float32 on the CPU, the vectorizer's clean-ups
+ * (a mask cast to float in float lanes). */
+TEST(viz_names_the_rule_passes) {
+  char dir[] = "/tmp/tg_viz_XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  if (tg_viz_begin(dir) < 0) { test_fail(__FILE__, __LINE__, "tg_viz_begin: %s", tg_error()); return; }
+  tg_scope_begin();
+  tg_tensor *a = tg_arange(0, 64, 1, TG_F32), *b = tg_arange(64, 0, -1, TG_F32);
+  tg_tensor *h = tg_cast(a, TG_F16);
+  CHECK_OK(tg_realize(tg_add(h, h)) == 0);
+  CHECK(tg_set_kernel_opts("UPCAST:0:8") == 0);   /* float lanes */
+  CHECK_OK(tg_realize(tg_cast(tg_lt(a, b), TG_F32)) == 0);
+  tg_set_kernel_opts(NULL);
+  tg_scope_end();
+  CHECK_OK(tg_viz_end() == 0);
+  viz_trace t;
+  CHECK_MSG(viz_trace_load(dir, false, &t) == 0, "load: %s", tg_error());
+  const char *want[] = { "lower", "small floats", "vectorize" };
+  for (int w = 0; w < 3; w++) {
+    bool seen = false;
+    for (int i = 0; i < t.passes.n; i++) seen |= !strcmp(t.passes.v[i].name, want[w]);
+    CHECK_MSG(seen, "no pass named '%s' in the trace", want[w]);
+  }
+  viz_trace_free(&t);
+  rm_dir(dir);
+}
+
 TEST(viz_off_and_misuse) {
   char dir[] = "/tmp/tg_viz_XXXXXX";
   CHECK(mkdtemp(dir) != NULL);

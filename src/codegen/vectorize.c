@@ -13,6 +13,7 @@
 #include "codegen/opts.h"
 #include "uop/kernel_ir.h"
 #include "uop/symbolic.h"
+#include "uop/rewrite.h"
 #include "util/util.h"
 #include "util/settings.h"
 
@@ -202,13 +203,7 @@ static bool is_dot4(const uop *u) { return u && u->op == OP_DOT4; }
 
 /* u (an int32 ADD that varies across lanes) as an OP_DOT4, or NULL. */
 static uop *match_dot4(uop *u, ptrmap *info, int k) {
-  /* an ADD with a DOT4 without accumulator on one side takes the other
-   * side as that accumulator: chains of dot products */
-  for (int j = 0; j < 2; j++) {
-    vinfo *a = pm_get(info, u->src[j]), *b = pm_get(info, u->src[1 - j]);
-    if (is_dot4(a->node) && a->node->src[0]->op == OP_CONST && b->vec && b->node && b->node->dtype.count == k)
-      return uop_new(OP_DOT4, a->node->dtype, (uop *[]){ b->node, a->node->src[1], a->node->src[2] }, 3, arg_none());
-  }
+  /* (an ADD of a DOT4 and lanes becomes one DOT4 in vector_rules) */
   /* the leaves of the ADD tree: exactly 4 products */
   uop *stack[8] = { u }, *prods[4];
   int ns = 1, np = 0;
@@ -242,6 +237,40 @@ static uop *match_dot4(uop *u, ptrmap *info, int k) {
   uop *other = other_wide ? other_wide : pack_bytes(bytes);
   uop *unsig = wide_dt == TG_U8 ? wide : other, *sig = wide_dt == TG_U8 ? other : wide;
   return uop_new(OP_DOT4, dt_vec(dt_scalar(TG_I32), k), (uop *[]){ uop_const_int(dt_scalar(TG_I32), 0), unsig, sig }, 3, arg_none());
+}
+
+/* ---- clean-ups of the vector graph, as rules */
+
+/* acc is a vector of the ADD's lanes */
+static bool acc_is_lanes(void *ctx, const rw_match *m) {
+  (void)ctx;
+  return dt_eq(rw_get(m, "acc")->dtype, m->root->dtype);
+}
+
+/* a vector of 4-byte lanes */
+static bool lanes_of_4_bytes(void *ctx, const rw_match *m) {
+  (void)ctx;
+  return m->root->dtype.count > 1 && dt_itemsize(dt_scalar(m->root->dtype.scalar)) == 4;
+}
+
+/* mask lanes to numbers: a select of 1 or 0 (the renderers have no vector
+ * cast from a mask) */
+static uop *select_one_zero(void *ctx, const rw_match *m) {
+  (void)ctx;
+  dtype_t d = m->root->dtype, s = dt_scalar(d.scalar);
+  return uop3(OP_WHERE, d, rw_get(m, "mask"), uop_const(s, 1), uop_const(s, 0), arg_none());
+}
+
+static const tg_rule vector_rules[] = {
+  /* chains of dot products: the other side of the ADD is the accumulator */
+  { .pattern = "(ADD (DOT4 0 a b) acc)", .guard = acc_is_lanes, .replace = "(DOT4 acc a b)", .name = "dot4 + acc -> dot4 into acc" },
+  /* a max-pool's gradient */
+  { .pattern = "(CAST mask.bool)", .guard = lanes_of_4_bytes, .fn = select_one_zero, .name = "cast(mask) -> where(mask, 1, 0)" },
+};
+
+static uop *vector_cleanups(uop *v) {
+  static tg_matcher *m;
+  return graph_rewrite(v, matcher_once(&m, vector_rules, RW_NRULES(vector_rules), "vectorize"), NULL);
 }
 
 uop *kernel_vectorize(uop *ast, uop *lane_range, bool gather) {
@@ -399,12 +428,9 @@ uop *kernel_vectorize(uop *ast, uop *lane_range, bool gather) {
       /* masks are as wide as 4-byte lanes: compare and select 4-byte values only */
       if (uop_is_comparison(u->op) && dt_itemsize(u->src[0]->dtype) != 4) { fail = true; break; }
       if (u->op == OP_WHERE && (s[0]->vec && dt_itemsize(u->dtype) != 4)) { fail = true; break; }
-      if (u->op == OP_CAST && u->src[0]->dtype.scalar == TG_BOOL && dt_itemsize(u->dtype) == 4 && s[0]->vec) {
-        /* a mask to numbers (a max-pool's gradient): select 1 or 0 */
-        me->node = uop3(OP_WHERE, dt_vec(u->dtype, k), src[0], uop_const(dt_scalar(u->dtype.scalar), 1), uop_const(dt_scalar(u->dtype.scalar), 0), arg_none());
-        break;
-      }
-      if (u->op == OP_CAST && (u->src[0]->dtype.scalar == TG_BOOL || u->dtype.scalar == TG_BOOL)) { fail = true; break; }
+      /* a mask to 4-byte numbers stays (a select in vector_rules) */
+      bool mask_to_4_bytes = u->op == OP_CAST && u->src[0]->dtype.scalar == TG_BOOL && dt_itemsize(u->dtype) == 4;
+      if (u->op == OP_CAST && (u->src[0]->dtype.scalar == TG_BOOL || u->dtype.scalar == TG_BOOL) && !mask_to_4_bytes) { fail = true; break; }
       me->node = uop_new(u->op, dt_vec(u->dtype, k), src, u->nsrc, u->arg);
     }
     }
@@ -435,5 +461,5 @@ uop *kernel_vectorize(uop *ast, uop *lane_range, bool gather) {
   pm_free(&info);
   pm_free(&wide_seen);
   pm_free(&mul_src);
-  return fail ? NULL : result;
+  return fail ? NULL : vector_cleanups(result);
 }

@@ -12,6 +12,7 @@
 
 #include "schedule/schedule.h"
 #include "schedule/call.h"
+#include "uop/rewrite.h"
 
 typedef struct {
   tg_buffer *buf;       /* the buffer the node's value lands in */
@@ -52,6 +53,8 @@ typedef struct {
   VEC(int) deps;
   VEC(tg_buffer *) raw_reads;
   int via_repl;           /* > 0 while lowering a stored node's replacement */
+  int depth;              /* sched_lower calls in progress (the lowering pass is open) */
+  rw_pass pass;           /* the lowering pass, while depth > 0 */
   bool failed;
 } kctx;
 

@@ -12,6 +12,7 @@
  * graph_rewrite and graph_substitute use explicit stacks, so graphs of any
  * depth are fine. */
 #include <math.h>
+#include <pthread.h>
 #include "uop/rewrite.h"
 #include "util/util.h"
 #include "viz/viz.h"
@@ -21,7 +22,7 @@
 #define MAX_GOALS 64          /* pattern nodes per rule */
 #define MAX_REWRITES 1000     /* rewrites of one node before we call it a loop */
 
-enum { DTF_NONE, DTF_INT, DTF_UINT, DTF_SINT, DTF_FLOAT, DTF_BOOL, DTF_SCALAR };
+enum { DTF_NONE, DTF_INT, DTF_UINT, DTF_SINT, DTF_FLOAT, DTF_SMALL, DTF_BOOL, DTF_SCALAR };
 
 typedef struct pnode pnode;
 struct pnode {
@@ -45,6 +46,8 @@ typedef struct {
   int nnames;
   char *names[RW_MAX_BINDS];
   const char *label;
+  int npat;            /* pattern nodes: the most goals a match has pending */
+  const pnode *first;  /* the root's first source when it fixes its op (and the root is not commutative): a quick test */
   VEC(pnode *) nodes;  /* every pnode, for freeing */
 } crule;
 
@@ -119,7 +122,7 @@ static bool add_group(pnode *n, const char *s, int len) {
   return true;
 }
 
-/* OPNAME | {OP,OP,...} | _ */
+/* OPNAME | {OP,GROUP,!OP,...} | _ */
 static void parse_opspec(parser *p, pnode *n) {
   skip_ws(p);
   const char *id;
@@ -127,17 +130,25 @@ static void parse_opspec(parser *p, pnode *n) {
   if (p->s[p->pos] == '{') {
     if (p->tmpl) perr(p, "op sets are not allowed in templates");
     p->pos++;
+    pnode out = { 0 };   /* the ops after '!', taken out at the end */
+    bool any_in = false;
     for (;;) {
       skip_ws(p);
+      bool excl = p->s[p->pos] == '!';
+      if (excl) p->pos++;
+      pnode *to = excl ? &out : n;
       if (!(len = read_id(p, &id))) perr(p, "expected an op name in the set");
       int op = uop_op_from_name(id, len);
-      if (op >= 0) set_op(n, op);
-      else if (!add_group(n, id, len)) { p->pos -= len; perr(p, "unknown op"); }
+      if (op >= 0) set_op(to, op);
+      else if (!add_group(to, id, len)) { p->pos -= len; perr(p, "unknown op"); }
+      any_in |= !excl;
       skip_ws(p);
       if (p->s[p->pos] == ',') { p->pos++; continue; }
       if (p->s[p->pos] == '}') { p->pos++; break; }
       perr(p, "expected ',' or '}'");
     }
+    if (!any_in) memset(n->ops, 0xff, sizeof n->ops);   /* only exclusions: every other op */
+    for (int w = 0; w < OPW; w++) n->ops[w] &= ~out.ops[w];
     return;
   }
   if (!(len = read_id(p, &id))) perr(p, "expected an op name, {OP,...} or _");
@@ -154,7 +165,7 @@ static void parse_opspec(parser *p, pnode *n) {
 
 static const struct { const char *name; uint8_t dtf, dts; } dtype_names[] = {
   { "int", DTF_INT, 0 }, { "uint", DTF_UINT, 0 }, { "sint", DTF_SINT, 0 }, { "float", DTF_FLOAT, 0 },
-  { "bool", DTF_BOOL, 0 },
+  { "small", DTF_SMALL, 0 }, { "bool", DTF_BOOL, 0 },
   { "f16", DTF_SCALAR, TG_F16 }, { "bf16", DTF_SCALAR, TG_BF16 }, { "f32", DTF_SCALAR, TG_F32 },
   { "f64", DTF_SCALAR, TG_F64 }, { "fp8e4m3", DTF_SCALAR, TG_FP8E4M3 }, { "fp8e5m2", DTF_SCALAR, TG_FP8E5M2 },
   { "i8", DTF_SCALAR, TG_I8 }, { "i16", DTF_SCALAR, TG_I16 }, { "i32", DTF_SCALAR, TG_I32 },
@@ -179,7 +190,7 @@ static void parse_dtype(parser *p, pnode *n) {
       return;
     }
   p->pos -= len;
-  perr(p, "unknown dtype (int, uint, sint, float, bool, f16, bf16, f32, f64, i8..i64, u8..u64)");
+  perr(p, "unknown dtype (int, uint, sint, float, small, bool, f16, bf16, f32, f64, i8..i64, u8..u64)");
 }
 
 static int name_slot(parser *p, const char *id, int len) {
@@ -300,6 +311,8 @@ static void compile_rule(crule *r, const tg_rule *src) {
   parser p = { src->pattern ? src->pattern : "", "pattern", 0, false, r, 0 };
   if (!src->pattern) perr(&p, "rule has no pattern");
   r->pat = parse_all(&p);
+  r->npat = p.npat;
+  if (r->pat->paren && r->pat->nsrc > 0 && !r->pat->comm && !r->pat->src[0]->anyop) r->first = r->pat->src[0];
   if (src->replace && src->fn) perr(&p, "rule has both a template and a callback");
   if (!src->replace && !src->fn) perr(&p, "rule has neither a template nor a callback");
   if (src->replace) {
@@ -351,6 +364,20 @@ tg_matcher *matcher_concat(const tg_matcher *a, const tg_matcher *b) {
 
 void matcher_set_name(tg_matcher *m, const char *name) { m->name = name; }
 
+const tg_matcher *matcher_once(tg_matcher **slot, const tg_rule *rules, int n, const char *name) {
+  static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  tg_matcher *m = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+  if (m) return m;
+  pthread_mutex_lock(&lock);
+  if (!(m = *slot)) {
+    m = matcher_new(rules, n);
+    matcher_set_name(m, name);
+    __atomic_store_n(slot, m, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&lock);
+  return m;
+}
+
 void matcher_free(tg_matcher *m) {
   if (!m) return;
   for (int i = 0; i < m->n; i++) free_rule(&m->rules[i]);
@@ -375,6 +402,7 @@ static bool dtype_ok(const pnode *p, dtype_t d) {
   case DTF_UINT: return s == TG_U8 || s == TG_U16 || s == TG_U32 || s == TG_U64;
   case DTF_SINT: return s == TG_I8 || s == TG_I16 || s == TG_I32 || s == TG_I64;
   case DTF_FLOAT: return s >= TG_FP8E4M3 && s <= TG_F64;
+  case DTF_SMALL: return s == TG_F16 || s == TG_BF16 || s == TG_FP8E4M3 || s == TG_FP8E5M2;
   case DTF_BOOL: return s == TG_BOOL;
   default: return s == p->dts;
   }
@@ -397,7 +425,7 @@ typedef struct {
   const crule *r;
   void *ctx;
   rw_match m;
-  goal goals[MAX_GOALS];
+  goal *goals;         /* npat of them: on the caller's stack (lowering recurses through matches) */
   int sp;
   uop *result;
 } mstate;
@@ -428,6 +456,7 @@ static uop *build(const pnode *t, const rw_match *m, dtype_t numdt) {
 static bool accept(mstate *st) {
   const crule *r = st->r;
   uop *root = st->m.root;
+  if (r->rule->guard && !r->rule->guard(st->ctx, &st->m)) return false;
   uop *res = r->tmpl ? build(r->tmpl, &st->m, root->dtype) : r->rule->fn(st->ctx, &st->m);
   if (!res || res == root) return false;   /* declined: keep searching */
   st->result = res;
@@ -477,6 +506,8 @@ static uop *try_rule(const crule *r, uop *u, void *ctx) {
   for (int i = 0; i < r->nnames; i++) { st.m.names[i] = r->names[i]; st.m.vals[i] = NULL; }
   st.m.root = u;
   st.sp = 1;
+  goal goals[r->npat];
+  st.goals = goals;
   st.goals[0] = (goal){ r->pat, u };
   st.result = NULL;
   return solve(&st) ? st.result : NULL;
@@ -486,7 +517,9 @@ static uop *apply_rules(const tg_matcher *m, uop *u, void *ctx, int *which) {
   int n = m->nidx[u->op];
   const int *ix = m->idx[u->op];
   for (int k = 0; k < n; k++) {
-    uop *r = try_rule(&m->rules[ix[k]], u, ctx);
+    const crule *c = &m->rules[ix[k]];
+    if (c->first && u->nsrc > 0 && !has_op(c->first, u->src[0]->op)) continue;   /* fails at the first source anyway */
+    uop *r = try_rule(c, u, ctx);
     if (r) { *which = ix[k]; return r; }
   }
   return NULL;
@@ -496,6 +529,22 @@ uop *matcher_apply(const tg_matcher *m, uop *u, void *ctx) {
   int which;
   return u ? apply_rules(m, u, ctx, &which) : NULL;
 }
+
+static void trace(int level, const tg_matcher *m, const crule *r, uop *before, uop *after);
+
+rw_pass matcher_pass_begin(const tg_matcher *m) {
+  return (rw_pass){ (int)setting_int(SET_TRACK_REWRITES), viz_on && viz_pass_begin(m->name) };
+}
+
+uop *matcher_rewrite_node(const tg_matcher *m, const rw_pass *p, uop *u, void *ctx) {
+  int which;
+  uop *r = u ? apply_rules(m, u, ctx, &which) : NULL;
+  if (r && p->tracing) trace(p->tracing, m, &m->rules[which], u, r);
+  if (r && p->viz) viz_pass_step(m->rules[which].label, u, r);
+  return r;
+}
+
+void matcher_pass_end(const rw_pass *p) { if (p->viz) viz_pass_end(); }
 
 /* ------------------------------------------------------------ graph_rewrite */
 
@@ -509,11 +558,11 @@ static void describe(const uop *u, char *buf, int n) {
   snprintf(buf, (size_t)n, "%s:%s%s%s #%llu", uop_op_name(u->op), dts, args[0] ? " " : "", args, (unsigned long long)u->id);
 }
 
-static void trace(int level, const crule *r, uop *before, uop *after) {
+static void trace(int level, const tg_matcher *m, const crule *r, uop *before, uop *after) {
   char b[160], a[160];
   describe(before, b, sizeof b);
   describe(after, a, sizeof a);
-  fprintf(stderr, "rewrite [%s]: %s -> %s\n", r->label, b, a);
+  fprintf(stderr, "rewrite %s [%s]: %s -> %s\n", m->name ? m->name : "rewrite", r->label, b, a);
   if (level >= 2) { uop_print(stderr, before); fprintf(stderr, "  ->\n"); uop_print(stderr, after); }
 }
 
@@ -577,7 +626,7 @@ uop *graph_rewrite(uop *root, const tg_matcher *m, void *ctx) {
       if (!y) done = n;
       else {
         last = &m->rules[which];
-        if (tracing) trace(tracing, last, n, y);
+        if (tracing) trace(tracing, m, last, n, y);
         if (viz) viz_pass_step(last->label, n, y);
         if (++f->nrw > MAX_REWRITES) rule_bug(last, n, "a node was rewritten more than 1000 times (a rule loop)");
         uop *my = pm_get(&memo, y);

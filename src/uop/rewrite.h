@@ -10,12 +10,15 @@
  *                  not match -0.0; bool true is 1)
  *   x:CONST        a node of that op, bound to x ("x:{ADD,MUL}" for a set;
  *                  sets may name groups: ALU, UNARY, BINARY, TERNARY,
- *                  COMMUTATIVE, CMP)
+ *                  COMMUTATIVE, CMP; "!OP" or "!GROUP" takes ops out:
+ *                  "{ALU,REDUCE,!CAST,!BITCAST}"; a set of exclusions only,
+ *                  "{!SINK}", is every other op)
  *   (ADD a b)      a node of op ADD whose sources match a and b, in order; for
  *                  commutative ops both orders are tried
  *   (ADD@n a b)    the same, and the node itself is bound to n
  *   ({ADD,MUL} a b) any op of the set
  *   (ADD.int a b)  dtype filter after the op: int, uint, sint, float, bool,
+ *                  small (the storage floats: f16, bf16, fp8e4m3, fp8e5m2),
  *                  or a scalar name (f32, i64, ...); also on names: x.int
  *   (SINK ...)     "..." after the listed sources allows any further sources
  *
@@ -56,17 +59,29 @@ uop *rw_get(const rw_match *m, const char *name);
  * ctx is graph_rewrite's ctx. */
 typedef uop *(*rw_fn)(void *ctx, const rw_match *m);
 
+/* A guard: whether a rule applies to this match (a condition the pattern
+ * cannot say, e.g. on vector widths or ranges). false: the search goes on, as
+ * when a callback declines. */
+typedef bool (*rw_guard)(void *ctx, const rw_match *m);
+
 typedef struct {
   const char *pattern;
   const char *replace;     /* template, or NULL when fn is set */
   rw_fn fn;
   const char *name;        /* optional, for traces; defaults to the pattern */
+  rw_guard guard;          /* optional: checked before the template or callback */
 } tg_rule;
 
 typedef struct tg_matcher tg_matcher;
 /* Compiles rules (once); aborts with a message on a malformed pattern, since
  * rules are part of the program. The rules array must outlive the matcher. */
 tg_matcher *matcher_new(const tg_rule *rules, int n);
+/* The matcher of a static rule table, compiled on first use (thread-safe)
+ * into *slot and kept for the process, named for traces:
+ *   static tg_matcher *m;
+ *   graph_rewrite(ast, matcher_once(&m, rules, RW_NRULES(rules), "name"), ctx); */
+const tg_matcher *matcher_once(tg_matcher **slot, const tg_rule *rules, int n, const char *name);
+#define RW_NRULES(a) ((int)(sizeof(a) / sizeof((a)[0])))
 /* A matcher with the rules of a and then of b. */
 tg_matcher *matcher_concat(const tg_matcher *a, const tg_matcher *b);
 void matcher_free(tg_matcher *m);
@@ -75,6 +90,16 @@ void matcher_set_name(tg_matcher *m, const char *name);
 
 /* One pass of rules on one node: the first rule that applies, or NULL. */
 uop *matcher_apply(const tg_matcher *m, uop *u, void *ctx);
+
+/* For passes that walk the graph themselves (top-down, with their own memo,
+ * like the scheduler's lowering): matcher_pass_begin opens the pass (reads
+ * TRACK_REWRITES once, opens a VIZ pass named after m); matcher_rewrite_node
+ * is matcher_apply with the rule that fired traced as graph_rewrite traces
+ * it; matcher_pass_end closes the pass. */
+typedef struct { int tracing; bool viz; } rw_pass;
+rw_pass matcher_pass_begin(const tg_matcher *m);
+uop *matcher_rewrite_node(const tg_matcher *m, const rw_pass *p, uop *u, void *ctx);
+void matcher_pass_end(const rw_pass *p);
 
 /* Rewrites children first, then applies rules to each rebuilt node until
  * none matches (fixed point); nodes a rule returns are rewritten the same
@@ -95,7 +120,7 @@ uop *graph_substitute_memo(uop *root, const void *map /* ptrmap* */, void *memo 
  * it). Returns the root's result (borrowed). */
 uop *graph_map(uop *root, uop *(*fn)(uop *u, void *ctx), void *ctx);
 
-/* TRACK_REWRITES=1 prints each rule that fires (rule, before, after) to
- * stderr; TRACK_REWRITES=2 also prints both graphs. */
+/* TRACK_REWRITES=1 prints each rule that fires (the matcher's name, the
+ * rule, before, after) to stderr; TRACK_REWRITES=2 also prints both graphs. */
 
 #endif

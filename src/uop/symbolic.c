@@ -1040,18 +1040,9 @@ static const tg_rule pre_rules[] = {
 };
 
 static tg_matcher *sym, *pre;
-static pthread_once_t sym_once = PTHREAD_ONCE_INIT;
-static void sym_init(void) {
-  sym = matcher_new(symbolic_rules, (int)(sizeof symbolic_rules / sizeof symbolic_rules[0]));
-  pre = matcher_new(pre_rules, (int)(sizeof pre_rules / sizeof pre_rules[0]));
-  matcher_set_name(sym, "symbolic");
-  matcher_set_name(pre, "symbolic_pre");
-}
+static const tg_matcher *pre_matcher(void) { return matcher_once(&pre, pre_rules, RW_NRULES(pre_rules), "symbolic_pre"); }
 
-const tg_matcher *symbolic_matcher(void) {
-  pthread_once(&sym_once, sym_init);
-  return sym;
-}
+const tg_matcher *symbolic_matcher(void) { return matcher_once(&sym, symbolic_rules, RW_NRULES(symbolic_rules), "symbolic"); }
 
 /* uop_simplify is a pure function of an immutable, hash-consed uop, and
  * scheduling simplifies the same index expressions over and over (every
@@ -1076,10 +1067,9 @@ void uop_simplify_memo_end(void) {
 }
 
 uop *uop_simplify(uop *u) {
-  pthread_once(&sym_once, sym_init);
   uop *r = simplify_memo_depth ? pm_get(&simplify_memo, u) : NULL;
   if (r) return r;
-  r = graph_rewrite(graph_rewrite(u, pre, NULL), sym, NULL);
+  r = graph_rewrite(graph_rewrite(u, pre_matcher(), NULL), symbolic_matcher(), NULL);
   if (!r || !simplify_memo_depth) return r;
   if (simplify_memo.n >= SIMPLIFY_MEMO_MAX) simplify_memo_clear();
   uop_retain(u), uop_retain(r);
