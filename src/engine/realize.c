@@ -257,9 +257,14 @@ static int compile_pending(sched_item *items, prep *ps, int n, int debug) {
     cp->nvars = kernel_var_names(items[idx[j]].ast, cp->varnames, MAX_KERNEL_VARS);
     cp->src = tg_xstrdup(p->kp.src);   /* for tg_jit_export */
     pthread_mutex_lock(&cache_lock);
-    pm_put(&prog_cache, p->key, cp);
+    cached_prog *had = pm_get(&prog_cache, p->key);
+    if (!had) pm_put(&prog_cache, p->key, cp), p->key = NULL;   /* the cache owns the key now */
     pthread_mutex_unlock(&cache_lock);
-    p->key = NULL;   /* the cache owns it now */
+    if (had) {   /* another thread compiled the same kernel meanwhile: keep its entry (ours would leak) */
+      items[idx[j]].dev->program_free(items[idx[j]].dev, cp->prog);
+      free(cp->src);
+      free(cp);
+    }
   }
   /* fill every item from the cache (duplicates included) */
   for (int i = 0; i < n && rc == 0; i++) {
