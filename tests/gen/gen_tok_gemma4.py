@@ -45,7 +45,7 @@ import sys
 import gguf
 
 from bpe_train import train_bpe
-from llamacpp_bindings import ll, init
+from llamacpp_bindings import ll, init, tokenize, detokenize
 
 OUT = os.path.join(os.path.dirname(__file__), "..", "goldens")
 SP = "\u2581"
@@ -126,25 +126,6 @@ TESTS = [
     "</s>", " <pad> ", "<unk>", "<mask>x", "an <|image|> here", "<|turn><|turn>", "def hello(): return \"world\"",
     "    indented code with four spaces", "\xff invalid \xc3",
 ]
-
-
-def tokenize(vocab, data, add_special, parse_special):
-    cap = len(data) * 4 + 16
-    buf = (ll.llama_token * cap)()
-    n = ll.llama_tokenize(vocab, data, len(data), buf, cap, add_special, parse_special)
-    assert n >= 0, n
-    return list(buf[:n])
-
-
-def detokenize(vocab, ids, remove_special, unparse):
-    arr = (ll.llama_token * max(len(ids), 1))(*ids)
-    cap = 64
-    while True:
-        buf = ctypes.create_string_buffer(cap)
-        n = ll.llama_detokenize(vocab, arr, len(ids), buf, cap, remove_special, unparse)
-        if n >= 0:
-            return buf.raw[:n]
-        cap = -n + 1
 
 
 def piece(vocab, tid, special):

@@ -48,7 +48,6 @@ from the repo:
 LLAMA_CPP_PY is set (every `tokenizer_pre == "..."`), so a newer llama.cpp
 adds its new names here; the script stops if llama.cpp rejects one.
 """
-import ctypes
 import os
 import re
 import sys
@@ -57,7 +56,7 @@ import tempfile
 import gguf
 
 from bpe_train import train_bpe
-from llamacpp_bindings import ll, init
+from llamacpp_bindings import ll, init, tokenize, detokenize
 
 OUT = os.path.join(os.path.dirname(__file__), "..", "goldens")
 
@@ -205,25 +204,6 @@ def write_gguf(path, toks, types_, merges, model, pre, lowercase=None):
     w.close()
 
 
-def tokenize(vocab, data):
-    cap = len(data) * 4 + 16
-    buf = (ll.llama_token * cap)()
-    n = ll.llama_tokenize(vocab, data, len(data), buf, cap, True, True)
-    assert n >= 0, n
-    return list(buf[:n])
-
-
-def detokenize(vocab, ids):
-    arr = (ll.llama_token * max(len(ids), 1))(*ids)
-    cap = 64
-    while True:
-        buf = ctypes.create_string_buffer(cap)
-        n = ll.llama_detokenize(vocab, arr, len(ids), buf, cap, False, False)
-        if n >= 0:
-            return buf.raw[:n]
-        cap = -n + 1
-
-
 def hx(b):
     return b.hex() if b else "-"
 
@@ -248,8 +228,8 @@ def run_variant(tmp, base, model, pre, opts):
     body = []
     for s in TESTS:
         data = encode(s)
-        ids = tokenize(vocab, data)
-        d = detokenize(vocab, ids)
+        ids = tokenize(vocab, data, True, True)
+        d = detokenize(vocab, ids, False, False)
         body += ["ids " + " ".join(map(str, ids)), f"detok {'=' if d == data else hx(d)}"]
     ll.llama_model_free(model_p)
     return head, body
