@@ -61,16 +61,29 @@ static int read_out_line(const char *data, int line, int32_t *ids, int cap) {
   return n;
 }
 
+/* Where ggml-vocab-NAME.gguf is with its test strings (.inp): shared
+ * testdata, else llama.cpp's own models/ directory when TG_LLAMA_VOCAB_DIR
+ * names one (.ci/run unpacks it from the llama-cpp-python sdist). */
+static void vocab_path(const char *name, char *path, size_t cap) {
+  char inp[600];
+  snprintf(path, cap, VOCAB_DIR "ggml-vocab-%s.gguf", name);
+  snprintf(inp, sizeof inp, "%s.inp", path);
+  const char *dir = getenv("TG_LLAMA_VOCAB_DIR");
+  if (access(inp, R_OK) == 0 || !dir || !*dir) return;
+  snprintf(inp, sizeof inp, "%s/ggml-vocab-%s.gguf.inp", dir, name);
+  if (access(inp, R_OK) == 0) snprintf(path, cap, "%s/ggml-vocab-%s.gguf", dir, name);
+}
+
 /* Every string of NAME.gguf.inp must tokenize to its line of NAME.gguf.out. */
 static void check_vocab(const char *name) {
   char path[512], inp[600], outp[600];
-  snprintf(path, sizeof path, VOCAB_DIR "ggml-vocab-%s.gguf", name);
+  vocab_path(name, path, sizeof path);
   snprintf(inp, sizeof inp, "%s.inp", path);
   snprintf(outp, sizeof outp, "%s.out", path);
   strings v;
   size_t on;
   char *out = test_read_file(outp, &on);
-  if (!out || !read_inp(inp, &v)) { free(out); SKIP("no %s (shared test data absent)", inp); }
+  if (!out || !read_inp(inp, &v)) { free(out); SKIP("no %s (shared test data absent; TG_LLAMA_VOCAB_DIR may name llama.cpp's models/)", inp); }
   char *o = realloc(out, on + 1);
   o[on] = 0;
   tg_tokenizer *tok = tg_tokenizer_load(path);
