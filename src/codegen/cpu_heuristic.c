@@ -227,6 +227,7 @@ static const struct {
   int full_row_max_lanes;      /* a whole conv row's lanes times its channel tiles */
   int tile_max_lanes, wide_tile_max_lanes;   /* register tiles; those of a panel or kernel window */
   int unroll_max_lanes;        /* partial sums beside the register tile (4x4 dot products: 8 lanes) */
+  int lanes_min_float_ops;     /* float ops per value that make a small elementwise kernel worth lanes */
 } LIM = {
   .thread_min_work = 1 << 18, .thread_min_flops = 1 << 21,
   .row_lanes_min = 5, .row_lanes_max = 32,
@@ -238,6 +239,7 @@ static const struct {
   .full_row_max_lanes = 160,
   .tile_max_lanes = 128, .wide_tile_max_lanes = 256,
   .unroll_max_lanes = 128,
+  .lanes_min_float_ops = 16,
 };
 
 static const int vec[] = { 16, 8, 4, 0 }, tile[] = { 4, 2, 0 };
@@ -491,12 +493,15 @@ static void panel_outer(cpu_plan *p) {
  * store and any per-row work (index math, a channel's scale) serve a whole
  * vector; clang alone leaves such loops scalar (1.7x for a pooling
  * gradient's re-layout at 512x32x20x20). Only big kernels (small ones, an
- * LLM's per-token work, ran slower with them). Not for a plain transpose (a
+ * LLM's per-token work, ran slower with them), or small ones with much math
+ * per value (an LLM's activations normed and quantized to int8 for the next
+ * matvec: 768 values in 1.5 us instead of 11.7). Not for a plain transpose (a
  * load striding along the axis, little math): lanes of gathered loads run
  * slower than clang's loop there. */
 static bool elementwise_lanes(cpu_plan *p) {
   int fr = p->fr, n = p->n;
-  if (!(fr > 0 && p->work >= LIM.thread_min_work && !loads_bytes(p->ast) && store_steps_by_one(p->ast, p->axes[fr - 1], p->axes, n) &&
+  bool big = p->work >= LIM.thread_min_work || float_alu_count(p->ast) >= LIM.lanes_min_float_ops;
+  if (!(fr > 0 && big && !loads_bytes(p->ast) && store_steps_by_one(p->ast, p->axes[fr - 1], p->axes, n) &&
         (!strided_load_along(p->ast, p->axes[fr - 1], p->axes, n) || float_alu_count(p->ast) >= 4))) return false;
   int amt = pick_amount(AX(p, fr - 1), vec);
   if (amt && p->k < p->max) p->out[p->k++] = (kopt){ OPT_UPCAST, fr - 1, amt };

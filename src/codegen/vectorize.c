@@ -92,6 +92,7 @@ static bool vec_alu_ok(const uop *u) {
   case OP_ADD: case OP_SUB: case OP_MUL: case OP_FDIV: case OP_MAX: case OP_NEG: case OP_RECIPROCAL:
   case OP_CMPLT: case OP_CMPNE: case OP_CMPEQ: case OP_WHERE: case OP_CAST:
     return true;
+  case OP_TRUNC:  /* float32 lanes: through int32 where |x| < 2^23 (tg_trunc_vK; round-half-even's steps) */
   case OP_SQRT:   /* float32 lanes: vsqrtps (the renderer's tg_sqrt_vK) */
   case OP_EXP2:   /* float32 lanes: a polynomial in vector arithmetic (tg_exp2_vK) */
     return u->dtype.scalar == TG_F32;

@@ -33,17 +33,18 @@
  *         quants (N/16, K/256, 2304) U8: the 8 sub-block scales, then the
  *         8 mins (6-bit values unpacked to bytes, 16 rows each), then qs
  *         (128 bytes) in 4-byte groups.
- *   Q5_K  as Q4_K, and after qs its qh (32 bytes: bit j of byte l is the
+ *   Q5_K  as Q4_K, and before qs its qh (32 bytes: bit j of byte l is the
  *         fifth bit of value 32j + l) in 4-byte groups: quants
- *         (N/16, K/256, 2816) U8.
+ *         (N/16, K/256, 2816) U8 (qh first: a matvec reads all of it with
+ *         qs's first 8 groups, so the lines are read in address order).
  *   Q2_K  scales (N/16, 2 * K/256, 16) F16: d, then dmin; quants
  *         (N/16, K/256, 1536) U8: the 16 4-bit sub-block scales, then
  *         the 16 mins, as bytes (16 rows each), then qs (64 bytes) in
  *         4-byte groups.
  *   Q3_K  scales (N/16, K/256, 16) F16, the super-block scales d;
  *         quants (N/16, K/256, 1792) U8: the 16 sub-block scales less 32
- *         (int8, 16 rows each), then qs (64 bytes) and hmask (32) in
- *         4-byte groups.
+ *         (int8, 16 rows each), then hmask (32 bytes) and qs (64) in
+ *         4-byte groups (hmask first, as Q5_K's qh).
  *   IQ4_NL  as Q8_0, from the levels (qt_kvalues_iq4nl[q] + 128): twice
  *         the bytes of the file's nibbles, and no table lookup per value.
  *   IQ4_XS  scales (N/16, K/256, 16) F16, the super-block scales d;
@@ -52,7 +53,17 @@
  *         groups.
  *   Q6_K  scales (N/16, K/256, 16) F16, the super-block scales d;
  *         quants (N/16, K/256, 3328) U8: the 16 int8 sub-block scales (16
- *         rows each), then ql (128 bytes) and qh (64) in 4-byte groups. */
+ *         rows each), then ql (128 bytes) and qh (64) in 4-byte groups,
+ *         interleaved in the order a matvec reads them (q6_k_lines): for
+ *         each n (half of the super-block) and s2 (half of a 32-value
+ *         chunk), qh's 4 groups 8n + 4s2 + t, then ql's 16n + 4s2 + t and
+ *         16n + 8 + 4s2 + t. Read as two streams 2 KB apart (ql, then qh),
+ *         the weights came from memory at half the speed of one stream
+ *         (AMD Zen 4: 9-10 against 16-19 GB/s on one core).
+ *
+ * The packed 64-byte lines of a block are read in address order by the
+ * matvec kernels where a type's fields allow it: a kernel that jumps
+ * between two places of a block makes the hardware prefetchers stop. */
 #include "io/ggml_types.h"
 #include "quant/quant.h"
 #include "tensor/tensor.h"
@@ -128,6 +139,36 @@ static int place_parts(tg_tensor *q, tg_tensor *const *parts, int n) {
   return off == tg_dim(q, 2) ? 0 : tg_seterr("internal: packed parts fill %lld of %lld bytes", (long long)off, (long long)tg_dim(q, 2));
 }
 
+/* Q6_K's packed lines after the sub-block scales: (g, nb, n, s2, kind, t,
+ * 16, 4), kind 0 qh's group 8n + 4s2 + t, kinds 1 and 2 ql's groups
+ * 16n + 8c0 + 4s2 + t (c0 = kind - 1). */
+static tg_tensor *q6_k_lines(tg_tensor *quants, int64_t g, int64_t nb) {
+  return tg_reshape(qm_slice_last(quants, 16 * ROWS, 16 * ROWS + 48 * 64), TG_SHAPE(g, nb, 2, 2, 3, 4, ROWS, 4));
+}
+
+/* View [lo, hi) of the kind axis (axis 4) of q6_k_lines. */
+static tg_tensor *q6_k_kinds(tg_tensor *lines, int64_t lo, int64_t hi) {
+  int64_t st[TG_MAX_DIMS] = { 0 }, en[TG_MAX_DIMS];
+  for (int i = 0; i < tg_ndim(lines); i++) en[i] = tg_dim(lines, i);
+  st[4] = lo, en[4] = hi;
+  return tg_shrink(lines, st, en);
+}
+
+/* Q6_K's packed block: the scales (g, nb, 16, 16), then ql and qh of the
+ * ggml blocks blk (g, 16, nb, 210) in q6_k_lines's order, each written by
+ * a kernel of its own (as place_parts). */
+static int place_q6_k(tg_tensor *q, tg_tensor *scales, tg_tensor *blk) {
+  if (tg_realize(q) < 0) return -1;
+  int64_t g = tg_dim(q, 0), nb = tg_dim(q, 1);
+  tg_tensor *sv = tg_reshape(qm_slice_last(q, 0, 16 * ROWS), tg_shape_of(scales));
+  tg_tensor *lines = q6_k_lines(q, g, nb);
+  tg_tensor *ql = tg_reshape(in_groups(blk, 0, 32), TG_SHAPE(g, nb, 2, 2, 2, 4, ROWS, 4));   /* (n, c0, s2, t) */
+  tg_tensor *qh = tg_reshape(in_groups(blk, 128, 16), TG_SHAPE(g, nb, 2, 2, 1, 4, ROWS, 4)); /* (n, s2, t) */
+  if (!sv || !lines || tg_realize(tg_assign(sv, scales)) < 0) return -1;
+  if (tg_realize(tg_assign(q6_k_kinds(lines, 0, 1), qh)) < 0) return -1;
+  return tg_realize(tg_assign(q6_k_kinds(lines, 1, 3), tg_permute(ql, TG_AXES(0, 1, 2, 4, 3, 5, 6, 7)))) < 0 ? -1 : 0;
+}
+
 /* Sub-block scales ls (g*16*nb, nsub) I32 (6-bit values) as the int8 bytes
  * ls - 32, 16 rows side by side: (g, nb, nsub, 16) U8. */
 static tg_tensor *signed_scales(tg_tensor *ls, int64_t g, int64_t nb, int nsub) {
@@ -172,9 +213,9 @@ int tg_quant_pack_rows(tg_tensor *raw, int t, tg_shape w_shape, tg_tensor **scal
     qt_scale_min_k4(tg_reshape(blk, TG_SHAPE(g * ROWS * nb, f->bytes)), 4, 1, &sc, &mn);
     tg_tensor *sm = tg_cast(tg_stack((tg_tensor *[]){ sc, mn }, 2, 1), TG_U8);            /* (g*16*nb, 2, 8) */
     parts[0] = tg_permute(tg_reshape(sm, TG_SHAPE(g, ROWS, nb, 16)), TG_AXES(0, 2, 3, 1));  /* (g, nb, 16, 16) */
-    bool q5 = t == GGML_TYPE_Q5_K;   /* Q5_K: qh (16..47) before qs (48..175) */
-    parts[1] = in_groups(blk, q5 ? 48 : 16, 32);
-    if (q5) parts[2] = in_groups(blk, 16, 8);
+    bool q5 = t == GGML_TYPE_Q5_K;   /* Q5_K: qh (16..47) before qs (48..175), in the block as packed */
+    parts[1] = in_groups(blk, 16, q5 ? 8 : 32);
+    if (q5) parts[2] = in_groups(blk, 48, 32);
     nparts = q5 ? 3 : 2;
   }
   else if (t == GGML_TYPE_Q8_0) parts[0] = tg_bitwise_xor(in_groups(blk, 2, 8), tg_scalar(128, TG_U8));   /* int8 w as w + 128 */
@@ -195,8 +236,8 @@ int tg_quant_pack_rows(tg_tensor *raw, int t, tg_shape w_shape, tg_tensor **scal
     tg_tensor *lo = tg_reshape(qt_unpack(qt_u8(flat, 96, 8), 1, 2, 4), TG_SHAPE(g * ROWS * nb, 16));
     tg_tensor *hi = tg_reshape(qt_unpack(qt_u8(flat, 104, 4), 1, 4, 2), TG_SHAPE(g * ROWS * nb, 16));
     parts[0] = signed_scales(qt_or(lo, tg_lshifts(hi, 4)), g, nb, 16);
-    parts[1] = in_groups(blk, 32, 16);
-    parts[2] = in_groups(blk, 0, 8);
+    parts[1] = in_groups(blk, 0, 8);
+    parts[2] = in_groups(blk, 32, 16);
     nparts = 3;
   }
   else if (t == GGML_TYPE_Q2_K) {   /* the 16 4-bit scales, then the 16 mins, as bytes (16 rows each), qs */
@@ -205,14 +246,12 @@ int tg_quant_pack_rows(tg_tensor *raw, int t, tg_shape w_shape, tg_tensor **scal
     parts[1] = in_groups(blk, 16, 16);
     nparts = 2;
   }
-  else {   /* Q6_K: sub-block scales (16 rows per scale), ql, qh */
+  else {   /* Q6_K: sub-block scales (16 rows per scale), then ql and qh interleaved */
     parts[0] = tg_permute(qm_slice_last(blk, 192, 208), TG_AXES(0, 2, 3, 1));
-    parts[1] = in_groups(blk, 0, 32);
-    parts[2] = in_groups(blk, 128, 16);
-    nparts = 3;
+    nparts = 0;
   }
   tg_tensor *q = tg_empty(TG_SHAPE(g, nb, f->quant_bytes), TG_U8);
-  if (place_parts(q, parts, nparts) < 0) q = NULL;
+  if (nparts ? place_parts(q, parts, nparts) < 0 : place_q6_k(q, parts[0], blk) < 0) q = NULL;
   if (s && q) *scales = tg_keep(s), *quants = tg_keep(q);
   tensor_device_end(dev_prev);
   tg_scope_end();
@@ -298,8 +337,9 @@ static tg_tensor *rows_q45_k(tg_tensor *x, tg_tensor *scales, tg_tensor *quants,
   tg_tensor *xs = tg_reshape(xsum, qm_with_tail(x, 4, (int64_t[]){ 1, nb, 1, 8 }));     /* (..., 1, nb, 1, j) */
   tg_tensor *xv = tg_reshape(xq, qm_with_tail(x, 6, (int64_t[]){ 1, nb, 1, 8, 8, 4 })); /* (..., 1, nb, 1, j, t, p) */
   tg_tensor *sm = tg_reshape(qm_slice_last(quants, 0, 16 * ROWS), TG_SHAPE(g, nb, 2, 8, ROWS));
-  tg_tensor *qs = tg_reshape(qm_slice_last(quants, 16 * ROWS, 16 * ROWS + 32 * 64), TG_SHAPE(g, nb, 32, ROWS, 4));
-  tg_tensor *qh = q5 ? tg_reshape(qm_slice_last(quants, 16 * ROWS + 32 * 64, 16 * ROWS + 40 * 64), TG_SHAPE(g, nb, 8, ROWS, 4)) : NULL;
+  const int64_t qs_at = 16 * ROWS + (q5 ? 8 * 64 : 0);   /* Q5_K: after qh */
+  tg_tensor *qs = tg_reshape(qm_slice_last(quants, qs_at, qs_at + 32 * 64), TG_SHAPE(g, nb, 32, ROWS, 4));
+  tg_tensor *qh = q5 ? tg_reshape(qm_slice_last(quants, 16 * ROWS, 16 * ROWS + 8 * 64), TG_SHAPE(g, nb, 8, ROWS, 4)) : NULL;
   tg_tensor *sumi = NULL, *summ = NULL;
   for (int j = 0; j < 8; j++) {
     int c = j / 2, h = j % 2;
@@ -346,15 +386,15 @@ static tg_tensor *rows_q6_k(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, 
   tg_tensor *xv, *bs, *dx;
   q8_k_subblocks(x, nb, 16, &xv, &bs, &dx);
   tg_tensor *sc = tg_reshape(tg_bitcast(qm_slice_last(quants, 0, 16 * ROWS), TG_I8), TG_SHAPE(g, nb, 16, ROWS));
-  tg_tensor *ql = tg_reshape(qm_slice_last(quants, 16 * ROWS, 16 * ROWS + 32 * 64), TG_SHAPE(g, nb, 32, ROWS, 4));
-  tg_tensor *qh = tg_reshape(qm_slice_last(quants, 16 * ROWS + 32 * 64, 16 * ROWS + 48 * 64), TG_SHAPE(g, nb, 16, ROWS, 4));
+  tg_tensor *lines = q6_k_lines(quants, g, nb);
   tg_tensor *total = NULL;
-  for (int s = 0; s < 16; s++) {
-    int n = s / 8, c = s % 8 / 2, s2 = s % 2;
+  /* the sub-blocks in the order of their lines (an int32 sum: any order is exact) */
+  for (int i = 0; i < 16; i++) {
+    int n = i / 8, s2 = i / 4 % 2, c0 = i / 2 % 2, c = 2 * (i % 2) + c0, s = 8 * n + 2 * c + s2;
     tg_tensor *dot = NULL;
     for (int t = 0; t < 4; t++) {
-      tg_tensor *lo = TG_GET(ql, TG_ALLIDX, TG_ALLIDX, TG_I(16 * n + 8 * (c & 1) + 4 * s2 + t));   /* (g, nb, 16, p) */
-      tg_tensor *hi = TG_GET(qh, TG_ALLIDX, TG_ALLIDX, TG_I(8 * n + 4 * s2 + t));
+      tg_tensor *lo = TG_GET(lines, TG_ALLIDX, TG_ALLIDX, TG_I(n), TG_I(s2), TG_I(1 + c0), TG_I(t));   /* (g, nb, 16, p) */
+      tg_tensor *hi = TG_GET(lines, TG_ALLIDX, TG_ALLIDX, TG_I(n), TG_I(s2), TG_I(0), TG_I(t));
       if (c >> 1) lo = tg_rshifts(lo, 4);
       lo = tg_bitwise_and(lo, tg_scalar(15, TG_U8));
       if (c) hi = tg_rshifts(hi, 2 * c);
@@ -382,8 +422,9 @@ static tg_tensor *rows_q23_k(tg_tensor *x, tg_tensor *scales, tg_tensor *quants,
   const int64_t sm_bytes = (q3 ? 16 : 32) * ROWS;   /* Q3_K: int8 scales; Q2_K: scales, then mins */
   tg_tensor *sm = q3 ? tg_bitcast(qm_slice_last(quants, 0, sm_bytes), TG_I8) : qm_slice_last(quants, 0, sm_bytes);
   sm = tg_reshape(sm, TG_SHAPE(g, nb, q3 ? 1 : 2, 16, ROWS));
-  tg_tensor *qs = tg_reshape(qm_slice_last(quants, sm_bytes, sm_bytes + 16 * 64), TG_SHAPE(g, nb, 16, ROWS, 4));
-  tg_tensor *hm = q3 ? tg_reshape(qm_slice_last(quants, sm_bytes + 16 * 64, sm_bytes + 24 * 64), TG_SHAPE(g, nb, 8, ROWS, 4)) : NULL;
+  const int64_t qs_at = sm_bytes + (q3 ? 8 * 64 : 0);   /* Q3_K: after hmask */
+  tg_tensor *qs = tg_reshape(qm_slice_last(quants, qs_at, qs_at + 16 * 64), TG_SHAPE(g, nb, 16, ROWS, 4));
+  tg_tensor *hm = q3 ? tg_reshape(qm_slice_last(quants, sm_bytes, sm_bytes + 8 * 64), TG_SHAPE(g, nb, 8, ROWS, 4)) : NULL;
   tg_tensor *sumi = NULL, *summ = NULL;
   for (int s = 0; s < 16; s++) {
     int n = s / 8, j = s % 8 / 2, h = s % 2;
@@ -434,11 +475,12 @@ static tg_tensor *rows_iq4_xs(tg_tensor *x, tg_tensor *scales, tg_tensor *quants
  * value 16s + 4t + p of the super-block; shifts along broadcast axes, so
  * one expression covers every sub-block. */
 static tg_tensor *q6_k_values(tg_tensor *quants, int64_t g, int64_t nb) {
+  tg_tensor *lines = q6_k_lines(quants, g, nb);   /* (g, nb, n, s2, kind, t, 16, p) */
   /* ql's nibble c1 of group 16n + 8c0 + 4s2 + t: (g, nb, n, c1, c0, s2, t, 16, p) */
-  tg_tensor *ql = tg_reshape(qm_slice_last(quants, 16 * ROWS, 16 * ROWS + 32 * 64), TG_SHAPE(g, nb, 2, 2, 2, 4, ROWS, 4));
+  tg_tensor *ql = tg_permute(q6_k_kinds(lines, 1, 3), TG_AXES(0, 1, 2, 4, 3, 5, 6, 7));
   tg_tensor *nib = qt_unpack(ql, 3, 2, 4);
   /* qh's 2 bits 2c = 2(2c1 + c0) of group 8n + 4s2 + t */
-  tg_tensor *qh = tg_reshape(qm_slice_last(quants, 16 * ROWS + 32 * 64, 16 * ROWS + 48 * 64), TG_SHAPE(g, nb, 2, 2, 4, ROWS, 4));
+  tg_tensor *qh = tg_reshape(q6_k_kinds(lines, 0, 1), TG_SHAPE(g, nb, 2, 2, 4, ROWS, 4));
   tg_tensor *hi = tg_reshape(qt_unpack(qh, 3, 4, 2), TG_SHAPE(g, nb, 2, 2, 2, 2, 4, ROWS, 4));
   return tg_reshape(tg_bitwise_or(nib, tg_lshifts(hi, 4)), TG_SHAPE(g, nb, 16, 4, ROWS, 4));
 }
@@ -454,10 +496,11 @@ tg_tensor *tg_dequantize_rows(tg_tensor *scales, tg_tensor *quants, int t, tg_sh
   /* ggml's dequantize_row_*: (q - 8) * d, (q - 16) * d, q * d, d * sc * q - dmin * m,
    * d * sc * (q - 32), in that order of float operations */
   if (t == GGML_TYPE_Q4_K || t == GGML_TYPE_Q5_K) {   /* (d * sc) * q - dmin * m, value 64c + 32h + 4t + p */
-    tg_tensor *qs = tg_reshape(qm_slice_last(quants, 16 * ROWS, 16 * ROWS + 32 * 64), TG_SHAPE(g, nb, 4, 8, ROWS, 4));
+    const int64_t qs_at = 16 * ROWS + (t == GGML_TYPE_Q5_K ? 8 * 64 : 0);   /* Q5_K: after qh */
+    tg_tensor *qs = tg_reshape(qm_slice_last(quants, qs_at, qs_at + 32 * 64), TG_SHAPE(g, nb, 4, 8, ROWS, 4));
     tg_tensor *q = qt_unpack(qs, 3, 2, 4);                                                                      /* (g, nb, c, h, t, 16, p) */
     if (t == GGML_TYPE_Q5_K) {   /* bit 2c + h of qh's group t */
-      tg_tensor *qh = tg_reshape(qm_slice_last(quants, 16 * ROWS + 32 * 64, 16 * ROWS + 40 * 64), TG_SHAPE(g, nb, 8, ROWS, 4));
+      tg_tensor *qh = tg_reshape(qm_slice_last(quants, 16 * ROWS, 16 * ROWS + 8 * 64), TG_SHAPE(g, nb, 8, ROWS, 4));
       tg_tensor *hb = tg_reshape(qt_unpack(qh, 2, 8, 1), TG_SHAPE(g, nb, 4, 2, 8, ROWS, 4));
       q = tg_bitwise_or(q, tg_lshifts(hb, 4));
     }
@@ -469,8 +512,8 @@ tg_tensor *tg_dequantize_rows(tg_tensor *scales, tg_tensor *quants, int t, tg_sh
     w = tg_permute(w, TG_AXES(0, 5, 1, 2, 3, 4, 6));
   } else if (t == GGML_TYPE_Q3_K) {   /* (d * (sc - 32)) * (q - 4), value 16s + 4t + p, s = 8n + 2j + h */
     tg_tensor *sc = tg_reshape(tg_bitcast(qm_slice_last(quants, 0, 16 * ROWS), TG_I8), TG_SHAPE(g, nb, 16, 1, ROWS, 1));
-    tg_tensor *qs = tg_reshape(qm_slice_last(quants, 16 * ROWS, 16 * ROWS + 16 * 64), TG_SHAPE(g, nb, 2, 2, 4, ROWS, 4));   /* (n, h, t) */
-    tg_tensor *hm = tg_reshape(qm_slice_last(quants, 16 * ROWS + 16 * 64, 16 * ROWS + 24 * 64), TG_SHAPE(g, nb, 2, 4, ROWS, 4));   /* (h, t) */
+    tg_tensor *qs = tg_reshape(qm_slice_last(quants, 16 * ROWS + 8 * 64, 16 * ROWS + 24 * 64), TG_SHAPE(g, nb, 2, 2, 4, ROWS, 4));   /* (n, h, t) */
+    tg_tensor *hm = tg_reshape(qm_slice_last(quants, 16 * ROWS, 16 * ROWS + 8 * 64), TG_SHAPE(g, nb, 2, 4, ROWS, 4));   /* (h, t) */
     tg_tensor *lo = qt_unpack(qs, 3, 4, 2);                                                                   /* (g, nb, n, j, h, t, 16, p) */
     tg_tensor *hb = tg_reshape(qt_unpack(hm, 2, 8, 1), TG_SHAPE(g, nb, 2, 4, 2, 4, ROWS, 4));                 /* bit 4n + j */
     tg_tensor *q = tg_subs(tg_cast(tg_reshape(tg_bitwise_or(lo, tg_lshifts(hb, 2)), TG_SHAPE(g, nb, 16, 4, ROWS, 4)), TG_I32), 4);

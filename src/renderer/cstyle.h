@@ -71,6 +71,7 @@ struct rctx {
   bool need_dot4[17];       /* lanes of byte dot products */
   bool need_sqrt[65];       /* lanes of float32 square roots */
   bool need_exp2[65];       /* lanes of float32 powers of two */
+  bool need_trunc[65];      /* lanes of float32 truncations */
   bool mulacc_reduce;       /* a float multiply-accumulate reduce (may contract to FMA) */
   bool wmma_used[8];        /* tensor cores (renderer table index) the body used */
 };

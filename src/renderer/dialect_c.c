@@ -74,6 +74,7 @@ static char *render_vec_alu(rctx *c, uop *u) {
   case OP_NEG: r = rfmt("(-%s)", s[0]); break;
   case OP_SQRT: c->need_sqrt[u->dtype.count] = true; r = rfmt("tg_sqrt_v%d(%s)", u->dtype.count, s[0]); break;
   case OP_EXP2: c->need_exp2[u->dtype.count] = true; r = rfmt("tg_exp2_v%d(%s)", u->dtype.count, s[0]); break;
+  case OP_TRUNC: c->need_trunc[u->dtype.count] = true; r = rfmt("tg_trunc_v%d(%s)", u->dtype.count, s[0]); break;
   case OP_RECIPROCAL: r = rfmt("(((%s){0}+1)/%s)", vt, s[0]); break;
   case OP_CMPLT: r = rfmt("(%s<%s)", s[0], s[1]); break;
   case OP_CMPNE: r = rfmt("(%s!=%s)", s[0], s[1]); break;
@@ -171,6 +172,20 @@ static void prelude_sqrt(strbuf *src, int k) {
     sb_printf(src, "#if defined(__clang__) && %s\n  typedef float v_ __attribute__((vector_size(%d)));\n  return (tg_v%d_float)%s;\n#else\n", isa, 4 * k, k, call);
   sb_printf(src, "  tg_v%d_float r;\n  for (int i = 0; i < %d; i++) r[i] = __builtin_sqrtf(x[i]);\n  return r;\n", k, k);
   sb_puts(src, k == 4 || k == 8 || k == 16 ? "#endif\n}\n#endif\n" : "}\n#endif\n");
+}
+
+/* truncf on K float32 lanes in vector arithmetic (libm's is scalar): where
+ * |x| < 2^23 through int32 and back (cvttps2dq, cvtdq2ps), the sign bit of
+ * x put back (trunc(-0.5) is -0.0); other values (integers already, inf,
+ * NaN) as they are. Bit for bit truncf. */
+static void prelude_trunc(strbuf *src, int k) {
+  guard_begin(src, "tg_trunc_v%d", k);
+  sb_printf(src, "static inline tg_v%d_float tg_trunc_v%d(tg_v%d_float x) {\n", k, k, k);
+  sb_printf(src, "  typedef int i_ __attribute__((vector_size(%d)));\n  typedef tg_v%d_float f_;\n", 4 * k, k);
+  sb_puts(src, "  i_ bits = (i_)x, sign = bits & (int)0x80000000;\n"
+               "  i_ small = (bits & 0x7fffffff) < 0x4b000000;\n"
+               "  i_ t = (i_)__builtin_convertvector(__builtin_convertvector(x, i_), f_) | sign;\n"
+               "  return (f_)((t & small) | (bits & ~small));\n}\n#endif\n");
 }
 
 /* 2^x on K float32 lanes, in vector arithmetic (libm's exp2f is scalar,
@@ -291,6 +306,7 @@ static void c_prelude(rctx *c, strbuf *src) {
   for (int k = 4; k <= 16; k *= 2) if (c->need_dot4[k]) prelude_dot4(&helpers, k);
   for (int k = 2; k <= 64; k++) if (c->need_sqrt[k]) prelude_sqrt(&helpers, k);
   for (int k = 2; k <= 64; k++) if (c->need_exp2[k]) prelude_exp2(&helpers, k);
+  for (int k = 2; k <= 64; k++) if (c->need_trunc[k]) prelude_trunc(&helpers, k);
   render_vector_typedefs(c, src);
   if (helpers.s) sb_puts(src, helpers.s);
   sb_free(&helpers);
