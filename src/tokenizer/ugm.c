@@ -75,8 +75,9 @@ static int ugm_normalize(const tg_tokenizer *t, const char *s, size_t n, char_ve
       if (!used) {
         size_t adv;
         uint32_t cp = utf8_decode(s + off, n - off, &adv);
-        if (cp == UCP_REPLACEMENT && adv == 1 && (unsigned char)s[off] >= 0x80) r = "\xEF\xBF\xBD", rn = 3;
-        else r = s + off, rn = adv;
+        bool invalid = cp == UCP_REPLACEMENT && adv == 1 && (unsigned char)s[off] >= 0x80;
+        r = invalid ? "\xEF\xBF\xBD" : s + off;   /* an invalid byte: U+FFFD */
+        rn = invalid ? 3 : adv;
         used = adv;
       }
     }
