@@ -267,6 +267,17 @@ TESTS = [
 ]
 
 
+def random_tests(n):
+    """n seeded strings of pieces that meet at odd places (partial special
+    texts, combining marks, fullwidth letters, cut UTF-8, BOMs)."""
+    alpha = ["a", "ka", "the", " ", "  ", "\t", "\n", "中", "文", "😀", "é", "e\u0301", "Ａ", "ﬁ", "\u00a0", "\u3000",
+             "1", "23", "<extra_id_0>", "<extra_", "</s>", "<|plamo:bos|>", "<|plamo:op", "\\x41", "'", '"', b"\xff",
+             b"\xe4", b"\x00", "ld", "hello wor", "\ufeff", "ABC", "?", ".", "[PAD1"]
+    r = random.Random(99)
+    return [b"".join(p if isinstance(p, bytes) else p.encode() for p in (r.choice(alpha) for _ in range(r.randint(1, 14))))
+            for _ in range(n)]
+
+
 def piece(vocab, tid, special):
     buf = ctypes.create_string_buffer(256)
     n = ll.llama_token_to_piece(vocab, tid, buf, 256, 0, special)
@@ -297,7 +308,7 @@ def record(name, path):
     for i in range(n):
         lines.append(f"piece {i} {hx(piece(vocab, i, False))} {hx(piece(vocab, i, True))}")
     n_cases = 0
-    for s in TESTS:
+    for s in TESTS + random_tests(40):
         data = encode_test(s)
         for add_special, parse_special in ((True, True), (False, False), (True, False)):
             ids = tokenize(vocab, data, add_special, parse_special)
