@@ -166,6 +166,8 @@ static tg_tokenizer *load_tiny(const char *model, const char *const *toks, int n
 TEST(tok_models_bad_vocab) {
   const char *ab[] = { "a", "b", "<unk>" };
   int32_t ctl[3] = { 3, 3, 2 };
+  check_refused(load_tiny("t5", ab, 0, NULL, true, -1), "t5 of no tokens", "tokenizer.ggml.tokens has 0 entries");
+  check_refused(load_tiny("plamo2", ab, 0, NULL, true, -1), "plamo2 of no tokens", "tokenizer.ggml.tokens has 0 entries");
   check_refused(load_tiny("t5", ab, 3, ctl, true, 2), "t5 of control tokens", "has no normal piece");
   check_refused(load_tiny("t5", ab, 2, NULL, true, -1), "t5 without <unk>", "without an unknown token");
   check_refused(load_tiny("t5", ab, 3, NULL, false, 2), "t5 without scores", "without tokenizer.ggml.scores");
