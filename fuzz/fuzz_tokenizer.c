@@ -1,7 +1,8 @@
 /* fuzz_tokenizer.c: text and token ids from untrusted bytes through every
  * tokenizer type (SPM, byte-level BPE with each pre-tokenizer of the test
  * vocabularies, SentencePiece-style BPE (gemma4, sarvam-moe), Kimi K2's and afmoe's custom splitters, BPE between
- * whitespace (model "whitespace"), DNA k-mers (model "hybriddna"), WordPiece). The first byte picks the vocabulary and the
+ * whitespace (model "whitespace"), DNA k-mers (model "hybriddna"), WordPiece, unigram (model "t5", with and
+ * without a precompiled charsmap), RWKV World, PLaMo 2). The first byte picks the vocabulary and the
  * flags; the rest is text to tokenize (then detokenized and streamed back)
  * and, read as 16-bit ids, ids to detokenize and stream (out-of-range ids
  * included). Properties beyond "no crash": detokenizing what was tokenized
@@ -18,7 +19,11 @@ static const char *const repo_vocabs[] = { "tests/goldens/tok_gemma4.gguf", "tes
                                             /* tests/gen/gen_tok_pretok.py: kimi-k2, afmoe, models
                                                whitespace and hybriddna */
                                             "tests/goldens/tok_pre_bytes.gguf", "tests/goldens/tok_pre_afmoe.gguf",
-                                            "tests/goldens/tok_pre_raw.gguf", "tests/goldens/tok_pre_dna.gguf" };
+                                            "tests/goldens/tok_pre_raw.gguf", "tests/goldens/tok_pre_dna.gguf",
+                                            /* tests/gen/gen_tok_models.py: t5 (with and without a charsmap),
+                                               rwkv, plamo2 */
+                                            "tests/goldens/tok_ugm.gguf", "tests/goldens/tok_ugm_raw.gguf",
+                                            "tests/goldens/tok_rwkv.gguf", "tests/goldens/tok_plamo2.gguf" };
 #define NV (int)(sizeof vocabs / sizeof *vocabs)
 #define NR (int)(sizeof repo_vocabs / sizeof *repo_vocabs)
 static tg_tokenizer *toks[NV + NR];

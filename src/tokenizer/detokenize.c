@@ -1,5 +1,6 @@
 /* detokenize.c: token -> piece (cached per id at load), whole-sequence
  * detokenize with llama.cpp's space handling, and the streaming decoder. */
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 #include "tokenizer/tokenizer.h"
@@ -50,7 +51,16 @@ void tokenizer_build_pieces(tg_tokenizer *t) {
     size_t n = t->text_len[id];
     uint16_t a = t->attr[id];
     char_vec p = { 0 };
-    if (a & (TOK_ATTR_UNKNOWN | TOK_ATTR_CONTROL | TOK_ATTR_USER_DEFINED)) put_bytes(&p, s, n);
+    if (t->kind == TOK_RWKV) {   /* every token: its bytes */
+      char *b = tg_xmalloc(n + 1);
+      put_bytes(&p, b, rwkv_unescape(s, n, b));
+      free(b);
+    } else if (t->kind == TOK_PLAMO2) {   /* <0xXX> byte tokens, else the text as it is */
+      if ((a & TOK_ATTR_BYTE) && n == 6 && !memcmp(s, "<0x", 3) && s[5] == '>' && isxdigit((unsigned char)s[3]) &&
+          isxdigit((unsigned char)s[4]))
+        VEC_PUSH(p, (char)(hexval(s[3]) * 16 + hexval(s[4])));
+      else put_bytes(&p, s, n);
+    } else if (a & (TOK_ATTR_UNKNOWN | TOK_ATTR_CONTROL | TOK_ATTR_USER_DEFINED)) put_bytes(&p, s, n);
     else if (a & TOK_ATTR_NORMAL) {
       if (t->kind == TOK_BPE && !t->escape_spaces) unmap_bytes(s, n, &p);
       else unescape_spaces(s, n, &p);

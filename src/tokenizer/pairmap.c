@@ -19,7 +19,7 @@ static size_t pair_slot(const pairmap *m, uint64_t key) {
   return i;
 }
 
-void pairmap_put(pairmap *m, int32_t left, int32_t right, int32_t rank, int32_t id) {
+static pairmap_entry *pair_insert(pairmap *m, int32_t left, int32_t right) {
   if (!m->cap) pairmap_init(m, 8);
   if ((m->n + 1) * 2 > m->cap) {
     pairmap old = *m;
@@ -30,9 +30,24 @@ void pairmap_put(pairmap *m, int32_t left, int32_t right, int32_t rank, int32_t 
   }
   uint64_t key = pair_key(left, right);
   pairmap_entry *e = &m->e[pair_slot(m, key)];
-  if (e->key) return;
-  *e = (pairmap_entry){ key, rank, id };
-  m->n++;
+  if (!e->key) {
+    *e = (pairmap_entry){ key, 0, -1 };
+    m->n++;
+    return e;
+  }
+  return NULL;
+}
+
+void pairmap_put(pairmap *m, int32_t left, int32_t right, int32_t rank, int32_t id) {
+  pairmap_entry *e = pair_insert(m, left, right);
+  if (e) { e->rank = rank; e->id = id; }
+}
+
+void pairmap_set(pairmap *m, int32_t left, int32_t right, int32_t rank, int32_t id) {
+  pairmap_entry *e = pair_insert(m, left, right);
+  if (!e) e = &m->e[pair_slot(m, pair_key(left, right))];
+  e->rank = rank;
+  e->id = id;
 }
 
 const pairmap_entry *pairmap_get(const pairmap *m, int32_t left, int32_t right) {

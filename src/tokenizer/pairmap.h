@@ -22,6 +22,8 @@ typedef struct {
 void pairmap_init(pairmap *m, size_t n);
 /* Adds the pair unless present (the first rank of a repeated merge wins). */
 void pairmap_put(pairmap *m, int32_t left, int32_t right, int32_t rank, int32_t id);
+/* Adds the pair or replaces its values. */
+void pairmap_set(pairmap *m, int32_t left, int32_t right, int32_t rank, int32_t id);
 /* The entry of the pair, or NULL. */
 const pairmap_entry *pairmap_get(const pairmap *m, int32_t left, int32_t right);
 void pairmap_free(pairmap *m);

@@ -93,7 +93,9 @@ int tg_tokenize(const tg_tokenizer *t, const char *text, size_t len, bool add_sp
   }
 
   ids_vec out = { 0 };
-  /* (ids checked: a BERT vocab may lack its default [CLS]/[SEP] ids) */
+  /* (ids checked: a BERT vocab may lack its default [CLS]/[SEP] ids; RWKV
+   * and PLaMo-2 never add any, as in llama.cpp) */
+  if (t->kind == TOK_RWKV || t->kind == TOK_PLAMO2) add_special = false;
   bool bos = add_special && (t->kind == TOK_WPM || t->add_bos) && t->bos >= 0;
   if (bos) VEC_PUSH(out, t->bos);
   bool prev_special = true;
@@ -115,6 +117,15 @@ int tg_tokenize(const tg_tokenizer *t, const char *text, size_t len, bool add_sp
       }
       break;
     case TOK_WPM: wpm_encode(t, s, fr->len, &out); break;
+    case TOK_UGM:
+      if (ugm_encode(t, s, fr->len, &out) < 0) {
+        VEC_FREE(out);
+        VEC_FREE(frags);
+        return -1;
+      }
+      break;
+    case TOK_RWKV: rwkv_encode(t, s, fr->len, &out); break;
+    case TOK_PLAMO2: plamo2_encode(t, s, fr->len, &out); break;
     }
     prev_special = false;
   }

@@ -14,7 +14,7 @@
 #include "tokenizer/strmap.h"
 #include "util/util.h"
 
-typedef enum { TOK_SPM, TOK_BPE, TOK_WPM } tok_kind;
+typedef enum { TOK_SPM, TOK_BPE, TOK_WPM, TOK_UGM, TOK_RWKV, TOK_PLAMO2 } tok_kind;
 
 /* Token attributes (llama.cpp's llama_token_attr bits). */
 enum {
@@ -52,6 +52,9 @@ struct tg_tokenizer {
   bool drop_spaces;                  /* model "whitespace": whitespace is dropped, the text between
                                         (lowercased when `lowercase`) encoded piece by piece */
   uint8_t *eog;                      /* per id: ends generation */
+  struct ugm_model *ugm;             /* model "t5" (ugm.c) */
+  struct rwkv_model *rwkv;           /* model "rwkv" (rwkv.c) */
+  struct plamo2_model *plamo2;       /* model "plamo2" (plamo2.c) */
 
   int32_t *specials;                 /* control/user-defined/unknown ids, longest text first */
   int n_specials;
@@ -78,6 +81,24 @@ void wpm_encode(const tg_tokenizer *t, const char *text, size_t n, ids_vec *out)
  * k-mer texts without their U+E000 marker (after load_tokens). */
 int dna_encode(const tg_tokenizer *t, const char *text, size_t n, ids_vec *out);
 void tokenizer_unmark_kmers(tg_tokenizer *t);
+
+/* The unigram, RWKV and PLaMo-2 models, each built from the loaded tokens
+ * before special_tokens_detect changes their attributes (llama.cpp builds
+ * them there too); -1 with tg_error on a vocabulary they cannot use.
+ * ugm_encode normalizes one fragment itself (space prefix included) and
+ * fails (-1, tg_error) on a malformed precompiled charsmap. rwkv_check runs
+ * once the unknown id is known; rwkv_unescape writes at most n bytes. */
+int ugm_build(tg_tokenizer *t, const gguf_file *f);
+int ugm_encode(const tg_tokenizer *t, const char *text, size_t n, ids_vec *out);
+void ugm_free(struct ugm_model *m);
+void rwkv_build(tg_tokenizer *t);
+int rwkv_check(const tg_tokenizer *t);
+void rwkv_encode(const tg_tokenizer *t, const char *text, size_t n, ids_vec *out);
+size_t rwkv_unescape(const char *s, size_t n, char *out);
+void rwkv_free(struct rwkv_model *m);
+int plamo2_build(tg_tokenizer *t);
+void plamo2_encode(const tg_tokenizer *t, const char *text, size_t n, ids_vec *out);
+void plamo2_free(struct plamo2_model *m);
 
 /* special_tokens.c, in this order after the tokens and special ids are
  * loaded: roles and attributes from token texts and the end-of-generation

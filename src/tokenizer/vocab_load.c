@@ -25,6 +25,9 @@ void tg_tokenizer_free(tg_tokenizer *t) {
   pretok_free(t->pre);
   free(t->model); free(t->pre_name); free(t->name);
   token_trie_free(t->grammar_trie);
+  ugm_free(t->ugm);
+  rwkv_free(t->rwkv);
+  plamo2_free(t->plamo2);
   free(t);
 }
 
@@ -77,8 +80,19 @@ static int set_model_defaults(tg_tokenizer *t) {
     t->clean_spaces = true;
     free(t->pre_name);
     t->pre_name = tg_xstrdup("gemma4");
+  } else if (!strcmp(t->model, "t5")) {
+    /* unigram; the space prefix and merged spaces are the normalizer's (ugm.c) */
+    t->kind = TOK_UGM;
+    t->bos = -1; t->eos = 1; t->unk = 2; t->pad = 0;
+    t->add_eos = true;
+  } else if (!strcmp(t->model, "rwkv")) {
+    t->kind = TOK_RWKV;
+    t->bos = t->eos = t->unk = -1;
+  } else if (!strcmp(t->model, "plamo2")) {
+    t->kind = TOK_PLAMO2;
+    t->bos = 1; t->eos = 2; t->unk = 0; t->pad = 3;
   } else {
-    return tg_seterr("tokenizer: unsupported tokenizer.ggml.model '%s' (tg knows llama, gpt2, whitespace, hybriddna, gemma4, bert)", t->model);
+    return tg_seterr("tokenizer: unsupported tokenizer.ggml.model '%s' (tg knows llama, gpt2, whitespace, hybriddna, gemma4, bert, t5, rwkv, plamo2)", t->model);
   }
   return 0;
 }
@@ -197,13 +211,14 @@ static bool spm_words_independent(const tg_tokenizer *t) {
 }
 
 static void set_byte_tokens(tg_tokenizer *t) {
+  if (t->kind == TOK_RWKV) return;   /* rwkv_build: the single-byte tokens */
   for (int b = 0; b < 256; b++) {
     char buf[8];
     int32_t id = -1;
-    if (t->kind == TOK_SPM || t->raw_utf8) {
+    if (t->kind == TOK_SPM || t->kind == TOK_UGM || t->kind == TOK_PLAMO2 || t->raw_utf8) {
       snprintf(buf, sizeof buf, "<0x%02X>", b);
       id = strmap_get(&t->ids, buf, 6);
-      if (id < 0 && t->kind == TOK_SPM) { buf[0] = (char)b; id = strmap_get(&t->ids, buf, 1); }
+      if (id < 0 && (t->kind == TOK_SPM || t->kind == TOK_UGM)) { buf[0] = (char)b; id = strmap_get(&t->ids, buf, 1); }
     } else {
       int n = gpt2_byte_to_utf8((unsigned char)b, buf);
       id = strmap_get(&t->ids, buf, (size_t)n);
@@ -244,10 +259,17 @@ tg_tokenizer *tokenizer_from_gguf(const gguf_file *f) {
   }
   gguf_get_bool(f, KEY("add_space_prefix"), &t->add_space_prefix);
   if (load_tokens(t, f) < 0) return fail(t);
+  if ((t->kind == TOK_UGM || t->kind == TOK_PLAMO2) && !gguf_find(f, KEY("scores"))) {
+    tg_seterr("tokenizer: %s vocabulary without tokenizer.ggml.scores (its pieces' log probabilities)", t->model);
+    return fail(t);
+  }
   if (t->dna) tokenizer_unmark_kmers(t);
   if (t->kind == TOK_BPE && load_merges(t, f, fl & PRE_MERGES_OPTIONAL) < 0) return fail(t);
   set_byte_tokens(t);
   if (t->kind == TOK_SPM) t->spm_split_words = spm_words_independent(t);
+  if (t->kind == TOK_UGM && ugm_build(t, f) < 0) return fail(t);
+  if (t->kind == TOK_RWKV) rwkv_build(t);
+  if (t->kind == TOK_PLAMO2 && plamo2_build(t) < 0) return fail(t);
 
   static const struct { const char *key; size_t off; } special_keys[] = {
     { KEY("bos_token_id"), offsetof(tg_tokenizer, bos) }, { KEY("eos_token_id"), offsetof(tg_tokenizer, eos) },
@@ -267,8 +289,14 @@ tg_tokenizer *tokenizer_from_gguf(const gguf_file *f) {
   gguf_get_bool(f, KEY("add_eos_token"), &t->add_eos);
   gguf_get_bool(f, KEY("add_sep_token"), &t->add_sep);
   if (fl & PRE_FORCE_BOS) t->add_bos = true;   /* llama.cpp's Gemma 4 workaround */
-  if (t->add_bos && t->bos < 0) { tg_seterr("tokenizer: add_bos_token is true but there is no BOS token"); return fail(t); }
-  if (t->add_eos && t->eos < 0) { tg_seterr("tokenizer: add_eos_token is true but there is no EOS token"); return fail(t); }
+  if (t->kind == TOK_UGM && t->unk < 0) {   /* llama.cpp would emit id -1 for an unknown character */
+    tg_seterr("tokenizer: t5 vocabulary without an unknown token (tokenizer.ggml.unknown_token_id)");
+    return fail(t);
+  }
+  if (t->kind == TOK_RWKV && rwkv_check(t) < 0) return fail(t);
+  bool adds = t->kind != TOK_RWKV && t->kind != TOK_PLAMO2;   /* those two never add BOS/EOS */
+  if (adds && t->add_bos && t->bos < 0) { tg_seterr("tokenizer: add_bos_token is true but there is no BOS token"); return fail(t); }
+  if (adds && t->add_eos && t->eos < 0) { tg_seterr("tokenizer: add_eos_token is true but there is no EOS token"); return fail(t); }
   if (t->add_sep && t->sep < 0) { tg_seterr("tokenizer: add_sep_token is true but there is no SEP token"); return fail(t); }
   gguf_get_bool(f, KEY("normalizer.lowercase"), &t->lowercase);
   t->strip_accents = t->lowercase;
