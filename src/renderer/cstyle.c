@@ -219,7 +219,10 @@ static void render_load(rctx *c, uop *u, ptrmap *prefetch_ahead) {
   intptr_t ahead = (intptr_t)pm_get(prefetch_ahead, u);
   indent(c);
   if (ahead) {
-    sb_printf(&c->body, "__builtin_prefetch((const char *)&%s + %lld);\n", rname(c, ix), (long long)ahead);
+    /* into L2, not L1 (prefetcht1): a Q4_K matvec over cold weights read
+     * 15-17 GB/s so, 11-13 with prefetcht0 (one core, AMD Zen 4); the L1's
+     * few miss buffers were full of prefetches the loads then waited on */
+    sb_printf(&c->body, "__builtin_prefetch((const char *)&%s + %lld, 0, 2);\n", rname(c, ix), (long long)ahead);
     indent(c);
   }
   const char *t = rctype(c, u->dtype);
