@@ -82,10 +82,17 @@ static bool has_int_path(int t) {
 void qm_quantize_q8_k(tg_tensor *x, tg_dtype qdtype, tg_tensor **q, tg_tensor **d) {
   int64_t nb = tg_dim(x, tg_ndim(x) - 1) / 256;
   tg_tensor *xb = tg_reshape(tg_cast(x, TG_F32), qm_with_tail(x, 2, (int64_t[]){ nb, 256 }));
-  tg_tensor *ax = tg_abs(xb), *zero = tg_scalar(0, TG_F32);
-  tg_tensor *nz = tg_ne(tg_max(ax, TG_AXES(-1), true), zero);
-  tg_tensor *first = tg_eq(tg_arange(0, 256, 1, TG_I32), tg_cast(tg_argmax(ax, -1, true), TG_I32));
-  tg_tensor *mx = tg_sum(tg_where(first, xb, zero), TG_AXES(-1), true);
+  tg_tensor *zero = tg_scalar(0, TG_F32);
+  /* ggml's max: the value of largest |x|, the first one of a tie, in one
+   * reduction of a key (|x|'s bits, then 255 - j, then x's sign) instead of
+   * a max, an argmax and a pick (three kernels a matvec of a decode step) */
+  tg_tensor *abits = tg_cast(tg_bitcast(tg_abs(xb), TG_I32), TG_I64);
+  tg_tensor *later = tg_cast(tg_sub(tg_scalar(255, TG_I32), tg_arange(0, 256, 1, TG_I32)), TG_I64);
+  tg_tensor *key = tg_add(tg_add(tg_lshifts(abits, 9), tg_lshifts(later, 1)), tg_cast(tg_lt(xb, zero), TG_I64));
+  tg_tensor *best = tg_max(key, TG_AXES(-1), true);
+  tg_tensor *amax = tg_bitcast(tg_cast(tg_rshifts(best, 9), TG_I32), TG_F32);
+  tg_tensor *nz = tg_ne(amax, zero);
+  tg_tensor *mx = tg_where(tg_cast(tg_bitwise_and(best, tg_scalar(1, TG_I64)), TG_BOOL), tg_neg(amax), amax);
   tg_tensor *iscale = tg_div(tg_scalar(-127, TG_F32), tg_where(nz, mx, tg_scalar(1, TG_F32)));
   tg_tensor *v = tg_minimum(tg_round(tg_mul(iscale, xb)), tg_scalar(127, TG_F32));
   *q = tg_contiguous(tg_cast(tg_where(nz, v, zero), qdtype));
