@@ -1,5 +1,6 @@
 /* test_vector_math.c: math that runs in SIMD lanes on the CPU: exp2 as a
- * polynomial in vector arithmetic (tg_exp2_vK), and and/or/xor of
+ * polynomial in vector arithmetic (tg_exp2_vK), trunc through int32
+ * (tg_trunc_vK; round's half-to-even steps use it), and and/or/xor of
  * comparison masks (a causal mask's <=). Each is checked to be vectorized
  * (the helper or vector types appear in the kernel's source) and against
  * C's libm and plain C logic. */
@@ -48,6 +49,34 @@ TEST(vector_exp2_within_ulp_of_libm) {
     if (!ok) { bad++; CHECK_MSG(0, "exp2(%a) = %a, libm %a", x[i], got[i], want); }
   }
   CHECK_MSG(worst <= 2, "exp2 is %lld ulp from libm", (long long)worst);
+  free(x), free(got);
+  tg_scope_end();
+}
+
+/* Bit for bit: C's truncf, and rint (half to even in the default rounding
+ * mode) for tg_round. */
+TEST(vector_trunc_and_round_exact) {
+  tg_scope_begin();
+  float *x = malloc(sizeof(float) * NV), *got = malloc(sizeof(float) * NV);
+  const float special[] = { 0.0f, -0.0f, 0.5f, -0.5f, 1.5f, -1.5f, 2.5f, -2.5f, 0.49999997f, -0.3f, 8388607.5f, -8388607.5f,
+                            8388608.0f, 8388609.0f, -8388609.0f, 16777217.0f, 1e30f, -1e30f, 2147483648.0f, -2147483904.0f,
+                            INFINITY, -INFINITY, NAN, 1e-45f, -1e-45f, 1.17549435e-38f, 3.4028235e38f, -3.4028235e38f };
+  int ns = (int)(sizeof special / sizeof special[0]);
+  for (int i = 0; i < NV; i++) x[i] = i < ns ? special[i] : (float)ldexp((double)((i * 2654435761u) % 2000001) / 1000.0 - 1000.0, (i % 40) - 14);
+  tg_tensor *X = tg_from_data(x, TG_SHAPE(NV), TG_F32);
+  CHECK_OK(X && tg_realize(X) == 0);
+  for (int f = 0; f < 2; f++) {
+    tg_tensor *y = f ? tg_round(X) : tg_trunc(X);
+    int nk = 0;
+    CHECK_EQ_INT(test_kernels_with("tg_trunc_v16(", y, &nk), 1);
+    CHECK_OK(tg_data(y, got, sizeof(float) * NV) == 0);
+    int bad = 0;
+    for (int i = 0; i < NV && bad < 5; i++) {
+      float want = f ? rintf(x[i]) : truncf(x[i]);
+      bool ok = isnan(want) ? isnan(got[i]) : memcmp(&got[i], &want, 4) == 0;
+      if (!ok) { bad++; CHECK_MSG(0, "%s(%a) = %a, libm %a", f ? "round" : "trunc", x[i], got[i], want); }
+    }
+  }
   free(x), free(got);
   tg_scope_end();
 }

@@ -407,7 +407,7 @@ static void packed_rows_tile(cpu_plan *p) {
  * the vector shared by all): no register tile over it. Its rows stream from
  * memory once, and a tile of 4 rows reads 4 places of each page in turn,
  * which the hardware prefetchers follow badly: on a 2-core AMD EPYC (Zen 4)
- * an F16 matvec over 245 MB read 11-15 GB/s so, 20-34 GB/s one row after
+ * an F16 matvec over 245 MB read 11-15 GB/s tiled, 20-34 GB/s one row after
  * the other (software prefetch got the tile to 15-17). The tile's gain,
  * loading the vector once per 4 rows, is an L1 hit saved. */
 static bool matvec_rows(const cpu_plan *p) {

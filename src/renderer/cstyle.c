@@ -220,7 +220,7 @@ static void render_load(rctx *c, uop *u, ptrmap *prefetch_ahead) {
   indent(c);
   if (ahead) {
     /* into L2, not L1 (prefetcht1): a Q4_K matvec over cold weights read
-     * 15-17 GB/s so, 11-13 with prefetcht0 (one core, AMD Zen 4); the L1's
+     * 15-17 GB/s with it, 11-13 with prefetcht0 (one core, AMD Zen 4); the L1's
      * few miss buffers were full of prefetches the loads then waited on */
     sb_printf(&c->body, "__builtin_prefetch((const char *)&%s + %lld, 0, 2);\n", rname(c, ix), (long long)ahead);
     indent(c);
