@@ -188,8 +188,41 @@ static uop *byte_of_cast(const uop *u) {
   return (s == TG_U8 || s == TG_I8) && u->src[0]->dtype.count == 1 ? u->src[0] : NULL;
 }
 
+/* An index as base + a constant (peeling ADDs of constants). */
+static uop *split_const(uop *ix, int64_t *off) {
+  *off = 0;
+  while (ix->op == OP_ADD && (ix->src[1]->op == OP_CONST || ix->src[0]->op == OP_CONST)) {
+    int c = ix->src[1]->op == OP_CONST ? 1 : 0;
+    *off += ix->src[c]->arg.i;
+    ix = ix->src[1 - c];
+  }
+  if (ix->op == OP_CONST) { *off += ix->arg.i; return NULL; }
+  return ix;
+}
+
+/* b[0..3] as one 4-byte load when they are loads of 4 consecutive bytes of
+ * one buffer (x's quantized values: clang does not merge the byte loads,
+ * shifts and ors of pack_bytes, which cost a prefill's int8 matmul twice
+ * its vpdpbusd), else NULL. */
+static uop *load_4_bytes(uop *const *b) {
+  for (int p = 0; p < 4; p++)
+    if (b[p]->op != OP_LOAD || b[p]->nsrc != 1 || b[p]->src[0]->op != OP_INDEX || b[p]->src[0]->nsrc != 2 || b[p]->dtype.scalar != b[0]->dtype.scalar) return NULL;
+  uop *ix0 = b[0]->src[0];
+  int64_t off0, off;
+  uop *base0 = split_const(ix0->src[1], &off0);
+  for (int p = 1; p < 4; p++) {
+    uop *ix = b[p]->src[0];
+    if (ix->src[0] != ix0->src[0] || split_const(ix->src[1], &off) != base0 || off != off0 + p) return NULL;
+  }
+  dtype_t v4 = dt_vec(b[0]->dtype, 4);
+  uop *index = uop_new(OP_INDEX, dt_vec(ix0->dtype, 4), (uop *[]){ ix0->src[0], ix0->src[1] }, 2, ix0->arg);
+  return uop1(OP_BITCAST, dt_scalar(TG_I32), uop1(OP_LOAD, v4, index, b[0]->arg), arg_none());
+}
+
 /* The 4 bytes b[0..3] (scalars) as one int32, byte p at bits 8p. */
 static uop *pack_bytes(uop *const *b) {
+  uop *whole = load_4_bytes(b);
+  if (whole) return whole;
   uop *r = NULL;
   for (int p = 0; p < 4; p++) {
     uop *x = b[p]->dtype.scalar == TG_I8 ? uop1(OP_BITCAST, dt_scalar(TG_U8), b[p], arg_none()) : b[p];
