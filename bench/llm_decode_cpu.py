@@ -8,9 +8,10 @@ core, so it compares the two kernels' work and memory traffic.
 
     python3 bench/llm_decode_cpu.py [build/tg]
     LLAMA_BENCH=/path/to/llama-bench ...   (the reference; without it: skipped)
-    BENCH_LLM_DIR=DIR   (models DIR/llama125m-TYPE.gguf, as bench_llm makes them;
+    BENCH_LLM_DIR=DIR   (models DIR/llama125m-TYPE.gguf and qwen05b-q4_k_m.gguf, as bench_llm makes them;
                          default build/bench/models)
-    BENCH_LLM_TYPES=q4_k_m,q6_k ...   (default: every type bench_llm makes)
+    BENCH_LLM_TYPES=q4_k_m,q6_k ...   (default: every type bench_llm makes; 05b-q4_k_m
+                                       is the 0.5B qwen2-shaped model)
     BENCH_CPU_REPS=3   (runs per side; the median is printed)
 
 Per file:
@@ -28,7 +29,7 @@ import subprocess
 import sys
 
 TYPES = ["f32", "f16", "bf16", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0", "q4_1", "q5_0", "q5_1",
-         "iq4_xs", "iq4_nl", "q3_k_m", "q2_k"]
+         "iq4_xs", "iq4_nl", "q3_k_m", "q2_k", "05b-q4_k_m"]
 SHORT, LONG = 16, 144
 
 
@@ -65,7 +66,8 @@ def main():
         return 0
     env = dict(os.environ, TG_THREADS="1")
     for t in types:
-        path = os.path.join(mdir, f"llama125m-{t}.gguf")
+        # as bench_llm names them: 05b-TYPE is the 0.5B qwen2-shaped model
+        path = os.path.join(mdir, f"qwen05b-{t[4:]}.gguf" if t.startswith("05b-") else f"llama125m-{t}.gguf")
         if not os.path.exists(path):
             print(f"bench llm_decode_cpu type={t} skipped reason=no_model_{path.replace(' ', '_')}")
             continue
