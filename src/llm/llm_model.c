@@ -66,8 +66,14 @@ static int rope_table(tg_llm *m, const llm_rope *r, tg_tensor **cos_out, tg_tens
     hi = fmin(c->rope_dim - 1, ceil(yarn_corr_dim(c->rope_dim, r->orig_ctx, r->beta_slow, r->base)));
     mscale *= 1 + 0.1 * log(1.0 / r->freq_scale);
   }
-  float *cs = tg_xmalloc(sizeof(float) * (size_t)c->n_ctx * (size_t)half);
-  float *sn = tg_xmalloc(sizeof(float) * (size_t)c->n_ctx * (size_t)half);
+  /* n_ctx * half floats: a context the file allows (up to 2^30) can be more
+   * than the host has, which is an error, not an abort */
+  size_t bytes = sizeof(float) * (size_t)c->n_ctx * (size_t)(half > 0 ? half : 1);
+  float *cs = malloc(bytes), *sn = malloc(bytes);
+  if (!cs || !sn) {
+    free(cs), free(sn);
+    return tg_seterr("%s: a context of %d positions needs %zu MB for its RoPE tables, more than there is", m->file->path, c->n_ctx, 2 * bytes >> 20);
+  }
   for (int p = 0; p < c->n_ctx; p++)
     for (int i = 0; i < half; i++) {
       double extrap = p * pow(r->base, -2.0 * i / c->rope_dim) / (factors ? factors[i] : 1);
@@ -150,7 +156,12 @@ tg_llm *tg_llm_load(const char *path, const tg_llm_opts *opts) {
   tg_scope_end();
   tensor_device_end(prev);
   if (!m->pos || !kv_declared || (m->n_seq > 1 && !m->seq_var)) { tg_llm_free(m); return NULL; }
-  m->history_all = tg_xcalloc((size_t)m->n_seq * (size_t)m->cfg.n_ctx, sizeof(int32_t));
+  m->history_all = calloc((size_t)m->n_seq * (size_t)m->cfg.n_ctx, sizeof(int32_t));
+  if (!m->history_all) {
+    tg_seterr("tg_llm: %d sequences of %d positions: no memory for their token history", m->n_seq, m->cfg.n_ctx);
+    tg_llm_free(m);
+    return NULL;
+  }
   m->history = m->history_all;
   m->seq_n_past = tg_xcalloc((size_t)m->n_seq, sizeof(int));
   m->seq_ring_top = tg_xcalloc((size_t)m->n_seq, sizeof(int));
