@@ -24,31 +24,8 @@ TEST(tok_plamo2_llamacpp) { tok_check_golden("tok_plamo2"); }
 TEST(tok_models_roundtrip) {
   static const char *const alphabet[] = { "ka", "the", " ", "  ", "\n", "\n\n", "\t", "\xC3\xA9", "\xE4\xB8\xAD",
                                           "\xF0\x9F\xA6\x99", "<", "|", ">", "\\x41", "1", "\r", "~", "o" };
-  const char *files[] = { "goldens/tok_rwkv.gguf", "goldens/tok_plamo2.gguf" };
-  uint64_t seed = 777;
-  for (int f = 0; f < 2; f++) {
-    tg_tokenizer *t = tg_tokenizer_load(files[f]);
-    CHECK_OK(t);
-    for (int r = 0; t && r < 300; r++) {
-      char text[512];
-      size_t n = 0;
-      seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-      for (int k = 0, parts = (int)(seed >> 58); k < parts; k++) {
-        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-        const char *a = alphabet[(seed >> 33) % 18];
-        memcpy(text + n, a, strlen(a));
-        n += strlen(a);
-      }
-      int32_t *ids;
-      int c = tg_tokenize(t, text, n, false, false, &ids);
-      size_t dn;
-      char *d = tg_detokenize(t, ids, c, false, false, &dn);
-      CHECK_MSG(d && dn == n && !memcmp(d, text, n), "%s: '%.*s' does not round-trip", files[f], (int)n, text);
-      free(d);
-      free(ids);
-    }
-    tg_tokenizer_free(t);
-  }
+  const char *const files[] = { "goldens/tok_rwkv.gguf", "goldens/tok_plamo2.gguf" };
+  tok_check_roundtrip(files, 2, alphabet, (int)(sizeof alphabet / sizeof alphabet[0]), 777);
   tg_tokenizer *t = tg_tokenizer_load("goldens/tok_ugm_raw.gguf");
   CHECK_OK(t);
   const char *words[] = { "hello", "kakita", "thequick", "0123", "café" };

@@ -176,3 +176,29 @@ void tok_check_golden(const char *name) {
   free(data);
   tg_tokenizer_free(g.tok);
 }
+
+void tok_check_roundtrip(const char *const *files, int nfiles, const char *const *alphabet, int n, uint64_t seed) {
+  for (int f = 0; f < nfiles; f++) {
+    tg_tokenizer *t = tg_tokenizer_load(files[f]);
+    CHECK_OK(t);
+    for (int r = 0; t && r < 300; r++) {
+      char text[512];
+      size_t len = 0;
+      seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+      for (int k = 0, parts = (int)(seed >> 58); k < parts; k++) {
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        const char *a = alphabet[(seed >> 33) % (uint64_t)n];
+        memcpy(text + len, a, strlen(a));
+        len += strlen(a);
+      }
+      int32_t *ids;
+      int c = tg_tokenize(t, text, len, false, false, &ids);
+      size_t dn;
+      char *d = tg_detokenize(t, ids, c, false, false, &dn);
+      CHECK_MSG(d && dn == len && !memcmp(d, text, len), "%s: '%.*s' does not round-trip", files[f], (int)len, text);
+      free(d);
+      free(ids);
+    }
+    tg_tokenizer_free(t);
+  }
+}

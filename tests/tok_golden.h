@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include "util/util.h"
 
 typedef VEC(char) tok_bytes;
@@ -20,5 +21,10 @@ void tok_show(const char *what, const char *s, size_t n);
  * end-of-generation set, every token's piece, and per test string the ids,
  * detokenize in its four modes and the streaming decoder token by token. */
 void tok_check_golden(const char *name);
+
+/* 300 random texts per vocabulary file, each a few pieces of alphabet[0..n)
+ * (an LCG from seed), must detokenize to themselves byte for byte (no
+ * specials). */
+void tok_check_roundtrip(const char *const *files, int nfiles, const char *const *alphabet, int n, uint64_t seed);
 
 #endif
