@@ -289,7 +289,8 @@ static void prelude_lut16(strbuf *src, int k) {
   static const char *const rep4 = "0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15";
   guard_begin(src, "tg_lut16_v%d", k);
   sb_printf(src, "static inline tg_v%d_uchar tg_lut16_v%d(const unsigned char *t, int n, tg_v%d_uchar i) {\n", k, k, k);
-  sb_puts(src, "  typedef char b16_ __attribute__((vector_size(16)));\n  b16_ tab = { 0 };\n  for (int j = 0; j < n; j++) tab[j] = (char)t[j];\n");
+  sb_puts(src, "  typedef char b16_ __attribute__((vector_size(16)));\n  b16_ tab = { 0 };\n"
+               "  if (n == 16) __builtin_memcpy(&tab, t, 16);\n  else for (int j = 0; j < n; j++) tab[j] = (char)t[j];\n");
   if (k == 64)
     sb_printf(src, "#if defined(__clang__) && defined(__AVX512BW__)\n  typedef char b64_ __attribute__((vector_size(64)));\n"
                    "  b64_ t4 = __builtin_shufflevector(tab, tab, %s, %s, %s, %s);\n"
