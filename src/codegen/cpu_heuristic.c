@@ -108,6 +108,16 @@ static int64_t index_period(uop *ast, uop *r) {
   return best;
 }
 
+/* Is an index data the kernel loaded (a table lookup: IQ4's levels at the
+ * weights' nibbles)? It moves with the loads it reads, not with the axes. */
+static bool index_reads_data(uop *ix) {
+  uop_list l = uop_toposort(ix);
+  bool found = false;
+  for (int i = 0; i < l.n && !found; i++) found = l.v[i]->op == OP_LOAD;
+  free(l.v);
+  return found;
+}
+
 /* Does the kernel read packed bytes (uint8: quantized weights)? */
 static bool loads_bytes(uop *ast) {
   uop_list l = uop_toposort(ast);
@@ -138,12 +148,13 @@ static bool costly_beside_lanes(uop *ast, uop *const *axes, int n, int fr, uop *
 }
 
 /* Along output axis r, do the packed-byte (uint8) loads stay put (0), all
- * move (1), or some of each (-1)? */
+ * move (1), or some of each (-1)? Lookups at loaded data (index_reads_data)
+ * do not count. */
 static int byte_loads_along(uop *ast, uop *r, uop *const *axes, int n) {
   uop_list l = uop_toposort(ast);
   int still = 0, moving = 0;
   for (int i = 0; i < l.n; i++) {
-    if (l.v[i]->op != OP_LOAD || l.v[i]->dtype.scalar != TG_U8) continue;
+    if (l.v[i]->op != OP_LOAD || l.v[i]->dtype.scalar != TG_U8 || index_reads_data(l.v[i]->src[0]->src[1])) continue;
     if (index_stride(l.v[i]->src[0]->src[1], r, axes, n) == 0) still++;
     else moving++;
   }

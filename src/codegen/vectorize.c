@@ -8,6 +8,8 @@
  * anything else, or is widened to int32 for a multiply, a shuffle picks
  * its lanes from int16 values (clang then forms vpmaddwd from the int32
  * products of even and odd int16 lanes).
+ * A byte load from a table indexed by lane-varying data in 0..15 (IQ4's
+ * levels) becomes OP_LUT16, a byte shuffle (pshufb).
  * Anything else (gathers, transcendental math, small floats) makes the pass
  * give up, and the range is expanded into scalar lanes instead. */
 #include "codegen/opts.h"
@@ -27,6 +29,8 @@ typedef struct {
   uop *wnode;
   uop **gidx;       /* a gathered INDEX: one scalar INDEX per lane (k of them) */
   uop **stores;     /* a scattered STORE: one scalar STORE per lane (k of them) */
+  uop *lut;         /* a table INDEX: the OP_LUT16 its LOAD is (wide when lut_wide) */
+  int lut_wide, lut_par;
 } vinfo;
 
 /* Does an address's index math read memory or reduce (then it is not pure
@@ -235,6 +239,30 @@ static uop *pack_bytes(uop *const *b) {
 
 static bool is_dot4(const uop *u) { return u && u->op == OP_DOT4; }
 
+/* ---- table lookups: a 1-byte LOAD whose index is lane-varying data known
+ * to lie in 0..15 (a take from a 16-entry table, IQ4's levels) is one byte
+ * shuffle, OP_LUT16: src 0 the table's scalar INDEX at 0 (its address),
+ * src 1 the indices as bytes (k lanes, or a wide vector of them: then the
+ * lookup stays wide), arg the largest index (entries past it are never
+ * read). Sets x->lut; false when the INDEX u is not such a lookup. */
+static bool match_lut16(uop *u, vinfo *x, ptrmap *info) {
+  if (u->nsrc != 2 || dt_itemsize(dt_base(u->dtype)) != 1 || dt_is_float(dt_base(u->dtype)) || u->dtype.scalar == TG_BOOL) return false;
+  int64_t lo = uop_vmin(u->src[1]), hi = uop_vmax(u->src[1]);
+  if (lo < 0 || hi > 15) return false;
+  /* through integer casts (value-preserving: the index is at least 0) to the bytes */
+  uop *r = u->src[1];
+  while (r->op == OP_CAST && !dt_is_float(r->src[0]->dtype) && r->src[0]->dtype.scalar != TG_BOOL && dt_itemsize(r->src[0]->dtype) <= dt_itemsize(r->dtype))
+    r = r->src[0];
+  vinfo *ri = pm_get(info, r);
+  if (!ri || !ri->vec || dt_itemsize(r->dtype) != 1 || dt_is_float(r->dtype) || r->dtype.scalar == TG_BOOL) return false;
+  uop *idx = ri->wide ? ri->wnode : ri->node;
+  if (!idx || idx->dtype.count < 2) return false;
+  uop *tab = uop_new(OP_INDEX, u->dtype, (uop *[]){ ((vinfo *)pm_get(info, u->src[0]))->node, uop_const_int(DT_INDEX, 0) }, 2, u->arg);
+  x->lut = uop_new(OP_LUT16, dt_vec(dt_base(u->dtype), idx->dtype.count), (uop *[]){ tab, idx }, 2, arg_int(hi));
+  x->lut_wide = ri->wide, x->lut_par = ri->par;
+  return true;
+}
+
 /* u (an int32 ADD that varies across lanes) as an OP_DOT4, or NULL. */
 static uop *match_dot4(uop *u, ptrmap *info, int k) {
   /* (an ADD of a DOT4 and lanes becomes one DOT4 in vector_rules) */
@@ -398,6 +426,7 @@ uop *kernel_vectorize(uop *ast, uop *lane_range, bool gather) {
         pm_put(&wide_seen, me->wnode, (void *)(((uintptr_t)seen) | (uintptr_t)1 << me->par));
         break;
       }
+      if (!ix->affine && match_lut16(u, me, &info)) break;
       if (!ix->affine || (u->nsrc > 2 && s[2]->vec) || ix->stride != 1) {
         /* a gather or scatter of 4-byte values: one address per lane */
         if (!gather || dt_itemsize(dt_base(u->dtype)) != 4 || !(me->gidx = lane_indices(u, lane_range, k))) fail = true;
@@ -408,6 +437,11 @@ uop *kernel_vectorize(uop *ast, uop *lane_range, bool gather) {
       break;
     }
     case OP_LOAD:
+      if (s[0]->lut) {   /* a table lookup: the shuffle (wide like its indices) */
+        if (s[0]->lut_wide) me->wide = s[0]->lut_wide, me->par = s[0]->lut_par, me->wnode = s[0]->lut;
+        else me->node = s[0]->lut;
+        break;
+      }
       if (s[0]->gidx) {   /* gathered: a scalar load per lane, put together */
         uop *lanes[16];
         for (int l = 0; l < k; l++) lanes[l] = uop1(OP_LOAD, u->dtype, s[0]->gidx[l], u->arg);

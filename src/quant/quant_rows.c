@@ -45,12 +45,14 @@
  *         quants (N/16, K/256, 1792) U8: the 16 sub-block scales less 32
  *         (int8, 16 rows each), then hmask (32 bytes) and qs (64) in
  *         4-byte groups (hmask first, as Q5_K's qh).
- *   IQ4_NL  as Q8_0, from the levels (qt_kvalues_iq4nl[q] + 128): twice
- *         the bytes of the file's nibbles, and no table lookup per value.
+ *   IQ4_NL  as Q4_0: the file's nibbles (indices into the 16 levels
+ *         qt_kvalues_iq4nl). A matvec looks each nibble's level + 128 up
+ *         in a 16-byte table (iq4_levels: one byte shuffle per 64 values
+ *         on x86), so the weights stream at Q4_0's bytes.
  *   IQ4_XS  scales (N/16, K/256, 16) F16, the super-block scales d;
- *         quants (N/16, K/256, 4224) U8: the 8 sub-block scales ls - 32
- *         (int8, 16 rows each), then the 256 levels plus 128 in 4-byte
- *         groups.
+ *         quants (N/16, K/256, 2176) U8: the 8 sub-block scales ls - 32
+ *         (int8, 16 rows each), then qs (128 bytes: byte 16s + j holds
+ *         value 32s + j, low nibble, and 32s + 16 + j) in 4-byte groups.
  *   Q6_K  scales (N/16, K/256, 16) F16, the super-block scales d;
  *         quants (N/16, K/256, 3328) U8: the 16 int8 sub-block scales (16
  *         rows each), then ql (128 bytes) and qh (64) in 4-byte groups,
@@ -88,8 +90,8 @@ static const rows_format formats[] = {
   { GGML_TYPE_Q6_K, 256, 210, 208, 1, ROWS * 208 },
   { GGML_TYPE_Q2_K, 256, 84, 80, 2, ROWS * (32 + 64) },
   { GGML_TYPE_Q3_K, 256, 110, 108, 1, ROWS * (16 + 64 + 32) },
-  { GGML_TYPE_IQ4_NL, 32, 18, 0, 1, ROWS * 32 },
-  { GGML_TYPE_IQ4_XS, 256, 136, 0, 1, ROWS * (8 + 256) },
+  { GGML_TYPE_IQ4_NL, 32, 18, 0, 1, ROWS * 16 },
+  { GGML_TYPE_IQ4_XS, 256, 136, 0, 1, ROWS * (8 + 128) },
 };
 
 static const rows_format *format_of(int t, tg_shape w, const char *who) {
@@ -197,7 +199,7 @@ int tg_quant_pack_rows(tg_tensor *raw, int t, tg_shape w_shape, tg_tensor **scal
   tg_tensor *parts[3] = { NULL, NULL, NULL };
   int nparts = 1;
   const int bits_at = 2 * f->nscales;   /* Q4_1 and Q5_1: d and m before the bits */
-  if (t == GGML_TYPE_Q4_0 || t == GGML_TYPE_Q4_1) parts[0] = in_groups(blk, bits_at, 4);
+  if (t == GGML_TYPE_Q4_0 || t == GGML_TYPE_Q4_1 || t == GGML_TYPE_IQ4_NL) parts[0] = in_groups(blk, bits_at, 4);
   else if (t == GGML_TYPE_Q5_0 || t == GGML_TYPE_Q5_1) {
     /* qh's bit v (value v = 16h + 4gi + p) to bit 4h + gi of byte p */
     tg_tensor *bit = qt_unpack(tg_cast(qm_slice_last(blk, bits_at, bits_at + 4), TG_I32), -1, 8, 1);           /* (g, 16, nb, 4, 8): v = 8*byte + bit */
@@ -219,17 +221,13 @@ int tg_quant_pack_rows(tg_tensor *raw, int t, tg_shape w_shape, tg_tensor **scal
     nparts = q5 ? 3 : 2;
   }
   else if (t == GGML_TYPE_Q8_0) parts[0] = tg_bitwise_xor(in_groups(blk, 2, 8), tg_scalar(128, TG_U8));   /* int8 w as w + 128 */
-  else if (t == GGML_TYPE_IQ4_NL || t == GGML_TYPE_IQ4_XS) {   /* the levels plus 128, in value order (Q8_0's form) */
-    const bool xs = t == GGML_TYPE_IQ4_XS;
+  else if (t == GGML_TYPE_IQ4_XS) {   /* the 8 sub-block scales ls - 32 (nibble ib of the 4 bytes at 4, bits 2ib of the word at 2) as int8, 16 rows each, then qs */
     tg_tensor *flat = tg_reshape(blk, TG_SHAPE(g * ROWS * nb, f->bytes));
-    tg_tensor *lv = qt_lut(qt_fields(flat, xs ? 8 : 2, xs ? 8 : 1, 16, 2, 4), qt_kvalues_iq4nl, 16);   /* (g*16*nb, block) */
-    parts[xs] = in_groups(tg_reshape(tg_cast(tg_adds(lv, 128), TG_U8), TG_SHAPE(g, ROWS, nb, f->block)), 0, f->block / 4);
-    if (xs) {   /* the 8 sub-block scales ls - 32 (nibble ib of the 4 bytes at 4, bits 2ib of the word at 2) as int8, 16 rows each */
-      tg_tensor *lo = tg_reshape(qt_unpack(qt_u8(flat, 4, 4), 2, 2, 4), TG_SHAPE(g * ROWS * nb, 8));
-      tg_tensor *hi = tg_reshape(qt_unpack(qt_u16(flat, 2, 1), 2, 8, 2), TG_SHAPE(g * ROWS * nb, 8));
-      parts[0] = signed_scales(qt_or(lo, tg_lshifts(hi, 4)), g, nb, 8);
-    }
-    nparts = 1 + xs;
+    tg_tensor *lo = tg_reshape(qt_unpack(qt_u8(flat, 4, 4), 2, 2, 4), TG_SHAPE(g * ROWS * nb, 8));
+    tg_tensor *hi = tg_reshape(qt_unpack(qt_u16(flat, 2, 1), 2, 8, 2), TG_SHAPE(g * ROWS * nb, 8));
+    parts[0] = signed_scales(qt_or(lo, tg_lshifts(hi, 4)), g, nb, 8);
+    parts[1] = in_groups(blk, 8, 32);
+    nparts = 2;
   }
   else if (t == GGML_TYPE_Q3_K) {   /* the 16 6-bit scales (as dq_q3_k unpacks them) less 32, qs, hmask */
     tg_tensor *flat = tg_reshape(blk, TG_SHAPE(g * ROWS * nb, f->bytes));
@@ -256,6 +254,15 @@ int tg_quant_pack_rows(tg_tensor *raw, int t, tg_shape w_shape, tg_tensor **scal
   tensor_device_end(dev_prev);
   tg_scope_end();
   return *scales ? 0 : -1;
+}
+
+/* IQ4_NL's and IQ4_XS's levels plus 128 (1..241, unsigned bytes as
+ * vpdpbusd needs) of the nibbles q (U8, 0..15): a take from a 16-byte
+ * table, which the vectorizer turns into a byte shuffle (OP_LUT16). */
+static tg_tensor *iq4_levels(tg_tensor *q) {
+  uint8_t lv[16];
+  for (int i = 0; i < 16; i++) lv[i] = (uint8_t)(qt_kvalues_iq4nl[i] + 128);
+  return tg_take(tg_from_data(lv, TG_SHAPE(16), TG_U8), q);
 }
 
 /* Chains of 4 products of bytes added in int32, over axis p (size 4, the
@@ -299,14 +306,16 @@ static tg_tensor *rows_32(int t, tg_tensor *x, tg_tensor *scales, tg_tensor *qua
   tg_tensor *xsum = mins ? NULL : tg_contiguous(tg_sum(tg_cast(xq, TG_I32), TG_AXES(-1), true));
   const tg_shape per_block = qm_with_tail(x, 3, (int64_t[]){ 1, nb, 1 });              /* (..., 1, nb, 1) */
   /* x's value h*16 + gi*4 + p against the rows' byte gi*4 + p (Q4_0: its
-   * nibble h; Q5_0: that nibble and bit 4h + gi of group 4; Q8_0: h = 0
+   * nibble h; IQ4_NL: its level + 128; Q5_0: that nibble and bit 4h + gi of group 4; Q8_0: h = 0
    * and 8 groups) */
   const bool q5 = t == GGML_TYPE_Q5_0 || t == GGML_TYPE_Q5_1;
-  const int nh = t == GGML_TYPE_Q8_0 || t == GGML_TYPE_IQ4_NL ? 1 : 2, ng = 8 / nh, offset = mins ? 0 : q5 ? 16 : nh == 2 ? 8 : 128;
+  const bool iq4 = t == GGML_TYPE_IQ4_NL;   /* Q4_0's nibbles, looked up as levels + 128 */
+  const int nh = t == GGML_TYPE_Q8_0 ? 1 : 2, ng = 8 / nh, offset = mins ? 0 : q5 ? 16 : nh == 1 || iq4 ? 128 : 8;
   tg_tensor *xv = tg_reshape(xq, qm_with_tail(x, 6, (int64_t[]){ 1, nb, nh, ng, 1, 4 }));   /* (..., 1, nb, h, gi, 1, p) */
   tg_tensor *q = tg_reshape(quants, TG_SHAPE(g, nb, ng + q5, ROWS, 4));
   tg_tensor *val[2] = { q, NULL };
   if (nh == 2) val[0] = tg_bitwise_and(q, tg_scalar(15, TG_U8)), val[1] = tg_rshifts(q, 4);
+  if (iq4) val[0] = iq4_levels(val[0]), val[1] = iq4_levels(val[1]);
   tg_tensor *fifth = q5 ? TG_GET(q, TG_ALLIDX, TG_ALLIDX, TG_I(ng)) : NULL;                  /* (g, nb, 16, p) */
   tg_tensor *dot = NULL;
   for (int h = 0; h < nh; h++)
@@ -451,19 +460,23 @@ static tg_tensor *rows_q23_k(tg_tensor *x, tg_tensor *scales, tg_tensor *quants,
   return blocks_scaled(x, nb, g, scales, dx, sumi, summ, dx, q3 ? 0 : -1);
 }
 
-/* IQ4_XS: per sub-block s of 32 values, sum of (level + 128 - 128) * x
- * times the int8 scale ls - 32, the super-block's integer sum (at most 8 *
+/* IQ4_XS: per sub-block s of 32 values (nibble h of qs's group 4s + t is
+ * value 32s + 16h + 4t + p), sum of (level + 128 - 128) * x times the
+ * int8 scale ls - 32, the super-block's integer sum (at most 8 *
  * 32 * 32 * 127 * 127 in size) scaled by d_w * d_x
  * (ggml_vec_dot_iq4_xs_q8_K). */
 static tg_tensor *rows_iq4_xs(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int64_t nb, int64_t g) {
   tg_tensor *xv, *bs, *dx;
   q8_k_subblocks(x, nb, 8, &xv, &bs, &dx);
   tg_tensor *sc = tg_reshape(tg_bitcast(qm_slice_last(quants, 0, 8 * ROWS), TG_I8), TG_SHAPE(g, nb, 8, ROWS));
-  tg_tensor *qv = tg_reshape(qm_slice_last(quants, 8 * ROWS, 8 * ROWS + 64 * 64), TG_SHAPE(g, nb, 64, ROWS, 4));
+  tg_tensor *qs = tg_reshape(qm_slice_last(quants, 8 * ROWS, 8 * ROWS + 32 * 64), TG_SHAPE(g, nb, 32, ROWS, 4));
+  tg_tensor *lv[2] = { iq4_levels(tg_bitwise_and(qs, tg_scalar(15, TG_U8))), iq4_levels(tg_rshifts(qs, 4)) };
   tg_tensor *total = NULL;
   for (int s = 0; s < 8; s++) {
     tg_tensor *dot = NULL;
-    for (int t = 0; t < 8; t++) dot = dot4(dot, TG_GET(qv, TG_ALLIDX, TG_ALLIDX, TG_I(8 * s + t)), TG_GET(xv, TG_ELLIPSIS, TG_I(s), TG_I(t), TG_ALLIDX));
+    for (int h = 0; h < 2; h++)
+      for (int t = 0; t < 4; t++)
+        dot = dot4(dot, TG_GET(lv[h], TG_ALLIDX, TG_ALLIDX, TG_I(4 * s + t)), TG_GET(xv, TG_ELLIPSIS, TG_I(s), TG_I(4 * h + t), TG_ALLIDX));
     tg_tensor *sub = tg_sub(dot, tg_mul(TG_GET(bs, TG_ELLIPSIS, TG_I(s)), tg_scalar(128, TG_I32)));
     sub = tg_mul(sub, tg_cast(TG_GET(sc, TG_ALLIDX, TG_ALLIDX, TG_I(s)), TG_I32));
     total = total ? tg_add(total, sub) : sub;
@@ -527,11 +540,12 @@ tg_tensor *tg_dequantize_rows(tg_tensor *scales, tg_tensor *quants, int t, tg_sh
     tg_tensor *ds = tg_mul(TG_GET(dd, TG_ALLIDX, TG_I(0)), TG_GET(sm, TG_ALLIDX, TG_ALLIDX, TG_I(0)));
     tg_tensor *dm = tg_mul(TG_GET(dd, TG_ALLIDX, TG_I(1)), TG_GET(sm, TG_ALLIDX, TG_ALLIDX, TG_I(1)));
     w = tg_permute(tg_sub(tg_mul(ds, tg_cast(q, TG_F32)), dm), TG_AXES(0, 4, 1, 2, 3, 5));
-  } else if (t == GGML_TYPE_IQ4_XS) {   /* (d * (ls - 32)) * level, value 32s + 4t + p */
-    tg_tensor *sc = tg_reshape(tg_bitcast(qm_slice_last(quants, 0, 8 * ROWS), TG_I8), TG_SHAPE(g, nb, 8, 1, ROWS, 1));
-    tg_tensor *lv = tg_bitcast(tg_bitwise_xor(tg_reshape(qm_slice_last(quants, 8 * ROWS, 8 * ROWS + 64 * 64), TG_SHAPE(g, nb, 8, 8, ROWS, 4)), tg_scalar(128, TG_U8)), TG_I8);
-    tg_tensor *dl = tg_mul(tg_reshape(d, TG_SHAPE(g, nb, 1, 1, ROWS, 1)), tg_cast(sc, TG_F32));
-    w = tg_permute(tg_mul(dl, tg_cast(lv, TG_F32)), TG_AXES(0, 4, 1, 2, 3, 5));
+  } else if (t == GGML_TYPE_IQ4_XS) {   /* (d * (ls - 32)) * level, value 32s + 16h + 4t + p */
+    tg_tensor *sc = tg_reshape(tg_bitcast(qm_slice_last(quants, 0, 8 * ROWS), TG_I8), TG_SHAPE(g, nb, 8, 1, 1, ROWS, 1));
+    tg_tensor *qs = tg_reshape(qm_slice_last(quants, 8 * ROWS, 8 * ROWS + 32 * 64), TG_SHAPE(g, nb, 8, 4, ROWS, 4));
+    tg_tensor *lv = qt_lut(qt_unpack(qs, 3, 2, 4), qt_kvalues_iq4nl, 16);                                     /* (g, nb, s, h, t, 16, p) */
+    tg_tensor *dl = tg_mul(tg_reshape(d, TG_SHAPE(g, nb, 1, 1, 1, ROWS, 1)), tg_cast(sc, TG_F32));
+    w = tg_permute(tg_mul(dl, tg_cast(lv, TG_F32)), TG_AXES(0, 5, 1, 2, 3, 4, 6));
   } else if (t == GGML_TYPE_Q6_K) {
     tg_tensor *sc = tg_reshape(tg_bitcast(qm_slice_last(quants, 0, 16 * ROWS), TG_I8), TG_SHAPE(g, nb, 16, 1, ROWS, 1));
     tg_tensor *q = tg_sub(tg_cast(q6_k_values(quants, g, nb), TG_I32), tg_scalar(32, TG_I32));
@@ -541,6 +555,8 @@ tg_tensor *tg_dequantize_rows(tg_tensor *scales, tg_tensor *quants, int t, tg_sh
     const bool mins = t == GGML_TYPE_Q4_1 || t == GGML_TYPE_Q5_1;   /* q * d + m, no offset */
     if (t == GGML_TYPE_Q4_0 || t == GGML_TYPE_Q4_1)   /* nibble h of byte gi*4 + p is value h*16 + gi*4 + p */
       v = tg_cast(qt_unpack(tg_reshape(quants, TG_SHAPE(g, nb, 4, ROWS, 4)), 2, 2, 4), TG_I32);
+    else if (t == GGML_TYPE_IQ4_NL)   /* and its level */
+      v = qt_lut(qt_unpack(tg_reshape(quants, TG_SHAPE(g, nb, 4, ROWS, 4)), 2, 2, 4), qt_kvalues_iq4nl, 16);
     else if (t == GGML_TYPE_Q5_0 || t == GGML_TYPE_Q5_1) {   /* and bit 4h + gi of the fifth-bit group p */
       tg_tensor *lo = qt_unpack(tg_reshape(qm_slice_last(quants, 0, 256), TG_SHAPE(g, nb, 4, ROWS, 4)), 2, 2, 4);      /* (g, nb, h, gi, 16, p) */
       tg_tensor *fb = tg_reshape(qm_slice_last(quants, 256, 320), TG_SHAPE(g, nb, 1, ROWS, 4));

@@ -69,6 +69,7 @@ struct rctx {
   bool vec_used[TG_NSCALAR][65];
   bool need_vcvt_f16[65];   /* lanes of float16 -> float32 vector conversions */
   bool need_dot4[17];       /* lanes of byte dot products */
+  bool need_lut16[65];      /* lanes of 16-byte table lookups */
   bool need_sqrt[65];       /* lanes of float32 square roots */
   bool need_exp2[65];       /* lanes of float32 powers of two */
   bool need_trunc[65];      /* lanes of float32 truncations */

@@ -147,8 +147,20 @@ static char *render_dot4(rctx *c, uop *u) {
   return r;
 }
 
+/* OP_LUT16 (see vectorize.c): tg_lut16_vK(table, entries, byte indices),
+ * the entries 0..arg of the table at src 0. */
+static char *render_lut16(rctx *c, uop *u) {
+  int k = u->dtype.count;
+  if (k < 2 || k > 64) return NULL;
+  c->need_lut16[k] = true;
+  const char *bt = rctype(c, dt_vec(dt_scalar(TG_U8), k));
+  return rfmt("((%s)tg_lut16_v%d((const unsigned char *)&%s, %d, (%s)%s))", rctype(c, u->dtype), k, rname(c, u->src[0]), (int)u->arg.i + 1, bt,
+              rname(c, u->src[1]));
+}
+
 static char *c_vector_alu(rctx *c, uop *u) {
   if (u->op == OP_DOT4) return render_dot4(c, u);
+  if (u->op == OP_LUT16) return render_lut16(c, u);
   if (u->op == OP_GEP) return render_vec_gep(c, u);
   return render_vec_alu(c, u);
 }
@@ -268,6 +280,33 @@ static void prelude_dot4(strbuf *src, int k) {
   sb_puts(src, "  return acc;\n#endif\n}\n#endif\n");
 }
 
+/* K bytes t[i[l]] of a table of 16 bytes or fewer: a byte shuffle
+ * (pshufb: AVX-512BW on 64 lanes under clang, AVX2 on 32, else SSSE3 16
+ * at a time) of the table in one 16-byte vector, else lane by lane. Only
+ * the n entries the indices can reach are read (the rest are 0), so the
+ * table may end anywhere; the indices are below n. */
+static void prelude_lut16(strbuf *src, int k) {
+  static const char *const rep4 = "0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15";
+  guard_begin(src, "tg_lut16_v%d", k);
+  sb_printf(src, "static inline tg_v%d_uchar tg_lut16_v%d(const unsigned char *t, int n, tg_v%d_uchar i) {\n", k, k, k);
+  sb_puts(src, "  typedef char b16_ __attribute__((vector_size(16)));\n  b16_ tab = { 0 };\n"
+               "  if (n == 16) __builtin_memcpy(&tab, t, 16);\n  else for (int j = 0; j < n; j++) tab[j] = (char)t[j];\n");
+  if (k == 64)
+    sb_printf(src, "#if defined(__clang__) && defined(__AVX512BW__)\n  typedef char b64_ __attribute__((vector_size(64)));\n"
+                   "  b64_ t4 = __builtin_shufflevector(tab, tab, %s, %s, %s, %s);\n"
+                   "  return (tg_v64_uchar)__builtin_ia32_pshufb512(t4, (b64_)i);\n#elif defined(__SSSE3__)\n", rep4, rep4, rep4, rep4);
+  else if (k == 32)
+    sb_printf(src, "#if defined(__AVX2__)\n  typedef char b32_ __attribute__((vector_size(32)));\n"
+                   "  b32_ t2 = __builtin_shufflevector(tab, tab, %s, %s);\n"
+                   "  return (tg_v32_uchar)__builtin_ia32_pshufb256(t2, (b32_)i);\n#elif defined(__SSSE3__)\n", rep4, rep4);
+  else if (k % 16 == 0) sb_puts(src, "#if defined(__SSSE3__)\n");
+  if (k % 16 == 0)
+    sb_printf(src, "  tg_v%d_uchar r;\n  for (int c = 0; c < %d; c += 16) {\n    b16_ x;\n    __builtin_memcpy(&x, (const char *)&i + c, 16);\n"
+                   "    x = __builtin_ia32_pshufb128(tab, x);\n    __builtin_memcpy((char *)&r + c, &x, 16);\n  }\n  return r;\n#else\n", k, k);
+  sb_printf(src, "  tg_v%d_uchar r;\n  for (int l = 0; l < %d; l++) r[l] = (unsigned char)tab[i[l] & 15];\n  return r;\n", k, k);
+  sb_puts(src, k % 16 == 0 ? "#endif\n}\n#endif\n" : "}\n#endif\n");
+}
+
 static void c_prelude(rctx *c, strbuf *src) {
   sb_puts(src, "#include <math.h>\n#include <stdint.h>\n#include <string.h>\n");
   bool fpconv = c->need_fpconv;
@@ -307,6 +346,7 @@ static void c_prelude(rctx *c, strbuf *src) {
   for (int k = 2; k <= 64; k++) if (c->need_sqrt[k]) prelude_sqrt(&helpers, k);
   for (int k = 2; k <= 64; k++) if (c->need_exp2[k]) prelude_exp2(&helpers, k);
   for (int k = 2; k <= 64; k++) if (c->need_trunc[k]) prelude_trunc(&helpers, k);
+  for (int k = 2; k <= 64; k++) if (c->need_lut16[k]) prelude_lut16(&helpers, k);
   render_vector_typedefs(c, src);
   if (helpers.s) sb_puts(src, helpers.s);
   sb_free(&helpers);
