@@ -4,6 +4,17 @@
 #include "uop/uop_serial.h"
 #include "uop/ops.h"
 
+/* " N" appended without printf: a kernel's key is thousands of these, and
+ * it is built on every warm cache lookup */
+static void put_int(strbuf *sb, int64_t v) {
+  char buf[24], *e = buf + sizeof buf, *p = e;
+  uint64_t m = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+  do *--p = (char)('0' + m % 10); while (m /= 10);
+  if (v < 0) *--p = '-';
+  *--p = ' ';
+  sb_append(sb, p, (size_t)(e - p));
+}
+
 bool uop_serialize(strbuf *sb, uop *root) {
   uop_list l = uop_toposort(root);
   ptrmap num = { 0 };
@@ -11,21 +22,22 @@ bool uop_serialize(strbuf *sb, uop *root) {
   for (int i = 0; i < l.n && ok; i++) {
     uop *u = l.v[i];
     pm_put(&num, u, (void *)(intptr_t)(i + 1));
-    sb_printf(sb, "%d %" PRIu32 " %d", (int)u->op, u->dtype.bits, u->nsrc);
-    for (int s = 0; s < u->nsrc; s++) sb_printf(sb, " %d", (int)(intptr_t)pm_get(&num, u->src[s]) - 1);
-    sb_printf(sb, " %d", u->arg.kind);
+    sb_printf(sb, "%d", (int)u->op);   /* the line's first number has no leading space */
+    put_int(sb, u->dtype.bits), put_int(sb, u->nsrc);
+    for (int s = 0; s < u->nsrc; s++) put_int(sb, (int)(intptr_t)pm_get(&num, u->src[s]) - 1);
+    put_int(sb, u->arg.kind);
     switch (u->arg.kind) {
-    case ARG_INT: sb_printf(sb, " %" PRId64, u->arg.i); break;
+    case ARG_INT: put_int(sb, u->arg.i); break;
     case ARG_FLOAT: sb_printf(sb, " %a", u->arg.f); break;
     case ARG_INTS:
-      sb_printf(sb, " %d", u->arg.n);
-      for (int k = 0; k < u->arg.n; k++) sb_printf(sb, " %" PRId64, u->arg.v[k]);
+      put_int(sb, u->arg.n);
+      for (int k = 0; k < u->arg.n; k++) put_int(sb, u->arg.v[k]);
       break;
     case ARG_STR: sb_printf(sb, " %zu:", strlen(u->arg.s)); sb_puts(sb, u->arg.s); break;
     case ARG_NONE: break;
     default: ok = false; break;   /* ARG_PTR */
     }
-    sb_puts(sb, "\n");
+    sb_append(sb, "\n", 1);
   }
   pm_free(&num);
   free(l.v);

@@ -26,21 +26,29 @@ void *tg_xcalloc(size_t n, size_t sz) { void *p = calloc(n ? n : 1, sz ? sz : 1)
 void *tg_xrealloc(void *p, size_t n) { p = realloc(p, n ? n : 1); if (!p) oom(n); return p; }
 char *tg_xstrdup(const char *s) { size_t n = strlen(s) + 1; char *d = tg_xmalloc(n); memcpy(d, s, n); return d; }
 
+/* One formatting pass when the text fits the spare room (the usual case:
+ * serialized graphs are built from many short pieces); a second only after
+ * growing. */
 void sb_printf(strbuf *b, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int need = vsnprintf(NULL, 0, fmt, ap);
-  va_end(ap);
-  if (b->n + (size_t)need + 1 > b->cap) {
-    b->cap = (b->n + (size_t)need + 1) * 2;
+  if (b->cap - b->n < 64) {
+    b->cap = (b->n + 64) * 2;
     b->s = tg_xrealloc(b->s, b->cap);
   }
+  va_list ap;
   va_start(ap, fmt);
-  vsnprintf(b->s + b->n, b->cap - b->n, fmt, ap);
+  int need = vsnprintf(b->s + b->n, b->cap - b->n, fmt, ap);
   va_end(ap);
+  if (need < 0) { b->s[b->n] = 0; return; }
+  if ((size_t)need >= b->cap - b->n) {
+    b->cap = (b->n + (size_t)need + 1) * 2;
+    b->s = tg_xrealloc(b->s, b->cap);
+    va_start(ap, fmt);
+    vsnprintf(b->s + b->n, b->cap - b->n, fmt, ap);
+    va_end(ap);
+  }
   b->n += (size_t)need;
 }
-void sb_puts(strbuf *b, const char *s) { sb_printf(b, "%s", s); }
+void sb_puts(strbuf *b, const char *s) { sb_append(b, s, strlen(s)); }
 void sb_append(strbuf *b, const void *p, size_t n) {
   if (b->n + n + 1 > b->cap) {
     b->cap = (b->n + n + 1) * 2;
