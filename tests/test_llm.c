@@ -438,6 +438,49 @@ static void quant_decode_close(const char *type) {
   unlink(path);
 }
 TEST(llm_quant_decode_q8_0) { quant_decode_close("Q8_0"); }
+
+/* Float weights (F32, F16, BF16) multiply from panels of 32 rows
+ * (llm_weights.c keep_panels): the tiny llama's stacked q|k|v, gate|up,
+ * output projection and down matrices are held as panels, and a prompt of
+ * 20 tokens (a prefill chunk) then 3 decoded ones give the logits of the
+ * same file multiplied from its rows (TG_LLM_NO_PANELS=1). */
+static void float_panels_match_rows(const char *type) {
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/tg_test_llm_%s_%d.gguf", type, (int)getpid());
+  quant_model_opts qo = { .pure = true };
+  CHECK_OK(quant_model("goldens/llm_llama.gguf", path, quant_ftype_by_name(type), &qo) == 0);
+  tg_llm *p = tg_llm_load(path, NULL);
+  setenv("TG_LLM_NO_PANELS", "1", 1);
+  tg_llm *r = tg_llm_load(path, NULL);
+  unsetenv("TG_LLM_NO_PANELS");
+  CHECK_MSG(p && r, "load %s: %s", path, tg_error());
+  if (p && r) {
+    llm_layer *l = &p->layers[0];
+    tg_tensor *mats[] = { l->wqkv, l->wo, l->w_gate_up, l->w_down };
+    for (int i = 0; i < 4; i++) {
+      const llm_packed *pk = mats[i] ? llm_packed_of(p, mats[i]) : NULL;
+      CHECK_MSG(pk && pk->panels, "%s: matrix %d of layer 0 is not held as panels", type, i);
+      CHECK_MSG(!llm_packed_of(r, r->layers[0].w_down), "%s: TG_LLM_NO_PANELS=1 still made panels", type);
+    }
+    int V = tg_llm_config_of(p)->n_vocab;
+    float *a = malloc(sizeof(float) * (size_t)V), *b = malloc(sizeof(float) * (size_t)V);
+    int32_t prompt[20], next[] = { 30, 2, 41 };
+    for (int i = 0; i < 20; i++) prompt[i] = (i * 7 + 1) % V;
+    CHECK_OK(tg_llm_eval(p, prompt, 20, a) == 0);
+    CHECK_OK(tg_llm_eval(r, prompt, 20, b) == 0);
+    test_close_f32(a, b, (size_t)V, 1e-4, 1e-4, "prompt of 20, panels against rows");
+    for (int i = 0; i < 3; i++) {
+      CHECK_OK(tg_llm_eval(p, &next[i], 1, a) == 0);
+      CHECK_OK(tg_llm_eval(r, &next[i], 1, b) == 0);
+      test_close_f32(a, b, (size_t)V, 1e-4, 1e-4, "decoded token, panels against rows");
+    }
+    free(a); free(b);
+  }
+  tg_llm_free(p); tg_llm_free(r);
+  unlink(path);
+}
+TEST(llm_float_panels_f32) { float_panels_match_rows("F32"); }
+TEST(llm_float_panels_f16_bf16) { float_panels_match_rows("F16"); float_panels_match_rows("BF16"); }
 TEST(llm_quant_decode_q4_0) { quant_decode_close("Q4_0"); }
 
 static int64_t compiles(void) {

@@ -148,11 +148,13 @@ typedef struct {
 /* A quantized weight's lazy float values w next to what matmuls read
  * instead: its row-packed copy (tg_quant_pack_rows; then raw is NULL and w
  * reads the copy), or its packed bytes raw (tg_quant_matmul for Q8_0/Q4_0
- * with few rows of x). */
+ * with few rows of x). A float matrix (type F32, F16 or BF16) held as
+ * panels of 32 rows (tensor_panels_of_rows; w is a view of them). */
 typedef struct {
   tg_tensor *w, *raw;
   int type;
   tg_tensor *row_scales, *row_quants;   /* tg_quant_pack_rows's copy (NULL: none) */
+  tg_tensor *panels;                    /* a float matrix's panels (NULL: none) */
 } llm_packed;
 
 struct tg_llm {

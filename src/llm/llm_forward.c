@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include "llm/llm.h"
 #include "io/ggml_types.h"
+#include "tensor/tensor.h"
 #include "util/util.h"
 #include "util/settings.h"
 
@@ -26,7 +27,9 @@ static tg_tensor *rms_norm(tg_tensor *x, tg_tensor *w, float eps) {
  * IQ4_XS (TG_LLM_ROWS_K_PREFILL=0: prefill chunks of the 256-value types
  * take the float matmul instead: half the speed, a few seconds less of
  * first compile); else, with few rows of x, from the packed bytes for Q8_0
- * and Q4_0 (tg_quant_matmul). The rest is a float matmul: with many rows
+ * and Q4_0 (tg_quant_matmul). A float matrix held as panels of 32 rows
+ * (llm_weights.c keep_panels) multiplies from them at every chunk size
+ * (tensor_matmul_panels). The rest is a float matmul: with many rows
  * (a prefill chunk), the weights decode inside it, each decoded vector
  * serving 8 rows of x (the heuristic's tile); a float32 w is made
  * contiguous (a realized one already is, so this costs it nothing).
@@ -42,7 +45,10 @@ static tg_tensor *linear(tg_llm *m, tg_tensor *x, tg_tensor *w, tg_tensor *b) {
   bool kquant = pk && ggml_type_info((uint32_t)pk->type) && ggml_type_info((uint32_t)pk->type)->block_size == 256;
   bool chunk = tg_dim(x, 0) >= LINEAR_DECODE_ONCE_ROWS;
   tg_tensor *y = NULL;
-  if (pk && !setting_on(SET_TG_LLM_FLOAT_MATVEC)) {
+  /* a chunk's x as a buffer: its math (a softmax's division, a norm) would
+   * run again for every panel */
+  if (pk && pk->panels) y = tensor_matmul_panels(chunk ? tg_contiguous(x) : x, pk->panels);
+  else if (pk && !setting_on(SET_TG_LLM_FLOAT_MATVEC)) {
     if (pk->row_quants && !(kquant && chunk && !setting_int(SET_TG_LLM_ROWS_K_PREFILL)))
       y = tg_contiguous(tg_quant_matmul_rows(x, pk->row_scales, pk->row_quants, pk->type, tg_shape_of(w)));
     else if (int_fast && !chunk) y = tg_quant_matmul(x, pk->raw, pk->type, tg_shape_of(w));

@@ -8,13 +8,14 @@
  * values and registers them as packed, so linear() takes the same paths as
  * inline. TG_LLM_FUNCTIONS=0 builds layers inline. */
 #include "llm/llm.h"
+#include "tensor/tensor.h"
 #include "util/util.h"
 
 #define LAYER_MAX_INPUTS 64
 
 typedef struct llm_layer_fn {
   tg_llm *m;
-  char *key;          /* per slot: '0' absent, 'f' memory, 'r' packed bytes, 'p' row-packed; then the flags */
+  char *key;          /* per slot: '0' absent, 'f' memory, 'r' packed bytes, 'p' row-packed, 'c' float panels; then the flags */
   tg_function *fn;
   int current;        /* the layer being called: its non-tensor fields and shapes build a new body */
 } llm_layer_fn;
@@ -45,15 +46,16 @@ static int body(void *ctx, tg_tensor *const *in, int nin, tg_tensor **out, int n
   int k = 3, saved = m->npacked;
   for (int j = 0; j < ns; j++) {
     char code = lf->key[j];
-    const llm_packed *pk = code == 'r' || code == 'p' ? llm_packed_of(m, *orig[j]) : NULL;
+    const llm_packed *pk = code == 'r' || code == 'p' || code == 'c' ? llm_packed_of(m, *orig[j]) : NULL;
     if (code == '0') { *slots[j] = NULL; continue; }
     if (k >= nin) return tg_seterr("internal: layer function: too few inputs");
     if (code == 'f') { *slots[j] = in[k++]; continue; }
     /* a quantized weight: its lazy values over the parameters, registered
      * as packed so linear() finds them (until the body is built) */
-    llm_packed p = { NULL, NULL, pk->type, NULL, NULL };
+    llm_packed p = { NULL, NULL, pk->type, NULL, NULL, NULL };
     tg_shape ws = tg_shape_of(*orig[j]);
-    if (code == 'p') { p.row_scales = in[k++]; p.row_quants = in[k++]; p.w = tg_dequantize_rows(p.row_scales, p.row_quants, pk->type, ws); }
+    if (code == 'c') { p.panels = in[k++]; p.w = tensor_rows_of_panels(p.panels); }
+    else if (code == 'p') { p.row_scales = in[k++]; p.row_quants = in[k++]; p.w = tg_dequantize_rows(p.row_scales, p.row_quants, pk->type, ws); }
     else { p.raw = in[k++]; p.w = tg_dequantize(p.raw, pk->type, ws); }
     if (!p.w) { m->npacked = saved; return -1; }
     m->packed = tg_xrealloc(m->packed, sizeof *m->packed * (size_t)(m->npacked + 1));
@@ -78,6 +80,7 @@ tg_tensor *llm_layer_call(tg_llm *m, int i, tg_tensor *x, tg_tensor *cos_table, 
     if (nin + 2 > LAYER_MAX_INPUTS) { tg_seterr("internal: a layer with more than %d tensors", LAYER_MAX_INPUTS); return NULL; }
     if (!t) key[j] = '0';
     else if (!pk) { key[j] = 'f'; in[nin++] = t; }
+    else if (pk->panels) { key[j] = 'c'; in[nin++] = pk->panels; }
     else if (pk->row_quants) { key[j] = 'p'; in[nin++] = pk->row_scales; in[nin++] = pk->row_quants; }
     else { key[j] = 'r'; in[nin++] = pk->raw; }
   }

@@ -185,7 +185,7 @@ void tg_llm_free(tg_llm *m) {
       tg_free(*slot);
       *slot = NULL;
     }
-  for (int i = 0; i < m->npacked; i++) tg_free(m->packed[i].raw), tg_free(m->packed[i].row_scales), tg_free(m->packed[i].row_quants);
+  for (int i = 0; i < m->npacked; i++) tg_free(m->packed[i].raw), tg_free(m->packed[i].row_scales), tg_free(m->packed[i].row_quants), tg_free(m->packed[i].panels);
   free(m->packed);
   free(m->layers);
   free(m->history_all);

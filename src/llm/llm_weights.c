@@ -43,8 +43,41 @@ static tg_tensor *keep_packed(tg_llm *m, tg_tensor *raw, tg_tensor *w, int type)
     tensor_adopt(NULL, raw);
   }
   m->packed = tg_xrealloc(m->packed, sizeof *m->packed * (size_t)(m->npacked + 1));
-  m->packed[m->npacked++] = (llm_packed){ w, raw, type, sc, q };
+  m->packed[m->npacked++] = (llm_packed){ w, raw, type, sc, q, NULL };
   return w;
+}
+
+/* A float matrix (F32, F16, BF16) that only matmuls read (a layer's
+ * projections, an untied output matrix) held as panels of 32 rows
+ * (tensor_panels_of_rows), on devices with wide layouts: a prefill chunk's
+ * matmul reads them as tg_matmul reads its packed b (1.3-1.7x the tiles of
+ * dot products over rows, 64 rows of x), and a decoding step's matvec
+ * streams them with no horizontal sums. w (may be lazy: a stacked
+ * concatenation) is replaced by a view of the panels, recorded as packed,
+ * so the matrix is in memory once. Returns the tensor to use: w when it
+ * stays as it is; NULL on failure. */
+static tg_tensor *keep_panels(tg_llm *m, tg_tensor *w) {
+  tg_dtype dt = tg_dtype_of(w);
+  tg_shape s = tg_shape_of(w);
+  int type = dt == TG_F32 ? TG_GGML_F32 : dt == TG_F16 ? TG_GGML_F16 : dt == TG_BF16 ? TG_GGML_BF16 : -1;
+  if (type < 0 || s.ndim != 2 || s.d[0] % 32 || s.d[1] < 32 || m->n_tp > 1 || !tensor_wide_layouts(w) || setting_on(SET_TG_LLM_NO_PANELS))
+    return w;
+  tg_tensor *p = tensor_panels_of_rows(w);
+  if (!p || tg_realize(p) < 0) return NULL;
+  tg_tensor *v = tensor_rows_of_panels(p);
+  if (!v) return NULL;
+  tensor_adopt(NULL, p);
+  m->packed = tg_xrealloc(m->packed, sizeof *m->packed * (size_t)(m->npacked + 1));
+  m->packed[m->npacked++] = (llm_packed){ .w = v, .type = type, .panels = p };
+  return v;
+}
+
+/* The layer tensors read only by linear(): held as panels when float. */
+static bool only_multiplied(llm_tensor id) {
+  static const llm_tensor ids[] = { LT_Q, LT_K, LT_V, LT_O, LT_GATE, LT_UP, LT_DOWN, LT_Q_A, LT_Q_B, LT_KV_A, LT_KV_B,
+                                    LT_GATE_SHEXP, LT_UP_SHEXP, LT_DOWN_SHEXP, LT_SSM_QKV, LT_SSM_Z, LT_SSM_OUT };
+  for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) if (ids[i] == id) return true;
+  return false;
 }
 
 const llm_packed *llm_packed_of(const tg_llm *m, const tg_tensor *w) {
@@ -53,8 +86,9 @@ const llm_packed *llm_packed_of(const tg_llm *m, const tg_tensor *w) {
 }
 
 /* The tensor called name, realized on device and owned by the model; NULL
- * when absent (an error only when required). *err is set on failure. */
-static tg_tensor *load(tg_llm *m, const char *device, const char *name, bool required, bool *err) {
+ * when absent (an error only when required); a float matrix as panels when
+ * panels is set (keep_panels). *err is set on failure. */
+static tg_tensor *load(tg_llm *m, const char *device, const char *name, bool required, bool panels, bool *err) {
   if (*err) return NULL;
   const gguf_tensor_info *g = gguf_find_tensor(m->file, name);
   if (!g) {
@@ -68,6 +102,7 @@ static tg_tensor *load(tg_llm *m, const char *device, const char *name, bool req
   tg_tensor *t = gguf_tensor_stored_in_place(g, device);
   if (t && tg_realize(t) < 0) t = NULL;
   if (t && gguf_tensor_quantized(g)) t = keep_packed(m, t, tg_dequantize(t, (int)g->type, gguf_tensor_shape(g)), (int)g->type);
+  else if (t && panels) t = keep_panels(m, t);
   if (t) tensor_adopt(NULL, t);
   const llm_packed *pk = t ? llm_packed_of(m, t) : NULL;
   if (pk && !pk->raw) gguf_tensor_drop_pages(g);   /* repacked: the file's bytes are not read again */
@@ -96,12 +131,16 @@ static tg_tensor *load_stacked(tg_llm *m, const char *device, const char *const 
   for (int i = 0; i < n; i++) {
     parts[i] = gguf_tensor_stored_in_place(g[i], device);
   }
-  /* quantized bytes stay a lazy concatenation: the row-packing kernels
-   * read the parts where they lie (no stacked copy to write first; one
+  /* the parts stay a lazy concatenation: the row-packing and panel
+   * kernels read them where they lie (no stacked copy to write first; one
    * without a packed form is realized in keep_packed) */
-  tg_tensor *t = quant ? tg_cat(parts, n, 0) : tg_contiguous(tg_cat(parts, n, 0));
-  if (t && !quant && tg_realize(t) < 0) t = NULL;
+  tg_tensor *t = tg_cat(parts, n, 0);
   if (t && quant) t = keep_packed(m, t, tg_dequantize(t, (int)g[0]->type, TG_SHAPE(total, cols)), (int)g[0]->type);
+  else if (t) {   /* float: panels from the parts where they lie, else one stacked copy */
+    tg_tensor *p = keep_panels(m, t);
+    t = p != t ? p : tg_contiguous(t);
+    if (t && !llm_packed_of(m, t) && tg_realize(t) < 0) t = NULL;
+  }
   if (t) tensor_adopt(NULL, t);
   for (int i = 0; t && i < n; i++) gguf_tensor_drop_pages(g[i]);   /* stacked into a copy */
   tg_scope_end();
@@ -178,7 +217,7 @@ static int load_layer(tg_llm *m, const char *device, int i) {
     int nd = llm_tensor_dims(m, (llm_tensor)id, d);
     snprintf(n, sizeof n, "blk.%d.%s", i, llm_tensors[id].name);
     tg_tensor **slot = llm_layer_slot(l, (llm_tensor)id);
-    *slot = load(m, device, n, (m->arch->req & bit) != 0, &err);
+    *slot = load(m, device, n, (m->arch->req & bit) != 0, only_multiplied((llm_tensor)id), &err);
     shaped(m, *slot, n, d, nd, &err);
   }
   if (err) return -1;
@@ -207,14 +246,14 @@ int llm_load_weights(tg_llm *m, const char *device) {
   if (llm_cache_q8(m) && (c->head_dim % LLM_KV_Q8_BLOCK || c->head_dim_v % LLM_KV_Q8_BLOCK))
     return tg_seterr("%s: a q8_0 KV cache needs head sizes that are multiples of %d (this model's keys: %d, values: %d)", m->file->path,
                      LLM_KV_Q8_BLOCK, c->head_dim, c->head_dim_v);
-  m->tok_embd = load(m, device, "token_embd.weight", true, &err);
+  m->tok_embd = load(m, device, "token_embd.weight", true, false, &err);
   if (err) return -1;
   tg_shape es = tg_shape_of(m->tok_embd);
   if (es.ndim != 2 || es.d[1] != c->dim) return tg_seterr("%s: token_embd.weight is not (n_vocab, %d)", m->file->path, c->dim);
   c->n_vocab = (int)es.d[0];
-  m->output_norm = load(m, device, "output_norm.weight", true, &err);
+  m->output_norm = load(m, device, "output_norm.weight", true, false, &err);
   shaped(m, m->output_norm, "output_norm.weight", (int64_t[]){ c->dim }, 1, &err);
-  if (!m->arch->tied) m->output = load(m, device, "output.weight", false, &err);
+  if (!m->arch->tied) m->output = load(m, device, "output.weight", false, true, &err);
   if (!m->output && !err) m->output = m->tok_embd;   /* tied embeddings */
   shaped(m, m->output, "output.weight", (int64_t[]){ c->n_vocab, c->dim }, 2, &err);
   for (int i = 0; i < c->n_layers && !err; i++) err = load_layer(m, device, i) < 0;

@@ -184,6 +184,15 @@ tg_tensor *tg_argmin(tg_tensor *a, int axis, bool keepdim) { return arg_extreme(
 
 /* ---- matmul: numpy's rules, as broadcast multiply and a sum (tinygrad's dot) */
 
+/* The sum over the last axis of a product: in tinygrad's default
+ * accumulate dtype (acc ACC_DEFAULT) or in acc. */
+static tg_tensor *sum_last(tg_tensor *x, int acc) {
+  return acc == ACC_DEFAULT ? tg_sum(x, TG_AXES(-1), false) : tg_sum_dtype(x, TG_AXES(-1), false, (tg_dtype)acc);
+}
+/* t in the accumulate dtype (cast where the product reads it, after the
+ * panel packing, which then copies and is chosen for the operand as given) */
+static tg_tensor *as_acc(tg_tensor *t, int acc) { return acc == ACC_DEFAULT ? t : tg_cast(t, (tg_dtype)acc); }
+
 /* Large matmuls on the CPU read b through a packed copy: b (..., K, N) as
  * (..., N/P, K, P), P = MATMUL_PANEL columns. One panel of b (P columns by all
  * of K) is then one contiguous run: the kernel keeps it in L2 while the rows
@@ -218,14 +227,60 @@ static tg_tensor *pack_b_panels(tg_tensor *a, tg_tensor *b) {
   order.a[order.n++] = n2;
   return tg_contiguous(tg_permute(tg_reshape(b, s), order));   /* (..., N/P, K, P) */
 }
-/* The sum over the last axis of a product: in tinygrad's default
- * accumulate dtype (acc ACC_DEFAULT) or in acc. */
-static tg_tensor *sum_last(tg_tensor *x, int acc) {
-  return acc == ACC_DEFAULT ? tg_sum(x, TG_AXES(-1), false) : tg_sum_dtype(x, TG_AXES(-1), false, (tg_dtype)acc);
+
+/* a (..., M, K) times the panels (..., N/P, K, P) of b: x (..., M, 1, 1, K)
+ * times the panels as (..., 1, N/P, P, K), summed over K, is (..., M, N/P,
+ * P): the output (..., M, N). In acc (ACC_DEFAULT: the operands' own). */
+static tg_tensor *panels_product(tg_tensor *a, tg_tensor *packed, int acc) {
+  int n1 = a->u->ndim, np = packed->u->ndim;
+  tg_shape xp = { 0, { 0 } }, wp = { 0, { 0 } };
+  for (int i = 0; i < n1 - 1; i++) xp.d[xp.ndim++] = a->u->shape[i];
+  xp.d[xp.ndim++] = 1;
+  xp.d[xp.ndim++] = 1;
+  xp.d[xp.ndim++] = a->u->shape[n1 - 1];
+  for (int i = 0; i < np - 3; i++) wp.d[wp.ndim++] = packed->u->shape[i];
+  wp.d[wp.ndim++] = 1;
+  wp.d[wp.ndim++] = packed->u->shape[np - 3];
+  wp.d[wp.ndim++] = MATMUL_PANEL;
+  wp.d[wp.ndim++] = packed->u->shape[np - 2];
+  tg_tensor *r = sum_last(tg_mul(tg_reshape(as_acc(a, acc), xp), tg_reshape(tg_transpose(as_acc(packed, acc), -1, -2), wp)), acc);
+  if (r) {   /* NULL when the product (..., M, N/P, P, K) passes 2^59: ndim would be -1 */
+    tg_shape rs = tg_shape_of(r);
+    rs.d[rs.ndim - 2] *= MATMUL_PANEL;
+    rs.ndim--;
+    r = tg_reshape(r, rs);
+  }
+  return r;
 }
-/* t in the accumulate dtype (cast where the product reads it, after the
- * panel packing, which then copies and is chosen for the operand as given) */
-static tg_tensor *as_acc(tg_tensor *t, int acc) { return acc == ACC_DEFAULT ? t : tg_cast(t, (tg_dtype)acc); }
+
+tg_tensor *tensor_panels_of_rows(tg_tensor *w) {
+  NEED(w, "tensor_panels_of_rows");
+  tg_shape s = tg_shape_of(w);
+  if (s.ndim != 2 || s.d[0] % MATMUL_PANEL || uop_has_var_dims(w->u))
+    return tg_seterr("tensor_panels_of_rows: a matrix with a multiple of %d rows is needed", MATMUL_PANEL), NULL;
+  return tg_contiguous(tg_permute(tg_reshape(w, TG_SHAPE(s.d[0] / MATMUL_PANEL, MATMUL_PANEL, s.d[1])), TG_AXES(0, 2, 1)));
+}
+
+tg_tensor *tensor_rows_of_panels(tg_tensor *panels) {
+  NEED(panels, "tensor_rows_of_panels");
+  tg_shape s = tg_shape_of(panels);
+  if (s.ndim != 3 || s.d[2] != MATMUL_PANEL) return tg_seterr("tensor_rows_of_panels: panels (N/%d, K, %d) are needed", MATMUL_PANEL, MATMUL_PANEL), NULL;
+  return tg_reshape(tg_permute(panels, TG_AXES(0, 2, 1)), TG_SHAPE(s.d[0] * MATMUL_PANEL, s.d[1]));
+}
+
+tg_tensor *tensor_matmul_panels(tg_tensor *x, tg_tensor *panels) {
+  NEED(x, "tensor_matmul_panels"); NEED(panels, "tensor_matmul_panels");
+  tg_shape s = tg_shape_of(panels);
+  int n1 = x->u->ndim;
+  if (s.ndim != 3 || s.d[2] != MATMUL_PANEL || n1 < 1 || x->u->shape[n1 - 1] != s.d[1])
+    return tg_seterr("tensor_matmul_panels: x (..., K) and panels (N/%d, K, %d) are needed", MATMUL_PANEL, MATMUL_PANEL), NULL;
+  if (n1 + 2 > TG_MAX_DIMS) return tg_seterr("tensor_matmul_panels: too many dimensions"), NULL;
+  tg_scope_begin();
+  tg_tensor *r = panels_product(x, panels, ACC_DEFAULT);
+  if (r) tg_keep(r);
+  tg_scope_end();
+  return r;
+}
 /* acc ACC_DEFAULT: tinygrad's dot; else both operands are cast to acc, multiplied
  * and summed in it, and the result is acc. */
 static tg_tensor *dot_impl(tg_tensor *a, tg_tensor *b, int acc, const char *name) {
@@ -250,25 +305,7 @@ static tg_tensor *dot_impl(tg_tensor *a, tg_tensor *b, int acc, const char *name
   tg_tensor *packed = n1 >= 2 && n2 >= 2 ? pack_b_panels(a, b) : NULL;
   tg_tensor *r;
   if (packed) {
-    /* x (..., M, 1, 1, K) times the panels (..., 1, N/P, P, K), summed over K,
-     * is (..., M, N/P, P): the output (..., M, N) */
-    tg_shape xp = { 0, { 0 } }, wp = { 0, { 0 } };
-    for (int i = 0; i < n1 - 1; i++) xp.d[xp.ndim++] = a->u->shape[i];
-    xp.d[xp.ndim++] = 1;
-    xp.d[xp.ndim++] = 1;
-    xp.d[xp.ndim++] = a->u->shape[n1 - 1];
-    for (int i = 0; i < n2 - 2; i++) wp.d[wp.ndim++] = b->u->shape[i];
-    wp.d[wp.ndim++] = 1;
-    wp.d[wp.ndim++] = b->u->shape[n2 - 1] / MATMUL_PANEL;
-    wp.d[wp.ndim++] = MATMUL_PANEL;
-    wp.d[wp.ndim++] = b->u->shape[n2 - 2];
-    r = sum_last(tg_mul(tg_reshape(as_acc(a, acc), xp), tg_reshape(tg_transpose(as_acc(packed, acc), -1, -2), wp)), acc);
-    if (r) {   /* NULL when the product (..., M, N/P, P, K) passes 2^59: ndim would be -1 */
-      tg_shape rs = tg_shape_of(r);
-      rs.d[rs.ndim - 2] *= MATMUL_PANEL;
-      rs.ndim--;
-      r = tg_reshape(r, rs);
-    }
+    r = panels_product(a, packed, acc);
   } else
     r = sum_last(tg_mul(tg_reshape(as_acc(a, acc), xs), tg_transpose(tg_reshape(as_acc(b, acc), ws), -1, -tail)), acc);
   tg_dtype out = acc != ACC_DEFAULT ? (tg_dtype)acc : tg_dtype_promote((tg_dtype)a->u->dtype.scalar, (tg_dtype)b->u->dtype.scalar);
