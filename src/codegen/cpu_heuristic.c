@@ -52,11 +52,15 @@ static bool store_steps_by_one(uop *ast, uop *r, uop *const *axes, int n) {
   return true;
 }
 
-/* float ALU ops in the kernel (its arithmetic, not its index math) */
+/* float ALU ops in the kernel (its arithmetic, not its index math); a
+ * float32 exp2 counts as the 16 or so its libm call costs per value, which
+ * lanes replace by a vector polynomial (tg_exp2_vK: a prefill chunk's
+ * SiLU and softmax, 64 x 2048 values, in a third of the time) */
 static int float_alu_count(uop *ast) {
   uop_list l = uop_toposort(ast);
   int c = 0;
-  for (int i = 0; i < l.n; i++) c += uop_is_alu(l.v[i]->op) && dt_is_float(l.v[i]->dtype);
+  for (int i = 0; i < l.n; i++)
+    if (uop_is_alu(l.v[i]->op) && dt_is_float(l.v[i]->dtype)) c += l.v[i]->op == OP_EXP2 && l.v[i]->dtype.scalar == TG_F32 ? 16 : 1;
   free(l.v);
   return c;
 }
@@ -228,7 +232,9 @@ static const struct {
                                   what 2^18 vectorized multiply-adds take (attention over a short
                                   context ran faster on one core than on two) */
   int64_t thread_min_flops;    /* ... or its ops (kernel_cost), for iterations that each do much
-                                  more (decoding quantized weights: 10 and more ops per value) */
+                                  more (decoding quantized weights: 10 and more ops per value; a
+                                  prefill chunk's softmax exponentials, 2^20 ops: 140 us on one
+                                  core, 73 on two) */
   int row_lanes_min, row_lanes_max;   /* a conv output row 8 lanes do not divide (20, 6): all of it as lanes */
   int panel_max_vectors;       /* a packed panel as lanes: at most 4 vectors wide */
   int64_t two_vectors_min_reduce, two_vectors_min_axis;   /* two vectors per tile row: long reduces, big outputs */
@@ -240,7 +246,7 @@ static const struct {
   int unroll_max_lanes;        /* partial sums beside the register tile (4x4 dot products: 8 lanes) */
   int lanes_min_float_ops;     /* float ops per value that make a small elementwise kernel worth lanes */
 } LIM = {
-  .thread_min_work = 1 << 18, .thread_min_flops = 1 << 21,
+  .thread_min_work = 1 << 18, .thread_min_flops = 1 << 20,
   .row_lanes_min = 5, .row_lanes_max = 32,
   .panel_max_vectors = 4,
   .two_vectors_min_reduce = 256, .two_vectors_min_axis = 128,

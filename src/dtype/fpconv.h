@@ -70,13 +70,17 @@ TG_CVT_FN uint16_t tg_cvt_f64_f16(double x) {
   if (r > 0x7C00) r = 0x7C00;
   return (uint16_t)(s | r);
 }
-TG_CVT_FN uint16_t tg_cvt_f32_f16(float x) { return tg_cvt_f64_f16((double)x); }
 #if defined(__F16C__) && !defined(TG_NO_F16C) && !defined(TG_CVT_HAVE_BITS)
-/* the CPU converts half to float exactly in one instruction (and vectorizes
- * it); only a NaN's quiet bit may differ from the portable version below */
+/* the CPU converts in one instruction each way (and vectorizes it): float
+ * to half rounds to nearest even like tg_cvt_f64_f16 (a float's NaN keeps
+ * its sign and top payload bits and is quieted, the same bits); half to
+ * float is exact, only a NaN's quiet bit may differ from the portable
+ * version below */
 #include <immintrin.h>
+TG_CVT_FN uint16_t tg_cvt_f32_f16(float x) { return (uint16_t)_cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT); }
 TG_CVT_FN float tg_cvt_f16_f32(uint16_t h) { return _cvtsh_ss(h); }
 #else
+TG_CVT_FN uint16_t tg_cvt_f32_f16(float x) { return tg_cvt_f64_f16((double)x); }
 TG_CVT_FN float tg_cvt_f16_f32(uint16_t h) {
   uint32_t s = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1F, m = h & 0x3FF;
   if (e == 0x1F) return tg_cvt__f32bits(s | 0x7F800000u | (m << 13));
