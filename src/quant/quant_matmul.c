@@ -96,8 +96,9 @@ void qm_quantize_q8_k(tg_tensor *x, tg_dtype qdtype, tg_tensor **q, tg_tensor **
   tg_tensor *iscale = tg_div(tg_scalar(-127, TG_F32), tg_where(nz, mx, tg_scalar(1, TG_F32)));
   tg_tensor *v = tg_minimum(tg_round(tg_mul(iscale, xb)), tg_scalar(127, TG_F32));
   *q = tg_contiguous(tg_cast(tg_where(nz, v, zero), qdtype));
-  tg_tensor *dfull = tg_contiguous(tg_expand(tg_where(nz, tg_div(tg_scalar(1, TG_F32), iscale), zero), tg_shape_of(xb)));
-  *d = qm_slice_last(dfull, 0, 1);
+  /* one scale per block (stored once per value, beside q, it took a kernel
+   * of its own anyway: 2 divisions per value) */
+  *d = tg_contiguous(tg_where(nz, tg_div(tg_scalar(1, TG_F32), iscale), zero));
 }
 
 /* Element p of every pair of the last axis (..., 2m) -> (..., m). */
