@@ -227,6 +227,15 @@ TEST(quant_matmul_rows_q2_k_vs_ggml) { check_k_path(TG_GGML_Q2_K, 3, 32, 1024, t
 TEST(quant_matmul_rows_q3_k_vs_ggml) { check_k_path(TG_GGML_Q3_K, 3, 32, 1024, true); check_k_path(TG_GGML_Q3_K, 1, 64, 768, true); }
 TEST(quant_matmul_rows_iq4_xs_vs_ggml) { check_k_path(TG_GGML_IQ4_XS, 3, 32, 1024, true); check_k_path(TG_GGML_IQ4_XS, 1, 64, 768, true); }
 TEST(quant_matmul_rows_q6_k_vs_ggml) { check_k_path(TG_GGML_Q6_K, 3, 32, 1024, true); check_k_path(TG_GGML_Q6_K, 1, 64, 768, true); }
+/* A prefill-sized chunk (128 rows of x) over a matrix whose 16-row slices
+ * are small (1280 x 768, q|k|v of a 768-wide model): the scheduler had stored each decoded slice of the
+ * weights as a buffer of its own (a broadcast's cheap source), 257 buffers
+ * for one kernel, which then failed to compile (tg perplexity on Q2_K,
+ * Q3_K, Q5_K and Q6_K files). */
+TEST(quant_matmul_rows_k_big_chunk_vs_ggml) {
+  check_k_path(TG_GGML_Q6_K, 128, 1280, 768, true);
+  check_k_path(TG_GGML_Q3_K, 128, 1280, 768, true);
+}
 
 /* W = the identity in Q6_K (d = 1, scales 1, q - 32 = 1 on the diagonal):
  * y[i] = q[i] * d of i's block, x's Q8_K quantization bit for bit: ties

@@ -298,6 +298,7 @@ static void collect_args(uop *ast, const lprogram *prog, kernel_args *a, strbuf 
   uop_list l = uop_toposort(ast);
   for (int i = 0; i < l.n; i++) {
     uop *g = l.v[i];
+    if (g->op == OP_DEFINE_GLOBAL && g->arg.i >= 256) a->too_many = true;
     if (g->op == OP_DEFINE_GLOBAL && g->arg.i < 256) {
       int k = (int)g->arg.i;
       a->bufs[k] = (kernel_buf){ k, g->dtype, a->bufs[k].stored };
@@ -328,6 +329,9 @@ char *render_kernel(const tg_renderer *r, uop *ast, const char *name) {
   strbuf locals = { 0 };
   collect_args(ast, &prog, &args, &locals, &c);
   args.nvars = nvarnames;
+  /* the launch passes at most 256 buffers (realize.c): a kernel reading more
+   * is an error here, not a source that names undeclared buffers */
+  if (args.too_many) failed = true, tg_seterr("kernel %s reads more than 256 buffers", name);
   c.mulacc_reduce = has_mulacc_reduce(ast);
   for (int i = 0; i < prog.n && !failed; i++) {
     linst *in = &prog.v[i];

@@ -20,6 +20,7 @@ typedef struct { int index; dtype_t dtype; bool stored; } kernel_buf;
 typedef struct {
   kernel_buf bufs[256];
   int nbufs;          /* highest buffer index + 1 */
+  bool too_many;      /* a buffer index past 255 */
   int nvars;
 } kernel_args;
 

@@ -126,6 +126,27 @@ static int compute_below(sctx *s, uop *u, int limit, bool index_math, bool *read
   return n;
 }
 
+/* Does a costly op (a division, a square root, a transcendental) sit below
+ * u before stored nodes? Only bit and integer ops (packed weights decoded:
+ * 16 rows of a row-packed Q6_K matrix's values, broadcast over a prefill's
+ * 128 rows of x) are no reason to store a broadcast source: stored, each
+ * decoded slice became a buffer of its own, 256 of them for one matmul. */
+static bool costly_below(sctx *s, uop *u) {
+  ptrmap seen = { 0 };
+  VEC(uop *) stack = { 0 };
+  VEC_PUSH(stack, u);
+  bool found = false;
+  for (int walked = 0; stack.n && !found && walked < COMPUTE_WALK_MAX; walked++) {
+    uop *x = stack.v[--stack.n];
+    if (pm_get(&seen, x) || x->op == OP_BUFFER || (x != u && is_marked(s, x))) continue;
+    pm_put(&seen, x, (void *)1);
+    found = uop_is_alu(x->op) && uop_is_costly(x->op);
+    for (int i = 0; i < x->nsrc; i++) VEC_PUSH(stack, x->src[i]);
+  }
+  VEC_FREE(stack); pm_free(&seen);
+  return found;
+}
+
 /* An EXPAND repeats its source's computation for every copy. When that
  * computation is more than a few ops (a backward pass's elementwise chain
  * feeding a convolution's window view), store it once instead. */
@@ -156,7 +177,7 @@ static void mark_costly_expand_source(sctx *s, uop *e) {
    * square root is enough (a batch norm's 1/sqrt(var + eps) and its
    * gradient, else recomputed for every element, and scalar when the
    * channel is the innermost axis) */
-  if (before <= EXPAND_SMALL_SOURCE && after >= EXPAND_BIG_CONSUMER && after >= before * EXPAND_HEAVY_REUSE) limit = EXPAND_HEAVY_LIMIT;
+  if (before <= EXPAND_SMALL_SOURCE && after >= EXPAND_BIG_CONSUMER && after >= before * EXPAND_HEAVY_REUSE && costly_below(s, src)) limit = EXPAND_HEAVY_LIMIT;
   bool reads_memory = false;
   if (compute_below(s, src, limit, false, &reads_memory, limit == EXPAND_HEAVY_LIMIT) >= limit && reads_memory) mark(s, src);
 }
