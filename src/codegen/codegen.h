@@ -71,8 +71,12 @@ int kernel_prefetch_plan(uop *ast, ptrmap *ahead);
 
 /* Estimated FLOPs of one run (ALU ops times their loop trip counts). */
 double kernel_flops(uop *ast);
-/* The same with each transcendental (exp2, log2, sin, pow) counted as 16
- * ops: an estimate of the work, for deciding whether to use threads. */
+/* The same with each transcendental (exp2, log2, sin, pow) counted as
+ * KERNEL_COST_TRANSCENDENTAL ops: an estimate of the work, for deciding
+ * whether to use threads. */
 double kernel_cost(uop *ast);
+/* What kernel_cost counts for one transcendental (exp2, log2, sin, pow):
+ * about the ops of its libm call or vector expansion. */
+#define KERNEL_COST_TRANSCENDENTAL 16
 
 #endif

@@ -60,7 +60,7 @@ static int float_alu_count(uop *ast) {
   uop_list l = uop_toposort(ast);
   int c = 0;
   for (int i = 0; i < l.n; i++)
-    if (uop_is_alu(l.v[i]->op) && dt_is_float(l.v[i]->dtype)) c += l.v[i]->op == OP_EXP2 && l.v[i]->dtype.scalar == TG_F32 ? 16 : 1;
+    if (uop_is_alu(l.v[i]->op) && dt_is_float(l.v[i]->dtype)) c += l.v[i]->op == OP_EXP2 && l.v[i]->dtype.scalar == TG_F32 ? KERNEL_COST_TRANSCENDENTAL : 1;
   free(l.v);
   return c;
 }

@@ -146,7 +146,7 @@ static double alu_ops(uop *ast, bool weigh) {
     if (u->op == OP_REDUCE) for (int k = 1; k < u->nsrc; k++) f |= 1ULL << range_id(u->src[k]);
     for (int b = 0; b < 64; b++) if (f >> b & 1) trips *= (double)size[b];
     bool transcendental = u->op == OP_EXP2 || u->op == OP_LOG2 || u->op == OP_SIN || u->op == OP_POW;
-    flops += trips * (weigh && transcendental ? 16 : 1);
+    flops += trips * (weigh && transcendental ? KERNEL_COST_TRANSCENDENTAL : 1);
   }
   free(l.v);
   pm_free(&c.free_ranges);

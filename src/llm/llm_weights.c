@@ -60,7 +60,7 @@ static tg_tensor *keep_panels(tg_llm *m, tg_tensor *w) {
   tg_dtype dt = tg_dtype_of(w);
   tg_shape s = tg_shape_of(w);
   int type = dt == TG_F32 ? TG_GGML_F32 : dt == TG_F16 ? TG_GGML_F16 : dt == TG_BF16 ? TG_GGML_BF16 : -1;
-  if (type < 0 || s.ndim != 2 || s.d[0] % 32 || s.d[1] < 32 || m->n_tp > 1 || !tensor_wide_layouts(w) || setting_on(SET_TG_LLM_NO_PANELS))
+  if (type < 0 || s.ndim != 2 || s.d[0] % TENSOR_PANEL || s.d[1] < TENSOR_PANEL || m->n_tp > 1 || !tensor_wide_layouts(w) || setting_on(SET_TG_LLM_NO_PANELS))
     return w;
   tg_tensor *p = tensor_panels_of_rows(w);
   if (!p || tg_realize(p) < 0) return NULL;
@@ -74,7 +74,7 @@ static tg_tensor *keep_panels(tg_llm *m, tg_tensor *w) {
 
 /* The layer tensors read only by linear(): held as panels when float. */
 static bool only_multiplied(llm_tensor id) {
-  static const llm_tensor ids[] = { LT_Q, LT_K, LT_V, LT_O, LT_GATE, LT_UP, LT_DOWN, LT_Q_A, LT_Q_B, LT_KV_A, LT_KV_B,
+  static const llm_tensor ids[] = { LT_Q, LT_K, LT_V, LT_QKV, LT_O, LT_GATE, LT_UP, LT_GATE_UP, LT_DOWN, LT_Q_A, LT_Q_B, LT_KV_A, LT_KV_B,
                                     LT_GATE_SHEXP, LT_UP_SHEXP, LT_DOWN_SHEXP, LT_SSM_QKV, LT_SSM_Z, LT_SSM_OUT };
   for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) if (ids[i] == id) return true;
   return false;
@@ -138,8 +138,8 @@ static tg_tensor *load_stacked(tg_llm *m, const char *device, const char *const 
   if (t && quant) t = keep_packed(m, t, tg_dequantize(t, (int)g[0]->type, TG_SHAPE(total, cols)), (int)g[0]->type);
   else if (t) {   /* float: panels from the parts where they lie, else one stacked copy */
     tg_tensor *p = keep_panels(m, t);
-    t = p != t ? p : tg_contiguous(t);
-    if (t && !llm_packed_of(m, t) && tg_realize(t) < 0) t = NULL;
+    if (p != t) t = p;
+    else if ((t = tg_contiguous(t)) && tg_realize(t) < 0) t = NULL;
   }
   if (t) tensor_adopt(NULL, t);
   for (int i = 0; t && i < n; i++) gguf_tensor_drop_pages(g[i]);   /* stacked into a copy */

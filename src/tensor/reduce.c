@@ -200,7 +200,7 @@ static tg_tensor *as_acc(tg_tensor *t, int acc) { return acc == ACC_DEFAULT ? t 
  * instead of striding down b's columns N floats apart (cache-set conflicts,
  * a new page every few rows). The copy costs K*N moves against M*K*N
  * multiply-adds, so only matmuls with enough rows of a pay for it. */
-#define MATMUL_PANEL 32
+#define MATMUL_PANEL TENSOR_PANEL
 static tg_tensor *pack_b_panels(tg_tensor *a, tg_tensor *b) {
   int n1 = a->u->ndim, n2 = b->u->ndim;
   if (!tensor_wide_layouts(a) || !tensor_wide_layouts(b)) return NULL;

@@ -40,11 +40,12 @@ tg_tensor *tensor_wrap(uop *u, const char *device);
  * the front end (panel-packed matmul operands, conv channel lanes): its
  * renderer's wide_layouts capability, never its name. */
 bool tensor_wide_layouts(const tg_tensor *t);
-/* A weight matrix w (N, K), N a multiple of 32, as the panels a matmul
- * reads on wide-layout devices: (N/32, K, 32), contiguous (tg_matmul packs
+/* A weight matrix w (N, K), N a multiple of TENSOR_PANEL, as the panels a
+ * matmul reads on wide-layout devices: (N/32, K, 32), contiguous (tg_matmul packs
  * b = w.T the same way per call; a model packs its weights once).
  * tensor_rows_of_panels is w again (a lazy view), tensor_matmul_panels is
  * x (..., K) @ w.T from the panels: (..., N). */
+#define TENSOR_PANEL 32
 tg_tensor *tensor_panels_of_rows(tg_tensor *w);
 tg_tensor *tensor_rows_of_panels(tg_tensor *panels);
 tg_tensor *tensor_matmul_panels(tg_tensor *x, tg_tensor *panels);
