@@ -14,6 +14,7 @@
 #include "util/build_id.h"
 #include "engine/realize.h"
 #include "schedule/lowered_cache.h"
+#include "schedule/schedule_memo.h"
 #include "uop/uop.h"
 
 /* ---------------------------------------------------------------- helpers */
@@ -488,6 +489,95 @@ TEST(runtime_lowered_cache) {
   lowered_cache_forget();
   CHECK(program_cache_graph());
   env_restore(&nc);
+  engine_forget_programs();
+  lowered_cache_forget();
+  cache_end(&tc);
+}
+
+/* ---- whole schedules by structure (schedule/schedule_memo.h) */
+
+/* A layer as a function: relu(x @ w + b), then x is updated in place
+ * (x += 1, an assign), and the function's output is summed over a slice
+ * of its rows. Every call builds it over new buffers; out gets the sums
+ * (rows 1..2 of relu(x @ w + b) for 3x4 x, 4x5 w), checked by C loops. */
+static int memo_layer(void *ctx, tg_tensor *const *in, int nin, tg_tensor **out, int nout) {
+  (void)ctx; (void)nin; (void)nout;
+  out[0] = tg_relu(tg_add(tg_matmul(in[0], in[1]), in[2]));
+  return out[0] ? 0 : -1;
+}
+static bool memo_graph(tg_function *fn, float seed, int *hits) {
+  float x[12], w[20], b[5], got[5], x_after[12];
+  for (int i = 0; i < 12; i++) x[i] = seed + (float)(i % 5) * 0.25f - 0.5f;
+  for (int i = 0; i < 20; i++) w[i] = (float)(i % 7) * 0.125f - 0.375f;
+  for (int i = 0; i < 5; i++) b[i] = 0.0625f * (float)i - seed;
+  int64_t h0 = schedule_memo_hits();
+  tg_scope_begin();
+  tg_tensor *xt = tg_from_data(x, TG_SHAPE(3, 4), TG_F32);
+  tg_tensor *in[3] = { xt, tg_from_data(w, TG_SHAPE(4, 5), TG_F32), tg_from_data(b, TG_SHAPE(5), TG_F32) }, *y = NULL;
+  bool ok = tg_realize(xt) == 0 && tg_function_call(fn, in, &y) == 0;
+  tg_tensor *s = ok ? tg_sum(tg_shrink(y, (int64_t[]){ 1, 0 }, (int64_t[]){ 3, 5 }), TG_AXES(0), false) : NULL;
+  ok = s && tg_assign(xt, tg_adds(xt, 1.0)) != NULL;
+  tg_tensor *all[2] = { s, xt };
+  ok = ok && tg_realize_all(all, 2) == 0 && tg_data(s, got, sizeof got) == 0 && tg_data(xt, x_after, sizeof x_after) == 0;
+  tg_scope_end();
+  for (int j = 0; j < 5 && ok; j++) {
+    float want = 0;
+    for (int r = 1; r < 3; r++) {
+      float v = b[j];
+      for (int k = 0; k < 4; k++) v += x[r * 4 + k] * w[k * 5 + j];
+      want += v > 0 ? v : 0;
+    }
+    ok = fabsf(got[j] - want) <= 1e-5f;
+  }
+  for (int i = 0; i < 12 && ok; i++) ok = x_after[i] == x[i] + 1.0f;
+  *hits = (int)(schedule_memo_hits() - h0);
+  return ok;
+}
+
+/* The same structure over other buffers is one schedule: found in memory
+ * the second time, on disk by a new process (here: memory forgotten), and
+ * scheduled anew when the file is damaged or TG_NO_SCHEDULE_CACHE is set;
+ * the values are right every time. */
+TEST(runtime_schedule_memo) {
+  test_cache tc;
+  cache_begin(&tc);
+  saved_env nc = env_set("TG_NOCACHE", NULL), nm = env_set("TG_NO_SCHEDULE_CACHE", NULL);
+  schedule_memo_forget();
+  tg_function *fn = tg_function_new("memo_layer", memo_layer, NULL, 3, 1);
+  int hits = 0;
+  CHECK(memo_graph(fn, 0.0f, &hits));
+  CHECK_EQ_INT(hits, 0);
+  int files = count_files(tc.dir, ".sched");
+  CHECK_MSG(files >= 1, "%d schedules stored", files);
+  CHECK(memo_graph(fn, 1.0f, &hits));
+  CHECK_MSG(hits >= 1, "%d hits the second time", hits);
+  CHECK_EQ_INT(count_files(tc.dir, ".sched"), files);
+  schedule_memo_forget();
+  CHECK(memo_graph(fn, 2.0f, &hits));
+  CHECK_MSG(hits >= 1, "%d hits from disk", hits);
+  /* damaged entries are not used */
+  DIR *d = opendir(tc.dir);
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    size_t n = strlen(e->d_name);
+    if (n < 6 || strcmp(e->d_name + n - 6, ".sched")) continue;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", tc.dir, e->d_name);
+    FILE *f = fopen(path, "r+b");
+    if (f) { fseek(f, -3, SEEK_END); fputc('#', f); fclose(f); }
+  }
+  if (d) closedir(d);
+  schedule_memo_forget();
+  CHECK(memo_graph(fn, 3.0f, &hits));
+  CHECK_EQ_INT(hits, 0);
+  saved_env off = env_set("TG_NO_SCHEDULE_CACHE", "1");
+  CHECK(memo_graph(fn, 4.0f, &hits));
+  CHECK_EQ_INT(hits, 0);
+  env_restore(&off);
+  tg_function_free(fn);
+  env_restore(&nm);
+  env_restore(&nc);
+  schedule_memo_forget();
   engine_forget_programs();
   lowered_cache_forget();
   cache_end(&tc);

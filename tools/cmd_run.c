@@ -95,6 +95,7 @@ int cmd_run(int argc, char **argv) {
   }
   free(ids);
   tg_grammar_free(g);
+  cmd_exit_now(rc);
   tg_llm_free(m);
   tg_tokenizer_free(tok);
   return rc;

@@ -27,7 +27,17 @@ typedef struct {
   const char *varnames[MAX_KERNEL_VARS];   /* the kernel's vars[] order (names live in the AST) */
   int nvars;
   char *src;            /* the rendered source (tg_jit_export writes it out) */
+  uint64_t writes;      /* bit i: the kernel stores to buffer i (i < 64) */
 } cached_prog;
+
+static uint64_t stores_mask(uop *ast) {
+  uint64_t w = 0;
+  uop_list l = uop_toposort(ast);
+  for (int i = 0; i < l.n; i++)
+    if (l.v[i]->op == OP_STORE && l.v[i]->src[0]->src[0]->arg.i < 64) w |= 1ULL << l.v[i]->src[0]->src[0]->arg.i;
+  free(l.v);
+  return w;
+}
 
 /* Opts for every kernel from tg_set_kernel_opts (or TG_OPTS); NULL: the
  * heuristic picks (NOOPT=1: none). */
@@ -256,6 +266,7 @@ static int compile_pending(sched_item *items, prep *ps, int n, int debug) {
     cp->flops = kernel_flops(items[idx[j]].ast);
     cp->nvars = kernel_var_names(items[idx[j]].ast, cp->varnames, MAX_KERNEL_VARS);
     cp->src = tg_xstrdup(p->kp.src);   /* for tg_jit_export */
+    cp->writes = stores_mask(items[idx[j]].ast);
     pthread_mutex_lock(&cache_lock);
     cached_prog *had = pm_get(&prog_cache, p->key);
     if (!had) pm_put(&prog_cache, p->key, cp), p->key = NULL;   /* the cache owns the key now */
@@ -297,13 +308,7 @@ static void capture_item(sched_item *it, cached_prog *cp) {
   for (int i = 0; i < it->nbufs; i++) { k.bufs[i] = it->bufs[i]; buffer_retain(it->bufs[i]); }
   snprintf(k.name, sizeof k.name, "%s", it->name);
   k.writes = 1;   /* a copy writes its destination */
-  if (it->ast) {
-    k.writes = 0;
-    uop_list l = uop_toposort(it->ast);
-    for (int i = 0; i < l.n; i++)
-      if (l.v[i]->op == OP_STORE && l.v[i]->src[0]->src[0]->arg.i < 64) k.writes |= 1ULL << l.v[i]->src[0]->src[0]->arg.i;
-    free(l.v);
-  }
+  if (it->ast) k.writes = cp ? cp->writes : stores_mask(it->ast);
   VEC_PUSH(*capture, k);
 }
 

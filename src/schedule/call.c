@@ -66,6 +66,7 @@ void call_body_release(call_body *b) {
     pm_free(&b->role);
     free(b->param_written);
   }
+  VEC_FREE(b->structure_fixed);
   for (int i = 0; i < b->nouts; i++) uop_release(b->outs[i]);
   for (int i = 0; i < b->nparams; i++) { uop_release(b->params[i]); buffer_release(b->param_bufs[i]); }
   free(b->outs); free(b->targets); free(b->params); free(b->param_bufs);

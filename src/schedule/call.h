@@ -42,6 +42,13 @@ struct call_body {
   ptrmap role;                /* tg_buffer* -> 1+param index, or -(1+internal index); absent: fixed */
   VEC(tg_buffer *) internal;  /* intermediates and outputs: fresh per call */
   bool *param_written;        /* per parameter: a kernel of the body stores to it (an assign) */
+
+  /* its structure as the schedule memo names it (schedule_memo.c), made on
+   * first use under lock: 1 made, -1 none (a custom kernel's body, whose
+   * kernel is not in its graph), 0 not yet */
+  int structure_state;
+  uint64_t structure[2];      /* a digest of its graph and parameters */
+  VEC(tg_buffer *) structure_fixed;   /* memory its graph reads that no parameter is (borrowed: outs hold it) */
 };
 
 /* A body over params (placeholder views, see call_param_new) with outputs

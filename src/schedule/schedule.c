@@ -3,6 +3,7 @@
  * fusion choices, a kernel per stored node in topological order, ordering,
  * merging. */
 #include "schedule/schedule_internal.h"
+#include "schedule/schedule_memo.h"
 #include "util/settings.h"
 
 int schedule_create(uop *const *roots, int n, const char *default_device, schedule *out, ptrmap *becomes) {
@@ -13,6 +14,13 @@ int schedule_create(uop *const *roots, int n, const char *default_device, schedu
   if (!s.default_dev) return -1;
   uop *sink = uop_new(OP_SINK, DT_VOID, roots, n, arg_none());
   uop_list topo = uop_toposort(sink);
+  /* the same structure scheduled before (schedule_memo.h) */
+  schedule_memo_key memo;
+  if (schedule_memo_find(&topo, s.default_dev, &memo, out, becomes)) {
+    schedule_memo_key_free(&memo);
+    free(topo.v);
+    return 0;
+  }
 
   /* graph facts: each node's consumer count, and the device it is on */
   for (int i = 0; i < topo.n; i++) {
@@ -48,7 +56,9 @@ int schedule_create(uop *const *roots, int n, const char *default_device, schedu
     uop_pool_push();
     sched_merge_sibling_kernels(s.out);
     uop_pool_pop();
+    schedule_memo_add(&memo, &topo, out, becomes);
   }
+  schedule_memo_key_free(&memo);
   for (int i = 0; i < s.infos.n; i++) free(s.infos.v[i]);
   for (int i = 0; i < s.links.n; i++) { free(s.links.v[i].deps); free(s.links.v[i].reads); }
   VEC_FREE(s.infos); VEC_FREE(s.links);

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include "runtime/device.h"
 #include "schedule/call.h"
+#include "schedule/schedule_memo.h"
 #include "tensor/tensor.h"
 
 #define FUNCTION_MAX_IO 64
@@ -120,9 +121,10 @@ static const uop *assign_base(const uop *u) {
   return u;
 }
 
-static const char *check_body(tg_function *f, uop *const *outs, int nouts, uop *const *params, int64_t first_id, strbuf *why) {
+/* (topo: the toposort of the SINK of outs, the caller's to free) */
+static const char *check_body(tg_function *f, uop *const *outs, int nouts, uop *const *params, int64_t first_id, strbuf *why, uop_list *topo_out) {
   uop *sink = uop_new(OP_SINK, DT_VOID, outs, nouts, arg_none());
-  uop_list topo = uop_toposort(sink);
+  uop_list topo = *topo_out = uop_toposort(sink);
   int implicit = 0;
   for (int i = 0; i < topo.n; i++) {
     uop *u = topo.v[i];
@@ -140,7 +142,6 @@ static const char *check_body(tg_function *f, uop *const *outs, int nouts, uop *
     if (implicit <= 8) sb_printf(why, " %s[%lld] on %s", tg_dtype_name(b->dtype), (long long)b->numel, b->dev->name);
   }
   if (implicit > 8) sb_printf(why, " and %d more", implicit - 8);
-  free(topo.v);
   return why->n ? why->s : NULL;
 }
 
@@ -195,19 +196,22 @@ static call_body *build_body(tg_function *f, tg_tensor *const *in) {
     for (int k = 0; k < nou; k++) seen |= ou[k] == pend[i]->u;
     if (!seen) ou[nou++] = pend[i]->u;
   }
+  uop_list topo = { 0 };
   if (ok) {
     strbuf why = { 0 };
-    if (check_body(f, ou, nou, pu, first_id, &why)) { tg_seterr("tg_function %s: %s", f->name, why.s); ok = false; }
+    if (check_body(f, ou, nou, pu, first_id, &why, &topo)) { tg_seterr("tg_function %s: %s", f->name, why.s); ok = false; }
     sb_free(&why);
   }
   if (ok) {
     b = call_body_new(f->name, pu, f->nin, ou, nou);
+    schedule_memo_body(b, &topo);   /* its structure while the toposort is at hand */
     body_data *d = tg_xcalloc(1, sizeof *d);
     d->user_grad = f->grad; d->user_ctx = f->grad_ctx;
     d->nvisible = f->nout;
     for (int k = 0; k < nou; k++) d->out_device[k] = k < f->nout ? outs[k]->device : in[0]->device;
     b->owner_data = d; b->owner_free = body_data_free;
   }
+  free(topo.v);
   tg_scope_end();
   uop_pool_pop();
   return b;

@@ -256,15 +256,25 @@ static uop *drop_done_afters(uop *u, ptrmap *memo) {
   return r;
 }
 
-static void substitute_one(tg_tensor *t, void *becomes) {
-  uop *nu = graph_substitute(t->u, becomes);
+typedef struct { const ptrmap *becomes; uint64_t oldest; } substitution;
+static void substitute_one(tg_tensor *t, void *p) {
+  const substitution *s = p;
+  /* a node's sources are made before it (ids count up), so a graph whose
+   * root is older than every replaced node holds none of them: the weights
+   * a loader keeps lazy are not walked again at every realize */
+  if (t->u->id < s->oldest) return;
+  uop *nu = graph_substitute(t->u, s->becomes);
   ptrmap memo = { 0 };
   nu = drop_done_afters(nu, &memo);
   pm_free(&memo);
   if (nu != t->u) { uop_retain(nu); uop_release(t->u); t->u = nu; }
 }
 void tensors_substitute(const ptrmap *becomes) {
-  if (becomes->n) each_live(substitute_one, (void *)becomes);
+  if (!becomes->n) return;
+  substitution s = { becomes, UINT64_MAX };
+  for (size_t i = 0; i < becomes->cap; i++)
+    if (becomes->keys[i] && ((const uop *)becomes->keys[i])->id < s.oldest) s.oldest = ((const uop *)becomes->keys[i])->id;
+  each_live(substitute_one, &s);
 }
 
 void tensor_null_input(const char *op) {

@@ -15,31 +15,42 @@ static void put_int(strbuf *sb, int64_t v) {
   sb_append(sb, p, (size_t)(e - p));
 }
 
-bool uop_serialize(strbuf *sb, uop *root) {
-  uop_list l = uop_toposort(root);
+bool uop_serialize_nodes(strbuf *sb, const uop_list *l, uop_arg_writer arg, void *ctx) {
   ptrmap num = { 0 };
   bool ok = true;
-  for (int i = 0; i < l.n && ok; i++) {
-    uop *u = l.v[i];
+  for (int i = 0; i < l->n && ok; i++) {
+    uop *u = l->v[i];
     pm_put(&num, u, (void *)(intptr_t)(i + 1));
     sb_printf(sb, "%d", (int)u->op);   /* the line's first number has no leading space */
     put_int(sb, u->dtype.bits), put_int(sb, u->nsrc);
     for (int s = 0; s < u->nsrc; s++) put_int(sb, (int)(intptr_t)pm_get(&num, u->src[s]) - 1);
-    put_int(sb, u->arg.kind);
-    switch (u->arg.kind) {
-    case ARG_INT: put_int(sb, u->arg.i); break;
-    case ARG_FLOAT: sb_printf(sb, " %a", u->arg.f); break;
-    case ARG_INTS:
-      put_int(sb, u->arg.n);
-      for (int k = 0; k < u->arg.n; k++) put_int(sb, u->arg.v[k]);
-      break;
-    case ARG_STR: sb_printf(sb, " %zu:", strlen(u->arg.s)); sb_puts(sb, u->arg.s); break;
-    case ARG_NONE: break;
-    default: ok = false; break;   /* ARG_PTR */
+    int own = arg ? arg(sb, u, ctx) : 0;
+    if (own < 0) { ok = false; break; }
+    if (!own) {
+      put_int(sb, u->arg.kind);
+      switch (u->arg.kind) {
+      case ARG_INT: put_int(sb, u->arg.i); break;
+      case ARG_FLOAT: sb_printf(sb, " %a", u->arg.f); break;
+      case ARG_INTS:
+        put_int(sb, u->arg.n);
+        for (int k = 0; k < u->arg.n; k++) put_int(sb, u->arg.v[k]);
+        break;
+      case ARG_STR: sb_printf(sb, " %zu:", strlen(u->arg.s)); sb_puts(sb, u->arg.s); break;
+      case ARG_NONE: break;
+      default: ok = false; break;   /* ARG_PTR */
+      }
     }
     sb_append(sb, "\n", 1);
   }
   pm_free(&num);
+  return ok;
+}
+
+void uop_put_int(strbuf *sb, int64_t v) { put_int(sb, v); }
+
+bool uop_serialize(strbuf *sb, uop *root) {
+  uop_list l = uop_toposort(root);
+  bool ok = uop_serialize_nodes(sb, &l, NULL, NULL);
   free(l.v);
   return ok;
 }

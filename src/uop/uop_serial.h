@@ -16,6 +16,15 @@
 /* Appends root's graph to sb; false (sb partly written) when a node holds
  * a pointer argument. */
 bool uop_serialize(strbuf *sb, uop *root);
+/* The same for the nodes of l (a toposort: sources before their users),
+ * with arg, when given, asked first for each node: it writes the node's
+ * argument itself (" ..." on the line) and returns 1, returns 0 for the
+ * usual form, or -1 to give up (false). For keys that name what a pointer
+ * argument stands for (schedule/schedule_memo.c). */
+typedef int (*uop_arg_writer)(strbuf *sb, const uop *u, void *ctx);
+bool uop_serialize_nodes(strbuf *sb, const uop_list *l, uop_arg_writer arg, void *ctx);
+/* " N": an integer as the serializer writes it (no printf) */
+void uop_put_int(strbuf *sb, int64_t v);
 /* The graph of text[0..n) (uop_serialize's): its last node, borrowed (pool),
  * or NULL when the text is not one (a bad op, source or argument). */
 uop *uop_deserialize(const char *text, size_t n);
