@@ -465,7 +465,7 @@ typedef struct {
   int calls;          /* calls so far */
   int bodies;         /* bodies built (one per signature) */
   int grad_bodies;    /* gradient bodies built */
-  int body_kernels;   /* kernels of the scheduled bodies, together */
+  int body_kernels;   /* kernels of its bodies, together (a body not scheduled yet is scheduled for the count) */
 } tg_function_info;
 TG_API tg_function_info tg_function_stats(const tg_function *f);
 

@@ -154,6 +154,13 @@ static uop *remap_buffers(uop *u, void *p) {
   return nb == u->arg.p ? u : uop0(OP_BUFFER, u->dtype, arg_ptr(nb));
 }
 
+int call_body_schedule(call_body *b, const char *default_device) {
+  pthread_mutex_lock(&b->lock);
+  int rc = b->scheduled ? 0 : schedule_body(b, default_device);
+  pthread_mutex_unlock(&b->lock);
+  return rc;
+}
+
 int call_instantiate(call_body *b, const char *default_device, tg_buffer *const *args, call_instance *out) {
   memset(out, 0, sizeof *out);
   for (int i = 0; i < b->nparams; i++) {
@@ -161,10 +168,7 @@ int call_instantiate(call_body *b, const char *default_device, tg_buffer *const 
     if (!a || a->dtype != p->dtype || a->numel != p->numel || a->dev != p->dev)
       return tg_seterr("internal: call of %s: argument %d does not match its parameter", b->name, i);
   }
-  pthread_mutex_lock(&b->lock);
-  int rc = b->scheduled ? 0 : schedule_body(b, default_device);
-  pthread_mutex_unlock(&b->lock);
-  if (rc < 0) return -1;
+  if (call_body_schedule(b, default_device) < 0) return -1;
   remap_ctx c = { b, args, tg_xcalloc((size_t)(b->internal.n ? b->internal.n : 1), sizeof(tg_buffer *)) };
   for (int i = 0; i < b->internal.n; i++) {
     tg_buffer *t = b->internal.v[i];

@@ -73,6 +73,10 @@ typedef struct {
   int *out_param;             /* per output: the parameter it is a view of, or -1 */
 } call_instance;
 
+/* Schedules b unless it is (thread-safe): 0 or -1. A graph whose whole
+ * schedule was found by its structure (schedule_memo.h) instantiates none
+ * of its calls' bodies, so they may be unscheduled. */
+int call_body_schedule(call_body *b, const char *default_device);
 /* Schedules b (once; thread-safe) and instantiates it over args (one
  * contiguous buffer per parameter, of its dtype and size). 0 or -1. */
 int call_instantiate(call_body *b, const char *default_device, tg_buffer *const *args, call_instance *out);

@@ -90,8 +90,10 @@ tg_function_info tg_function_stats(const tg_function *f) {
   r.calls = f->calls;
   r.bodies = f->bodies.n;
   for (int i = 0; i < f->bodies.n; i++) {
-    const call_body *b = f->bodies.v[i].body;
+    call_body *b = f->bodies.v[i].body;
     r.grad_bodies += ((const body_data *)b->owner_data)->ngrads;
+    /* a body a cached whole schedule stood in for is scheduled for the count */
+    if (call_body_schedule(b, tg_default_device()) < 0) tg_clear_error();
     r.body_kernels += b->scheduled ? b->sched.n : 0;
   }
   return r;
