@@ -2,6 +2,7 @@
  * safe-cast table, value casting, and the public float conversions. */
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -133,11 +134,20 @@ static const int by_priority[TG_DTYPE_COUNT + 1] = {
 };
 
 /* The node itself and all its recursive parents. */
-static uint32_t parents(int d) {
+static uint32_t parents_walk(int d) {
   uint32_t set = B(d);
   for (int i = 0; i <= TG_DTYPE_COUNT; i++)
-    if (lattice[d] & B(i)) set |= parents(i);
+    if (lattice[d] & B(i)) set |= parents_walk(i);
   return set;
+}
+/* ... made once: every binary op of every graph asks (a model's layer
+ * builds tens of thousands) */
+static uint32_t parents_of[TG_DTYPE_COUNT + 1];
+static pthread_once_t parents_once = PTHREAD_ONCE_INIT;
+static void parents_make(void) { for (int d = 0; d <= TG_DTYPE_COUNT; d++) parents_of[d] = parents_walk(d); }
+static uint32_t parents(int d) {
+  pthread_once(&parents_once, parents_make);
+  return parents_of[d];
 }
 
 tg_dtype tg_dtype_promote(tg_dtype a, tg_dtype b) {
