@@ -245,6 +245,7 @@ static const struct {
   int tile_max_lanes, wide_tile_max_lanes;   /* register tiles; those of a panel or kernel window */
   int unroll_max_lanes;        /* partial sums beside the register tile (4x4 dot products: 8 lanes) */
   int lanes_min_float_ops;     /* float ops per value that make a small elementwise kernel worth lanes */
+  int byte_move_max_lanes;     /* bytes moved in small groups: lanes up to one 64-byte vector */
 } LIM = {
   .thread_min_work = 1 << 18, .thread_min_flops = 1 << 20,
   .row_lanes_min = 5, .row_lanes_max = 32,
@@ -257,6 +258,7 @@ static const struct {
   .tile_max_lanes = 128, .wide_tile_max_lanes = 256,
   .unroll_max_lanes = 128,
   .lanes_min_float_ops = 16,
+  .byte_move_max_lanes = 64,
 };
 
 static const int vec[] = { 16, 8, 4, 0 }, tile[] = { 4, 2, 0 };
@@ -557,6 +559,48 @@ static void packed_decode_lanes(cpu_plan *p) {
   }
 }
 
+/* Does every store step by `by` along r, and store bytes? */
+static bool byte_stores_step_by(uop *ast, uop *r, uop *const *axes, int n, int64_t by) {
+  if (ast->op != OP_SINK || !ast->nsrc) return false;
+  for (int i = 0; i < ast->nsrc; i++) {
+    uop *st = ast->src[i];
+    if (st->op != OP_STORE || tg_dtype_size((tg_dtype)st->src[1]->dtype.scalar) != 1 || index_stride(st->src[0]->src[1], r, axes, n) != by) return false;
+  }
+  return true;
+}
+
+/* Bytes moved in groups of a few (an LLM loader packing quantized rows:
+ * each 4-byte group of a row goes beside the same group of 15 other rows):
+ * the innermost output axis as lanes when the stores and a load step by 1
+ * along it, and then the axis outside it as far as the stores go on
+ * contiguously, to a vector of at most 64 bytes: one 4-byte load per
+ * group, one wide store, instead of a loop per byte (2-2.5x). */
+static bool has_gated_load(uop *ast) {
+  uop_list l = uop_toposort(ast);
+  bool found = false;
+  for (int i = 0; i < l.n && !found; i++) found = l.v[i]->op == OP_LOAD && l.v[i]->src[0]->nsrc > 2;
+  free(l.v);
+  return found;
+}
+
+static bool byte_move_lanes(cpu_plan *p) {
+  int fr = p->fr, n = p->n;
+  /* (gated loads, a stacked matrix's parts, stay scalar: unrolled, not vectors) */
+  if (!(fr > 0 && loads_bytes(p->ast) && p->work >= LIM.thread_min_work && p->k + 1 < p->max && !has_gated_load(p->ast))) return false;
+  int64_t inner = AX(p, fr - 1);
+  int unit, zero, other;
+  access_along(p->ast, p->axes[fr - 1], p->axes, n, &unit, &zero, &other);
+  if (!(unit >= 1 && inner >= 2 && inner < LIM.byte_move_max_lanes && !(inner & (inner - 1)) &&
+        byte_stores_step_by(p->ast, p->axes[fr - 1], p->axes, n, 1))) return false;
+  p->out[p->k++] = (kopt){ OPT_UPCAST, fr - 1, (int)inner };
+  if (fr >= 2 && byte_stores_step_by(p->ast, p->axes[fr - 2], p->axes, n, inner)) {
+    int64_t amt = LIM.byte_move_max_lanes / inner;
+    while (amt > 1 && AX(p, fr - 2) % amt) amt /= 2;
+    if (amt > 1) p->out[p->k++] = (kopt){ OPT_UPCAST, fr - 2, (int)amt };
+  }
+  return true;
+}
+
 /* Threads over the outermost output axis when there is enough work, or
  * over an inner one when that splits much more of what is read (x @ W.T
  * with few rows of x: split W's rows, so each core reads half of W). */
@@ -597,7 +641,7 @@ static int cpu_heuristic_opts(uop *ast, int ncores, kopt *out, int max) {
     /* a full reduction: independent partial sums */
     int amt = pick_amount(AX(&p, p.fr), vec);
     if (amt && p.k < max) out[p.k++] = (kopt){ OPT_UNROLL, 0, amt };
-  } else if (!elementwise_lanes(&p)) {
+  } else if (!elementwise_lanes(&p) && !byte_move_lanes(&p)) {
     packed_decode_lanes(&p);
   }
   threads(&p);
