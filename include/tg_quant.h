@@ -70,13 +70,19 @@ TG_API tg_tensor *tg_quant_matmul(tg_tensor *x, tg_tensor *raw, int ggml_type, t
  * and Q5_1 (as Q4_0 and Q5_0, with their mins), Q8_0 (values stored plus 128),
  * IQ4_NL (its levels stored as Q8_0's bytes), IQ4_XS (the levels as bytes, int8
  * sub-block scales), Q2_K (its 4-bit scales and mins unpacked to bytes), Q3_K
- * (its 16 scales unpacked to int8 bytes, qs and hmask regrouped), Q4_K, Q5_K (Q4_K's form and its fifth bits) and Q6_K; N a multiple of 16. Returns 0 and two lazy tensors built from raw
- * (as for tg_dequantize), to realize once: *scales (N/16, S * K/B, 16) F16
+ * (its 16 scales unpacked to int8 bytes, qs and hmask regrouped), Q4_K, Q5_K (Q4_K's form and its fifth bits) and Q6_K; N a multiple of 16. Returns 0 and two tensors made from raw
+ * (as for tg_dequantize), realized: *scales (N/16, S * K/B, 16) F16
  * (the blocks' fp16 scales, S of them: Q4_1's, Q5_1's, Q2_K's, Q4_K's and Q5_K's d of every block, then its
  * m or dmin; B = 32, or 256 for the K-quants) and *quants (N/16, K/B, bytes) U8
  * (the rest of the blocks' bytes, reordered; Q4_K's 6-bit scales and mins
  * unpacked to bytes); -1 and tg_error for another type or shape. */
+#define TG_QUANT_PACK_ROWS 16   /* the rows tg_quant_pack_rows puts side by side */
 TG_API int tg_quant_pack_rows(tg_tensor *raw, int ggml_type, tg_shape w_shape, tg_tensor **scales, tg_tensor **quants);
+/* The same for n matrices of one type stacked by rows (rows[i] rows each, a
+ * multiple of 16; cols columns): raws[i] holds matrix i's blocks, and each
+ * is packed into its rows of *scales and *quants by kernels of its own (a
+ * model's q|k|v or gate|up read where they lie in the file). */
+TG_API int tg_quant_pack_rows_stacked(tg_tensor *const *raws, const int64_t *rows, int n, int ggml_type, int64_t cols, tg_tensor **scales, tg_tensor **quants);
 /* x (..., K) @ W.T from tg_quant_pack_rows's tensors: tg_quant_matmul's
  * numbers (x quantized to Q8_0, Q8_1 for Q4_1 and Q5_1, or Q8_K for the K-quants and IQ4_XS; exact integer block sums,
  * scaled by the two scales), up to the order of the float additions. Lazy

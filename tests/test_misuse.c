@@ -774,42 +774,47 @@ static int c761(void) { M_INT(tg_quant_pack_rows(fx_tensor(), 1, (tg_shape){ .nd
 static int c762(void) { M_INT(tg_quant_pack_rows(fx_tensor(), 1, (tg_shape){ .ndim = -1 }, fx_tensors(), fx_tensors())); }
 static int c763(void) { M_INT(tg_quant_pack_rows(fx_tensor(), 1, TG_SHAPE(2, 3), NULL, fx_tensors())); }
 static int c764(void) { M_INT(tg_quant_pack_rows(fx_tensor(), 1, TG_SHAPE(2, 3), fx_tensors(), NULL)); }
-static int c765(void) { M_PTR(tg_quant_matmul_rows(NULL, fx_tensor(), fx_tensor(), 1, TG_SHAPE(2, 3))); }
-static int c766(void) { M_PTR(tg_quant_matmul_rows(fx_tensor(), NULL, fx_tensor(), 1, TG_SHAPE(2, 3))); }
-static int c767(void) { M_PTR(tg_quant_matmul_rows(fx_tensor(), fx_tensor(), NULL, 1, TG_SHAPE(2, 3))); }
-static int c768(void) { M_PTR(tg_quant_matmul_rows(fx_tensor(), fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = 17 })); }
-static int c769(void) { M_PTR(tg_quant_matmul_rows(fx_tensor(), fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = -1 })); }
-static int c770(void) { M_PTR(tg_dequantize_rows(NULL, fx_tensor(), 1, TG_SHAPE(2, 3))); }
-static int c771(void) { M_PTR(tg_dequantize_rows(fx_tensor(), NULL, 1, TG_SHAPE(2, 3))); }
-static int c772(void) { M_PTR(tg_dequantize_rows(fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = 17 })); }
-static int c773(void) { M_PTR(tg_dequantize_rows(fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = -1 })); }
-static int c774(void) { M_PTR(tg_tokenizer_load(NULL)); }
-static int c775(void) { M_NONE(tg_tokenizer_free(NULL)); }
-static int c776(void) { M_INT(tg_tokenize(NULL, "x", 1, false, false, (int32_t *[1]){ 0 })); }
-static int c777(void) { M_INT(tg_tokenize(fx_tokenizer(), NULL, 1, false, false, (int32_t *[1]){ 0 })); }
-static int c778(void) { M_INT(tg_tokenize(fx_tokenizer(), "x", 1, false, false, NULL)); }
-static int c779(void) { M_INT(tg_token_to_piece(NULL, 1, false, "x", 1)); }
-static int c780(void) { M_INT(tg_token_to_piece(fx_tokenizer(), 1, false, NULL, 1)); }
-static int c781(void) { M_INT(tg_token_to_piece(fx_tokenizer(), 1, false, "x", -1)); }
-static int c782(void) { M_PTR(tg_detokenize(NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, false, false, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c783(void) { M_PTR(tg_detokenize(fx_tokenizer(), NULL, 1, false, false, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c784(void) { M_PTR(tg_detokenize(fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1, false, false, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c785(void) { M_PTR(tg_detokenize(fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, false, false, NULL)); }
-static int c786(void) { M_PTR(tg_token_stream_new(NULL, false)); }
-static int c787(void) { M_PTR(tg_token_stream_push(NULL, 1, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c788(void) { M_PTR(tg_token_stream_push(fx_stream(), 1, NULL)); }
-static int c789(void) { M_PTR(tg_token_stream_flush(NULL, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c790(void) { M_PTR(tg_token_stream_flush(fx_stream(), NULL)); }
-static int c791(void) { M_NONE(tg_token_stream_free(NULL)); }
-static int c792(void) { M_INT(tg_tokenizer_n_vocab(NULL)); }
-static int c793(void) { M_INT(tg_tokenizer_bos(NULL)); }
-static int c794(void) { M_INT(tg_tokenizer_eos(NULL)); }
-static int c795(void) { M_INT(tg_tokenizer_eot(NULL)); }
-static int c796(void) { M_NONE(tg_tokenizer_add_bos(NULL)); }
-static int c797(void) { M_NONE(tg_tokenizer_is_eog(NULL, 1)); }
-static int c798(void) { M_INT(tg_tokenizer_find(NULL, "x")); }
-static int c799(void) { M_INT(tg_tokenizer_find(fx_tokenizer(), NULL)); }
-static int c800(void) { M_PTR(tg_tokenizer_token_text(NULL, 1)); }
+static int c765(void) { M_INT(tg_quant_pack_rows_stacked(NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, 1, fx_tensors(), fx_tensors())); }
+static int c766(void) { M_INT(tg_quant_pack_rows_stacked(fx_tensors(), NULL, 1, 1, 1, fx_tensors(), fx_tensors())); }
+static int c767(void) { M_INT(tg_quant_pack_rows_stacked(fx_tensors(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1, 1, 1, fx_tensors(), fx_tensors())); }
+static int c768(void) { M_INT(tg_quant_pack_rows_stacked(fx_tensors(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, 1, NULL, fx_tensors())); }
+static int c769(void) { M_INT(tg_quant_pack_rows_stacked(fx_tensors(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, 1, fx_tensors(), NULL)); }
+static int c770(void) { M_PTR(tg_quant_matmul_rows(NULL, fx_tensor(), fx_tensor(), 1, TG_SHAPE(2, 3))); }
+static int c771(void) { M_PTR(tg_quant_matmul_rows(fx_tensor(), NULL, fx_tensor(), 1, TG_SHAPE(2, 3))); }
+static int c772(void) { M_PTR(tg_quant_matmul_rows(fx_tensor(), fx_tensor(), NULL, 1, TG_SHAPE(2, 3))); }
+static int c773(void) { M_PTR(tg_quant_matmul_rows(fx_tensor(), fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = 17 })); }
+static int c774(void) { M_PTR(tg_quant_matmul_rows(fx_tensor(), fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = -1 })); }
+static int c775(void) { M_PTR(tg_dequantize_rows(NULL, fx_tensor(), 1, TG_SHAPE(2, 3))); }
+static int c776(void) { M_PTR(tg_dequantize_rows(fx_tensor(), NULL, 1, TG_SHAPE(2, 3))); }
+static int c777(void) { M_PTR(tg_dequantize_rows(fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = 17 })); }
+static int c778(void) { M_PTR(tg_dequantize_rows(fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = -1 })); }
+static int c779(void) { M_PTR(tg_tokenizer_load(NULL)); }
+static int c780(void) { M_NONE(tg_tokenizer_free(NULL)); }
+static int c781(void) { M_INT(tg_tokenize(NULL, "x", 1, false, false, (int32_t *[1]){ 0 })); }
+static int c782(void) { M_INT(tg_tokenize(fx_tokenizer(), NULL, 1, false, false, (int32_t *[1]){ 0 })); }
+static int c783(void) { M_INT(tg_tokenize(fx_tokenizer(), "x", 1, false, false, NULL)); }
+static int c784(void) { M_INT(tg_token_to_piece(NULL, 1, false, "x", 1)); }
+static int c785(void) { M_INT(tg_token_to_piece(fx_tokenizer(), 1, false, NULL, 1)); }
+static int c786(void) { M_INT(tg_token_to_piece(fx_tokenizer(), 1, false, "x", -1)); }
+static int c787(void) { M_PTR(tg_detokenize(NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, false, false, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c788(void) { M_PTR(tg_detokenize(fx_tokenizer(), NULL, 1, false, false, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c789(void) { M_PTR(tg_detokenize(fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1, false, false, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c790(void) { M_PTR(tg_detokenize(fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, false, false, NULL)); }
+static int c791(void) { M_PTR(tg_token_stream_new(NULL, false)); }
+static int c792(void) { M_PTR(tg_token_stream_push(NULL, 1, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c793(void) { M_PTR(tg_token_stream_push(fx_stream(), 1, NULL)); }
+static int c794(void) { M_PTR(tg_token_stream_flush(NULL, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c795(void) { M_PTR(tg_token_stream_flush(fx_stream(), NULL)); }
+static int c796(void) { M_NONE(tg_token_stream_free(NULL)); }
+static int c797(void) { M_INT(tg_tokenizer_n_vocab(NULL)); }
+static int c798(void) { M_INT(tg_tokenizer_bos(NULL)); }
+static int c799(void) { M_INT(tg_tokenizer_eos(NULL)); }
+static int c800(void) { M_INT(tg_tokenizer_eot(NULL)); }
+static int c801(void) { M_NONE(tg_tokenizer_add_bos(NULL)); }
+static int c802(void) { M_NONE(tg_tokenizer_is_eog(NULL, 1)); }
+static int c803(void) { M_INT(tg_tokenizer_find(NULL, "x")); }
+static int c804(void) { M_INT(tg_tokenizer_find(fx_tokenizer(), NULL)); }
+static int c805(void) { M_PTR(tg_tokenizer_token_text(NULL, 1)); }
 
 const misuse_case misuse_cases[] = {
   { "tg_dtype_name(dt=99)", c0, M_STRICT },
@@ -1577,41 +1582,46 @@ const misuse_case misuse_cases[] = {
   { "tg_quant_pack_rows(w_shape.ndim=-1)", c762, M_STRICT },
   { "tg_quant_pack_rows(scales=NULL)", c763, M_STRICT },
   { "tg_quant_pack_rows(quants=NULL)", c764, M_STRICT },
-  { "tg_quant_matmul_rows(x=NULL)", c765, M_STRICT },
-  { "tg_quant_matmul_rows(scales=NULL)", c766, M_STRICT },
-  { "tg_quant_matmul_rows(quants=NULL)", c767, M_STRICT },
-  { "tg_quant_matmul_rows(w_shape.ndim=17)", c768, M_STRICT },
-  { "tg_quant_matmul_rows(w_shape.ndim=-1)", c769, M_STRICT },
-  { "tg_dequantize_rows(scales=NULL)", c770, M_STRICT },
-  { "tg_dequantize_rows(quants=NULL)", c771, M_STRICT },
-  { "tg_dequantize_rows(w_shape.ndim=17)", c772, M_STRICT },
-  { "tg_dequantize_rows(w_shape.ndim=-1)", c773, M_STRICT },
-  { "tg_tokenizer_load(gguf_path=NULL)", c774, M_STRICT },
-  { "tg_tokenizer_free(tok=NULL)", c775, M_OPTIONAL },
-  { "tg_tokenize(tok=NULL)", c776, M_STRICT },
-  { "tg_tokenize(text=NULL)", c777, M_STRICT },
-  { "tg_tokenize(ids=NULL)", c778, M_STRICT },
-  { "tg_token_to_piece(tok=NULL)", c779, M_STRICT },
-  { "tg_token_to_piece(buf=NULL)", c780, M_STRICT },
-  { "tg_token_to_piece(cap=-1)", c781, M_STRICT },
-  { "tg_detokenize(tok=NULL)", c782, M_STRICT },
-  { "tg_detokenize(ids=NULL)", c783, M_STRICT },
-  { "tg_detokenize(n=-1)", c784, M_STRICT },
-  { "tg_detokenize(len=NULL)", c785, M_OPTIONAL },
-  { "tg_token_stream_new(tok=NULL)", c786, M_STRICT },
-  { "tg_token_stream_push(s=NULL)", c787, M_STRICT },
-  { "tg_token_stream_push(len=NULL)", c788, M_OPTIONAL },
-  { "tg_token_stream_flush(s=NULL)", c789, M_STRICT },
-  { "tg_token_stream_flush(len=NULL)", c790, M_OPTIONAL },
-  { "tg_token_stream_free(s=NULL)", c791, M_OPTIONAL },
-  { "tg_tokenizer_n_vocab(tok=NULL)", c792, M_STRICT },
-  { "tg_tokenizer_bos(tok=NULL)", c793, M_STRICT },
-  { "tg_tokenizer_eos(tok=NULL)", c794, M_STRICT },
-  { "tg_tokenizer_eot(tok=NULL)", c795, M_STRICT },
-  { "tg_tokenizer_add_bos(tok=NULL)", c796, M_STRICT },
-  { "tg_tokenizer_is_eog(tok=NULL)", c797, M_STRICT },
-  { "tg_tokenizer_find(tok=NULL)", c798, M_STRICT },
-  { "tg_tokenizer_find(text=NULL)", c799, M_STRICT },
-  { "tg_tokenizer_token_text(tok=NULL)", c800, M_STRICT },
+  { "tg_quant_pack_rows_stacked(raws=NULL)", c765, M_STRICT },
+  { "tg_quant_pack_rows_stacked(rows=NULL)", c766, M_STRICT },
+  { "tg_quant_pack_rows_stacked(n=-1)", c767, M_STRICT },
+  { "tg_quant_pack_rows_stacked(scales=NULL)", c768, M_STRICT },
+  { "tg_quant_pack_rows_stacked(quants=NULL)", c769, M_STRICT },
+  { "tg_quant_matmul_rows(x=NULL)", c770, M_STRICT },
+  { "tg_quant_matmul_rows(scales=NULL)", c771, M_STRICT },
+  { "tg_quant_matmul_rows(quants=NULL)", c772, M_STRICT },
+  { "tg_quant_matmul_rows(w_shape.ndim=17)", c773, M_STRICT },
+  { "tg_quant_matmul_rows(w_shape.ndim=-1)", c774, M_STRICT },
+  { "tg_dequantize_rows(scales=NULL)", c775, M_STRICT },
+  { "tg_dequantize_rows(quants=NULL)", c776, M_STRICT },
+  { "tg_dequantize_rows(w_shape.ndim=17)", c777, M_STRICT },
+  { "tg_dequantize_rows(w_shape.ndim=-1)", c778, M_STRICT },
+  { "tg_tokenizer_load(gguf_path=NULL)", c779, M_STRICT },
+  { "tg_tokenizer_free(tok=NULL)", c780, M_OPTIONAL },
+  { "tg_tokenize(tok=NULL)", c781, M_STRICT },
+  { "tg_tokenize(text=NULL)", c782, M_STRICT },
+  { "tg_tokenize(ids=NULL)", c783, M_STRICT },
+  { "tg_token_to_piece(tok=NULL)", c784, M_STRICT },
+  { "tg_token_to_piece(buf=NULL)", c785, M_STRICT },
+  { "tg_token_to_piece(cap=-1)", c786, M_STRICT },
+  { "tg_detokenize(tok=NULL)", c787, M_STRICT },
+  { "tg_detokenize(ids=NULL)", c788, M_STRICT },
+  { "tg_detokenize(n=-1)", c789, M_STRICT },
+  { "tg_detokenize(len=NULL)", c790, M_OPTIONAL },
+  { "tg_token_stream_new(tok=NULL)", c791, M_STRICT },
+  { "tg_token_stream_push(s=NULL)", c792, M_STRICT },
+  { "tg_token_stream_push(len=NULL)", c793, M_OPTIONAL },
+  { "tg_token_stream_flush(s=NULL)", c794, M_STRICT },
+  { "tg_token_stream_flush(len=NULL)", c795, M_OPTIONAL },
+  { "tg_token_stream_free(s=NULL)", c796, M_OPTIONAL },
+  { "tg_tokenizer_n_vocab(tok=NULL)", c797, M_STRICT },
+  { "tg_tokenizer_bos(tok=NULL)", c798, M_STRICT },
+  { "tg_tokenizer_eos(tok=NULL)", c799, M_STRICT },
+  { "tg_tokenizer_eot(tok=NULL)", c800, M_STRICT },
+  { "tg_tokenizer_add_bos(tok=NULL)", c801, M_STRICT },
+  { "tg_tokenizer_is_eog(tok=NULL)", c802, M_STRICT },
+  { "tg_tokenizer_find(tok=NULL)", c803, M_STRICT },
+  { "tg_tokenizer_find(text=NULL)", c804, M_STRICT },
+  { "tg_tokenizer_token_text(tok=NULL)", c805, M_STRICT },
 };
-const int misuse_ncases = 801;
+const int misuse_ncases = 806;

@@ -271,3 +271,52 @@ TEST(quant_matmul_quantizes_x_like_q8_k) {
   for (int i = 0; i < K; i++) CHECK_MSG(y[i] == (float)q[i] * dx[i / 256], "x[%d] = %g: tg %g, ggml %d * %g", i, x[i], y[i], q[i], dx[i / 256]);
   tg_scope_end();
 }
+
+/* Matrices stacked by rows (a model's q|k|v) packed each where it lies
+ * (tg_quant_pack_rows_stacked) give the bytes that packing their
+ * concatenation gives; rows that are not whole row groups are refused. */
+static void check_stacked(int type, int64_t cols) {
+  const int64_t rows[3] = { 32, 16, 48 };
+  int64_t nb[3], total = 0;
+  uint8_t *bytes[3];
+  uint32_t seed = 12345u + (uint32_t)type;
+  for (int i = 0; i < 3; i++) {
+    nb[i] = tg_ggml_nbytes(type, rows[i] * cols);
+    bytes[i] = malloc((size_t)nb[i]);
+    for (int64_t k = 0; k < nb[i]; k++) { seed = seed * 1664525u + 1013904223u; bytes[i][k] = (uint8_t)(seed >> 24); }
+    total += nb[i];
+  }
+  uint8_t *all = malloc((size_t)total);
+  for (int i = 0, off = 0; i < 3; off += (int)nb[i], i++) memcpy(all + off, bytes[i], (size_t)nb[i]);
+  tg_scope_begin();
+  tg_tensor *parts[3], *s1, *q1, *s2, *q2;
+  for (int i = 0; i < 3; i++) parts[i] = tg_from_data(bytes[i], TG_SHAPE(nb[i]), TG_U8);
+  tg_tensor *cat = tg_from_data(all, TG_SHAPE(total), TG_U8);
+  CHECK_MSG(tg_quant_pack_rows(cat, type, TG_SHAPE(96, cols), &s1, &q1) == 0, "%s", tg_error());
+  CHECK_MSG(tg_quant_pack_rows_stacked(parts, rows, 3, type, cols, &s2, &q2) == 0, "%s", tg_error());
+  if (s1 && s2) {
+    size_t ns = (size_t)tg_numel(s1) * 2, nq = (size_t)tg_numel(q1);
+    uint8_t *a = malloc(ns + nq), *b = malloc(ns + nq);
+    CHECK(tg_numel(s2) == tg_numel(s1) && tg_numel(q2) == tg_numel(q1));
+    CHECK(tg_data(s1, a, ns) == 0 && tg_data(q1, a + ns, nq) == 0 && tg_data(s2, b, ns) == 0 && tg_data(q2, b + ns, nq) == 0);
+    CHECK_MSG(!memcmp(a, b, ns + nq), "type %d: stacked packing differs", type);
+    free(a), free(b);
+  }
+  /* 8 rows: not a whole group of 16 */
+  const int64_t bad[2] = { 8, 24 };
+  CHECK(tg_quant_pack_rows_stacked(parts, bad, 2, type, cols, &s2, &q2) < 0);
+  CHECK_MSG(strstr(tg_error(), "multiple of 16"), "%s", tg_error());
+  /* a part of the wrong size */
+  CHECK(tg_quant_pack_rows_stacked((tg_tensor *[]){ parts[1], parts[0] }, rows, 2, type, cols, &s2, &q2) < 0);
+  CHECK_MSG(strstr(tg_error(), "must be U8 with"), "%s", tg_error());
+  tg_scope_end();
+  for (int i = 0; i < 3; i++) free(bytes[i]);
+  free(all);
+}
+TEST(quant_pack_rows_stacked_as_concatenated) {
+  check_stacked(TG_GGML_Q4_K, 512);
+  check_stacked(TG_GGML_Q6_K, 256);
+  check_stacked(TG_GGML_Q5_K, 256);
+  check_stacked(TG_GGML_Q8_0, 64);
+  check_stacked(TG_GGML_Q5_0, 64);
+}

@@ -15,6 +15,10 @@
 #include "util/util.h"
 #include "util/settings.h"
 
+/* A stacked matrix's parts (q|k|v, gate|up): each one's blocks, where
+ * they lie, and its rows. */
+typedef struct { tg_tensor *const *raw; const int64_t *rows; int n; } stacked_parts;
+
 /* Records quantized weight w (lazy floats over its packed bytes raw).
  * Types with a row-packed form (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, IQ4_XS; Q2_K ... Q6_K below;
  * tg_quant_pack_rows) are
@@ -22,7 +26,7 @@
  * (tg_dequantize_rows: the same numbers), and raw is dropped, so the
  * weights are in memory once. Otherwise the model owns raw from now on.
  * Returns the weight to use (w or its replacement); NULL on failure. */
-static tg_tensor *keep_packed(tg_llm *m, tg_tensor *raw, tg_tensor *w, int type) {
+static tg_tensor *keep_packed(tg_llm *m, tg_tensor *raw, tg_tensor *w, int type, const stacked_parts *sp) {
   if (!w) return NULL;
   tg_shape ws = tg_shape_of(w);
   /* K-quants only for the vocabulary matrix (the output, or the embedding
@@ -32,7 +36,10 @@ static tg_tensor *keep_packed(tg_llm *m, tg_tensor *raw, tg_tensor *w, int type)
               type == TG_GGML_IQ4_NL || type == TG_GGML_IQ4_XS ||
               (kquant && ((ws.ndim == 2 && ws.d[0] == m->cfg.n_vocab) || setting_int(SET_TG_LLM_ROWS_K)));
   tg_tensor *sc = NULL, *q = NULL;
-  if (rows && !setting_on(SET_TG_LLM_NO_ROWS) && tg_quant_pack_rows(raw, type, ws, &sc, &q) == 0) {
+  bool by_parts = sp && ws.ndim == 2;   /* a stacked matrix: each part packed where it lies */
+  for (int i = 0; by_parts && i < sp->n; i++) by_parts = sp->rows[i] % TG_QUANT_PACK_ROWS == 0;
+  if (rows && !setting_on(SET_TG_LLM_NO_ROWS) &&
+      (by_parts ? tg_quant_pack_rows_stacked(sp->raw, sp->rows, sp->n, type, ws.d[1], &sc, &q) : tg_quant_pack_rows(raw, type, ws, &sc, &q)) == 0) {
     tg_tensor *wr = tg_realize(sc) == 0 && tg_realize(q) == 0 ? tg_dequantize_rows(sc, q, type, ws) : NULL;
     if (!wr) { tg_free(sc), tg_free(q); return NULL; }
     tensor_adopt(NULL, sc), tensor_adopt(NULL, q);
@@ -101,7 +108,7 @@ static tg_tensor *load(tg_llm *m, const char *device, const char *name, bool req
    * values a lazy graph that fuses into each matmul */
   tg_tensor *t = gguf_tensor_stored_in_place(g, device);
   if (t && tg_realize(t) < 0) t = NULL;
-  if (t && gguf_tensor_quantized(g)) t = keep_packed(m, t, tg_dequantize(t, (int)g->type, gguf_tensor_shape(g)), (int)g->type);
+  if (t && gguf_tensor_quantized(g)) t = keep_packed(m, t, tg_dequantize(t, (int)g->type, gguf_tensor_shape(g)), (int)g->type, NULL);
   else if (t && panels) t = keep_panels(m, t);
   if (t) tensor_adopt(NULL, t);
   const llm_packed *pk = t ? llm_packed_of(m, t) : NULL;
@@ -135,7 +142,7 @@ static tg_tensor *load_stacked(tg_llm *m, const char *device, const char *const 
    * kernels read them where they lie (no stacked copy to write first; one
    * without a packed form is realized in keep_packed) */
   tg_tensor *t = tg_cat(parts, n, 0);
-  if (t && quant) t = keep_packed(m, t, tg_dequantize(t, (int)g[0]->type, TG_SHAPE(total, cols)), (int)g[0]->type);
+  if (t && quant) t = keep_packed(m, t, tg_dequantize(t, (int)g[0]->type, TG_SHAPE(total, cols)), (int)g[0]->type, &(stacked_parts){ parts, rows, n });
   else if (t) {   /* float: panels from the parts where they lie, else one stacked copy */
     tg_tensor *p = keep_panels(m, t);
     if (p != t) t = p;

@@ -71,7 +71,7 @@
 #include "tensor/tensor.h"
 #include "util/util.h"
 
-enum { ROWS = 16 };   /* rows side by side: one 64-byte vector of 4-byte groups */
+enum { ROWS = TG_QUANT_PACK_ROWS };   /* rows side by side: one 64-byte vector of 4-byte groups */
 
 typedef struct {
   int type, block, bytes;   /* values and bytes of a ggml block */
@@ -178,16 +178,11 @@ static tg_tensor *signed_scales(tg_tensor *ls, int64_t g, int64_t nb, int nsub) 
   return tg_permute(tg_reshape(b, TG_SHAPE(g, ROWS, nb, nsub)), TG_AXES(0, 2, 3, 1));
 }
 
-int tg_quant_pack_rows(tg_tensor *raw, int t, tg_shape w_shape, tg_tensor **scales, tg_tensor **quants) {
-  if (!raw || !scales || !quants) return tg_seterr("tg_quant_pack_rows: NULL argument");
-  *scales = *quants = NULL;
-  const rows_format *f = format_of(t, w_shape, "tg_quant_pack_rows");
-  if (!f) return -1;
-  int64_t n = w_shape.d[0], nb = w_shape.d[1] / f->block, g = n / ROWS;
-  if (tg_dtype_of(raw) != TG_U8 || tg_numel(raw) != tg_ggml_nbytes(t, n * w_shape.d[1]))
-    return tg_seterr("tg_quant_pack_rows: raw must be U8 with %lld bytes", (long long)tg_ggml_nbytes(t, n * w_shape.d[1]));
-  tg_scope_begin();
-  const char *dev_prev = tensor_device_begin(tg_device_of(raw));   /* constants and tables on raw's device */
+/* Packs raw (the ggml blocks of one matrix of n rows, format f) into sv
+ * (n/16, S * nb, 16) F16 and q (n/16, nb, bytes) U8, views of realized
+ * memory, by assigns (each part of q by a kernel of its own). 0 or -1. */
+static int pack_into(tg_tensor *raw, int t, const rows_format *f, int64_t n, int64_t nb, tg_tensor *sv, tg_tensor *q) {
+  int64_t g = n / ROWS;
   tg_tensor *blk = tg_reshape(raw, TG_SHAPE(g, ROWS, nb, f->bytes));
   /* the fp16 scales, kept as fp16 */
   tg_tensor *bits = qt_u16(tg_reshape(blk, TG_SHAPE(g * ROWS * nb, f->bytes)), f->scale_at, f->nscales);
@@ -195,7 +190,8 @@ int tg_quant_pack_rows(tg_tensor *raw, int t, tg_shape w_shape, tg_tensor **scal
   /* (g, nscales * nb, 16): each scale of every block, then the next one
    * (so 16 rows' scales are one vector, and one row group's are contiguous
    * 16 at a time, not a panel of 32 to the kernel heuristic) */
-  tg_tensor *s = tg_contiguous(tg_reshape(tg_permute(d, TG_AXES(0, 3, 2, 1)), TG_SHAPE(g, (int64_t)f->nscales * nb, ROWS)));
+  tg_tensor *s = tg_reshape(tg_permute(d, TG_AXES(0, 3, 2, 1)), TG_SHAPE(g, (int64_t)f->nscales * nb, ROWS));
+  if (!s || tg_realize(tg_assign(sv, s)) < 0) return -1;
   tg_tensor *parts[3] = { NULL, NULL, NULL };
   int nparts = 1;
   const int bits_at = 2 * f->nscales;   /* Q4_1 and Q5_1: d and m before the bits */
@@ -248,12 +244,58 @@ int tg_quant_pack_rows(tg_tensor *raw, int t, tg_shape w_shape, tg_tensor **scal
     parts[0] = tg_permute(qm_slice_last(blk, 192, 208), TG_AXES(0, 2, 3, 1));
     nparts = 0;
   }
-  tg_tensor *q = tg_empty(TG_SHAPE(g, nb, f->quant_bytes), TG_U8);
-  if (nparts ? place_parts(q, parts, nparts) < 0 : place_q6_k(q, parts[0], blk) < 0) q = NULL;
-  if (s && q) *scales = tg_keep(s), *quants = tg_keep(q);
+  return nparts ? place_parts(q, parts, nparts) : place_q6_k(q, parts[0], blk);
+}
+
+/* The packed tensors of a matrix of w_shape in format f, allocated: 0 or -1 */
+static int packed_empty(const rows_format *f, tg_shape w, tg_tensor **s, tg_tensor **q) {
+  int64_t g = w.d[0] / ROWS, nb = w.d[1] / f->block;
+  *s = tg_empty(TG_SHAPE(g, (int64_t)f->nscales * nb, ROWS), TG_F16);
+  *q = tg_empty(TG_SHAPE(g, nb, f->quant_bytes), TG_U8);
+  return *s && *q && tg_realize(*s) == 0 && tg_realize(*q) == 0 ? 0 : -1;
+}
+
+int tg_quant_pack_rows(tg_tensor *raw, int t, tg_shape w_shape, tg_tensor **scales, tg_tensor **quants) {
+  if (!raw || !scales || !quants) return tg_seterr("tg_quant_pack_rows: NULL argument");
+  *scales = *quants = NULL;
+  if (!format_of(t, w_shape, "tg_quant_pack_rows")) return -1;
+  return tg_quant_pack_rows_stacked(&raw, &w_shape.d[0], 1, t, w_shape.d[1], scales, quants);
+}
+
+int tg_quant_pack_rows_stacked(tg_tensor *const *raws, const int64_t *rows, int n, int t, int64_t cols, tg_tensor **scales, tg_tensor **quants) {
+  if (!raws || !rows || !scales || !quants) return tg_seterr("tg_quant_pack_rows: NULL argument");
+  *scales = *quants = NULL;
+  if (n < 1 || n > 16) return tg_seterr("tg_quant_pack_rows: %d matrices (1 to 16 can be stacked)", n);
+  int64_t total = 0;
+  for (int i = 0; i < n; i++) {
+    if (!raws[i]) return tg_seterr("tg_quant_pack_rows: matrix %d is NULL", i);
+    if (rows[i] <= 0 || rows[i] % ROWS || tg_add_overflow_i64(total, rows[i], &total))
+      return tg_seterr("tg_quant_pack_rows: matrix %d has %lld rows (a positive multiple of %d)", i, (long long)rows[i], ROWS);
+  }
+  tg_shape w_shape = TG_SHAPE(total, cols);
+  const rows_format *f = format_of(t, w_shape, "tg_quant_pack_rows");
+  if (!f) return -1;
+  int64_t nb = cols / f->block;
+  for (int i = 0; i < n; i++)
+    if (tg_dtype_of(raws[i]) != TG_U8 || tg_numel(raws[i]) != tg_ggml_nbytes(t, rows[i] * cols))
+      return tg_seterr("tg_quant_pack_rows: raw%s must be U8 with %lld bytes", n > 1 ? " part" : "", (long long)tg_ggml_nbytes(t, rows[i] * cols));
+  tg_scope_begin();
+  const char *dev_prev = tensor_device_begin(tg_device_of(raws[0]));   /* constants and tables on raw's device */
+  tg_tensor *s, *q;
+  int rc = packed_empty(f, w_shape, &s, &q);
+  /* each matrix into its rows of the packed tensors: a stacked q|k|v's
+   * parts are read where they lie, each by its own kernels (a lazy
+   * concatenation would gate every byte) */
+  for (int64_t i = 0, g0 = 0; i < n && rc == 0; g0 += rows[i] / ROWS, i++) {
+    int64_t gi = rows[i] / ROWS;
+    tg_tensor *sv = tg_shrink(s, (int64_t[]){ g0, 0, 0 }, (int64_t[]){ g0 + gi, tg_dim(s, 1), ROWS });
+    tg_tensor *qv = tg_shrink(q, (int64_t[]){ g0, 0, 0 }, (int64_t[]){ g0 + gi, nb, f->quant_bytes });
+    rc = sv && qv ? pack_into(raws[i], t, f, rows[i], nb, sv, qv) : -1;
+  }
+  if (rc == 0) *scales = tg_keep(s), *quants = tg_keep(q);
   tensor_device_end(dev_prev);
   tg_scope_end();
-  return *scales ? 0 : -1;
+  return rc;
 }
 
 /* IQ4_NL's and IQ4_XS's levels plus 128 (1..241, unsigned bytes as
