@@ -16,7 +16,6 @@
 #define MEMO_MAX_ENTRIES 4096
 #define MEMO_MAX_KEY_BYTES ((size_t)256 << 20)
 
-
 /* ---- the structure text */
 
 typedef struct {
@@ -93,9 +92,8 @@ void schedule_memo_body(call_body *b, const uop_list *topo) {
   pthread_mutex_unlock(&b->lock);
 }
 
-/* A body's structure: its graph's text, then which number each parameter
- * is; the memory it reads besides its parameters is named by the caller's
- * walk (the same body over other weights is the same structure). */
+/* b's structure, made now unless its builder made it (under b's lock:
+ * a nested body's lock is taken inside, never the other way round) */
 static bool body_structure(call_body *b) {
   pthread_mutex_lock(&b->lock);
   if (!b->structure_state) {
