@@ -2,7 +2,8 @@
 # `make test` builds and runs the suite (FILTER=substring runs some of it); `make test SAN=1`
 # runs it under ASan+UBSan, `make test TSAN=1` under ThreadSanitizer.
 # `make install PREFIX=/usr/local` (DESTDIR too) installs the headers, both libraries, tg and tg.pc.
-# `make fuzz FUZZ_SECONDS=N` builds the libFuzzer harnesses of fuzz/ and runs each N seconds.
+# `make fuzz FUZZ_SECONDS=N` builds the libFuzzer harnesses of fuzz/ and runs each N seconds
+# (FUZZ_RUNS=N: or until N executions).
 CC      ?= cc
 BUILD   ?= build
 CFLAGS  ?= -O2 -g
@@ -176,10 +177,11 @@ demo: all $(BUILD)/examples/demo
 # for FUZZ_SECONDS over its corpus in fuzz/corpus/ (seeded on first use by
 # fuzz/make_corpus.py from ../shared/testdata and tests/goldens); any crash,
 # sanitizer report, leak, timeout or out-of-memory fails it. FUZZ_ONLY=
-# "gguf npy" runs some of them.
+# "gguf npy" runs some of them; FUZZ_RUNS=N stops each after N executions too.
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_ONLY    ?=
+FUZZ_RUNS    ?=
 FUZZ_SRC     := $(sort $(wildcard fuzz/fuzz_*.c))
 
 $(BUILD)/fuzz/%: fuzz/%.c fuzz/fuzz.h $(BUILD)/libtg.a
@@ -191,7 +193,7 @@ fuzz-bins: $(FUZZ_SRC:fuzz/%.c=$(BUILD)/fuzz/%)
 fuzz-build:
 	$(MAKE) FUZZ=1 BUILD=$(FUZZ_BUILD) fuzz-bins
 fuzz: fuzz-build
-	fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_ONLY)
+	FUZZ_RUNS=$(FUZZ_RUNS) fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_ONLY)
 
 .PHONY: fuzz fuzz-build fuzz-bins
 
