@@ -239,6 +239,7 @@ void tensors_after_assign(uop *buf, uop *assign, const tg_tensor *except) {
 
 /* AFTER(x, deps) whose deps have all run (none is an ASSIGN any more) is x. */
 static uop *drop_done_afters(uop *u, ptrmap *memo) {
+  if (!u->has_after) return u;
   uop *m = pm_get(memo, u);
   if (m) return m;
   uop *r = u;
@@ -256,15 +257,37 @@ static uop *drop_done_afters(uop *u, ptrmap *memo) {
   return r;
 }
 
-static void substitute_one(tg_tensor *t, void *becomes) {
-  uop *nu = graph_substitute(t->u, becomes);
-  ptrmap memo = { 0 };
-  nu = drop_done_afters(nu, &memo);
-  pm_free(&memo);
+/* What a realize replaces, and the distinct leaf summaries of its keys
+ * (all = true: too many to test, every graph is walked). */
+typedef struct { const ptrmap *becomes; uint64_t leaves[8]; int nleaves; bool all; } subst_pass;
+
+static void substitute_one(tg_tensor *t, void *arg) {
+  const subst_pass *p = arg;
+  bool touched = p->all;
+  for (int i = 0; i < p->nleaves && !touched; i++) touched = (p->leaves[i] & ~t->u->leaves) == 0;
+  /* a graph that holds no key is its own substitute: skip the walk (a loader
+   * realizing each of N weights would otherwise walk all N graphs each time) */
+  uop *nu = touched ? graph_substitute(t->u, p->becomes) : t->u;
+  if (nu->has_after) {
+    ptrmap memo = { 0 };
+    nu = drop_done_afters(nu, &memo);
+    pm_free(&memo);
+  }
   if (nu != t->u) { uop_retain(nu); uop_release(t->u); t->u = nu; }
 }
 void tensors_substitute(const ptrmap *becomes) {
-  if (becomes->n) each_live(substitute_one, (void *)becomes);
+  if (!becomes->n) return;
+  subst_pass p = { .becomes = becomes };
+  for (size_t i = 0; i < becomes->cap && !p.all; i++) {
+    const uop *k = becomes->keys[i];
+    if (!k) continue;
+    int j = 0;
+    while (j < p.nleaves && p.leaves[j] != k->leaves) j++;
+    if (j < p.nleaves) continue;
+    if (p.nleaves == 8) p.all = true;
+    else p.leaves[p.nleaves++] = k->leaves;
+  }
+  each_live(substitute_one, &p);
 }
 
 void tensor_null_input(const char *op) {

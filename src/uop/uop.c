@@ -210,6 +210,9 @@ uop *uop_new(uop_op op, dtype_t dt, uop *const *src, int nsrc, uop_arg arg) {
   u->op = op; u->dtype = dt; u->nsrc = nsrc; u->hash = h; u->refcnt = 1; u->id = next_id++;
   u->src = tg_xmalloc(sizeof(uop *) * (size_t)(nsrc ? nsrc : 1));
   for (int i = 0; i < nsrc; i++) { u->src[i] = src[i]; src[i]->refcnt++; }
+  u->leaves = nsrc || op == OP_CONST ? 0 : 1ull << (h >> 58);
+  u->has_after = op == OP_AFTER;
+  for (int i = 0; i < nsrc; i++) { u->leaves |= src[i]->leaves; u->has_after |= src[i]->has_after; }
   u->arg = arg;
   if (arg.kind == ARG_INTS) {
     int64_t *v = tg_xmalloc(sizeof(int64_t) * (size_t)(arg.n ? arg.n : 1));
