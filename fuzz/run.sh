@@ -3,8 +3,9 @@
 # BUILD/fuzz/fuzz_NAME for SECONDS over its corpus fuzz/corpus/NAME (seeded
 # by fuzz/make_corpus.py when missing; new inputs that find new code are
 # added to it), with fuzz/NAME.dict when there is one. Prints one line per
-# harness with its execution count. A finding (crash, sanitizer report,
-# leak, timeout, out-of-memory) leaves its input in fuzz/findings/ and fails
+# harness with its execution count. With FUZZ_RUNS=N in the environment a
+# harness also stops after N executions (whichever comes first). A finding
+# (crash, sanitizer report, leak, timeout, out-of-memory) leaves its input in fuzz/findings/ and fails
 # the run; fuzz/findings/NAME.log has the report. Reproduce one with
 # BUILD/fuzz/fuzz_NAME fuzz/findings/NAME-crash-... (see docs/security.md).
 set -u
@@ -26,6 +27,7 @@ for n in "${names[@]}"; do
   mkdir -p "fuzz/corpus/$n"
   dict=()
   [ -f "fuzz/$n.dict" ] && dict=("-dict=fuzz/$n.dict")
+  [ -n "${FUZZ_RUNS:-}" ] && dict+=("-runs=$FUZZ_RUNS")
   log=fuzz/findings/$n.log
   # each input must finish within 10 s and 2 GiB
   ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
@@ -35,7 +37,8 @@ for n in "${names[@]}"; do
   rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1)
-  echo "fuzz $n: ${execs:-?} executions in ${secs} s (${cov:-cov: ?}), exit $rc"
+  took=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log")
+  echo "fuzz $n: ${execs:-?} executions in ${took:-$secs} s (${cov:-cov: ?}), exit $rc"
   if [ $rc != 0 ]; then fail=1; grep -A30 -m1 -E '^==[0-9]+==|runtime error|deadly signal|Timeout|out-of-memory' "$log" | head -40; fi
 done
 exit $fail

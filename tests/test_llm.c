@@ -391,6 +391,12 @@ TEST(llm_arch_errors) {
   CHECK_OK(copy_gguf_kv("goldens/llm_qwen35.gguf", path, NULL, "qwen35.ssm.group_count", GGUF_U32, &three) == 0);
   CHECK(tg_llm_load(path, NULL) == NULL);
   CHECK_MSG(strstr(tg_error(), "a multiple of group_count 3"), "%s", tg_error());
+  /* state_size 8 x time_step_rank 2^30 is 2^33: compared in 64 bits, not
+   * wrapped in int (UBSan flags that in make test SAN=1) */
+  uint32_t big = 1u << 30;
+  CHECK_OK(copy_gguf_kv("goldens/llm_qwen35.gguf", path, NULL, "qwen35.ssm.time_step_rank", GGUF_U32, &big) == 0);
+  CHECK(tg_llm_load(path, NULL) == NULL);
+  CHECK_MSG(strstr(tg_error(), "qwen35.ssm.inner_size 32 is not state_size 8 x time_step_rank 1073741824"), "%s", tg_error());
   unlink(path);
 }
 

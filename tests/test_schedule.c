@@ -532,3 +532,36 @@ TEST(schedule_contiguous_slice_is_a_view) {
   CHECK_NEAR(s, (8 + 19) * 12 / 2.0, 0);
   tg_scope_end();
 }
+
+/* A realize replaces its graph in every live tensor built on it, one at a
+ * time: each of 100 row sums, realized in turn, is then read from its buffer
+ * by the product made on it before (not summed again), and the values are
+ * the sums. The 100 unrelated graphs share the 64 bits that summarize their
+ * buffers (uop.leaves), so after each realize some are walked and found
+ * untouched, most skipped (tensors_substitute). */
+TEST(schedule_realize_substitutes_into_dependents) {
+  enum { N = 100, R = 16, C = 64 };
+  static float x[N][R * C];
+  tg_tensor *a[N], *b[N];
+  tg_scope_begin();
+  for (int i = 0; i < N; i++) {
+    for (int k = 0; k < R * C; k++) x[i][k] = (float)((i * 7 + k * 3) % 11) - 5;
+    a[i] = tg_sum(tg_from_data(x[i], TG_SHAPE(R, C), TG_F32), TG_AXES(1), false);   /* (R) */
+    b[i] = tg_muls(a[i], 2);
+  }
+  for (int i = 0; i < N; i++) CHECK(tg_realize(a[i]) == 0);
+  for (int i = 0; i < N; i++) {
+    float got[R], want[R];
+    for (int r = 0; r < R; r++) {
+      double s = 0;
+      for (int k = 0; k < C; k++) s += x[i][r * C + k];
+      want[r] = (float)(2 * s);
+    }
+    double bytes = tg_get_counters().bytes;
+    CHECK(tg_data(b[i], got, sizeof got) == 0);
+    double read = tg_get_counters().bytes - bytes;
+    CHECK_MSG(read < R * C * sizeof(float), "b[%d] moved %g bytes: a[%d]'s sum ran again", i, read, i);
+    test_close_f32(got, want, R, 0, 0, "2 x row sums");
+  }
+  tg_scope_end();
+}

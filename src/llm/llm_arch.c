@@ -184,11 +184,11 @@ static int64_t dim_of(const tg_llm *m, llm_dim d) {
     case LD_QLORA: return c->q_lora_rank;
     case LD_KVA: return (int64_t)c->kv_lora_rank + c->rope_dim;
     case LD_KVLORA: return c->kv_lora_rank;
-    case LD_KVB: return (int64_t)c->n_heads * (c->head_dim - c->rope_dim + c->head_dim_v);
+    case LD_KVB: return (int64_t)c->n_heads * ((int64_t)c->head_dim - c->rope_dim + c->head_dim_v);
     case LD_E: return c->n_experts;
     case LD_EFF: return c->expert_ffn_dim;
     case LD_SH: return (int64_t)c->shared_ffn_dim * (c->n_shared_experts ? c->n_shared_experts : 1);
-    case LD_QKV: return (int64_t)c->n_heads * c->head_dim + (int64_t)c->n_kv_heads * (c->head_dim + c->head_dim_v);
+    case LD_QKV: return (int64_t)c->n_heads * c->head_dim + (int64_t)c->n_kv_heads * ((int64_t)c->head_dim + c->head_dim_v);
     case LD_FFN2: return 2 * (int64_t)c->ffn_dim;
     case LD_H: return c->n_heads;
     case LD_CONV: return 2 * (int64_t)m->gdn.k_heads * m->gdn.head_k + (int64_t)m->gdn.v_heads * m->gdn.head_v;

@@ -155,7 +155,7 @@ static int llm_read_gdn(tg_llm *m) {
   if (m->gdn.conv_k < 2 || m->gdn.head_k <= 0 || m->gdn.k_heads <= 0 || m->gdn.v_heads <= 0 || m->gdn.v_heads % m->gdn.k_heads)
     return tg_seterr("%s: %s.ssm: conv_kernel %d, state_size %d, time_step_rank %d (v heads) a multiple of group_count %d (k heads) are needed",
                      p, c->arch, m->gdn.conv_k, m->gdn.head_k, m->gdn.v_heads, m->gdn.k_heads);
-  if (inner != m->gdn.head_k * m->gdn.v_heads)
+  if (inner != (int64_t)m->gdn.head_k * m->gdn.v_heads)   /* each up to 2^30: in int64 */
     return tg_seterr("%s: %s.ssm.inner_size %d is not state_size %d x time_step_rank %d", p, c->arch, inner, m->gdn.head_k, m->gdn.v_heads);
   m->gdn.head_v = m->gdn.head_k;
   if (interval < 1) return tg_seterr("%s: %s.full_attention_interval %d must be positive", p, c->arch, interval);

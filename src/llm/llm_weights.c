@@ -257,6 +257,7 @@ int llm_load_weights(tg_llm *m, const char *device) {
   if (err) return -1;
   tg_shape es = tg_shape_of(m->tok_embd);
   if (es.ndim != 2 || es.d[1] != c->dim) return tg_seterr("%s: token_embd.weight is not (n_vocab, %d)", m->file->path, c->dim);
+  if (es.d[0] > INT32_MAX) return tg_seterr("%s: token_embd.weight has %lld rows, more than a token id can name", m->file->path, (long long)es.d[0]);
   c->n_vocab = (int)es.d[0];
   m->output_norm = load(m, device, "output_norm.weight", true, false, &err);
   shaped(m, m->output_norm, "output_norm.weight", (int64_t[]){ c->dim }, 1, &err);

@@ -239,6 +239,7 @@ void tensors_after_assign(uop *buf, uop *assign, const tg_tensor *except) {
 
 /* AFTER(x, deps) whose deps have all run (none is an ASSIGN any more) is x. */
 static uop *drop_done_afters(uop *u, ptrmap *memo) {
+  if (!u->has_after) return u;
   uop *m = pm_get(memo, u);
   if (m) return m;
   uop *r = u;
@@ -256,25 +257,43 @@ static uop *drop_done_afters(uop *u, ptrmap *memo) {
   return r;
 }
 
-typedef struct { const ptrmap *becomes; uint64_t oldest; } substitution;
-static void substitute_one(tg_tensor *t, void *p) {
-  const substitution *s = p;
-  /* a node's sources are made before it (ids count up), so a graph whose
-   * root is older than every replaced node holds none of them: the weights
-   * a loader keeps lazy are not walked again at every realize */
-  if (t->u->id < s->oldest) return;
-  uop *nu = graph_substitute(t->u, s->becomes);
-  ptrmap memo = { 0 };
-  nu = drop_done_afters(nu, &memo);
-  pm_free(&memo);
+/* What a realize replaces: the oldest replaced node's id, and the
+ * distinct leaf summaries of the replaced nodes (all = true: too many to
+ * test, every graph younger than the oldest is walked). */
+typedef struct { const ptrmap *becomes; uint64_t oldest; uint64_t leaves[8]; int nleaves; bool all; } subst_pass;
+
+static void substitute_one(tg_tensor *t, void *arg) {
+  const subst_pass *p = arg;
+  /* a graph that holds no replaced node is its own substitute: skip the
+   * walk (a loader realizing each of N weights would otherwise walk all N
+   * lazy graphs each time). A node's sources are made before it (ids count
+   * up), so a graph whose root is older than every replaced node holds
+   * none; nor does one whose leaves lack some replaced node's. */
+  if (t->u->id < p->oldest) return;
+  bool touched = p->all;
+  for (int i = 0; i < p->nleaves && !touched; i++) touched = (p->leaves[i] & ~t->u->leaves) == 0;
+  uop *nu = touched ? graph_substitute(t->u, p->becomes) : t->u;
+  if (nu->has_after) {
+    ptrmap memo = { 0 };
+    nu = drop_done_afters(nu, &memo);
+    pm_free(&memo);
+  }
   if (nu != t->u) { uop_retain(nu); uop_release(t->u); t->u = nu; }
 }
 void tensors_substitute(const ptrmap *becomes) {
   if (!becomes->n) return;
-  substitution s = { becomes, UINT64_MAX };
-  for (size_t i = 0; i < becomes->cap; i++)
-    if (becomes->keys[i] && ((const uop *)becomes->keys[i])->id < s.oldest) s.oldest = ((const uop *)becomes->keys[i])->id;
-  each_live(substitute_one, &s);
+  subst_pass p = { .becomes = becomes, .oldest = UINT64_MAX };
+  for (size_t i = 0; i < becomes->cap; i++) {
+    const uop *k = becomes->keys[i];
+    if (!k) continue;
+    if (k->id < p.oldest) p.oldest = k->id;
+    int j = 0;
+    while (j < p.nleaves && p.leaves[j] != k->leaves) j++;
+    if (j < p.nleaves || p.all) continue;
+    if (p.nleaves == 8) p.all = true;
+    else p.leaves[p.nleaves++] = k->leaves;
+  }
+  each_live(substitute_one, &p);
 }
 
 void tensor_null_input(const char *op) {

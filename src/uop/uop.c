@@ -88,9 +88,23 @@ static void table_grow(void) {
 /* ---- pools */
 typedef struct pool { uop **v; int n, cap; struct pool *up; } pool;
 static _Thread_local pool *pools;
+/* One popped pool (with its array, up to SPARE_CAP entries) kept for the
+ * thread's next push: every API call pushes and pops one, and two allocations
+ * per call showed in loaders' profiles. Freed when the thread ends. */
+enum { SPARE_CAP = 1024 };
+static _Thread_local pool *spare;
+static pthread_key_t spare_key;
+static void spare_free(void *p) {   /* at thread exit; p may be a pool in use by then */
+  if (p != spare) return;
+  spare = NULL;
+  free(((pool *)p)->v); free(p);
+}
+static void spare_key_init(void) { pthread_key_create(&spare_key, spare_free); }
 
 void uop_pool_push(void) {
-  pool *p = tg_xcalloc(1, sizeof *p);
+  pool *p = spare;
+  if (p) spare = NULL;
+  else p = tg_xcalloc(1, sizeof *p);
   p->up = pools; pools = p;
 }
 void uop_pool_pop(void) {
@@ -98,6 +112,14 @@ void uop_pool_pop(void) {
   if (!p) return;
   pools = p->up;
   for (int i = 0; i < p->n; i++) uop_release(p->v[i]);
+  p->n = 0;
+  if (!spare && p->cap <= SPARE_CAP) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, spare_key_init);
+    spare = p;
+    pthread_setspecific(spare_key, p);   /* the destructor frees it at thread exit */
+    return;
+  }
   free(p->v); free(p);
 }
 static void pool_add(uop *u) {
@@ -210,6 +232,9 @@ uop *uop_new(uop_op op, dtype_t dt, uop *const *src, int nsrc, uop_arg arg) {
   u->op = op; u->dtype = dt; u->nsrc = nsrc; u->hash = h; u->refcnt = 1; u->id = next_id++;
   u->src = tg_xmalloc(sizeof(uop *) * (size_t)(nsrc ? nsrc : 1));
   for (int i = 0; i < nsrc; i++) { u->src[i] = src[i]; src[i]->refcnt++; }
+  u->leaves = nsrc || op == OP_CONST ? 0 : 1ull << (h >> 58);
+  u->has_after = op == OP_AFTER;
+  for (int i = 0; i < nsrc; i++) { u->leaves |= src[i]->leaves; u->has_after |= src[i]->has_after; }
   u->arg = arg;
   if (arg.kind == ARG_INTS) {
     int64_t *v = tg_xmalloc(sizeof(int64_t) * (size_t)(arg.n ? arg.n : 1));

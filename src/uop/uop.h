@@ -55,6 +55,13 @@ struct uop {
   /* Set (release) once shape and dims are filled in: another thread that
    * finds the node in the hash-cons table meanwhile waits for it. */
   bool ready;
+  /* Derived at creation: the leaves below other than constants (nodes
+   * without sources: buffers, aranges, variables; the node itself when it is
+   * one) as a 64-bit summary, one bit each picked by its hash, and whether an AFTER is below (or is the node). A graph can hold
+   * node k only if k's leaf bits are a subset of its own: the pass after a
+   * realize (tensors_substitute) skips the live tensors it cannot touch. */
+  uint64_t leaves;
+  bool has_after;
   /* Derived lazily: value range for integer/bool nodes (symbolic.c). */
   bool range_known;
   int64_t vmin, vmax;
