@@ -6,21 +6,45 @@
 #include "schedule/schedule_memo.h"
 #include "util/settings.h"
 
+static int schedule_anew(uop *const *roots, int n, tg_device *dev, uop *sink, const uop_list *topo_in, schedule *out, ptrmap *becomes,
+                         schedule_memo_key *memo);
+
 int schedule_create(uop *const *roots, int n, const char *default_device, schedule *out, ptrmap *becomes) {
   memset(out, 0, sizeof *out);
-  sctx s = { 0 };
-  s.out = out;
-  s.default_dev = device_get(default_device);
-  if (!s.default_dev) return -1;
+  tg_device *dev = device_get(default_device);
+  if (!dev) return -1;
   uop *sink = uop_new(OP_SINK, DT_VOID, roots, n, arg_none());
   uop_list topo = uop_toposort(sink);
   /* the same structure scheduled before (schedule_memo.h) */
   schedule_memo_key memo;
-  if (schedule_memo_find(&topo, s.default_dev, &memo, out, becomes)) {
-    schedule_memo_key_free(&memo);
-    free(topo.v);
-    return 0;
+  int rc = 0;
+  if (schedule_memo_find(&topo, dev, &memo, out, becomes)) {
+    if (setting_on(SET_TG_SCHEDULE_CACHE_CHECK)) {   /* the found one against a schedule made anew */
+      schedule again;
+      ptrmap again_becomes = { 0 };
+      if (schedule_anew(roots, n, dev, sink, &topo, &again, &again_becomes, NULL) == 0) {
+        schedule_memo_check(&topo, out, becomes, &again, &again_becomes);
+        schedule_free(&again);
+      }
+      pm_free(&again_becomes);
+    }
+  } else {
+    rc = schedule_anew(roots, n, dev, sink, &topo, out, becomes, &memo);
   }
+  schedule_memo_key_free(&memo);
+  free(topo.v);
+  return rc;
+}
+
+/* schedule_create's work, for topo (the toposort of sink, the SINK of the
+ * roots); records it under memo when given */
+static int schedule_anew(uop *const *roots, int n, tg_device *dev, uop *sink, const uop_list *topo_in, schedule *out, ptrmap *becomes,
+                         schedule_memo_key *memo) {
+  memset(out, 0, sizeof *out);
+  sctx s = { 0 };
+  s.out = out;
+  s.default_dev = dev;
+  uop_list topo = *topo_in;
 
   /* graph facts: each node's consumer count, and the device it is on */
   for (int i = 0; i < topo.n; i++) {
@@ -56,16 +80,14 @@ int schedule_create(uop *const *roots, int n, const char *default_device, schedu
     uop_pool_push();
     sched_merge_sibling_kernels(s.out);
     uop_pool_pop();
-    schedule_memo_add(&memo, &topo, out, becomes);
+    if (memo) schedule_memo_add(memo, &topo, out, becomes);
   }
-  schedule_memo_key_free(&memo);
   for (int i = 0; i < s.infos.n; i++) free(s.infos.v[i]);
   for (int i = 0; i < s.links.n; i++) { free(s.links.v[i].deps); free(s.links.v[i].reads); }
   VEC_FREE(s.infos); VEC_FREE(s.links);
   for (size_t i = 0; i < s.small.cap; i++) if (s.small.keys[i]) uop_release(s.small.vals[i]);
   pm_free(&s.marked); pm_free(&s.walked); pm_free(&s.nchildren); pm_free(&s.device); pm_free(&s.roots); pm_free(&s.small);
   sched_calls_free(&s);
-  free(topo.v);
   if (rc < 0) schedule_free(out);
   return rc;
 }

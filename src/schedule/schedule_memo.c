@@ -246,7 +246,10 @@ static uop *to_marker(uop *u, void *p) {
     int64_t r = role_of(c, b);
     return uop3(OP_AFTER, u->dtype, uop0(OP_ARANGE, DT_INDEX, arg_int(b->numel)), uop_const_int(DT_INDEX, r), uop_const_int(DT_INDEX, MEMO_MARK), arg_none());
   }
-  if (u->arg.kind == ARG_PTR || is_marker(u)) c->bad = true;
+  /* a replacement that holds a creation's or an assign's identity (a lazy
+   * view of a node that was not stored) is this graph's alone: another
+   * graph's node must not take it over */
+  if (u->op == OP_UNIQUE || u->op == OP_ASSIGN || u->arg.kind == ARG_PTR || is_marker(u)) c->bad = true;
   return u;
 }
 
@@ -534,4 +537,60 @@ void schedule_memo_key_free(schedule_memo_key *k) {
   sb_free(&k->text);
   VEC_FREE(k->ext);
   memset(k, 0, sizeof *k);
+}
+
+/* ---- checking a found schedule against one made anew (TG_SCHEDULE_CACHE_CHECK) */
+
+typedef struct { ptrmap fwd, back, seen; const char *why; } same_ctx;
+
+/* a and b the same buffer, or fresh buffers that correspond one to one
+ * (same description, views of corresponding bases) */
+static bool same_buffer(same_ctx *c, tg_buffer *a, tg_buffer *b) {
+  if (a == b) return true;
+  tg_buffer *fa = pm_get(&c->fwd, a), *fb = pm_get(&c->back, b);
+  if (fa || fb) return fa == b && fb == a;
+  if (a->dev != b->dev || a->dtype != b->dtype || a->numel != b->numel || a->offset != b->offset || !a->base != !b->base ||
+      a->placeholder != b->placeholder || (a->base && !same_buffer(c, a->base, b->base)))
+    return false;
+  pm_put(&c->fwd, a, b);
+  pm_put(&c->back, b, a);
+  return true;
+}
+
+/* a and b the same graph, buffers matched by same_buffer */
+static bool same_graph(same_ctx *c, uop *a, uop *b) {
+  if (a == b) return true;
+  if (pm_get(&c->seen, a) == b) return true;
+  if (a->op != b->op || a->dtype.bits != b->dtype.bits || a->nsrc != b->nsrc) return false;
+  if (a->op == OP_BUFFER) { if (!same_buffer(c, a->arg.p, b->arg.p)) return false; }
+  else if (a->arg.kind != b->arg.kind || (a->arg.kind == ARG_PTR ? a->arg.p != b->arg.p : !uop_arg_equal(&a->arg, &b->arg))) return false;
+  for (int i = 0; i < a->nsrc; i++) if (!same_graph(c, a->src[i], b->src[i])) return false;
+  pm_put(&c->seen, a, b);
+  return true;
+}
+
+void schedule_memo_check(const uop_list *topo, const schedule *found, const ptrmap *found_becomes, const schedule *made, const ptrmap *made_becomes) {
+  same_ctx c = { { 0 }, { 0 }, { 0 }, NULL };
+  if (found->n != made->n) c.why = "another number of kernels";
+  for (int i = 0; i < found->n && !c.why; i++) {
+    const sched_item *a = &found->v[i], *b = &made->v[i];
+    if (a->ast != b->ast || a->nbufs != b->nbufs || a->dev != b->dev || a->merged != b->merged || strcmp(a->name, b->name)) c.why = "another kernel";
+    for (int j = 0; j < a->nbufs && !c.why; j++) if (!same_buffer(&c, a->bufs[j], b->bufs[j])) c.why = "a kernel's buffers differ";
+  }
+  for (int i = 0; i < topo->n && !c.why; i++) {
+    uop *ra = pm_get(found_becomes, topo->v[i]), *rb = pm_get(made_becomes, topo->v[i]);
+    if (!ra != !rb || (ra && !same_graph(&c, ra, rb))) {
+      c.why = "a node became something else";
+      fprintf(stderr, "node %d (%s) became:\n", i, uop_op_name(topo->v[i]->op));
+      if (ra) uop_print(stderr, ra);
+      fprintf(stderr, "and made anew:\n");
+      if (rb) uop_print(stderr, rb);
+    }
+  }
+  pm_free(&c.fwd); pm_free(&c.back); pm_free(&c.seen);
+  if (!c.why) return;
+  fprintf(stderr, "TG_SCHEDULE_CACHE_CHECK: a cached schedule differs from one made anew: %s (%d kernels found, %d made)\n", c.why, found->n, made->n);
+  for (int i = 0; i < found->n || i < made->n; i++)
+    fprintf(stderr, "  %3d %-40s %s\n", i, i < found->n ? found->v[i].name : "-", i < made->n ? made->v[i].name : "-");
+  abort();
 }

@@ -46,6 +46,10 @@ void schedule_memo_key_free(schedule_memo_key *key);
  * outputs), which its builder has at hand; otherwise it is made the first
  * time a graph calling b is looked up. */
 void schedule_memo_body(call_body *b, const uop_list *topo);
+/* Aborts with a report unless found (a cached schedule of topo, with what
+ * its nodes became) is made (scheduled anew) up to the names of fresh
+ * buffers: TG_SCHEDULE_CACHE_CHECK=1, for testing the structure keys. */
+void schedule_memo_check(const uop_list *topo, const schedule *found, const ptrmap *found_becomes, const schedule *made, const ptrmap *made_becomes);
 /* Forgets the schedules kept in memory (not those on disk). */
 void schedule_memo_forget(void);
 /* How many schedules were found (in memory or on disk) since the start. */

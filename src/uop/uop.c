@@ -71,6 +71,7 @@ static bool arg_eq(const uop_arg *a, const uop_arg *b) {
   }
   return false;
 }
+bool uop_arg_equal(const uop_arg *a, const uop_arg *b) { return arg_eq(a, b); }
 
 static void table_grow(void) {
   size_t ncap = table_cap ? table_cap * 2 : 4096;

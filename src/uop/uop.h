@@ -80,6 +80,9 @@ static inline uop_arg arg_ints(const int64_t *v, int n) { uop_arg a = { ARG_INTS
 static inline uop_arg arg_str(const char *s) { uop_arg a = { ARG_STR, 0, { .s = s } }; return a; }
 static inline uop_arg arg_ptr(void *p) { uop_arg a = { ARG_PTR, 0, { .p = p } }; return a; }
 
+/* Whether two arguments are equal as hash-consing compares them. */
+bool uop_arg_equal(const uop_arg *a, const uop_arg *b);
+
 /* ---- construction (borrowed results; see pools above) */
 uop *uop_new(uop_op op, dtype_t dt, uop *const *src, int nsrc, uop_arg arg);
 uop *uop0(uop_op op, dtype_t dt, uop_arg arg);

@@ -62,6 +62,7 @@ typedef enum { SETTING_INT, SETTING_FLAG, SETTING_STR } setting_type;
   X(TG_NO_LAYOUT, SETTING_FLAG, "", "set: the scheduler keeps every intermediate in its row-major layout") \
   X(TG_NO_LOWER_CACHE, SETTING_FLAG, "", "set: lower every kernel anew (no cache of lowered kernels)") \
   X(TG_NO_SCHEDULE_CACHE, SETTING_FLAG, "", "set: schedule every graph anew (no cache of whole schedules by the graph's structure)") \
+  X(TG_SCHEDULE_CACHE_CHECK, SETTING_FLAG, "", "set: schedule again every graph whose schedule was found by its structure, and abort with a report if they differ") \
   X(TG_NO_SHARED_STORE, SETTING_FLAG, "", "set: values read by several kernels are recomputed rather than stored once when costly") \
   X(TG_NO_SMALL_FORMS, SETTING_FLAG, "", "set: no small-form kernels (tiny reductions folded into their users)") \
   X(TG_NO_MULTI_OUTPUT, SETTING_INT, "0", "1: sibling kernels are not merged into multi-output kernels") \
