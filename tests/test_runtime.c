@@ -549,12 +549,15 @@ TEST(runtime_schedule_memo) {
   CHECK_EQ_INT(hits, 0);
   int files = count_files(tc.dir, ".sched");
   CHECK_MSG(files >= 1, "%d schedules stored", files);
+  /* (each found schedule is also made anew and compared: a difference aborts) */
+  saved_env chk = env_set("TG_SCHEDULE_CACHE_CHECK", "1");
   CHECK(memo_graph(fn, 1.0f, &hits));
   CHECK_MSG(hits >= 1, "%d hits the second time", hits);
   CHECK_EQ_INT(count_files(tc.dir, ".sched"), files);
   schedule_memo_forget();
   CHECK(memo_graph(fn, 2.0f, &hits));
   CHECK_MSG(hits >= 1, "%d hits from disk", hits);
+  env_restore(&chk);
   /* damaged entries are not used */
   DIR *d = opendir(tc.dir);
   struct dirent *e;

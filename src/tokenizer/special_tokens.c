@@ -7,6 +7,14 @@
 #include "tokenizer/tokenizer.h"
 #include "util/util.h"
 
+/* The first bytes the texts of lists (NULL-ended) start with: a token
+ * whose first byte is none of them (nearly all of a 150k vocabulary) is
+ * turned away without comparing it with each text. */
+static void first_bytes(bool *first, const char *const *const *lists) {
+  for (; *lists; lists++)
+    for (const char *const *t = *lists; *t; t++) first[(unsigned char)(*t)[0]] = true;
+}
+
 static bool text_in(const char *s, const char *const *list) {
   for (; *list; list++)
     if (!strcmp(s, *list)) return true;
@@ -39,10 +47,14 @@ void special_tokens_detect(tg_tokenizer *t) {
     { &t->fim_mid, fim_mid_texts }, { &t->fim_pad, fim_pad_texts },
     { &t->fim_rep, fim_rep_texts }, { &t->fim_sep, fim_sep_texts },
   };
+  static const char *const harmony_user[] = { "<|channel|>", "<|message|>", "<|start|>", "<|constrain|>", NULL };
+  bool first[256] = { false };
+  first_bytes(first, (const char *const *const[]){ eot_texts, eom_texts, fim_pre_texts, fim_suf_texts, fim_mid_texts, fim_pad_texts,
+                                                   fim_rep_texts, fim_sep_texts, eog_texts, harmony_user, NULL });
   for (size_t k = 0; k < sizeof finds / sizeof finds[0]; k++) {
     if (*finds[k].id >= 0) continue;
     for (int i = 0; i < t->n_vocab; i++)
-      if (text_in(t->text[i], finds[k].texts)) { *finds[k].id = i; mark_control(t, i); break; }
+      if (first[(unsigned char)t->text[i][0]] && text_in(t->text[i], finds[k].texts)) { *finds[k].id = i; mark_control(t, i); break; }
   }
   /* control tokens named "unused..." are unused */
   for (int i = 0; i < t->n_vocab; i++)
@@ -53,11 +65,10 @@ void special_tokens_detect(tg_tokenizer *t) {
   for (size_t k = 0; k < sizeof fixed / sizeof fixed[0]; k++)
     if (fixed[k] >= 0) t->eog[fixed[k]] = 1;
   for (int i = 0; i < t->n_vocab; i++)
-    if (text_in(t->text[i], eog_texts)) { t->eog[i] = 1; mark_control(t, i); }
+    if (first[(unsigned char)t->text[i][0]] && text_in(t->text[i], eog_texts)) { t->eog[i] = 1; mark_control(t, i); }
   /* gpt-oss: these are always rendered */
-  static const char *const harmony_user[] = { "<|channel|>", "<|message|>", "<|start|>", "<|constrain|>", NULL };
   for (int i = 0; i < t->n_vocab; i++)
-    if (text_in(t->text[i], harmony_user)) t->attr[i] = TOK_ATTR_USER_DEFINED;
+    if (first[(unsigned char)t->text[i][0]] && text_in(t->text[i], harmony_user)) t->attr[i] = TOK_ATTR_USER_DEFINED;
 
   /* o200k_harmony / solar-open: <|end|> is not an end of generation when
    * <|return|> and <|call|> (or <|calls|> and <|flush|>) are; gemma4 and
