@@ -23,7 +23,8 @@ script's configuration of the family changes); the F32 sources are deleted.
     BENCH_FAMILY_DIR=DIR               (default build/bench/families)
     BENCH_FAMILY_REPS=3                (-r of both benches)
     BENCH_FAMILY_THREADS=2             (threads of both: TG_THREADS and llama-bench -t)
-    BENCH_FAMILY_CPU=1                 (also the CPU time per decoded token, as llm_decode_cpu.py)
+    BENCH_FAMILY_CPU=1                 (also the CPU time per decoded token, as llm_decode_cpu.py;
+                                        only: that alone; BENCH_FAMILY_CPU_REPS=3 its repetitions)
 
 Per family and type, after `tg bench-llm -m FILE -p 64 -n 32 -r 3` and
 `llama-bench -m FILE -t 2 -p 64 -n 32 -r 3` (one after the other, never at
@@ -205,7 +206,8 @@ def main():
     mdir = os.environ.get("BENCH_FAMILY_DIR", os.path.join(os.path.dirname(tg) or ".", "bench", "families"))
     reps = int(os.environ.get("BENCH_FAMILY_REPS", "3"))
     threads = os.environ.get("BENCH_FAMILY_THREADS", "2")
-    cpu = os.environ.get("BENCH_FAMILY_CPU", "0") == "1"
+    cpu = os.environ.get("BENCH_FAMILY_CPU", "0")
+    cpu_reps = int(os.environ.get("BENCH_FAMILY_CPU_REPS", "3"))
     names = [n for n in os.environ.get("BENCH_FAMILIES", ",".join(FAMILIES)).split(",") if n]
     types = [t for t in os.environ.get("BENCH_FAMILY_TYPES", ",".join(TYPES)).split(",") if t]
     try:
@@ -230,6 +232,13 @@ def main():
                 continue
             params, mix = file_mix(files[t])
             head += f" params={params / 1e6:.1f}M types={mix}"
+            if cpu == "only" and llama:
+                try:
+                    cpu_line(tg, llama, name, t, files[t], cpu_reps)
+                except (RuntimeError, subprocess.TimeoutExpired) as e:
+                    print(f"bench llm_family_cpu family={name} type={t} FAIL: {e}", flush=True)
+                    fail = 1
+                continue
             try:
                 tg_dec, tg_pp = tg_bench(tg, files[t], reps, threads)
             except (RuntimeError, subprocess.TimeoutExpired) as e:
@@ -248,9 +257,9 @@ def main():
             print(f"{head} tg_decode={tg_dec:.1f} llama_decode={ll_dec:.1f} ratio_decode={tg_dec / ll_dec:.2f} "
                   f"tg_pp64={tg_pp:.1f} llama_pp64={ll_pp:.1f} ratio_pp64={tg_pp / ll_pp:.2f}", flush=True)
             time.sleep(1)
-            if cpu:
+            if cpu == "1":
                 try:
-                    cpu_line(tg, llama, name, t, files[t], reps)
+                    cpu_line(tg, llama, name, t, files[t], cpu_reps)
                 except (RuntimeError, subprocess.TimeoutExpired) as e:
                     print(f"bench llm_family_cpu family={name} type={t} FAIL: {e}", flush=True)
                     fail = 1
