@@ -39,12 +39,12 @@ ratio above 1 means tg is faster. params: the file's parameter count
 
 Two threads on a 2-core VM shared with other work is a fragile measure:
 while another process holds a core, llama.cpp's threads (which spin at each
-barrier) lose far more than tg's (llama-bench F16 decode here: 7 tok/s
-against 65 on a quiet machine). BENCH_FAMILY_CPU=1 adds, per file, the
+barrier) lose far more than tg's (llama-bench F16 decode here: 1.4-7 tok/s
+against 72 on a quiet machine). BENCH_FAMILY_CPU=1 adds, per file, the
 measure that holds under load (bench/llm_decode_cpu.py's): the user +
 system CPU time of one thread per decoded token, from a 144-token less a
 16-token decode (`TG_THREADS=1 tg bench-llm -p 1 -n N -r 1`,
-`llama-bench -t 1 -p 0 -n N -r 1`), median of BENCH_FAMILY_REPS:
+`llama-bench -t 1 -p 0 -n N -r 1`), median of BENCH_FAMILY_CPU_REPS:
 
   bench llm_family_cpu family=F type=T tg_ms=A llama_ms=B ratio=B/A
 """
