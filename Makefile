@@ -163,6 +163,7 @@ bench: all $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 	@python3 bench/bench_ttft.py $(BUILD)/tg || exit 1
 	@python3 bench/llm_types_agree.py $(BUILD)/tg || exit 1
 	@python3 bench/llm_decode_cpu.py $(BUILD)/tg || exit 1
+	@python3 bench/llm_families.py $(BUILD)/tg || exit 1
 	@if [ "$(BENCH_BEAM)" = 0 ]; then :; \
 	elif [ -z "$(BENCH_HAS_BEAM)" ]; then echo "bench beam skipped beam=n/a reason=tg_has_no_BEAM_search_yet"; \
 	else for b in $(BENCH_BEAM_SRC:bench/%.c=$(BUILD)/bench/%); do BEAM=$(BENCH_BEAM) $$b || exit 1; done; fi

@@ -215,6 +215,14 @@ static tg_tensor *dense_ffn(tg_llm *m, tg_tensor *h, tg_tensor *gate, tg_tensor 
   return linear(m, glu(m, tg_contiguous(linear(m, h, gate, NULL)), tg_contiguous(linear(m, h, up, NULL))), down, NULL);
 }
 
+/* The chosen experts' matrices (T, K, rows, cols) of w (E, rows, cols), in
+ * float32. The cast comes before the take: a float16 w taken first is
+ * masked (a take's out-of-range rows read zero) in float16 and widened
+ * after, and that kernel stays scalar (an F16 MoE decoded at 0.6x
+ * llama.cpp; the experts' two kernels 2.9 -> 0.5 ms a layer). For
+ * quantized experts (their float values already) the cast is nothing. */
+static tg_tensor *experts(tg_tensor *w, tg_tensor *chosen) { return tg_take(tg_cast(w, TG_F32), chosen); }
+
 /* llama.cpp's build_moe_ffn: route each token to its top-k experts and add
  * their outputs by the router's weights. The chosen experts' matrices are
  * read through tg_take, so a token's kernels read only those experts. */
@@ -235,12 +243,12 @@ static tg_tensor *moe_ffn(tg_llm *m, llm_layer *l, tg_tensor *h) {
   if (c->expert_weights_norm) w = tg_div(w, tg_sum(w, TG_AXES(-1), true));
   if (c->expert_weights_scale > 0) w = tg_mul(w, tg_scalar(c->expert_weights_scale, TG_F32));
   tg_tensor *x = tg_reshape(h, TG_SHAPE(T, 1, c->dim, 1));
-  tg_tensor *g = tg_cast(tg_matmul(tg_take(l->gate_exps, chosen), x), TG_F32);                 /* (T, K, F, 1) */
-  tg_tensor *u = tg_cast(tg_matmul(tg_take(l->up_exps, chosen), x), TG_F32);
+  tg_tensor *g = tg_cast(tg_matmul(experts(l->gate_exps, chosen), x), TG_F32);                 /* (T, K, F, 1) */
+  tg_tensor *u = tg_cast(tg_matmul(experts(l->up_exps, chosen), x), TG_F32);
   if (l->gate_exps_b) g = tg_add(g, tg_unsqueeze(tg_cast(tg_take(l->gate_exps_b, chosen), TG_F32), -1));
   if (l->up_exps_b) u = tg_add(u, tg_unsqueeze(tg_cast(tg_take(l->up_exps_b, chosen), TG_F32), -1));
   tg_tensor *a = act_glu(m, g, u);
-  tg_tensor *d = tg_cast(tg_matmul(tg_take(l->down_exps, chosen), a), TG_F32);                 /* (T, K, dim, 1) */
+  tg_tensor *d = tg_cast(tg_matmul(experts(l->down_exps, chosen), a), TG_F32);                 /* (T, K, dim, 1) */
   if (l->down_exps_b) d = tg_add(d, tg_unsqueeze(tg_cast(tg_take(l->down_exps_b, chosen), TG_F32), -1));
   tg_tensor *out = tg_sum(tg_mul(d, tg_reshape(w, TG_SHAPE(T, K, 1, 1))), TG_AXES(1, 3), false);  /* (T, dim) */
   if (l->gate_shexp) {

@@ -333,13 +333,18 @@ def greedy(cfg, w, prompt, n, out):
     print(f"wrote {out}: {len(prompt)} prompt tokens, {n} greedy, smallest top-2 margin {margin:.4f}")
 
 
-def make(name, arch, cfg, seed, runs=()):
+def make(name, arch, cfg, seed, runs=(), out=OUT, reference=True):
+    """Writes out/llm_<name>.gguf (random weights from seed, cfg's shape and
+    traits) and, with reference, its logits and runs' greedy goldens; returns
+    the weights. cfg["wscale"] scales every random matrix (wider models
+    need smaller weights), cfg["dummy_vocab"] adds llama.cpp's dummy
+    vocabulary keys (gen_llm_llamacpp.py's with_vocab)."""
     rng = np.random.default_rng(seed)
     dim, L, H, KV, hd, ffn, V = cfg["dim"], cfg["layers"], cfg["heads"], cfg["kv"], cfg["hd"], cfg["ffn"], cfg["vocab"]
     w = {}
 
     def t(n, shape, scale=0.3, norm=False):
-        a = (1 + 0.1 * rng.standard_normal(shape)) if norm else scale * rng.standard_normal(shape)
+        a = (1 + 0.1 * rng.standard_normal(shape)) if norm else scale * cfg.get("wscale", 1.0) * rng.standard_normal(shape)
         w[n] = a.astype(np.float32).astype(np.float64)
 
     t("token_embd.weight", (V, dim), 1.0)
@@ -414,8 +419,11 @@ def make(name, arch, cfg, seed, runs=()):
     if not cfg.get("gemma"):  # gemma's output is the embedding
         t("output.weight", (V, dim))
 
-    path = os.path.join(OUT, f"llm_{name}.gguf")
+    path = os.path.join(out, f"llm_{name}.gguf")
     g = gguf.GGUFWriter(path, arch)
+    if cfg.get("dummy_vocab"):
+        g.add_tokenizer_model("none")
+        g.add_vocab_size(V)
     g.add_context_length(cfg.get("ctx", 32))
     g.add_embedding_length(dim)
     g.add_block_count(L + cfg.get("nextn", 0))
@@ -515,6 +523,9 @@ def make(name, arch, cfg, seed, runs=()):
     g.write_kv_data_to_file()
     g.write_tensors_to_file()
     g.close()
+    if not reference:
+        print(f"wrote {path}")
+        return w
 
     m = Model(cfg, w)
     logits = [m.forward(PROMPT, 0)]
@@ -551,102 +562,107 @@ def perplexity(cfg, w, tokens, n_ctx, bos, out):
     print(f"wrote {out}: perplexity {ppl:.6f} +/- {err:.6f} over {len(running)} chunks of {n_ctx}")
 
 
-base = dict(dim=32, layers=2, heads=4, kv=2, hd=8, ffn=48, vocab=53)
-w_llama = make("llama", "llama", dict(base, neox=False), 1)
-# perplexity (tests/test_llm.c: llm_perplexity): 53 tokens, chunks of 16
-# (3 chunks, 7 positions scored in each), BOS 1 at each chunk's start.
-perplexity(dict(base, neox=False), w_llama, [int(t) for t in np.random.default_rng(11).integers(0, 53, 53)], 16, 1,
-           os.path.join(OUT, "llm_llama"))
-make("qwen3moe", "qwen3moe", dict(base, hd=12, neox=True, qk_norm=True, experts=4, used=2, eff=24, norm_w=True), 2)
-make("qwen2moe", "qwen2moe", dict(base, neox=True, bias=True, experts=4, used=2, eff=24, norm_w=False, shared=40), 3)
-make("deepseek2", "deepseek2", dict(base, hd=12, heads=4, kv=4, mla=True, kv_lora=16, q_lora=20, rope=4, hv=10, dense=1,
-                                    experts=4, used=2, eff=24, sigmoid=True, norm_w=True, scale=2.5, shared=24), 4)
+def main():
+    base = dict(dim=32, layers=2, heads=4, kv=2, hd=8, ffn=48, vocab=53)
+    w_llama = make("llama", "llama", dict(base, neox=False), 1)
+    # perplexity (tests/test_llm.c: llm_perplexity): 53 tokens, chunks of 16
+    # (3 chunks, 7 positions scored in each), BOS 1 at each chunk's start.
+    perplexity(dict(base, neox=False), w_llama, [int(t) for t in np.random.default_rng(11).integers(0, 53, 53)], 16, 1,
+               os.path.join(OUT, "llm_llama"))
+    make("qwen3moe", "qwen3moe", dict(base, hd=12, neox=True, qk_norm=True, experts=4, used=2, eff=24, norm_w=True), 2)
+    make("qwen2moe", "qwen2moe", dict(base, neox=True, bias=True, experts=4, used=2, eff=24, norm_w=False, shared=40), 3)
+    make("deepseek2", "deepseek2", dict(base, hd=12, heads=4, kv=4, mla=True, kv_lora=16, q_lora=20, rope=4, hv=10, dense=1,
+                                        experts=4, used=2, eff=24, sigmoid=True, norm_w=True, scale=2.5, shared=24), 4)
 
-# Past the sliding window: a 70-token prompt (chunks 64, 4, 1, 1) and 40
-# greedy tokens with a 128-position cache, where tg's sliding layers keep a
-# ring of window + 63 = 67 rows (tests/test_llm.c: llm_swa_ring_*).
-LONG = [(i * 7 + 3) % 53 for i in range(70)]
-make("gemma2", "gemma2", dict(base, hd=12, neox=True, gemma=2, attn_cap=5.0, final_cap=3.0, window=4, period=2), 5,
-     runs=[("_long", {}, LONG, 40)])
-make("gemma3", "gemma3", dict(base, layers=6, ffn=32, neox=True, gemma=3, qk_norm=True, window=4, period=6, base=1e6,
-                              swa_base=10000.0, rope_scale=2.0), 6, runs=[("_long", {}, LONG, 40)])
+    # Past the sliding window: a 70-token prompt (chunks 64, 4, 1, 1) and 40
+    # greedy tokens with a 128-position cache, where tg's sliding layers keep a
+    # ring of window + 63 = 67 rows (tests/test_llm.c: llm_swa_ring_*).
+    LONG = [(i * 7 + 3) % 53 for i in range(70)]
+    make("gemma2", "gemma2", dict(base, hd=12, neox=True, gemma=2, attn_cap=5.0, final_cap=3.0, window=4, period=2), 5,
+         runs=[("_long", {}, LONG, 40)])
+    make("gemma3", "gemma3", dict(base, layers=6, ffn=32, neox=True, gemma=3, qk_norm=True, window=4, period=6, base=1e6,
+                                  swa_base=10000.0, rope_scale=2.0), 6, runs=[("_long", {}, LONG, 40)])
 
-# Phi-3 as convert_hf_to_gguf.py writes it: fused attn_qkv and ffn_up
-# (gate then up), partial rotary (6 of 8 dims), LongRoPE factors and
-# attention factor sqrt(1 + ln(32/16) / ln(16)) for context 32 over an
-# original 16; a 32-position cache uses the long factors, a 16-position
-# one the short (llama.cpp: n_ctx > original_context_length).
-rng = np.random.default_rng(70)
-LONG_F, SHORT_F = 1 + 3 * rng.random(3), 1 + 0.5 * rng.random(3)
-ATTN_F = float(np.float32(np.sqrt(1 + np.log(32 / 16) / np.log(16))))
-phi3_rp = dict(rd=6, base=10000.0, neox=True, mscale=ATTN_F)
-make("phi3", "phi3", dict(base, neox=True, phi3=True, phi3_orig=16, phi3_window=8, long=LONG_F, short=SHORT_F,
-                          rp=dict(phi3_rp, factors=np.float32(LONG_F))), 7,
-     runs=[("_short", {"rp": dict(phi3_rp, factors=np.float32(SHORT_F))}, PROMPT, 8),
-           ("_greedy", {}, PROMPT, 20)])
+    # Phi-3 as convert_hf_to_gguf.py writes it: fused attn_qkv and ffn_up
+    # (gate then up), partial rotary (6 of 8 dims), LongRoPE factors and
+    # attention factor sqrt(1 + ln(32/16) / ln(16)) for context 32 over an
+    # original 16; a 32-position cache uses the long factors, a 16-position
+    # one the short (llama.cpp: n_ctx > original_context_length).
+    rng = np.random.default_rng(70)
+    LONG_F, SHORT_F = 1 + 3 * rng.random(3), 1 + 0.5 * rng.random(3)
+    ATTN_F = float(np.float32(np.sqrt(1 + np.log(32 / 16) / np.log(16))))
+    phi3_rp = dict(rd=6, base=10000.0, neox=True, mscale=ATTN_F)
+    make("phi3", "phi3", dict(base, neox=True, phi3=True, phi3_orig=16, phi3_window=8, long=LONG_F, short=SHORT_F,
+                              rp=dict(phi3_rp, factors=np.float32(LONG_F))), 7,
+         runs=[("_short", {"rp": dict(phi3_rp, factors=np.float32(SHORT_F))}, PROMPT, 8),
+               ("_greedy", {}, PROMPT, 20)])
 
-# YaRN (llama.cpp's rope_yarn): factor 4 over an original context of 64,
-# base 100; the file says betas 16 and 2, which llama.cpp ignores for a llama
-# (its defaults 32 and 1 stand), so the ramp spans pairs 0..4 of 8.
-make("yarn", "llama", dict(base, heads=2, kv=1, hd=16, neox=False, base=100.0, betas=(16.0, 2.0),
-                           rp=dict(rd=16, base=100.0, neox=False, freq_scale=0.25, ext=1.0, orig=64)), 8,
-     runs=[("_greedy", {}, PROMPT, 20)])
+    # YaRN (llama.cpp's rope_yarn): factor 4 over an original context of 64,
+    # base 100; the file says betas 16 and 2, which llama.cpp ignores for a llama
+    # (its defaults 32 and 1 stand), so the ramp spans pairs 0..4 of 8.
+    make("yarn", "llama", dict(base, heads=2, kv=1, hd=16, neox=False, base=100.0, betas=(16.0, 2.0),
+                               rp=dict(rd=16, base=100.0, neox=False, freq_scale=0.25, ext=1.0, orig=64)), 8,
+         runs=[("_greedy", {}, PROMPT, 20)])
 
-# gpt-oss: every layer MoE (4 experts, top 2, MXFP4), biases on q/k/v, the
-# output, the router and each expert, softmax over the chosen logits, the
-# clamped SwiGLU, a sink logit per head, layer 0 sliding over 4 positions,
-# YaRN as gpt-oss has it (base 150000, factor 32 over 4096); the long run
-# wraps layer 0's ring.
-make("gptoss", "gpt-oss", dict(base, neox=True, bias=True, oai=True, ffn_norm_pa=True, experts=4, used=2, eff=32, window=4, period=2,
-                               base=150000.0, rp=dict(rd=8, base=150000.0, neox=True, freq_scale=1 / 32, ext=1.0, orig=4096)), 9,
-     runs=[("_greedy", {}, PROMPT, 20), ("_long", {}, LONG, 40)])
+    # gpt-oss: every layer MoE (4 experts, top 2, MXFP4), biases on q/k/v, the
+    # output, the router and each expert, softmax over the chosen logits, the
+    # clamped SwiGLU, a sink logit per head, layer 0 sliding over 4 positions,
+    # YaRN as gpt-oss has it (base 150000, factor 32 over 4096); the long run
+    # wraps layer 0's ring.
+    make("gptoss", "gpt-oss", dict(base, neox=True, bias=True, oai=True, ffn_norm_pa=True, experts=4, used=2, eff=32, window=4, period=2,
+                                   base=150000.0, rp=dict(rd=8, base=150000.0, neox=True, freq_scale=1 / 32, ext=1.0, orig=4096)), 9,
+         runs=[("_greedy", {}, PROMPT, 20), ("_long", {}, LONG, 40)])
 
-# GLM-4.5 MoE (glm4moe): q/k/v biases, per-head q/k norms, half the head
-# rotated (NEOX), a leading dense layer, then sigmoid routing with an
-# expert bias (the arch's default: no expert_gating_func key), renormalized
-# and scaled weights, a shared expert; the feed-forward norm is
-# post_attention_norm; one MTP layer (NaN weights) counted in block_count,
-# which tg skips as llama.cpp does.
-make("glm4moe", "glm4moe", dict(base, layers=3, hd=8, neox=True, bias=True, qk_norm=True, dense=1, experts=4, used=2, eff=24,
-                                sigmoid=True, gating_default=True, norm_w=True, scale=2.5, shared=24, ffn_norm_pa=True, nextn=1,
-                                rp=dict(rd=4, base=10000.0, neox=True)), 10,
-     runs=[("_greedy", {}, PROMPT, 20)])
+    # GLM-4.5 MoE (glm4moe): q/k/v biases, per-head q/k norms, half the head
+    # rotated (NEOX), a leading dense layer, then sigmoid routing with an
+    # expert bias (the arch's default: no expert_gating_func key), renormalized
+    # and scaled weights, a shared expert; the feed-forward norm is
+    # post_attention_norm; one MTP layer (NaN weights) counted in block_count,
+    # which tg skips as llama.cpp does.
+    make("glm4moe", "glm4moe", dict(base, layers=3, hd=8, neox=True, bias=True, qk_norm=True, dense=1, experts=4, used=2, eff=24,
+                                    sigmoid=True, gating_default=True, norm_w=True, scale=2.5, shared=24, ffn_norm_pa=True, nextn=1,
+                                    rp=dict(rd=4, base=10000.0, neox=True)), 10,
+         runs=[("_greedy", {}, PROMPT, 20)])
 
-# DeepSeek with YaRN (factor 4 over 16 positions, mscale_all_dim 0.707):
-# llama.cpp keeps cos and sin at magnitude 1 and scales the scores by
-# mscale^2 / sqrt(key_length), mscale = 1 + 0.1 * 0.707 * ln 4.
-# a q8_0 KV cache (tg_llm_opts.cache_type "q8_0"): head size 32, one block
-# of keys and one of values per head and position.
-make("llama_q8kv", "llama", dict(base, dim=64, heads=4, kv=2, hd=32, neox=False, kv_q8=True), 14)
+    # DeepSeek with YaRN (factor 4 over 16 positions, mscale_all_dim 0.707):
+    # llama.cpp keeps cos and sin at magnitude 1 and scales the scores by
+    # mscale^2 / sqrt(key_length), mscale = 1 + 0.1 * 0.707 * ln 4.
+    # a q8_0 KV cache (tg_llm_opts.cache_type "q8_0"): head size 32, one block
+    # of keys and one of values per head and position.
+    make("llama_q8kv", "llama", dict(base, dim=64, heads=4, kv=2, hd=32, neox=False, kv_q8=True), 14)
 
-F_DS, LM_DS = 4.0, float(np.float32(0.1 * 0.707)) / np.float32(0.1)
-make("deepseek2_yarn", "deepseek2", dict(base, hd=12, heads=4, kv=4, mla=True, kv_lora=16, q_lora=20, rope=4, hv=10, dense=1,
-                                         experts=4, used=2, eff=24, sigmoid=True, norm_w=True, scale=2.5, shared=24,
-                                         log_mul=0.707, kq_mscale=1 + 0.1 * LM_DS * np.log(F_DS),
-                                         rp=dict(rd=4, base=10000.0, neox=False, freq_scale=1 / F_DS, ext=1.0, orig=16,
-                                                 mscale=1 / (1 + 0.1 * np.log(F_DS)))), 4)  # cancels rope_yarn's own magnitude
+    F_DS, LM_DS = 4.0, float(np.float32(0.1 * 0.707)) / np.float32(0.1)
+    make("deepseek2_yarn", "deepseek2", dict(base, hd=12, heads=4, kv=4, mla=True, kv_lora=16, q_lora=20, rope=4, hv=10, dense=1,
+                                             experts=4, used=2, eff=24, sigmoid=True, norm_w=True, scale=2.5, shared=24,
+                                             log_mul=0.707, kq_mscale=1 + 0.1 * LM_DS * np.log(F_DS),
+                                             rp=dict(rd=4, base=10000.0, neox=False, freq_scale=1 / F_DS, ext=1.0, orig=16,
+                                                     mscale=1 / (1 + 0.1 * np.log(F_DS)))), 4)  # cancels rope_yarn's own magnitude
 
-# Qwen3.5 (qwen35): gated delta-net layers 0 and 2 (full_attention_interval
-# 2), 2 k heads and 4 v heads of 8 (v head j reads k head j % 2), a conv
-# kernel of 4; gated attention in layers 1 and 3 (q's projection holds q and
-# a gate per head, per-head q/k norms, 8 of 16 dims rotated by interleaved
-# M-RoPE with sections [1, 1, 1, 1]: the 4th pair keeps position 0 and does
-# not turn). Qwen3.6 / 3.5 MoE (qwen35moe): the default interval 4 (layers
-# 0-2 recurrent), 4 experts top 2 with renormalized softmax routing and a
-# shared expert behind a sigmoid gate, sections [2, 1, 1, 0], narrower (dim
-# 24, heads of 8 with 4 dims rotated) to keep the file small. The long runs
-# (70-token prompt: chunks 64, 4, 1, 1) carry the states over 110 positions.
-QWEN35 = dict(base, layers=4, hd=16, ffn=24, neox=True, qk_norm=True, gated=True, ffn_norm_pa=True, rd=8, ctx=64,
-              gdn=dict(hk=2, hv=4, d=8, K=4))
-w_qwen35 = make("qwen35", "qwen35", dict(QWEN35, interval=2, sections=[1, 1, 1, 1]), 15,
-                runs=[("_greedy", {}, PROMPT, 20), ("_long", {}, LONG, 40)])
-# its perplexity as llama's above: each chunk from empty states
-perplexity(dict(QWEN35, interval=2, sections=[1, 1, 1, 1]), w_qwen35, [int(t) for t in np.random.default_rng(11).integers(0, 53, 53)],
-           16, 1, os.path.join(OUT, "llm_qwen35"))
-make("qwen35moe", "qwen35moe", dict(QWEN35, dim=24, hd=8, rd=4, sections=[2, 1, 1, 0], experts=4, used=2, eff=16, norm_w=True, shared=16), 16,
-     runs=[("_greedy", {}, PROMPT, 20), ("_long", {}, LONG, 40)])
+    # Qwen3.5 (qwen35): gated delta-net layers 0 and 2 (full_attention_interval
+    # 2), 2 k heads and 4 v heads of 8 (v head j reads k head j % 2), a conv
+    # kernel of 4; gated attention in layers 1 and 3 (q's projection holds q and
+    # a gate per head, per-head q/k norms, 8 of 16 dims rotated by interleaved
+    # M-RoPE with sections [1, 1, 1, 1]: the 4th pair keeps position 0 and does
+    # not turn). Qwen3.6 / 3.5 MoE (qwen35moe): the default interval 4 (layers
+    # 0-2 recurrent), 4 experts top 2 with renormalized softmax routing and a
+    # shared expert behind a sigmoid gate, sections [2, 1, 1, 0], narrower (dim
+    # 24, heads of 8 with 4 dims rotated) to keep the file small. The long runs
+    # (70-token prompt: chunks 64, 4, 1, 1) carry the states over 110 positions.
+    QWEN35 = dict(base, layers=4, hd=16, ffn=24, neox=True, qk_norm=True, gated=True, ffn_norm_pa=True, rd=8, ctx=64,
+                  gdn=dict(hk=2, hv=4, d=8, K=4))
+    w_qwen35 = make("qwen35", "qwen35", dict(QWEN35, interval=2, sections=[1, 1, 1, 1]), 15,
+                    runs=[("_greedy", {}, PROMPT, 20), ("_long", {}, LONG, 40)])
+    # its perplexity as llama's above: each chunk from empty states
+    perplexity(dict(QWEN35, interval=2, sections=[1, 1, 1, 1]), w_qwen35, [int(t) for t in np.random.default_rng(11).integers(0, 53, 53)],
+               16, 1, os.path.join(OUT, "llm_qwen35"))
+    make("qwen35moe", "qwen35moe", dict(QWEN35, dim=24, hd=8, rd=4, sections=[2, 1, 1, 0], experts=4, used=2, eff=16, norm_w=True, shared=16), 16,
+         runs=[("_greedy", {}, PROMPT, 20), ("_long", {}, LONG, 40)])
 
-# Tensor parallel (tests/test_llm.c: llm_tp_*): a llama whose matrices split
-# over 2 devices at Q8_0's blocks too (64 columns: 2 blocks of 32; rows in
-# groups of 16), run sharded against this one reference.
-make("llama_tp", "llama", dict(base, dim=64, heads=4, kv=2, hd=16, ffn=64, neox=False), 17, runs=[("_greedy", {}, PROMPT, 20)])
+    # Tensor parallel (tests/test_llm.c: llm_tp_*): a llama whose matrices split
+    # over 2 devices at Q8_0's blocks too (64 columns: 2 blocks of 32; rows in
+    # groups of 16), run sharded against this one reference.
+    make("llama_tp", "llama", dict(base, dim=64, heads=4, kv=2, hd=16, ffn=64, neox=False), 17, runs=[("_greedy", {}, PROMPT, 20)])
+
+
+if __name__ == "__main__":
+    main()
