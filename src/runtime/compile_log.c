@@ -2,6 +2,7 @@
  * cache files atomically, and a compile error that names the kernel and
  * shows the source lines the compiler's log points at. */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -39,6 +40,31 @@ int cache_write_file(const char *path, const void *data, size_t n) {
   if (rc) unlink(tmp.s);
   sb_free(&tmp);
   return rc;
+}
+
+#define CHECKED_SEED 0x746763686b
+int cache_write_checked(const char *path, const char *magic, const void *body, size_t n) {
+  strbuf all = { 0 };
+  sb_printf(&all, "%s%016" PRIx64 " %zu\n", magic, tg_hash_bytes(body, n, CHECKED_SEED), n);
+  sb_append(&all, body, n);
+  int rc = cache_write_file(path, all.s, all.n);
+  sb_free(&all);
+  return rc;
+}
+
+char *cache_read_checked(const char *path, const char *magic, size_t *n) {
+  size_t got = 0;
+  char *data = cache_read_file(path, &got);
+  if (!data) return NULL;
+  size_t m = strlen(magic);
+  const char *nl = got > m && !memcmp(data, magic, m) ? memchr(data + m, '\n', got - m) : NULL;
+  uint64_t hash = 0;
+  size_t len = 0;
+  if (!nl || sscanf(data + m, "%16" SCNx64 " %zu", &hash, &len) != 2 || len != got - (size_t)(nl + 1 - data) ||
+      tg_hash_bytes(nl + 1, len, CHECKED_SEED) != hash) { free(data); return NULL; }
+  memmove(data, nl + 1, len);   /* the body, from the start of the buffer */
+  *n = len;
+  return data;
 }
 
 /* the line numbers a compiler log points at: "<source>:12:5: error",

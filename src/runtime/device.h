@@ -110,6 +110,12 @@ char *compile_cache_path(const char *src, const char *compiler, const char *flag
 void *cache_read_file(const char *path, size_t *n);
 /* Writes a cache file through a temp file and a rename (0, or -1). */
 int cache_write_file(const char *path, const void *data, size_t n);
+/* A cache file whose contents are checked when read: magic (a line), a
+ * hash of the body and its length, then the body (0, or -1). */
+int cache_write_checked(const char *path, const char *magic, const void *body, size_t n);
+/* The body (malloc'd, *n bytes) of such a file written with magic, or NULL
+ * when it is absent, damaged or another kind, or TG_NOCACHE=1. */
+char *cache_read_checked(const char *path, const char *magic, size_t *n);
 /* Sets tg_error for a failed compile: the device, the kernel, the
  * compiler's log, and the source lines the log points at. Returns -1. */
 int compile_error(const char *device, const char *kernel, const char *log, const char *src);

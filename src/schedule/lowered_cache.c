@@ -72,12 +72,8 @@ static void write_entry(const char *path, const lowered_kernel *e) {
   sb_puts(&body, "\n");
   sb_printf(&body, "%zu:%s\n", strlen(e->name), e->name);
   if (!uop_serialize(&body, e->ast)) { sb_free(&body); return; }
-  strbuf all = { 0 };
-  sb_printf(&all, "%s%016" PRIx64 " %zu\n", LOW_MAGIC, tg_hash_bytes(body.s, body.n, 0x6c6f77), body.n);
-  sb_append(&all, body.s, body.n);
-  cache_write_file(path, all.s, all.n);
+  cache_write_checked(path, LOW_MAGIC, body.s, body.n);
   sb_free(&body);
-  sb_free(&all);
 }
 
 /* Reads one integer at *p (space-separated); false at the end or on junk. */
@@ -94,39 +90,31 @@ static bool read_int(const char **p, const char *end, int64_t *v) {
 
 static bool read_entry(const char *path, lowered_kernel *e) {
   size_t n = 0;
-  char *data = cache_read_file(path, &n);
+  char *data = cache_read_checked(path, LOW_MAGIC, &n);
   if (!data) return false;
   memset(e, 0, sizeof *e);
-  bool ok = false;
-  size_t magic = strlen(LOW_MAGIC);
-  const char *nl = n > magic && !memcmp(data, LOW_MAGIC, magic) ? memchr(data + magic, '\n', n - magic) : NULL;
-  uint64_t hash = 0;
-  size_t len = 0;
-  if (nl && sscanf(data + magic, "%16" SCNx64 " %zu", &hash, &len) == 2 && len == n - (size_t)(nl + 1 - data) &&
-      tg_hash_bytes(nl + 1, len, 0x6c6f77) == hash) {
-    const char *p = nl + 1, *end = data + n;
-    int64_t nbufs, permuted, nd;
-    ok = read_int(&p, end, &nbufs) && read_int(&p, end, &permuted) && read_int(&p, end, &nd) && nbufs >= 1 && nbufs <= 4096 &&
-         nd >= 0 && nd <= TG_MAX_DIMS * 4;
+  const char *p = data, *end = data + n;
+  int64_t nbufs, permuted, nd;
+  bool ok = read_int(&p, end, &nbufs) && read_int(&p, end, &permuted) && read_int(&p, end, &nd) && nbufs >= 1 && nbufs <= 4096 &&
+       nd >= 0 && nd <= TG_MAX_DIMS * 4;
+  if (ok) {
+    e->nbufs = (int)nbufs, e->permuted = permuted != 0, e->nd = (int)nd;
+    e->ord = tg_xcalloc((size_t)nbufs, sizeof(int));
+    for (int i = 0; i < e->nbufs && ok; i++) { int64_t v; ok = read_int(&p, end, &v) && v >= -1 && v < 4096; e->ord[i] = (int)v; }
+    for (int i = 0; i < e->nd && ok; i++) ok = read_int(&p, end, &e->pshape[i]) && read_int(&p, end, &e->back[i]);
+    int64_t name_len;
+    while (ok && p < end && *p == '\n') p++;
+    ok = ok && read_int(&p, end, &name_len) && name_len >= 0 && (size_t)name_len < sizeof e->name && p < end && *p == ':' &&
+         end - p > name_len + 1 && p[1 + name_len] == '\n';
     if (ok) {
-      e->nbufs = (int)nbufs, e->permuted = permuted != 0, e->nd = (int)nd;
-      e->ord = tg_xcalloc((size_t)nbufs, sizeof(int));
-      for (int i = 0; i < e->nbufs && ok; i++) { int64_t v; ok = read_int(&p, end, &v) && v >= -1 && v < 4096; e->ord[i] = (int)v; }
-      for (int i = 0; i < e->nd && ok; i++) ok = read_int(&p, end, &e->pshape[i]) && read_int(&p, end, &e->back[i]);
-      int64_t name_len;
-      while (ok && p < end && *p == '\n') p++;
-      ok = ok && read_int(&p, end, &name_len) && name_len >= 0 && (size_t)name_len < sizeof e->name && p < end && *p == ':' &&
-           end - p > name_len + 1 && p[1 + name_len] == '\n';
-      if (ok) {
-        memcpy(e->name, p + 1, (size_t)name_len);
-        e->name[name_len] = 0;
-        p += name_len + 2;
-        uop_pool_push();
-        e->ast = uop_deserialize(p, (size_t)(end - p));
-        if (e->ast) uop_retain(e->ast);
-        uop_pool_pop();
-        ok = e->ast && e->ast->op == OP_SINK;
-      }
+      memcpy(e->name, p + 1, (size_t)name_len);
+      e->name[name_len] = 0;
+      p += name_len + 2;
+      uop_pool_push();
+      e->ast = uop_deserialize(p, (size_t)(end - p));
+      if (e->ast) uop_retain(e->ast);
+      uop_pool_pop();
+      ok = e->ast && e->ast->op == OP_SINK;
     }
   }
   if (!ok) lowered_kernel_clear(e);

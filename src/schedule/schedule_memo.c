@@ -297,13 +297,7 @@ static void write_entry(const char *path, const memo_entry *e) {
   uop_pool_pop();
   sb_printf(&body, " %zu\n", g.n);
   sb_append(&body, g.s, g.n);
-  if (ok) {
-    strbuf all = { 0 };
-    sb_printf(&all, "%s%016" PRIx64 " %zu\n", MEMO_MAGIC, tg_hash_bytes(body.s, body.n, 0x736368), body.n);
-    sb_append(&all, body.s, body.n);
-    cache_write_file(path, all.s, all.n);
-    sb_free(&all);
-  }
+  if (ok) cache_write_checked(path, MEMO_MAGIC, body.s, body.n);
   free(t);
   pm_free(&num);
   VEC_FREE(asts);
@@ -350,15 +344,9 @@ static tg_device *rd_dev(reader *r) {
 
 static memo_entry *read_entry(const char *path, const schedule_memo_key *k, const uop_list *topo) {
   size_t n = 0;
-  char *data = cache_read_file(path, &n);
+  char *data = cache_read_checked(path, MEMO_MAGIC, &n);
   if (!data) return NULL;
-  size_t magic = strlen(MEMO_MAGIC);
-  const char *nl = n > magic && !memcmp(data, MEMO_MAGIC, magic) ? memchr(data + magic, '\n', n - magic) : NULL;
-  uint64_t hash = 0;
-  size_t len = 0;
-  if (!nl || sscanf(data + magic, "%16" SCNx64 " %zu", &hash, &len) != 2 || len != n - (size_t)(nl + 1 - data) ||
-      tg_hash_bytes(nl + 1, len, 0x736368) != hash) { free(data); return NULL; }
-  reader r = { nl + 1, data + n, false };
+  reader r = { data, data + n, false };
   memo_entry *e = tg_xcalloc(1, sizeof *e);
   e->next = (int)rd_int(&r, k->ext.n, k->ext.n);
   e->nfresh = (int)rd_int(&r, 0, 1 << 24);
