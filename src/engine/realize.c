@@ -1,6 +1,7 @@
 /* realize.c: schedule -> compile (cached per AST) -> run, with counters and
  * DEBUG output like tinygrad's: DEBUG=2 one line per kernel run, DEBUG=3 the
  * kernel AST, DEBUG=4 the source. */
+#include <math.h>
 #include <pthread.h>
 #include <time.h>
 #include "engine/realize.h"
@@ -331,11 +332,34 @@ static int run_copy(sched_item *it) {
   return rc;
 }
 
+/* A kernel whose one store writes a zero constant to its one buffer (a
+ * zeros tensor made contiguous: a KV cache, optimizer state). Whatever it
+ * does not cover was never written, so memory that reads as zeros is a
+ * valid result for all of it. */
+static bool stores_only_zeros(const sched_item *it) {
+  const uop *sink = it->ast;
+  if (it->nbufs != 1 || sink->op != OP_SINK || sink->nsrc != 1 || sink->src[0]->op != OP_STORE) return false;
+  const uop *v = sink->src[0]->src[sink->src[0]->nsrc - 1];
+  if (v->op != OP_CONST) return false;
+  if (v->arg.kind == ARG_INT) return v->arg.i == 0;
+  return v->arg.kind == ARG_FLOAT && v->arg.f == 0 && !signbit(v->arg.f);
+}
+
 /* time_each: time every launch (DEBUG=2, TG_KERNEL_TIMES=1), waiting for
  * devices that queue; else those run on while the engine goes on. */
 static int run_item(sched_item *it, cached_prog *cp, int debug, bool time_each) {
   if (!it->ast) return run_copy(it);
   if (!cp) return tg_seterr("internal: kernel %s has no program", it->name);
+  /* zeros into a buffer with no memory yet: zeroed memory, no launch (a
+   * capture's replay finds the buffer holding values, so it launches) */
+  if (!capture && stores_only_zeros(it)) {
+    int z = buffer_alloc_zeroed(it->bufs[0]);
+    if (z < 0) return -1;
+    if (z == 1) {
+      if (debug >= 2) fprintf(stderr, "*** %-4s %6s %-28s zeros from the allocator, not run\n", it->dev->name, "", it->name);
+      return 0;
+    }
+  }
   void *ptrs[256];
   if (it->nbufs > 256) return tg_seterr("kernel %s: more than 256 buffers", it->name);
   double bytes = 0;

@@ -25,8 +25,9 @@ typedef struct { tg_tensor *const *raw; const int64_t *rows; int n; } stacked_pa
  * packed once, here: matmuls read that copy, w's values come from it too
  * (tg_dequantize_rows: the same numbers), and raw is dropped, so the
  * weights are in memory once. Otherwise the model owns raw from now on.
+ * pack false: kept as stored (rows only looked up, never multiplied).
  * Returns the weight to use (w or its replacement); NULL on failure. */
-static tg_tensor *keep_packed(tg_llm *m, tg_tensor *raw, tg_tensor *w, int type, const stacked_parts *sp) {
+static tg_tensor *keep_packed(tg_llm *m, tg_tensor *raw, tg_tensor *w, int type, const stacked_parts *sp, bool pack) {
   if (!w) return NULL;
   tg_shape ws = tg_shape_of(w);
   /* K-quants only for the vocabulary matrix (the output, or the embedding
@@ -38,7 +39,7 @@ static tg_tensor *keep_packed(tg_llm *m, tg_tensor *raw, tg_tensor *w, int type,
   tg_tensor *sc = NULL, *q = NULL;
   bool by_parts = sp && ws.ndim == 2;   /* a stacked matrix: each part packed where it lies */
   for (int i = 0; by_parts && i < sp->n; i++) by_parts = sp->rows[i] % TG_QUANT_PACK_ROWS == 0;
-  if (rows && !setting_on(SET_TG_LLM_NO_ROWS) &&
+  if (pack && rows && !setting_on(SET_TG_LLM_NO_ROWS) &&
       (by_parts ? tg_quant_pack_rows_stacked(sp->raw, sp->rows, sp->n, type, ws.d[1], &sc, &q) : tg_quant_pack_rows(raw, type, ws, &sc, &q)) == 0) {
     tg_tensor *wr = tg_realize(sc) == 0 && tg_realize(q) == 0 ? tg_dequantize_rows(sc, q, type, ws) : NULL;
     if (!wr) { tg_free(sc), tg_free(q); return NULL; }
@@ -92,10 +93,17 @@ const llm_packed *llm_packed_of(const tg_llm *m, const tg_tensor *w) {
   return NULL;
 }
 
+/* How the model reads a tensor, which decides the form it is kept in. */
+typedef enum {
+  READ_ANY,          /* as stored; quantized matrices row-packed */
+  READ_MULTIPLIED,   /* only by matmuls: float matrices as panels too */
+  READ_LOOKUP,       /* only rows taken (an embedding not tied to the output): stays as the file has it */
+} weight_use;
+
 /* The tensor called name, realized on device and owned by the model; NULL
- * when absent (an error only when required); a float matrix as panels when
- * panels is set (keep_panels). *err is set on failure. */
-static tg_tensor *load(tg_llm *m, const char *device, const char *name, bool required, bool panels, bool *err) {
+ * when absent (an error only when required), kept in the form its use
+ * wants. *err is set on failure. */
+static tg_tensor *load(tg_llm *m, const char *device, const char *name, bool required, weight_use use, bool *err) {
   if (*err) return NULL;
   const gguf_tensor_info *g = gguf_find_tensor(m->file, name);
   if (!g) {
@@ -108,8 +116,8 @@ static tg_tensor *load(tg_llm *m, const char *device, const char *name, bool req
    * values a lazy graph that fuses into each matmul */
   tg_tensor *t = gguf_tensor_stored_in_place(g, device);
   if (t && tg_realize(t) < 0) t = NULL;
-  if (t && gguf_tensor_quantized(g)) t = keep_packed(m, t, tg_dequantize(t, (int)g->type, gguf_tensor_shape(g)), (int)g->type, NULL);
-  else if (t && panels) t = keep_panels(m, t);
+  if (t && gguf_tensor_quantized(g)) t = keep_packed(m, t, tg_dequantize(t, (int)g->type, gguf_tensor_shape(g)), (int)g->type, NULL, use != READ_LOOKUP);
+  else if (t && use == READ_MULTIPLIED) t = keep_panels(m, t);
   if (t) tensor_adopt(NULL, t);
   const llm_packed *pk = t ? llm_packed_of(m, t) : NULL;
   if (pk && !pk->raw) gguf_tensor_drop_pages(g);   /* repacked: the file's bytes are not read again */
@@ -142,7 +150,7 @@ static tg_tensor *load_stacked(tg_llm *m, const char *device, const char *const 
    * kernels read them where they lie (no stacked copy to write first; one
    * without a packed form is realized in keep_packed) */
   tg_tensor *t = tg_cat(parts, n, 0);
-  if (t && quant) t = keep_packed(m, t, tg_dequantize(t, (int)g[0]->type, TG_SHAPE(total, cols)), (int)g[0]->type, &(stacked_parts){ parts, rows, n });
+  if (t && quant) t = keep_packed(m, t, tg_dequantize(t, (int)g[0]->type, TG_SHAPE(total, cols)), (int)g[0]->type, &(stacked_parts){ parts, rows, n }, true);
   else if (t) {   /* float: panels from the parts where they lie, else one stacked copy */
     tg_tensor *p = keep_panels(m, t);
     if (p != t) t = p;
@@ -224,7 +232,7 @@ static int load_layer(tg_llm *m, const char *device, int i) {
     int nd = llm_tensor_dims(m, (llm_tensor)id, d);
     snprintf(n, sizeof n, "blk.%d.%s", i, llm_tensors[id].name);
     tg_tensor **slot = llm_layer_slot(l, (llm_tensor)id);
-    *slot = load(m, device, n, (m->arch->req & bit) != 0, only_multiplied((llm_tensor)id), &err);
+    *slot = load(m, device, n, (m->arch->req & bit) != 0, only_multiplied((llm_tensor)id) ? READ_MULTIPLIED : READ_ANY, &err);
     shaped(m, *slot, n, d, nd, &err);
   }
   if (err) return -1;
@@ -253,15 +261,18 @@ int llm_load_weights(tg_llm *m, const char *device) {
   if (llm_cache_q8(m) && (c->head_dim % LLM_KV_Q8_BLOCK || c->head_dim_v % LLM_KV_Q8_BLOCK))
     return tg_seterr("%s: a q8_0 KV cache needs head sizes that are multiples of %d (this model's keys: %d, values: %d)", m->file->path,
                      LLM_KV_Q8_BLOCK, c->head_dim, c->head_dim_v);
-  m->tok_embd = load(m, device, "token_embd.weight", true, false, &err);
+  /* an embedding the output does not share is only looked up a few rows a
+   * step: packing all of it would cost a pass over the vocabulary at load */
+  bool tied = m->arch->tied || !gguf_find_tensor(m->file, "output.weight");
+  m->tok_embd = load(m, device, "token_embd.weight", true, tied || m->n_tp > 1 ? READ_ANY : READ_LOOKUP, &err);
   if (err) return -1;
   tg_shape es = tg_shape_of(m->tok_embd);
   if (es.ndim != 2 || es.d[1] != c->dim) return tg_seterr("%s: token_embd.weight is not (n_vocab, %d)", m->file->path, c->dim);
   if (es.d[0] > INT32_MAX) return tg_seterr("%s: token_embd.weight has %lld rows, more than a token id can name", m->file->path, (long long)es.d[0]);
   c->n_vocab = (int)es.d[0];
-  m->output_norm = load(m, device, "output_norm.weight", true, false, &err);
+  m->output_norm = load(m, device, "output_norm.weight", true, READ_ANY, &err);
   shaped(m, m->output_norm, "output_norm.weight", (int64_t[]){ c->dim }, 1, &err);
-  if (!m->arch->tied) m->output = load(m, device, "output.weight", false, true, &err);
+  if (!m->arch->tied) m->output = load(m, device, "output.weight", false, READ_MULTIPLIED, &err);
   if (!m->output && !err) m->output = m->tok_embd;   /* tied embeddings */
   shaped(m, m->output, "output.weight", (int64_t[]){ c->n_vocab, c->dim }, 2, &err);
   for (int i = 0; i < c->n_layers && !err; i++) err = load_layer(m, device, i) < 0;

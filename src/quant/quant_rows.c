@@ -192,7 +192,7 @@ static int pack_into(tg_tensor *raw, int t, const rows_format *f, int64_t n, int
    * 16 at a time, not a panel of 32 to the kernel heuristic) */
   tg_tensor *s = tg_reshape(tg_permute(d, TG_AXES(0, 3, 2, 1)), TG_SHAPE(g, (int64_t)f->nscales * nb, ROWS));
   if (!s || tg_realize(tg_assign(sv, s)) < 0) return -1;
-  tg_tensor *parts[3] = { NULL, NULL, NULL };
+  tg_tensor *parts[4] = { NULL, NULL, NULL, NULL };
   int nparts = 1;
   const int bits_at = 2 * f->nscales;   /* Q4_1 and Q5_1: d and m before the bits */
   if (t == GGML_TYPE_Q4_0 || t == GGML_TYPE_Q4_1 || t == GGML_TYPE_IQ4_NL) parts[0] = in_groups(blk, bits_at, 4);
@@ -207,14 +207,14 @@ static int pack_into(tg_tensor *raw, int t, const rows_format *f, int64_t n, int
     nparts = 2;
   }
   else if (t == GGML_TYPE_Q4_K || t == GGML_TYPE_Q5_K) {   /* scales and mins unpacked to bytes, 16 rows each */
-    tg_tensor *sc, *mn;
+    tg_tensor *sc, *mn;   /* (each its own part: stacked, every byte of both would be gated) */
     qt_scale_min_k4(tg_reshape(blk, TG_SHAPE(g * ROWS * nb, f->bytes)), 4, 1, &sc, &mn);
-    tg_tensor *sm = tg_cast(tg_stack((tg_tensor *[]){ sc, mn }, 2, 1), TG_U8);            /* (g*16*nb, 2, 8) */
-    parts[0] = tg_permute(tg_reshape(sm, TG_SHAPE(g, ROWS, nb, 16)), TG_AXES(0, 2, 3, 1));  /* (g, nb, 16, 16) */
+    parts[0] = tg_permute(tg_reshape(tg_cast(sc, TG_U8), TG_SHAPE(g, ROWS, nb, 8)), TG_AXES(0, 2, 3, 1));  /* (g, nb, 8, 16) */
+    parts[1] = tg_permute(tg_reshape(tg_cast(mn, TG_U8), TG_SHAPE(g, ROWS, nb, 8)), TG_AXES(0, 2, 3, 1));
     bool q5 = t == GGML_TYPE_Q5_K;   /* Q5_K: qh (16..47) before qs (48..175), in the block as packed */
-    parts[1] = in_groups(blk, 16, q5 ? 8 : 32);
-    if (q5) parts[2] = in_groups(blk, 48, 32);
-    nparts = q5 ? 3 : 2;
+    parts[2] = in_groups(blk, 16, q5 ? 8 : 32);
+    if (q5) parts[3] = in_groups(blk, 48, 32);
+    nparts = q5 ? 4 : 3;
   }
   else if (t == GGML_TYPE_Q8_0) parts[0] = tg_bitwise_xor(in_groups(blk, 2, 8), tg_scalar(128, TG_U8));   /* int8 w as w + 128 */
   else if (t == GGML_TYPE_IQ4_XS) {   /* the 8 sub-block scales ls - 32 (nibble ib of the 4 bytes at 4, bits 2ib of the word at 2) as int8, 16 rows each, then qs */

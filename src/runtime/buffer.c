@@ -154,6 +154,20 @@ int buffer_alloc(tg_buffer *b) {
   return rc;
 }
 
+int buffer_alloc_zeroed(tg_buffer *b) {
+  if (!b || b->base || b->placeholder || !b->dev->alloc_zeroed || __atomic_load_n(&b->ptr, __ATOMIC_ACQUIRE)) return 0;
+  int rc = 1;
+  pthread_mutex_lock(&alloc_lock);
+  if (b->ptr) rc = 0;   /* another thread allocated it meanwhile */
+  else {
+    void *p = b->dev->alloc_zeroed(b->dev, b->nbytes);   /* never a cached block: those hold old values */
+    if (p) { __atomic_store_n(&b->ptr, p, __ATOMIC_RELEASE); counters_mem((int64_t)b->nbytes); if (viz_on) viz_mem(b->dev->name, b->id, (int64_t)b->nbytes); }
+    else rc = -1;
+  }
+  pthread_mutex_unlock(&alloc_lock);
+  return rc;
+}
+
 void buffer_retain(tg_buffer *b) {
   if (b) __atomic_add_fetch(&b->refcnt, 1, __ATOMIC_RELAXED);
 }

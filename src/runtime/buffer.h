@@ -20,6 +20,10 @@ typedef struct tg_buffer {
 
 tg_buffer *buffer_new(tg_device *dev, tg_dtype dt, int64_t numel);
 int buffer_alloc(tg_buffer *b);            /* allocate if not yet; 0 or -1 */
+/* Allocates b as zeros where its device can (tg_device.alloc_zeroed) and
+ * b has no memory yet (not a view): 1; 0 when it cannot (nothing done);
+ * -1 + tg_error when the device is out of memory. */
+int buffer_alloc_zeroed(tg_buffer *b);
 /* numel elements of base from element offset on, sharing base's memory (a
  * realized contiguous slice: no kernel, no copy). Only on devices whose
  * buffers are host memory; NULL with an error otherwise or when the range

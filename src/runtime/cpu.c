@@ -25,6 +25,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <spawn.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -60,16 +61,47 @@ const char *const cpu_compile_flags = CPU_COMPILE_FLAGS;
 
 /* ---------------------------------------------------------------- memory */
 
-static void *cpu_alloc(struct tg_device *d, size_t nbytes) {
+/* Big buffers are mapped pages of their own (not ASan builds, whose
+ * malloc keeps redzones around them): given back whole at free, and known
+ * to read zero when fresh, so a buffer that starts as zeros (a KV cache,
+ * optimizer state) costs nothing until its pages are touched, and the
+ * pages never touched (the far end of a long context) are never faulted
+ * in. */
+#if defined(__SANITIZE_ADDRESS__)
+#define CPU_MAP_MIN SIZE_MAX
+#else
+#define CPU_MAP_MIN ((size_t)1 << 20)
+#endif
+
+static size_t cpu_rounded(size_t nbytes) {
   /* Round up to whole cache lines (and give zero-size buffers a real,
    * distinct pointer): vector code may then touch the tail line safely. */
+  return nbytes ? (nbytes + CPU_ALIGN - 1) / CPU_ALIGN * CPU_ALIGN : CPU_ALIGN;
+}
+
+static void *cpu_alloc(struct tg_device *d, size_t nbytes) {
   if (nbytes > SIZE_MAX - CPU_ALIGN) TG_FAIL("CPU: cannot allocate %zu bytes", nbytes);
-  size_t n = nbytes ? (nbytes + CPU_ALIGN - 1) / CPU_ALIGN * CPU_ALIGN : CPU_ALIGN;
+  size_t n = cpu_rounded(nbytes);
+  if (n >= CPU_MAP_MIN) {
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) TG_FAIL("CPU: out of memory allocating %zu bytes", nbytes);
+    return p;
+  }
   void *p = NULL;
   if (posix_memalign(&p, CPU_ALIGN, n) != 0) TG_FAIL("CPU: out of memory allocating %zu bytes", nbytes);
   return p;
 }
-static void cpu_free(struct tg_device *d, void *p, size_t nbytes) { free(p); }
+
+static void *cpu_alloc_zeroed(struct tg_device *d, size_t nbytes) {
+  void *p = cpu_alloc(d, nbytes);
+  if (p && cpu_rounded(nbytes) < CPU_MAP_MIN) memset(p, 0, cpu_rounded(nbytes));
+  return p;
+}
+
+static void cpu_free(struct tg_device *d, void *p, size_t nbytes) {
+  if (p && cpu_rounded(nbytes) >= CPU_MAP_MIN) munmap(p, cpu_rounded(nbytes));
+  else free(p);
+}
 static int cpu_copyin(struct tg_device *d, void *dst, const void *host, size_t n) { if (n) memcpy(dst, host, n); return 0; }
 static int cpu_copyout(struct tg_device *d, void *host, const void *src, size_t n) { if (n) memcpy(host, src, n); return 0; }
 
@@ -529,6 +561,7 @@ static int cpu_launch_batch(struct tg_device *d, tg_program *const *progs, void 
 static struct tg_device cpu_dev = {
   .name = "CPU",
   .alloc = cpu_alloc,
+  .alloc_zeroed = cpu_alloc_zeroed,
   .free = cpu_free,
   .copyin = cpu_copyin,
   .copyout = cpu_copyout,

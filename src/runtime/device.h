@@ -40,6 +40,9 @@ struct tg_device {
   const char *name;
   /* Memory. alloc returns NULL (and sets tg_error) on failure. */
   void *(*alloc)(tg_device *d, size_t nbytes);
+  /* Optional: memory that reads as zeros (NULL: the engine runs a kernel
+   * that stores them). */
+  void *(*alloc_zeroed)(tg_device *d, size_t nbytes);
   void (*free)(tg_device *d, void *p, size_t nbytes);
   int (*copyin)(tg_device *d, void *dst, const void *host, size_t n);
   int (*copyout)(tg_device *d, void *host, const void *src, size_t n);
