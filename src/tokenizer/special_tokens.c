@@ -7,21 +7,24 @@
 #include "tokenizer/tokenizer.h"
 #include "util/util.h"
 
-/* The first bytes the texts of lists (NULL-ended) start with: a token
- * whose first byte is none of them (nearly all of a 150k vocabulary) is
- * turned away without comparing it with each text. */
-static void first_bytes(bool *first, const char *const *const *lists) {
-  for (; *lists; lists++)
-    for (const char *const *t = *lists; *t; t++) first[(unsigned char)(*t)[0]] = true;
+/* The ids of list's texts (NULL-ended) in the vocabulary, looked up by
+ * text (a scan of a 150k vocabulary per list costs milliseconds at every
+ * load): calls fn(t, id) for each that is there; returns the lowest id, or
+ * -1. */
+static int32_t ids_of(tg_tokenizer *t, const char *const *list, void (*fn)(tg_tokenizer *, int32_t)) {
+  int32_t lowest = -1;
+  for (; *list; list++) {
+    int32_t id = strmap_get(&t->ids, *list, strlen(*list));
+    if (id < 0) continue;
+    if (fn) fn(t, id);
+    if (lowest < 0 || id < lowest) lowest = id;
+  }
+  return lowest;
 }
 
-static bool text_in(const char *s, const char *const *list) {
-  for (; *list; list++)
-    if (!strcmp(s, *list)) return true;
-  return false;
-}
-
-static void mark_control(tg_tokenizer *t, int id) { t->attr[id] |= TOK_ATTR_CONTROL; }
+static void mark_control(tg_tokenizer *t, int32_t id) { t->attr[id] |= TOK_ATTR_CONTROL; }
+static void mark_eog(tg_tokenizer *t, int32_t id) { t->eog[id] = 1; mark_control(t, id); }
+static void mark_user_defined(tg_tokenizer *t, int32_t id) { t->attr[id] = TOK_ATTR_USER_DEFINED; }
 
 /* Finds special tokens by their text where the metadata does not say, as
  * llama.cpp does, and builds the end-of-generation set. */
@@ -48,13 +51,10 @@ void special_tokens_detect(tg_tokenizer *t) {
     { &t->fim_rep, fim_rep_texts }, { &t->fim_sep, fim_sep_texts },
   };
   static const char *const harmony_user[] = { "<|channel|>", "<|message|>", "<|start|>", "<|constrain|>", NULL };
-  bool first[256] = { false };
-  first_bytes(first, (const char *const *const[]){ eot_texts, eom_texts, fim_pre_texts, fim_suf_texts, fim_mid_texts, fim_pad_texts,
-                                                   fim_rep_texts, fim_sep_texts, eog_texts, harmony_user, NULL });
   for (size_t k = 0; k < sizeof finds / sizeof finds[0]; k++) {
     if (*finds[k].id >= 0) continue;
-    for (int i = 0; i < t->n_vocab; i++)
-      if (first[(unsigned char)t->text[i][0]] && text_in(t->text[i], finds[k].texts)) { *finds[k].id = i; mark_control(t, i); break; }
+    int32_t id = ids_of(t, finds[k].texts, NULL);   /* the first in the vocabulary, as a scan would find it */
+    if (id >= 0) *finds[k].id = id, mark_control(t, id);
   }
   /* control tokens named "unused..." are unused */
   for (int i = 0; i < t->n_vocab; i++)
@@ -64,11 +64,8 @@ void special_tokens_detect(tg_tokenizer *t) {
   int32_t fixed[] = { t->fim_pad, t->fim_rep, t->fim_sep, t->eos, t->eot, t->eom };
   for (size_t k = 0; k < sizeof fixed / sizeof fixed[0]; k++)
     if (fixed[k] >= 0) t->eog[fixed[k]] = 1;
-  for (int i = 0; i < t->n_vocab; i++)
-    if (first[(unsigned char)t->text[i][0]] && text_in(t->text[i], eog_texts)) { t->eog[i] = 1; mark_control(t, i); }
-  /* gpt-oss: these are always rendered */
-  for (int i = 0; i < t->n_vocab; i++)
-    if (first[(unsigned char)t->text[i][0]] && text_in(t->text[i], harmony_user)) t->attr[i] = TOK_ATTR_USER_DEFINED;
+  ids_of(t, eog_texts, mark_eog);
+  ids_of(t, harmony_user, mark_user_defined);   /* gpt-oss: these are always rendered */
 
   /* o200k_harmony / solar-open: <|end|> is not an end of generation when
    * <|return|> and <|call|> (or <|calls|> and <|flush|>) are; gemma4 and
