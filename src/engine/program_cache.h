@@ -21,9 +21,22 @@
 /* The file for kernel it with the opts setting opts_key (malloc'd), or NULL
  * when it cannot be cached (an AST holding a pointer, no cache directory). */
 char *program_cache_path(const sched_item *it, const char *opts_key);
-/* Fills kp from the file (true), or false when absent or not a whole entry. */
-bool program_cache_read(const char *path, kernel_program *kp);
-/* Stores kp (errors are ignored: the cache is only an optimization). */
-void program_cache_write(const char *path, const kernel_program *kp);
+/* What the engine counts and checks about a kernel besides running it,
+ * kept beside its program so that a process reading the program does not
+ * walk the AST again for them. */
+#define PROGRAM_FACTS_NAMES 256
+typedef struct {
+  double flops;          /* kernel_flops */
+  uint64_t writes;       /* bit i: the kernel stores to buffer i (i < 64) */
+  int nvars;             /* its variables, in kernel_var_names's order ... */
+  char names[PROGRAM_FACTS_NAMES];   /* ... one after another, each ending in '\0' */
+} program_facts;
+
+/* Fills kp and facts from the file (true), or false when absent or not a
+ * whole entry. */
+bool program_cache_read(const char *path, kernel_program *kp, program_facts *facts);
+/* Stores kp and facts (errors are ignored: the cache is only an
+ * optimization). */
+void program_cache_write(const char *path, const kernel_program *kp, const program_facts *facts);
 
 #endif

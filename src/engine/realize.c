@@ -29,6 +29,7 @@ typedef struct {
   int nvars;
   char *src;            /* the rendered source (tg_jit_export writes it out) */
   uint64_t writes;      /* bit i: the kernel stores to buffer i (i < 64) */
+  char *names;          /* where varnames point when they came with the program (else into the AST) */
 } cached_prog;
 
 static uint64_t stores_mask(uop *ast) {
@@ -38,6 +39,22 @@ static uint64_t stores_mask(uop *ast) {
     if (l.v[i]->op == OP_STORE && l.v[i]->src[0]->src[0]->arg.i < 64) w |= 1ULL << l.v[i]->src[0]->src[0]->arg.i;
   free(l.v);
   return w;
+}
+
+/* The engine's facts about ast (program_cache.h); nvars -1 when its
+ * variables' names do not fit. */
+static void facts_of(uop *ast, program_facts *f) {
+  const char *names[MAX_KERNEL_VARS];
+  f->flops = kernel_flops(ast);
+  f->writes = stores_mask(ast);
+  f->nvars = kernel_var_names(ast, names, MAX_KERNEL_VARS);
+  size_t at = 0;
+  for (int i = 0; i < f->nvars; i++) {
+    size_t len = strlen(names[i]) + 1;
+    if (at + len > sizeof f->names || strpbrk(names[i], " \t\n")) { f->nvars = -1; return; }
+    memcpy(f->names + at, names[i], len);
+    at += len;
+  }
 }
 
 /* Opts for every kernel from tg_set_kernel_opts (or TG_OPTS); NULL: the
@@ -161,6 +178,7 @@ typedef struct {
   uop *key;            /* retained while pending */
   kernel_program kp;   /* rendered source and launch (pending only) */
   double t_render;
+  program_facts facts; /* with kp (pending only) */
   cached_prog *cp;     /* the result */
   bool dup;            /* the same kernel as an earlier item of the schedule: filled from it */
 } prep;
@@ -196,17 +214,17 @@ static uop *program_key(sched_item *it) {
 
 /* The program from an earlier process (program_cache.h), or a fresh one
  * that is then stored there. VIZ and DEBUG>=3 want to see codegen run. */
-static int generate_or_load(sched_item *it, kernel_program *kp, int debug) {
+static int generate_or_load(sched_item *it, kernel_program *kp, program_facts *facts, int debug) {
   char *path = NULL;
   if (!viz_on && debug < 3) {
     char keystr[512];
     opts_key(it, keystr, sizeof keystr);
     path = program_cache_path(it, keystr);
   }
-  if (path && program_cache_read(path, kp)) { free(path); counters_add_render(true); return 0; }
+  if (path && program_cache_read(path, kp, facts)) { free(path); counters_add_render(true); return 0; }
   int rc = generate(it, kp, debug);
-  if (rc == 0) counters_add_render(false);
-  if (rc == 0 && path) program_cache_write(path, kp);
+  if (rc == 0) counters_add_render(false), facts_of(it->ast, facts);
+  if (rc == 0 && path && facts->nvars >= 0) program_cache_write(path, kp, facts);
   free(path);
   return rc;
 }
@@ -228,7 +246,7 @@ static int prepare(sched_item *it, prep *p, const prep *earlier, int nearlier, i
   if (debug >= 3) { fprintf(stderr, "kernel %s AST:\n", it->name); uop_print(stderr, it->ast); }
   double t0 = now_s();
   if (viz_on) viz_kernel_context(it->name, nearlier);   /* nearlier: this item's index */
-  int gen = generate_or_load(it, &p->kp, debug);
+  int gen = generate_or_load(it, &p->kp, &p->facts, debug);
   if (viz_on) viz_kernel_context(NULL, -1);
   if (gen < 0) { uop_pool_pop(); return -1; }
   p->t_render = now_s() - t0;
@@ -264,10 +282,16 @@ static int compile_pending(sched_item *items, prep *ps, int n, int debug) {
     if (viz_on) viz_compiled(items[idx[j]].name, jobs[j].seconds);
     cached_prog *cp = tg_xcalloc(1, sizeof *cp);
     cp->prog = jobs[j].prog;
-    cp->flops = kernel_flops(items[idx[j]].ast);
-    cp->nvars = kernel_var_names(items[idx[j]].ast, cp->varnames, MAX_KERNEL_VARS);
+    cp->flops = p->facts.flops;
+    cp->writes = p->facts.writes;
+    if (p->facts.nvars < 0) cp->nvars = kernel_var_names(items[idx[j]].ast, cp->varnames, MAX_KERNEL_VARS);
+    else {   /* names kept with the program (the entry lives as long as the process) */
+      cp->nvars = p->facts.nvars;
+      char *names = cp->names = tg_xmalloc(sizeof p->facts.names);
+      memcpy(names, p->facts.names, sizeof p->facts.names);
+      for (int v = 0; v < cp->nvars; v++, names += strlen(names) + 1) cp->varnames[v] = names;
+    }
     cp->src = tg_xstrdup(p->kp.src);   /* for tg_jit_export */
-    cp->writes = stores_mask(items[idx[j]].ast);
     pthread_mutex_lock(&cache_lock);
     cached_prog *had = pm_get(&prog_cache, p->key);
     if (!had) pm_put(&prog_cache, p->key, cp), p->key = NULL;   /* the cache owns the key now */
@@ -275,6 +299,7 @@ static int compile_pending(sched_item *items, prep *ps, int n, int debug) {
     if (had) {   /* another thread compiled the same kernel meanwhile: keep its entry (ours would leak) */
       items[idx[j]].dev->program_free(items[idx[j]].dev, cp->prog);
       free(cp->src);
+      free(cp->names);
       free(cp);
     }
   }
