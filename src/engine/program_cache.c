@@ -10,8 +10,8 @@
 /* ---- the key */
 
 char *program_cache_path(const sched_item *it, const char *opts_key) {
-  strbuf ast = { 0 };
-  if (!uop_serialize(&ast, it->ast)) { sb_free(&ast); return NULL; }
+  char ast[65];   /* the digest of its text (remembered: a schedule read from the cache brings it) */
+  if (!uop_text_digest(it->ast, ast)) return NULL;
   const tg_renderer *r = it->dev->renderer;
   strbuf who = { 0 };
   sb_printf(&who, "%s\n%s\n%s\n%s\n", it->name, it->dev->name, it->dev->description, it->dev->compile_flags ? it->dev->compile_flags : "");
@@ -25,8 +25,7 @@ char *program_cache_path(const sched_item *it, const char *opts_key) {
   }
   sb_printf(&who, "%s\nnovec=%lld noprefetch=%d threads=%d\n", opts_key, (long long)setting_int(SET_TG_NOVEC), setting_on(SET_TG_NO_PREFETCH),
             tg_pool_threads());
-  char *path = compile_cache_path(ast.s ? ast.s : "", who.s, tg_build_identity(), ".prog");
-  sb_free(&ast);
+  char *path = compile_cache_path(ast, who.s, tg_build_identity(), ".prog");
   sb_free(&who);
   return path;
 }

@@ -6,7 +6,8 @@
  * matvecs) that is most of the time to the first token. This cache keeps
  * what codegen_program produced (the source and how to launch it) under a
  * hash of everything that decides it: the AST node by node (exactly, not
- * its printout), the kernel's name, the device and its renderer's limits,
+ * its printout: the SHA-256 of its uop_serialize text, which a schedule
+ * read from the schedule cache brings along), the kernel's name, the device and its renderer's limits,
  * the opts setting (TG_OPTS, NOOPT, BEAM), the settings codegen reads
  * (TG_NOVEC, TG_NO_PREFETCH, the worker count the heuristic plans for), and
  * the build of tg itself (its GNU build id), so a rebuilt tg never reads an

@@ -255,7 +255,7 @@ static uop *to_marker(uop *u, void *p) {
 
 /* ---- on disk */
 
-#define MEMO_MAGIC "tg schedule v1\n"
+#define MEMO_MAGIC "tg schedule v2\n"
 
 static char *disk_path(const schedule_memo_key *k) {
   return compile_cache_path(k->text.s, "schedule memo", tg_build_identity(), ".sched");
@@ -276,6 +276,14 @@ static void write_entry(const char *path, const memo_entry *e) {
   bool ok = uop_serialize(&g, uop_new(OP_SINK, DT_VOID, asts.v, asts.n, arg_none()));
   sb_printf(&body, "%d %d %d %d %d %zu\n", e->next, e->nfresh, e->nitems, e->nrepl, asts.n, g.n);
   sb_append(&body, g.s, g.n);
+  /* each AST's digest: the engine's program cache keys by it, and a
+   * process reading this entry then need not serialize the AST again */
+  for (int i = 0; ok && i < asts.n; i++) {
+    char d[65];
+    ok = uop_text_digest(asts.v[i], d);
+    sb_printf(&body, " %d:%s", 64, d);
+  }
+  sb_puts(&body, "\n");
   for (int f = 0; f < e->nfresh; f++) {
     const fresh_desc *d = &e->fresh[f];
     dev_field(&body, d->dev);
@@ -354,6 +362,17 @@ static memo_entry *read_entry(const char *path, const schedule_memo_key *k, cons
   int64_t alen = rd_int(&r, 0, INT64_MAX);
   uop_pool_push();
   uop *asts = rd_sink(&r, alen, nasts);
+  for (int i = 0; i < nasts && !r.bad; i++) {
+    char d[65];
+    rd_str(&r, d, sizeof d);
+    if (r.bad || strlen(d) != 64 || strspn(d, "0123456789abcdef") != 64) { r.bad = true; break; }
+    char again[65] = "";
+    if (setting_on(SET_TG_SCHEDULE_CACHE_CHECK) && (!uop_text_digest(asts->src[i], again) || strcmp(again, d))) {
+      fprintf(stderr, "TG_SCHEDULE_CACHE_CHECK: %s: kernel AST %d's digest %s is not its text's (%s)\n", path, i, d, again);
+      abort();
+    }
+    uop_text_digest_note(asts->src[i], d);
+  }
   if (!r.bad) {
     e->fresh = tg_xcalloc((size_t)(e->nfresh ? e->nfresh : 1), sizeof(fresh_desc));
     e->items = tg_xcalloc((size_t)(nitems ? nitems : 1), sizeof(memo_item));

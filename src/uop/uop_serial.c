@@ -1,7 +1,9 @@
 /* uop_serial.c: see uop_serial.h. */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include "uop/uop_serial.h"
+#include "util/sha256.h"
 #include "uop/ops.h"
 
 /* " N" appended without printf: a kernel's key is thousands of these, and
@@ -134,4 +136,41 @@ uop *uop_deserialize(const char *text, size_t n) {
   uop *root = !c.bad && nodes.n ? nodes.v[nodes.n - 1] : NULL;
   VEC_FREE(nodes);
   return root;
+}
+
+/* ---- digests, remembered per node */
+
+static ptrmap digests;   /* uop* (retained) -> malloc'd 65 bytes */
+static pthread_mutex_t digest_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void uop_text_digest_note(uop *root, const char digest[65]) {
+  pthread_mutex_lock(&digest_lock);
+  if (!pm_get(&digests, root)) {
+    char *d = tg_xmalloc(65);
+    memcpy(d, digest, 65);
+    uop_retain(root);
+    pm_put(&digests, root, d);
+  }
+  pthread_mutex_unlock(&digest_lock);
+}
+
+bool uop_text_digest(uop *root, char out[65]) {
+  pthread_mutex_lock(&digest_lock);
+  const char *known = pm_get(&digests, root);
+  if (known) memcpy(out, known, 65);
+  pthread_mutex_unlock(&digest_lock);
+  if (known) return true;
+  strbuf sb = { 0 };
+  bool ok = uop_serialize(&sb, root);
+  if (ok) {
+    sha256_ctx c;
+    uint8_t d[32];
+    sha256_init(&c);
+    sha256_update(&c, sb.s, sb.n);
+    sha256_final(&c, d);
+    sha256_hex(d, out);
+    uop_text_digest_note(root, out);
+  }
+  sb_free(&sb);
+  return ok;
 }

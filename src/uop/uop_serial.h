@@ -25,6 +25,13 @@ typedef int (*uop_arg_writer)(strbuf *sb, const uop *u, void *ctx);
 bool uop_serialize_nodes(strbuf *sb, const uop_list *l, uop_arg_writer arg, void *ctx);
 /* " N": an integer as the serializer writes it (no printf) */
 void uop_put_int(strbuf *sb, int64_t v);
+/* The SHA-256 of root's uop_serialize text as 64 hex digits (out), for
+ * keys of caches that outlive the process; false when the graph has no
+ * text. Remembered for the process (root is retained), and
+ * uop_text_digest_note records the digest of a graph read back from a
+ * file that kept it, so neither is serialized again. */
+bool uop_text_digest(uop *root, char out[65]);
+void uop_text_digest_note(uop *root, const char digest[65]);
 /* The graph of text[0..n) (uop_serialize's): its last node, borrowed (pool),
  * or NULL when the text is not one (a bad op, source or argument). */
 uop *uop_deserialize(const char *text, size_t n);
