@@ -249,7 +249,9 @@ typedef struct {
 /* Feeds prompt (reusing the longest prefix already in the cache), then
  * samples up to max_tokens tokens with s, emitting their text, until an
  * end-of-generation token of tok, a full context, or emit returning false.
- * The generated tokens stay in the cache (a next turn reuses them). end
+ * The generated tokens but the last stay in the cache (nothing needs the
+ * last one's logits: a next turn's prompt, which holds it, feeds it with
+ * its new text after the reused prefix, as llama.cpp's server does). end
  * tokens are not emitted. extra_stop (n_extra ids, may be NULL) also ends
  * generation. 0 or -1 + tg_error. */
 TG_API int tg_llm_generate(tg_llm *m, const struct tg_tokenizer *tok, const int32_t *prompt, int n_prompt, int max_tokens,

@@ -50,8 +50,10 @@ int tg_llm_generate(tg_llm *m, const struct tg_tokenizer *tok, const int32_t *pr
     if (!piece) { rc = -1; break; }
     if (len && emit && !emit(user, piece, len)) break;
     if (m->n_past >= m->cfg.n_ctx) { st.hit_ctx = true; break; }
+    /* the last token is not fed: nothing needs its logits, and a next
+     * turn's prompt, which holds it, feeds it with the new text after the
+     * reused prefix (one chunk, not a step of its own now) */
     if (st.n_generated < max_tokens) rc = tg_llm_eval(m, &id, 1, logits);
-    else rc = tg_llm_eval(m, &id, 1, NULL);   /* keep the cache whole for the next turn */
   }
   if (rc == 0) {
     size_t len = 0;
