@@ -4,13 +4,13 @@
 #include <pthread.h>
 #include <time.h>
 #include "engine/realize.h"
+#include "engine/linear.h"
 #include "uop/symbolic.h"
 #include "codegen/codegen.h"
 #include "codegen/opts.h"
 #include "engine/beam.h"
 #include "engine/program_cache.h"
 #include "engine/compile_jobs.h"
-#include "engine/vars.h"
 #include "runtime/cpu_compiler.h"
 #include "runtime/thread_pool.h"
 #include "schedule/schedule.h"
@@ -20,11 +20,10 @@
 
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 
-#define MAX_KERNEL_VARS 32
 typedef struct {
   tg_program *prog;
   double flops;
-  const char *varnames[MAX_KERNEL_VARS];   /* the kernel's vars[] order (names live in the AST) */
+  const char *varnames[LINEAR_MAX_VARS];   /* the kernel's vars[] order (names live in the AST) */
   int nvars;
   char *src;            /* the rendered source (tg_jit_export writes it out) */
   uint64_t writes;      /* bit i: the kernel stores to buffer i (i < 64) */
@@ -264,7 +263,7 @@ static int compile_pending(sched_item *items, prep *ps, int n, int debug) {
     cached_prog *cp = tg_xcalloc(1, sizeof *cp);
     cp->prog = jobs[j].prog;
     cp->flops = kernel_flops(items[idx[j]].ast);
-    cp->nvars = kernel_var_names(items[idx[j]].ast, cp->varnames, MAX_KERNEL_VARS);
+    cp->nvars = kernel_var_names(items[idx[j]].ast, cp->varnames, LINEAR_MAX_VARS);
     cp->src = tg_xstrdup(p->kp.src);   /* for tg_jit_export */
     cp->writes = stores_mask(items[idx[j]].ast);
     pthread_mutex_lock(&cache_lock);
@@ -291,72 +290,6 @@ static int compile_pending(sched_item *items, prep *ps, int n, int debug) {
   return rc;
 }
 
-static _Thread_local kernel_capture *capture;
-/* a replay has no kernel for a view: captured schedules store every root */
-void engine_capture_begin(kernel_capture *c) { capture = c; schedule_allow_views(false); }
-void engine_capture_end(void) { capture = NULL; schedule_allow_views(true); }
-void kernel_capture_free(kernel_capture *c) {
-  for (int i = 0; i < c->n; i++) {
-    for (int j = 0; j < c->v[i].nbufs; j++) buffer_release(c->v[i].bufs[j]);
-    free(c->v[i].bufs);
-  }
-  VEC_FREE(*c);
-}
-static void capture_item(sched_item *it, cached_prog *cp) {
-  captured_kernel k = { cp ? cp->prog : NULL, it->dev, tg_xmalloc(sizeof(tg_buffer *) * (size_t)(it->nbufs ? it->nbufs : 1)), it->nbufs, cp ? cp->flops : 0, "", { 0 }, 0, 0, cp ? cp->src : NULL };
-  if (cp) { k.nvars = cp->nvars; memcpy(k.varnames, cp->varnames, sizeof(char *) * (size_t)cp->nvars); }
-  for (int i = 0; i < it->nbufs; i++) { k.bufs[i] = it->bufs[i]; buffer_retain(it->bufs[i]); }
-  snprintf(k.name, sizeof k.name, "%s", it->name);
-  k.writes = 1;   /* a copy writes its destination */
-  if (it->ast) k.writes = cp ? cp->writes : stores_mask(it->ast);
-  VEC_PUSH(*capture, k);
-}
-
-static int run_copy(sched_item *it) {
-  tg_buffer *dst = it->bufs[0], *src = it->bufs[1];
-  if (buffer_alloc(dst) < 0 || buffer_alloc(src) < 0) return -1;
-  double t0 = viz_on ? now_s() : 0;
-  int rc = 0;
-  if (src->dev->host_memory && dst->dev->host_memory) {   /* CPU <-> CPU:1: one memcpy */
-    if (src->nbytes > dst->nbytes) rc = tg_seterr("copy %s->%s: %zu bytes do not fit %zu", src->dev->name, dst->dev->name, src->nbytes, dst->nbytes);
-    else if (src->nbytes) memcpy(dst->ptr, src->ptr, src->nbytes);
-  } else {
-    void *tmp = tg_xmalloc(src->nbytes);
-    rc = buffer_copyout(src, tmp, src->nbytes);
-    if (rc == 0) rc = buffer_copyin(dst, tmp, src->nbytes);
-    free(tmp);
-  }
-  if (viz_on) viz_copy(dst->dev->name, src->dev->name, src->nbytes, now_s() - t0);
-  counters_add_run(0, (double)src->nbytes * 2, 0);
-  return rc;
-}
-
-/* time_each: time every launch (DEBUG=2, TG_KERNEL_TIMES=1), waiting for
- * devices that queue; else those run on while the engine goes on. */
-static int run_item(sched_item *it, cached_prog *cp, int debug, bool time_each) {
-  if (!it->ast) return run_copy(it);
-  if (!cp) return tg_seterr("internal: kernel %s has no program", it->name);
-  void *ptrs[256];
-  if (it->nbufs > 256) return tg_seterr("kernel %s: more than 256 buffers", it->name);
-  double bytes = 0;
-  for (int i = 0; i < it->nbufs; i++) {
-    if (buffer_alloc(it->bufs[i]) < 0) return -1;
-    ptrs[i] = it->bufs[i]->ptr;
-    bytes += (double)it->bufs[i]->nbytes;
-  }
-  int64_t vars[MAX_KERNEL_VARS];
-  if (vars_values(cp->varnames, cp->nvars, vars) < 0) return -1;
-  double dt = 0;
-  int rc;
-  if (time_each || !it->dev->synchronize) rc = device_launch_timed(it->dev, cp->prog, ptrs, it->nbufs, vars, cp->nvars, &dt);
-  else rc = it->dev->launch(it->dev, cp->prog, ptrs, it->nbufs, vars, cp->nvars);
-  if (rc < 0) return rc;
-  counters_add_run(cp->flops, bytes, dt);
-  if (viz_on) viz_run(it->dev->name, it->name, dt, cp->flops, bytes);
-  if (debug >= 2) engine_print_kernel_run("***", it->dev->name, it->name, it->nbufs, dt, cp->flops, bytes);
-  return 0;
-}
-
 void engine_print_kernel_run(const char *tag, const char *device, const char *name, int nbufs, double dt, double flops, double bytes) {
   tg_counters c = tg_get_counters();
   fprintf(stderr, "%s %-4s %6lld %-28s bufs %2d  tm %10.2fus  %9.2f GFLOPS  %8.2f GB/s\n", tag, device, (long long)c.kernels_run, name,
@@ -365,16 +298,29 @@ void engine_print_kernel_run(const char *tag, const char *device, const char *na
 
 double engine_now_s(void) { return now_s(); }
 
-int engine_realize(uop *const *roots, int n, const char *default_device, ptrmap *becomes) {
+/* The linear of a schedule: each item with its program, its buffers
+ * retained again. */
+static void linear_of(const schedule *s, prep *ps, linear *l) {
+  for (int i = 0; i < s->n; i++) {
+    const sched_item *it = &s->v[i];
+    const cached_prog *cp = ps[i].cp;
+    linear_call c = { .prog = cp ? cp->prog : NULL, .dev = it->dev, .bufs = it->bufs, .nbufs = it->nbufs,
+                      .flops = cp ? cp->flops : 0, .src = cp ? cp->src : NULL, .writes = 1 /* a copy writes its destination */ };
+    if (cp) { c.nvars = cp->nvars; memcpy(c.varnames, cp->varnames, sizeof(char *) * (size_t)cp->nvars); c.writes = cp->writes; }
+    snprintf(c.name, sizeof c.name, "%s", it->name);
+    linear_push(l, &c);
+  }
+}
+
+/* Schedules and compiles into l; vs: the VIZ schedule's id (0: none). */
+static int schedule_to_linear(uop *const *roots, int n, const char *default_device, ptrmap *becomes, linear *l, int vs) {
   schedule s;
-  int vs = viz_on ? viz_schedule_begin(roots, n) : 0;   /* VIZ: the tensor graph, then the kernel list */
   uop_simplify_memo_begin();   /* scheduling and optimizing simplify the same index math many times */
   int sc = schedule_create(roots, n, default_device, &s, becomes);
   if (vs) viz_schedule_scheduled(vs, &s, sc >= 0);
-  if (sc < 0) { uop_simplify_memo_end(); if (vs) viz_schedule_end(vs); return -1; }
+  if (sc < 0) { uop_simplify_memo_end(); return -1; }
   counters_add_schedule();
   int debug = (int)setting_int(SET_DEBUG);
-  bool time_each = debug >= 2 || setting_int(SET_TG_KERNEL_TIMES) || viz_on;
   int rc = 0;
   double t_phase = vs ? now_s() : 0;
   prep *ps = tg_xcalloc((size_t)(s.n ? s.n : 1), sizeof(prep));
@@ -382,32 +328,29 @@ int engine_realize(uop *const *roots, int n, const char *default_device, ptrmap 
   uop_simplify_memo_end();
   if (rc == 0) rc = compile_pending(s.v, ps, s.n, debug);
   else for (int i = 0; i < s.n; i++) { free(ps[i].kp.src); if (ps[i].key) uop_release(ps[i].key); }
-  if (vs) { viz_span("compile", vs, t_phase); t_phase = now_s(); }
-  /* each buffer's item references and its last user: a buffer only the
-   * items hold (an intermediate of this schedule) gives its memory back
-   * after its last user ran, so a later one of its size reuses it (a
-   * layer-by-layer graph needs one layer's intermediates, not all). A
-   * JIT's capture replays them in planned memory (jit.c), so it needs
-   * their description, not their contents. */
-  ptrmap uses = { 0 }, last = { 0 };
-  for (int i = 0; i < s.n; i++)
-    for (int j = 0; j < s.v[i].nbufs; j++) {
-      tg_buffer *b = s.v[i].bufs[j];
-      pm_put(&uses, b, (void *)((intptr_t)pm_get(&uses, b) + 1));
-      pm_put(&last, b, (void *)(intptr_t)(i + 1));
-    }
-  for (int i = 0; i < s.n && rc == 0; i++) {
-    rc = run_item(&s.v[i], ps[i].cp, debug, time_each);
-    if (rc == 0 && capture) capture_item(&s.v[i], ps[i].cp);
-    for (int j = 0; rc == 0 && j < s.v[i].nbufs; j++) {
-      tg_buffer *b = s.v[i].bufs[j];
-      intptr_t held = (intptr_t)pm_get(&uses, b) * (capture ? 2 : 1);   /* a capture holds each use too */
-      if ((intptr_t)pm_get(&last, b) == i + 1 && b->refcnt == held && !(capture && capture->keep_memory)) buffer_drop_memory(b);
-    }
-  }
-  pm_free(&uses); pm_free(&last);
-  if (vs) { viz_span("run", vs, t_phase); viz_schedule_end(vs); }
+  for (int i = 0; i < s.n && rc == 0; i++)
+    if (s.v[i].ast && !ps[i].cp) rc = tg_seterr("internal: kernel %s has no program", s.v[i].name);
+  if (vs) viz_span("compile", vs, t_phase);
+  if (rc == 0) linear_of(&s, ps, l);
   free(ps);
   schedule_free(&s);
+  return rc;
+}
+
+int engine_linearize(uop *const *roots, int n, const char *default_device, ptrmap *becomes, linear *l) {
+  int vs = viz_on ? viz_schedule_begin(roots, n) : 0;
+  int rc = schedule_to_linear(roots, n, default_device, becomes, l, vs);
+  if (vs) viz_schedule_end(vs);
+  return rc;
+}
+
+int engine_realize(uop *const *roots, int n, const char *default_device, ptrmap *becomes) {
+  int vs = viz_on ? viz_schedule_begin(roots, n) : 0;   /* VIZ: the tensor graph, then the kernel list */
+  linear l = { 0 };
+  int rc = schedule_to_linear(roots, n, default_device, becomes, &l, vs);
+  double t_phase = vs ? now_s() : 0;
+  if (rc == 0) rc = linear_run(&l, NULL);
+  if (vs) { viz_span("run", vs, t_phase); viz_schedule_end(vs); }
+  linear_free(&l);
   return rc;
 }
