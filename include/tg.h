@@ -447,7 +447,9 @@ TG_API int tg_jit_export(const tg_jit *j, const char *path);
  * call of the body's gradient body, built once per output and set of
  * inputs that need a gradient; or of the function given by
  * tg_function_set_grad. Tensors built by calls stay valid after
- * tg_function_free: the CALL nodes in their graphs keep the bodies alive. */
+ * tg_function_free: the CALL nodes in their graphs keep the bodies alive.
+ * An input with a symbolic axis (tg_shrink_var) is in the signature by its
+ * variable, not its value: one body serves every value bound to it. */
 typedef struct tg_function tg_function;
 TG_API tg_function *tg_function_new(const char *name, tg_jit_fn fn, void *ctx, int nin, int nout);
 TG_API void tg_function_free(tg_function *f);
