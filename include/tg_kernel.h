@@ -65,6 +65,17 @@ typedef int (*tg_kernel_grad_fn)(void *ctx, tg_tensor *const *in, int nin, tg_te
 TG_API int tg_custom_kernel(const char *name, const tg_kernel_out *outs, int nout, tg_tensor *const *in, int nin,
                             tg_kernel_build_fn build, tg_kernel_grad_fn grad, void *ctx, tg_tensor **out);
 
+/* As tg_custom_kernel, with outputs given as tensors the kernel fills
+ * (tinygrad's custom_kernel over Tensor.empty outputs): output k has the
+ * shape and dtype of targets[k], a realized tensor or a view of one
+ * (tg_empty, a slice of a cache), and its value is written there as
+ * tg_assign would (lazily; realizing targets[k] runs the kernel, readers of
+ * the old contents first). Targets must be on the kernel's device and have
+ * no symbolic axis. Gradients reach the inputs through grad as for
+ * tg_custom_kernel. 0, or -1 with tg_error() and no target changed. */
+TG_API int tg_custom_kernel_into(const char *name, tg_tensor *const *targets, int nout, tg_tensor *const *in, int nin,
+                                 tg_kernel_build_fn build, tg_kernel_grad_fn grad, void *ctx);
+
 /* ---- buffers: the kernel's parameters */
 
 /* Input i (read-only) or output i (write-only), as a buffer of its
@@ -74,6 +85,13 @@ TG_API tg_kv *tg_k_output(tg_kb *kb, int i);
 /* A buffer's shape and dtype (TG_SHAPE() and -1 for NULL or a non-buffer). */
 TG_API tg_shape tg_k_shape(tg_kb *kb, tg_kv *buf);
 TG_API int tg_k_dtype(tg_kb *kb, tg_kv *v);
+
+/* The kernel's own optimizations (docs/kernel_opts.md: "UPCAST:0:4,THREAD:0:2"),
+ * applied instead of the heuristic's or BEAM's; TG_OPTS or
+ * tg_set_kernel_opts naming this kernel still wins. The spelling is
+ * checked now; an opt that does not fit the kernel fails its realize with
+ * a message saying why. 0 or -1. */
+TG_API int tg_k_opts(tg_kb *kb, const char *opts);
 
 /* ---- loops */
 

@@ -393,3 +393,52 @@ TEST(custom_kernel_errors) {
   CHECK(tg_k_store(NULL, NULL, NULL) < 0);
   CHECK(tg_k_shape(NULL, NULL).ndim == -1);
 }
+
+/* outputs given as tensors the kernel fills: empty ones, and a row of a
+ * realized cache (the other rows keep their values) */
+TEST(custom_kernel_into_targets) {
+  tg_tensor *x = ints_tensor(TG_SHAPE(12), 1), *y = ints_tensor(TG_SHAPE(12), 2), *in[2] = { x, y };
+  tg_tensor *t[2] = { tg_empty(TG_SHAPE(12), TG_F32), tg_empty(TG_SHAPE(12), TG_I32) };
+  CHECK_OK(tg_custom_kernel_into("add_mul", t, 2, in, 2, add_mul_build, NULL, NULL) == 0);
+  same(t[0], tg_add(x, y), "into empty: x + y");
+  same(t[1], tg_cast(tg_mul(x, y), TG_I32), "into empty: int(x * y)");
+  tg_tensor *cache = tg_contiguous(tg_zeros(TG_SHAPE(3, 12), TG_F32));
+  CHECK(tg_realize(cache) == 0);
+  tg_tensor *row = tg_reshape(tg_shrink(cache, (int64_t[]){ 1, 0 }, (int64_t[]){ 2, 12 }), TG_SHAPE(12));
+  CHECK_OK(tg_custom_kernel_into("add_one", &row, 1, &x, 1, add_one_build, NULL, NULL) == 0);
+  float xv[12], cv[36];
+  CHECK(tg_data(x, xv, sizeof xv) == 0);
+  CHECK(tg_data(cache, cv, sizeof cv) == 0);
+  for (int r = 0; r < 3; r++)
+    for (int i = 0; i < 12; i++) CHECK_NEAR(cv[r * 12 + i], r == 1 ? xv[i] + 1 : 0, 0);
+  /* misuse: no target changes */
+  tg_tensor *lazy = tg_add(x, x), *none[1] = { NULL }, *twice[2] = { t[0], t[0] };
+  CHECK_FAILS(tg_custom_kernel_into("add_one", &lazy, 1, &x, 1, add_one_build, NULL, NULL), "add_one", "target 0 is not memory");
+  CHECK_FAILS(tg_custom_kernel_into("add_one", none, 1, &x, 1, add_one_build, NULL, NULL), "target 0 is NULL");
+  CHECK_FAILS(tg_custom_kernel_into("add_mul", twice, 2, in, 2, add_mul_build, NULL, NULL), "targets 0 and 1 are one tensor");
+  CHECK_FAILS(tg_custom_kernel_into("add_one", t, 0, &x, 1, add_one_build, NULL, NULL), "0 outputs");
+  CHECK_FAILS(tg_custom_kernel_into("add_one", NULL, 1, &x, 1, add_one_build, NULL, NULL), "targets is NULL");
+  tg_tensor *small = tg_empty(TG_SHAPE(5), TG_F32);
+  CHECK_FAILS(tg_custom_kernel_into("add_one", &small, 1, &x, 1, add_one_build, NULL, NULL), "add_one");
+  same(t[0], tg_add(x, y), "a failed call left its target");
+}
+
+/* add_one with the kernel's own opts (ctx: the spec) */
+static int add_one_opts_build(void *ctx, tg_kb *kb) {
+  if (tg_k_opts(kb, ctx) < 0) return -1;
+  return add_one_build(NULL, kb);
+}
+
+TEST(custom_kernel_own_opts) {
+  tg_tensor *x = ints_tensor(TG_SHAPE(16), 3), *y = NULL;
+  tg_kernel_out o = { TG_SHAPE(16), TG_F32 };
+  CHECK_OK(tg_custom_kernel("add_one_up4", &o, 1, &x, 1, add_one_opts_build, NULL, "UPCAST:0:4", &y) == 0);
+  same(y, tg_adds(x, 1), "UPCAST:0:4");
+  /* the opts are the kernel's: one that does not fit fails its realize */
+  tg_tensor *z = NULL;
+  CHECK_OK(tg_custom_kernel("add_one_up5", &o, 1, &x, 1, add_one_opts_build, NULL, "UPCAST:0:5", &z) == 0);
+  CHECK_FAILS(tg_realize(z), "UPCAST");
+  CHECK_FAILS(tg_custom_kernel("add_one_bad", &o, 1, &x, 1, add_one_opts_build, NULL, "BOGUS:1", &z), "add_one_bad", "tg_k_opts");
+  CHECK_FAILS(tg_custom_kernel("add_one_null", &o, 1, &x, 1, add_one_opts_build, NULL, NULL, &z), "add_one_null", "opts is NULL");
+  CHECK_FAILS(tg_k_opts(NULL, "UPCAST:0:4"), "kb is NULL");
+}

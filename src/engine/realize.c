@@ -116,6 +116,8 @@ static int generate(sched_item *it, kernel_program *kp, int debug) {
   bool heuristic = false;
   if (spec && *spec) {
     if ((n = kopts_parse(spec, o, 32)) < 0) return -1;
+  } else if (it->ast->op == OP_SINK && it->ast->arg.kind == ARG_STR) {   /* a custom kernel's own (tg_k_opts) */
+    if ((n = kopts_parse(it->ast->arg.s, o, 32)) < 0) return -1;
   } else if (beam_width() > 0) {
     if ((n = beam_opts(it, beam_width(), o, 32)) < 0) return -1;
   } else if (!setting_int(SET_NOOPT)) {

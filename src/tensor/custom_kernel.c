@@ -194,3 +194,33 @@ int tg_custom_kernel(const char *name, const tg_kernel_out *outs, int nout, tg_t
   uop_pool_pop();
   return 0;
 }
+
+int tg_custom_kernel_into(const char *name, tg_tensor *const *targets, int nout, tg_tensor *const *in, int nin,
+                          tg_kernel_build_fn build, tg_kernel_grad_fn grad, void *ctx) {
+  char kname[64];
+  kernel_name(name, kname, sizeof kname);
+  if (!targets) return tg_seterr("tg_custom_kernel_into %s: targets is NULL", kname);
+  if (nout < 1 || nout > KB_MAX_IO) return tg_seterr("tg_custom_kernel_into %s: %d outputs (1 to %d)", kname, nout, KB_MAX_IO);
+  if (nin < 0 || (nin && !in)) return tg_seterr("tg_custom_kernel_into %s: %s", kname, nin < 0 ? "negative input count" : "in is NULL");
+  const char *device = nin && in[0] ? in[0]->device : tg_default_device();
+  tg_device *dev = device_get(device);
+  tg_kernel_out spec[KB_MAX_IO];
+  for (int k = 0; k < nout; k++) {
+    tg_tensor *t = targets[k];
+    if (!t) return tg_seterr("tg_custom_kernel_into %s: target %d is NULL", kname, k);
+    if (t->u->dim_var) return tg_seterr("tg_custom_kernel_into %s: target %d has a symbolic axis", kname, k);
+    if (!tensor_assignable(t))
+      return tg_seterr("tg_custom_kernel_into %s: target %d is not memory or a view of memory (realize it, or make it with tg_empty)", kname, k);
+    if (!dev || device_get(t->device) != dev)
+      return tg_seterr("tg_custom_kernel_into %s: target %d is on %s, the kernel runs on %s", kname, k, t->device, device ? device : "(none)");
+    for (int j = 0; j < k; j++)
+      if (targets[j] == t) return tg_seterr("tg_custom_kernel_into %s: targets %d and %d are one tensor", kname, j, k);
+    spec[k] = (tg_kernel_out){ tg_shape_of(t), tg_dtype_of(t) };
+  }
+  tg_scope_begin();
+  tg_tensor *res[KB_MAX_IO];
+  int rc = tg_custom_kernel(name, spec, nout, in, nin, build, grad, ctx, res);
+  for (int k = 0; k < nout && rc == 0; k++) if (!tg_assign(targets[k], res[k])) rc = -1;   /* checked above: cannot fail */
+  tg_scope_end();
+  return rc;
+}

@@ -6,6 +6,7 @@
 #include "uop/kernel_ir.h"
 #include "tensor/indexing.h"
 #include "tensor/kernel_builder.h"
+#include "codegen/opts.h"
 #include "uop/symbolic.h"
 
 static void *kb_fail(tg_kb *kb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -345,6 +346,17 @@ tg_kv *tg_k_reduce(tg_kb *kb, tg_k_reduce_op op, tg_kv *v, tg_kv *const *ranges,
 
 /* ---- the kernel */
 
+int tg_k_opts(tg_kb *kb, const char *opts) {
+  if (!kb) return tg_seterr("tg_k_opts: kb is NULL");
+  if (kb->failed) return -1;
+  if (!opts) { kb_fail(kb, "tg_k_opts: opts is NULL"); return -1; }
+  kopt o[32];
+  if (strlen(opts) >= sizeof kb->opts) { kb_fail(kb, "tg_k_opts: opts longer than %zu characters", sizeof kb->opts - 1); return -1; }
+  if (kopts_parse(opts, o, 32) < 0) { kb_fail(kb, "tg_k_opts: %s", tg_error()); return -1; }
+  snprintf(kb->opts, sizeof kb->opts, "%s", opts);
+  return 0;
+}
+
 uop *kb_number_ranges(uop *sink) {
   /* loops nest by id: output loops first, by their old ids (the order they
    * were made), then the reduce loops, as the scheduler numbers them;
@@ -385,6 +397,7 @@ uop *kb_finish(tg_kb *kb) {
               (long long)kb->covered[k], (long long)b->numel, mvx_shape_str(b->shape, b->ndim, sh, sizeof sh));
   }
   if (kb->failed) return NULL;
-  uop *sink = uop_new(OP_SINK, DT_VOID, kb->stores.v, kb->stores.n, arg_none());
+  /* the kernel's own opts ride on its SINK (realize.c reads them there) */
+  uop *sink = uop_new(OP_SINK, DT_VOID, kb->stores.v, kb->stores.n, kb->opts[0] ? arg_str(kb->opts) : arg_none());
   return uop_simplify(kb_number_ranges(sink));
 }

@@ -34,6 +34,7 @@ struct tg_kb {
   ptrmap free_memo;                /* for kb_free_ranges */
   bool failed;
   char err[480];
+  char opts[256];                  /* tg_k_opts: the kernel's own opts, "" for the heuristic's */
 };
 
 /* A builder for outputs outs[0..nout) and inputs of the given shapes and
