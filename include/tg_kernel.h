@@ -101,6 +101,16 @@ TG_API tg_kv *tg_k_range(tg_kb *kb, int64_t size);
 /* A reduce loop over 0..size-1: usable only inside the value a tg_k_reduce
  * over it sums (or maxes). */
 TG_API tg_kv *tg_k_reduce_range(tg_kb *kb, int64_t size);
+/* Symbolic inputs: an input may have axes whose length is a bound variable
+ * (tg_shrink_var, e.g. a KV cache's first pos+1 rows). Its buffer is the
+ * axis's maximum (tg_k_shape); tg_k_dim gives axis's length as an int64
+ * value: the variable for a symbolic axis, a constant otherwise. Loops
+ * tg_k_range_to and tg_k_reduce_range_to run to such a length (or to a
+ * tg_k_int constant >= 1): the kernel is compiled once and loops to the
+ * value bound when it runs. Index checks use the variable's maximum. */
+TG_API tg_kv *tg_k_dim(tg_kb *kb, tg_kv *buf, int axis);
+TG_API tg_kv *tg_k_range_to(tg_kb *kb, tg_kv *n);
+TG_API tg_kv *tg_k_reduce_range_to(tg_kb *kb, tg_kv *n);
 
 /* ---- memory */
 

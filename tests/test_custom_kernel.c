@@ -442,3 +442,47 @@ TEST(custom_kernel_own_opts) {
   CHECK_FAILS(tg_custom_kernel("add_one_null", &o, 1, &x, 1, add_one_opts_build, NULL, NULL, &z), "add_one_null", "opts is NULL");
   CHECK_FAILS(tg_k_opts(NULL, "UPCAST:0:4"), "kb is NULL");
 }
+
+/* over the valid rows of k (axis 0 symbolic): colsum[d] = sum_{i<t} k[i][d],
+ * twice[i][d] = 2 k[i][d] for i < t */
+static int sym_rows_build(void *ctx, tg_kb *kb) {
+  tg_kv *k = tg_k_input(kb, 0);
+  tg_kv *t = tg_k_dim(kb, k, 0);
+  int64_t d = tg_k_shape(kb, k).d[1];
+  if (ctx) t = tg_k_add(kb, t, tg_k_int(kb, 0));   /* ctx: a computed end, refused */
+  tg_kv *j = tg_k_range(kb, d), *r = tg_k_reduce_range_to(kb, t);
+  tg_kv *sum = tg_k_reduce(kb, TG_K_SUM, ld2(kb, k, r, j), &r, 1);
+  tg_k_store(kb, tg_k_index(kb, tg_k_output(kb, 0), &j, 1), sum);
+  tg_kv *i = tg_k_range_to(kb, t);
+  return tg_k_store(kb, at2(kb, tg_k_output(kb, 1), i, j), tg_k_mul(kb, ld2(kb, k, i, j), tg_k_const(kb, TG_F32, 2)));
+}
+
+TEST(custom_kernel_symbolic_input) {
+  enum { TM = 9, DD = 5 };
+  CHECK_OK(tg_variable("ck_t", 1, TM));
+  tg_tensor *kfull = ints_tensor(TG_SHAPE(TM, DD), 4);
+  float kv[TM * DD];
+  CHECK(tg_data(kfull, kv, sizeof kv) == 0);
+  tg_kernel_out outs[2] = { { TG_SHAPE(DD), TG_F32 }, { TG_SHAPE(TM, DD), TG_F32 } };
+  tg_counters c0 = { 0 };
+  const int ts[3] = { 4, TM, 1 };
+  for (int r = 0; r < 3; r++) {
+    CHECK(tg_bind("ck_t", ts[r]) == 0);
+    if (r == 1) c0 = tg_get_counters();
+    tg_tensor *k = tg_shrink_var(kfull, 0, "ck_t"), *o[2] = { 0 };
+    CHECK_OK(tg_custom_kernel("sym_rows", outs, 2, &k, 1, sym_rows_build, NULL, NULL, o) == 0);
+    float cs[DD], tw[TM * DD];
+    CHECK(tg_data(o[0], cs, sizeof cs) == 0);
+    CHECK(tg_data(o[1], tw, sizeof tw) == 0);
+    for (int d = 0; d < DD; d++) {
+      float want = 0;
+      for (int i = 0; i < ts[r]; i++) want += kv[i * DD + d];
+      CHECK_NEAR(cs[d], want, 0);
+    }
+    for (int i = 0; i < ts[r] * DD; i++) CHECK_NEAR(tw[i], 2 * kv[i], 0);
+  }
+  tg_counters c1 = tg_get_counters();   /* one program for every value */
+  CHECK_EQ_INT(c1.kernels_compiled + c1.kernels_cached, c0.kernels_compiled + c0.kernels_cached);
+  tg_tensor *k = tg_shrink_var(kfull, 0, "ck_t"), *o[2];
+  CHECK_FAILS(tg_custom_kernel("sym_rows", outs, 2, &k, 1, sym_rows_build, NULL, "computed", o), "sym_rows", "not to a computed value");
+}

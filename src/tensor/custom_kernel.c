@@ -12,6 +12,7 @@
 #include "tensor/indexing.h"
 #include "tensor/kernel_builder.h"
 #include "tensor/tensor.h"
+#include "uop/dims.h"
 
 /* what the body keeps for its gradient */
 typedef struct {
@@ -81,7 +82,6 @@ static int check_args(const char *name, const tg_kernel_out *outs, int nout, tg_
   for (int j = 0; j < nin; j++) {
     if (!in[j]) return tg_seterr("tg_custom_kernel %s: input %d is NULL", name, j);
     const uop *u = in[j]->u;
-    if (u->dim_var) return tg_seterr("tg_custom_kernel %s: input %d has a symbolic axis (not supported)", name, j);
     for (int a = 0; a < u->ndim; a++)
       if (u->shape[a] < 1) return tg_seterr("tg_custom_kernel %s: input %d has shape %s (every axis at least 1)", name, j, mvx_shape_str(u->shape, u->ndim, sh, sizeof sh));
     if (strcmp(in[j]->device, in[0]->device))
@@ -111,6 +111,7 @@ static call_body *make_body(const char *name, tg_device *dev, const tg_kernel_ou
     if (!(params[j] = call_param_new(dev, u->dtype, u->shape, u->ndim))) return NULL;
     ib[j] = (kb_buffer){ .ndim = u->ndim, .dtype = (tg_dtype)u->dtype.scalar };
     memcpy(ib[j].shape, u->shape, sizeof(int64_t) * (size_t)u->ndim);
+    for (int a = 0; a < u->ndim; a++) ib[j].var[a] = uop_dim_var(u, a);   /* the buffer is the axis's maximum; tg_k_dim gives its length */
   }
   for (int k = 0; k < nout; k++)
     if (!(results[k] = call_param_new(dev, dt_scalar(outs[k].dtype), outs[k].shape.d, outs[k].shape.ndim))) return NULL;

@@ -114,16 +114,32 @@ int tg_k_dtype(tg_kb *kb, tg_kv *v) {
 
 /* ---- loops */
 
-static tg_kv *range(tg_kb *kb, int64_t size, int kind, const char *fn) {
-  if (size < 1) return kb_fail(kb, "%s: size %lld (a loop runs at least once)", fn, (long long)size);
+/* A loop to end: a CONST (at least 1) or a DEFINE_VAR (a symbolic axis's
+ * length: the loop runs to the value bound when the kernel runs). */
+static tg_kv *range_to(tg_kb *kb, uop *end, int kind, const char *fn) {
+  if (kb->failed) return NULL;
+  if (!end) return kb_fail(kb, "%s: the loop's end is NULL", fn);
+  if (end->op == OP_CONST && end->arg.i < 1) return kb_fail(kb, "%s: size %lld (a loop runs at least once)", fn, (long long)end->arg.i);
+  if (end->op != OP_CONST && end->op != OP_DEFINE_VAR)
+    return kb_fail(kb, "%s: a loop runs to a constant or to a symbolic axis's length (tg_k_dim), not to a computed value", fn);
   if (kb->nranges >= KB_MAX_RANGES) return kb_fail(kb, "%s: more than %d loops", fn, KB_MAX_RANGES);
   int64_t arg[2] = { kb->nranges, kind };
-  uop *r = uop1(OP_RANGE, DT_INDEX, uop_const_int(DT_INDEX, size), arg_ints(arg, 2));
+  uop *r = uop1(OP_RANGE, DT_INDEX, end, arg_ints(arg, 2));
   kb->ranges[kb->nranges++] = r;
   return (tg_kv *)r;
 }
-tg_kv *tg_k_range(tg_kb *kb, int64_t size) { NEED_KB("tg_k_range"); return range(kb, size, RANGE_LOOP, "tg_k_range"); }
-tg_kv *tg_k_reduce_range(tg_kb *kb, int64_t size) { NEED_KB("tg_k_reduce_range"); return range(kb, size, RANGE_REDUCE, "tg_k_reduce_range"); }
+tg_kv *tg_k_range(tg_kb *kb, int64_t size) { NEED_KB("tg_k_range"); return range_to(kb, uop_const_int(DT_INDEX, size), RANGE_LOOP, "tg_k_range"); }
+tg_kv *tg_k_reduce_range(tg_kb *kb, int64_t size) { NEED_KB("tg_k_reduce_range"); return range_to(kb, uop_const_int(DT_INDEX, size), RANGE_REDUCE, "tg_k_reduce_range"); }
+tg_kv *tg_k_range_to(tg_kb *kb, tg_kv *n) { NEED_KB("tg_k_range_to"); return range_to(kb, (uop *)n, RANGE_LOOP, "tg_k_range_to"); }
+tg_kv *tg_k_reduce_range_to(tg_kb *kb, tg_kv *n) { NEED_KB("tg_k_reduce_range_to"); return range_to(kb, (uop *)n, RANGE_REDUCE, "tg_k_reduce_range_to"); }
+
+tg_kv *tg_k_dim(tg_kb *kb, tg_kv *buf, int axis) {
+  NEED_KB("tg_k_dim");
+  kb_buffer *b = buffer_of(kb, (uop *)buf);
+  if (!b) return kb_fail(kb, "tg_k_dim: %s", buf ? "not a buffer (tg_k_input or tg_k_output)" : "buf is NULL");
+  if (axis < 0 || axis >= b->ndim) return kb_fail(kb, "tg_k_dim: axis %d of a buffer with %d axes", axis, b->ndim);
+  return (tg_kv *)(b->var[axis] ? b->var[axis] : uop_const_int(DT_INDEX, b->shape[axis]));
+}
 
 /* ---- memory */
 

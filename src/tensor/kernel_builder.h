@@ -21,6 +21,7 @@ typedef struct {
   int64_t numel;
   tg_dtype dtype;
   uop *global;             /* its DEFINE_GLOBAL */
+  uop *var[TG_MAX_DIMS];   /* an input's symbolic axes: the DEFINE_VAR it runs to (borrowed), NULL when static */
 } kb_buffer;
 
 struct tg_kb {
