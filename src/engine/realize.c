@@ -187,11 +187,15 @@ static void opts_key(sched_item *it, char *buf, size_t n) {
   snprintf(buf, n, "%s|%s|%d|%d", it->dev->name, spec ? spec : "", (int)setting_int(SET_NOOPT), beam_width());
 }
 
+/* opts_key of the last device, kept while one schedule is prepared (the
+ * settings cannot change meanwhile; a model's schedule has hundreds of
+ * items, and reading the settings is most of finding a program) */
+static _Thread_local struct { const tg_device *dev; char s[512]; } key_memo;
+
 static uop *program_key(sched_item *it) {
   /* one program per kernel, device and opts setting */
-  char keystr[512];
-  opts_key(it, keystr, sizeof keystr);
-  return uop1(OP_NOOP, DT_VOID, it->ast, arg_str(keystr));
+  if (key_memo.dev != it->dev) { opts_key(it, key_memo.s, sizeof key_memo.s); key_memo.dev = it->dev; }
+  return uop1(OP_NOOP, DT_VOID, it->ast, arg_str(key_memo.s));
 }
 
 /* The program from an earlier process (program_cache.h), or a fresh one
@@ -243,8 +247,10 @@ static int prepare(sched_item *it, prep *p, const prep *earlier, int nearlier, i
 /* Compiles every pending kernel at once (the compiler runs as processes in
  * parallel) and files the programs in the in-memory cache. */
 static int compile_pending(sched_item *items, prep *ps, int n, int debug) {
-  compile_job *jobs = tg_xcalloc((size_t)(n ? n : 1), sizeof(compile_job));
-  int *idx = tg_xcalloc((size_t)(n ? n : 1), sizeof(int)), nj = 0;
+  int npending = 0;   /* a job is 4 KB: sized by the kernels to compile, not the schedule's */
+  for (int i = 0; i < n; i++) npending += ps[i].kp.src != NULL;
+  compile_job *jobs = tg_xcalloc((size_t)(npending ? npending : 1), sizeof(compile_job));
+  int *idx = tg_xcalloc((size_t)(npending ? npending : 1), sizeof(int)), nj = 0;
   for (int i = 0; i < n; i++) {
     if (!ps[i].kp.src) continue;
     /* the same kernel twice in one schedule: compile once */
@@ -300,17 +306,19 @@ void engine_print_kernel_run(const char *tag, const char *device, const char *na
 
 double engine_now_s(void) { return now_s(); }
 
-/* The linear of a schedule: each item with its program, its buffers
- * retained again. */
-static void linear_of(const schedule *s, prep *ps, linear *l) {
+/* The linear of a schedule: each item with its program and its buffers
+ * (taken over from the item, with their references). */
+static void linear_of(schedule *s, prep *ps, linear *l) {
+  if (l->cap < l->n + s->n) { l->cap = l->n + s->n; l->v = tg_xrealloc(l->v, sizeof(linear_call) * (size_t)l->cap); }
   for (int i = 0; i < s->n; i++) {
-    const sched_item *it = &s->v[i];
+    sched_item *it = &s->v[i];
     const cached_prog *cp = ps[i].cp;
     linear_call c = { .prog = cp ? cp->prog : NULL, .dev = it->dev, .bufs = it->bufs, .nbufs = it->nbufs,
                       .flops = cp ? cp->flops : 0, .src = cp ? cp->src : NULL, .writes = 1 /* a copy writes its destination */ };
     if (cp) { c.nvars = cp->nvars; memcpy(c.varnames, cp->varnames, sizeof(char *) * (size_t)cp->nvars); c.writes = cp->writes; }
     snprintf(c.name, sizeof c.name, "%s", it->name);
-    linear_push(l, &c);
+    l->v[l->n++] = c;
+    it->bufs = NULL; it->nbufs = 0;
   }
 }
 
@@ -326,6 +334,7 @@ static int schedule_to_linear(uop *const *roots, int n, const char *default_devi
   int rc = 0;
   double t_phase = vs ? now_s() : 0;
   prep *ps = tg_xcalloc((size_t)(s.n ? s.n : 1), sizeof(prep));
+  key_memo.dev = NULL;
   for (int i = 0; i < s.n && rc == 0; i++) if (s.v[i].ast) rc = prepare(&s.v[i], &ps[i], ps, i, debug);
   uop_simplify_memo_end();
   if (rc == 0) rc = compile_pending(s.v, ps, s.n, debug);
