@@ -85,12 +85,12 @@ int linear_run(linear *l, const var_values *given) {
    * graph needs one layer's intermediates, not all). A JIT's capture
    * replays them in planned memory (jit.c), so it needs their
    * description, not their contents. */
-  ptrmap uses = { 0 }, last = { 0 };
+  ptrmap use = { 0 };   /* buffer -> uses << 32 | 1 + its last call */
   for (int i = 0; i < l->n; i++)
     for (int j = 0; j < l->v[i].nbufs; j++) {
       tg_buffer *b = l->v[i].bufs[j];
-      pm_put(&uses, b, (void *)((intptr_t)pm_get(&uses, b) + 1));
-      pm_put(&last, b, (void *)(intptr_t)(i + 1));
+      uint64_t u = (uint64_t)(uintptr_t)pm_get(&use, b);
+      pm_put(&use, b, (void *)(uintptr_t)(((u >> 32) + 1) << 32 | (uint64_t)(i + 1)));
     }
   if (capture) for (int i = 0; i < l->n; i++) linear_push(&capture->l, &l->v[i]);
   int rc = 0;
@@ -98,11 +98,12 @@ int linear_run(linear *l, const var_values *given) {
     rc = run_call(&l->v[i], vars[i], debug, time_each);
     for (int j = 0; rc == 0 && j < l->v[i].nbufs; j++) {
       tg_buffer *b = l->v[i].bufs[j];
-      intptr_t held = (intptr_t)pm_get(&uses, b) * (capture ? 2 : 1);
-      if ((intptr_t)pm_get(&last, b) == i + 1 && b->refcnt == held && !(capture && capture->keep_memory)) buffer_drop_memory(b);
+      uint64_t u = (uint64_t)(uintptr_t)pm_get(&use, b);
+      intptr_t held = (intptr_t)(u >> 32) * (capture ? 2 : 1);
+      if ((u & 0xffffffffu) == (uint64_t)(i + 1) && b->refcnt == held && !(capture && capture->keep_memory)) buffer_drop_memory(b);
     }
   }
-  pm_free(&uses); pm_free(&last);
+  pm_free(&use);
   free(vars);
   return rc;
 }
