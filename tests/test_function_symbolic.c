@@ -130,3 +130,27 @@ TEST(function_symbolic_input_gradient) {
   test_close_f32(gx, want_x, TMAX * DS, 1e-4, 1e-5, "dL/dx (0 past t)");
   tg_function_free(f);
 }
+
+/* an output that is the symbolic input itself, beside one computed from it */
+static int sym_identity(void *ctx, tg_tensor *const *in, int nin, tg_tensor **out, int nout) {
+  (void)ctx; (void)nin; (void)nout;
+  out[0] = in[0];
+  out[1] = tg_muls(in[0], 2);
+  return 0;
+}
+
+TEST(function_symbolic_output_is_its_input) {
+  init_sym();
+  CHECK_OK(tg_variable("fs_i", 1, TMAX));
+  CHECK(tg_bind("fs_i", 4) == 0);
+  tg_tensor *xfull = tg_from_data(xs, TG_SHAPE(TMAX, DS), TG_F32);
+  tg_function *f = tg_function_new("sym_identity", sym_identity, NULL, 1, 2);
+  tg_tensor *in[1] = { tg_shrink_var(xfull, 0, "fs_i") }, *o[2];
+  CHECK_MSG(tg_function_call(f, in, o) == 0, "%s", tg_error());
+  CHECK(tg_dim_is_symbolic(o[0], 0) && tg_dim_is_symbolic(o[1], 0));
+  float a[TMAX * DS], b[TMAX * DS];
+  CHECK(tg_data(o[0], a, sizeof a) == 0);
+  CHECK(tg_data(o[1], b, sizeof b) == 0);
+  for (int i = 0; i < 4 * DS; i++) { CHECK_NEAR(a[i], xs[i], 0); CHECK_NEAR(b[i], 2 * xs[i], 0); }
+  tg_function_free(f);
+}
