@@ -185,3 +185,52 @@ TEST(schedule_program_errors) {
   CHECK_ERR((tg_tensor *)tg_schedule_new(none, 1), "tg_schedule_new");
   CHECK_ERR((tg_tensor *)tg_schedule_new(&xt, 0), "no tensors");
 }
+
+/* a contiguous slice of realized memory is a view: no call */
+TEST(schedule_program_slice_is_a_view) {
+  float a[24], got[8];
+  for (int i = 0; i < 24; i++) a[i] = (float)i;
+  tg_tensor *at = tg_from_data(a, TG_SHAPE(3, 8), TG_F32);
+  tg_tensor *row = tg_shrink(at, (int64_t[]){ 1, 0 }, (int64_t[]){ 2, 8 });
+  tg_schedule *s = tg_schedule_new(&row, 1);
+  CHECK_OK(s);
+  if (!s) return;
+  CHECK_EQ_INT(tg_schedule_count(s), 0);
+  CHECK(tg_schedule_run(s, NULL, NULL, 0) == 0);
+  CHECK(tg_data(row, got, sizeof got) == 0);
+  for (int i = 0; i < 8; i++) CHECK_NEAR(got[i], a[8 + i], 0);
+  tg_schedule_free(s);
+}
+
+/* a JIT step that runs a kept schedule captures its calls too: replays run
+ * them again (reading what its input holds then) */
+static tg_tensor *jy;
+static int step_runs_schedule(void *ctx, tg_tensor *const *in, int nin, tg_tensor **out, int nout) {
+  (void)nin; (void)nout;
+  if (tg_schedule_run(ctx, NULL, NULL, 0) < 0) return -1;
+  out[0] = tg_add(in[0], jy);
+  return out[0] ? 0 : -1;
+}
+
+TEST(schedule_program_run_inside_a_jit_step) {
+  float xv[6] = { 1, 2, 3, 4, 5, 6 };
+  tg_tensor *x = tg_from_data(xv, TG_SHAPE(6), TG_F32);
+  jy = tg_muls(x, 2);
+  tg_schedule *s = tg_schedule_new(&jy, 1);
+  CHECK_OK(s);
+  if (!s) return;
+  tg_jit *j = tg_jit_new(step_runs_schedule, s);
+  for (int call = 0; call < 5; call++) {
+    for (int i = 0; i < 6; i++) xv[i] = (float)(i * (call + 1));
+    CHECK(tg_realize(tg_assign(x, tg_from_data(xv, TG_SHAPE(6), TG_F32))) == 0);
+    float iv[6], got[6];
+    for (int i = 0; i < 6; i++) iv[i] = (float)(10 * call + i);
+    tg_tensor *in = tg_from_data(iv, TG_SHAPE(6), TG_F32), *out = NULL;
+    CHECK_MSG(tg_jit_call(j, &in, 1, &out, 1) == 0, "call %d: %s", call, tg_error());
+    CHECK(tg_data(out, got, sizeof got) == 0);
+    for (int i = 0; i < 6; i++) CHECK_NEAR(got[i], iv[i] + 2 * xv[i], 0);
+  }
+  CHECK_EQ_INT(tg_jit_stats(j).kernels, 2);   /* the schedule's kernel and the add */
+  tg_jit_free(j);
+  tg_schedule_free(s);
+}
