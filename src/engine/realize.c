@@ -1,6 +1,7 @@
-/* realize.c: schedule -> compile (cached per AST) -> run, with counters and
- * DEBUG output like tinygrad's: DEBUG=2 one line per kernel run, DEBUG=3 the
- * kernel AST, DEBUG=4 the source. */
+/* realize.c: schedule -> compile (cached per AST) -> a linear of calls
+ * (linear.h) -> run, with counters and DEBUG output like tinygrad's:
+ * DEBUG=2 one line per kernel run, DEBUG=3 the kernel AST, DEBUG=4 the
+ * source. */
 #include <pthread.h>
 #include <time.h>
 #include "engine/realize.h"
