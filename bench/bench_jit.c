@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <time.h>
 #include "tg.h"
-#include "engine/realize.h"
+#include "engine/linear.h"
 #include "runtime/buffer.h"
 
 enum { KERNELS = 100, N = 16, REPS = 2000 };
@@ -50,12 +50,12 @@ int main(void) {
   for (int r = 0; r < 5; r++) {
     double t0 = now();
     for (int i = 0; i < REPS / 5; i++)
-      for (int k = 0; k < cap.n; k++) {
+      for (int k = 0; k < cap.l.n; k++) {
         void *ptrs[8];
-        for (int a = 0; a < cap.v[k].nbufs && a < 8; a++) ptrs[a] = cap.v[k].bufs[a]->ptr;
-        cap.v[k].dev->launch(cap.v[k].dev, cap.v[k].prog, ptrs, cap.v[k].nbufs, NULL, 0);
+        for (int a = 0; a < cap.l.v[k].nbufs && a < 8; a++) ptrs[a] = cap.l.v[k].bufs[a]->ptr;
+        cap.l.v[k].dev->launch(cap.l.v[k].dev, cap.l.v[k].prog, ptrs, cap.l.v[k].nbufs, NULL, 0);
       }
-    double dt = (now() - t0) / (REPS / 5) / (cap.n ? cap.n : 1);
+    double dt = (now() - t0) / (REPS / 5) / (cap.l.n ? cap.l.n : 1);
     if (dt < best_direct) best_direct = dt;
   }
   printf("bench jit_replay kernels=%d jit_us_per_kernel=%.3f direct_us_per_kernel=%.3f overhead_us=%.3f ratio=%.3f\n",

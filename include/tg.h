@@ -447,7 +447,9 @@ TG_API int tg_jit_export(const tg_jit *j, const char *path);
  * call of the body's gradient body, built once per output and set of
  * inputs that need a gradient; or of the function given by
  * tg_function_set_grad. Tensors built by calls stay valid after
- * tg_function_free: the CALL nodes in their graphs keep the bodies alive. */
+ * tg_function_free: the CALL nodes in their graphs keep the bodies alive.
+ * An input with a symbolic axis (tg_shrink_var) is in the signature by its
+ * variable, not its value: one body serves every value bound to it. */
 typedef struct tg_function tg_function;
 TG_API tg_function *tg_function_new(const char *name, tg_jit_fn fn, void *ctx, int nin, int nout);
 TG_API void tg_function_free(tg_function *f);
@@ -485,6 +487,36 @@ typedef struct {
 } tg_schedule_entry;
 /* Fills out[0..min(count, max)) and returns the count, or -1. */
 TG_API int tg_schedule_list(tg_tensor *const *ts, int n, tg_schedule_entry *out, int max);
+
+/* A schedule kept as a program (tinygrad's LINEAR of CALLs, docs/jit.md):
+ * the kernels and copies that realizing ts together runs, scheduled and
+ * compiled once by tg_schedule_new (nothing runs), then run as often as
+ * wanted with tg_schedule_run, each time with the variable values given
+ * there. Its buffers are fixed: a run reads its inputs' memory as it is
+ * then (a tg_assign to an input between runs is seen) and writes the same
+ * output memory. At the first run, ts (and every live tensor sharing
+ * their graph) become views of that memory, so they show what the last
+ * run wrote. Not for sharded tensors. NULL + tg_error on failure. */
+typedef struct tg_schedule tg_schedule;
+TG_API tg_schedule *tg_schedule_new(tg_tensor *const *ts, int n);
+TG_API void tg_schedule_free(tg_schedule *s);
+/* Its calls (kernels and copies), in run order; -1 for NULL. */
+TG_API int tg_schedule_count(const tg_schedule *s);
+/* Call i, as tg_schedule_list describes it (buffer ids as there): 0 or -1. */
+TG_API int tg_schedule_call(const tg_schedule *s, int i, tg_schedule_entry *out);
+/* The symbolic variables its kernels read, sorted by name, into
+ * names[0..min(count, max)); returns the count, or -1. */
+TG_API int tg_schedule_vars(const tg_schedule *s, const char **names, int max);
+/* Runs every call in order. names[i] takes values[i] for this run (and
+ * only: the tg_bind values stay as they were); a variable not given uses
+ * its tg_bind value. An undeclared name, a value outside the variable's range,
+ * a name given twice or a variable the kernels read that is neither given
+ * nor bound fails before anything runs. 0 or -1. */
+TG_API int tg_schedule_run(tg_schedule *s, const char *const *names, const int64_t *values, int n);
+/* The linear a replay runs (its captured calls, pruned ones left out), as
+ * tg_schedule_list describes each: fills out[0..min(count, max)) and
+ * returns the count (0 before the capture), or -1. */
+TG_API int tg_jit_entries(const tg_jit *j, tg_schedule_entry *out, int max);
 
 /* ---------------------------------------------------------------- kernels */
 

@@ -65,6 +65,17 @@ typedef int (*tg_kernel_grad_fn)(void *ctx, tg_tensor *const *in, int nin, tg_te
 TG_API int tg_custom_kernel(const char *name, const tg_kernel_out *outs, int nout, tg_tensor *const *in, int nin,
                             tg_kernel_build_fn build, tg_kernel_grad_fn grad, void *ctx, tg_tensor **out);
 
+/* As tg_custom_kernel, with outputs given as tensors the kernel fills
+ * (tinygrad's custom_kernel over Tensor.empty outputs): output k has the
+ * shape and dtype of targets[k], a realized tensor or a view of one
+ * (tg_empty, a slice of a cache), and its value is written there as
+ * tg_assign would (lazily; realizing targets[k] runs the kernel, readers of
+ * the old contents first). Targets must be on the kernel's device and have
+ * no symbolic axis. Gradients reach the inputs through grad as for
+ * tg_custom_kernel. 0, or -1 with tg_error() and no target changed. */
+TG_API int tg_custom_kernel_into(const char *name, tg_tensor *const *targets, int nout, tg_tensor *const *in, int nin,
+                                 tg_kernel_build_fn build, tg_kernel_grad_fn grad, void *ctx);
+
 /* ---- buffers: the kernel's parameters */
 
 /* Input i (read-only) or output i (write-only), as a buffer of its
@@ -75,6 +86,13 @@ TG_API tg_kv *tg_k_output(tg_kb *kb, int i);
 TG_API tg_shape tg_k_shape(tg_kb *kb, tg_kv *buf);
 TG_API int tg_k_dtype(tg_kb *kb, tg_kv *v);
 
+/* The kernel's own optimizations (docs/kernel_opts.md: "UPCAST:0:4,THREAD:0:2"),
+ * applied instead of the heuristic's or BEAM's; TG_OPTS or
+ * tg_set_kernel_opts naming this kernel still wins. The spelling is
+ * checked now; an opt that does not fit the kernel fails its realize with
+ * a message saying why. 0 or -1. */
+TG_API int tg_k_opts(tg_kb *kb, const char *opts);
+
 /* ---- loops */
 
 /* A loop over 0..size-1 (size >= 1): the kernel runs its stores once per
@@ -83,6 +101,16 @@ TG_API tg_kv *tg_k_range(tg_kb *kb, int64_t size);
 /* A reduce loop over 0..size-1: usable only inside the value a tg_k_reduce
  * over it sums (or maxes). */
 TG_API tg_kv *tg_k_reduce_range(tg_kb *kb, int64_t size);
+/* Symbolic inputs: an input may have axes whose length is a bound variable
+ * (tg_shrink_var, e.g. a KV cache's first pos+1 rows). Its buffer is the
+ * axis's maximum (tg_k_shape); tg_k_dim gives axis's length as an int64
+ * value: the variable for a symbolic axis, a constant otherwise. Loops
+ * tg_k_range_to and tg_k_reduce_range_to run to such a length (or to a
+ * tg_k_int constant >= 1): the kernel is compiled once and loops to the
+ * value bound when it runs. Index checks use the variable's maximum. */
+TG_API tg_kv *tg_k_dim(tg_kb *kb, tg_kv *buf, int axis);
+TG_API tg_kv *tg_k_range_to(tg_kb *kb, tg_kv *n);
+TG_API tg_kv *tg_k_reduce_range_to(tg_kb *kb, tg_kv *n);
 
 /* ---- memory */
 

@@ -393,3 +393,96 @@ TEST(custom_kernel_errors) {
   CHECK(tg_k_store(NULL, NULL, NULL) < 0);
   CHECK(tg_k_shape(NULL, NULL).ndim == -1);
 }
+
+/* outputs given as tensors the kernel fills: empty ones, and a row of a
+ * realized cache (the other rows keep their values) */
+TEST(custom_kernel_into_targets) {
+  tg_tensor *x = ints_tensor(TG_SHAPE(12), 1), *y = ints_tensor(TG_SHAPE(12), 2), *in[2] = { x, y };
+  tg_tensor *t[2] = { tg_empty(TG_SHAPE(12), TG_F32), tg_empty(TG_SHAPE(12), TG_I32) };
+  CHECK_OK(tg_custom_kernel_into("add_mul", t, 2, in, 2, add_mul_build, NULL, NULL) == 0);
+  same(t[0], tg_add(x, y), "into empty: x + y");
+  same(t[1], tg_cast(tg_mul(x, y), TG_I32), "into empty: int(x * y)");
+  tg_tensor *cache = tg_contiguous(tg_zeros(TG_SHAPE(3, 12), TG_F32));
+  CHECK(tg_realize(cache) == 0);
+  tg_tensor *row = tg_reshape(tg_shrink(cache, (int64_t[]){ 1, 0 }, (int64_t[]){ 2, 12 }), TG_SHAPE(12));
+  CHECK_OK(tg_custom_kernel_into("add_one", &row, 1, &x, 1, add_one_build, NULL, NULL) == 0);
+  float xv[12], cv[36];
+  CHECK(tg_data(x, xv, sizeof xv) == 0);
+  CHECK(tg_data(cache, cv, sizeof cv) == 0);
+  for (int r = 0; r < 3; r++)
+    for (int i = 0; i < 12; i++) CHECK_NEAR(cv[r * 12 + i], r == 1 ? xv[i] + 1 : 0, 0);
+  /* misuse: no target changes */
+  tg_tensor *lazy = tg_add(x, x), *none[1] = { NULL }, *twice[2] = { t[0], t[0] };
+  CHECK_FAILS(tg_custom_kernel_into("add_one", &lazy, 1, &x, 1, add_one_build, NULL, NULL), "add_one", "target 0 is not memory");
+  CHECK_FAILS(tg_custom_kernel_into("add_one", none, 1, &x, 1, add_one_build, NULL, NULL), "target 0 is NULL");
+  CHECK_FAILS(tg_custom_kernel_into("add_mul", twice, 2, in, 2, add_mul_build, NULL, NULL), "targets 0 and 1 are one tensor");
+  CHECK_FAILS(tg_custom_kernel_into("add_one", t, 0, &x, 1, add_one_build, NULL, NULL), "0 outputs");
+  CHECK_FAILS(tg_custom_kernel_into("add_one", NULL, 1, &x, 1, add_one_build, NULL, NULL), "targets is NULL");
+  tg_tensor *small = tg_empty(TG_SHAPE(5), TG_F32);
+  CHECK_FAILS(tg_custom_kernel_into("add_one", &small, 1, &x, 1, add_one_build, NULL, NULL), "add_one");
+  same(t[0], tg_add(x, y), "a failed call left its target");
+}
+
+/* add_one with the kernel's own opts (ctx: the spec) */
+static int add_one_opts_build(void *ctx, tg_kb *kb) {
+  if (tg_k_opts(kb, ctx) < 0) return -1;
+  return add_one_build(NULL, kb);
+}
+
+TEST(custom_kernel_own_opts) {
+  tg_tensor *x = ints_tensor(TG_SHAPE(16), 3), *y = NULL;
+  tg_kernel_out o = { TG_SHAPE(16), TG_F32 };
+  CHECK_OK(tg_custom_kernel("add_one_up4", &o, 1, &x, 1, add_one_opts_build, NULL, "UPCAST:0:4", &y) == 0);
+  same(y, tg_adds(x, 1), "UPCAST:0:4");
+  /* the opts are the kernel's: one that does not fit fails its realize */
+  tg_tensor *z = NULL;
+  CHECK_OK(tg_custom_kernel("add_one_up5", &o, 1, &x, 1, add_one_opts_build, NULL, "UPCAST:0:5", &z) == 0);
+  CHECK_FAILS(tg_realize(z), "UPCAST");
+  CHECK_FAILS(tg_custom_kernel("add_one_bad", &o, 1, &x, 1, add_one_opts_build, NULL, "BOGUS:1", &z), "add_one_bad", "tg_k_opts");
+  CHECK_FAILS(tg_custom_kernel("add_one_null", &o, 1, &x, 1, add_one_opts_build, NULL, NULL, &z), "add_one_null", "opts is NULL");
+  CHECK_FAILS(tg_k_opts(NULL, "UPCAST:0:4"), "kb is NULL");
+}
+
+/* over the valid rows of k (axis 0 symbolic): colsum[d] = sum_{i<t} k[i][d],
+ * twice[i][d] = 2 k[i][d] for i < t */
+static int sym_rows_build(void *ctx, tg_kb *kb) {
+  tg_kv *k = tg_k_input(kb, 0);
+  tg_kv *t = tg_k_dim(kb, k, 0);
+  int64_t d = tg_k_shape(kb, k).d[1];
+  if (ctx) t = tg_k_add(kb, t, tg_k_int(kb, 0));   /* ctx: a computed end, refused */
+  tg_kv *j = tg_k_range(kb, d), *r = tg_k_reduce_range_to(kb, t);
+  tg_kv *sum = tg_k_reduce(kb, TG_K_SUM, ld2(kb, k, r, j), &r, 1);
+  tg_k_store(kb, tg_k_index(kb, tg_k_output(kb, 0), &j, 1), sum);
+  tg_kv *i = tg_k_range_to(kb, t);
+  return tg_k_store(kb, at2(kb, tg_k_output(kb, 1), i, j), tg_k_mul(kb, ld2(kb, k, i, j), tg_k_const(kb, TG_F32, 2)));
+}
+
+TEST(custom_kernel_symbolic_input) {
+  enum { TM = 9, DD = 5 };
+  CHECK_OK(tg_variable("ck_t", 1, TM));
+  tg_tensor *kfull = ints_tensor(TG_SHAPE(TM, DD), 4);
+  float kv[TM * DD];
+  CHECK(tg_data(kfull, kv, sizeof kv) == 0);
+  tg_kernel_out outs[2] = { { TG_SHAPE(DD), TG_F32 }, { TG_SHAPE(TM, DD), TG_F32 } };
+  tg_counters c0 = { 0 };
+  const int ts[3] = { 4, TM, 1 };
+  for (int r = 0; r < 3; r++) {
+    CHECK(tg_bind("ck_t", ts[r]) == 0);
+    if (r == 1) c0 = tg_get_counters();
+    tg_tensor *k = tg_shrink_var(kfull, 0, "ck_t"), *o[2] = { 0 };
+    CHECK_OK(tg_custom_kernel("sym_rows", outs, 2, &k, 1, sym_rows_build, NULL, NULL, o) == 0);
+    float cs[DD], tw[TM * DD];
+    CHECK(tg_data(o[0], cs, sizeof cs) == 0);
+    CHECK(tg_data(o[1], tw, sizeof tw) == 0);
+    for (int d = 0; d < DD; d++) {
+      float want = 0;
+      for (int i = 0; i < ts[r]; i++) want += kv[i * DD + d];
+      CHECK_NEAR(cs[d], want, 0);
+    }
+    for (int i = 0; i < ts[r] * DD; i++) CHECK_NEAR(tw[i], 2 * kv[i], 0);
+  }
+  tg_counters c1 = tg_get_counters();   /* one program for every value */
+  CHECK_EQ_INT(c1.kernels_compiled + c1.kernels_cached, c0.kernels_compiled + c0.kernels_cached);
+  tg_tensor *k = tg_shrink_var(kfull, 0, "ck_t"), *o[2];
+  CHECK_FAILS(tg_custom_kernel("sym_rows", outs, 2, &k, 1, sym_rows_build, NULL, "computed", o), "sym_rows", "not to a computed value");
+}

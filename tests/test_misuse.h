@@ -36,6 +36,7 @@ tg_chat_template *fx_template(void);
 tg_token_stream *fx_stream(void);
 tg_jit *fx_jit(void);
 tg_optim *fx_optim(void);
+tg_schedule *fx_schedule(void);
 int fx_jit_fn(void *ctx, tg_tensor *const *in, int nin, tg_tensor **out, int nout);
 
 #endif

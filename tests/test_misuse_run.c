@@ -53,6 +53,11 @@ tg_jit *fx_jit(void) {
   if (!j) j = tg_jit_new(fx_jit_fn, NULL);
   return j;
 }
+tg_schedule *fx_schedule(void) {
+  static tg_schedule *s;
+  if (!s) s = tg_schedule_new(fx_tensors(), 1);
+  return s;
+}
 tg_optim *fx_optim(void) {
   static tg_optim *o;
   if (!o) o = tg_sgd_new(fx_tensors(), 1, 0.1, 0, 0, false);

@@ -1,17 +1,18 @@
-/* realize.c: schedule -> compile (cached per AST) -> run, with counters and
- * DEBUG output like tinygrad's: DEBUG=2 one line per kernel run, DEBUG=3 the
- * kernel AST, DEBUG=4 the source. */
+/* realize.c: schedule -> compile (cached per AST) -> a linear of calls
+ * (linear.h) -> run, with counters and DEBUG output like tinygrad's:
+ * DEBUG=2 one line per kernel run, DEBUG=3 the kernel AST, DEBUG=4 the
+ * source. */
 #include <math.h>
 #include <pthread.h>
 #include <time.h>
 #include "engine/realize.h"
+#include "engine/linear.h"
 #include "uop/symbolic.h"
 #include "codegen/codegen.h"
 #include "codegen/opts.h"
 #include "engine/beam.h"
 #include "engine/program_cache.h"
 #include "engine/compile_jobs.h"
-#include "engine/vars.h"
 #include "runtime/cpu_compiler.h"
 #include "runtime/thread_pool.h"
 #include "schedule/schedule.h"
@@ -21,11 +22,10 @@
 
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 
-#define MAX_KERNEL_VARS 32
 typedef struct {
   tg_program *prog;
   double flops;
-  const char *varnames[MAX_KERNEL_VARS];   /* the kernel's vars[] order (names live in the AST) */
+  const char *varnames[LINEAR_MAX_VARS];   /* the kernel's vars[] order (names live in the AST) */
   int nvars;
   char *src;            /* the rendered source (tg_jit_export writes it out) */
   uint64_t writes;      /* bit i: the kernel stores to buffer i (i < 64) */
@@ -44,10 +44,10 @@ static uint64_t stores_mask(uop *ast) {
 /* The engine's facts about ast (program_cache.h); nvars -1 when its
  * variables' names do not fit. */
 static void facts_of(uop *ast, program_facts *f) {
-  const char *names[MAX_KERNEL_VARS];
+  const char *names[LINEAR_MAX_VARS];
   f->flops = kernel_flops(ast);
   f->writes = stores_mask(ast);
-  f->nvars = kernel_var_names(ast, names, MAX_KERNEL_VARS);
+  f->nvars = kernel_var_names(ast, names, LINEAR_MAX_VARS);
   size_t at = 0;
   for (int i = 0; i < f->nvars; i++) {
     size_t len = strlen(names[i]) + 1;
@@ -135,6 +135,8 @@ static int generate(sched_item *it, kernel_program *kp, int debug) {
   bool heuristic = false;
   if (spec && *spec) {
     if ((n = kopts_parse(spec, o, 32)) < 0) return -1;
+  } else if (it->ast->op == OP_SINK && it->ast->arg.kind == ARG_STR) {   /* a custom kernel's own (tg_k_opts) */
+    if ((n = kopts_parse(it->ast->arg.s, o, 32)) < 0) return -1;
   } else if (beam_width() > 0) {
     if ((n = beam_opts(it, beam_width(), o, 32)) < 0) return -1;
   } else if (!setting_int(SET_NOOPT)) {
@@ -205,11 +207,15 @@ static void opts_key(sched_item *it, char *buf, size_t n) {
   snprintf(buf, n, "%s|%s|%d|%d", it->dev->name, spec ? spec : "", (int)setting_int(SET_NOOPT), beam_width());
 }
 
+/* opts_key of the last device, kept while one schedule is prepared (the
+ * settings cannot change meanwhile; a model's schedule has hundreds of
+ * items, and reading the settings is most of finding a program) */
+static _Thread_local struct { const tg_device *dev; char s[512]; } key_memo;
+
 static uop *program_key(sched_item *it) {
   /* one program per kernel, device and opts setting */
-  char keystr[512];
-  opts_key(it, keystr, sizeof keystr);
-  return uop1(OP_NOOP, DT_VOID, it->ast, arg_str(keystr));
+  if (key_memo.dev != it->dev) { opts_key(it, key_memo.s, sizeof key_memo.s); key_memo.dev = it->dev; }
+  return uop1(OP_NOOP, DT_VOID, it->ast, arg_str(key_memo.s));
 }
 
 /* The program from an earlier process (program_cache.h), or a fresh one
@@ -261,8 +267,10 @@ static int prepare(sched_item *it, prep *p, const prep *earlier, int nearlier, i
 /* Compiles every pending kernel at once (the compiler runs as processes in
  * parallel) and files the programs in the in-memory cache. */
 static int compile_pending(sched_item *items, prep *ps, int n, int debug) {
-  compile_job *jobs = tg_xcalloc((size_t)(n ? n : 1), sizeof(compile_job));
-  int *idx = tg_xcalloc((size_t)(n ? n : 1), sizeof(int)), nj = 0;
+  int npending = 0;   /* a job is 4 KB: sized by the kernels to compile, not the schedule's */
+  for (int i = 0; i < n; i++) npending += ps[i].kp.src != NULL;
+  compile_job *jobs = tg_xcalloc((size_t)(npending ? npending : 1), sizeof(compile_job));
+  int *idx = tg_xcalloc((size_t)(npending ? npending : 1), sizeof(int)), nj = 0;
   for (int i = 0; i < n; i++) {
     if (!ps[i].kp.src) continue;
     /* the same kernel twice in one schedule: compile once */
@@ -284,7 +292,7 @@ static int compile_pending(sched_item *items, prep *ps, int n, int debug) {
     cp->prog = jobs[j].prog;
     cp->flops = p->facts.flops;
     cp->writes = p->facts.writes;
-    if (p->facts.nvars < 0) cp->nvars = kernel_var_names(items[idx[j]].ast, cp->varnames, MAX_KERNEL_VARS);
+    if (p->facts.nvars < 0) cp->nvars = kernel_var_names(items[idx[j]].ast, cp->varnames, LINEAR_MAX_VARS);
     else {   /* names kept with the program (the entry lives as long as the process) */
       cp->nvars = p->facts.nvars;
       char *names = cp->names = tg_xmalloc(sizeof p->facts.names);
@@ -317,46 +325,6 @@ static int compile_pending(sched_item *items, prep *ps, int n, int debug) {
   return rc;
 }
 
-static _Thread_local kernel_capture *capture;
-/* a replay has no kernel for a view: captured schedules store every root */
-void engine_capture_begin(kernel_capture *c) { capture = c; schedule_allow_views(false); }
-void engine_capture_end(void) { capture = NULL; schedule_allow_views(true); }
-void kernel_capture_free(kernel_capture *c) {
-  for (int i = 0; i < c->n; i++) {
-    for (int j = 0; j < c->v[i].nbufs; j++) buffer_release(c->v[i].bufs[j]);
-    free(c->v[i].bufs);
-  }
-  VEC_FREE(*c);
-}
-static void capture_item(sched_item *it, cached_prog *cp) {
-  captured_kernel k = { cp ? cp->prog : NULL, it->dev, tg_xmalloc(sizeof(tg_buffer *) * (size_t)(it->nbufs ? it->nbufs : 1)), it->nbufs, cp ? cp->flops : 0, "", { 0 }, 0, 0, cp ? cp->src : NULL };
-  if (cp) { k.nvars = cp->nvars; memcpy(k.varnames, cp->varnames, sizeof(char *) * (size_t)cp->nvars); }
-  for (int i = 0; i < it->nbufs; i++) { k.bufs[i] = it->bufs[i]; buffer_retain(it->bufs[i]); }
-  snprintf(k.name, sizeof k.name, "%s", it->name);
-  k.writes = 1;   /* a copy writes its destination */
-  if (it->ast) k.writes = cp ? cp->writes : stores_mask(it->ast);
-  VEC_PUSH(*capture, k);
-}
-
-static int run_copy(sched_item *it) {
-  tg_buffer *dst = it->bufs[0], *src = it->bufs[1];
-  if (buffer_alloc(dst) < 0 || buffer_alloc(src) < 0) return -1;
-  double t0 = viz_on ? now_s() : 0;
-  int rc = 0;
-  if (src->dev->host_memory && dst->dev->host_memory) {   /* CPU <-> CPU:1: one memcpy */
-    if (src->nbytes > dst->nbytes) rc = tg_seterr("copy %s->%s: %zu bytes do not fit %zu", src->dev->name, dst->dev->name, src->nbytes, dst->nbytes);
-    else if (src->nbytes) memcpy(dst->ptr, src->ptr, src->nbytes);
-  } else {
-    void *tmp = tg_xmalloc(src->nbytes);
-    rc = buffer_copyout(src, tmp, src->nbytes);
-    if (rc == 0) rc = buffer_copyin(dst, tmp, src->nbytes);
-    free(tmp);
-  }
-  if (viz_on) viz_copy(dst->dev->name, src->dev->name, src->nbytes, now_s() - t0);
-  counters_add_run(0, (double)src->nbytes * 2, 0);
-  return rc;
-}
-
 /* A kernel whose one store writes a zero constant to its one buffer (a
  * zeros tensor made contiguous: a KV cache, optimizer state). Whatever it
  * does not cover was never written, so memory that reads as zeros is a
@@ -370,42 +338,6 @@ static bool stores_only_zeros(const sched_item *it) {
   return v->arg.kind == ARG_FLOAT && v->arg.f == 0 && !signbit(v->arg.f);
 }
 
-/* time_each: time every launch (DEBUG=2, TG_KERNEL_TIMES=1), waiting for
- * devices that queue; else those run on while the engine goes on. */
-static int run_item(sched_item *it, cached_prog *cp, int debug, bool time_each) {
-  if (!it->ast) return run_copy(it);
-  if (!cp) return tg_seterr("internal: kernel %s has no program", it->name);
-  /* zeros into a buffer with no memory yet: zeroed memory, no launch (a
-   * capture's replay finds the buffer holding values, so it launches) */
-  if (!capture && stores_only_zeros(it)) {
-    int z = buffer_alloc_zeroed(it->bufs[0]);
-    if (z < 0) return -1;
-    if (z == 1) {
-      if (debug >= 2) fprintf(stderr, "*** %-4s %6s %-28s zeros from the allocator, not run\n", it->dev->name, "", it->name);
-      return 0;
-    }
-  }
-  void *ptrs[256];
-  if (it->nbufs > 256) return tg_seterr("kernel %s: more than 256 buffers", it->name);
-  double bytes = 0;
-  for (int i = 0; i < it->nbufs; i++) {
-    if (buffer_alloc(it->bufs[i]) < 0) return -1;
-    ptrs[i] = it->bufs[i]->ptr;
-    bytes += (double)it->bufs[i]->nbytes;
-  }
-  int64_t vars[MAX_KERNEL_VARS];
-  if (vars_values(cp->varnames, cp->nvars, vars) < 0) return -1;
-  double dt = 0;
-  int rc;
-  if (time_each || !it->dev->synchronize) rc = device_launch_timed(it->dev, cp->prog, ptrs, it->nbufs, vars, cp->nvars, &dt);
-  else rc = it->dev->launch(it->dev, cp->prog, ptrs, it->nbufs, vars, cp->nvars);
-  if (rc < 0) return rc;
-  counters_add_run(cp->flops, bytes, dt);
-  if (viz_on) viz_run(it->dev->name, it->name, dt, cp->flops, bytes);
-  if (debug >= 2) engine_print_kernel_run("***", it->dev->name, it->name, it->nbufs, dt, cp->flops, bytes);
-  return 0;
-}
-
 void engine_print_kernel_run(const char *tag, const char *device, const char *name, int nbufs, double dt, double flops, double bytes) {
   tg_counters c = tg_get_counters();
   fprintf(stderr, "%s %-4s %6lld %-28s bufs %2d  tm %10.2fus  %9.2f GFLOPS  %8.2f GB/s\n", tag, device, (long long)c.kernels_run, name,
@@ -414,49 +346,63 @@ void engine_print_kernel_run(const char *tag, const char *device, const char *na
 
 double engine_now_s(void) { return now_s(); }
 
-int engine_realize(uop *const *roots, int n, const char *default_device, ptrmap *becomes) {
+/* The linear of a schedule: each item with its program and its buffers
+ * (taken over from the item, with their references). */
+static void linear_of(schedule *s, prep *ps, linear *l) {
+  if (l->cap < l->n + s->n) { l->cap = l->n + s->n; l->v = tg_xrealloc(l->v, sizeof(linear_call) * (size_t)l->cap); }
+  for (int i = 0; i < s->n; i++) {
+    sched_item *it = &s->v[i];
+    const cached_prog *cp = ps[i].cp;
+    linear_call c = { .prog = cp ? cp->prog : NULL, .dev = it->dev, .bufs = it->bufs, .nbufs = it->nbufs,
+                      .flops = cp ? cp->flops : 0, .src = cp ? cp->src : NULL, .writes = 1 /* a copy writes its destination */ };
+    if (cp) { c.nvars = cp->nvars; memcpy(c.varnames, cp->varnames, sizeof(char *) * (size_t)cp->nvars); c.writes = cp->writes; }
+    c.zeros = it->ast && stores_only_zeros(it);
+    snprintf(c.name, sizeof c.name, "%s", it->name);
+    l->v[l->n++] = c;
+    it->bufs = NULL; it->nbufs = 0;
+  }
+}
+
+/* Schedules and compiles into l; vs: the VIZ schedule's id (0: none). */
+static int schedule_to_linear(uop *const *roots, int n, const char *default_device, ptrmap *becomes, linear *l, int vs) {
   schedule s;
-  int vs = viz_on ? viz_schedule_begin(roots, n) : 0;   /* VIZ: the tensor graph, then the kernel list */
   uop_simplify_memo_begin();   /* scheduling and optimizing simplify the same index math many times */
   int sc = schedule_create(roots, n, default_device, &s, becomes);
   if (vs) viz_schedule_scheduled(vs, &s, sc >= 0);
-  if (sc < 0) { uop_simplify_memo_end(); if (vs) viz_schedule_end(vs); return -1; }
+  if (sc < 0) { uop_simplify_memo_end(); return -1; }
   counters_add_schedule();
   int debug = (int)setting_int(SET_DEBUG);
-  bool time_each = debug >= 2 || setting_int(SET_TG_KERNEL_TIMES) || viz_on;
   int rc = 0;
   double t_phase = vs ? now_s() : 0;
   prep *ps = tg_xcalloc((size_t)(s.n ? s.n : 1), sizeof(prep));
+  key_memo.dev = NULL;
   for (int i = 0; i < s.n && rc == 0; i++) if (s.v[i].ast) rc = prepare(&s.v[i], &ps[i], ps, i, debug);
   uop_simplify_memo_end();
   if (rc == 0) rc = compile_pending(s.v, ps, s.n, debug);
   else for (int i = 0; i < s.n; i++) { free(ps[i].kp.src); if (ps[i].key) uop_release(ps[i].key); }
-  if (vs) { viz_span("compile", vs, t_phase); t_phase = now_s(); }
-  /* each buffer's item references and its last user: a buffer only the
-   * items hold (an intermediate of this schedule) gives its memory back
-   * after its last user ran, so a later one of its size reuses it (a
-   * layer-by-layer graph needs one layer's intermediates, not all). A
-   * JIT's capture replays them in planned memory (jit.c), so it needs
-   * their description, not their contents. */
-  ptrmap uses = { 0 }, last = { 0 };
-  for (int i = 0; i < s.n; i++)
-    for (int j = 0; j < s.v[i].nbufs; j++) {
-      tg_buffer *b = s.v[i].bufs[j];
-      pm_put(&uses, b, (void *)((intptr_t)pm_get(&uses, b) + 1));
-      pm_put(&last, b, (void *)(intptr_t)(i + 1));
-    }
-  for (int i = 0; i < s.n && rc == 0; i++) {
-    rc = run_item(&s.v[i], ps[i].cp, debug, time_each);
-    if (rc == 0 && capture) capture_item(&s.v[i], ps[i].cp);
-    for (int j = 0; rc == 0 && j < s.v[i].nbufs; j++) {
-      tg_buffer *b = s.v[i].bufs[j];
-      intptr_t held = (intptr_t)pm_get(&uses, b) * (capture ? 2 : 1);   /* a capture holds each use too */
-      if ((intptr_t)pm_get(&last, b) == i + 1 && b->refcnt == held && !(capture && capture->keep_memory)) buffer_drop_memory(b);
-    }
-  }
-  pm_free(&uses); pm_free(&last);
-  if (vs) { viz_span("run", vs, t_phase); viz_schedule_end(vs); }
+  for (int i = 0; i < s.n && rc == 0; i++)
+    if (s.v[i].ast && !ps[i].cp) rc = tg_seterr("internal: kernel %s has no program", s.v[i].name);
+  if (vs) viz_span("compile", vs, t_phase);
+  if (rc == 0) linear_of(&s, ps, l);
   free(ps);
   schedule_free(&s);
+  return rc;
+}
+
+int engine_linearize(uop *const *roots, int n, const char *default_device, ptrmap *becomes, linear *l) {
+  int vs = viz_on ? viz_schedule_begin(roots, n) : 0;
+  int rc = schedule_to_linear(roots, n, default_device, becomes, l, vs);
+  if (vs) viz_schedule_end(vs);
+  return rc;
+}
+
+int engine_realize(uop *const *roots, int n, const char *default_device, ptrmap *becomes) {
+  int vs = viz_on ? viz_schedule_begin(roots, n) : 0;   /* VIZ: the tensor graph, then the kernel list */
+  linear l = { 0 };
+  int rc = schedule_to_linear(roots, n, default_device, becomes, &l, vs);
+  double t_phase = vs ? now_s() : 0;
+  if (rc == 0) rc = linear_run(&l, NULL);
+  if (vs) { viz_span("run", vs, t_phase); viz_schedule_end(vs); }
+  linear_free(&l);
   return rc;
 }

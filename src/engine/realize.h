@@ -16,28 +16,6 @@ int engine_realize(uop *const *roots, int n, const char *default_device, ptrmap 
  * now on, 0 for $BEAM's; returns the previous setting. */
 int engine_set_beam(int width);
 
-/* ---- kernel capture (for the JIT): while a capture is active on this
- * thread, every kernel run is appended to it. */
-typedef struct {
-  tg_program *prog;       /* NULL for a copy between devices */
-  tg_device *dev;
-  struct tg_buffer **bufs;  /* retained */
-  int nbufs;
-  double flops;
-  char name[96];
-  const char *varnames[32];   /* symbolic variables, in vars[] order */
-  int nvars;
-  uint64_t writes;            /* bit i: the kernel stores to bufs[i] (a copy: bufs[0]) */
-  const char *src;            /* its source (the program cache's), NULL for a copy */
-} captured_kernel;
-/* keep_memory: the captured intermediates keep their memory to the end
- * (the JIT's pruning keeps some results in them); else an intermediate's
- * memory goes back after its last user, as outside a capture. */
-typedef struct { captured_kernel *v; int n, cap; bool keep_memory; } kernel_capture;
-void engine_capture_begin(kernel_capture *c);
-void engine_capture_end(void);
-void kernel_capture_free(kernel_capture *c);
-
 /* ---- kernel observer (for tests that check every kernel against another
  * target): while set, fn sees the AST of every kernel about to run, cached
  * or not, on any thread. */

@@ -35,26 +35,51 @@ int vars_range(const char *name, int64_t *min, int64_t *max) {
   return e ? 0 : -1;
 }
 
+/* The error for binding e (NULL: unknown) to value, or 0. Lock held. */
+static int check_value(const char *who, const char *name, const var_entry *e, int64_t value) {
+  if (!e) return tg_seterr("%s: no variable named '%s'", who, name ? name : "(null)");
+  if (value < e->min || value > e->max)
+    return tg_seterr("%s: %s = %lld is outside its range [%lld, %lld]", who, name, (long long)value, (long long)e->min, (long long)e->max);
+  return 0;
+}
+
 int tg_bind(const char *name, int64_t value) {
   pthread_mutex_lock(&lock);
   var_entry *e = name ? find(name) : NULL;
-  int rc = 0;
-  if (!e) rc = tg_seterr("tg_bind: no variable named '%s'", name ? name : "(null)");
-  else if (value < e->min || value > e->max)
-    rc = tg_seterr("tg_bind: %s = %lld is outside its range [%lld, %lld]", name, (long long)value, (long long)e->min, (long long)e->max);
-  else { e->value = value; e->bound = true; }
+  int rc = check_value("tg_bind", name, e, value);
+  if (rc == 0) { e->value = value; e->bound = true; }
   pthread_mutex_unlock(&lock);
   return rc;
 }
 
-int vars_values(const char *const *names, int n, int64_t *values) {
+int vars_check_given(const char *who, const var_values *given) {
+  if (!given || given->n == 0) return 0;
+  if (given->n < 0 || !given->names || !given->values) return tg_seterr("%s: %s", who, given->n < 0 ? "negative variable count" : "NULL variable names or values");
+  pthread_mutex_lock(&lock);
+  int rc = 0;
+  for (int i = 0; i < given->n && rc == 0; i++) {
+    const char *name = given->names[i];
+    rc = check_value(who, name, name ? find(name) : NULL, given->values[i]);
+    for (int k = 0; k < i && rc == 0; k++)
+      if (!strcmp(given->names[k], name)) rc = tg_seterr("%s: variable '%s' given twice", who, name);
+  }
+  pthread_mutex_unlock(&lock);
+  return rc;
+}
+
+int vars_values_given(const char *const *names, int n, int64_t *values, const var_values *given) {
   pthread_mutex_lock(&lock);
   int rc = 0;
   for (int i = 0; i < n && rc == 0; i++) {
-    var_entry *e = find(names[i]);
-    if (!e || !e->bound) rc = tg_seterr("variable '%s' is not bound (tg_bind it before running)", names[i]);
+    int g = given ? given->n - 1 : -1;
+    while (g >= 0 && strcmp(given->names[g], names[i])) g--;
+    var_entry *e = g >= 0 ? NULL : find(names[i]);
+    if (g >= 0) values[i] = given->values[g];
+    else if (!e || !e->bound) rc = tg_seterr("variable '%s' is not bound (tg_bind it, or give its value, before running)", names[i]);
     else values[i] = e->value;
   }
   pthread_mutex_unlock(&lock);
   return rc;
 }
+
+int vars_values(const char *const *names, int n, int64_t *values) { return vars_values_given(names, n, values, NULL); }

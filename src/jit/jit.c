@@ -36,8 +36,8 @@ tg_jit *tg_jit_new(tg_jit_fn fn, void *ctx) {
 
 void tg_jit_free(tg_jit *j) {
   if (!j) return;
-  replay_plan_free(j->rp, j->cap.n);
-  for (int i = 0; j->args && i < j->cap.n; i++) free(j->args[i]);
+  replay_plan_free(j->rp, j->cap.l.n);
+  for (int i = 0; j->args && i < j->cap.l.n; i++) free(j->args[i]);
   free(j->args);
   kernel_capture_free(&j->cap);
   for (int s = 0; s < j->nslots; s++) if (j->slots[s]) j->slot_dev[s]->free(j->slot_dev[s], j->slots[s], j->slot_bytes[s]);
@@ -54,9 +54,20 @@ void tg_jit_free(tg_jit *j) {
 tg_jit_info tg_jit_stats(const tg_jit *j) {
   tg_jit_info s = { 0 };
   if (!j) return s;
-  s.calls = j->calls; s.kernels = j->cap.n; s.intermediate_bytes = j->inter_bytes; s.planned_bytes = j->planned_bytes;
+  s.calls = j->calls; s.kernels = j->cap.l.n; s.intermediate_bytes = j->inter_bytes; s.planned_bytes = j->planned_bytes;
   s.pruned = j->pruned;
   return s;
+}
+
+int tg_jit_entries(const tg_jit *j, tg_schedule_entry *out, int max) {
+  if (!j) return tg_seterr("tg_jit_entries: no JIT");
+  if (max < 0 || (max > 0 && !out)) return tg_seterr("tg_jit_entries: %s (max %d)", out ? "negative max" : "NULL output array", max);
+  int n = j->calls >= 2 ? j->cap.l.n : 0;
+  for (int k = 0; k < n && k < max; k++) {
+    const linear_call *c = &j->cap.l.v[k];
+    schedule_entry_fill(&out[k], c->name, c->dev, c->bufs, c->nbufs, !c->prog);
+  }
+  return n;
 }
 
 static tensor_sig sig_of(tg_tensor *t) { return (tensor_sig){ tg_shape_of(t), tg_dtype_of(t), tg_device_of(t), { 0 } }; }
@@ -129,9 +140,9 @@ static int run_step(tg_jit *j, tg_tensor *const *in, int nin, tg_tensor **out, i
 /* how many capture references each buffer has: a buffer nothing else
  * holds is an intermediate of the step */
 static void count_refs(tg_jit *j, ptrmap *refs) {
-  for (int k = 0; k < j->cap.n; k++)
-    for (int a = 0; a < j->cap.v[k].nbufs; a++) {
-      tg_buffer *b = j->cap.v[k].bufs[a];
+  for (int k = 0; k < j->cap.l.n; k++)
+    for (int a = 0; a < j->cap.l.v[k].nbufs; a++) {
+      tg_buffer *b = j->cap.l.v[k].bufs[a];
       pm_put(refs, b, (void *)((intptr_t)pm_get(refs, b) + 1));
     }
 }
@@ -144,8 +155,8 @@ static void prune_constant_kernels(tg_jit *j, tg_buffer **inb) {
   count_refs(j, &refs);
   for (int i = 0; i < j->nin; i++) pm_put(&changing, inb[i], (void *)1);
   int kept = 0;
-  for (int k = 0; k < j->cap.n; k++) {
-    captured_kernel *ck = &j->cap.v[k];
+  for (int k = 0; k < j->cap.l.n; k++) {
+    linear_call *ck = &j->cap.l.v[k];
     bool keep = ck->nvars > 0 || !ck->writes || ck->nbufs > 64;
     for (int a = 0; a < ck->nbufs && !keep; a++) {
       tg_buffer *b = ck->bufs[a];
@@ -154,7 +165,7 @@ static void prune_constant_kernels(tg_jit *j, tg_buffer **inb) {
     }
     if (keep) {
       for (int a = 0; a < ck->nbufs && a < 64; a++) if (ck->writes >> a & 1) pm_put(&changing, ck->bufs[a], (void *)1);
-      j->cap.v[kept++] = *ck;
+      j->cap.l.v[kept++] = *ck;
       continue;
     }
     /* its results stay in their captured buffers, which the JIT keeps */
@@ -167,25 +178,25 @@ static void prune_constant_kernels(tg_jit *j, tg_buffer **inb) {
     free(ck->bufs);
     j->pruned++;
   }
-  j->cap.n = kept;
+  j->cap.l.n = kept;
   pm_free(&refs); pm_free(&changing);
 }
 
 /* Classifies every kernel argument and plans the intermediates' memory. */
 static void plan(tg_jit *j, tg_buffer **inb, tg_tensor **out) {
-  int nk = j->cap.n;
+  int nk = j->cap.l.n;
   j->args = tg_xcalloc((size_t)(nk ? nk : 1), sizeof(jit_arg *));
   tg_buffer *outb[256] = { 0 };
   for (int i = 0; i < j->nout && i < 256; i++) outb[i] = uop_contiguous_buffer(out[i]->u);
   ptrmap refs = { 0 }, last = { 0 }, slot_of = { 0 };
   count_refs(j, &refs);
   for (int k = 0; k < nk; k++)
-    for (int a = 0; a < j->cap.v[k].nbufs; a++) pm_put(&last, j->cap.v[k].bufs[a], (void *)(intptr_t)(k + 1));
+    for (int a = 0; a < j->cap.l.v[k].nbufs; a++) pm_put(&last, j->cap.l.v[k].bufs[a], (void *)(intptr_t)(k + 1));
   /* slots: greedy by first use; a slot is free once its last user ran */
   int cap = 0;
   int *slot_last = NULL;
   for (int k = 0; k < nk; k++) {
-    captured_kernel *ck = &j->cap.v[k];
+    linear_call *ck = &j->cap.l.v[k];
     j->args[k] = tg_xcalloc((size_t)(ck->nbufs ? ck->nbufs : 1), sizeof(jit_arg));
     for (int a = 0; a < ck->nbufs; a++) {
       tg_buffer *b = ck->bufs[a];
@@ -223,7 +234,7 @@ static void plan(tg_jit *j, tg_buffer **inb, tg_tensor **out) {
    * their memory goes back, so the step's intermediates take the plan's
    * bytes, not the plan's plus every one the capture made */
   for (int k = 0; k < nk; k++)
-    for (int a = 0; a < j->cap.v[k].nbufs; a++) if (j->args[k][a].kind == ARG_SLOT) buffer_drop_memory(j->cap.v[k].bufs[a]);
+    for (int a = 0; a < j->cap.l.v[k].nbufs; a++) if (j->args[k][a].kind == ARG_SLOT) buffer_drop_memory(j->cap.l.v[k].bufs[a]);
   for (int t = 0; t < j->nslots; t++) {
     j->slots[t] = j->slot_dev[t]->alloc(j->slot_dev[t], j->slot_bytes[t] ? j->slot_bytes[t] : 1);
     j->planned_bytes += (int64_t)j->slot_bytes[t];
@@ -240,7 +251,7 @@ static void replay_plan_free(replay_plan *rp, int nk) {
 }
 
 static replay_plan *build_replay_plan(tg_jit *j) {
-  int nk = j->cap.n;
+  int nk = j->cap.l.n;
   replay_plan *rp = tg_xcalloc(1, sizeof *rp);
   rp->ptrs = tg_xcalloc((size_t)(nk ? nk : 1), sizeof(void **));
   rp->vars = tg_xcalloc((size_t)(nk ? nk : 1), sizeof *rp->vars);
@@ -248,7 +259,7 @@ static replay_plan *build_replay_plan(tg_jit *j) {
   rp->varp = tg_xcalloc((size_t)(nk ? nk : 1), sizeof(int64_t *));
   VEC(replay_patch) patch = { 0 };
   for (int k = 0; k < nk; k++) {
-    captured_kernel *ck = &j->cap.v[k];
+    linear_call *ck = &j->cap.l.v[k];
     rp->ptrs[k] = tg_xcalloc((size_t)(ck->nbufs ? ck->nbufs : 1), sizeof(void *));
     for (int a = 0; a < ck->nbufs; a++) {
       jit_arg *ja = &j->args[k][a];
@@ -268,10 +279,10 @@ static replay_plan *build_replay_plan(tg_jit *j) {
   rp->batch_end = tg_xcalloc((size_t)(nk ? nk : 1), sizeof(int));
   rp->batched = tg_xcalloc((size_t)(nk ? nk : 1), sizeof(bool));
   for (int k = 0; k < nk;) {
-    captured_kernel *ck = &j->cap.v[k];
+    linear_call *ck = &j->cap.l.v[k];
     int end = k + 1;
     if (batches && ck->prog && ck->dev->launch_batch) {
-      while (end < nk && end - k < size && j->cap.v[end].prog && j->cap.v[end].dev == ck->dev) end++;
+      while (end < nk && end - k < size && j->cap.l.v[end].prog && j->cap.l.v[end].dev == ck->dev) end++;
       rp->batched[rp->nbatches] = end - k > 1;
       if (end - k > 1 && size < (1 << 20)) size *= 2;
     }
@@ -289,11 +300,11 @@ static int replay_kernels(tg_jit *j, tg_buffer **inb, tg_buffer **outb) {
     const replay_patch *p = &rp->patch[i];
     rp->ptrs[p->k][p->a] = p->kind == ARG_INPUT ? inb[p->index]->ptr : outb[p->index]->ptr;
   }
-  for (int k = 0; k < j->cap.n; k++)
-    if (j->cap.v[k].nvars && vars_values(j->cap.v[k].varnames, j->cap.v[k].nvars, rp->vars[k]) < 0) return -1;
+  for (int k = 0; k < j->cap.l.n; k++)
+    if (j->cap.l.v[k].nvars && vars_values(j->cap.l.v[k].varnames, j->cap.l.v[k].nvars, rp->vars[k]) < 0) return -1;
   int debug = (int)setting_int(SET_DEBUG);
   for (int b = 0, k = 0; b < rp->nbatches; k = rp->batch_end[b++]) {
-    captured_kernel *ck = &j->cap.v[k];
+    linear_call *ck = &j->cap.l.v[k];
     int end = rp->batch_end[b];
     if (rp->batched[b]) {
       if (ck->dev->launch_batch(ck->dev, rp->progs + k, rp->ptrs + k, rp->varp + k, end - k) < 0) return -1;
@@ -317,7 +328,7 @@ static int replay_kernels(tg_jit *j, tg_buffer **inb, tg_buffer **outb) {
       engine_print_kernel_run("JIT", ck->dev->name, ck->name, ck->nbufs, engine_now_s() - t0, ck->flops, bytes);
     }
   }
-  counters_add_runs(j->cap.n, rp->flops, 0, 0);
+  counters_add_runs(j->cap.l.n, rp->flops, 0, 0);
   return 0;
 }
 

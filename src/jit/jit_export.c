@@ -59,8 +59,8 @@ static int var_index(export_plan *e, const char *name) {
 static int check_exportable(const tg_jit *j) {
   if (!j) return tg_seterr("tg_jit_export: j is NULL");
   if (j->calls < 2 || !j->args) return tg_seterr("tg_jit_export: the JIT has not captured its step yet (call it twice first)");
-  for (int k = 0; k < j->cap.n; k++) {
-    const captured_kernel *ck = &j->cap.v[k];
+  for (int k = 0; k < j->cap.l.n; k++) {
+    const linear_call *ck = &j->cap.l.v[k];
     if (!ck->prog) return tg_seterr("tg_jit_export: the step copies between devices (%s); only a step that runs on the CPU can be exported", ck->name);
     if (strncmp(ck->dev->name, "CPU", 3)) return tg_seterr("tg_jit_export: kernel %s runs on %s; only CPU kernels can be exported as C", ck->name, ck->dev->name);
     if (!ck->src) return tg_seterr("internal: tg_jit_export: kernel %s has no source", ck->name);
@@ -83,7 +83,7 @@ static void write_header(FILE *f, const tg_jit *j, const export_plan *e, const c
              " * %s_output_bytes; vars are the values of %s_var_names, in order. The\n"
              " * fixed memory keeps its state between runs (a KV cache), one model per\n"
              " * process. */\n",
-          px, j->cap.n, e->progs.n, j->nin, j->nout, e->vars.n, (long long)fixed_bytes, base, (long long)j->planned_bytes,
+          px, j->cap.l.n, e->progs.n, j->nin, j->nout, e->vars.n, (long long)fixed_bytes, base, (long long)j->planned_bytes,
           px, px, px, px, px, px, px);
   fputs("#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n", f);
 }
@@ -144,14 +144,14 @@ static void write_init(FILE *f, const tg_jit *j, const export_plan *e, const cha
 
 static void write_run(FILE *f, const tg_jit *j, export_plan *e, const char *px) {
   int maxb = 1, maxv = 1;
-  for (int k = 0; k < j->cap.n; k++) {
-    if (j->cap.v[k].nbufs > maxb) maxb = j->cap.v[k].nbufs;
-    if (j->cap.v[k].nvars > maxv) maxv = j->cap.v[k].nvars;
+  for (int k = 0; k < j->cap.l.n; k++) {
+    if (j->cap.l.v[k].nbufs > maxb) maxb = j->cap.l.v[k].nbufs;
+    if (j->cap.l.v[k].nvars > maxv) maxv = j->cap.l.v[k].nvars;
   }
   fprintf(f, "void %s_run(void *const *inputs, void *const *outputs, const long long *vars) {\n"
              "  void *b[%d];\n  long long v[%d];\n  (void)inputs; (void)outputs; (void)vars; (void)v;\n", px, maxb, maxv);
-  for (int k = 0; k < j->cap.n; k++) {
-    const captured_kernel *ck = &j->cap.v[k];
+  for (int k = 0; k < j->cap.l.n; k++) {
+    const linear_call *ck = &j->cap.l.v[k];
     fprintf(f, "  /* %s */\n ", ck->name);
     for (int a = 0; a < ck->nbufs; a++) {
       const jit_arg *ja = &j->args[k][a];
@@ -194,8 +194,8 @@ int tg_jit_export(const tg_jit *j, const char *path) {
   prefix_of(path, px, sizeof px);
   export_plan e = { 0 };
   int64_t fixed_bytes = 0;
-  for (int k = 0; k < j->cap.n; k++) {
-    const captured_kernel *ck = &j->cap.v[k];
+  for (int k = 0; k < j->cap.l.n; k++) {
+    const linear_call *ck = &j->cap.l.v[k];
     if (index_of_ptr((void *const *)e.progs.v, e.progs.n, ck->prog) < 0) VEC_PUSH(e.progs, ck->prog);
     for (int i = 0; i < ck->nvars; i++) var_index(&e, ck->varnames[i]);
     for (int a = 0; a < ck->nbufs; a++)
@@ -212,7 +212,7 @@ int tg_jit_export(const tg_jit *j, const char *path) {
   /* each program once, its function renamed PREFIX_kN and made static */
   for (int p = 0; p < e.progs.n; p++) {
     const char *src = NULL;
-    for (int k = 0; k < j->cap.n && !src; k++) if (j->cap.v[k].prog == e.progs.v[p]) src = j->cap.v[k].src;
+    for (int k = 0; k < j->cap.l.n && !src; k++) if (j->cap.l.v[k].prog == e.progs.v[p]) src = j->cap.l.v[k].src;
     size_t len = 0;
     const char *fn = kernel_fn(src, &len);
     if (!fn) { fclose(f); tg_seterr("internal: tg_jit_export: no kernel function in the source of %s", e.progs.v[p]->name); goto done; }

@@ -5,6 +5,7 @@
 #define TG_JIT_INTERNAL_H
 
 #include "engine/realize.h"
+#include "engine/linear.h"
 #include "runtime/buffer.h"
 #include "tensor/tensor.h"
 

@@ -26,7 +26,7 @@ uop *call_param_new(tg_device *dev, dtype_t dt, const int64_t *shape, int ndim) 
 bool call_is_param_buffer(const tg_buffer *b) { return b && b->placeholder; }
 
 static tg_buffer *view_buffer(uop *u) {
-  while (u->op == OP_RESHAPE) u = u->src[0];
+  while (u->op == OP_RESHAPE || u->op == OP_SHRINK_VAR) u = u->src[0];
   return u->op == OP_BUFFER ? u->arg.p : NULL;
 }
 
@@ -125,7 +125,9 @@ static int schedule_body(call_body *b, const char *default_device) {
       uop_retain(b->out_repl[k]);
       /* an output that is a view of a parameter or of fixed memory needs no
        * classification; one over a buffer of the schedule has it already */
-      tg_buffer *ob = view_buffer(b->out_repl[k]->op == OP_PERMUTE ? b->out_repl[k]->src[0] : b->out_repl[k]);
+      uop *ov = b->out_repl[k];
+      while (ov->op == OP_SHRINK_VAR) ov = ov->src[0];
+      tg_buffer *ob = view_buffer(ov->op == OP_PERMUTE ? ov->src[0] : ov);
       if (ob) classify(b, ob, &graph_bufs);
     }
     pm_free(&graph_bufs);
@@ -193,7 +195,7 @@ int call_instantiate(call_body *b, const char *default_device, tg_buffer *const 
   for (int k = 0; k < b->nouts; k++) {
     out->out_repl[k] = graph_map(b->out_repl[k], remap_buffers, &c);
     uop *v = out->out_repl[k];
-    while (v->op == OP_PERMUTE || v->op == OP_RESHAPE) v = v->src[0];
+    while (v->op == OP_PERMUTE || v->op == OP_RESHAPE || v->op == OP_SHRINK_VAR) v = v->src[0];
     tg_buffer *ob = v->op == OP_BUFFER ? v->arg.p : NULL;
     out->out_buf[k] = ob;
     out->out_item[k] = -1;

@@ -80,7 +80,9 @@ uop *sched_assign_view(uop *u) {
  * whole buffer. */
 tg_buffer *sched_plain_buffer(uop *u) {
   int64_t numel = numel_of(u);
-  while (u->op == OP_RESHAPE || u->op == OP_DETACH) u = u->src[0];
+  /* a symbolic view of a whole buffer is the whole buffer (a function's
+   * body reads its valid part through its own parameter view) */
+  while (u->op == OP_RESHAPE || u->op == OP_DETACH || u->op == OP_SHRINK_VAR) u = u->src[0];
   return u->op == OP_BUFFER && ((tg_buffer *)u->arg.p)->numel == numel ? u->arg.p : NULL;
 }
 /* Marks every REDUCE_AXIS reachable from u through unstored nodes. */

@@ -1,6 +1,24 @@
 /* order.c: the kernels of a schedule in an order that runs each after what it reads. */
 #include "schedule/schedule_internal.h"
 
+static void heap_push(int *h, int *n, int v) {
+  int i = (*n)++;
+  for (; i > 0 && h[(i - 1) / 2] > v; i = (i - 1) / 2) h[i] = h[(i - 1) / 2];
+  h[i] = v;
+}
+static int heap_pop(int *h, int *n) {
+  int top = h[0], v = h[--*n], i = 0;
+  for (;;) {
+    int c = 2 * i + 1;
+    if (c >= *n) break;
+    if (c + 1 < *n && h[c + 1] < h[c]) c++;
+    if (h[c] >= v) break;
+    h[i] = h[c]; i = c;
+  }
+  h[i] = v;
+  return top;
+}
+
 /* Orders kernels: producers before consumers (RAW), and readers of a
  * buffer's old contents before the kernel that assigns it (WAR). Edges are
  * lists and reachability is bit rows, so a model's few thousand kernels
@@ -44,18 +62,22 @@ void sched_order_kernels(sctx *s) {
         VEC_PUSH(succ[r], w); indeg[w]++;
       }
   pm_free(&writers); free(next_writer);
-  /* Kahn's algorithm, stable by original index */
+  /* Kahn's algorithm, stable by original index: the ready kernels in a
+   * min-heap (a model's hundreds of calls made a scan per pick quadratic) */
   sched_item *sorted = tg_xmalloc(sizeof(sched_item) * (size_t)n);
   bool *done = tg_xcalloc((size_t)n, 1);
-  int m = 0;
+  int *heap = tg_xmalloc(sizeof(int) * (size_t)(n + 1)), nheap = 0, m = 0, lo = 0;
+  for (int i = 0; i < n; i++) if (indeg[i] == 0) heap_push(heap, &nheap, i);
   while (m < n) {
     int pick = -1;
-    for (int i = 0; i < n && pick < 0; i++) if (!done[i] && indeg[i] == 0) pick = i;
-    if (pick < 0) for (int i = 0; i < n && pick < 0; i++) if (!done[i]) pick = i;   /* cycle: keep order */
+    while (nheap && pick < 0) { int i = heap_pop(heap, &nheap); if (!done[i]) pick = i; }
+    if (pick < 0) { while (done[lo]) lo++; pick = lo; }   /* cycle: keep order */
     done[pick] = true;
     sorted[m++] = s->out->v[pick];
-    for (int i = 0; i < succ[pick].n; i++) indeg[succ[pick].v[i]]--;
+    for (int i = 0; i < succ[pick].n; i++)
+      if (--indeg[succ[pick].v[i]] == 0 && !done[succ[pick].v[i]]) heap_push(heap, &nheap, succ[pick].v[i]);
   }
+  free(heap);
   memcpy(s->out->v, sorted, sizeof(sched_item) * (size_t)n);
   for (int i = 0; i < n; i++) VEC_FREE(succ[i]);
   free(succ); free(sorted); free(done); free(indeg); free(reach);

@@ -12,6 +12,7 @@
 #include "tensor/indexing.h"
 #include "tensor/kernel_builder.h"
 #include "tensor/tensor.h"
+#include "uop/dims.h"
 
 /* what the body keeps for its gradient */
 typedef struct {
@@ -81,7 +82,6 @@ static int check_args(const char *name, const tg_kernel_out *outs, int nout, tg_
   for (int j = 0; j < nin; j++) {
     if (!in[j]) return tg_seterr("tg_custom_kernel %s: input %d is NULL", name, j);
     const uop *u = in[j]->u;
-    if (u->dim_var) return tg_seterr("tg_custom_kernel %s: input %d has a symbolic axis (not supported)", name, j);
     for (int a = 0; a < u->ndim; a++)
       if (u->shape[a] < 1) return tg_seterr("tg_custom_kernel %s: input %d has shape %s (every axis at least 1)", name, j, mvx_shape_str(u->shape, u->ndim, sh, sizeof sh));
     if (strcmp(in[j]->device, in[0]->device))
@@ -111,6 +111,7 @@ static call_body *make_body(const char *name, tg_device *dev, const tg_kernel_ou
     if (!(params[j] = call_param_new(dev, u->dtype, u->shape, u->ndim))) return NULL;
     ib[j] = (kb_buffer){ .ndim = u->ndim, .dtype = (tg_dtype)u->dtype.scalar };
     memcpy(ib[j].shape, u->shape, sizeof(int64_t) * (size_t)u->ndim);
+    for (int a = 0; a < u->ndim; a++) ib[j].var[a] = uop_dim_var(u, a);   /* the buffer is the axis's maximum; tg_k_dim gives its length */
   }
   for (int k = 0; k < nout; k++)
     if (!(results[k] = call_param_new(dev, dt_scalar(outs[k].dtype), outs[k].shape.d, outs[k].shape.ndim))) return NULL;
@@ -193,4 +194,34 @@ int tg_custom_kernel(const char *name, const tg_kernel_out *outs, int nout, tg_t
   call_body_release(b);   /* the CALL nodes hold it */
   uop_pool_pop();
   return 0;
+}
+
+int tg_custom_kernel_into(const char *name, tg_tensor *const *targets, int nout, tg_tensor *const *in, int nin,
+                          tg_kernel_build_fn build, tg_kernel_grad_fn grad, void *ctx) {
+  char kname[64];
+  kernel_name(name, kname, sizeof kname);
+  if (!targets) return tg_seterr("tg_custom_kernel_into %s: targets is NULL", kname);
+  if (nout < 1 || nout > KB_MAX_IO) return tg_seterr("tg_custom_kernel_into %s: %d outputs (1 to %d)", kname, nout, KB_MAX_IO);
+  if (nin < 0 || (nin && !in)) return tg_seterr("tg_custom_kernel_into %s: %s", kname, nin < 0 ? "negative input count" : "in is NULL");
+  const char *device = nin && in[0] ? in[0]->device : tg_default_device();
+  tg_device *dev = device_get(device);
+  tg_kernel_out spec[KB_MAX_IO];
+  for (int k = 0; k < nout; k++) {
+    tg_tensor *t = targets[k];
+    if (!t) return tg_seterr("tg_custom_kernel_into %s: target %d is NULL", kname, k);
+    if (t->u->dim_var) return tg_seterr("tg_custom_kernel_into %s: target %d has a symbolic axis", kname, k);
+    if (!tensor_assignable(t))
+      return tg_seterr("tg_custom_kernel_into %s: target %d is not memory or a view of memory (realize it, or make it with tg_empty)", kname, k);
+    if (!dev || device_get(t->device) != dev)
+      return tg_seterr("tg_custom_kernel_into %s: target %d is on %s, the kernel runs on %s", kname, k, t->device, device ? device : "(none)");
+    for (int j = 0; j < k; j++)
+      if (targets[j] == t) return tg_seterr("tg_custom_kernel_into %s: targets %d and %d are one tensor", kname, j, k);
+    spec[k] = (tg_kernel_out){ tg_shape_of(t), tg_dtype_of(t) };
+  }
+  tg_scope_begin();
+  tg_tensor *res[KB_MAX_IO];
+  int rc = tg_custom_kernel(name, spec, nout, in, nin, build, grad, ctx, res);
+  for (int k = 0; k < nout && rc == 0; k++) if (!tg_assign(targets[k], res[k])) rc = -1;   /* checked above: cannot fail */
+  tg_scope_end();
+  return rc;
 }

@@ -10,6 +10,7 @@
 #include "schedule/call.h"
 #include "schedule/schedule_memo.h"
 #include "tensor/tensor.h"
+#include "uop/dims.h"
 
 #define FUNCTION_MAX_IO 64
 
@@ -30,11 +31,14 @@ static void body_data_free(void *p) {
   free(d);
 }
 
+/* an input's signature; var[i]: the variable axis i runs to (DEFINE_VAR,
+ * retained by the signature's entry), NULL when static */
 typedef struct {
   int ndim;
   int64_t shape[TG_MAX_DIMS];
   int dtype;
   const char *device;
+  uop *var[TG_MAX_DIMS];
 } param_sig;
 
 typedef struct { param_sig *sig; call_body *body; } signature_entry;
@@ -71,7 +75,12 @@ tg_function *tg_function_new(const char *name, tg_jit_fn fn, void *ctx, int nin,
 void tg_function_free(tg_function *f) {
   if (!f) return;
   /* calls still in tensor graphs keep their bodies alive */
-  for (int i = 0; i < f->bodies.n; i++) { free(f->bodies.v[i].sig); call_body_release(f->bodies.v[i].body); }
+  for (int i = 0; i < f->bodies.n; i++) {
+    for (int j = 0; j < f->nin; j++)
+      for (int a = 0; a < f->bodies.v[i].sig[j].ndim; a++) if (f->bodies.v[i].sig[j].var[a]) uop_release(f->bodies.v[i].sig[j].var[a]);
+    free(f->bodies.v[i].sig);
+    call_body_release(f->bodies.v[i].body);
+  }
   VEC_FREE(f->bodies);
   pthread_mutex_destroy(&f->lock);
   free(f);
@@ -103,6 +112,7 @@ static bool same_sig(const param_sig *a, const param_sig *b, int n) {
   for (int i = 0; i < n; i++) {
     if (a[i].ndim != b[i].ndim || a[i].dtype != b[i].dtype || strcmp(a[i].device, b[i].device)) return false;
     if (memcmp(a[i].shape, b[i].shape, sizeof(int64_t) * (size_t)a[i].ndim)) return false;
+    if (memcmp(a[i].var, b[i].var, sizeof(uop *) * (size_t)a[i].ndim)) return false;
   }
   return true;
 }
@@ -158,7 +168,9 @@ static call_body *build_body(tg_function *f, tg_tensor *const *in) {
   for (int j = 0; j < f->nin && ok; j++) {
     uop *p = call_param_new(device_get(in[j]->device), in[j]->u->dtype, in[j]->u->shape, in[j]->u->ndim);
     ok = p != NULL;
-    if (ok) { pu[j] = p; params[j] = tensor_wrap(p, in[j]->device); }
+    /* a symbolic input: the body sees the parameter's valid part, with
+     * the input's variables (one body for every value) */
+    if (ok) { pu[j] = p; params[j] = tensor_wrap(uop_with_dims_of(p, in[j]->u), in[j]->device); }
   }
   int64_t first_id = buffer_next_id();
   /* the assigns pending before the body runs (the caller's own) */
@@ -228,10 +240,11 @@ int tg_function_call(tg_function *f, tg_tensor *const *in, tg_tensor **out) {
   for (int j = 0; j < f->nin; j++) {
     if (!in[j]) return tg_seterr("tg_function_call %s: input %d is NULL", f->name, j);
     const uop *u = in[j]->u;
-    if (u->dim_var) return tg_seterr("tg_function_call %s: input %d has a symbolic axis (not supported in functions yet)", f->name, j);
     if (u->ndim > TG_MAX_DIMS) return tg_seterr("tg_function_call %s: input %d has %d axes (at most %d)", f->name, j, u->ndim, TG_MAX_DIMS);
+    memset(&sig[j], 0, sizeof sig[j]);
     sig[j].ndim = u->ndim; sig[j].dtype = (int)u->dtype.scalar; sig[j].device = in[j]->device;
     memcpy(sig[j].shape, u->shape, sizeof(int64_t) * (size_t)u->ndim);
+    for (int a = 0; a < u->ndim; a++) sig[j].var[a] = uop_dim_var(u, a);
   }
   pthread_mutex_lock(&f->lock);
   call_body *b = NULL;
@@ -248,6 +261,8 @@ int tg_function_call(tg_function *f, tg_tensor *const *in, tg_tensor **out) {
     if (b) {
       signature_entry e = { tg_xmalloc(sizeof(param_sig) * (size_t)(f->nin ? f->nin : 1)), b };
       memcpy(e.sig, sig, sizeof(param_sig) * (size_t)f->nin);
+      for (int j = 0; j < f->nin; j++)
+        for (int a = 0; a < sig[j].ndim; a++) if (sig[j].var[a]) uop_retain(sig[j].var[a]);
       VEC_PUSH(f->bodies, e);
     }
   }
@@ -282,7 +297,7 @@ static call_body *grad_body(call_body *b, int k, uint64_t need) {
     if (need >> j & 1) targets[nt++] = b->params[j];
   }
   params[b->nparams] = seed;
-  autograd_vjp(o, seed, targets, nt, grads);
+  autograd_vjp(o, uop_with_dims_of(seed, o), targets, nt, grads);   /* a symbolic output's gradient: its valid part */
   char name[80];
   snprintf(name, sizeof name, "%s_grad", b->name);
   call_body *g = call_body_new(name, params, b->nparams + 1, grads, nt);

@@ -6,6 +6,7 @@
 #include "uop/kernel_ir.h"
 #include "tensor/indexing.h"
 #include "tensor/kernel_builder.h"
+#include "codegen/opts.h"
 #include "uop/symbolic.h"
 
 static void *kb_fail(tg_kb *kb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -113,16 +114,32 @@ int tg_k_dtype(tg_kb *kb, tg_kv *v) {
 
 /* ---- loops */
 
-static tg_kv *range(tg_kb *kb, int64_t size, int kind, const char *fn) {
-  if (size < 1) return kb_fail(kb, "%s: size %lld (a loop runs at least once)", fn, (long long)size);
+/* A loop to end: a CONST (at least 1) or a DEFINE_VAR (a symbolic axis's
+ * length: the loop runs to the value bound when the kernel runs). */
+static tg_kv *range_to(tg_kb *kb, uop *end, int kind, const char *fn) {
+  if (kb->failed) return NULL;
+  if (!end) return kb_fail(kb, "%s: the loop's end is NULL", fn);
+  if (end->op == OP_CONST && end->arg.i < 1) return kb_fail(kb, "%s: size %lld (a loop runs at least once)", fn, (long long)end->arg.i);
+  if (end->op != OP_CONST && end->op != OP_DEFINE_VAR)
+    return kb_fail(kb, "%s: a loop runs to a constant or to a symbolic axis's length (tg_k_dim), not to a computed value", fn);
   if (kb->nranges >= KB_MAX_RANGES) return kb_fail(kb, "%s: more than %d loops", fn, KB_MAX_RANGES);
   int64_t arg[2] = { kb->nranges, kind };
-  uop *r = uop1(OP_RANGE, DT_INDEX, uop_const_int(DT_INDEX, size), arg_ints(arg, 2));
+  uop *r = uop1(OP_RANGE, DT_INDEX, end, arg_ints(arg, 2));
   kb->ranges[kb->nranges++] = r;
   return (tg_kv *)r;
 }
-tg_kv *tg_k_range(tg_kb *kb, int64_t size) { NEED_KB("tg_k_range"); return range(kb, size, RANGE_LOOP, "tg_k_range"); }
-tg_kv *tg_k_reduce_range(tg_kb *kb, int64_t size) { NEED_KB("tg_k_reduce_range"); return range(kb, size, RANGE_REDUCE, "tg_k_reduce_range"); }
+tg_kv *tg_k_range(tg_kb *kb, int64_t size) { NEED_KB("tg_k_range"); return range_to(kb, uop_const_int(DT_INDEX, size), RANGE_LOOP, "tg_k_range"); }
+tg_kv *tg_k_reduce_range(tg_kb *kb, int64_t size) { NEED_KB("tg_k_reduce_range"); return range_to(kb, uop_const_int(DT_INDEX, size), RANGE_REDUCE, "tg_k_reduce_range"); }
+tg_kv *tg_k_range_to(tg_kb *kb, tg_kv *n) { NEED_KB("tg_k_range_to"); return range_to(kb, (uop *)n, RANGE_LOOP, "tg_k_range_to"); }
+tg_kv *tg_k_reduce_range_to(tg_kb *kb, tg_kv *n) { NEED_KB("tg_k_reduce_range_to"); return range_to(kb, (uop *)n, RANGE_REDUCE, "tg_k_reduce_range_to"); }
+
+tg_kv *tg_k_dim(tg_kb *kb, tg_kv *buf, int axis) {
+  NEED_KB("tg_k_dim");
+  kb_buffer *b = buffer_of(kb, (uop *)buf);
+  if (!b) return kb_fail(kb, "tg_k_dim: %s", buf ? "not a buffer (tg_k_input or tg_k_output)" : "buf is NULL");
+  if (axis < 0 || axis >= b->ndim) return kb_fail(kb, "tg_k_dim: axis %d of a buffer with %d axes", axis, b->ndim);
+  return (tg_kv *)(b->var[axis] ? b->var[axis] : uop_const_int(DT_INDEX, b->shape[axis]));
+}
 
 /* ---- memory */
 
@@ -345,6 +362,17 @@ tg_kv *tg_k_reduce(tg_kb *kb, tg_k_reduce_op op, tg_kv *v, tg_kv *const *ranges,
 
 /* ---- the kernel */
 
+int tg_k_opts(tg_kb *kb, const char *opts) {
+  if (!kb) return tg_seterr("tg_k_opts: kb is NULL");
+  if (kb->failed) return -1;
+  if (!opts) { kb_fail(kb, "tg_k_opts: opts is NULL"); return -1; }
+  kopt o[32];
+  if (strlen(opts) >= sizeof kb->opts) { kb_fail(kb, "tg_k_opts: opts longer than %zu characters", sizeof kb->opts - 1); return -1; }
+  if (kopts_parse(opts, o, 32) < 0) { kb_fail(kb, "tg_k_opts: %s", tg_error()); return -1; }
+  snprintf(kb->opts, sizeof kb->opts, "%s", opts);
+  return 0;
+}
+
 uop *kb_number_ranges(uop *sink) {
   /* loops nest by id: output loops first, by their old ids (the order they
    * were made), then the reduce loops, as the scheduler numbers them;
@@ -385,6 +413,7 @@ uop *kb_finish(tg_kb *kb) {
               (long long)kb->covered[k], (long long)b->numel, mvx_shape_str(b->shape, b->ndim, sh, sizeof sh));
   }
   if (kb->failed) return NULL;
-  uop *sink = uop_new(OP_SINK, DT_VOID, kb->stores.v, kb->stores.n, arg_none());
+  /* the kernel's own opts ride on its SINK (realize.c reads them there) */
+  uop *sink = uop_new(OP_SINK, DT_VOID, kb->stores.v, kb->stores.n, kb->opts[0] ? arg_str(kb->opts) : arg_none());
   return uop_simplify(kb_number_ranges(sink));
 }

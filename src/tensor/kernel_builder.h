@@ -21,6 +21,7 @@ typedef struct {
   int64_t numel;
   tg_dtype dtype;
   uop *global;             /* its DEFINE_GLOBAL */
+  uop *var[TG_MAX_DIMS];   /* an input's symbolic axes: the DEFINE_VAR it runs to (borrowed), NULL when static */
 } kb_buffer;
 
 struct tg_kb {
@@ -34,6 +35,7 @@ struct tg_kb {
   ptrmap free_memo;                /* for kb_free_ranges */
   bool failed;
   char err[480];
+  char opts[256];                  /* tg_k_opts: the kernel's own opts, "" for the heuristic's */
 };
 
 /* A builder for outputs outs[0..nout) and inputs of the given shapes and

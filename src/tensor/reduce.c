@@ -359,6 +359,11 @@ static bool assignable(const uop *u) {
   }
   return u->op == OP_BUFFER || (u->op == OP_MULTI && assignable(u));
 }
+bool tensor_assignable(const tg_tensor *t) {
+  const uop *u = t->u;
+  while (u->op == OP_ASSIGN) u = u->src[0];   /* assigning again to pending assigns: chain on their target */
+  return assignable(u);
+}
 static uop *base_buffer(uop *u) {
   while (u->op != OP_BUFFER && u->op != OP_MULTI) u = u->src[0];
   return u;

@@ -120,6 +120,9 @@ int tensors_pending_assigns(tg_tensor **out, int max);
 
 /* Replace nodes in every live tensor's graph (after realization). */
 void tensors_substitute(const ptrmap *becomes);
+/* Whether tg_assign accepts t as a target (memory, or a view of memory
+ * without expands, pending assigns followed). */
+bool tensor_assignable(const tg_tensor *t);
 
 /* tinygrad's least_upper_float (a float dtype stays; others promote with
  * tg_default_float()) and sum_acc_dtype (ints accumulate in at least

@@ -9,6 +9,7 @@
  * what would read past the variable (pad, shrink, flip, windows of it). */
 #include <stdarg.h>
 #include "uop/dims.h"
+#include "uop/uop_call.h"
 #include "util/util.h"
 
 static void fail(uop *u, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -85,6 +86,11 @@ static void elementwise(uop *u) {
 void uop_set_dims(uop *u) {
   for (int k = 0; k < u->nsrc; k++)
     if (u->src[k]->dim_err) { u->dim_err = u->src[k]->dim_err; return; }
+  if (u->op == OP_CALL && u->arg.kind == ARG_PTR) {   /* the body output's symbolic axes */
+    const uop *v = ((const uop_call_target *)u->arg.p)->value;
+    for (int i = 0; i < u->ndim && i < v->ndim; i++) set_var(u, i, uop_dim_var(v, i));
+    return;
+  }
   if (u->ndim <= 0 || !u->nsrc) return;
   const uop *s = u->src[0];
   int nd = u->ndim;

@@ -31,7 +31,7 @@ OPTIONAL = {
     "tg_jinja_render.vars_json", "tg_chat_template_new.template_text", "tg_chat_template_new.preset_name",
     "tg_chat_template_new.bos_token", "tg_chat_template_new.eos_token", "tg_chat_apply_json.tools_json",
     "tg_chat_apply_json.extra_json", "tg_detokenize.len", "tg_token_stream_push.len", "tg_token_stream_flush.len",
-    "tg_tensor_list_free.l", "tg_tokenizer_free.tok", "tg_llm_free.m", "tg_sampler_free.s", "tg_jit_free.j",
+    "tg_tensor_list_free.l", "tg_tokenizer_free.tok", "tg_llm_free.m", "tg_sampler_free.s", "tg_jit_free.j", "tg_schedule_free.s",
     "tg_chat_template_free.t", "tg_token_stream_free.s", "tg_optim_free.o", "tg_state_dict_free.sd",
     "tg_llm_eval.logits", "tg_llm_decode_batch.logits", "tg_cummax.indices", "tg_cummin.indices",
     "tg_sort.indices", "tg_topk.indices", "tg_linear.bias", "tg_layernorm.weight", "tg_layernorm.bias",
@@ -109,7 +109,7 @@ COUNTS = {"n", "nin", "nout", "count", "n_tokens", "nmeta", "max", "cap", "ntens
 OPAQUE_FIXTURE = {
     "tg_tokenizer": "fx_tokenizer()", "tg_llm": "fx_llm()", "tg_sampler": "fx_sampler()",
     "tg_chat_template": "fx_template()", "tg_token_stream": "fx_stream()", "tg_jit": "fx_jit()",
-    "tg_optim": "fx_optim()", "tg_tensor": "fx_tensor()",
+    "tg_optim": "fx_optim()", "tg_tensor": "fx_tensor()", "tg_schedule": "fx_schedule()",
 }
 
 

@@ -1,0 +1,62 @@
+/* linear.h: a schedule as a program (tinygrad's LINEAR of CALLs): the
+ * kernels and copies a realize runs, each with its compiled program and its
+ * buffers, in run order. engine_realize builds one and runs it once;
+ * tg_linear keeps one to run again with other variable values; the JIT's
+ * capture is the linears its step ran, appended. */
+#ifndef TG_LINEAR_H
+#define TG_LINEAR_H
+
+#include "engine/vars.h"
+#include "runtime/device.h"
+#include "uop/uop.h"
+#include "util/util.h"
+
+#define LINEAR_MAX_VARS 32
+
+/* One call: a kernel (prog) or a copy between devices (prog NULL: bufs are
+ * dst, src). */
+typedef struct {
+  tg_program *prog;
+  tg_device *dev;
+  struct tg_buffer **bufs;    /* retained, one reference per call */
+  int nbufs;
+  double flops;
+  char name[96];
+  const char *varnames[LINEAR_MAX_VARS];   /* symbolic variables, in vars[] order */
+  int nvars;
+  uint64_t writes;            /* bit i: the call stores to bufs[i] (a copy: bufs[0]) */
+  const char *src;            /* its source (the program cache's), NULL for a copy */
+  bool zeros;                 /* it only stores zeros to its one buffer: while that buffer has no
+                               * memory, the device's zeroed memory stands in for running it */
+} linear_call;
+
+typedef struct { linear_call *v; int n, cap; } linear;
+
+/* Schedules and compiles what the roots need, into l (nothing runs). On
+ * success fills `becomes` like engine_realize. 0 or -1 with tg_error. */
+int engine_linearize(uop *const *roots, int n, const char *default_device, ptrmap *becomes, linear *l);
+/* Runs l's calls in order; a variable takes its value from given (NULL:
+ * none) or else its tg_bind value. Every value is resolved before the first
+ * call runs, so an unbound variable fails with nothing run. A buffer only
+ * l (and a capture) holds is an intermediate: its memory goes back after
+ * its last call. While a capture is active, l's calls are appended to it. */
+int linear_run(linear *l, const var_values *given);
+void linear_free(linear *l);
+/* Appends a call (its buffers retained again). */
+void linear_push(linear *l, const linear_call *c);
+
+/* A tg_schedule_entry for a call (tg_schedule_list, tg_schedule_call,
+ * tg_jit_entries). */
+void schedule_entry_fill(tg_schedule_entry *e, const char *name, const tg_device *dev, struct tg_buffer *const *bufs, int nbufs, bool copy);
+
+/* ---- kernel capture (for the JIT): while a capture is active on this
+ * thread, every linear run is appended to it. keep_memory: the captured
+ * intermediates keep their memory to the end (the JIT's pruning keeps some
+ * results in them); else an intermediate's memory goes back after its last
+ * user, as outside a capture. */
+typedef struct { linear l; bool keep_memory; } kernel_capture;
+void engine_capture_begin(kernel_capture *c);
+void engine_capture_end(void);
+void kernel_capture_free(kernel_capture *c);
+
+#endif
