@@ -125,15 +125,59 @@ typedef struct {
   VEC(int) deps;
   VEC(tg_buffer *) raw_reads;
   bool unkeyed;
+  int depth, deep_from;           /* structure_of calls in progress; where a bottom-up walk began */
 } structure_walk;
+
+static uop *structure_of(structure_walk *w, uop *u, int via);
+
+/* Whether structure_of takes u through its last, generic branch (its
+ * sources at the same via). */
+static bool generic_node(structure_walk *w, uop *u) {
+  return u->nsrc && !(u != w->root && is_marked(w->s, u)) && !pm_get(&w->s->small, u) && u->op != OP_UNIQUE && u->op != OP_BUFFER &&
+         u->op != OP_AFTER;
+}
+
+/* As lower.c's lower_alu_chain_first: past STRUCTURE_DEEP nested calls,
+ * the generic nodes below u are walked bottom-up first, from an explicit
+ * stack, so a chain thousands deep does not overflow the stack. */
+#define STRUCTURE_DEEP 256
+#define STRUCTURE_MAX_NEST 2048
+static void structure_chain_first(structure_walk *w, uop *u, int via) {
+  ptrmap seen = { 0 };
+  VEC(uop *) stack = { 0 };
+  VEC(int) next = { 0 };
+  VEC_PUSH(stack, u); VEC_PUSH(next, 0);
+  pm_put(&seen, u, u);
+  while (stack.n && !w->unkeyed) {
+    uop *v = stack.v[stack.n - 1];
+    int *i = &next.v[next.n - 1];
+    if (*i < v->nsrc) {
+      uop *s = v->src[(*i)++];
+      if (!pm_get(&seen, s) && !pm_get(&w->memo[via], s) && generic_node(w, s)) { pm_put(&seen, s, s); VEC_PUSH(stack, s); VEC_PUSH(next, 0); }
+      continue;
+    }
+    stack.n--, next.n--;
+    if (v != u) structure_of(w, v, via);
+  }
+  VEC_FREE(stack); VEC_FREE(next);
+  pm_free(&seen);
+}
 
 static uop *structure_of(structure_walk *w, uop *u, int via) {
   uop *m = pm_get(&w->memo[via], u);
   if (m) return m;
+  if (w->depth >= STRUCTURE_MAX_NEST) { w->unkeyed = true; return u; }   /* no key: lowered as usual (lower.c's limit) */
+  if (w->depth > w->deep_from + STRUCTURE_DEEP && generic_node(w, u)) {
+    int was = w->deep_from;
+    w->deep_from = w->depth;   /* the walk's own calls start no walk of their own unless as deep again */
+    structure_chain_first(w, u, via);
+    w->deep_from = was;
+  }
+  w->depth++;
   uop *r = u;
   if (u != w->root && is_marked(w->s, u)) {
     rinfo *ri = info_of(w->s, u);
-    if (!ri) { w->unkeyed = true; return u; }
+    if (!ri) { w->unkeyed = true; w->depth--; return u; }
     if (ri->kernel >= 0) VEC_PUSH(w->deps, ri->kernel);
     r = structure_of(w, ri->repl, 1);
   } else if (pm_get(&w->s->small, u)) {
@@ -163,6 +207,7 @@ static uop *structure_of(structure_walk *w, uop *u, int via) {
     if (!w->unkeyed) r = uop_replace_src(u, src, u->nsrc);
     if (src != stack) free(src);
   }
+  w->depth--;
   pm_put(&w->memo[via], u, r);
   return r;
 }

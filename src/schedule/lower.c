@@ -318,6 +318,43 @@ static const tg_rule lower_rules[] = {
   { .pattern = "(NOOP u ...)", .fn = cannot_lower, .name = "cannot lower" },
 };
 
+/* A chain of ALU ops thousands deep (a loop of adds never realized) would
+ * lower as deep a recursion, a source at a time, and overflow the stack.
+ * Past LOWER_DEEP nested lowerings, the ALU nodes below u that the ALU rule
+ * lowers at u's indices (not stored by a kernel of their own, not read
+ * through a small form: lower_rules' first two guards) are lowered first,
+ * bottom-up from an explicit stack, so each then finds its sources in the
+ * memo and the recursion stays shallow. Shallower graphs lower exactly as
+ * before. */
+#define LOWER_DEEP 256
+/* Chains through views (a flip or a permute between the ops) lower one
+ * level each, with no shortcut: past this many nested lowerings, an error
+ * instead of a stack overflow. */
+#define LOWER_MAX_NEST 2048
+static bool lowers_as_alu(kctx *k, uop *u) {
+  return uop_is_alu(u->op) && !(u != k->root && is_marked(k->s, u)) && !pm_get(&k->s->small, u);
+}
+static void lower_alu_chain_first(kctx *k, uop *u, uop *const *idx, uop *gate) {
+  ptrmap seen = { 0 };
+  VEC(uop *) stack = { 0 };
+  VEC(int) next = { 0 };   /* the next source to visit of each stacked node */
+  VEC_PUSH(stack, u); VEC_PUSH(next, 0);
+  pm_put(&seen, u, u);
+  while (stack.n && !k->failed) {
+    uop *v = stack.v[stack.n - 1];
+    int *i = &next.v[next.n - 1];
+    if (*i < v->nsrc) {
+      uop *s = v->src[(*i)++];
+      if (!pm_get(&seen, s) && lowers_as_alu(k, s)) { pm_put(&seen, s, s); VEC_PUSH(stack, s); VEC_PUSH(next, 0); }
+      continue;
+    }
+    stack.n--, next.n--;
+    if (v != u) sched_lower(k, v, idx, gate);   /* its ALU sources are in the memo by now */
+  }
+  VEC_FREE(stack); VEC_FREE(next);
+  pm_free(&seen);
+}
+
 uop *sched_lower(kctx *k, uop *u, uop *const *idx, uop *gate) {
   static tg_matcher *lowering;
   uop *key_src[LOWER_MAX_IDX + 2];
@@ -329,7 +366,20 @@ uop *sched_lower(kctx *k, uop *u, uop *const *idx, uop *gate) {
   uop *r = pm_get(&k->memo, key);
   if (r) return r;
   const tg_matcher *m = matcher_once(&lowering, lower_rules, RW_NRULES(lower_rules), "lower");
+  if (k->depth >= LOWER_MAX_NEST) {   /* deeper would overflow the stack (each level is ~10 frames) */
+    if (!k->failed)
+      tg_seterr("schedule: a kernel's graph is more than %d views and operations deep (a long chain never realized): realize part "
+                "of it first (tg_realize)", LOWER_MAX_NEST);
+    k->failed = true;
+    return idx_const(0);
+  }
   if (!k->depth++) k->pass = matcher_pass_begin(m);   /* a pass per lowering the kernel builder asks for */
+  if (k->depth > k->deep_from + LOWER_DEEP && lowers_as_alu(k, u)) {
+    int was = k->deep_from;
+    k->deep_from = k->depth;   /* the walk's own lowerings start no walk of their own unless as deep again */
+    lower_alu_chain_first(k, u, idx, gate);
+    k->deep_from = was;
+  }
   r = matcher_rewrite_node(m, &k->pass, key, k);
   if (!--k->depth) matcher_pass_end(&k->pass);
   pm_put(&k->memo, key, r);

@@ -54,6 +54,7 @@ typedef struct {
   VEC(tg_buffer *) raw_reads;
   int via_repl;           /* > 0 while lowering a stored node's replacement */
   int depth;              /* sched_lower calls in progress (the lowering pass is open) */
+  int deep_from;          /* the depth a bottom-up walk of a deep chain began at (lower.c) */
   rw_pass pass;           /* the lowering pass, while depth > 0 */
   bool failed;
 } kctx;
