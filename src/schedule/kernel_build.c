@@ -142,25 +142,22 @@ static bool generic_node(structure_walk *w, uop *u) {
  * stack, so a chain thousands deep does not overflow the stack. */
 #define STRUCTURE_DEEP 256
 #define STRUCTURE_MAX_NEST 2048
+/* u's generic sources not walked yet (uop_toposort_by's edges) */
+typedef struct { structure_walk *w; int via; VEC(uop *) srcs; } generic_edges;
+static int generic_sources(void *ctx, uop *u, uop *const **out) {
+  generic_edges *e = ctx;
+  e->srcs.n = 0;
+  for (int i = 0; i < u->nsrc; i++)
+    if (!pm_get(&e->w->memo[e->via], u->src[i]) && generic_node(e->w, u->src[i])) VEC_PUSH(e->srcs, u->src[i]);
+  *out = e->srcs.v;
+  return e->srcs.n;
+}
 static void structure_chain_first(structure_walk *w, uop *u, int via) {
-  ptrmap seen = { 0 };
-  VEC(uop *) stack = { 0 };
-  VEC(int) next = { 0 };
-  VEC_PUSH(stack, u); VEC_PUSH(next, 0);
-  pm_put(&seen, u, u);
-  while (stack.n && !w->unkeyed) {
-    uop *v = stack.v[stack.n - 1];
-    int *i = &next.v[next.n - 1];
-    if (*i < v->nsrc) {
-      uop *s = v->src[(*i)++];
-      if (!pm_get(&seen, s) && !pm_get(&w->memo[via], s) && generic_node(w, s)) { pm_put(&seen, s, s); VEC_PUSH(stack, s); VEC_PUSH(next, 0); }
-      continue;
-    }
-    stack.n--, next.n--;
-    if (v != u) structure_of(w, v, via);
-  }
-  VEC_FREE(stack); VEC_FREE(next);
-  pm_free(&seen);
+  generic_edges e = { w, via, { 0 } };
+  uop_list l = uop_toposort_by(u, generic_sources, &e);   /* children first, u last */
+  for (int i = 0; i < l.n - 1 && !w->unkeyed; i++) structure_of(w, l.v[i], via);
+  free(l.v);
+  VEC_FREE(e.srcs);
 }
 
 static uop *structure_of(structure_walk *w, uop *u, int via) {

@@ -334,25 +334,21 @@ static const tg_rule lower_rules[] = {
 static bool lowers_as_alu(kctx *k, uop *u) {
   return uop_is_alu(u->op) && !(u != k->root && is_marked(k->s, u)) && !pm_get(&k->s->small, u);
 }
+/* u's sources that lower as ALU ops (uop_toposort_by's edges) */
+typedef struct { kctx *k; uop *srcs[4]; } alu_edges;
+static int alu_sources(void *ctx, uop *u, uop *const **out) {
+  alu_edges *e = ctx;
+  int n = 0;
+  for (int i = 0; i < u->nsrc && n < 4; i++)
+    if (lowers_as_alu(e->k, u->src[i])) e->srcs[n++] = u->src[i];
+  *out = e->srcs;
+  return n;
+}
 static void lower_alu_chain_first(kctx *k, uop *u, uop *const *idx, uop *gate) {
-  ptrmap seen = { 0 };
-  VEC(uop *) stack = { 0 };
-  VEC(int) next = { 0 };   /* the next source to visit of each stacked node */
-  VEC_PUSH(stack, u); VEC_PUSH(next, 0);
-  pm_put(&seen, u, u);
-  while (stack.n && !k->failed) {
-    uop *v = stack.v[stack.n - 1];
-    int *i = &next.v[next.n - 1];
-    if (*i < v->nsrc) {
-      uop *s = v->src[(*i)++];
-      if (!pm_get(&seen, s) && lowers_as_alu(k, s)) { pm_put(&seen, s, s); VEC_PUSH(stack, s); VEC_PUSH(next, 0); }
-      continue;
-    }
-    stack.n--, next.n--;
-    if (v != u) sched_lower(k, v, idx, gate);   /* its ALU sources are in the memo by now */
-  }
-  VEC_FREE(stack); VEC_FREE(next);
-  pm_free(&seen);
+  alu_edges e = { k, { 0 } };
+  uop_list l = uop_toposort_by(u, alu_sources, &e);   /* children first, u last */
+  for (int i = 0; i < l.n - 1 && !k->failed; i++) sched_lower(k, l.v[i], idx, gate);   /* its ALU sources are in the memo by now */
+  free(l.v);
 }
 
 uop *sched_lower(kctx *k, uop *u, uop *const *idx, uop *gate) {
