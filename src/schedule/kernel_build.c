@@ -5,6 +5,7 @@
 #include "uop/symbolic.h"
 #include "uop/dims.h"
 #include "util/settings.h"
+#include "viz/viz.h"
 
 /* The kernel's name says its shape: E_ for elementwise, r_ with a reduce,
  * then the loop sizes (outputs first, then reduces). */
@@ -216,7 +217,7 @@ static void structure_walk_free(structure_walk *w) {
 
 /* The key of the kernel storing u's value (retained), or NULL. */
 static uop *lower_key(structure_walk *w, uop *u, uop *value, tg_device *dev, tg_buffer *out) {
-  if (setting_on(SET_TG_NO_LOWER_CACHE)) return NULL;
+  if (setting_on(SET_TG_NO_LOWER_CACHE) || viz_on) return NULL;   /* VIZ shows the lowering run */
   uop *v = structure_of(w, value, 0);
   if (w->unkeyed) return NULL;
   int64_t a[8 + TG_MAX_DIMS * 4];

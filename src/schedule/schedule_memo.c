@@ -8,6 +8,7 @@
 #include "uop/uop_serial.h"
 #include "util/build_id.h"
 #include "util/settings.h"
+#include "viz/viz.h"
 
 /* A template's stand-in for a buffer: AFTER(ARANGE(numel), role, MARK), a
  * form no tensor graph has, with the buffer's shape (nodes over it compute
@@ -452,7 +453,7 @@ static bool has_views(const memo_entry *e) {
 
 bool schedule_memo_find(const uop_list *topo, tg_device *default_dev, schedule_memo_key *k, schedule *out, ptrmap *becomes) {
   memset(k, 0, sizeof *k);
-  if (setting_on(SET_TG_NO_SCHEDULE_CACHE) || setting_int(SET_VIZ) || setting_int(SET_TRACK_REWRITES)) return false;
+  if (setting_on(SET_TG_NO_SCHEDULE_CACHE) || viz_on || setting_int(SET_VIZ) || setting_int(SET_TRACK_REWRITES)) return false;
   /* what steers the scheduler besides the graph */
   /* whether views are allowed first (at MEMO_VIEWS_AT), then what else
    * steers the scheduler besides the graph */
