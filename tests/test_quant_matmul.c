@@ -39,8 +39,19 @@ static void ref_quantize_q8_0(const float *x, int64_t k, int8_t *q, float *d) {
 /* kvalues_iq4nl: IQ4_NL's and IQ4_XS's 16 levels */
 static const int8_t iq4nl_levels[16] = { -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113 };
 
+/* kvalues_mxfp4: MXFP4's E2M1 values doubled */
+static const int8_t mxfp4_levels[16] = { 0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12 };
+
+/* ggml_e8m0_to_fp32_half: 2^(e-128) from its bits */
+static float e8m0_half(uint8_t e) {
+  uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
 static int block_bytes(int t) {
-  return t == TG_GGML_Q8_0 ? 34 : t == TG_GGML_Q5_0 ? 22 : t == TG_GGML_Q4_1 ? 20 : t == TG_GGML_Q5_1 ? 24 : 18;
+  return t == TG_GGML_MXFP4 ? 17 : t == TG_GGML_Q8_0 ? 34 : t == TG_GGML_Q5_0 ? 22 : t == TG_GGML_Q4_1 ? 20 : t == TG_GGML_Q5_1 ? 24 : 18;
 }
 
 /* ggml_vec_dot_{q8_0,q4_0,q5_0,iq4_nl}_q8_0_generic and
@@ -69,6 +80,10 @@ static float ref_dot(int t, const uint8_t *w, const int8_t *q, const float *dx, 
       int s1 = 0, s2 = 0;
       for (int j = 0; j < 16; j++) s1 += q[b * 32 + j] * iq4nl_levels[blk[2 + j] & 0xF], s2 += q[b * 32 + 16 + j] * iq4nl_levels[blk[2 + j] >> 4];
       term = (dw * dx[b]) * (s1 + s2);
+    } else if (t == TG_GGML_MXFP4) {   /* ggml_vec_dot_mxfp4_q8_0_generic */
+      int s1 = 0, s2 = 0;
+      for (int j = 0; j < 16; j++) s1 += q[b * 32 + j] * mxfp4_levels[blk[1 + j] & 0xF], s2 += q[b * 32 + 16 + j] * mxfp4_levels[blk[1 + j] >> 4];
+      term = (dx[b] * e8m0_half(blk[0])) * (s1 + s2);
     } else if (t == TG_GGML_Q8_0) {
       for (int j = 0; j < 32; j++) sumi += (int8_t)blk[2 + j] * q[b * 32 + j];
       term = sumi * (dw * dx[b]);
@@ -95,9 +110,11 @@ static float ref_dot(int t, const uint8_t *w, const int8_t *q, const float *dx, 
   return sumf;
 }
 
-/* Random blocks with modest fp16 scales, some negative (and mins: Q4_1, Q5_1). */
+/* Random blocks with modest fp16 scales, some negative (and mins: Q4_1,
+ * Q5_1; MXFP4: an E8M0 exponent near 2^0). */
 static uint8_t *random_weights(int t, int64_t n, int64_t k, int64_t *nbytes) {
   uint8_t *p = test_random_blocks((uint64_t)t, n * k / 32, block_bytes(t), 0, nbytes);
+  for (int64_t b = 0; t == TG_GGML_MXFP4 && b < n * k / 32; b++) p[b * 17] = (uint8_t)(120 + b % 16);
   for (int64_t b = 0; (t == TG_GGML_Q4_1 || t == TG_GGML_Q5_1) && b < n * k / 32; b++)
     p[b * block_bytes(t) + 2] = (uint8_t)(b * 13), p[b * block_bytes(t) + 3] = (uint8_t)(b % 3 ? 0x20 : 0xA0);
   return p;
@@ -336,6 +353,12 @@ TEST(quant_matmul_rows_iq4_nl_vs_ggml) {
   check_path("IQ4_NL", 3, 32, 256, true);
   check_path("IQ4_NL", 40, 48, 896, true);
 }
+/* MXFP4: IQ4_NL's form with the doubled E2M1 levels and an E8M0 scale */
+TEST(quant_matmul_rows_mxfp4_vs_ggml) {
+  check_path("MXFP4", 1, 64, 512, true);
+  check_path("MXFP4", 3, 32, 256, true);
+  check_path("MXFP4", 40, 48, 768, true);
+}
 TEST(quant_matmul_rows_q8_0_vs_ggml) {
   check_path("Q8_0", 1, 64, 512, true);
   check_path("Q8_0", 3, 32, 256, true);
@@ -346,7 +369,7 @@ TEST(quant_matmul_rows_q8_0_vs_ggml) {
  * bad arguments are errors. */
 TEST(quant_rows_dequantize_exact) {
   static const struct { const char *type; int bpb, block, scale_at; } cases[] = {
-    { "Q4_0", 18, 32, 0 }, { "Q5_0", 22, 32, 0 }, { "Q4_1", 20, 32, 0 }, { "Q5_1", 24, 32, 0 }, { "Q8_0", 34, 32, 0 }, { "IQ4_NL", 18, 32, 0 }, { "IQ4_XS", 136, 256, 0 }, { "Q3_K", 110, 256, 108 }, { "Q2_K", 84, 256, 80 }, { "Q4_K", 144, 256, 0 }, { "Q5_K", 176, 256, 0 }, { "Q6_K", 210, 256, 208 },
+    { "Q4_0", 18, 32, 0 }, { "Q5_0", 22, 32, 0 }, { "Q4_1", 20, 32, 0 }, { "Q5_1", 24, 32, 0 }, { "Q8_0", 34, 32, 0 }, { "IQ4_NL", 18, 32, 0 }, { "MXFP4", 17, 32, 0 }, { "IQ4_XS", 136, 256, 0 }, { "Q3_K", 110, 256, 108 }, { "Q2_K", 84, 256, 80 }, { "Q4_K", 144, 256, 0 }, { "Q5_K", 176, 256, 0 }, { "Q6_K", 210, 256, 208 },
   };
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     const int64_t n = 32, k = 512;

@@ -115,6 +115,12 @@ tg_tensor *dq_iq3_s(tg_tensor *blk);
 tg_tensor *dq_iq1_s(tg_tensor *blk);
 tg_tensor *dq_iq1_m(tg_tensor *blk);
 
+/* MXFP4 (quant_ternary_fp4.c): its E2M1 values doubled (ggml's kvalues_mxfp4). */
+extern const int qt_kvalues_mxfp4[16];
+/* ggml_e8m0_to_fp32_half of E8M0 exponent bytes e (I32, 0..255): 2^(e-128)
+ * as F32, built from its bits (subnormal for e < 2). */
+tg_tensor *qt_e8m0_half(tg_tensor *e);
+
 /* The IQ format tables (iq_grids.c). Grid rows are 8 (4 for the IQ3 grids)
  * bytes, stored as little-endian integers like ggml does. */
 extern const int qt_kvalues_iq4nl[16];

@@ -49,6 +49,10 @@
  *         qt_kvalues_iq4nl). A matvec looks each nibble's level + 128 up
  *         in a 16-byte table (iq4_levels: one byte shuffle per 64 values
  *         on x86), so the weights stream at Q4_0's bytes.
+ *   MXFP4  as IQ4_NL (its nibbles at byte 1, looked up in the doubled
+ *         E2M1 levels qt_kvalues_mxfp4), and scales (N/16, K/32, 16) F32:
+ *         the E8M0 exponent byte as ggml_e8m0_to_fp32_half's float (2^(e-128)
+ *         is outside F16's range).
  *   IQ4_XS  scales (N/16, K/256, 16) F16, the super-block scales d;
  *         quants (N/16, K/256, 2176) U8: the 8 sub-block scales ls - 32
  *         (int8, 16 rows each), then qs (128 bytes: byte 16s + j holds
@@ -77,28 +81,30 @@ typedef struct {
   int type, block, bytes;   /* values and bytes of a ggml block */
   int scale_at, nscales;    /* byte offset and count of the fp16 scales in the block */
   int64_t quant_bytes;      /* per block of 16 rows in the packed quants */
+  tg_dtype scale_dtype;     /* of the packed scales: F16, F32 for MXFP4's E8M0 */
 } rows_format;
 
 static const rows_format formats[] = {
-  { GGML_TYPE_Q4_0, 32, 18, 0, 1, ROWS * 16 },
-  { GGML_TYPE_Q8_0, 32, 34, 0, 1, ROWS * 32 },
-  { GGML_TYPE_Q5_0, 32, 22, 0, 1, ROWS * 20 },
-  { GGML_TYPE_Q4_1, 32, 20, 0, 2, ROWS * 16 },
-  { GGML_TYPE_Q5_1, 32, 24, 0, 2, ROWS * 20 },
-  { GGML_TYPE_Q4_K, 256, 144, 0, 2, ROWS * (16 + 128) },
-  { GGML_TYPE_Q5_K, 256, 176, 0, 2, ROWS * (16 + 128 + 32) },
-  { GGML_TYPE_Q6_K, 256, 210, 208, 1, ROWS * 208 },
-  { GGML_TYPE_Q2_K, 256, 84, 80, 2, ROWS * (32 + 64) },
-  { GGML_TYPE_Q3_K, 256, 110, 108, 1, ROWS * (16 + 64 + 32) },
-  { GGML_TYPE_IQ4_NL, 32, 18, 0, 1, ROWS * 16 },
-  { GGML_TYPE_IQ4_XS, 256, 136, 0, 1, ROWS * (8 + 128) },
+  { GGML_TYPE_Q4_0, 32, 18, 0, 1, ROWS * 16, TG_F16 },
+  { GGML_TYPE_Q8_0, 32, 34, 0, 1, ROWS * 32, TG_F16 },
+  { GGML_TYPE_Q5_0, 32, 22, 0, 1, ROWS * 20, TG_F16 },
+  { GGML_TYPE_Q4_1, 32, 20, 0, 2, ROWS * 16, TG_F16 },
+  { GGML_TYPE_Q5_1, 32, 24, 0, 2, ROWS * 20, TG_F16 },
+  { GGML_TYPE_Q4_K, 256, 144, 0, 2, ROWS * (16 + 128), TG_F16 },
+  { GGML_TYPE_Q5_K, 256, 176, 0, 2, ROWS * (16 + 128 + 32), TG_F16 },
+  { GGML_TYPE_Q6_K, 256, 210, 208, 1, ROWS * 208, TG_F16 },
+  { GGML_TYPE_Q2_K, 256, 84, 80, 2, ROWS * (32 + 64), TG_F16 },
+  { GGML_TYPE_Q3_K, 256, 110, 108, 1, ROWS * (16 + 64 + 32), TG_F16 },
+  { GGML_TYPE_IQ4_NL, 32, 18, 0, 1, ROWS * 16, TG_F16 },
+  { GGML_TYPE_IQ4_XS, 256, 136, 0, 1, ROWS * (8 + 128), TG_F16 },
+  { GGML_TYPE_MXFP4, 32, 17, 0, 1, ROWS * 16, TG_F32 },
 };
 
 static const rows_format *format_of(int t, tg_shape w, const char *who) {
   const rows_format *f = NULL;
   for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) if (formats[i].type == t) f = &formats[i];
   const char *name = tg_ggml_type_name(t) ? tg_ggml_type_name(t) : "?";
-  if (!f) return tg_seterr("%s: no row-packed form for type %s (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS have one)", who, name), NULL;
+  if (!f) return tg_seterr("%s: no row-packed form for type %s (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS and MXFP4 have one)", who, name), NULL;
   if (w.ndim != 2) return tg_seterr("%s: W must be 2-D (N, K), not %d-D", who, w.ndim), NULL;
   if (w.d[0] % ROWS || w.d[0] <= 0 || w.d[1] % f->block || w.d[1] <= 0)
     return tg_seterr("%s: W (%lld, %lld) of %s needs N a multiple of %d and K of %d", who, (long long)w.d[0], (long long)w.d[1], name, ROWS, f->block), NULL;
@@ -109,7 +115,7 @@ static const rows_format *format_of(int t, tg_shape w, const char *who) {
 static bool packed_shapes_ok(tg_tensor *scales, tg_tensor *quants, const rows_format *f, tg_shape w, const char *who) {
   int64_t g = w.d[0] / ROWS, nb = w.d[1] / f->block;
   tg_shape ss = tg_shape_of(scales), qs = tg_shape_of(quants);
-  if (tg_dtype_of(scales) != TG_F16 || ss.ndim != 3 || ss.d[0] != g || ss.d[1] != nb * f->nscales || ss.d[2] != ROWS || tg_dtype_of(quants) != TG_U8 ||
+  if (tg_dtype_of(scales) != f->scale_dtype || ss.ndim != 3 || ss.d[0] != g || ss.d[1] != nb * f->nscales || ss.d[2] != ROWS || tg_dtype_of(quants) != TG_U8 ||
       qs.ndim != 3 || qs.d[0] != g || qs.d[1] != nb || qs.d[2] != f->quant_bytes)
     return tg_seterr("%s: scales and quants are not tg_quant_pack_rows's for W (%lld, %lld)", who, (long long)w.d[0], (long long)w.d[1]), false;
   return true;
@@ -184,9 +190,11 @@ static tg_tensor *signed_scales(tg_tensor *ls, int64_t g, int64_t nb, int nsub) 
 static int pack_into(tg_tensor *raw, int t, const rows_format *f, int64_t n, int64_t nb, tg_tensor *sv, tg_tensor *q) {
   int64_t g = n / ROWS;
   tg_tensor *blk = tg_reshape(raw, TG_SHAPE(g, ROWS, nb, f->bytes));
-  /* the fp16 scales, kept as fp16 */
-  tg_tensor *bits = qt_u16(tg_reshape(blk, TG_SHAPE(g * ROWS * nb, f->bytes)), f->scale_at, f->nscales);
-  tg_tensor *d = tg_reshape(tg_bitcast(tg_cast(bits, TG_U16), TG_F16), TG_SHAPE(g, ROWS, nb, f->nscales));
+  /* the fp16 scales, kept as fp16 (MXFP4: its E8M0 byte as float32) */
+  tg_tensor *flat = tg_reshape(blk, TG_SHAPE(g * ROWS * nb, f->bytes));
+  tg_tensor *d = t == GGML_TYPE_MXFP4 ? qt_e8m0_half(qt_u8(flat, f->scale_at, 1))
+                                      : tg_bitcast(tg_cast(qt_u16(flat, f->scale_at, f->nscales), TG_U16), TG_F16);
+  d = tg_reshape(d, TG_SHAPE(g, ROWS, nb, f->nscales));
   /* (g, nscales * nb, 16): each scale of every block, then the next one
    * (so 16 rows' scales are one vector, and one row group's are contiguous
    * 16 at a time, not a panel of 32 to the kernel heuristic) */
@@ -194,8 +202,8 @@ static int pack_into(tg_tensor *raw, int t, const rows_format *f, int64_t n, int
   if (!s || tg_realize(tg_assign(sv, s)) < 0) return -1;
   tg_tensor *parts[3] = { NULL, NULL, NULL };
   int nparts = 1;
-  const int bits_at = 2 * f->nscales;   /* Q4_1 and Q5_1: d and m before the bits */
-  if (t == GGML_TYPE_Q4_0 || t == GGML_TYPE_Q4_1 || t == GGML_TYPE_IQ4_NL) parts[0] = in_groups(blk, bits_at, 4);
+  const int bits_at = t == GGML_TYPE_MXFP4 ? 1 : 2 * f->nscales;   /* Q4_1 and Q5_1: d and m before the bits */
+  if (t == GGML_TYPE_Q4_0 || t == GGML_TYPE_Q4_1 || t == GGML_TYPE_IQ4_NL || t == GGML_TYPE_MXFP4) parts[0] = in_groups(blk, bits_at, 4);
   else if (t == GGML_TYPE_Q5_0 || t == GGML_TYPE_Q5_1) {
     /* qh's bit v (value v = 16h + 4gi + p) to bit 4h + gi of byte p */
     tg_tensor *bit = qt_unpack(tg_cast(qm_slice_last(blk, bits_at, bits_at + 4), TG_I32), -1, 8, 1);           /* (g, 16, nb, 4, 8): v = 8*byte + bit */
@@ -250,7 +258,7 @@ static int pack_into(tg_tensor *raw, int t, const rows_format *f, int64_t n, int
 /* The packed tensors of a matrix of w_shape in format f, allocated: 0 or -1 */
 static int packed_empty(const rows_format *f, tg_shape w, tg_tensor **s, tg_tensor **q) {
   int64_t g = w.d[0] / ROWS, nb = w.d[1] / f->block;
-  *s = tg_empty(TG_SHAPE(g, (int64_t)f->nscales * nb, ROWS), TG_F16);
+  *s = tg_empty(TG_SHAPE(g, (int64_t)f->nscales * nb, ROWS), f->scale_dtype);
   *q = tg_empty(TG_SHAPE(g, nb, f->quant_bytes), TG_U8);
   return *s && *q && tg_realize(*s) == 0 && tg_realize(*q) == 0 ? 0 : -1;
 }
@@ -298,12 +306,13 @@ int tg_quant_pack_rows_stacked(tg_tensor *const *raws, const int64_t *rows, int 
   return rc;
 }
 
-/* IQ4_NL's and IQ4_XS's levels plus 128 (1..241, unsigned bytes as
- * vpdpbusd needs) of the nibbles q (U8, 0..15): a take from a 16-byte
- * table, which the vectorizer turns into a byte shuffle (OP_LUT16). */
-static tg_tensor *iq4_levels(tg_tensor *q) {
+/* The levels plus 128 (IQ4_NL's and IQ4_XS's 1..241, MXFP4's 116..140:
+ * unsigned bytes as vpdpbusd needs) of the nibbles q (U8, 0..15) in a
+ * 16-entry table: a take from a 16-byte table, which the vectorizer turns
+ * into a byte shuffle (OP_LUT16). */
+static tg_tensor *nibble_levels(tg_tensor *q, const int *table) {
   uint8_t lv[16];
-  for (int i = 0; i < 16; i++) lv[i] = (uint8_t)(qt_kvalues_iq4nl[i] + 128);
+  for (int i = 0; i < 16; i++) lv[i] = (uint8_t)(table[i] + 128);
   return tg_take(tg_from_data(lv, TG_SHAPE(16), TG_U8), q);
 }
 
@@ -335,10 +344,11 @@ static tg_tensor *blocks_scaled(tg_tensor *x, int64_t nb, int64_t g, tg_tensor *
   return tg_sum(v, TG_AXES(-2), false);
 }
 
-/* Q4_0, Q5_0, Q8_0 and IQ4_NL: per block, the integer sum over its 32
- * values of (w - offset) * x (offset 8 for Q4_0's nibbles, 16 for Q5_0's
- * 5-bit values, 128 for Q8_0's and IQ4_NL's shifted bytes), scaled by d_w *
- * d_x (ggml_vec_dot_{q4_0,q5_0,q8_0,iq4_nl}_q8_0). Q4_1 and Q5_1: no offset, and the
+/* Q4_0, Q5_0, Q8_0, IQ4_NL and MXFP4: per block, the integer sum over its
+ * 32 values of (w - offset) * x (offset 8 for Q4_0's nibbles, 16 for Q5_0's
+ * 5-bit values, 128 for Q8_0's, IQ4_NL's and MXFP4's shifted bytes), scaled
+ * by d_w * d_x (ggml_vec_dot_{q4_0,q5_0,q8_0,iq4_nl,mxfp4}_q8_0; MXFP4's
+ * d_w the E8M0 scale's half). Q4_1 and Q5_1: no offset, and the
  * block's min m_w times x's s (fp16 of d_x times its sum) added
  * (ggml_vec_dot_{q4_1,q5_1}_q8_1). x (..., K) float. */
 static tg_tensor *rows_32(int t, tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int64_t nb, int64_t g) {
@@ -351,13 +361,15 @@ static tg_tensor *rows_32(int t, tg_tensor *x, tg_tensor *scales, tg_tensor *qua
    * nibble h; IQ4_NL: its level + 128; Q5_0: that nibble and bit 4h + gi of group 4; Q8_0: h = 0
    * and 8 groups) */
   const bool q5 = t == GGML_TYPE_Q5_0 || t == GGML_TYPE_Q5_1;
-  const bool iq4 = t == GGML_TYPE_IQ4_NL;   /* Q4_0's nibbles, looked up as levels + 128 */
+  /* IQ4_NL, MXFP4: Q4_0's nibbles, looked up as levels + 128 */
+  const int *levels = t == GGML_TYPE_IQ4_NL ? qt_kvalues_iq4nl : t == GGML_TYPE_MXFP4 ? qt_kvalues_mxfp4 : NULL;
+  const bool iq4 = levels != NULL;
   const int nh = t == GGML_TYPE_Q8_0 ? 1 : 2, ng = 8 / nh, offset = mins ? 0 : q5 ? 16 : nh == 1 || iq4 ? 128 : 8;
   tg_tensor *xv = tg_reshape(xq, qm_with_tail(x, 6, (int64_t[]){ 1, nb, nh, ng, 1, 4 }));   /* (..., 1, nb, h, gi, 1, p) */
   tg_tensor *q = tg_reshape(quants, TG_SHAPE(g, nb, ng + q5, ROWS, 4));
   tg_tensor *val[2] = { q, NULL };
   if (nh == 2) val[0] = tg_bitwise_and(q, tg_scalar(15, TG_U8)), val[1] = tg_rshifts(q, 4);
-  if (iq4) val[0] = iq4_levels(val[0]), val[1] = iq4_levels(val[1]);
+  if (iq4) val[0] = nibble_levels(val[0], levels), val[1] = nibble_levels(val[1], levels);
   tg_tensor *fifth = q5 ? TG_GET(q, TG_ALLIDX, TG_ALLIDX, TG_I(ng)) : NULL;                  /* (g, nb, 16, p) */
   tg_tensor *dot = NULL;
   for (int h = 0; h < nh; h++)
@@ -512,7 +524,7 @@ static tg_tensor *rows_iq4_xs(tg_tensor *x, tg_tensor *scales, tg_tensor *quants
   q8_k_subblocks(x, nb, 8, &xv, &bs, &dx);
   tg_tensor *sc = tg_reshape(tg_bitcast(qm_slice_last(quants, 0, 8 * ROWS), TG_I8), TG_SHAPE(g, nb, 8, ROWS));
   tg_tensor *qs = tg_reshape(qm_slice_last(quants, 8 * ROWS, 8 * ROWS + 32 * 64), TG_SHAPE(g, nb, 32, ROWS, 4));
-  tg_tensor *lv[2] = { iq4_levels(tg_bitwise_and(qs, tg_scalar(15, TG_U8))), iq4_levels(tg_rshifts(qs, 4)) };
+  tg_tensor *lv[2] = { nibble_levels(tg_bitwise_and(qs, tg_scalar(15, TG_U8)), qt_kvalues_iq4nl), nibble_levels(tg_rshifts(qs, 4), qt_kvalues_iq4nl) };
   tg_tensor *total = NULL;
   for (int s = 0; s < 8; s++) {
     tg_tensor *dot = NULL;
@@ -597,8 +609,8 @@ tg_tensor *tg_dequantize_rows(tg_tensor *scales, tg_tensor *quants, int t, tg_sh
     const bool mins = t == GGML_TYPE_Q4_1 || t == GGML_TYPE_Q5_1;   /* q * d + m, no offset */
     if (t == GGML_TYPE_Q4_0 || t == GGML_TYPE_Q4_1)   /* nibble h of byte gi*4 + p is value h*16 + gi*4 + p */
       v = tg_cast(qt_unpack(tg_reshape(quants, TG_SHAPE(g, nb, 4, ROWS, 4)), 2, 2, 4), TG_I32);
-    else if (t == GGML_TYPE_IQ4_NL)   /* and its level */
-      v = qt_lut(qt_unpack(tg_reshape(quants, TG_SHAPE(g, nb, 4, ROWS, 4)), 2, 2, 4), qt_kvalues_iq4nl, 16);
+    else if (t == GGML_TYPE_IQ4_NL || t == GGML_TYPE_MXFP4)   /* and its level (ggml's x0 * d) */
+      v = qt_lut(qt_unpack(tg_reshape(quants, TG_SHAPE(g, nb, 4, ROWS, 4)), 2, 2, 4), t == GGML_TYPE_MXFP4 ? qt_kvalues_mxfp4 : qt_kvalues_iq4nl, 16);
     else if (t == GGML_TYPE_Q5_0 || t == GGML_TYPE_Q5_1) {   /* and bit 4h + gi of the fifth-bit group p */
       tg_tensor *lo = qt_unpack(tg_reshape(qm_slice_last(quants, 0, 256), TG_SHAPE(g, nb, 4, ROWS, 4)), 2, 2, 4);      /* (g, nb, h, gi, 16, p) */
       tg_tensor *fb = tg_reshape(qm_slice_last(quants, 256, 320), TG_SHAPE(g, nb, 1, ROWS, 4));
