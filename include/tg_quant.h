@@ -90,7 +90,16 @@ TG_API int tg_quant_pack_rows_stacked(tg_tensor *const *raws, const int64_t *row
  * (..., N) F32: small kernels quantize x and sum its blocks, one reads the
  * packed W. */
 TG_API tg_tensor *tg_quant_matmul_rows(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int ggml_type, tg_shape w_shape);
-/* W's values (N, K) F32 from tg_quant_pack_rows's tensors: exactly
+/* Experts: W (E, N, K), packed by tg_quant_pack_rows as the (E * N, K)
+ * matrix; index (...) integer, the expert of each product (a router's
+ * top-k; an index outside [0, E) is clamped into it); x (..., K) with
+ * index's axes (or 1 on any of them, broadcast). Returns (..., N): x @
+ * W[index].T, tg_quant_matmul_rows's numbers, reading only the chosen
+ * experts' rows. Types: the 32-value ones, Q4_K and Q5_K (an error for the
+ * others); N a multiple of 16. */
+TG_API tg_tensor *tg_quant_matmul_rows_experts(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int ggml_type, tg_shape w_shape, tg_tensor *index);
+/* W's values (N, K) F32 from tg_quant_pack_rows's tensors (experts (E,
+ * N, K), packed as the (E * N, K) matrix, as well): exactly
  * tg_dequantize's (ggml's) numbers, so a model can keep the packed copy
  * alone. Lazy, fuses into its consumer like tg_dequantize. */
 TG_API tg_tensor *tg_dequantize_rows(tg_tensor *scales, tg_tensor *quants, int ggml_type, tg_shape w_shape);

@@ -328,16 +328,33 @@ static tg_tensor *dot4(tg_tensor *acc, tg_tensor *w, tg_tensor *x) {
   return acc ? tg_add(acc, d) : d;
 }
 
+/* t's shape less its last `drop` axes, then the n sizes of d: the packed
+ * tensors' leading axes (their 16-row groups, and a take's axes before
+ * them: tg_quant_matmul_rows_experts) kept. */
+static tg_shape lead_with(const tg_tensor *t, int drop, int n, const int64_t *d) {
+  tg_shape s = tg_shape_of(t);
+  s.ndim -= drop;
+  for (int i = 0; i < n; i++) s.d[s.ndim++] = d[i];
+  return s;
+}
+
+/* Bytes [lo, hi) of the last axis of quants (..., nb, bytes) as the n
+ * sizes of d, the leading axes kept. */
+static tg_tensor *split_last(tg_tensor *quants, int64_t lo, int64_t hi, int n, const int64_t *d) {
+  tg_tensor *a = qm_slice_last(quants, lo, hi);
+  return tg_reshape(a, lead_with(a, 1, n, d));
+}
+
 /* The blocks' sums scaled and added over the nb axis: sumi * (d_w * d_x),
  * and with sign -1 or +1 a second term less or added: m_w * mx (mx (...,
  * nb, 1) per block of x), times the integer sum mini when not NULL. scales
  * holds d (and m after it when sign is not 0). Returns (..., g, 16). */
-static tg_tensor *blocks_scaled(tg_tensor *x, int64_t nb, int64_t g, tg_tensor *scales, tg_tensor *dx, tg_tensor *sumi, tg_tensor *mini, tg_tensor *mx, int sign) {
+static tg_tensor *blocks_scaled(tg_tensor *x, int64_t nb, tg_tensor *scales, tg_tensor *dx, tg_tensor *sumi, tg_tensor *mini, tg_tensor *mx, int sign) {
   const tg_shape per_block = qm_with_tail(x, 3, (int64_t[]){ 1, nb, 1 });                     /* (..., 1, nb, 1) */
-  tg_tensor *dd = tg_reshape(tg_cast(scales, TG_F32), TG_SHAPE(g, sign ? 2 : 1, nb, ROWS));
-  tg_tensor *v = tg_mul(tg_cast(sumi, TG_F32), tg_mul(TG_GET(dd, TG_ALLIDX, TG_I(0)), tg_reshape(dx, per_block)));
+  tg_tensor *dd = tg_reshape(tg_cast(scales, TG_F32), lead_with(scales, 2, 3, (int64_t[]){ sign ? 2 : 1, nb, ROWS }));   /* (..., g, S, nb, 16) */
+  tg_tensor *v = tg_mul(tg_cast(sumi, TG_F32), tg_mul(TG_GET(dd, TG_ELLIPSIS, TG_I(0), TG_ALLIDX, TG_ALLIDX), tg_reshape(dx, per_block)));
   if (sign) {
-    tg_tensor *mxm = tg_mul(TG_GET(dd, TG_ALLIDX, TG_I(1)), tg_reshape(mx, per_block));
+    tg_tensor *mxm = tg_mul(TG_GET(dd, TG_ELLIPSIS, TG_I(1), TG_ALLIDX, TG_ALLIDX), tg_reshape(mx, per_block));
     tg_tensor *t = mini ? tg_mul(tg_cast(mini, TG_F32), mxm) : mxm;
     v = sign > 0 ? tg_add(v, t) : tg_sub(v, t);
   }
@@ -366,15 +383,15 @@ static tg_tensor *rows_32(int t, tg_tensor *x, tg_tensor *scales, tg_tensor *qua
   const bool iq4 = levels != NULL;
   const int nh = t == GGML_TYPE_Q8_0 ? 1 : 2, ng = 8 / nh, offset = mins ? 0 : q5 ? 16 : nh == 1 || iq4 ? 128 : 8;
   tg_tensor *xv = tg_reshape(xq, qm_with_tail(x, 6, (int64_t[]){ 1, nb, nh, ng, 1, 4 }));   /* (..., 1, nb, h, gi, 1, p) */
-  tg_tensor *q = tg_reshape(quants, TG_SHAPE(g, nb, ng + q5, ROWS, 4));
+  tg_tensor *q = tg_reshape(quants, lead_with(quants, 1, 3, (int64_t[]){ ng + q5, ROWS, 4 }));
   tg_tensor *val[2] = { q, NULL };
   if (nh == 2) val[0] = tg_bitwise_and(q, tg_scalar(15, TG_U8)), val[1] = tg_rshifts(q, 4);
   if (iq4) val[0] = nibble_levels(val[0], levels), val[1] = nibble_levels(val[1], levels);
-  tg_tensor *fifth = q5 ? TG_GET(q, TG_ALLIDX, TG_ALLIDX, TG_I(ng)) : NULL;                  /* (g, nb, 16, p) */
+  tg_tensor *fifth = q5 ? TG_GET(q, TG_ELLIPSIS, TG_I(ng), TG_ALLIDX, TG_ALLIDX) : NULL;                  /* (g, nb, 16, p) */
   tg_tensor *dot = NULL;
   for (int h = 0; h < nh; h++)
     for (int gi = 0; gi < ng; gi++) {
-      tg_tensor *w = TG_GET(val[h], TG_ALLIDX, TG_ALLIDX, TG_I(gi));                             /* (g, nb, 16, p) */
+      tg_tensor *w = TG_GET(val[h], TG_ELLIPSIS, TG_I(gi), TG_ALLIDX, TG_ALLIDX);                             /* (g, nb, 16, p) */
       if (q5) {   /* bit 4h + gi of the fifth-bit group, to bit 4 */
         tg_tensor *b = 4 * h + gi ? tg_rshifts(fifth, 4 * h + gi) : fifth;
         w = tg_bitwise_or(w, tg_lshifts(tg_bitwise_and(b, tg_scalar(1, TG_U8)), 4));
@@ -383,7 +400,7 @@ static tg_tensor *rows_32(int t, tg_tensor *x, tg_tensor *scales, tg_tensor *qua
       dot = dot4(dot, w, xs);
     }
   tg_tensor *blk = offset ? tg_sub(dot, tg_mul(tg_reshape(xsum, per_block), tg_scalar(offset, TG_I32))) : dot;
-  return blocks_scaled(x, nb, g, scales, dx, blk, NULL, sx, mins ? 1 : 0);
+  return blocks_scaled(x, nb, scales, dx, blk, NULL, sx, mins ? 1 : 0);
 }
 
 /* Q4_K: per sub-block j = 2c + h of 32 values (value 64c + 32h + l is
@@ -399,30 +416,30 @@ static tg_tensor *rows_q45_k(tg_tensor *x, tg_tensor *scales, tg_tensor *quants,
   tg_tensor *xsum = tg_contiguous(tg_sum(tg_cast(x32, TG_I32), TG_AXES(-1), false));  /* (..., nb, j) */
   tg_tensor *xs = tg_reshape(xsum, qm_with_tail(x, 4, (int64_t[]){ 1, nb, 1, 8 }));     /* (..., 1, nb, 1, j) */
   tg_tensor *xv = tg_reshape(xq, qm_with_tail(x, 6, (int64_t[]){ 1, nb, 1, 8, 8, 4 })); /* (..., 1, nb, 1, j, t, p) */
-  tg_tensor *sm = tg_reshape(qm_slice_last(quants, 0, 16 * ROWS), TG_SHAPE(g, nb, 2, 8, ROWS));
+  tg_tensor *sm = split_last(quants, 0, 16 * ROWS, 3, (int64_t[]){ 2, 8, ROWS });
   const int64_t qs_at = 16 * ROWS + (q5 ? 8 * 64 : 0);   /* Q5_K: after qh */
-  tg_tensor *qs = tg_reshape(qm_slice_last(quants, qs_at, qs_at + 32 * 64), TG_SHAPE(g, nb, 32, ROWS, 4));
-  tg_tensor *qh = q5 ? tg_reshape(qm_slice_last(quants, 16 * ROWS, 16 * ROWS + 8 * 64), TG_SHAPE(g, nb, 8, ROWS, 4)) : NULL;
+  tg_tensor *qs = split_last(quants, qs_at, qs_at + 32 * 64, 3, (int64_t[]){ 32, ROWS, 4 });
+  tg_tensor *qh = q5 ? split_last(quants, 16 * ROWS, 16 * ROWS + 8 * 64, 3, (int64_t[]){ 8, ROWS, 4 }) : NULL;
   tg_tensor *sumi = NULL, *summ = NULL;
   for (int j = 0; j < 8; j++) {
     int c = j / 2, h = j % 2;
     tg_tensor *dot = NULL;
     for (int t = 0; t < 8; t++) {
-      tg_tensor *w = TG_GET(qs, TG_ALLIDX, TG_ALLIDX, TG_I(8 * c + t));                           /* (g, nb, 16, p) */
+      tg_tensor *w = TG_GET(qs, TG_ELLIPSIS, TG_I(8 * c + t), TG_ALLIDX, TG_ALLIDX);                           /* (g, nb, 16, p) */
       w = h ? tg_rshifts(w, 4) : tg_bitwise_and(w, tg_scalar(15, TG_U8));
       if (q5) {   /* bit j of qh's group t, to bit 4 */
-        tg_tensor *b = TG_GET(qh, TG_ALLIDX, TG_ALLIDX, TG_I(t));
+        tg_tensor *b = TG_GET(qh, TG_ELLIPSIS, TG_I(t), TG_ALLIDX, TG_ALLIDX);
         w = tg_bitwise_or(w, tg_lshifts(tg_bitwise_and(j ? tg_rshifts(b, j) : b, tg_scalar(1, TG_U8)), 4));
       }
       dot = dot4(dot, w, TG_GET(xv, TG_ELLIPSIS, TG_I(j), TG_I(t), TG_ALLIDX));
     }
-    tg_tensor *sc = tg_cast(TG_GET(sm, TG_ALLIDX, TG_ALLIDX, TG_I(0), TG_I(j)), TG_I32);          /* (g, nb, 16) */
-    tg_tensor *mn = tg_cast(TG_GET(sm, TG_ALLIDX, TG_ALLIDX, TG_I(1), TG_I(j)), TG_I32);
+    tg_tensor *sc = tg_cast(TG_GET(sm, TG_ELLIPSIS, TG_I(0), TG_I(j), TG_ALLIDX), TG_I32);          /* (g, nb, 16) */
+    tg_tensor *mn = tg_cast(TG_GET(sm, TG_ELLIPSIS, TG_I(1), TG_I(j), TG_ALLIDX), TG_I32);
     tg_tensor *a = tg_mul(dot, sc), *b = tg_mul(TG_GET(xs, TG_ELLIPSIS, TG_I(j)), mn);
     sumi = sumi ? tg_add(sumi, a) : a;
     summ = summ ? tg_add(summ, b) : b;
   }
-  return blocks_scaled(x, nb, g, scales, dx, sumi, summ, dx, -1);
+  return blocks_scaled(x, nb, scales, dx, sumi, summ, dx, -1);
 }
 
 /* Q6_K: per sub-block s of 16 values, sum of (q - 32) * x times the int8
@@ -468,7 +485,7 @@ static tg_tensor *rows_q6_k(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, 
     sub = tg_mul(sub, tg_cast(TG_GET(sc, TG_ALLIDX, TG_ALLIDX, TG_I(s)), TG_I32));
     total = total ? tg_add(total, sub) : sub;
   }
-  return blocks_scaled(x, nb, g, scales, dx, total, NULL, NULL, 0);
+  return blocks_scaled(x, nb, scales, dx, total, NULL, NULL, 0);
 }
 
 /* Q2_K and Q3_K: per sub-block s = 8n + 2j + h of 16 values, value l of
@@ -511,7 +528,7 @@ static tg_tensor *rows_q23_k(tg_tensor *x, tg_tensor *scales, tg_tensor *quants,
       summ = summ ? tg_add(summ, b) : b;
     }
   }
-  return blocks_scaled(x, nb, g, scales, dx, sumi, summ, dx, q3 ? 0 : -1);
+  return blocks_scaled(x, nb, scales, dx, sumi, summ, dx, q3 ? 0 : -1);
 }
 
 /* IQ4_XS: per sub-block s of 32 values (nibble h of qs's group 4s + t is
@@ -535,7 +552,7 @@ static tg_tensor *rows_iq4_xs(tg_tensor *x, tg_tensor *scales, tg_tensor *quants
     sub = tg_mul(sub, tg_cast(TG_GET(sc, TG_ALLIDX, TG_ALLIDX, TG_I(s)), TG_I32));
     total = total ? tg_add(total, sub) : sub;
   }
-  return blocks_scaled(x, nb, g, scales, dx, total, NULL, NULL, 0);
+  return blocks_scaled(x, nb, scales, dx, total, NULL, NULL, 0);
 }
 
 /* Q6_K's 6-bit values (0..63) of packed quants: (g, nb, 16 s, 4 t, 16, 4 p),
@@ -552,8 +569,26 @@ static tg_tensor *q6_k_values(tg_tensor *quants, int64_t g, int64_t nb) {
   return tg_reshape(tg_bitwise_or(nib, tg_lshifts(hi, 4)), TG_SHAPE(g, nb, 16, 4, ROWS, 4));
 }
 
+/* The types whose matvec reads the packed tensors through any leading
+ * axes (a take's, tg_quant_matmul_rows_experts): the 32-value blocks, Q4_K
+ * and Q5_K. */
+static bool rows_any_type(int t) { return t != GGML_TYPE_Q6_K && t != GGML_TYPE_IQ4_XS && t != GGML_TYPE_Q3_K && t != GGML_TYPE_Q2_K; }
+static tg_tensor *rows_any(int t, tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int64_t nb, int64_t g) {
+  return t == GGML_TYPE_Q4_K || t == GGML_TYPE_Q5_K ? rows_q45_k(x, scales, quants, nb, g, t == GGML_TYPE_Q5_K) : rows_32(t, x, scales, quants, nb, g);
+}
+
 tg_tensor *tg_dequantize_rows(tg_tensor *scales, tg_tensor *quants, int t, tg_shape w_shape) {
   if (!scales || !quants) return tg_seterr("tg_dequantize_rows: NULL argument"), NULL;
+  if (w_shape.ndim == 3) {   /* experts (E, N, K), packed as the (E * N, K) matrix */
+    if (w_shape.d[1] % ROWS || w_shape.d[0] <= 0 || w_shape.d[1] <= 0 || w_shape.d[0] > INT64_MAX / w_shape.d[1])
+      return tg_seterr("tg_dequantize_rows: experts W (%lld, %lld, %lld) need N a multiple of %d", (long long)w_shape.d[0], (long long)w_shape.d[1],
+                       (long long)w_shape.d[2], ROWS), NULL;
+    tg_scope_begin();
+    tg_tensor *w = tg_reshape(tg_dequantize_rows(scales, quants, t, TG_SHAPE(w_shape.d[0] * w_shape.d[1], w_shape.d[2])), w_shape);
+    if (w) tg_keep(w);
+    tg_scope_end();
+    return w;
+  }
   const rows_format *f = format_of(t, w_shape, "tg_dequantize_rows");
   if (!f || !packed_shapes_ok(scales, quants, f, w_shape, "tg_dequantize_rows")) return NULL;
   int64_t n = w_shape.d[0], k = w_shape.d[1], nb = k / f->block, g = n / ROWS;
@@ -647,9 +682,46 @@ tg_tensor *tg_quant_matmul_rows(tg_tensor *x, tg_tensor *scales, tg_tensor *quan
   tg_tensor *y = t == GGML_TYPE_Q6_K ? rows_q6_k(x, scales, quants, nb, g)
                  : t == GGML_TYPE_IQ4_XS ? rows_iq4_xs(x, scales, quants, nb, g)
                  : t == GGML_TYPE_Q3_K || t == GGML_TYPE_Q2_K ? rows_q23_k(x, scales, quants, nb, g, t == GGML_TYPE_Q3_K)
-                 : t == GGML_TYPE_Q4_K || t == GGML_TYPE_Q5_K ? rows_q45_k(x, scales, quants, nb, g, t == GGML_TYPE_Q5_K)
-                 : rows_32(t, x, scales, quants, nb, g);
+                 : rows_any(t, x, scales, quants, nb, g);
   y = tg_reshape(y, qm_with_tail(x, 1, (int64_t[]){ n }));
+  if (y) tg_keep(y);
+  tensor_device_end(dev_prev);
+  tg_scope_end();
+  return y;
+}
+
+/* The experts' packed groups are read through a take of the router's
+ * choices. A take's index is a loaded value whose range the kernel does not
+ * know, so the table's rows are gated (an index out of range reads zero),
+ * and a gated byte load kept the byte dot products scalar (qwen3moe's gate
+ * and up 0.41 ms a layer against the float path's 0.14). The index clamped
+ * to [0, E) has a known range: the gate folds away and the loads are plain
+ * vector loads at a loaded offset. */
+tg_tensor *tg_quant_matmul_rows_experts(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int t, tg_shape w_shape, tg_tensor *index) {
+  static const char *who = "tg_quant_matmul_rows_experts";
+  if (!x || !scales || !quants || !index) return tg_seterr("%s: NULL argument", who), NULL;
+  if (w_shape.ndim != 3 || w_shape.d[0] <= 0) return tg_seterr("%s: W must be 3-D (E, N, K), not %d-D", who, w_shape.ndim), NULL;
+  int64_t e = w_shape.d[0], n = w_shape.d[1], k = w_shape.d[2];
+  tg_shape flat = TG_SHAPE(e * n, k);
+  if (n % ROWS || n > INT64_MAX / e) return tg_seterr("%s: W (%lld, %lld, %lld) needs N a multiple of %d", who, (long long)e, (long long)n, (long long)k, ROWS), NULL;
+  const rows_format *f = format_of(t, flat, who);
+  if (!f || !packed_shapes_ok(scales, quants, f, flat, who)) return NULL;
+  if (!rows_any_type(t)) return tg_seterr("%s: no expert form for type %s (the 32-value types, Q4_K and Q5_K have one)", who, tg_ggml_type_name(t)), NULL;
+  int ni = tg_ndim(index), nd = tg_ndim(x);
+  if (nd != ni + 1 || tg_dim(x, nd - 1) != k)
+    return tg_seterr("%s: x must be (index's shape or 1 on each axis, K = %lld): %d dims for an index of %d", who, (long long)k, nd, ni), NULL;
+  if (!tg_dtype_is_float(tg_dtype_of(x))) return tg_seterr("%s: x must be a float tensor, not %s", who, tg_dtype_name(tg_dtype_of(x))), NULL;
+  if (tg_dtype_is_float(tg_dtype_of(index)) || tg_dtype_of(index) == TG_BOOL) return tg_seterr("%s: index must be an integer tensor", who), NULL;
+  int64_t nb = k / f->block, g = n / ROWS;
+  tg_scope_begin();
+  const char *dev_prev = tensor_device_begin(tg_device_of(quants));
+  /* as an unsigned value mod E: a range the index math knows (a clamp's
+   * where() does not bound it) */
+  tg_tensor *ix = tg_cast(tg_mod(tg_cast(index, TG_U32), tg_scalar((double)e, TG_U32)), TG_I32);
+  tg_tensor *sc = tg_take(tg_reshape(scales, TG_SHAPE(e, g, tg_dim(scales, 1), ROWS)), ix);       /* (..., g, S * nb, 16) */
+  tg_tensor *qs = tg_take(tg_reshape(quants, TG_SHAPE(e, g, nb, f->quant_bytes)), ix);            /* (..., g, nb, bytes) */
+  tg_tensor *y = rows_any(t, x, sc, qs, nb, g);                                                   /* (..., g, 16) */
+  y = tg_reshape(y, lead_with(y, 2, 1, (int64_t[]){ n }));
   if (y) tg_keep(y);
   tensor_device_end(dev_prev);
   tg_scope_end();
