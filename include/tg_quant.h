@@ -92,7 +92,8 @@ TG_API int tg_quant_pack_rows_stacked(tg_tensor *const *raws, const int64_t *row
 TG_API tg_tensor *tg_quant_matmul_rows(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int ggml_type, tg_shape w_shape);
 /* Experts: W (E, N, K), packed by tg_quant_pack_rows as the (E * N, K)
  * matrix; index (...) integer, the expert of each product (a router's
- * top-k; an index outside [0, E) is clamped into it); x (..., K) with
+ * top-k; an index outside [0, E) reads expert index mod E, as an unsigned
+ * 32-bit value); x (..., K) with
  * index's axes (or 1 on any of them, broadcast). Returns (..., N): x @
  * W[index].T, tg_quant_matmul_rows's numbers, reading only the chosen
  * experts' rows. Types: the 32-value ones, Q4_K and Q5_K (an error for the

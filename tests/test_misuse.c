@@ -784,37 +784,43 @@ static int c771(void) { M_PTR(tg_quant_matmul_rows(fx_tensor(), NULL, fx_tensor(
 static int c772(void) { M_PTR(tg_quant_matmul_rows(fx_tensor(), fx_tensor(), NULL, 1, TG_SHAPE(2, 3))); }
 static int c773(void) { M_PTR(tg_quant_matmul_rows(fx_tensor(), fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = 17 })); }
 static int c774(void) { M_PTR(tg_quant_matmul_rows(fx_tensor(), fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = -1 })); }
-static int c775(void) { M_PTR(tg_dequantize_rows(NULL, fx_tensor(), 1, TG_SHAPE(2, 3))); }
-static int c776(void) { M_PTR(tg_dequantize_rows(fx_tensor(), NULL, 1, TG_SHAPE(2, 3))); }
-static int c777(void) { M_PTR(tg_dequantize_rows(fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = 17 })); }
-static int c778(void) { M_PTR(tg_dequantize_rows(fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = -1 })); }
-static int c779(void) { M_PTR(tg_tokenizer_load(NULL)); }
-static int c780(void) { M_NONE(tg_tokenizer_free(NULL)); }
-static int c781(void) { M_INT(tg_tokenize(NULL, "x", 1, false, false, (int32_t *[1]){ 0 })); }
-static int c782(void) { M_INT(tg_tokenize(fx_tokenizer(), NULL, 1, false, false, (int32_t *[1]){ 0 })); }
-static int c783(void) { M_INT(tg_tokenize(fx_tokenizer(), "x", 1, false, false, NULL)); }
-static int c784(void) { M_INT(tg_token_to_piece(NULL, 1, false, "x", 1)); }
-static int c785(void) { M_INT(tg_token_to_piece(fx_tokenizer(), 1, false, NULL, 1)); }
-static int c786(void) { M_INT(tg_token_to_piece(fx_tokenizer(), 1, false, "x", -1)); }
-static int c787(void) { M_PTR(tg_detokenize(NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, false, false, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c788(void) { M_PTR(tg_detokenize(fx_tokenizer(), NULL, 1, false, false, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c789(void) { M_PTR(tg_detokenize(fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1, false, false, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c790(void) { M_PTR(tg_detokenize(fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, false, false, NULL)); }
-static int c791(void) { M_PTR(tg_token_stream_new(NULL, false)); }
-static int c792(void) { M_PTR(tg_token_stream_push(NULL, 1, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c793(void) { M_PTR(tg_token_stream_push(fx_stream(), 1, NULL)); }
-static int c794(void) { M_PTR(tg_token_stream_flush(NULL, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c795(void) { M_PTR(tg_token_stream_flush(fx_stream(), NULL)); }
-static int c796(void) { M_NONE(tg_token_stream_free(NULL)); }
-static int c797(void) { M_INT(tg_tokenizer_n_vocab(NULL)); }
-static int c798(void) { M_INT(tg_tokenizer_bos(NULL)); }
-static int c799(void) { M_INT(tg_tokenizer_eos(NULL)); }
-static int c800(void) { M_INT(tg_tokenizer_eot(NULL)); }
-static int c801(void) { M_NONE(tg_tokenizer_add_bos(NULL)); }
-static int c802(void) { M_NONE(tg_tokenizer_is_eog(NULL, 1)); }
-static int c803(void) { M_INT(tg_tokenizer_find(NULL, "x")); }
-static int c804(void) { M_INT(tg_tokenizer_find(fx_tokenizer(), NULL)); }
-static int c805(void) { M_PTR(tg_tokenizer_token_text(NULL, 1)); }
+static int c775(void) { M_PTR(tg_quant_matmul_rows_experts(NULL, fx_tensor(), fx_tensor(), 1, TG_SHAPE(2, 3), fx_tensor())); }
+static int c776(void) { M_PTR(tg_quant_matmul_rows_experts(fx_tensor(), NULL, fx_tensor(), 1, TG_SHAPE(2, 3), fx_tensor())); }
+static int c777(void) { M_PTR(tg_quant_matmul_rows_experts(fx_tensor(), fx_tensor(), NULL, 1, TG_SHAPE(2, 3), fx_tensor())); }
+static int c778(void) { M_PTR(tg_quant_matmul_rows_experts(fx_tensor(), fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = 17 }, fx_tensor())); }
+static int c779(void) { M_PTR(tg_quant_matmul_rows_experts(fx_tensor(), fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = -1 }, fx_tensor())); }
+static int c780(void) { M_PTR(tg_quant_matmul_rows_experts(fx_tensor(), fx_tensor(), fx_tensor(), 1, TG_SHAPE(2, 3), NULL)); }
+static int c781(void) { M_PTR(tg_dequantize_rows(NULL, fx_tensor(), 1, TG_SHAPE(2, 3))); }
+static int c782(void) { M_PTR(tg_dequantize_rows(fx_tensor(), NULL, 1, TG_SHAPE(2, 3))); }
+static int c783(void) { M_PTR(tg_dequantize_rows(fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = 17 })); }
+static int c784(void) { M_PTR(tg_dequantize_rows(fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = -1 })); }
+static int c785(void) { M_PTR(tg_tokenizer_load(NULL)); }
+static int c786(void) { M_NONE(tg_tokenizer_free(NULL)); }
+static int c787(void) { M_INT(tg_tokenize(NULL, "x", 1, false, false, (int32_t *[1]){ 0 })); }
+static int c788(void) { M_INT(tg_tokenize(fx_tokenizer(), NULL, 1, false, false, (int32_t *[1]){ 0 })); }
+static int c789(void) { M_INT(tg_tokenize(fx_tokenizer(), "x", 1, false, false, NULL)); }
+static int c790(void) { M_INT(tg_token_to_piece(NULL, 1, false, "x", 1)); }
+static int c791(void) { M_INT(tg_token_to_piece(fx_tokenizer(), 1, false, NULL, 1)); }
+static int c792(void) { M_INT(tg_token_to_piece(fx_tokenizer(), 1, false, "x", -1)); }
+static int c793(void) { M_PTR(tg_detokenize(NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, false, false, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c794(void) { M_PTR(tg_detokenize(fx_tokenizer(), NULL, 1, false, false, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c795(void) { M_PTR(tg_detokenize(fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1, false, false, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c796(void) { M_PTR(tg_detokenize(fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, false, false, NULL)); }
+static int c797(void) { M_PTR(tg_token_stream_new(NULL, false)); }
+static int c798(void) { M_PTR(tg_token_stream_push(NULL, 1, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c799(void) { M_PTR(tg_token_stream_push(fx_stream(), 1, NULL)); }
+static int c800(void) { M_PTR(tg_token_stream_flush(NULL, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c801(void) { M_PTR(tg_token_stream_flush(fx_stream(), NULL)); }
+static int c802(void) { M_NONE(tg_token_stream_free(NULL)); }
+static int c803(void) { M_INT(tg_tokenizer_n_vocab(NULL)); }
+static int c804(void) { M_INT(tg_tokenizer_bos(NULL)); }
+static int c805(void) { M_INT(tg_tokenizer_eos(NULL)); }
+static int c806(void) { M_INT(tg_tokenizer_eot(NULL)); }
+static int c807(void) { M_NONE(tg_tokenizer_add_bos(NULL)); }
+static int c808(void) { M_NONE(tg_tokenizer_is_eog(NULL, 1)); }
+static int c809(void) { M_INT(tg_tokenizer_find(NULL, "x")); }
+static int c810(void) { M_INT(tg_tokenizer_find(fx_tokenizer(), NULL)); }
+static int c811(void) { M_PTR(tg_tokenizer_token_text(NULL, 1)); }
 
 const misuse_case misuse_cases[] = {
   { "tg_dtype_name(dt=99)", c0, M_STRICT },
@@ -1592,36 +1598,42 @@ const misuse_case misuse_cases[] = {
   { "tg_quant_matmul_rows(quants=NULL)", c772, M_STRICT },
   { "tg_quant_matmul_rows(w_shape.ndim=17)", c773, M_STRICT },
   { "tg_quant_matmul_rows(w_shape.ndim=-1)", c774, M_STRICT },
-  { "tg_dequantize_rows(scales=NULL)", c775, M_STRICT },
-  { "tg_dequantize_rows(quants=NULL)", c776, M_STRICT },
-  { "tg_dequantize_rows(w_shape.ndim=17)", c777, M_STRICT },
-  { "tg_dequantize_rows(w_shape.ndim=-1)", c778, M_STRICT },
-  { "tg_tokenizer_load(gguf_path=NULL)", c779, M_STRICT },
-  { "tg_tokenizer_free(tok=NULL)", c780, M_OPTIONAL },
-  { "tg_tokenize(tok=NULL)", c781, M_STRICT },
-  { "tg_tokenize(text=NULL)", c782, M_STRICT },
-  { "tg_tokenize(ids=NULL)", c783, M_STRICT },
-  { "tg_token_to_piece(tok=NULL)", c784, M_STRICT },
-  { "tg_token_to_piece(buf=NULL)", c785, M_STRICT },
-  { "tg_token_to_piece(cap=-1)", c786, M_STRICT },
-  { "tg_detokenize(tok=NULL)", c787, M_STRICT },
-  { "tg_detokenize(ids=NULL)", c788, M_STRICT },
-  { "tg_detokenize(n=-1)", c789, M_STRICT },
-  { "tg_detokenize(len=NULL)", c790, M_OPTIONAL },
-  { "tg_token_stream_new(tok=NULL)", c791, M_STRICT },
-  { "tg_token_stream_push(s=NULL)", c792, M_STRICT },
-  { "tg_token_stream_push(len=NULL)", c793, M_OPTIONAL },
-  { "tg_token_stream_flush(s=NULL)", c794, M_STRICT },
-  { "tg_token_stream_flush(len=NULL)", c795, M_OPTIONAL },
-  { "tg_token_stream_free(s=NULL)", c796, M_OPTIONAL },
-  { "tg_tokenizer_n_vocab(tok=NULL)", c797, M_STRICT },
-  { "tg_tokenizer_bos(tok=NULL)", c798, M_STRICT },
-  { "tg_tokenizer_eos(tok=NULL)", c799, M_STRICT },
-  { "tg_tokenizer_eot(tok=NULL)", c800, M_STRICT },
-  { "tg_tokenizer_add_bos(tok=NULL)", c801, M_STRICT },
-  { "tg_tokenizer_is_eog(tok=NULL)", c802, M_STRICT },
-  { "tg_tokenizer_find(tok=NULL)", c803, M_STRICT },
-  { "tg_tokenizer_find(text=NULL)", c804, M_STRICT },
-  { "tg_tokenizer_token_text(tok=NULL)", c805, M_STRICT },
+  { "tg_quant_matmul_rows_experts(x=NULL)", c775, M_STRICT },
+  { "tg_quant_matmul_rows_experts(scales=NULL)", c776, M_STRICT },
+  { "tg_quant_matmul_rows_experts(quants=NULL)", c777, M_STRICT },
+  { "tg_quant_matmul_rows_experts(w_shape.ndim=17)", c778, M_STRICT },
+  { "tg_quant_matmul_rows_experts(w_shape.ndim=-1)", c779, M_STRICT },
+  { "tg_quant_matmul_rows_experts(index=NULL)", c780, M_STRICT },
+  { "tg_dequantize_rows(scales=NULL)", c781, M_STRICT },
+  { "tg_dequantize_rows(quants=NULL)", c782, M_STRICT },
+  { "tg_dequantize_rows(w_shape.ndim=17)", c783, M_STRICT },
+  { "tg_dequantize_rows(w_shape.ndim=-1)", c784, M_STRICT },
+  { "tg_tokenizer_load(gguf_path=NULL)", c785, M_STRICT },
+  { "tg_tokenizer_free(tok=NULL)", c786, M_OPTIONAL },
+  { "tg_tokenize(tok=NULL)", c787, M_STRICT },
+  { "tg_tokenize(text=NULL)", c788, M_STRICT },
+  { "tg_tokenize(ids=NULL)", c789, M_STRICT },
+  { "tg_token_to_piece(tok=NULL)", c790, M_STRICT },
+  { "tg_token_to_piece(buf=NULL)", c791, M_STRICT },
+  { "tg_token_to_piece(cap=-1)", c792, M_STRICT },
+  { "tg_detokenize(tok=NULL)", c793, M_STRICT },
+  { "tg_detokenize(ids=NULL)", c794, M_STRICT },
+  { "tg_detokenize(n=-1)", c795, M_STRICT },
+  { "tg_detokenize(len=NULL)", c796, M_OPTIONAL },
+  { "tg_token_stream_new(tok=NULL)", c797, M_STRICT },
+  { "tg_token_stream_push(s=NULL)", c798, M_STRICT },
+  { "tg_token_stream_push(len=NULL)", c799, M_OPTIONAL },
+  { "tg_token_stream_flush(s=NULL)", c800, M_STRICT },
+  { "tg_token_stream_flush(len=NULL)", c801, M_OPTIONAL },
+  { "tg_token_stream_free(s=NULL)", c802, M_OPTIONAL },
+  { "tg_tokenizer_n_vocab(tok=NULL)", c803, M_STRICT },
+  { "tg_tokenizer_bos(tok=NULL)", c804, M_STRICT },
+  { "tg_tokenizer_eos(tok=NULL)", c805, M_STRICT },
+  { "tg_tokenizer_eot(tok=NULL)", c806, M_STRICT },
+  { "tg_tokenizer_add_bos(tok=NULL)", c807, M_STRICT },
+  { "tg_tokenizer_is_eog(tok=NULL)", c808, M_STRICT },
+  { "tg_tokenizer_find(tok=NULL)", c809, M_STRICT },
+  { "tg_tokenizer_find(text=NULL)", c810, M_STRICT },
+  { "tg_tokenizer_token_text(tok=NULL)", c811, M_STRICT },
 };
-const int misuse_ncases = 806;
+const int misuse_ncases = 812;

@@ -73,6 +73,8 @@ void qk_q6_k_ints(tg_tensor *blk, tg_tensor **q, tg_tensor **sc);
 tg_tensor *qm_slice_last(tg_tensor *x, int64_t lo, int64_t hi);
 /* x's shape with its last axis replaced by the n sizes in d. */
 tg_shape qm_with_tail(const tg_tensor *x, int n, const int64_t *d);
+/* x's shape with its last drop axes replaced by the n sizes in d. */
+tg_shape qm_lead_with(const tg_tensor *x, int drop, int n, const int64_t *d);
 /* quantize_row_q8_0_ref of every 32 values of x (..., K): *q (..., K/32,
  * 32) of qdtype (an integer type: I16 for int16 multiplies, I8 for byte dot
  * products) and *d (..., K/32, 1) F32, the scale rounded to fp16 as ggml

@@ -1,5 +1,5 @@
-/* quant_rows.c: tg_quant_pack_rows, tg_quant_matmul_rows and
- * tg_dequantize_rows (tg_quant.h).
+/* quant_rows.c: tg_quant_pack_rows, tg_quant_matmul_rows,
+ * tg_quant_matmul_rows_experts and tg_dequantize_rows (tg_quant.h).
  *
  * Decoding multiplies one row of x with every row of W. In ggml's layout a
  * row's blocks follow each other, so a SIMD vector can only hold values of
@@ -47,7 +47,7 @@
  *         4-byte groups (hmask first, as Q5_K's qh).
  *   IQ4_NL  as Q4_0: the file's nibbles (indices into the 16 levels
  *         qt_kvalues_iq4nl). A matvec looks each nibble's level + 128 up
- *         in a 16-byte table (iq4_levels: one byte shuffle per 64 values
+ *         in a 16-byte table (nibble_levels: one byte shuffle per 64 values
  *         on x86), so the weights stream at Q4_0's bytes.
  *   MXFP4  as IQ4_NL (its nibbles at byte 1, looked up in the doubled
  *         E2M1 levels qt_kvalues_mxfp4), and scales (N/16, K/32, 16) F32:
@@ -328,21 +328,12 @@ static tg_tensor *dot4(tg_tensor *acc, tg_tensor *w, tg_tensor *x) {
   return acc ? tg_add(acc, d) : d;
 }
 
-/* t's shape less its last `drop` axes, then the n sizes of d: the packed
- * tensors' leading axes (their 16-row groups, and a take's axes before
- * them: tg_quant_matmul_rows_experts) kept. */
-static tg_shape lead_with(const tg_tensor *t, int drop, int n, const int64_t *d) {
-  tg_shape s = tg_shape_of(t);
-  s.ndim -= drop;
-  for (int i = 0; i < n; i++) s.d[s.ndim++] = d[i];
-  return s;
-}
-
 /* Bytes [lo, hi) of the last axis of quants (..., nb, bytes) as the n
- * sizes of d, the leading axes kept. */
+ * sizes of d, the leading axes (the 16-row groups, and a take's axes before
+ * them: tg_quant_matmul_rows_experts) kept. */
 static tg_tensor *split_last(tg_tensor *quants, int64_t lo, int64_t hi, int n, const int64_t *d) {
   tg_tensor *a = qm_slice_last(quants, lo, hi);
-  return tg_reshape(a, lead_with(a, 1, n, d));
+  return tg_reshape(a, qm_with_tail(a, n, d));
 }
 
 /* The blocks' sums scaled and added over the nb axis: sumi * (d_w * d_x),
@@ -351,7 +342,7 @@ static tg_tensor *split_last(tg_tensor *quants, int64_t lo, int64_t hi, int n, c
  * holds d (and m after it when sign is not 0). Returns (..., g, 16). */
 static tg_tensor *blocks_scaled(tg_tensor *x, int64_t nb, tg_tensor *scales, tg_tensor *dx, tg_tensor *sumi, tg_tensor *mini, tg_tensor *mx, int sign) {
   const tg_shape per_block = qm_with_tail(x, 3, (int64_t[]){ 1, nb, 1 });                     /* (..., 1, nb, 1) */
-  tg_tensor *dd = tg_reshape(tg_cast(scales, TG_F32), lead_with(scales, 2, 3, (int64_t[]){ sign ? 2 : 1, nb, ROWS }));   /* (..., g, S, nb, 16) */
+  tg_tensor *dd = tg_reshape(tg_cast(scales, TG_F32), qm_lead_with(scales, 2, 3, (int64_t[]){ sign ? 2 : 1, nb, ROWS }));   /* (..., g, S, nb, 16) */
   tg_tensor *v = tg_mul(tg_cast(sumi, TG_F32), tg_mul(TG_GET(dd, TG_ELLIPSIS, TG_I(0), TG_ALLIDX, TG_ALLIDX), tg_reshape(dx, per_block)));
   if (sign) {
     tg_tensor *mxm = tg_mul(TG_GET(dd, TG_ELLIPSIS, TG_I(1), TG_ALLIDX, TG_ALLIDX), tg_reshape(mx, per_block));
@@ -383,7 +374,7 @@ static tg_tensor *rows_32(int t, tg_tensor *x, tg_tensor *scales, tg_tensor *qua
   const bool iq4 = levels != NULL;
   const int nh = t == GGML_TYPE_Q8_0 ? 1 : 2, ng = 8 / nh, offset = mins ? 0 : q5 ? 16 : nh == 1 || iq4 ? 128 : 8;
   tg_tensor *xv = tg_reshape(xq, qm_with_tail(x, 6, (int64_t[]){ 1, nb, nh, ng, 1, 4 }));   /* (..., 1, nb, h, gi, 1, p) */
-  tg_tensor *q = tg_reshape(quants, lead_with(quants, 1, 3, (int64_t[]){ ng + q5, ROWS, 4 }));
+  tg_tensor *q = tg_reshape(quants, qm_with_tail(quants, 3, (int64_t[]){ ng + q5, ROWS, 4 }));
   tg_tensor *val[2] = { q, NULL };
   if (nh == 2) val[0] = tg_bitwise_and(q, tg_scalar(15, TG_U8)), val[1] = tg_rshifts(q, 4);
   if (iq4) val[0] = nibble_levels(val[0], levels), val[1] = nibble_levels(val[1], levels);
@@ -694,13 +685,15 @@ tg_tensor *tg_quant_matmul_rows(tg_tensor *x, tg_tensor *scales, tg_tensor *quan
  * choices. A take's index is a loaded value whose range the kernel does not
  * know, so the table's rows are gated (an index out of range reads zero),
  * and a gated byte load kept the byte dot products scalar (qwen3moe's gate
- * and up 0.41 ms a layer against the float path's 0.14). The index clamped
- * to [0, E) has a known range: the gate folds away and the loads are plain
- * vector loads at a loaded offset. */
+ * and up 0.41 ms a layer against the float path's 0.14). The index read
+ * modulo E as an unsigned value has a range the index math knows ([0, E);
+ * a clamp's where() does not bound it): the gate folds away and the loads
+ * are plain vector loads at a loaded offset. */
 tg_tensor *tg_quant_matmul_rows_experts(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int t, tg_shape w_shape, tg_tensor *index) {
   static const char *who = "tg_quant_matmul_rows_experts";
   if (!x || !scales || !quants || !index) return tg_seterr("%s: NULL argument", who), NULL;
-  if (w_shape.ndim != 3 || w_shape.d[0] <= 0) return tg_seterr("%s: W must be 3-D (E, N, K), not %d-D", who, w_shape.ndim), NULL;
+  if (w_shape.ndim != 3) return tg_seterr("%s: W must be 3-D (E, N, K), not %d-D", who, w_shape.ndim), NULL;
+  if (w_shape.d[0] <= 0 || w_shape.d[0] > UINT32_MAX) return tg_seterr("%s: %lld experts (1 to 2^32 - 1)", who, (long long)w_shape.d[0]), NULL;
   int64_t e = w_shape.d[0], n = w_shape.d[1], k = w_shape.d[2];
   tg_shape flat = TG_SHAPE(e * n, k);
   if (n % ROWS || n > INT64_MAX / e) return tg_seterr("%s: W (%lld, %lld, %lld) needs N a multiple of %d", who, (long long)e, (long long)n, (long long)k, ROWS), NULL;
@@ -715,13 +708,12 @@ tg_tensor *tg_quant_matmul_rows_experts(tg_tensor *x, tg_tensor *scales, tg_tens
   int64_t nb = k / f->block, g = n / ROWS;
   tg_scope_begin();
   const char *dev_prev = tensor_device_begin(tg_device_of(quants));
-  /* as an unsigned value mod E: a range the index math knows (a clamp's
-   * where() does not bound it) */
+  /* an unsigned value mod E (see above) */
   tg_tensor *ix = tg_cast(tg_mod(tg_cast(index, TG_U32), tg_scalar((double)e, TG_U32)), TG_I32);
   tg_tensor *sc = tg_take(tg_reshape(scales, TG_SHAPE(e, g, tg_dim(scales, 1), ROWS)), ix);       /* (..., g, S * nb, 16) */
   tg_tensor *qs = tg_take(tg_reshape(quants, TG_SHAPE(e, g, nb, f->quant_bytes)), ix);            /* (..., g, nb, bytes) */
   tg_tensor *y = rows_any(t, x, sc, qs, nb, g);                                                   /* (..., g, 16) */
-  y = tg_reshape(y, lead_with(y, 2, 1, (int64_t[]){ n }));
+  y = tg_reshape(y, qm_lead_with(y, 2, 1, (int64_t[]){ n }));
   if (y) tg_keep(y);
   tensor_device_end(dev_prev);
   tg_scope_end();
