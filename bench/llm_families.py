@@ -24,7 +24,9 @@ script's configuration of the family changes); the F32 sources are deleted.
     BENCH_FAMILY_REPS=3                (-r of both benches)
     BENCH_FAMILY_THREADS=2             (threads of both: TG_THREADS and llama-bench -t)
     BENCH_FAMILY_CPU=1                 (also the CPU time per decoded token, as llm_decode_cpu.py;
-                                        only: that alone; BENCH_FAMILY_CPU_REPS=3 its repetitions)
+                                        only: that alone; BENCH_FAMILY_CPU_REPS=3 its repetitions;
+                                        BENCH_FAMILY_BASE=other/tg: that build's too, file by file
+                                        beside this one's: base_ms=, base_ratio=)
 
 Per family and type, after `tg bench-llm -m FILE -p 64 -n 32 -r 3` and
 `llama-bench -m FILE -t 2 -p 64 -n 32 -r 3` (one after the other, never at
@@ -192,9 +194,12 @@ def llama_bench(bin, path, reps, threads):
 def cpu_line(tg, llama, name, t, path, reps):
     from llm_decode_cpu import per_token_ms
     env = dict(os.environ, TG_THREADS="1")
+    base = os.environ.get("BENCH_FAMILY_BASE")
+    base_ms = per_token_ms(lambda n: [base, "bench-llm", "-m", path, "-p", "1", "-n", str(n), "-r", "1"], env, reps) if base else None
     tg_ms = per_token_ms(lambda n: [tg, "bench-llm", "-m", path, "-p", "1", "-n", str(n), "-r", "1"], env, reps)
     ll_ms = per_token_ms(lambda n: [llama, "-m", path, "-t", "1", "-p", "0", "-n", str(n), "-r", "1"], env, reps)
-    print(f"bench llm_family_cpu family={name} type={t} tg_ms={tg_ms:.2f} llama_ms={ll_ms:.2f} ratio={ll_ms / tg_ms:.2f}",
+    old = f" base_ms={base_ms:.2f} base_ratio={ll_ms / base_ms:.2f}" if base else ""
+    print(f"bench llm_family_cpu family={name} type={t} tg_ms={tg_ms:.2f} llama_ms={ll_ms:.2f} ratio={ll_ms / tg_ms:.2f}{old}",
           flush=True)
 
 

@@ -70,8 +70,9 @@ TG_API tg_tensor *tg_quant_matmul(tg_tensor *x, tg_tensor *raw, int ggml_type, t
  * and Q5_1 (as Q4_0 and Q5_0, with their mins), Q8_0 (values stored plus 128),
  * IQ4_NL (its levels stored as Q8_0's bytes), IQ4_XS (the levels as bytes, int8
  * sub-block scales), Q2_K (its 4-bit scales and mins unpacked to bytes), Q3_K
- * (its 16 scales unpacked to int8 bytes, qs and hmask regrouped), Q4_K, Q5_K (Q4_K's form and its fifth bits) and Q6_K; N a multiple of 16. Returns 0 and two tensors made from raw
- * (as for tg_dequantize), realized: *scales (N/16, S * K/B, 16) F16
+ * (its 16 scales unpacked to int8 bytes, qs and hmask regrouped), Q4_K, Q5_K (Q4_K's form and its fifth bits), Q6_K
+ * and MXFP4 (IQ4_NL's form with its doubled E2M1 levels; its E8M0 scale as F32); N a multiple of 16. Returns 0 and two tensors made from raw
+ * (as for tg_dequantize), realized: *scales (N/16, S * K/B, 16) F16 (F32 for MXFP4)
  * (the blocks' fp16 scales, S of them: Q4_1's, Q5_1's, Q2_K's, Q4_K's and Q5_K's d of every block, then its
  * m or dmin; B = 32, or 256 for the K-quants) and *quants (N/16, K/B, bytes) U8
  * (the rest of the blocks' bytes, reordered; Q4_K's 6-bit scales and mins
@@ -89,7 +90,17 @@ TG_API int tg_quant_pack_rows_stacked(tg_tensor *const *raws, const int64_t *row
  * (..., N) F32: small kernels quantize x and sum its blocks, one reads the
  * packed W. */
 TG_API tg_tensor *tg_quant_matmul_rows(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int ggml_type, tg_shape w_shape);
-/* W's values (N, K) F32 from tg_quant_pack_rows's tensors: exactly
+/* Experts: W (E, N, K), packed by tg_quant_pack_rows as the (E * N, K)
+ * matrix; index (...) integer, the expert of each product (a router's
+ * top-k; an index outside [0, E) reads expert index mod E, as an unsigned
+ * 32-bit value); x (..., K) with
+ * index's axes (or 1 on any of them, broadcast). Returns (..., N): x @
+ * W[index].T, tg_quant_matmul_rows's numbers, reading only the chosen
+ * experts' rows. Types: the 32-value ones, Q4_K and Q5_K (an error for the
+ * others); N a multiple of 16. */
+TG_API tg_tensor *tg_quant_matmul_rows_experts(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int ggml_type, tg_shape w_shape, tg_tensor *index);
+/* W's values (N, K) F32 from tg_quant_pack_rows's tensors (experts (E,
+ * N, K), packed as the (E * N, K) matrix, as well): exactly
  * tg_dequantize's (ggml's) numbers, so a model can keep the packed copy
  * alone. Lazy, fuses into its consumer like tg_dequantize. */
 TG_API tg_tensor *tg_dequantize_rows(tg_tensor *scales, tg_tensor *quants, int ggml_type, tg_shape w_shape);

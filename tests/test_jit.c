@@ -157,6 +157,31 @@ TEST(jit_memory_plan_shares_intermediates) {
   free(x);
 }
 
+/* A table the step makes from host data (as tg_quant_matmul_rows makes its
+ * 16-level tables), read through a take after an intermediate that dies
+ * first: no captured kernel writes the table, so its memory must stay (a
+ * slot of the plan, shared with the dead intermediate, held that one's
+ * values instead; a batch of a gpt-oss model decoded garbage). */
+static int step_table(void *ctx, tg_tensor *const *in, int nin, tg_tensor **out, int nout) {
+  static const float table[8] = { 10, 11, 12, 13, 14, 15, 16, 17 };
+  tg_tensor *a = tg_contiguous(tg_muls(in[0], 3));                        /* an intermediate, dead after b */
+  tg_tensor *b = tg_contiguous(tg_sum(a, TG_ALL, true));
+  tg_tensor *ix = tg_cast(tg_mod(in[0], tg_scalar(8, TG_F32)), TG_I32);
+  out[0] = tg_add(tg_take(tg_from_data(table, TG_SHAPE(8), TG_F32), ix), b);
+  return out[0] ? 0 : -1;
+}
+TEST(jit_keeps_tables_the_step_makes) {
+  tg_jit *j = tg_jit_new(step_table, NULL);
+  for (int call = 0; call < 5; call++) {
+    float x[8], got[8], sum = 0;
+    for (int i = 0; i < 8; i++) x[i] = (float)((i * 3 + call) % 8), sum += 3 * x[i];
+    tg_tensor *in = tg_from_data(x, TG_SHAPE(8), TG_F32), *out = NULL;
+    CHECK_MSG(tg_jit_call(j, &in, 1, &out, 1) == 0 && tg_data(out, got, sizeof got) == 0, "call %d: %s", call, tg_error());
+    for (int i = 0; i < 8; i++) CHECK_MSG(got[i] == 10 + x[i] + sum, "call %d [%d]: %g, want %g", call, i, got[i], 10 + x[i] + sum);
+  }
+  tg_jit_free(j);
+}
+
 /* out = x @ (W * 2 + 1).T: the weight transform reads no input, so pruning
  * runs it once; the replay launches only the matmul. */
 static int step_pruned(void *ctx, tg_tensor *const *in, int nin, tg_tensor **out, int nout) {

@@ -807,37 +807,43 @@ static int c794(void) { M_PTR(tg_quant_matmul_rows(fx_tensor(), NULL, fx_tensor(
 static int c795(void) { M_PTR(tg_quant_matmul_rows(fx_tensor(), fx_tensor(), NULL, 1, TG_SHAPE(2, 3))); }
 static int c796(void) { M_PTR(tg_quant_matmul_rows(fx_tensor(), fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = 17 })); }
 static int c797(void) { M_PTR(tg_quant_matmul_rows(fx_tensor(), fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = -1 })); }
-static int c798(void) { M_PTR(tg_dequantize_rows(NULL, fx_tensor(), 1, TG_SHAPE(2, 3))); }
-static int c799(void) { M_PTR(tg_dequantize_rows(fx_tensor(), NULL, 1, TG_SHAPE(2, 3))); }
-static int c800(void) { M_PTR(tg_dequantize_rows(fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = 17 })); }
-static int c801(void) { M_PTR(tg_dequantize_rows(fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = -1 })); }
-static int c802(void) { M_PTR(tg_tokenizer_load(NULL)); }
-static int c803(void) { M_NONE(tg_tokenizer_free(NULL)); }
-static int c804(void) { M_INT(tg_tokenize(NULL, "x", 1, false, false, (int32_t *[1]){ 0 })); }
-static int c805(void) { M_INT(tg_tokenize(fx_tokenizer(), NULL, 1, false, false, (int32_t *[1]){ 0 })); }
-static int c806(void) { M_INT(tg_tokenize(fx_tokenizer(), "x", 1, false, false, NULL)); }
-static int c807(void) { M_INT(tg_token_to_piece(NULL, 1, false, "x", 1)); }
-static int c808(void) { M_INT(tg_token_to_piece(fx_tokenizer(), 1, false, NULL, 1)); }
-static int c809(void) { M_INT(tg_token_to_piece(fx_tokenizer(), 1, false, "x", -1)); }
-static int c810(void) { M_PTR(tg_detokenize(NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, false, false, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c811(void) { M_PTR(tg_detokenize(fx_tokenizer(), NULL, 1, false, false, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c812(void) { M_PTR(tg_detokenize(fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1, false, false, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c813(void) { M_PTR(tg_detokenize(fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, false, false, NULL)); }
-static int c814(void) { M_PTR(tg_token_stream_new(NULL, false)); }
-static int c815(void) { M_PTR(tg_token_stream_push(NULL, 1, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c816(void) { M_PTR(tg_token_stream_push(fx_stream(), 1, NULL)); }
-static int c817(void) { M_PTR(tg_token_stream_flush(NULL, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c818(void) { M_PTR(tg_token_stream_flush(fx_stream(), NULL)); }
-static int c819(void) { M_NONE(tg_token_stream_free(NULL)); }
-static int c820(void) { M_INT(tg_tokenizer_n_vocab(NULL)); }
-static int c821(void) { M_INT(tg_tokenizer_bos(NULL)); }
-static int c822(void) { M_INT(tg_tokenizer_eos(NULL)); }
-static int c823(void) { M_INT(tg_tokenizer_eot(NULL)); }
-static int c824(void) { M_NONE(tg_tokenizer_add_bos(NULL)); }
-static int c825(void) { M_NONE(tg_tokenizer_is_eog(NULL, 1)); }
-static int c826(void) { M_INT(tg_tokenizer_find(NULL, "x")); }
-static int c827(void) { M_INT(tg_tokenizer_find(fx_tokenizer(), NULL)); }
-static int c828(void) { M_PTR(tg_tokenizer_token_text(NULL, 1)); }
+static int c798(void) { M_PTR(tg_quant_matmul_rows_experts(NULL, fx_tensor(), fx_tensor(), 1, TG_SHAPE(2, 3), fx_tensor())); }
+static int c799(void) { M_PTR(tg_quant_matmul_rows_experts(fx_tensor(), NULL, fx_tensor(), 1, TG_SHAPE(2, 3), fx_tensor())); }
+static int c800(void) { M_PTR(tg_quant_matmul_rows_experts(fx_tensor(), fx_tensor(), NULL, 1, TG_SHAPE(2, 3), fx_tensor())); }
+static int c801(void) { M_PTR(tg_quant_matmul_rows_experts(fx_tensor(), fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = 17 }, fx_tensor())); }
+static int c802(void) { M_PTR(tg_quant_matmul_rows_experts(fx_tensor(), fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = -1 }, fx_tensor())); }
+static int c803(void) { M_PTR(tg_quant_matmul_rows_experts(fx_tensor(), fx_tensor(), fx_tensor(), 1, TG_SHAPE(2, 3), NULL)); }
+static int c804(void) { M_PTR(tg_dequantize_rows(NULL, fx_tensor(), 1, TG_SHAPE(2, 3))); }
+static int c805(void) { M_PTR(tg_dequantize_rows(fx_tensor(), NULL, 1, TG_SHAPE(2, 3))); }
+static int c806(void) { M_PTR(tg_dequantize_rows(fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = 17 })); }
+static int c807(void) { M_PTR(tg_dequantize_rows(fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = -1 })); }
+static int c808(void) { M_PTR(tg_tokenizer_load(NULL)); }
+static int c809(void) { M_NONE(tg_tokenizer_free(NULL)); }
+static int c810(void) { M_INT(tg_tokenize(NULL, "x", 1, false, false, (int32_t *[1]){ 0 })); }
+static int c811(void) { M_INT(tg_tokenize(fx_tokenizer(), NULL, 1, false, false, (int32_t *[1]){ 0 })); }
+static int c812(void) { M_INT(tg_tokenize(fx_tokenizer(), "x", 1, false, false, NULL)); }
+static int c813(void) { M_INT(tg_token_to_piece(NULL, 1, false, "x", 1)); }
+static int c814(void) { M_INT(tg_token_to_piece(fx_tokenizer(), 1, false, NULL, 1)); }
+static int c815(void) { M_INT(tg_token_to_piece(fx_tokenizer(), 1, false, "x", -1)); }
+static int c816(void) { M_PTR(tg_detokenize(NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, false, false, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c817(void) { M_PTR(tg_detokenize(fx_tokenizer(), NULL, 1, false, false, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c818(void) { M_PTR(tg_detokenize(fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1, false, false, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c819(void) { M_PTR(tg_detokenize(fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, false, false, NULL)); }
+static int c820(void) { M_PTR(tg_token_stream_new(NULL, false)); }
+static int c821(void) { M_PTR(tg_token_stream_push(NULL, 1, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c822(void) { M_PTR(tg_token_stream_push(fx_stream(), 1, NULL)); }
+static int c823(void) { M_PTR(tg_token_stream_flush(NULL, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c824(void) { M_PTR(tg_token_stream_flush(fx_stream(), NULL)); }
+static int c825(void) { M_NONE(tg_token_stream_free(NULL)); }
+static int c826(void) { M_INT(tg_tokenizer_n_vocab(NULL)); }
+static int c827(void) { M_INT(tg_tokenizer_bos(NULL)); }
+static int c828(void) { M_INT(tg_tokenizer_eos(NULL)); }
+static int c829(void) { M_INT(tg_tokenizer_eot(NULL)); }
+static int c830(void) { M_NONE(tg_tokenizer_add_bos(NULL)); }
+static int c831(void) { M_NONE(tg_tokenizer_is_eog(NULL, 1)); }
+static int c832(void) { M_INT(tg_tokenizer_find(NULL, "x")); }
+static int c833(void) { M_INT(tg_tokenizer_find(fx_tokenizer(), NULL)); }
+static int c834(void) { M_PTR(tg_tokenizer_token_text(NULL, 1)); }
 
 const misuse_case misuse_cases[] = {
   { "tg_dtype_name(dt=99)", c0, M_STRICT },
@@ -1638,36 +1644,42 @@ const misuse_case misuse_cases[] = {
   { "tg_quant_matmul_rows(quants=NULL)", c795, M_STRICT },
   { "tg_quant_matmul_rows(w_shape.ndim=17)", c796, M_STRICT },
   { "tg_quant_matmul_rows(w_shape.ndim=-1)", c797, M_STRICT },
-  { "tg_dequantize_rows(scales=NULL)", c798, M_STRICT },
-  { "tg_dequantize_rows(quants=NULL)", c799, M_STRICT },
-  { "tg_dequantize_rows(w_shape.ndim=17)", c800, M_STRICT },
-  { "tg_dequantize_rows(w_shape.ndim=-1)", c801, M_STRICT },
-  { "tg_tokenizer_load(gguf_path=NULL)", c802, M_STRICT },
-  { "tg_tokenizer_free(tok=NULL)", c803, M_OPTIONAL },
-  { "tg_tokenize(tok=NULL)", c804, M_STRICT },
-  { "tg_tokenize(text=NULL)", c805, M_STRICT },
-  { "tg_tokenize(ids=NULL)", c806, M_STRICT },
-  { "tg_token_to_piece(tok=NULL)", c807, M_STRICT },
-  { "tg_token_to_piece(buf=NULL)", c808, M_STRICT },
-  { "tg_token_to_piece(cap=-1)", c809, M_STRICT },
-  { "tg_detokenize(tok=NULL)", c810, M_STRICT },
-  { "tg_detokenize(ids=NULL)", c811, M_STRICT },
-  { "tg_detokenize(n=-1)", c812, M_STRICT },
-  { "tg_detokenize(len=NULL)", c813, M_OPTIONAL },
-  { "tg_token_stream_new(tok=NULL)", c814, M_STRICT },
-  { "tg_token_stream_push(s=NULL)", c815, M_STRICT },
-  { "tg_token_stream_push(len=NULL)", c816, M_OPTIONAL },
-  { "tg_token_stream_flush(s=NULL)", c817, M_STRICT },
-  { "tg_token_stream_flush(len=NULL)", c818, M_OPTIONAL },
-  { "tg_token_stream_free(s=NULL)", c819, M_OPTIONAL },
-  { "tg_tokenizer_n_vocab(tok=NULL)", c820, M_STRICT },
-  { "tg_tokenizer_bos(tok=NULL)", c821, M_STRICT },
-  { "tg_tokenizer_eos(tok=NULL)", c822, M_STRICT },
-  { "tg_tokenizer_eot(tok=NULL)", c823, M_STRICT },
-  { "tg_tokenizer_add_bos(tok=NULL)", c824, M_STRICT },
-  { "tg_tokenizer_is_eog(tok=NULL)", c825, M_STRICT },
-  { "tg_tokenizer_find(tok=NULL)", c826, M_STRICT },
-  { "tg_tokenizer_find(text=NULL)", c827, M_STRICT },
-  { "tg_tokenizer_token_text(tok=NULL)", c828, M_STRICT },
+  { "tg_quant_matmul_rows_experts(x=NULL)", c798, M_STRICT },
+  { "tg_quant_matmul_rows_experts(scales=NULL)", c799, M_STRICT },
+  { "tg_quant_matmul_rows_experts(quants=NULL)", c800, M_STRICT },
+  { "tg_quant_matmul_rows_experts(w_shape.ndim=17)", c801, M_STRICT },
+  { "tg_quant_matmul_rows_experts(w_shape.ndim=-1)", c802, M_STRICT },
+  { "tg_quant_matmul_rows_experts(index=NULL)", c803, M_STRICT },
+  { "tg_dequantize_rows(scales=NULL)", c804, M_STRICT },
+  { "tg_dequantize_rows(quants=NULL)", c805, M_STRICT },
+  { "tg_dequantize_rows(w_shape.ndim=17)", c806, M_STRICT },
+  { "tg_dequantize_rows(w_shape.ndim=-1)", c807, M_STRICT },
+  { "tg_tokenizer_load(gguf_path=NULL)", c808, M_STRICT },
+  { "tg_tokenizer_free(tok=NULL)", c809, M_OPTIONAL },
+  { "tg_tokenize(tok=NULL)", c810, M_STRICT },
+  { "tg_tokenize(text=NULL)", c811, M_STRICT },
+  { "tg_tokenize(ids=NULL)", c812, M_STRICT },
+  { "tg_token_to_piece(tok=NULL)", c813, M_STRICT },
+  { "tg_token_to_piece(buf=NULL)", c814, M_STRICT },
+  { "tg_token_to_piece(cap=-1)", c815, M_STRICT },
+  { "tg_detokenize(tok=NULL)", c816, M_STRICT },
+  { "tg_detokenize(ids=NULL)", c817, M_STRICT },
+  { "tg_detokenize(n=-1)", c818, M_STRICT },
+  { "tg_detokenize(len=NULL)", c819, M_OPTIONAL },
+  { "tg_token_stream_new(tok=NULL)", c820, M_STRICT },
+  { "tg_token_stream_push(s=NULL)", c821, M_STRICT },
+  { "tg_token_stream_push(len=NULL)", c822, M_OPTIONAL },
+  { "tg_token_stream_flush(s=NULL)", c823, M_STRICT },
+  { "tg_token_stream_flush(len=NULL)", c824, M_OPTIONAL },
+  { "tg_token_stream_free(s=NULL)", c825, M_OPTIONAL },
+  { "tg_tokenizer_n_vocab(tok=NULL)", c826, M_STRICT },
+  { "tg_tokenizer_bos(tok=NULL)", c827, M_STRICT },
+  { "tg_tokenizer_eos(tok=NULL)", c828, M_STRICT },
+  { "tg_tokenizer_eot(tok=NULL)", c829, M_STRICT },
+  { "tg_tokenizer_add_bos(tok=NULL)", c830, M_STRICT },
+  { "tg_tokenizer_is_eog(tok=NULL)", c831, M_STRICT },
+  { "tg_tokenizer_find(tok=NULL)", c832, M_STRICT },
+  { "tg_tokenizer_find(text=NULL)", c833, M_STRICT },
+  { "tg_tokenizer_token_text(tok=NULL)", c834, M_STRICT },
 };
-const int misuse_ncases = 829;
+const int misuse_ncases = 835;

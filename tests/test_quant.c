@@ -76,6 +76,46 @@ QUANT_TEST(IQ3_S)
 QUANT_TEST(IQ1_S)
 QUANT_TEST(IQ1_M)
 
+/* The row-packed forms (tg_quant_pack_rows) against the same golden: the
+ * 64 blocks as a matrix of 16 rows (4 blocks each), tg_dequantize_rows
+ * equal to ggml's dequantization bit for bit. */
+static void check_rows_type(const char *type) {
+  char path[256];
+  size_t nraw = 0, nf = 0;
+  unsigned char *raw;
+  float *want;
+  if (!read_golden(type, &raw, &nraw, &want, &nf, path, sizeof path)) SKIP("%s not found (the shared quant test data is absent)", path);
+  int t = tg_ggml_type_from_name(type);
+  const int64_t n = TG_QUANT_PACK_ROWS, k = (int64_t)(nf / sizeof(float)) / n;
+  float *got = calloc(nf / sizeof(float), sizeof(float));
+  tg_scope_begin();
+  tg_tensor *r = tg_from_data(raw, TG_SHAPE((int64_t)nraw), TG_U8), *sc = NULL, *qs = NULL;
+  CHECK_MSG(tg_quant_pack_rows(r, t, TG_SHAPE(n, k), &sc, &qs) == 0, "%s: %s", type, tg_error());
+  tg_tensor *y = sc && qs ? tg_dequantize_rows(sc, qs, t, TG_SHAPE(n, k)) : NULL;
+  CHECK_MSG(y && tg_data(y, got, nf) == 0, "%s: %s", type, tg_error());
+  int bad = 0;
+  for (int64_t i = 0; y && i < n * k; i++)
+    if (got[i] != want[i] && bad++ < 5) test_fail(__FILE__, __LINE__, "%s value %lld: rows %a, ggml %a", type, (long long)i, got[i], want[i]);
+  CHECK_MSG(bad == 0, "%s: %d values differ", type, bad);
+  tg_scope_end();
+  free(raw), free(want), free(got);
+}
+
+#define QUANT_ROWS_TEST(T) TEST(quant_rows_exact_##T) { check_rows_type(#T); }
+QUANT_ROWS_TEST(Q4_0)
+QUANT_ROWS_TEST(Q4_1)
+QUANT_ROWS_TEST(Q5_0)
+QUANT_ROWS_TEST(Q5_1)
+QUANT_ROWS_TEST(Q8_0)
+QUANT_ROWS_TEST(Q2_K)
+QUANT_ROWS_TEST(Q3_K)
+QUANT_ROWS_TEST(Q4_K)
+QUANT_ROWS_TEST(Q5_K)
+QUANT_ROWS_TEST(Q6_K)
+QUANT_ROWS_TEST(IQ4_NL)
+QUANT_ROWS_TEST(IQ4_XS)
+QUANT_ROWS_TEST(MXFP4)
+
 /* ---------------------------------------------------------------- GGUF */
 
 /* quant_small.gguf (tests/gen/gen_quant.py): every type, written by gguf-py;

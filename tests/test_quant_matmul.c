@@ -39,8 +39,19 @@ static void ref_quantize_q8_0(const float *x, int64_t k, int8_t *q, float *d) {
 /* kvalues_iq4nl: IQ4_NL's and IQ4_XS's 16 levels */
 static const int8_t iq4nl_levels[16] = { -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113 };
 
+/* kvalues_mxfp4: MXFP4's E2M1 values doubled */
+static const int8_t mxfp4_levels[16] = { 0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12 };
+
+/* ggml_e8m0_to_fp32_half: 2^(e-128) from its bits */
+static float e8m0_half(uint8_t e) {
+  uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
 static int block_bytes(int t) {
-  return t == TG_GGML_Q8_0 ? 34 : t == TG_GGML_Q5_0 ? 22 : t == TG_GGML_Q4_1 ? 20 : t == TG_GGML_Q5_1 ? 24 : 18;
+  return t == TG_GGML_MXFP4 ? 17 : t == TG_GGML_Q8_0 ? 34 : t == TG_GGML_Q5_0 ? 22 : t == TG_GGML_Q4_1 ? 20 : t == TG_GGML_Q5_1 ? 24 : 18;
 }
 
 /* ggml_vec_dot_{q8_0,q4_0,q5_0,iq4_nl}_q8_0_generic and
@@ -69,6 +80,10 @@ static float ref_dot(int t, const uint8_t *w, const int8_t *q, const float *dx, 
       int s1 = 0, s2 = 0;
       for (int j = 0; j < 16; j++) s1 += q[b * 32 + j] * iq4nl_levels[blk[2 + j] & 0xF], s2 += q[b * 32 + 16 + j] * iq4nl_levels[blk[2 + j] >> 4];
       term = (dw * dx[b]) * (s1 + s2);
+    } else if (t == TG_GGML_MXFP4) {   /* ggml_vec_dot_mxfp4_q8_0_generic */
+      int s1 = 0, s2 = 0;
+      for (int j = 0; j < 16; j++) s1 += q[b * 32 + j] * mxfp4_levels[blk[1 + j] & 0xF], s2 += q[b * 32 + 16 + j] * mxfp4_levels[blk[1 + j] >> 4];
+      term = (dx[b] * e8m0_half(blk[0])) * (s1 + s2);
     } else if (t == TG_GGML_Q8_0) {
       for (int j = 0; j < 32; j++) sumi += (int8_t)blk[2 + j] * q[b * 32 + j];
       term = sumi * (dw * dx[b]);
@@ -95,9 +110,11 @@ static float ref_dot(int t, const uint8_t *w, const int8_t *q, const float *dx, 
   return sumf;
 }
 
-/* Random blocks with modest fp16 scales, some negative (and mins: Q4_1, Q5_1). */
+/* Random blocks with modest fp16 scales, some negative (and mins: Q4_1,
+ * Q5_1; MXFP4: an E8M0 exponent near 2^0). */
 static uint8_t *random_weights(int t, int64_t n, int64_t k, int64_t *nbytes) {
   uint8_t *p = test_random_blocks((uint64_t)t, n * k / 32, block_bytes(t), 0, nbytes);
+  for (int64_t b = 0; t == TG_GGML_MXFP4 && b < n * k / 32; b++) p[b * 17] = (uint8_t)(120 + b % 16);
   for (int64_t b = 0; (t == TG_GGML_Q4_1 || t == TG_GGML_Q5_1) && b < n * k / 32; b++)
     p[b * block_bytes(t) + 2] = (uint8_t)(b * 13), p[b * block_bytes(t) + 3] = (uint8_t)(b % 3 ? 0x20 : 0xA0);
   return p;
@@ -336,17 +353,79 @@ TEST(quant_matmul_rows_iq4_nl_vs_ggml) {
   check_path("IQ4_NL", 3, 32, 256, true);
   check_path("IQ4_NL", 40, 48, 896, true);
 }
+/* MXFP4: IQ4_NL's form with the doubled E2M1 levels and an E8M0 scale */
+TEST(quant_matmul_rows_mxfp4_vs_ggml) {
+  check_path("MXFP4", 1, 64, 512, true);
+  check_path("MXFP4", 3, 32, 256, true);
+  check_path("MXFP4", 40, 48, 768, true);
+}
 TEST(quant_matmul_rows_q8_0_vs_ggml) {
   check_path("Q8_0", 1, 64, 512, true);
   check_path("Q8_0", 3, 32, 256, true);
   check_path("Q8_0", 40, 48, 768, true);
 }
 
+/* Experts (E, N, K) packed as one (E * N, K) matrix, multiplied by the
+ * chosen ones (tg_quant_matmul_rows_experts, the MoE path): each product
+ * ggml's vec_dot of x's row with the chosen expert's rows; x shared by a
+ * token's experts (gate, up) or one per expert (down); the same tensors
+ * used at T = 4, then 1, then 4 (a batch's decoding steps). */
+static void check_experts(const char *type, int64_t e, int64_t n, int64_t k, bool x_per_expert) {
+  int t = tg_ggml_type_from_name(type);
+  enum { T = 4, X = 2 };
+  int64_t nbytes;
+  uint8_t *w = random_weights(t, e * n, k, &nbytes);
+  const int64_t row_bytes = nbytes / (e * n), nx = x_per_expert ? X : 1;
+  float *x = malloc(sizeof(float) * (size_t)(T * nx * k)), *y = malloc(sizeof(float) * (size_t)(T * X * n)), *dx = malloc(sizeof(float) * (size_t)(k / 32));
+  float *sx = malloc(sizeof(float) * (size_t)(k / 32));
+  int8_t *q = malloc((size_t)k);
+  fill_x(x, T * nx, k);
+  int32_t idx[3][T * X] = { { 1, 3, 0, 1, 3, 2, 1, 3 }, { 2, 0 }, { 3, 1, 2, 2, 0, 3, 3, 1 } };
+  const int rows[3] = { T, 1, T };
+  tg_scope_begin();
+  tg_tensor *raw = tg_from_data(w, TG_SHAPE(nbytes), TG_U8), *sc = NULL, *qs = NULL;
+  CHECK_OK(tg_quant_pack_rows(raw, t, TG_SHAPE(e * n, k), &sc, &qs) == 0);
+  for (int run = 0; run < 3 && sc && qs; run++) {
+    int64_t tt = rows[run];
+    tg_tensor *xv = tg_from_data(x, TG_SHAPE(tt, nx, k), TG_F32), *iv = tg_from_data(idx[run], TG_SHAPE(tt, X), TG_I32);
+    tg_tensor *yv = tg_quant_matmul_rows_experts(xv, sc, qs, t, TG_SHAPE(e, n, k), iv);
+    CHECK_MSG(yv && tg_data(yv, y, sizeof(float) * (size_t)(tt * X * n)) == 0, "%s: %s", type, tg_error());
+    int bad = 0;
+    for (int64_t r = 0; yv && r < tt * X; r++) {
+      ref_quantize_q8_1(x + (x_per_expert ? r : r / X) * k, k, q, dx, sx);
+      for (int64_t i = 0; i < n; i++) {
+        double mag;
+        float want = ref_dot(t, w + (idx[run][r] * n + i) * row_bytes, q, dx, sx, k, &mag);
+        if (!(fabs((double)y[r * n + i] - want) <= 1e-5 * mag) && bad++ < 5)
+          test_fail(__FILE__, __LINE__, "%s run %d [%lld, %lld]: tg %.9g, ggml %.9g", type, run, (long long)r, (long long)i, y[r * n + i], want);
+      }
+    }
+    CHECK_EQ_INT(bad, 0);
+  }
+  /* bad arguments */
+  tg_tensor *x1 = tg_zeros(TG_SHAPE(1, 1, k), TG_F32), *i1 = tg_zeros(TG_SHAPE(1, 2), TG_I32);
+  CHECK(!tg_quant_matmul_rows_experts(x1, sc, qs, t, TG_SHAPE(e, n + 16, k), i1) && strstr(tg_error(), "not tg_quant_pack_rows's"));
+  CHECK(!tg_quant_matmul_rows_experts(x1, sc, qs, t, TG_SHAPE(e * n, k), i1) && strstr(tg_error(), "3-D"));
+  CHECK(!tg_quant_matmul_rows_experts(tg_zeros(TG_SHAPE(1, k), TG_F32), sc, qs, t, TG_SHAPE(e, n, k), i1) && strstr(tg_error(), "index's shape"));
+  CHECK(!tg_quant_matmul_rows_experts(x1, sc, qs, t, TG_SHAPE(e, n, k), tg_zeros(TG_SHAPE(1, 2), TG_F32)) && strstr(tg_error(), "integer"));
+  tg_scope_end();
+  free(w), free(x), free(y), free(dx), free(sx), free(q);
+}
+TEST(quant_matmul_rows_experts_vs_ggml) {
+  check_experts("MXFP4", 4, 32, 256, false);
+  check_experts("MXFP4", 4, 64, 32, true);
+  check_experts("MXFP4", 4, 32, 64, false);
+  check_experts("MXFP4", 4, 64, 32, false);
+  check_experts("Q8_0", 4, 16, 128, true);
+  check_experts("Q5_0", 4, 32, 64, true);
+  check_experts("Q4_1", 4, 32, 64, false);
+}
+
 /* tg_dequantize_rows gives tg_dequantize's (ggml's) values bit for bit, and
  * bad arguments are errors. */
 TEST(quant_rows_dequantize_exact) {
   static const struct { const char *type; int bpb, block, scale_at; } cases[] = {
-    { "Q4_0", 18, 32, 0 }, { "Q5_0", 22, 32, 0 }, { "Q4_1", 20, 32, 0 }, { "Q5_1", 24, 32, 0 }, { "Q8_0", 34, 32, 0 }, { "IQ4_NL", 18, 32, 0 }, { "IQ4_XS", 136, 256, 0 }, { "Q3_K", 110, 256, 108 }, { "Q2_K", 84, 256, 80 }, { "Q4_K", 144, 256, 0 }, { "Q5_K", 176, 256, 0 }, { "Q6_K", 210, 256, 208 },
+    { "Q4_0", 18, 32, 0 }, { "Q5_0", 22, 32, 0 }, { "Q4_1", 20, 32, 0 }, { "Q5_1", 24, 32, 0 }, { "Q8_0", 34, 32, 0 }, { "IQ4_NL", 18, 32, 0 }, { "MXFP4", 17, 32, 0 }, { "IQ4_XS", 136, 256, 0 }, { "Q3_K", 110, 256, 108 }, { "Q2_K", 84, 256, 80 }, { "Q4_K", 144, 256, 0 }, { "Q5_K", 176, 256, 0 }, { "Q6_K", 210, 256, 208 },
   };
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     const int64_t n = 32, k = 512;

@@ -245,6 +245,25 @@ TEST(symbolic_ranges) {
 
 /* ------------------------------------------------------------ rules */
 
+/* index_stride through a loaded row (a take's, as the MoE experts' packed
+ * groups are read): a load whose address stays put along the axis is the
+ * same value at both points, so the stride is the rest's; a load that
+ * moves (a lookup at a loaded nibble) leaves it unknown. */
+TEST(symbolic_index_stride_through_loads) {
+  uop_pool_push();
+  uop *t = range(4), *r = range(64), *axes[2] = { t, r };
+  uop *g = uop0(OP_DEFINE_GLOBAL, dt_ptr(DT_I32, ADDR_GLOBAL), arg_int(1));
+  uop *row = uop_cast(uop1(OP_LOAD, DT_I32, uop2(OP_INDEX, g->dtype, g, t, arg_none()), arg_none()), DT_I64);
+  uop *ix = add(mul(row, cl(1280)), mul(r, cl(4)));
+  CHECK_EQ_INT(index_stride(ix, r, axes, 2), 4);
+  CHECK(index_stride(ix, t, axes, 2) == INT64_MIN);
+  uop *moving = uop_cast(uop1(OP_LOAD, DT_I32, uop2(OP_INDEX, g->dtype, g, r, arg_none()), arg_none()), DT_I64);
+  CHECK(index_stride(add(moving, r), r, axes, 2) == INT64_MIN);
+  /* not linear in the loaded value: its stride depends on it */
+  CHECK(index_stride(mul(row, r), r, axes, 2) == INT64_MIN);
+  uop_pool_pop();
+}
+
 TEST(symbolic_const_fold) {
   uop_pool_push();
   CHECK(S(add(ci(2), ci(3))) == ci(5));

@@ -188,10 +188,14 @@ static void plan(tg_jit *j, tg_buffer **inb, tg_tensor **out) {
   j->args = tg_xcalloc((size_t)(nk ? nk : 1), sizeof(jit_arg *));
   tg_buffer *outb[256] = { 0 };
   for (int i = 0; i < j->nout && i < 256; i++) outb[i] = uop_contiguous_buffer(out[i]->u);
-  ptrmap refs = { 0 }, last = { 0 }, slot_of = { 0 };
+  ptrmap refs = { 0 }, last = { 0 }, slot_of = { 0 }, written = { 0 };
   count_refs(j, &refs);
   for (int k = 0; k < nk; k++)
-    for (int a = 0; a < j->cap.l.v[k].nbufs; a++) pm_put(&last, j->cap.l.v[k].bufs[a], (void *)(intptr_t)(k + 1));
+    for (int a = 0; a < j->cap.l.v[k].nbufs; a++) {
+      const linear_call *ck = &j->cap.l.v[k];
+      pm_put(&last, ck->bufs[a], (void *)(intptr_t)(k + 1));
+      if (ck->nbufs > 64 || (ck->writes >> a & 1)) pm_put(&written, ck->bufs[a], (void *)1);
+    }
   /* slots: greedy by first use; a slot is free once its last user ran */
   int cap = 0;
   int *slot_last = NULL;
@@ -204,7 +208,10 @@ static void plan(tg_jit *j, tg_buffer **inb, tg_tensor **out) {
       ja->kind = ARG_FIXED;
       for (int i = 0; i < j->nin; i++) if (inb[i] == b) { ja->kind = ARG_INPUT; ja->index = i; }
       for (int i = 0; i < j->nout && i < 256; i++) if (outb[i] == b) { ja->kind = ARG_OUTPUT; ja->index = i; }
-      if (ja->kind != ARG_FIXED || b->refcnt != (intptr_t)pm_get(&refs, b)) continue;
+      /* held by the capture alone and written by a captured kernel: an
+       * intermediate. One no kernel writes (a table the step made from
+       * host data, read by its kernels) keeps its memory. */
+      if (ja->kind != ARG_FIXED || b->refcnt != (intptr_t)pm_get(&refs, b) || !pm_get(&written, b)) continue;
       void *s = pm_get(&slot_of, b);
       if (s) { ja->kind = ARG_SLOT; ja->index = (int)(intptr_t)s - 1; continue; }
       /* a new intermediate: the first free slot (best fit), or a new one */
@@ -240,7 +247,7 @@ static void plan(tg_jit *j, tg_buffer **inb, tg_tensor **out) {
     j->planned_bytes += (int64_t)j->slot_bytes[t];
   }
   free(slot_last);
-  pm_free(&refs); pm_free(&last); pm_free(&slot_of);
+  pm_free(&refs); pm_free(&last); pm_free(&slot_of); pm_free(&written);
 }
 
 static void replay_plan_free(replay_plan *rp, int nk) {

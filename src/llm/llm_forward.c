@@ -215,13 +215,26 @@ static tg_tensor *dense_ffn(tg_llm *m, tg_tensor *h, tg_tensor *gate, tg_tensor 
   return linear(m, glu(m, tg_contiguous(linear(m, h, gate, NULL)), tg_contiguous(linear(m, h, up, NULL))), down, NULL);
 }
 
-/* The chosen experts' matrices (T, K, rows, cols) of w (E, rows, cols), in
- * float32. The cast comes before the take: a float16 w taken first is
- * masked (a take's out-of-range rows read zero) in float16 and widened
- * after, and that kernel stays scalar (an F16 MoE decoded at 0.6x
- * llama.cpp; the experts' two kernels 2.9 -> 0.5 ms a layer). For
- * quantized experts (their float values already) the cast is nothing. */
-static tg_tensor *experts(tg_tensor *w, tg_tensor *chosen) { return tg_take(tg_cast(w, TG_F32), chosen); }
+/* x (T, 1 or K, cols) times the chosen experts (T, K) of w (E, rows,
+ * cols): (T, K, rows) F32. Quantized experts with a row-packed copy
+ * (llm_weights.c) multiply like llama.cpp's mul_mat_id: x quantized to
+ * 8-bit blocks, byte dot products over the chosen experts' 16-row groups
+ * (tg_quant_matmul_rows_experts), a buffer of its own as linear()'s.
+ * Otherwise a float matmul over the chosen experts' matrices, cast to
+ * float32 before the take: a float16 w taken first is masked (a take's
+ * out-of-range rows read zero) in float16 and widened after, and that
+ * kernel stays scalar (an F16 MoE decoded at 0.6x llama.cpp; the experts'
+ * two kernels 2.9 -> 0.5 ms a layer). For quantized experts (their float
+ * values already) the cast is nothing. */
+static tg_tensor *experts_matmul(tg_llm *m, tg_tensor *w, tg_tensor *chosen, tg_tensor *x) {
+  const llm_packed *pk = llm_packed_of(m, w);
+  if (pk && pk->row_quants && !setting_on(SET_TG_LLM_FLOAT_MATVEC)) {
+    tg_tensor *y = tg_quant_matmul_rows_experts(x, pk->row_scales, pk->row_quants, pk->type, tg_shape_of(w), chosen);
+    if (y) return tg_contiguous(y);
+    tg_clear_error();   /* a type without an expert form: the float path */
+  }
+  return tg_squeeze(tg_cast(tg_matmul(tg_take(tg_cast(w, TG_F32), chosen), tg_unsqueeze(x, -1)), TG_F32), -1);
+}
 
 /* llama.cpp's build_moe_ffn: route each token to its top-k experts and add
  * their outputs by the router's weights. The chosen experts' matrices are
@@ -242,15 +255,15 @@ static tg_tensor *moe_ffn(tg_llm *m, llm_layer *l, tg_tensor *h) {
   }
   if (c->expert_weights_norm) w = tg_div(w, tg_sum(w, TG_AXES(-1), true));
   if (c->expert_weights_scale > 0) w = tg_mul(w, tg_scalar(c->expert_weights_scale, TG_F32));
-  tg_tensor *x = tg_reshape(h, TG_SHAPE(T, 1, c->dim, 1));
-  tg_tensor *g = tg_cast(tg_matmul(experts(l->gate_exps, chosen), x), TG_F32);                 /* (T, K, F, 1) */
-  tg_tensor *u = tg_cast(tg_matmul(experts(l->up_exps, chosen), x), TG_F32);
-  if (l->gate_exps_b) g = tg_add(g, tg_unsqueeze(tg_cast(tg_take(l->gate_exps_b, chosen), TG_F32), -1));
-  if (l->up_exps_b) u = tg_add(u, tg_unsqueeze(tg_cast(tg_take(l->up_exps_b, chosen), TG_F32), -1));
+  tg_tensor *x = tg_reshape(h, TG_SHAPE(T, 1, c->dim));
+  tg_tensor *g = experts_matmul(m, l->gate_exps, chosen, x);                                     /* (T, K, F) */
+  tg_tensor *u = experts_matmul(m, l->up_exps, chosen, x);
+  if (l->gate_exps_b) g = tg_add(g, tg_cast(tg_take(l->gate_exps_b, chosen), TG_F32));
+  if (l->up_exps_b) u = tg_add(u, tg_cast(tg_take(l->up_exps_b, chosen), TG_F32));
   tg_tensor *a = act_glu(m, g, u);
-  tg_tensor *d = tg_cast(tg_matmul(experts(l->down_exps, chosen), a), TG_F32);                 /* (T, K, dim, 1) */
-  if (l->down_exps_b) d = tg_add(d, tg_unsqueeze(tg_cast(tg_take(l->down_exps_b, chosen), TG_F32), -1));
-  tg_tensor *out = tg_sum(tg_mul(d, tg_reshape(w, TG_SHAPE(T, K, 1, 1))), TG_AXES(1, 3), false);  /* (T, dim) */
+  tg_tensor *d = experts_matmul(m, l->down_exps, chosen, a);                                     /* (T, K, dim) */
+  if (l->down_exps_b) d = tg_add(d, tg_cast(tg_take(l->down_exps_b, chosen), TG_F32));
+  tg_tensor *out = tg_sum(tg_mul(d, tg_reshape(w, TG_SHAPE(T, K, 1))), TG_AXES(1), false);       /* (T, dim) */
   if (l->gate_shexp) {
     tg_tensor *s = dense_ffn(m, h, l->gate_shexp, l->up_shexp, l->down_shexp);
     if (l->router_shexp) s = tg_mul(s, tg_sigmoid(linear(m, h, tg_unsqueeze(l->router_shexp, 0), NULL)));

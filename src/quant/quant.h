@@ -73,6 +73,8 @@ void qk_q6_k_ints(tg_tensor *blk, tg_tensor **q, tg_tensor **sc);
 tg_tensor *qm_slice_last(tg_tensor *x, int64_t lo, int64_t hi);
 /* x's shape with its last axis replaced by the n sizes in d. */
 tg_shape qm_with_tail(const tg_tensor *x, int n, const int64_t *d);
+/* x's shape with its last drop axes replaced by the n sizes in d. */
+tg_shape qm_lead_with(const tg_tensor *x, int drop, int n, const int64_t *d);
 /* quantize_row_q8_0_ref of every 32 values of x (..., K): *q (..., K/32,
  * 32) of qdtype (an integer type: I16 for int16 multiplies, I8 for byte dot
  * products) and *d (..., K/32, 1) F32, the scale rounded to fp16 as ggml
@@ -114,6 +116,12 @@ tg_tensor *dq_iq3_xxs(tg_tensor *blk);
 tg_tensor *dq_iq3_s(tg_tensor *blk);
 tg_tensor *dq_iq1_s(tg_tensor *blk);
 tg_tensor *dq_iq1_m(tg_tensor *blk);
+
+/* MXFP4 (quant_ternary_fp4.c): its E2M1 values doubled (ggml's kvalues_mxfp4). */
+extern const int qt_kvalues_mxfp4[16];
+/* ggml_e8m0_to_fp32_half of E8M0 exponent bytes e (I32, 0..255): 2^(e-128)
+ * as F32, built from its bits (subnormal for e < 2). */
+tg_tensor *qt_e8m0_half(tg_tensor *e);
 
 /* The IQ format tables (iq_grids.c). Grid rows are 8 (4 for the IQ3 grids)
  * bytes, stored as little-endian integers like ggml does. */

@@ -34,12 +34,14 @@ tg_tensor *qm_slice_last(tg_tensor *x, int64_t lo, int64_t hi) {
 }
 
 /* x's shape with its last axis replaced by the n sizes in d. */
-tg_shape qm_with_tail(const tg_tensor *x, int n, const int64_t *d) {
+tg_shape qm_lead_with(const tg_tensor *x, int drop, int n, const int64_t *d) {
   tg_shape s = tg_shape_of(x);
-  s.ndim--;
+  s.ndim -= drop;
   for (int i = 0; i < n; i++) s.d[s.ndim++] = d[i];
   return s;
 }
+
+tg_shape qm_with_tail(const tg_tensor *x, int n, const int64_t *d) { return qm_lead_with(x, 1, n, d); }
 
 void qm_quantize_q8_0(tg_tensor *x, tg_dtype qdtype, tg_tensor **q, tg_tensor **d) { qm_quantize_q8_1(x, qdtype, q, d, NULL); }
 

@@ -1,5 +1,5 @@
-/* quant_rows.c: tg_quant_pack_rows, tg_quant_matmul_rows and
- * tg_dequantize_rows (tg_quant.h).
+/* quant_rows.c: tg_quant_pack_rows, tg_quant_matmul_rows,
+ * tg_quant_matmul_rows_experts and tg_dequantize_rows (tg_quant.h).
  *
  * Decoding multiplies one row of x with every row of W. In ggml's layout a
  * row's blocks follow each other, so a SIMD vector can only hold values of
@@ -47,8 +47,12 @@
  *         4-byte groups (hmask first, as Q5_K's qh).
  *   IQ4_NL  as Q4_0: the file's nibbles (indices into the 16 levels
  *         qt_kvalues_iq4nl). A matvec looks each nibble's level + 128 up
- *         in a 16-byte table (iq4_levels: one byte shuffle per 64 values
+ *         in a 16-byte table (nibble_levels: one byte shuffle per 64 values
  *         on x86), so the weights stream at Q4_0's bytes.
+ *   MXFP4  as IQ4_NL (its nibbles at byte 1, looked up in the doubled
+ *         E2M1 levels qt_kvalues_mxfp4), and scales (N/16, K/32, 16) F32:
+ *         the E8M0 exponent byte as ggml_e8m0_to_fp32_half's float (2^(e-128)
+ *         is outside F16's range).
  *   IQ4_XS  scales (N/16, K/256, 16) F16, the super-block scales d;
  *         quants (N/16, K/256, 2176) U8: the 8 sub-block scales ls - 32
  *         (int8, 16 rows each), then qs (128 bytes: byte 16s + j holds
@@ -77,28 +81,30 @@ typedef struct {
   int type, block, bytes;   /* values and bytes of a ggml block */
   int scale_at, nscales;    /* byte offset and count of the fp16 scales in the block */
   int64_t quant_bytes;      /* per block of 16 rows in the packed quants */
+  tg_dtype scale_dtype;     /* of the packed scales: F16, F32 for MXFP4's E8M0 */
 } rows_format;
 
 static const rows_format formats[] = {
-  { GGML_TYPE_Q4_0, 32, 18, 0, 1, ROWS * 16 },
-  { GGML_TYPE_Q8_0, 32, 34, 0, 1, ROWS * 32 },
-  { GGML_TYPE_Q5_0, 32, 22, 0, 1, ROWS * 20 },
-  { GGML_TYPE_Q4_1, 32, 20, 0, 2, ROWS * 16 },
-  { GGML_TYPE_Q5_1, 32, 24, 0, 2, ROWS * 20 },
-  { GGML_TYPE_Q4_K, 256, 144, 0, 2, ROWS * (16 + 128) },
-  { GGML_TYPE_Q5_K, 256, 176, 0, 2, ROWS * (16 + 128 + 32) },
-  { GGML_TYPE_Q6_K, 256, 210, 208, 1, ROWS * 208 },
-  { GGML_TYPE_Q2_K, 256, 84, 80, 2, ROWS * (32 + 64) },
-  { GGML_TYPE_Q3_K, 256, 110, 108, 1, ROWS * (16 + 64 + 32) },
-  { GGML_TYPE_IQ4_NL, 32, 18, 0, 1, ROWS * 16 },
-  { GGML_TYPE_IQ4_XS, 256, 136, 0, 1, ROWS * (8 + 128) },
+  { GGML_TYPE_Q4_0, 32, 18, 0, 1, ROWS * 16, TG_F16 },
+  { GGML_TYPE_Q8_0, 32, 34, 0, 1, ROWS * 32, TG_F16 },
+  { GGML_TYPE_Q5_0, 32, 22, 0, 1, ROWS * 20, TG_F16 },
+  { GGML_TYPE_Q4_1, 32, 20, 0, 2, ROWS * 16, TG_F16 },
+  { GGML_TYPE_Q5_1, 32, 24, 0, 2, ROWS * 20, TG_F16 },
+  { GGML_TYPE_Q4_K, 256, 144, 0, 2, ROWS * (16 + 128), TG_F16 },
+  { GGML_TYPE_Q5_K, 256, 176, 0, 2, ROWS * (16 + 128 + 32), TG_F16 },
+  { GGML_TYPE_Q6_K, 256, 210, 208, 1, ROWS * 208, TG_F16 },
+  { GGML_TYPE_Q2_K, 256, 84, 80, 2, ROWS * (32 + 64), TG_F16 },
+  { GGML_TYPE_Q3_K, 256, 110, 108, 1, ROWS * (16 + 64 + 32), TG_F16 },
+  { GGML_TYPE_IQ4_NL, 32, 18, 0, 1, ROWS * 16, TG_F16 },
+  { GGML_TYPE_IQ4_XS, 256, 136, 0, 1, ROWS * (8 + 128), TG_F16 },
+  { GGML_TYPE_MXFP4, 32, 17, 0, 1, ROWS * 16, TG_F32 },
 };
 
 static const rows_format *format_of(int t, tg_shape w, const char *who) {
   const rows_format *f = NULL;
   for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) if (formats[i].type == t) f = &formats[i];
   const char *name = tg_ggml_type_name(t) ? tg_ggml_type_name(t) : "?";
-  if (!f) return tg_seterr("%s: no row-packed form for type %s (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS have one)", who, name), NULL;
+  if (!f) return tg_seterr("%s: no row-packed form for type %s (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS and MXFP4 have one)", who, name), NULL;
   if (w.ndim != 2) return tg_seterr("%s: W must be 2-D (N, K), not %d-D", who, w.ndim), NULL;
   if (w.d[0] % ROWS || w.d[0] <= 0 || w.d[1] % f->block || w.d[1] <= 0)
     return tg_seterr("%s: W (%lld, %lld) of %s needs N a multiple of %d and K of %d", who, (long long)w.d[0], (long long)w.d[1], name, ROWS, f->block), NULL;
@@ -109,7 +115,7 @@ static const rows_format *format_of(int t, tg_shape w, const char *who) {
 static bool packed_shapes_ok(tg_tensor *scales, tg_tensor *quants, const rows_format *f, tg_shape w, const char *who) {
   int64_t g = w.d[0] / ROWS, nb = w.d[1] / f->block;
   tg_shape ss = tg_shape_of(scales), qs = tg_shape_of(quants);
-  if (tg_dtype_of(scales) != TG_F16 || ss.ndim != 3 || ss.d[0] != g || ss.d[1] != nb * f->nscales || ss.d[2] != ROWS || tg_dtype_of(quants) != TG_U8 ||
+  if (tg_dtype_of(scales) != f->scale_dtype || ss.ndim != 3 || ss.d[0] != g || ss.d[1] != nb * f->nscales || ss.d[2] != ROWS || tg_dtype_of(quants) != TG_U8 ||
       qs.ndim != 3 || qs.d[0] != g || qs.d[1] != nb || qs.d[2] != f->quant_bytes)
     return tg_seterr("%s: scales and quants are not tg_quant_pack_rows's for W (%lld, %lld)", who, (long long)w.d[0], (long long)w.d[1]), false;
   return true;
@@ -184,9 +190,11 @@ static tg_tensor *signed_scales(tg_tensor *ls, int64_t g, int64_t nb, int nsub) 
 static int pack_into(tg_tensor *raw, int t, const rows_format *f, int64_t n, int64_t nb, tg_tensor *sv, tg_tensor *q) {
   int64_t g = n / ROWS;
   tg_tensor *blk = tg_reshape(raw, TG_SHAPE(g, ROWS, nb, f->bytes));
-  /* the fp16 scales, kept as fp16 */
-  tg_tensor *bits = qt_u16(tg_reshape(blk, TG_SHAPE(g * ROWS * nb, f->bytes)), f->scale_at, f->nscales);
-  tg_tensor *d = tg_reshape(tg_bitcast(tg_cast(bits, TG_U16), TG_F16), TG_SHAPE(g, ROWS, nb, f->nscales));
+  /* the fp16 scales, kept as fp16 (MXFP4: its E8M0 byte as float32) */
+  tg_tensor *flat = tg_reshape(blk, TG_SHAPE(g * ROWS * nb, f->bytes));
+  tg_tensor *d = t == GGML_TYPE_MXFP4 ? qt_e8m0_half(qt_u8(flat, f->scale_at, 1))
+                                      : tg_bitcast(tg_cast(qt_u16(flat, f->scale_at, f->nscales), TG_U16), TG_F16);
+  d = tg_reshape(d, TG_SHAPE(g, ROWS, nb, f->nscales));
   /* (g, nscales * nb, 16): each scale of every block, then the next one
    * (so 16 rows' scales are one vector, and one row group's are contiguous
    * 16 at a time, not a panel of 32 to the kernel heuristic) */
@@ -194,8 +202,8 @@ static int pack_into(tg_tensor *raw, int t, const rows_format *f, int64_t n, int
   if (!s || tg_realize(tg_assign(sv, s)) < 0) return -1;
   tg_tensor *parts[4] = { NULL, NULL, NULL, NULL };
   int nparts = 1;
-  const int bits_at = 2 * f->nscales;   /* Q4_1 and Q5_1: d and m before the bits */
-  if (t == GGML_TYPE_Q4_0 || t == GGML_TYPE_Q4_1 || t == GGML_TYPE_IQ4_NL) parts[0] = in_groups(blk, bits_at, 4);
+  const int bits_at = t == GGML_TYPE_MXFP4 ? 1 : 2 * f->nscales;   /* Q4_1 and Q5_1: d and m before the bits */
+  if (t == GGML_TYPE_Q4_0 || t == GGML_TYPE_Q4_1 || t == GGML_TYPE_IQ4_NL || t == GGML_TYPE_MXFP4) parts[0] = in_groups(blk, bits_at, 4);
   else if (t == GGML_TYPE_Q5_0 || t == GGML_TYPE_Q5_1) {
     /* qh's bit v (value v = 16h + 4gi + p) to bit 4h + gi of byte p */
     tg_tensor *bit = qt_unpack(tg_cast(qm_slice_last(blk, bits_at, bits_at + 4), TG_I32), -1, 8, 1);           /* (g, 16, nb, 4, 8): v = 8*byte + bit */
@@ -250,7 +258,7 @@ static int pack_into(tg_tensor *raw, int t, const rows_format *f, int64_t n, int
 /* The packed tensors of a matrix of w_shape in format f, allocated: 0 or -1 */
 static int packed_empty(const rows_format *f, tg_shape w, tg_tensor **s, tg_tensor **q) {
   int64_t g = w.d[0] / ROWS, nb = w.d[1] / f->block;
-  *s = tg_empty(TG_SHAPE(g, (int64_t)f->nscales * nb, ROWS), TG_F16);
+  *s = tg_empty(TG_SHAPE(g, (int64_t)f->nscales * nb, ROWS), f->scale_dtype);
   *q = tg_empty(TG_SHAPE(g, nb, f->quant_bytes), TG_U8);
   return *s && *q && tg_realize(*s) == 0 && tg_realize(*q) == 0 ? 0 : -1;
 }
@@ -298,12 +306,13 @@ int tg_quant_pack_rows_stacked(tg_tensor *const *raws, const int64_t *rows, int 
   return rc;
 }
 
-/* IQ4_NL's and IQ4_XS's levels plus 128 (1..241, unsigned bytes as
- * vpdpbusd needs) of the nibbles q (U8, 0..15): a take from a 16-byte
- * table, which the vectorizer turns into a byte shuffle (OP_LUT16). */
-static tg_tensor *iq4_levels(tg_tensor *q) {
+/* The levels plus 128 (IQ4_NL's and IQ4_XS's 1..241, MXFP4's 116..140:
+ * unsigned bytes as vpdpbusd needs) of the nibbles q (U8, 0..15) in a
+ * 16-entry table: a take from a 16-byte table, which the vectorizer turns
+ * into a byte shuffle (OP_LUT16). */
+static tg_tensor *nibble_levels(tg_tensor *q, const int *table) {
   uint8_t lv[16];
-  for (int i = 0; i < 16; i++) lv[i] = (uint8_t)(qt_kvalues_iq4nl[i] + 128);
+  for (int i = 0; i < 16; i++) lv[i] = (uint8_t)(table[i] + 128);
   return tg_take(tg_from_data(lv, TG_SHAPE(16), TG_U8), q);
 }
 
@@ -319,26 +328,35 @@ static tg_tensor *dot4(tg_tensor *acc, tg_tensor *w, tg_tensor *x) {
   return acc ? tg_add(acc, d) : d;
 }
 
+/* Bytes [lo, hi) of the last axis of quants (..., nb, bytes) as the n
+ * sizes of d, the leading axes (the 16-row groups, and a take's axes before
+ * them: tg_quant_matmul_rows_experts) kept. */
+static tg_tensor *split_last(tg_tensor *quants, int64_t lo, int64_t hi, int n, const int64_t *d) {
+  tg_tensor *a = qm_slice_last(quants, lo, hi);
+  return tg_reshape(a, qm_with_tail(a, n, d));
+}
+
 /* The blocks' sums scaled and added over the nb axis: sumi * (d_w * d_x),
  * and with sign -1 or +1 a second term less or added: m_w * mx (mx (...,
  * nb, 1) per block of x), times the integer sum mini when not NULL. scales
  * holds d (and m after it when sign is not 0). Returns (..., g, 16). */
-static tg_tensor *blocks_scaled(tg_tensor *x, int64_t nb, int64_t g, tg_tensor *scales, tg_tensor *dx, tg_tensor *sumi, tg_tensor *mini, tg_tensor *mx, int sign) {
+static tg_tensor *blocks_scaled(tg_tensor *x, int64_t nb, tg_tensor *scales, tg_tensor *dx, tg_tensor *sumi, tg_tensor *mini, tg_tensor *mx, int sign) {
   const tg_shape per_block = qm_with_tail(x, 3, (int64_t[]){ 1, nb, 1 });                     /* (..., 1, nb, 1) */
-  tg_tensor *dd = tg_reshape(tg_cast(scales, TG_F32), TG_SHAPE(g, sign ? 2 : 1, nb, ROWS));
-  tg_tensor *v = tg_mul(tg_cast(sumi, TG_F32), tg_mul(TG_GET(dd, TG_ALLIDX, TG_I(0)), tg_reshape(dx, per_block)));
+  tg_tensor *dd = tg_reshape(tg_cast(scales, TG_F32), qm_lead_with(scales, 2, 3, (int64_t[]){ sign ? 2 : 1, nb, ROWS }));   /* (..., g, S, nb, 16) */
+  tg_tensor *v = tg_mul(tg_cast(sumi, TG_F32), tg_mul(TG_GET(dd, TG_ELLIPSIS, TG_I(0), TG_ALLIDX, TG_ALLIDX), tg_reshape(dx, per_block)));
   if (sign) {
-    tg_tensor *mxm = tg_mul(TG_GET(dd, TG_ALLIDX, TG_I(1)), tg_reshape(mx, per_block));
+    tg_tensor *mxm = tg_mul(TG_GET(dd, TG_ELLIPSIS, TG_I(1), TG_ALLIDX, TG_ALLIDX), tg_reshape(mx, per_block));
     tg_tensor *t = mini ? tg_mul(tg_cast(mini, TG_F32), mxm) : mxm;
     v = sign > 0 ? tg_add(v, t) : tg_sub(v, t);
   }
   return tg_sum(v, TG_AXES(-2), false);
 }
 
-/* Q4_0, Q5_0, Q8_0 and IQ4_NL: per block, the integer sum over its 32
- * values of (w - offset) * x (offset 8 for Q4_0's nibbles, 16 for Q5_0's
- * 5-bit values, 128 for Q8_0's and IQ4_NL's shifted bytes), scaled by d_w *
- * d_x (ggml_vec_dot_{q4_0,q5_0,q8_0,iq4_nl}_q8_0). Q4_1 and Q5_1: no offset, and the
+/* Q4_0, Q5_0, Q8_0, IQ4_NL and MXFP4: per block, the integer sum over its
+ * 32 values of (w - offset) * x (offset 8 for Q4_0's nibbles, 16 for Q5_0's
+ * 5-bit values, 128 for Q8_0's, IQ4_NL's and MXFP4's shifted bytes), scaled
+ * by d_w * d_x (ggml_vec_dot_{q4_0,q5_0,q8_0,iq4_nl,mxfp4}_q8_0; MXFP4's
+ * d_w the E8M0 scale's half). Q4_1 and Q5_1: no offset, and the
  * block's min m_w times x's s (fp16 of d_x times its sum) added
  * (ggml_vec_dot_{q4_1,q5_1}_q8_1). x (..., K) float. */
 static tg_tensor *rows_32(int t, tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int64_t nb, int64_t g) {
@@ -351,18 +369,20 @@ static tg_tensor *rows_32(int t, tg_tensor *x, tg_tensor *scales, tg_tensor *qua
    * nibble h; IQ4_NL: its level + 128; Q5_0: that nibble and bit 4h + gi of group 4; Q8_0: h = 0
    * and 8 groups) */
   const bool q5 = t == GGML_TYPE_Q5_0 || t == GGML_TYPE_Q5_1;
-  const bool iq4 = t == GGML_TYPE_IQ4_NL;   /* Q4_0's nibbles, looked up as levels + 128 */
+  /* IQ4_NL, MXFP4: Q4_0's nibbles, looked up as levels + 128 */
+  const int *levels = t == GGML_TYPE_IQ4_NL ? qt_kvalues_iq4nl : t == GGML_TYPE_MXFP4 ? qt_kvalues_mxfp4 : NULL;
+  const bool iq4 = levels != NULL;
   const int nh = t == GGML_TYPE_Q8_0 ? 1 : 2, ng = 8 / nh, offset = mins ? 0 : q5 ? 16 : nh == 1 || iq4 ? 128 : 8;
   tg_tensor *xv = tg_reshape(xq, qm_with_tail(x, 6, (int64_t[]){ 1, nb, nh, ng, 1, 4 }));   /* (..., 1, nb, h, gi, 1, p) */
-  tg_tensor *q = tg_reshape(quants, TG_SHAPE(g, nb, ng + q5, ROWS, 4));
+  tg_tensor *q = tg_reshape(quants, qm_with_tail(quants, 3, (int64_t[]){ ng + q5, ROWS, 4 }));
   tg_tensor *val[2] = { q, NULL };
   if (nh == 2) val[0] = tg_bitwise_and(q, tg_scalar(15, TG_U8)), val[1] = tg_rshifts(q, 4);
-  if (iq4) val[0] = iq4_levels(val[0]), val[1] = iq4_levels(val[1]);
-  tg_tensor *fifth = q5 ? TG_GET(q, TG_ALLIDX, TG_ALLIDX, TG_I(ng)) : NULL;                  /* (g, nb, 16, p) */
+  if (iq4) val[0] = nibble_levels(val[0], levels), val[1] = nibble_levels(val[1], levels);
+  tg_tensor *fifth = q5 ? TG_GET(q, TG_ELLIPSIS, TG_I(ng), TG_ALLIDX, TG_ALLIDX) : NULL;                  /* (g, nb, 16, p) */
   tg_tensor *dot = NULL;
   for (int h = 0; h < nh; h++)
     for (int gi = 0; gi < ng; gi++) {
-      tg_tensor *w = TG_GET(val[h], TG_ALLIDX, TG_ALLIDX, TG_I(gi));                             /* (g, nb, 16, p) */
+      tg_tensor *w = TG_GET(val[h], TG_ELLIPSIS, TG_I(gi), TG_ALLIDX, TG_ALLIDX);                             /* (g, nb, 16, p) */
       if (q5) {   /* bit 4h + gi of the fifth-bit group, to bit 4 */
         tg_tensor *b = 4 * h + gi ? tg_rshifts(fifth, 4 * h + gi) : fifth;
         w = tg_bitwise_or(w, tg_lshifts(tg_bitwise_and(b, tg_scalar(1, TG_U8)), 4));
@@ -371,7 +391,7 @@ static tg_tensor *rows_32(int t, tg_tensor *x, tg_tensor *scales, tg_tensor *qua
       dot = dot4(dot, w, xs);
     }
   tg_tensor *blk = offset ? tg_sub(dot, tg_mul(tg_reshape(xsum, per_block), tg_scalar(offset, TG_I32))) : dot;
-  return blocks_scaled(x, nb, g, scales, dx, blk, NULL, sx, mins ? 1 : 0);
+  return blocks_scaled(x, nb, scales, dx, blk, NULL, sx, mins ? 1 : 0);
 }
 
 /* Q4_K: per sub-block j = 2c + h of 32 values (value 64c + 32h + l is
@@ -387,30 +407,30 @@ static tg_tensor *rows_q45_k(tg_tensor *x, tg_tensor *scales, tg_tensor *quants,
   tg_tensor *xsum = tg_contiguous(tg_sum(tg_cast(x32, TG_I32), TG_AXES(-1), false));  /* (..., nb, j) */
   tg_tensor *xs = tg_reshape(xsum, qm_with_tail(x, 4, (int64_t[]){ 1, nb, 1, 8 }));     /* (..., 1, nb, 1, j) */
   tg_tensor *xv = tg_reshape(xq, qm_with_tail(x, 6, (int64_t[]){ 1, nb, 1, 8, 8, 4 })); /* (..., 1, nb, 1, j, t, p) */
-  tg_tensor *sm = tg_reshape(qm_slice_last(quants, 0, 16 * ROWS), TG_SHAPE(g, nb, 2, 8, ROWS));
+  tg_tensor *sm = split_last(quants, 0, 16 * ROWS, 3, (int64_t[]){ 2, 8, ROWS });
   const int64_t qs_at = 16 * ROWS + (q5 ? 8 * 64 : 0);   /* Q5_K: after qh */
-  tg_tensor *qs = tg_reshape(qm_slice_last(quants, qs_at, qs_at + 32 * 64), TG_SHAPE(g, nb, 32, ROWS, 4));
-  tg_tensor *qh = q5 ? tg_reshape(qm_slice_last(quants, 16 * ROWS, 16 * ROWS + 8 * 64), TG_SHAPE(g, nb, 8, ROWS, 4)) : NULL;
+  tg_tensor *qs = split_last(quants, qs_at, qs_at + 32 * 64, 3, (int64_t[]){ 32, ROWS, 4 });
+  tg_tensor *qh = q5 ? split_last(quants, 16 * ROWS, 16 * ROWS + 8 * 64, 3, (int64_t[]){ 8, ROWS, 4 }) : NULL;
   tg_tensor *sumi = NULL, *summ = NULL;
   for (int j = 0; j < 8; j++) {
     int c = j / 2, h = j % 2;
     tg_tensor *dot = NULL;
     for (int t = 0; t < 8; t++) {
-      tg_tensor *w = TG_GET(qs, TG_ALLIDX, TG_ALLIDX, TG_I(8 * c + t));                           /* (g, nb, 16, p) */
+      tg_tensor *w = TG_GET(qs, TG_ELLIPSIS, TG_I(8 * c + t), TG_ALLIDX, TG_ALLIDX);                           /* (g, nb, 16, p) */
       w = h ? tg_rshifts(w, 4) : tg_bitwise_and(w, tg_scalar(15, TG_U8));
       if (q5) {   /* bit j of qh's group t, to bit 4 */
-        tg_tensor *b = TG_GET(qh, TG_ALLIDX, TG_ALLIDX, TG_I(t));
+        tg_tensor *b = TG_GET(qh, TG_ELLIPSIS, TG_I(t), TG_ALLIDX, TG_ALLIDX);
         w = tg_bitwise_or(w, tg_lshifts(tg_bitwise_and(j ? tg_rshifts(b, j) : b, tg_scalar(1, TG_U8)), 4));
       }
       dot = dot4(dot, w, TG_GET(xv, TG_ELLIPSIS, TG_I(j), TG_I(t), TG_ALLIDX));
     }
-    tg_tensor *sc = tg_cast(TG_GET(sm, TG_ALLIDX, TG_ALLIDX, TG_I(0), TG_I(j)), TG_I32);          /* (g, nb, 16) */
-    tg_tensor *mn = tg_cast(TG_GET(sm, TG_ALLIDX, TG_ALLIDX, TG_I(1), TG_I(j)), TG_I32);
+    tg_tensor *sc = tg_cast(TG_GET(sm, TG_ELLIPSIS, TG_I(0), TG_I(j), TG_ALLIDX), TG_I32);          /* (g, nb, 16) */
+    tg_tensor *mn = tg_cast(TG_GET(sm, TG_ELLIPSIS, TG_I(1), TG_I(j), TG_ALLIDX), TG_I32);
     tg_tensor *a = tg_mul(dot, sc), *b = tg_mul(TG_GET(xs, TG_ELLIPSIS, TG_I(j)), mn);
     sumi = sumi ? tg_add(sumi, a) : a;
     summ = summ ? tg_add(summ, b) : b;
   }
-  return blocks_scaled(x, nb, g, scales, dx, sumi, summ, dx, -1);
+  return blocks_scaled(x, nb, scales, dx, sumi, summ, dx, -1);
 }
 
 /* Q6_K: per sub-block s of 16 values, sum of (q - 32) * x times the int8
@@ -456,7 +476,7 @@ static tg_tensor *rows_q6_k(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, 
     sub = tg_mul(sub, tg_cast(TG_GET(sc, TG_ALLIDX, TG_ALLIDX, TG_I(s)), TG_I32));
     total = total ? tg_add(total, sub) : sub;
   }
-  return blocks_scaled(x, nb, g, scales, dx, total, NULL, NULL, 0);
+  return blocks_scaled(x, nb, scales, dx, total, NULL, NULL, 0);
 }
 
 /* Q2_K and Q3_K: per sub-block s = 8n + 2j + h of 16 values, value l of
@@ -499,7 +519,7 @@ static tg_tensor *rows_q23_k(tg_tensor *x, tg_tensor *scales, tg_tensor *quants,
       summ = summ ? tg_add(summ, b) : b;
     }
   }
-  return blocks_scaled(x, nb, g, scales, dx, sumi, summ, dx, q3 ? 0 : -1);
+  return blocks_scaled(x, nb, scales, dx, sumi, summ, dx, q3 ? 0 : -1);
 }
 
 /* IQ4_XS: per sub-block s of 32 values (nibble h of qs's group 4s + t is
@@ -512,7 +532,7 @@ static tg_tensor *rows_iq4_xs(tg_tensor *x, tg_tensor *scales, tg_tensor *quants
   q8_k_subblocks(x, nb, 8, &xv, &bs, &dx);
   tg_tensor *sc = tg_reshape(tg_bitcast(qm_slice_last(quants, 0, 8 * ROWS), TG_I8), TG_SHAPE(g, nb, 8, ROWS));
   tg_tensor *qs = tg_reshape(qm_slice_last(quants, 8 * ROWS, 8 * ROWS + 32 * 64), TG_SHAPE(g, nb, 32, ROWS, 4));
-  tg_tensor *lv[2] = { iq4_levels(tg_bitwise_and(qs, tg_scalar(15, TG_U8))), iq4_levels(tg_rshifts(qs, 4)) };
+  tg_tensor *lv[2] = { nibble_levels(tg_bitwise_and(qs, tg_scalar(15, TG_U8)), qt_kvalues_iq4nl), nibble_levels(tg_rshifts(qs, 4), qt_kvalues_iq4nl) };
   tg_tensor *total = NULL;
   for (int s = 0; s < 8; s++) {
     tg_tensor *dot = NULL;
@@ -523,7 +543,7 @@ static tg_tensor *rows_iq4_xs(tg_tensor *x, tg_tensor *scales, tg_tensor *quants
     sub = tg_mul(sub, tg_cast(TG_GET(sc, TG_ALLIDX, TG_ALLIDX, TG_I(s)), TG_I32));
     total = total ? tg_add(total, sub) : sub;
   }
-  return blocks_scaled(x, nb, g, scales, dx, total, NULL, NULL, 0);
+  return blocks_scaled(x, nb, scales, dx, total, NULL, NULL, 0);
 }
 
 /* Q6_K's 6-bit values (0..63) of packed quants: (g, nb, 16 s, 4 t, 16, 4 p),
@@ -540,8 +560,26 @@ static tg_tensor *q6_k_values(tg_tensor *quants, int64_t g, int64_t nb) {
   return tg_reshape(tg_bitwise_or(nib, tg_lshifts(hi, 4)), TG_SHAPE(g, nb, 16, 4, ROWS, 4));
 }
 
+/* The types whose matvec reads the packed tensors through any leading
+ * axes (a take's, tg_quant_matmul_rows_experts): the 32-value blocks, Q4_K
+ * and Q5_K. */
+static bool rows_any_type(int t) { return t != GGML_TYPE_Q6_K && t != GGML_TYPE_IQ4_XS && t != GGML_TYPE_Q3_K && t != GGML_TYPE_Q2_K; }
+static tg_tensor *rows_any(int t, tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int64_t nb, int64_t g) {
+  return t == GGML_TYPE_Q4_K || t == GGML_TYPE_Q5_K ? rows_q45_k(x, scales, quants, nb, g, t == GGML_TYPE_Q5_K) : rows_32(t, x, scales, quants, nb, g);
+}
+
 tg_tensor *tg_dequantize_rows(tg_tensor *scales, tg_tensor *quants, int t, tg_shape w_shape) {
   if (!scales || !quants) return tg_seterr("tg_dequantize_rows: NULL argument"), NULL;
+  if (w_shape.ndim == 3) {   /* experts (E, N, K), packed as the (E * N, K) matrix */
+    if (w_shape.d[1] % ROWS || w_shape.d[0] <= 0 || w_shape.d[1] <= 0 || w_shape.d[0] > INT64_MAX / w_shape.d[1])
+      return tg_seterr("tg_dequantize_rows: experts W (%lld, %lld, %lld) need N a multiple of %d", (long long)w_shape.d[0], (long long)w_shape.d[1],
+                       (long long)w_shape.d[2], ROWS), NULL;
+    tg_scope_begin();
+    tg_tensor *w = tg_reshape(tg_dequantize_rows(scales, quants, t, TG_SHAPE(w_shape.d[0] * w_shape.d[1], w_shape.d[2])), w_shape);
+    if (w) tg_keep(w);
+    tg_scope_end();
+    return w;
+  }
   const rows_format *f = format_of(t, w_shape, "tg_dequantize_rows");
   if (!f || !packed_shapes_ok(scales, quants, f, w_shape, "tg_dequantize_rows")) return NULL;
   int64_t n = w_shape.d[0], k = w_shape.d[1], nb = k / f->block, g = n / ROWS;
@@ -597,8 +635,8 @@ tg_tensor *tg_dequantize_rows(tg_tensor *scales, tg_tensor *quants, int t, tg_sh
     const bool mins = t == GGML_TYPE_Q4_1 || t == GGML_TYPE_Q5_1;   /* q * d + m, no offset */
     if (t == GGML_TYPE_Q4_0 || t == GGML_TYPE_Q4_1)   /* nibble h of byte gi*4 + p is value h*16 + gi*4 + p */
       v = tg_cast(qt_unpack(tg_reshape(quants, TG_SHAPE(g, nb, 4, ROWS, 4)), 2, 2, 4), TG_I32);
-    else if (t == GGML_TYPE_IQ4_NL)   /* and its level */
-      v = qt_lut(qt_unpack(tg_reshape(quants, TG_SHAPE(g, nb, 4, ROWS, 4)), 2, 2, 4), qt_kvalues_iq4nl, 16);
+    else if (t == GGML_TYPE_IQ4_NL || t == GGML_TYPE_MXFP4)   /* and its level (ggml's x0 * d) */
+      v = qt_lut(qt_unpack(tg_reshape(quants, TG_SHAPE(g, nb, 4, ROWS, 4)), 2, 2, 4), t == GGML_TYPE_MXFP4 ? qt_kvalues_mxfp4 : qt_kvalues_iq4nl, 16);
     else if (t == GGML_TYPE_Q5_0 || t == GGML_TYPE_Q5_1) {   /* and bit 4h + gi of the fifth-bit group p */
       tg_tensor *lo = qt_unpack(tg_reshape(qm_slice_last(quants, 0, 256), TG_SHAPE(g, nb, 4, ROWS, 4)), 2, 2, 4);      /* (g, nb, h, gi, 16, p) */
       tg_tensor *fb = tg_reshape(qm_slice_last(quants, 256, 320), TG_SHAPE(g, nb, 1, ROWS, 4));
@@ -635,9 +673,47 @@ tg_tensor *tg_quant_matmul_rows(tg_tensor *x, tg_tensor *scales, tg_tensor *quan
   tg_tensor *y = t == GGML_TYPE_Q6_K ? rows_q6_k(x, scales, quants, nb, g)
                  : t == GGML_TYPE_IQ4_XS ? rows_iq4_xs(x, scales, quants, nb, g)
                  : t == GGML_TYPE_Q3_K || t == GGML_TYPE_Q2_K ? rows_q23_k(x, scales, quants, nb, g, t == GGML_TYPE_Q3_K)
-                 : t == GGML_TYPE_Q4_K || t == GGML_TYPE_Q5_K ? rows_q45_k(x, scales, quants, nb, g, t == GGML_TYPE_Q5_K)
-                 : rows_32(t, x, scales, quants, nb, g);
+                 : rows_any(t, x, scales, quants, nb, g);
   y = tg_reshape(y, qm_with_tail(x, 1, (int64_t[]){ n }));
+  if (y) tg_keep(y);
+  tensor_device_end(dev_prev);
+  tg_scope_end();
+  return y;
+}
+
+/* The experts' packed groups are read through a take of the router's
+ * choices. A take's index is a loaded value whose range the kernel does not
+ * know, so the table's rows are gated (an index out of range reads zero),
+ * and a gated byte load kept the byte dot products scalar (qwen3moe's gate
+ * and up 0.41 ms a layer against the float path's 0.14). The index read
+ * modulo E as an unsigned value has a range the index math knows ([0, E);
+ * a clamp's where() does not bound it): the gate folds away and the loads
+ * are plain vector loads at a loaded offset. */
+tg_tensor *tg_quant_matmul_rows_experts(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int t, tg_shape w_shape, tg_tensor *index) {
+  static const char *who = "tg_quant_matmul_rows_experts";
+  if (!x || !scales || !quants || !index) return tg_seterr("%s: NULL argument", who), NULL;
+  if (w_shape.ndim != 3) return tg_seterr("%s: W must be 3-D (E, N, K), not %d-D", who, w_shape.ndim), NULL;
+  if (w_shape.d[0] <= 0 || w_shape.d[0] > UINT32_MAX) return tg_seterr("%s: %lld experts (1 to 2^32 - 1)", who, (long long)w_shape.d[0]), NULL;
+  int64_t e = w_shape.d[0], n = w_shape.d[1], k = w_shape.d[2];
+  tg_shape flat = TG_SHAPE(e * n, k);
+  if (n % ROWS || n > INT64_MAX / e) return tg_seterr("%s: W (%lld, %lld, %lld) needs N a multiple of %d", who, (long long)e, (long long)n, (long long)k, ROWS), NULL;
+  const rows_format *f = format_of(t, flat, who);
+  if (!f || !packed_shapes_ok(scales, quants, f, flat, who)) return NULL;
+  if (!rows_any_type(t)) return tg_seterr("%s: no expert form for type %s (the 32-value types, Q4_K and Q5_K have one)", who, tg_ggml_type_name(t)), NULL;
+  int ni = tg_ndim(index), nd = tg_ndim(x);
+  if (nd != ni + 1 || tg_dim(x, nd - 1) != k)
+    return tg_seterr("%s: x must be (index's shape or 1 on each axis, K = %lld): %d dims for an index of %d", who, (long long)k, nd, ni), NULL;
+  if (!tg_dtype_is_float(tg_dtype_of(x))) return tg_seterr("%s: x must be a float tensor, not %s", who, tg_dtype_name(tg_dtype_of(x))), NULL;
+  if (tg_dtype_is_float(tg_dtype_of(index)) || tg_dtype_of(index) == TG_BOOL) return tg_seterr("%s: index must be an integer tensor", who), NULL;
+  int64_t nb = k / f->block, g = n / ROWS;
+  tg_scope_begin();
+  const char *dev_prev = tensor_device_begin(tg_device_of(quants));
+  /* an unsigned value mod E (see above) */
+  tg_tensor *ix = tg_cast(tg_mod(tg_cast(index, TG_U32), tg_scalar((double)e, TG_U32)), TG_I32);
+  tg_tensor *sc = tg_take(tg_reshape(scales, TG_SHAPE(e, g, tg_dim(scales, 1), ROWS)), ix);       /* (..., g, S * nb, 16) */
+  tg_tensor *qs = tg_take(tg_reshape(quants, TG_SHAPE(e, g, nb, f->quant_bytes)), ix);            /* (..., g, nb, bytes) */
+  tg_tensor *y = rows_any(t, x, sc, qs, nb, g);                                                   /* (..., g, 16) */
+  y = tg_reshape(y, qm_lead_with(y, 2, 1, (int64_t[]){ n }));
   if (y) tg_keep(y);
   tensor_device_end(dev_prev);
   tg_scope_end();

@@ -24,14 +24,19 @@ tg_tensor *dq_tq1_0(tg_tensor *blk) {
   return tg_mul(qt_f32(tg_subs(tg_cat(parts, 3, 1), 1)), qt_f16(blk, 52));
 }
 
-/* MXFP4: an E8M0 exponent byte e and 32 E2M1 codes. ggml keeps the codes
- * doubled (integers) and halves the scale: d = 2^(e-128), built from its
- * float bits (subnormal for e < 2), per value from the spread byte. */
-tg_tensor *dq_mxfp4(tg_tensor *blk) {
-  static const int e2m1x2[16] = { 0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12 };
-  tg_tensor *e = qt_spread(qt_u8(blk, 0, 1), 32);
+/* MXFP4's 16 E2M1 values doubled (ggml's kvalues_mxfp4): ggml keeps the
+ * codes as integers and halves the scale. */
+const int qt_kvalues_mxfp4[16] = { 0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12 };
+
+tg_tensor *qt_e8m0_half(tg_tensor *e) {
   tg_tensor *bits = tg_where(tg_lt(e, tg_scalar(2, TG_I32)), tg_lshift(tg_scalar(0x00200000, TG_I32), e),
                              tg_lshifts(tg_subs(e, 1), 23));
-  tg_tensor *d = tg_bitcast(tg_cast(bits, TG_U32), TG_F32);
-  return tg_mul(qt_f32(qt_lut(qt_fields(blk, 1, 1, 16, 2, 4), e2m1x2, 16)), d);
+  return tg_bitcast(tg_cast(bits, TG_U32), TG_F32);
+}
+
+/* MXFP4: an E8M0 exponent byte e and 32 E2M1 codes: the doubled value
+ * times 2^(e-128), per value from the spread byte. */
+tg_tensor *dq_mxfp4(tg_tensor *blk) {
+  tg_tensor *d = qt_e8m0_half(qt_spread(qt_u8(blk, 0, 1), 32));
+  return tg_mul(qt_f32(qt_lut(qt_fields(blk, 1, 1, 16, 2, 4), qt_kvalues_mxfp4, 16)), d);
 }

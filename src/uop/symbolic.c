@@ -1077,14 +1077,36 @@ uop *uop_simplify(uop *u) {
   return r;
 }
 
-int64_t index_stride(uop *index, uop *r, uop *const *axes, int n) {
+/* The stride with index's integer loads whose addresses stay put along r
+ * (a take's row, loaded once per output row: the same value at both
+ * points) read as the constant v. */
+static int64_t stride_with_loads_at(uop *index, uop *r, uop *const *axes, int n, const uop_list *loads, int64_t v) {
   ptrmap m0 = { 0 }, m1 = { 0 };
   for (int i = 0; i < n; i++) {
     pm_put(&m0, axes[i], uop_const_int(DT_INDEX, 0));
     pm_put(&m1, axes[i], uop_const_int(DT_INDEX, axes[i] == r ? 1 : 0));
   }
+  for (int i = 0; i < loads->n; i++) {
+    uop *c = uop_const_int(loads->v[i]->dtype, v);
+    pm_put(&m0, loads->v[i], c), pm_put(&m1, loads->v[i], c);
+  }
   uop *a = uop_simplify(graph_substitute(index, &m0)), *b = uop_simplify(graph_substitute(index, &m1));
   pm_free(&m0); pm_free(&m1);
   if (a->op != OP_CONST || b->op != OP_CONST) return INT64_MIN;
   return b->arg.i - a->arg.i;
+}
+
+int64_t index_stride(uop *index, uop *r, uop *const *axes, int n) {
+  uop_list l = uop_toposort(index), loads = { 0 };
+  for (int i = 0; i < l.n; i++) {
+    uop *u = l.v[i];
+    if (u->op == OP_LOAD && dt_is_int(u->dtype) && u->src[0]->op == OP_INDEX && u->src[0]->nsrc >= 2 && index_stride(u->src[0]->src[1], r, axes, n) == 0)
+      VEC_PUSH(loads, u);
+  }
+  free(l.v);
+  int64_t s = stride_with_loads_at(index, r, axes, n, &loads, 0);
+  /* the loaded value must not change the stride (an index linear in it) */
+  if (loads.n && s != INT64_MIN && stride_with_loads_at(index, r, axes, n, &loads, 5) != s) s = INT64_MIN;
+  free(loads.v);
+  return s;
 }

@@ -24,15 +24,18 @@ glm4moe (sigmoid routing, shared expert, partial rope, a skipped MTP
 layer); greedy(): argmax decoding runs whose logits and tokens are goldens
 too (*.logits.bin, *.greedy.bin), some of them 110 positions long to pass
 the sliding layers' rings; llama_q8kv's reference keeps its keys and values
-as a q8_0 cache does (gguf-py's Q8_0, bit-exact with ggml). Run: python3 tests/gen/gen_llm.py (gguf-py and
-numpy from PyPI).
+as a q8_0 cache does (gguf-py's Q8_0, bit-exact with ggml), and gpt-oss's
+its experts' activations as llama.cpp's q8_0. Run: python3 tests/gen/gen_llm.py [name ...] (gguf-py and
+numpy from PyPI; names: only those models).
 """
 import os
+import sys
 import numpy as np
 import gguf
 
 MXFP4 = gguf.GGMLQuantizationType.MXFP4
 
+ONLY = set(sys.argv[1:])  # python3 tests/gen/gen_llm.py [name ...]: only those models
 OUT = os.path.join(os.path.dirname(__file__), "..", "goldens")
 PROMPT = [1, 5, 9, 13, 17, 21, 25]
 NEXT = [30, 2, 41]
@@ -189,15 +192,18 @@ class Model:
             return (silu(h @ w[p + "ffn_gate.weight"].T) * (h @ w[p + "ffn_up.weight"].T)) @ w[p + "ffn_down.weight"].T
         out = np.zeros_like(h)
         if c.get("oai"):  # gpt-oss: biases, softmax over the top k logits, clamped SwiGLU
+            # the MXFP4 experts multiply activations quantized to q8_0, as
+            # llama.cpp's mul_mat_id does (MXFP4's vec_dot_type)
             for t in range(h.shape[0]):
                 logits = h[t] @ w[p + "ffn_gate_inp.weight"].T + w[p + "ffn_gate_inp.bias"]
                 top = np.argsort(-logits, kind="stable")[: c["used"]]
+                hq = q8_0(h[t])
                 for e, we in zip(top, softmax(logits[top])):
-                    g = w[p + "ffn_gate_exps.weight"][e] @ h[t] + w[p + "ffn_gate_exps.bias"][e]
-                    u = w[p + "ffn_up_exps.weight"][e] @ h[t] + w[p + "ffn_up_exps.bias"][e]
+                    g = w[p + "ffn_gate_exps.weight"][e] @ hq + w[p + "ffn_gate_exps.bias"][e]
+                    u = w[p + "ffn_up_exps.weight"][e] @ hq + w[p + "ffn_up_exps.bias"][e]
                     g = np.minimum(g, 7.0)
                     act = g / (1 + np.exp(-1.702 * g)) * (np.clip(u, -7.0, 7.0) + 1)
-                    out[t] += we * (w[p + "ffn_down_exps.weight"][e] @ act + w[p + "ffn_down_exps.bias"][e])
+                    out[t] += we * (w[p + "ffn_down_exps.weight"][e] @ q8_0(act) + w[p + "ffn_down_exps.bias"][e])
             return out
         for t in range(h.shape[0]):
             logits = h[t] @ w[p + "ffn_gate_inp.weight"].T
@@ -338,7 +344,10 @@ def make(name, arch, cfg, seed, runs=(), out=OUT, reference=True):
     traits) and, with reference, its logits and runs' greedy goldens; returns
     the weights. cfg["wscale"] scales every random matrix (wider models
     need smaller weights), cfg["dummy_vocab"] adds llama.cpp's dummy
-    vocabulary keys (gen_llm_llamacpp.py's with_vocab)."""
+    vocabulary keys (gen_llm_llamacpp.py's with_vocab). With names on the
+    command line, only those models are made (None for the others)."""
+    if ONLY and name not in ONLY:
+        return None
     rng = np.random.default_rng(seed)
     dim, L, H, KV, hd, ffn, V = cfg["dim"], cfg["layers"], cfg["heads"], cfg["kv"], cfg["hd"], cfg["ffn"], cfg["vocab"]
     w = {}
@@ -544,6 +553,8 @@ def perplexity(cfg, w, tokens, n_ctx, bos, out):
     n_ctx-2 scored against the next token. Writes the tokens (int32) to
     out.ppl_tokens.bin and float64 [ppl, ppl_err, the running estimate after
     each chunk...] to out.ppl.bin."""
+    if w is None:  # its model not made this run
+        return
     first, nll = n_ctx // 2, []
     running = []
     for c in range(len(tokens) // n_ctx):
