@@ -482,3 +482,47 @@ TEST(viz_trace_huge_numbers) {
   unlink(out);
   unlink(path);
 }
+
+/* A JIT's replays are in the profile: every captured kernel, timed one at a
+ * time (batches are off while recording), between the markers around the
+ * replays, with the same names as the captured run's kernels. */
+static int viz_jit_step(void *ctx, tg_tensor *const *in, int nin, tg_tensor **out, int nout) {
+  (void)ctx; (void)nin; (void)nout;
+  tg_tensor *y = tg_add(tg_mul(in[0], tg_scalar(2, TG_F32)), tg_scalar(1, TG_F32));
+  out[0] = tg_sum(tg_relu(y), TG_AXES(0), false);
+  return out[0] ? 0 : -1;
+}
+
+TEST(viz_records_jit_replays) {
+  char dir[] = "/tmp/tg_viz_XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  if (tg_viz_begin(dir) < 0) { test_fail(__FILE__, __LINE__, "tg_viz_begin: %s", tg_error()); return; }
+  tg_jit *j = tg_jit_new(viz_jit_step, NULL);
+  float x[64], want = 0, got = 0;
+  for (int i = 0; i < 64; i++) x[i] = (float)(i - 20);
+  tg_scope_begin();
+  for (int call = 0; call < 5; call++) {
+    if (call == 2) tg_profile_marker("replays");
+    tg_tensor *in = tg_from_data(x, TG_SHAPE(64), TG_F32), *out = NULL;
+    CHECK_OK(tg_jit_call(j, &in, 1, &out, 1) == 0);
+    CHECK_OK(out && tg_data(out, &got, sizeof got) == 0);
+  }
+  tg_profile_marker("end");
+  tg_scope_end();
+  for (int i = 0; i < 64; i++) want += 2 * x[i] + 1 > 0 ? 2 * x[i] + 1 : 0;   /* the step in C */
+  CHECK_MSG(got == want, "step: %g, C gives %g", got, want);
+  tg_jit_free(j);
+  CHECK_OK(tg_viz_end() == 0);
+  viz_trace t;
+  CHECK_MSG(viz_trace_load(dir, false, &t) == 0, "load: %s", tg_error());
+  CHECK_EQ_INT(t.markers.n, 2);
+  int replayed = 0;
+  for (int i = 0; i < t.runs.n; i++)
+    if (!t.runs.v[i].copy && t.runs.v[i].ts >= t.markers.v[0].ts && t.runs.v[i].ts <= t.markers.v[1].ts) {
+      replayed++;
+      CHECK(t.runs.v[i].dur > 0 && t.runs.v[i].name && t.runs.v[i].name[0]);
+    }
+  CHECK_MSG(replayed >= 3, "%d kernel runs recorded over 3 replays", replayed);   /* at least one kernel a replay */
+  viz_trace_free(&t);
+  rm_dir(dir);
+}

@@ -20,6 +20,7 @@
 #include "uop/dims.h"
 #include "util/counters.h"
 #include "util/settings.h"
+#include "viz/viz.h"
 
 static void replay_plan_free(replay_plan *rp, int nk);
 
@@ -299,6 +300,30 @@ static replay_plan *build_replay_plan(tg_jit *j) {
   return rp;
 }
 
+/* One captured call on the replay's pointers; timed (DEBUG=2's line, VIZ's
+ * profile) when timed is set. */
+static int replay_one(const linear_call *ck, void **ptrs, const int64_t *vars, bool timed, int debug) {
+  double t0 = timed ? engine_now_s() : 0;
+  if (!ck->prog) {   /* a copy between devices */
+    tg_buffer *dst = ck->bufs[0], *src = ck->bufs[1];
+    void *tmp = tg_xmalloc(src->nbytes);
+    int rc = src->dev->copyout(src->dev, tmp, ptrs[1], src->nbytes);
+    if (rc == 0) rc = dst->dev->copyin(dst->dev, ptrs[0], tmp, src->nbytes);
+    free(tmp);
+    if (rc == 0 && viz_on) viz_copy(dst->dev->name, src->dev->name, src->nbytes, engine_now_s() - t0);
+    return rc;
+  }
+  double dt = 0;
+  int rc = timed ? device_launch_timed(ck->dev, ck->prog, ptrs, ck->nbufs, vars, ck->nvars, &dt)
+                 : ck->dev->launch(ck->dev, ck->prog, ptrs, ck->nbufs, vars, ck->nvars);
+  if (rc < 0 || !timed) return rc;
+  double bytes = 0;
+  for (int a = 0; a < ck->nbufs; a++) bytes += (double)ck->bufs[a]->nbytes;
+  if (viz_on) viz_run(ck->dev->name, ck->name, dt, ck->flops, bytes);
+  if (debug >= 2) engine_print_kernel_run("JIT", ck->dev->name, ck->name, ck->nbufs, dt, ck->flops, bytes);
+  return 0;
+}
+
 /* Runs the captured kernels on this call's inputs and outputs. */
 static int replay_kernels(tg_jit *j, tg_buffer **inb, tg_buffer **outb) {
   if (!j->rp) j->rp = build_replay_plan(j);
@@ -310,30 +335,17 @@ static int replay_kernels(tg_jit *j, tg_buffer **inb, tg_buffer **outb) {
   for (int k = 0; k < j->cap.l.n; k++)
     if (j->cap.l.v[k].nvars && vars_values(j->cap.l.v[k].varnames, j->cap.l.v[k].nvars, rp->vars[k]) < 0) return -1;
   int debug = (int)setting_int(SET_DEBUG);
+  /* VIZ's profile and DEBUG=2 time every kernel of a replay, one at a time */
+  bool each = viz_on || debug >= 2;
   for (int b = 0, k = 0; b < rp->nbatches; k = rp->batch_end[b++]) {
     linear_call *ck = &j->cap.l.v[k];
     int end = rp->batch_end[b];
-    if (rp->batched[b]) {
+    if (rp->batched[b] && !each) {
       if (ck->dev->launch_batch(ck->dev, rp->progs + k, rp->ptrs + k, rp->varp + k, end - k) < 0) return -1;
       continue;
     }
-    void **ptrs = rp->ptrs[k];
-    if (!ck->prog) {   /* a copy between devices */
-      tg_buffer *dst = ck->bufs[0], *src = ck->bufs[1];
-      void *tmp = tg_xmalloc(src->nbytes);
-      int rc = src->dev->copyout(src->dev, tmp, ptrs[1], src->nbytes);
-      if (rc == 0) rc = dst->dev->copyin(dst->dev, ptrs[0], tmp, src->nbytes);
-      free(tmp);
-      if (rc < 0) return -1;
-      continue;
-    }
-    double t0 = debug >= 2 ? engine_now_s() : 0;
-    if (ck->dev->launch(ck->dev, ck->prog, ptrs, ck->nbufs, rp->vars[k], ck->nvars) < 0) return -1;
-    if (debug >= 2) {
-      double bytes = 0;
-      for (int a = 0; a < ck->nbufs; a++) bytes += (double)ck->bufs[a]->nbytes;
-      engine_print_kernel_run("JIT", ck->dev->name, ck->name, ck->nbufs, engine_now_s() - t0, ck->flops, bytes);
-    }
+    for (int c = k; c < end; c++)
+      if (replay_one(&j->cap.l.v[c], rp->ptrs[c], rp->vars[c], each, debug) < 0) return -1;
   }
   counters_add_runs(j->cap.l.n, rp->flops, 0, 0);
   return 0;
