@@ -1,6 +1,7 @@
 /* quant_common.c: the shared building blocks of the dequantizers (quant.h):
  * byte fields, fp16 scales, bit-field unpacking, small lookup tables. */
 #include "quant/quant.h"
+#include "tensor/tensor.h"
 
 static tg_tensor *field(tg_tensor *blk, int start, int len) {
   int64_t st[2] = { 0, start }, en[2] = { tg_dim(blk, 0), start + len };
@@ -11,7 +12,7 @@ tg_tensor *qt_u8(tg_tensor *blk, int start, int len) { return tg_cast(field(blk,
 tg_tensor *qt_i8(tg_tensor *blk, int start, int len) { return tg_cast(tg_bitcast(field(blk, start, len), TG_I8), TG_I32); }
 tg_tensor *qt_f32(tg_tensor *x) { return tg_cast(x, TG_F32); }
 
-tg_tensor *qt_and(tg_tensor *x, int64_t mask) { return tg_bitwise_and(x, tg_scalar((double)mask, tg_dtype_of(x))); }
+tg_tensor *qt_and(tg_tensor *x, int64_t mask) { return tg_bitwise_and(x, tensor_const((double)mask, tg_dtype_of(x))); }
 tg_tensor *qt_or(tg_tensor *a, tg_tensor *b) { return tg_bitwise_or(a, b); }
 
 tg_tensor *qt_u16(tg_tensor *blk, int start, int n) {
@@ -71,7 +72,7 @@ void qt_scale_min_k4(tg_tensor *blk, int off, int len, tg_tensor **sc, tg_tensor
   tg_tensor *a = g[0], *b = g[1], *c = g[2];
   /* j < 4, made per sub-block and spread (a test on the value's own index
    * would hide from codegen that it is constant within a sub-block) */
-  tg_tensor *first = qt_spread(tg_reshape(tg_lt(tg_arange(0, 8, 1, TG_I32), tg_scalar(4, TG_I32)), TG_SHAPE(1, 8)), len);
+  tg_tensor *first = qt_spread(tg_reshape(tg_lt(tg_arange(0, 8, 1, TG_I32), tensor_const(4, TG_I32)), TG_SHAPE(1, 8)), len);
   *sc = tg_where(first, qt_and(a, 63), qt_or(qt_and(c, 15), tg_lshifts(tg_rshifts(a, 6), 4)));
   *mn = tg_where(first, qt_and(b, 63), qt_or(tg_rshifts(c, 4), tg_lshifts(tg_rshifts(b, 6), 4)));
 }

@@ -7,6 +7,7 @@
  * of IQ2_XXS/IQ2_XS/IQ3_XXS (ggml's ksigns_iq2xs: 7 stored bits plus an even
  * parity bit) are computed, not looked up. */
 #include "quant/quant.h"
+#include "tensor/tensor.h"
 
 /* The last axis cut to [start, start+len). */
 static tg_tensor *cols(tg_tensor *x, int start, int len) {
@@ -61,7 +62,7 @@ static void sub_words(tg_tensor *blk, int off, int stride, int start, tg_tensor 
 /* db * grid value, negated where the sign bit is set (ggml multiplies by -1). */
 static tg_tensor *signed_values(tg_tensor *db, tg_tensor *g, tg_tensor *sign) {
   tg_tensor *v = tg_mul(db, qt_f32(g));
-  return tg_where(tg_ne(sign, tg_scalar(0, TG_I32)), tg_neg(v), v);
+  return tg_where(tg_ne(sign, tensor_const(0, TG_I32)), tg_neg(v), v);
 }
 /* (d * (0.5 + s)) * k: the IQ2/IQ3_XXS sub-block scale. */
 static tg_tensor *half_scale(tg_tensor *d, tg_tensor *s, double k) {
@@ -139,7 +140,7 @@ tg_tensor *dq_iq3_s(tg_tensor *blk) {
 /* IQ1: dl * (grid + delta), delta = -1/8 where the sign bit is set. */
 static tg_tensor *iq1_values(tg_tensor *dl, tg_tensor *idx, tg_tensor *neg) {
   tg_tensor *g = qt_f32(qt_gather_rows(grid(qt_iq1s_grid, 2048, 8, true), idx));
-  tg_tensor *delta = tg_where(tg_ne(neg, tg_scalar(0, TG_I32)), tg_scalar(-0.125, TG_F32), tg_scalar(0.125, TG_F32));
+  tg_tensor *delta = tg_where(tg_ne(neg, tensor_const(0, TG_I32)), tensor_const(-0.125, TG_F32), tensor_const(0.125, TG_F32));
   return flat(tg_mul(dl, tg_add(g, tg_unsqueeze(delta, -1))));
 }
 static tg_tensor *odd_scale(tg_tensor *d, tg_tensor *s) { return tg_mul(d, qt_f32(tg_adds(tg_muls(s, 2), 1))); }

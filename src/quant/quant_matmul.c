@@ -20,8 +20,8 @@
  * is exact, so the test on the fraction is too. */
 static tg_tensor *round_half_away(tg_tensor *v) {
   tg_tensor *t = tg_trunc(v);
-  tg_tensor *up = tg_ge(tg_abs(tg_sub(v, t)), tg_scalar(0.5, TG_F32));
-  return tg_add(t, tg_where(up, tg_sign(v), tg_scalar(0, TG_F32)));
+  tg_tensor *up = tg_ge(tg_abs(tg_sub(v, t)), tensor_const(0.5, TG_F32));
+  return tg_add(t, tg_where(up, tg_sign(v), tensor_const(0, TG_F32)));
 }
 
 /* [lo, hi) of x's last axis. */
@@ -49,9 +49,9 @@ void qm_quantize_q8_1(tg_tensor *x, tg_dtype qdtype, tg_tensor **q, tg_tensor **
   int64_t nb = tg_dim(x, tg_ndim(x) - 1) / 32;
   tg_tensor *xb = tg_reshape(tg_cast(x, TG_F32), qm_with_tail(x, 2, (int64_t[]){ nb, 32 }));
   tg_tensor *amax = tg_max(tg_abs(xb), TG_AXES(-1), true);
-  tg_tensor *dd = tg_div(amax, tg_scalar(127, TG_F32));
-  tg_tensor *zero = tg_scalar(0, TG_F32);
-  tg_tensor *id = tg_where(tg_ne(dd, zero), tg_div(tg_scalar(1, TG_F32), dd), zero);
+  tg_tensor *dd = tg_div(amax, tensor_const(127, TG_F32));
+  tg_tensor *zero = tensor_const(0, TG_F32);
+  tg_tensor *id = tg_where(tg_ne(dd, zero), tg_div(tensor_const(1, TG_F32), dd), zero);
   *q = tg_contiguous(tg_cast(round_half_away(tg_mul(xb, id)), qdtype));
   /* stored once per value (like q), so one kernel writes both */
   tg_tensor *dfull = tg_contiguous(tg_expand(tg_cast(tg_cast(dd, TG_F16), TG_F32), tg_shape_of(xb)));
@@ -84,23 +84,23 @@ static bool has_int_path(int t) {
 void qm_quantize_q8_k(tg_tensor *x, tg_dtype qdtype, tg_tensor **q, tg_tensor **d) {
   int64_t nb = tg_dim(x, tg_ndim(x) - 1) / 256;
   tg_tensor *xb = tg_reshape(tg_cast(x, TG_F32), qm_with_tail(x, 2, (int64_t[]){ nb, 256 }));
-  tg_tensor *zero = tg_scalar(0, TG_F32);
+  tg_tensor *zero = tensor_const(0, TG_F32);
   /* ggml's max: the value of largest |x|, the first one of a tie, in one
    * reduction of a key (|x|'s bits, then 255 - j, then x's sign) instead of
    * a max, an argmax and a pick (three kernels a matvec of a decode step) */
   tg_tensor *abits = tg_cast(tg_bitcast(tg_abs(xb), TG_I32), TG_I64);
-  tg_tensor *later = tg_cast(tg_sub(tg_scalar(255, TG_I32), tg_arange(0, 256, 1, TG_I32)), TG_I64);
+  tg_tensor *later = tg_cast(tg_sub(tensor_const(255, TG_I32), tg_arange(0, 256, 1, TG_I32)), TG_I64);
   tg_tensor *key = tg_add(tg_add(tg_lshifts(abits, 9), tg_lshifts(later, 1)), tg_cast(tg_lt(xb, zero), TG_I64));
   tg_tensor *best = tg_max(key, TG_AXES(-1), true);
   tg_tensor *amax = tg_bitcast(tg_cast(tg_rshifts(best, 9), TG_I32), TG_F32);
   tg_tensor *nz = tg_ne(amax, zero);
-  tg_tensor *mx = tg_where(tg_cast(tg_bitwise_and(best, tg_scalar(1, TG_I64)), TG_BOOL), tg_neg(amax), amax);
-  tg_tensor *iscale = tg_div(tg_scalar(-127, TG_F32), tg_where(nz, mx, tg_scalar(1, TG_F32)));
-  tg_tensor *v = tg_minimum(tg_round(tg_mul(iscale, xb)), tg_scalar(127, TG_F32));
+  tg_tensor *mx = tg_where(tg_cast(tg_bitwise_and(best, tensor_const(1, TG_I64)), TG_BOOL), tg_neg(amax), amax);
+  tg_tensor *iscale = tg_div(tensor_const(-127, TG_F32), tg_where(nz, mx, tensor_const(1, TG_F32)));
+  tg_tensor *v = tg_minimum(tg_round(tg_mul(iscale, xb)), tensor_const(127, TG_F32));
   *q = tg_contiguous(tg_cast(tg_where(nz, v, zero), qdtype));
   /* one scale per block (stored once per value, beside q, it took a kernel
    * of its own anyway: 2 divisions per value) */
-  *d = tg_contiguous(tg_where(nz, tg_div(tg_scalar(1, TG_F32), iscale), zero));
+  *d = tg_contiguous(tg_where(nz, tg_div(tensor_const(1, TG_F32), iscale), zero));
 }
 
 /* Element p of every pair of the last axis (..., 2m) -> (..., m). */

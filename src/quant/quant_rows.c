@@ -224,7 +224,7 @@ static int pack_into(tg_tensor *raw, int t, const rows_format *f, int64_t n, int
     if (q5) parts[3] = in_groups(blk, 48, 32);
     nparts = q5 ? 4 : 3;
   }
-  else if (t == GGML_TYPE_Q8_0) parts[0] = tg_bitwise_xor(in_groups(blk, 2, 8), tg_scalar(128, TG_U8));   /* int8 w as w + 128 */
+  else if (t == GGML_TYPE_Q8_0) parts[0] = tg_bitwise_xor(in_groups(blk, 2, 8), tensor_const(128, TG_U8));   /* int8 w as w + 128 */
   else if (t == GGML_TYPE_IQ4_XS) {   /* the 8 sub-block scales ls - 32 (nibble ib of the 4 bytes at 4, bits 2ib of the word at 2) as int8, 16 rows each, then qs */
     tg_tensor *flat = tg_reshape(blk, TG_SHAPE(g * ROWS * nb, f->bytes));
     tg_tensor *lo = tg_reshape(qt_unpack(qt_u8(flat, 4, 4), 2, 2, 4), TG_SHAPE(g * ROWS * nb, 8));
@@ -376,7 +376,7 @@ static tg_tensor *rows_32(int t, tg_tensor *x, tg_tensor *scales, tg_tensor *qua
   tg_tensor *xv = tg_reshape(xq, qm_with_tail(x, 6, (int64_t[]){ 1, nb, nh, ng, 1, 4 }));   /* (..., 1, nb, h, gi, 1, p) */
   tg_tensor *q = tg_reshape(quants, qm_with_tail(quants, 3, (int64_t[]){ ng + q5, ROWS, 4 }));
   tg_tensor *val[2] = { q, NULL };
-  if (nh == 2) val[0] = tg_bitwise_and(q, tg_scalar(15, TG_U8)), val[1] = tg_rshifts(q, 4);
+  if (nh == 2) val[0] = tg_bitwise_and(q, tensor_const(15, TG_U8)), val[1] = tg_rshifts(q, 4);
   if (iq4) val[0] = nibble_levels(val[0], levels), val[1] = nibble_levels(val[1], levels);
   tg_tensor *fifth = q5 ? TG_GET(q, TG_ELLIPSIS, TG_I(ng), TG_ALLIDX, TG_ALLIDX) : NULL;                  /* (g, nb, 16, p) */
   tg_tensor *dot = NULL;
@@ -385,12 +385,12 @@ static tg_tensor *rows_32(int t, tg_tensor *x, tg_tensor *scales, tg_tensor *qua
       tg_tensor *w = TG_GET(val[h], TG_ELLIPSIS, TG_I(gi), TG_ALLIDX, TG_ALLIDX);                             /* (g, nb, 16, p) */
       if (q5) {   /* bit 4h + gi of the fifth-bit group, to bit 4 */
         tg_tensor *b = 4 * h + gi ? tg_rshifts(fifth, 4 * h + gi) : fifth;
-        w = tg_bitwise_or(w, tg_lshifts(tg_bitwise_and(b, tg_scalar(1, TG_U8)), 4));
+        w = tg_bitwise_or(w, tg_lshifts(tg_bitwise_and(b, tensor_const(1, TG_U8)), 4));
       }
       tg_tensor *xs = TG_GET(xv, TG_ELLIPSIS, TG_I(h), TG_I(gi), TG_ALLIDX, TG_ALLIDX);          /* (..., 1, nb, 1, p) */
       dot = dot4(dot, w, xs);
     }
-  tg_tensor *blk = offset ? tg_sub(dot, tg_mul(tg_reshape(xsum, per_block), tg_scalar(offset, TG_I32))) : dot;
+  tg_tensor *blk = offset ? tg_sub(dot, tg_mul(tg_reshape(xsum, per_block), tensor_const(offset, TG_I32))) : dot;
   return blocks_scaled(x, nb, scales, dx, blk, NULL, sx, mins ? 1 : 0);
 }
 
@@ -417,10 +417,10 @@ static tg_tensor *rows_q45_k(tg_tensor *x, tg_tensor *scales, tg_tensor *quants,
     tg_tensor *dot = NULL;
     for (int t = 0; t < 8; t++) {
       tg_tensor *w = TG_GET(qs, TG_ELLIPSIS, TG_I(8 * c + t), TG_ALLIDX, TG_ALLIDX);                           /* (g, nb, 16, p) */
-      w = h ? tg_rshifts(w, 4) : tg_bitwise_and(w, tg_scalar(15, TG_U8));
+      w = h ? tg_rshifts(w, 4) : tg_bitwise_and(w, tensor_const(15, TG_U8));
       if (q5) {   /* bit j of qh's group t, to bit 4 */
         tg_tensor *b = TG_GET(qh, TG_ELLIPSIS, TG_I(t), TG_ALLIDX, TG_ALLIDX);
-        w = tg_bitwise_or(w, tg_lshifts(tg_bitwise_and(j ? tg_rshifts(b, j) : b, tg_scalar(1, TG_U8)), 4));
+        w = tg_bitwise_or(w, tg_lshifts(tg_bitwise_and(j ? tg_rshifts(b, j) : b, tensor_const(1, TG_U8)), 4));
       }
       dot = dot4(dot, w, TG_GET(xv, TG_ELLIPSIS, TG_I(j), TG_I(t), TG_ALLIDX));
     }
@@ -467,12 +467,12 @@ static tg_tensor *rows_q6_k(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, 
       tg_tensor *lo = TG_GET(lines, TG_ALLIDX, TG_ALLIDX, TG_I(n), TG_I(s2), TG_I(1 + c0), TG_I(t));   /* (g, nb, 16, p) */
       tg_tensor *hi = TG_GET(lines, TG_ALLIDX, TG_ALLIDX, TG_I(n), TG_I(s2), TG_I(0), TG_I(t));
       if (c >> 1) lo = tg_rshifts(lo, 4);
-      lo = tg_bitwise_and(lo, tg_scalar(15, TG_U8));
+      lo = tg_bitwise_and(lo, tensor_const(15, TG_U8));
       if (c) hi = tg_rshifts(hi, 2 * c);
-      hi = tg_lshifts(tg_bitwise_and(hi, tg_scalar(3, TG_U8)), 4);
+      hi = tg_lshifts(tg_bitwise_and(hi, tensor_const(3, TG_U8)), 4);
       dot = dot4(dot, tg_bitwise_or(lo, hi), TG_GET(xv, TG_ELLIPSIS, TG_I(s), TG_I(t), TG_ALLIDX));
     }
-    tg_tensor *sub = tg_sub(dot, tg_mul(TG_GET(bs, TG_ELLIPSIS, TG_I(s)), tg_scalar(32, TG_I32)));
+    tg_tensor *sub = tg_sub(dot, tg_mul(TG_GET(bs, TG_ELLIPSIS, TG_I(s)), tensor_const(32, TG_I32)));
     sub = tg_mul(sub, tg_cast(TG_GET(sc, TG_ALLIDX, TG_ALLIDX, TG_I(s)), TG_I32));
     total = total ? tg_add(total, sub) : sub;
   }
@@ -502,16 +502,16 @@ static tg_tensor *rows_q23_k(tg_tensor *x, tg_tensor *scales, tg_tensor *quants,
     tg_tensor *dot = NULL;
     for (int t = 0; t < 4; t++) {
       tg_tensor *w = TG_GET(qs, TG_ALLIDX, TG_ALLIDX, TG_I(8 * n + 4 * h + t));
-      w = tg_bitwise_and(j ? tg_rshifts(w, 2 * j) : w, tg_scalar(3, TG_U8));
+      w = tg_bitwise_and(j ? tg_rshifts(w, 2 * j) : w, tensor_const(3, TG_U8));
       if (q3) {
         tg_tensor *hb = TG_GET(hm, TG_ALLIDX, TG_ALLIDX, TG_I(4 * h + t));
         if (4 * n + j) hb = tg_rshifts(hb, 4 * n + j);
-        w = tg_bitwise_or(w, tg_lshifts(tg_bitwise_and(hb, tg_scalar(1, TG_U8)), 2));
+        w = tg_bitwise_or(w, tg_lshifts(tg_bitwise_and(hb, tensor_const(1, TG_U8)), 2));
       }
       dot = dot4(dot, w, TG_GET(xv, TG_ELLIPSIS, TG_I(s), TG_I(t), TG_ALLIDX));
     }
     tg_tensor *xsum = TG_GET(bs, TG_ELLIPSIS, TG_I(s));
-    if (q3) dot = tg_sub(dot, tg_mul(xsum, tg_scalar(4, TG_I32)));
+    if (q3) dot = tg_sub(dot, tg_mul(xsum, tensor_const(4, TG_I32)));
     tg_tensor *a = tg_mul(dot, tg_cast(TG_GET(sm, TG_ALLIDX, TG_ALLIDX, TG_I(0), TG_I(s)), TG_I32));
     sumi = sumi ? tg_add(sumi, a) : a;
     if (!q3) {
@@ -532,14 +532,14 @@ static tg_tensor *rows_iq4_xs(tg_tensor *x, tg_tensor *scales, tg_tensor *quants
   q8_k_subblocks(x, nb, 8, &xv, &bs, &dx);
   tg_tensor *sc = tg_reshape(tg_bitcast(qm_slice_last(quants, 0, 8 * ROWS), TG_I8), TG_SHAPE(g, nb, 8, ROWS));
   tg_tensor *qs = tg_reshape(qm_slice_last(quants, 8 * ROWS, 8 * ROWS + 32 * 64), TG_SHAPE(g, nb, 32, ROWS, 4));
-  tg_tensor *lv[2] = { nibble_levels(tg_bitwise_and(qs, tg_scalar(15, TG_U8)), qt_kvalues_iq4nl), nibble_levels(tg_rshifts(qs, 4), qt_kvalues_iq4nl) };
+  tg_tensor *lv[2] = { nibble_levels(tg_bitwise_and(qs, tensor_const(15, TG_U8)), qt_kvalues_iq4nl), nibble_levels(tg_rshifts(qs, 4), qt_kvalues_iq4nl) };
   tg_tensor *total = NULL;
   for (int s = 0; s < 8; s++) {
     tg_tensor *dot = NULL;
     for (int h = 0; h < 2; h++)
       for (int t = 0; t < 4; t++)
         dot = dot4(dot, TG_GET(lv[h], TG_ALLIDX, TG_ALLIDX, TG_I(4 * s + t)), TG_GET(xv, TG_ELLIPSIS, TG_I(s), TG_I(4 * h + t), TG_ALLIDX));
-    tg_tensor *sub = tg_sub(dot, tg_mul(TG_GET(bs, TG_ELLIPSIS, TG_I(s)), tg_scalar(128, TG_I32)));
+    tg_tensor *sub = tg_sub(dot, tg_mul(TG_GET(bs, TG_ELLIPSIS, TG_I(s)), tensor_const(128, TG_I32)));
     sub = tg_mul(sub, tg_cast(TG_GET(sc, TG_ALLIDX, TG_ALLIDX, TG_I(s)), TG_I32));
     total = total ? tg_add(total, sub) : sub;
   }
@@ -628,7 +628,7 @@ tg_tensor *tg_dequantize_rows(tg_tensor *scales, tg_tensor *quants, int t, tg_sh
     w = tg_permute(tg_mul(dl, tg_cast(lv, TG_F32)), TG_AXES(0, 5, 1, 2, 3, 4, 6));
   } else if (t == GGML_TYPE_Q6_K) {
     tg_tensor *sc = tg_reshape(tg_bitcast(qm_slice_last(quants, 0, 16 * ROWS), TG_I8), TG_SHAPE(g, nb, 16, 1, ROWS, 1));
-    tg_tensor *q = tg_sub(tg_cast(q6_k_values(quants, g, nb), TG_I32), tg_scalar(32, TG_I32));
+    tg_tensor *q = tg_sub(tg_cast(q6_k_values(quants, g, nb), TG_I32), tensor_const(32, TG_I32));
     w = tg_mul(tg_mul(tg_reshape(d, TG_SHAPE(g, nb, 1, 1, ROWS, 1)), tg_cast(sc, TG_F32)), tg_cast(q, TG_F32));   /* (g, nb, s, t, 16, p) */
     w = tg_permute(w, TG_AXES(0, 4, 1, 2, 3, 5));
   } else {
@@ -643,8 +643,8 @@ tg_tensor *tg_dequantize_rows(tg_tensor *scales, tg_tensor *quants, int t, tg_sh
       tg_tensor *hi = tg_reshape(qt_unpack(fb, 2, 8, 1), TG_SHAPE(g, nb, 2, 4, ROWS, 4));
       v = tg_cast(tg_bitwise_or(lo, tg_lshifts(hi, 4)), TG_I32);
     }
-    else v = tg_cast(tg_bitcast(tg_bitwise_xor(tg_reshape(quants, TG_SHAPE(g, nb, 1, 8, ROWS, 4)), tg_scalar(128, TG_U8)), TG_I8), TG_I32);
-    if (t == GGML_TYPE_Q4_0 || t == GGML_TYPE_Q5_0) v = tg_sub(v, tg_scalar(t == GGML_TYPE_Q4_0 ? 8 : 16, TG_I32));
+    else v = tg_cast(tg_bitcast(tg_bitwise_xor(tg_reshape(quants, TG_SHAPE(g, nb, 1, 8, ROWS, 4)), tensor_const(128, TG_U8)), TG_I8), TG_I32);
+    if (t == GGML_TYPE_Q4_0 || t == GGML_TYPE_Q5_0) v = tg_sub(v, tensor_const(t == GGML_TYPE_Q4_0 ? 8 : 16, TG_I32));
     if (mins) {
       tg_tensor *dm = tg_reshape(d, TG_SHAPE(g, 2, nb, 1, 1, ROWS, 1));
       w = tg_add(tg_mul(tg_cast(v, TG_F32), TG_GET(dm, TG_ALLIDX, TG_I(0))), TG_GET(dm, TG_ALLIDX, TG_I(1)));
@@ -709,7 +709,7 @@ tg_tensor *tg_quant_matmul_rows_experts(tg_tensor *x, tg_tensor *scales, tg_tens
   tg_scope_begin();
   const char *dev_prev = tensor_device_begin(tg_device_of(quants));
   /* an unsigned value mod E (see above) */
-  tg_tensor *ix = tg_cast(tg_mod(tg_cast(index, TG_U32), tg_scalar((double)e, TG_U32)), TG_I32);
+  tg_tensor *ix = tg_cast(tg_mod(tg_cast(index, TG_U32), tensor_const((double)e, TG_U32)), TG_I32);
   tg_tensor *sc = tg_take(tg_reshape(scales, TG_SHAPE(e, g, tg_dim(scales, 1), ROWS)), ix);       /* (..., g, S * nb, 16) */
   tg_tensor *qs = tg_take(tg_reshape(quants, TG_SHAPE(e, g, nb, f->quant_bytes)), ix);            /* (..., g, nb, bytes) */
   tg_tensor *y = rows_any(t, x, sc, qs, nb, g);                                                   /* (..., g, 16) */

@@ -306,7 +306,7 @@ static tg_tensor *shift_scalar(tg_tensor *a, int64_t n, bool left, const char *n
   NEED(a, name);
   if (!int_or_bool(a, false, name)) return NULL;
   tg_scope_begin();
-  tg_tensor *s = tg_scalar((double)n, tg_dtype_of(a));
+  tg_tensor *s = tensor_const((double)n, tg_dtype_of(a));
   if (s) s->device = a->device;
   tg_tensor *r = shift(a, s, left, name);
   tg_keep(r);

@@ -497,6 +497,11 @@ tg_tensor *tg_full(tg_shape shape, double value, tg_dtype dt) {
 tg_tensor *tg_zeros(tg_shape shape, tg_dtype dt) { return tg_full(shape, 0, dt); }
 tg_tensor *tg_ones(tg_shape shape, tg_dtype dt) { return tg_full(shape, 1, dt); }
 tg_tensor *tg_scalar(double value, tg_dtype dt) { return tg_full(TG_SHAPE(), value, dt); }
+tg_tensor *tensor_const(double value, tg_dtype dt) {
+  if (!check_dtype(dt, "tensor_const")) return NULL;
+  API_BEGIN;
+  API_RETURN(tensor_wrap(uop_const(dt_scalar(dt), value), tg_default_device()));
+}
 static tg_tensor *full_like(const tg_tensor *t, double value, const char *op) {
   if (!t) { tensor_null_arg(op, "t"); return NULL; }
   API_BEGIN;

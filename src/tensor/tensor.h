@@ -87,6 +87,12 @@ bool shape_ok(const int64_t *shape, int nd, const char *op);
 
 /* Wraps a freshly created value so it is distinct from equal values. */
 uop *make_unique(uop *u);
+/* A scalar constant for an operand inside a library function (a mask, a
+ * shift, an offset): unlike tg_scalar it has no identity of its own (no
+ * UNIQUE), so equal ones are one node and the broadcasts of repeated
+ * operands are shared, which keeps traced graphs small. Never realize one
+ * into a buffer something may assign to: equal constants are the same. */
+tg_tensor *tensor_const(double value, tg_dtype dt);
 
 /* After an assign A to buffer node buf: every live tensor but `except` that
  * is a view of buf (movement ops over it) reads AFTER(buf, A) instead, so
