@@ -102,7 +102,10 @@ static tg_tensor *cache_block(tg_llm *m, const llm_layer *l, tg_tensor *cache) {
   tg_shape s = tg_shape_of(cache);
   int64_t S = l->ring ? l->ring : m->cfg.n_ctx;
   tg_tensor *blocks = tg_reshape(cache, TG_SHAPE(m->n_seq, S, s.d[1], s.d[2]));
-  return tg_take(blocks, m->batch_seqs ? m->batch_seqs : m->seq_var);
+  if (!m->batch_seqs) return tg_take(blocks, m->seq_var);
+  /* rows' blocks widened before the take (as moe's experts): taken first,
+   * a float16 block is masked in float16 and each value converted thrice */
+  return tg_take(tg_cast(blocks, TG_F32), m->batch_seqs);
 }
 
 /* The cache rows that tokens at positions (T,) are written to: a ring's
@@ -156,7 +159,7 @@ static tg_tensor *attention(tg_llm *m, llm_layer *l, tg_tensor *q, tg_tensor *ma
   kc = tg_cast(kc, TG_F32), vc = tg_cast(vc, TG_F32);
   tg_tensor *sink = NULL, *o;
   if (batched) {
-    tg_tensor *qg = tg_reshape(q, TG_SHAPE(T, KV, G, hd));                                       /* (T, KV, G, hd) */
+    tg_tensor *qg = tg_reshape(tg_contiguous(q), TG_SHAPE(T, KV, G, hd));                                       /* (T, KV, G, hd) */
     tg_tensor *kt = tg_permute(kc, TG_AXES(0, 2, 3, 1));                                         /* (T, KV, hd, S) */
     tg_tensor *v = tg_permute(vc, TG_AXES(0, 2, 1, 3));                                          /* (T, KV, S, hv) */
     tg_tensor *scores = tg_mul(tg_matmul(qg, kt), tg_scalar(m->q_scale, TG_F32));               /* (T, KV, G, S) */
