@@ -11,9 +11,10 @@
  * the weights are read once for all the rows, and each row attends to its
  * own sequence's block up to its own position (the longest row's length,
  * the rest masked). Only the rows asked for are projected to logits. A
- * step of B rows and L logits rows replays the JIT of the next powers of
- * two, its extra rows repeating the first (they write the same values to
- * the same rows), its extra logits rows the first asked for.
+ * step of B rows replays the JIT of the next power of two, its extra rows
+ * repeating the first (they write the same values to the same rows); its
+ * logits rows are rounded up to a power of two too, at least min(B,
+ * n_seq), the extra ones repeating the first asked for.
  * tg_llm_decode_batch is its one row per sequence, every row's logits. */
 #include <string.h>
 #include "llm/llm.h"
@@ -132,7 +133,12 @@ int tg_llm_eval_batch(tg_llm *m, const int *seqs, const int32_t *positions, cons
   for (int i = 0; i < n; i++)
     if (!want || want[i]) out[nl++] = i;
   if (!logits) nl = 0;
-  int L = nl ? pow2_at_least(nl) : 0;
+  /* logits rows: at least min(rows, sequences), so the steps of a server
+   * (a few decode rows, prompt pieces) share few compiled graphs; their
+   * weights are read once whatever the count */
+  int least = B < m->n_seq ? B : m->n_seq;
+  int L = logits ? pow2_at_least(nl > least ? nl : least) : 0;
+  if (!nl) out[0] = 0;
   for (int i = 0; i < B; i++) {
     int r = i < n ? i : 0;
     tok[i] = tokens[r], sq[i] = seqs[r], ps[i] = pos[r], last[i] = last_of[seqs[r]];
