@@ -34,7 +34,7 @@ typedef struct {
                            * the generation excepted): tool-call markers such as Llama 3's
                            * <|python_tag|> and Mistral's [TOOL_CALLS] (tg serve) */
   int n_seq;              /* sequences the cache holds, each of n_ctx positions (0 or 1: one;
-                           * at most 64): tg_llm_set_seq, tg_llm_decode_batch */
+                           * at most 64): tg_llm_set_seq, tg_llm_decode_batch, tg_llm_eval_batch */
   const char *devices;    /* tensor parallel: "CPU:0,CPU:1" shards the model over these devices
                            * (attention heads and feed-forward columns split, the sums
                            * allreduced; docs/distributed.md); NULL: one device (then
