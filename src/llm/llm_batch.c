@@ -84,7 +84,7 @@ static tg_jit *batch_jit(tg_llm *m, int B, int L) {
   for (int i = 0; i < LLM_BATCH_JITS; i++) {
     llm_batch_jit *j = &m->batch_jit[i];
     if (j->jit && j->B == B && j->L == L) { slot = j; goto found; }
-    if (!j->jit ? slot->jit != NULL : slot->jit && j->used < slot->used) slot = j;
+    if (slot->jit && (!j->jit || j->used < slot->used)) slot = j;   /* an empty one, else the least recently used */
   }
   tg_jit_free(slot->jit);
   *slot = (llm_batch_jit){ .B = B, .L = L, .jit = tg_jit_new(batch_step, m) };
