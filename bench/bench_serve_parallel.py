@@ -6,6 +6,9 @@ given.
 
     TG_BENCH_SERVE_MODEL=model.gguf python3 bench/bench_serve_parallel.py [build/tg]
     LLAMA_SERVER=/path/to/llama-server ... (optional: the same load against it)
+    BENCH_THREADS=1 ... (optional: TG_THREADS for tg, -t/-tb for llama-server;
+                         on a busy machine one thread each is the steadier
+                         comparison: spinning worker threads suffer most)
 
 For each server: one stream of N_TOKENS (64) tokens alone, then STREAMS (8)
 streams of N_TOKENS at once; it prints
@@ -87,9 +90,9 @@ def load(client, streams):
     return toks / wall, 1000 * sum(o[1] for o in out) / streams, toks
 
 
-def measure(name, cmd, port):
+def measure(name, cmd, port, env=None):
     import openai
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     try:
         wait_ready(port, proc)
         client = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % port, api_key="none", max_retries=0, timeout=900)
@@ -118,11 +121,14 @@ def main():
         return 0
     ctx = STREAMS * 512
     port = free_port()
-    tg_rate = measure("tg", [tg, "serve", "-m", model, "--port", str(port), "--parallel", str(STREAMS), "-c", str(ctx)], port)
+    threads = os.environ.get("BENCH_THREADS")
+    env = dict(os.environ, TG_THREADS=threads) if threads else None
+    tg_rate = measure("tg", [tg, "serve", "-m", model, "--port", str(port), "--parallel", str(STREAMS), "-c", str(ctx)], port, env)
     llama = os.environ.get("LLAMA_SERVER")
     if llama:
         port = free_port()
-        ref = measure("llama-server", [llama, "-m", model, "--port", str(port), "-np", str(STREAMS), "-c", str(ctx)], port)
+        extra = ["-t", threads, "-tb", threads] if threads else []
+        ref = measure("llama-server", [llama, "-m", model, "--port", str(port), "-np", str(STREAMS), "-c", str(ctx)] + extra, port)
         print("bench serve_parallel_vs_llama streams=%d tg_tok_s=%.2f llama_tok_s=%.2f ratio=%.2f" % (STREAMS, tg_rate, ref, tg_rate / ref))
     return 0
 

@@ -34,7 +34,7 @@ typedef struct {
                            * the generation excepted): tool-call markers such as Llama 3's
                            * <|python_tag|> and Mistral's [TOOL_CALLS] (tg serve) */
   int n_seq;              /* sequences the cache holds, each of n_ctx positions (0 or 1: one;
-                           * at most 64): tg_llm_set_seq, tg_llm_decode_batch */
+                           * at most 64): tg_llm_set_seq, tg_llm_decode_batch, tg_llm_eval_batch */
   const char *devices;    /* tensor parallel: "CPU:0,CPU:1" shards the model over these devices
                            * (attention heads and feed-forward columns split, the sums
                            * allreduced; docs/distributed.md); NULL: one device (then
@@ -121,6 +121,29 @@ TG_API int tg_llm_set_seq(tg_llm *m, int seq);
  * tg_llm_eval of each token on its own sequence, within float rounding.
  * Fails, changing nothing, on a bad row. 0 or -1 + tg_error. */
 TG_API int tg_llm_decode_batch(tg_llm *m, const int *seqs, const int32_t *tokens, int n, float *logits);
+/* llama.cpp's unified batch: n rows (1 to 128) in one forward pass, every
+ * weight read once for all of them. Row i appends tokens[i] to sequence
+ * seqs[i]; a sequence may have several rows (a piece of its prompt), at
+ * consecutive positions from its n_past in row order, so prompt pieces of
+ * some sequences and single decode tokens of others share a step. Each row
+ * attends to its own sequence's cache up to its own position. positions
+ * may be NULL; else positions[i] must be that next position (an error
+ * otherwise). The logits of the rows with want[i] (want NULL: every row)
+ * go to logits in row order, n_vocab floats each (logits may be NULL:
+ * none are projected). The same logits as tg_llm_eval of each sequence's
+ * tokens on their own, within float rounding. Fails, changing nothing, on
+ * a bad row (a sequence out of range, a token outside the vocabulary, a
+ * position not the next, a full sequence, more rows than
+ * tg_llm_batch_seq_rows for one sequence). Works with n_seq 1 too.
+ * 0 or -1 + tg_error. */
+TG_API int tg_llm_eval_batch(tg_llm *m, const int *seqs, const int32_t *positions, const int32_t *tokens, int n, const bool *want,
+                             float *logits);
+/* The most rows one sequence may have in a tg_llm_eval_batch: 1 for
+ * models with delta-net layers (their batched form steps each row's state
+ * once: read prompts with tg_llm_eval), 64 with sliding-window rings (what
+ * a ring holds beyond the window), else 128; 0 for a tensor-parallel model
+ * (no batches). -1 + tg_error for NULL. */
+TG_API int tg_llm_batch_seq_rows(const tg_llm *m);
 
 /* ---------------------------------------------------------------- perplexity
  * llama.cpp's llama-perplexity: tokens cut into chunks of n_ctx, each run

@@ -484,366 +484,374 @@ static int c471(void) { M_INT(tg_llm_decode_batch(fx_llm(), NULL, (int32_t[16]){
 static int c472(void) { M_INT(tg_llm_decode_batch(fx_llm(), (int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, NULL, 1, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
 static int c473(void) { M_INT(tg_llm_decode_batch(fx_llm(), (int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
 static int c474(void) { M_INT(tg_llm_decode_batch(fx_llm(), (int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL)); }
-static int c475(void) { M_INT(tg_llm_perplexity(NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, (tg_ppl_result[4]){ 0 })); }
-static int c476(void) { M_INT(tg_llm_perplexity(fx_llm(), NULL, 1, NULL, (tg_ppl_result[4]){ 0 })); }
-static int c477(void) { M_INT(tg_llm_perplexity(fx_llm(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1, NULL, (tg_ppl_result[4]){ 0 })); }
-static int c478(void) { M_INT(tg_llm_perplexity(fx_llm(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, NULL)); }
-static int c479(void) { M_INT(tg_llm_embed(NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c480(void) { M_INT(tg_llm_embed(fx_llm(), NULL, 1, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c481(void) { M_INT(tg_llm_embed(fx_llm(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c482(void) { M_INT(tg_llm_embed(fx_llm(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL)); }
-static int c483(void) { M_PTR(tg_llm_history(NULL)); }
-static int c484(void) { M_NONE(tg_sampler_free(NULL)); }
-static int c485(void) { M_INT(tg_sampler_sample(NULL, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1)); }
-static int c486(void) { M_INT(tg_sampler_sample(fx_sampler(), NULL, 1)); }
-static int c487(void) { M_INT(tg_sampler_sample(fx_sampler(), (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1)); }
-static int c488(void) { M_PTR(tg_grammar_new(NULL, 1)); }
-static int c489(void) { M_PTR(tg_json_schema_to_gbnf(NULL, 1)); }
-static int c490(void) { M_PTR(tg_grammar_from_json_schema(NULL, 1)); }
-static int c491(void) { M_INT(tg_grammar_accept(NULL, NULL, 1)); }
-static int c492(void) { M_INT(tg_grammar_mask(NULL, NULL, (uint8_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c493(void) { M_INT(tg_grammar_mask(NULL, fx_tokenizer(), NULL)); }
-static int c494(void) { M_INT(tg_sampler_set_grammar(NULL, NULL, fx_tokenizer())); }
-static int c495(void) { M_INT(tg_sampler_set_grammar(fx_sampler(), NULL, NULL)); }
-static int c496(void) { M_INT(tg_llm_generate(NULL, fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, fx_sampler(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, fx_bytes, (tg_gen_stats[4]){ 0 })); }
-static int c497(void) { M_INT(tg_llm_generate(fx_llm(), NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, fx_sampler(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, fx_bytes, (tg_gen_stats[4]){ 0 })); }
-static int c498(void) { M_INT(tg_llm_generate(fx_llm(), fx_tokenizer(), NULL, 1, 1, fx_sampler(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, fx_bytes, (tg_gen_stats[4]){ 0 })); }
-static int c499(void) { M_INT(tg_llm_generate(fx_llm(), fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, fx_bytes, (tg_gen_stats[4]){ 0 })); }
-static int c500(void) { M_INT(tg_llm_generate(fx_llm(), fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, fx_sampler(), NULL, 1, NULL, fx_bytes, (tg_gen_stats[4]){ 0 })); }
-static int c501(void) { M_INT(tg_llm_generate(fx_llm(), fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, fx_sampler(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, NULL, (tg_gen_stats[4]){ 0 })); }
-static int c502(void) { M_INT(tg_llm_generate(fx_llm(), fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, fx_sampler(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, fx_bytes, NULL)); }
-static int c503(void) { M_PTR(tg_tan(NULL)); }
-static int c504(void) { M_PTR(tg_asin(NULL)); }
-static int c505(void) { M_PTR(tg_acos(NULL)); }
-static int c506(void) { M_PTR(tg_atan(NULL)); }
-static int c507(void) { M_PTR(tg_sinh(NULL)); }
-static int c508(void) { M_PTR(tg_cosh(NULL)); }
-static int c509(void) { M_PTR(tg_asinh(NULL)); }
-static int c510(void) { M_PTR(tg_acosh(NULL)); }
-static int c511(void) { M_PTR(tg_atanh(NULL)); }
-static int c512(void) { M_PTR(tg_log10(NULL)); }
-static int c513(void) { M_PTR(tg_log1p(NULL)); }
-static int c514(void) { M_PTR(tg_expm1(NULL)); }
-static int c515(void) { M_PTR(tg_erf(NULL)); }
-static int c516(void) { M_PTR(tg_logaddexp(NULL, fx_tensor())); }
-static int c517(void) { M_PTR(tg_logaddexp(fx_tensor(), NULL)); }
-static int c518(void) { M_PTR(tg_trunc(NULL)); }
-static int c519(void) { M_PTR(tg_floor(NULL)); }
-static int c520(void) { M_PTR(tg_ceil(NULL)); }
-static int c521(void) { M_PTR(tg_round(NULL)); }
-static int c522(void) { M_PTR(tg_sign(NULL)); }
-static int c523(void) { M_PTR(tg_square(NULL)); }
-static int c524(void) { M_PTR(tg_copysign(NULL, fx_tensor())); }
-static int c525(void) { M_PTR(tg_copysign(fx_tensor(), NULL)); }
-static int c526(void) { M_PTR(tg_floordiv(NULL, fx_tensor())); }
-static int c527(void) { M_PTR(tg_floordiv(fx_tensor(), NULL)); }
-static int c528(void) { M_PTR(tg_mod(NULL, fx_tensor())); }
-static int c529(void) { M_PTR(tg_mod(fx_tensor(), NULL)); }
-static int c530(void) { M_PTR(tg_fmod(NULL, fx_tensor())); }
-static int c531(void) { M_PTR(tg_fmod(fx_tensor(), NULL)); }
-static int c532(void) { M_PTR(tg_bitwise_and(NULL, fx_tensor())); }
-static int c533(void) { M_PTR(tg_bitwise_and(fx_tensor(), NULL)); }
-static int c534(void) { M_PTR(tg_bitwise_or(NULL, fx_tensor())); }
-static int c535(void) { M_PTR(tg_bitwise_or(fx_tensor(), NULL)); }
-static int c536(void) { M_PTR(tg_bitwise_xor(NULL, fx_tensor())); }
-static int c537(void) { M_PTR(tg_bitwise_xor(fx_tensor(), NULL)); }
-static int c538(void) { M_PTR(tg_bitwise_not(NULL)); }
-static int c539(void) { M_PTR(tg_lshift(NULL, fx_tensor())); }
-static int c540(void) { M_PTR(tg_lshift(fx_tensor(), NULL)); }
-static int c541(void) { M_PTR(tg_rshift(NULL, fx_tensor())); }
-static int c542(void) { M_PTR(tg_rshift(fx_tensor(), NULL)); }
-static int c543(void) { M_PTR(tg_lshifts(NULL, 1)); }
-static int c544(void) { M_PTR(tg_rshifts(NULL, 1)); }
-static int c545(void) { M_PTR(tg_clamp(NULL, 1.0, 1.0)); }
-static int c546(void) { M_PTR(tg_clamp_tensor(NULL, fx_tensor(), fx_tensor())); }
-static int c547(void) { M_PTR(tg_clamp_tensor(fx_tensor(), NULL, fx_tensor())); }
-static int c548(void) { M_PTR(tg_clamp_tensor(fx_tensor(), fx_tensor(), NULL)); }
-static int c549(void) { M_PTR(tg_masked_fill(NULL, fx_tensor(), 1.0)); }
-static int c550(void) { M_PTR(tg_masked_fill(fx_tensor(), NULL, 1.0)); }
-static int c551(void) { M_PTR(tg_lerp(NULL, fx_tensor(), fx_tensor())); }
-static int c552(void) { M_PTR(tg_lerp(fx_tensor(), NULL, fx_tensor())); }
-static int c553(void) { M_PTR(tg_lerp(fx_tensor(), fx_tensor(), NULL)); }
-static int c554(void) { M_PTR(tg_lerps(NULL, fx_tensor(), 1.0)); }
-static int c555(void) { M_PTR(tg_lerps(fx_tensor(), NULL, 1.0)); }
-static int c556(void) { M_PTR(tg_isnan(NULL)); }
-static int c557(void) { M_PTR(tg_isinf(NULL)); }
-static int c558(void) { M_PTR(tg_isfinite(NULL)); }
-static int c559(void) { M_PTR(tg_isclose(NULL, fx_tensor(), 1.0, 1.0, false)); }
-static int c560(void) { M_PTR(tg_isclose(fx_tensor(), NULL, 1.0, 1.0, false)); }
-static int c561(void) { M_PTR(tg_relu6(NULL)); }
-static int c562(void) { M_PTR(tg_hardtanh(NULL, 1.0, 1.0)); }
-static int c563(void) { M_PTR(tg_leaky_relu(NULL, 1.0)); }
-static int c564(void) { M_PTR(tg_elu(NULL, 1.0)); }
-static int c565(void) { M_PTR(tg_celu(NULL, 1.0)); }
-static int c566(void) { M_PTR(tg_selu(NULL)); }
-static int c567(void) { M_PTR(tg_gelu(NULL)); }
-static int c568(void) { M_PTR(tg_quick_gelu(NULL)); }
-static int c569(void) { M_PTR(tg_silu(NULL)); }
-static int c570(void) { M_PTR(tg_swish(NULL)); }
-static int c571(void) { M_PTR(tg_mish(NULL)); }
-static int c572(void) { M_PTR(tg_softplus(NULL, 1.0, 1.0)); }
-static int c573(void) { M_PTR(tg_softsign(NULL)); }
-static int c574(void) { M_PTR(tg_logsigmoid(NULL)); }
-static int c575(void) { M_PTR(tg_hardsigmoid(NULL)); }
-static int c576(void) { M_PTR(tg_hardswish(NULL)); }
-static int c577(void) { M_PTR(tg_var(NULL, TG_AXES(0), false, 1.0)); }
-static int c578(void) { M_PTR(tg_var(fx_tensor(), (tg_axes){ .n = 17 }, false, 1.0)); }
-static int c579(void) { M_PTR(tg_var(fx_tensor(), TG_AXES(99), false, 1.0)); }
-static int c580(void) { M_PTR(tg_std(NULL, TG_AXES(0), false, 1.0)); }
-static int c581(void) { M_PTR(tg_std(fx_tensor(), (tg_axes){ .n = 17 }, false, 1.0)); }
-static int c582(void) { M_PTR(tg_std(fx_tensor(), TG_AXES(99), false, 1.0)); }
-static int c583(void) { M_PTR(tg_var_mean(NULL, TG_AXES(0), false, 1.0, fx_tensors())); }
-static int c584(void) { M_PTR(tg_var_mean(fx_tensor(), (tg_axes){ .n = 17 }, false, 1.0, fx_tensors())); }
-static int c585(void) { M_PTR(tg_var_mean(fx_tensor(), TG_AXES(99), false, 1.0, fx_tensors())); }
-static int c586(void) { M_PTR(tg_var_mean(fx_tensor(), TG_AXES(0), false, 1.0, NULL)); }
-static int c587(void) { M_PTR(tg_std_mean(NULL, TG_AXES(0), false, 1.0, fx_tensors())); }
-static int c588(void) { M_PTR(tg_std_mean(fx_tensor(), (tg_axes){ .n = 17 }, false, 1.0, fx_tensors())); }
-static int c589(void) { M_PTR(tg_std_mean(fx_tensor(), TG_AXES(99), false, 1.0, fx_tensors())); }
-static int c590(void) { M_PTR(tg_std_mean(fx_tensor(), TG_AXES(0), false, 1.0, NULL)); }
-static int c591(void) { M_PTR(tg_logsumexp(NULL, TG_AXES(0), false)); }
-static int c592(void) { M_PTR(tg_logsumexp(fx_tensor(), (tg_axes){ .n = 17 }, false)); }
-static int c593(void) { M_PTR(tg_logsumexp(fx_tensor(), TG_AXES(99), false)); }
-static int c594(void) { M_PTR(tg_any(NULL, TG_AXES(0), false)); }
-static int c595(void) { M_PTR(tg_any(fx_tensor(), (tg_axes){ .n = 17 }, false)); }
-static int c596(void) { M_PTR(tg_any(fx_tensor(), TG_AXES(99), false)); }
-static int c597(void) { M_PTR(tg_all(NULL, TG_AXES(0), false)); }
-static int c598(void) { M_PTR(tg_all(fx_tensor(), (tg_axes){ .n = 17 }, false)); }
-static int c599(void) { M_PTR(tg_all(fx_tensor(), TG_AXES(99), false)); }
-static int c600(void) { M_PTR(tg_cumsum(NULL, 1)); }
-static int c601(void) { M_PTR(tg_cumprod(NULL, 1)); }
-static int c602(void) { M_PTR(tg_cummax(NULL, 1, fx_tensors())); }
-static int c603(void) { M_PTR(tg_cummax(fx_tensor(), 1, NULL)); }
-static int c604(void) { M_PTR(tg_cummin(NULL, 1, fx_tensors())); }
-static int c605(void) { M_PTR(tg_cummin(fx_tensor(), 1, NULL)); }
-static int c606(void) { M_PTR(tg_logcumsumexp(NULL, 1)); }
-static int c607(void) { M_PTR(tg_sort(NULL, 1, false, fx_tensors())); }
-static int c608(void) { M_PTR(tg_sort(fx_tensor(), 1, false, NULL)); }
-static int c609(void) { M_PTR(tg_argsort(NULL, 1, false)); }
-static int c610(void) { M_PTR(tg_topk(NULL, 1, 1, false, false, fx_tensors())); }
-static int c611(void) { M_PTR(tg_topk(fx_tensor(), 1, 1, false, false, NULL)); }
-static int c612(void) { M_PTR(tg_cat(NULL, 1, 1)); }
-static int c613(void) { M_PTR(tg_cat(fx_tensors(), -1, 1)); }
-static int c614(void) { M_PTR(tg_stack(NULL, 1, 1)); }
-static int c615(void) { M_PTR(tg_stack(fx_tensors(), -1, 1)); }
-static int c616(void) { M_INT(tg_split(NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, fx_tensors(), 1)); }
-static int c617(void) { M_INT(tg_split(fx_tensor(), NULL, 1, 1, fx_tensors(), 1)); }
-static int c618(void) { M_INT(tg_split(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, NULL, 1)); }
-static int c619(void) { M_INT(tg_split_size(NULL, 1, 1, fx_tensors(), 1)); }
-static int c620(void) { M_INT(tg_split_size(fx_tensor(), 1, 1, NULL, 1)); }
-static int c621(void) { M_INT(tg_chunk(NULL, 1, 1, fx_tensors(), 1)); }
-static int c622(void) { M_INT(tg_chunk(fx_tensor(), 1, 1, NULL, 1)); }
-static int c623(void) { M_INT(tg_meshgrid(NULL, 1, "x", fx_tensors(), 1)); }
-static int c624(void) { M_INT(tg_meshgrid(fx_tensors(), -1, "x", fx_tensors(), 1)); }
-static int c625(void) { M_INT(tg_meshgrid(fx_tensors(), 1, NULL, fx_tensors(), 1)); }
-static int c626(void) { M_INT(tg_meshgrid(fx_tensors(), 1, "x", NULL, 1)); }
-static int c627(void) { M_PTR(tg_repeat(NULL, TG_SHAPE(2, 3))); }
-static int c628(void) { M_PTR(tg_repeat(fx_tensor(), (tg_shape){ .ndim = 17 })); }
-static int c629(void) { M_PTR(tg_repeat(fx_tensor(), (tg_shape){ .ndim = -1 })); }
-static int c630(void) { M_PTR(tg_repeat_interleave(NULL, 1, 1)); }
-static int c631(void) { M_PTR(tg_roll(NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, TG_AXES(0))); }
-static int c632(void) { M_PTR(tg_roll(fx_tensor(), NULL, TG_AXES(0))); }
-static int c633(void) { M_PTR(tg_roll(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (tg_axes){ .n = 17 })); }
-static int c634(void) { M_PTR(tg_roll(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, TG_AXES(99))); }
-static int c635(void) { M_PTR(tg_unfold(NULL, 1, 1, 1)); }
-static int c636(void) { M_PTR(tg_unflatten(NULL, 1, TG_SHAPE(2, 3))); }
-static int c637(void) { M_PTR(tg_unflatten(fx_tensor(), 1, (tg_shape){ .ndim = 17 })); }
-static int c638(void) { M_PTR(tg_unflatten(fx_tensor(), 1, (tg_shape){ .ndim = -1 })); }
-static int c639(void) { M_PTR(tg_rearrange(NULL, "x", "x")); }
-static int c640(void) { M_PTR(tg_rearrange(fx_tensor(), NULL, "x")); }
-static int c641(void) { M_PTR(tg_rearrange(fx_tensor(), "x", NULL)); }
-static int c642(void) { M_PTR(tg_tril(NULL, 1)); }
-static int c643(void) { M_PTR(tg_triu(NULL, 1)); }
-static int c644(void) { M_PTR(tg_diag(NULL, 1)); }
-static int c645(void) { M_PTR(tg_diagonal(NULL, 1, 1, 1)); }
-static int c646(void) { M_PTR(tg_one_hot(NULL, 1)); }
-static int c647(void) { M_PTR(tg_pad_mode(NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (tg_pad_kind)0, 1.0)); }
-static int c648(void) { M_PTR(tg_pad_mode(fx_tensor(), NULL, 1, (tg_pad_kind)0, 1.0)); }
-static int c649(void) { M_PTR(tg_pad_mode(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (tg_pad_kind)99, 1.0)); }
-static int c650(void) { M_PTR(tg_pad_mode(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (tg_pad_kind)-1, 1.0)); }
-static int c651(void) { M_PTR(tg_getitem_adv(NULL, (tg_aindex[4]){ 0 }, 1)); }
-static int c652(void) { M_PTR(tg_getitem_adv(fx_tensor(), NULL, 1)); }
-static int c653(void) { M_PTR(tg_getitem_adv(fx_tensor(), (tg_aindex[4]){ 0 }, -1)); }
-static int c654(void) { M_PTR(tg_setitem(NULL, (tg_aindex[4]){ 0 }, 1, fx_tensor())); }
-static int c655(void) { M_PTR(tg_setitem(fx_tensor(), NULL, 1, fx_tensor())); }
-static int c656(void) { M_PTR(tg_setitem(fx_tensor(), (tg_aindex[4]){ 0 }, -1, fx_tensor())); }
-static int c657(void) { M_PTR(tg_setitem(fx_tensor(), (tg_aindex[4]){ 0 }, 1, NULL)); }
-static int c658(void) { M_PTR(tg_index_select(NULL, 1, fx_tensor())); }
-static int c659(void) { M_PTR(tg_index_select(fx_tensor(), 1, NULL)); }
-static int c660(void) { M_PTR(tg_take(NULL, fx_tensor())); }
-static int c661(void) { M_PTR(tg_take(fx_tensor(), NULL)); }
-static int c662(void) { M_PTR(tg_gather(NULL, 1, fx_tensor())); }
-static int c663(void) { M_PTR(tg_gather(fx_tensor(), 1, NULL)); }
-static int c664(void) { M_PTR(tg_scatter(NULL, 1, fx_tensor(), fx_tensor())); }
-static int c665(void) { M_PTR(tg_scatter(fx_tensor(), 1, NULL, fx_tensor())); }
-static int c666(void) { M_PTR(tg_scatter(fx_tensor(), 1, fx_tensor(), NULL)); }
-static int c667(void) { M_PTR(tg_scatter_value(NULL, 1, fx_tensor(), 1.0)); }
-static int c668(void) { M_PTR(tg_scatter_value(fx_tensor(), 1, NULL, 1.0)); }
-static int c669(void) { M_PTR(tg_scatter_reduce(NULL, 1, fx_tensor(), fx_tensor(), (tg_reduce_kind)0, false)); }
-static int c670(void) { M_PTR(tg_scatter_reduce(fx_tensor(), 1, NULL, fx_tensor(), (tg_reduce_kind)0, false)); }
-static int c671(void) { M_PTR(tg_scatter_reduce(fx_tensor(), 1, fx_tensor(), NULL, (tg_reduce_kind)0, false)); }
-static int c672(void) { M_PTR(tg_scatter_reduce(fx_tensor(), 1, fx_tensor(), fx_tensor(), (tg_reduce_kind)99, false)); }
-static int c673(void) { M_PTR(tg_scatter_reduce(fx_tensor(), 1, fx_tensor(), fx_tensor(), (tg_reduce_kind)-1, false)); }
-static int c674(void) { M_PTR(tg_masked_select(NULL, fx_tensor())); }
-static int c675(void) { M_PTR(tg_masked_select(fx_tensor(), NULL)); }
-static int c676(void) { M_PTR(tg_conv(NULL, fx_tensor(), fx_tensor(), NULL)); }
-static int c677(void) { M_PTR(tg_conv(fx_tensor(), NULL, fx_tensor(), NULL)); }
-static int c678(void) { M_PTR(tg_conv(fx_tensor(), fx_tensor(), NULL, NULL)); }
-static int c679(void) { M_PTR(tg_conv1d(NULL, fx_tensor(), fx_tensor(), NULL)); }
-static int c680(void) { M_PTR(tg_conv1d(fx_tensor(), NULL, fx_tensor(), NULL)); }
-static int c681(void) { M_PTR(tg_conv1d(fx_tensor(), fx_tensor(), NULL, NULL)); }
-static int c682(void) { M_PTR(tg_conv2d(NULL, fx_tensor(), fx_tensor(), NULL)); }
-static int c683(void) { M_PTR(tg_conv2d(fx_tensor(), NULL, fx_tensor(), NULL)); }
-static int c684(void) { M_PTR(tg_conv2d(fx_tensor(), fx_tensor(), NULL, NULL)); }
-static int c685(void) { M_PTR(tg_conv3d(NULL, fx_tensor(), fx_tensor(), NULL)); }
-static int c686(void) { M_PTR(tg_conv3d(fx_tensor(), NULL, fx_tensor(), NULL)); }
-static int c687(void) { M_PTR(tg_conv3d(fx_tensor(), fx_tensor(), NULL, NULL)); }
-static int c688(void) { M_PTR(tg_conv_transpose(NULL, fx_tensor(), fx_tensor(), NULL)); }
-static int c689(void) { M_PTR(tg_conv_transpose(fx_tensor(), NULL, fx_tensor(), NULL)); }
-static int c690(void) { M_PTR(tg_conv_transpose(fx_tensor(), fx_tensor(), NULL, NULL)); }
-static int c691(void) { M_PTR(tg_conv_transpose1d(NULL, fx_tensor(), fx_tensor(), NULL)); }
-static int c692(void) { M_PTR(tg_conv_transpose1d(fx_tensor(), NULL, fx_tensor(), NULL)); }
-static int c693(void) { M_PTR(tg_conv_transpose1d(fx_tensor(), fx_tensor(), NULL, NULL)); }
-static int c694(void) { M_PTR(tg_conv_transpose2d(NULL, fx_tensor(), fx_tensor(), NULL)); }
-static int c695(void) { M_PTR(tg_conv_transpose2d(fx_tensor(), NULL, fx_tensor(), NULL)); }
-static int c696(void) { M_PTR(tg_conv_transpose2d(fx_tensor(), fx_tensor(), NULL, NULL)); }
-static int c697(void) { M_PTR(tg_conv_transpose3d(NULL, fx_tensor(), fx_tensor(), NULL)); }
-static int c698(void) { M_PTR(tg_conv_transpose3d(fx_tensor(), NULL, fx_tensor(), NULL)); }
-static int c699(void) { M_PTR(tg_conv_transpose3d(fx_tensor(), fx_tensor(), NULL, NULL)); }
-static int c700(void) { M_INT(tg_resolve_pool_pads(NULL, 1, 1, (int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c701(void) { M_INT(tg_resolve_pool_pads((int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1, 1, (int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c702(void) { M_INT(tg_resolve_pool_pads((int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, NULL)); }
-static int c703(void) { M_PTR(tg_avg_pool2d(NULL, NULL)); }
-static int c704(void) { M_PTR(tg_max_pool2d(NULL, NULL, fx_tensors())); }
-static int c705(void) { M_PTR(tg_max_pool2d(fx_tensor(), NULL, NULL)); }
-static int c706(void) { M_PTR(tg_max_unpool2d(NULL, fx_tensor(), NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c707(void) { M_PTR(tg_max_unpool2d(fx_tensor(), NULL, NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c708(void) { M_PTR(tg_max_unpool2d(fx_tensor(), fx_tensor(), NULL, NULL)); }
-static int c709(void) { M_PTR(tg_interpolate(NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (tg_interp_mode)0, false)); }
-static int c710(void) { M_PTR(tg_interpolate(fx_tensor(), NULL, 1, (tg_interp_mode)0, false)); }
-static int c711(void) { M_PTR(tg_interpolate(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (tg_interp_mode)99, false)); }
-static int c712(void) { M_PTR(tg_interpolate(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (tg_interp_mode)-1, false)); }
-static int c713(void) { M_PTR(tg_einsum(NULL, fx_tensors(), 1)); }
-static int c714(void) { M_PTR(tg_einsum("x", NULL, 1)); }
-static int c715(void) { M_PTR(tg_einsum("x", fx_tensors(), -1)); }
-static int c716(void) { M_PTR(tg_linear(NULL, fx_tensor(), fx_tensor())); }
-static int c717(void) { M_PTR(tg_linear(fx_tensor(), NULL, fx_tensor())); }
-static int c718(void) { M_PTR(tg_linear(fx_tensor(), fx_tensor(), NULL)); }
-static int c719(void) { M_PTR(tg_layernorm(NULL, TG_SHAPE(2, 3), fx_tensor(), fx_tensor(), 1.0)); }
-static int c720(void) { M_PTR(tg_layernorm(fx_tensor(), (tg_shape){ .ndim = 17 }, fx_tensor(), fx_tensor(), 1.0)); }
-static int c721(void) { M_PTR(tg_layernorm(fx_tensor(), (tg_shape){ .ndim = -1 }, fx_tensor(), fx_tensor(), 1.0)); }
-static int c722(void) { M_PTR(tg_layernorm(fx_tensor(), TG_SHAPE(2, 3), NULL, fx_tensor(), 1.0)); }
-static int c723(void) { M_PTR(tg_layernorm(fx_tensor(), TG_SHAPE(2, 3), fx_tensor(), NULL, 1.0)); }
-static int c724(void) { M_PTR(tg_batchnorm(NULL, fx_tensor(), fx_tensor(), fx_tensor(), fx_tensor(), 1.0)); }
-static int c725(void) { M_PTR(tg_batchnorm(fx_tensor(), NULL, fx_tensor(), fx_tensor(), fx_tensor(), 1.0)); }
-static int c726(void) { M_PTR(tg_batchnorm(fx_tensor(), fx_tensor(), NULL, fx_tensor(), fx_tensor(), 1.0)); }
-static int c727(void) { M_PTR(tg_batchnorm(fx_tensor(), fx_tensor(), fx_tensor(), NULL, fx_tensor(), 1.0)); }
-static int c728(void) { M_PTR(tg_batchnorm(fx_tensor(), fx_tensor(), fx_tensor(), fx_tensor(), NULL, 1.0)); }
-static int c729(void) { M_INT(tg_batchnorm_stats(NULL, fx_tensors(), fx_tensors())); }
-static int c730(void) { M_INT(tg_batchnorm_stats(fx_tensor(), NULL, fx_tensors())); }
-static int c731(void) { M_INT(tg_batchnorm_stats(fx_tensor(), fx_tensors(), NULL)); }
-static int c732(void) { M_PTR(tg_softmin(NULL, 1)); }
-static int c733(void) { M_PTR(tg_scaled_dot_product_attention(NULL, fx_tensor(), fx_tensor(), NULL)); }
-static int c734(void) { M_PTR(tg_scaled_dot_product_attention(fx_tensor(), NULL, fx_tensor(), NULL)); }
-static int c735(void) { M_PTR(tg_scaled_dot_product_attention(fx_tensor(), fx_tensor(), NULL, NULL)); }
-static int c736(void) { M_PTR(tg_dropout(NULL, 1.0, false)); }
-static int c737(void) { M_PTR(tg_cross_entropy(NULL, fx_tensor(), NULL)); }
-static int c738(void) { M_PTR(tg_cross_entropy(fx_tensor(), NULL, NULL)); }
-static int c739(void) { M_PTR(tg_nll_loss(NULL, fx_tensor(), NULL)); }
-static int c740(void) { M_PTR(tg_nll_loss(fx_tensor(), NULL, NULL)); }
-static int c741(void) { M_PTR(tg_sparse_categorical_crossentropy(NULL, fx_tensor(), NULL)); }
-static int c742(void) { M_PTR(tg_sparse_categorical_crossentropy(fx_tensor(), NULL, NULL)); }
-static int c743(void) { M_PTR(tg_binary_crossentropy(NULL, fx_tensor(), NULL)); }
-static int c744(void) { M_PTR(tg_binary_crossentropy(fx_tensor(), NULL, NULL)); }
-static int c745(void) { M_PTR(tg_binary_crossentropy_logits(NULL, fx_tensor(), NULL)); }
-static int c746(void) { M_PTR(tg_binary_crossentropy_logits(fx_tensor(), NULL, NULL)); }
-static int c747(void) { M_PTR(tg_randint((tg_shape){ .ndim = 17 }, 1, 1, TG_F32)); }
-static int c748(void) { M_PTR(tg_randint((tg_shape){ .ndim = -1 }, 1, 1, TG_F32)); }
-static int c749(void) { M_PTR(tg_randint(TG_SHAPE(2, 3), 1, 1, (tg_dtype)99)); }
-static int c750(void) { M_PTR(tg_randint(TG_SHAPE(2, 3), 1, 1, (tg_dtype)-1)); }
-static int c751(void) { M_PTR(tg_uniform((tg_shape){ .ndim = 17 }, 1.0, 1.0, TG_F32)); }
-static int c752(void) { M_PTR(tg_uniform((tg_shape){ .ndim = -1 }, 1.0, 1.0, TG_F32)); }
-static int c753(void) { M_PTR(tg_uniform(TG_SHAPE(2, 3), 1.0, 1.0, (tg_dtype)99)); }
-static int c754(void) { M_PTR(tg_uniform(TG_SHAPE(2, 3), 1.0, 1.0, (tg_dtype)-1)); }
-static int c755(void) { M_PTR(tg_normal((tg_shape){ .ndim = 17 }, 1.0, 1.0, TG_F32)); }
-static int c756(void) { M_PTR(tg_normal((tg_shape){ .ndim = -1 }, 1.0, 1.0, TG_F32)); }
-static int c757(void) { M_PTR(tg_normal(TG_SHAPE(2, 3), 1.0, 1.0, (tg_dtype)99)); }
-static int c758(void) { M_PTR(tg_normal(TG_SHAPE(2, 3), 1.0, 1.0, (tg_dtype)-1)); }
-static int c759(void) { M_PTR(tg_multinomial(NULL, 1, false)); }
-static int c760(void) { M_PTR(tg_randperm(-1, TG_F32)); }
-static int c761(void) { M_PTR(tg_randperm(1, (tg_dtype)99)); }
-static int c762(void) { M_PTR(tg_randperm(1, (tg_dtype)-1)); }
-static int c763(void) { M_PTR(tg_kaiming_uniform((tg_shape){ .ndim = 17 }, 1.0, TG_F32)); }
-static int c764(void) { M_PTR(tg_kaiming_uniform((tg_shape){ .ndim = -1 }, 1.0, TG_F32)); }
-static int c765(void) { M_PTR(tg_kaiming_uniform(TG_SHAPE(2, 3), 1.0, (tg_dtype)99)); }
-static int c766(void) { M_PTR(tg_kaiming_uniform(TG_SHAPE(2, 3), 1.0, (tg_dtype)-1)); }
-static int c767(void) { M_PTR(tg_kaiming_normal((tg_shape){ .ndim = 17 }, 1.0, TG_F32)); }
-static int c768(void) { M_PTR(tg_kaiming_normal((tg_shape){ .ndim = -1 }, 1.0, TG_F32)); }
-static int c769(void) { M_PTR(tg_kaiming_normal(TG_SHAPE(2, 3), 1.0, (tg_dtype)99)); }
-static int c770(void) { M_PTR(tg_kaiming_normal(TG_SHAPE(2, 3), 1.0, (tg_dtype)-1)); }
-static int c771(void) { M_PTR(tg_glorot_uniform((tg_shape){ .ndim = 17 }, TG_F32)); }
-static int c772(void) { M_PTR(tg_glorot_uniform((tg_shape){ .ndim = -1 }, TG_F32)); }
-static int c773(void) { M_PTR(tg_glorot_uniform(TG_SHAPE(2, 3), (tg_dtype)99)); }
-static int c774(void) { M_PTR(tg_glorot_uniform(TG_SHAPE(2, 3), (tg_dtype)-1)); }
-static int c775(void) { M_INT(tg_ggml_type_from_name(NULL)); }
-static int c776(void) { M_PTR(tg_dequantize(NULL, 1, TG_SHAPE(2, 3))); }
-static int c777(void) { M_PTR(tg_dequantize(fx_tensor(), 1, (tg_shape){ .ndim = 17 })); }
-static int c778(void) { M_PTR(tg_dequantize(fx_tensor(), 1, (tg_shape){ .ndim = -1 })); }
-static int c779(void) { M_PTR(tg_quant_matmul(NULL, fx_tensor(), 1, TG_SHAPE(2, 3))); }
-static int c780(void) { M_PTR(tg_quant_matmul(fx_tensor(), NULL, 1, TG_SHAPE(2, 3))); }
-static int c781(void) { M_PTR(tg_quant_matmul(fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = 17 })); }
-static int c782(void) { M_PTR(tg_quant_matmul(fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = -1 })); }
-static int c783(void) { M_INT(tg_quant_pack_rows(NULL, 1, TG_SHAPE(2, 3), fx_tensors(), fx_tensors())); }
-static int c784(void) { M_INT(tg_quant_pack_rows(fx_tensor(), 1, (tg_shape){ .ndim = 17 }, fx_tensors(), fx_tensors())); }
-static int c785(void) { M_INT(tg_quant_pack_rows(fx_tensor(), 1, (tg_shape){ .ndim = -1 }, fx_tensors(), fx_tensors())); }
-static int c786(void) { M_INT(tg_quant_pack_rows(fx_tensor(), 1, TG_SHAPE(2, 3), NULL, fx_tensors())); }
-static int c787(void) { M_INT(tg_quant_pack_rows(fx_tensor(), 1, TG_SHAPE(2, 3), fx_tensors(), NULL)); }
-static int c788(void) { M_INT(tg_quant_pack_rows_stacked(NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, 1, fx_tensors(), fx_tensors())); }
-static int c789(void) { M_INT(tg_quant_pack_rows_stacked(fx_tensors(), NULL, 1, 1, 1, fx_tensors(), fx_tensors())); }
-static int c790(void) { M_INT(tg_quant_pack_rows_stacked(fx_tensors(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1, 1, 1, fx_tensors(), fx_tensors())); }
-static int c791(void) { M_INT(tg_quant_pack_rows_stacked(fx_tensors(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, 1, NULL, fx_tensors())); }
-static int c792(void) { M_INT(tg_quant_pack_rows_stacked(fx_tensors(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, 1, fx_tensors(), NULL)); }
-static int c793(void) { M_PTR(tg_quant_matmul_rows(NULL, fx_tensor(), fx_tensor(), 1, TG_SHAPE(2, 3))); }
-static int c794(void) { M_PTR(tg_quant_matmul_rows(fx_tensor(), NULL, fx_tensor(), 1, TG_SHAPE(2, 3))); }
-static int c795(void) { M_PTR(tg_quant_matmul_rows(fx_tensor(), fx_tensor(), NULL, 1, TG_SHAPE(2, 3))); }
-static int c796(void) { M_PTR(tg_quant_matmul_rows(fx_tensor(), fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = 17 })); }
-static int c797(void) { M_PTR(tg_quant_matmul_rows(fx_tensor(), fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = -1 })); }
-static int c798(void) { M_PTR(tg_quant_matmul_rows_experts(NULL, fx_tensor(), fx_tensor(), 1, TG_SHAPE(2, 3), fx_tensor())); }
-static int c799(void) { M_PTR(tg_quant_matmul_rows_experts(fx_tensor(), NULL, fx_tensor(), 1, TG_SHAPE(2, 3), fx_tensor())); }
-static int c800(void) { M_PTR(tg_quant_matmul_rows_experts(fx_tensor(), fx_tensor(), NULL, 1, TG_SHAPE(2, 3), fx_tensor())); }
-static int c801(void) { M_PTR(tg_quant_matmul_rows_experts(fx_tensor(), fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = 17 }, fx_tensor())); }
-static int c802(void) { M_PTR(tg_quant_matmul_rows_experts(fx_tensor(), fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = -1 }, fx_tensor())); }
-static int c803(void) { M_PTR(tg_quant_matmul_rows_experts(fx_tensor(), fx_tensor(), fx_tensor(), 1, TG_SHAPE(2, 3), NULL)); }
-static int c804(void) { M_PTR(tg_dequantize_rows(NULL, fx_tensor(), 1, TG_SHAPE(2, 3))); }
-static int c805(void) { M_PTR(tg_dequantize_rows(fx_tensor(), NULL, 1, TG_SHAPE(2, 3))); }
-static int c806(void) { M_PTR(tg_dequantize_rows(fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = 17 })); }
-static int c807(void) { M_PTR(tg_dequantize_rows(fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = -1 })); }
-static int c808(void) { M_PTR(tg_tokenizer_load(NULL)); }
-static int c809(void) { M_NONE(tg_tokenizer_free(NULL)); }
-static int c810(void) { M_INT(tg_tokenize(NULL, "x", 1, false, false, (int32_t *[1]){ 0 })); }
-static int c811(void) { M_INT(tg_tokenize(fx_tokenizer(), NULL, 1, false, false, (int32_t *[1]){ 0 })); }
-static int c812(void) { M_INT(tg_tokenize(fx_tokenizer(), "x", 1, false, false, NULL)); }
-static int c813(void) { M_INT(tg_token_to_piece(NULL, 1, false, "x", 1)); }
-static int c814(void) { M_INT(tg_token_to_piece(fx_tokenizer(), 1, false, NULL, 1)); }
-static int c815(void) { M_INT(tg_token_to_piece(fx_tokenizer(), 1, false, "x", -1)); }
-static int c816(void) { M_PTR(tg_detokenize(NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, false, false, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c817(void) { M_PTR(tg_detokenize(fx_tokenizer(), NULL, 1, false, false, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c818(void) { M_PTR(tg_detokenize(fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1, false, false, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c819(void) { M_PTR(tg_detokenize(fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, false, false, NULL)); }
-static int c820(void) { M_PTR(tg_token_stream_new(NULL, false)); }
-static int c821(void) { M_PTR(tg_token_stream_push(NULL, 1, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c822(void) { M_PTR(tg_token_stream_push(fx_stream(), 1, NULL)); }
-static int c823(void) { M_PTR(tg_token_stream_flush(NULL, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c824(void) { M_PTR(tg_token_stream_flush(fx_stream(), NULL)); }
-static int c825(void) { M_NONE(tg_token_stream_free(NULL)); }
-static int c826(void) { M_INT(tg_tokenizer_n_vocab(NULL)); }
-static int c827(void) { M_INT(tg_tokenizer_bos(NULL)); }
-static int c828(void) { M_INT(tg_tokenizer_eos(NULL)); }
-static int c829(void) { M_INT(tg_tokenizer_eot(NULL)); }
-static int c830(void) { M_NONE(tg_tokenizer_add_bos(NULL)); }
-static int c831(void) { M_NONE(tg_tokenizer_is_eog(NULL, 1)); }
-static int c832(void) { M_INT(tg_tokenizer_find(NULL, "x")); }
-static int c833(void) { M_INT(tg_tokenizer_find(fx_tokenizer(), NULL)); }
-static int c834(void) { M_PTR(tg_tokenizer_token_text(NULL, 1)); }
+static int c475(void) { M_INT(tg_llm_eval_batch(NULL, (int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (bool[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c476(void) { M_INT(tg_llm_eval_batch(fx_llm(), NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (bool[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c477(void) { M_INT(tg_llm_eval_batch(fx_llm(), (int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (bool[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c478(void) { M_INT(tg_llm_eval_batch(fx_llm(), (int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, NULL, 1, (bool[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c479(void) { M_INT(tg_llm_eval_batch(fx_llm(), (int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1, (bool[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c480(void) { M_INT(tg_llm_eval_batch(fx_llm(), (int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c481(void) { M_INT(tg_llm_eval_batch(fx_llm(), (int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (bool[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, NULL)); }
+static int c482(void) { M_INT(tg_llm_batch_seq_rows(NULL)); }
+static int c483(void) { M_INT(tg_llm_perplexity(NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, (tg_ppl_result[4]){ 0 })); }
+static int c484(void) { M_INT(tg_llm_perplexity(fx_llm(), NULL, 1, NULL, (tg_ppl_result[4]){ 0 })); }
+static int c485(void) { M_INT(tg_llm_perplexity(fx_llm(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1, NULL, (tg_ppl_result[4]){ 0 })); }
+static int c486(void) { M_INT(tg_llm_perplexity(fx_llm(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, NULL)); }
+static int c487(void) { M_INT(tg_llm_embed(NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c488(void) { M_INT(tg_llm_embed(fx_llm(), NULL, 1, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c489(void) { M_INT(tg_llm_embed(fx_llm(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c490(void) { M_INT(tg_llm_embed(fx_llm(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL)); }
+static int c491(void) { M_PTR(tg_llm_history(NULL)); }
+static int c492(void) { M_NONE(tg_sampler_free(NULL)); }
+static int c493(void) { M_INT(tg_sampler_sample(NULL, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1)); }
+static int c494(void) { M_INT(tg_sampler_sample(fx_sampler(), NULL, 1)); }
+static int c495(void) { M_INT(tg_sampler_sample(fx_sampler(), (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1)); }
+static int c496(void) { M_PTR(tg_grammar_new(NULL, 1)); }
+static int c497(void) { M_PTR(tg_json_schema_to_gbnf(NULL, 1)); }
+static int c498(void) { M_PTR(tg_grammar_from_json_schema(NULL, 1)); }
+static int c499(void) { M_INT(tg_grammar_accept(NULL, NULL, 1)); }
+static int c500(void) { M_INT(tg_grammar_mask(NULL, NULL, (uint8_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c501(void) { M_INT(tg_grammar_mask(NULL, fx_tokenizer(), NULL)); }
+static int c502(void) { M_INT(tg_sampler_set_grammar(NULL, NULL, fx_tokenizer())); }
+static int c503(void) { M_INT(tg_sampler_set_grammar(fx_sampler(), NULL, NULL)); }
+static int c504(void) { M_INT(tg_llm_generate(NULL, fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, fx_sampler(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, fx_bytes, (tg_gen_stats[4]){ 0 })); }
+static int c505(void) { M_INT(tg_llm_generate(fx_llm(), NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, fx_sampler(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, fx_bytes, (tg_gen_stats[4]){ 0 })); }
+static int c506(void) { M_INT(tg_llm_generate(fx_llm(), fx_tokenizer(), NULL, 1, 1, fx_sampler(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, fx_bytes, (tg_gen_stats[4]){ 0 })); }
+static int c507(void) { M_INT(tg_llm_generate(fx_llm(), fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, fx_bytes, (tg_gen_stats[4]){ 0 })); }
+static int c508(void) { M_INT(tg_llm_generate(fx_llm(), fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, fx_sampler(), NULL, 1, NULL, fx_bytes, (tg_gen_stats[4]){ 0 })); }
+static int c509(void) { M_INT(tg_llm_generate(fx_llm(), fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, fx_sampler(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, NULL, (tg_gen_stats[4]){ 0 })); }
+static int c510(void) { M_INT(tg_llm_generate(fx_llm(), fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, fx_sampler(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, fx_bytes, NULL)); }
+static int c511(void) { M_PTR(tg_tan(NULL)); }
+static int c512(void) { M_PTR(tg_asin(NULL)); }
+static int c513(void) { M_PTR(tg_acos(NULL)); }
+static int c514(void) { M_PTR(tg_atan(NULL)); }
+static int c515(void) { M_PTR(tg_sinh(NULL)); }
+static int c516(void) { M_PTR(tg_cosh(NULL)); }
+static int c517(void) { M_PTR(tg_asinh(NULL)); }
+static int c518(void) { M_PTR(tg_acosh(NULL)); }
+static int c519(void) { M_PTR(tg_atanh(NULL)); }
+static int c520(void) { M_PTR(tg_log10(NULL)); }
+static int c521(void) { M_PTR(tg_log1p(NULL)); }
+static int c522(void) { M_PTR(tg_expm1(NULL)); }
+static int c523(void) { M_PTR(tg_erf(NULL)); }
+static int c524(void) { M_PTR(tg_logaddexp(NULL, fx_tensor())); }
+static int c525(void) { M_PTR(tg_logaddexp(fx_tensor(), NULL)); }
+static int c526(void) { M_PTR(tg_trunc(NULL)); }
+static int c527(void) { M_PTR(tg_floor(NULL)); }
+static int c528(void) { M_PTR(tg_ceil(NULL)); }
+static int c529(void) { M_PTR(tg_round(NULL)); }
+static int c530(void) { M_PTR(tg_sign(NULL)); }
+static int c531(void) { M_PTR(tg_square(NULL)); }
+static int c532(void) { M_PTR(tg_copysign(NULL, fx_tensor())); }
+static int c533(void) { M_PTR(tg_copysign(fx_tensor(), NULL)); }
+static int c534(void) { M_PTR(tg_floordiv(NULL, fx_tensor())); }
+static int c535(void) { M_PTR(tg_floordiv(fx_tensor(), NULL)); }
+static int c536(void) { M_PTR(tg_mod(NULL, fx_tensor())); }
+static int c537(void) { M_PTR(tg_mod(fx_tensor(), NULL)); }
+static int c538(void) { M_PTR(tg_fmod(NULL, fx_tensor())); }
+static int c539(void) { M_PTR(tg_fmod(fx_tensor(), NULL)); }
+static int c540(void) { M_PTR(tg_bitwise_and(NULL, fx_tensor())); }
+static int c541(void) { M_PTR(tg_bitwise_and(fx_tensor(), NULL)); }
+static int c542(void) { M_PTR(tg_bitwise_or(NULL, fx_tensor())); }
+static int c543(void) { M_PTR(tg_bitwise_or(fx_tensor(), NULL)); }
+static int c544(void) { M_PTR(tg_bitwise_xor(NULL, fx_tensor())); }
+static int c545(void) { M_PTR(tg_bitwise_xor(fx_tensor(), NULL)); }
+static int c546(void) { M_PTR(tg_bitwise_not(NULL)); }
+static int c547(void) { M_PTR(tg_lshift(NULL, fx_tensor())); }
+static int c548(void) { M_PTR(tg_lshift(fx_tensor(), NULL)); }
+static int c549(void) { M_PTR(tg_rshift(NULL, fx_tensor())); }
+static int c550(void) { M_PTR(tg_rshift(fx_tensor(), NULL)); }
+static int c551(void) { M_PTR(tg_lshifts(NULL, 1)); }
+static int c552(void) { M_PTR(tg_rshifts(NULL, 1)); }
+static int c553(void) { M_PTR(tg_clamp(NULL, 1.0, 1.0)); }
+static int c554(void) { M_PTR(tg_clamp_tensor(NULL, fx_tensor(), fx_tensor())); }
+static int c555(void) { M_PTR(tg_clamp_tensor(fx_tensor(), NULL, fx_tensor())); }
+static int c556(void) { M_PTR(tg_clamp_tensor(fx_tensor(), fx_tensor(), NULL)); }
+static int c557(void) { M_PTR(tg_masked_fill(NULL, fx_tensor(), 1.0)); }
+static int c558(void) { M_PTR(tg_masked_fill(fx_tensor(), NULL, 1.0)); }
+static int c559(void) { M_PTR(tg_lerp(NULL, fx_tensor(), fx_tensor())); }
+static int c560(void) { M_PTR(tg_lerp(fx_tensor(), NULL, fx_tensor())); }
+static int c561(void) { M_PTR(tg_lerp(fx_tensor(), fx_tensor(), NULL)); }
+static int c562(void) { M_PTR(tg_lerps(NULL, fx_tensor(), 1.0)); }
+static int c563(void) { M_PTR(tg_lerps(fx_tensor(), NULL, 1.0)); }
+static int c564(void) { M_PTR(tg_isnan(NULL)); }
+static int c565(void) { M_PTR(tg_isinf(NULL)); }
+static int c566(void) { M_PTR(tg_isfinite(NULL)); }
+static int c567(void) { M_PTR(tg_isclose(NULL, fx_tensor(), 1.0, 1.0, false)); }
+static int c568(void) { M_PTR(tg_isclose(fx_tensor(), NULL, 1.0, 1.0, false)); }
+static int c569(void) { M_PTR(tg_relu6(NULL)); }
+static int c570(void) { M_PTR(tg_hardtanh(NULL, 1.0, 1.0)); }
+static int c571(void) { M_PTR(tg_leaky_relu(NULL, 1.0)); }
+static int c572(void) { M_PTR(tg_elu(NULL, 1.0)); }
+static int c573(void) { M_PTR(tg_celu(NULL, 1.0)); }
+static int c574(void) { M_PTR(tg_selu(NULL)); }
+static int c575(void) { M_PTR(tg_gelu(NULL)); }
+static int c576(void) { M_PTR(tg_quick_gelu(NULL)); }
+static int c577(void) { M_PTR(tg_silu(NULL)); }
+static int c578(void) { M_PTR(tg_swish(NULL)); }
+static int c579(void) { M_PTR(tg_mish(NULL)); }
+static int c580(void) { M_PTR(tg_softplus(NULL, 1.0, 1.0)); }
+static int c581(void) { M_PTR(tg_softsign(NULL)); }
+static int c582(void) { M_PTR(tg_logsigmoid(NULL)); }
+static int c583(void) { M_PTR(tg_hardsigmoid(NULL)); }
+static int c584(void) { M_PTR(tg_hardswish(NULL)); }
+static int c585(void) { M_PTR(tg_var(NULL, TG_AXES(0), false, 1.0)); }
+static int c586(void) { M_PTR(tg_var(fx_tensor(), (tg_axes){ .n = 17 }, false, 1.0)); }
+static int c587(void) { M_PTR(tg_var(fx_tensor(), TG_AXES(99), false, 1.0)); }
+static int c588(void) { M_PTR(tg_std(NULL, TG_AXES(0), false, 1.0)); }
+static int c589(void) { M_PTR(tg_std(fx_tensor(), (tg_axes){ .n = 17 }, false, 1.0)); }
+static int c590(void) { M_PTR(tg_std(fx_tensor(), TG_AXES(99), false, 1.0)); }
+static int c591(void) { M_PTR(tg_var_mean(NULL, TG_AXES(0), false, 1.0, fx_tensors())); }
+static int c592(void) { M_PTR(tg_var_mean(fx_tensor(), (tg_axes){ .n = 17 }, false, 1.0, fx_tensors())); }
+static int c593(void) { M_PTR(tg_var_mean(fx_tensor(), TG_AXES(99), false, 1.0, fx_tensors())); }
+static int c594(void) { M_PTR(tg_var_mean(fx_tensor(), TG_AXES(0), false, 1.0, NULL)); }
+static int c595(void) { M_PTR(tg_std_mean(NULL, TG_AXES(0), false, 1.0, fx_tensors())); }
+static int c596(void) { M_PTR(tg_std_mean(fx_tensor(), (tg_axes){ .n = 17 }, false, 1.0, fx_tensors())); }
+static int c597(void) { M_PTR(tg_std_mean(fx_tensor(), TG_AXES(99), false, 1.0, fx_tensors())); }
+static int c598(void) { M_PTR(tg_std_mean(fx_tensor(), TG_AXES(0), false, 1.0, NULL)); }
+static int c599(void) { M_PTR(tg_logsumexp(NULL, TG_AXES(0), false)); }
+static int c600(void) { M_PTR(tg_logsumexp(fx_tensor(), (tg_axes){ .n = 17 }, false)); }
+static int c601(void) { M_PTR(tg_logsumexp(fx_tensor(), TG_AXES(99), false)); }
+static int c602(void) { M_PTR(tg_any(NULL, TG_AXES(0), false)); }
+static int c603(void) { M_PTR(tg_any(fx_tensor(), (tg_axes){ .n = 17 }, false)); }
+static int c604(void) { M_PTR(tg_any(fx_tensor(), TG_AXES(99), false)); }
+static int c605(void) { M_PTR(tg_all(NULL, TG_AXES(0), false)); }
+static int c606(void) { M_PTR(tg_all(fx_tensor(), (tg_axes){ .n = 17 }, false)); }
+static int c607(void) { M_PTR(tg_all(fx_tensor(), TG_AXES(99), false)); }
+static int c608(void) { M_PTR(tg_cumsum(NULL, 1)); }
+static int c609(void) { M_PTR(tg_cumprod(NULL, 1)); }
+static int c610(void) { M_PTR(tg_cummax(NULL, 1, fx_tensors())); }
+static int c611(void) { M_PTR(tg_cummax(fx_tensor(), 1, NULL)); }
+static int c612(void) { M_PTR(tg_cummin(NULL, 1, fx_tensors())); }
+static int c613(void) { M_PTR(tg_cummin(fx_tensor(), 1, NULL)); }
+static int c614(void) { M_PTR(tg_logcumsumexp(NULL, 1)); }
+static int c615(void) { M_PTR(tg_sort(NULL, 1, false, fx_tensors())); }
+static int c616(void) { M_PTR(tg_sort(fx_tensor(), 1, false, NULL)); }
+static int c617(void) { M_PTR(tg_argsort(NULL, 1, false)); }
+static int c618(void) { M_PTR(tg_topk(NULL, 1, 1, false, false, fx_tensors())); }
+static int c619(void) { M_PTR(tg_topk(fx_tensor(), 1, 1, false, false, NULL)); }
+static int c620(void) { M_PTR(tg_cat(NULL, 1, 1)); }
+static int c621(void) { M_PTR(tg_cat(fx_tensors(), -1, 1)); }
+static int c622(void) { M_PTR(tg_stack(NULL, 1, 1)); }
+static int c623(void) { M_PTR(tg_stack(fx_tensors(), -1, 1)); }
+static int c624(void) { M_INT(tg_split(NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, fx_tensors(), 1)); }
+static int c625(void) { M_INT(tg_split(fx_tensor(), NULL, 1, 1, fx_tensors(), 1)); }
+static int c626(void) { M_INT(tg_split(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, NULL, 1)); }
+static int c627(void) { M_INT(tg_split_size(NULL, 1, 1, fx_tensors(), 1)); }
+static int c628(void) { M_INT(tg_split_size(fx_tensor(), 1, 1, NULL, 1)); }
+static int c629(void) { M_INT(tg_chunk(NULL, 1, 1, fx_tensors(), 1)); }
+static int c630(void) { M_INT(tg_chunk(fx_tensor(), 1, 1, NULL, 1)); }
+static int c631(void) { M_INT(tg_meshgrid(NULL, 1, "x", fx_tensors(), 1)); }
+static int c632(void) { M_INT(tg_meshgrid(fx_tensors(), -1, "x", fx_tensors(), 1)); }
+static int c633(void) { M_INT(tg_meshgrid(fx_tensors(), 1, NULL, fx_tensors(), 1)); }
+static int c634(void) { M_INT(tg_meshgrid(fx_tensors(), 1, "x", NULL, 1)); }
+static int c635(void) { M_PTR(tg_repeat(NULL, TG_SHAPE(2, 3))); }
+static int c636(void) { M_PTR(tg_repeat(fx_tensor(), (tg_shape){ .ndim = 17 })); }
+static int c637(void) { M_PTR(tg_repeat(fx_tensor(), (tg_shape){ .ndim = -1 })); }
+static int c638(void) { M_PTR(tg_repeat_interleave(NULL, 1, 1)); }
+static int c639(void) { M_PTR(tg_roll(NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, TG_AXES(0))); }
+static int c640(void) { M_PTR(tg_roll(fx_tensor(), NULL, TG_AXES(0))); }
+static int c641(void) { M_PTR(tg_roll(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (tg_axes){ .n = 17 })); }
+static int c642(void) { M_PTR(tg_roll(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, TG_AXES(99))); }
+static int c643(void) { M_PTR(tg_unfold(NULL, 1, 1, 1)); }
+static int c644(void) { M_PTR(tg_unflatten(NULL, 1, TG_SHAPE(2, 3))); }
+static int c645(void) { M_PTR(tg_unflatten(fx_tensor(), 1, (tg_shape){ .ndim = 17 })); }
+static int c646(void) { M_PTR(tg_unflatten(fx_tensor(), 1, (tg_shape){ .ndim = -1 })); }
+static int c647(void) { M_PTR(tg_rearrange(NULL, "x", "x")); }
+static int c648(void) { M_PTR(tg_rearrange(fx_tensor(), NULL, "x")); }
+static int c649(void) { M_PTR(tg_rearrange(fx_tensor(), "x", NULL)); }
+static int c650(void) { M_PTR(tg_tril(NULL, 1)); }
+static int c651(void) { M_PTR(tg_triu(NULL, 1)); }
+static int c652(void) { M_PTR(tg_diag(NULL, 1)); }
+static int c653(void) { M_PTR(tg_diagonal(NULL, 1, 1, 1)); }
+static int c654(void) { M_PTR(tg_one_hot(NULL, 1)); }
+static int c655(void) { M_PTR(tg_pad_mode(NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (tg_pad_kind)0, 1.0)); }
+static int c656(void) { M_PTR(tg_pad_mode(fx_tensor(), NULL, 1, (tg_pad_kind)0, 1.0)); }
+static int c657(void) { M_PTR(tg_pad_mode(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (tg_pad_kind)99, 1.0)); }
+static int c658(void) { M_PTR(tg_pad_mode(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (tg_pad_kind)-1, 1.0)); }
+static int c659(void) { M_PTR(tg_getitem_adv(NULL, (tg_aindex[4]){ 0 }, 1)); }
+static int c660(void) { M_PTR(tg_getitem_adv(fx_tensor(), NULL, 1)); }
+static int c661(void) { M_PTR(tg_getitem_adv(fx_tensor(), (tg_aindex[4]){ 0 }, -1)); }
+static int c662(void) { M_PTR(tg_setitem(NULL, (tg_aindex[4]){ 0 }, 1, fx_tensor())); }
+static int c663(void) { M_PTR(tg_setitem(fx_tensor(), NULL, 1, fx_tensor())); }
+static int c664(void) { M_PTR(tg_setitem(fx_tensor(), (tg_aindex[4]){ 0 }, -1, fx_tensor())); }
+static int c665(void) { M_PTR(tg_setitem(fx_tensor(), (tg_aindex[4]){ 0 }, 1, NULL)); }
+static int c666(void) { M_PTR(tg_index_select(NULL, 1, fx_tensor())); }
+static int c667(void) { M_PTR(tg_index_select(fx_tensor(), 1, NULL)); }
+static int c668(void) { M_PTR(tg_take(NULL, fx_tensor())); }
+static int c669(void) { M_PTR(tg_take(fx_tensor(), NULL)); }
+static int c670(void) { M_PTR(tg_gather(NULL, 1, fx_tensor())); }
+static int c671(void) { M_PTR(tg_gather(fx_tensor(), 1, NULL)); }
+static int c672(void) { M_PTR(tg_scatter(NULL, 1, fx_tensor(), fx_tensor())); }
+static int c673(void) { M_PTR(tg_scatter(fx_tensor(), 1, NULL, fx_tensor())); }
+static int c674(void) { M_PTR(tg_scatter(fx_tensor(), 1, fx_tensor(), NULL)); }
+static int c675(void) { M_PTR(tg_scatter_value(NULL, 1, fx_tensor(), 1.0)); }
+static int c676(void) { M_PTR(tg_scatter_value(fx_tensor(), 1, NULL, 1.0)); }
+static int c677(void) { M_PTR(tg_scatter_reduce(NULL, 1, fx_tensor(), fx_tensor(), (tg_reduce_kind)0, false)); }
+static int c678(void) { M_PTR(tg_scatter_reduce(fx_tensor(), 1, NULL, fx_tensor(), (tg_reduce_kind)0, false)); }
+static int c679(void) { M_PTR(tg_scatter_reduce(fx_tensor(), 1, fx_tensor(), NULL, (tg_reduce_kind)0, false)); }
+static int c680(void) { M_PTR(tg_scatter_reduce(fx_tensor(), 1, fx_tensor(), fx_tensor(), (tg_reduce_kind)99, false)); }
+static int c681(void) { M_PTR(tg_scatter_reduce(fx_tensor(), 1, fx_tensor(), fx_tensor(), (tg_reduce_kind)-1, false)); }
+static int c682(void) { M_PTR(tg_masked_select(NULL, fx_tensor())); }
+static int c683(void) { M_PTR(tg_masked_select(fx_tensor(), NULL)); }
+static int c684(void) { M_PTR(tg_conv(NULL, fx_tensor(), fx_tensor(), NULL)); }
+static int c685(void) { M_PTR(tg_conv(fx_tensor(), NULL, fx_tensor(), NULL)); }
+static int c686(void) { M_PTR(tg_conv(fx_tensor(), fx_tensor(), NULL, NULL)); }
+static int c687(void) { M_PTR(tg_conv1d(NULL, fx_tensor(), fx_tensor(), NULL)); }
+static int c688(void) { M_PTR(tg_conv1d(fx_tensor(), NULL, fx_tensor(), NULL)); }
+static int c689(void) { M_PTR(tg_conv1d(fx_tensor(), fx_tensor(), NULL, NULL)); }
+static int c690(void) { M_PTR(tg_conv2d(NULL, fx_tensor(), fx_tensor(), NULL)); }
+static int c691(void) { M_PTR(tg_conv2d(fx_tensor(), NULL, fx_tensor(), NULL)); }
+static int c692(void) { M_PTR(tg_conv2d(fx_tensor(), fx_tensor(), NULL, NULL)); }
+static int c693(void) { M_PTR(tg_conv3d(NULL, fx_tensor(), fx_tensor(), NULL)); }
+static int c694(void) { M_PTR(tg_conv3d(fx_tensor(), NULL, fx_tensor(), NULL)); }
+static int c695(void) { M_PTR(tg_conv3d(fx_tensor(), fx_tensor(), NULL, NULL)); }
+static int c696(void) { M_PTR(tg_conv_transpose(NULL, fx_tensor(), fx_tensor(), NULL)); }
+static int c697(void) { M_PTR(tg_conv_transpose(fx_tensor(), NULL, fx_tensor(), NULL)); }
+static int c698(void) { M_PTR(tg_conv_transpose(fx_tensor(), fx_tensor(), NULL, NULL)); }
+static int c699(void) { M_PTR(tg_conv_transpose1d(NULL, fx_tensor(), fx_tensor(), NULL)); }
+static int c700(void) { M_PTR(tg_conv_transpose1d(fx_tensor(), NULL, fx_tensor(), NULL)); }
+static int c701(void) { M_PTR(tg_conv_transpose1d(fx_tensor(), fx_tensor(), NULL, NULL)); }
+static int c702(void) { M_PTR(tg_conv_transpose2d(NULL, fx_tensor(), fx_tensor(), NULL)); }
+static int c703(void) { M_PTR(tg_conv_transpose2d(fx_tensor(), NULL, fx_tensor(), NULL)); }
+static int c704(void) { M_PTR(tg_conv_transpose2d(fx_tensor(), fx_tensor(), NULL, NULL)); }
+static int c705(void) { M_PTR(tg_conv_transpose3d(NULL, fx_tensor(), fx_tensor(), NULL)); }
+static int c706(void) { M_PTR(tg_conv_transpose3d(fx_tensor(), NULL, fx_tensor(), NULL)); }
+static int c707(void) { M_PTR(tg_conv_transpose3d(fx_tensor(), fx_tensor(), NULL, NULL)); }
+static int c708(void) { M_INT(tg_resolve_pool_pads(NULL, 1, 1, (int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c709(void) { M_INT(tg_resolve_pool_pads((int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1, 1, (int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c710(void) { M_INT(tg_resolve_pool_pads((int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, NULL)); }
+static int c711(void) { M_PTR(tg_avg_pool2d(NULL, NULL)); }
+static int c712(void) { M_PTR(tg_max_pool2d(NULL, NULL, fx_tensors())); }
+static int c713(void) { M_PTR(tg_max_pool2d(fx_tensor(), NULL, NULL)); }
+static int c714(void) { M_PTR(tg_max_unpool2d(NULL, fx_tensor(), NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c715(void) { M_PTR(tg_max_unpool2d(fx_tensor(), NULL, NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c716(void) { M_PTR(tg_max_unpool2d(fx_tensor(), fx_tensor(), NULL, NULL)); }
+static int c717(void) { M_PTR(tg_interpolate(NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (tg_interp_mode)0, false)); }
+static int c718(void) { M_PTR(tg_interpolate(fx_tensor(), NULL, 1, (tg_interp_mode)0, false)); }
+static int c719(void) { M_PTR(tg_interpolate(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (tg_interp_mode)99, false)); }
+static int c720(void) { M_PTR(tg_interpolate(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (tg_interp_mode)-1, false)); }
+static int c721(void) { M_PTR(tg_einsum(NULL, fx_tensors(), 1)); }
+static int c722(void) { M_PTR(tg_einsum("x", NULL, 1)); }
+static int c723(void) { M_PTR(tg_einsum("x", fx_tensors(), -1)); }
+static int c724(void) { M_PTR(tg_linear(NULL, fx_tensor(), fx_tensor())); }
+static int c725(void) { M_PTR(tg_linear(fx_tensor(), NULL, fx_tensor())); }
+static int c726(void) { M_PTR(tg_linear(fx_tensor(), fx_tensor(), NULL)); }
+static int c727(void) { M_PTR(tg_layernorm(NULL, TG_SHAPE(2, 3), fx_tensor(), fx_tensor(), 1.0)); }
+static int c728(void) { M_PTR(tg_layernorm(fx_tensor(), (tg_shape){ .ndim = 17 }, fx_tensor(), fx_tensor(), 1.0)); }
+static int c729(void) { M_PTR(tg_layernorm(fx_tensor(), (tg_shape){ .ndim = -1 }, fx_tensor(), fx_tensor(), 1.0)); }
+static int c730(void) { M_PTR(tg_layernorm(fx_tensor(), TG_SHAPE(2, 3), NULL, fx_tensor(), 1.0)); }
+static int c731(void) { M_PTR(tg_layernorm(fx_tensor(), TG_SHAPE(2, 3), fx_tensor(), NULL, 1.0)); }
+static int c732(void) { M_PTR(tg_batchnorm(NULL, fx_tensor(), fx_tensor(), fx_tensor(), fx_tensor(), 1.0)); }
+static int c733(void) { M_PTR(tg_batchnorm(fx_tensor(), NULL, fx_tensor(), fx_tensor(), fx_tensor(), 1.0)); }
+static int c734(void) { M_PTR(tg_batchnorm(fx_tensor(), fx_tensor(), NULL, fx_tensor(), fx_tensor(), 1.0)); }
+static int c735(void) { M_PTR(tg_batchnorm(fx_tensor(), fx_tensor(), fx_tensor(), NULL, fx_tensor(), 1.0)); }
+static int c736(void) { M_PTR(tg_batchnorm(fx_tensor(), fx_tensor(), fx_tensor(), fx_tensor(), NULL, 1.0)); }
+static int c737(void) { M_INT(tg_batchnorm_stats(NULL, fx_tensors(), fx_tensors())); }
+static int c738(void) { M_INT(tg_batchnorm_stats(fx_tensor(), NULL, fx_tensors())); }
+static int c739(void) { M_INT(tg_batchnorm_stats(fx_tensor(), fx_tensors(), NULL)); }
+static int c740(void) { M_PTR(tg_softmin(NULL, 1)); }
+static int c741(void) { M_PTR(tg_scaled_dot_product_attention(NULL, fx_tensor(), fx_tensor(), NULL)); }
+static int c742(void) { M_PTR(tg_scaled_dot_product_attention(fx_tensor(), NULL, fx_tensor(), NULL)); }
+static int c743(void) { M_PTR(tg_scaled_dot_product_attention(fx_tensor(), fx_tensor(), NULL, NULL)); }
+static int c744(void) { M_PTR(tg_dropout(NULL, 1.0, false)); }
+static int c745(void) { M_PTR(tg_cross_entropy(NULL, fx_tensor(), NULL)); }
+static int c746(void) { M_PTR(tg_cross_entropy(fx_tensor(), NULL, NULL)); }
+static int c747(void) { M_PTR(tg_nll_loss(NULL, fx_tensor(), NULL)); }
+static int c748(void) { M_PTR(tg_nll_loss(fx_tensor(), NULL, NULL)); }
+static int c749(void) { M_PTR(tg_sparse_categorical_crossentropy(NULL, fx_tensor(), NULL)); }
+static int c750(void) { M_PTR(tg_sparse_categorical_crossentropy(fx_tensor(), NULL, NULL)); }
+static int c751(void) { M_PTR(tg_binary_crossentropy(NULL, fx_tensor(), NULL)); }
+static int c752(void) { M_PTR(tg_binary_crossentropy(fx_tensor(), NULL, NULL)); }
+static int c753(void) { M_PTR(tg_binary_crossentropy_logits(NULL, fx_tensor(), NULL)); }
+static int c754(void) { M_PTR(tg_binary_crossentropy_logits(fx_tensor(), NULL, NULL)); }
+static int c755(void) { M_PTR(tg_randint((tg_shape){ .ndim = 17 }, 1, 1, TG_F32)); }
+static int c756(void) { M_PTR(tg_randint((tg_shape){ .ndim = -1 }, 1, 1, TG_F32)); }
+static int c757(void) { M_PTR(tg_randint(TG_SHAPE(2, 3), 1, 1, (tg_dtype)99)); }
+static int c758(void) { M_PTR(tg_randint(TG_SHAPE(2, 3), 1, 1, (tg_dtype)-1)); }
+static int c759(void) { M_PTR(tg_uniform((tg_shape){ .ndim = 17 }, 1.0, 1.0, TG_F32)); }
+static int c760(void) { M_PTR(tg_uniform((tg_shape){ .ndim = -1 }, 1.0, 1.0, TG_F32)); }
+static int c761(void) { M_PTR(tg_uniform(TG_SHAPE(2, 3), 1.0, 1.0, (tg_dtype)99)); }
+static int c762(void) { M_PTR(tg_uniform(TG_SHAPE(2, 3), 1.0, 1.0, (tg_dtype)-1)); }
+static int c763(void) { M_PTR(tg_normal((tg_shape){ .ndim = 17 }, 1.0, 1.0, TG_F32)); }
+static int c764(void) { M_PTR(tg_normal((tg_shape){ .ndim = -1 }, 1.0, 1.0, TG_F32)); }
+static int c765(void) { M_PTR(tg_normal(TG_SHAPE(2, 3), 1.0, 1.0, (tg_dtype)99)); }
+static int c766(void) { M_PTR(tg_normal(TG_SHAPE(2, 3), 1.0, 1.0, (tg_dtype)-1)); }
+static int c767(void) { M_PTR(tg_multinomial(NULL, 1, false)); }
+static int c768(void) { M_PTR(tg_randperm(-1, TG_F32)); }
+static int c769(void) { M_PTR(tg_randperm(1, (tg_dtype)99)); }
+static int c770(void) { M_PTR(tg_randperm(1, (tg_dtype)-1)); }
+static int c771(void) { M_PTR(tg_kaiming_uniform((tg_shape){ .ndim = 17 }, 1.0, TG_F32)); }
+static int c772(void) { M_PTR(tg_kaiming_uniform((tg_shape){ .ndim = -1 }, 1.0, TG_F32)); }
+static int c773(void) { M_PTR(tg_kaiming_uniform(TG_SHAPE(2, 3), 1.0, (tg_dtype)99)); }
+static int c774(void) { M_PTR(tg_kaiming_uniform(TG_SHAPE(2, 3), 1.0, (tg_dtype)-1)); }
+static int c775(void) { M_PTR(tg_kaiming_normal((tg_shape){ .ndim = 17 }, 1.0, TG_F32)); }
+static int c776(void) { M_PTR(tg_kaiming_normal((tg_shape){ .ndim = -1 }, 1.0, TG_F32)); }
+static int c777(void) { M_PTR(tg_kaiming_normal(TG_SHAPE(2, 3), 1.0, (tg_dtype)99)); }
+static int c778(void) { M_PTR(tg_kaiming_normal(TG_SHAPE(2, 3), 1.0, (tg_dtype)-1)); }
+static int c779(void) { M_PTR(tg_glorot_uniform((tg_shape){ .ndim = 17 }, TG_F32)); }
+static int c780(void) { M_PTR(tg_glorot_uniform((tg_shape){ .ndim = -1 }, TG_F32)); }
+static int c781(void) { M_PTR(tg_glorot_uniform(TG_SHAPE(2, 3), (tg_dtype)99)); }
+static int c782(void) { M_PTR(tg_glorot_uniform(TG_SHAPE(2, 3), (tg_dtype)-1)); }
+static int c783(void) { M_INT(tg_ggml_type_from_name(NULL)); }
+static int c784(void) { M_PTR(tg_dequantize(NULL, 1, TG_SHAPE(2, 3))); }
+static int c785(void) { M_PTR(tg_dequantize(fx_tensor(), 1, (tg_shape){ .ndim = 17 })); }
+static int c786(void) { M_PTR(tg_dequantize(fx_tensor(), 1, (tg_shape){ .ndim = -1 })); }
+static int c787(void) { M_PTR(tg_quant_matmul(NULL, fx_tensor(), 1, TG_SHAPE(2, 3))); }
+static int c788(void) { M_PTR(tg_quant_matmul(fx_tensor(), NULL, 1, TG_SHAPE(2, 3))); }
+static int c789(void) { M_PTR(tg_quant_matmul(fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = 17 })); }
+static int c790(void) { M_PTR(tg_quant_matmul(fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = -1 })); }
+static int c791(void) { M_INT(tg_quant_pack_rows(NULL, 1, TG_SHAPE(2, 3), fx_tensors(), fx_tensors())); }
+static int c792(void) { M_INT(tg_quant_pack_rows(fx_tensor(), 1, (tg_shape){ .ndim = 17 }, fx_tensors(), fx_tensors())); }
+static int c793(void) { M_INT(tg_quant_pack_rows(fx_tensor(), 1, (tg_shape){ .ndim = -1 }, fx_tensors(), fx_tensors())); }
+static int c794(void) { M_INT(tg_quant_pack_rows(fx_tensor(), 1, TG_SHAPE(2, 3), NULL, fx_tensors())); }
+static int c795(void) { M_INT(tg_quant_pack_rows(fx_tensor(), 1, TG_SHAPE(2, 3), fx_tensors(), NULL)); }
+static int c796(void) { M_INT(tg_quant_pack_rows_stacked(NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, 1, fx_tensors(), fx_tensors())); }
+static int c797(void) { M_INT(tg_quant_pack_rows_stacked(fx_tensors(), NULL, 1, 1, 1, fx_tensors(), fx_tensors())); }
+static int c798(void) { M_INT(tg_quant_pack_rows_stacked(fx_tensors(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1, 1, 1, fx_tensors(), fx_tensors())); }
+static int c799(void) { M_INT(tg_quant_pack_rows_stacked(fx_tensors(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, 1, NULL, fx_tensors())); }
+static int c800(void) { M_INT(tg_quant_pack_rows_stacked(fx_tensors(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, 1, fx_tensors(), NULL)); }
+static int c801(void) { M_PTR(tg_quant_matmul_rows(NULL, fx_tensor(), fx_tensor(), 1, TG_SHAPE(2, 3))); }
+static int c802(void) { M_PTR(tg_quant_matmul_rows(fx_tensor(), NULL, fx_tensor(), 1, TG_SHAPE(2, 3))); }
+static int c803(void) { M_PTR(tg_quant_matmul_rows(fx_tensor(), fx_tensor(), NULL, 1, TG_SHAPE(2, 3))); }
+static int c804(void) { M_PTR(tg_quant_matmul_rows(fx_tensor(), fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = 17 })); }
+static int c805(void) { M_PTR(tg_quant_matmul_rows(fx_tensor(), fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = -1 })); }
+static int c806(void) { M_PTR(tg_quant_matmul_rows_experts(NULL, fx_tensor(), fx_tensor(), 1, TG_SHAPE(2, 3), fx_tensor())); }
+static int c807(void) { M_PTR(tg_quant_matmul_rows_experts(fx_tensor(), NULL, fx_tensor(), 1, TG_SHAPE(2, 3), fx_tensor())); }
+static int c808(void) { M_PTR(tg_quant_matmul_rows_experts(fx_tensor(), fx_tensor(), NULL, 1, TG_SHAPE(2, 3), fx_tensor())); }
+static int c809(void) { M_PTR(tg_quant_matmul_rows_experts(fx_tensor(), fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = 17 }, fx_tensor())); }
+static int c810(void) { M_PTR(tg_quant_matmul_rows_experts(fx_tensor(), fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = -1 }, fx_tensor())); }
+static int c811(void) { M_PTR(tg_quant_matmul_rows_experts(fx_tensor(), fx_tensor(), fx_tensor(), 1, TG_SHAPE(2, 3), NULL)); }
+static int c812(void) { M_PTR(tg_dequantize_rows(NULL, fx_tensor(), 1, TG_SHAPE(2, 3))); }
+static int c813(void) { M_PTR(tg_dequantize_rows(fx_tensor(), NULL, 1, TG_SHAPE(2, 3))); }
+static int c814(void) { M_PTR(tg_dequantize_rows(fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = 17 })); }
+static int c815(void) { M_PTR(tg_dequantize_rows(fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = -1 })); }
+static int c816(void) { M_PTR(tg_tokenizer_load(NULL)); }
+static int c817(void) { M_NONE(tg_tokenizer_free(NULL)); }
+static int c818(void) { M_INT(tg_tokenize(NULL, "x", 1, false, false, (int32_t *[1]){ 0 })); }
+static int c819(void) { M_INT(tg_tokenize(fx_tokenizer(), NULL, 1, false, false, (int32_t *[1]){ 0 })); }
+static int c820(void) { M_INT(tg_tokenize(fx_tokenizer(), "x", 1, false, false, NULL)); }
+static int c821(void) { M_INT(tg_token_to_piece(NULL, 1, false, "x", 1)); }
+static int c822(void) { M_INT(tg_token_to_piece(fx_tokenizer(), 1, false, NULL, 1)); }
+static int c823(void) { M_INT(tg_token_to_piece(fx_tokenizer(), 1, false, "x", -1)); }
+static int c824(void) { M_PTR(tg_detokenize(NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, false, false, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c825(void) { M_PTR(tg_detokenize(fx_tokenizer(), NULL, 1, false, false, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c826(void) { M_PTR(tg_detokenize(fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1, false, false, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c827(void) { M_PTR(tg_detokenize(fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, false, false, NULL)); }
+static int c828(void) { M_PTR(tg_token_stream_new(NULL, false)); }
+static int c829(void) { M_PTR(tg_token_stream_push(NULL, 1, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c830(void) { M_PTR(tg_token_stream_push(fx_stream(), 1, NULL)); }
+static int c831(void) { M_PTR(tg_token_stream_flush(NULL, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c832(void) { M_PTR(tg_token_stream_flush(fx_stream(), NULL)); }
+static int c833(void) { M_NONE(tg_token_stream_free(NULL)); }
+static int c834(void) { M_INT(tg_tokenizer_n_vocab(NULL)); }
+static int c835(void) { M_INT(tg_tokenizer_bos(NULL)); }
+static int c836(void) { M_INT(tg_tokenizer_eos(NULL)); }
+static int c837(void) { M_INT(tg_tokenizer_eot(NULL)); }
+static int c838(void) { M_NONE(tg_tokenizer_add_bos(NULL)); }
+static int c839(void) { M_NONE(tg_tokenizer_is_eog(NULL, 1)); }
+static int c840(void) { M_INT(tg_tokenizer_find(NULL, "x")); }
+static int c841(void) { M_INT(tg_tokenizer_find(fx_tokenizer(), NULL)); }
+static int c842(void) { M_PTR(tg_tokenizer_token_text(NULL, 1)); }
 
 const misuse_case misuse_cases[] = {
   { "tg_dtype_name(dt=99)", c0, M_STRICT },
@@ -1321,365 +1329,373 @@ const misuse_case misuse_cases[] = {
   { "tg_llm_decode_batch(tokens=NULL)", c472, M_STRICT },
   { "tg_llm_decode_batch(n=-1)", c473, M_STRICT },
   { "tg_llm_decode_batch(logits=NULL)", c474, M_OPTIONAL },
-  { "tg_llm_perplexity(m=NULL)", c475, M_STRICT },
-  { "tg_llm_perplexity(tokens=NULL)", c476, M_STRICT },
-  { "tg_llm_perplexity(n=-1)", c477, M_STRICT },
-  { "tg_llm_perplexity(out=NULL)", c478, M_STRICT },
-  { "tg_llm_embed(m=NULL)", c479, M_STRICT },
-  { "tg_llm_embed(tokens=NULL)", c480, M_STRICT },
-  { "tg_llm_embed(n=-1)", c481, M_STRICT },
-  { "tg_llm_embed(out=NULL)", c482, M_STRICT },
-  { "tg_llm_history(m=NULL)", c483, M_STRICT },
-  { "tg_sampler_free(s=NULL)", c484, M_OPTIONAL },
-  { "tg_sampler_sample(s=NULL)", c485, M_STRICT },
-  { "tg_sampler_sample(logits=NULL)", c486, M_STRICT },
-  { "tg_sampler_sample(n=-1)", c487, M_STRICT },
-  { "tg_grammar_new(gbnf=NULL)", c488, M_STRICT },
-  { "tg_json_schema_to_gbnf(schema=NULL)", c489, M_STRICT },
-  { "tg_grammar_from_json_schema(schema=NULL)", c490, M_STRICT },
-  { "tg_grammar_accept(text=NULL)", c491, M_STRICT },
-  { "tg_grammar_mask(tok=NULL)", c492, M_STRICT },
-  { "tg_grammar_mask(allowed=NULL)", c493, M_STRICT },
-  { "tg_sampler_set_grammar(s=NULL)", c494, M_STRICT },
-  { "tg_sampler_set_grammar(tok=NULL)", c495, M_OPTIONAL },
-  { "tg_llm_generate(m=NULL)", c496, M_STRICT },
-  { "tg_llm_generate(tok=NULL)", c497, M_STRICT },
-  { "tg_llm_generate(prompt=NULL)", c498, M_STRICT },
-  { "tg_llm_generate(s=NULL)", c499, M_STRICT },
-  { "tg_llm_generate(extra_stop=NULL)", c500, M_STRICT },
-  { "tg_llm_generate(user=NULL)", c501, M_STRICT },
-  { "tg_llm_generate(stats=NULL)", c502, M_STRICT },
-  { "tg_tan(a=NULL)", c503, M_STRICT },
-  { "tg_asin(a=NULL)", c504, M_STRICT },
-  { "tg_acos(a=NULL)", c505, M_STRICT },
-  { "tg_atan(a=NULL)", c506, M_STRICT },
-  { "tg_sinh(a=NULL)", c507, M_STRICT },
-  { "tg_cosh(a=NULL)", c508, M_STRICT },
-  { "tg_asinh(a=NULL)", c509, M_STRICT },
-  { "tg_acosh(a=NULL)", c510, M_STRICT },
-  { "tg_atanh(a=NULL)", c511, M_STRICT },
-  { "tg_log10(a=NULL)", c512, M_STRICT },
-  { "tg_log1p(a=NULL)", c513, M_STRICT },
-  { "tg_expm1(a=NULL)", c514, M_STRICT },
-  { "tg_erf(a=NULL)", c515, M_STRICT },
-  { "tg_logaddexp(a=NULL)", c516, M_STRICT },
-  { "tg_logaddexp(b=NULL)", c517, M_STRICT },
-  { "tg_trunc(a=NULL)", c518, M_STRICT },
-  { "tg_floor(a=NULL)", c519, M_STRICT },
-  { "tg_ceil(a=NULL)", c520, M_STRICT },
-  { "tg_round(a=NULL)", c521, M_STRICT },
-  { "tg_sign(a=NULL)", c522, M_STRICT },
-  { "tg_square(a=NULL)", c523, M_STRICT },
-  { "tg_copysign(a=NULL)", c524, M_STRICT },
-  { "tg_copysign(b=NULL)", c525, M_STRICT },
-  { "tg_floordiv(a=NULL)", c526, M_STRICT },
-  { "tg_floordiv(b=NULL)", c527, M_STRICT },
-  { "tg_mod(a=NULL)", c528, M_STRICT },
-  { "tg_mod(b=NULL)", c529, M_STRICT },
-  { "tg_fmod(a=NULL)", c530, M_STRICT },
-  { "tg_fmod(b=NULL)", c531, M_STRICT },
-  { "tg_bitwise_and(a=NULL)", c532, M_STRICT },
-  { "tg_bitwise_and(b=NULL)", c533, M_STRICT },
-  { "tg_bitwise_or(a=NULL)", c534, M_STRICT },
-  { "tg_bitwise_or(b=NULL)", c535, M_STRICT },
-  { "tg_bitwise_xor(a=NULL)", c536, M_STRICT },
-  { "tg_bitwise_xor(b=NULL)", c537, M_STRICT },
-  { "tg_bitwise_not(a=NULL)", c538, M_STRICT },
-  { "tg_lshift(a=NULL)", c539, M_STRICT },
-  { "tg_lshift(b=NULL)", c540, M_STRICT },
-  { "tg_rshift(a=NULL)", c541, M_STRICT },
-  { "tg_rshift(b=NULL)", c542, M_STRICT },
-  { "tg_lshifts(a=NULL)", c543, M_STRICT },
-  { "tg_rshifts(a=NULL)", c544, M_STRICT },
-  { "tg_clamp(a=NULL)", c545, M_STRICT },
-  { "tg_clamp_tensor(a=NULL)", c546, M_STRICT },
-  { "tg_clamp_tensor(lo=NULL)", c547, M_STRICT },
-  { "tg_clamp_tensor(hi=NULL)", c548, M_STRICT },
-  { "tg_masked_fill(a=NULL)", c549, M_STRICT },
-  { "tg_masked_fill(mask=NULL)", c550, M_STRICT },
-  { "tg_lerp(a=NULL)", c551, M_STRICT },
-  { "tg_lerp(b=NULL)", c552, M_STRICT },
-  { "tg_lerp(w=NULL)", c553, M_STRICT },
-  { "tg_lerps(a=NULL)", c554, M_STRICT },
-  { "tg_lerps(b=NULL)", c555, M_STRICT },
-  { "tg_isnan(a=NULL)", c556, M_STRICT },
-  { "tg_isinf(a=NULL)", c557, M_STRICT },
-  { "tg_isfinite(a=NULL)", c558, M_STRICT },
-  { "tg_isclose(a=NULL)", c559, M_STRICT },
-  { "tg_isclose(b=NULL)", c560, M_STRICT },
-  { "tg_relu6(a=NULL)", c561, M_STRICT },
-  { "tg_hardtanh(a=NULL)", c562, M_STRICT },
-  { "tg_leaky_relu(a=NULL)", c563, M_STRICT },
-  { "tg_elu(a=NULL)", c564, M_STRICT },
-  { "tg_celu(a=NULL)", c565, M_STRICT },
-  { "tg_selu(a=NULL)", c566, M_STRICT },
-  { "tg_gelu(a=NULL)", c567, M_STRICT },
-  { "tg_quick_gelu(a=NULL)", c568, M_STRICT },
-  { "tg_silu(a=NULL)", c569, M_STRICT },
-  { "tg_swish(a=NULL)", c570, M_STRICT },
-  { "tg_mish(a=NULL)", c571, M_STRICT },
-  { "tg_softplus(a=NULL)", c572, M_STRICT },
-  { "tg_softsign(a=NULL)", c573, M_STRICT },
-  { "tg_logsigmoid(a=NULL)", c574, M_STRICT },
-  { "tg_hardsigmoid(a=NULL)", c575, M_STRICT },
-  { "tg_hardswish(a=NULL)", c576, M_STRICT },
-  { "tg_var(a=NULL)", c577, M_STRICT },
-  { "tg_var(axes.n=17)", c578, M_STRICT },
-  { "tg_var(axes=(99))", c579, M_STRICT },
-  { "tg_std(a=NULL)", c580, M_STRICT },
-  { "tg_std(axes.n=17)", c581, M_STRICT },
-  { "tg_std(axes=(99))", c582, M_STRICT },
-  { "tg_var_mean(a=NULL)", c583, M_STRICT },
-  { "tg_var_mean(axes.n=17)", c584, M_STRICT },
-  { "tg_var_mean(axes=(99))", c585, M_STRICT },
-  { "tg_var_mean(mean=NULL)", c586, M_STRICT },
-  { "tg_std_mean(a=NULL)", c587, M_STRICT },
-  { "tg_std_mean(axes.n=17)", c588, M_STRICT },
-  { "tg_std_mean(axes=(99))", c589, M_STRICT },
-  { "tg_std_mean(mean=NULL)", c590, M_STRICT },
-  { "tg_logsumexp(a=NULL)", c591, M_STRICT },
-  { "tg_logsumexp(axes.n=17)", c592, M_STRICT },
-  { "tg_logsumexp(axes=(99))", c593, M_STRICT },
-  { "tg_any(a=NULL)", c594, M_STRICT },
-  { "tg_any(axes.n=17)", c595, M_STRICT },
-  { "tg_any(axes=(99))", c596, M_STRICT },
-  { "tg_all(a=NULL)", c597, M_STRICT },
-  { "tg_all(axes.n=17)", c598, M_STRICT },
-  { "tg_all(axes=(99))", c599, M_STRICT },
-  { "tg_cumsum(a=NULL)", c600, M_STRICT },
-  { "tg_cumprod(a=NULL)", c601, M_STRICT },
-  { "tg_cummax(a=NULL)", c602, M_STRICT },
-  { "tg_cummax(indices=NULL)", c603, M_OPTIONAL },
-  { "tg_cummin(a=NULL)", c604, M_STRICT },
-  { "tg_cummin(indices=NULL)", c605, M_OPTIONAL },
-  { "tg_logcumsumexp(a=NULL)", c606, M_STRICT },
-  { "tg_sort(a=NULL)", c607, M_STRICT },
-  { "tg_sort(indices=NULL)", c608, M_OPTIONAL },
-  { "tg_argsort(a=NULL)", c609, M_STRICT },
-  { "tg_topk(a=NULL)", c610, M_STRICT },
-  { "tg_topk(indices=NULL)", c611, M_OPTIONAL },
-  { "tg_cat(ts=NULL)", c612, M_STRICT },
-  { "tg_cat(n=-1)", c613, M_STRICT },
-  { "tg_stack(ts=NULL)", c614, M_STRICT },
-  { "tg_stack(n=-1)", c615, M_STRICT },
-  { "tg_split(a=NULL)", c616, M_STRICT },
-  { "tg_split(sizes=NULL)", c617, M_STRICT },
-  { "tg_split(out=NULL)", c618, M_OPTIONAL },
-  { "tg_split_size(a=NULL)", c619, M_STRICT },
-  { "tg_split_size(out=NULL)", c620, M_OPTIONAL },
-  { "tg_chunk(a=NULL)", c621, M_STRICT },
-  { "tg_chunk(out=NULL)", c622, M_OPTIONAL },
-  { "tg_meshgrid(ts=NULL)", c623, M_STRICT },
-  { "tg_meshgrid(n=-1)", c624, M_STRICT },
-  { "tg_meshgrid(indexing=NULL)", c625, M_STRICT },
-  { "tg_meshgrid(out=NULL)", c626, M_STRICT },
-  { "tg_repeat(a=NULL)", c627, M_STRICT },
-  { "tg_repeat(repeats.ndim=17)", c628, M_STRICT },
-  { "tg_repeat(repeats.ndim=-1)", c629, M_STRICT },
-  { "tg_repeat_interleave(a=NULL)", c630, M_STRICT },
-  { "tg_roll(a=NULL)", c631, M_STRICT },
-  { "tg_roll(shifts=NULL)", c632, M_STRICT },
-  { "tg_roll(axes.n=17)", c633, M_STRICT },
-  { "tg_roll(axes=(99))", c634, M_STRICT },
-  { "tg_unfold(a=NULL)", c635, M_STRICT },
-  { "tg_unflatten(a=NULL)", c636, M_STRICT },
-  { "tg_unflatten(sizes.ndim=17)", c637, M_STRICT },
-  { "tg_unflatten(sizes.ndim=-1)", c638, M_STRICT },
-  { "tg_rearrange(a=NULL)", c639, M_STRICT },
-  { "tg_rearrange(pattern=NULL)", c640, M_STRICT },
-  { "tg_rearrange(sizes=NULL)", c641, M_STRICT },
-  { "tg_tril(a=NULL)", c642, M_STRICT },
-  { "tg_triu(a=NULL)", c643, M_STRICT },
-  { "tg_diag(a=NULL)", c644, M_STRICT },
-  { "tg_diagonal(a=NULL)", c645, M_STRICT },
-  { "tg_one_hot(a=NULL)", c646, M_STRICT },
-  { "tg_pad_mode(a=NULL)", c647, M_STRICT },
-  { "tg_pad_mode(pads=NULL)", c648, M_STRICT },
-  { "tg_pad_mode(mode=99)", c649, M_STRICT },
-  { "tg_pad_mode(mode=-1)", c650, M_STRICT },
-  { "tg_getitem_adv(a=NULL)", c651, M_STRICT },
-  { "tg_getitem_adv(idx=NULL)", c652, M_STRICT },
-  { "tg_getitem_adv(n=-1)", c653, M_STRICT },
-  { "tg_setitem(a=NULL)", c654, M_STRICT },
-  { "tg_setitem(idx=NULL)", c655, M_STRICT },
-  { "tg_setitem(n=-1)", c656, M_STRICT },
-  { "tg_setitem(value=NULL)", c657, M_STRICT },
-  { "tg_index_select(a=NULL)", c658, M_STRICT },
-  { "tg_index_select(index=NULL)", c659, M_STRICT },
-  { "tg_take(a=NULL)", c660, M_STRICT },
-  { "tg_take(index=NULL)", c661, M_STRICT },
-  { "tg_gather(a=NULL)", c662, M_STRICT },
-  { "tg_gather(index=NULL)", c663, M_STRICT },
-  { "tg_scatter(a=NULL)", c664, M_STRICT },
-  { "tg_scatter(index=NULL)", c665, M_STRICT },
-  { "tg_scatter(src=NULL)", c666, M_STRICT },
-  { "tg_scatter_value(a=NULL)", c667, M_STRICT },
-  { "tg_scatter_value(index=NULL)", c668, M_STRICT },
-  { "tg_scatter_reduce(a=NULL)", c669, M_STRICT },
-  { "tg_scatter_reduce(index=NULL)", c670, M_STRICT },
-  { "tg_scatter_reduce(src=NULL)", c671, M_STRICT },
-  { "tg_scatter_reduce(reduce=99)", c672, M_STRICT },
-  { "tg_scatter_reduce(reduce=-1)", c673, M_STRICT },
-  { "tg_masked_select(a=NULL)", c674, M_STRICT },
-  { "tg_masked_select(mask=NULL)", c675, M_STRICT },
-  { "tg_conv(x=NULL)", c676, M_STRICT },
-  { "tg_conv(weight=NULL)", c677, M_STRICT },
-  { "tg_conv(bias=NULL)", c678, M_STRICT },
-  { "tg_conv1d(x=NULL)", c679, M_STRICT },
-  { "tg_conv1d(weight=NULL)", c680, M_STRICT },
-  { "tg_conv1d(bias=NULL)", c681, M_STRICT },
-  { "tg_conv2d(x=NULL)", c682, M_STRICT },
-  { "tg_conv2d(weight=NULL)", c683, M_STRICT },
-  { "tg_conv2d(bias=NULL)", c684, M_STRICT },
-  { "tg_conv3d(x=NULL)", c685, M_STRICT },
-  { "tg_conv3d(weight=NULL)", c686, M_STRICT },
-  { "tg_conv3d(bias=NULL)", c687, M_STRICT },
-  { "tg_conv_transpose(x=NULL)", c688, M_STRICT },
-  { "tg_conv_transpose(weight=NULL)", c689, M_STRICT },
-  { "tg_conv_transpose(bias=NULL)", c690, M_STRICT },
-  { "tg_conv_transpose1d(x=NULL)", c691, M_STRICT },
-  { "tg_conv_transpose1d(weight=NULL)", c692, M_STRICT },
-  { "tg_conv_transpose1d(bias=NULL)", c693, M_STRICT },
-  { "tg_conv_transpose2d(x=NULL)", c694, M_STRICT },
-  { "tg_conv_transpose2d(weight=NULL)", c695, M_STRICT },
-  { "tg_conv_transpose2d(bias=NULL)", c696, M_STRICT },
-  { "tg_conv_transpose3d(x=NULL)", c697, M_STRICT },
-  { "tg_conv_transpose3d(weight=NULL)", c698, M_STRICT },
-  { "tg_conv_transpose3d(bias=NULL)", c699, M_STRICT },
-  { "tg_resolve_pool_pads(padding=NULL)", c700, M_STRICT },
-  { "tg_resolve_pool_pads(n=-1)", c701, M_STRICT },
-  { "tg_resolve_pool_pads(out=NULL)", c702, M_STRICT },
-  { "tg_avg_pool2d(x=NULL)", c703, M_STRICT },
-  { "tg_max_pool2d(x=NULL)", c704, M_STRICT },
-  { "tg_max_pool2d(indices=NULL)", c705, M_STRICT },
-  { "tg_max_unpool2d(x=NULL)", c706, M_STRICT },
-  { "tg_max_unpool2d(indices=NULL)", c707, M_STRICT },
-  { "tg_max_unpool2d(output_size=NULL)", c708, M_STRICT },
-  { "tg_interpolate(x=NULL)", c709, M_STRICT },
-  { "tg_interpolate(size=NULL)", c710, M_STRICT },
-  { "tg_interpolate(mode=99)", c711, M_STRICT },
-  { "tg_interpolate(mode=-1)", c712, M_STRICT },
-  { "tg_einsum(subscripts=NULL)", c713, M_STRICT },
-  { "tg_einsum(operands=NULL)", c714, M_STRICT },
-  { "tg_einsum(n=-1)", c715, M_STRICT },
-  { "tg_linear(x=NULL)", c716, M_STRICT },
-  { "tg_linear(weight=NULL)", c717, M_STRICT },
-  { "tg_linear(bias=NULL)", c718, M_OPTIONAL },
-  { "tg_layernorm(x=NULL)", c719, M_STRICT },
-  { "tg_layernorm(normalized_shape.ndim=17)", c720, M_STRICT },
-  { "tg_layernorm(normalized_shape.ndim=-1)", c721, M_STRICT },
-  { "tg_layernorm(weight=NULL)", c722, M_OPTIONAL },
-  { "tg_layernorm(bias=NULL)", c723, M_OPTIONAL },
-  { "tg_batchnorm(x=NULL)", c724, M_STRICT },
-  { "tg_batchnorm(mean=NULL)", c725, M_STRICT },
-  { "tg_batchnorm(var=NULL)", c726, M_STRICT },
-  { "tg_batchnorm(weight=NULL)", c727, M_STRICT },
-  { "tg_batchnorm(bias=NULL)", c728, M_STRICT },
-  { "tg_batchnorm_stats(x=NULL)", c729, M_STRICT },
-  { "tg_batchnorm_stats(mean=NULL)", c730, M_STRICT },
-  { "tg_batchnorm_stats(var=NULL)", c731, M_STRICT },
-  { "tg_softmin(x=NULL)", c732, M_STRICT },
-  { "tg_scaled_dot_product_attention(q=NULL)", c733, M_STRICT },
-  { "tg_scaled_dot_product_attention(k=NULL)", c734, M_STRICT },
-  { "tg_scaled_dot_product_attention(v=NULL)", c735, M_STRICT },
-  { "tg_dropout(x=NULL)", c736, M_STRICT },
-  { "tg_cross_entropy(logits=NULL)", c737, M_STRICT },
-  { "tg_cross_entropy(target=NULL)", c738, M_STRICT },
-  { "tg_nll_loss(logp=NULL)", c739, M_STRICT },
-  { "tg_nll_loss(target=NULL)", c740, M_STRICT },
-  { "tg_sparse_categorical_crossentropy(logits=NULL)", c741, M_STRICT },
-  { "tg_sparse_categorical_crossentropy(target=NULL)", c742, M_STRICT },
-  { "tg_binary_crossentropy(p=NULL)", c743, M_STRICT },
-  { "tg_binary_crossentropy(y=NULL)", c744, M_STRICT },
-  { "tg_binary_crossentropy_logits(x=NULL)", c745, M_STRICT },
-  { "tg_binary_crossentropy_logits(y=NULL)", c746, M_STRICT },
-  { "tg_randint(shape.ndim=17)", c747, M_STRICT },
-  { "tg_randint(shape.ndim=-1)", c748, M_STRICT },
-  { "tg_randint(dt=99)", c749, M_STRICT },
-  { "tg_randint(dt=-1)", c750, M_STRICT },
-  { "tg_uniform(shape.ndim=17)", c751, M_STRICT },
-  { "tg_uniform(shape.ndim=-1)", c752, M_STRICT },
-  { "tg_uniform(dt=99)", c753, M_STRICT },
-  { "tg_uniform(dt=-1)", c754, M_STRICT },
-  { "tg_normal(shape.ndim=17)", c755, M_STRICT },
-  { "tg_normal(shape.ndim=-1)", c756, M_STRICT },
-  { "tg_normal(dt=99)", c757, M_STRICT },
-  { "tg_normal(dt=-1)", c758, M_STRICT },
-  { "tg_multinomial(probs=NULL)", c759, M_STRICT },
-  { "tg_randperm(n=-1)", c760, M_STRICT },
-  { "tg_randperm(dt=99)", c761, M_STRICT },
-  { "tg_randperm(dt=-1)", c762, M_STRICT },
-  { "tg_kaiming_uniform(shape.ndim=17)", c763, M_STRICT },
-  { "tg_kaiming_uniform(shape.ndim=-1)", c764, M_STRICT },
-  { "tg_kaiming_uniform(dt=99)", c765, M_STRICT },
-  { "tg_kaiming_uniform(dt=-1)", c766, M_STRICT },
-  { "tg_kaiming_normal(shape.ndim=17)", c767, M_STRICT },
-  { "tg_kaiming_normal(shape.ndim=-1)", c768, M_STRICT },
-  { "tg_kaiming_normal(dt=99)", c769, M_STRICT },
-  { "tg_kaiming_normal(dt=-1)", c770, M_STRICT },
-  { "tg_glorot_uniform(shape.ndim=17)", c771, M_STRICT },
-  { "tg_glorot_uniform(shape.ndim=-1)", c772, M_STRICT },
-  { "tg_glorot_uniform(dt=99)", c773, M_STRICT },
-  { "tg_glorot_uniform(dt=-1)", c774, M_STRICT },
-  { "tg_ggml_type_from_name(name=NULL)", c775, M_STRICT },
-  { "tg_dequantize(raw=NULL)", c776, M_STRICT },
-  { "tg_dequantize(shape.ndim=17)", c777, M_STRICT },
-  { "tg_dequantize(shape.ndim=-1)", c778, M_STRICT },
-  { "tg_quant_matmul(x=NULL)", c779, M_STRICT },
-  { "tg_quant_matmul(raw=NULL)", c780, M_STRICT },
-  { "tg_quant_matmul(w_shape.ndim=17)", c781, M_STRICT },
-  { "tg_quant_matmul(w_shape.ndim=-1)", c782, M_STRICT },
-  { "tg_quant_pack_rows(raw=NULL)", c783, M_STRICT },
-  { "tg_quant_pack_rows(w_shape.ndim=17)", c784, M_STRICT },
-  { "tg_quant_pack_rows(w_shape.ndim=-1)", c785, M_STRICT },
-  { "tg_quant_pack_rows(scales=NULL)", c786, M_STRICT },
-  { "tg_quant_pack_rows(quants=NULL)", c787, M_STRICT },
-  { "tg_quant_pack_rows_stacked(raws=NULL)", c788, M_STRICT },
-  { "tg_quant_pack_rows_stacked(rows=NULL)", c789, M_STRICT },
-  { "tg_quant_pack_rows_stacked(n=-1)", c790, M_STRICT },
-  { "tg_quant_pack_rows_stacked(scales=NULL)", c791, M_STRICT },
-  { "tg_quant_pack_rows_stacked(quants=NULL)", c792, M_STRICT },
-  { "tg_quant_matmul_rows(x=NULL)", c793, M_STRICT },
-  { "tg_quant_matmul_rows(scales=NULL)", c794, M_STRICT },
-  { "tg_quant_matmul_rows(quants=NULL)", c795, M_STRICT },
-  { "tg_quant_matmul_rows(w_shape.ndim=17)", c796, M_STRICT },
-  { "tg_quant_matmul_rows(w_shape.ndim=-1)", c797, M_STRICT },
-  { "tg_quant_matmul_rows_experts(x=NULL)", c798, M_STRICT },
-  { "tg_quant_matmul_rows_experts(scales=NULL)", c799, M_STRICT },
-  { "tg_quant_matmul_rows_experts(quants=NULL)", c800, M_STRICT },
-  { "tg_quant_matmul_rows_experts(w_shape.ndim=17)", c801, M_STRICT },
-  { "tg_quant_matmul_rows_experts(w_shape.ndim=-1)", c802, M_STRICT },
-  { "tg_quant_matmul_rows_experts(index=NULL)", c803, M_STRICT },
-  { "tg_dequantize_rows(scales=NULL)", c804, M_STRICT },
-  { "tg_dequantize_rows(quants=NULL)", c805, M_STRICT },
-  { "tg_dequantize_rows(w_shape.ndim=17)", c806, M_STRICT },
-  { "tg_dequantize_rows(w_shape.ndim=-1)", c807, M_STRICT },
-  { "tg_tokenizer_load(gguf_path=NULL)", c808, M_STRICT },
-  { "tg_tokenizer_free(tok=NULL)", c809, M_OPTIONAL },
-  { "tg_tokenize(tok=NULL)", c810, M_STRICT },
-  { "tg_tokenize(text=NULL)", c811, M_STRICT },
-  { "tg_tokenize(ids=NULL)", c812, M_STRICT },
-  { "tg_token_to_piece(tok=NULL)", c813, M_STRICT },
-  { "tg_token_to_piece(buf=NULL)", c814, M_STRICT },
-  { "tg_token_to_piece(cap=-1)", c815, M_STRICT },
-  { "tg_detokenize(tok=NULL)", c816, M_STRICT },
-  { "tg_detokenize(ids=NULL)", c817, M_STRICT },
-  { "tg_detokenize(n=-1)", c818, M_STRICT },
-  { "tg_detokenize(len=NULL)", c819, M_OPTIONAL },
-  { "tg_token_stream_new(tok=NULL)", c820, M_STRICT },
-  { "tg_token_stream_push(s=NULL)", c821, M_STRICT },
-  { "tg_token_stream_push(len=NULL)", c822, M_OPTIONAL },
-  { "tg_token_stream_flush(s=NULL)", c823, M_STRICT },
-  { "tg_token_stream_flush(len=NULL)", c824, M_OPTIONAL },
-  { "tg_token_stream_free(s=NULL)", c825, M_OPTIONAL },
-  { "tg_tokenizer_n_vocab(tok=NULL)", c826, M_STRICT },
-  { "tg_tokenizer_bos(tok=NULL)", c827, M_STRICT },
-  { "tg_tokenizer_eos(tok=NULL)", c828, M_STRICT },
-  { "tg_tokenizer_eot(tok=NULL)", c829, M_STRICT },
-  { "tg_tokenizer_add_bos(tok=NULL)", c830, M_STRICT },
-  { "tg_tokenizer_is_eog(tok=NULL)", c831, M_STRICT },
-  { "tg_tokenizer_find(tok=NULL)", c832, M_STRICT },
-  { "tg_tokenizer_find(text=NULL)", c833, M_STRICT },
-  { "tg_tokenizer_token_text(tok=NULL)", c834, M_STRICT },
+  { "tg_llm_eval_batch(m=NULL)", c475, M_STRICT },
+  { "tg_llm_eval_batch(seqs=NULL)", c476, M_STRICT },
+  { "tg_llm_eval_batch(positions=NULL)", c477, M_OPTIONAL },
+  { "tg_llm_eval_batch(tokens=NULL)", c478, M_STRICT },
+  { "tg_llm_eval_batch(n=-1)", c479, M_STRICT },
+  { "tg_llm_eval_batch(want=NULL)", c480, M_OPTIONAL },
+  { "tg_llm_eval_batch(logits=NULL)", c481, M_OPTIONAL },
+  { "tg_llm_batch_seq_rows(m=NULL)", c482, M_STRICT },
+  { "tg_llm_perplexity(m=NULL)", c483, M_STRICT },
+  { "tg_llm_perplexity(tokens=NULL)", c484, M_STRICT },
+  { "tg_llm_perplexity(n=-1)", c485, M_STRICT },
+  { "tg_llm_perplexity(out=NULL)", c486, M_STRICT },
+  { "tg_llm_embed(m=NULL)", c487, M_STRICT },
+  { "tg_llm_embed(tokens=NULL)", c488, M_STRICT },
+  { "tg_llm_embed(n=-1)", c489, M_STRICT },
+  { "tg_llm_embed(out=NULL)", c490, M_STRICT },
+  { "tg_llm_history(m=NULL)", c491, M_STRICT },
+  { "tg_sampler_free(s=NULL)", c492, M_OPTIONAL },
+  { "tg_sampler_sample(s=NULL)", c493, M_STRICT },
+  { "tg_sampler_sample(logits=NULL)", c494, M_STRICT },
+  { "tg_sampler_sample(n=-1)", c495, M_STRICT },
+  { "tg_grammar_new(gbnf=NULL)", c496, M_STRICT },
+  { "tg_json_schema_to_gbnf(schema=NULL)", c497, M_STRICT },
+  { "tg_grammar_from_json_schema(schema=NULL)", c498, M_STRICT },
+  { "tg_grammar_accept(text=NULL)", c499, M_STRICT },
+  { "tg_grammar_mask(tok=NULL)", c500, M_STRICT },
+  { "tg_grammar_mask(allowed=NULL)", c501, M_STRICT },
+  { "tg_sampler_set_grammar(s=NULL)", c502, M_STRICT },
+  { "tg_sampler_set_grammar(tok=NULL)", c503, M_OPTIONAL },
+  { "tg_llm_generate(m=NULL)", c504, M_STRICT },
+  { "tg_llm_generate(tok=NULL)", c505, M_STRICT },
+  { "tg_llm_generate(prompt=NULL)", c506, M_STRICT },
+  { "tg_llm_generate(s=NULL)", c507, M_STRICT },
+  { "tg_llm_generate(extra_stop=NULL)", c508, M_STRICT },
+  { "tg_llm_generate(user=NULL)", c509, M_STRICT },
+  { "tg_llm_generate(stats=NULL)", c510, M_STRICT },
+  { "tg_tan(a=NULL)", c511, M_STRICT },
+  { "tg_asin(a=NULL)", c512, M_STRICT },
+  { "tg_acos(a=NULL)", c513, M_STRICT },
+  { "tg_atan(a=NULL)", c514, M_STRICT },
+  { "tg_sinh(a=NULL)", c515, M_STRICT },
+  { "tg_cosh(a=NULL)", c516, M_STRICT },
+  { "tg_asinh(a=NULL)", c517, M_STRICT },
+  { "tg_acosh(a=NULL)", c518, M_STRICT },
+  { "tg_atanh(a=NULL)", c519, M_STRICT },
+  { "tg_log10(a=NULL)", c520, M_STRICT },
+  { "tg_log1p(a=NULL)", c521, M_STRICT },
+  { "tg_expm1(a=NULL)", c522, M_STRICT },
+  { "tg_erf(a=NULL)", c523, M_STRICT },
+  { "tg_logaddexp(a=NULL)", c524, M_STRICT },
+  { "tg_logaddexp(b=NULL)", c525, M_STRICT },
+  { "tg_trunc(a=NULL)", c526, M_STRICT },
+  { "tg_floor(a=NULL)", c527, M_STRICT },
+  { "tg_ceil(a=NULL)", c528, M_STRICT },
+  { "tg_round(a=NULL)", c529, M_STRICT },
+  { "tg_sign(a=NULL)", c530, M_STRICT },
+  { "tg_square(a=NULL)", c531, M_STRICT },
+  { "tg_copysign(a=NULL)", c532, M_STRICT },
+  { "tg_copysign(b=NULL)", c533, M_STRICT },
+  { "tg_floordiv(a=NULL)", c534, M_STRICT },
+  { "tg_floordiv(b=NULL)", c535, M_STRICT },
+  { "tg_mod(a=NULL)", c536, M_STRICT },
+  { "tg_mod(b=NULL)", c537, M_STRICT },
+  { "tg_fmod(a=NULL)", c538, M_STRICT },
+  { "tg_fmod(b=NULL)", c539, M_STRICT },
+  { "tg_bitwise_and(a=NULL)", c540, M_STRICT },
+  { "tg_bitwise_and(b=NULL)", c541, M_STRICT },
+  { "tg_bitwise_or(a=NULL)", c542, M_STRICT },
+  { "tg_bitwise_or(b=NULL)", c543, M_STRICT },
+  { "tg_bitwise_xor(a=NULL)", c544, M_STRICT },
+  { "tg_bitwise_xor(b=NULL)", c545, M_STRICT },
+  { "tg_bitwise_not(a=NULL)", c546, M_STRICT },
+  { "tg_lshift(a=NULL)", c547, M_STRICT },
+  { "tg_lshift(b=NULL)", c548, M_STRICT },
+  { "tg_rshift(a=NULL)", c549, M_STRICT },
+  { "tg_rshift(b=NULL)", c550, M_STRICT },
+  { "tg_lshifts(a=NULL)", c551, M_STRICT },
+  { "tg_rshifts(a=NULL)", c552, M_STRICT },
+  { "tg_clamp(a=NULL)", c553, M_STRICT },
+  { "tg_clamp_tensor(a=NULL)", c554, M_STRICT },
+  { "tg_clamp_tensor(lo=NULL)", c555, M_STRICT },
+  { "tg_clamp_tensor(hi=NULL)", c556, M_STRICT },
+  { "tg_masked_fill(a=NULL)", c557, M_STRICT },
+  { "tg_masked_fill(mask=NULL)", c558, M_STRICT },
+  { "tg_lerp(a=NULL)", c559, M_STRICT },
+  { "tg_lerp(b=NULL)", c560, M_STRICT },
+  { "tg_lerp(w=NULL)", c561, M_STRICT },
+  { "tg_lerps(a=NULL)", c562, M_STRICT },
+  { "tg_lerps(b=NULL)", c563, M_STRICT },
+  { "tg_isnan(a=NULL)", c564, M_STRICT },
+  { "tg_isinf(a=NULL)", c565, M_STRICT },
+  { "tg_isfinite(a=NULL)", c566, M_STRICT },
+  { "tg_isclose(a=NULL)", c567, M_STRICT },
+  { "tg_isclose(b=NULL)", c568, M_STRICT },
+  { "tg_relu6(a=NULL)", c569, M_STRICT },
+  { "tg_hardtanh(a=NULL)", c570, M_STRICT },
+  { "tg_leaky_relu(a=NULL)", c571, M_STRICT },
+  { "tg_elu(a=NULL)", c572, M_STRICT },
+  { "tg_celu(a=NULL)", c573, M_STRICT },
+  { "tg_selu(a=NULL)", c574, M_STRICT },
+  { "tg_gelu(a=NULL)", c575, M_STRICT },
+  { "tg_quick_gelu(a=NULL)", c576, M_STRICT },
+  { "tg_silu(a=NULL)", c577, M_STRICT },
+  { "tg_swish(a=NULL)", c578, M_STRICT },
+  { "tg_mish(a=NULL)", c579, M_STRICT },
+  { "tg_softplus(a=NULL)", c580, M_STRICT },
+  { "tg_softsign(a=NULL)", c581, M_STRICT },
+  { "tg_logsigmoid(a=NULL)", c582, M_STRICT },
+  { "tg_hardsigmoid(a=NULL)", c583, M_STRICT },
+  { "tg_hardswish(a=NULL)", c584, M_STRICT },
+  { "tg_var(a=NULL)", c585, M_STRICT },
+  { "tg_var(axes.n=17)", c586, M_STRICT },
+  { "tg_var(axes=(99))", c587, M_STRICT },
+  { "tg_std(a=NULL)", c588, M_STRICT },
+  { "tg_std(axes.n=17)", c589, M_STRICT },
+  { "tg_std(axes=(99))", c590, M_STRICT },
+  { "tg_var_mean(a=NULL)", c591, M_STRICT },
+  { "tg_var_mean(axes.n=17)", c592, M_STRICT },
+  { "tg_var_mean(axes=(99))", c593, M_STRICT },
+  { "tg_var_mean(mean=NULL)", c594, M_STRICT },
+  { "tg_std_mean(a=NULL)", c595, M_STRICT },
+  { "tg_std_mean(axes.n=17)", c596, M_STRICT },
+  { "tg_std_mean(axes=(99))", c597, M_STRICT },
+  { "tg_std_mean(mean=NULL)", c598, M_STRICT },
+  { "tg_logsumexp(a=NULL)", c599, M_STRICT },
+  { "tg_logsumexp(axes.n=17)", c600, M_STRICT },
+  { "tg_logsumexp(axes=(99))", c601, M_STRICT },
+  { "tg_any(a=NULL)", c602, M_STRICT },
+  { "tg_any(axes.n=17)", c603, M_STRICT },
+  { "tg_any(axes=(99))", c604, M_STRICT },
+  { "tg_all(a=NULL)", c605, M_STRICT },
+  { "tg_all(axes.n=17)", c606, M_STRICT },
+  { "tg_all(axes=(99))", c607, M_STRICT },
+  { "tg_cumsum(a=NULL)", c608, M_STRICT },
+  { "tg_cumprod(a=NULL)", c609, M_STRICT },
+  { "tg_cummax(a=NULL)", c610, M_STRICT },
+  { "tg_cummax(indices=NULL)", c611, M_OPTIONAL },
+  { "tg_cummin(a=NULL)", c612, M_STRICT },
+  { "tg_cummin(indices=NULL)", c613, M_OPTIONAL },
+  { "tg_logcumsumexp(a=NULL)", c614, M_STRICT },
+  { "tg_sort(a=NULL)", c615, M_STRICT },
+  { "tg_sort(indices=NULL)", c616, M_OPTIONAL },
+  { "tg_argsort(a=NULL)", c617, M_STRICT },
+  { "tg_topk(a=NULL)", c618, M_STRICT },
+  { "tg_topk(indices=NULL)", c619, M_OPTIONAL },
+  { "tg_cat(ts=NULL)", c620, M_STRICT },
+  { "tg_cat(n=-1)", c621, M_STRICT },
+  { "tg_stack(ts=NULL)", c622, M_STRICT },
+  { "tg_stack(n=-1)", c623, M_STRICT },
+  { "tg_split(a=NULL)", c624, M_STRICT },
+  { "tg_split(sizes=NULL)", c625, M_STRICT },
+  { "tg_split(out=NULL)", c626, M_OPTIONAL },
+  { "tg_split_size(a=NULL)", c627, M_STRICT },
+  { "tg_split_size(out=NULL)", c628, M_OPTIONAL },
+  { "tg_chunk(a=NULL)", c629, M_STRICT },
+  { "tg_chunk(out=NULL)", c630, M_OPTIONAL },
+  { "tg_meshgrid(ts=NULL)", c631, M_STRICT },
+  { "tg_meshgrid(n=-1)", c632, M_STRICT },
+  { "tg_meshgrid(indexing=NULL)", c633, M_STRICT },
+  { "tg_meshgrid(out=NULL)", c634, M_STRICT },
+  { "tg_repeat(a=NULL)", c635, M_STRICT },
+  { "tg_repeat(repeats.ndim=17)", c636, M_STRICT },
+  { "tg_repeat(repeats.ndim=-1)", c637, M_STRICT },
+  { "tg_repeat_interleave(a=NULL)", c638, M_STRICT },
+  { "tg_roll(a=NULL)", c639, M_STRICT },
+  { "tg_roll(shifts=NULL)", c640, M_STRICT },
+  { "tg_roll(axes.n=17)", c641, M_STRICT },
+  { "tg_roll(axes=(99))", c642, M_STRICT },
+  { "tg_unfold(a=NULL)", c643, M_STRICT },
+  { "tg_unflatten(a=NULL)", c644, M_STRICT },
+  { "tg_unflatten(sizes.ndim=17)", c645, M_STRICT },
+  { "tg_unflatten(sizes.ndim=-1)", c646, M_STRICT },
+  { "tg_rearrange(a=NULL)", c647, M_STRICT },
+  { "tg_rearrange(pattern=NULL)", c648, M_STRICT },
+  { "tg_rearrange(sizes=NULL)", c649, M_STRICT },
+  { "tg_tril(a=NULL)", c650, M_STRICT },
+  { "tg_triu(a=NULL)", c651, M_STRICT },
+  { "tg_diag(a=NULL)", c652, M_STRICT },
+  { "tg_diagonal(a=NULL)", c653, M_STRICT },
+  { "tg_one_hot(a=NULL)", c654, M_STRICT },
+  { "tg_pad_mode(a=NULL)", c655, M_STRICT },
+  { "tg_pad_mode(pads=NULL)", c656, M_STRICT },
+  { "tg_pad_mode(mode=99)", c657, M_STRICT },
+  { "tg_pad_mode(mode=-1)", c658, M_STRICT },
+  { "tg_getitem_adv(a=NULL)", c659, M_STRICT },
+  { "tg_getitem_adv(idx=NULL)", c660, M_STRICT },
+  { "tg_getitem_adv(n=-1)", c661, M_STRICT },
+  { "tg_setitem(a=NULL)", c662, M_STRICT },
+  { "tg_setitem(idx=NULL)", c663, M_STRICT },
+  { "tg_setitem(n=-1)", c664, M_STRICT },
+  { "tg_setitem(value=NULL)", c665, M_STRICT },
+  { "tg_index_select(a=NULL)", c666, M_STRICT },
+  { "tg_index_select(index=NULL)", c667, M_STRICT },
+  { "tg_take(a=NULL)", c668, M_STRICT },
+  { "tg_take(index=NULL)", c669, M_STRICT },
+  { "tg_gather(a=NULL)", c670, M_STRICT },
+  { "tg_gather(index=NULL)", c671, M_STRICT },
+  { "tg_scatter(a=NULL)", c672, M_STRICT },
+  { "tg_scatter(index=NULL)", c673, M_STRICT },
+  { "tg_scatter(src=NULL)", c674, M_STRICT },
+  { "tg_scatter_value(a=NULL)", c675, M_STRICT },
+  { "tg_scatter_value(index=NULL)", c676, M_STRICT },
+  { "tg_scatter_reduce(a=NULL)", c677, M_STRICT },
+  { "tg_scatter_reduce(index=NULL)", c678, M_STRICT },
+  { "tg_scatter_reduce(src=NULL)", c679, M_STRICT },
+  { "tg_scatter_reduce(reduce=99)", c680, M_STRICT },
+  { "tg_scatter_reduce(reduce=-1)", c681, M_STRICT },
+  { "tg_masked_select(a=NULL)", c682, M_STRICT },
+  { "tg_masked_select(mask=NULL)", c683, M_STRICT },
+  { "tg_conv(x=NULL)", c684, M_STRICT },
+  { "tg_conv(weight=NULL)", c685, M_STRICT },
+  { "tg_conv(bias=NULL)", c686, M_STRICT },
+  { "tg_conv1d(x=NULL)", c687, M_STRICT },
+  { "tg_conv1d(weight=NULL)", c688, M_STRICT },
+  { "tg_conv1d(bias=NULL)", c689, M_STRICT },
+  { "tg_conv2d(x=NULL)", c690, M_STRICT },
+  { "tg_conv2d(weight=NULL)", c691, M_STRICT },
+  { "tg_conv2d(bias=NULL)", c692, M_STRICT },
+  { "tg_conv3d(x=NULL)", c693, M_STRICT },
+  { "tg_conv3d(weight=NULL)", c694, M_STRICT },
+  { "tg_conv3d(bias=NULL)", c695, M_STRICT },
+  { "tg_conv_transpose(x=NULL)", c696, M_STRICT },
+  { "tg_conv_transpose(weight=NULL)", c697, M_STRICT },
+  { "tg_conv_transpose(bias=NULL)", c698, M_STRICT },
+  { "tg_conv_transpose1d(x=NULL)", c699, M_STRICT },
+  { "tg_conv_transpose1d(weight=NULL)", c700, M_STRICT },
+  { "tg_conv_transpose1d(bias=NULL)", c701, M_STRICT },
+  { "tg_conv_transpose2d(x=NULL)", c702, M_STRICT },
+  { "tg_conv_transpose2d(weight=NULL)", c703, M_STRICT },
+  { "tg_conv_transpose2d(bias=NULL)", c704, M_STRICT },
+  { "tg_conv_transpose3d(x=NULL)", c705, M_STRICT },
+  { "tg_conv_transpose3d(weight=NULL)", c706, M_STRICT },
+  { "tg_conv_transpose3d(bias=NULL)", c707, M_STRICT },
+  { "tg_resolve_pool_pads(padding=NULL)", c708, M_STRICT },
+  { "tg_resolve_pool_pads(n=-1)", c709, M_STRICT },
+  { "tg_resolve_pool_pads(out=NULL)", c710, M_STRICT },
+  { "tg_avg_pool2d(x=NULL)", c711, M_STRICT },
+  { "tg_max_pool2d(x=NULL)", c712, M_STRICT },
+  { "tg_max_pool2d(indices=NULL)", c713, M_STRICT },
+  { "tg_max_unpool2d(x=NULL)", c714, M_STRICT },
+  { "tg_max_unpool2d(indices=NULL)", c715, M_STRICT },
+  { "tg_max_unpool2d(output_size=NULL)", c716, M_STRICT },
+  { "tg_interpolate(x=NULL)", c717, M_STRICT },
+  { "tg_interpolate(size=NULL)", c718, M_STRICT },
+  { "tg_interpolate(mode=99)", c719, M_STRICT },
+  { "tg_interpolate(mode=-1)", c720, M_STRICT },
+  { "tg_einsum(subscripts=NULL)", c721, M_STRICT },
+  { "tg_einsum(operands=NULL)", c722, M_STRICT },
+  { "tg_einsum(n=-1)", c723, M_STRICT },
+  { "tg_linear(x=NULL)", c724, M_STRICT },
+  { "tg_linear(weight=NULL)", c725, M_STRICT },
+  { "tg_linear(bias=NULL)", c726, M_OPTIONAL },
+  { "tg_layernorm(x=NULL)", c727, M_STRICT },
+  { "tg_layernorm(normalized_shape.ndim=17)", c728, M_STRICT },
+  { "tg_layernorm(normalized_shape.ndim=-1)", c729, M_STRICT },
+  { "tg_layernorm(weight=NULL)", c730, M_OPTIONAL },
+  { "tg_layernorm(bias=NULL)", c731, M_OPTIONAL },
+  { "tg_batchnorm(x=NULL)", c732, M_STRICT },
+  { "tg_batchnorm(mean=NULL)", c733, M_STRICT },
+  { "tg_batchnorm(var=NULL)", c734, M_STRICT },
+  { "tg_batchnorm(weight=NULL)", c735, M_STRICT },
+  { "tg_batchnorm(bias=NULL)", c736, M_STRICT },
+  { "tg_batchnorm_stats(x=NULL)", c737, M_STRICT },
+  { "tg_batchnorm_stats(mean=NULL)", c738, M_STRICT },
+  { "tg_batchnorm_stats(var=NULL)", c739, M_STRICT },
+  { "tg_softmin(x=NULL)", c740, M_STRICT },
+  { "tg_scaled_dot_product_attention(q=NULL)", c741, M_STRICT },
+  { "tg_scaled_dot_product_attention(k=NULL)", c742, M_STRICT },
+  { "tg_scaled_dot_product_attention(v=NULL)", c743, M_STRICT },
+  { "tg_dropout(x=NULL)", c744, M_STRICT },
+  { "tg_cross_entropy(logits=NULL)", c745, M_STRICT },
+  { "tg_cross_entropy(target=NULL)", c746, M_STRICT },
+  { "tg_nll_loss(logp=NULL)", c747, M_STRICT },
+  { "tg_nll_loss(target=NULL)", c748, M_STRICT },
+  { "tg_sparse_categorical_crossentropy(logits=NULL)", c749, M_STRICT },
+  { "tg_sparse_categorical_crossentropy(target=NULL)", c750, M_STRICT },
+  { "tg_binary_crossentropy(p=NULL)", c751, M_STRICT },
+  { "tg_binary_crossentropy(y=NULL)", c752, M_STRICT },
+  { "tg_binary_crossentropy_logits(x=NULL)", c753, M_STRICT },
+  { "tg_binary_crossentropy_logits(y=NULL)", c754, M_STRICT },
+  { "tg_randint(shape.ndim=17)", c755, M_STRICT },
+  { "tg_randint(shape.ndim=-1)", c756, M_STRICT },
+  { "tg_randint(dt=99)", c757, M_STRICT },
+  { "tg_randint(dt=-1)", c758, M_STRICT },
+  { "tg_uniform(shape.ndim=17)", c759, M_STRICT },
+  { "tg_uniform(shape.ndim=-1)", c760, M_STRICT },
+  { "tg_uniform(dt=99)", c761, M_STRICT },
+  { "tg_uniform(dt=-1)", c762, M_STRICT },
+  { "tg_normal(shape.ndim=17)", c763, M_STRICT },
+  { "tg_normal(shape.ndim=-1)", c764, M_STRICT },
+  { "tg_normal(dt=99)", c765, M_STRICT },
+  { "tg_normal(dt=-1)", c766, M_STRICT },
+  { "tg_multinomial(probs=NULL)", c767, M_STRICT },
+  { "tg_randperm(n=-1)", c768, M_STRICT },
+  { "tg_randperm(dt=99)", c769, M_STRICT },
+  { "tg_randperm(dt=-1)", c770, M_STRICT },
+  { "tg_kaiming_uniform(shape.ndim=17)", c771, M_STRICT },
+  { "tg_kaiming_uniform(shape.ndim=-1)", c772, M_STRICT },
+  { "tg_kaiming_uniform(dt=99)", c773, M_STRICT },
+  { "tg_kaiming_uniform(dt=-1)", c774, M_STRICT },
+  { "tg_kaiming_normal(shape.ndim=17)", c775, M_STRICT },
+  { "tg_kaiming_normal(shape.ndim=-1)", c776, M_STRICT },
+  { "tg_kaiming_normal(dt=99)", c777, M_STRICT },
+  { "tg_kaiming_normal(dt=-1)", c778, M_STRICT },
+  { "tg_glorot_uniform(shape.ndim=17)", c779, M_STRICT },
+  { "tg_glorot_uniform(shape.ndim=-1)", c780, M_STRICT },
+  { "tg_glorot_uniform(dt=99)", c781, M_STRICT },
+  { "tg_glorot_uniform(dt=-1)", c782, M_STRICT },
+  { "tg_ggml_type_from_name(name=NULL)", c783, M_STRICT },
+  { "tg_dequantize(raw=NULL)", c784, M_STRICT },
+  { "tg_dequantize(shape.ndim=17)", c785, M_STRICT },
+  { "tg_dequantize(shape.ndim=-1)", c786, M_STRICT },
+  { "tg_quant_matmul(x=NULL)", c787, M_STRICT },
+  { "tg_quant_matmul(raw=NULL)", c788, M_STRICT },
+  { "tg_quant_matmul(w_shape.ndim=17)", c789, M_STRICT },
+  { "tg_quant_matmul(w_shape.ndim=-1)", c790, M_STRICT },
+  { "tg_quant_pack_rows(raw=NULL)", c791, M_STRICT },
+  { "tg_quant_pack_rows(w_shape.ndim=17)", c792, M_STRICT },
+  { "tg_quant_pack_rows(w_shape.ndim=-1)", c793, M_STRICT },
+  { "tg_quant_pack_rows(scales=NULL)", c794, M_STRICT },
+  { "tg_quant_pack_rows(quants=NULL)", c795, M_STRICT },
+  { "tg_quant_pack_rows_stacked(raws=NULL)", c796, M_STRICT },
+  { "tg_quant_pack_rows_stacked(rows=NULL)", c797, M_STRICT },
+  { "tg_quant_pack_rows_stacked(n=-1)", c798, M_STRICT },
+  { "tg_quant_pack_rows_stacked(scales=NULL)", c799, M_STRICT },
+  { "tg_quant_pack_rows_stacked(quants=NULL)", c800, M_STRICT },
+  { "tg_quant_matmul_rows(x=NULL)", c801, M_STRICT },
+  { "tg_quant_matmul_rows(scales=NULL)", c802, M_STRICT },
+  { "tg_quant_matmul_rows(quants=NULL)", c803, M_STRICT },
+  { "tg_quant_matmul_rows(w_shape.ndim=17)", c804, M_STRICT },
+  { "tg_quant_matmul_rows(w_shape.ndim=-1)", c805, M_STRICT },
+  { "tg_quant_matmul_rows_experts(x=NULL)", c806, M_STRICT },
+  { "tg_quant_matmul_rows_experts(scales=NULL)", c807, M_STRICT },
+  { "tg_quant_matmul_rows_experts(quants=NULL)", c808, M_STRICT },
+  { "tg_quant_matmul_rows_experts(w_shape.ndim=17)", c809, M_STRICT },
+  { "tg_quant_matmul_rows_experts(w_shape.ndim=-1)", c810, M_STRICT },
+  { "tg_quant_matmul_rows_experts(index=NULL)", c811, M_STRICT },
+  { "tg_dequantize_rows(scales=NULL)", c812, M_STRICT },
+  { "tg_dequantize_rows(quants=NULL)", c813, M_STRICT },
+  { "tg_dequantize_rows(w_shape.ndim=17)", c814, M_STRICT },
+  { "tg_dequantize_rows(w_shape.ndim=-1)", c815, M_STRICT },
+  { "tg_tokenizer_load(gguf_path=NULL)", c816, M_STRICT },
+  { "tg_tokenizer_free(tok=NULL)", c817, M_OPTIONAL },
+  { "tg_tokenize(tok=NULL)", c818, M_STRICT },
+  { "tg_tokenize(text=NULL)", c819, M_STRICT },
+  { "tg_tokenize(ids=NULL)", c820, M_STRICT },
+  { "tg_token_to_piece(tok=NULL)", c821, M_STRICT },
+  { "tg_token_to_piece(buf=NULL)", c822, M_STRICT },
+  { "tg_token_to_piece(cap=-1)", c823, M_STRICT },
+  { "tg_detokenize(tok=NULL)", c824, M_STRICT },
+  { "tg_detokenize(ids=NULL)", c825, M_STRICT },
+  { "tg_detokenize(n=-1)", c826, M_STRICT },
+  { "tg_detokenize(len=NULL)", c827, M_OPTIONAL },
+  { "tg_token_stream_new(tok=NULL)", c828, M_STRICT },
+  { "tg_token_stream_push(s=NULL)", c829, M_STRICT },
+  { "tg_token_stream_push(len=NULL)", c830, M_OPTIONAL },
+  { "tg_token_stream_flush(s=NULL)", c831, M_STRICT },
+  { "tg_token_stream_flush(len=NULL)", c832, M_OPTIONAL },
+  { "tg_token_stream_free(s=NULL)", c833, M_OPTIONAL },
+  { "tg_tokenizer_n_vocab(tok=NULL)", c834, M_STRICT },
+  { "tg_tokenizer_bos(tok=NULL)", c835, M_STRICT },
+  { "tg_tokenizer_eos(tok=NULL)", c836, M_STRICT },
+  { "tg_tokenizer_eot(tok=NULL)", c837, M_STRICT },
+  { "tg_tokenizer_add_bos(tok=NULL)", c838, M_STRICT },
+  { "tg_tokenizer_is_eog(tok=NULL)", c839, M_STRICT },
+  { "tg_tokenizer_find(tok=NULL)", c840, M_STRICT },
+  { "tg_tokenizer_find(text=NULL)", c841, M_STRICT },
+  { "tg_tokenizer_token_text(tok=NULL)", c842, M_STRICT },
 };
-const int misuse_ncases = 835;
+const int misuse_ncases = 843;

@@ -1,10 +1,13 @@
 /* serve_slots.c: tg serve's parallel slots over one model holding a
  * sequence per slot (tg_llm_opts.n_seq): each slot's generation state
  * (its prompt still to read, sampler, grammar, text stream), and the step
- * that advances all of them: pieces of the prompts still being read, up
- * to SLOT_PREFILL_BUDGET tokens a step (so the others' decoding is not
- * held up for long), then one token of every generating slot in one
- * batched forward pass (tg_llm_decode_batch). */
+ * that advances all of them in one forward pass (tg_llm_eval_batch,
+ * llama.cpp's unified batch): one token of every generating slot, then
+ * pieces of the prompts still being read, oldest first, up to
+ * SLOT_STEP_ROWS rows in all (so the others' decoding is not held up for
+ * long). The weights stream once per step. A model whose batches take one
+ * row per sequence (delta-net layers) reads its prompt pieces on their
+ * own (tg_llm_eval), then decodes the rest in one batch. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +16,7 @@
 #include "llm/llm.h"
 #include "util/util.h"
 
-#define SLOT_PREFILL_BUDGET 64
+#define SLOT_STEP_ROWS 64   /* rows of one step: decode tokens and prompt pieces */
 
 typedef struct serve_slot {
   bool active, reading;      /* a generation; still reading its prompt */
@@ -46,18 +49,32 @@ static void slot_clear(serve_slot *sl) {
   memset(sl, 0, sizeof *sl);
 }
 
+/* One step's rows through one forward pass: tg_llm_eval_batch, or where
+ * the model takes one row per sequence or no batches (a tensor-parallel
+ * model), tg_llm_decode_batch (every row's logits). */
+static int run_rows(tg_llm *m, int per, const int *seqs, const int32_t *toks, int n, const bool *want, float *logits) {
+  if (per > 1) return tg_llm_eval_batch(m, seqs, NULL, toks, n, want, logits);
+  return tg_llm_decode_batch(m, seqs, toks, n, logits);
+}
+
 int serve_slots_warmup(serve_slots *ss) {
   tg_llm *m = ss->s->model;
-  int seqs[SERVE_MAX_SLOTS];
-  int32_t toks[SERVE_MAX_SLOTS];
+  int seqs[SLOT_STEP_ROWS];
+  int32_t toks[SLOT_STEP_ROWS];
+  bool none[SLOT_STEP_ROWS] = { false };   /* no logits but the step's (the shapes of a step) */
   int32_t bos = tg_tokenizer_bos(ss->s->tok);
-  for (int i = 0; i < ss->n; i++) seqs[i] = i, toks[i] = bos >= 0 ? bos : 0;
-  /* each batch size twice: the JIT captures its kernels on the second call */
-  for (int b = 1;; b = b * 2 < ss->n ? b * 2 : ss->n) {
-    for (int k = 0; k < 2; k++)
-      if (tg_llm_decode_batch(m, seqs, toks, b, NULL) < 0) return -1;
-    for (int i = 0; i < b; i++) tg_llm_set_seq(m, i), tg_llm_rewind(m, 0);
-    if (b == ss->n) break;
+  int per = tg_llm_batch_seq_rows(m), most = per > 1 ? SLOT_STEP_ROWS : ss->n;
+  if (most > tg_llm_config_of(m)->n_ctx) most = tg_llm_config_of(m)->n_ctx;
+  /* each step size twice (the JIT captures its kernels on the second
+   * call): one row per slot, the rest (a prompt piece) on slot 0 */
+  for (int b = 1;; b = b * 2 < most ? b * 2 : most) {
+    for (int i = 0; i < b; i++) seqs[i] = i < ss->n - 1 ? i + 1 : 0, toks[i] = bos >= 0 ? bos : 0;
+    if (b > per && b - (ss->n - 1) > per) break;   /* more rows than slot 0 may have */
+    for (int k = 0; k < 2; k++) {
+      if (run_rows(m, per, seqs, toks, b, none, ss->logits) < 0) return -1;
+      for (int i = 0; i < ss->n; i++) tg_llm_set_seq(m, i), tg_llm_rewind(m, 0);
+    }
+    if (b == most) break;
   }
   return tg_llm_set_seq(m, 0);
 }
@@ -136,14 +153,12 @@ static void sample(serve_slots *ss, serve_slot *sl, const float *logits, serve_s
   if (sl->n_gen >= sl->max_tokens) ev->done = true;
 }
 
-int serve_slots_step(void *ctx, const int *slots, int n, serve_slot_event *ev) {
-  serve_slots *ss = ctx;
+/* A model whose batches take one row per sequence: the prompts' pieces
+ * on their own, up to SLOT_STEP_ROWS tokens (one slot at a time, so it
+ * finishes soonest). */
+static void read_prompts_alone(serve_slots *ss, const int *slots, int n, serve_slot_event *ev) {
   tg_llm *m = ss->s->model;
-  int V = tg_llm_config_of(m)->n_vocab, n_ctx = tg_llm_config_of(m)->n_ctx;
-  for (int i = 0; i < n; i++) ss->slot[slots[i]].text.n = 0;
-  /* the prompts still being read, oldest first (slots[] is in slot order:
-   * the budget goes to one at a time, so it finishes soonest) */
-  int budget = SLOT_PREFILL_BUDGET;
+  int budget = SLOT_STEP_ROWS;
   for (int i = 0; i < n && budget > 0; i++) {
     serve_slot *sl = &ss->slot[slots[i]];
     if (!sl->active || !sl->reading) continue;
@@ -160,26 +175,58 @@ int serve_slots_step(void *ctx, const int *slots, int n, serve_slot_event *ev) {
       sample(ss, sl, ss->logits, &ev[i]);
     }
   }
-  /* one token of each slot that has one to feed, in one pass */
-  int rows[SERVE_MAX_SLOTS], seqs[SERVE_MAX_SLOTS], nr = 0;
-  int32_t toks[SERVE_MAX_SLOTS];
+}
+
+/* One step's rows: the slot (index into slots[]) each belongs to; whether
+ * it ends the slot's prompt or is a decode token (its logits are read). */
+typedef struct {
+  int seq[SLOT_STEP_ROWS], owner[SLOT_STEP_ROWS];
+  int32_t tok[SLOT_STEP_ROWS];
+  bool want[SLOT_STEP_ROWS];
+  int n;
+} step_rows;
+
+static void add_row(step_rows *r, int seq, int owner, int32_t tok, bool want) {
+  r->seq[r->n] = seq, r->owner[r->n] = owner, r->tok[r->n] = tok, r->want[r->n++] = want;
+}
+
+int serve_slots_step(void *ctx, const int *slots, int n, serve_slot_event *ev) {
+  serve_slots *ss = ctx;
+  tg_llm *m = ss->s->model;
+  int V = tg_llm_config_of(m)->n_vocab, n_ctx = tg_llm_config_of(m)->n_ctx, per = tg_llm_batch_seq_rows(m);
+  for (int i = 0; i < n; i++) ss->slot[slots[i]].text.n = 0;
+  if (per <= 1) read_prompts_alone(ss, slots, n, ev);
+  step_rows r = { .n = 0 };
+  /* one token of each slot that has one to feed */
   for (int i = 0; i < n; i++) {
     serve_slot *sl = &ss->slot[slots[i]];
     if (!sl->have_next || ev[i].done || ev[i].failed) continue;
     tg_llm_set_seq(m, slots[i]);
     if (tg_llm_n_past(m) >= n_ctx) { ev[i].done = true; continue; }   /* a full context */
-    rows[nr] = i;
-    seqs[nr] = slots[i];
-    toks[nr++] = sl->next;
+    add_row(&r, slots[i], i, sl->next, true);
   }
-  if (nr && tg_llm_decode_batch(m, seqs, toks, nr, ss->logits) < 0) {
-    for (int r = 0; r < nr; r++) fail(&ev[rows[r]], "decoding");
-    nr = 0;
+  /* pieces of the prompts still being read, oldest first (slots[] is in
+   * slot order), in the rows left */
+  for (int i = 0; i < n && per > 1 && r.n < SLOT_STEP_ROWS; i++) {
+    serve_slot *sl = &ss->slot[slots[i]];
+    if (!sl->active || !sl->reading || ev[i].failed) continue;
+    if (sl->n_prompt > n_ctx) { tg_seterr("%d prompt tokens, %d positions", sl->n_prompt, n_ctx); fail(&ev[i], "reading the prompt"); continue; }
+    int k = sl->n_prompt - sl->fed, room = SLOT_STEP_ROWS - r.n;
+    if (k > room) k = room;
+    if (k > per) k = per;
+    for (int j = 0; j < k; j++) add_row(&r, slots[i], i, sl->prompt[sl->fed + j], sl->fed + j + 1 == sl->n_prompt);
   }
-  for (int r = 0; r < nr; r++) {
-    serve_slot *sl = &ss->slot[seqs[r]];
-    sl->have_next = false;
-    sample(ss, sl, ss->logits + (size_t)r * (size_t)V, &ev[rows[r]]);
+  if (r.n && run_rows(m, per, r.seq, r.tok, r.n, r.want, ss->logits) < 0) {
+    for (int j = 0; j < r.n; j++)
+      if (!ev[r.owner[j]].failed) fail(&ev[r.owner[j]], r.want[j] && !ss->slot[r.seq[j]].reading ? "decoding" : "reading the prompt");
+    r.n = 0;
+  }
+  for (int j = 0, row = 0; j < r.n; j++) {
+    serve_slot *sl = &ss->slot[r.seq[j]];
+    if (sl->reading) sl->fed++;
+    if (!r.want[j]) continue;
+    sl->reading = sl->have_next = false;
+    sample(ss, sl, ss->logits + (size_t)row++ * (size_t)V, &ev[r.owner[j]]);
   }
   for (int i = 0; i < n; i++) {
     serve_slot *sl = &ss->slot[slots[i]];

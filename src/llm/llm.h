@@ -17,7 +17,11 @@ typedef struct { tg_llm *m; int T, skip; unsigned used; tg_jit *jit; } llm_eval_
 #define LLM_NCHUNKS 4
 #define LLM_MAX_SEQ 64            /* the most sequences a model's caches hold */
 #define LLM_MAX_DEVICES 16        /* the most devices a model is sharded over (tensor parallel) */
-#define LLM_BATCH_JITS 7          /* decode batches of 1, 2, 4, .. 64 rows (a batch is padded to the next) */
+#define LLM_MAX_BATCH 128         /* the most rows of one tg_llm_eval_batch */
+#define LLM_BATCH_JITS 16         /* tg_llm_eval_batch keeps this many step JITs (rows, logits rows), replacing the oldest */
+/* One compiled batched step: B rows (a power of two), L rows' logits (0 or
+ * a power of two up to B). */
+typedef struct { int B, L; unsigned used; tg_jit *jit; } llm_batch_jit;
 
 typedef struct {
   tg_tensor *attn_norm, *wq, *wk, *wv, *wo, *bq, *bk, *bv;
@@ -198,10 +202,12 @@ struct tg_llm {
   tg_tensor *seq_var;
   int *seq_n_past, *seq_ring_top;
   int32_t *history_all;                  /* n_seq * n_ctx tokens */
-  /* while a batched decode step is built (tg_llm_decode_batch): each row's
-   * position and sequence (T,) int32, else NULL */
-  tg_tensor *batch_pos, *batch_seqs;
-  tg_jit *batch_jit[LLM_BATCH_JITS];     /* batched decode steps of 1, 2, 4, ... rows */
+  /* while a batched step is built (tg_llm_eval_batch): each row's
+   * position, sequence and its sequence's last position in the step (T,)
+   * int32, else NULL */
+  tg_tensor *batch_pos, *batch_seqs, *batch_last;
+  llm_batch_jit batch_jit[LLM_BATCH_JITS];
+  unsigned batch_clock;                  /* their last use, for replacing the oldest */
   tg_jit *jit[LLM_NCHUNKS];              /* made on first use */
   int chunk[LLM_NCHUNKS];
   llm_eval_jit eval_jit[LLM_EVAL_JITS];  /* tg_llm_eval_all's pieces (llm_eval_all.c) */

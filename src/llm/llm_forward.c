@@ -96,13 +96,16 @@ static tg_tensor *softcap(tg_tensor *x, float cap) {
 /* The rows of layer l's cache that belong to the graph's sequences: all
  * of them with one sequence; else the current sequence's block (its
  * variable picks it), or, in a batched step, each row's own block
- * (B, S, ...). */
+ * (B, S, ...), also with one sequence. */
 static tg_tensor *cache_block(tg_llm *m, const llm_layer *l, tg_tensor *cache) {
-  if (m->n_seq <= 1) return cache;
+  if (m->n_seq <= 1 && !m->batch_seqs) return cache;
   tg_shape s = tg_shape_of(cache);
   int64_t S = l->ring ? l->ring : m->cfg.n_ctx;
   tg_tensor *blocks = tg_reshape(cache, TG_SHAPE(m->n_seq, S, s.d[1], s.d[2]));
-  return tg_take(blocks, m->batch_seqs ? m->batch_seqs : m->seq_var);
+  if (!m->batch_seqs) return tg_take(blocks, m->seq_var);
+  /* rows' blocks widened before the take (as moe's experts): taken first,
+   * a float16 block is masked in float16 and each value converted thrice */
+  return tg_take(tg_cast(blocks, TG_F32), m->batch_seqs);
 }
 
 /* The cache rows that tokens at positions (T,) are written to: a ring's
@@ -140,9 +143,11 @@ static tg_tensor *softmax_values(tg_tensor *scores, tg_tensor *sink, tg_tensor *
  * (a symbolic axis of size S = n_ctx), keys at positions j <= pos + t; or,
  * for a layer with a ring, over all its S = ring rows. mask is (T, S)
  * bool, NULL for one token without a ring (it sees every key). In a
- * batched step each of the T rows is one token of its own sequence, with
- * its own keys (the first kv_len of its block, the longest row's length)
- * and a mask (T, S) always. */
+ * batched step each of the T rows is one token of some sequence (several
+ * rows may share one, at consecutive positions), with its own keys (the
+ * first kv_len of its sequence's block, the longest row's length; the
+ * step's keys of its sequence written before they are read) and a mask
+ * (T, S) always: its own causal limit. */
 static tg_tensor *attention(tg_llm *m, llm_layer *l, tg_tensor *q, tg_tensor *mask) {
   const tg_llm_config *c = &m->cfg;
   int64_t T = tg_dim(q, 0), KV = c->n_kv_heads, G = c->n_heads / c->n_kv_heads, hd = c->head_dim, hv = c->head_dim_v;
@@ -156,7 +161,7 @@ static tg_tensor *attention(tg_llm *m, llm_layer *l, tg_tensor *q, tg_tensor *ma
   kc = tg_cast(kc, TG_F32), vc = tg_cast(vc, TG_F32);
   tg_tensor *sink = NULL, *o;
   if (batched) {
-    tg_tensor *qg = tg_reshape(q, TG_SHAPE(T, KV, G, hd));                                       /* (T, KV, G, hd) */
+    tg_tensor *qg = tg_reshape(tg_contiguous(q), TG_SHAPE(T, KV, G, hd));                                       /* (T, KV, G, hd) */
     tg_tensor *kt = tg_permute(kc, TG_AXES(0, 2, 3, 1));                                         /* (T, KV, hd, S) */
     tg_tensor *v = tg_permute(vc, TG_AXES(0, 2, 1, 3));                                          /* (T, KV, S, hv) */
     tg_tensor *scores = tg_mul(tg_matmul(qg, kt), tg_scalar(m->q_scale, TG_F32));               /* (T, KV, G, S) */
@@ -343,8 +348,8 @@ static qkv_fn *const qkv_builders[] = { [LLM_ATTN_MHA] = qkv_mha, [LLM_ATTN_MLA]
  * there (tg_llm_rewind keeps that true after a rewind). */
 static tg_tensor *ring_mask(tg_llm *m, tg_tensor *positions, int64_t T) {
   tg_tensor *R = tg_scalar(m->ring, TG_I32);
-  /* a batched step's rows are one token each: its own position is its last */
-  tg_tensor *last = m->batch_seqs ? tg_unsqueeze(positions, 1) : tg_add(m->pos, tg_scalar((double)(T - 1), TG_I32));
+  /* a batched step's rows: the last position of their sequence in the step */
+  tg_tensor *last = m->batch_seqs ? tg_unsqueeze(m->batch_last, 1) : tg_add(m->pos, tg_scalar((double)(T - 1), TG_I32));
   tg_tensor *slots = tg_unsqueeze(tg_arange(0, m->ring, 1, TG_I32), 0);                              /* (1, ring) */
   tg_tensor *held = tg_sub(last, tg_mod(tg_add(tg_sub(last, slots), R), R));                          /* P(s) */
   tg_tensor *q = tg_unsqueeze(positions, 1);                                                          /* (T, 1) */

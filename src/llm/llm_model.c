@@ -173,7 +173,7 @@ tg_llm *tg_llm_load(const char *path, const tg_llm_opts *opts) {
 void tg_llm_free(tg_llm *m) {
   if (!m) return;
   for (int i = 0; i < LLM_NCHUNKS; i++) tg_jit_free(m->jit[i]);
-  for (int i = 0; i < LLM_BATCH_JITS; i++) tg_jit_free(m->batch_jit[i]);
+  for (int i = 0; i < LLM_BATCH_JITS; i++) tg_jit_free(m->batch_jit[i].jit);
   llm_eval_jits_free(m);
   llm_layer_fns_free(m);
   tg_tensor **own[] = { &m->tok_embd, &m->output_norm, &m->rope_cos, &m->rope_sin, &m->rope_cos_swa, &m->rope_sin_swa, &m->pos, &m->seq_var };

@@ -33,7 +33,8 @@ OPTIONAL = {
     "tg_chat_apply_json.extra_json", "tg_detokenize.len", "tg_token_stream_push.len", "tg_token_stream_flush.len",
     "tg_tensor_list_free.l", "tg_tokenizer_free.tok", "tg_llm_free.m", "tg_sampler_free.s", "tg_jit_free.j", "tg_schedule_free.s",
     "tg_chat_template_free.t", "tg_token_stream_free.s", "tg_optim_free.o", "tg_state_dict_free.sd",
-    "tg_llm_eval.logits", "tg_llm_decode_batch.logits", "tg_cummax.indices", "tg_cummin.indices",
+    "tg_llm_eval.logits", "tg_llm_decode_batch.logits", "tg_llm_eval_batch.positions", "tg_llm_eval_batch.want",
+    "tg_llm_eval_batch.logits", "tg_cummax.indices", "tg_cummin.indices",
     "tg_sort.indices", "tg_topk.indices", "tg_linear.bias", "tg_layernorm.weight", "tg_layernorm.bias",
     "tg_jit_new.ctx", "tg_set_kernel_opts.spec", "tg_viz_begin.dir",
     "tg_sampler_set_grammar.tok",  # with g NULL (the generator has no grammar to pass): detaches
