@@ -133,6 +133,23 @@ tg_buffer *buffer_view_on(tg_device *dev, tg_buffer *base, int64_t offset, int64
   return b;
 }
 
+/* Gives b memory if it has none (two threads may race to allocate one
+ * buffer): zeroed from the device, never a cached block (those hold old
+ * values), or else the cache's or the device's. 1 when b got memory here,
+ * 0 when it had some, -1 when the device failed (it set tg_error). */
+static int allocate(tg_buffer *b, bool zeroed) {
+  int rc = 0;
+  pthread_mutex_lock(&alloc_lock);
+  if (!b->ptr) {
+    void *p = zeroed ? b->dev->alloc_zeroed(b->dev, b->nbytes) : cache_take(b->dev, b->nbytes);
+    if (!p && !zeroed) p = b->dev->alloc(b->dev, b->nbytes);
+    if (p) { __atomic_store_n(&b->ptr, p, __ATOMIC_RELEASE); counters_mem((int64_t)b->nbytes); if (viz_on) viz_mem(b->dev->name, b->id, (int64_t)b->nbytes); rc = 1; }
+    else rc = -1;
+  }
+  pthread_mutex_unlock(&alloc_lock);
+  return rc;
+}
+
 int buffer_alloc(tg_buffer *b) {
   if (!b) return tg_seterr("buffer_alloc: no buffer");
   if (__atomic_load_n(&b->ptr, __ATOMIC_ACQUIRE)) return 0;
@@ -142,30 +159,12 @@ int buffer_alloc(tg_buffer *b) {
     return 0;
   }
   if (b->placeholder) return tg_seterr("a function's parameter has no memory: tensors read inside a function body cannot be realized there");
-  int rc = 0;
-  pthread_mutex_lock(&alloc_lock);   /* two threads may race to allocate one buffer */
-  if (!b->ptr) {
-    void *p = cache_take(b->dev, b->nbytes);
-    if (!p) p = b->dev->alloc(b->dev, b->nbytes);
-    if (p) { __atomic_store_n(&b->ptr, p, __ATOMIC_RELEASE); counters_mem((int64_t)b->nbytes); if (viz_on) viz_mem(b->dev->name, b->id, (int64_t)b->nbytes); }
-    else rc = -1;   /* the device set tg_error */
-  }
-  pthread_mutex_unlock(&alloc_lock);
-  return rc;
+  return allocate(b, false) < 0 ? -1 : 0;
 }
 
 int buffer_alloc_zeroed(tg_buffer *b) {
   if (!b || b->base || b->placeholder || !b->dev->alloc_zeroed || __atomic_load_n(&b->ptr, __ATOMIC_ACQUIRE)) return 0;
-  int rc = 1;
-  pthread_mutex_lock(&alloc_lock);
-  if (b->ptr) rc = 0;   /* another thread allocated it meanwhile */
-  else {
-    void *p = b->dev->alloc_zeroed(b->dev, b->nbytes);   /* never a cached block: those hold old values */
-    if (p) { __atomic_store_n(&b->ptr, p, __ATOMIC_RELEASE); counters_mem((int64_t)b->nbytes); if (viz_on) viz_mem(b->dev->name, b->id, (int64_t)b->nbytes); }
-    else rc = -1;
-  }
-  pthread_mutex_unlock(&alloc_lock);
-  return rc;
+  return allocate(b, true);
 }
 
 void buffer_retain(tg_buffer *b) {
