@@ -126,8 +126,9 @@ static tg_tensor *scalar_for(tg_tensor *a, double v) {
     if (v != floor(v) || isinf(v)) dt = tg_default_float();
     else if (dt == TG_BOOL) dt = TG_I32;
   }
-  API_BEGIN;
-  API_RETURN(tensor_wrap(uop_const(dt_scalar(dt), v), a->device));
+  tg_tensor *c = tensor_const(v, dt);   /* an operand: no identity of its own */
+  if (c) c->device = a->device;
+  return c;
 }
 #define SCALAR_OP(fn, op) \
   tg_tensor *fn##s(tg_tensor *a, double b) { \
