@@ -1,8 +1,8 @@
 /* jit.c: capture the kernels of a step function once, replay them after.
  *
  * Call 1 runs the step normally (kernels compile). Call 2 runs it again with
- * a kernel capture on: every launched kernel is recorded with its buffers.
- * From call 3 on, the recorded kernels are launched directly: each kernel
+ * a kernel capture on: every launched kernel is recorded with its buffers
+ * (with capture_first, call 1 does). From then on, the recorded kernels are launched directly: each kernel
  * argument is either a fixed buffer (weights, state written in place by
  * assigns), an input (replaced by this call's input memory), an output (a
  * fresh buffer every call), or an intermediate (a slot of the memory plan,
@@ -27,6 +27,8 @@ static void replay_plan_free(replay_plan *rp, int nk);
 void tg_jit_set_reuse_outputs(tg_jit *j, bool on) { if (j) j->reuse_outputs = on; }
 
 void tg_jit_set_prune(tg_jit *j, bool on) { if (j) j->prune = on; }
+
+void tg_jit_set_capture_first(tg_jit *j, bool on) { if (j) j->capture_first = on; }
 
 tg_jit *tg_jit_new(tg_jit_fn fn, void *ctx) {
   if (!fn) TG_FAIL("tg_jit_new: no step function");
@@ -55,7 +57,7 @@ void tg_jit_free(tg_jit *j) {
 tg_jit_info tg_jit_stats(const tg_jit *j) {
   tg_jit_info s = { 0 };
   if (!j) return s;
-  s.calls = j->calls; s.kernels = j->cap.l.n; s.intermediate_bytes = j->inter_bytes; s.planned_bytes = j->planned_bytes;
+  s.calls = j->calls - (j->captured_first ? 1 : 0); s.kernels = j->cap.l.n; s.intermediate_bytes = j->inter_bytes; s.planned_bytes = j->planned_bytes;
   s.pruned = j->pruned;
   return s;
 }
@@ -418,7 +420,7 @@ int tg_jit_call(tg_jit *j, tg_tensor *const *in, int nin, tg_tensor **out, int n
     for (int k = 0; k < i; k++)
       if (inb[k] == inb[i]) return tg_seterr("tg_jit_call: inputs %d and %d share memory; the JIT needs distinct inputs", k, i);
   }
-  if (j->calls == 0) {
+  if (j->calls == 0 && !j->capture_first) {
     if (run_step(j, in, nin, out, nout) < 0) return -1;
     j->calls = 1;
     return 0;
@@ -441,6 +443,7 @@ int tg_jit_call(tg_jit *j, tg_tensor *const *in, int nin, tg_tensor **out, int n
   }
   if (j->prune) prune_constant_kernels(j, inb);
   plan(j, inb, out);
+  j->captured_first = j->calls == 0;
   j->calls = 2;
   return 0;
 }

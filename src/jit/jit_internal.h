@@ -54,6 +54,8 @@ struct tg_jit {
   tg_buffer **pinned;        /* results of pruned kernels (one reference each) */
   int npinned;
   bool reuse_outputs;
+  bool capture_first;        /* the first call captures (tg_jit_set_capture_first) */
+  bool captured_first;       /* ... and it did: calls counts one more than were made */
   tg_buffer *outb[256];      /* with reuse_outputs: the outputs' memory, kept across calls */
   replay_plan *rp;           /* built on the first replay */
 };
