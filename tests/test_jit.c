@@ -396,6 +396,26 @@ TEST(jit_batches_match_unbatched) {
   chain_batches("2", NULL);     /* no batches */
 }
 
+/* The same on a CUDA GPU, where each batch is a CUDA graph kept by the
+ * replay: every call after the capture relaunches the graphs with the new
+ * input's and output's pointers updated in their kernel nodes. */
+TEST(jit_cuda_graphs_match_unbatched) {
+  tg_device_info info[32];
+  const char *absent = NULL;
+  int n = tg_devices(info, 32, &absent);
+  bool cuda = false;
+  for (int i = 0; i < n && i < 32; i++) cuda |= !strcmp(info[i].name, "CUDA");
+  if (!cuda) SKIP("no CUDA GPU (%s)", absent ? absent : "not present");
+  char prev[64];
+  snprintf(prev, sizeof prev, "%s", tg_default_device());
+  CHECK(tg_set_default_device("CUDA") == 0);
+  chain_batches(NULL, NULL);    /* one graph */
+  chain_batches(NULL, "3");     /* graphs of 3, 6, 3 kernels */
+  chain_batches(NULL, "1");     /* 1 (launched alone), then graphs of 2, 4, 5 */
+  chain_batches("2", NULL);     /* no graphs */
+  tg_set_default_device(prev);
+}
+
 /* JITBEAM=1: the step's kernels are searched (BEAM=1), the results are the same */
 static int tiny_step(void *ctx, tg_tensor *const *in, int nin, tg_tensor **out, int nout) {
   out[0] = tg_sum(tg_mul(in[0], in[0]), TG_AXES(0), false);

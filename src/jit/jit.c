@@ -256,7 +256,10 @@ static void plan(tg_jit *j, tg_buffer **inb, tg_tensor **out) {
 static void replay_plan_free(replay_plan *rp, int nk) {
   if (!rp) return;
   for (int k = 0; k < nk; k++) free(rp->ptrs[k]);
+  for (int b = 0; b < rp->nbatches; b++)
+    if (rp->graphs[b]) rp->graph_dev[b]->graph_free(rp->graph_dev[b], rp->graphs[b]);
   free(rp->ptrs); free(rp->patch); free(rp->vars); free(rp->progs); free(rp->varp);
+  free(rp->nbufs); free(rp->nvars); free(rp->graphs); free(rp->graph_dev);
   free(rp->batch_end); free(rp->batched); free(rp);
 }
 
@@ -267,6 +270,10 @@ static replay_plan *build_replay_plan(tg_jit *j) {
   rp->vars = tg_xcalloc((size_t)(nk ? nk : 1), sizeof *rp->vars);
   rp->progs = tg_xcalloc((size_t)(nk ? nk : 1), sizeof(tg_program *));
   rp->varp = tg_xcalloc((size_t)(nk ? nk : 1), sizeof(int64_t *));
+  rp->nbufs = tg_xcalloc((size_t)(nk ? nk : 1), sizeof(int));
+  rp->nvars = tg_xcalloc((size_t)(nk ? nk : 1), sizeof(int));
+  rp->graphs = tg_xcalloc((size_t)(nk ? nk : 1), sizeof(void *));
+  rp->graph_dev = tg_xcalloc((size_t)(nk ? nk : 1), sizeof(tg_device *));
   VEC(replay_patch) patch = { 0 };
   for (int k = 0; k < nk; k++) {
     linear_call *ck = &j->cap.l.v[k];
@@ -279,6 +286,8 @@ static replay_plan *build_replay_plan(tg_jit *j) {
     }
     rp->progs[k] = ck->prog;
     rp->varp[k] = rp->vars[k];
+    rp->nbufs[k] = ck->nbufs;
+    rp->nvars[k] = ck->nvars;
     rp->flops += ck->flops;
   }
   rp->patch = patch.v; rp->npatch = patch.n;
@@ -291,7 +300,7 @@ static replay_plan *build_replay_plan(tg_jit *j) {
   for (int k = 0; k < nk;) {
     linear_call *ck = &j->cap.l.v[k];
     int end = k + 1;
-    if (batches && ck->prog && ck->dev->launch_batch) {
+    if (batches && ck->prog && (ck->dev->launch_batch || ck->dev->launch_graph)) {
       while (end < nk && end - k < size && j->cap.l.v[end].prog && j->cap.l.v[end].dev == ck->dev) end++;
       rp->batched[rp->nbatches] = end - k > 1;
       if (end - k > 1 && size < (1 << 20)) size *= 2;
@@ -343,7 +352,11 @@ static int replay_kernels(tg_jit *j, tg_buffer **inb, tg_buffer **outb) {
     linear_call *ck = &j->cap.l.v[k];
     int end = rp->batch_end[b];
     if (rp->batched[b] && !each) {
-      if (ck->dev->launch_batch(ck->dev, rp->progs + k, rp->ptrs + k, rp->varp + k, end - k) < 0) return -1;
+      tg_device *d = ck->dev;
+      if (d->launch_graph) {
+        rp->graph_dev[b] = d;
+        if (d->launch_graph(d, &rp->graphs[b], rp->progs + k, rp->ptrs + k, rp->nbufs + k, rp->varp + k, rp->nvars + k, end - k) < 0) return -1;
+      } else if (d->launch_batch(d, rp->progs + k, rp->ptrs + k, rp->varp + k, end - k) < 0) return -1;
       continue;
     }
     for (int c = k; c < end; c++)
