@@ -75,9 +75,6 @@ const char *const cpu_compile_flags = CPU_COMPILE_FLAGS;
 #else
 #define CPU_MAP_MIN ((size_t)256 << 10)
 #endif
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23   /* Linux 5.14; older kernels refuse it, and pages fault in as before */
-#endif
 
 static size_t cpu_rounded(size_t nbytes) {
   /* Round up to whole cache lines (and give zero-size buffers a real,
@@ -85,32 +82,14 @@ static size_t cpu_rounded(size_t nbytes) {
   return nbytes ? (nbytes + CPU_ALIGN - 1) / CPU_ALIGN * CPU_ALIGN : CPU_ALIGN;
 }
 
-/* n bytes of fresh pages, made now when populate. From 2 MiB on they start
- * at a 2 MiB boundary and are offered to the kernel's transparent huge
- * pages (where the system leaves them to madvise): a weight matrix then
- * takes one page per 2 MiB, and streaming it at every token misses the
- * TLB less. */
-#define CPU_HUGE ((size_t)2 << 20)
-static void *cpu_map(size_t n, size_t nbytes, bool populate) {
-  size_t len = n >= CPU_HUGE ? n + CPU_HUGE : n;
-  char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) TG_FAIL("CPU: out of memory allocating %zu bytes", nbytes);
-  size_t page = (size_t)sysconf(_SC_PAGESIZE), keep = (n + page - 1) / page * page;
-  if (len != n) {
-    size_t lead = (CPU_HUGE - (uintptr_t)p % CPU_HUGE) % CPU_HUGE;
-    if (lead) munmap(p, lead);
-    if (len - lead > keep) munmap(p + lead + keep, len - lead - keep);
-    p += lead;
-    (void)madvise(p, keep, MADV_HUGEPAGE);   /* advice only */
-  }
-  if (populate) (void)madvise(p, keep, MADV_POPULATE_WRITE);   /* else the pages fault in when written */
-  return p;
-}
-
 static void *cpu_alloc_pages(size_t nbytes, bool populate) {
   if (nbytes > SIZE_MAX - CPU_ALIGN) TG_FAIL("CPU: cannot allocate %zu bytes", nbytes);
   size_t n = cpu_rounded(nbytes);
-  if (n >= CPU_MAP_MIN) return cpu_map(n, nbytes, populate);
+  if (n >= CPU_MAP_MIN) {
+    void *p = tg_map_pages(n, populate);
+    if (!p) TG_FAIL("CPU: out of memory allocating %zu bytes", nbytes);
+    return p;
+  }
   void *p = NULL;
   if (posix_memalign(&p, CPU_ALIGN, n) != 0) TG_FAIL("CPU: out of memory allocating %zu bytes", nbytes);
   if (!populate) memset(p, 0, n);
@@ -121,7 +100,7 @@ static void *cpu_alloc(struct tg_device *d, size_t nbytes) { return cpu_alloc_pa
 static void *cpu_alloc_zeroed(struct tg_device *d, size_t nbytes) { return cpu_alloc_pages(nbytes, false); }
 
 static void cpu_free(struct tg_device *d, void *p, size_t nbytes) {
-  if (p && cpu_rounded(nbytes) >= CPU_MAP_MIN) munmap(p, cpu_rounded(nbytes));
+  if (p && cpu_rounded(nbytes) >= CPU_MAP_MIN) tg_unmap_pages(p, cpu_rounded(nbytes));
   else free(p);
 }
 static int cpu_copyin(struct tg_device *d, void *dst, const void *host, size_t n) { if (n) memcpy(dst, host, n); return 0; }
