@@ -526,7 +526,32 @@ static void padded_tail(const char *file) {
   free(got); free(want);
   tg_llm_free(m); tg_llm_free(ref);
 }
-TEST(llm_padded_prompt_tail) { padded_tail("goldens/llm_llama.gguf"); padded_tail("goldens/llm_gemma3.gguf"); }
+/* A prompt of 17 tokens after the 16-token pass has run: 16, then its
+ * last token padded into a second 16 (the 1-token pass is not built for
+ * it); the logits are those of the tokens fed one at a time. */
+static void prompt_of_17(const char *file) {
+  tg_llm_opts o = { .n_ctx = 64, .cache_type = "f32" };
+  tg_llm *m = tg_llm_load(file, &o), *ref = tg_llm_load(file, &o);
+  CHECK_OK(m); CHECK_OK(ref);
+  if (!m || !ref) { tg_llm_free(m); tg_llm_free(ref); return; }
+  int V = tg_llm_config_of(m)->n_vocab;
+  int32_t t[33];
+  for (int i = 0; i < 33; i++) t[i] = (i * 29 + 3) % V;
+  float *got = malloc(sizeof(float) * (size_t)V), *want = malloc(sizeof(float) * (size_t)V);
+  CHECK_OK(tg_llm_eval(m, t, 16, NULL) == 0);
+  CHECK_OK(tg_llm_eval(m, t + 16, 17, got) == 0);
+  for (int i = 0; i < 33; i++) CHECK_OK(tg_llm_eval(ref, &t[i], 1, want) == 0);
+  test_close_f32(got, want, (size_t)V, 1e-4, 1e-4, "16 + 17 tokens (the last padded into a 16) vs token by token");
+  CHECK_EQ_INT(m->chunk_runs[1], 3);   /* sizes 64, 16, 4, 1 */
+  CHECK_EQ_INT(m->chunk_runs[3], 0);
+  free(got); free(want);
+  tg_llm_free(m); tg_llm_free(ref);
+}
+TEST(llm_padded_prompt_tail) {
+  padded_tail("goldens/llm_llama.gguf");
+  padded_tail("goldens/llm_gemma3.gguf");
+  prompt_of_17("goldens/llm_llama.gguf");
+}
 
 /* Attention reads the cache's first pos + T rows (a symbolic length): each
  * chunk size compiles once for every position (here past 256, where the

@@ -294,21 +294,25 @@ static int eval_chunk(tg_llm *m, int which, const int32_t *tokens, int n, float 
  * scheduling the forward pass for another chunk size (tens of ms) */
 #define LLM_PAD_FLOPS_PER_THREAD 4e9
 
-/* The chunk for the next of n tokens: the largest size that fits them
- * (no padding), unless one chunk padded past them can take them all in
- * place of several chunk sizes: one whose JIT has run already, or, when
- * none has, the smallest that holds them; only where the padding's cost
- * is small next to building another chunk size's pass. Padding needs the
- * rows after the tokens to be writable: not past the context, and not a
- * delta-net layer's state, which would take the padding in. */
-static int next_chunk(const tg_llm *m, int n) {
+/* The chunk for the next n tokens of a call of `total` tokens: the
+ * largest size that fits them (no padding), unless one chunk padded past
+ * them can take them all in place of building another chunk size's pass:
+ * one whose JIT has run already, or, when none has, the smallest that
+ * holds them; only where the padding's cost is small next to building a
+ * pass. A size that fits exactly is taken when it has run, or when the
+ * call is one token (a decoding step, which would otherwise pad every
+ * time): a prompt's last token after a chunk of 16 rides in a padded 16.
+ * Padding needs the rows after the tokens to be writable: not past the
+ * context, and not a delta-net layer's state, which would take it in. */
+static int next_chunk(const tg_llm *m, int n, int total) {
   int which = 0;
   while (m->chunk[which] > n) which++;
-  if (m->chunk[which] == n || m->arch->recurrent) return which;
+  if (m->arch->recurrent || (m->chunk[which] == n && (m->chunk_runs[which] > 0 || total == 1))) return which;
   double budget = LLM_PAD_FLOPS_PER_THREAD * tg_pool_threads();
   int fresh = -1;
-  for (int i = which - 1; i >= 0; i--) {   /* from the smallest size above n */
+  for (int i = which; i >= 0; i--) {   /* from the smallest size that holds n */
     int T = m->chunk[i];
+    if (T < n) continue;
     if (m->n_past + T > m->cfg.n_ctx || (double)(T - n) * m->flops_per_token > budget) break;
     if (m->chunk_runs[i] > 0) return i;
     if (fresh < 0) fresh = i;
@@ -328,7 +332,7 @@ int tg_llm_eval(tg_llm *m, const int32_t *tokens, int n, float *logits) {
     if (tokens[i] < 0 || tokens[i] >= m->cfg.n_vocab) return tg_seterr("tg_llm_eval: token %d is outside the vocabulary (%d)", tokens[i], m->cfg.n_vocab);
   int start = m->n_past, done = 0;
   while (done < n) {
-    int which = next_chunk(m, n - done), take = m->chunk[which] < n - done ? m->chunk[which] : n - done;
+    int which = next_chunk(m, n - done, n), take = m->chunk[which] < n - done ? m->chunk[which] : n - done;
     bool last = done + take == n;
     if (eval_chunk(m, which, tokens + done, take, last ? logits : NULL) < 0) {
       /* a delta-net state already took the earlier chunks: start over */
