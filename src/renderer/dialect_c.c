@@ -55,73 +55,109 @@ static char *vsrc(rctx *c, uop *x, const char *vt) {
   return rsplat(x->dtype, vt, rname(c, x));
 }
 
-static char *render_vec_alu(rctx *c, uop *u) {
-  /* operands share the type of the widest source (comparisons: of src 0) */
-  dtype_t opd = u->op == OP_WHERE ? u->dtype : uop_is_comparison(u->op) ? dt_vec(u->src[0]->dtype, u->dtype.count) : u->dtype;
-  if (u->op == OP_CAST) opd = dt_vec(u->src[0]->dtype, u->dtype.count);
-  const char *vt = rctype(c, opd), *mt = rctype(c, rmask_of(opd));
-  int first = u->op == OP_WHERE ? 1 : 0;
-  /* operand strings of ALU ops (at most 3 sources; a VECTORIZE of lanes
-   * names its sources itself) */
-  char *s[3] = { NULL, NULL, NULL };
-  for (int i = first; i < u->nsrc && i < 3; i++) s[i] = vsrc(c, u->src[i], vt);
-  char *r = NULL;
-  switch (u->op) {
-  case OP_ADD: r = rfmt("(%s+%s)", s[0], s[1]); break;
-  case OP_SUB: r = rfmt("(%s-%s)", s[0], s[1]); break;
-  case OP_MUL: r = rfmt("(%s*%s)", s[0], s[1]); break;
-  case OP_FDIV: r = rfmt("(%s/%s)", s[0], s[1]); break;
-  case OP_NEG: r = rfmt("(-%s)", s[0]); break;
-  case OP_SQRT: c->need_sqrt[u->dtype.count] = true; r = rfmt("tg_sqrt_v%d(%s)", u->dtype.count, s[0]); break;
-  case OP_EXP2: c->need_exp2[u->dtype.count] = true; r = rfmt("tg_exp2_v%d(%s)", u->dtype.count, s[0]); break;
-  case OP_TRUNC: c->need_trunc[u->dtype.count] = true; r = rfmt("tg_trunc_v%d(%s)", u->dtype.count, s[0]); break;
-  case OP_RECIPROCAL: r = rfmt("(((%s){0}+1)/%s)", vt, s[0]); break;
-  case OP_CMPLT: r = rfmt("(%s<%s)", s[0], s[1]); break;
-  case OP_CMPNE: r = rfmt("(%s!=%s)", s[0], s[1]); break;
-  case OP_CMPEQ: r = rfmt("(%s==%s)", s[0], s[1]); break;
-  case OP_MAX:   /* lanes where a > b or a is NaN take a */
-    r = rfmt("({ %s a_ = %s, b_ = %s; %s m_ = (a_ > b_) | (a_ != a_); (%s)(((%s)a_ & m_) | ((%s)b_ & ~m_)); })", vt, s[0], s[1], mt, vt, mt, mt);
-    break;
-  case OP_WHERE:
-    if (u->src[0]->dtype.count == 1) r = rfmt("(%s?%s:%s)", rname(c, u->src[0]), s[1], s[2]);
-    else r = rfmt("({ %s m_ = %s; (%s)(((%s)%s & m_) | ((%s)%s & ~m_)); })", mt, rname(c, u->src[0]), vt, mt, s[1], mt, s[2]);
-    break;
-  case OP_CAST:
-    if (u->src[0]->dtype.scalar == TG_F16) { c->need_vcvt_f16[u->dtype.count] = true; r = rfmt("tg_cvt_v%d_f16_f32(%s)", u->dtype.count, s[0]); }
-    else if (u->src[0]->dtype.scalar == TG_BF16)   /* bfloat16 is the top half of a float32: shift the bits up */
-      r = rfmt("((%s)(__builtin_convertvector(%s, %s) << 16))", rctype(c, u->dtype), s[0], rctype(c, dt_vec(dt_scalar(TG_U32), u->dtype.count)));
-    else r = rfmt("__builtin_convertvector(%s, %s)", s[0], rctype(c, u->dtype));
-    break;
-  case OP_VECTORIZE: {
-    strbuf b = { 0 };
-    if (u->nsrc == 1) {   /* an iota: lane i is base + stride*i */
-      sb_printf(&b, "(((%s){", vt);
-      for (int i = 0; i < u->dtype.count; i++) sb_printf(&b, i ? ",%d" : "%d", i);
-      sb_printf(&b, "})*%lld+%s)", (long long)u->arg.i, s[0]);
-    } else {
-      sb_printf(&b, "((%s){", vt);
-      for (int i = 0; i < u->nsrc; i++) sb_printf(&b, i ? ",%s" : "%s", rname(c, u->src[i]));
-      sb_puts(&b, "})");
-    }
-    r = b.s;
-    break;
-  }
-  case OP_BITCAST:   /* lanes of the same size: a vector cast reinterprets the bits */
-    r = rfmt("((%s)%s)", rctype(c, u->dtype), s[0]);
-    break;
-  case OP_AND: r = rfmt("(%s&%s)", s[0], s[1]); break;
-  case OP_OR: r = rfmt("(%s|%s)", s[0], s[1]); break;
-  case OP_XOR: r = rfmt("(%s^%s)", s[0], s[1]); break;
-  case OP_SHL: r = rfmt("(%s<<%s)", s[0], s[1]); break;
-  case OP_SHR: r = rfmt("(%s>>%s)", s[0], s[1]); break;
-  default: break;
-  }
-  for (int i = 0; i < 3; i++) free(s[i]);
+/* The type of a vector ALU node's operands (comparisons: of src 0's lanes;
+ * casts: of the source's), and the mask type of comparisons between them;
+ * both are declared by the prelude (marked used here). */
+typedef struct { const char *vt, *mt; } vec_types;
+static vec_types vtypes(rctx *c, uop *u) {
+  dtype_t opd = u->op == OP_WHERE ? u->dtype : uop_is_comparison(u->op) || u->op == OP_CAST ? dt_vec(u->src[0]->dtype, u->dtype.count) : u->dtype;
+  return (vec_types){ rctype(c, opd), rctype(c, rmask_of(opd)) };
+}
+
+/* the vector table's operand: x in the root's operand type, broadcast */
+static char *voperand(rctx *c, uop *root, uop *x) { return vsrc(c, x, vtypes(c, root).vt); }
+static char *V(rctx *c, const rw_match *m, int i) { return voperand(c, m->root, m->root->src[i]); }
+
+/* tg_<fn>_vK(x), a prelude helper on K float32 lanes (need: its flags) */
+static char *vhelper(rctx *c, const rw_match *m, bool *need, const char *fn) {
+  int k = m->root->dtype.count;
+  need[k] = true;
+  char *a = V(c, m, 0), *r = rfmt("tg_%s_v%d(%s)", fn, k, a);
+  free(a);
+  return r;
+}
+static char *v_sqrt(rctx *c, const rw_match *m) { return vhelper(c, m, c->need_sqrt, "sqrt"); }
+static char *v_exp2(rctx *c, const rw_match *m) { return vhelper(c, m, c->need_exp2, "exp2"); }
+static char *v_trunc(rctx *c, const rw_match *m) { return vhelper(c, m, c->need_trunc, "trunc"); }
+
+static char *v_reciprocal(rctx *c, const rw_match *m) {
+  char *a = V(c, m, 0), *r = rfmt("(((%s){0}+1)/%s)", vtypes(c, m->root).vt, a);
+  free(a);
   return r;
 }
 
+/* lanes where a > b or a is NaN take a */
+static char *v_max(rctx *c, const rw_match *m) {
+  vec_types t = vtypes(c, m->root);
+  char *a = V(c, m, 0), *b = V(c, m, 1);
+  char *r = rfmt("({ %s a_ = %s, b_ = %s; %s m_ = (a_ > b_) | (a_ != a_); (%s)(((%s)a_ & m_) | ((%s)b_ & ~m_)); })", t.vt, a, b, t.mt, t.vt, t.mt, t.mt);
+  free(a); free(b);
+  return r;
+}
+
+/* a scalar condition picks whole vectors; a mask picks lanes */
+static char *v_where(rctx *c, const rw_match *m) {
+  uop *u = m->root;
+  vec_types t = vtypes(c, u);
+  char *a = V(c, m, 1), *b = V(c, m, 2), *r;
+  if (u->src[0]->dtype.count == 1) r = rfmt("(%s?%s:%s)", rname(c, u->src[0]), a, b);
+  else r = rfmt("({ %s m_ = %s; (%s)(((%s)%s & m_) | ((%s)%s & ~m_)); })", t.mt, rname(c, u->src[0]), t.vt, t.mt, a, t.mt, b);
+  free(a); free(b);
+  return r;
+}
+
+static char *v_cast_f16(rctx *c, const rw_match *m) {
+  int k = m->root->dtype.count;
+  c->need_vcvt_f16[k] = true;
+  char *a = V(c, m, 0), *r = rfmt("tg_cvt_v%d_f16_f32(%s)", k, a);
+  free(a);
+  return r;
+}
+
+/* bfloat16 is the top half of a float32: shift the bits up */
+static char *v_cast_bf16(rctx *c, const rw_match *m) {
+  uop *u = m->root;
+  char *a = V(c, m, 0);
+  char *r = rfmt("((%s)(__builtin_convertvector(%s, %s) << 16))", rctype(c, u->dtype), a, rctype(c, dt_vec(dt_scalar(TG_U32), u->dtype.count)));
+  free(a);
+  return r;
+}
+
+static char *v_convert(rctx *c, const rw_match *m) {
+  char *a = V(c, m, 0), *r = rfmt("__builtin_convertvector(%s, %s)", a, rctype(c, m->root->dtype));
+  free(a);
+  return r;
+}
+
+/* lanes of the same size: a vector cast reinterprets the bits */
+static char *v_bitcast(rctx *c, const rw_match *m) {
+  char *a = V(c, m, 0), *r = rfmt("((%s)%s)", rctype(c, m->root->dtype), a);
+  free(a);
+  return r;
+}
+
+/* lanes from scalars; one source: an iota, lane i is base + stride*i */
+static char *v_vectorize(rctx *c, const rw_match *m) {
+  uop *u = m->root;
+  const char *vt = vtypes(c, u).vt;
+  strbuf b = { 0 };
+  if (u->nsrc == 1) {
+    char *base = V(c, m, 0);
+    sb_printf(&b, "(((%s){", vt);
+    for (int i = 0; i < u->dtype.count; i++) sb_printf(&b, i ? ",%d" : "%d", i);
+    sb_printf(&b, "})*%lld+%s)", (long long)u->arg.i, base);
+    free(base);
+  } else {
+    sb_printf(&b, "((%s){", vt);
+    for (int i = 0; i < u->nsrc; i++) sb_printf(&b, i ? ",%s" : "%s", rname(c, u->src[i]));
+    sb_puts(&b, "})");
+  }
+  return b.s;
+}
+
 /* k lanes of a wider vector: lane l is src[arg + l * (src lanes / k)] */
-static char *render_vec_gep(rctx *c, uop *u) {
+static char *v_gep(rctx *c, const rw_match *m) {
+  uop *u = m->root;
   strbuf b = { 0 };
   const char *a = rname(c, u->src[0]);
   int st = u->src[0]->dtype.count / u->dtype.count;
@@ -134,7 +170,8 @@ static char *render_vec_gep(rctx *c, uop *u) {
 /* OP_DOT4 (see vectorize.c): tg_dot4_vK(acc, unsigned bytes, signed
  * bytes), each operand a vector of 4K bytes viewed as K ints, or one int
  * (4 bytes) for every lane. */
-static char *render_dot4(rctx *c, uop *u) {
+static char *v_dot4(rctx *c, const rw_match *m) {
+  uop *u = m->root;
   int k = u->dtype.count;
   if (k != 4 && k != 8 && k != 16) return NULL;
   c->need_dot4[k] = true;
@@ -149,7 +186,8 @@ static char *render_dot4(rctx *c, uop *u) {
 
 /* OP_LUT16 (see vectorize.c): tg_lut16_vK(table, entries, byte indices),
  * the entries 0..arg of the table at src 0. */
-static char *render_lut16(rctx *c, uop *u) {
+static char *v_lut16(rctx *c, const rw_match *m) {
+  uop *u = m->root;
   int k = u->dtype.count;
   if (k < 2 || k > 64) return NULL;
   c->need_lut16[k] = true;
@@ -158,12 +196,40 @@ static char *render_lut16(rctx *c, uop *u) {
               rname(c, u->src[1]));
 }
 
-static char *c_vector_alu(rctx *c, uop *u) {
-  if (u->op == OP_DOT4) return render_dot4(c, u);
-  if (u->op == OP_LUT16) return render_lut16(c, u);
-  if (u->op == OP_GEP) return render_vec_gep(c, u);
-  return render_vec_alu(c, u);
-}
+#define R(p, c) { .pattern = p, .code = c }
+
+/* Vector nodes: gcc/clang vector extensions, operands broadcast to the
+ * node's operand type (voperand); math through the prelude's helpers. */
+static const render_rule c_vector_rules[] = {
+  R("(ADD a b)", "({a}+{b})"),
+  R("(SUB a b)", "({a}-{b})"),
+  R("(MUL a b)", "({a}*{b})"),
+  R("(FDIV a b)", "({a}/{b})"),
+  R("(NEG a)", "(-{a})"),
+  { .pattern = "(SQRT a)", .fn = v_sqrt },
+  { .pattern = "(EXP2 a)", .fn = v_exp2 },
+  { .pattern = "(TRUNC a)", .fn = v_trunc },
+  { .pattern = "(RECIPROCAL a)", .fn = v_reciprocal },
+  R("(CMPLT a b)", "({a}<{b})"),
+  R("(CMPNE a b)", "({a}!={b})"),
+  R("(CMPEQ a b)", "({a}=={b})"),
+  { .pattern = "(MAX a b)", .fn = v_max },
+  { .pattern = "(WHERE c a b)", .fn = v_where },
+  { .pattern = "(CAST x.f16)", .fn = v_cast_f16 },
+  { .pattern = "(CAST x.bf16)", .fn = v_cast_bf16 },
+  { .pattern = "(CAST x)", .fn = v_convert },
+  { .pattern = "(VECTORIZE ...)", .fn = v_vectorize },
+  { .pattern = "(BITCAST x)", .fn = v_bitcast },
+  R("(AND a b)", "({a}&{b})"),
+  R("(OR a b)", "({a}|{b})"),
+  R("(XOR a b)", "({a}^{b})"),
+  R("(SHL a b)", "({a}<<{b})"),
+  R("(SHR a b)", "({a}>>{b})"),
+  { .pattern = "(GEP v)", .fn = v_gep },
+  { .pattern = "(DOT4 acc u s)", .fn = v_dot4 },
+  { .pattern = "(LUT16 t i)", .fn = v_lut16 },
+};
+static const render_table c_vector_code = RENDER_TABLE(c_vector_rules, .operand = voperand);
 
 /* Each helper is guarded by its name, so kernel sources concatenate into one
  * file (tg_jit_export) without redefinitions. */
@@ -368,9 +434,15 @@ static void c_open_kernel(rctx *c, strbuf *src, const char *name, const kernel_a
 
 static char *c_special(int kind, int dim) { return tg_xstrdup("0"); }   /* the CPU has no work groups */
 
-static char *c_bitcast(rctx *c, uop *u, const char *x) {
-  return rfmt("({ %s o_; %s i_ = %s; __builtin_memcpy(&o_, &i_, sizeof o_); o_; })", rctype(c, u->dtype), rctype(c, u->src[0]->dtype), x);
+static char *c_bitcast(rctx *c, const rw_match *m) {
+  uop *u = m->root;
+  return rfmt("({ %s o_; %s i_ = %s; __builtin_memcpy(&o_, &i_, sizeof o_); o_; })", rctype(c, u->dtype), rctype(c, u->src[0]->dtype), rname(c, u->src[0]));
 }
+
+static const render_rule c_rules[] = {
+  { .pattern = "(BITCAST x)", .fn = c_bitcast },
+};
+static const render_table c_code = RENDER_TABLE(c_rules);
 
 const render_dialect dialect_c = {
   .name = "c",
@@ -383,16 +455,15 @@ const render_dialect dialect_c = {
     [TG_F16] = "unsigned short", [TG_BF16] = "unsigned short", [TG_FP8E4M3] = "unsigned char", [TG_FP8E5M2] = "unsigned char",
     [TG_F32] = "float", [TG_F64] = "double" },
   .i64_suffix = "LL", .u64_suffix = "ULL",
-  .f32_math_suffix = true,
   .fn_qual = "static inline",
   .local_qual = "",
   .barrier = "",
   .var_fmt = "vars[%d]",
   .open_kernel = c_open_kernel,
   .special = c_special,
-  .bitcast = c_bitcast,
+  .code = { &c_code, &cstyle_libm_f32 },
   .prelude = c_prelude,
-  .vector_alu = c_vector_alu,
+  .vector_code = &c_vector_code,
   .vector_type = c_vector_type,
 };
 
