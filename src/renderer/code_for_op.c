@@ -49,26 +49,16 @@ static char *cast(rctx *c, const rw_match *m) {
 static char *gep(rctx *c, const rw_match *m) { return rfmt("%s[%lld]", S(c, m, 0), (long long)m->root->arg.i); }
 
 #define R(p, c) { .pattern = p, .code = c }
+#define F(p, f) { .pattern = p, .fn = f }
 
-/* libm's names are overloads here (OpenCL C); C and CUDA C add
- * cstyle_libm_f32 for float32's own names */
-static const render_rule core_rules[] = {
+/* C's infix operators, the same on scalars and on gcc/clang vectors: the
+ * last table of both passes */
+static const render_rule infix_rules[] = {
   R("(ADD a b)", "({a}+{b})"),
   R("(SUB a b)", "({a}-{b})"),
   R("(MUL a b)", "({a}*{b})"),
   R("(FDIV a b)", "({a}/{b})"),
-  /* integer division and remainder never trap: by 0 they give 0 */
-  R("(IDIV.float a b)", "trunc({a}/{b})"),
-  { .pattern = "(IDIV a b:CONST)", .code = "({a}/{b})", .guard = positive_divisor, .name = "(IDIV a b:CONST) b > 0" },
-  R("(IDIV.uint a b)", "({b}==0?0:{a}/{b})"),
-  { .pattern = "(IDIV a b)", .fn = idiv_signed },
-  R("(MOD.float a b)", "fmod({a},{b})"),
-  { .pattern = "(MOD a b:CONST)", .code = "({a}%{b})", .guard = positive_divisor, .name = "(MOD a b:CONST) b > 0" },
-  R("(MOD.uint a b)", "({b}==0?0:{a}%{b})"),
-  R("(MOD a b)", "(({b}==0||{b}==-1)?0:{a}%{b})"),
-  R("(MAX.float a b)", "(({a}!={a}||{a}>{b})?{a}:{b})"),   /* NaN propagates */
-  R("(MAX a b)", "({a}>{b}?{a}:{b})"),
-  R("(POW a b)", "pow({a},{b})"),
+  R("(NEG a)", "(-{a})"),
   R("(CMPLT a b)", "({a}<{b})"),
   R("(CMPNE a b)", "({a}!={b})"),
   R("(CMPEQ a b)", "({a}=={b})"),
@@ -77,9 +67,26 @@ static const render_rule core_rules[] = {
   R("(XOR a b)", "({a}^{b})"),
   R("(SHL a b)", "({a}<<{b})"),
   R("(SHR a b)", "({a}>>{b})"),
-  { .pattern = "(THREEFRY x key)", .fn = threefry },
+};
+static const render_table infix_table = RENDER_TABLE(infix_rules);
+
+/* Scalars in every C-style dialect. libm's names are overloads here
+ * (OpenCL C); C and CUDA C add cstyle_libm_f32 for float32's own names. */
+static const render_rule core_rules[] = {
+  /* integer division and remainder never trap: by 0 they give 0 */
+  R("(IDIV.float a b)", "trunc({a}/{b})"),
+  { .pattern = "(IDIV a b:CONST)", .code = "({a}/{b})", .guard = positive_divisor, .name = "(IDIV a b:CONST) b > 0" },
+  R("(IDIV.uint a b)", "({b}==0?0:{a}/{b})"),
+  F("(IDIV a b)", idiv_signed),
+  R("(MOD.float a b)", "fmod({a},{b})"),
+  { .pattern = "(MOD a b:CONST)", .code = "({a}%{b})", .guard = positive_divisor, .name = "(MOD a b:CONST) b > 0" },
+  R("(MOD.uint a b)", "({b}==0?0:{a}%{b})"),
+  R("(MOD a b)", "(({b}==0||{b}==-1)?0:{a}%{b})"),
+  R("(MAX.float a b)", "(({a}!={a}||{a}>{b})?{a}:{b})"),   /* NaN propagates */
+  R("(MAX a b)", "({a}>{b}?{a}:{b})"),
+  R("(POW a b)", "pow({a},{b})"),
+  F("(THREEFRY x key)", threefry),
   R("(NEG.bool a)", "(!{a})"),
-  R("(NEG a)", "(-{a})"),
   R("(EXP2 a)", "exp2({a})"),
   R("(LOG2 a)", "log2({a})"),
   R("(SIN a)", "sin({a})"),
@@ -90,8 +97,8 @@ static const render_rule core_rules[] = {
   R("(RECIPROCAL a)", "(1.0/{a})"),
   R("(WHERE c a b)", "({c}?{a}:{b})"),
   R("(MULACC a b c)", "(({a}*{b})+{c})"),
-  { .pattern = "(CAST x)", .fn = cast },
-  { .pattern = "(GEP v)", .fn = gep },
+  F("(CAST x)", cast),
+  F("(GEP v)", gep),
 };
 static const render_table core_table = RENDER_TABLE(core_rules);
 
@@ -109,22 +116,23 @@ const render_table cstyle_libm_f32 = RENDER_TABLE(libm_f32_rules);
 
 /* ---- the pass */
 
-/* A dialect's rules for scalar or vector nodes, compiled: the matcher and,
- * by its rule index, the rule and its table. */
+/* A dialect's rules for scalar or vector nodes, compiled: the matcher, the
+ * rule by the matcher's rule index, and how code spells operands (NULL:
+ * by their names). */
 typedef struct {
   tg_matcher *m;
   const render_rule **rule;
-  const render_table **table;
+  char *(*operand)(rctx *c, uop *root, uop *x);
 } code_pass;
 
-static code_pass *compile_pass(const render_table *const *tables, int ntables, const char *name) {
+static code_pass *compile_pass(const render_table *const *tables, int ntables, const char *name, char *(*operand)(rctx *, uop *, uop *)) {
   int n = 0;
   for (int t = 0; t < ntables; t++) n += tables[t]->n;
   if (!n) return NULL;
   code_pass *p = tg_xcalloc(1, sizeof *p);
   tg_rule *rules = tg_xcalloc((size_t)n, sizeof *rules);   /* kept with the matcher, for the process */
   p->rule = tg_xcalloc((size_t)n, sizeof *p->rule);
-  p->table = tg_xcalloc((size_t)n, sizeof *p->table);
+  p->operand = operand;
   int k = 0;
   for (int t = 0; t < ntables; t++)
     for (int i = 0; i < tables[t]->n; i++, k++) {
@@ -132,7 +140,6 @@ static code_pass *compile_pass(const render_table *const *tables, int ntables, c
       if (!r->code == !r->fn) { fprintf(stderr, "tg: render rule \"%s\" needs code or a function (one of them)\n", r->pattern); abort(); }
       rules[k] = (tg_rule){ .pattern = r->pattern, .guard = r->guard, .name = r->name };
       p->rule[k] = r;
-      p->table[k] = tables[t];
     }
   p->m = matcher_new(rules, n);
   matcher_set_name(p->m, name);
@@ -156,13 +163,15 @@ static const dialect_passes *passes_of(const render_dialect *d) {
     if (compiled[i].d == d) found = &compiled[i];
   if (!found) {
     if (n == (int)(sizeof compiled / sizeof compiled[0])) { fprintf(stderr, "tg: more render dialects than code_for_op.c holds\n"); abort(); }
-    const render_table *scalar[RENDER_MAX_TABLES + 1];
+    const render_table *scalar[RENDER_MAX_TABLES + 2];
     int ns = 0;
     for (int t = 0; t < RENDER_MAX_TABLES && d->code[t]; t++) scalar[ns++] = d->code[t];
     scalar[ns++] = &core_table;
+    scalar[ns++] = &infix_table;
+    const render_table *vector[2] = { d->vector_code, &infix_table };
     compiled[n].d = d;
-    compiled[n].pass[0] = compile_pass(scalar, ns, rfmt("render %s", d->name));   /* names live with the matchers */
-    compiled[n].pass[1] = d->vector_code ? compile_pass(&d->vector_code, 1, rfmt("render %s vectors", d->name)) : NULL;
+    compiled[n].pass[0] = compile_pass(scalar, ns, rfmt("render %s", d->name), NULL);   /* names live with the matchers */
+    compiled[n].pass[1] = d->vector_code ? compile_pass(vector, 2, rfmt("render %s vectors", d->name), d->vector_operand) : NULL;
     found = &compiled[n];
     __atomic_store_n(&ncompiled, n + 1, __ATOMIC_RELEASE);
   }
@@ -171,8 +180,8 @@ static const dialect_passes *passes_of(const render_dialect *d) {
 }
 
 /* the rule's code with each {name} replaced by the code of its node (the
- * table's operand spelling, or the node's name) */
-static char *expand(rctx *c, const render_table *t, const render_rule *r, const rw_match *m) {
+ * pass's operand spelling, or the node's name) */
+static char *expand(rctx *c, const code_pass *pass, const render_rule *r, const rw_match *m) {
   strbuf b = { 0 };
   const char *p = r->code;
   while (*p) {
@@ -188,8 +197,8 @@ static char *expand(rctx *c, const render_table *t, const render_rule *r, const 
     for (int i = 0; i < m->n && !x; i++)
       if (strlen(m->names[i]) == (size_t)(close - p - 1) && !memcmp(m->names[i], p + 1, (size_t)(close - p - 1))) x = m->vals[i];
     if (!x) { fprintf(stderr, "tg: render rule \"%s\": %.*s is not bound by its pattern\n", r->pattern, (int)(close - p + 1), p); abort(); }
-    if (t->operand) {
-      char *s = t->operand(c, m->root, x);
+    if (pass->operand) {
+      char *s = pass->operand(c, m->root, x);
       sb_puts(&b, s);
       free(s);
     } else sb_puts(&b, rname(c, x));
@@ -204,7 +213,7 @@ char *render_code(rctx *c, uop *u) {
   int k = p ? matcher_match(p->m, u, c, &m) : -1;
   if (k < 0) return NULL;
   const render_rule *r = p->rule[k];
-  char *s = r->fn ? r->fn(c, &m) : expand(c, p->table[k], r, &m);
+  char *s = r->fn ? r->fn(c, &m) : expand(c, p, r, &m);
   if (s && c->tracing) matcher_trace_text(p->m, c->tracing, k, u, s);
   return s;
 }

@@ -29,12 +29,9 @@ typedef struct render_rule {
   const char *name;
 } render_rule;
 
-/* A table of rules, and how its code spells an operand {x} (malloc'd; NULL:
- * x's name, the node's value in the body). */
 typedef struct render_table {
   const render_rule *rules;
   int n;
-  char *(*operand)(rctx *c, uop *root, uop *x);
 } render_table;
 #define RENDER_TABLE(r, ...) { .rules = r, .n = RW_NRULES(r), __VA_ARGS__ }
 #define RENDER_MAX_TABLES 3
@@ -44,9 +41,10 @@ typedef struct render_table {
 extern const render_table cstyle_libm_f32;
 
 /* The code of ALU node u by the first rule that matches it: scalar nodes
- * by the dialect's tables (code[], in order) and then the core's; vector
- * nodes (and DOT4) by the dialect's vector_code only. Malloc'd, or NULL when
- * no rule renders it. (code_for_op.c) */
+ * by the dialect's tables (code[], in order), then the core's, then C's
+ * infix operators; vector nodes (and DOT4) by the dialect's vector_code,
+ * then the infix operators on vector_operand's spelling. Malloc'd, or NULL
+ * when no rule renders it. (code_for_op.c) */
 char *render_code(rctx *c, uop *u);
 
 /* One buffer argument of a kernel (DEFINE_GLOBAL k). */
@@ -81,9 +79,11 @@ struct render_dialect {
    * core's (at least BITCAST: a scalar's bits as another scalar type of the
    * same size), NULL after the last */
   const render_table *code[RENDER_MAX_TABLES];
-  /* the code of vector nodes (SIMD lanes, byte dot products); NULL for a
-   * dialect without vector types */
+  /* the code of vector nodes (SIMD lanes, byte dot products), before C's
+   * infix operators, and how those spell an operand {x} of vector node
+   * root (malloc'd); NULL for a dialect without vector types */
   const render_table *vector_code;
+  char *(*vector_operand)(rctx *c, uop *root, uop *x);
   /* the dialect's prelude: types and helpers the body used */
   void (*prelude)(rctx *c, strbuf *src);
   /* the type name of a vector value (marking it used for the prelude) */

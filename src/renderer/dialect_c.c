@@ -196,40 +196,28 @@ static char *v_lut16(rctx *c, const rw_match *m) {
               rname(c, u->src[1]));
 }
 
-#define R(p, c) { .pattern = p, .code = c }
+#define F(p, f) { .pattern = p, .fn = f }
 
-/* Vector nodes: gcc/clang vector extensions, operands broadcast to the
- * node's operand type (voperand); math through the prelude's helpers. */
+/* Vector nodes: gcc/clang vector extensions (C's infix operators apply to
+ * them as they are, with operands broadcast to the node's operand type:
+ * voperand); math through the prelude's helpers. */
 static const render_rule c_vector_rules[] = {
-  R("(ADD a b)", "({a}+{b})"),
-  R("(SUB a b)", "({a}-{b})"),
-  R("(MUL a b)", "({a}*{b})"),
-  R("(FDIV a b)", "({a}/{b})"),
-  R("(NEG a)", "(-{a})"),
-  { .pattern = "(SQRT a)", .fn = v_sqrt },
-  { .pattern = "(EXP2 a)", .fn = v_exp2 },
-  { .pattern = "(TRUNC a)", .fn = v_trunc },
-  { .pattern = "(RECIPROCAL a)", .fn = v_reciprocal },
-  R("(CMPLT a b)", "({a}<{b})"),
-  R("(CMPNE a b)", "({a}!={b})"),
-  R("(CMPEQ a b)", "({a}=={b})"),
-  { .pattern = "(MAX a b)", .fn = v_max },
-  { .pattern = "(WHERE c a b)", .fn = v_where },
-  { .pattern = "(CAST x.f16)", .fn = v_cast_f16 },
-  { .pattern = "(CAST x.bf16)", .fn = v_cast_bf16 },
-  { .pattern = "(CAST x)", .fn = v_convert },
-  { .pattern = "(VECTORIZE ...)", .fn = v_vectorize },
-  { .pattern = "(BITCAST x)", .fn = v_bitcast },
-  R("(AND a b)", "({a}&{b})"),
-  R("(OR a b)", "({a}|{b})"),
-  R("(XOR a b)", "({a}^{b})"),
-  R("(SHL a b)", "({a}<<{b})"),
-  R("(SHR a b)", "({a}>>{b})"),
-  { .pattern = "(GEP v)", .fn = v_gep },
-  { .pattern = "(DOT4 acc u s)", .fn = v_dot4 },
-  { .pattern = "(LUT16 t i)", .fn = v_lut16 },
+  F("(SQRT a)", v_sqrt),
+  F("(EXP2 a)", v_exp2),
+  F("(TRUNC a)", v_trunc),
+  F("(RECIPROCAL a)", v_reciprocal),
+  F("(MAX a b)", v_max),
+  F("(WHERE c a b)", v_where),
+  F("(CAST x.f16)", v_cast_f16),
+  F("(CAST x.bf16)", v_cast_bf16),
+  F("(CAST x)", v_convert),
+  F("(VECTORIZE ...)", v_vectorize),
+  F("(BITCAST x)", v_bitcast),
+  F("(GEP v)", v_gep),
+  F("(DOT4 acc u s)", v_dot4),
+  F("(LUT16 t i)", v_lut16),
 };
-static const render_table c_vector_code = RENDER_TABLE(c_vector_rules, .operand = voperand);
+static const render_table c_vector_code = RENDER_TABLE(c_vector_rules);
 
 /* Each helper is guarded by its name, so kernel sources concatenate into one
  * file (tg_jit_export) without redefinitions. */
@@ -440,7 +428,7 @@ static char *c_bitcast(rctx *c, const rw_match *m) {
 }
 
 static const render_rule c_rules[] = {
-  { .pattern = "(BITCAST x)", .fn = c_bitcast },
+  F("(BITCAST x)", c_bitcast),
 };
 static const render_table c_code = RENDER_TABLE(c_rules);
 
@@ -464,6 +452,7 @@ const render_dialect dialect_c = {
   .code = { &c_code, &cstyle_libm_f32 },
   .prelude = c_prelude,
   .vector_code = &c_vector_code,
+  .vector_operand = voperand,
   .vector_type = c_vector_type,
 };
 
