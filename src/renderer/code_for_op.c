@@ -12,7 +12,6 @@
  * once, on first use, into matchers named "render <dialect>" and
  * "render <dialect> vectors", so TRACK_REWRITES=1 prints the rule behind
  * every expression. */
-#include <ctype.h>
 #include <pthread.h>
 #include "renderer/cstyle.h"
 
@@ -180,31 +179,40 @@ static const dialect_passes *passes_of(const render_dialect *d) {
 }
 
 /* the rule's code with each {name} replaced by the code of its node (the
- * pass's operand spelling, or the node's name) */
+ * pass's operand spelling, or the node's name): the pieces first, then one
+ * allocation */
 static char *expand(rctx *c, const code_pass *pass, const render_rule *r, const rw_match *m) {
-  strbuf b = { 0 };
-  const char *p = r->code;
-  while (*p) {
+  enum { MAXP = 32 };
+  const char *piece[MAXP];
+  size_t len[MAXP], total = 0;
+  char *owned[MAXP];
+  int np = 0, nowned = 0;
+  for (const char *p = r->code; *p;) {
+    if (np == MAXP) { fprintf(stderr, "tg: render rule \"%s\": code of more than %d pieces\n", r->pattern, MAXP); abort(); }
     /* "{name}"; other braces ("(float4){0}") are text */
-    const char *close = p[0] == '{' && (isalpha((unsigned char)p[1]) || p[1] == '_') ? strchr(p, '}') : NULL;
+    const char *close = p[0] == '{' && ((p[1] >= 'a' && p[1] <= 'z') || (p[1] >= 'A' && p[1] <= 'Z') || p[1] == '_') ? strchr(p, '}') : NULL;
     if (!close) {
-      size_t len = 1 + strcspn(p + 1, "{");
-      sb_append(&b, p, len);
-      p += len;
+      len[np] = 1 + strcspn(p + 1, "{");
+      piece[np] = p;
+      p += len[np];
+      total += len[np++];
       continue;
     }
     uop *x = NULL;
+    size_t nl = (size_t)(close - p - 1);
     for (int i = 0; i < m->n && !x; i++)
-      if (strlen(m->names[i]) == (size_t)(close - p - 1) && !memcmp(m->names[i], p + 1, (size_t)(close - p - 1))) x = m->vals[i];
-    if (!x) { fprintf(stderr, "tg: render rule \"%s\": %.*s is not bound by its pattern\n", r->pattern, (int)(close - p + 1), p); abort(); }
-    if (pass->operand) {
-      char *s = pass->operand(c, m->root, x);
-      sb_puts(&b, s);
-      free(s);
-    } else sb_puts(&b, rname(c, x));
+      if (!strncmp(m->names[i], p + 1, nl) && !m->names[i][nl]) x = m->vals[i];
+    if (!x) { fprintf(stderr, "tg: render rule \"%s\": %.*s is not bound by its pattern\n", r->pattern, (int)nl + 2, p); abort(); }
+    piece[np] = pass->operand ? (owned[nowned++] = pass->operand(c, m->root, x)) : rname(c, x);
+    len[np] = strlen(piece[np]);
+    total += len[np++];
     p = close + 1;
   }
-  return b.s ? b.s : tg_xstrdup("");
+  char *out = tg_xmalloc(total + 1), *o = out;
+  for (int i = 0; i < np; i++) { memcpy(o, piece[i], len[i]); o += len[i]; }
+  *o = 0;
+  for (int i = 0; i < nowned; i++) free(owned[i]);
+  return out;
 }
 
 char *render_code(rctx *c, uop *u) {
