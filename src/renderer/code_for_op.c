@@ -185,8 +185,7 @@ static char *expand(rctx *c, const code_pass *pass, const render_rule *r, const 
   enum { MAXP = 32 };
   const char *piece[MAXP];
   size_t len[MAXP], total = 0;
-  char *owned[MAXP];
-  int np = 0, nowned = 0;
+  int np = 0;
   for (const char *p = r->code; *p;) {
     if (np == MAXP) { fprintf(stderr, "tg: render rule \"%s\": code of more than %d pieces\n", r->pattern, MAXP); abort(); }
     /* "{name}"; other braces ("(float4){0}") are text */
@@ -203,7 +202,7 @@ static char *expand(rctx *c, const code_pass *pass, const render_rule *r, const 
     for (int i = 0; i < m->n && !x; i++)
       if (!strncmp(m->names[i], p + 1, nl) && !m->names[i][nl]) x = m->vals[i];
     if (!x) { fprintf(stderr, "tg: render rule \"%s\": %.*s is not bound by its pattern\n", r->pattern, (int)nl + 2, p); abort(); }
-    piece[np] = pass->operand ? (owned[nowned++] = pass->operand(c, m->root, x)) : rname(c, x);
+    piece[np] = pass->operand ? rtemp(c, pass->operand(c, m->root, x)) : rname(c, x);
     len[np] = strlen(piece[np]);
     total += len[np++];
     p = close + 1;
@@ -211,8 +210,12 @@ static char *expand(rctx *c, const code_pass *pass, const render_rule *r, const 
   char *out = tg_xmalloc(total + 1), *o = out;
   for (int i = 0; i < np; i++) { memcpy(o, piece[i], len[i]); o += len[i]; }
   *o = 0;
-  for (int i = 0; i < nowned; i++) free(owned[i]);
   return out;
+}
+
+const char *rtemp(rctx *c, char *s) {
+  if (c->ntemp == RCTX_TEMPS) { fprintf(stderr, "tg: render: more than %d operand strings for one node\n", RCTX_TEMPS); abort(); }
+  return c->temp[c->ntemp++] = s;
 }
 
 char *render_code(rctx *c, uop *u) {
@@ -222,6 +225,8 @@ char *render_code(rctx *c, uop *u) {
   if (k < 0) return NULL;
   const render_rule *r = p->rule[k];
   char *s = r->fn ? r->fn(c, &m) : expand(c, p, r, &m);
+  for (int i = 0; i < c->ntemp; i++) free(c->temp[i]);
+  c->ntemp = 0;
   if (s && c->tracing) matcher_trace_text(p->m, c->tracing, k, u, s);
   return s;
 }

@@ -104,6 +104,9 @@ struct rctx {
   int nvars;
   int depth;
   int tracing;         /* TRACK_REWRITES, read once per kernel */
+#define RCTX_TEMPS 16
+  char *temp[RCTX_TEMPS];   /* strings rtemp keeps until the node's code is made */
+  int ntemp;
   bool need_threefry, need_fpconv;
   /* C dialect: vector types and helpers the body used */
   bool vec_used[TG_NSCALAR][65];
@@ -118,6 +121,9 @@ struct rctx {
 };
 
 char *rfmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+/* s (malloc'd), kept until render_code has made the current node's code:
+ * operand strings a rule's function writes into its code */
+const char *rtemp(rctx *c, char *s);
 const char *rname(rctx *c, uop *u);
 /* the type of a value of dtype d (vectors: the C dialect's vector types) */
 const char *rctype(rctx *c, dtype_t d);

@@ -64,77 +64,49 @@ static vec_types vtypes(rctx *c, uop *u) {
   return (vec_types){ rctype(c, opd), rctype(c, rmask_of(opd)) };
 }
 
-/* the vector table's operand: x in the root's operand type, broadcast */
+/* the vector pass's operand: x in the root's operand type, broadcast */
 static char *voperand(rctx *c, uop *root, uop *x) { return vsrc(c, x, vtypes(c, root).vt); }
-static char *V(rctx *c, const rw_match *m, int i) { return voperand(c, m->root, m->root->src[i]); }
+/* source i of the matched node as an operand (kept until the node is written) */
+static const char *V(rctx *c, const rw_match *m, int i) { return rtemp(c, voperand(c, m->root, m->root->src[i])); }
 
-/* tg_<fn>_vK(x), a prelude helper on K float32 lanes (need: its flags) */
-static char *vhelper(rctx *c, const rw_match *m, bool *need, const char *fn) {
+/* tg_<fn>_vK(x), a prelude helper on K lanes (need: its flags) */
+static char *vhelper(rctx *c, const rw_match *m, bool *need, const char *fn, const char *suffix) {
   int k = m->root->dtype.count;
   need[k] = true;
-  char *a = V(c, m, 0), *r = rfmt("tg_%s_v%d(%s)", fn, k, a);
-  free(a);
-  return r;
+  return rfmt("tg_%s_v%d%s(%s)", fn, k, suffix, V(c, m, 0));
 }
-static char *v_sqrt(rctx *c, const rw_match *m) { return vhelper(c, m, c->need_sqrt, "sqrt"); }
-static char *v_exp2(rctx *c, const rw_match *m) { return vhelper(c, m, c->need_exp2, "exp2"); }
-static char *v_trunc(rctx *c, const rw_match *m) { return vhelper(c, m, c->need_trunc, "trunc"); }
+static char *v_sqrt(rctx *c, const rw_match *m) { return vhelper(c, m, c->need_sqrt, "sqrt", ""); }
+static char *v_exp2(rctx *c, const rw_match *m) { return vhelper(c, m, c->need_exp2, "exp2", ""); }
+static char *v_trunc(rctx *c, const rw_match *m) { return vhelper(c, m, c->need_trunc, "trunc", ""); }
+static char *v_cast_f16(rctx *c, const rw_match *m) { return vhelper(c, m, c->need_vcvt_f16, "cvt", "_f16_f32"); }
 
-static char *v_reciprocal(rctx *c, const rw_match *m) {
-  char *a = V(c, m, 0), *r = rfmt("(((%s){0}+1)/%s)", vtypes(c, m->root).vt, a);
-  free(a);
-  return r;
-}
+static char *v_reciprocal(rctx *c, const rw_match *m) { return rfmt("(((%s){0}+1)/%s)", vtypes(c, m->root).vt, V(c, m, 0)); }
 
 /* lanes where a > b or a is NaN take a */
 static char *v_max(rctx *c, const rw_match *m) {
   vec_types t = vtypes(c, m->root);
-  char *a = V(c, m, 0), *b = V(c, m, 1);
-  char *r = rfmt("({ %s a_ = %s, b_ = %s; %s m_ = (a_ > b_) | (a_ != a_); (%s)(((%s)a_ & m_) | ((%s)b_ & ~m_)); })", t.vt, a, b, t.mt, t.vt, t.mt, t.mt);
-  free(a); free(b);
-  return r;
+  return rfmt("({ %s a_ = %s, b_ = %s; %s m_ = (a_ > b_) | (a_ != a_); (%s)(((%s)a_ & m_) | ((%s)b_ & ~m_)); })", t.vt, V(c, m, 0), V(c, m, 1), t.mt, t.vt, t.mt, t.mt);
 }
 
 /* a scalar condition picks whole vectors; a mask picks lanes */
 static char *v_where(rctx *c, const rw_match *m) {
   uop *u = m->root;
   vec_types t = vtypes(c, u);
-  char *a = V(c, m, 1), *b = V(c, m, 2), *r;
-  if (u->src[0]->dtype.count == 1) r = rfmt("(%s?%s:%s)", rname(c, u->src[0]), a, b);
-  else r = rfmt("({ %s m_ = %s; (%s)(((%s)%s & m_) | ((%s)%s & ~m_)); })", t.mt, rname(c, u->src[0]), t.vt, t.mt, a, t.mt, b);
-  free(a); free(b);
-  return r;
-}
-
-static char *v_cast_f16(rctx *c, const rw_match *m) {
-  int k = m->root->dtype.count;
-  c->need_vcvt_f16[k] = true;
-  char *a = V(c, m, 0), *r = rfmt("tg_cvt_v%d_f16_f32(%s)", k, a);
-  free(a);
-  return r;
+  const char *a = V(c, m, 1), *b = V(c, m, 2);
+  if (u->src[0]->dtype.count == 1) return rfmt("(%s?%s:%s)", rname(c, u->src[0]), a, b);
+  return rfmt("({ %s m_ = %s; (%s)(((%s)%s & m_) | ((%s)%s & ~m_)); })", t.mt, rname(c, u->src[0]), t.vt, t.mt, a, t.mt, b);
 }
 
 /* bfloat16 is the top half of a float32: shift the bits up */
 static char *v_cast_bf16(rctx *c, const rw_match *m) {
   uop *u = m->root;
-  char *a = V(c, m, 0);
-  char *r = rfmt("((%s)(__builtin_convertvector(%s, %s) << 16))", rctype(c, u->dtype), a, rctype(c, dt_vec(dt_scalar(TG_U32), u->dtype.count)));
-  free(a);
-  return r;
+  return rfmt("((%s)(__builtin_convertvector(%s, %s) << 16))", rctype(c, u->dtype), V(c, m, 0), rctype(c, dt_vec(dt_scalar(TG_U32), u->dtype.count)));
 }
 
-static char *v_convert(rctx *c, const rw_match *m) {
-  char *a = V(c, m, 0), *r = rfmt("__builtin_convertvector(%s, %s)", a, rctype(c, m->root->dtype));
-  free(a);
-  return r;
-}
+static char *v_convert(rctx *c, const rw_match *m) { return rfmt("__builtin_convertvector(%s, %s)", V(c, m, 0), rctype(c, m->root->dtype)); }
 
 /* lanes of the same size: a vector cast reinterprets the bits */
-static char *v_bitcast(rctx *c, const rw_match *m) {
-  char *a = V(c, m, 0), *r = rfmt("((%s)%s)", rctype(c, m->root->dtype), a);
-  free(a);
-  return r;
-}
+static char *v_bitcast(rctx *c, const rw_match *m) { return rfmt("((%s)%s)", rctype(c, m->root->dtype), V(c, m, 0)); }
 
 /* lanes from scalars; one source: an iota, lane i is base + stride*i */
 static char *v_vectorize(rctx *c, const rw_match *m) {
@@ -142,11 +114,9 @@ static char *v_vectorize(rctx *c, const rw_match *m) {
   const char *vt = vtypes(c, u).vt;
   strbuf b = { 0 };
   if (u->nsrc == 1) {
-    char *base = V(c, m, 0);
     sb_printf(&b, "(((%s){", vt);
     for (int i = 0; i < u->dtype.count; i++) sb_printf(&b, i ? ",%d" : "%d", i);
-    sb_printf(&b, "})*%lld+%s)", (long long)u->arg.i, base);
-    free(base);
+    sb_printf(&b, "})*%lld+%s)", (long long)u->arg.i, V(c, m, 0));
   } else {
     sb_printf(&b, "((%s){", vt);
     for (int i = 0; i < u->nsrc; i++) sb_printf(&b, i ? ",%s" : "%s", rname(c, u->src[i]));
@@ -175,13 +145,10 @@ static char *v_dot4(rctx *c, const rw_match *m) {
   int k = u->dtype.count;
   if (k != 4 && k != 8 && k != 16) return NULL;
   c->need_dot4[k] = true;
-  const char *vt = rctype(c, u->dtype);
-  char *s[3];
+  const char *vt = rctype(c, u->dtype), *s[3];
   for (int i = 0; i < 3; i++)
-    s[i] = u->src[i]->dtype.count > 1 ? rfmt("((%s)%s)", vt, rname(c, u->src[i])) : rsplat(u->src[i]->dtype, vt, rname(c, u->src[i]));
-  char *r = rfmt("tg_dot4_v%d(%s, %s, %s)", k, s[0], s[1], s[2]);
-  for (int i = 0; i < 3; i++) free(s[i]);
-  return r;
+    s[i] = rtemp(c, u->src[i]->dtype.count > 1 ? rfmt("((%s)%s)", vt, rname(c, u->src[i])) : rsplat(u->src[i]->dtype, vt, rname(c, u->src[i])));
+  return rfmt("tg_dot4_v%d(%s, %s, %s)", k, s[0], s[1], s[2]);
 }
 
 /* OP_LUT16 (see vectorize.c): tg_lut16_vK(table, entries, byte indices),
