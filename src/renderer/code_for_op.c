@@ -6,12 +6,15 @@
  *
  * A node's code comes from the first rule that matches it: its dialect's
  * tables first (cstyle.h: the dialect's bit casts, libm's float names, ...),
- * then the core's below, which every C-style dialect shares. Vector nodes
- * (lanes, byte dot products) match only their dialect's vector table; a
- * dialect without one cannot render them. Each dialect's rules are compiled
- * once, on first use, into matchers named "render <dialect>" and
- * "render <dialect> vectors", so TRACK_REWRITES=1 prints the rule behind
- * every expression. */
+ * then the core's below, which every C-style dialect shares, and last C's
+ * infix operators. Vector nodes (lanes, byte dot products) match their
+ * dialect's vector table and then the infix operators, with operands
+ * spelled by the dialect (broadcast to vectors); a dialect without a vector
+ * table cannot render them. Each dialect's rules are compiled once, on
+ * first use, into matchers named "render <dialect>" and "render <dialect>
+ * vectors", so TRACK_REWRITES=1 prints the rule behind every expression.
+ * The rules are match-only (rewrite.h's matcher_match): the pattern
+ * language matches, the code is text. */
 #include <pthread.h>
 #include "renderer/cstyle.h"
 

@@ -29,11 +29,12 @@ typedef struct render_rule {
   const char *name;
 } render_rule;
 
+/* Rules in the order they are tried (RENDER_TABLE(array) makes one). */
 typedef struct render_table {
   const render_rule *rules;
   int n;
 } render_table;
-#define RENDER_TABLE(r, ...) { .rules = r, .n = RW_NRULES(r), __VA_ARGS__ }
+#define RENDER_TABLE(r) { .rules = r, .n = RW_NRULES(r) }
 #define RENDER_MAX_TABLES 3
 
 /* libm's float32 names (exp2f, truncf, fmodf, ...) for dialects whose libm
