@@ -161,6 +161,40 @@ TEST(rewrite_guards) {
   matcher_free(m);
 }
 
+/* Match-only rules (no template, no callback; the renderers' code rules):
+ * matcher_match gives the first rule whose pattern and guard accept the
+ * node, with its bindings (after a commutative swap too); they never fire
+ * in a rewrite. */
+TEST(rewrite_match_only) {
+  static const tg_rule rules[] = {
+    { .pattern = "(ADD a b)", .guard = guard_a_is_const },
+    { .pattern = "(ADD.float a b)" },
+    { .pattern = "(MUL x (ADD y z))" },
+    R("(SUB a b)", "a"),
+  };
+  tg_matcher *m = matcher_new(rules, NRULES(rules));
+  uop_pool_push();
+  uop *x = ivar("x"), *y = ivar("y"), *f = fvar("f");
+  rw_match mt;
+  CHECK_EQ_INT(matcher_match(m, add(x, ci(3)), NULL, &mt), 0);   /* the guard passes once a is the CONST */
+  CHECK(mt.root == add(x, ci(3)) && rw_get(&mt, "a") == ci(3) && rw_get(&mt, "b") == x);
+  CHECK_EQ_INT(matcher_match(m, add(x, y), NULL, &mt), -1);
+  uop *g = fvar("g");
+  CHECK_EQ_INT(matcher_match(m, add(f, g), NULL, &mt), 1);   /* rule 0's guard fails both orders */
+  CHECK(rw_get(&mt, "a") == f && rw_get(&mt, "b") == g);
+  uop *e = mul(add(x, y), x);   /* commutative MUL: x binds the second source */
+  CHECK_EQ_INT(matcher_match(m, e, NULL, &mt), 2);
+  CHECK(rw_get(&mt, "x") == x && rw_get(&mt, "y") == x && rw_get(&mt, "z") == y);
+  CHECK_EQ_INT(matcher_match(m, uop_alu(OP_SUB, x, y), NULL, &mt), 3);   /* a rewriting rule matches too */
+  CHECK_EQ_INT(matcher_match(m, NULL, NULL, &mt), -1);
+  /* rewriting: match-only rules decline */
+  CHECK(matcher_apply(m, add(ci(1), x), NULL) == NULL);
+  CHECK(graph_rewrite(e, m, NULL) == e);
+  CHECK(graph_rewrite(uop_alu(OP_SUB, e, y), m, NULL) == e);
+  uop_pool_pop();
+  matcher_free(m);
+}
+
 /* matcher_once compiles a static table once; matcher_rewrite_node is
  * matcher_apply (with tracing). */
 TEST(rewrite_matcher_once) {

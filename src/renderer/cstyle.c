@@ -1,7 +1,8 @@
 /* cstyle.c: the C-style core of every renderer. Walks the linearized
  * program and writes one statement per node: loops for RANGEs, accumulators
  * for REDUCEs, loads and stores through the kernel's buffers, group and
- * local ids for SPECIALs. How each piece is spelled comes from the dialect
+ * local ids for SPECIALs, and a value per ALU node, its expression by rules
+ * (code_for_op.c). How each piece is spelled comes from the dialect
  * (cstyle.h); nothing here names one. */
 #include <math.h>
 #include "renderer/cstyle.h"
@@ -34,9 +35,8 @@ dtype_t rmask_of(dtype_t d) {
   return dt_vec(dt_scalar(sz == 8 ? TG_I64 : sz == 2 ? TG_I16 : sz == 1 ? TG_I8 : TG_I32), d.count);
 }
 
-static bool is_small(dtype_t d) { return d.scalar == TG_F16 || d.scalar == TG_BF16 || d.scalar == TG_FP8E4M3 || d.scalar == TG_FP8E5M2; }
-static const char *small_tag(dtype_t d) {
-  switch (d.scalar) { case TG_F16: return "f16"; case TG_BF16: return "bf16"; case TG_FP8E4M3: return "e4m3"; default: return "e5m2"; }
+const char *rsmall_tag(dtype_t d) {
+  switch (d.scalar) { case TG_F16: return "f16"; case TG_BF16: return "bf16"; case TG_FP8E4M3: return "e4m3"; case TG_FP8E5M2: return "e5m2"; default: return NULL; }
 }
 
 /* A float written x - 0 rather than 0 + x: subtracting +0 is the identity
@@ -51,11 +51,12 @@ char *rsplat(dtype_t d, const char *vt, const char *x) {
 static char *render_const(rctx *c, uop *u) {
   dtype_t d = u->dtype;
   double v = uop_const_value(u);
-  if (is_small(d)) {
+  const char *small = rsmall_tag(d);
+  if (small) {
     c->need_fpconv = true;
-    if (isnan(v)) return rfmt("tg_cvt_f64_%s(NAN)", small_tag(d));
-    if (isinf(v)) return rfmt("tg_cvt_f64_%s(%sINFINITY)", small_tag(d), v < 0 ? "-" : "");
-    return rfmt("tg_cvt_f64_%s(%a)", small_tag(d), v);
+    if (isnan(v)) return rfmt("tg_cvt_f64_%s(NAN)", small);
+    if (isinf(v)) return rfmt("tg_cvt_f64_%s(%sINFINITY)", small, v < 0 ? "-" : "");
+    return rfmt("tg_cvt_f64_%s(%a)", small, v);
   }
   const render_dialect *D = c->d;
   switch (d.scalar) {
@@ -73,77 +74,6 @@ static char *render_const(rctx *c, uop *u) {
   case TG_U32: return rfmt("%lluu", (unsigned long long)(uint32_t)u->arg.i);
   case TG_I32: return u->arg.i == INT32_MIN ? rfmt("(-2147483647-1)") : rfmt(u->arg.i < 0 ? "(%lld)" : "%lld", (long long)u->arg.i);
   default: return rfmt("((%s)%lld)", rctype(c, d), (long long)u->arg.i);
-  }
-}
-
-static char *render_cast(rctx *c, uop *u, const char *x) {
-  dtype_t from = u->src[0]->dtype, to = u->dtype;
-  if (is_small(from) || is_small(to)) c->need_fpconv = true;
-  if (is_small(from) && is_small(to)) return rfmt("tg_cvt_f32_%s(tg_cvt_%s_f32(%s))", small_tag(to), small_tag(from), x);
-  if (is_small(from)) return rfmt("((%s)tg_cvt_%s_f32(%s))", rctype(c, to), small_tag(from), x);
-  if (is_small(to)) {
-    if (from.scalar == TG_F32) return rfmt("tg_cvt_f32_%s(%s)", small_tag(to), x);
-    return rfmt("tg_cvt_f64_%s((double)%s)", small_tag(to), x);
-  }
-  return rfmt("((%s)%s)", rctype(c, to), x);
-}
-
-/* a libm function on a float or double: exp2f / exp2 in C and CUDA, the
- * overloaded exp2 in OpenCL */
-static char *math1(rctx *c, const char *fn, bool f32, const char *a) {
-  return rfmt("%s%s(%s)", fn, f32 && c->d->f32_math_suffix ? "f" : "", a);
-}
-static char *math2(rctx *c, const char *fn, bool f32, const char *a, const char *b) {
-  return rfmt("%s%s(%s,%s)", fn, f32 && c->d->f32_math_suffix ? "f" : "", a, b);
-}
-
-static char *render_alu(rctx *c, uop *u) {
-  if (u->op == OP_DOT4 || u->dtype.count > 1) return c->d->vector_alu ? c->d->vector_alu(c, u) : NULL;
-  const char *a = u->nsrc > 0 ? rname(c, u->src[0]) : "", *b = u->nsrc > 1 ? rname(c, u->src[1]) : "", *w = u->nsrc > 2 ? rname(c, u->src[2]) : "";
-  bool f32 = u->dtype.scalar == TG_F32;
-  bool fl = dt_is_float(u->dtype) || (u->nsrc && dt_is_float(u->src[0]->dtype));
-  switch (u->op) {
-  case OP_ADD: return rfmt("(%s+%s)", a, b);
-  case OP_SUB: return rfmt("(%s-%s)", a, b);
-  case OP_MUL: return rfmt("(%s*%s)", a, b);
-  case OP_FDIV: return rfmt("(%s/%s)", a, b);
-  case OP_IDIV:
-    if (fl) return rfmt("trunc%s(%s/%s)", f32 && c->d->f32_math_suffix ? "f" : "", a, b);
-    if (u->src[1]->op == OP_CONST && uop_const_value(u->src[1]) > 0) return rfmt("(%s/%s)", a, b);
-    /* never trap: x/0 is 0, and MIN/-1 wraps to MIN like the other ops */
-    if (dt_is_unsigned(u->dtype)) return rfmt("(%s==0?0:%s/%s)", b, a, b);
-    return rfmt("(%s==0?0:%s==-1?(%s)(0%s-(%s)%s):%s/%s)", b, b, rctype(c, u->dtype), c->d->u64_suffix, c->d->scalar_type[TG_U64], a, a, b);
-  case OP_MOD:
-    if (fl) return math2(c, "fmod", f32, a, b);
-    if (u->src[1]->op == OP_CONST && uop_const_value(u->src[1]) > 0) return rfmt("(%s%%%s)", a, b);
-    if (dt_is_unsigned(u->dtype)) return rfmt("(%s==0?0:%s%%%s)", b, a, b);
-    return rfmt("((%s==0||%s==-1)?0:%s%%%s)", b, b, a, b);
-  case OP_MAX:
-    if (fl) return rfmt("((%s!=%s||%s>%s)?%s:%s)", a, a, a, b, a, b);   /* NaN propagates */
-    return rfmt("(%s>%s?%s:%s)", a, b, a, b);
-  case OP_POW: return math2(c, "pow", f32, a, b);
-  case OP_CMPLT: return rfmt("(%s<%s)", a, b);
-  case OP_CMPNE: return rfmt("(%s!=%s)", a, b);
-  case OP_CMPEQ: return rfmt("(%s==%s)", a, b);
-  case OP_AND: return rfmt("(%s&%s)", a, b);
-  case OP_OR: return rfmt("(%s|%s)", a, b);
-  case OP_XOR: return rfmt("(%s^%s)", a, b);
-  case OP_SHL: return rfmt("(%s<<%s)", a, b);
-  case OP_SHR: return rfmt("(%s>>%s)", a, b);
-  case OP_THREEFRY: c->need_threefry = true; return rfmt("tg_threefry(%s,%s)", a, b);
-  case OP_NEG: return u->dtype.scalar == TG_BOOL ? rfmt("(!%s)", a) : rfmt("(-%s)", a);
-  case OP_EXP2: return math1(c, "exp2", f32, a);
-  case OP_LOG2: return math1(c, "log2", f32, a);
-  case OP_SIN: return math1(c, "sin", f32, a);
-  case OP_SQRT: return math1(c, "sqrt", f32, a);
-  case OP_TRUNC: return fl ? math1(c, "trunc", f32, a) : rfmt("%s", a);
-  case OP_RECIPROCAL: return rfmt("(%s/%s)", f32 ? "1.0f" : "1.0", a);
-  case OP_WHERE: return rfmt("(%s?%s:%s)", a, b, w);
-  case OP_MULACC: return rfmt("((%s*%s)+%s)", a, b, w);
-  case OP_CAST: return render_cast(c, u, a);
-  case OP_GEP: return rfmt("%s[%lld]", a, (long long)u->arg.i);   /* one lane of a vector */
-  case OP_BITCAST: return c->d->bitcast(c, u, a);
-  default: return NULL;
   }
 }
 
@@ -280,7 +210,7 @@ static bool render_op(rctx *c, uop *u, const kernel_args *args, const char *cons
     if (!c->r->n_tensor_cores || u->arg.i < 0 || u->arg.i >= c->r->n_tensor_cores) { tg_seterr("render (%s): no tensor core %lld", c->d->name, (long long)u->arg.i); return false; }
     return true;
   default: {
-    char *e = render_alu(c, u);
+    char *e = render_code(c, u);
     if (!e) { tg_seterr("render (%s): cannot render %s%s", c->d->name, uop_op_name(u->op), u->dtype.count > 1 ? " on vectors" : ""); return false; }
     char *n = rfmt("alu%d", c->nvars++);
     indent(c);
@@ -319,7 +249,7 @@ char *render_kernel(const tg_renderer *r, uop *ast, const char *name) {
   uop_pool_push();
   lprogram prog;
   if (linearize(ast, &prog) < 0) { uop_pool_pop(); return NULL; }
-  rctx c = { .r = r, .d = r->dialect, .depth = 1 };
+  rctx c = { .r = r, .d = r->dialect, .depth = 1, .tracing = (int)setting_int(SET_TRACK_REWRITES) };
   bool failed = false;
   const char *varnames[64];
   int nvarnames = kernel_var_names(ast, varnames, 64);

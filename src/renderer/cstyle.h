@@ -1,16 +1,52 @@
 /* cstyle.h: what the C-style core (cstyle.c) shares with the dialect tables.
- * The core walks a linearized kernel and writes one statement per node; a
- * dialect says how types, math functions, the kernel signature, group and
- * local ids, barriers and bit casts are spelled, and adds its preludes.
+ * The core walks a linearized kernel and writes one statement per node; the
+ * expression of an ALU node comes from rules (code_for_op.c: the core's
+ * table, after the dialect's own). A dialect says how types, the kernel
+ * signature, group and local ids and barriers are spelled, gives its rules
+ * (bit casts, libm's names, vector lanes) and adds its preludes.
  * Invariant: the core never names a dialect; everything that differs
- * between C, OpenCL C and CUDA C is a field here. */
+ * between C, OpenCL C and CUDA C is a field or a rule here. */
 #ifndef TG_CSTYLE_H
 #define TG_CSTYLE_H
 
 #include "renderer/renderer.h"
+#include "uop/rewrite.h"
 #include "util/util.h"
 
 typedef struct rctx rctx;
+
+/* The code of an ALU node: a pattern (rewrite.h's language) and either the
+ * expression it becomes, where "{x}" is the code of the node bound to x and
+ * other text is kept as it is ("(ADD a b)" -> "({a}+{b})"), or a function
+ * that writes it (malloc'd; NULL: the node cannot be rendered). The guard,
+ * when set, decides whether the rule applies (ctx is the rctx). name, when
+ * set, is the rule's name in TRACK_REWRITES lines (else the pattern). */
+typedef struct render_rule {
+  const char *pattern;
+  const char *code;
+  char *(*fn)(rctx *c, const rw_match *m);
+  rw_guard guard;
+  const char *name;
+} render_rule;
+
+/* Rules in the order they are tried (RENDER_TABLE(array) makes one). */
+typedef struct render_table {
+  const render_rule *rules;
+  int n;
+} render_table;
+#define RENDER_TABLE(r) { .rules = r, .n = RW_NRULES(r) }
+#define RENDER_MAX_TABLES 3
+
+/* libm's float32 names (exp2f, truncf, fmodf, ...) for dialects whose libm
+ * is C's (C, CUDA C); the core's rules use the overloads (exp2). */
+extern const render_table cstyle_libm_f32;
+
+/* The code of ALU node u by the first rule that matches it: scalar nodes
+ * by the dialect's tables (code[], in order), then the core's, then C's
+ * infix operators; vector nodes (and DOT4) by the dialect's vector_code,
+ * then the infix operators on vector_operand's spelling. Malloc'd, or NULL
+ * when no rule renders it. (code_for_op.c) */
+char *render_code(rctx *c, uop *u);
 
 /* One buffer argument of a kernel (DEFINE_GLOBAL k). */
 typedef struct { int index; dtype_t dtype; bool stored; } kernel_buf;
@@ -31,7 +67,6 @@ struct render_dialect {
   const char *scalar_type[TG_NSCALAR];
   const char *buffer_elem[TG_NSCALAR];
   const char *i64_suffix, *u64_suffix;   /* integer literal suffixes */
-  bool f32_math_suffix;                  /* float libm names end in f (exp2f); else overloads */
   const char *fn_qual;                   /* qualifiers of helper functions in preludes */
   const char *local_qual;                /* declares a local (shared) array */
   const char *barrier;                   /* a work-group barrier statement */
@@ -41,13 +76,17 @@ struct render_dialect {
   void (*open_kernel)(rctx *c, strbuf *src, const char *name, const kernel_args *a);
   /* the value of a group (kind 0) or local (kind 1) id in dimension dim */
   char *(*special)(int kind, int dim);
-  /* a scalar's bits as another scalar type of the same size */
-  char *(*bitcast)(rctx *c, uop *u, const char *x);
+  /* the code of ALU nodes: the dialect's rules, tried in order before the
+   * core's (at least BITCAST: a scalar's bits as another scalar type of the
+   * same size), NULL after the last */
+  const render_table *code[RENDER_MAX_TABLES];
+  /* the code of vector nodes (SIMD lanes, byte dot products), before C's
+   * infix operators, and how those spell an operand {x} of vector node
+   * root (malloc'd); NULL for a dialect without vector types */
+  const render_table *vector_code;
+  char *(*vector_operand)(rctx *c, uop *root, uop *x);
   /* the dialect's prelude: types and helpers the body used */
   void (*prelude)(rctx *c, strbuf *src);
-  /* vector nodes (SIMD lanes, byte dot products): the expression, or NULL
-   * for a dialect without vector types */
-  char *(*vector_alu)(rctx *c, uop *u);
   /* the type name of a vector value (marking it used for the prelude) */
   const char *(*vector_type)(rctx *c, dtype_t d);
   /* tensor cores: writes tg_wmma_<tc->helper>(float *acc, a..., b...
@@ -65,6 +104,10 @@ struct rctx {
   ptrmap names;        /* uop -> char* (owned) */
   int nvars;
   int depth;
+  int tracing;         /* TRACK_REWRITES, read once per kernel */
+#define RCTX_TEMPS 16
+  char *temp[RCTX_TEMPS];   /* strings rtemp keeps until the node's code is made */
+  int ntemp;
   bool need_threefry, need_fpconv;
   /* C dialect: vector types and helpers the body used */
   bool vec_used[TG_NSCALAR][65];
@@ -79,9 +122,15 @@ struct rctx {
 };
 
 char *rfmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+/* s (malloc'd), kept until render_code has made the current node's code:
+ * operand strings a rule's function writes into its code */
+const char *rtemp(rctx *c, char *s);
 const char *rname(rctx *c, uop *u);
 /* the type of a value of dtype d (vectors: the C dialect's vector types) */
 const char *rctype(rctx *c, dtype_t d);
+/* small floats' tag in helper names (f16, bf16, e4m3, e5m2); NULL for
+ * other types */
+const char *rsmall_tag(dtype_t d);
 /* the mask type of comparisons between vectors of d */
 dtype_t rmask_of(dtype_t d);
 /* scalar x of dtype d broadcast into vector type vt */

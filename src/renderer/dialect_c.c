@@ -55,73 +55,79 @@ static char *vsrc(rctx *c, uop *x, const char *vt) {
   return rsplat(x->dtype, vt, rname(c, x));
 }
 
-static char *render_vec_alu(rctx *c, uop *u) {
-  /* operands share the type of the widest source (comparisons: of src 0) */
-  dtype_t opd = u->op == OP_WHERE ? u->dtype : uop_is_comparison(u->op) ? dt_vec(u->src[0]->dtype, u->dtype.count) : u->dtype;
-  if (u->op == OP_CAST) opd = dt_vec(u->src[0]->dtype, u->dtype.count);
-  const char *vt = rctype(c, opd), *mt = rctype(c, rmask_of(opd));
-  int first = u->op == OP_WHERE ? 1 : 0;
-  /* operand strings of ALU ops (at most 3 sources; a VECTORIZE of lanes
-   * names its sources itself) */
-  char *s[3] = { NULL, NULL, NULL };
-  for (int i = first; i < u->nsrc && i < 3; i++) s[i] = vsrc(c, u->src[i], vt);
-  char *r = NULL;
-  switch (u->op) {
-  case OP_ADD: r = rfmt("(%s+%s)", s[0], s[1]); break;
-  case OP_SUB: r = rfmt("(%s-%s)", s[0], s[1]); break;
-  case OP_MUL: r = rfmt("(%s*%s)", s[0], s[1]); break;
-  case OP_FDIV: r = rfmt("(%s/%s)", s[0], s[1]); break;
-  case OP_NEG: r = rfmt("(-%s)", s[0]); break;
-  case OP_SQRT: c->need_sqrt[u->dtype.count] = true; r = rfmt("tg_sqrt_v%d(%s)", u->dtype.count, s[0]); break;
-  case OP_EXP2: c->need_exp2[u->dtype.count] = true; r = rfmt("tg_exp2_v%d(%s)", u->dtype.count, s[0]); break;
-  case OP_TRUNC: c->need_trunc[u->dtype.count] = true; r = rfmt("tg_trunc_v%d(%s)", u->dtype.count, s[0]); break;
-  case OP_RECIPROCAL: r = rfmt("(((%s){0}+1)/%s)", vt, s[0]); break;
-  case OP_CMPLT: r = rfmt("(%s<%s)", s[0], s[1]); break;
-  case OP_CMPNE: r = rfmt("(%s!=%s)", s[0], s[1]); break;
-  case OP_CMPEQ: r = rfmt("(%s==%s)", s[0], s[1]); break;
-  case OP_MAX:   /* lanes where a > b or a is NaN take a */
-    r = rfmt("({ %s a_ = %s, b_ = %s; %s m_ = (a_ > b_) | (a_ != a_); (%s)(((%s)a_ & m_) | ((%s)b_ & ~m_)); })", vt, s[0], s[1], mt, vt, mt, mt);
-    break;
-  case OP_WHERE:
-    if (u->src[0]->dtype.count == 1) r = rfmt("(%s?%s:%s)", rname(c, u->src[0]), s[1], s[2]);
-    else r = rfmt("({ %s m_ = %s; (%s)(((%s)%s & m_) | ((%s)%s & ~m_)); })", mt, rname(c, u->src[0]), vt, mt, s[1], mt, s[2]);
-    break;
-  case OP_CAST:
-    if (u->src[0]->dtype.scalar == TG_F16) { c->need_vcvt_f16[u->dtype.count] = true; r = rfmt("tg_cvt_v%d_f16_f32(%s)", u->dtype.count, s[0]); }
-    else if (u->src[0]->dtype.scalar == TG_BF16)   /* bfloat16 is the top half of a float32: shift the bits up */
-      r = rfmt("((%s)(__builtin_convertvector(%s, %s) << 16))", rctype(c, u->dtype), s[0], rctype(c, dt_vec(dt_scalar(TG_U32), u->dtype.count)));
-    else r = rfmt("__builtin_convertvector(%s, %s)", s[0], rctype(c, u->dtype));
-    break;
-  case OP_VECTORIZE: {
-    strbuf b = { 0 };
-    if (u->nsrc == 1) {   /* an iota: lane i is base + stride*i */
-      sb_printf(&b, "(((%s){", vt);
-      for (int i = 0; i < u->dtype.count; i++) sb_printf(&b, i ? ",%d" : "%d", i);
-      sb_printf(&b, "})*%lld+%s)", (long long)u->arg.i, s[0]);
-    } else {
-      sb_printf(&b, "((%s){", vt);
-      for (int i = 0; i < u->nsrc; i++) sb_printf(&b, i ? ",%s" : "%s", rname(c, u->src[i]));
-      sb_puts(&b, "})");
-    }
-    r = b.s;
-    break;
+/* The type of a vector ALU node's operands (comparisons: of src 0's lanes;
+ * casts: of the source's), and the mask type of comparisons between them;
+ * both are declared by the prelude (marked used here). */
+typedef struct { const char *vt, *mt; } vec_types;
+static vec_types vtypes(rctx *c, uop *u) {
+  dtype_t opd = u->op == OP_WHERE ? u->dtype : uop_is_comparison(u->op) || u->op == OP_CAST ? dt_vec(u->src[0]->dtype, u->dtype.count) : u->dtype;
+  return (vec_types){ rctype(c, opd), rctype(c, rmask_of(opd)) };
+}
+
+/* the vector pass's operand: x in the root's operand type, broadcast */
+static char *voperand(rctx *c, uop *root, uop *x) { return vsrc(c, x, vtypes(c, root).vt); }
+/* source i of the matched node as an operand (kept until the node is written) */
+static const char *V(rctx *c, const rw_match *m, int i) { return rtemp(c, voperand(c, m->root, m->root->src[i])); }
+
+/* tg_<fn>_vK(x), a prelude helper on K lanes (need: its flags) */
+static char *vhelper(rctx *c, const rw_match *m, bool *need, const char *fn, const char *suffix) {
+  int k = m->root->dtype.count;
+  need[k] = true;
+  return rfmt("tg_%s_v%d%s(%s)", fn, k, suffix, V(c, m, 0));
+}
+static char *v_sqrt(rctx *c, const rw_match *m) { return vhelper(c, m, c->need_sqrt, "sqrt", ""); }
+static char *v_exp2(rctx *c, const rw_match *m) { return vhelper(c, m, c->need_exp2, "exp2", ""); }
+static char *v_trunc(rctx *c, const rw_match *m) { return vhelper(c, m, c->need_trunc, "trunc", ""); }
+static char *v_cast_f16(rctx *c, const rw_match *m) { return vhelper(c, m, c->need_vcvt_f16, "cvt", "_f16_f32"); }
+
+static char *v_reciprocal(rctx *c, const rw_match *m) { return rfmt("(((%s){0}+1)/%s)", vtypes(c, m->root).vt, V(c, m, 0)); }
+
+/* lanes where a > b or a is NaN take a */
+static char *v_max(rctx *c, const rw_match *m) {
+  vec_types t = vtypes(c, m->root);
+  return rfmt("({ %s a_ = %s, b_ = %s; %s m_ = (a_ > b_) | (a_ != a_); (%s)(((%s)a_ & m_) | ((%s)b_ & ~m_)); })", t.vt, V(c, m, 0), V(c, m, 1), t.mt, t.vt, t.mt, t.mt);
+}
+
+/* a scalar condition picks whole vectors; a mask picks lanes */
+static char *v_where(rctx *c, const rw_match *m) {
+  uop *u = m->root;
+  vec_types t = vtypes(c, u);
+  const char *a = V(c, m, 1), *b = V(c, m, 2);
+  if (u->src[0]->dtype.count == 1) return rfmt("(%s?%s:%s)", rname(c, u->src[0]), a, b);
+  return rfmt("({ %s m_ = %s; (%s)(((%s)%s & m_) | ((%s)%s & ~m_)); })", t.mt, rname(c, u->src[0]), t.vt, t.mt, a, t.mt, b);
+}
+
+/* bfloat16 is the top half of a float32: shift the bits up */
+static char *v_cast_bf16(rctx *c, const rw_match *m) {
+  uop *u = m->root;
+  return rfmt("((%s)(__builtin_convertvector(%s, %s) << 16))", rctype(c, u->dtype), V(c, m, 0), rctype(c, dt_vec(dt_scalar(TG_U32), u->dtype.count)));
+}
+
+static char *v_convert(rctx *c, const rw_match *m) { return rfmt("__builtin_convertvector(%s, %s)", V(c, m, 0), rctype(c, m->root->dtype)); }
+
+/* lanes of the same size: a vector cast reinterprets the bits */
+static char *v_bitcast(rctx *c, const rw_match *m) { return rfmt("((%s)%s)", rctype(c, m->root->dtype), V(c, m, 0)); }
+
+/* lanes from scalars; one source: an iota, lane i is base + stride*i */
+static char *v_vectorize(rctx *c, const rw_match *m) {
+  uop *u = m->root;
+  const char *vt = vtypes(c, u).vt;
+  strbuf b = { 0 };
+  if (u->nsrc == 1) {
+    sb_printf(&b, "(((%s){", vt);
+    for (int i = 0; i < u->dtype.count; i++) sb_printf(&b, i ? ",%d" : "%d", i);
+    sb_printf(&b, "})*%lld+%s)", (long long)u->arg.i, V(c, m, 0));
+  } else {
+    sb_printf(&b, "((%s){", vt);
+    for (int i = 0; i < u->nsrc; i++) sb_printf(&b, i ? ",%s" : "%s", rname(c, u->src[i]));
+    sb_puts(&b, "})");
   }
-  case OP_BITCAST:   /* lanes of the same size: a vector cast reinterprets the bits */
-    r = rfmt("((%s)%s)", rctype(c, u->dtype), s[0]);
-    break;
-  case OP_AND: r = rfmt("(%s&%s)", s[0], s[1]); break;
-  case OP_OR: r = rfmt("(%s|%s)", s[0], s[1]); break;
-  case OP_XOR: r = rfmt("(%s^%s)", s[0], s[1]); break;
-  case OP_SHL: r = rfmt("(%s<<%s)", s[0], s[1]); break;
-  case OP_SHR: r = rfmt("(%s>>%s)", s[0], s[1]); break;
-  default: break;
-  }
-  for (int i = 0; i < 3; i++) free(s[i]);
-  return r;
+  return b.s;
 }
 
 /* k lanes of a wider vector: lane l is src[arg + l * (src lanes / k)] */
-static char *render_vec_gep(rctx *c, uop *u) {
+static char *v_gep(rctx *c, const rw_match *m) {
+  uop *u = m->root;
   strbuf b = { 0 };
   const char *a = rname(c, u->src[0]);
   int st = u->src[0]->dtype.count / u->dtype.count;
@@ -134,22 +140,21 @@ static char *render_vec_gep(rctx *c, uop *u) {
 /* OP_DOT4 (see vectorize.c): tg_dot4_vK(acc, unsigned bytes, signed
  * bytes), each operand a vector of 4K bytes viewed as K ints, or one int
  * (4 bytes) for every lane. */
-static char *render_dot4(rctx *c, uop *u) {
+static char *v_dot4(rctx *c, const rw_match *m) {
+  uop *u = m->root;
   int k = u->dtype.count;
   if (k != 4 && k != 8 && k != 16) return NULL;
   c->need_dot4[k] = true;
-  const char *vt = rctype(c, u->dtype);
-  char *s[3];
+  const char *vt = rctype(c, u->dtype), *s[3];
   for (int i = 0; i < 3; i++)
-    s[i] = u->src[i]->dtype.count > 1 ? rfmt("((%s)%s)", vt, rname(c, u->src[i])) : rsplat(u->src[i]->dtype, vt, rname(c, u->src[i]));
-  char *r = rfmt("tg_dot4_v%d(%s, %s, %s)", k, s[0], s[1], s[2]);
-  for (int i = 0; i < 3; i++) free(s[i]);
-  return r;
+    s[i] = rtemp(c, u->src[i]->dtype.count > 1 ? rfmt("((%s)%s)", vt, rname(c, u->src[i])) : rsplat(u->src[i]->dtype, vt, rname(c, u->src[i])));
+  return rfmt("tg_dot4_v%d(%s, %s, %s)", k, s[0], s[1], s[2]);
 }
 
 /* OP_LUT16 (see vectorize.c): tg_lut16_vK(table, entries, byte indices),
  * the entries 0..arg of the table at src 0. */
-static char *render_lut16(rctx *c, uop *u) {
+static char *v_lut16(rctx *c, const rw_match *m) {
+  uop *u = m->root;
   int k = u->dtype.count;
   if (k < 2 || k > 64) return NULL;
   c->need_lut16[k] = true;
@@ -158,12 +163,28 @@ static char *render_lut16(rctx *c, uop *u) {
               rname(c, u->src[1]));
 }
 
-static char *c_vector_alu(rctx *c, uop *u) {
-  if (u->op == OP_DOT4) return render_dot4(c, u);
-  if (u->op == OP_LUT16) return render_lut16(c, u);
-  if (u->op == OP_GEP) return render_vec_gep(c, u);
-  return render_vec_alu(c, u);
-}
+#define F(p, f) { .pattern = p, .fn = f }
+
+/* Vector nodes: gcc/clang vector extensions (C's infix operators apply to
+ * them as they are, with operands broadcast to the node's operand type:
+ * voperand); math through the prelude's helpers. */
+static const render_rule c_vector_rules[] = {
+  F("(SQRT a)", v_sqrt),
+  F("(EXP2 a)", v_exp2),
+  F("(TRUNC a)", v_trunc),
+  F("(RECIPROCAL a)", v_reciprocal),
+  F("(MAX a b)", v_max),
+  F("(WHERE c a b)", v_where),
+  F("(CAST x.f16)", v_cast_f16),
+  F("(CAST x.bf16)", v_cast_bf16),
+  F("(CAST x)", v_convert),
+  F("(VECTORIZE ...)", v_vectorize),
+  F("(BITCAST x)", v_bitcast),
+  F("(GEP v)", v_gep),
+  F("(DOT4 acc u s)", v_dot4),
+  F("(LUT16 t i)", v_lut16),
+};
+static const render_table c_vector_code = RENDER_TABLE(c_vector_rules);
 
 /* Each helper is guarded by its name, so kernel sources concatenate into one
  * file (tg_jit_export) without redefinitions. */
@@ -368,9 +389,15 @@ static void c_open_kernel(rctx *c, strbuf *src, const char *name, const kernel_a
 
 static char *c_special(int kind, int dim) { return tg_xstrdup("0"); }   /* the CPU has no work groups */
 
-static char *c_bitcast(rctx *c, uop *u, const char *x) {
-  return rfmt("({ %s o_; %s i_ = %s; __builtin_memcpy(&o_, &i_, sizeof o_); o_; })", rctype(c, u->dtype), rctype(c, u->src[0]->dtype), x);
+static char *c_bitcast(rctx *c, const rw_match *m) {
+  uop *u = m->root;
+  return rfmt("({ %s o_; %s i_ = %s; __builtin_memcpy(&o_, &i_, sizeof o_); o_; })", rctype(c, u->dtype), rctype(c, u->src[0]->dtype), rname(c, u->src[0]));
 }
+
+static const render_rule c_rules[] = {
+  F("(BITCAST x)", c_bitcast),
+};
+static const render_table c_code = RENDER_TABLE(c_rules);
 
 const render_dialect dialect_c = {
   .name = "c",
@@ -383,16 +410,16 @@ const render_dialect dialect_c = {
     [TG_F16] = "unsigned short", [TG_BF16] = "unsigned short", [TG_FP8E4M3] = "unsigned char", [TG_FP8E5M2] = "unsigned char",
     [TG_F32] = "float", [TG_F64] = "double" },
   .i64_suffix = "LL", .u64_suffix = "ULL",
-  .f32_math_suffix = true,
   .fn_qual = "static inline",
   .local_qual = "",
   .barrier = "",
   .var_fmt = "vars[%d]",
   .open_kernel = c_open_kernel,
   .special = c_special,
-  .bitcast = c_bitcast,
+  .code = { &c_code, &cstyle_libm_f32 },
   .prelude = c_prelude,
-  .vector_alu = c_vector_alu,
+  .vector_code = &c_vector_code,
+  .vector_operand = voperand,
   .vector_type = c_vector_type,
 };
 

@@ -43,7 +43,12 @@ static void cuda_open_kernel(rctx *c, strbuf *src, const char *name, const kerne
 
 static char *cuda_special(int kind, int dim) { return rfmt("%s.%c", kind ? "threadIdx" : "blockIdx", "xyz"[dim]); }
 
-static char *cuda_bitcast(rctx *c, uop *u, const char *x) { return rfmt("tg_bitcast<%s>(%s)", rctype(c, u->dtype), x); }
+static char *cuda_bitcast(rctx *c, const rw_match *m) { return rfmt("tg_bitcast<%s>(%s)", rctype(c, m->root->dtype), rname(c, m->root->src[0])); }
+
+static const render_rule cuda_rules[] = {
+  { "(BITCAST x)", .fn = cuda_bitcast },
+};
+static const render_table cuda_code = RENDER_TABLE(cuda_rules);
 
 const render_dialect dialect_cuda = {
   .name = "cuda",
@@ -56,14 +61,13 @@ const render_dialect dialect_cuda = {
     [TG_F16] = "unsigned short", [TG_BF16] = "unsigned short", [TG_FP8E4M3] = "unsigned char", [TG_FP8E5M2] = "unsigned char",
     [TG_F32] = "float", [TG_F64] = "double" },
   .i64_suffix = "LL", .u64_suffix = "ULL",
-  .f32_math_suffix = true,
   .fn_qual = "__device__ static inline",
   .local_qual = "__shared__",
   .barrier = "__syncthreads();",
   .var_fmt = "var%d",
   .open_kernel = cuda_open_kernel,
   .special = cuda_special,
-  .bitcast = cuda_bitcast,
+  .code = { &cuda_code, &cstyle_libm_f32 },
   .prelude = cuda_prelude,
   .wmma_helper = cuda_wmma_helper,
 };

@@ -52,7 +52,13 @@ static void cl_open_kernel(rctx *c, strbuf *src, const char *name, const kernel_
 
 static char *cl_special(int kind, int dim) { return rfmt("get_%s_id(%d)", kind ? "local" : "group", dim); }
 
-static char *cl_bitcast(rctx *c, uop *u, const char *x) { return rfmt("as_%s(%s)", rctype(c, u->dtype), x); }
+static char *cl_bitcast(rctx *c, const rw_match *m) { return rfmt("as_%s(%s)", rctype(c, m->root->dtype), rname(c, m->root->src[0])); }
+
+/* libm's names are overloads in OpenCL C: the core's rules spell them */
+static const render_rule cl_rules[] = {
+  { "(BITCAST x)", .fn = cl_bitcast },
+};
+static const render_table cl_code = RENDER_TABLE(cl_rules);
 
 const render_dialect dialect_opencl = {
   .name = "opencl",
@@ -63,14 +69,13 @@ const render_dialect dialect_opencl = {
     [TG_I32] = "int", [TG_U32] = "uint", [TG_I64] = "long", [TG_U64] = "ulong",
     [TG_F16] = "ushort", [TG_BF16] = "ushort", [TG_FP8E4M3] = "uchar", [TG_FP8E5M2] = "uchar", [TG_F32] = "float", [TG_F64] = "double" },
   .i64_suffix = "L", .u64_suffix = "UL",
-  .f32_math_suffix = false,
   .fn_qual = "static inline",
   .local_qual = "__local",
   .barrier = "barrier(CLK_LOCAL_MEM_FENCE);",
   .var_fmt = "var%d",
   .open_kernel = cl_open_kernel,
   .special = cl_special,
-  .bitcast = cl_bitcast,
+  .code = { &cl_code },
   .prelude = cl_prelude,
   .wmma_helper = cl_wmma_helper,
   .wmma_scratch = CL_WMMA_SCRATCH,

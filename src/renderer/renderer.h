@@ -4,7 +4,8 @@
  * kernels are written in (C for the CPU, OpenCL C, CUDA C) and the
  * capabilities the optimizer reads (threads, work groups and local memory,
  * SIMD vector types, byte dot products, native half). Every dialect shares
- * one C-style core (cstyle.c); a dialect is one file with a table
+ * one C-style core (cstyle.c) and its rules for the code of each op
+ * (code_for_op.c); a dialect is one file with a table and its own rules
  * (dialect_c.c, dialect_opencl.c, dialect_cuda.c) plus one line in
  * renderer_by_name. Devices copy a table and fill in what they learn at
  * run time (a GPU's local memory size, its work-group limits). */

@@ -314,7 +314,6 @@ static void compile_rule(crule *r, const tg_rule *src) {
   r->npat = p.npat;
   if (r->pat->paren && r->pat->nsrc > 0 && !r->pat->comm && !r->pat->src[0]->anyop) r->first = r->pat->src[0];
   if (src->replace && src->fn) perr(&p, "rule has both a template and a callback");
-  if (!src->replace && !src->fn) perr(&p, "rule has neither a template nor a callback");
   if (src->replace) {
     parser t = { src->replace, "template", 0, true, r, 0 };
     r->tmpl = parse_all(&t);
@@ -427,6 +426,7 @@ typedef struct {
   rw_match m;
   goal *goals;         /* npat of them: on the caller's stack (lowering recurses through matches) */
   int sp;
+  bool match_only;     /* matcher_match: a match the guard accepts is the result */
   uop *result;
 } mstate;
 
@@ -457,6 +457,8 @@ static bool accept(mstate *st) {
   const crule *r = st->r;
   uop *root = st->m.root;
   if (r->rule->guard && !r->rule->guard(st->ctx, &st->m)) return false;
+  if (st->match_only) { st->result = root; return true; }
+  if (!r->tmpl && !r->rule->fn) return false;   /* a match-only rule never rewrites */
   uop *res = r->tmpl ? build(r->tmpl, &st->m, root->dtype) : r->rule->fn(st->ctx, &st->m);
   if (!res || res == root) return false;   /* declined: keep searching */
   st->result = res;
@@ -498,10 +500,11 @@ static bool solve(mstate *st) {
   return ok;
 }
 
-static uop *try_rule(const crule *r, uop *u, void *ctx) {
+static uop *try_rule(const crule *r, uop *u, void *ctx, rw_match *match_out) {
   mstate st;
   st.r = r;
   st.ctx = ctx;
+  st.match_only = match_out != NULL;
   st.m.n = r->nnames;
   for (int i = 0; i < r->nnames; i++) { st.m.names[i] = r->names[i]; st.m.vals[i] = NULL; }
   st.m.root = u;
@@ -510,16 +513,20 @@ static uop *try_rule(const crule *r, uop *u, void *ctx) {
   st.goals = goals;
   st.goals[0] = (goal){ r->pat, u };
   st.result = NULL;
-  return solve(&st) ? st.result : NULL;
+  if (!solve(&st)) return NULL;
+  if (match_out) *match_out = st.m;
+  return st.result;
 }
 
-static uop *apply_rules(const tg_matcher *m, uop *u, void *ctx, int *which) {
+/* The first rule that applies to u (match_out: that matches it, with its
+ * bindings there), its index in *which. */
+static uop *apply_rules(const tg_matcher *m, uop *u, void *ctx, int *which, rw_match *match_out) {
   int n = m->nidx[u->op];
   const int *ix = m->idx[u->op];
   for (int k = 0; k < n; k++) {
     const crule *c = &m->rules[ix[k]];
     if (c->first && u->nsrc > 0 && !has_op(c->first, u->src[0]->op)) continue;   /* fails at the first source anyway */
-    uop *r = try_rule(c, u, ctx);
+    uop *r = try_rule(c, u, ctx, match_out);
     if (r) { *which = ix[k]; return r; }
   }
   return NULL;
@@ -527,7 +534,12 @@ static uop *apply_rules(const tg_matcher *m, uop *u, void *ctx, int *which) {
 
 uop *matcher_apply(const tg_matcher *m, uop *u, void *ctx) {
   int which;
-  return u ? apply_rules(m, u, ctx, &which) : NULL;
+  return u ? apply_rules(m, u, ctx, &which, NULL) : NULL;
+}
+
+int matcher_match(const tg_matcher *m, uop *u, void *ctx, rw_match *out) {
+  int which = -1;
+  return u && apply_rules(m, u, ctx, &which, out) ? which : -1;
 }
 
 static void trace(int level, const tg_matcher *m, const crule *r, uop *before, uop *after);
@@ -538,7 +550,7 @@ rw_pass matcher_pass_begin(const tg_matcher *m) {
 
 uop *matcher_rewrite_node(const tg_matcher *m, const rw_pass *p, uop *u, void *ctx) {
   int which;
-  uop *r = u ? apply_rules(m, u, ctx, &which) : NULL;
+  uop *r = u ? apply_rules(m, u, ctx, &which, NULL) : NULL;
   if (r && p->tracing) trace(p->tracing, m, &m->rules[which], u, r);
   if (r && p->viz) viz_pass_step(m->rules[which].label, u, r);
   return r;
@@ -564,6 +576,14 @@ static void trace(int level, const tg_matcher *m, const crule *r, uop *before, u
   describe(after, a, sizeof a);
   fprintf(stderr, "rewrite %s [%s]: %s -> %s\n", m->name ? m->name : "rewrite", r->label, b, a);
   if (level >= 2) { uop_print(stderr, before); fprintf(stderr, "  ->\n"); uop_print(stderr, after); }
+}
+
+void matcher_trace_text(const tg_matcher *m, int level, int rule, uop *before, const char *after) {
+  if (level <= 0 || rule < 0 || rule >= m->n) return;
+  char b[160];
+  describe(before, b, sizeof b);
+  fprintf(stderr, "rewrite %s [%s]: %s -> %s\n", m->name ? m->name : "rewrite", m->rules[rule].label, b, after);
+  if (level >= 2) uop_print(stderr, before);
 }
 
 static _Noreturn void rule_bug(const crule *r, uop *u, const char *why) {
@@ -622,7 +642,7 @@ uop *graph_rewrite(uop *root, const tg_matcher *m, void *ctx) {
     } else {
       /* 3. rules, until none applies */
       int which = -1;
-      uop *y = apply_rules(m, n, ctx, &which);
+      uop *y = apply_rules(m, n, ctx, &which, NULL);
       if (!y) done = n;
       else {
         last = &m->rules[which];

@@ -66,7 +66,8 @@ typedef bool (*rw_guard)(void *ctx, const rw_match *m);
 
 typedef struct {
   const char *pattern;
-  const char *replace;     /* template, or NULL when fn is set */
+  const char *replace;     /* template, or NULL when fn is set (neither: a
+                            * match-only rule, for matcher_match) */
   rw_fn fn;
   const char *name;        /* optional, for traces; defaults to the pattern */
   rw_guard guard;          /* optional: checked before the template or callback */
@@ -90,6 +91,17 @@ void matcher_set_name(tg_matcher *m, const char *name);
 
 /* One pass of rules on one node: the first rule that applies, or NULL. */
 uop *matcher_apply(const tg_matcher *m, uop *u, void *ctx);
+
+/* For passes whose rules produce something other than nodes (the
+ * renderers' rules produce code): the index (in m's rule order) of the
+ * first rule whose pattern and guard accept u, its bindings in *out; -1
+ * when none does. Rules without template or callback are match-only: they
+ * serve matcher_match and never fire in a rewrite. */
+int matcher_match(const tg_matcher *m, uop *u, void *ctx, rw_match *out);
+/* TRACK_REWRITES for such a pass (level: the setting's value; 0 prints
+ * nothing): "rewrite PASS [rule]: OP:dtype #id -> after"; level 2 also
+ * prints the node's graph. */
+void matcher_trace_text(const tg_matcher *m, int level, int rule, uop *before, const char *after);
 
 /* For passes that walk the graph themselves (top-down, with their own memo,
  * like the scheduler's lowering): matcher_pass_begin opens the pass (reads
