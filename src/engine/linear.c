@@ -83,9 +83,12 @@ static int run_call(const linear_call *c, const int64_t *vars, int debug, bool t
 }
 
 int linear_run(linear *l, const var_values *given) {
-  int64_t (*vars)[LINEAR_MAX_VARS] = tg_xcalloc((size_t)(l->n ? l->n : 1), sizeof *vars);
+  /* the values of each call's variables, in one array (most calls have none) */
+  int *at = tg_xmalloc(sizeof(int) * (size_t)(l->n ? l->n : 1)), nv = 0;
+  for (int i = 0; i < l->n; i++) { at[i] = nv; nv += l->v[i].nvars; }
+  int64_t *vars = tg_xmalloc(sizeof(int64_t) * (size_t)(nv ? nv : 1));
   for (int i = 0; i < l->n; i++)
-    if (vars_values_given(l->v[i].varnames, l->v[i].nvars, vars[i], given) < 0) { free(vars); return -1; }
+    if (l->v[i].nvars && vars_values_given(l->v[i].varnames, l->v[i].nvars, vars + at[i], given) < 0) { free(vars); free(at); return -1; }
   int debug = (int)setting_int(SET_DEBUG);
   bool time_each = debug >= 2 || setting_int(SET_TG_KERNEL_TIMES) || viz_on;
   /* each buffer's uses and its last call: a buffer only the calls hold
@@ -105,7 +108,7 @@ int linear_run(linear *l, const var_values *given) {
   if (capture) for (int i = 0; i < l->n; i++) linear_push(&capture->l, &l->v[i]);
   int rc = 0;
   for (int i = 0; i < l->n && rc == 0; i++) {
-    rc = run_call(&l->v[i], vars[i], debug, time_each);
+    rc = run_call(&l->v[i], vars + at[i], debug, time_each);
     for (int j = 0; rc == 0 && j < l->v[i].nbufs; j++) {
       tg_buffer *b = l->v[i].bufs[j];
       uint64_t u = (uint64_t)(uintptr_t)pm_get(&use, b);
@@ -114,6 +117,6 @@ int linear_run(linear *l, const var_values *given) {
     }
   }
   pm_free(&use);
-  free(vars);
+  free(vars); free(at);
   return rc;
 }

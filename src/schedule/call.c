@@ -65,6 +65,7 @@ void call_body_release(call_body *b) {
     VEC_FREE(b->internal);
     pm_free(&b->role);
     free(b->param_written);
+    free(b->roles); free(b->role_at); free(b->out_item); free(b->out_param);
   }
   VEC_FREE(b->structure_fixed);
   for (int i = 0; i < b->nouts; i++) uop_release(b->outs[i]);
@@ -85,6 +86,28 @@ static void classify(call_body *b, tg_buffer *buf, const ptrmap *graph_bufs) {
   buffer_retain(buf);
   VEC_PUSH(b->internal, buf);
   pm_put(&b->role, buf, (void *)(intptr_t)-(intptr_t)b->internal.n);
+}
+
+void call_body_plan(call_body *b) {
+  int n = b->sched.n, total = 0;
+  b->role_at = tg_xmalloc(sizeof(int) * (size_t)(n ? n : 1));
+  for (int i = 0; i < n; i++) { b->role_at[i] = total; total += b->sched.v[i].nbufs; }
+  b->roles = tg_xmalloc(sizeof(int) * (size_t)(total ? total : 1));
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < b->sched.v[i].nbufs; j++) b->roles[b->role_at[i] + j] = (int)(intptr_t)pm_get(&b->role, b->sched.v[i].bufs[j]);
+  int m = b->nouts ? b->nouts : 1;
+  b->out_item = tg_xmalloc(sizeof(int) * (size_t)m);
+  b->out_param = tg_xmalloc(sizeof(int) * (size_t)m);
+  for (int k = 0; k < b->nouts; k++) {
+    uop *v = b->out_repl[k];
+    while (v->op == OP_PERMUTE || v->op == OP_RESHAPE || v->op == OP_SHRINK_VAR) v = v->src[0];
+    tg_buffer *ob = v->op == OP_BUFFER ? v->arg.p : NULL;
+    intptr_t r = ob ? (intptr_t)pm_get(&b->role, ob) : 0;
+    b->out_param[k] = r > 0 ? (int)r - 1 : -1;
+    b->out_item[k] = -1;
+    for (int i = 0; i < n && ob; i++)
+      for (int j = 0; j < b->sched.v[i].nbufs; j++) if (b->sched.v[i].bufs[j] == ob) b->out_item[k] = i;
+  }
 }
 
 static int schedule_body(call_body *b, const char *default_device) {
@@ -131,6 +154,7 @@ static int schedule_body(call_body *b, const char *default_device) {
       if (ob) classify(b, ob, &graph_bufs);
     }
     pm_free(&graph_bufs);
+    call_body_plan(b);
     b->scheduled = true;
   }
   pm_free(&becomes);
@@ -180,29 +204,28 @@ int call_instantiate(call_body *b, const char *default_device, tg_buffer *const 
   out->items = tg_xcalloc((size_t)(b->sched.n ? b->sched.n : 1), sizeof(sched_item));
   for (int i = 0; i < b->sched.n; i++) {
     const sched_item *src = &b->sched.v[i];
+    const int *roles = b->roles + b->role_at[i];
     sched_item *it = &out->items[i];
     *it = *src;
     it->merged = true;
     if (it->ast) uop_retain(it->ast);
     it->bufs = tg_xmalloc(sizeof(tg_buffer *) * (size_t)(src->nbufs ? src->nbufs : 1));
-    for (int j = 0; j < src->nbufs; j++) { it->bufs[j] = remap(&c, src->bufs[j]); buffer_retain(it->bufs[j]); }
+    for (int j = 0; j < src->nbufs; j++) {
+      int r = roles[j];
+      it->bufs[j] = r > 0 ? args[r - 1] : r < 0 ? c.fresh[-r - 1] : src->bufs[j];
+      buffer_retain(it->bufs[j]);
+    }
   }
   int n = b->nouts ? b->nouts : 1;
   out->out_repl = tg_xcalloc((size_t)n, sizeof(uop *));
   out->out_buf = tg_xcalloc((size_t)n, sizeof(tg_buffer *));
-  out->out_item = tg_xcalloc((size_t)n, sizeof(int));
-  out->out_param = tg_xcalloc((size_t)n, sizeof(int));
+  out->out_item = b->out_item;
+  out->out_param = b->out_param;
   for (int k = 0; k < b->nouts; k++) {
     out->out_repl[k] = graph_map(b->out_repl[k], remap_buffers, &c);
     uop *v = out->out_repl[k];
     while (v->op == OP_PERMUTE || v->op == OP_RESHAPE || v->op == OP_SHRINK_VAR) v = v->src[0];
-    tg_buffer *ob = v->op == OP_BUFFER ? v->arg.p : NULL;
-    out->out_buf[k] = ob;
-    out->out_item[k] = -1;
-    out->out_param[k] = -1;
-    for (int i = 0; i < b->nparams; i++) if (ob && ob == args[i]) out->out_param[k] = i;
-    for (int i = 0; i < out->nitems && ob; i++)
-      for (int j = 0; j < out->items[i].nbufs; j++) if (out->items[i].bufs[j] == ob) out->out_item[k] = i;
+    out->out_buf[k] = v->op == OP_BUFFER ? v->arg.p : NULL;
   }
   /* the items hold the fresh buffers now (one each that no item uses: an
    * output nothing computes, e.g. an empty one, is held by its view) */
@@ -219,6 +242,6 @@ void call_instance_free(call_instance *c) {
     for (int j = 0; j < it->nbufs; j++) buffer_release(it->bufs[j]);
     free(it->bufs);
   }
-  free(c->items); free(c->out_repl); free(c->out_buf); free(c->out_item); free(c->out_param);
+  free(c->items); free(c->out_repl); free(c->out_buf);
   memset(c, 0, sizeof *c);
 }
