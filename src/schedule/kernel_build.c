@@ -275,7 +275,7 @@ int sched_build_kernel(sctx *s, uop *u) {
     int *d = tg_xmalloc(sizeof(int));
     int nd = 0;
     if (si && si->kernel >= 0) d[nd++] = si->kernel;
-    VEC_PUSH(s->links, ((kernel_links){ d, nd, NULL, 0, out }));
+    VEC_PUSH(s->links, ((kernel_links){ d, nd, NULL, 0, out, NULL, 0 }));
     VEC_PUSH(*s->out, it);
     pm_put(&s->marked, u, ri);
     return 0;
@@ -310,7 +310,7 @@ int sched_build_kernel(sctx *s, uop *u) {
     }
     ri->kernel = s->out->n;
     VEC_PUSH(*s->out, it);
-    VEC_PUSH(s->links, ((kernel_links){ w.deps.v, w.deps.n, w.raw_reads.v, w.raw_reads.n, out }));
+    VEC_PUSH(s->links, ((kernel_links){ w.deps.v, w.deps.n, w.raw_reads.v, w.raw_reads.n, out, NULL, 0 }));
     w.deps.v = NULL; w.raw_reads.v = NULL;   /* the schedule owns them now */
     structure_walk_free(&w);
     lowered_kernel_clear(seen);
@@ -426,7 +426,7 @@ retry:
   structure_walk_free(&w);
   ri->kernel = s->out->n;   /* kernels built while lowering this one came first */
   VEC_PUSH(*s->out, it);
-  VEC_PUSH(s->links, ((kernel_links){ k.deps.v, k.deps.n, k.raw_reads.v, k.raw_reads.n, out }));
+  VEC_PUSH(s->links, ((kernel_links){ k.deps.v, k.deps.n, k.raw_reads.v, k.raw_reads.n, out, NULL, 0 }));
   pm_free(&k.memo); VEC_FREE(k.bufs); VEC_FREE(k.globals);
   pm_put(&s->marked, u, ri);
   return 0;
@@ -440,12 +440,36 @@ struct call_made {
   uop *const *args;      /* the CALL's sources (alive as long as the graph) */
   int nargs;
   call_instance inst;
-  int base;              /* index of its first item in the schedule */
+  tg_buffer **inst_args;  /* the argument buffers it was instantiated over (borrowed) */
+  int base;              /* index of the item standing for it in the schedule */
 };
 
 void sched_calls_free(sctx *s) {
-  for (int i = 0; i < s->calls.n; i++) { call_instance_free(&s->calls.v[i]->inst); free(s->calls.v[i]); }
+  for (int i = 0; i < s->calls.n; i++) { call_instance_free(&s->calls.v[i]->inst); free(s->calls.v[i]->inst_args); free(s->calls.v[i]); }
   VEC_FREE(s->calls);
+}
+
+void sched_expand_calls(schedule *out) {
+  int n = 0;
+  for (int i = 0; i < out->n; i++) n += out->v[i].call ? ((struct call_made *)out->v[i].call)->inst.nitems : 1;
+  if (n == out->n) {   /* no call, or calls of one kernel each */
+    bool any = false;
+    for (int i = 0; i < out->n && !any; i++) any = out->v[i].call != NULL;
+    if (!any) return;
+  }
+  sched_item *v = tg_xmalloc(sizeof(sched_item) * (size_t)(n ? n : 1));
+  int m = 0;
+  for (int i = 0; i < out->n; i++) {
+    struct call_made *cm = out->v[i].call;
+    if (!cm) { v[m++] = out->v[i]; continue; }
+    for (int k = 0; k < cm->inst.nitems; k++) {
+      v[m++] = cm->inst.items[k];
+      cm->inst.items[k].bufs = NULL;   /* the schedule owns it now */
+      cm->inst.items[k].ast = NULL;
+    }
+  }
+  free(out->v);
+  out->v = v; out->n = m; out->cap = n ? n : 1;
 }
 
 
@@ -475,34 +499,30 @@ int sched_build_call(sctx *s, uop *u) {
       if (!args[j]) { free(args); VEC_FREE(argdeps); VEC_FREE(argreads); return tg_seterr("internal: argument %d of a call of %s is not contiguous memory", j, b->name); }
     }
     cm = tg_xcalloc(1, sizeof *cm);
-    cm->body = b; cm->args = u->src; cm->nargs = u->nsrc;
+    cm->body = b; cm->args = u->src; cm->nargs = u->nsrc; cm->inst_args = args;
     int rc = call_instantiate(b, s->default_dev->name, args, &cm->inst);
     /* an argument the body assigns to is written in place: it must be the
      * caller's memory, not a copy stored for the call */
     for (int j = 0; j < u->nsrc && rc == 0; j++)
       if (b->param_written[j] && is_marked(s, u->src[j]))
         rc = tg_seterr("tg_function %s: input %d is assigned inside the function, so it must be a realized tensor (not a lazy value or a view)", b->name, j);
-    free(args);
-    if (rc < 0) { call_instance_free(&cm->inst); free(cm); VEC_FREE(argdeps); VEC_FREE(argreads); return -1; }
+    if (rc < 0) { call_instance_free(&cm->inst); free(cm); free(args); VEC_FREE(argdeps); VEC_FREE(argreads); return -1; }
     VEC_PUSH(s->calls, cm);
+    /* one item stands for the call's kernels until the schedule is ordered
+     * and merged (sched_expand_calls): it runs after the arguments' kernels,
+     * reads the memory it shares with the caller, and writes the arguments
+     * the body assigns to (ordering against the caller's assigns) */
     cm->base = s->out->n;
-    /* each item after the one before it and after the arguments' kernels;
-     * reads: the memory it shares with the caller (ordering against the
-     * caller's assigns) */
-    for (int i = 0; i < cm->inst.nitems; i++) {
-      sched_item *it = &cm->inst.items[i];
-      int *d = tg_xmalloc(sizeof(int) * (size_t)(argdeps.n + 1));
-      int nd = 0;
-      if (i) d[nd++] = cm->base + i - 1;
-      else for (int j = 0; j < argdeps.n; j++) d[nd++] = argdeps.v[j];
-      tg_buffer **r = tg_xmalloc(sizeof(tg_buffer *) * (size_t)(it->nbufs ? it->nbufs : 1));
-      int nr = 0;
-      for (int j = 1; j < it->nbufs; j++)
-        for (int k = 0; k < argreads.n; k++) if (it->bufs[j] == argreads.v[k]) { r[nr++] = it->bufs[j]; break; }
-      VEC_PUSH(*s->out, *it);
-      VEC_PUSH(s->links, ((kernel_links){ d, nd, r, nr, it->nbufs ? it->bufs[0] : NULL }));
-      it->bufs = NULL;   /* the schedule owns it now */
-    }
+    tg_buffer **r = tg_xmalloc(sizeof(tg_buffer *) * (size_t)(argreads.n ? argreads.n : 1));
+    memcpy(r, argreads.v, sizeof(tg_buffer *) * (size_t)argreads.n);
+    tg_buffer **w = tg_xmalloc(sizeof(tg_buffer *) * (size_t)(u->nsrc ? u->nsrc : 1));
+    int nw = 0;
+    for (int j = 0; j < u->nsrc; j++) if (b->param_written[j]) w[nw++] = cm->inst_args[j];
+    sched_item ph = { .dev = cm->inst.nitems ? cm->inst.items[0].dev : s->default_dev, .merged = true, .call = cm };
+    snprintf(ph.name, sizeof ph.name, "%s", b->name);
+    VEC_PUSH(*s->out, ph);
+    VEC_PUSH(s->links, ((kernel_links){ argdeps.v, argdeps.n, r, argreads.n, NULL, w, nw }));
+    argdeps.v = NULL;
     VEC_FREE(argdeps); VEC_FREE(argreads);
   }
   rinfo *ri = tg_xcalloc(1, sizeof *ri);
@@ -510,7 +530,7 @@ int sched_build_call(sctx *s, uop *u) {
   int k = t->out;
   ri->buf = cm->inst.out_buf[k];
   ri->repl = uop_with_dims_of(cm->inst.out_repl[k], u);
-  ri->kernel = cm->inst.out_item[k] >= 0 ? cm->base + cm->inst.out_item[k] : -1;
+  ri->kernel = cm->inst.out_item[k] >= 0 ? cm->base : -1;   /* the item standing for the call */
   if (cm->inst.out_param[k] >= 0) {
     /* a view of an argument: whatever computed the argument */
     rinfo *ai = is_marked(s, u->src[cm->inst.out_param[k]]) ? info_of(s, u->src[cm->inst.out_param[k]]) : NULL;

@@ -80,10 +80,11 @@ static int schedule_anew(uop *const *roots, int n, tg_device *dev, uop *sink, co
     uop_pool_push();
     sched_merge_sibling_kernels(s.out);
     uop_pool_pop();
+    sched_expand_calls(s.out);
     if (memo) schedule_memo_add(memo, &topo, out, becomes);
   }
   for (int i = 0; i < s.infos.n; i++) free(s.infos.v[i]);
-  for (int i = 0; i < s.links.n; i++) { free(s.links.v[i].deps); free(s.links.v[i].reads); }
+  for (int i = 0; i < s.links.n; i++) { free(s.links.v[i].deps); free(s.links.v[i].reads); free(s.links.v[i].writes); }
   VEC_FREE(s.infos); VEC_FREE(s.links);
   for (size_t i = 0; i < s.small.cap; i++) if (s.small.keys[i]) uop_release(s.small.vals[i]);
   pm_free(&s.marked); pm_free(&s.walked); pm_free(&s.nchildren); pm_free(&s.device); pm_free(&s.roots); pm_free(&s.small);

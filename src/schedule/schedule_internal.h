@@ -26,6 +26,8 @@ typedef struct {
   tg_buffer **reads;       /* buffers it reads as they are, written by no kernel here (malloc'd) */
   int nreads;
   tg_buffer *write;        /* the buffer it writes, or NULL */
+  tg_buffer **writes;      /* a function call's item: the arguments it writes (malloc'd) */
+  int nwrites;
 } kernel_links;
 
 typedef struct {
@@ -104,6 +106,9 @@ int sched_build_call(sctx *s, uop *u);
 void sched_kernel_name(uop *ast, char *buf, size_t n);
 /* the calls sched_build_call made (s->calls) */
 void sched_calls_free(sctx *s);
+/* Replaces each item standing for a call by the call's kernels (after
+ * ordering and merging: a call is one item to both). */
+void sched_expand_calls(schedule *out);
 
 /* ---- order.c */
 void sched_order_kernels(sctx *s);
