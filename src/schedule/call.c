@@ -65,7 +65,7 @@ void call_body_release(call_body *b) {
     VEC_FREE(b->internal);
     pm_free(&b->role);
     free(b->param_written);
-    free(b->roles); free(b->role_at); free(b->out_item); free(b->out_param);
+    free(b->roles); free(b->role_at); free(b->out_item); free(b->out_param); free(b->out_slot);
   }
   VEC_FREE(b->structure_fixed);
   for (int i = 0; i < b->nouts; i++) uop_release(b->outs[i]);
@@ -98,12 +98,15 @@ void call_body_plan(call_body *b) {
   int m = b->nouts ? b->nouts : 1;
   b->out_item = tg_xmalloc(sizeof(int) * (size_t)m);
   b->out_param = tg_xmalloc(sizeof(int) * (size_t)m);
+  b->out_slot = tg_xmalloc(sizeof(int) * (size_t)m);
   for (int k = 0; k < b->nouts; k++) {
     uop *v = b->out_repl[k];
     while (v->op == OP_PERMUTE || v->op == OP_RESHAPE || v->op == OP_SHRINK_VAR) v = v->src[0];
     tg_buffer *ob = v->op == OP_BUFFER ? v->arg.p : NULL;
     intptr_t r = ob ? (intptr_t)pm_get(&b->role, ob) : 0;
     b->out_param[k] = r > 0 ? (int)r - 1 : -1;
+    b->out_slot[k] = r < 0 ? (int)(-r - 1) : -1;
+    for (int j = 0; j < k && b->out_slot[k] >= 0; j++) if (b->out_slot[j] == b->out_slot[k]) b->out_slot[k] = b->out_slot[j] = -1;   /* one buffer, two outputs */
     b->out_item[k] = -1;
     for (int i = 0; i < n && ob; i++)
       for (int j = 0; j < b->sched.v[i].nbufs; j++) if (b->sched.v[i].bufs[j] == ob) b->out_item[k] = i;
@@ -187,7 +190,9 @@ int call_body_schedule(call_body *b, const char *default_device) {
   return rc;
 }
 
-int call_instantiate(call_body *b, const char *default_device, tg_buffer *const *args, call_instance *out) {
+bool call_output_placeable(const call_body *b, int k) { return b->scheduled && k >= 0 && k < b->nouts && b->out_slot[k] >= 0; }
+
+int call_instantiate(call_body *b, const char *default_device, tg_buffer *const *args, tg_buffer *const *into, call_instance *out) {
   memset(out, 0, sizeof *out);
   for (int i = 0; i < b->nparams; i++) {
     tg_buffer *p = b->param_bufs[i], *a = args[i];
@@ -196,9 +201,14 @@ int call_instantiate(call_body *b, const char *default_device, tg_buffer *const 
   }
   if (call_body_schedule(b, default_device) < 0) return -1;
   remap_ctx c = { b, args, tg_xcalloc((size_t)(b->internal.n ? b->internal.n : 1), sizeof(tg_buffer *)) };
+  for (int k = 0; into && k < b->nouts; k++) {
+    int f = b->out_slot[k];
+    tg_buffer *t = f >= 0 ? b->internal.v[f] : NULL, *m = into[k];
+    if (m && t && m->dtype == t->dtype && m->numel == t->numel) { c.fresh[f] = m; buffer_retain(m); }
+  }
   for (int i = 0; i < b->internal.n; i++) {
     tg_buffer *t = b->internal.v[i];
-    c.fresh[i] = buffer_new(t->dev, t->dtype, t->numel);
+    if (!c.fresh[i]) c.fresh[i] = buffer_new(t->dev, t->dtype, t->numel);
   }
   out->nitems = b->sched.n;
   out->items = tg_xcalloc((size_t)(b->sched.n ? b->sched.n : 1), sizeof(sched_item));

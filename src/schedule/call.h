@@ -45,8 +45,9 @@ struct call_body {
   /* what every call repeats, worked out once: buffer j of item i has role
    * roles[role_at[i] + j] (as in role: > 0 parameter, < 0 fresh, 0 fixed);
    * output k is last touched by item out_item[k] (-1: none) and is a view
-   * of parameter out_param[k] (-1: not one) */
-  int *roles, *role_at, *out_item, *out_param;
+   * of parameter out_param[k] (-1: not one), held in fresh buffer
+   * out_slot[k] (-1: none of its own) */
+  int *roles, *role_at, *out_item, *out_param, *out_slot;
 
   /* its structure as the schedule memo names it (schedule_memo.c), made on
    * first use under lock: 1 made, -1 none (a custom kernel's body, whose
@@ -86,8 +87,13 @@ int call_body_schedule(call_body *b, const char *default_device);
  * and out_repl (schedule_body does; a body given its schedule calls it). */
 void call_body_plan(call_body *b);
 /* Schedules b (once; thread-safe) and instantiates it over args (one
- * contiguous buffer per parameter, of its dtype and size). 0 or -1. */
-int call_instantiate(call_body *b, const char *default_device, tg_buffer *const *args, call_instance *out);
+ * contiguous buffer per parameter, of its dtype and size). into (NULL, or
+ * one per output, NULL for none): memory output k is written to instead
+ * of a fresh buffer (its dtype and size; used only where the output has a
+ * fresh buffer of its own). 0 or -1. */
+int call_instantiate(call_body *b, const char *default_device, tg_buffer *const *args, tg_buffer *const *into, call_instance *out);
+/* Whether output k of b (scheduled) may be given memory by call_instantiate's into. */
+bool call_output_placeable(const call_body *b, int k);
 /* Frees what call_instantiate made that the caller did not take (items
  * whose ast pointer it set to NULL and bufs to NULL are skipped). */
 void call_instance_free(call_instance *c);

@@ -244,6 +244,16 @@ int sched_build_kernel(sctx *s, uop *u) {
     buffer_retain(out);
     value = u->src[1];
     ri->repl = view;
+    /* a call wrote the value into the target already (sched_find_into): no kernel */
+    sched_into *in = pm_get(&s->into, value);
+    rinfo *ci = in && in->assign == u && is_marked(s, value) ? info_of(s, value) : NULL;
+    if (ci && ci->buf && (ci->buf == in->base || ci->buf->base == in->base)) {
+      ri->buf = out;
+      ri->kernel = ci->kernel;
+      buffer_release(out);   /* the view holds it */
+      pm_put(&s->marked, u, ri);
+      return 0;
+    }
   } else {
     int64_t numel = 1;
     for (int i = 0; i < u->ndim; i++) numel *= u->shape[i];
@@ -473,6 +483,40 @@ void sched_expand_calls(schedule *out) {
 }
 
 
+#define CALL_MAX_OUTS 64   /* outputs of one call that may be written into assigns' targets */
+
+/* whether the graph of u reads memory of base (itself or a view of it) */
+static bool reads_memory(uop *u, const tg_buffer *base) {
+  uop_list l = uop_toposort(u);
+  bool r = false;
+  for (int i = 0; i < l.n && !r; i++)
+    if (l.v[i]->op == OP_BUFFER) { const tg_buffer *b = l.v[i]->arg.p; r = b == base || b->base == base; }
+  free(l.v);
+  return r;
+}
+
+void sched_find_into(sctx *s, const uop_list *topo) {
+  for (int i = 0; i < topo->n; i++) {
+    uop *a = topo->v[i];
+    if (a->op != OP_ASSIGN || !is_marked(s, a) || a->src[0]->op == OP_ASSIGN) continue;
+    uop *c = a->src[1], *view = a->src[0];
+    if (c->op != OP_CALL || (intptr_t)pm_get(&s->nchildren, c) != 1 || pm_get(&s->roots, c) || view->dim_var || c->dim_var) continue;
+    int64_t off;
+    tg_buffer *base = sched_contiguous_range(view, &off);
+    if (!base || base->dtype != (tg_dtype)c->dtype.scalar || numel_of(view) != numel_of(c) || base->dev != device_of(s, c)) continue;
+    /* a range of the memory needs a view of it (host memory, and not while the JIT captures) */
+    bool whole = off == 0 && numel_of(view) == base->numel;
+    if (!whole && (!base->dev->host_memory || !sched_views_allowed())) continue;
+    /* the kernels would read what they write */
+    bool reads = false;
+    for (int j = 0; j < c->nsrc && !reads; j++) reads = reads_memory(c->src[j], base);
+    if (reads) continue;
+    sched_into *t = tg_xmalloc(sizeof *t);
+    *t = (sched_into){ a, base, off };
+    pm_put(&s->into, c, t);
+  }
+}
+
 int sched_build_call(sctx *s, uop *u) {
   uop_call_target *t = u->arg.p;
   call_body *b = t->body;
@@ -500,7 +544,22 @@ int sched_build_call(sctx *s, uop *u) {
     }
     cm = tg_xcalloc(1, sizeof *cm);
     cm->body = b; cm->args = u->src; cm->nargs = u->nsrc; cm->inst_args = args;
-    int rc = call_instantiate(b, s->default_dev->name, args, &cm->inst);
+    /* outputs that an assign takes as they are: written into its target */
+    tg_buffer *into[CALL_MAX_OUTS] = { 0 }, *into_base[CALL_MAX_OUTS] = { 0 };
+    bool any_into = false;
+    int rc = b->nouts <= CALL_MAX_OUTS ? call_body_schedule(b, s->default_dev->name) : 0;
+    for (int k = 0; k < b->nouts && k < CALL_MAX_OUTS && rc == 0 && s->into.n; k++) {
+      uop *ck = k == t->out ? u : uop_new(OP_CALL, b->outs[k]->dtype, u->src, u->nsrc, arg_ptr(&b->targets[k]));
+      sched_into *in = pm_get(&s->into, ck);
+      if (!in || !call_output_placeable(b, k)) continue;
+      int64_t numel = numel_of(ck);
+      into[k] = in->offset == 0 && numel == in->base->numel ? in->base : buffer_view(in->base, in->offset, numel);
+      if (!into[k]) { tg_clear_error(); continue; }
+      into_base[k] = in->base;
+      any_into = true;
+    }
+    if (rc == 0) rc = call_instantiate(b, s->default_dev->name, args, any_into ? into : NULL, &cm->inst);
+    for (int k = 0; k < CALL_MAX_OUTS; k++) if (into[k] && into[k] != into_base[k]) buffer_release(into[k]);
     /* an argument the body assigns to is written in place: it must be the
      * caller's memory, not a copy stored for the call */
     for (int j = 0; j < u->nsrc && rc == 0; j++)
@@ -518,6 +577,12 @@ int sched_build_call(sctx *s, uop *u) {
     tg_buffer **w = tg_xmalloc(sizeof(tg_buffer *) * (size_t)(u->nsrc ? u->nsrc : 1));
     int nw = 0;
     for (int j = 0; j < u->nsrc; j++) if (b->param_written[j]) w[nw++] = cm->inst_args[j];
+    /* and the memory its outputs are written into */
+    for (int k = 0; k < b->nouts && k < CALL_MAX_OUTS; k++)
+      if (into_base[k] && cm->inst.out_buf[k] && (cm->inst.out_buf[k] == into_base[k] || cm->inst.out_buf[k]->base == into_base[k])) {
+        w = tg_xrealloc(w, sizeof(tg_buffer *) * (size_t)(nw + 1));
+        w[nw++] = into_base[k];
+      }
     sched_item ph = { .dev = cm->inst.nitems ? cm->inst.items[0].dev : s->default_dev, .merged = true, .call = cm };
     snprintf(ph.name, sizeof ph.name, "%s", b->name);
     VEC_PUSH(*s->out, ph);

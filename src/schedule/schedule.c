@@ -57,6 +57,7 @@ static int schedule_anew(uop *const *roots, int n, tg_device *dev, uop *sink, co
     if (d) pm_put(&s.device, u, d);
   }
   sched_mark_stored(&s, roots, n, &topo, becomes);
+  sched_find_into(&s, &topo);
   /* build kernels in topological order; a CONTIGUOUS of memory that is
    * already contiguous becomes that memory */
   int rc = 0;
@@ -89,6 +90,8 @@ static int schedule_anew(uop *const *roots, int n, tg_device *dev, uop *sink, co
   for (size_t i = 0; i < s.small.cap; i++) if (s.small.keys[i]) uop_release(s.small.vals[i]);
   pm_free(&s.marked); pm_free(&s.walked); pm_free(&s.nchildren); pm_free(&s.device); pm_free(&s.roots); pm_free(&s.small);
   sched_calls_free(&s);
+  for (size_t i = 0; i < s.into.cap; i++) if (s.into.keys[i]) free(s.into.vals[i]);
+  pm_free(&s.into);
   if (rc < 0) schedule_free(out);
   return rc;
 }
