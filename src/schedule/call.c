@@ -183,6 +183,15 @@ static uop *remap_buffers(uop *u, void *p) {
   return nb == u->arg.p ? u : uop0(OP_BUFFER, u->dtype, arg_ptr(nb));
 }
 
+/* an output's view over the call's buffers: a chain of views (one source
+ * each) rebuilt directly, anything else by graph_map */
+static uop *remap_view(uop *u, remap_ctx *c) {
+  if (u->op == OP_BUFFER) return remap_buffers(u, c);
+  if (u->nsrc != 1) return graph_map(u, remap_buffers, c);
+  uop *s = remap_view(u->src[0], c);
+  return s == u->src[0] ? u : uop_replace_src(u, &s, 1);
+}
+
 int call_body_schedule(call_body *b, const char *default_device) {
   pthread_mutex_lock(&b->lock);
   int rc = b->scheduled ? 0 : schedule_body(b, default_device);
@@ -232,7 +241,7 @@ int call_instantiate(call_body *b, const char *default_device, tg_buffer *const 
   out->out_item = b->out_item;
   out->out_param = b->out_param;
   for (int k = 0; k < b->nouts; k++) {
-    out->out_repl[k] = graph_map(b->out_repl[k], remap_buffers, &c);
+    out->out_repl[k] = remap_view(b->out_repl[k], &c);
     uop *v = out->out_repl[k];
     while (v->op == OP_PERMUTE || v->op == OP_RESHAPE || v->op == OP_SHRINK_VAR) v = v->src[0];
     out->out_buf[k] = v->op == OP_BUFFER ? v->arg.p : NULL;
