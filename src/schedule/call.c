@@ -220,7 +220,7 @@ int call_instantiate(call_body *b, const char *default_device, tg_buffer *const 
     if (!c.fresh[i]) c.fresh[i] = buffer_new(t->dev, t->dtype, t->numel);
   }
   out->nitems = b->sched.n;
-  out->items = tg_xcalloc((size_t)(b->sched.n ? b->sched.n : 1), sizeof(sched_item));
+  out->items = tg_xmalloc(sizeof(sched_item) * (size_t)(b->sched.n ? b->sched.n : 1));   /* each set whole below */
   for (int i = 0; i < b->sched.n; i++) {
     const sched_item *src = &b->sched.v[i];
     const int *roles = b->roles + b->role_at[i];

@@ -36,6 +36,16 @@ int schedule_create(uop *const *roots, int n, const char *default_device, schedu
   return rc;
 }
 
+/* An empty map sized for n keys (no rehash while it fills). */
+static void presize(ptrmap *m, size_t n) {
+  size_t cap = 64;
+  while (cap < 2 * (n + 1)) cap *= 2;
+  m->keys = tg_xcalloc(cap, sizeof(void *));
+  m->vals = tg_xcalloc(cap, sizeof(void *));
+  m->cap = cap;
+  m->n = 0;
+}
+
 /* schedule_create's work, for topo (the toposort of sink, the SINK of the
  * roots); records it under memo when given */
 static int schedule_anew(uop *const *roots, int n, tg_device *dev, uop *sink, const uop_list *topo_in, schedule *out, ptrmap *becomes,
@@ -47,6 +57,8 @@ static int schedule_anew(uop *const *roots, int n, tg_device *dev, uop *sink, co
   uop_list topo = *topo_in;
 
   /* graph facts: each node's consumer count, and the device it is on */
+  presize(&s.nchildren, (size_t)topo.n);
+  presize(&s.device, (size_t)topo.n);
   for (int i = 0; i < topo.n; i++) {
     uop *u = topo.v[i];
     for (int j = 0; j < u->nsrc; j++) pm_put(&s.nchildren, u->src[j], (void *)((intptr_t)pm_get(&s.nchildren, u->src[j]) + 1));
