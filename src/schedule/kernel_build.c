@@ -485,13 +485,26 @@ void sched_expand_calls(schedule *out) {
 
 #define CALL_MAX_OUTS 64   /* outputs of one call that may be written into assigns' targets */
 
-/* whether the graph of u reads memory of base (itself or a view of it) */
+/* Whether the graph of u may read memory of base (itself or a view of
+ * it): a walk of at most WALK_BUDGET nodes, past which it answers yes (the
+ * copy then stays), so a call deep in a long graph costs no more than that. */
+#define WALK_BUDGET 512
 static bool reads_memory(uop *u, const tg_buffer *base) {
-  uop_list l = uop_toposort(u);
+  ptrmap seen = { 0 };
+  VEC(uop *) stack = { 0 };
+  VEC_PUSH(stack, u);
   bool r = false;
-  for (int i = 0; i < l.n && !r; i++)
-    if (l.v[i]->op == OP_BUFFER) { const tg_buffer *b = l.v[i]->arg.p; r = b == base || b->base == base; }
-  free(l.v);
+  int visited = 0;
+  while (stack.n && !r) {
+    uop *x = stack.v[--stack.n];
+    if (pm_get(&seen, x)) continue;
+    pm_put(&seen, x, (void *)1);
+    if (++visited > WALK_BUDGET) { r = true; break; }
+    if (x->op == OP_BUFFER) { const tg_buffer *b = x->arg.p; r = b == base || b->base == base; }
+    for (int i = 0; i < x->nsrc; i++) VEC_PUSH(stack, x->src[i]);
+  }
+  VEC_FREE(stack);
+  pm_free(&seen);
   return r;
 }
 
