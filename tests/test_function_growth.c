@@ -64,9 +64,15 @@ static double first_forward(int nl, bool run, int64_t *progs) {
 
 /* Bounds: a body lowered per layer would be about 20x. What the issue asks
  * (1.10) is printed; the checks leave room for a loaded 2-core machine (see
- * docs/functions.md, "First forward"). */
+ * docs/functions.md, "First forward"), and more under the sanitizers,
+ * whose malloc and free cost most of the per-call work. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define GROWTH_SCHEDULE_BOUND 2.0
+#define GROWTH_REALIZE_BOUND 2.0
+#else
 #define GROWTH_SCHEDULE_BOUND 1.35
 #define GROWTH_REALIZE_BOUND 1.6
+#endif
 
 TEST(function_first_forward_growth) {
   char prev_dev[64];

@@ -586,7 +586,7 @@ int sched_build_call(sctx *s, uop *u) {
      * the body assigns to (ordering against the caller's assigns) */
     cm->base = s->out->n;
     tg_buffer **r = tg_xmalloc(sizeof(tg_buffer *) * (size_t)(argreads.n ? argreads.n : 1));
-    memcpy(r, argreads.v, sizeof(tg_buffer *) * (size_t)argreads.n);
+    if (argreads.n) memcpy(r, argreads.v, sizeof(tg_buffer *) * (size_t)argreads.n);
     tg_buffer **w = tg_xmalloc(sizeof(tg_buffer *) * (size_t)(u->nsrc ? u->nsrc : 1));
     int nw = 0;
     for (int j = 0; j < u->nsrc; j++) if (b->param_written[j]) w[nw++] = cm->inst_args[j];
