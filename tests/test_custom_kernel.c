@@ -471,6 +471,37 @@ TEST(custom_kernel_into_no_copy) {
   same(m, tg_stack((tg_tensor *[]){ tg_zeros(TG_SHAPE(12), TG_F32), tg_adds(x, 1) }, 2, 1), "into a column");
 }
 
+/* a JIT step writing add_one(x) into a whole buffer and a row of a cache
+ * (ctx: those two tensors), out = 2 * the buffer */
+static int into_step(void *ctx, tg_tensor *const *in, int nin, tg_tensor **out, int nout) {
+  tg_tensor **t = ctx;
+  if (tg_custom_kernel_into("add_one", &t[0], 1, in, 1, add_one_build, NULL, NULL) < 0) return -1;
+  tg_tensor *row = tg_reshape(tg_shrink(t[1], (int64_t[]){ 1, 0 }, (int64_t[]){ 2, 12 }), TG_SHAPE(12));
+  if (tg_custom_kernel_into("add_one", &row, 1, in, 1, add_one_build, NULL, NULL) < 0) return -1;
+  out[0] = tg_muls(t[0], 2);
+  return out[0] ? 0 : -1;
+}
+
+/* the same under the JIT: captured once, replayed with new inputs */
+TEST(custom_kernel_into_in_jit) {
+  tg_tensor *t[2] = { tg_contiguous(tg_zeros(TG_SHAPE(12), TG_F32)), tg_contiguous(tg_zeros(TG_SHAPE(3, 12), TG_F32)) };
+  CHECK(tg_realize(t[0]) == 0 && tg_realize(t[1]) == 0);
+  tg_jit *j = tg_jit_new(into_step, t);
+  for (int call = 0; call < 4; call++) {
+    tg_scope_begin();
+    tg_tensor *x = ints_tensor(TG_SHAPE(12), 40 + (uint32_t)call), *o = NULL;
+    CHECK(tg_realize(x) == 0);
+    CHECK_MSG(tg_jit_call(j, &x, 1, &o, 1) == 0, "jit call %d: %s", call, tg_error());
+    tg_tensor *x1 = tg_adds(x, 1);
+    same(o, tg_muls(x1, 2), "jit output");
+    same(t[0], x1, "jit: into a whole buffer");
+    tg_tensor *z = tg_zeros(TG_SHAPE(1, 12), TG_F32);
+    same(t[1], tg_cat((tg_tensor *[]){ z, tg_reshape(x1, TG_SHAPE(1, 12)), z }, 3, 0), "jit: into a row");
+    tg_scope_end();
+  }
+  tg_jit_free(j);
+}
+
 /* add_one with the kernel's own opts (ctx: the spec) */
 static int add_one_opts_build(void *ctx, tg_kb *kb) {
   if (tg_k_opts(kb, ctx) < 0) return -1;
