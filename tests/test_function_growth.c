@@ -31,15 +31,18 @@ static int tblock(void *ctx, tg_tensor *const *in, int nin, tg_tensor **out, int
 }
 
 static tg_tensor *gw[GL][6], *gx;
+/* the process's CPU time: what the work costs, not what other jobs on a
+ * shared machine take from it (wall time is printed too) */
+static double cpu_s(void) { struct timespec t; clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t); return (double)t.tv_sec + (double)t.tv_nsec * 1e-9; }
 static double now_s(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return (double)t.tv_sec + (double)t.tv_nsec * 1e-9; }
 
 /* a first forward of nl layers (a fresh function: its body is built and
- * scheduled here), scheduled only or realized; seconds, and the programs
- * it needed in *progs */
-static double first_forward(int nl, bool run, int64_t *progs) {
+ * scheduled here), scheduled only or realized; CPU seconds (wall seconds
+ * in *wall), and the programs it needed in *progs */
+static double first_forward(int nl, bool run, int64_t *progs, double *wall) {
   engine_forget_programs();
   tg_counters c0 = tg_get_counters();
-  double t0 = now_s();
+  double t0 = now_s(), c = cpu_s();
   tg_function *f = tg_function_new("tblock", tblock, NULL, 7, 1);
   tg_scope_begin();
   tg_tensor *h = gx;
@@ -56,7 +59,8 @@ static double first_forward(int nl, bool run, int64_t *progs) {
   }
   tg_scope_end();
   tg_function_free(f);
-  double t = now_s() - t0;
+  double t = cpu_s() - c;
+  *wall = now_s() - t0;
   tg_counters c1 = tg_get_counters();
   *progs = c1.kernels_rendered + c1.programs_cached - c0.kernels_rendered - c0.programs_cached;
   return t;
@@ -86,21 +90,24 @@ TEST(function_first_forward_growth) {
   const int64_t sh[6][2] = { { GDIM, GDIM }, { GDIM, GDIM }, { GDIM, GDIM }, { GDIM, GDIM }, { GDIM, GHID }, { GHID, GDIM } };
   for (int l = 0; l < GL; l++)
     for (int i = 0; i < 6; i++) { gw[l][i] = tg_zeros(TG_SHAPE(sh[i][0], sh[i][1]), TG_F32); CHECK(tg_realize(gw[l][i]) == 0); }
-  double t[2][2] = { { 1e9, 1e9 }, { 1e9, 1e9 } };   /* [run][1 layer, 24 layers] */
+  double t[2][2] = { { 1e9, 1e9 }, { 1e9, 1e9 } }, w[2][2] = { { 1e9, 1e9 }, { 1e9, 1e9 } };   /* [run][1 layer, 24 layers] */
   int64_t p[2][2] = { { 0 } };
   for (int r = 0; r < 12; r++)   /* best of 12, interleaved: a few ms each */
-    for (int run = 0; run < 2; run++) {
-      double a = first_forward(1, run, &p[run][0]), b = first_forward(GL, run, &p[run][1]);
-      if (a < t[run][0]) t[run][0] = a;
-      if (b < t[run][1]) t[run][1] = b;
-    }
+    for (int run = 0; run < 2; run++)
+      for (int k = 0; k < 2; k++) {
+        double wt, ct = first_forward(k ? GL : 1, run, &p[run][k], &wt);
+        if (ct < t[run][k]) t[run][k] = ct;
+        if (wt < w[run][k]) w[run][k] = wt;
+      }
   for (int run = 0; run < 2; run++) {
     CHECK(p[run][0] > 0);
     CHECK_EQ_INT(p[run][1], p[run][0]);   /* the body's kernels, once */
   }
   double gs = t[0][1] / t[0][0], gr = t[1][1] / t[1][0];
-  printf("     first forward, build + schedule: 1 layer %.2f ms, %d layers %.2f ms (x%.3f; the issue asks <= 1.10)\n", t[0][0] * 1e3, GL, t[0][1] * 1e3, gs);
-  printf("     first forward, realized: 1 layer %.2f ms, %d layers %.2f ms (x%.3f), %lld programs each\n", t[1][0] * 1e3, GL, t[1][1] * 1e3, gr, (long long)p[1][0]);
+  printf("     first forward, build + schedule: 1 layer %.2f ms, %d layers %.2f ms of CPU (x%.3f; the issue asks <= 1.10), wall x%.3f\n",
+         t[0][0] * 1e3, GL, t[0][1] * 1e3, gs, w[0][1] / w[0][0]);
+  printf("     first forward, realized: 1 layer %.2f ms, %d layers %.2f ms of CPU (x%.3f), wall x%.3f, %lld programs each\n",
+         t[1][0] * 1e3, GL, t[1][1] * 1e3, gr, w[1][1] / w[1][0], (long long)p[1][0]);
   CHECK_MSG(gs < GROWTH_SCHEDULE_BOUND, "24 layers took %.2fx one layer's build + schedule", gs);
   CHECK_MSG(gr < GROWTH_REALIZE_BOUND, "24 layers took %.2fx one layer's first forward", gr);
   if (!had_s) unsetenv("TG_NO_SCHEDULE_CACHE");
