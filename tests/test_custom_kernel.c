@@ -9,7 +9,9 @@
 #include "test.h"
 #include "golden_io.h"
 #include "util/util.h"
+#include "runtime/device.h"
 #include "tg_kernel.h"
+#include "tg_movement.h"
 #include "tg_math.h"
 #include "../examples/fp8_quantize.h"
 
@@ -421,6 +423,83 @@ TEST(custom_kernel_into_targets) {
   tg_tensor *small = tg_empty(TG_SHAPE(5), TG_F32);
   CHECK_FAILS(tg_custom_kernel_into("add_one", &small, 1, &x, 1, add_one_build, NULL, NULL), "add_one");
   same(t[0], tg_add(x, y), "a failed call left its target");
+}
+
+/* kernels launched while t is realized */
+static int64_t kernels_to_realize(tg_tensor *t) {
+  int64_t k0 = tg_get_counters().kernels_run;
+  CHECK(tg_realize(t) == 0);
+  return tg_get_counters().kernels_run - k0;
+}
+
+/* add_one into a target: one kernel, no copy after it, where the kernel can
+ * write the target's memory (a whole buffer anywhere; a contiguous range
+ * of one where buffers are host memory); the copy stays where it must (a
+ * strided target, a kernel reading the memory it would write). Values
+ * against plain ops. */
+TEST(custom_kernel_into_no_copy) {
+  bool host = device_get(tg_default_device())->host_memory;
+  tg_tensor *x = ints_tensor(TG_SHAPE(12), 5);
+  CHECK(tg_realize(x) == 0);
+  /* a whole buffer */
+  tg_tensor *e = tg_empty(TG_SHAPE(12), TG_F32);
+  CHECK_OK(tg_custom_kernel_into("add_one", &e, 1, &x, 1, add_one_build, NULL, NULL) == 0);
+  CHECK_EQ_INT(kernels_to_realize(e), 1);
+  same(e, tg_adds(x, 1), "into a whole buffer");
+  /* a row of a cache, twice (the second over the first's result) */
+  tg_tensor *cache = tg_contiguous(tg_zeros(TG_SHAPE(3, 12), TG_F32));
+  CHECK(tg_realize(cache) == 0);
+  tg_tensor *row = tg_reshape(tg_shrink(cache, (int64_t[]){ 1, 0 }, (int64_t[]){ 2, 12 }), TG_SHAPE(12));
+  CHECK_OK(tg_custom_kernel_into("add_one", &row, 1, &x, 1, add_one_build, NULL, NULL) == 0);
+  CHECK_EQ_INT(kernels_to_realize(cache), host ? 1 : 2);
+  tg_tensor *z = tg_zeros(TG_SHAPE(1, 12), TG_F32), *x1 = tg_reshape(tg_adds(x, 1), TG_SHAPE(1, 12));
+  same(cache, tg_cat((tg_tensor *[]){ z, x1, z }, 3, 0), "into a row");
+  tg_tensor *row2 = tg_reshape(tg_shrink(cache, (int64_t[]){ 2, 0 }, (int64_t[]){ 3, 12 }), TG_SHAPE(12));
+  CHECK_OK(tg_custom_kernel_into("add_one", &row2, 1, &e, 1, add_one_build, NULL, NULL) == 0);
+  CHECK_EQ_INT(kernels_to_realize(row2), host ? 1 : 2);
+  same(cache, tg_cat((tg_tensor *[]){ z, x1, tg_reshape(tg_adds(x, 2), TG_SHAPE(1, 12)) }, 3, 0), "into a second row");
+  /* reading the memory it writes (e from e): the copy stays */
+  CHECK_OK(tg_custom_kernel_into("add_one", &e, 1, &e, 1, add_one_build, NULL, NULL) == 0);
+  CHECK_EQ_INT(kernels_to_realize(e), 2);
+  same(e, tg_adds(x, 2), "into its own input");
+  /* a column: strided, the copy stays */
+  tg_tensor *m = tg_contiguous(tg_zeros(TG_SHAPE(12, 2), TG_F32));
+  CHECK(tg_realize(m) == 0);
+  tg_tensor *col = tg_reshape(tg_shrink(m, (int64_t[]){ 0, 1 }, (int64_t[]){ 12, 2 }), TG_SHAPE(12));
+  CHECK_OK(tg_custom_kernel_into("add_one", &col, 1, &x, 1, add_one_build, NULL, NULL) == 0);
+  CHECK_EQ_INT(kernels_to_realize(m), 2);
+  same(m, tg_stack((tg_tensor *[]){ tg_zeros(TG_SHAPE(12), TG_F32), tg_adds(x, 1) }, 2, 1), "into a column");
+}
+
+/* a JIT step writing add_one(x) into a whole buffer and a row of a cache
+ * (ctx: those two tensors), out = 2 * the buffer */
+static int into_step(void *ctx, tg_tensor *const *in, int nin, tg_tensor **out, int nout) {
+  tg_tensor **t = ctx;
+  if (tg_custom_kernel_into("add_one", &t[0], 1, in, 1, add_one_build, NULL, NULL) < 0) return -1;
+  tg_tensor *row = tg_reshape(tg_shrink(t[1], (int64_t[]){ 1, 0 }, (int64_t[]){ 2, 12 }), TG_SHAPE(12));
+  if (tg_custom_kernel_into("add_one", &row, 1, in, 1, add_one_build, NULL, NULL) < 0) return -1;
+  out[0] = tg_muls(t[0], 2);
+  return out[0] ? 0 : -1;
+}
+
+/* the same under the JIT: captured once, replayed with new inputs */
+TEST(custom_kernel_into_in_jit) {
+  tg_tensor *t[2] = { tg_contiguous(tg_zeros(TG_SHAPE(12), TG_F32)), tg_contiguous(tg_zeros(TG_SHAPE(3, 12), TG_F32)) };
+  CHECK(tg_realize(t[0]) == 0 && tg_realize(t[1]) == 0);
+  tg_jit *j = tg_jit_new(into_step, t);
+  for (int call = 0; call < 4; call++) {
+    tg_scope_begin();
+    tg_tensor *x = ints_tensor(TG_SHAPE(12), 40 + (uint32_t)call), *o = NULL;
+    CHECK(tg_realize(x) == 0);
+    CHECK_MSG(tg_jit_call(j, &x, 1, &o, 1) == 0, "jit call %d: %s", call, tg_error());
+    tg_tensor *x1 = tg_adds(x, 1);
+    same(o, tg_muls(x1, 2), "jit output");
+    same(t[0], x1, "jit: into a whole buffer");
+    tg_tensor *z = tg_zeros(TG_SHAPE(1, 12), TG_F32);
+    same(t[1], tg_cat((tg_tensor *[]){ z, tg_reshape(x1, TG_SHAPE(1, 12)), z }, 3, 0), "jit: into a row");
+    tg_scope_end();
+  }
+  tg_jit_free(j);
 }
 
 /* add_one with the kernel's own opts (ctx: the spec) */

@@ -1,11 +1,16 @@
 /* test_function_growth.c: what a stack of identical transformer blocks
  * costs to build and schedule in its first forward, with each block a
  * tg_function call (issue [2.5] item 1), on the NULL device with the
- * schedule and lowering caches off (so the first forward is one):
- * the kernels optimized and rendered for 24 layers are those of 1 layer,
+ * schedule and lowering caches off (so the first forward is one): the
+ * kernels optimized and rendered for 24 layers are those of 1 layer,
  * exactly; and the time of the first forward of 24 layers over that of 1
- * layer is printed and bounded loosely (a body lowered per layer would be
- * about 20x; the issue's target is 1.10, see docs/functions.md). */
+ * layer, measured two ways, best of interleaved rounds (the machine may be
+ * shared):
+ *   - graph build + schedule (the issue's measure): the function, its
+ *     calls and tg_schedule_new (scheduled and compiled, nothing run);
+ *   - the same realized (tg_realize: the NULL device's launches and the
+ *     memory plan of every kernel too).
+ * Both are printed; see docs/functions.md for the bounds and the figures. */
 #include <time.h>
 #include "test.h"
 #include "engine/realize.h"
@@ -26,14 +31,18 @@ static int tblock(void *ctx, tg_tensor *const *in, int nin, tg_tensor **out, int
 }
 
 static tg_tensor *gw[GL][6], *gx;
+/* the process's CPU time: what the work costs, not what other jobs on a
+ * shared machine take from it (wall time is printed too) */
+static double cpu_s(void) { struct timespec t; clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t); return (double)t.tv_sec + (double)t.tv_nsec * 1e-9; }
 static double now_s(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return (double)t.tv_sec + (double)t.tv_nsec * 1e-9; }
 
 /* a first forward of nl layers (a fresh function: its body is built and
- * scheduled here); seconds, and the programs it needed in *progs */
-static double first_forward(int nl, int64_t *progs) {
+ * scheduled here), scheduled only or realized; CPU seconds (wall seconds
+ * in *wall), and the programs it needed in *progs */
+static double first_forward(int nl, bool run, int64_t *progs, double *wall) {
   engine_forget_programs();
   tg_counters c0 = tg_get_counters();
-  double t0 = now_s();
+  double t0 = now_s(), c = cpu_s();
   tg_function *f = tg_function_new("tblock", tblock, NULL, 7, 1);
   tg_scope_begin();
   tg_tensor *h = gx;
@@ -42,14 +51,32 @@ static double first_forward(int nl, int64_t *progs) {
     if (tg_function_call(f, in, &o) != 0) o = NULL;
     h = o;
   }
-  CHECK_MSG(h && tg_realize(h) == 0, "%d layers: %s", nl, tg_error());
+  if (run) CHECK_MSG(h && tg_realize(h) == 0, "%d layers: %s", nl, tg_error());
+  else {
+    tg_schedule *s = h ? tg_schedule_new(&h, 1) : NULL;
+    CHECK_MSG(s, "%d layers: %s", nl, tg_error());
+    tg_schedule_free(s);
+  }
   tg_scope_end();
   tg_function_free(f);
-  double t = now_s() - t0;
+  double t = cpu_s() - c;
+  *wall = now_s() - t0;
   tg_counters c1 = tg_get_counters();
   *progs = c1.kernels_rendered + c1.programs_cached - c0.kernels_rendered - c0.programs_cached;
   return t;
 }
+
+/* Bounds: a body lowered per layer would be about 20x. What the issue asks
+ * (1.10) is printed; the checks leave room for a loaded 2-core machine (see
+ * docs/functions.md, "First forward"), and more under the sanitizers,
+ * whose malloc and free cost most of the per-call work. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define GROWTH_SCHEDULE_BOUND 2.0
+#define GROWTH_REALIZE_BOUND 2.0
+#else
+#define GROWTH_SCHEDULE_BOUND 1.35
+#define GROWTH_REALIZE_BOUND 1.6
+#endif
 
 TEST(function_first_forward_growth) {
   char prev_dev[64];
@@ -63,17 +90,26 @@ TEST(function_first_forward_growth) {
   const int64_t sh[6][2] = { { GDIM, GDIM }, { GDIM, GDIM }, { GDIM, GDIM }, { GDIM, GDIM }, { GDIM, GHID }, { GHID, GDIM } };
   for (int l = 0; l < GL; l++)
     for (int i = 0; i < 6; i++) { gw[l][i] = tg_zeros(TG_SHAPE(sh[i][0], sh[i][1]), TG_F32); CHECK(tg_realize(gw[l][i]) == 0); }
-  double t1 = 1e9, t24 = 1e9;
-  int64_t p1 = 0, p24 = 0;
-  for (int r = 0; r < 3; r++) {   /* best of 3, interleaved (the machine may be shared) */
-    double a = first_forward(1, &p1), b = first_forward(GL, &p24);
-    if (a < t1) t1 = a;
-    if (b < t24) t24 = b;
+  double t[2][2] = { { 1e9, 1e9 }, { 1e9, 1e9 } }, w[2][2] = { { 1e9, 1e9 }, { 1e9, 1e9 } };   /* [run][1 layer, 24 layers] */
+  int64_t p[2][2] = { { 0 } };
+  for (int r = 0; r < 12; r++)   /* best of 12, interleaved: a few ms each */
+    for (int run = 0; run < 2; run++)
+      for (int k = 0; k < 2; k++) {
+        double wt, ct = first_forward(k ? GL : 1, run, &p[run][k], &wt);
+        if (ct < t[run][k]) t[run][k] = ct;
+        if (wt < w[run][k]) w[run][k] = wt;
+      }
+  for (int run = 0; run < 2; run++) {
+    CHECK(p[run][0] > 0);
+    CHECK_EQ_INT(p[run][1], p[run][0]);   /* the body's kernels, once */
   }
-  CHECK(p1 > 0);
-  CHECK_EQ_INT(p24, p1);   /* the body's kernels, once */
-  printf("     first forward: 1 layer %.2f ms, %d layers %.2f ms (x%.2f), %lld programs each\n", t1 * 1e3, GL, t24 * 1e3, t24 / t1, (long long)p1);
-  CHECK_MSG(t24 < 3 * t1, "24 layers took %.2fx one layer's first forward", t24 / t1);
+  double gs = t[0][1] / t[0][0], gr = t[1][1] / t[1][0];
+  printf("     first forward, build + schedule: 1 layer %.2f ms, %d layers %.2f ms of CPU (x%.3f; the issue asks <= 1.10), wall x%.3f\n",
+         t[0][0] * 1e3, GL, t[0][1] * 1e3, gs, w[0][1] / w[0][0]);
+  printf("     first forward, realized: 1 layer %.2f ms, %d layers %.2f ms of CPU (x%.3f), wall x%.3f, %lld programs each\n",
+         t[1][0] * 1e3, GL, t[1][1] * 1e3, gr, w[1][1] / w[1][0], (long long)p[1][0]);
+  CHECK_MSG(gs < GROWTH_SCHEDULE_BOUND, "24 layers took %.2fx one layer's build + schedule", gs);
+  CHECK_MSG(gr < GROWTH_REALIZE_BOUND, "24 layers took %.2fx one layer's first forward", gr);
   if (!had_s) unsetenv("TG_NO_SCHEDULE_CACHE");
   if (!had_l) unsetenv("TG_NO_LOWER_CACHE");
   tg_set_default_device(prev_dev);

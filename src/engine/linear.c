@@ -82,10 +82,36 @@ static int run_call(const linear_call *c, const int64_t *vars, int debug, bool t
   return 0;
 }
 
+/* Each buffer's uses in a linear and its last call: one slot per buffer in
+ * a table sized for the linear (found by one probe per use, not a map's
+ * get and put), and per use (call by call, buffer by buffer) its slot. */
+struct buffer_use { const tg_buffer *b; int uses, last; };
+typedef struct { struct buffer_use *slots; int *slot_of; } buffer_uses;
+
+static void uses_count(buffer_uses *bu, const linear *l, int nuses) {
+  size_t cap = 16;
+  while (cap < 2 * (size_t)nuses) cap *= 2;
+  bu->slots = tg_xcalloc(cap, sizeof *bu->slots);
+  bu->slot_of = tg_xmalloc(sizeof(int) * (size_t)(nuses ? nuses : 1));
+  for (int i = 0, k = 0; i < l->n; i++)
+    for (int j = 0; j < l->v[i].nbufs; j++, k++) {
+      const tg_buffer *b = l->v[i].bufs[j];
+      size_t h = (size_t)tg_hash_mix(0, (uint64_t)(uintptr_t)b) & (cap - 1);
+      while (bu->slots[h].b && bu->slots[h].b != b) h = (h + 1) & (cap - 1);
+      bu->slots[h].b = b;
+      bu->slots[h].uses++;
+      bu->slots[h].last = i;
+      bu->slot_of[k] = (int)h;
+    }
+}
+
 int linear_run(linear *l, const var_values *given) {
-  int64_t (*vars)[LINEAR_MAX_VARS] = tg_xcalloc((size_t)(l->n ? l->n : 1), sizeof *vars);
+  /* the values of each call's variables, in one array (most calls have none) */
+  int *at = tg_xmalloc(sizeof(int) * (size_t)(l->n ? l->n : 1)), nv = 0;
+  for (int i = 0; i < l->n; i++) { at[i] = nv; nv += l->v[i].nvars; }
+  int64_t *vars = tg_xmalloc(sizeof(int64_t) * (size_t)(nv ? nv : 1));
   for (int i = 0; i < l->n; i++)
-    if (vars_values_given(l->v[i].varnames, l->v[i].nvars, vars[i], given) < 0) { free(vars); return -1; }
+    if (l->v[i].nvars && vars_values_given(l->v[i].varnames, l->v[i].nvars, vars + at[i], given) < 0) { free(vars); free(at); return -1; }
   int debug = (int)setting_int(SET_DEBUG);
   bool time_each = debug >= 2 || setting_int(SET_TG_KERNEL_TIMES) || viz_on;
   /* each buffer's uses and its last call: a buffer only the calls hold
@@ -95,25 +121,22 @@ int linear_run(linear *l, const var_values *given) {
    * graph needs one layer's intermediates, not all). A JIT's capture
    * replays them in planned memory (jit.c), so it needs their
    * description, not their contents. */
-  ptrmap use = { 0 };   /* buffer -> uses << 32 | 1 + its last call */
-  for (int i = 0; i < l->n; i++)
-    for (int j = 0; j < l->v[i].nbufs; j++) {
-      tg_buffer *b = l->v[i].bufs[j];
-      uint64_t u = (uint64_t)(uintptr_t)pm_get(&use, b);
-      pm_put(&use, b, (void *)(uintptr_t)(((u >> 32) + 1) << 32 | (uint64_t)(i + 1)));
-    }
+  int nuses = 0;
+  for (int i = 0; i < l->n; i++) nuses += l->v[i].nbufs;
+  buffer_uses bu;
+  uses_count(&bu, l, nuses);
   if (capture) for (int i = 0; i < l->n; i++) linear_push(&capture->l, &l->v[i]);
   int rc = 0;
-  for (int i = 0; i < l->n && rc == 0; i++) {
-    rc = run_call(&l->v[i], vars[i], debug, time_each);
+  for (int i = 0, at_use = 0; i < l->n && rc == 0; at_use += l->v[i].nbufs, i++) {
+    rc = run_call(&l->v[i], vars + at[i], debug, time_each);
     for (int j = 0; rc == 0 && j < l->v[i].nbufs; j++) {
       tg_buffer *b = l->v[i].bufs[j];
-      uint64_t u = (uint64_t)(uintptr_t)pm_get(&use, b);
-      intptr_t held = (intptr_t)(u >> 32) * (capture ? 2 : 1);
-      if ((u & 0xffffffffu) == (uint64_t)(i + 1) && b->refcnt == held && !(capture && capture->keep_memory)) buffer_drop_memory(b);
+      const struct buffer_use *u = &bu.slots[bu.slot_of[at_use + j]];
+      intptr_t held = (intptr_t)u->uses * (capture ? 2 : 1);
+      if (u->last == i && b->refcnt == held && !(capture && capture->keep_memory)) buffer_drop_memory(b);
     }
   }
-  pm_free(&use);
-  free(vars);
+  free(bu.slots); free(bu.slot_of);
+  free(vars); free(at);
   return rc;
 }

@@ -238,7 +238,7 @@ static int generate_or_load(sched_item *it, kernel_program *kp, program_facts *f
 /* Finds the program in memory, or optimizes and renders the kernel (once
  * per schedule: the layers of a model give the same kernel many times, and
  * optimizing a big one takes milliseconds). */
-static int prepare(sched_item *it, prep *p, const prep *earlier, int nearlier, int debug) {
+static int prepare(sched_item *it, prep *p, const prep *earlier, int nearlier, int item, int debug) {
   memset(p, 0, sizeof *p);
   if (observer) observer(it->ast, it->name, observer_ctx);
   uop_pool_push();
@@ -247,16 +247,16 @@ static int prepare(sched_item *it, prep *p, const prep *earlier, int nearlier, i
   p->cp = pm_get(&prog_cache, key);
   pthread_mutex_unlock(&cache_lock);
   for (int j = 0; j < nearlier && !p->cp && !p->dup; j++) p->dup = earlier[j].kp.src && earlier[j].key == key;
-  if (p->cp && viz_on && viz_first_sight(key)) viz_record_cached(it, nearlier);
+  if (p->cp && viz_on && viz_first_sight(key)) viz_record_cached(it, item);
   if (p->cp || p->dup) { uop_pool_pop(); return 0; }
   if (debug >= 3) { fprintf(stderr, "kernel %s AST:\n", it->name); uop_print(stderr, it->ast); }
   double t0 = now_s();
-  if (viz_on) viz_kernel_context(it->name, nearlier);   /* nearlier: this item's index */
+  if (viz_on) viz_kernel_context(it->name, item);
   int gen = generate_or_load(it, &p->kp, &p->facts, debug);
   if (viz_on) viz_kernel_context(NULL, -1);
   if (gen < 0) { uop_pool_pop(); return -1; }
   p->t_render = now_s() - t0;
-  if (viz_on) { viz_first_sight(key); viz_kernel(it->name, nearlier, it->dev->name, it->ast, p->kp.opts, p->kp.src, p->t_render); }
+  if (viz_on) { viz_first_sight(key); viz_kernel(it->name, item, it->dev->name, it->ast, p->kp.opts, p->kp.src, p->t_render); }
   if (debug >= 4) fprintf(stderr, "%s\n", p->kp.src);
   uop_retain(key);
   p->key = key;
@@ -348,16 +348,18 @@ double engine_now_s(void) { return now_s(); }
 
 /* The linear of a schedule: each item with its program and its buffers
  * (taken over from the item, with their references). */
-static void linear_of(schedule *s, prep *ps, linear *l) {
+static void linear_of(schedule *s, const prep *ps, const int *which, linear *l) {
   if (l->cap < l->n + s->n) { l->cap = l->n + s->n; l->v = tg_xrealloc(l->v, sizeof(linear_call) * (size_t)l->cap); }
   for (int i = 0; i < s->n; i++) {
     sched_item *it = &s->v[i];
-    const cached_prog *cp = ps[i].cp;
+    const cached_prog *cp = which[i] >= 0 ? ps[which[i]].cp : NULL;
     linear_call c = { .prog = cp ? cp->prog : NULL, .dev = it->dev, .bufs = it->bufs, .nbufs = it->nbufs,
                       .flops = cp ? cp->flops : 0, .src = cp ? cp->src : NULL, .writes = 1 /* a copy writes its destination */ };
     if (cp) { c.nvars = cp->nvars; memcpy(c.varnames, cp->varnames, sizeof(char *) * (size_t)cp->nvars); c.writes = cp->writes; }
     c.zeros = it->ast && stores_only_zeros(it);
-    snprintf(c.name, sizeof c.name, "%s", it->name);
+    size_t len = strnlen(it->name, sizeof c.name - 1);
+    memcpy(c.name, it->name, len);
+    c.name[len] = 0;
     l->v[l->n++] = c;
     it->bufs = NULL; it->nbufs = 0;
   }
@@ -374,17 +376,39 @@ static int schedule_to_linear(uop *const *roots, int n, const char *default_devi
   int debug = (int)setting_int(SET_DEBUG);
   int rc = 0;
   double t_phase = vs ? now_s() : 0;
-  prep *ps = tg_xcalloc((size_t)(s.n ? s.n : 1), sizeof(prep));
   key_memo.dev = NULL;
-  for (int i = 0; i < s.n && rc == 0; i++) if (s.v[i].ast) rc = prepare(&s.v[i], &ps[i], ps, i, debug);
+  /* one prep per distinct kernel: a kernel met again in this schedule (a
+   * model's layers, every call of a function body) takes the program found
+   * for its first item, so finding programs costs per kernel, not per item */
+  ptrmap first = { 0 };   /* ast -> 1 + its entry in uniq */
+  int *which = tg_xmalloc(sizeof(int) * (size_t)(s.n ? s.n : 1));   /* item -> its entry in uniq, -1: a copy */
+  sched_item *uniq = tg_xmalloc(sizeof(sched_item) * (size_t)(s.n ? s.n : 1));   /* shallow copies */
+  int nu = 0;
+  for (int i = 0; i < s.n; i++) {
+    which[i] = -1;
+    if (!s.v[i].ast) continue;
+    intptr_t f = (intptr_t)pm_get(&first, s.v[i].ast);
+    if (f && uniq[f - 1].dev == s.v[i].dev) { which[i] = (int)f - 1; continue; }
+    if (!f) pm_put(&first, s.v[i].ast, (void *)(intptr_t)(nu + 1));
+    uniq[nu] = s.v[i];
+    which[i] = nu++;
+  }
+  pm_free(&first);
+  prep *ps = tg_xcalloc((size_t)(nu ? nu : 1), sizeof(prep));
+  for (int i = 0, u = 0; i < s.n && rc == 0; i++) {
+    if (which[i] < 0) continue;
+    if (which[i] < u) { if (observer) observer(s.v[i].ast, s.v[i].name, observer_ctx); continue; }
+    rc = prepare(&uniq[u], &ps[u], ps, u, i, debug);
+    u++;
+  }
   uop_simplify_memo_end();
-  if (rc == 0) rc = compile_pending(s.v, ps, s.n, debug);
-  else for (int i = 0; i < s.n; i++) { free(ps[i].kp.src); if (ps[i].key) uop_release(ps[i].key); }
-  for (int i = 0; i < s.n && rc == 0; i++)
-    if (s.v[i].ast && !ps[i].cp) rc = tg_seterr("internal: kernel %s has no program", s.v[i].name);
+  if (rc == 0) rc = compile_pending(uniq, ps, nu, debug);
+  else for (int i = 0; i < nu; i++) { free(ps[i].kp.src); if (ps[i].key) uop_release(ps[i].key); }
+  for (int i = 0; i < nu && rc == 0; i++)
+    if (!ps[i].cp) rc = tg_seterr("internal: kernel %s has no program", uniq[i].name);
   if (vs) viz_span("compile", vs, t_phase);
-  if (rc == 0) linear_of(&s, ps, l);
-  free(ps);
+  if (rc == 0) linear_of(&s, ps, which, l);
+  free(ps); free(which); free(uniq);
   schedule_free(&s);
   return rc;
 }

@@ -65,6 +65,7 @@ void call_body_release(call_body *b) {
     VEC_FREE(b->internal);
     pm_free(&b->role);
     free(b->param_written);
+    free(b->roles); free(b->role_at); free(b->out_item); free(b->out_param); free(b->out_slot);
   }
   VEC_FREE(b->structure_fixed);
   for (int i = 0; i < b->nouts; i++) uop_release(b->outs[i]);
@@ -85,6 +86,31 @@ static void classify(call_body *b, tg_buffer *buf, const ptrmap *graph_bufs) {
   buffer_retain(buf);
   VEC_PUSH(b->internal, buf);
   pm_put(&b->role, buf, (void *)(intptr_t)-(intptr_t)b->internal.n);
+}
+
+void call_body_plan(call_body *b) {
+  int n = b->sched.n, total = 0;
+  b->role_at = tg_xmalloc(sizeof(int) * (size_t)(n ? n : 1));
+  for (int i = 0; i < n; i++) { b->role_at[i] = total; total += b->sched.v[i].nbufs; }
+  b->roles = tg_xmalloc(sizeof(int) * (size_t)(total ? total : 1));
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < b->sched.v[i].nbufs; j++) b->roles[b->role_at[i] + j] = (int)(intptr_t)pm_get(&b->role, b->sched.v[i].bufs[j]);
+  int m = b->nouts ? b->nouts : 1;
+  b->out_item = tg_xmalloc(sizeof(int) * (size_t)m);
+  b->out_param = tg_xmalloc(sizeof(int) * (size_t)m);
+  b->out_slot = tg_xmalloc(sizeof(int) * (size_t)m);
+  for (int k = 0; k < b->nouts; k++) {
+    uop *v = b->out_repl[k];
+    while (v->op == OP_PERMUTE || v->op == OP_RESHAPE || v->op == OP_SHRINK_VAR) v = v->src[0];
+    tg_buffer *ob = v->op == OP_BUFFER ? v->arg.p : NULL;
+    intptr_t r = ob ? (intptr_t)pm_get(&b->role, ob) : 0;
+    b->out_param[k] = r > 0 ? (int)r - 1 : -1;
+    b->out_slot[k] = r < 0 ? (int)(-r - 1) : -1;
+    for (int j = 0; j < k && b->out_slot[k] >= 0; j++) if (b->out_slot[j] == b->out_slot[k]) b->out_slot[k] = b->out_slot[j] = -1;   /* one buffer, two outputs */
+    b->out_item[k] = -1;
+    for (int i = 0; i < n && ob; i++)
+      for (int j = 0; j < b->sched.v[i].nbufs; j++) if (b->sched.v[i].bufs[j] == ob) b->out_item[k] = i;
+  }
 }
 
 static int schedule_body(call_body *b, const char *default_device) {
@@ -131,6 +157,7 @@ static int schedule_body(call_body *b, const char *default_device) {
       if (ob) classify(b, ob, &graph_bufs);
     }
     pm_free(&graph_bufs);
+    call_body_plan(b);
     b->scheduled = true;
   }
   pm_free(&becomes);
@@ -156,6 +183,15 @@ static uop *remap_buffers(uop *u, void *p) {
   return nb == u->arg.p ? u : uop0(OP_BUFFER, u->dtype, arg_ptr(nb));
 }
 
+/* an output's view over the call's buffers: a chain of views (one source
+ * each) rebuilt directly, anything else by graph_map */
+static uop *remap_view(uop *u, remap_ctx *c) {
+  if (u->op == OP_BUFFER) return remap_buffers(u, c);
+  if (u->nsrc != 1) return graph_map(u, remap_buffers, c);
+  uop *s = remap_view(u->src[0], c);
+  return s == u->src[0] ? u : uop_replace_src(u, &s, 1);
+}
+
 int call_body_schedule(call_body *b, const char *default_device) {
   pthread_mutex_lock(&b->lock);
   int rc = b->scheduled ? 0 : schedule_body(b, default_device);
@@ -163,7 +199,9 @@ int call_body_schedule(call_body *b, const char *default_device) {
   return rc;
 }
 
-int call_instantiate(call_body *b, const char *default_device, tg_buffer *const *args, call_instance *out) {
+bool call_output_placeable(const call_body *b, int k) { return b->scheduled && k >= 0 && k < b->nouts && b->out_slot[k] >= 0; }
+
+int call_instantiate(call_body *b, const char *default_device, tg_buffer *const *args, tg_buffer *const *into, call_instance *out) {
   memset(out, 0, sizeof *out);
   for (int i = 0; i < b->nparams; i++) {
     tg_buffer *p = b->param_bufs[i], *a = args[i];
@@ -172,37 +210,41 @@ int call_instantiate(call_body *b, const char *default_device, tg_buffer *const 
   }
   if (call_body_schedule(b, default_device) < 0) return -1;
   remap_ctx c = { b, args, tg_xcalloc((size_t)(b->internal.n ? b->internal.n : 1), sizeof(tg_buffer *)) };
+  for (int k = 0; into && k < b->nouts; k++) {
+    int f = b->out_slot[k];
+    tg_buffer *t = f >= 0 ? b->internal.v[f] : NULL, *m = into[k];
+    if (m && t && m->dtype == t->dtype && m->numel == t->numel) { c.fresh[f] = m; buffer_retain(m); }
+  }
   for (int i = 0; i < b->internal.n; i++) {
     tg_buffer *t = b->internal.v[i];
-    c.fresh[i] = buffer_new(t->dev, t->dtype, t->numel);
+    if (!c.fresh[i]) c.fresh[i] = buffer_new(t->dev, t->dtype, t->numel);
   }
   out->nitems = b->sched.n;
-  out->items = tg_xcalloc((size_t)(b->sched.n ? b->sched.n : 1), sizeof(sched_item));
+  out->items = tg_xmalloc(sizeof(sched_item) * (size_t)(b->sched.n ? b->sched.n : 1));   /* each set whole below */
   for (int i = 0; i < b->sched.n; i++) {
     const sched_item *src = &b->sched.v[i];
+    const int *roles = b->roles + b->role_at[i];
     sched_item *it = &out->items[i];
     *it = *src;
     it->merged = true;
     if (it->ast) uop_retain(it->ast);
     it->bufs = tg_xmalloc(sizeof(tg_buffer *) * (size_t)(src->nbufs ? src->nbufs : 1));
-    for (int j = 0; j < src->nbufs; j++) { it->bufs[j] = remap(&c, src->bufs[j]); buffer_retain(it->bufs[j]); }
+    for (int j = 0; j < src->nbufs; j++) {
+      int r = roles[j];
+      it->bufs[j] = r > 0 ? args[r - 1] : r < 0 ? c.fresh[-r - 1] : src->bufs[j];
+      buffer_retain(it->bufs[j]);
+    }
   }
   int n = b->nouts ? b->nouts : 1;
   out->out_repl = tg_xcalloc((size_t)n, sizeof(uop *));
   out->out_buf = tg_xcalloc((size_t)n, sizeof(tg_buffer *));
-  out->out_item = tg_xcalloc((size_t)n, sizeof(int));
-  out->out_param = tg_xcalloc((size_t)n, sizeof(int));
+  out->out_item = b->out_item;
+  out->out_param = b->out_param;
   for (int k = 0; k < b->nouts; k++) {
-    out->out_repl[k] = graph_map(b->out_repl[k], remap_buffers, &c);
+    out->out_repl[k] = remap_view(b->out_repl[k], &c);
     uop *v = out->out_repl[k];
     while (v->op == OP_PERMUTE || v->op == OP_RESHAPE || v->op == OP_SHRINK_VAR) v = v->src[0];
-    tg_buffer *ob = v->op == OP_BUFFER ? v->arg.p : NULL;
-    out->out_buf[k] = ob;
-    out->out_item[k] = -1;
-    out->out_param[k] = -1;
-    for (int i = 0; i < b->nparams; i++) if (ob && ob == args[i]) out->out_param[k] = i;
-    for (int i = 0; i < out->nitems && ob; i++)
-      for (int j = 0; j < out->items[i].nbufs; j++) if (out->items[i].bufs[j] == ob) out->out_item[k] = i;
+    out->out_buf[k] = v->op == OP_BUFFER ? v->arg.p : NULL;
   }
   /* the items hold the fresh buffers now (one each that no item uses: an
    * output nothing computes, e.g. an empty one, is held by its view) */
@@ -219,6 +261,6 @@ void call_instance_free(call_instance *c) {
     for (int j = 0; j < it->nbufs; j++) buffer_release(it->bufs[j]);
     free(it->bufs);
   }
-  free(c->items); free(c->out_repl); free(c->out_buf); free(c->out_item); free(c->out_param);
+  free(c->items); free(c->out_repl); free(c->out_buf);
   memset(c, 0, sizeof *c);
 }

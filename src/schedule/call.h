@@ -42,6 +42,12 @@ struct call_body {
   ptrmap role;                /* tg_buffer* -> 1+param index, or -(1+internal index); absent: fixed */
   VEC(tg_buffer *) internal;  /* intermediates and outputs: fresh per call */
   bool *param_written;        /* per parameter: a kernel of the body stores to it (an assign) */
+  /* what every call repeats, worked out once: buffer j of item i has role
+   * roles[role_at[i] + j] (as in role: > 0 parameter, < 0 fresh, 0 fixed);
+   * output k is last touched by item out_item[k] (-1: none) and is a view
+   * of parameter out_param[k] (-1: not one), held in fresh buffer
+   * out_slot[k] (-1: none of its own) */
+  int *roles, *role_at, *out_item, *out_param, *out_slot;
 
   /* its structure as the schedule memo names it (schedule_memo.c), made on
    * first use under lock: 1 made, -1 none (a custom kernel's body, whose
@@ -69,17 +75,25 @@ typedef struct {
   int nitems;
   uop **out_repl;             /* per output: its view over the call's buffers (borrowed, pool) */
   tg_buffer **out_buf;        /* per output: the buffer that view reads (borrowed) */
-  int *out_item;              /* per output: the last item touching out_buf, or -1 */
-  int *out_param;             /* per output: the parameter it is a view of, or -1 */
+  const int *out_item;        /* per output: the last item touching out_buf, or -1 (the body's) */
+  const int *out_param;       /* per output: the parameter it is a view of, or -1 (the body's) */
 } call_instance;
 
 /* Schedules b unless it is (thread-safe): 0 or -1. A graph whose whole
  * schedule was found by its structure (schedule_memo.h) instantiates none
  * of its calls' bodies, so they may be unscheduled. */
 int call_body_schedule(call_body *b, const char *default_device);
+/* Works out b's roles, out_item and out_param from its schedule, role map
+ * and out_repl (schedule_body does; a body given its schedule calls it). */
+void call_body_plan(call_body *b);
 /* Schedules b (once; thread-safe) and instantiates it over args (one
- * contiguous buffer per parameter, of its dtype and size). 0 or -1. */
-int call_instantiate(call_body *b, const char *default_device, tg_buffer *const *args, call_instance *out);
+ * contiguous buffer per parameter, of its dtype and size). into (NULL, or
+ * one per output, NULL for none): memory output k is written to instead
+ * of a fresh buffer (its dtype and size; used only where the output has a
+ * fresh buffer of its own). 0 or -1. */
+int call_instantiate(call_body *b, const char *default_device, tg_buffer *const *args, tg_buffer *const *into, call_instance *out);
+/* Whether output k of b (scheduled) may be given memory by call_instantiate's into. */
+bool call_output_placeable(const call_body *b, int k);
 /* Frees what call_instantiate made that the caller did not take (items
  * whose ast pointer it set to NULL and bufs to NULL are skipped). */
 void call_instance_free(call_instance *c);

@@ -45,24 +45,38 @@ tg_buffer *sched_view_buffer(const uop *u) {
 static _Thread_local bool no_views;
 bool schedule_allow_views(bool on) { bool prev = !no_views; no_views = !on; return prev; }
 
-uop *sched_slice_view(uop *r) {
-  if (no_views || r->dim_var) return NULL;
-  uop *u = r->op == OP_CONTIGUOUS ? r->src[0] : r;
+tg_buffer *sched_contiguous_range(const uop *v, int64_t *offset) {
+  const uop *u = v;
   while (u->op == OP_RESHAPE) u = u->src[0];
+  *offset = 0;
+  if (u->op == OP_BUFFER) { tg_buffer *b = u->arg.p; return b->placeholder || b->numel != numel_of(v) ? NULL : b; }
   if (u->op != OP_SHRINK) return NULL;
   const uop *s0 = u->src[0], *x = s0;
   while (x->op == OP_RESHAPE) x = x->src[0];
   if (x->op != OP_BUFFER || s0->dim_var) return NULL;
   tg_buffer *b = x->arg.p;
-  if (!b->dev->host_memory || b->placeholder || numel_of(s0) != b->numel) return NULL;
+  if (b->placeholder || numel_of(s0) != b->numel) return NULL;
   /* contiguous: after the last axis that is not whole, every axis is; before it, one index each */
   const int64_t *a = u->arg.v;
   int nd = s0->ndim, k = -1;
   for (int i = 0; i < nd; i++) if (a[2 * i] != 0 || a[2 * i + 1] != s0->shape[i]) k = i;
-  if (k < 0) return NULL;
+  if (k < 0) return b;
   for (int i = 0; i < k; i++) if (a[2 * i + 1] - a[2 * i] != 1) return NULL;
-  int64_t offset = 0, stride = 1;
-  for (int i = nd - 1; i >= 0; i--) { offset += a[2 * i] * stride; stride *= s0->shape[i]; }
+  int64_t stride = 1;
+  for (int i = nd - 1; i >= 0; i--) { *offset += a[2 * i] * stride; stride *= s0->shape[i]; }
+  return b;
+}
+
+bool sched_views_allowed(void) { return !no_views; }
+
+uop *sched_slice_view(uop *r) {
+  if (no_views || r->dim_var) return NULL;
+  uop *u = r->op == OP_CONTIGUOUS ? r->src[0] : r;
+  while (u->op == OP_RESHAPE) u = u->src[0];
+  if (u->op != OP_SHRINK) return NULL;
+  int64_t offset;
+  tg_buffer *b = sched_contiguous_range(u, &offset);
+  if (!b || !b->dev->host_memory || (offset == 0 && numel_of(u) == b->numel)) return NULL;
   tg_buffer *v = buffer_view(b, offset, numel_of(u));
   if (!v) { tg_clear_error(); return NULL; }   /* no view: the root is stored by a kernel as before */
   uop *bv = uop0(OP_BUFFER, dt_scalar(v->dtype), arg_ptr(v));

@@ -244,6 +244,16 @@ int sched_build_kernel(sctx *s, uop *u) {
     buffer_retain(out);
     value = u->src[1];
     ri->repl = view;
+    /* a call wrote the value into the target already (sched_find_into): no kernel */
+    sched_into *in = pm_get(&s->into, value);
+    rinfo *ci = in && in->assign == u && is_marked(s, value) ? info_of(s, value) : NULL;
+    if (ci && ci->buf && (ci->buf == in->base || ci->buf->base == in->base)) {
+      ri->buf = out;
+      ri->kernel = ci->kernel;
+      buffer_release(out);   /* the view holds it */
+      pm_put(&s->marked, u, ri);
+      return 0;
+    }
   } else {
     int64_t numel = 1;
     for (int i = 0; i < u->ndim; i++) numel *= u->shape[i];
@@ -275,7 +285,7 @@ int sched_build_kernel(sctx *s, uop *u) {
     int *d = tg_xmalloc(sizeof(int));
     int nd = 0;
     if (si && si->kernel >= 0) d[nd++] = si->kernel;
-    VEC_PUSH(s->links, ((kernel_links){ d, nd, NULL, 0, out }));
+    VEC_PUSH(s->links, ((kernel_links){ d, nd, NULL, 0, out, NULL, 0 }));
     VEC_PUSH(*s->out, it);
     pm_put(&s->marked, u, ri);
     return 0;
@@ -310,7 +320,7 @@ int sched_build_kernel(sctx *s, uop *u) {
     }
     ri->kernel = s->out->n;
     VEC_PUSH(*s->out, it);
-    VEC_PUSH(s->links, ((kernel_links){ w.deps.v, w.deps.n, w.raw_reads.v, w.raw_reads.n, out }));
+    VEC_PUSH(s->links, ((kernel_links){ w.deps.v, w.deps.n, w.raw_reads.v, w.raw_reads.n, out, NULL, 0 }));
     w.deps.v = NULL; w.raw_reads.v = NULL;   /* the schedule owns them now */
     structure_walk_free(&w);
     lowered_kernel_clear(seen);
@@ -426,7 +436,7 @@ retry:
   structure_walk_free(&w);
   ri->kernel = s->out->n;   /* kernels built while lowering this one came first */
   VEC_PUSH(*s->out, it);
-  VEC_PUSH(s->links, ((kernel_links){ k.deps.v, k.deps.n, k.raw_reads.v, k.raw_reads.n, out }));
+  VEC_PUSH(s->links, ((kernel_links){ k.deps.v, k.deps.n, k.raw_reads.v, k.raw_reads.n, out, NULL, 0 }));
   pm_free(&k.memo); VEC_FREE(k.bufs); VEC_FREE(k.globals);
   pm_put(&s->marked, u, ri);
   return 0;
@@ -440,14 +450,85 @@ struct call_made {
   uop *const *args;      /* the CALL's sources (alive as long as the graph) */
   int nargs;
   call_instance inst;
-  int base;              /* index of its first item in the schedule */
+  tg_buffer **inst_args;  /* the argument buffers it was instantiated over (borrowed) */
+  int base;              /* index of the item standing for it in the schedule */
 };
 
 void sched_calls_free(sctx *s) {
-  for (int i = 0; i < s->calls.n; i++) { call_instance_free(&s->calls.v[i]->inst); free(s->calls.v[i]); }
+  for (int i = 0; i < s->calls.n; i++) { call_instance_free(&s->calls.v[i]->inst); free(s->calls.v[i]->inst_args); free(s->calls.v[i]); }
   VEC_FREE(s->calls);
 }
 
+void sched_expand_calls(schedule *out) {
+  int n = 0;
+  for (int i = 0; i < out->n; i++) n += out->v[i].call ? ((struct call_made *)out->v[i].call)->inst.nitems : 1;
+  if (n == out->n) {   /* no call, or calls of one kernel each */
+    bool any = false;
+    for (int i = 0; i < out->n && !any; i++) any = out->v[i].call != NULL;
+    if (!any) return;
+  }
+  sched_item *v = tg_xmalloc(sizeof(sched_item) * (size_t)(n ? n : 1));
+  int m = 0;
+  for (int i = 0; i < out->n; i++) {
+    struct call_made *cm = out->v[i].call;
+    if (!cm) { v[m++] = out->v[i]; continue; }
+    for (int k = 0; k < cm->inst.nitems; k++) {
+      v[m++] = cm->inst.items[k];
+      cm->inst.items[k].bufs = NULL;   /* the schedule owns it now */
+      cm->inst.items[k].ast = NULL;
+    }
+  }
+  free(out->v);
+  out->v = v; out->n = m; out->cap = n ? n : 1;
+}
+
+
+#define CALL_MAX_OUTS 64   /* outputs of one call that may be written into assigns' targets */
+
+/* Whether the graph of u may read memory of base (itself or a view of
+ * it): a walk of at most WALK_BUDGET nodes, past which it answers yes (the
+ * copy then stays), so a call deep in a long graph costs no more than that. */
+#define WALK_BUDGET 512
+static bool reads_memory(uop *u, const tg_buffer *base) {
+  ptrmap seen = { 0 };
+  VEC(uop *) stack = { 0 };
+  VEC_PUSH(stack, u);
+  bool r = false;
+  int visited = 0;
+  while (stack.n && !r) {
+    uop *x = stack.v[--stack.n];
+    if (pm_get(&seen, x)) continue;
+    pm_put(&seen, x, (void *)1);
+    if (++visited > WALK_BUDGET) { r = true; break; }
+    if (x->op == OP_BUFFER) { const tg_buffer *b = x->arg.p; r = b == base || b->base == base; }
+    for (int i = 0; i < x->nsrc; i++) VEC_PUSH(stack, x->src[i]);
+  }
+  VEC_FREE(stack);
+  pm_free(&seen);
+  return r;
+}
+
+void sched_find_into(sctx *s, const uop_list *topo) {
+  for (int i = 0; i < topo->n; i++) {
+    uop *a = topo->v[i];
+    if (a->op != OP_ASSIGN || !is_marked(s, a) || a->src[0]->op == OP_ASSIGN) continue;
+    uop *c = a->src[1], *view = a->src[0];
+    if (c->op != OP_CALL || (intptr_t)pm_get(&s->nchildren, c) != 1 || pm_get(&s->roots, c) || view->dim_var || c->dim_var) continue;
+    int64_t off;
+    tg_buffer *base = sched_contiguous_range(view, &off);
+    if (!base || base->dtype != (tg_dtype)c->dtype.scalar || numel_of(view) != numel_of(c) || base->dev != device_of(s, c)) continue;
+    /* a range of the memory needs a view of it (host memory, and not while the JIT captures) */
+    bool whole = off == 0 && numel_of(view) == base->numel;
+    if (!whole && (!base->dev->host_memory || !sched_views_allowed())) continue;
+    /* the kernels would read what they write */
+    bool reads = false;
+    for (int j = 0; j < c->nsrc && !reads; j++) reads = reads_memory(c->src[j], base);
+    if (reads) continue;
+    sched_into *t = tg_xmalloc(sizeof *t);
+    *t = (sched_into){ a, base, off };
+    pm_put(&s->into, c, t);
+  }
+}
 
 int sched_build_call(sctx *s, uop *u) {
   uop_call_target *t = u->arg.p;
@@ -475,34 +556,51 @@ int sched_build_call(sctx *s, uop *u) {
       if (!args[j]) { free(args); VEC_FREE(argdeps); VEC_FREE(argreads); return tg_seterr("internal: argument %d of a call of %s is not contiguous memory", j, b->name); }
     }
     cm = tg_xcalloc(1, sizeof *cm);
-    cm->body = b; cm->args = u->src; cm->nargs = u->nsrc;
-    int rc = call_instantiate(b, s->default_dev->name, args, &cm->inst);
+    cm->body = b; cm->args = u->src; cm->nargs = u->nsrc; cm->inst_args = args;
+    /* outputs that an assign takes as they are: written into its target */
+    tg_buffer *into[CALL_MAX_OUTS] = { 0 }, *into_base[CALL_MAX_OUTS] = { 0 };
+    bool any_into = false;
+    int rc = b->nouts <= CALL_MAX_OUTS ? call_body_schedule(b, s->default_dev->name) : 0;
+    for (int k = 0; k < b->nouts && k < CALL_MAX_OUTS && rc == 0 && s->into.n; k++) {
+      uop *ck = k == t->out ? u : uop_new(OP_CALL, b->outs[k]->dtype, u->src, u->nsrc, arg_ptr(&b->targets[k]));
+      sched_into *in = pm_get(&s->into, ck);
+      if (!in || !call_output_placeable(b, k)) continue;
+      int64_t numel = numel_of(ck);
+      into[k] = in->offset == 0 && numel == in->base->numel ? in->base : buffer_view(in->base, in->offset, numel);
+      if (!into[k]) { tg_clear_error(); continue; }
+      into_base[k] = in->base;
+      any_into = true;
+    }
+    if (rc == 0) rc = call_instantiate(b, s->default_dev->name, args, any_into ? into : NULL, &cm->inst);
+    for (int k = 0; k < CALL_MAX_OUTS; k++) if (into[k] && into[k] != into_base[k]) buffer_release(into[k]);
     /* an argument the body assigns to is written in place: it must be the
      * caller's memory, not a copy stored for the call */
     for (int j = 0; j < u->nsrc && rc == 0; j++)
       if (b->param_written[j] && is_marked(s, u->src[j]))
         rc = tg_seterr("tg_function %s: input %d is assigned inside the function, so it must be a realized tensor (not a lazy value or a view)", b->name, j);
-    free(args);
-    if (rc < 0) { call_instance_free(&cm->inst); free(cm); VEC_FREE(argdeps); VEC_FREE(argreads); return -1; }
+    if (rc < 0) { call_instance_free(&cm->inst); free(cm); free(args); VEC_FREE(argdeps); VEC_FREE(argreads); return -1; }
     VEC_PUSH(s->calls, cm);
+    /* one item stands for the call's kernels until the schedule is ordered
+     * and merged (sched_expand_calls): it runs after the arguments' kernels,
+     * reads the memory it shares with the caller, and writes the arguments
+     * the body assigns to (ordering against the caller's assigns) */
     cm->base = s->out->n;
-    /* each item after the one before it and after the arguments' kernels;
-     * reads: the memory it shares with the caller (ordering against the
-     * caller's assigns) */
-    for (int i = 0; i < cm->inst.nitems; i++) {
-      sched_item *it = &cm->inst.items[i];
-      int *d = tg_xmalloc(sizeof(int) * (size_t)(argdeps.n + 1));
-      int nd = 0;
-      if (i) d[nd++] = cm->base + i - 1;
-      else for (int j = 0; j < argdeps.n; j++) d[nd++] = argdeps.v[j];
-      tg_buffer **r = tg_xmalloc(sizeof(tg_buffer *) * (size_t)(it->nbufs ? it->nbufs : 1));
-      int nr = 0;
-      for (int j = 1; j < it->nbufs; j++)
-        for (int k = 0; k < argreads.n; k++) if (it->bufs[j] == argreads.v[k]) { r[nr++] = it->bufs[j]; break; }
-      VEC_PUSH(*s->out, *it);
-      VEC_PUSH(s->links, ((kernel_links){ d, nd, r, nr, it->nbufs ? it->bufs[0] : NULL }));
-      it->bufs = NULL;   /* the schedule owns it now */
-    }
+    tg_buffer **r = tg_xmalloc(sizeof(tg_buffer *) * (size_t)(argreads.n ? argreads.n : 1));
+    if (argreads.n) memcpy(r, argreads.v, sizeof(tg_buffer *) * (size_t)argreads.n);
+    tg_buffer **w = tg_xmalloc(sizeof(tg_buffer *) * (size_t)(u->nsrc ? u->nsrc : 1));
+    int nw = 0;
+    for (int j = 0; j < u->nsrc; j++) if (b->param_written[j]) w[nw++] = cm->inst_args[j];
+    /* and the memory its outputs are written into */
+    for (int k = 0; k < b->nouts && k < CALL_MAX_OUTS; k++)
+      if (into_base[k] && cm->inst.out_buf[k] && (cm->inst.out_buf[k] == into_base[k] || cm->inst.out_buf[k]->base == into_base[k])) {
+        w = tg_xrealloc(w, sizeof(tg_buffer *) * (size_t)(nw + 1));
+        w[nw++] = into_base[k];
+      }
+    sched_item ph = { .dev = cm->inst.nitems ? cm->inst.items[0].dev : s->default_dev, .merged = true, .call = cm };
+    snprintf(ph.name, sizeof ph.name, "%s", b->name);
+    VEC_PUSH(*s->out, ph);
+    VEC_PUSH(s->links, ((kernel_links){ argdeps.v, argdeps.n, r, argreads.n, NULL, w, nw }));
+    argdeps.v = NULL;
     VEC_FREE(argdeps); VEC_FREE(argreads);
   }
   rinfo *ri = tg_xcalloc(1, sizeof *ri);
@@ -510,7 +608,7 @@ int sched_build_call(sctx *s, uop *u) {
   int k = t->out;
   ri->buf = cm->inst.out_buf[k];
   ri->repl = uop_with_dims_of(cm->inst.out_repl[k], u);
-  ri->kernel = cm->inst.out_item[k] >= 0 ? cm->base + cm->inst.out_item[k] : -1;
+  ri->kernel = cm->inst.out_item[k] >= 0 ? cm->base : -1;   /* the item standing for the call */
   if (cm->inst.out_param[k] >= 0) {
     /* a view of an argument: whatever computed the argument */
     rinfo *ai = is_marked(s, u->src[cm->inst.out_param[k]]) ? info_of(s, u->src[cm->inst.out_param[k]]) : NULL;

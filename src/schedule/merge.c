@@ -132,7 +132,7 @@ static void merge_into(sched_item *a, sched_item *b) {
 
 /* May kernel b run before the kernels out->v[lo..hi-1]? */
 static bool independent_of(const schedule *out, kernel_facts *f, int lo, int hi, kernel_facts *fb) {
-  for (int k = lo; k < hi; k++) if (!no_hazard(facts_of(&f[k], &out->v[k]), fb)) return false;
+  for (int k = lo; k < hi; k++) if (out->v[k].call || !no_hazard(facts_of(&f[k], &out->v[k]), fb)) return false;   /* a call: its kernels are not looked into */
   return true;
 }
 

@@ -55,12 +55,26 @@ void sched_order_kernels(sctx *s) {
     next_writer[w] = (int)first - 1;
     pm_put(&writers, s->links.v[w].write, (void *)(intptr_t)(w + 1));
   }
+  /* a function call's item writes several buffers (the arguments its body
+   * assigns to): those few are looked through directly */
+  VEC(int) multi = { 0 };
+  for (int w = 0; w < n; w++) if (s->links.v[w].nwrites) VEC_PUSH(multi, w);
   for (int r = 0; r < n; r++)
-    for (int i = 0; i < s->links.v[r].nreads; i++)
-      for (int w = (int)(intptr_t)pm_get(&writers, s->links.v[r].reads[i]) - 1; w >= 0; w = next_writer[w]) {
+    for (int i = 0; i < s->links.v[r].nreads; i++) {
+      tg_buffer *rb = s->links.v[r].reads[i];
+      for (int w = (int)(intptr_t)pm_get(&writers, rb) - 1; w >= 0; w = next_writer[w]) {
         if (w == r || (reach[(size_t)r * words + (size_t)w / 64] >> (w % 64) & 1)) continue;
         VEC_PUSH(succ[r], w); indeg[w]++;
       }
+      for (int m = 0; m < multi.n; m++) {
+        int w = multi.v[m];
+        bool writes = false;
+        for (int k = 0; k < s->links.v[w].nwrites && !writes; k++) writes = s->links.v[w].writes[k] == rb;
+        if (!writes || w == r || (reach[(size_t)r * words + (size_t)w / 64] >> (w % 64) & 1)) continue;
+        VEC_PUSH(succ[r], w); indeg[w]++;
+      }
+    }
+  VEC_FREE(multi);
   pm_free(&writers); free(next_writer);
   /* Kahn's algorithm, stable by original index: the ready kernels in a
    * min-heap (a model's hundreds of calls made a scan per pick quadratic) */

@@ -36,6 +36,16 @@ int schedule_create(uop *const *roots, int n, const char *default_device, schedu
   return rc;
 }
 
+/* An empty map sized for n keys (no rehash while it fills). */
+static void presize(ptrmap *m, size_t n) {
+  size_t cap = 64;
+  while (cap < 2 * (n + 1)) cap *= 2;
+  m->keys = tg_xcalloc(cap, sizeof(void *));
+  m->vals = tg_xcalloc(cap, sizeof(void *));
+  m->cap = cap;
+  m->n = 0;
+}
+
 /* schedule_create's work, for topo (the toposort of sink, the SINK of the
  * roots); records it under memo when given */
 static int schedule_anew(uop *const *roots, int n, tg_device *dev, uop *sink, const uop_list *topo_in, schedule *out, ptrmap *becomes,
@@ -47,6 +57,8 @@ static int schedule_anew(uop *const *roots, int n, tg_device *dev, uop *sink, co
   uop_list topo = *topo_in;
 
   /* graph facts: each node's consumer count, and the device it is on */
+  presize(&s.nchildren, (size_t)topo.n);
+  presize(&s.device, (size_t)topo.n);
   for (int i = 0; i < topo.n; i++) {
     uop *u = topo.v[i];
     for (int j = 0; j < u->nsrc; j++) pm_put(&s.nchildren, u->src[j], (void *)((intptr_t)pm_get(&s.nchildren, u->src[j]) + 1));
@@ -57,6 +69,7 @@ static int schedule_anew(uop *const *roots, int n, tg_device *dev, uop *sink, co
     if (d) pm_put(&s.device, u, d);
   }
   sched_mark_stored(&s, roots, n, &topo, becomes);
+  sched_find_into(&s, &topo);
   /* build kernels in topological order; a CONTIGUOUS of memory that is
    * already contiguous becomes that memory */
   int rc = 0;
@@ -80,14 +93,17 @@ static int schedule_anew(uop *const *roots, int n, tg_device *dev, uop *sink, co
     uop_pool_push();
     sched_merge_sibling_kernels(s.out);
     uop_pool_pop();
+    sched_expand_calls(s.out);
     if (memo) schedule_memo_add(memo, &topo, out, becomes);
   }
   for (int i = 0; i < s.infos.n; i++) free(s.infos.v[i]);
-  for (int i = 0; i < s.links.n; i++) { free(s.links.v[i].deps); free(s.links.v[i].reads); }
+  for (int i = 0; i < s.links.n; i++) { free(s.links.v[i].deps); free(s.links.v[i].reads); free(s.links.v[i].writes); }
   VEC_FREE(s.infos); VEC_FREE(s.links);
   for (size_t i = 0; i < s.small.cap; i++) if (s.small.keys[i]) uop_release(s.small.vals[i]);
   pm_free(&s.marked); pm_free(&s.walked); pm_free(&s.nchildren); pm_free(&s.device); pm_free(&s.roots); pm_free(&s.small);
   sched_calls_free(&s);
+  for (size_t i = 0; i < s.into.cap; i++) if (s.into.keys[i]) free(s.into.vals[i]);
+  pm_free(&s.into);
   if (rc < 0) schedule_free(out);
   return rc;
 }

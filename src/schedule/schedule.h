@@ -19,6 +19,8 @@ typedef struct {
   tg_device *dev;
   char name[96];
   bool merged;           /* a function body's kernel, instantiated: merged with its siblings already */
+  void *call;            /* inside schedule_create only: this item stands for a whole function call
+                          * (its kernels, ordered and merged as one); NULL in every returned schedule */
 } sched_item;
 
 typedef struct { sched_item *v; int n, cap; } schedule;

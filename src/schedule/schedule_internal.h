@@ -26,6 +26,8 @@ typedef struct {
   tg_buffer **reads;       /* buffers it reads as they are, written by no kernel here (malloc'd) */
   int nreads;
   tg_buffer *write;        /* the buffer it writes, or NULL */
+  tg_buffer **writes;      /* a function call's item: the arguments it writes (malloc'd) */
+  int nwrites;
 } kernel_links;
 
 typedef struct {
@@ -40,7 +42,16 @@ typedef struct {
   VEC(rinfo *) infos;
   VEC(kernel_links) links;   /* one per kernel of out */
   VEC(struct call_made *) calls;   /* function calls instantiated so far (sched_build_call) */
+  ptrmap into;          /* CALL -> its sched_into: an output written straight into an assign's target */
 } sctx;
+
+/* A call output whose one consumer assigns it to memory that can hold it
+ * (sched_find_into): the call writes it there, and the assign is no kernel. */
+typedef struct {
+  uop *assign;
+  tg_buffer *base;      /* the target's memory */
+  int64_t offset;       /* elements into base where the target starts */
+} sched_into;
 
 /* A kernel being lowered: its buffers, their DEFINE_GLOBALs, its ranges. */
 typedef struct {
@@ -79,6 +90,11 @@ uop *sched_strip_after(uop *u);
 tg_buffer *sched_view_buffer(const uop *u);
 /* A root that is a contiguous range of a realized host buffer as a view of it, or NULL. */
 uop *sched_slice_view(uop *r);
+/* The memory v (a whole buffer, or a contiguous range of one: reshapes
+ * and a shrink) is, with its first element's offset; NULL when it is not. */
+tg_buffer *sched_contiguous_range(const uop *v, int64_t *offset);
+/* Whether views of memory may stand for stored values (not while the JIT captures). */
+bool sched_views_allowed(void);
 /* the view an ASSIGN writes through (following chained assigns) */
 uop *sched_assign_view(uop *u);
 /* An argument that is memory in its logical order already: reshapes of a whole buffer. */
@@ -101,9 +117,15 @@ static inline uop *idx_const(int64_t v) { return uop_const_int(DT_INDEX, v); }
 int sched_build_kernel(sctx *s, uop *u);
 /* A function call: its body's kernels, instantiated for u's arguments. */
 int sched_build_call(sctx *s, uop *u);
+/* Finds the call outputs that can be written straight into the target of
+ * the assign that is their one consumer (s->into). */
+void sched_find_into(sctx *s, const uop_list *topo);
 void sched_kernel_name(uop *ast, char *buf, size_t n);
 /* the calls sched_build_call made (s->calls) */
 void sched_calls_free(sctx *s);
+/* Replaces each item standing for a call by the call's kernels (after
+ * ordering and merging: a call is one item to both). */
+void sched_expand_calls(schedule *out);
 
 /* ---- order.c */
 void sched_order_kernels(sctx *s);

@@ -168,6 +168,7 @@ static call_body *make_body(const char *name, tg_device *dev, const tg_kernel_ou
   }
   add_item(b, ast, name, dev, bufs, nout + nin + ns);
   b->param_written = tg_xcalloc((size_t)(nin ? nin : 1), sizeof(bool));
+  call_body_plan(b);
   b->scheduled = true;
   return b;
 }
