@@ -4,6 +4,7 @@
  * kernel counts of whole backward passes (MLP, CNN). Op-by-op gradients are
  * checked against PyTorch in test_math/test_movement/test_nn. */
 #include <stdint.h>
+#include <unistd.h>
 #include "test.h"
 
 enum { B = 8, I = 12, H = 16, O = 4 };
@@ -226,4 +227,46 @@ TEST(autograd_eval_loop_frees_activations) {
    * holding on to theirs would be 15 MB more than the second */
   CHECK_MSG(used[5] <= used[1] + (1 << 20), "device memory grew from %lld to %lld bytes over 4 eval passes",
             (long long)used[1], (long long)used[5]);
+}
+
+/* The gradient rules are a named pass of match-only patterns: with
+ * TRACK_REWRITES=1 each rule that gives a node's sources their gradients
+ * is printed with its formula; a cast from an integer matches no rule. */
+TEST(autograd_rules_traced) {
+  char path[] = "/tmp/tg_grad_track_XXXXXX";
+  int fd = mkstemp(path);
+  if (fd < 0) SKIP("no temporary file");
+  const char *old = getenv("TRACK_REWRITES");
+  char *saved = old ? strdup(old) : NULL;
+  tg_scope_begin();
+  tg_tensor *w = tg_requires_grad(tg_arange(1, 5, 1, TG_F32), true), *gw = NULL;
+  tg_tensor *loss = tg_sum(tg_mul(tg_exp2(w), w), TG_ALL, false);
+  fflush(stderr);
+  int err = dup(2);
+  dup2(fd, 2);
+  setenv("TRACK_REWRITES", "1", 1);
+  int rc = tg_gradient(loss, &w, 1, &gw);
+  fflush(stderr);
+  dup2(err, 2);
+  close(err);
+  close(fd);
+  if (saved) setenv("TRACK_REWRITES", saved, 1); else unsetenv("TRACK_REWRITES");
+  free(saved);
+  float got[4];
+  CHECK_OK(rc == 0 && tg_data(gw, got, sizeof got) == 0);
+  for (int i = 0; i < 4; i++) {   /* d/dw (2^w * w) = 2^w * (w ln2 + 1) */
+    double v = i + 1, want = pow(2, v) * (v * M_LN2 + 1);
+    CHECK_NEAR(got[i], want, 1e-4 * want);
+  }
+  tg_scope_end();
+  size_t n = 0;
+  char *raw = test_read_file(path, &n);
+  unlink(path);
+  char *log = raw ? malloc(n + 1) : NULL;
+  if (log) { memcpy(log, raw, n); log[n] = 0; }
+  free(raw);
+  CHECK_MSG(log && strstr(log, "rewrite gradient [d(a*b) = g*b, g*a]: MUL:float"), "%.400s", log ? log : "(no log)");
+  CHECK_MSG(log && strstr(log, "rewrite gradient [d(2^a) = g*2^a*ln2]: EXP2:float"), "%.400s", log ? log : "(no log)");
+  CHECK_MSG(log && strstr(log, "rewrite gradient [d(sum) = expand g"), "%.400s", log ? log : "(no log)");
+  free(log);
 }

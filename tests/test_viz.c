@@ -121,12 +121,14 @@ TEST(viz_names_the_rule_passes) {
   CHECK(tg_set_kernel_opts("UPCAST:0:8") == 0);   /* float lanes */
   CHECK_OK(tg_realize(tg_cast(tg_lt(a, b), TG_F32)) == 0);
   tg_set_kernel_opts(NULL);
+  tg_tensor *w = tg_requires_grad(tg_arange(1, 9, 1, TG_F32), true), *gw = NULL;   /* the gradient rules */
+  CHECK_OK(tg_gradient(tg_sum(tg_mul(w, w), TG_ALL, false), &w, 1, &gw) == 0 && tg_realize(gw) == 0);
   tg_scope_end();
   CHECK_OK(tg_viz_end() == 0);
   viz_trace t;
   CHECK_MSG(viz_trace_load(dir, false, &t) == 0, "load: %s", tg_error());
-  const char *want[] = { "lower", "small floats", "vectorize" };
-  for (int w = 0; w < 3; w++) {
+  const char *want[] = { "lower", "small floats", "vectorize", "gradient" };
+  for (int w = 0; w < 4; w++) {
     bool seen = false;
     for (int i = 0; i < t.passes.n; i++) seen |= !strcmp(t.passes.v[i].name, want[w]);
     CHECK_MSG(seen, "no pass named '%s' in the trace", want[w]);

@@ -5,6 +5,8 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <string.h>
+#include "viz/viz.h"
+#include "uop/rewrite.h"
 #include "tensor/tensor.h"
 #include "util/settings.h"
 
@@ -177,42 +179,63 @@ static void d_reduce(uop *u, uop *g, uop **o) {
 #undef A
 #undef B
 
-static const struct { grad_fn *fn; const char *rule; } grad_rules[OP_COUNT] = {
-  [OP_ADD] = { d_add, "d(a+b) = g, g" },
-  [OP_SUB] = { d_sub, "d(a-b) = g, -g" },
-  [OP_MUL] = { d_mul, "d(a*b) = g*b, g*a" },
-  [OP_FDIV] = { d_fdiv, "d(a/b) = g/b, -g*a/b^2" },
-  [OP_NEG] = { d_neg, "d(-a) = -g" },
-  [OP_EXP2] = { d_exp2, "d(2^a) = g*2^a*ln2" },
-  [OP_LOG2] = { d_log2, "d(log2 a) = g/(a*ln2)" },
-  [OP_SIN] = { d_sin, "d(sin a) = g*sin(pi/2-a)" },
-  [OP_SQRT] = { d_sqrt, "d(sqrt a) = g/(2*sqrt a)" },
-  [OP_RECIPROCAL] = { d_reciprocal, "d(1/a) = -g/a^2" },
-  [OP_MAX] = { d_max, "d(max(a,b)): g to the larger, halves on ties" },
-  [OP_WHERE] = { d_where, "d(c?a:b) = -, c?g:0, c?0:g" },
-  [OP_CAST] = { d_cast, "d(cast a) = cast g (to a float source)" },
-  [OP_TRUNC] = { d_trunc, "d(trunc a) = 0" },
-  [OP_REDUCE_AXIS] = { d_reduce, "d(sum) = expand g; max: split among maxima; prod: the others' product" },
-  [OP_RESHAPE] = { d_reshape, "reshape g back" },
-  [OP_PERMUTE] = { d_permute, "inverse permute of g" },
-  [OP_EXPAND] = { d_expand, "sum g over the expanded axes" },
-  [OP_PAD] = { d_pad, "shrink g to the unpadded part" },
-  [OP_SHRINK] = { d_shrink, "pad g back with zeros" },
-  [OP_FLIP] = { d_flip, "flip g" },
-  [OP_SHRINK_VAR] = { d_shrink_var, "unshrink g" },
-  [OP_UNSHRINK_VAR] = { d_unshrink_var, "shrink g" },
-  [OP_WINDOW] = { d_window, "each window position's g back to its input" },
-  [OP_CONTIGUOUS] = { d_identity, "g" },
-  [OP_UNIQUE] = { d_identity, "g" },
-  [OP_AFTER] = { d_identity, "g" },
-  [OP_COPY] = { d_identity, "g (single device: the copy back is the identity)" },
-};
+/* The rules as data (tinygrad's pm_gradient): a pattern on the node, read
+ * as the algebra, the function that builds its sources' gradients, and the
+ * formula, which names the rule in TRACK_REWRITES and VIZ (pass
+ * "gradient"). The patterns are match-only rules: matcher_match picks the
+ * first that accepts the node, and a node no pattern accepts passes no
+ * gradient (comparisons, bit ops, DETACH, ASSIGN, a cast from an integer). */
+#define GRAD_RULES(X) \
+  X("(ADD a b)", d_add, "d(a+b) = g, g") \
+  X("(SUB a b)", d_sub, "d(a-b) = g, -g") \
+  X("(MUL a b)", d_mul, "d(a*b) = g*b, g*a") \
+  X("(FDIV a b)", d_fdiv, "d(a/b) = g/b, -g*a/b^2") \
+  X("(NEG a)", d_neg, "d(-a) = -g") \
+  X("(EXP2 a)", d_exp2, "d(2^a) = g*2^a*ln2") \
+  X("(LOG2 a)", d_log2, "d(log2 a) = g/(a*ln2)") \
+  X("(SIN a)", d_sin, "d(sin a) = g*sin(pi/2-a)") \
+  X("(SQRT a)", d_sqrt, "d(sqrt a) = g/(2*sqrt a)") \
+  X("(RECIPROCAL a)", d_reciprocal, "d(1/a) = -g/a^2") \
+  X("(MAX a b)", d_max, "d(max(a,b)): g to the larger, halves on ties") \
+  X("(WHERE c a b)", d_where, "d(c?a:b) = -, c?g:0, c?0:g") \
+  X("(CAST a.float)", d_cast, "d(cast a) = cast g (a float source)") \
+  X("(TRUNC a)", d_trunc, "d(trunc a) = 0") \
+  X("(REDUCE_AXIS a)", d_reduce, "d(sum) = expand g; max: split among maxima; prod: the others' product") \
+  X("(RESHAPE a ...)", d_reshape, "reshape g back") \
+  X("(PERMUTE a)", d_permute, "inverse permute of g") \
+  X("(EXPAND a ...)", d_expand, "sum g over the expanded axes") \
+  X("(PAD a)", d_pad, "shrink g to the unpadded part") \
+  X("(SHRINK a)", d_shrink, "pad g back with zeros") \
+  X("(FLIP a)", d_flip, "flip g") \
+  X("(SHRINK_VAR a n)", d_shrink_var, "unshrink g") \
+  X("(UNSHRINK_VAR a n)", d_unshrink_var, "shrink g") \
+  X("(WINDOW a ...)", d_window, "each window position's g back to its input") \
+  X("(CONTIGUOUS a ...)", d_identity, "g") \
+  X("(UNIQUE a ...)", d_identity, "g") \
+  X("(AFTER a ...)", d_identity, "g") \
+  X("(COPY a ...)", d_identity, "g (single device: the copy back is the identity)")
+#define GRAD_PATTERN(pat, fn, formula) { .pattern = pat, .name = formula },
+#define GRAD_FN(pat, fn, formula) fn,
+static const tg_rule grad_patterns[] = { GRAD_RULES(GRAD_PATTERN) };
+static grad_fn *const grad_fns[] = { GRAD_RULES(GRAD_FN) };
+static tg_matcher *grad_matcher;
 
-static void grad_rule(uop *u, uop *g, uop **out) {
+/* The gradients of u's sources into out (NULL where none); the rule that
+ * gave them traced (TRACK_REWRITES, a VIZ step when the pass records). */
+static void grad_rule(uop *u, uop *g, uop **out, bool viz) {
   for (int i = 0; i < u->nsrc; i++) out[i] = NULL;
-  if (u->op >= OP_COUNT || !grad_rules[u->op].fn) return;
-  if (setting_int(SET_TRACK_REWRITES) >= 1) fprintf(stderr, "gradient [%s]: %s\n", grad_rules[u->op].rule, uop_op_name(u->op));
-  grad_rules[u->op].fn(u, g, out);
+  const tg_matcher *m = matcher_once(&grad_matcher, grad_patterns, RW_NRULES(grad_patterns), "gradient");
+  rw_match mt;
+  int r = matcher_match(m, u, NULL, &mt);
+  if (r < 0) return;
+  grad_fns[r](u, g, out);
+  int level = (int)setting_int(SET_TRACK_REWRITES), n = 0;
+  if (!level && !viz) return;
+  uop *got[256];
+  for (int i = 0; i < u->nsrc && n < 256; i++) if (out[i]) got[n++] = out[i];
+  uop *after = n ? uop_new(OP_SINK, DT_VOID, got, n, arg_none()) : NULL;   /* the gradients, one graph */
+  if (level && after) matcher_trace_text(m, level, r, u, "the sources' gradients");
+  if (viz && after) viz_pass_step(grad_patterns[r].name, u, after);
 }
 
 /* ---- gradients through realized tensors
@@ -384,6 +407,7 @@ static uop_list grad_toposort(uop *root, const ptrmap *targets) { return uop_top
 static void compute_gradient(uop *root, uop *root_grad, const ptrmap *targets, ptrmap *grads) {
   pthread_mutex_lock(&origin_lock);
   in_gradient++;
+  bool viz = viz_on && viz_pass_begin("gradient");
   uop_list topo = grad_toposort(root, targets);
   /* keep only nodes on a path from root to a target */
   ptrmap on_path = { 0 };
@@ -412,7 +436,7 @@ static void compute_gradient(uop *root, uop *root_grad, const ptrmap *targets, p
       function_call_grad(u, g, need, sg);
     }
     else if (cg) { for (int j = 0; j < cg->n; j++) sg[j] = NULL; cg->fn(cg->ctx, g, cg->src, cg->n, sg); }
-    else grad_rule(u, g, sg);
+    else grad_rule(u, g, sg, viz);
     for (int j = 0; j < ns; j++) {
       uop *s = src[j];
       if (!sg[j] || !pm_get(&on_path, s)) continue;
@@ -428,6 +452,7 @@ static void compute_gradient(uop *root, uop *root_grad, const ptrmap *targets, p
   }
   pm_free(&on_path);
   free(topo.v);
+  if (viz) viz_pass_end();
   in_gradient--;
   pthread_mutex_unlock(&origin_lock);
 }
