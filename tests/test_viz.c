@@ -127,8 +127,8 @@ TEST(viz_names_the_rule_passes) {
   CHECK_OK(tg_viz_end() == 0);
   viz_trace t;
   CHECK_MSG(viz_trace_load(dir, false, &t) == 0, "load: %s", tg_error());
-  const char *want[] = { "lower", "small floats", "vectorize", "gradient" };
-  for (int w = 0; w < 4; w++) {
+  const char *want[] = { "lower", "small floats", "vectorize", "gradient", "render c" };
+  for (int w = 0; w < 5; w++) {
     bool seen = false;
     for (int i = 0; i < t.passes.n; i++) seen |= !strcmp(t.passes.v[i].name, want[w]);
     CHECK_MSG(seen, "no pass named '%s' in the trace", want[w]);

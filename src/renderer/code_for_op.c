@@ -231,5 +231,11 @@ char *render_code(rctx *c, uop *u) {
   for (int i = 0; i < c->ntemp; i++) free(c->temp[i]);
   c->ntemp = 0;
   if (s && c->tracing) matcher_trace_text(p->m, c->tracing, k, u, s);
+  if (s && c->viz) matcher_viz_text(p->m, k, u, s);
   return s;
+}
+
+const char *render_pass_name(const render_dialect *d) {
+  const code_pass *p = passes_of(d)->pass[0];
+  return p ? matcher_name(p->m) : "render";
 }

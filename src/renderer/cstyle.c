@@ -5,6 +5,7 @@
  * (code_for_op.c). How each piece is spelled comes from the dialect
  * (cstyle.h); nothing here names one. */
 #include <math.h>
+#include "viz/viz.h"
 #include "renderer/cstyle.h"
 #include "codegen/codegen.h"
 #include "uop/kernel_ir.h"
@@ -250,6 +251,7 @@ char *render_kernel(const tg_renderer *r, uop *ast, const char *name) {
   lprogram prog;
   if (linearize(ast, &prog) < 0) { uop_pool_pop(); return NULL; }
   rctx c = { .r = r, .d = r->dialect, .depth = 1, .tracing = (int)setting_int(SET_TRACK_REWRITES) };
+  c.viz = viz_on && viz_pass_begin(render_pass_name(c.d));
   bool failed = false;
   const char *varnames[64];
   int nvarnames = kernel_var_names(ast, varnames, 64);
@@ -320,6 +322,7 @@ char *render_kernel(const tg_renderer *r, uop *ast, const char *name) {
   pm_free(&prefetch_ahead);
   lprogram_free(&prog);
   uop_pool_pop();
+  if (c.viz) viz_pass_end();
   if (failed) { sb_free(&src); return NULL; }
   return src.s;
 }

@@ -47,6 +47,9 @@ extern const render_table cstyle_libm_f32;
  * then the infix operators on vector_operand's spelling. Malloc'd, or NULL
  * when no rule renders it. (code_for_op.c) */
 char *render_code(rctx *c, uop *u);
+/* The name of a dialect's render pass ("render c"): VIZ records a kernel's
+ * render rules under it. */
+const char *render_pass_name(const render_dialect *d);
 
 /* One buffer argument of a kernel (DEFINE_GLOBAL k). */
 typedef struct { int index; dtype_t dtype; bool stored; } kernel_buf;
@@ -105,6 +108,7 @@ struct rctx {
   int nvars;
   int depth;
   int tracing;         /* TRACK_REWRITES, read once per kernel */
+  bool viz;            /* a VIZ pass (render_pass_name) records this kernel's rules */
 #define RCTX_TEMPS 16
   char *temp[RCTX_TEMPS];   /* strings rtemp keeps until the node's code is made */
   int ntemp;

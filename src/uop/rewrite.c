@@ -586,6 +586,12 @@ void matcher_trace_text(const tg_matcher *m, int level, int rule, uop *before, c
   if (level >= 2) uop_print(stderr, before);
 }
 
+void matcher_viz_text(const tg_matcher *m, int rule, uop *before, const char *after) {
+  if (viz_on && rule >= 0 && rule < m->n) viz_pass_step_text(m->rules[rule].label, before, after);
+}
+
+const char *matcher_name(const tg_matcher *m) { return m ? m->name : NULL; }
+
 static _Noreturn void rule_bug(const crule *r, uop *u, const char *why) {
   char b[160];
   describe(u, b, sizeof b);

@@ -102,6 +102,11 @@ int matcher_match(const tg_matcher *m, uop *u, void *ctx, rw_match *out);
  * nothing): "rewrite PASS [rule]: OP:dtype #id -> after"; level 2 also
  * prints the node's graph. */
 void matcher_trace_text(const tg_matcher *m, int level, int rule, uop *before, const char *after);
+/* The same as a step of the VIZ pass being recorded (viz_pass_begin with
+ * matcher_name(m)), when one is. */
+void matcher_viz_text(const tg_matcher *m, int rule, uop *before, const char *after);
+/* The name the matcher was given (matcher_set_name, matcher_once), or NULL. */
+const char *matcher_name(const tg_matcher *m);
 
 /* For passes that walk the graph themselves (top-down, with their own memo,
  * like the scheduler's lowering): matcher_pass_begin opens the pass (reads

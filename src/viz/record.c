@@ -441,6 +441,15 @@ void viz_pass_step(const char *rule, const uop *before, const uop *after) {
   sb_puts(b, "}");
 }
 
+/* The text as a node: NOOP of the node it was made for, the text its arg,
+ * so the step reads as before -> after like any other */
+void viz_pass_step_text(const char *rule, const uop *before, const char *after) {
+  uop_pool_push();
+  uop *src = (uop *)before;
+  viz_pass_step(rule, before, uop_new(OP_NOOP, before->dtype, &src, 1, arg_str(after ? after : "")));
+  uop_pool_pop();
+}
+
 void viz_pass_end(void) {
   if (pdepth <= 0) return;
   pdepth--;

@@ -42,6 +42,9 @@ void viz_discard(void);
  * result to step and end). A pass where no rule fired leaves no record. */
 bool viz_pass_begin(const char *matcher_name);
 void viz_pass_step(const char *rule, const uop *before, const uop *after);
+/* A step whose result is text (a render rule's code), not a node: the
+ * result recorded as a NOOP of before with the text as its arg. */
+void viz_pass_step_text(const char *rule, const uop *before, const char *after);
 void viz_pass_end(void);
 
 /* engine_realize: a schedule's id (0 when not recording); the tensor graph

@@ -112,6 +112,7 @@ static cJSON *graph_out(const cJSON *g, bool step) {
   }
   int n = cJSON_GetArraySize(nodes);
   cJSON *jn = cJSON_AddArrayToObject(o, "nodes"), *je = cJSON_AddArrayToObject(o, "edges");
+  cJSON *cuts = cJSON_CreateArray();   /* the ".." nodes, after the recorded ones (their indices from n on) */
   int i = 0, extra = n;
   cJSON_ArrayForEach(nd, nodes) {
     cJSON *x = cJSON_CreateObject();
@@ -133,7 +134,7 @@ static cJSON *graph_out(const cJSON *g, bool step) {
         cJSON_AddStringToObject(cut, "dtype", "");
         cJSON_AddStringToObject(cut, "arg", "");
         if (step) cJSON_AddNumberToObject(cut, "side", cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(x, "side")));
-        cJSON_AddItemToArray(jn, cut);
+        cJSON_AddItemToArray(cuts, cut);
         from = extra++;
       }
       cJSON *e = cJSON_CreateArray();
@@ -144,6 +145,9 @@ static cJSON *graph_out(const cJSON *g, bool step) {
     }
     i++;
   }
+  cJSON *c;
+  while ((c = cJSON_DetachItemFromArray(cuts, 0))) cJSON_AddItemToArray(jn, c);
+  cJSON_Delete(cuts);
   if (step) {
     cJSON_AddNumberToObject(o, "before", src_index(cJSON_GetObjectItemCaseSensitive(g, "b"), n));
     cJSON_AddNumberToObject(o, "after", src_index(cJSON_GetObjectItemCaseSensitive(g, "a"), n));
