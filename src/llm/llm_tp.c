@@ -95,7 +95,7 @@ static tg_tensor *shard_packed(tg_llm *m, llm_packed *pk, const char *name, int 
                      (long long)ws.d[1], n, ggml_type_info((uint32_t)pk->type)->block_size), NULL;
   int64_t g = qs.d[0], nb = qs.d[1];
   tg_tensor *planes = tg_reshape(pk->row_scales, TG_SHAPE(g, ss.d[1] / nb, nb, ss.d[2]));
-  tg_tensor *sc = planes ? shard_realized(m, planes, axis == 0 ? 0 : 2) : NULL, *q = sc ? shard_realized(m, pk->row_quants, axis) : NULL;
+  tg_tensor *sc = planes ? shard_realized(m, planes, axis == 1 ? 2 : axis) : NULL, *q = sc ? shard_realized(m, pk->row_quants, axis) : NULL;
   tg_tensor *w = q ? tg_dequantize_rows(sc, q, pk->type, ws) : NULL;
   if (!w) { tg_free(sc); tg_free(q); return NULL; }
   tensor_adopt(NULL, w);
