@@ -48,6 +48,24 @@ static void check_split(const tg_llm *m, tg_tensor *w, int axis, const char *wha
             ggml_type_info((uint32_t)pk->type)->name, qa, sa, tg_ndim(pk->row_scales));
 }
 
+/* A decode step of m moves between the devices the allreduces' rows (dim
+ * floats; the schedule counts the bytes read and written) and small
+ * tables, never a weight. */
+static void check_decode_copies(tg_llm *m, const char *what) {
+  const char *prev = tensor_device_begin(m->device);
+  tg_scope_begin();
+  int32_t tok = 3;
+  CHECK_OK(llm_bind_chunk(m, 1) == 0);
+  tg_tensor *out = llm_forward(m, tg_from_data(&tok, TG_SHAPE(1), TG_I32));
+  static tg_schedule_entry e[2048];
+  int n = out ? tg_schedule_list(&out, 1, e, 2048) : -1;
+  int64_t biggest = 0;
+  for (int i = 0; i < n && i < 2048; i++) if (e[i].copy && e[i].bytes > biggest) biggest = e[i].bytes;
+  CHECK_MSG(n > 0 && biggest == 2 * (int64_t)sizeof(float) * m->cfg.dim, "%s: %d entries, a copy of %lld bytes", what, n, (long long)biggest);
+  tg_scope_end();
+  tensor_device_end(prev);
+}
+
 /* The file at path on two devices against one (f32 KV caches), from the
  * prompt through `steps` greedy tokens (both go on with one device's): the
  * logits within atol, and the same best token wherever one device's leads
@@ -122,6 +140,7 @@ static void check_type(const char *ftype, bool pure, int want_wo_type, bool floa
       snprintf(what, sizeof what, "%s blk.%d wo", ftype, l); check_split(m, y->wo, 1, what);
       snprintf(what, sizeof what, "%s blk.%d down", ftype, l); check_split(m, y->w_down, 1, what);
     }
+    check_decode_copies(m, ftype);
     tg_llm_free(m);
   }
   same_as_one(path, 8, 4e-2, ftype);
