@@ -424,6 +424,14 @@ TG_API void tg_jit_set_prune(tg_jit *j, bool on);
  * every call instead of fresh buffers, so an output tensor of an earlier
  * call changes when the JIT runs again. Saves an allocation per output. */
 TG_API void tg_jit_set_reuse_outputs(tg_jit *j, bool on);
+/* Capture from the first call (off by default; set it before the first
+ * call): the first call captures and the second replays. Only for a step
+ * whose first call does no one-time work, since a replay repeats all that
+ * the captured call launched: every weight and state tensor it reads must
+ * be realized before (a zeroed state made inside the first call would be
+ * zeroed again at every replay). Saves building and scheduling the step
+ * a second time. */
+TG_API void tg_jit_set_capture_first(tg_jit *j, bool on);
 /* Writes a captured step (call the JIT twice first) as one dependency-free
  * C11 file at path (docs/jit.md): its kernels, its memory plan and
  * PREFIX_init(side_file) / PREFIX_run(inputs, outputs, vars) / PREFIX_free(),

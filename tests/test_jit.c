@@ -58,6 +58,42 @@ TEST(jit_replays_with_new_inputs) {
   tg_jit_free(j);
 }
 
+/* Capture from the first call: the step is built once, the second call
+ * replays (no schedule, no compile) with the right values for new inputs,
+ * and the stats count the calls made. */
+static int built;
+static int step_mlp_counted(void *ctx, tg_tensor *const *in, int nin, tg_tensor **out, int nout) {
+  built++;
+  return step_mlp(ctx, in, nin, out, nout);
+}
+TEST(jit_capture_first_call) {
+  for (int i = 0; i < C * C; i++) W[i] = (float)((i * 3) % 5) - 2;
+  tg_tensor *w = tg_from_data(W, TG_SHAPE(C, C), TG_F32);
+  CHECK(tg_realize(w) == 0);
+  tg_jit *j = tg_jit_new(step_mlp_counted, w);
+  tg_jit_set_capture_first(j, true);
+  built = 0;
+  for (int call = 0; call < 3; call++) {
+    float x[R * C], b[C], want[R * C], got[R * C];
+    for (int i = 0; i < R * C; i++) x[i] = (float)((i * 7 + call) % 11) - 5;
+    for (int i = 0; i < C; i++) b[i] = (float)(i % 4) - call;
+    ref_mlp(x, b, want);
+    tg_tensor *in[2] = { tg_from_data(x, TG_SHAPE(R, C), TG_F32), tg_from_data(b, TG_SHAPE(C), TG_F32) }, *out = NULL;
+    tg_counters c0 = tg_get_counters();
+    CHECK_MSG(tg_jit_call(j, in, 2, &out, 1) == 0, "call %d: %s", call, tg_error());
+    tg_counters c1 = tg_get_counters();
+    if (call >= 1) CHECK_MSG(c1.schedules == c0.schedules, "call %d scheduled", call);
+    CHECK(tg_data(out, got, sizeof got) == 0);
+    test_close_f32(got, want, R * C, 0, 0, "capture-first output");
+    CHECK_EQ_INT(tg_jit_stats(j).calls, call + 1);
+    tg_free(in[0]); tg_free(in[1]); tg_free(out);
+  }
+  CHECK_EQ_INT(built, 1);
+  CHECK(tg_jit_stats(j).kernels > 0);
+  tg_jit_free(j);
+  tg_free(w);
+}
+
 TEST(jit_rejects_changed_or_aliased_inputs) {
   tg_tensor *w = tg_from_data(W, TG_SHAPE(C, C), TG_F32);
   tg_jit *j = tg_jit_new(step_mlp, w);
@@ -358,6 +394,26 @@ TEST(jit_batches_match_unbatched) {
   chain_batches(NULL, "3");     /* batches of 3, 6, 3 */
   chain_batches(NULL, "1");     /* batches of 1, 2, 4, 5 */
   chain_batches("2", NULL);     /* no batches */
+}
+
+/* The same on a CUDA GPU, where each batch is a CUDA graph kept by the
+ * replay: every call after the capture relaunches the graphs with the new
+ * input's and output's pointers updated in their kernel nodes. */
+TEST(jit_cuda_graphs_match_unbatched) {
+  tg_device_info info[32];
+  const char *absent = NULL;
+  int n = tg_devices(info, 32, &absent);
+  bool cuda = false;
+  for (int i = 0; i < n && i < 32; i++) cuda |= !strcmp(info[i].name, "CUDA");
+  if (!cuda) SKIP("no CUDA GPU (%s)", absent ? absent : "not present");
+  char prev[64];
+  snprintf(prev, sizeof prev, "%s", tg_default_device());
+  CHECK(tg_set_default_device("CUDA") == 0);
+  chain_batches(NULL, NULL);    /* one graph */
+  chain_batches(NULL, "3");     /* graphs of 3, 6, 3 kernels */
+  chain_batches(NULL, "1");     /* 1 (launched alone), then graphs of 2, 4, 5 */
+  chain_batches("2", NULL);     /* no graphs */
+  tg_set_default_device(prev);
 }
 
 /* JITBEAM=1: the step's kernels are searched (BEAM=1), the results are the same */

@@ -495,6 +495,39 @@ static int64_t compiles(void) {
   return c.kernels_compiled + c.kernels_cached;
 }
 
+/* A prompt's tail padded into a chunk size that has run: 16 tokens, then
+ * 5 more as one chunk of 16 (the padding's rows write cache rows past the
+ * prompt, which the tokens after overwrite before reading): the logits at
+ * each step are those of the same tokens fed one at a time, and the tail
+ * compiles nothing. Also on a sliding-window model, whose rings take the
+ * padding's rows too. */
+static void padded_tail(const char *file) {
+  enum { N = 21, MORE = 4 };
+  tg_llm_opts o = { .n_ctx = 96, .cache_type = "f32" };
+  tg_llm *m = tg_llm_load(file, &o), *ref = tg_llm_load(file, &o);
+  CHECK_OK(m); CHECK_OK(ref);
+  if (!m || !ref) { tg_llm_free(m); tg_llm_free(ref); return; }
+  int V = tg_llm_config_of(m)->n_vocab;
+  int32_t t[N + MORE];
+  for (int i = 0; i < N + MORE; i++) t[i] = (i * 13 + 5) % V;
+  float *got = malloc(sizeof(float) * (size_t)V), *want = malloc(sizeof(float) * (size_t)V);
+  CHECK_OK(tg_llm_eval(m, t, 16, NULL) == 0);
+  int64_t before = compiles();
+  CHECK_OK(tg_llm_eval(m, t + 16, N - 16, got) == 0);
+  CHECK_MSG(compiles() == before, "%s: %lld kernels compiled for the padded tail", file, (long long)(compiles() - before));
+  CHECK_EQ_INT(tg_llm_n_past(m), N);
+  for (int i = 0; i < N; i++) CHECK_OK(tg_llm_eval(ref, &t[i], 1, want) == 0);
+  test_close_f32(got, want, (size_t)V, 1e-4, 1e-4, "padded tail vs token by token");
+  for (int i = N; i < N + MORE; i++) {   /* the padding's cache rows are overwritten, not read */
+    CHECK_OK(tg_llm_eval(m, &t[i], 1, got) == 0);
+    CHECK_OK(tg_llm_eval(ref, &t[i], 1, want) == 0);
+    test_close_f32(got, want, (size_t)V, 1e-4, 1e-4, "after the padded tail");
+  }
+  free(got); free(want);
+  tg_llm_free(m); tg_llm_free(ref);
+}
+TEST(llm_padded_prompt_tail) { padded_tail("goldens/llm_llama.gguf"); padded_tail("goldens/llm_gemma3.gguf"); }
+
 /* Attention reads the cache's first pos + T rows (a symbolic length): each
  * chunk size compiles once for every position (here past 256, where the
  * length needs more than one block of rows), and a rewound cache's stale
@@ -510,9 +543,11 @@ TEST(llm_one_compile_per_chunk_size) {
   int32_t a[N], b[N];
   for (int i = 0; i < N; i++) { a[i] = (i * 7 + 3) % V; b[i] = (i * 11 + 5) % V; }
   float *got = malloc(sizeof(float) * (size_t)V), *want = malloc(sizeof(float) * (size_t)V);
-  /* two calls of every chunk size (64 + 16 + 4 + 1): compiled and captured */
-  CHECK_OK(tg_llm_eval(m, a, 85, NULL) == 0);
-  CHECK_OK(tg_llm_eval(m, a + 85, 85, NULL) == 0);
+  /* two calls of every chunk size (64, 16, 4, 1; one size each, so none is
+   * padded): compiled and captured */
+  static const int sizes[] = { 64, 16, 4, 1 };
+  for (int r = 0, at = 0; r < 2; r++)
+    for (int k = 0; k < 4; at += sizes[k++]) CHECK_OK(tg_llm_eval(m, a + at, sizes[k], NULL) == 0);
   int64_t before = compiles();
   CHECK_OK(tg_llm_eval(m, a + 170, N - 170, NULL) == 0);   /* replays up to position 299 */
   CHECK_MSG(compiles() == before, "%lld kernels compiled past the capture", (long long)(compiles() - before));

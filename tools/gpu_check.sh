@@ -13,7 +13,8 @@
 #      (stories260K decode, same tokens as the CPU) (BENCH_DEVICES_ONLY=1)
 #   3. the Fashion-MNIST demo for FMNIST_STEPS (20) steps on the device, and
 #      on the CPU for comparison
-#   4. the golden test suite on the device (TG_DEVICE=dev, one run per golden
+#   4. the JIT tests (CUDA graphs) and bench_jit on the device
+#   5. the golden test suite on the device (TG_DEVICE=dev, one run per golden
 #      prefix of tests/main.c), with whatever time is left
 # and ends with a summary of the figures. Every step runs under `timeout`,
 # and no step starts past the deadline, so one hang costs only its own limit.
@@ -27,7 +28,7 @@
 #                      allows 600 per call)
 #   GPU_CHECK_LOG      where the logs go (default $OUT/gpu_check when $OUT is
 #                      set, as on the device tool, else build/gpu_check)
-#   GPU_CHECK_SKIP     steps to leave out, comma list: build,stories,bench,fmnist,golden
+#   GPU_CHECK_SKIP     steps to leave out, comma list: build,stories,bench,fmnist,jit,golden
 #   BUILD              build directory (default build)
 #   JOBS               make -j (default: nproc)
 #   CUDA_PATH          the CUDA toolkit (default /usr/local/cuda when present)
@@ -42,6 +43,7 @@ ROOT=$PWD
 T0=$(date +%s)
 BUDGET=${GPU_CHECK_SECONDS:-540}
 BUILD=${BUILD:-build}
+case "$BUILD" in /*) B=$BUILD;; *) B=$ROOT/$BUILD;; esac
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
 if [ -n "${GPU_CHECK_LOG:-}" ]; then LOG=$GPU_CHECK_LOG
 elif [ -n "${OUT:-}" ]; then LOG=$OUT/gpu_check
@@ -145,7 +147,7 @@ for h in cjson/cJSON.h pcre2.h microhttpd.h; do
     ${CC:-cc} -E -x c - >/dev/null 2>&1 || missing="$missing $h"
 done
 [ -n "$missing" ] && note "build: headers missing:$missing (Debian: libcjson-dev libpcre2-dev libmicrohttpd-dev); the build will fail"
-BENCHES="$BUILD/bench/bench_sgemm $BUILD/bench/bench_elementwise $BUILD/bench/bench_llm"
+BENCHES="$BUILD/bench/bench_sgemm $BUILD/bench/bench_elementwise $BUILD/bench/bench_llm $BUILD/bench/bench_jit"
 if ! skipped build; then
   run build 300 make -j"$JOBS" BUILD="$BUILD" all "$BUILD/tests/tg_tests" $BENCHES
   if [ "$RC" = 0 ]; then note "build: ok in ${STEP_SECONDS}s (make -j$JOBS)"
@@ -216,6 +218,17 @@ else
   done
 fi
 
+# ---------------------------------------------------------------- JIT on the device
+# The JIT's replays on the device (CUDA: its batches as CUDA graphs), and
+# bench_jit's per-kernel replay cost there.
+if ! skipped jit; then
+  run jit_tests 120 env TG_BIN="$B/tg" sh -c 'cd tests && exec "$0" "$1"' "$B/tests/tg_tests" jit_
+  note "jit tests: $(grep -c '^ok ' "$LOG/jit_tests.log") passed, $(grep -c '^FAIL ' "$LOG/jit_tests.log") failed ($(grep -A2 '^FAIL ' "$LOG/jit_tests.log" | head -n 3 | tr '\n' ' '))"
+  grep -E '^(ok|skip) +jit_cuda' "$LOG/jit_tests.log" | tee -a "$SUMMARY"
+  run bench_jit 60 env TG_DEVICE="$DEV" "$BUILD/bench/bench_jit"
+  grep -E '^bench ' "$LOG/bench_jit.log" >> "$SUMMARY"
+fi
+
 # ---------------------------------------------------------------- goldens
 # The golden tests (tests/main.c golden_prefixes) with the device as the
 # default, as the suite's own CUDA/ pass runs them, but without the CPU run
@@ -224,7 +237,6 @@ if ! skipped golden; then
   prefixes=$(sed -n 's/.*golden_prefixes\[\] = {\(.*\)};.*/\1/p' tests/main.c | tr -d '" ' | tr ',' ' ')
   [ -z "$prefixes" ] && prefixes="ops_ math_ movement_ nn_golden autograd_ layers_golden layers_optim random_ dtype_encode llm_stories260k"
   : > "$LOG/golden.log"
-  case "$BUILD" in /*) B=$BUILD;; *) B=$ROOT/$BUILD;; esac
   for p in $prefixes; do
     run "golden_$p" 240 env TG_DEVICE="$DEV" TG_TEST_PASSES=none TG_BIN="$B/tg" \
       sh -c 'cd tests && exec "$0" "$1"' "$B/tests/tg_tests" "$p"

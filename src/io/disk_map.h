@@ -33,6 +33,10 @@ void disk_map_release(disk_map *m);
  * will not be read again. Nothing is lost: the mapping is read-only, so a
  * later read pages them back in from the file. */
 void disk_map_drop_pages(disk_map *m, size_t offset, size_t len);
+/* Maps in the pages of [offset, offset + len) in one call
+ * (MADV_POPULATE_READ), before a kernel reads them all: a fault per page
+ * group otherwise (advice only). */
+void disk_map_prefault(disk_map *m, size_t offset, size_t len);
 /* How many mappings are alive (for tests). */
 int disk_maps_live(void);
 

@@ -49,6 +49,7 @@ tg_tensor *gguf_tensor_stored(const gguf_tensor_info *g, const char *device) { r
 tg_tensor *gguf_tensor_stored_in_place(const gguf_tensor_info *g, const char *device) { return stored_on(g, device, true); }
 
 void gguf_tensor_drop_pages(const gguf_tensor_info *g) { disk_map_drop_pages(g->map, g->file_offset, g->nbytes); }
+void gguf_tensor_prefault(const gguf_tensor_info *g) { disk_map_prefault(g->map, g->file_offset, g->nbytes); }
 
 tg_tensor *gguf_tensor_load(const gguf_tensor_info *g, const char *device) {
   if (gguf_tensor_quantized(g) && device && strcasecmp(device, "DISK") == 0) {

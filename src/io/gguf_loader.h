@@ -27,5 +27,8 @@ tg_tensor *gguf_tensor_stored_in_place(const gguf_tensor_info *g, const char *de
 /* Gives back the process's pages of g's bytes in the mapping
  * (disk_map_drop_pages): after they were copied out for good. */
 void gguf_tensor_drop_pages(const gguf_tensor_info *g);
+/* The tensor's pages mapped in at once, before all of it is read (a
+ * row-packing pass): see disk_map_prefault. */
+void gguf_tensor_prefault(const gguf_tensor_info *g);
 
 #endif

@@ -1,8 +1,8 @@
 /* jit.c: capture the kernels of a step function once, replay them after.
  *
  * Call 1 runs the step normally (kernels compile). Call 2 runs it again with
- * a kernel capture on: every launched kernel is recorded with its buffers.
- * From call 3 on, the recorded kernels are launched directly: each kernel
+ * a kernel capture on: every launched kernel is recorded with its buffers
+ * (with capture_first, call 1 does). From then on, the recorded kernels are launched directly: each kernel
  * argument is either a fixed buffer (weights, state written in place by
  * assigns), an input (replaced by this call's input memory), an output (a
  * fresh buffer every call), or an intermediate (a slot of the memory plan,
@@ -27,6 +27,8 @@ static void replay_plan_free(replay_plan *rp, int nk);
 void tg_jit_set_reuse_outputs(tg_jit *j, bool on) { if (j) j->reuse_outputs = on; }
 
 void tg_jit_set_prune(tg_jit *j, bool on) { if (j) j->prune = on; }
+
+void tg_jit_set_capture_first(tg_jit *j, bool on) { if (j) j->capture_first = on; }
 
 tg_jit *tg_jit_new(tg_jit_fn fn, void *ctx) {
   if (!fn) TG_FAIL("tg_jit_new: no step function");
@@ -55,7 +57,7 @@ void tg_jit_free(tg_jit *j) {
 tg_jit_info tg_jit_stats(const tg_jit *j) {
   tg_jit_info s = { 0 };
   if (!j) return s;
-  s.calls = j->calls; s.kernels = j->cap.l.n; s.intermediate_bytes = j->inter_bytes; s.planned_bytes = j->planned_bytes;
+  s.calls = j->calls - (j->captured_first ? 1 : 0); s.kernels = j->cap.l.n; s.intermediate_bytes = j->inter_bytes; s.planned_bytes = j->planned_bytes;
   s.pruned = j->pruned;
   return s;
 }
@@ -254,7 +256,10 @@ static void plan(tg_jit *j, tg_buffer **inb, tg_tensor **out) {
 static void replay_plan_free(replay_plan *rp, int nk) {
   if (!rp) return;
   for (int k = 0; k < nk; k++) free(rp->ptrs[k]);
+  for (int b = 0; b < rp->nbatches; b++)
+    if (rp->graphs[b]) rp->graph_dev[b]->graph_free(rp->graph_dev[b], rp->graphs[b]);
   free(rp->ptrs); free(rp->patch); free(rp->vars); free(rp->progs); free(rp->varp);
+  free(rp->nbufs); free(rp->nvars); free(rp->graphs); free(rp->graph_dev);
   free(rp->batch_end); free(rp->batched); free(rp);
 }
 
@@ -265,6 +270,10 @@ static replay_plan *build_replay_plan(tg_jit *j) {
   rp->vars = tg_xcalloc((size_t)(nk ? nk : 1), sizeof *rp->vars);
   rp->progs = tg_xcalloc((size_t)(nk ? nk : 1), sizeof(tg_program *));
   rp->varp = tg_xcalloc((size_t)(nk ? nk : 1), sizeof(int64_t *));
+  rp->nbufs = tg_xcalloc((size_t)(nk ? nk : 1), sizeof(int));
+  rp->nvars = tg_xcalloc((size_t)(nk ? nk : 1), sizeof(int));
+  rp->graphs = tg_xcalloc((size_t)(nk ? nk : 1), sizeof(void *));
+  rp->graph_dev = tg_xcalloc((size_t)(nk ? nk : 1), sizeof(tg_device *));
   VEC(replay_patch) patch = { 0 };
   for (int k = 0; k < nk; k++) {
     linear_call *ck = &j->cap.l.v[k];
@@ -277,6 +286,8 @@ static replay_plan *build_replay_plan(tg_jit *j) {
     }
     rp->progs[k] = ck->prog;
     rp->varp[k] = rp->vars[k];
+    rp->nbufs[k] = ck->nbufs;
+    rp->nvars[k] = ck->nvars;
     rp->flops += ck->flops;
   }
   rp->patch = patch.v; rp->npatch = patch.n;
@@ -289,7 +300,7 @@ static replay_plan *build_replay_plan(tg_jit *j) {
   for (int k = 0; k < nk;) {
     linear_call *ck = &j->cap.l.v[k];
     int end = k + 1;
-    if (batches && ck->prog && ck->dev->launch_batch) {
+    if (batches && ck->prog && (ck->dev->launch_batch || ck->dev->launch_graph)) {
       while (end < nk && end - k < size && j->cap.l.v[end].prog && j->cap.l.v[end].dev == ck->dev) end++;
       rp->batched[rp->nbatches] = end - k > 1;
       if (end - k > 1 && size < (1 << 20)) size *= 2;
@@ -341,7 +352,11 @@ static int replay_kernels(tg_jit *j, tg_buffer **inb, tg_buffer **outb) {
     linear_call *ck = &j->cap.l.v[k];
     int end = rp->batch_end[b];
     if (rp->batched[b] && !each) {
-      if (ck->dev->launch_batch(ck->dev, rp->progs + k, rp->ptrs + k, rp->varp + k, end - k) < 0) return -1;
+      tg_device *d = ck->dev;
+      if (d->launch_graph) {
+        rp->graph_dev[b] = d;
+        if (d->launch_graph(d, &rp->graphs[b], rp->progs + k, rp->ptrs + k, rp->nbufs + k, rp->varp + k, rp->nvars + k, end - k) < 0) return -1;
+      } else if (d->launch_batch(d, rp->progs + k, rp->ptrs + k, rp->varp + k, end - k) < 0) return -1;
       continue;
     }
     for (int c = k; c < end; c++)
@@ -418,7 +433,7 @@ int tg_jit_call(tg_jit *j, tg_tensor *const *in, int nin, tg_tensor **out, int n
     for (int k = 0; k < i; k++)
       if (inb[k] == inb[i]) return tg_seterr("tg_jit_call: inputs %d and %d share memory; the JIT needs distinct inputs", k, i);
   }
-  if (j->calls == 0) {
+  if (j->calls == 0 && !j->capture_first) {
     if (run_step(j, in, nin, out, nout) < 0) return -1;
     j->calls = 1;
     return 0;
@@ -441,6 +456,7 @@ int tg_jit_call(tg_jit *j, tg_tensor *const *in, int nin, tg_tensor **out, int n
   }
   if (j->prune) prune_constant_kernels(j, inb);
   plan(j, inb, out);
+  j->captured_first = j->calls == 0;
   j->calls = 2;
   return 0;
 }

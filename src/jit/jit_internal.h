@@ -21,7 +21,8 @@ typedef struct { tg_shape shape; tg_dtype dtype; const char *device; uop *var[TG
  * each kernel's buffer pointers with the fixed and planned ones filled in
  * (a call patches in its inputs and outputs), and the kernels in batches
  * (consecutive kernels of a device that launches batches: one launch each,
- * JIT_BATCH_SIZE kernels first, twice as many for each batch after). */
+ * JIT_BATCH_SIZE kernels first, twice as many for each batch after; on a
+ * device with graphs, each batch one graph kept and relaunched). */
 typedef struct { int k, a, kind, index; } replay_patch;
 typedef struct {
   void ***ptrs;              /* per kernel, per buffer */
@@ -32,7 +33,10 @@ typedef struct {
   const int64_t **varp;      /* per kernel: vars[k] */
   int *batch_end;            /* batch b: kernels [batch_end[b-1], batch_end[b]) */
   int nbatches;
-  bool *batched;             /* per batch: launched with launch_batch */
+  bool *batched;             /* per batch: launched with launch_batch or launch_graph */
+  int *nbufs, *nvars;        /* per kernel: its argument counts (launch_graph) */
+  void **graphs;             /* per batch: the device's graph (launch_graph), or NULL */
+  tg_device **graph_dev;     /* per batch: whose graph it is */
   double flops;              /* of one replay */
 } replay_plan;
 
@@ -54,6 +58,8 @@ struct tg_jit {
   tg_buffer **pinned;        /* results of pruned kernels (one reference each) */
   int npinned;
   bool reuse_outputs;
+  bool capture_first;        /* the first call captures (tg_jit_set_capture_first) */
+  bool captured_first;       /* ... and it did: calls counts one more than were made */
   tg_buffer *outb[256];      /* with reuse_outputs: the outputs' memory, kept across calls */
   replay_plan *rp;           /* built on the first replay */
 };

@@ -190,7 +190,8 @@ struct tg_llm {
   tg_tensor *rope_cos_swa, *rope_sin_swa;   /* the sliding layers' (NULL: the same as the others') */
   char pos_name[32];                     /* the symbolic position's variable */
   char kv_name[32];                      /* the attended length pos + T: a symbolic axis size */
-  tg_tensor *pos;
+  char last_name[32];                    /* the row of a chunk whose logits are wanted (a padded chunk's last token) */
+  tg_tensor *pos, *last_row;
   int n_past;
   int32_t *history;                      /* the n_past tokens in the cache (the current sequence's) */
   /* several sequences (tg_llm_opts.n_seq > 1): the caches hold n_seq
@@ -210,6 +211,8 @@ struct tg_llm {
   unsigned batch_clock;                  /* their last use, for replacing the oldest */
   tg_jit *jit[LLM_NCHUNKS];              /* made on first use */
   int chunk[LLM_NCHUNKS];
+  int chunk_runs[LLM_NCHUNKS];           /* calls of each chunk's JIT (one that ran is built: padding into it is cheap) */
+  double flops_per_token;                /* about 2 x the matrices' elements: what a padded row costs */
   llm_eval_jit eval_jit[LLM_EVAL_JITS];  /* tg_llm_eval_all's pieces (llm_eval_all.c) */
   unsigned eval_clock;                   /* their last use, for replacing the oldest */
   llm_packed *packed;                    /* quantized weights (owned raws) */

@@ -459,6 +459,7 @@ tg_tensor *llm_forward(tg_llm *m, tg_tensor *tokens) {
   int64_t T = tg_dim(tokens, 0);
   tg_tensor *x = residual(m, tokens);
   if (!x) return NULL;
-  tg_tensor *last = T > 1 ? TG_GET(x, TG_FROM(T - 1)) : x;                                     /* (1, dim) */
+  /* the chunk's last token's row, which a padded chunk has before its end */
+  tg_tensor *last = T > 1 ? tg_take(x, tg_reshape(m->last_row, TG_SHAPE(1))) : x;                 /* (1, dim) */
   return llm_logits(m, rms_norm(last, m->output_norm, m->cfg.rms_eps));
 }

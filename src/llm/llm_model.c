@@ -10,6 +10,7 @@
 #include <string.h>
 #include "llm/llm.h"
 #include "runtime/device.h"
+#include "runtime/thread_pool.h"
 #include "tensor/tensor.h"
 #include "util/util.h"
 
@@ -106,6 +107,21 @@ static int rope_tables(tg_llm *m) {
   return 0;
 }
 
+/* About what one token costs: 2 flops per element of every matrix it
+ * multiplies (the embedding is looked up, not multiplied, unless the
+ * output shares it; every expert counted, an overestimate). */
+static double flops_per_token(const tg_llm *m) {
+  double n = 0;
+  for (int i = 0; i < m->file->n_tensors; i++) {
+    const gguf_tensor_info *t = &m->file->tensors[i];
+    if (t->n_dims < 2 || (!strcmp(t->name, "token_embd.weight") && m->output != m->tok_embd)) continue;
+    double e = 1;
+    for (int d = 0; d < t->n_dims; d++) e *= (double)t->ne[d];
+    n += e;
+  }
+  return 2 * n;
+}
+
 static int step(void *ctx, tg_tensor *const *in, int nin, tg_tensor **out, int nout) {
   (void)nin; (void)nout;
   out[0] = llm_forward(ctx, in[0]);
@@ -145,9 +161,11 @@ tg_llm *tg_llm_load(const char *path, const tg_llm_opts *opts) {
   int id = atomic_fetch_add(&next_id, 1);
   snprintf(m->pos_name, sizeof m->pos_name, "llm_pos_%d", id);
   snprintf(m->kv_name, sizeof m->kv_name, "llm_kv_%d", id);
+  snprintf(m->last_name, sizeof m->last_name, "llm_last_%d", id);
   tg_scope_begin();
   m->pos = tg_variable(m->pos_name, 0, m->cfg.n_ctx - 1);
   if (m->pos) tensor_adopt(NULL, m->pos);
+  if ((m->last_row = tg_variable(m->last_name, 0, LLM_MAX_CHUNK - 1))) tensor_adopt(NULL, m->last_row);
   bool kv_declared = tg_variable(m->kv_name, 1, m->cfg.n_ctx) != NULL;   /* used by name (tg_shrink_var) */
   if (m->n_seq > 1) {
     snprintf(m->seq_name, sizeof m->seq_name, "llm_seq_%d", id);
@@ -155,7 +173,7 @@ tg_llm *tg_llm_load(const char *path, const tg_llm_opts *opts) {
   }
   tg_scope_end();
   tensor_device_end(prev);
-  if (!m->pos || !kv_declared || (m->n_seq > 1 && !m->seq_var)) { tg_llm_free(m); return NULL; }
+  if (!m->pos || !m->last_row || !kv_declared || (m->n_seq > 1 && !m->seq_var)) { tg_llm_free(m); return NULL; }
   m->history_all = calloc((size_t)m->n_seq * (size_t)m->cfg.n_ctx, sizeof(int32_t));
   if (!m->history_all) {
     tg_seterr("tg_llm: %d sequences of %d positions: no memory for their token history", m->n_seq, m->cfg.n_ctx);
@@ -167,6 +185,7 @@ tg_llm *tg_llm_load(const char *path, const tg_llm_opts *opts) {
   m->seq_ring_top = tg_xcalloc((size_t)m->n_seq, sizeof(int));
   int sizes[LLM_NCHUNKS] = LLM_CHUNKS;
   for (int i = 0; i < LLM_NCHUNKS; i++) m->chunk[i] = sizes[i];
+  m->flops_per_token = flops_per_token(m);
   return m;
 }
 
@@ -176,7 +195,7 @@ void tg_llm_free(tg_llm *m) {
   for (int i = 0; i < LLM_BATCH_JITS; i++) tg_jit_free(m->batch_jit[i].jit);
   llm_eval_jits_free(m);
   llm_layer_fns_free(m);
-  tg_tensor **own[] = { &m->tok_embd, &m->output_norm, &m->rope_cos, &m->rope_sin, &m->rope_cos_swa, &m->rope_sin_swa, &m->pos, &m->seq_var };
+  tg_tensor **own[] = { &m->tok_embd, &m->output_norm, &m->rope_cos, &m->rope_sin, &m->rope_cos_swa, &m->rope_sin_swa, &m->pos, &m->last_row, &m->seq_var };
   if (m->output != m->tok_embd) tg_free(m->output);
   for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) tg_free(*own[i]);
   for (int i = 0; m->layers && i < m->cfg.n_layers; i++)
@@ -231,28 +250,72 @@ void tg_llm_rewind(tg_llm *m, int n_past) {
 }
 
 int llm_bind_chunk(tg_llm *m, int T) {
-  if (tg_bind(m->pos_name, m->n_past) < 0 || tg_bind(m->kv_name, m->n_past + T) < 0) return -1;
+  if (tg_bind(m->pos_name, m->n_past) < 0 || tg_bind(m->kv_name, m->n_past + T) < 0 || tg_bind(m->last_name, T <= LLM_MAX_CHUNK ? T - 1 : 0) < 0) return -1;
   return m->n_seq > 1 ? tg_bind(m->seq_name, m->seq) : 0;
 }
 
-/* Runs one chunk of exactly its JIT's size at m->n_past. */
-static int eval_chunk(tg_llm *m, int which, const int32_t *tokens, float *logits) {
+/* Runs n tokens (n <= the chunk's size T) as one chunk of chunk `which`
+ * at m->n_past; past n, the chunk is padded with the last token. Its
+ * padding rows write cache rows past the n new positions, which no row
+ * attends to (the causal mask) and which the next tokens overwrite
+ * before reading them; logits are row n - 1's. */
+static int eval_chunk(tg_llm *m, int which, const int32_t *tokens, int n, float *logits) {
   int T = m->chunk[which];
-  if (!m->jit[which]) m->jit[which] = tg_jit_new(step, m);
+  if (!m->jit[which]) {
+    /* the model's weights and caches are realized at load: its first call
+     * can be the capture (one build of the chunk's pass, not two) */
+    if ((m->jit[which] = tg_jit_new(step, m))) tg_jit_set_capture_first(m->jit[which], true);
+  }
+  int32_t padded[LLM_MAX_CHUNK];
+  if (n < T) {
+    memcpy(padded, tokens, sizeof(int32_t) * (size_t)n);
+    for (int i = n; i < T; i++) padded[i] = tokens[n - 1];
+    tokens = padded;
+  }
   const char *prev = tensor_device_begin(m->device);
   tg_scope_begin();
   int rc = -1;
   tg_tensor *in = tg_from_data(tokens, TG_SHAPE(T), TG_I32), *out = NULL;
-  if (in && llm_bind_chunk(m, T) == 0 && tg_jit_call(m->jit[which], &in, 1, &out, 1) == 0)
+  if (in && llm_bind_chunk(m, T) == 0 && tg_bind(m->last_name, n - 1) == 0 && tg_jit_call(m->jit[which], &in, 1, &out, 1) == 0)
     rc = logits ? tg_data(out, logits, sizeof(float) * (size_t)m->cfg.n_vocab) : tg_realize(out);
   tg_scope_end();
   tensor_device_end(prev);
+  m->chunk_runs[which]++;
   if (rc == 0) {
-    memcpy(m->history + m->n_past, tokens, sizeof(int32_t) * (size_t)T);
-    m->n_past += T;
-    if (m->n_past > m->ring_top) m->ring_top = m->n_past;
+    memcpy(m->history + m->n_past, tokens, sizeof(int32_t) * (size_t)n);
+    if (m->n_past + T > m->ring_top) m->ring_top = m->n_past + T;   /* the padding's rows were written too */
+    m->n_past += n;
   }
   return rc;
+}
+
+/* What a padded chunk may waste: rows worth about this many flops per
+ * thread (a few ms of int8 dot products), against building and
+ * scheduling the forward pass for another chunk size (tens of ms) */
+#define LLM_PAD_FLOPS_PER_THREAD 4e9
+
+/* The chunk for the next of n tokens: the largest size that fits them
+ * (no padding), unless one chunk padded past them can take them all in
+ * place of several chunk sizes: one whose JIT has run already, or, when
+ * none has, the smallest that holds them; only where the padding's cost
+ * is small next to building another chunk size's pass. Padding needs the
+ * rows after the tokens to be writable: not past the context, and not a
+ * delta-net layer's state, which would take the padding in. */
+static int next_chunk(const tg_llm *m, int n) {
+  int which = 0;
+  while (m->chunk[which] > n) which++;
+  if (m->chunk[which] == n || m->arch->recurrent) return which;
+  double budget = LLM_PAD_FLOPS_PER_THREAD * tg_pool_threads();
+  int fresh = -1;
+  for (int i = which - 1; i >= 0; i--) {   /* from the smallest size above n */
+    int T = m->chunk[i];
+    if (m->n_past + T > m->cfg.n_ctx || (double)(T - n) * m->flops_per_token > budget) break;
+    if (m->chunk_runs[i] > 0) return i;
+    if (fresh < 0) fresh = i;
+  }
+  bool any_run = false;
+  for (int i = 0; i < LLM_NCHUNKS; i++) any_run |= m->chunk_runs[i] > 0;
+  return fresh >= 0 && !any_run ? fresh : which;
 }
 
 int tg_llm_eval(tg_llm *m, const int32_t *tokens, int n, float *logits) {
@@ -265,15 +328,14 @@ int tg_llm_eval(tg_llm *m, const int32_t *tokens, int n, float *logits) {
     if (tokens[i] < 0 || tokens[i] >= m->cfg.n_vocab) return tg_seterr("tg_llm_eval: token %d is outside the vocabulary (%d)", tokens[i], m->cfg.n_vocab);
   int start = m->n_past, done = 0;
   while (done < n) {
-    int which = 0;
-    while (m->chunk[which] > n - done) which++;
-    bool last = done + m->chunk[which] == n;
-    if (eval_chunk(m, which, tokens + done, last ? logits : NULL) < 0) {
+    int which = next_chunk(m, n - done), take = m->chunk[which] < n - done ? m->chunk[which] : n - done;
+    bool last = done + take == n;
+    if (eval_chunk(m, which, tokens + done, take, last ? logits : NULL) < 0) {
       /* a delta-net state already took the earlier chunks: start over */
       m->n_past = m->arch->recurrent ? 0 : start;
       return -1;
     }
-    done += m->chunk[which];
+    done += take;
   }
   return 0;
 }

@@ -126,6 +126,7 @@ static tg_tensor *load(tg_llm *m, const char *device, const char *name, bool req
    * values a lazy graph that fuses into each matmul */
   tg_tensor *t = gguf_tensor_stored_in_place(g, device);
   if (t && tg_realize(t) < 0) t = NULL;
+  if (t && gguf_tensor_quantized(g) && use != READ_LOOKUP) gguf_tensor_prefault(g);   /* all of it is read to pack it */
   if (t && gguf_tensor_quantized(g)) t = keep_packed(m, t, tg_dequantize(t, (int)g->type, gguf_tensor_shape(g)), (int)g->type, NULL, use != READ_LOOKUP);
   else if (t && use == READ_MULTIPLIED) t = keep_panels(m, t);
   if (t) tensor_adopt(NULL, t);
@@ -155,6 +156,7 @@ static tg_tensor *load_stacked(tg_llm *m, const char *device, const char *const 
   tg_tensor *parts[4];
   for (int i = 0; i < n; i++) {
     parts[i] = gguf_tensor_stored_in_place(g[i], device);
+    gguf_tensor_prefault(g[i]);   /* all of it is read to pack or stack it */
   }
   /* the parts stay a lazy concatenation: the row-packing and panel
    * kernels read them where they lie (no stacked copy to write first; one

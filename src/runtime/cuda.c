@@ -13,6 +13,7 @@
  * is what the test suite uses to check every kernel it renders. */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <string.h>
 #include "runtime/backends.h"
 #include "runtime/cuda.h"
 #include "util/counters.h"
@@ -25,6 +26,12 @@ typedef void *CUcontext, *CUmodule, *CUfunction, *CUstream, *CUevent;
 typedef unsigned long long CUdeviceptr;
 typedef int nvrtcResult;
 typedef void *nvrtcProgram;
+typedef void *CUgraph, *CUgraphNode, *CUgraphExec;
+typedef struct {   /* CUDA_KERNEL_NODE_PARAMS (the first version, which the unsuffixed entry points take) */
+  CUfunction func;
+  unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
+  void **kernelParams, **extra;
+} cu_kernel_node;
 
 static struct {
   CUresult (*Init)(unsigned);
@@ -50,6 +57,19 @@ static struct {
   CUresult (*EventDestroy)(CUevent);
   CUresult (*GetErrorString)(CUresult, const char **);
 } cu;
+
+/* CUDA graphs (driver 11.4 and later): the JIT's batches as graphs; a
+ * driver without them launches batches kernel by kernel */
+static struct {
+  CUresult (*GraphCreate)(CUgraph *, unsigned);
+  CUresult (*GraphAddKernelNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, const cu_kernel_node *);
+  CUresult (*GraphInstantiateWithFlags)(CUgraphExec *, CUgraph, unsigned long long);
+  CUresult (*GraphExecKernelNodeSetParams)(CUgraphExec, CUgraphNode, const cu_kernel_node *);
+  CUresult (*GraphLaunch)(CUgraphExec, CUstream);
+  CUresult (*GraphExecDestroy)(CUgraphExec);
+  CUresult (*GraphDestroy)(CUgraph);
+} cug;
+static bool have_graphs;
 
 static struct {
   nvrtcResult (*Version)(int *, int *);
@@ -182,6 +202,10 @@ static void driver_load(void) {
     "cuModuleLoadData", "cuModuleGetFunction", "cuLaunchKernel", "cuEventCreate", "cuEventRecord", "cuEventSynchronize", "cuEventElapsedTime",
     "cuEventDestroy_v2", "cuGetErrorString" };
   if (!resolve(h, (void **)&cu, names, (int)(sizeof names / sizeof names[0]), driver_why, sizeof driver_why, "libcuda")) return;
+  static const char *const graph_names[] = { "cuGraphCreate", "cuGraphAddKernelNode", "cuGraphInstantiateWithFlags",
+    "cuGraphExecKernelNodeSetParams", "cuGraphLaunch", "cuGraphExecDestroy", "cuGraphDestroy" };
+  char no_graphs[128];
+  have_graphs = resolve(h, (void **)&cug, graph_names, (int)(sizeof graph_names / sizeof graph_names[0]), no_graphs, sizeof no_graphs, "libcuda");
   CUresult r = cu.Init(0);
   if (r != 0) { snprintf(driver_why, sizeof driver_why, "cuInit failed (error %d: no usable NVIDIA GPU)", r); return; }
   int n = 0;
@@ -272,21 +296,117 @@ static void cuda_program_free(tg_device *d, tg_program *p) {
   free(p);
 }
 
-static int cuda_launch(tg_device *d, tg_program *p, void **bufs, int nbufs, const int64_t *vars, int nvars) {
+/* A launch's parameters: args[i] points at the i-th value (the buffers'
+ * device pointers in ptrs, then the variables), as the driver reads them. */
+static int kernel_params(tg_device *d, tg_program *p, void **bufs, int nbufs, const int64_t *vars, int nvars, CUdeviceptr *ptrs, void **args) {
   if (!p || !p->impl) return tg_seterr("%s: launch of a program with no kernel ('%s')", d->name, p && p->name ? p->name : "?");
-  if (use(d) < 0) return -1;
   int nb = program_buffer_args(p, nbufs);
   if (nb + nvars > 512) return tg_seterr("%s: kernel '%s' has too many arguments", d->name, p->name);
-  void *args[512];
-  CUdeviceptr ptrs[512];
   for (int i = 0; i < nb; i++) { ptrs[i] = (CUdeviceptr)(uintptr_t)bufs[i]; args[i] = &ptrs[i]; }
   for (int v = 0; v < nvars; v++) args[nb + v] = (void *)&vars[v];
+  return nb + nvars;
+}
+
+static int launch_failed(tg_device *d, tg_program *p, CUresult r) {
+  return tg_seterr("%s: launching kernel '%s' (grid %lldx%lldx%lld, block %lldx%lldx%lld) failed: %s", d->name, p->name, (long long)p->global[0],
+                   (long long)p->global[1], (long long)p->global[2], (long long)p->local[0], (long long)p->local[1], (long long)p->local[2], cu_err(r));
+}
+
+static int cuda_launch(tg_device *d, tg_program *p, void **bufs, int nbufs, const int64_t *vars, int nvars) {
+  void *args[512];
+  CUdeviceptr ptrs[512];
+  if (kernel_params(d, p, bufs, nbufs, vars, nvars, ptrs, args) < 0 || use(d) < 0) return -1;
   CUresult r = cu.LaunchKernel(p->impl, (unsigned)p->global[0], (unsigned)p->global[1], (unsigned)p->global[2],
                                (unsigned)p->local[0], (unsigned)p->local[1], (unsigned)p->local[2], 0, NULL, args, NULL);
-  if (r) return tg_seterr("%s: launching kernel '%s' (grid %lldx%lldx%lld, block %lldx%lldx%lld) failed: %s", d->name, p->name,
-                          (long long)p->global[0], (long long)p->global[1], (long long)p->global[2], (long long)p->local[0], (long long)p->local[1],
-                          (long long)p->local[2], cu_err(r));
-  return 0;
+  return r ? launch_failed(d, p, r) : 0;
+}
+
+/* ---- the JIT's batches as CUDA graphs: one kernel node per program, each
+ * after the one before; a later run compares each kernel's argument values
+ * with the last ones it gave and updates only the nodes whose changed (a
+ * JIT's inputs, outputs and variables), then launches the graph. */
+typedef struct {
+  CUgraph graph;
+  CUgraphExec exec;
+  int n;
+  CUgraphNode *nodes;
+  uint64_t **last;   /* per kernel: its argument values at the last update */
+  int *nlast;
+} cuda_graph;
+
+static void cuda_graph_free(tg_device *d, void *gp) {
+  cuda_graph *g = gp;
+  if (!g) return;
+  if (use(d) == 0) {
+    if (g->exec) cug.GraphExecDestroy(g->exec);
+    if (g->graph) cug.GraphDestroy(g->graph);
+  }
+  for (int i = 0; i < g->n; i++) free(g->last[i]);
+  free(g->last); free(g->nlast); free(g->nodes); free(g);
+}
+
+static cu_kernel_node node_params(tg_program *p, void **args) {
+  return (cu_kernel_node){ p->impl, (unsigned)p->global[0], (unsigned)p->global[1], (unsigned)p->global[2],
+                           (unsigned)p->local[0], (unsigned)p->local[1], (unsigned)p->local[2], 0, args, NULL };
+}
+
+/* kernel i's argument values (the pointers, then the variables) as 64-bit words */
+static void arg_values(uint64_t *w, const CUdeviceptr *ptrs, int nb, const int64_t *vars, int nvars) {
+  for (int a = 0; a < nb; a++) w[a] = ptrs[a];
+  for (int v = 0; v < nvars; v++) w[nb + v] = (uint64_t)vars[v];
+}
+
+static int cuda_graph_build(tg_device *d, cuda_graph *g, tg_program *const *progs, void **const *bufs, const int *nbufs, const int64_t *const *vars,
+                            const int *nvars) {
+  CUresult r = cug.GraphCreate(&g->graph, 0);
+  if (r) return tg_seterr("%s: cannot create a CUDA graph: %s", d->name, cu_err(r));
+  for (int i = 0; i < g->n; i++) {
+    void *args[512];
+    CUdeviceptr ptrs[512];
+    int na = kernel_params(d, progs[i], bufs[i], nbufs[i], vars[i], nvars[i], ptrs, args);
+    if (na < 0) return -1;
+    cu_kernel_node kp = node_params(progs[i], args);
+    r = cug.GraphAddKernelNode(&g->nodes[i], g->graph, i ? &g->nodes[i - 1] : NULL, i ? 1 : 0, &kp);
+    if (r) return tg_seterr("%s: cannot add kernel '%s' to a CUDA graph: %s", d->name, progs[i]->name, cu_err(r));
+    g->nlast[i] = na;
+    g->last[i] = tg_xmalloc(sizeof(uint64_t) * (size_t)(na ? na : 1));
+    arg_values(g->last[i], ptrs, na - nvars[i], vars[i], nvars[i]);
+  }
+  r = cug.GraphInstantiateWithFlags(&g->exec, g->graph, 0);
+  return r ? tg_seterr("%s: cannot instantiate a CUDA graph of %d kernels: %s", d->name, g->n, cu_err(r)) : 0;
+}
+
+static int cuda_launch_graph(tg_device *d, void **gp, tg_program *const *progs, void **const *bufs, const int *nbufs, const int64_t *const *vars,
+                             const int *nvars, int n) {
+  if (use(d) < 0) return -1;
+  cuda_graph *g = *gp;
+  if (!g) {
+    g = tg_xcalloc(1, sizeof *g);
+    g->n = n;
+    g->nodes = tg_xcalloc((size_t)n, sizeof(CUgraphNode));
+    g->last = tg_xcalloc((size_t)n, sizeof(uint64_t *));
+    g->nlast = tg_xcalloc((size_t)n, sizeof(int));
+    if (cuda_graph_build(d, g, progs, bufs, nbufs, vars, nvars) < 0) { cuda_graph_free(d, g); return -1; }
+    *gp = g;
+  } else {
+    if (g->n != n) return tg_seterr("%s: a CUDA graph of %d kernels relaunched with %d", d->name, g->n, n);
+    for (int i = 0; i < n; i++) {
+      void *args[512];
+      CUdeviceptr ptrs[512];
+      uint64_t now[512];
+      int na = kernel_params(d, progs[i], bufs[i], nbufs[i], vars[i], nvars[i], ptrs, args);
+      if (na < 0) return -1;
+      arg_values(now, ptrs, na - nvars[i], vars[i], nvars[i]);
+      if (na == g->nlast[i] && !memcmp(now, g->last[i], sizeof(uint64_t) * (size_t)na)) continue;
+      if (na != g->nlast[i]) return tg_seterr("%s: kernel '%s' relaunched in a CUDA graph with %d arguments, not %d", d->name, progs[i]->name, na, g->nlast[i]);
+      cu_kernel_node kp = node_params(progs[i], args);
+      CUresult r = cug.GraphExecKernelNodeSetParams(g->exec, g->nodes[i], &kp);
+      if (r) return tg_seterr("%s: cannot update kernel '%s' in a CUDA graph: %s", d->name, progs[i]->name, cu_err(r));
+      memcpy(g->last[i], now, sizeof(uint64_t) * (size_t)na);
+    }
+  }
+  CUresult r = cug.GraphLaunch(g->exec, NULL);
+  return r ? tg_seterr("%s: launching a CUDA graph of %d kernels failed: %s", d->name, n, cu_err(r)) : 0;
 }
 
 static int cuda_launch_timed(tg_device *d, tg_program *p, void **bufs, int nbufs, const int64_t *vars, int nvars, double *seconds) {
@@ -337,8 +457,9 @@ tg_device *cuda_open(int index) {
   size_t mem = 0;
   cu.DeviceGetName(name, sizeof name - 1, c->dev);
   cu.DeviceTotalMem(&mem, c->dev);
-  static const tg_device functions = { .alloc = cuda_alloc, .free = cuda_free, .copyin = cuda_copyin, .copyout = cuda_copyout,
+  tg_device functions = { .alloc = cuda_alloc, .free = cuda_free, .copyin = cuda_copyin, .copyout = cuda_copyout,
     .compile = cuda_compile, .program_free = cuda_program_free, .launch = cuda_launch, .launch_timed = cuda_launch_timed, .synchronize = cuda_sync };
+  if (have_graphs && setting_int(SET_TG_CUDA_GRAPHS) != 0) functions.launch_graph = cuda_launch_graph, functions.graph_free = cuda_graph_free;
   tg_device *d = device_new(&functions, "CUDA", index, &c->ren, c->flags, (int64_t)mem, c);
   snprintf(d->description, sizeof d->description, "%s (compute %d.%d)", name, maj, min);
   return d;

@@ -56,6 +56,15 @@ struct tg_device {
    * each finishing before the next starts; bufs[i] and vars[i] are program
    * i's. NULL: the engine launches them one by one. */
   int (*launch_batch)(tg_device *d, tg_program *const *progs, void **const *bufs, const int64_t *const *vars, int n);
+  /* Optional: runs n programs in order as one graph the device keeps
+   * (CUDA graphs; the JIT's batches on such a device). *graph is NULL at a
+   * batch's first run and holds the device's graph after it: later runs
+   * give the same programs, update the arguments that changed and launch
+   * the graph whole. nbufs[i] and nvars[i] count program i's arguments.
+   * graph_free gives a graph back. */
+  int (*launch_graph)(tg_device *d, void **graph, tg_program *const *progs, void **const *bufs, const int *nbufs, const int64_t *const *vars,
+                      const int *nvars, int n);
+  void (*graph_free)(tg_device *d, void *graph);
   /* Who writes its kernels and what they may use (renderer.h): the table
    * of its dialect, with limits the device read from its driver. */
   const tg_renderer *renderer;

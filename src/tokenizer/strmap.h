@@ -25,6 +25,10 @@ void strmap_init(strmap *m, size_t n);
 /* Adds key -> val. false (and the map unchanged) when key is present;
  * *old then gets its value when old is non-NULL. */
 bool strmap_put(strmap *m, const char *key, size_t len, int32_t val, int32_t *old);
+/* Starts loading the slot where key goes (a loop adding many keys asks
+ * for one several keys ahead: the slots are spread over a table of
+ * megabytes, and each would otherwise be a wait for memory). */
+void strmap_prefetch(const strmap *m, const char *key, size_t len);
 /* The value of key, or -1. */
 int32_t strmap_get(const strmap *m, const char *key, size_t len);
 void strmap_free(strmap *m);

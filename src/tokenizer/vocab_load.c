@@ -121,7 +121,10 @@ static int load_tokens(tg_tokenizer *t, const gguf_file *f) {
   t->score = tg_xcalloc((size_t)n, sizeof *t->score);
   t->attr = tg_xcalloc((size_t)n, sizeof *t->attr);
   strmap_init(&t->ids, (size_t)n);
+  enum { AHEAD = 16 };   /* tokens whose slots are being loaded */
+  for (int i = 0; i < AHEAD && i < n; i++) strmap_prefetch(&t->ids, toks->strs[i], (size_t)toks->str_lens[i]);
   for (int i = 0; i < n; i++) {
+    if (i + AHEAD < n) strmap_prefetch(&t->ids, toks->strs[i + AHEAD], (size_t)toks->str_lens[i + AHEAD]);
     size_t len = (size_t)toks->str_lens[i];
     char *s;
     if (len == 0) {   /* llama.cpp names empty tokens so they stay distinct */

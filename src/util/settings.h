@@ -72,6 +72,7 @@ typedef enum { SETTING_INT, SETTING_FLAG, SETTING_STR } setting_type;
   /* JIT (docs/jit.md) */ \
   X(JIT, SETTING_INT, "1", "2: a tg_jit replays kernel by kernel (no batches)") \
   X(JIT_BATCH_SIZE, SETTING_INT, "32", "kernels a tg_jit replay runs per batch") \
+  X(TG_CUDA_GRAPHS, SETTING_INT, "1", "0: a tg_jit replay on CUDA launches its batches kernel by kernel, not as CUDA graphs") \
   /* language models (docs/llm.md) */ \
   X(TG_LLM_FUNCTIONS, SETTING_INT, "1", "0: LLM layers inline instead of one function per kind of layer") \
   X(TG_LLM_FLOAT_MATVEC, SETTING_FLAG, "", "set: quantized weights are dequantized to float for matvecs") \

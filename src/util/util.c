@@ -1,5 +1,7 @@
 /* util.c: errors, allocation, string buffers, hashing, pointer maps. */
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 #include "util/util.h"
 #include "tg.h"
 #include "util/settings.h"
@@ -24,6 +26,25 @@ static void oom(size_t n) {
 void *tg_xmalloc(size_t n) { void *p = malloc(n ? n : 1); if (!p) oom(n); return p; }
 void *tg_xcalloc(size_t n, size_t sz) { void *p = calloc(n ? n : 1, sz ? sz : 1); if (!p) oom(n * sz); return p; }
 void *tg_xrealloc(void *p, size_t n) { p = realloc(p, n ? n : 1); if (!p) oom(n); return p; }
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23   /* Linux 5.14; older kernels refuse it, and pages fault in as before */
+#endif
+#define HUGE_PAGE ((size_t)2 << 20)
+void *tg_map_pages(size_t n, bool populate) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE), keep = (n + page - 1) / page * page, len = keep >= HUGE_PAGE ? keep + HUGE_PAGE : keep;
+  char *p = mmap(NULL, len ? len : page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return NULL;
+  if (len != keep) {   /* trimmed to a 2 MiB boundary */
+    size_t lead = (HUGE_PAGE - (uintptr_t)p % HUGE_PAGE) % HUGE_PAGE;
+    if (lead) munmap(p, lead);
+    if (len - lead > keep) munmap(p + lead + keep, len - lead - keep);
+    p += lead;
+    (void)madvise(p, keep, MADV_HUGEPAGE);   /* advice only */
+  }
+  if (populate && keep) (void)madvise(p, keep, MADV_POPULATE_WRITE);   /* else the pages fault in when written */
+  return p;
+}
+void tg_unmap_pages(void *p, size_t n) { if (p) munmap(p, n ? n : 1); }
 char *tg_xstrdup(const char *s) { size_t n = strlen(s) + 1; char *d = tg_xmalloc(n); memcpy(d, s, n); return d; }
 
 /* One formatting pass when the text fits the spare room (the usual case:
