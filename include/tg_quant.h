@@ -76,7 +76,11 @@ TG_API tg_tensor *tg_quant_matmul(tg_tensor *x, tg_tensor *raw, int ggml_type, t
  * (the blocks' fp16 scales, S of them: Q4_1's, Q5_1's, Q2_K's, Q4_K's and Q5_K's d of every block, then its
  * m or dmin; B = 32, or 256 for the K-quants) and *quants (N/16, K/B, bytes) U8
  * (the rest of the blocks' bytes, reordered; Q4_K's 6-bit scales and mins
- * unpacked to bytes); -1 and tg_error for another type or shape. */
+ * unpacked to bytes); -1 and tg_error for another type or shape. The
+ * functions below also take the scales as the same memory viewed as
+ * (N/16, S, K/B, 16), plane s holding every block's scale s: the view in
+ * which a split of W's columns (whole blocks) is one box, so a sharded
+ * tensor (tg_shard on axis 2, the quants on axis 1) can hold it. */
 #define TG_QUANT_PACK_ROWS 16   /* the rows tg_quant_pack_rows puts side by side */
 TG_API int tg_quant_pack_rows(tg_tensor *raw, int ggml_type, tg_shape w_shape, tg_tensor **scales, tg_tensor **quants);
 /* The same for n matrices of one type stacked by rows (rows[i] rows each, a

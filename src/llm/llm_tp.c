@@ -77,8 +77,12 @@ static tg_tensor *shard_realized(tg_llm *m, tg_tensor *t, int axis) {
 }
 
 /* A row-packed quantized weight: its scales and quants cut on the same
- * axis (rows: groups of 16 rows; columns: whole blocks, where each block
- * has one scale), its float view rebuilt from the parts. */
+ * axis (rows: groups of 16 rows; columns: whole blocks), its float view
+ * rebuilt from the parts. The scales are cut as (g, S, nb, 16), the planes
+ * of tg_quant_pack_rows's (g, S * nb, 16) as an axis: a block's S scales
+ * (Q4_K's d and dmin) lie nb apart, so a split of the blocks is a box of
+ * that view on each plane (the same memory: one device's kernels read it
+ * as before). */
 static tg_tensor *shard_packed(tg_llm *m, llm_packed *pk, const char *name, int axis) {
   tg_shape ws = tg_shape_of(pk->w), ss = tg_shape_of(pk->row_scales), qs = tg_shape_of(pk->row_quants);
   const char *type = ggml_type_info((uint32_t)pk->type)->name;
@@ -86,11 +90,12 @@ static tg_tensor *shard_packed(tg_llm *m, llm_packed *pk, const char *name, int 
   if (axis == 0 && qs.d[0] % n)
     return tg_seterr("%s: %s (%s, %lld rows) does not split over %d devices in its groups of 16 rows", m->file->path, name, type,
                      (long long)ws.d[0], n), NULL;
-  if (axis == 1 && (qs.d[1] % n || ss.d[1] != qs.d[1]))
-    return tg_seterr("%s: %s (%s, %lld columns) does not split over %d devices at its %d-value blocks%s", m->file->path, name, type,
-                     (long long)ws.d[1], n, ggml_type_info((uint32_t)pk->type)->block_size,
-                     ss.d[1] != qs.d[1] ? " (a block has several scales)" : ""), NULL;
-  tg_tensor *sc = shard_realized(m, pk->row_scales, axis), *q = sc ? shard_realized(m, pk->row_quants, axis) : NULL;
+  if (axis == 1 && qs.d[1] % n)
+    return tg_seterr("%s: %s (%s, %lld columns) does not split over %d devices at its %d-value blocks", m->file->path, name, type,
+                     (long long)ws.d[1], n, ggml_type_info((uint32_t)pk->type)->block_size), NULL;
+  int64_t g = qs.d[0], nb = qs.d[1];
+  tg_tensor *planes = tg_reshape(pk->row_scales, TG_SHAPE(g, ss.d[1] / nb, nb, ss.d[2]));
+  tg_tensor *sc = planes ? shard_realized(m, planes, axis == 1 ? 2 : axis) : NULL, *q = sc ? shard_realized(m, pk->row_quants, axis) : NULL;
   tg_tensor *w = q ? tg_dequantize_rows(sc, q, pk->type, ws) : NULL;
   if (!w) { tg_free(sc); tg_free(q); return NULL; }
   tensor_adopt(NULL, w);

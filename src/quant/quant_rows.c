@@ -111,14 +111,24 @@ static const rows_format *format_of(int t, tg_shape w, const char *who) {
   return f;
 }
 
-/* Are scales and quants tg_quant_pack_rows's for W (w)? */
+/* Are scales and quants tg_quant_pack_rows's for W (w)? The scales
+ * (g, S * nb, 16), or the same memory as (g, S, nb, 16). */
 static bool packed_shapes_ok(tg_tensor *scales, tg_tensor *quants, const rows_format *f, tg_shape w, const char *who) {
   int64_t g = w.d[0] / ROWS, nb = w.d[1] / f->block;
   tg_shape ss = tg_shape_of(scales), qs = tg_shape_of(quants);
-  if (tg_dtype_of(scales) != f->scale_dtype || ss.ndim != 3 || ss.d[0] != g || ss.d[1] != nb * f->nscales || ss.d[2] != ROWS || tg_dtype_of(quants) != TG_U8 ||
+  bool flat = ss.ndim == 3 && ss.d[0] == g && ss.d[1] == nb * f->nscales && ss.d[2] == ROWS;
+  bool planes = ss.ndim == 4 && ss.d[0] == g && ss.d[1] == f->nscales && ss.d[2] == nb && ss.d[3] == ROWS;
+  if (tg_dtype_of(scales) != f->scale_dtype || !(flat || planes) || tg_dtype_of(quants) != TG_U8 ||
       qs.ndim != 3 || qs.d[0] != g || qs.d[1] != nb || qs.d[2] != f->quant_bytes)
     return tg_seterr("%s: scales and quants are not tg_quant_pack_rows's for W (%lld, %lld)", who, (long long)w.d[0], (long long)w.d[1]), false;
   return true;
+}
+
+/* The scales as (g, S, nb, 16): plane s holds every block's scale s. A
+ * split of the blocks (W's columns) is a box of this view, not of the
+ * packed (g, S * nb, 16) (tensor parallel shards it: src/llm/llm_tp.c). */
+static tg_tensor *scale_planes(tg_tensor *scales, const rows_format *f, int64_t g, int64_t nb) {
+  return tg_reshape(scales, TG_SHAPE(g, f->nscales, nb, ROWS));
 }
 
 /* Bytes [lo, lo + 4*ngroups) of every row's block (g, 16, nb, bytes) in
@@ -339,10 +349,11 @@ static tg_tensor *split_last(tg_tensor *quants, int64_t lo, int64_t hi, int n, c
 /* The blocks' sums scaled and added over the nb axis: sumi * (d_w * d_x),
  * and with sign -1 or +1 a second term less or added: m_w * mx (mx (...,
  * nb, 1) per block of x), times the integer sum mini when not NULL. scales
- * holds d (and m after it when sign is not 0). Returns (..., g, 16). */
+ * (..., g, S, nb, 16) holds d (and m in plane 1 when sign is not 0).
+ * Returns (..., g, 16). */
 static tg_tensor *blocks_scaled(tg_tensor *x, int64_t nb, tg_tensor *scales, tg_tensor *dx, tg_tensor *sumi, tg_tensor *mini, tg_tensor *mx, int sign) {
   const tg_shape per_block = qm_with_tail(x, 3, (int64_t[]){ 1, nb, 1 });                     /* (..., 1, nb, 1) */
-  tg_tensor *dd = tg_reshape(tg_cast(scales, TG_F32), qm_lead_with(scales, 2, 3, (int64_t[]){ sign ? 2 : 1, nb, ROWS }));   /* (..., g, S, nb, 16) */
+  tg_tensor *dd = tg_cast(scales, TG_F32);                                                    /* (..., g, S, nb, 16) */
   tg_tensor *v = tg_mul(tg_cast(sumi, TG_F32), tg_mul(TG_GET(dd, TG_ELLIPSIS, TG_I(0), TG_ALLIDX, TG_ALLIDX), tg_reshape(dx, per_block)));
   if (sign) {
     tg_tensor *mxm = tg_mul(TG_GET(dd, TG_ELLIPSIS, TG_I(1), TG_ALLIDX, TG_ALLIDX), tg_reshape(mx, per_block));
@@ -585,7 +596,7 @@ tg_tensor *tg_dequantize_rows(tg_tensor *scales, tg_tensor *quants, int t, tg_sh
   int64_t n = w_shape.d[0], k = w_shape.d[1], nb = k / f->block, g = n / ROWS;
   tg_scope_begin();
   const char *dev_prev = tensor_device_begin(tg_device_of(quants));   /* constants and tables on quants's device */
-  tg_tensor *d = tg_cast(scales, TG_F32), *v, *w;
+  tg_tensor *d = tg_cast(scale_planes(scales, f, g, nb), TG_F32), *v, *w;
   /* ggml's dequantize_row_*: (q - 8) * d, (q - 16) * d, q * d, d * sc * q - dmin * m,
    * d * sc * (q - 32), in that order of float operations */
   if (t == GGML_TYPE_Q4_K || t == GGML_TYPE_Q5_K) {   /* (d * sc) * q - dmin * m, value 64c + 32h + 4t + p */
@@ -670,6 +681,7 @@ tg_tensor *tg_quant_matmul_rows(tg_tensor *x, tg_tensor *scales, tg_tensor *quan
   if (!packed_shapes_ok(scales, quants, f, w_shape, "tg_quant_matmul_rows")) return NULL;
   tg_scope_begin();
   const char *dev_prev = tensor_device_begin(tg_device_of(quants));   /* constants and tables on quants's device */
+  scales = scale_planes(scales, f, g, nb);
   tg_tensor *y = t == GGML_TYPE_Q6_K ? rows_q6_k(x, scales, quants, nb, g)
                  : t == GGML_TYPE_IQ4_XS ? rows_iq4_xs(x, scales, quants, nb, g)
                  : t == GGML_TYPE_Q3_K || t == GGML_TYPE_Q2_K ? rows_q23_k(x, scales, quants, nb, g, t == GGML_TYPE_Q3_K)
@@ -710,7 +722,7 @@ tg_tensor *tg_quant_matmul_rows_experts(tg_tensor *x, tg_tensor *scales, tg_tens
   const char *dev_prev = tensor_device_begin(tg_device_of(quants));
   /* an unsigned value mod E (see above) */
   tg_tensor *ix = tg_cast(tg_mod(tg_cast(index, TG_U32), tensor_const((double)e, TG_U32)), TG_I32);
-  tg_tensor *sc = tg_take(tg_reshape(scales, TG_SHAPE(e, g, tg_dim(scales, 1), ROWS)), ix);       /* (..., g, S * nb, 16) */
+  tg_tensor *sc = tg_take(tg_reshape(scales, TG_SHAPE(e, g, f->nscales, nb, ROWS)), ix);          /* (..., g, S, nb, 16) */
   tg_tensor *qs = tg_take(tg_reshape(quants, TG_SHAPE(e, g, nb, f->quant_bytes)), ix);            /* (..., g, nb, bytes) */
   tg_tensor *y = rows_any(t, x, sc, qs, nb, g);                                                   /* (..., g, 16) */
   y = tg_reshape(y, qm_lead_with(y, 2, 1, (int64_t[]){ n }));

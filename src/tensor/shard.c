@@ -132,6 +132,11 @@ tg_tensor *tg_shard(tg_tensor *t, const char *const *devices, int n, int axis) {
   API_RETURN(tensor_wrap(uop_new(OP_MULTI, u->dtype, parts, n, arg_int(axis)), shard_devices_name(names, n)));
 }
 
+tg_tensor *shard_replicate_on(tg_tensor *t, const char *name) {
+  const dev_tuple *d = tuple_of(name);
+  return d ? tg_shard(t, d->dev, d->n, -1) : t;
+}
+
 int tg_shard_axis(const tg_tensor *t) {
   if (!t) { tensor_null_arg("tg_shard_axis", "t"); return -2; }
   if (!shard_is_multi_name(t->device)) return -2;

@@ -18,6 +18,8 @@ const char *shard_devices_name(const char *const *devices, int n);
 /* Whether name is such a tuple; its first device (name itself when not). */
 bool shard_is_multi_name(const char *name);
 const char *shard_first_device(const char *name);
+/* t replicated (tg_shard axis -1) on the devices of the tuple name. */
+tg_tensor *shard_replicate_on(tg_tensor *t, const char *name);
 /* Whether any MULTI node was ever made (realize skips the walk when not). */
 bool shard_used(void);
 

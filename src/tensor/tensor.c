@@ -460,10 +460,17 @@ static bool check_dtype(tg_dtype dt, const char *op) {
   return true;
 }
 
-/* device NULL: the default device */
+/* device NULL: the default device. A device tuple (an op building over
+ * sharded tensors makes its tables there) gets the value on every device:
+ * made on the first, replicated (tg_shard, axis -1). */
 static tg_tensor *new_buffer_tensor_on(const char *device, tg_shape shape, tg_dtype dt, const void *data, const char *op) {
   if (!check_shape(shape, op) || !check_dtype(dt, op)) return NULL;
-  tg_device *dev = device_get(device ? device : tg_default_device());
+  if (!device) device = tg_default_device();
+  if (shard_used() && shard_is_multi_name(device)) {
+    tg_tensor *t = new_buffer_tensor_on(shard_first_device(device), shape, dt, data, op);
+    return t ? shard_replicate_on(t, device) : NULL;
+  }
+  tg_device *dev = device_get(device);
   if (!dev) return NULL;
   int64_t n = shape_numel(shape.d, shape.ndim);
   tg_buffer *b = buffer_new(dev, dt, n);

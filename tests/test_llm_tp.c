@@ -1,0 +1,165 @@
+/* test_llm_tp.c: tensor parallel over CPU:0 and CPU:1 for quantized files
+ * (tg_llm_opts.devices; src/llm/llm_tp.c): the weights split in their
+ * row-packed form (q/k/v and gate/up by rows in groups of 16, wo and down
+ * by columns at whole blocks, the blocks' several scales of Q4_K, Q5_K,
+ * Q2_K, Q4_1 and Q5_1 cut plane by plane) give one device's logits within
+ * float rounding and its greedy tokens (see check_type for how close);
+ * one device is itself checked
+ * against numpy's and llama.cpp's goldens (test_llm.c, test_quant*.c).
+ * The files are random llamas as llama-quantize types them
+ * (llama_init_write: the mixtures users download) or pure types
+ * (quant_model --pure), 512 wide so that a column half is whole 256-value
+ * super-blocks. */
+#include "test.h"
+#include <unistd.h>
+#include "io/gguf_llama_init.h"
+#include "io/ggml_types.h"
+#include "llm/llm.h"
+#include "quant/quantize.h"
+#include "tensor/tensor.h"
+
+#define TP2 "CPU:0,CPU:1"
+static const int32_t prompt[] = { 1, 5, 9, 13, 17, 21, 25 };
+
+/* A random llama of file type ftype at path (pure: every matrix of the
+ * type, through an F32 file and quant_model). */
+static bool write_llama(const char *path, const char *ftype, bool pure) {
+  llama_init_params p = llama_init_defaults();
+  p.dim = 512; p.layers = 2; p.heads = 8; p.kv_heads = 4; p.ffn = 512; p.vocab = 300; p.ctx = 128; p.seed = 11;
+  p.ft = quant_ftype_by_name(pure ? "F32" : ftype);
+  if (!p.ft || llama_init_write(path, &p, NULL) < 0) return false;
+  if (!pure) return true;
+  char f32[96];
+  snprintf(f32, sizeof f32, "%s.f32", path);
+  bool ok = rename(path, f32) == 0 && quant_model(f32, path, quant_ftype_by_name(ftype), &(quant_model_opts){ .pure = true }) == 0;
+  unlink(f32);
+  return ok;
+}
+
+/* w's packed form split on W's rows (axis 0: scales and quants on their
+ * 16-row groups) or columns (axis 1: the quants on their blocks, the
+ * scales (g, S, nb, 16) on the blocks of each plane). */
+static void check_split(const tg_llm *m, tg_tensor *w, int axis, const char *what) {
+  const llm_packed *pk = llm_packed_of(m, w);
+  CHECK_MSG(pk && pk->row_quants, "%s: no row-packed form", what);
+  if (!pk || !pk->row_quants) return;
+  int sa = tg_shard_axis(pk->row_scales), qa = tg_shard_axis(pk->row_quants);
+  CHECK_MSG(qa == axis && sa == (axis ? 2 : 0) && tg_ndim(pk->row_scales) == 4, "%s (%s): quants split on %d, scales on %d of %d-D", what,
+            ggml_type_info((uint32_t)pk->type)->name, qa, sa, tg_ndim(pk->row_scales));
+}
+
+/* A decode step of m moves between the devices the allreduces' rows (dim
+ * floats; the schedule counts the bytes read and written) and small
+ * tables, never a weight. */
+static void check_decode_copies(tg_llm *m, const char *what) {
+  const char *prev = tensor_device_begin(m->device);
+  tg_scope_begin();
+  int32_t tok = 3;
+  CHECK_OK(llm_bind_chunk(m, 1) == 0);
+  tg_tensor *out = llm_forward(m, tg_from_data(&tok, TG_SHAPE(1), TG_I32));
+  static tg_schedule_entry e[2048];
+  int n = out ? tg_schedule_list(&out, 1, e, 2048) : -1;
+  int64_t biggest = 0;
+  for (int i = 0; i < n && i < 2048; i++) if (e[i].copy && e[i].bytes > biggest) biggest = e[i].bytes;
+  CHECK_MSG(n > 0 && biggest == 2 * (int64_t)sizeof(float) * m->cfg.dim, "%s: %d entries, a copy of %lld bytes", what, n, (long long)biggest);
+  tg_scope_end();
+  tensor_device_end(prev);
+}
+
+/* The file at path on two devices against one (f32 KV caches), from the
+ * prompt through `steps` greedy tokens (both go on with one device's): the
+ * logits within atol, and the same best token wherever one device's leads
+ * its runner-up by more than 2 atol. Returns how many steps compared
+ * their tokens. */
+static int same_as_one(const char *path, int steps, double atol, const char *what) {
+  tg_llm *one = tg_llm_load(path, &(tg_llm_opts){ .cache_type = "f32" });
+  tg_llm *tp = tg_llm_load(path, &(tg_llm_opts){ .devices = TP2, .cache_type = "f32" });
+  CHECK_MSG(one && tp, "%s: load: %s", what, tg_error());
+  int compared = 0;
+  if (one && tp) {
+    int V = one->cfg.n_vocab;
+    float *a = malloc(sizeof(float) * (size_t)V), *b = malloc(sizeof(float) * (size_t)V);
+    CHECK_OK(tg_llm_eval(one, prompt, 7, a) == 0);
+    CHECK_OK(tg_llm_eval(tp, prompt, 7, b) == 0);
+    for (int i = 0; i < steps; i++) {
+      int ba = 0, bb = 0;
+      for (int j = 1; j < V; j++) { if (a[j] > a[ba]) ba = j; if (b[j] > b[bb]) bb = j; }
+      int second = ba == 0 ? 1 : 0;
+      for (int j = 0; j < V; j++) if (j != ba && a[j] > a[second]) second = j;
+      char step[96];
+      snprintf(step, sizeof step, "%s step %d", what, i);
+      test_close_f32(b, a, (size_t)V, 0, atol, step);
+      if (a[ba] - a[second] > 2 * atol) {
+        compared++;
+        CHECK_MSG(ba == bb, "%s: token %d on two devices, %d on one", step, bb, ba);
+      }
+      int32_t t = ba;
+      CHECK_OK(tg_llm_eval(one, &t, 1, a) == 0);
+      CHECK_OK(tg_llm_eval(tp, &t, 1, b) == 0);
+    }
+    free(a); free(b);
+  }
+  tg_llm_free(one); tg_llm_free(tp);
+  return compared;
+}
+
+/* Each file type's mixture (as `tg llm-init --type` and llama-quantize
+ * make it) on two devices: every matrix split, q by rows and wo and down
+ * by columns, whatever type each got (Q4_K_M: Q4_K, and Q6_K for a layer's
+ * down; Q3_K_M: Q3_K rows, Q4_K columns; Q2_K: Q2_K rows, Q3_K columns);
+ * pure Q2_K and Q4_1 split their two-scale blocks by columns too.
+ *
+ * Decoding quantizes each activation to 8 bits (Q8_K, Q8_1: llama.cpp's
+ * integer dot products). The column splits' block sums add in another
+ * order on two devices, so an activation 1 ulp apart now and then rounds
+ * to the neighbouring integer, and in these random models (weights and
+ * embeddings of std 0.02, a residual stream as small) that one step moves
+ * the logits by up to 2e-2 from there on (pure Q4_1 at the 9th position,
+ * Q6_K at the 4th with an f32 cache); the same files with the weights
+ * multiplied in float (TG_LLM_FLOAT_MATVEC, no activation rounding) agree
+ * within 1e-6. So: the integer path within 4e-2 (a wrong split is off by
+ * the logits' own size, ~0.5; greedy tokens compared where the margin is
+ * over 8e-2), the float path within 1e-5 and the same token at every
+ * step with a margin over 2e-5 (at least 6 of 8) for Q4_K_M,
+ * and tg_quant_matmul_rows's split of every type within float rounding
+ * (test_shard_quant.c). */
+static void check_type(const char *ftype, bool pure, int want_wo_type, bool float_too) {
+  char path[96];
+  snprintf(path, sizeof path, "/tmp/tg_test_llm_tp_%s_%d.gguf", ftype, (int)getpid());
+  CHECK_MSG(write_llama(path, ftype, pure), "%s: %s", ftype, tg_error());
+  tg_llm *m = tg_llm_load(path, &(tg_llm_opts){ .devices = TP2 });
+  CHECK_MSG(m != NULL, "%s: load: %s", ftype, tg_error());
+  if (m) {
+    const llm_packed *wo = llm_packed_of(m, m->layers[0].wo);
+    CHECK_MSG(wo && wo->type == want_wo_type, "%s: wo is %s", ftype, wo ? ggml_type_info((uint32_t)wo->type)->name : "not quantized");
+    for (int l = 0; l < m->cfg.n_layers; l++) {
+      llm_layer *y = &m->layers[l];
+      char what[64];
+      snprintf(what, sizeof what, "%s blk.%d q", ftype, l); check_split(m, y->wq, 0, what);
+      snprintf(what, sizeof what, "%s blk.%d up", ftype, l); check_split(m, y->w_up, 0, what);
+      snprintf(what, sizeof what, "%s blk.%d wo", ftype, l); check_split(m, y->wo, 1, what);
+      snprintf(what, sizeof what, "%s blk.%d down", ftype, l); check_split(m, y->w_down, 1, what);
+    }
+    check_decode_copies(m, ftype);
+    tg_llm_free(m);
+  }
+  same_as_one(path, 8, 4e-2, ftype);
+  if (float_too) {
+    setenv("TG_LLM_FLOAT_MATVEC", "1", 1);
+    char what[64];
+    snprintf(what, sizeof what, "%s in float", ftype);
+    int compared = same_as_one(path, 8, 1e-5, what);
+    CHECK_MSG(compared >= 6, "%s: only %d of 8 steps had a clear best token", what, compared);
+    unsetenv("TG_LLM_FLOAT_MATVEC");
+  }
+  unlink(path);
+}
+
+TEST(llm_tp_q4_k_m) { check_type("Q4_K_M", false, GGML_TYPE_Q4_K, true); }
+TEST(llm_tp_q5_k_m) { check_type("Q5_K_M", false, GGML_TYPE_Q5_K, false); }
+TEST(llm_tp_q6_k) { check_type("Q6_K", false, GGML_TYPE_Q6_K, false); }
+TEST(llm_tp_q3_k_m) { check_type("Q3_K_M", false, GGML_TYPE_Q4_K, false); }
+TEST(llm_tp_q2_k) { check_type("Q2_K", false, GGML_TYPE_Q3_K, false); }
+TEST(llm_tp_iq4_xs) { check_type("IQ4_XS", false, GGML_TYPE_IQ4_XS, false); }
+TEST(llm_tp_q2_k_pure) { check_type("Q2_K", true, GGML_TYPE_Q2_K, false); }
+TEST(llm_tp_q4_1_pure) { check_type("Q4_1", true, GGML_TYPE_Q4_1, false); }
