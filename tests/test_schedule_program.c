@@ -4,6 +4,7 @@
  * place per run; what it lists against tg_schedule_list and the JIT's
  * capture; the errors. */
 #include "test.h"
+#include "tg_dist.h"
 
 enum { R = 4, C = 8 };
 
@@ -232,5 +233,42 @@ TEST(schedule_program_run_inside_a_jit_step) {
   }
   CHECK_EQ_INT(tg_jit_stats(j).kernels, 2);   /* the schedule's kernel and the add */
   tg_jit_free(j);
+  tg_schedule_free(s);
+}
+
+/* A schedule of sharded tensors (data-parallel SGD on two CPU devices):
+ * the gradient's sum over the sharded batch is an allreduce, a call of
+ * the linear like the kernels; each run updates the replicated weight as
+ * the same update on one device does (checked against C). */
+TEST(schedule_program_sharded) {
+  enum { N = 8, D = 4 };
+  const char *devs[2] = { "CPU:0", "CPU:1" };
+  float x[N * D], w0[D] = { 0.5f, -1, 0.25f, 2 }, want[D], got[D];
+  for (int i = 0; i < N * D; i++) x[i] = (float)((i * 7) % 11) / 4 - 1;
+  tg_tensor *xs = tg_shard(tg_from_data(x, TG_SHAPE(N, D), TG_F32), devs, 2, 0);
+  tg_tensor *w = tg_shard(tg_from_data(w0, TG_SHAPE(D), TG_F32), devs, 2, -1);
+  CHECK_OK(xs && w && tg_realize(xs) == 0 && tg_realize(w) == 0);
+  if (!xs || !w) return;
+  /* w -= 0.1 * sum_n (x_n . w) x_n: the batch sum crosses the devices */
+  tg_tensor *pred = tg_sum(tg_mul(xs, w), TG_AXES(1), true);                       /* (N, 1) */
+  tg_tensor *grad = tg_sum(tg_mul(pred, xs), TG_AXES(0), false);                   /* (D,) */
+  tg_tensor *upd = tg_assign(w, tg_sub(w, tg_muls(grad, 0.1)));
+  tg_schedule *s = tg_schedule_new(&upd, 1);
+  CHECK_OK(s);
+  if (!s) return;
+  CHECK(tg_schedule_count(s) >= 3);
+  memcpy(want, w0, sizeof want);
+  for (int r = 0; r < 3; r++) {
+    float g[D] = { 0 };
+    for (int n = 0; n < N; n++) {
+      float p = 0;
+      for (int d = 0; d < D; d++) p += x[n * D + d] * want[d];
+      for (int d = 0; d < D; d++) g[d] += p * x[n * D + d];
+    }
+    for (int d = 0; d < D; d++) want[d] -= 0.1f * g[d];
+    CHECK_OK(tg_schedule_run(s, NULL, NULL, 0) == 0);
+    CHECK_OK(tg_data(w, got, sizeof got) == 0);
+    test_close_f32(got, want, D, 1e-5, 1e-5, "sharded SGD step");
+  }
   tg_schedule_free(s);
 }

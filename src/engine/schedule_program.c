@@ -22,11 +22,12 @@ tg_schedule *tg_schedule_new(tg_tensor *const *ts, int n) {
   for (int i = 0; i < n; i++) roots[i] = ts[i]->u;
   tg_schedule *lin = NULL;
   ptrmap becomes = { 0 };
-  if (shard_graph_has_multi(roots, n)) tg_seterr("tg_schedule_new: sharded tensors cannot be kept as a linear yet (realize them)");
-  else {
-    lin = tg_xcalloc(1, sizeof *lin);
-    if (engine_linearize(roots, n, shard_first_device(ts[0]->device), &becomes, &lin->l) < 0) { linear_free(&lin->l); free(lin); lin = NULL; }
-  }
+  lin = tg_xcalloc(1, sizeof *lin);
+  /* sharded tensors: lowered to each device's graph, their allreduces and
+   * copies calls of the linear like its kernels */
+  int rc = shard_graph_has_multi(roots, n) ? shard_linearize(roots, n, ts[0]->device, &becomes, &lin->l)
+                                           : engine_linearize(roots, n, shard_first_device(ts[0]->device), &becomes, &lin->l);
+  if (rc < 0) { linear_free(&lin->l); free(lin); lin = NULL; }
   if (lin) {
     lin->from = tg_xmalloc(sizeof(uop *) * (becomes.n ? becomes.n : 1));
     lin->to = tg_xmalloc(sizeof(uop *) * (becomes.n ? becomes.n : 1));

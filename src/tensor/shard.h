@@ -8,6 +8,7 @@
 #ifndef TG_SHARD_H
 #define TG_SHARD_H
 
+#include "engine/linear.h"
 #include "tensor/tensor.h"
 
 #define SHARD_MAX_DEVICES 16
@@ -35,6 +36,9 @@ const char *tensor_join_device(const tg_tensor *a, const tg_tensor *b, const cha
  * device, schedules and runs them; becomes gets each root's replacement
  * (MULTI of the parts' buffers for a sharded root). 0, or -1 with tg_error. */
 int shard_realize(uop *const *roots, int n, const char *default_device, ptrmap *becomes);
+/* The same kept as a linear (tg_schedule_new) instead of run: becomes
+ * says what the roots are once it has run. */
+int shard_linearize(uop *const *roots, int n, const char *default_device, ptrmap *becomes, linear *lin);
 
 /* The axis u's value is sharded on after lowering: -1 replicated, -2 plain. */
 int shard_axis_of(uop *u);

@@ -413,7 +413,10 @@ static void stored_inside(lctx *c, const ptrmap *got, const ptrmap *rebuilt, ptr
   }
 }
 
-int shard_realize(uop *const *roots, int n, const char *default_device, ptrmap *becomes) {
+/* The roots lowered to per-device graphs, then realized (lin NULL) or
+ * made into a linear to run later (tg_schedule); either way `becomes`
+ * says what each root and stored node is then (a MULTI of the parts). */
+static int shard_schedule(uop *const *roots, int n, const char *default_device, ptrmap *becomes, linear *lin) {
   lctx c = { 0 };
   mval **low = tg_xmalloc(sizeof(mval *) * (size_t)(n ? n : 1));
   int nflat = 0;
@@ -421,7 +424,10 @@ int shard_realize(uop *const *roots, int n, const char *default_device, ptrmap *
   uop **ex = lower_all(&c, roots, n, low, &nflat, &rebuilt);
   int rc = ex ? 0 : -1;
   ptrmap got = { 0 };
-  if (rc == 0) rc = engine_realize(ex, nflat, shard_first_device(default_device), &got);
+  if (rc == 0) {
+    const char *first = shard_first_device(default_device);
+    rc = lin ? engine_linearize(ex, nflat, first, &got, lin) : engine_realize(ex, nflat, first, &got);
+  }
   if (rc == 0) {
     for (size_t k = 0; k < got.cap; k++) if (got.keys[k]) pm_put(becomes, got.keys[k], got.vals[k]);
     int f = 0;
@@ -440,4 +446,9 @@ int shard_realize(uop *const *roots, int n, const char *default_device, ptrmap *
   free(low);
   lctx_free(&c);
   return rc;
+}
+
+int shard_realize(uop *const *roots, int n, const char *default_device, ptrmap *becomes) { return shard_schedule(roots, n, default_device, becomes, NULL); }
+int shard_linearize(uop *const *roots, int n, const char *default_device, ptrmap *becomes, linear *lin) {
+  return shard_schedule(roots, n, default_device, becomes, lin);
 }
