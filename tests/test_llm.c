@@ -887,8 +887,6 @@ TEST(llm_tp_errors) {
     CHECK_MSG(strstr(tg_error(), cases[i].want), "%s: %s", cases[i].model, tg_error());
   }
   const char *llama = "goldens/llm_llama.gguf";
-  CHECK(tg_llm_load(llama, &(tg_llm_opts){ .devices = TP2, .n_seq = 2 }) == NULL);
-  CHECK_MSG(strstr(tg_error(), "does not support several sequences (n_seq > 1)"), "%s", tg_error());
   CHECK(tg_llm_load(llama, &(tg_llm_opts){ .devices = "CPU:0,CPU:0" }) == NULL);
   CHECK_MSG(strstr(tg_error(), "CPU is listed twice"), "%s", tg_error());
   CHECK(tg_llm_load(llama, &(tg_llm_opts){ .devices = "CPU:0,NOPE:3" }) == NULL);

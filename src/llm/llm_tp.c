@@ -51,7 +51,6 @@ int llm_tp_check(const tg_llm *m) {
   else if (m->arch->recurrent) why = "gated delta-net layers";
   else if (c->n_experts > 0) why = "mixture-of-experts feed-forward layers";
   else if (m->arch->req & (LT(LT_QKV) | LT(LT_GATE_UP))) why = "q|k|v or gate|up fused in the file";
-  else if (m->n_seq > 1) why = "several sequences (n_seq > 1)";
   if (why)
     return tg_seterr("%s: tensor parallel over %d devices does not support %s (architecture %s); use one device", path, n, why, c->arch);
   if (c->n_heads % n || c->n_kv_heads % n || c->ffn_dim % n)
