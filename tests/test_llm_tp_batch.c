@@ -100,6 +100,38 @@ static void per_seq_same_as_one(const char *path, double atol, const char *what)
   tg_llm_free(one); tg_llm_free(tp);
 }
 
+/* A batched step of 4 rows of 2 sequences moves between the devices only
+ * the allreduces' rows (4 x dim floats, counted read and written) and the
+ * small inputs: each part reads its rows' cache blocks where they lie,
+ * never a cache gathered. */
+static void check_batch_copies(tg_llm *m) {
+  const char *prev = tensor_device_begin(m->device);
+  tg_scope_begin();
+  int32_t tok[4] = { 3, 4, 5, 6 }, pos[4] = { 0, 1, 0, 1 }, seq[4] = { 0, 0, 1, 1 }, last[4] = { 1, 1, 1, 1 }, rows[2] = { 1, 3 };
+  m->batch_pos = llm_tp_input(m, tg_from_data(pos, TG_SHAPE(4), TG_I32));
+  m->batch_seqs = llm_tp_input(m, tg_from_data(seq, TG_SHAPE(4), TG_I32));
+  m->batch_last = llm_tp_input(m, tg_from_data(last, TG_SHAPE(4), TG_I32));
+  CHECK_OK(tg_bind(m->kv_name, 2) == 0);
+  tg_tensor *h = llm_hidden(m, tg_from_data(tok, TG_SHAPE(4), TG_I32));
+  tg_tensor *out = h ? llm_logits(m, tg_take(h, llm_tp_input(m, tg_from_data(rows, TG_SHAPE(2), TG_I32)))) : NULL;
+  m->batch_pos = m->batch_seqs = m->batch_last = NULL;
+  static tg_schedule_entry e[2048];
+  int n = out ? tg_schedule_list(&out, 1, e, 2048) : -1;
+  int64_t biggest = 0;
+  for (int i = 0; i < n && i < 2048; i++) if (e[i].copy && e[i].bytes > biggest) biggest = e[i].bytes;
+  CHECK_MSG(n > 0 && biggest == 2 * 4 * (int64_t)sizeof(float) * m->cfg.dim, "%d entries (%s), a copy of %lld bytes", n, n > 0 ? "" : tg_error(),
+            (long long)biggest);
+  tg_scope_end();
+  tensor_device_end(prev);
+}
+
+TEST(llm_tp_batch_copies) {
+  tg_llm *m = tg_llm_load("goldens/llm_llama_tp.gguf", &(tg_llm_opts){ .devices = TP2, .cache_type = "f32", .n_seq = 2 });
+  CHECK_MSG(m != NULL, "load: %s", tg_error());
+  if (m) check_batch_copies(m);
+  tg_llm_free(m);
+}
+
 TEST(llm_tp_batch_mixed_f32) { batch_same_as_one("goldens/llm_llama_tp.gguf", 1e-4, "F32"); }
 TEST(llm_tp_set_seq_f32) { per_seq_same_as_one("goldens/llm_llama_tp.gguf", 1e-4, "F32"); }
 
