@@ -141,8 +141,8 @@ TG_API int tg_llm_eval_batch(tg_llm *m, const int *seqs, const int32_t *position
 /* The most rows one sequence may have in a tg_llm_eval_batch: 1 for
  * models with delta-net layers (their batched form steps each row's state
  * once: read prompts with tg_llm_eval), 64 with sliding-window rings (what
- * a ring holds beyond the window), else 128; 0 for a tensor-parallel model
- * (no batches). -1 + tg_error for NULL. */
+ * a ring holds beyond the window), else 128 (tensor-parallel models too).
+ * -1 + tg_error for NULL. */
 TG_API int tg_llm_batch_seq_rows(const tg_llm *m);
 
 /* ---------------------------------------------------------------- perplexity

@@ -128,6 +128,39 @@ TEST(serve_model_parallel_slots) {
   serve_with_script(extra, "serve_parallel_client.py", "3 4", "parallel client: all ok");
 }
 
+/* --devices CPU:0,CPU:1 --parallel 2: the slots' batched steps under
+ * tensor parallel (the model's heads and feed-forward split, each slot's
+ * block of the KV cache split by kv heads): two completions at once, each
+ * llama.cpp's greedy text (the one-device server's, checked above), in its
+ * own slot. */
+TEST(serve_model_tensor_parallel_slots) {
+  const char *bin = getenv("TG_BIN");
+  NEED_SERVE_DEPS(bin);
+  char log[] = "/tmp/tg_serve_tp_XXXXXX";
+  pid_t pid;
+  static const char *const extra[] = { "--devices", "CPU:0,CPU:1", "--parallel", "2", NULL };
+  int port = start_serve(bin, log, &pid, extra);
+  CHECK_MSG(port > 0, "tg serve --devices did not start");
+  if (port > 0) {
+    char cmd[1024];
+    const char *req = "curl -s http://127.0.0.1:%d/v1/completions -d '{\"prompt\":\"Once upon a time\",\"max_tokens\":%d,\"temperature\":0}'";
+    char a[256], b[256];
+    snprintf(a, sizeof a, req, port, 14);
+    snprintf(b, sizeof b, req, port, 18);
+    snprintf(cmd, sizeof cmd, "(%s > %s.a) & (%s > %s.b) & wait; cat %s.a; echo; echo ====; cat %s.b; rm -f %s.a %s.b", a, log, b, log, log, log,
+             log, log);
+    char *out = run_capture(cmd);
+    char *sep = out ? strstr(out, "====") : NULL;
+    if (sep) *sep = 0;
+    CHECK_MSG(out && strstr(out, "\"text\":\", there was a little girl named Lily. She loved\"") && strstr(out, "\"completion_tokens\":14"),
+              "first client got: %s", out ? out : "(nothing)");
+    CHECK_MSG(sep && strstr(sep + 4, "\"text\":\", there was a little girl named Lily. She loved to play out\"") &&
+              strstr(sep + 4, "\"completion_tokens\":18"), "second client got: %s", sep ? sep + 4 : "(nothing)");
+    free(out);
+  }
+  stop_serve(pid, log);
+}
+
 /* A load with faults (tests/serve_load_client.py): 12 clients for 2 x 4 s
  * of completions checked against each prompt's text alone, whole streams,
  * streams dropped mid-way and malformed requests: no crash, no slot left

@@ -140,6 +140,36 @@ TEST(shard_integer_ops_exact) {
   default_devices();
 }
 
+/* Rows taken from a table sharded on another axis (a KV cache split by kv
+ * heads) by an index replicated over the same devices (a batch's sequence
+ * ids) or plain: each part takes the same rows, the result stays split on
+ * the table's axis (no gather), and its values are one device's, exactly;
+ * an index with as many axes as the table is not cut on the split axis. */
+TEST(shard_take_rows_of_split_table) {
+  three_devices();
+  tg_scope_begin();
+  int32_t v[6 * 6 * 2], ix1[4] = { 5, 0, 3, 3 }, ix2[6] = { 1, 4, 2, 0, 5, 1 };
+  for (int i = 0; i < 72; i++) v[i] = (i * 29) % 83 - 40;
+  tg_tensor *t = tg_from_data(v, TG_SHAPE(6, 6, 2), TG_I32), *t2 = tg_reshape(t, TG_SHAPE(6, 12));
+  tg_tensor *i1 = tg_from_data(ix1, TG_SHAPE(4), TG_I32), *i2 = tg_from_data(ix2, TG_SHAPE(2, 3), TG_I32);
+  for (int nd = 2; nd <= 3; nd++) {
+    tg_tensor *st = tg_shard(t, DEV3, nd, 1), *st2 = tg_shard(t2, DEV3, nd, 1);
+    tg_tensor *got[3] = { tg_take(st, tg_shard(i1, DEV3, nd, -1)), tg_take(st2, tg_shard(i2, DEV3, nd, -1)), tg_take(st, tg_arange(1, 5, 1, TG_I32)) };
+    tg_tensor *want[3] = { tg_take(t, i1), tg_take(t2, i2), tg_take(t, tg_arange(1, 5, 1, TG_I32)) };
+    int axis[3] = { 1, 2, 1 };
+    for (int k = 0; k < 3; k++) {
+      CHECK_MSG(got[k] && tg_shard_axis(got[k]) == axis[k], "case %d on %d devices: axis %d (%s)", k, nd, got[k] ? tg_shard_axis(got[k]) : -9,
+                got[k] ? "" : tg_error());
+      int32_t g[72], w[72];
+      int64_t n = want[k] ? tg_numel(want[k]) : 0;
+      CHECK(got[k] && want[k] && tg_data(got[k], g, sizeof g) == 0 && tg_data(want[k], w, sizeof w) == 0);
+      CHECK_MSG(n > 0 && !memcmp(g, w, sizeof(int32_t) * (size_t)n), "take case %d on %d devices differs", k, nd);
+    }
+  }
+  tg_scope_end();
+  default_devices();
+}
+
 TEST(shard_matmul_data_and_tensor_parallel) {
   three_devices();
   tg_scope_begin();

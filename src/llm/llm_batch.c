@@ -54,7 +54,6 @@ int tg_llm_set_seq(tg_llm *m, int seq) {
 
 int tg_llm_batch_seq_rows(const tg_llm *m) {
   if (!m) return tg_seterr("tg_llm_batch_seq_rows: model is NULL");
-  if (m->n_tp > 1) return 0;          /* no batches: tg_llm_eval */
   if (m->arch->recurrent) return 1;   /* a delta-net layer's batched form steps each row's state once */
   return m->ring ? LLM_MAX_CHUNK : LLM_MAX_BATCH;   /* a ring holds the window + LLM_MAX_CHUNK - 1 */
 }
@@ -62,11 +61,13 @@ int tg_llm_batch_seq_rows(const tg_llm *m) {
 static int batch_step(void *ctx, tg_tensor *const *in, int nin, tg_tensor **out, int nout) {
   (void)nout;
   tg_llm *m = ctx;
-  m->batch_pos = in[1];
-  m->batch_seqs = in[2];
-  m->batch_last = in[3];
+  /* under tensor parallel the rows' positions, sequences and last rows
+   * replicated onto the model's devices (each part reads its own copy) */
+  m->batch_pos = llm_tp_input(m, in[1]);
+  m->batch_seqs = llm_tp_input(m, in[2]);
+  m->batch_last = llm_tp_input(m, in[3]);
   tg_tensor *h = llm_hidden(m, in[0]);
-  out[0] = h && nin > 4 ? llm_logits(m, tg_take(h, in[4])) : h;
+  out[0] = h && nin > 4 ? llm_logits(m, tg_take(h, llm_tp_input(m, in[4]))) : h;
   m->batch_pos = m->batch_seqs = m->batch_last = NULL;
   return out[0] ? 0 : -1;
 }
@@ -100,7 +101,6 @@ found:
 static int check_batch(const tg_llm *m, const int *seqs, const int32_t *given, const int32_t *tokens, int n, int32_t *pos) {
   static const char *fn = "tg_llm_eval_batch";
   if (!seqs || !tokens) return tg_seterr("%s: seqs or tokens is NULL", fn);
-  if (m->n_tp > 1) return tg_seterr("%s: a tensor-parallel model takes tg_llm_eval (one sequence)", fn);
   if (n <= 0 || n > LLM_MAX_BATCH) return tg_seterr("%s: %d rows (1 to %d)", fn, n, LLM_MAX_BATCH);
   int next[LLM_MAX_SEQ], rows[LLM_MAX_SEQ], per = tg_llm_batch_seq_rows(m);
   for (int s = 0; s < m->n_seq; s++) next[s] = m->seq_n_past[s], rows[s] = 0;
@@ -180,6 +180,5 @@ int tg_llm_decode_batch(tg_llm *m, const int *seqs, const int32_t *tokens, int n
     for (int k = 0; k < i; k++)
       if (seqs[k] == seqs[i] && seqs[i] >= 0 && seqs[i] < m->n_seq)
         return tg_seterr("tg_llm_decode_batch: sequence %d appears twice (rows %d and %d)", seqs[i], k, i);
-  if (m->n_tp > 1) return tg_llm_eval(m, tokens, 1, logits);   /* one row of the one sequence */
   return tg_llm_eval_batch(m, seqs, NULL, tokens, n, NULL, logits);
 }

@@ -3,8 +3,11 @@
  * the model loads on the first device, then its matrices become sharded
  * tensors (tg_shard): q, k, v by output rows (whole heads, kv heads with
  * their query heads), the attention output by input columns, gate and up
- * by rows, down by columns; the KV cache by kv heads; everything else
- * (embedding, norms, output, rope tables) replicated. The forward graph is
+ * by rows, down by columns; the KV cache by kv heads (each sequence's
+ * block alike); mixture-of-experts layers as the feed-forward (float
+ * experts' gate and up by rows, down by columns; quantized experts whole
+ * on every device); everything else (embedding, norms, router, output,
+ * rope tables) replicated. The forward graph is
  * unchanged: the shard lowering runs each part on its device and sums the
  * column-sharded products with an allreduce (src/tensor/shard_lower.c). */
 #include <stdio.h>
@@ -49,22 +52,29 @@ int llm_tp_check(const tg_llm *m) {
   int n = m->n_tp;
   if (m->arch->attn == LLM_ATTN_MLA) why = "multi-head latent attention (DeepSeek)";
   else if (m->arch->recurrent) why = "gated delta-net layers";
-  else if (c->n_experts > 0) why = "mixture-of-experts feed-forward layers";
   else if (m->arch->req & (LT(LT_QKV) | LT(LT_GATE_UP))) why = "q|k|v or gate|up fused in the file";
-  else if (m->n_seq > 1) why = "several sequences (n_seq > 1)";
   if (why)
     return tg_seterr("%s: tensor parallel over %d devices does not support %s (architecture %s); use one device", path, n, why, c->arch);
   if (c->n_heads % n || c->n_kv_heads % n || c->ffn_dim % n)
     return tg_seterr("%s: tensor parallel over %d devices needs heads (%d), kv heads (%d) and the feed-forward size (%d) to divide by %d", path, n,
                      c->n_heads, c->n_kv_heads, c->ffn_dim, n);
+  if (c->n_experts > 0 && (c->expert_ffn_dim % n || c->shared_ffn_dim % n))
+    return tg_seterr("%s: tensor parallel over %d devices needs the experts' feed-forward size (%d) and the shared experts' (%d) to divide by %d",
+                     path, n, c->expert_ffn_dim, c->shared_ffn_dim, n);
   return 0;
 }
 
-/* How a per-layer tensor is cut: -1 replicated, else the axis. */
+/* How a per-layer tensor is cut: -1 replicated, else the axis. Experts
+ * (E, F, dim) and (E, dim, F) as the dense feed-forward: gate and up (and
+ * their biases (E, F)) by their F rows, down by its F columns; the router
+ * and down's bias replicated. */
 static int layer_axis(llm_tensor id) {
   switch (id) {
     case LT_Q: case LT_K: case LT_V: case LT_BQ: case LT_BK: case LT_BV: case LT_GATE: case LT_UP: return 0;
+    case LT_GATE_SHEXP: case LT_UP_SHEXP: return 0;
     case LT_O: case LT_DOWN: case LT_K_CACHE: case LT_V_CACHE: case LT_K_SCALES: case LT_V_SCALES: return 1;
+    case LT_DOWN_SHEXP: case LT_GATE_EXPS: case LT_UP_EXPS: case LT_GATE_EXPS_B: case LT_UP_EXPS_B: return 1;
+    case LT_DOWN_EXPS: return 2;
     default: return -1;
   }
 }
@@ -116,11 +126,33 @@ static tg_tensor *replicate_raw(tg_llm *m, llm_packed *pk) {
   return w;
 }
 
+/* A row-packed quantized weight whole on every device, its float view
+ * rebuilt from the copies. */
+static tg_tensor *replicate_packed(tg_llm *m, llm_packed *pk) {
+  tg_tensor *sc = shard_realized(m, pk->row_scales, -1), *q = sc ? shard_realized(m, pk->row_quants, -1) : NULL;
+  tg_tensor *w = q ? tg_dequantize_rows(sc, q, pk->type, tg_shape_of(pk->w)) : NULL;
+  if (!w) { tg_free(sc); tg_free(q); return NULL; }
+  tensor_adopt(NULL, w);
+  tg_free(pk->row_scales); tg_free(pk->row_quants);
+  pk->row_scales = sc, pk->row_quants = q, pk->w = w;
+  return w;
+}
+
 /* *slot sharded on axis (-1 replicated), the old tensor freed. */
 static int shard_slot(tg_llm *m, tg_tensor **slot, int axis, const char *name) {
   tg_tensor *t = *slot;
   if (!t || shard_is_multi_name(t->device)) return 0;   /* absent, or a field two ids share */
   llm_packed *pk = (llm_packed *)llm_packed_of(m, t);
+  /* quantized experts: replicated, each device computing the chosen
+   * experts whole (their packed (E * N, K) form does not split by rows of
+   * each expert yet) */
+  if (pk && tg_ndim(t) == 3) {
+    tg_tensor *s = pk->row_quants ? replicate_packed(m, pk) : replicate_raw(m, pk);
+    if (!s) return -1;
+    tg_free(t);
+    *slot = s;
+    return 0;
+  }
   if (pk && !pk->row_quants && axis >= 0)
     return tg_seterr("%s: %s (%s) has no row-packed form to split over %d devices (rows not a multiple of 16, or TG_LLM_NO_ROWS / TG_LLM_ROWS_K=0 set)",
                      m->file->path, name, ggml_type_info((uint32_t)pk->type)->name, m->n_tp);

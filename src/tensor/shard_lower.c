@@ -227,6 +227,21 @@ static mval *gathered(lctx *c, uop *u, mval **s, const mval *first) {
   return plain(c, uop_replace_src(u, src, u->nsrc));
 }
 
+/* Rows picked from a table sharded on another axis (a KV cache split by kv
+ * heads; a sequence's block of it) by a plain or replicated index: each
+ * part takes the same rows, its own copy of the index (never cut: it
+ * counts rows, not the split axis). */
+static mval *take_rows(lctx *c, uop *u, mval **s, const mval *x) {
+  mval *m = new_val(c);
+  m->n = x->n; m->axis = u->src[1]->ndim + x->axis - 1;
+  memcpy(m->dev, x->dev, sizeof m->dev);
+  for (int i = 0; i < x->n; i++) {
+    uop *index = s[1]->n ? s[1]->part[i] : on_device(c, s[1]->u, x->dev[i]);
+    m->part[i] = uop_replace_src(u, (uop *[]){ x->part[i], index }, 2);
+  }
+  return m;
+}
+
 static mval *lower_multi(lctx *c, uop *u, mval **s) {
   mval *m = new_val(c);
   m->n = u->nsrc; m->axis = (int)u->arg.i;
@@ -281,6 +296,7 @@ static mval *lower_node(lctx *c, uop *u) {
     return m;
   }
   if (x != like) return gathered(c, u, s, first);   /* the first operand is not the sharded one */
+  if (u->op == OP_TAKE && a >= 1 && s[1]->axis < 0 && (s[1]->n == 0 || same_devices(s[1], x))) return take_rows(c, u, s, x);
   switch (u->op) {
   case OP_RESHAPE: {
     int b = reshape_axis(u, x);
@@ -320,10 +336,6 @@ static mval *lower_node(lctx *c, uop *u) {
     break;
   case OP_REDUCE_AXIS:
     return reduces_axis(u, a) ? reduce_across(c, u, x) : per_part(c, u, s, x, a);
-  case OP_TAKE:
-    /* rows picked from a table sharded by columns */
-    if (a >= 1 && s[1]->n == 0) return per_part(c, u, s, x, u->src[1]->ndim + a - 1);
-    break;
   default: break;
   }
   return gathered(c, u, s, first);
