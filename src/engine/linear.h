@@ -21,7 +21,7 @@ typedef struct {
   struct tg_buffer **bufs;    /* retained, one reference per call */
   int nbufs;
   double flops;
-  char name[96];
+  const char *name;           /* interned (util/intern.h): lives as long as the process */
   const char *const *varnames;   /* symbolic variables, in vars[] order (nvars of them; borrowed
                                  * from the program cache, which keeps every program's) */
   int nvars;

@@ -19,6 +19,7 @@
 #include "schedule/schedule.h"
 #include "util/counters.h"
 #include "viz/viz.h"
+#include "util/intern.h"
 #include "util/settings.h"
 
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -354,6 +355,7 @@ typedef struct {
   int *which;          /* item -> its entry in uniq (-1: a copy, or a call: see body_at) */
   ptrmap body_at;      /* call_body -> 1 + where its kernels' entries start in bwhich */
   VEC(int) bwhich;     /* a body's kernel -> its entry in uniq */
+  VEC(const char *) bname;   /* a body's kernel -> its name, interned */
   VEC(sched_item) uniq;   /* one per distinct kernel (shallow copies; a body's kernel as the body has it) */
 } kernel_index;
 
@@ -379,6 +381,7 @@ static void kernel_index_make(const schedule *s, kernel_index *x) {
       for (int k = 0; k < c->body->sched.n; k++) {
         const sched_item *it = &c->body->sched.v[k];
         VEC_PUSH(x->bwhich, it->ast ? kernel_entry(x, &first, it) : -1);
+        VEC_PUSH(x->bname, tg_intern(it->name));
       }
     } else if (s->v[i].ast) x->which[i] = kernel_entry(x, &first, &s->v[i]);
   }
@@ -386,13 +389,12 @@ static void kernel_index_make(const schedule *s, kernel_index *x) {
 }
 
 static void kernel_index_free(kernel_index *x) {
-  free(x->which); pm_free(&x->body_at); VEC_FREE(x->bwhich); VEC_FREE(x->uniq);
+  free(x->which); pm_free(&x->body_at); VEC_FREE(x->bwhich); VEC_FREE(x->bname); VEC_FREE(x->uniq);
 }
 
-/* Where a call's body's kernels start in x->bwhich. */
-static const int *body_which(const kernel_index *x, const call_instance *c) {
-  return x->bwhich.v + (intptr_t)pm_get(&x->body_at, c->body) - 1;
-}
+/* Where a call's body's kernels start in x->bwhich (and x->bname). */
+static intptr_t body_at(const kernel_index *x, const call_instance *c) { return (intptr_t)pm_get(&x->body_at, c->body) - 1; }
+static const int *body_which(const kernel_index *x, const call_instance *c) { return x->bwhich.v + body_at(x, c); }
 
 /* Finds or makes the program of every distinct kernel, in schedule order. */
 static int prepare_all(const schedule *s, kernel_index *x, prep *ps, int debug) {
@@ -412,14 +414,11 @@ static int prepare_all(const schedule *s, kernel_index *x, prep *ps, int debug) 
   return rc;
 }
 
-static void linear_add(linear *l, const sched_item *it, const cached_prog *cp, tg_buffer **bufs, bool in_block) {
-  linear_call c = { .prog = cp ? cp->prog : NULL, .dev = it->dev, .bufs = bufs, .nbufs = it->nbufs, .bufs_in_block = in_block,
+static void linear_add(linear *l, const sched_item *it, const char *name, const cached_prog *cp, tg_buffer **bufs, bool in_block) {
+  linear_call c = { .prog = cp ? cp->prog : NULL, .dev = it->dev, .bufs = bufs, .nbufs = it->nbufs, .bufs_in_block = in_block, .name = name,
                     .flops = cp ? cp->flops : 0, .src = cp ? cp->src : NULL, .writes = 1 /* a copy writes its destination */ };
   if (cp) { c.nvars = cp->nvars; c.varnames = cp->varnames; c.writes = cp->writes; }
   c.zeros = it->ast && stores_only_zeros(it);
-  size_t len = strnlen(it->name, sizeof c.name - 1);
-  memcpy(c.name, it->name, len);
-  c.name[len] = 0;
   l->v[l->n++] = c;
 }
 
@@ -434,19 +433,20 @@ static void linear_of(schedule *s, const prep *ps, const kernel_index *x, linear
     sched_item *it = &s->v[i];
     const call_instance *c = it->call;
     if (!c) {
-      linear_add(l, it, x->which[i] >= 0 ? ps[x->which[i]].cp : NULL, it->bufs, false);
+      linear_add(l, it, tg_intern(it->name), x->which[i] >= 0 ? ps[x->which[i]].cp : NULL, it->bufs, false);
       it->bufs = NULL; it->nbufs = 0;
       continue;
     }
     const call_body *b = c->body;
     const int *w = body_which(x, c);
+    const char *const *names = x->bname.v + body_at(x, c);
     int nb = b->sched.n ? b->role_at[b->sched.n - 1] + b->sched.v[b->sched.n - 1].nbufs : 0;
     tg_buffer **block = tg_xmalloc(sizeof(tg_buffer *) * (size_t)(nb ? nb : 1));
     VEC_PUSH(l->blocks, (void *)block);
     for (int k = 0; k < b->sched.n; k++) {
       tg_buffer **bufs = block + b->role_at[k];
       for (int j = 0; j < b->sched.v[k].nbufs; j++) { bufs[j] = call_instance_buf(c, k, j); buffer_retain(bufs[j]); }
-      linear_add(l, &b->sched.v[k], w[k] >= 0 ? ps[w[k]].cp : NULL, bufs, true);
+      linear_add(l, &b->sched.v[k], names[k], w[k] >= 0 ? ps[w[k]].cp : NULL, bufs, true);
     }
   }
 }
