@@ -11,6 +11,7 @@
 
 void linear_push(linear *l, const linear_call *c) {
   linear_call k = *c;
+  k.bufs_in_block = false;
   k.bufs = tg_xmalloc(sizeof(tg_buffer *) * (size_t)(c->nbufs ? c->nbufs : 1));
   for (int i = 0; i < c->nbufs; i++) { k.bufs[i] = c->bufs[i]; buffer_retain(k.bufs[i]); }
   VEC_PUSH(*l, k);
@@ -19,8 +20,10 @@ void linear_push(linear *l, const linear_call *c) {
 void linear_free(linear *l) {
   for (int i = 0; i < l->n; i++) {
     for (int j = 0; j < l->v[i].nbufs; j++) buffer_release(l->v[i].bufs[j]);
-    free(l->v[i].bufs);
+    if (!l->v[i].bufs_in_block) free(l->v[i].bufs);
   }
+  for (int i = 0; i < l->blocks.n; i++) free(l->blocks.v[i]);
+  VEC_FREE(l->blocks);
   VEC_FREE(*l);
 }
 

@@ -21,16 +21,23 @@ typedef struct {
   struct tg_buffer **bufs;    /* retained, one reference per call */
   int nbufs;
   double flops;
-  char name[96];
-  const char *varnames[LINEAR_MAX_VARS];   /* symbolic variables, in vars[] order */
+  const char *name;           /* interned (util/intern.h): lives as long as the process */
+  const char *const *varnames;   /* symbolic variables, in vars[] order (nvars of them; borrowed
+                                 * from the program cache, which keeps every program's) */
   int nvars;
   uint64_t writes;            /* bit i: the call stores to bufs[i] (a copy: bufs[0]) */
   const char *src;            /* its source (the program cache's), NULL for a copy */
   bool zeros;                 /* it only stores zeros to its one buffer: while that buffer has no
                                * memory, the device's zeroed memory stands in for running it */
+  bool bufs_in_block;         /* bufs lies in one of the linear's blocks (a function call's kernels
+                               * share one), freed with the linear; else its own allocation */
 } linear_call;
 
-typedef struct { linear_call *v; int n, cap; } linear;
+typedef struct {
+  linear_call *v;
+  int n, cap;
+  VEC(void *) blocks;         /* buffer tables of several calls each (bufs_in_block) */
+} linear;
 
 /* Schedules and compiles what the roots need, into l (nothing runs). On
  * success fills `becomes` like engine_realize. 0 or -1 with tg_error. */

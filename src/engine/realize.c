@@ -15,9 +15,11 @@
 #include "engine/compile_jobs.h"
 #include "runtime/cpu_compiler.h"
 #include "runtime/thread_pool.h"
+#include "schedule/call.h"
 #include "schedule/schedule.h"
 #include "util/counters.h"
 #include "viz/viz.h"
+#include "util/intern.h"
 #include "util/settings.h"
 
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -346,22 +348,106 @@ void engine_print_kernel_run(const char *tag, const char *device, const char *na
 
 double engine_now_s(void) { return now_s(); }
 
+/* The kernels of a schedule whose calls stayed one item each
+ * (schedule_create_calls), numbered for finding programs: item i's own
+ * kernel, or a call's body's kernels, counted once per body. */
+typedef struct {
+  int *which;          /* item -> its entry in uniq (-1: a copy, or a call: see body_at) */
+  ptrmap body_at;      /* call_body -> 1 + where its kernels' entries start in bwhich */
+  VEC(int) bwhich;     /* a body's kernel -> its entry in uniq */
+  VEC(const char *) bname;   /* a body's kernel -> its name, interned */
+  VEC(sched_item) uniq;   /* one per distinct kernel (shallow copies; a body's kernel as the body has it) */
+} kernel_index;
+
+/* uniq entry for kernel it (an earlier one of the same AST and device, or new) */
+static int kernel_entry(kernel_index *x, ptrmap *first, const sched_item *it) {
+  intptr_t f = (intptr_t)pm_get(first, it->ast);
+  if (f && x->uniq.v[f - 1].dev == it->dev) return (int)f - 1;
+  if (!f) pm_put(first, it->ast, (void *)(intptr_t)(x->uniq.n + 1));
+  VEC_PUSH(x->uniq, *it);
+  return x->uniq.n - 1;
+}
+
+static void kernel_index_make(const schedule *s, kernel_index *x) {
+  memset(x, 0, sizeof *x);
+  ptrmap first = { 0 };   /* ast -> 1 + its entry in uniq */
+  x->which = tg_xmalloc(sizeof(int) * (size_t)(s->n ? s->n : 1));
+  for (int i = 0; i < s->n; i++) {
+    const call_instance *c = s->v[i].call;
+    x->which[i] = -1;
+    if (c) {
+      if (pm_get(&x->body_at, c->body)) continue;
+      pm_put(&x->body_at, c->body, (void *)(intptr_t)(x->bwhich.n + 1));
+      for (int k = 0; k < c->body->sched.n; k++) {
+        const sched_item *it = &c->body->sched.v[k];
+        VEC_PUSH(x->bwhich, it->ast ? kernel_entry(x, &first, it) : -1);
+        VEC_PUSH(x->bname, tg_intern(it->name));
+      }
+    } else if (s->v[i].ast) x->which[i] = kernel_entry(x, &first, &s->v[i]);
+  }
+  pm_free(&first);
+}
+
+static void kernel_index_free(kernel_index *x) {
+  free(x->which); pm_free(&x->body_at); VEC_FREE(x->bwhich); VEC_FREE(x->bname); VEC_FREE(x->uniq);
+}
+
+/* Where a call's body's kernels start in x->bwhich (and x->bname). */
+static intptr_t body_at(const kernel_index *x, const call_instance *c) { return (intptr_t)pm_get(&x->body_at, c->body) - 1; }
+static const int *body_which(const kernel_index *x, const call_instance *c) { return x->bwhich.v + body_at(x, c); }
+
+/* Finds or makes the program of every distinct kernel, in schedule order. */
+static int prepare_all(const schedule *s, kernel_index *x, prep *ps, int debug) {
+  int rc = 0, u = 0;
+  for (int i = 0; i < s->n && rc == 0; i++) {
+    const call_instance *c = s->v[i].call;
+    int nk = c ? c->body->sched.n : 1;
+    const int *w = c ? body_which(x, c) : &x->which[i];
+    for (int k = 0; k < nk && rc == 0; k++) {
+      if (w[k] < 0) continue;
+      const sched_item *it = c ? &c->body->sched.v[k] : &s->v[i];
+      if (w[k] < u) { if (observer) observer(it->ast, it->name, observer_ctx); continue; }
+      rc = prepare(&x->uniq.v[u], &ps[u], ps, u, i, debug);
+      u++;
+    }
+  }
+  return rc;
+}
+
+static void linear_add(linear *l, const sched_item *it, const char *name, const cached_prog *cp, tg_buffer **bufs, bool in_block) {
+  linear_call c = { .prog = cp ? cp->prog : NULL, .dev = it->dev, .bufs = bufs, .nbufs = it->nbufs, .bufs_in_block = in_block, .name = name,
+                    .flops = cp ? cp->flops : 0, .src = cp ? cp->src : NULL, .writes = 1 /* a copy writes its destination */ };
+  if (cp) { c.nvars = cp->nvars; c.varnames = cp->varnames; c.writes = cp->writes; }
+  c.zeros = it->ast && stores_only_zeros(it);
+  l->v[l->n++] = c;
+}
+
 /* The linear of a schedule: each item with its program and its buffers
- * (taken over from the item, with their references). */
-static void linear_of(schedule *s, const prep *ps, const int *which, linear *l) {
-  if (l->cap < l->n + s->n) { l->cap = l->n + s->n; l->v = tg_xrealloc(l->v, sizeof(linear_call) * (size_t)l->cap); }
+ * (taken over from the item, with their references); a call's kernels
+ * with the call's buffers, one block of buffer tables per call. */
+static void linear_of(schedule *s, const prep *ps, const kernel_index *x, linear *l) {
+  int n = 0;
+  for (int i = 0; i < s->n; i++) n += s->v[i].call ? s->v[i].call->body->sched.n : 1;
+  if (l->cap < l->n + n) { l->cap = l->n + n; l->v = tg_xrealloc(l->v, sizeof(linear_call) * (size_t)l->cap); }
   for (int i = 0; i < s->n; i++) {
     sched_item *it = &s->v[i];
-    const cached_prog *cp = which[i] >= 0 ? ps[which[i]].cp : NULL;
-    linear_call c = { .prog = cp ? cp->prog : NULL, .dev = it->dev, .bufs = it->bufs, .nbufs = it->nbufs,
-                      .flops = cp ? cp->flops : 0, .src = cp ? cp->src : NULL, .writes = 1 /* a copy writes its destination */ };
-    if (cp) { c.nvars = cp->nvars; memcpy(c.varnames, cp->varnames, sizeof(char *) * (size_t)cp->nvars); c.writes = cp->writes; }
-    c.zeros = it->ast && stores_only_zeros(it);
-    size_t len = strnlen(it->name, sizeof c.name - 1);
-    memcpy(c.name, it->name, len);
-    c.name[len] = 0;
-    l->v[l->n++] = c;
-    it->bufs = NULL; it->nbufs = 0;
+    const call_instance *c = it->call;
+    if (!c) {
+      linear_add(l, it, tg_intern(it->name), x->which[i] >= 0 ? ps[x->which[i]].cp : NULL, it->bufs, false);
+      it->bufs = NULL; it->nbufs = 0;
+      continue;
+    }
+    const call_body *b = c->body;
+    const int *w = body_which(x, c);
+    const char *const *names = x->bname.v + body_at(x, c);
+    int nb = b->sched.n ? b->role_at[b->sched.n - 1] + b->sched.v[b->sched.n - 1].nbufs : 0;
+    tg_buffer **block = tg_xmalloc(sizeof(tg_buffer *) * (size_t)(nb ? nb : 1));
+    VEC_PUSH(l->blocks, (void *)block);
+    for (int k = 0; k < b->sched.n; k++) {
+      tg_buffer **bufs = block + b->role_at[k];
+      for (int j = 0; j < b->sched.v[k].nbufs; j++) { bufs[j] = call_instance_buf(c, k, j); buffer_retain(bufs[j]); }
+      linear_add(l, &b->sched.v[k], names[k], w[k] >= 0 ? ps[w[k]].cp : NULL, bufs, true);
+    }
   }
 }
 
@@ -369,46 +455,31 @@ static void linear_of(schedule *s, const prep *ps, const int *which, linear *l) 
 static int schedule_to_linear(uop *const *roots, int n, const char *default_device, ptrmap *becomes, linear *l, int vs) {
   schedule s;
   uop_simplify_memo_begin();   /* scheduling and optimizing simplify the same index math many times */
-  int sc = schedule_create(roots, n, default_device, &s, becomes);
+  int sc = schedule_create_calls(roots, n, default_device, &s, becomes);
+  if (sc >= 0 && vs) schedule_expand_calls(&s);   /* VIZ shows each kernel with its buffers */
   if (vs) viz_schedule_scheduled(vs, &s, sc >= 0);
   if (sc < 0) { uop_simplify_memo_end(); return -1; }
   counters_add_schedule();
   int debug = (int)setting_int(SET_DEBUG);
-  int rc = 0;
   double t_phase = vs ? now_s() : 0;
   key_memo.dev = NULL;
   /* one prep per distinct kernel: a kernel met again in this schedule (a
    * model's layers, every call of a function body) takes the program found
    * for its first item, so finding programs costs per kernel, not per item */
-  ptrmap first = { 0 };   /* ast -> 1 + its entry in uniq */
-  int *which = tg_xmalloc(sizeof(int) * (size_t)(s.n ? s.n : 1));   /* item -> its entry in uniq, -1: a copy */
-  sched_item *uniq = tg_xmalloc(sizeof(sched_item) * (size_t)(s.n ? s.n : 1));   /* shallow copies */
-  int nu = 0;
-  for (int i = 0; i < s.n; i++) {
-    which[i] = -1;
-    if (!s.v[i].ast) continue;
-    intptr_t f = (intptr_t)pm_get(&first, s.v[i].ast);
-    if (f && uniq[f - 1].dev == s.v[i].dev) { which[i] = (int)f - 1; continue; }
-    if (!f) pm_put(&first, s.v[i].ast, (void *)(intptr_t)(nu + 1));
-    uniq[nu] = s.v[i];
-    which[i] = nu++;
-  }
-  pm_free(&first);
+  kernel_index x;
+  kernel_index_make(&s, &x);
+  int nu = x.uniq.n;
   prep *ps = tg_xcalloc((size_t)(nu ? nu : 1), sizeof(prep));
-  for (int i = 0, u = 0; i < s.n && rc == 0; i++) {
-    if (which[i] < 0) continue;
-    if (which[i] < u) { if (observer) observer(s.v[i].ast, s.v[i].name, observer_ctx); continue; }
-    rc = prepare(&uniq[u], &ps[u], ps, u, i, debug);
-    u++;
-  }
+  int rc = prepare_all(&s, &x, ps, debug);
   uop_simplify_memo_end();
-  if (rc == 0) rc = compile_pending(uniq, ps, nu, debug);
+  if (rc == 0) rc = compile_pending(x.uniq.v, ps, nu, debug);
   else for (int i = 0; i < nu; i++) { free(ps[i].kp.src); if (ps[i].key) uop_release(ps[i].key); }
   for (int i = 0; i < nu && rc == 0; i++)
-    if (!ps[i].cp) rc = tg_seterr("internal: kernel %s has no program", uniq[i].name);
+    if (!ps[i].cp) rc = tg_seterr("internal: kernel %s has no program", x.uniq.v[i].name);
   if (vs) viz_span("compile", vs, t_phase);
-  if (rc == 0) linear_of(&s, ps, which, l);
-  free(ps); free(which); free(uniq);
+  if (rc == 0) linear_of(&s, ps, &x, l);
+  free(ps);
+  kernel_index_free(&x);
   schedule_free(&s);
   return rc;
 }

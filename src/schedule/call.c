@@ -209,31 +209,20 @@ int call_instantiate(call_body *b, const char *default_device, tg_buffer *const 
       return tg_seterr("internal: call of %s: argument %d does not match its parameter", b->name, i);
   }
   if (call_body_schedule(b, default_device) < 0) return -1;
-  remap_ctx c = { b, args, tg_xcalloc((size_t)(b->internal.n ? b->internal.n : 1), sizeof(tg_buffer *)) };
+  call_body_retain(b);
+  out->body = b;
+  out->tab = tg_xcalloc((size_t)(b->nparams + b->internal.n ? b->nparams + b->internal.n : 1), sizeof(tg_buffer *));
+  for (int i = 0; i < b->nparams; i++) { out->tab[i] = args[i]; buffer_retain(args[i]); }
+  tg_buffer **fresh = out->tab + b->nparams;
+  remap_ctx c = { b, args, fresh };
   for (int k = 0; into && k < b->nouts; k++) {
     int f = b->out_slot[k];
     tg_buffer *t = f >= 0 ? b->internal.v[f] : NULL, *m = into[k];
-    if (m && t && m->dtype == t->dtype && m->numel == t->numel) { c.fresh[f] = m; buffer_retain(m); }
+    if (m && t && m->dtype == t->dtype && m->numel == t->numel) { fresh[f] = m; buffer_retain(m); }
   }
   for (int i = 0; i < b->internal.n; i++) {
     tg_buffer *t = b->internal.v[i];
-    if (!c.fresh[i]) c.fresh[i] = buffer_new(t->dev, t->dtype, t->numel);
-  }
-  out->nitems = b->sched.n;
-  out->items = tg_xmalloc(sizeof(sched_item) * (size_t)(b->sched.n ? b->sched.n : 1));   /* each set whole below */
-  for (int i = 0; i < b->sched.n; i++) {
-    const sched_item *src = &b->sched.v[i];
-    const int *roles = b->roles + b->role_at[i];
-    sched_item *it = &out->items[i];
-    *it = *src;
-    it->merged = true;
-    if (it->ast) uop_retain(it->ast);
-    it->bufs = tg_xmalloc(sizeof(tg_buffer *) * (size_t)(src->nbufs ? src->nbufs : 1));
-    for (int j = 0; j < src->nbufs; j++) {
-      int r = roles[j];
-      it->bufs[j] = r > 0 ? args[r - 1] : r < 0 ? c.fresh[-r - 1] : src->bufs[j];
-      buffer_retain(it->bufs[j]);
-    }
+    if (!fresh[i]) fresh[i] = buffer_new(t->dev, t->dtype, t->numel);
   }
   int n = b->nouts ? b->nouts : 1;
   out->out_repl = tg_xcalloc((size_t)n, sizeof(uop *));
@@ -246,21 +235,24 @@ int call_instantiate(call_body *b, const char *default_device, tg_buffer *const 
     while (v->op == OP_PERMUTE || v->op == OP_RESHAPE || v->op == OP_SHRINK_VAR) v = v->src[0];
     out->out_buf[k] = v->op == OP_BUFFER ? v->arg.p : NULL;
   }
-  /* the items hold the fresh buffers now (one each that no item uses: an
-   * output nothing computes, e.g. an empty one, is held by its view) */
-  for (int i = 0; i < b->internal.n; i++) buffer_release(c.fresh[i]);
-  free(c.fresh);
   return 0;
 }
 
+void call_instance_item(const call_instance *c, int i, sched_item *out) {
+  const sched_item *src = &c->body->sched.v[i];
+  *out = *src;
+  out->merged = true;
+  out->call = NULL;
+  if (out->ast) uop_retain(out->ast);
+  out->bufs = tg_xmalloc(sizeof(tg_buffer *) * (size_t)(src->nbufs ? src->nbufs : 1));
+  for (int j = 0; j < src->nbufs; j++) { out->bufs[j] = call_instance_buf(c, i, j); buffer_retain(out->bufs[j]); }
+}
+
 void call_instance_free(call_instance *c) {
-  for (int i = 0; i < c->nitems; i++) {
-    sched_item *it = &c->items[i];
-    if (!it->bufs) continue;
-    if (it->ast) uop_release(it->ast);
-    for (int j = 0; j < it->nbufs; j++) buffer_release(it->bufs[j]);
-    free(it->bufs);
+  if (c->body) {
+    for (int i = 0; i < c->body->nparams + c->body->internal.n; i++) if (c->tab[i]) buffer_release(c->tab[i]);
+    call_body_release(c->body);
   }
-  free(c->items); free(c->out_repl); free(c->out_buf);
+  free(c->tab); free(c->out_repl); free(c->out_buf);
   memset(c, 0, sizeof *c);
 }

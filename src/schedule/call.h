@@ -69,15 +69,29 @@ uop *call_param_new(tg_device *dev, dtype_t dt, const int64_t *shape, int ndim);
 /* Whether b is such a placeholder's buffer. */
 bool call_is_param_buffer(const tg_buffer *b);
 
-/* One call of a body, instantiated: the body's kernels over real buffers. */
-typedef struct {
-  sched_item *items;          /* in order (each after the one before); owned until moved */
-  int nitems;
+/* One call of a body, instantiated: a table of the call's buffers, over
+ * which the body's kernels (b->sched, shared by every call) run. Buffer j
+ * of the body's kernel i is call_instance_buf(c, i, j): the call's
+ * argument, a fresh buffer of the call, or the body's own (fixed) memory.
+ * Nothing is made per kernel per call until a consumer asks for it
+ * (call_instance_item, or linear_of in the engine). */
+typedef struct call_instance {
+  call_body *body;            /* retained */
+  tg_buffer **tab;            /* retained: the arguments (nparams), then the fresh buffers (internal.n) */
   uop **out_repl;             /* per output: its view over the call's buffers (borrowed, pool) */
   tg_buffer **out_buf;        /* per output: the buffer that view reads (borrowed) */
   const int *out_item;        /* per output: the last item touching out_buf, or -1 (the body's) */
   const int *out_param;       /* per output: the parameter it is a view of, or -1 (the body's) */
 } call_instance;
+
+static inline tg_buffer *call_instance_buf(const call_instance *c, int i, int j) {
+  const call_body *b = c->body;
+  int r = b->roles[b->role_at[i] + j];
+  return r > 0 ? c->tab[r - 1] : r < 0 ? c->tab[b->nparams - r - 1] : b->sched.v[i].bufs[j];
+}
+/* Kernel i of the call as a schedule item of its own (its ast and
+ * buffers retained, bufs allocated): what a flat schedule holds. */
+void call_instance_item(const call_instance *c, int i, sched_item *out);
 
 /* Schedules b unless it is (thread-safe): 0 or -1. A graph whose whole
  * schedule was found by its structure (schedule_memo.h) instantiates none
@@ -94,8 +108,7 @@ void call_body_plan(call_body *b);
 int call_instantiate(call_body *b, const char *default_device, tg_buffer *const *args, tg_buffer *const *into, call_instance *out);
 /* Whether output k of b (scheduled) may be given memory by call_instantiate's into. */
 bool call_output_placeable(const call_body *b, int k);
-/* Frees what call_instantiate made that the caller did not take (items
- * whose ast pointer it set to NULL and bufs to NULL are skipped). */
+/* Releases what call_instantiate made. */
 void call_instance_free(call_instance *c);
 
 #endif

@@ -449,34 +449,29 @@ struct call_made {
   call_body *body;
   uop *const *args;      /* the CALL's sources (alive as long as the graph) */
   int nargs;
-  call_instance inst;
+  call_instance *inst;   /* owned by the item standing for the call (schedule_free frees it) */
   tg_buffer **inst_args;  /* the argument buffers it was instantiated over (borrowed) */
   int base;              /* index of the item standing for it in the schedule */
 };
 
 void sched_calls_free(sctx *s) {
-  for (int i = 0; i < s->calls.n; i++) { call_instance_free(&s->calls.v[i]->inst); free(s->calls.v[i]->inst_args); free(s->calls.v[i]); }
+  for (int i = 0; i < s->calls.n; i++) { free(s->calls.v[i]->inst_args); free(s->calls.v[i]); }
   VEC_FREE(s->calls);
 }
 
-void sched_expand_calls(schedule *out) {
+void schedule_expand_calls(schedule *out) {
   int n = 0;
-  for (int i = 0; i < out->n; i++) n += out->v[i].call ? ((struct call_made *)out->v[i].call)->inst.nitems : 1;
-  if (n == out->n) {   /* no call, or calls of one kernel each */
-    bool any = false;
-    for (int i = 0; i < out->n && !any; i++) any = out->v[i].call != NULL;
-    if (!any) return;
-  }
+  bool any = false;
+  for (int i = 0; i < out->n; i++) { n += out->v[i].call ? out->v[i].call->body->sched.n : 1; any |= out->v[i].call != NULL; }
+  if (!any) return;
   sched_item *v = tg_xmalloc(sizeof(sched_item) * (size_t)(n ? n : 1));
   int m = 0;
   for (int i = 0; i < out->n; i++) {
-    struct call_made *cm = out->v[i].call;
-    if (!cm) { v[m++] = out->v[i]; continue; }
-    for (int k = 0; k < cm->inst.nitems; k++) {
-      v[m++] = cm->inst.items[k];
-      cm->inst.items[k].bufs = NULL;   /* the schedule owns it now */
-      cm->inst.items[k].ast = NULL;
-    }
+    call_instance *c = out->v[i].call;
+    if (!c) { v[m++] = out->v[i]; continue; }
+    for (int k = 0; k < c->body->sched.n; k++) call_instance_item(c, k, &v[m++]);
+    call_instance_free(c);
+    free(c);
   }
   free(out->v);
   out->v = v; out->n = m; out->cap = n ? n : 1;
@@ -571,17 +566,18 @@ int sched_build_call(sctx *s, uop *u) {
       into_base[k] = in->base;
       any_into = true;
     }
-    if (rc == 0) rc = call_instantiate(b, s->default_dev->name, args, any_into ? into : NULL, &cm->inst);
+    cm->inst = tg_xcalloc(1, sizeof *cm->inst);
+    if (rc == 0) rc = call_instantiate(b, s->default_dev->name, args, any_into ? into : NULL, cm->inst);
     for (int k = 0; k < CALL_MAX_OUTS; k++) if (into[k] && into[k] != into_base[k]) buffer_release(into[k]);
     /* an argument the body assigns to is written in place: it must be the
      * caller's memory, not a copy stored for the call */
     for (int j = 0; j < u->nsrc && rc == 0; j++)
       if (b->param_written[j] && is_marked(s, u->src[j]))
         rc = tg_seterr("tg_function %s: input %d is assigned inside the function, so it must be a realized tensor (not a lazy value or a view)", b->name, j);
-    if (rc < 0) { call_instance_free(&cm->inst); free(cm); free(args); VEC_FREE(argdeps); VEC_FREE(argreads); return -1; }
+    if (rc < 0) { call_instance_free(cm->inst); free(cm->inst); free(cm); free(args); VEC_FREE(argdeps); VEC_FREE(argreads); return -1; }
     VEC_PUSH(s->calls, cm);
     /* one item stands for the call's kernels until the schedule is ordered
-     * and merged (sched_expand_calls): it runs after the arguments' kernels,
+     * and merged (schedule_expand_calls, or for good: schedule_create_calls): it runs after the arguments' kernels,
      * reads the memory it shares with the caller, and writes the arguments
      * the body assigns to (ordering against the caller's assigns) */
     cm->base = s->out->n;
@@ -592,11 +588,11 @@ int sched_build_call(sctx *s, uop *u) {
     for (int j = 0; j < u->nsrc; j++) if (b->param_written[j]) w[nw++] = cm->inst_args[j];
     /* and the memory its outputs are written into */
     for (int k = 0; k < b->nouts && k < CALL_MAX_OUTS; k++)
-      if (into_base[k] && cm->inst.out_buf[k] && (cm->inst.out_buf[k] == into_base[k] || cm->inst.out_buf[k]->base == into_base[k])) {
+      if (into_base[k] && cm->inst->out_buf[k] && (cm->inst->out_buf[k] == into_base[k] || cm->inst->out_buf[k]->base == into_base[k])) {
         w = tg_xrealloc(w, sizeof(tg_buffer *) * (size_t)(nw + 1));
         w[nw++] = into_base[k];
       }
-    sched_item ph = { .dev = cm->inst.nitems ? cm->inst.items[0].dev : s->default_dev, .merged = true, .call = cm };
+    sched_item ph = { .dev = b->sched.n ? b->sched.v[0].dev : s->default_dev, .merged = true, .call = cm->inst };
     snprintf(ph.name, sizeof ph.name, "%s", b->name);
     VEC_PUSH(*s->out, ph);
     VEC_PUSH(s->links, ((kernel_links){ argdeps.v, argdeps.n, r, argreads.n, NULL, w, nw }));
@@ -606,12 +602,12 @@ int sched_build_call(sctx *s, uop *u) {
   rinfo *ri = tg_xcalloc(1, sizeof *ri);
   VEC_PUSH(s->infos, ri);
   int k = t->out;
-  ri->buf = cm->inst.out_buf[k];
-  ri->repl = uop_with_dims_of(cm->inst.out_repl[k], u);
-  ri->kernel = cm->inst.out_item[k] >= 0 ? cm->base : -1;   /* the item standing for the call */
-  if (cm->inst.out_param[k] >= 0) {
+  ri->buf = cm->inst->out_buf[k];
+  ri->repl = uop_with_dims_of(cm->inst->out_repl[k], u);
+  ri->kernel = cm->inst->out_item[k] >= 0 ? cm->base : -1;   /* the item standing for the call */
+  if (cm->inst->out_param[k] >= 0) {
     /* a view of an argument: whatever computed the argument */
-    rinfo *ai = is_marked(s, u->src[cm->inst.out_param[k]]) ? info_of(s, u->src[cm->inst.out_param[k]]) : NULL;
+    rinfo *ai = is_marked(s, u->src[cm->inst->out_param[k]]) ? info_of(s, u->src[cm->inst->out_param[k]]) : NULL;
     ri->kernel = ai ? ai->kernel : -1;
   }
   pm_put(&s->marked, u, ri);

@@ -3,13 +3,14 @@
  * fusion choices, a kernel per stored node in topological order, ordering,
  * merging. */
 #include "schedule/schedule_internal.h"
+#include "schedule/call.h"
 #include "schedule/schedule_memo.h"
 #include "util/settings.h"
 
 static int schedule_anew(uop *const *roots, int n, tg_device *dev, uop *sink, const uop_list *topo_in, schedule *out, ptrmap *becomes,
-                         schedule_memo_key *memo);
+                         schedule_memo_key *memo, bool keep_calls);
 
-int schedule_create(uop *const *roots, int n, const char *default_device, schedule *out, ptrmap *becomes) {
+static int create(uop *const *roots, int n, const char *default_device, schedule *out, ptrmap *becomes, bool keep_calls) {
   memset(out, 0, sizeof *out);
   tg_device *dev = device_get(default_device);
   if (!dev) return -1;
@@ -22,18 +23,26 @@ int schedule_create(uop *const *roots, int n, const char *default_device, schedu
     if (setting_on(SET_TG_SCHEDULE_CACHE_CHECK)) {   /* the found one against a schedule made anew */
       schedule again;
       ptrmap again_becomes = { 0 };
-      if (schedule_anew(roots, n, dev, sink, &topo, &again, &again_becomes, NULL) == 0) {
+      if (schedule_anew(roots, n, dev, sink, &topo, &again, &again_becomes, NULL, false) == 0) {
         schedule_memo_check(&topo, out, becomes, &again, &again_becomes);
         schedule_free(&again);
       }
       pm_free(&again_becomes);
     }
   } else {
-    rc = schedule_anew(roots, n, dev, sink, &topo, out, becomes, &memo);
+    rc = schedule_anew(roots, n, dev, sink, &topo, out, becomes, &memo, keep_calls);
   }
   schedule_memo_key_free(&memo);
   free(topo.v);
   return rc;
+}
+
+int schedule_create(uop *const *roots, int n, const char *default_device, schedule *out, ptrmap *becomes) {
+  return create(roots, n, default_device, out, becomes, false);
+}
+
+int schedule_create_calls(uop *const *roots, int n, const char *default_device, schedule *out, ptrmap *becomes) {
+  return create(roots, n, default_device, out, becomes, true);
 }
 
 /* An empty map sized for n keys (no rehash while it fills). */
@@ -47,9 +56,10 @@ static void presize(ptrmap *m, size_t n) {
 }
 
 /* schedule_create's work, for topo (the toposort of sink, the SINK of the
- * roots); records it under memo when given */
+ * roots); records it under memo when given; keep_calls: a call stays one
+ * item (schedule_create_calls) */
 static int schedule_anew(uop *const *roots, int n, tg_device *dev, uop *sink, const uop_list *topo_in, schedule *out, ptrmap *becomes,
-                         schedule_memo_key *memo) {
+                         schedule_memo_key *memo, bool keep_calls) {
   memset(out, 0, sizeof *out);
   sctx s = { 0 };
   s.out = out;
@@ -93,7 +103,7 @@ static int schedule_anew(uop *const *roots, int n, tg_device *dev, uop *sink, co
     uop_pool_push();
     sched_merge_sibling_kernels(s.out);
     uop_pool_pop();
-    sched_expand_calls(s.out);
+    if (!keep_calls) schedule_expand_calls(s.out);
     if (memo) schedule_memo_add(memo, &topo, out, becomes);
   }
   for (int i = 0; i < s.infos.n; i++) free(s.infos.v[i]);
@@ -111,6 +121,7 @@ static int schedule_anew(uop *const *roots, int n, tg_device *dev, uop *sink, co
 void schedule_free(schedule *s) {
   for (int i = 0; i < s->n; i++) {
     sched_item *it = &s->v[i];
+    if (it->call) { call_instance_free(it->call); free(it->call); }
     if (it->ast) uop_release(it->ast);
     for (int j = 0; j < it->nbufs; j++) buffer_release(it->bufs[j]);
     free(it->bufs);

@@ -19,8 +19,9 @@ typedef struct {
   tg_device *dev;
   char name[96];
   bool merged;           /* a function body's kernel, instantiated: merged with its siblings already */
-  void *call;            /* inside schedule_create only: this item stands for a whole function call
-                          * (its kernels, ordered and merged as one); NULL in every returned schedule */
+  struct call_instance *call;   /* this item stands for a whole function call (its kernels, ordered
+                                 * and merged as one; schedule/call.h): inside schedule_create, and in
+                                 * a schedule from schedule_create_calls, which owns it; NULL else */
 } sched_item;
 
 typedef struct { sched_item *v; int n, cap; } schedule;
@@ -28,6 +29,14 @@ typedef struct { sched_item *v; int n, cap; } schedule;
 /* Builds the schedule for roots. becomes gets node -> replacement for every
  * realized node (borrowed from the caller's pool). 0 or -1 with tg_error. */
 int schedule_create(uop *const *roots, int n, const char *default_device, schedule *out, ptrmap *becomes);
+/* As schedule_create, but a function call stays one item (call != NULL,
+ * ast and bufs NULL) standing for its body's kernels over the call's
+ * buffer table (schedule/call.h: call_instance_buf), so that nothing is
+ * made per kernel per call here. A schedule found by the structure memo
+ * (schedule_memo.h) is flat (the memo records a call's kernels). */
+int schedule_create_calls(uop *const *roots, int n, const char *default_device, schedule *out, ptrmap *becomes);
+/* Replaces each item standing for a call by the call's kernels. */
+void schedule_expand_calls(schedule *s);
 void schedule_free(schedule *s);
 /* Whether roots that are contiguous slices of realized memory become views
  * of it with no kernel (on by default; the JIT's capture turns it off on

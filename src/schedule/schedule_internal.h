@@ -123,9 +123,6 @@ void sched_find_into(sctx *s, const uop_list *topo);
 void sched_kernel_name(uop *ast, char *buf, size_t n);
 /* the calls sched_build_call made (s->calls) */
 void sched_calls_free(sctx *s);
-/* Replaces each item standing for a call by the call's kernels (after
- * ordering and merging: a call is one item to both). */
-void sched_expand_calls(schedule *out);
 
 /* ---- order.c */
 void sched_order_kernels(sctx *s);

@@ -500,18 +500,24 @@ void schedule_memo_add(schedule_memo_key *k, const uop_list *topo, const schedul
   for (int i = 0; i < k->ext.n; i++) if (!pm_get(&c.role, k->ext.v[i])) pm_put(&c.role, k->ext.v[i], (void *)(intptr_t)(i + 1));
   memo_entry *e = tg_xcalloc(1, sizeof *e);
   e->next = k->ext.n;
-  e->items = tg_xcalloc((size_t)(out->n ? out->n : 1), sizeof(memo_item));
+  /* flat: an item standing for a call (schedule_create_calls) is its kernels */
+  int nk = 0;
+  for (int i = 0; i < out->n; i++) nk += out->v[i].call ? out->v[i].call->body->sched.n : 1;
+  e->items = tg_xcalloc((size_t)(nk ? nk : 1), sizeof(memo_item));
   for (int i = 0; i < out->n && !c.bad; i++) {
-    const sched_item *it = &out->v[i];
-    memo_item *m = &e->items[e->nitems++];
-    m->ast = it->ast;
-    if (m->ast) uop_retain(m->ast);
-    m->nbufs = it->nbufs;
-    m->roles = tg_xcalloc((size_t)(it->nbufs ? it->nbufs : 1), sizeof(int64_t));
-    for (int j = 0; j < it->nbufs; j++) m->roles[j] = role_of(&c, it->bufs[j]);
-    m->dev = it->dev;
-    memcpy(m->name, it->name, sizeof m->name);
-    m->merged = it->merged;
+    const call_instance *ci = out->v[i].call;
+    for (int k = 0; k < (ci ? ci->body->sched.n : 1) && !c.bad; k++) {
+      const sched_item *it = ci ? &ci->body->sched.v[k] : &out->v[i];
+      memo_item *m = &e->items[e->nitems++];
+      m->ast = it->ast;
+      if (m->ast) uop_retain(m->ast);
+      m->nbufs = it->nbufs;
+      m->roles = tg_xcalloc((size_t)(it->nbufs ? it->nbufs : 1), sizeof(int64_t));
+      for (int j = 0; j < it->nbufs; j++) m->roles[j] = role_of(&c, ci ? call_instance_buf(ci, k, j) : it->bufs[j]);
+      m->dev = it->dev;
+      memcpy(m->name, it->name, sizeof m->name);
+      m->merged = it->merged || ci;
+    }
   }
   uop_pool_push();
   for (int i = 0; i < topo->n && !c.bad; i++) {
@@ -531,7 +537,7 @@ void schedule_memo_add(schedule_memo_key *k, const uop_list *topo, const schedul
   memcpy(e->key, k->text.s, k->text.n);
   e->keylen = k->text.n;
   e->hash = k->hash;
-  if (out->n) {   /* (one with no kernel is quicker to make than to read) */
+  if (e->nitems) {   /* (one with no kernel is quicker to make than to read) */
     char *path = disk_path(k);
     if (path) write_entry(path, e);
     free(path);
