@@ -42,6 +42,32 @@ void test_fail(const char *file, int line, const char *fmt, ...) {
   va_end(ap);
 }
 
+char *test_track_rewrites(int level, void (*fn)(void *ctx), void *ctx) {
+  char path[] = "/tmp/tg_track_XXXXXX";
+  int fd = mkstemp(path);
+  if (fd < 0) return NULL;
+  const char *old = getenv("TRACK_REWRITES");
+  char *saved = old ? strdup(old) : NULL, lv[16];
+  snprintf(lv, sizeof lv, "%d", level);
+  fflush(stderr);
+  int err = dup(2);
+  dup2(fd, 2);
+  setenv("TRACK_REWRITES", lv, 1);
+  fn(ctx);
+  fflush(stderr);
+  dup2(err, 2);
+  close(err);
+  close(fd);
+  if (saved) setenv("TRACK_REWRITES", saved, 1); else unsetenv("TRACK_REWRITES");
+  free(saved);
+  size_t n = 0;
+  char *raw = test_read_file(path, &n), *text = raw ? malloc(n + 1) : NULL;
+  unlink(path);
+  if (text) { memcpy(text, raw, n); text[n] = 0; }
+  free(raw);
+  return text;
+}
+
 void *test_read_file(const char *path, size_t *n) {
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;

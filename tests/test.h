@@ -54,6 +54,10 @@ void test_fail(const char *file, int line, const char *fmt, ...) __attribute__((
 
 /* Reads a whole file (e.g. "goldens/x.bin"); NULL when missing. *n gets its size. */
 void *test_read_file(const char *path, size_t *n);
+/* Runs fn(ctx) with TRACK_REWRITES=level and stderr sent to a file: what
+ * it printed (malloc'd, NUL-terminated), or NULL without a temporary file.
+ * The setting and stderr are restored after. */
+char *test_track_rewrites(int level, void (*fn)(void *ctx), void *ctx);
 /* Compares n floats with a relative+absolute tolerance; reports the first
  * mismatches. Returns true when all match. NaNs must match NaNs. */
 bool test_close_f32(const float *got, const float *want, size_t n, double rtol, double atol, const char *what);

@@ -5,6 +5,7 @@
  * the sliding window's ring); and stories260K's greedy continuation as
  * llama.cpp prints it (../shared/testdata/README.md). */
 #include "test.h"
+#include "llm_tp_test.h"
 #include <unistd.h>
 #include "io/gguf_file.h"
 #include "io/gguf_writer.h"
@@ -799,19 +800,9 @@ TEST(llm_tp_moe) {
      * outputs and the shared expert's: (K + 1) x dim floats, counted read
      * and written; one expert's half is 12 x dim) and the chosen experts'
      * ids, never an expert */
-    const char *prev = tensor_device_begin(m->device);
-    tg_scope_begin();
-    int32_t tok = 3;
-    CHECK_OK(llm_bind_chunk(m, 1) == 0);
-    tg_tensor *out = llm_forward(m, tg_from_data(&tok, TG_SHAPE(1), TG_I32));
-    static tg_schedule_entry e[2048];
-    int n = out ? tg_schedule_list(&out, 1, e, 2048) : -1;
-    int64_t biggest = 0;
-    for (int i = 0; i < n && i < 2048; i++) if (e[i].copy && e[i].bytes > biggest) biggest = e[i].bytes;
-    int64_t rows = 2 * (int64_t)sizeof(float) * m->cfg.dim;
+    int n = 0;
+    int64_t biggest = tp_decode_biggest_copy(m, &n), rows = 2 * (int64_t)sizeof(float) * m->cfg.dim;
     CHECK_MSG(n > 0 && biggest >= rows && biggest <= (m->cfg.n_experts_used + 1) * rows, "%d entries, a copy of %lld bytes", n, (long long)biggest);
-    tg_scope_end();
-    tensor_device_end(prev);
   }
   tg_llm_free(m);
   m = tg_llm_load("goldens/llm_gptoss.gguf", &(tg_llm_opts){ .devices = TP2 });

@@ -15,8 +15,10 @@
 #include "io/gguf_llama_init.h"
 #include "io/ggml_types.h"
 #include "llm/llm.h"
+#include "llm_tp_test.h"
 #include "quant/quantize.h"
 #include "tensor/tensor.h"
+#include "tg_dist.h"
 
 #define TP2 "CPU:0,CPU:1"
 static const int32_t prompt[] = { 1, 5, 9, 13, 17, 21, 25 };
@@ -29,8 +31,8 @@ static bool write_llama(const char *path, const char *ftype, bool pure) {
   p.ft = quant_ftype_by_name(pure ? "F32" : ftype);
   if (!p.ft || llama_init_write(path, &p, NULL) < 0) return false;
   if (!pure) return true;
-  char f32[96];
-  snprintf(f32, sizeof f32, "%s.f32", path);
+  char f32[4096];
+  if (snprintf(f32, sizeof f32, "%s.f32", path) >= (int)sizeof f32) return false;
   bool ok = rename(path, f32) == 0 && quant_model(f32, path, quant_ftype_by_name(ftype), &(quant_model_opts){ .pure = true }) == 0;
   unlink(f32);
   return ok;
@@ -48,22 +50,28 @@ static void check_split(const tg_llm *m, tg_tensor *w, int axis, const char *wha
             ggml_type_info((uint32_t)pk->type)->name, qa, sa, tg_ndim(pk->row_scales));
 }
 
+int64_t tp_decode_biggest_copy(tg_llm *m, int *entries) {
+  const char *prev = tensor_device_begin(m->device);
+  tg_scope_begin();
+  int32_t tok = 3;
+  tg_tensor *out = llm_bind_chunk(m, 1) == 0 ? llm_forward(m, tg_from_data(&tok, TG_SHAPE(1), TG_I32)) : NULL;
+  static tg_schedule_entry e[2048];
+  int n = out ? tg_schedule_list(&out, 1, e, 2048) : -1;
+  int64_t biggest = n > 0 ? 0 : -1;
+  for (int i = 0; i < n && i < 2048; i++) if (e[i].copy && e[i].bytes > biggest) biggest = e[i].bytes;
+  tg_scope_end();
+  tensor_device_end(prev);
+  *entries = n;
+  return biggest;
+}
+
 /* A decode step of m moves between the devices the allreduces' rows (dim
  * floats; the schedule counts the bytes read and written) and small
  * tables, never a weight. */
 static void check_decode_copies(tg_llm *m, const char *what) {
-  const char *prev = tensor_device_begin(m->device);
-  tg_scope_begin();
-  int32_t tok = 3;
-  CHECK_OK(llm_bind_chunk(m, 1) == 0);
-  tg_tensor *out = llm_forward(m, tg_from_data(&tok, TG_SHAPE(1), TG_I32));
-  static tg_schedule_entry e[2048];
-  int n = out ? tg_schedule_list(&out, 1, e, 2048) : -1;
-  int64_t biggest = 0;
-  for (int i = 0; i < n && i < 2048; i++) if (e[i].copy && e[i].bytes > biggest) biggest = e[i].bytes;
+  int n = 0;
+  int64_t biggest = tp_decode_biggest_copy(m, &n);
   CHECK_MSG(n > 0 && biggest == 2 * (int64_t)sizeof(float) * m->cfg.dim, "%s: %d entries, a copy of %lld bytes", what, n, (long long)biggest);
-  tg_scope_end();
-  tensor_device_end(prev);
 }
 
 /* The file at path on two devices against one (f32 KV caches), from the

@@ -12,6 +12,7 @@
 #include "test.h"
 #include <unistd.h>
 #include "llm/llm.h"
+#include "tensor/tensor.h"
 #include "quant/quantize.h"
 #include "tg_dist.h"
 
