@@ -22,7 +22,7 @@
 #include "util/settings.h"
 #include "viz/viz.h"
 
-static void replay_plan_free(replay_plan *rp, int nk);
+static void replay_plan_free(replay_plan *rp, const linear *l);
 
 void tg_jit_set_reuse_outputs(tg_jit *j, bool on) { if (j) j->reuse_outputs = on; }
 
@@ -39,7 +39,7 @@ tg_jit *tg_jit_new(tg_jit_fn fn, void *ctx) {
 
 void tg_jit_free(tg_jit *j) {
   if (!j) return;
-  replay_plan_free(j->rp, j->cap.l.n);
+  replay_plan_free(j->rp, &j->cap.l);
   for (int i = 0; j->args && i < j->cap.l.n; i++) free(j->args[i]);
   free(j->args);
   kernel_capture_free(&j->cap);
@@ -253,13 +253,13 @@ static void plan(tg_jit *j, tg_buffer **inb, tg_tensor **out) {
   pm_free(&refs); pm_free(&last); pm_free(&slot_of); pm_free(&written);
 }
 
-static void replay_plan_free(replay_plan *rp, int nk) {
+static void replay_plan_free(replay_plan *rp, const linear *l) {
   if (!rp) return;
-  for (int k = 0; k < nk; k++) free(rp->ptrs[k]);
-  for (int b = 0; b < rp->nbatches; b++)
-    if (rp->graphs[b]) rp->graph_dev[b]->graph_free(rp->graph_dev[b], rp->graphs[b]);
+  for (int k = 0; k < l->n; k++) free(rp->ptrs[k]);
+  for (int b = 0, k = 0; b < rp->nbatches; k = rp->batch_end[b++])   /* a graph is its batch's first kernel's device's */
+    if (rp->graphs[b]) l->v[k].dev->graph_free(l->v[k].dev, rp->graphs[b]);
   free(rp->ptrs); free(rp->patch); free(rp->vars); free(rp->progs); free(rp->varp);
-  free(rp->nbufs); free(rp->nvars); free(rp->graphs); free(rp->graph_dev);
+  free(rp->nbufs); free(rp->nvars); free(rp->graphs);
   free(rp->batch_end); free(rp->batched); free(rp);
 }
 
@@ -273,7 +273,6 @@ static replay_plan *build_replay_plan(tg_jit *j) {
   rp->nbufs = tg_xcalloc((size_t)(nk ? nk : 1), sizeof(int));
   rp->nvars = tg_xcalloc((size_t)(nk ? nk : 1), sizeof(int));
   rp->graphs = tg_xcalloc((size_t)(nk ? nk : 1), sizeof(void *));
-  rp->graph_dev = tg_xcalloc((size_t)(nk ? nk : 1), sizeof(tg_device *));
   VEC(replay_patch) patch = { 0 };
   for (int k = 0; k < nk; k++) {
     linear_call *ck = &j->cap.l.v[k];
@@ -354,7 +353,6 @@ static int replay_kernels(tg_jit *j, tg_buffer **inb, tg_buffer **outb) {
     if (rp->batched[b] && !each) {
       tg_device *d = ck->dev;
       if (d->launch_graph) {
-        rp->graph_dev[b] = d;
         if (d->launch_graph(d, &rp->graphs[b], rp->progs + k, rp->ptrs + k, rp->nbufs + k, rp->varp + k, rp->nvars + k, end - k) < 0) return -1;
       } else if (d->launch_batch(d, rp->progs + k, rp->ptrs + k, rp->varp + k, end - k) < 0) return -1;
       continue;

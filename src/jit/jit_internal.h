@@ -36,7 +36,6 @@ typedef struct {
   bool *batched;             /* per batch: launched with launch_batch or launch_graph */
   int *nbufs, *nvars;        /* per kernel: its argument counts (launch_graph) */
   void **graphs;             /* per batch: the device's graph (launch_graph), or NULL */
-  tg_device **graph_dev;     /* per batch: whose graph it is */
   double flops;              /* of one replay */
 } replay_plan;
 
