@@ -250,7 +250,7 @@ void tg_llm_rewind(tg_llm *m, int n_past) {
 }
 
 int llm_bind_chunk(tg_llm *m, int T) {
-  if (tg_bind(m->pos_name, m->n_past) < 0 || tg_bind(m->kv_name, m->n_past + T) < 0 || tg_bind(m->last_name, T <= LLM_MAX_CHUNK ? T - 1 : 0) < 0) return -1;
+  if (tg_bind(m->pos_name, m->n_past) < 0 || tg_bind(m->kv_name, m->n_past + T) < 0) return -1;
   return m->n_seq > 1 ? tg_bind(m->seq_name, m->seq) : 0;
 }
 
