@@ -30,6 +30,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "runtime/cpu_compiler.h"
+#include "runtime/cpu_slab.h"
 #include "runtime/device.h"
 #include "runtime/thread_pool.h"
 #include "util/counters.h"
@@ -69,7 +70,8 @@ const char *const cpu_compile_flags = CPU_COMPILE_FLAGS;
  * in. Any other buffer is about to be written whole (a kernel's output, a
  * packed weight), so its pages are made at once (MADV_POPULATE_WRITE, one
  * call) rather than by a fault per 4 KiB page as a kernel first writes
- * them: a 125M model's packed weights took about 20,000 faults at load. */
+ * them: a 125M model's packed weights took about 20,000 faults at load.
+ * Those below 2 MiB share chunks of huge pages (cpu_slab.c). */
 #if defined(__SANITIZE_ADDRESS__)
 #define CPU_MAP_MIN SIZE_MAX
 #else
@@ -85,12 +87,14 @@ static size_t cpu_rounded(size_t nbytes) {
 static void *cpu_alloc_pages(size_t nbytes, bool populate) {
   if (nbytes > SIZE_MAX - CPU_ALIGN) TG_FAIL("CPU: cannot allocate %zu bytes", nbytes);
   size_t n = cpu_rounded(nbytes);
+  /* below 2 MiB, a buffer about to be written shares huge pages (cpu_slab.c) */
+  void *p = populate && n >= CPU_MAP_MIN ? cpu_slab_alloc(n) : NULL;
+  if (p) return p;
   if (n >= CPU_MAP_MIN) {
-    void *p = tg_map_pages(n, populate);
+    p = tg_map_pages(n, populate);
     if (!p) TG_FAIL("CPU: out of memory allocating %zu bytes", nbytes);
     return p;
   }
-  void *p = NULL;
   if (posix_memalign(&p, CPU_ALIGN, n) != 0) TG_FAIL("CPU: out of memory allocating %zu bytes", nbytes);
   if (!populate) memset(p, 0, n);
   return p;
@@ -100,8 +104,9 @@ static void *cpu_alloc(struct tg_device *d, size_t nbytes) { return cpu_alloc_pa
 static void *cpu_alloc_zeroed(struct tg_device *d, size_t nbytes) { return cpu_alloc_pages(nbytes, false); }
 
 static void cpu_free(struct tg_device *d, void *p, size_t nbytes) {
-  if (p && cpu_rounded(nbytes) >= CPU_MAP_MIN) tg_unmap_pages(p, cpu_rounded(nbytes));
-  else free(p);
+  size_t n = cpu_rounded(nbytes);
+  if (!p || n < CPU_MAP_MIN) free(p);
+  else if (!cpu_slab_free(p)) tg_unmap_pages(p, n);
 }
 static int cpu_copyin(struct tg_device *d, void *dst, const void *host, size_t n) { if (n) memcpy(dst, host, n); return 0; }
 static int cpu_copyout(struct tg_device *d, void *host, const void *src, size_t n) { if (n) memcpy(host, src, n); return 0; }

@@ -3,6 +3,7 @@
 #ifndef TG_UTIL_SHA256_H
 #define TG_UTIL_SHA256_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -14,6 +15,9 @@ void sha256_final(sha256_ctx *c, uint8_t out[32]);
 /* A string with its length first, so ("ab","c") and ("a","bc") hash
  * differently (NULL as ""). */
 void sha256_field(sha256_ctx *c, const char *s);
+/* Whether the portable code runs even where the CPU has SHA instructions
+ * (for tests: both must agree); returns the previous setting. */
+bool sha256_set_portable(bool on);
 /* d as 64 lowercase hex digits and a NUL. */
 void sha256_hex(const uint8_t d[32], char out[65]);
 
