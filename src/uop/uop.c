@@ -44,7 +44,13 @@ void uop_set_call_hooks(const uop_call_hooks *h) { call_hooks = h; }
  * graphs are built by one thread at a time in practice, and the lock is
  * uncontended. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static uop **table;
+/* Open addressing, linear probing, at most half full. A slot keeps the
+ * node's hash beside it, so a probe compares hashes in the table and only
+ * reads a node whose hash matches: the table outgrows the caches (every
+ * node of every live graph), and chasing chained nodes was a cache miss
+ * per node passed. */
+typedef struct { uint64_t hash; uop *u; } table_slot;
+static table_slot *table;
 static size_t table_cap, table_n;
 static uint64_t next_id;
 
@@ -75,15 +81,32 @@ bool uop_arg_equal(const uop_arg *a, const uop_arg *b) { return arg_eq(a, b); }
 
 static void table_grow(void) {
   size_t ncap = table_cap ? table_cap * 2 : 4096;
-  uop **nt = tg_xcalloc(ncap, sizeof(uop *));
-  for (size_t i = 0; i < table_cap; i++)
-    for (uop *u = table[i], *nx; u; u = nx) {
-      nx = u->next;
-      size_t s = u->hash & (ncap - 1);
-      u->next = nt[s]; nt[s] = u;
-    }
+  table_slot *nt = tg_xcalloc(ncap, sizeof *nt);
+  for (size_t i = 0; i < table_cap; i++) {
+    if (!table[i].u) continue;
+    size_t s = table[i].hash & (ncap - 1);
+    while (nt[s].u) s = (s + 1) & (ncap - 1);
+    nt[s] = table[i];
+  }
   free(table);
   table = nt; table_cap = ncap;
+}
+
+/* Takes node d out of its slot; the slots after it that probed past it
+ * move back (no tombstones). */
+static void table_remove(const uop *d) {
+  size_t mask = table_cap - 1, i = d->hash & mask;
+  while (table[i].u != d) i = (i + 1) & mask;
+  for (size_t j = i;;) {
+    j = (j + 1) & mask;
+    if (!table[j].u) break;
+    size_t home = table[j].hash & mask;
+    /* j's entry may fill hole i when its home is not within (i, j] (cyclically) */
+    bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+    if (!stays) { table[i] = table[j]; i = j; }
+  }
+  table[i] = (table_slot){ 0, NULL };
+  table_n--;
 }
 
 /* ---- pools */
@@ -215,9 +238,11 @@ uop *uop_new(uop_op op, dtype_t dt, uop *const *src, int nsrc, uop_arg arg) {
   h = tg_hash_mix(h, arg_hash(&arg));
   pthread_mutex_lock(&lock);
   if ((table_n + 1) * 2 > table_cap) table_grow();
-  size_t slot = h & (table_cap - 1);
-  for (uop *u = table[slot]; u; u = u->next) {
-    if (u->hash != h || u->op != op || u->dtype.bits != dt.bits || u->nsrc != nsrc) continue;
+  size_t mask = table_cap - 1, slot = h & mask;
+  for (; table[slot].u; slot = (slot + 1) & mask) {
+    if (table[slot].hash != h) continue;
+    uop *u = table[slot].u;
+    if (u->op != op || u->dtype.bits != dt.bits || u->nsrc != nsrc) continue;
     bool same = arg_eq(&u->arg, &arg);
     for (int i = 0; same && i < nsrc; i++) same = u->src[i] == src[i];
     if (!same) continue;
@@ -248,7 +273,8 @@ uop *uop_new(uop_op op, dtype_t dt, uop *const *src, int nsrc, uop_arg arg) {
   } else if (arg.kind == ARG_PTR && op == OP_CALL && call_hooks) {
     call_hooks->retain(((uop_call_target *)arg.p)->body);
   }
-  u->next = table[slot]; table[slot] = u; table_n++;
+  table[slot] = (table_slot){ h, u };   /* the empty slot the probe ended at */
+  table_n++;
   pthread_mutex_unlock(&lock);
   set_shape(u);
   uop_set_dims(u);
@@ -273,10 +299,7 @@ void uop_release(uop *u) {
   if (--u->refcnt == 0) VEC_PUSH(dead, u);
   while (dead.n) {
     uop *d = dead.v[--dead.n];
-    size_t slot = d->hash & (table_cap - 1);
-    for (uop **pp = &table[slot]; *pp; pp = &(*pp)->next)
-      if (*pp == d) { *pp = d->next; break; }
-    table_n--;
+    table_remove(d);
     for (int i = 0; i < d->nsrc; i++)
       if (--d->src[i]->refcnt == 0) VEC_PUSH(dead, d->src[i]);
     if (d->arg.kind == ARG_INTS) free((void *)d->arg.v);

@@ -69,7 +69,6 @@ struct uop {
   uint64_t hash;
   int refcnt;
   uint64_t id;           /* creation order; stable printing */
-  uop *next;             /* hash-table chain */
 };
 
 /* ---- arguments */
