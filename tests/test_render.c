@@ -19,7 +19,7 @@ static char *code_of(const tg_renderer *r, uop *u) {
   for (int i = 0; i < u->nsrc; i++)
     if (!pm_get(&c.names, u->src[i])) pm_put(&c.names, u->src[i], rfmt("%c", 'a' + i));
   char *s = render_code(&c, u);
-  for (size_t i = 0; i < c.names.cap; i++) if (c.names.keys[i]) free(c.names.vals[i]);
+  for (size_t i = 0; i < c.names.cap; i++) if (c.names.e[i].key) free(c.names.e[i].val);
   pm_free(&c.names);
   return s;
 }

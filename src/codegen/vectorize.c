@@ -518,10 +518,10 @@ uop *kernel_vectorize(uop *ast, uop *lane_range, bool gather) {
   }
   if (!fail && !result) result = vi[l.n - 1].node;
   for (size_t i = 0; i < wide_seen.cap && !fail; i++)
-    if (wide_seen.keys[i]) {
-      uop *w = wide_seen.keys[i];
+    if (wide_seen.e[i].key) {
+      uop *w = wide_seen.e[i].key;
       int st = w->dtype.count / k;
-      fail = !((uintptr_t)wide_seen.vals[i] >> (st - 1) & 1);
+      fail = !((uintptr_t)wide_seen.e[i].val >> (st - 1) & 1);
     }
   for (int i = 0; i < l.n; i++) { free(vi[i].gidx); free(vi[i].stores); }
   free(vi);

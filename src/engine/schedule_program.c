@@ -32,9 +32,9 @@ tg_schedule *tg_schedule_new(tg_tensor *const *ts, int n) {
     lin->from = tg_xmalloc(sizeof(uop *) * (becomes.n ? becomes.n : 1));
     lin->to = tg_xmalloc(sizeof(uop *) * (becomes.n ? becomes.n : 1));
     for (size_t k = 0; k < becomes.cap; k++)
-      if (becomes.keys[k]) {
-        lin->from[lin->nbecomes] = becomes.keys[k];
-        lin->to[lin->nbecomes] = becomes.vals[k];
+      if (becomes.e[k].key) {
+        lin->from[lin->nbecomes] = becomes.e[k].key;
+        lin->to[lin->nbecomes] = becomes.e[k].val;
         uop_retain(lin->from[lin->nbecomes]);
         uop_retain(lin->to[lin->nbecomes++]);
       }

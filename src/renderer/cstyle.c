@@ -317,7 +317,7 @@ char *render_kernel(const tg_renderer *r, uop *ast, const char *name) {
   }
   sb_free(&c.body);
   sb_free(&locals);
-  for (size_t i = 0; i < c.names.cap; i++) if (c.names.keys[i]) free(c.names.vals[i]);
+  for (size_t i = 0; i < c.names.cap; i++) if (c.names.e[i].key) free(c.names.e[i].val);
   pm_free(&c.names);
   pm_free(&prefetch_ahead);
   lprogram_free(&prog);

@@ -19,10 +19,10 @@ void lowered_kernel_clear(lowered_kernel *e) {
 
 static void free_all(void) {
   for (size_t i = 0; i < lowered_all.cap; i++) {
-    if (!lowered_all.keys[i]) continue;
-    lowered_kernel *e = lowered_all.vals[i];
+    if (!lowered_all.e[i].key) continue;
+    lowered_kernel *e = lowered_all.e[i].val;
     if (e) { lowered_kernel_clear(e); free(e); }
-    uop_release((uop *)lowered_all.keys[i]);
+    uop_release((uop *)lowered_all.e[i].key);
   }
   pm_free(&lowered_all);
 }

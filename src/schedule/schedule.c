@@ -45,16 +45,6 @@ int schedule_create_calls(uop *const *roots, int n, const char *default_device, 
   return create(roots, n, default_device, out, becomes, true);
 }
 
-/* An empty map sized for n keys (no rehash while it fills). */
-static void presize(ptrmap *m, size_t n) {
-  size_t cap = 64;
-  while (cap < 2 * (n + 1)) cap *= 2;
-  m->keys = tg_xcalloc(cap, sizeof(void *));
-  m->vals = tg_xcalloc(cap, sizeof(void *));
-  m->cap = cap;
-  m->n = 0;
-}
-
 /* schedule_create's work, for topo (the toposort of sink, the SINK of the
  * roots); records it under memo when given; keep_calls: a call stays one
  * item (schedule_create_calls) */
@@ -67,8 +57,8 @@ static int schedule_anew(uop *const *roots, int n, tg_device *dev, uop *sink, co
   uop_list topo = *topo_in;
 
   /* graph facts: each node's consumer count, and the device it is on */
-  presize(&s.nchildren, (size_t)topo.n);
-  presize(&s.device, (size_t)topo.n);
+  pm_reserve(&s.nchildren, (size_t)topo.n);
+  pm_reserve(&s.device, (size_t)topo.n);
   for (int i = 0; i < topo.n; i++) {
     uop *u = topo.v[i];
     for (int j = 0; j < u->nsrc; j++) pm_put(&s.nchildren, u->src[j], (void *)((intptr_t)pm_get(&s.nchildren, u->src[j]) + 1));
@@ -109,10 +99,10 @@ static int schedule_anew(uop *const *roots, int n, tg_device *dev, uop *sink, co
   for (int i = 0; i < s.infos.n; i++) free(s.infos.v[i]);
   for (int i = 0; i < s.links.n; i++) { free(s.links.v[i].deps); free(s.links.v[i].reads); free(s.links.v[i].writes); }
   VEC_FREE(s.infos); VEC_FREE(s.links);
-  for (size_t i = 0; i < s.small.cap; i++) if (s.small.keys[i]) uop_release(s.small.vals[i]);
+  for (size_t i = 0; i < s.small.cap; i++) if (s.small.e[i].key) uop_release(s.small.e[i].val);
   pm_free(&s.marked); pm_free(&s.walked); pm_free(&s.nchildren); pm_free(&s.device); pm_free(&s.roots); pm_free(&s.small);
   sched_calls_free(&s);
-  for (size_t i = 0; i < s.into.cap; i++) if (s.into.keys[i]) free(s.into.vals[i]);
+  for (size_t i = 0; i < s.into.cap; i++) if (s.into.e[i].key) free(s.into.e[i].val);
   pm_free(&s.into);
   if (rc < 0) schedule_free(out);
   return rc;

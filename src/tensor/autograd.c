@@ -292,16 +292,16 @@ void autograd_note_realized(const ptrmap *becomes) {
    * buffer view, and with it the buffer: an eval loop's activations) */
   ptrmap live = { 0 };
   for (size_t i = 0; i < grad_origin.cap; i++) {
-    uop *k = grad_origin.keys[i];
+    uop *k = grad_origin.e[i].key;
     if (!k) continue;
-    if (k->refcnt == 1) { uop_release(grad_origin.vals[i]); uop_release(k); }
-    else pm_put(&live, k, grad_origin.vals[i]);
+    if (k->refcnt == 1) { uop_release(grad_origin.e[i].val); uop_release(k); }
+    else pm_put(&live, k, grad_origin.e[i].val);
   }
   pm_free(&grad_origin);
   grad_origin = live;
   ptrmap memo = { 0 };
   for (size_t i = 0; i < becomes->cap; i++) {
-    uop *node = becomes->keys[i], *repl = becomes->vals[i];
+    uop *node = becomes->e[i].key, *repl = becomes->e[i].val;
     /* assigns write state (optimizer moments, running stats): not values a
      * gradient flows back through, and following them would chain every
      * step's graph to the last */
@@ -346,10 +346,10 @@ static void custom_free(uop *key, custom_grad *c) {
 static void custom_sweep(void) {
   ptrmap live = { 0 };
   for (size_t i = 0; i < custom_grads.cap; i++) {
-    uop *k = custom_grads.keys[i];
+    uop *k = custom_grads.e[i].key;
     if (!k) continue;
-    if (k->refcnt == 1) custom_free(k, custom_grads.vals[i]);
-    else pm_put(&live, k, custom_grads.vals[i]);
+    if (k->refcnt == 1) custom_free(k, custom_grads.e[i].val);
+    else pm_put(&live, k, custom_grads.e[i].val);
   }
   pm_free(&custom_grads);
   custom_grads = live;

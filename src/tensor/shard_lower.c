@@ -411,8 +411,8 @@ uop **shard_lower_roots(uop *const *roots, int n, int *nout) {
  * scheduled, rebuilt the lowered nodes the allreduces' expansion rebuilt. */
 static void stored_inside(lctx *c, const ptrmap *got, const ptrmap *rebuilt, ptrmap *becomes) {
   for (size_t k = 0; k < c->memo.cap; k++) {
-    uop *u = c->memo.keys[k];
-    const mval *m = u ? c->memo.vals[k] : NULL;
+    uop *u = c->memo.e[k].key;
+    const mval *m = u ? c->memo.e[k].val : NULL;
     if (!m || u->op == OP_MULTI || pm_get(becomes, u)) continue;
     int np = m->n ? m->n : 1;
     uop *parts[SHARD_MAX_DEVICES];
@@ -441,7 +441,7 @@ static int shard_schedule(uop *const *roots, int n, const char *default_device, 
     rc = lin ? engine_linearize(ex, nflat, first, &got, lin) : engine_realize(ex, nflat, first, &got);
   }
   if (rc == 0) {
-    for (size_t k = 0; k < got.cap; k++) if (got.keys[k]) pm_put(becomes, got.keys[k], got.vals[k]);
+    for (size_t k = 0; k < got.cap; k++) if (got.e[k].key) pm_put(becomes, got.e[k].key, got.e[k].val);
     int f = 0;
     for (int i = 0; i < n; i++) {
       int np = low[i]->n ? low[i]->n : 1;

@@ -284,7 +284,7 @@ void tensors_substitute(const ptrmap *becomes) {
   if (!becomes->n) return;
   subst_pass p = { .becomes = becomes, .oldest = UINT64_MAX };
   for (size_t i = 0; i < becomes->cap; i++) {
-    const uop *k = becomes->keys[i];
+    const uop *k = becomes->e[i].key;
     if (!k) continue;
     if (k->id < p.oldest) p.oldest = k->id;
     int j = 0;

@@ -1057,7 +1057,7 @@ static _Thread_local int simplify_memo_depth;
 
 static void simplify_memo_clear(void) {
   for (size_t i = 0; i < simplify_memo.cap; i++)
-    if (simplify_memo.keys[i]) uop_release((uop *)simplify_memo.keys[i]), uop_release(simplify_memo.vals[i]);
+    if (simplify_memo.e[i].key) uop_release((uop *)simplify_memo.e[i].key), uop_release(simplify_memo.e[i].val);
   pm_free(&simplify_memo);
 }
 

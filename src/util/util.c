@@ -91,35 +91,42 @@ uint64_t tg_hash_bytes(const void *p, size_t n, uint64_t seed) {
 
 static size_t pm_slot(const ptrmap *m, const void *key) {
   size_t h = (size_t)tg_hash_mix((uint64_t)(uintptr_t)key, 0) & (m->cap - 1);
-  while (m->keys[h] && m->keys[h] != key) h = (h + 1) & (m->cap - 1);
+  while (m->e[h].key && m->e[h].key != key) h = (h + 1) & (m->cap - 1);
   return h;
 }
 void *pm_get(const ptrmap *m, const void *key) {
   if (!m->cap) return NULL;
   size_t h = pm_slot(m, key);
-  return m->keys[h] ? m->vals[h] : NULL;
+  return m->e[h].key ? m->e[h].val : NULL;
 }
 void **pm_slot_value(const ptrmap *m, const void *key) {
   if (!m->cap) return NULL;
   size_t h = pm_slot(m, key);
-  return m->keys[h] && m->vals[h] ? &m->vals[h] : NULL;
+  return m->e[h].key && m->e[h].val ? &m->e[h].val : NULL;
 }
 void pm_put(ptrmap *m, const void *key, void *val) {
   if ((m->n + 1) * 2 > m->cap) {
     ptrmap old = *m;
     m->cap = old.cap ? old.cap * 2 : 64;
-    m->keys = tg_xcalloc(m->cap, sizeof(void *));
-    m->vals = tg_xcalloc(m->cap, sizeof(void *));
+    m->e = tg_xcalloc(m->cap, sizeof *m->e);
     m->n = 0;
     for (size_t i = 0; i < old.cap; i++)
-      if (old.keys[i]) pm_put(m, old.keys[i], old.vals[i]);
-    free(old.keys); free(old.vals);
+      if (old.e[i].key) pm_put(m, old.e[i].key, old.e[i].val);
+    free(old.e);
   }
   size_t h = pm_slot(m, key);
-  if (!m->keys[h]) { m->keys[h] = (void *)key; m->n++; }
-  m->vals[h] = val;
+  if (!m->e[h].key) { m->e[h].key = (void *)key; m->n++; }
+  m->e[h].val = val;
 }
-void pm_free(ptrmap *m) { free(m->keys); free(m->vals); memset(m, 0, sizeof *m); }
+void pm_free(ptrmap *m) { free(m->e); memset(m, 0, sizeof *m); }
+void pm_reserve(ptrmap *m, size_t n) {
+  size_t cap = 64;
+  while (cap < 2 * (n + 1)) cap *= 2;
+  if (m->n || cap <= m->cap) return;
+  free(m->e);
+  m->e = tg_xcalloc(cap, sizeof *m->e);
+  m->cap = cap;
+}
 
 double tg_now_seconds(void) {
   struct timespec ts;

@@ -53,13 +53,18 @@ static inline uint64_t tg_hash_mix(uint64_t h, uint64_t v) {
   return h;
 }
 
-/* ---- pointer -> pointer map (open addressing); keys are never NULL */
-typedef struct { void **keys; void **vals; size_t cap, n; } ptrmap;
+/* ---- pointer -> pointer map (open addressing); keys are never NULL. A
+ * key and its value share a slot (one cache line read per lookup). Walk
+ * the entries as: for i < cap, if e[i].key: e[i].key, e[i].val. */
+typedef struct { void *key, *val; } ptrmap_entry;
+typedef struct { ptrmap_entry *e; size_t cap, n; } ptrmap;
 void *pm_get(const ptrmap *m, const void *key);       /* NULL when absent */
 void pm_put(ptrmap *m, const void *key, void *val);
 /* Where key's value is stored (stable until the next pm_put), or NULL. */
 void **pm_slot_value(const ptrmap *m, const void *key);
 void pm_free(ptrmap *m);
+/* Makes an empty m room for n keys (no rehash while it fills). */
+void pm_reserve(ptrmap *m, size_t n);
 
 /* ---- checked arithmetic: every shape, size and offset computation that a
  * caller's numbers reach goes through these. Each returns true when the
