@@ -393,10 +393,12 @@ uop_list uop_toposort_by(uop *root, uop_srcs_fn srcs, void *ctx) {
   VEC(uop *) stack = { 0 };
   VEC(int) state = { 0 };
   VEC_PUSH(stack, root); VEC_PUSH(state, 0);
+  /* A node is pushed only while it is not done, and is done before its
+   * parent goes on to its next source: in an acyclic graph it is never on
+   * the stack twice, so no node needs a second look-up. */
   while (stack.n) {
     uop *u = stack.v[stack.n - 1];
     int *st = &state.v[state.n - 1];
-    if (*st == 0 && pm_get(&seen, u)) { stack.n--; state.n--; continue; }
     uop *const *us;
     int ns = srcs(ctx, u, &us);
     if (*st < ns) {
@@ -405,7 +407,6 @@ uop_list uop_toposort_by(uop *root, uop_srcs_fn srcs, void *ctx) {
       continue;
     }
     stack.n--; state.n--;
-    if (pm_get(&seen, u)) continue;
     pm_put(&seen, u, (void *)1);
     VEC_PUSH(out, u);
   }
