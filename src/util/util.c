@@ -104,20 +104,30 @@ void **pm_slot_value(const ptrmap *m, const void *key) {
   size_t h = pm_slot(m, key);
   return m->keys[h] && m->vals[h] ? &m->vals[h] : NULL;
 }
+static void pm_grow(ptrmap *m);
 void pm_put(ptrmap *m, const void *key, void *val) {
-  if ((m->n + 1) * 2 > m->cap) {
-    ptrmap old = *m;
-    m->cap = old.cap ? old.cap * 2 : 64;
-    m->keys = tg_xcalloc(m->cap, sizeof(void *));
-    m->vals = tg_xcalloc(m->cap, sizeof(void *));
-    m->n = 0;
-    for (size_t i = 0; i < old.cap; i++)
-      if (old.keys[i]) pm_put(m, old.keys[i], old.vals[i]);
-    free(old.keys); free(old.vals);
-  }
+  if ((m->n + 1) * 2 > m->cap) pm_grow(m);
   size_t h = pm_slot(m, key);
   if (!m->keys[h]) { m->keys[h] = (void *)key; m->n++; }
   m->vals[h] = val;
+}
+bool pm_add(ptrmap *m, const void *key, void *val) {
+  if ((m->n + 1) * 2 > m->cap) pm_grow(m);
+  size_t h = pm_slot(m, key);
+  if (m->keys[h]) return false;
+  m->keys[h] = (void *)key; m->n++;
+  m->vals[h] = val;
+  return true;
+}
+static void pm_grow(ptrmap *m) {
+  ptrmap old = *m;
+  m->cap = old.cap ? old.cap * 2 : 64;
+  m->keys = tg_xcalloc(m->cap, sizeof(void *));
+  m->vals = tg_xcalloc(m->cap, sizeof(void *));
+  m->n = 0;
+  for (size_t i = 0; i < old.cap; i++)
+    if (old.keys[i]) pm_put(m, old.keys[i], old.vals[i]);
+  free(old.keys); free(old.vals);
 }
 void pm_free(ptrmap *m) { free(m->keys); free(m->vals); memset(m, 0, sizeof *m); }
 
