@@ -79,6 +79,7 @@ void linear_flatten(linear *l) {
     call_instance_free(c->call);
     free(c->call);
   }
+  counters_add_work(n);   /* the entries made */
   free(l->v);
   l->v = v; l->n = m; l->cap = n ? n : 1;
 }

@@ -474,6 +474,7 @@ static linear_body *linear_body_of(linear *l, ptrmap *made, call_body *b, const 
     lb->nvars += lb->k[k].nvars;
   }
   plan_scratch(lb);
+  counters_add_work(lb->nk);
   lb->index = l->bodies.n;
   VEC_PUSH(l->bodies, lb);
   pm_put(made, b, lb);
@@ -500,6 +501,7 @@ static void linear_of(schedule *s, const prep *ps, const kernel_index *x, linear
     it->call = NULL;
   }
   pm_free(&made);
+  counters_add_work(s->n);
 }
 
 /* Schedules and compiles into l; vs: the VIZ schedule's id (0: none). */
