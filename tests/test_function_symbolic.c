@@ -154,3 +154,76 @@ TEST(function_symbolic_output_is_its_input) {
   for (int i = 0; i < 4 * DS; i++) { CHECK_NEAR(a[i], xs[i], 0); CHECK_NEAR(b[i], 2 * xs[i], 0); }
   tg_function_free(f);
 }
+
+/* three stored intermediates of one size: a = tanh(x @ w), b = a / 2,
+ * c = b + 1/4 (a and c never live at once), then tanh(c @ w) */
+static int sym_chain(void *ctx, tg_tensor *const *in, int nin, tg_tensor **out, int nout) {
+  (void)ctx; (void)nin; (void)nout;
+  tg_tensor *a = tg_contiguous(tg_tanh(tg_matmul(in[0], in[1])));
+  tg_tensor *b = tg_contiguous(tg_muls(a, 0.5));
+  tg_tensor *c = tg_contiguous(tg_adds(b, 0.25));
+  out[0] = tg_tanh(tg_matmul(c, in[1]));
+  return out[0] ? 0 : -1;
+}
+static void ref_chain(const float *x, int t, float *out) {
+  float a[TMAX * DS], s[DS];
+  ref_layer(x, t, a, s);
+  for (int i = 0; i < t * DS; i++) a[i] = a[i] * 0.5f + 0.25f;
+  ref_layer(a, t, out, s);
+}
+
+/* A kept schedule of calls (each call one entry of its linear, its
+ * intermediates in memory shared by the calls) run with several values of
+ * the variable, then listed kernel by kernel (which gives every call's
+ * intermediates buffers of their own) and run again: C loops' values each
+ * time. */
+TEST(function_schedule_runs_calls_with_values) {
+  init_sym();
+  enum { NC = 4 };
+  CHECK_OK(tg_variable("fs_k", 1, TMAX));
+  CHECK(tg_bind("fs_k", TMAX) == 0);
+  tg_tensor *xfull = tg_from_data(xs, TG_SHAPE(TMAX, DS), TG_F32), *w = tg_from_data(ws, TG_SHAPE(DS, DS), TG_F32);
+  CHECK(tg_realize(xfull) == 0 && tg_realize(w) == 0);
+  tg_function *f = tg_function_new("sym_chain", sym_chain, NULL, 2, 1);
+  tg_scope_begin();
+  tg_tensor *h = tg_shrink_var(xfull, 0, "fs_k");
+  for (int l = 0; l < NC && h; l++) {
+    tg_tensor *in[2] = { h, w }, *o = NULL;
+    CHECK_MSG(tg_function_call(f, in, &o) == 0, "%s", tg_error());
+    h = o;
+  }
+  enum { MAXE = 64 };
+  tg_schedule_entry flat[MAXE];
+  int nflat = h ? tg_schedule_list(&h, 1, flat, MAXE) : -1;
+  CHECK_MSG(nflat >= 4 * NC && nflat <= MAXE, "%d kernels", nflat);
+  tg_schedule *s = h ? tg_schedule_new(&h, 1) : NULL;
+  CHECK_OK(s);
+  if (s) {
+    CHECK_EQ_INT(tg_schedule_count(s), nflat);
+    const char *names[4];
+    CHECK_EQ_INT(tg_schedule_vars(s, names, 4), 1);
+    CHECK(!strcmp(names[0], "fs_k"));
+    const int ts[3] = { 5, 2, 9 };
+    for (int r = 0; r < 3; r++) {
+      if (r == 2) {   /* listed: the flat schedule's kernels, in its order */
+        for (int i = 0; i < nflat; i++) {
+          tg_schedule_entry e;
+          CHECK(tg_schedule_call(s, i, &e) == 0);
+          CHECK_MSG(!strcmp(e.name, flat[i].name), "kernel %d: %s vs %s", i, e.name, flat[i].name);
+        }
+        CHECK_EQ_INT(tg_schedule_count(s), nflat);
+      }
+      int t = ts[r];
+      CHECK(tg_bind("fs_k", t) == 0);
+      CHECK_MSG(tg_schedule_run(s, NULL, NULL, 0) == 0, "%s", tg_error());
+      float want[TMAX * DS], cur[TMAX * DS], got[TMAX * DS];
+      memcpy(cur, xs, sizeof cur);
+      for (int l = 0; l < NC; l++) { ref_chain(cur, t, want); memcpy(cur, want, sizeof cur); }
+      CHECK(tg_data(h, got, sizeof got) == 0);
+      test_close_f32(got, want, (size_t)t * DS, 1e-5, 1e-5, "four calls, valid rows");
+    }
+    tg_schedule_free(s);
+  }
+  tg_scope_end();
+  tg_function_free(f);
+}

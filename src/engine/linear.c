@@ -4,6 +4,7 @@
 #include "engine/linear.h"
 #include "engine/realize.h"
 #include "runtime/buffer.h"
+#include "schedule/call.h"
 #include "schedule/schedule.h"
 #include "util/counters.h"
 #include "util/settings.h"
@@ -17,14 +18,70 @@ void linear_push(linear *l, const linear_call *c) {
   VEC_PUSH(*l, k);
 }
 
+static void linear_body_free(linear_body *lb) {
+  for (int i = 0; i < lb->nscratch; i++) buffer_release(lb->scratch[i]);
+  call_body_release(lb->body);
+  free(lb->scratch); free(lb->slot); free(lb->k); free(lb->var_at);
+  free(lb);
+}
+
 void linear_free(linear *l) {
   for (int i = 0; i < l->n; i++) {
-    for (int j = 0; j < l->v[i].nbufs; j++) buffer_release(l->v[i].bufs[j]);
-    if (!l->v[i].bufs_in_block) free(l->v[i].bufs);
+    linear_call *c = &l->v[i];
+    if (c->call) { call_instance_free(c->call); free(c->call); continue; }   /* its table is bufs */
+    for (int j = 0; j < c->nbufs; j++) buffer_release(c->bufs[j]);
+    if (!c->bufs_in_block) free(c->bufs);
   }
   for (int i = 0; i < l->blocks.n; i++) free(l->blocks.v[i]);
   VEC_FREE(l->blocks);
+  for (int i = 0; i < l->bodies.n; i++) linear_body_free(l->bodies.v[i]);
+  VEC_FREE(l->bodies);
   VEC_FREE(*l);
+}
+
+int linear_count(const linear *l) {
+  int n = 0;
+  for (int i = 0; i < l->n; i++) n += l->v[i].call ? l->v[i].body->nk : 1;
+  return n;
+}
+
+/* Buffer j of kernel k of call entry c: the call's argument or output,
+ * the body's own memory, or (an intermediate) the call's own when it was
+ * made, else the body's scratch buffer for it. */
+static tg_buffer *call_entry_buf(const linear_call *c, int k, int j) {
+  const call_body *b = c->call->body;
+  tg_buffer *t = call_instance_buf(c->call, k, j);
+  return t ? t : c->body->scratch[c->body->slot[-b->roles[b->role_at[k] + j] - 1]];
+}
+
+void linear_flatten(linear *l) {
+  bool any = false;
+  for (int i = 0; i < l->n && !any; i++) any = l->v[i].call != NULL;
+  if (!any) return;
+  int n = linear_count(l);
+  linear_call *v = tg_xmalloc(sizeof(linear_call) * (size_t)(n ? n : 1));
+  int m = 0;
+  for (int i = 0; i < l->n; i++) {
+    linear_call *c = &l->v[i];
+    if (!c->call) { v[m++] = *c; continue; }
+    call_instance_fresh(c->call);   /* the call's intermediates, its own from now on */
+    const call_body *b = c->call->body;
+    int nb = b->sched.n ? b->role_at[b->sched.n - 1] + b->sched.v[b->sched.n - 1].nbufs : 0;
+    tg_buffer **block = tg_xmalloc(sizeof(tg_buffer *) * (size_t)(nb ? nb : 1));
+    VEC_PUSH(l->blocks, (void *)block);
+    for (int k = 0; k < c->body->nk; k++) {
+      linear_call kc = c->body->k[k];
+      kc.bufs = block + b->role_at[k];
+      kc.bufs_in_block = true;
+      for (int j = 0; j < kc.nbufs; j++) { kc.bufs[j] = call_instance_buf(c->call, k, j); buffer_retain(kc.bufs[j]); }
+      v[m++] = kc;
+    }
+    call_instance_free(c->call);
+    free(c->call);
+  }
+  counters_add_work(n);   /* the entries made */
+  free(l->v);
+  l->v = v; l->n = m; l->cap = n ? n : 1;
 }
 
 static _Thread_local kernel_capture *capture;
@@ -99,6 +156,7 @@ static void uses_count(buffer_uses *bu, const linear *l, int nuses) {
   for (int i = 0, k = 0; i < l->n; i++)
     for (int j = 0; j < l->v[i].nbufs; j++, k++) {
       const tg_buffer *b = l->v[i].bufs[j];
+      if (!b) continue;   /* a call's intermediate: runs in its body's scratch */
       size_t h = (size_t)tg_hash_mix(0, (uint64_t)(uintptr_t)b) & (cap - 1);
       while (bu->slots[h].b && bu->slots[h].b != b) h = (h + 1) & (cap - 1);
       bu->slots[h].b = b;
@@ -108,13 +166,41 @@ static void uses_count(buffer_uses *bu, const linear *l, int nuses) {
     }
 }
 
+/* A function call's entry: its body's kernels over its buffers, the
+ * intermediates in the body's scratch buffers. vars: the body's values. */
+static int run_call_entry(const linear_call *c, const int64_t *vars, int debug, bool time_each) {
+  const linear_body *lb = c->body;
+  tg_buffer *bufs[256];
+  int rc = 0;
+  for (int k = 0; k < lb->nk && rc == 0; k++) {
+    linear_call kc = lb->k[k];
+    if (kc.nbufs > 256) return tg_seterr("kernel %s: more than 256 buffers", kc.name);
+    for (int j = 0; j < kc.nbufs; j++) bufs[j] = call_entry_buf(c, k, j);
+    kc.bufs = bufs;
+    rc = run_call(&kc, vars + lb->var_at[k], debug, time_each);
+  }
+  return rc;
+}
+
 int linear_run(linear *l, const var_values *given) {
-  /* the values of each call's variables, in one array (most calls have none) */
-  int *at = tg_xmalloc(sizeof(int) * (size_t)(l->n ? l->n : 1)), nv = 0;
-  for (int i = 0; i < l->n; i++) { at[i] = nv; nv += l->v[i].nvars; }
+  /* the JIT captures each kernel with its own buffers */
+  if (capture) linear_flatten(l);
+  /* the values of each call's variables, in one array (most calls have
+   * none); a function body's once, for all its calls */
+  int nb = l->bodies.n;
+  int *at = tg_xmalloc(sizeof(int) * (size_t)(l->n + nb ? l->n + nb : 1)), *body_at = at + l->n, nv = 0;
+  for (int i = 0; i < l->n; i++) { at[i] = nv; nv += l->v[i].call ? 0 : l->v[i].nvars; }
+  for (int b = 0; b < nb; b++) { body_at[b] = nv; nv += l->bodies.v[b]->nvars; }
   int64_t *vars = tg_xmalloc(sizeof(int64_t) * (size_t)(nv ? nv : 1));
-  for (int i = 0; i < l->n; i++)
-    if (l->v[i].nvars && vars_values_given(l->v[i].varnames, l->v[i].nvars, vars + at[i], given) < 0) { free(vars); free(at); return -1; }
+  int rc = 0;
+  for (int i = 0; i < l->n && rc == 0; i++)
+    if (!l->v[i].call && l->v[i].nvars) rc = vars_values_given(l->v[i].varnames, l->v[i].nvars, vars + at[i], given);
+  for (int b = 0; b < nb && rc == 0; b++) {
+    const linear_body *lb = l->bodies.v[b];
+    for (int k = 0; k < lb->nk && rc == 0; k++)
+      if (lb->k[k].nvars) rc = vars_values_given(lb->k[k].varnames, lb->k[k].nvars, vars + body_at[b] + lb->var_at[k], given);
+  }
+  if (rc < 0) { free(vars); free(at); return -1; }
   int debug = (int)setting_int(SET_DEBUG);
   bool time_each = debug >= 2 || setting_int(SET_TG_KERNEL_TIMES) || viz_on;
   /* each buffer's uses and its last call: a buffer only the calls hold
@@ -123,23 +209,33 @@ int linear_run(linear *l, const var_values *given) {
    * last call, so a later one of its size reuses it (a layer-by-layer
    * graph needs one layer's intermediates, not all). A JIT's capture
    * replays them in planned memory (jit.c), so it needs their
-   * description, not their contents. */
+   * description, not their contents. A function body's scratch memory
+   * goes back after its last call. */
   int nuses = 0;
-  for (int i = 0; i < l->n; i++) nuses += l->v[i].nbufs;
+  int *body_last = tg_xmalloc(sizeof(int) * (size_t)(nb ? nb : 1));
+  for (int b = 0; b < nb; b++) body_last[b] = -1;
+  for (int i = 0; i < l->n; i++) {
+    nuses += l->v[i].nbufs;
+    if (l->v[i].call) body_last[l->v[i].body->index] = i;
+  }
   buffer_uses bu;
   uses_count(&bu, l, nuses);
   if (capture) for (int i = 0; i < l->n; i++) linear_push(&capture->l, &l->v[i]);
-  int rc = 0;
   for (int i = 0, at_use = 0; i < l->n && rc == 0; at_use += l->v[i].nbufs, i++) {
-    rc = run_call(&l->v[i], vars + at[i], debug, time_each);
-    for (int j = 0; rc == 0 && j < l->v[i].nbufs; j++) {
-      tg_buffer *b = l->v[i].bufs[j];
+    const linear_call *c = &l->v[i];
+    rc = c->call ? run_call_entry(c, vars + body_at[c->body->index], debug, time_each) : run_call(c, vars + at[i], debug, time_each);
+    for (int j = 0; rc == 0 && j < c->nbufs; j++) {
+      tg_buffer *b = c->bufs[j];
+      if (!b) continue;
       const struct buffer_use *u = &bu.slots[bu.slot_of[at_use + j]];
       intptr_t held = (intptr_t)u->uses * (capture ? 2 : 1);
       if (u->last == i && b->refcnt == held && !(capture && capture->keep_memory)) buffer_drop_memory(b);
     }
+    if (c->call && body_last[c->body->index] == i)
+      for (int s = 0; s < c->body->nscratch; s++) buffer_drop_memory(c->body->scratch[s]);
   }
   free(bu.slots); free(bu.slot_of);
+  free(body_last);
   free(vars); free(at);
   return rc;
 }

@@ -13,8 +13,12 @@
 
 #define LINEAR_MAX_VARS 32
 
-/* One call: a kernel (prog) or a copy between devices (prog NULL: bufs are
- * dst, src). */
+struct call_instance;
+struct linear_body;
+
+/* One call: a kernel (prog), a copy between devices (prog NULL: bufs are
+ * dst, src), or a whole function call (call != NULL: the body's kernels,
+ * body->k, over the call's buffer table; see linear_body). */
 typedef struct {
   tg_program *prog;
   tg_device *dev;
@@ -31,12 +35,41 @@ typedef struct {
                                * memory, the device's zeroed memory stands in for running it */
   bool bufs_in_block;         /* bufs lies in one of the linear's blocks (a function call's kernels
                                * share one), freed with the linear; else its own allocation */
+  /* a function call's entry: its instance (owned; bufs is its table, nbufs
+   * its size, with NULL for the intermediates, which are not made) and its
+   * body's kernels as this linear runs them */
+  struct call_instance *call;
+  const struct linear_body *body;
 } linear_call;
+
+/* A function body as a linear runs its calls, one per body per linear
+ * (not per call): each kernel's call without buffers (k[i].bufs NULL),
+ * and the memory its calls' intermediates run in. The calls of one body
+ * run one after another, and an intermediate is dead once its call's
+ * kernels ran, so every call of the body uses the same scratch buffers:
+ * intermediate i of the body is scratch[slot[i]] (-1: an output, the
+ * call's own). Intermediates of one call whose uses do not overlap and
+ * whose sizes are equal share a slot (they would share memory from the
+ * allocator's cache anyway). A linear that must list each kernel with
+ * its own buffers (the JIT's capture, tg_schedule_call) is flattened
+ * first (linear_flatten): each call's kernels over fresh intermediates,
+ * as a flat schedule has them. */
+typedef struct linear_body {
+  struct call_body *body;     /* retained */
+  linear_call *k;             /* one per kernel of body->sched (bufs NULL) */
+  int nk;
+  int *var_at;                /* where kernel i's variable values start among the body's (nvars in all) */
+  int nvars, index;           /* index: its place in the linear's bodies */
+  int *slot;                  /* per internal buffer of the body: its scratch buffer, or -1 */
+  struct tg_buffer **scratch; /* retained; memory only while a run uses it */
+  int nscratch;
+} linear_body;
 
 typedef struct {
   linear_call *v;
   int n, cap;
   VEC(void *) blocks;         /* buffer tables of several calls each (bufs_in_block) */
+  VEC(linear_body *) bodies;  /* the function bodies its call entries run */
 } linear;
 
 /* Schedules and compiles what the roots need, into l (nothing runs). On
@@ -49,8 +82,14 @@ int engine_linearize(uop *const *roots, int n, const char *default_device, ptrma
  * its last call. While a capture is active, l's calls are appended to it. */
 int linear_run(linear *l, const var_values *given);
 void linear_free(linear *l);
-/* Appends a call (its buffers retained again). */
+/* Appends a call (its buffers retained again); not a function call's entry. */
 void linear_push(linear *l, const linear_call *c);
+/* Replaces each function call's entry by its kernels, each with its
+ * buffers (the call's intermediates made now). */
+void linear_flatten(linear *l);
+/* The kernels and copies l runs (a function call's entry counts its
+ * body's kernels). */
+int linear_count(const linear *l);
 
 /* A tg_schedule_entry for a call (tg_schedule_list, tg_schedule_call,
  * tg_jit_entries). */

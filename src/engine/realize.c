@@ -414,41 +414,94 @@ static int prepare_all(const schedule *s, kernel_index *x, prep *ps, int debug) 
   return rc;
 }
 
-static void linear_add(linear *l, const sched_item *it, const char *name, const cached_prog *cp, tg_buffer **bufs, bool in_block) {
+static linear_call call_of(const sched_item *it, const char *name, const cached_prog *cp, tg_buffer **bufs, bool in_block) {
   linear_call c = { .prog = cp ? cp->prog : NULL, .dev = it->dev, .bufs = bufs, .nbufs = it->nbufs, .bufs_in_block = in_block, .name = name,
                     .flops = cp ? cp->flops : 0, .src = cp ? cp->src : NULL, .writes = 1 /* a copy writes its destination */ };
   if (cp) { c.nvars = cp->nvars; c.varnames = cp->varnames; c.writes = cp->writes; }
   c.zeros = it->ast && stores_only_zeros(it);
-  l->v[l->n++] = c;
+  return c;
+}
+
+/* The scratch slots of a body's intermediates (linear_body): in order of
+ * first use, each takes a slot of its device and size whose last use came
+ * before, else a new one. */
+static void plan_scratch(linear_body *lb) {
+  const call_body *b = lb->body;
+  int ni = b->internal.n;
+  int *first = tg_xmalloc(sizeof(int) * (size_t)(2 * ni + 1)), *last = first + ni;
+  for (int i = 0; i < ni; i++) first[i] = last[i] = -1;
+  for (int k = 0; k < b->sched.n; k++)
+    for (int j = 0; j < b->sched.v[k].nbufs; j++) {
+      int r = b->roles[b->role_at[k] + j];
+      if (r >= 0) continue;
+      if (first[-r - 1] < 0) first[-r - 1] = k;
+      last[-r - 1] = k;
+    }
+  lb->slot = tg_xmalloc(sizeof(int) * (size_t)(ni ? ni : 1));
+  int *slot_last = tg_xmalloc(sizeof(int) * (size_t)(ni ? ni : 1));
+  lb->scratch = tg_xmalloc(sizeof(tg_buffer *) * (size_t)(ni ? ni : 1));
+  for (int k = 0; k < b->sched.n; k++)   /* intermediates in order of first use */
+    for (int i = 0; i < ni; i++) {
+      if (first[i] != k || b->internal_out[i]) continue;
+      tg_buffer *t = b->internal.v[i];
+      int s = -1;
+      for (int q = 0; q < lb->nscratch && s < 0; q++)
+        if (slot_last[q] < k && lb->scratch[q]->dev == t->dev && lb->scratch[q]->dtype == t->dtype && lb->scratch[q]->numel == t->numel) s = q;
+      if (s < 0) { s = lb->nscratch++; lb->scratch[s] = buffer_new(t->dev, t->dtype, t->numel); }
+      slot_last[s] = last[i];
+      lb->slot[i] = s;
+    }
+  for (int i = 0; i < ni; i++) if (b->internal_out[i] || first[i] < 0) lb->slot[i] = -1;
+  free(slot_last);
+  free(first);
+}
+
+/* The linear's entry for body b's kernels (made on its first call). */
+static linear_body *linear_body_of(linear *l, ptrmap *made, call_body *b, const prep *ps, const kernel_index *x, const call_instance *c) {
+  linear_body *lb = pm_get(made, b);
+  if (lb) return lb;
+  lb = tg_xcalloc(1, sizeof *lb);
+  call_body_retain(b);
+  lb->body = b;
+  lb->nk = b->sched.n;
+  lb->k = tg_xmalloc(sizeof(linear_call) * (size_t)(lb->nk ? lb->nk : 1));
+  lb->var_at = tg_xmalloc(sizeof(int) * (size_t)(lb->nk ? lb->nk : 1));
+  const int *w = body_which(x, c);
+  const char *const *names = x->bname.v + body_at(x, c);
+  for (int k = 0; k < lb->nk; k++) {
+    lb->k[k] = call_of(&b->sched.v[k], names[k], w[k] >= 0 ? ps[w[k]].cp : NULL, NULL, false);
+    lb->var_at[k] = lb->nvars;
+    lb->nvars += lb->k[k].nvars;
+  }
+  plan_scratch(lb);
+  counters_add_work(lb->nk);
+  lb->index = l->bodies.n;
+  VEC_PUSH(l->bodies, lb);
+  pm_put(made, b, lb);
+  return lb;
 }
 
 /* The linear of a schedule: each item with its program and its buffers
- * (taken over from the item, with their references); a call's kernels
- * with the call's buffers, one block of buffer tables per call. */
+ * (taken over from the item, with their references); a function call one
+ * entry (its instance taken over from the item) over its body's kernels,
+ * made once per body. */
 static void linear_of(schedule *s, const prep *ps, const kernel_index *x, linear *l) {
-  int n = 0;
-  for (int i = 0; i < s->n; i++) n += s->v[i].call ? s->v[i].call->body->sched.n : 1;
-  if (l->cap < l->n + n) { l->cap = l->n + n; l->v = tg_xrealloc(l->v, sizeof(linear_call) * (size_t)l->cap); }
+  if (l->cap < l->n + s->n) { l->cap = l->n + s->n; l->v = tg_xrealloc(l->v, sizeof(linear_call) * (size_t)l->cap); }
+  ptrmap made = { 0 };   /* call_body -> its linear_body */
   for (int i = 0; i < s->n; i++) {
     sched_item *it = &s->v[i];
-    const call_instance *c = it->call;
+    call_instance *c = it->call;
     if (!c) {
-      linear_add(l, it, tg_intern(it->name), x->which[i] >= 0 ? ps[x->which[i]].cp : NULL, it->bufs, false);
+      l->v[l->n++] = call_of(it, tg_intern(it->name), x->which[i] >= 0 ? ps[x->which[i]].cp : NULL, it->bufs, false);
       it->bufs = NULL; it->nbufs = 0;
       continue;
     }
-    const call_body *b = c->body;
-    const int *w = body_which(x, c);
-    const char *const *names = x->bname.v + body_at(x, c);
-    int nb = b->sched.n ? b->role_at[b->sched.n - 1] + b->sched.v[b->sched.n - 1].nbufs : 0;
-    tg_buffer **block = tg_xmalloc(sizeof(tg_buffer *) * (size_t)(nb ? nb : 1));
-    VEC_PUSH(l->blocks, (void *)block);
-    for (int k = 0; k < b->sched.n; k++) {
-      tg_buffer **bufs = block + b->role_at[k];
-      for (int j = 0; j < b->sched.v[k].nbufs; j++) { bufs[j] = call_instance_buf(c, k, j); buffer_retain(bufs[j]); }
-      linear_add(l, &b->sched.v[k], names[k], w[k] >= 0 ? ps[w[k]].cp : NULL, bufs, true);
-    }
+    const linear_body *lb = linear_body_of(l, &made, c->body, ps, x, c);
+    l->v[l->n++] = (linear_call){ .call = c, .body = lb, .bufs = c->tab, .nbufs = c->body->nparams + c->body->internal.n, .dev = it->dev, .name = lb->nk ? lb->k[0].name : "" };
+    it->call = NULL;
   }
+  pm_free(&made);
+  counters_add_work(s->n);
 }
 
 /* Schedules and compiles into l; vs: the VIZ schedule's id (0: none). */

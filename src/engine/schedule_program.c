@@ -53,11 +53,15 @@ void tg_schedule_free(tg_schedule *lin) {
   free(lin);
 }
 
-int tg_schedule_count(const tg_schedule *lin) { return lin ? lin->l.n : tg_seterr("tg_schedule_count: no schedule"); }
+int tg_schedule_count(const tg_schedule *lin) { return lin ? linear_count(&lin->l) : tg_seterr("tg_schedule_count: no schedule"); }
 
 int tg_schedule_call(const tg_schedule *lin, int i, tg_schedule_entry *out) {
   if (!lin || !out) return tg_seterr("tg_schedule_call: %s", lin ? "NULL output" : "no schedule");
-  if (i < 0 || i >= lin->l.n) return tg_seterr("tg_schedule_call: call %d of %d", i, lin->l.n);
+  int n = linear_count(&lin->l);
+  if (i < 0 || i >= n) return tg_seterr("tg_schedule_call: call %d of %d", i, n);
+  /* listed kernel by kernel: a function call's entry becomes its kernels,
+   * each with buffers of its own (the same program, run the same way) */
+  linear_flatten((linear *)&lin->l);
   const linear_call *c = &lin->l.v[i];
   schedule_entry_fill(out, c->name, c->dev, c->bufs, c->nbufs, !c->prog);
   return 0;
@@ -69,12 +73,17 @@ int tg_schedule_vars(const tg_schedule *lin, const char **names, int max) {
   if (!lin) return tg_seterr("tg_schedule_vars: no schedule");
   if (max < 0 || (max > 0 && !names)) return tg_seterr("tg_schedule_vars: %s (max %d)", names ? "negative max" : "NULL names", max);
   VEC(const char *) all = { 0 };
-  for (int i = 0; i < lin->l.n; i++)
-    for (int v = 0; v < lin->l.v[i].nvars; v++) {
-      bool seen = false;
-      for (int k = 0; k < all.n && !seen; k++) seen = !strcmp(all.v[k], lin->l.v[i].varnames[v]);
-      if (!seen) VEC_PUSH(all, lin->l.v[i].varnames[v]);
+  for (int i = 0; i < lin->l.n; i++) {
+    const linear_call *c = &lin->l.v[i];
+    for (int k = 0; k < (c->call ? c->body->nk : 1); k++) {   /* a function call's: its body's kernels */
+      const linear_call *kc = c->call ? &c->body->k[k] : c;
+      for (int v = 0; v < kc->nvars; v++) {
+        bool seen = false;
+        for (int q = 0; q < all.n && !seen; q++) seen = !strcmp(all.v[q], kc->varnames[v]);
+        if (!seen) VEC_PUSH(all, kc->varnames[v]);
+      }
     }
+  }
   if (all.n) qsort(all.v, (size_t)all.n, sizeof(const char *), cmp_name);
   for (int k = 0; k < all.n && k < max; k++) names[k] = all.v[k];
   int n = all.n;

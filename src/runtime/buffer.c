@@ -98,6 +98,7 @@ tg_buffer *buffer_new(struct tg_device *dev, tg_dtype dt, int64_t numel) {
   size_t item = (size_t)tg_dtype_size(dt);
   if (item && (uint64_t)numel > (uint64_t)(SIZE_MAX / 2) / item)
     TG_FAIL("buffer_new: %lld elements of %s is too large", (long long)numel, tg_dtype_name(dt));
+  counters_add_work(1);
   tg_buffer *b = tg_xcalloc(1, sizeof *b);
   b->dev = dev;
   b->dtype = dt;

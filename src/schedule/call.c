@@ -65,7 +65,7 @@ void call_body_release(call_body *b) {
     VEC_FREE(b->internal);
     pm_free(&b->role);
     free(b->param_written);
-    free(b->roles); free(b->role_at); free(b->out_item); free(b->out_param); free(b->out_slot);
+    free(b->roles); free(b->role_at); free(b->out_item); free(b->out_param); free(b->out_slot); free(b->internal_out);
   }
   VEC_FREE(b->structure_fixed);
   for (int i = 0; i < b->nouts; i++) uop_release(b->outs[i]);
@@ -99,6 +99,7 @@ void call_body_plan(call_body *b) {
   b->out_item = tg_xmalloc(sizeof(int) * (size_t)m);
   b->out_param = tg_xmalloc(sizeof(int) * (size_t)m);
   b->out_slot = tg_xmalloc(sizeof(int) * (size_t)m);
+  b->internal_out = tg_xcalloc((size_t)(b->internal.n ? b->internal.n : 1), sizeof(bool));
   for (int k = 0; k < b->nouts; k++) {
     uop *v = b->out_repl[k];
     while (v->op == OP_PERMUTE || v->op == OP_RESHAPE || v->op == OP_SHRINK_VAR) v = v->src[0];
@@ -106,6 +107,13 @@ void call_body_plan(call_body *b) {
     intptr_t r = ob ? (intptr_t)pm_get(&b->role, ob) : 0;
     b->out_param[k] = r > 0 ? (int)r - 1 : -1;
     b->out_slot[k] = r < 0 ? (int)(-r - 1) : -1;
+    /* every buffer an output's view reads is the call's own */
+    uop_list l = uop_toposort(b->out_repl[k]);
+    for (int i = 0; i < l.n; i++) {
+      intptr_t q = l.v[i]->op == OP_BUFFER ? (intptr_t)pm_get(&b->role, l.v[i]->arg.p) : 0;
+      if (q < 0) b->internal_out[-q - 1] = true;
+    }
+    free(l.v);
     for (int j = 0; j < k && b->out_slot[k] >= 0; j++) if (b->out_slot[j] == b->out_slot[k]) b->out_slot[k] = b->out_slot[j] = -1;   /* one buffer, two outputs */
     b->out_item[k] = -1;
     for (int i = 0; i < n && ob; i++)
@@ -220,9 +228,9 @@ int call_instantiate(call_body *b, const char *default_device, tg_buffer *const 
     tg_buffer *t = f >= 0 ? b->internal.v[f] : NULL, *m = into[k];
     if (m && t && m->dtype == t->dtype && m->numel == t->numel) { fresh[f] = m; buffer_retain(m); }
   }
-  for (int i = 0; i < b->internal.n; i++) {
+  for (int i = 0; i < b->internal.n; i++) {   /* the outputs' buffers; intermediates when listed */
     tg_buffer *t = b->internal.v[i];
-    if (!fresh[i]) fresh[i] = buffer_new(t->dev, t->dtype, t->numel);
+    if (!fresh[i] && b->internal_out[i]) fresh[i] = buffer_new(t->dev, t->dtype, t->numel);
   }
   int n = b->nouts ? b->nouts : 1;
   out->out_repl = tg_xcalloc((size_t)n, sizeof(uop *));
@@ -238,7 +246,16 @@ int call_instantiate(call_body *b, const char *default_device, tg_buffer *const 
   return 0;
 }
 
-void call_instance_item(const call_instance *c, int i, sched_item *out) {
+void call_instance_fresh(call_instance *c) {
+  const call_body *b = c->body;
+  for (int i = 0; i < b->internal.n; i++) {
+    tg_buffer *t = b->internal.v[i], **f = &c->tab[b->nparams + i];
+    if (!*f) *f = buffer_new(t->dev, t->dtype, t->numel);
+  }
+}
+
+void call_instance_item(call_instance *c, int i, sched_item *out) {
+  call_instance_fresh(c);
   const sched_item *src = &c->body->sched.v[i];
   *out = *src;
   out->merged = true;

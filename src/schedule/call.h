@@ -48,6 +48,12 @@ struct call_body {
    * of parameter out_param[k] (-1: not one), held in fresh buffer
    * out_slot[k] (-1: none of its own) */
   int *roles, *role_at, *out_item, *out_param, *out_slot;
+  /* per internal buffer: whether an output is (a view of) it. Those are
+   * made for every call (call_instantiate); the others, the body's
+   * intermediates, only when a call's kernels are listed one by one
+   * (call_instance_fresh): a linear runs a call's intermediates in memory
+   * it keeps per body (engine/linear.h) */
+  bool *internal_out;
 
   /* its structure as the schedule memo names it (schedule_memo.c), made on
    * first use under lock: 1 made, -1 none (a custom kernel's body, whose
@@ -73,25 +79,33 @@ bool call_is_param_buffer(const tg_buffer *b);
  * which the body's kernels (b->sched, shared by every call) run. Buffer j
  * of the body's kernel i is call_instance_buf(c, i, j): the call's
  * argument, a fresh buffer of the call, or the body's own (fixed) memory.
- * Nothing is made per kernel per call until a consumer asks for it
- * (call_instance_item, or linear_of in the engine). */
+ * The fresh buffers of the body's outputs are made with the call; an
+ * intermediate's slot stays NULL until a consumer lists the call's kernels
+ * one by one (call_instance_fresh: call_instance_item, a linear flattened
+ * for the JIT or tg_schedule_call). Nothing is made per kernel per call. */
 typedef struct call_instance {
   call_body *body;            /* retained */
-  tg_buffer **tab;            /* retained: the arguments (nparams), then the fresh buffers (internal.n) */
+  tg_buffer **tab;            /* retained: the arguments (nparams), then the fresh buffers (internal.n;
+                               * an intermediate's NULL until call_instance_fresh) */
   uop **out_repl;             /* per output: its view over the call's buffers (borrowed, pool) */
   tg_buffer **out_buf;        /* per output: the buffer that view reads (borrowed) */
   const int *out_item;        /* per output: the last item touching out_buf, or -1 (the body's) */
   const int *out_param;       /* per output: the parameter it is a view of, or -1 (the body's) */
 } call_instance;
 
+/* NULL for an intermediate not made yet (call_instance_fresh makes it) */
 static inline tg_buffer *call_instance_buf(const call_instance *c, int i, int j) {
   const call_body *b = c->body;
   int r = b->roles[b->role_at[i] + j];
   return r > 0 ? c->tab[r - 1] : r < 0 ? c->tab[b->nparams - r - 1] : b->sched.v[i].bufs[j];
 }
+/* Makes the call's intermediates (fresh buffers, as the body's) where
+ * they are not made yet. */
+void call_instance_fresh(call_instance *c);
 /* Kernel i of the call as a schedule item of its own (its ast and
- * buffers retained, bufs allocated): what a flat schedule holds. */
-void call_instance_item(const call_instance *c, int i, sched_item *out);
+ * buffers retained, bufs allocated): what a flat schedule holds. Makes
+ * the call's intermediates first. */
+void call_instance_item(call_instance *c, int i, sched_item *out);
 
 /* Schedules b unless it is (thread-safe): 0 or -1. A graph whose whole
  * schedule was found by its structure (schedule_memo.h) instantiates none

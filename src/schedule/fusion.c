@@ -302,6 +302,11 @@ static void pair_add(kernel_pair *p, const uop *k) {
  * is stored first and what it computes below counts as one kernel (a chain
  * of residual adds, one per layer, is decided in the same pass). */
 static void mark_shared_costly(sctx *s, const uop_list *topo) {
+  /* only a reduce or elementwise work is ever stored here (a graph of
+   * calls over memory has none) */
+  bool any = false;
+  for (int i = 0; i < topo->n && !any; i++) any = topo->v[i]->op == OP_REDUCE_AXIS || uop_is_alu(topo->v[i]->op);
+  if (!any) return;
   ptrmap pos = { 0 };   /* node -> index in topo + 1 */
   for (int i = 0; i < topo->n; i++) pm_put(&pos, topo->v[i], (void *)(intptr_t)(i + 1));
   /* consumers of each node, as lists in one array */

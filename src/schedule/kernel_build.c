@@ -447,8 +447,6 @@ retry:
  * outputs) share one instance. */
 struct call_made {
   call_body *body;
-  uop *const *args;      /* the CALL's sources (alive as long as the graph) */
-  int nargs;
   call_instance *inst;   /* owned by the item standing for the call (schedule_free frees it) */
   tg_buffer **inst_args;  /* the argument buffers it was instantiated over (borrowed) */
   int base;              /* index of the item standing for it in the schedule */
@@ -457,6 +455,7 @@ struct call_made {
 void sched_calls_free(sctx *s) {
   for (int i = 0; i < s->calls.n; i++) { free(s->calls.v[i]->inst_args); free(s->calls.v[i]); }
   VEC_FREE(s->calls);
+  pm_free(&s->call_made_of);
 }
 
 void schedule_expand_calls(schedule *out) {
@@ -528,11 +527,10 @@ void sched_find_into(sctx *s, const uop_list *topo) {
 int sched_build_call(sctx *s, uop *u) {
   uop_call_target *t = u->arg.p;
   call_body *b = t->body;
-  struct call_made *cm = NULL;
-  for (int i = 0; i < s->calls.n && !cm; i++) {
-    struct call_made *c = s->calls.v[i];
-    if (c->body == b && c->nargs == u->nsrc && !memcmp(c->args, u->src, sizeof(uop *) * (size_t)u->nsrc)) cm = c;
-  }
+  /* the call's outputs share one instance: found by its output 0, the
+   * one node naming the body and the arguments */
+  uop *key = t->out == 0 || !b->nouts ? u : uop_new(OP_CALL, b->outs[0]->dtype, u->src, u->nsrc, arg_ptr(&b->targets[0]));
+  struct call_made *cm = pm_get(&s->call_made_of, key);
   if (!cm) {
     if (u->nsrc != b->nparams) return tg_seterr("internal: call of %s with %d arguments for %d parameters", b->name, u->nsrc, b->nparams);
     tg_buffer **args = tg_xcalloc((size_t)(u->nsrc ? u->nsrc : 1), sizeof(tg_buffer *));
@@ -551,7 +549,7 @@ int sched_build_call(sctx *s, uop *u) {
       if (!args[j]) { free(args); VEC_FREE(argdeps); VEC_FREE(argreads); return tg_seterr("internal: argument %d of a call of %s is not contiguous memory", j, b->name); }
     }
     cm = tg_xcalloc(1, sizeof *cm);
-    cm->body = b; cm->args = u->src; cm->nargs = u->nsrc; cm->inst_args = args;
+    cm->body = b; cm->inst_args = args;
     /* outputs that an assign takes as they are: written into its target */
     tg_buffer *into[CALL_MAX_OUTS] = { 0 }, *into_base[CALL_MAX_OUTS] = { 0 };
     bool any_into = false;
@@ -576,6 +574,7 @@ int sched_build_call(sctx *s, uop *u) {
         rc = tg_seterr("tg_function %s: input %d is assigned inside the function, so it must be a realized tensor (not a lazy value or a view)", b->name, j);
     if (rc < 0) { call_instance_free(cm->inst); free(cm->inst); free(cm); free(args); VEC_FREE(argdeps); VEC_FREE(argreads); return -1; }
     VEC_PUSH(s->calls, cm);
+    pm_put(&s->call_made_of, key, cm);
     /* one item stands for the call's kernels until the schedule is ordered
      * and merged (schedule_expand_calls, or for good: schedule_create_calls): it runs after the arguments' kernels,
      * reads the memory it shares with the caller, and writes the arguments

@@ -5,6 +5,7 @@
 #include "schedule/schedule_internal.h"
 #include "schedule/call.h"
 #include "schedule/schedule_memo.h"
+#include "util/counters.h"
 #include "util/settings.h"
 
 static int schedule_anew(uop *const *roots, int n, tg_device *dev, uop *sink, const uop_list *topo_in, schedule *out, ptrmap *becomes,
@@ -16,6 +17,7 @@ static int create(uop *const *roots, int n, const char *default_device, schedule
   if (!dev) return -1;
   uop *sink = uop_new(OP_SINK, DT_VOID, roots, n, arg_none());
   uop_list topo = uop_toposort(sink);
+  counters_add_work(topo.n);
   /* the same structure scheduled before (schedule_memo.h) */
   schedule_memo_key memo;
   int rc = 0;
@@ -34,6 +36,7 @@ static int create(uop *const *roots, int n, const char *default_device, schedule
   }
   schedule_memo_key_free(&memo);
   free(topo.v);
+  if (rc == 0) counters_add_work(out->n);
   return rc;
 }
 

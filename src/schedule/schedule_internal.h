@@ -42,6 +42,7 @@ typedef struct {
   VEC(rinfo *) infos;
   VEC(kernel_links) links;   /* one per kernel of out */
   VEC(struct call_made *) calls;   /* function calls instantiated so far (sched_build_call) */
+  ptrmap call_made_of;  /* a call's output 0 (the CALL node) -> its struct call_made */
   ptrmap into;          /* CALL -> its sched_into: an output written straight into an assign's target */
 } sctx;
 

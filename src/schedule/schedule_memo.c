@@ -223,21 +223,34 @@ typedef struct {
   bool bad;
 } record_ctx;
 
-static int64_t role_of(record_ctx *c, tg_buffer *b) {
-  intptr_t r = (intptr_t)pm_get(&c->role, b);
+/* key: what names the buffer in the role map (b itself, or for a call's
+ * intermediate not made yet its slot in the call's table, with b the
+ * body's buffer describing it) */
+static int64_t role_of_key(record_ctx *c, const void *key, tg_buffer *b) {
+  intptr_t r = (intptr_t)pm_get(&c->role, key);
   if (r > 0) return r - 1;
   if (r < 0) return r;
   fresh_desc d = { b->dev, b->dtype, b->numel, INT64_MIN, 0 };
   if (b->base) {
     size_t item = (size_t)tg_dtype_size(b->base->dtype);
     if (b->dtype != b->base->dtype || b->base->base || b->offset % item) { c->bad = true; return 0; }
-    d.base = role_of(c, b->base);   /* (a fresh base is recorded before its views) */
+    d.base = role_of_key(c, b->base, b->base);   /* (a fresh base is recorded before its views) */
     d.offset = (int64_t)(b->offset / item);
   }
   VEC_PUSH(c->fresh, d);
   int64_t role = -(int64_t)c->fresh.n;
-  pm_put(&c->role, b, (void *)(intptr_t)role);
+  pm_put(&c->role, key, (void *)(intptr_t)role);
   return role;
+}
+static int64_t role_of(record_ctx *c, tg_buffer *b) { return role_of_key(c, b, b); }
+
+/* buffer j of kernel k of call ci, made or not */
+static int64_t call_role(record_ctx *c, const call_instance *ci, int k, int j) {
+  tg_buffer *b = call_instance_buf(ci, k, j);
+  if (b) return role_of(c, b);
+  const call_body *body = ci->body;
+  int i = -body->roles[body->role_at[k] + j] - 1;   /* an intermediate (only those are NULL) */
+  return role_of_key(c, &ci->tab[body->nparams + i], body->internal.v[i]);
 }
 
 static uop *to_marker(uop *u, void *p) {
@@ -513,7 +526,7 @@ void schedule_memo_add(schedule_memo_key *k, const uop_list *topo, const schedul
       if (m->ast) uop_retain(m->ast);
       m->nbufs = it->nbufs;
       m->roles = tg_xcalloc((size_t)(it->nbufs ? it->nbufs : 1), sizeof(int64_t));
-      for (int j = 0; j < it->nbufs; j++) m->roles[j] = role_of(&c, ci ? call_instance_buf(ci, k, j) : it->bufs[j]);
+      for (int j = 0; j < it->nbufs; j++) m->roles[j] = ci ? call_role(&c, ci, k, j) : role_of(&c, it->bufs[j]);
       m->dev = it->dev;
       memcpy(m->name, it->name, sizeof m->name);
       m->merged = it->merged || ci;

@@ -13,6 +13,7 @@
  * depth are fine. */
 #include <math.h>
 #include <pthread.h>
+#include "util/counters.h"
 #include "uop/rewrite.h"
 #include "util/util.h"
 #include "viz/viz.h"
@@ -501,6 +502,7 @@ static bool solve(mstate *st) {
 }
 
 static uop *try_rule(const crule *r, uop *u, void *ctx, rw_match *match_out) {
+  counters_add_work(1);
   mstate st;
   st.r = r;
   st.ctx = ctx;

@@ -6,6 +6,7 @@
 #include "uop/uop_buffer.h"
 #include "uop/uop_call.h"
 #include "uop/dims.h"
+#include "util/counters.h"
 #include "util/util.h"
 
 static const char *op_names[] = {
@@ -233,6 +234,7 @@ static void set_shape(uop *u) {
 }
 
 uop *uop_new(uop_op op, dtype_t dt, uop *const *src, int nsrc, uop_arg arg) {
+  counters_add_work(1);
   uint64_t h = tg_hash_mix((uint64_t)op, dt.bits);
   for (int i = 0; i < nsrc; i++) h = tg_hash_mix(h, src[i]->hash);
   h = tg_hash_mix(h, arg_hash(&arg));
@@ -386,31 +388,30 @@ uop *uop_muli(uop *a, int64_t b) { return b == 1 ? a : uop_alu(OP_MUL, a, uop_co
 static int own_srcs(void *ctx, uop *u, uop *const **out) { (void)ctx; *out = u->src; return u->nsrc; }
 uop_list uop_toposort(uop *root) { return uop_toposort_by(root, own_srcs, NULL); }
 
+/* Depth first, one source at a time, so the stack is the path from the
+ * root: a node is marked when it is pushed (a DAG reaches no node on its
+ * own path again) and listed when its sources are; one map probe per edge. */
 uop_list uop_toposort_by(uop *root, uop_srcs_fn srcs, void *ctx) {
   uop_list out = { 0 };
   if (!root) return out;
   ptrmap seen = { 0 };
-  VEC(uop *) stack = { 0 };
-  VEC(int) state = { 0 };
-  VEC_PUSH(stack, root); VEC_PUSH(state, 0);
-  /* A node is pushed only while it is not done, and is done before its
-   * parent goes on to its next source: in an acyclic graph it is never on
-   * the stack twice, so no node needs a second look-up. */
+  typedef struct { uop *u; int next; } frame;
+  VEC(frame) stack = { 0 };
+  pm_add(&seen, root, (void *)1);
+  VEC_PUSH(stack, ((frame){ root, 0 }));
   while (stack.n) {
-    uop *u = stack.v[stack.n - 1];
-    int *st = &state.v[state.n - 1];
+    frame *f = &stack.v[stack.n - 1];
     uop *const *us;
-    int ns = srcs(ctx, u, &us);
-    if (*st < ns) {
-      uop *s = us[(*st)++];
-      if (!pm_get(&seen, s)) { VEC_PUSH(stack, s); VEC_PUSH(state, 0); }
+    int ns = srcs(ctx, f->u, &us);
+    if (f->next < ns) {
+      uop *s = us[f->next++];
+      if (pm_add(&seen, s, (void *)1)) VEC_PUSH(stack, ((frame){ s, 0 }));
       continue;
     }
-    stack.n--; state.n--;
-    pm_put(&seen, u, (void *)1);
-    VEC_PUSH(out, u);
+    VEC_PUSH(out, f->u);
+    stack.n--;
   }
-  VEC_FREE(stack); VEC_FREE(state); pm_free(&seen);
+  VEC_FREE(stack); pm_free(&seen);
   return out;
 }
 

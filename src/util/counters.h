@@ -12,4 +12,13 @@ void counters_add_render(bool cached);
 void counters_add_schedule(void);
 /* Buffer memory taken (+) or given back (-). */
 void counters_mem(int64_t delta);
+
+/* Work counted on the calling thread, in units that do not depend on the
+ * machine's load (tests of how scheduling cost grows, where instruction
+ * counters are not available): a UOp node asked for (made, or found by
+ * hash-consing), a rewrite rule tried on a node, a buffer made, a node of
+ * a graph the scheduler is given (its toposort), a schedule item, a
+ * linear entry (a function body's kernels once per linear). */
+void counters_add_work(int64_t n);
+int64_t counters_work(void);
 #endif

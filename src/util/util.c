@@ -104,19 +104,28 @@ void **pm_slot_value(const ptrmap *m, const void *key) {
   size_t h = pm_slot(m, key);
   return m->e[h].key && m->e[h].val ? &m->e[h].val : NULL;
 }
+static void pm_grow(ptrmap *m) {
+  ptrmap old = *m;
+  m->cap = old.cap ? old.cap * 2 : 64;
+  m->e = tg_xcalloc(m->cap, sizeof *m->e);
+  m->n = 0;
+  for (size_t i = 0; i < old.cap; i++)
+    if (old.e[i].key) pm_put(m, old.e[i].key, old.e[i].val);
+  free(old.e);
+}
 void pm_put(ptrmap *m, const void *key, void *val) {
-  if ((m->n + 1) * 2 > m->cap) {
-    ptrmap old = *m;
-    m->cap = old.cap ? old.cap * 2 : 64;
-    m->e = tg_xcalloc(m->cap, sizeof *m->e);
-    m->n = 0;
-    for (size_t i = 0; i < old.cap; i++)
-      if (old.e[i].key) pm_put(m, old.e[i].key, old.e[i].val);
-    free(old.e);
-  }
+  if ((m->n + 1) * 2 > m->cap) pm_grow(m);
   size_t h = pm_slot(m, key);
   if (!m->e[h].key) { m->e[h].key = (void *)key; m->n++; }
   m->e[h].val = val;
+}
+bool pm_add(ptrmap *m, const void *key, void *val) {
+  if ((m->n + 1) * 2 > m->cap) pm_grow(m);
+  size_t h = pm_slot(m, key);
+  if (m->e[h].key) return false;
+  m->e[h].key = (void *)key; m->n++;
+  m->e[h].val = val;
+  return true;
 }
 void pm_free(ptrmap *m) { free(m->e); memset(m, 0, sizeof *m); }
 void pm_reserve(ptrmap *m, size_t n) {

@@ -60,6 +60,8 @@ typedef struct { void *key, *val; } ptrmap_entry;
 typedef struct { ptrmap_entry *e; size_t cap, n; } ptrmap;
 void *pm_get(const ptrmap *m, const void *key);       /* NULL when absent */
 void pm_put(ptrmap *m, const void *key, void *val);
+/* Puts key -> val when key is absent: true; false (nothing changed) when present. */
+bool pm_add(ptrmap *m, const void *key, void *val);
 /* Where key's value is stored (stable until the next pm_put), or NULL. */
 void **pm_slot_value(const ptrmap *m, const void *key);
 void pm_free(ptrmap *m);
