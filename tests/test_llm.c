@@ -815,6 +815,17 @@ TEST(llm_tp_moe) {
   tg_llm_free(m);
 }
 
+/* DeepSeek's multi-head latent attention sharded: q_b and kv_b by their
+ * rows (whole heads), the output by columns, the latent projections and
+ * their norms replicated, the cache (decompressed keys and values per
+ * head) by heads; against numpy's goldens. */
+TEST(llm_tp_deepseek2_mla) {
+  tp_devices = TP2;
+  check_model("deepseek2");
+  check_model("deepseek2_yarn");
+  tp_devices = NULL;
+}
+
 /* tg_llm_eval_all (prefill pieces under their own JITs) sharded: the
  * prompt's last row is numpy's; the decode step cannot be exported (it
  * copies between devices). */

@@ -26,11 +26,13 @@ static tg_tensor *l2_norm(tg_tensor *x, float eps) {
 }
 
 /* x (B, T, Hk, D) for each of Hv = R * Hk heads: head h reads head h % Hk
- * (the converter orders v heads so; llama.cpp's ggml_repeat) */
-static tg_tensor *tile_heads(tg_tensor *x, int64_t Hv) {
+ * (the converter orders v heads so; llama.cpp's ggml_repeat), within each
+ * of P groups of heads: head g Hv/P + h' reads g Hk/P + h' % (Hk/P) (the
+ * device order of tensor parallel, llm_tp.c; P 1 on one device) */
+static tg_tensor *tile_heads(tg_tensor *x, int64_t Hv, int64_t P) {
   int64_t B = tg_dim(x, 0), T = tg_dim(x, 1), Hk = tg_dim(x, 2), D = tg_dim(x, 3);
   if (Hv == Hk) return x;
-  tg_tensor *e = tg_expand(tg_reshape(x, TG_SHAPE(B, T, 1, Hk, D)), TG_SHAPE(B, T, Hv / Hk, Hk, D));
+  tg_tensor *e = tg_expand(tg_reshape(x, TG_SHAPE(B, T, P, 1, Hk / P, D)), TG_SHAPE(B, T, P, Hv / Hk, Hk / P, D));
   return tg_reshape(e, TG_SHAPE(B, T, Hv, D));
 }
 
@@ -150,14 +152,17 @@ tg_tensor *llm_gdn(tg_llm *m, llm_layer *l, tg_tensor *h) {
     conv = conv ? tg_add(conv, tap) : tap;
   }
   tg_assign(state_rows(m, l->conv_state), TG_GET(x, TG_ALLIDX, TG_FROM(T)));
-  tg_tensor *xc = tg_contiguous(tg_silu(conv));                                                      /* (B, T, C) */
-  tg_tensor *q = tg_reshape(TG_GET(xc, TG_ALLIDX, TG_ALLIDX, TG_UPTO(Hk * Dk)), TG_SHAPE(B, T, Hk, Dk));
-  tg_tensor *k = tg_reshape(TG_GET(xc, TG_ALLIDX, TG_ALLIDX, TG_SLICE(Hk * Dk, 2 * Hk * Dk, 1)), TG_SHAPE(B, T, Hk, Dk));
-  tg_tensor *v = tg_reshape(TG_GET(xc, TG_ALLIDX, TG_ALLIDX, TG_FROM(2 * Hk * Dk)), TG_SHAPE(B, T, Hv, Dv));
+  /* the channels as P groups of q | k | v (tensor parallel: one per
+   * device, in the order llm_tp.c gave the rows; one group on one device) */
+  int64_t P = m->n_tp, qk = Hk * Dk / P;
+  tg_tensor *xc = tg_reshape(tg_contiguous(tg_silu(conv)), TG_SHAPE(B, T, P, C / P));               /* (B, T, P, C/P) */
+  tg_tensor *q = tg_reshape(TG_GET(xc, TG_ALLIDX, TG_ALLIDX, TG_ALLIDX, TG_UPTO(qk)), TG_SHAPE(B, T, Hk, Dk));
+  tg_tensor *k = tg_reshape(TG_GET(xc, TG_ALLIDX, TG_ALLIDX, TG_ALLIDX, TG_SLICE(qk, 2 * qk, 1)), TG_SHAPE(B, T, Hk, Dk));
+  tg_tensor *v = tg_reshape(TG_GET(xc, TG_ALLIDX, TG_ALLIDX, TG_ALLIDX, TG_FROM(2 * qk)), TG_SHAPE(B, T, Hv, Dv));
   q = tg_mul(l2_norm(q, c->rms_eps), tg_scalar(1.0 / sqrt((double)Dk), TG_F32));
   k = l2_norm(k, c->rms_eps);
-  q = tg_contiguous(tg_reshape(tile_heads(q, Hv), TG_SHAPE(B, T, Hv, 1, Dk)));
-  k = tg_contiguous(tg_reshape(tile_heads(k, Hv), TG_SHAPE(B, T, Hv, 1, Dk)));
+  q = tg_contiguous(tg_reshape(tile_heads(q, Hv, P), TG_SHAPE(B, T, Hv, 1, Dk)));
+  k = tg_contiguous(tg_reshape(tile_heads(k, Hv, P), TG_SHAPE(B, T, Hv, 1, Dk)));
   v = tg_contiguous(v);
 
   tg_tensor *S = tg_where(tg_reshape(fresh, TG_SHAPE(B, 1, 1, 1)), zero, state_rows(m, l->ssm_state));   /* (B, Hv, Dv, Dk) */
