@@ -826,6 +826,22 @@ TEST(llm_tp_deepseek2_mla) {
   tp_devices = NULL;
 }
 
+/* Gated delta-net layers sharded (Qwen3.5, 2 k heads and 4 v heads: one
+ * k head and its 2 v heads per device): the in-projections, the conv and
+ * the per-head gates by their rows in device order (llm_tp.c
+ * reorder_gdn), the out-projection by columns, the states by heads; the
+ * gated attention layers as dense attention. Against numpy's goldens: the
+ * prompt and 3 tokens, 20 greedy tokens, and past 110 positions (a
+ * 64-token chunk's chunked form, then the recurrence). */
+TEST(llm_tp_qwen35_delta_net) {
+  tp_devices = TP2;
+  check_model("qwen35");
+  tg_llm_free(check_greedy("qwen35", "qwen35_greedy", 0, tiny_prompt, 7, 1e-4));
+  qwen35_long("qwen35");
+  check_model("qwen35moe");
+  tp_devices = NULL;
+}
+
 /* tg_llm_eval_all (prefill pieces under their own JITs) sharded: the
  * prompt's last row is numpy's; the decode step cannot be exported (it
  * copies between devices). */

@@ -48,8 +48,7 @@ static tg_tensor *state_rows(tg_llm *m, tg_tensor *state) {
  * most 8 as (I - M)(I + M^2)(I + M^4) (M^8 = 0 there), whose terms stay
  * small (a triangular solve's work, as matmuls). */
 static tg_tensor *inv_unit_lower(tg_tensor *M) {
-  tg_shape sh = tg_shape_of(M);
-  int64_t n = sh.d[sh.ndim - 1];
+  int64_t n = tg_dim(M, -1);
   if (n <= 8) {
     tg_tensor *I = tg_eye(n, TG_F32), *N = tg_neg(M), *R = tg_add(I, N);
     for (int64_t p = 2; p < n; p *= 2) {
@@ -63,8 +62,8 @@ static tg_tensor *inv_unit_lower(tg_tensor *M) {
   tg_tensor *Di = inv_unit_lower(tg_contiguous(TG_GET(M, TG_ELLIPSIS, TG_FROM(h), TG_FROM(h))));
   tg_tensor *C = TG_GET(M, TG_ELLIPSIS, TG_FROM(h), TG_UPTO(h));
   tg_tensor *low = tg_neg(tg_matmul(Di, tg_contiguous(tg_matmul(C, Ai))));                         /* (..., n-h, h) */
-  sh.d[sh.ndim - 2] = h, sh.d[sh.ndim - 1] = n - h;
-  tg_tensor *top = tg_cat((tg_tensor *[]){ Ai, tg_zeros(sh, TG_F32) }, 2, -1);
+  /* zeros where M's (zero) upper right block is: on M's device(s) */
+  tg_tensor *top = tg_cat((tg_tensor *[]){ Ai, tg_zeros_like(TG_GET(M, TG_ELLIPSIS, TG_UPTO(h), TG_FROM(h))) }, 2, -1);
   tg_tensor *bottom = tg_cat((tg_tensor *[]){ low, Di }, 2, -1);
   return tg_contiguous(tg_cat((tg_tensor *[]){ top, bottom }, 2, -2));
 }
