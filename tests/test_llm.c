@@ -937,11 +937,10 @@ TEST(llm_tp_q8_0) {
   unlink(path);
 }
 
-/* What tensor parallel does not cover is refused at load, naming it. */
+/* What tensor parallel does not cover, and sizes that do not divide, are
+ * refused at load, naming them. */
 TEST(llm_tp_errors) {
   static const struct { const char *model, *want; } cases[] = {
-    { "deepseek2", "does not support multi-head latent attention (DeepSeek) (architecture deepseek2)" },
-    { "qwen35", "does not support gated delta-net layers (architecture qwen35)" },
     { "phi3", "does not support q|k|v or gate|up fused in the file (architecture phi3)" },
     { "yarn", "needs heads (2), kv heads (1) and the feed-forward size (48) to divide by 2" },
   };
@@ -951,6 +950,14 @@ TEST(llm_tp_errors) {
     CHECK(tg_llm_load(path, &(tg_llm_opts){ .devices = TP2 }) == NULL);
     CHECK_MSG(strstr(tg_error(), cases[i].want), "%s: %s", cases[i].model, tg_error());
   }
+  /* delta-net layers split by whole k heads: one k head (with its 4 v
+   * heads) does not go over 2 devices (refused before any weight is read) */
+  snprintf(path, sizeof path, "/tmp/tg_test_llm_tp_gdn_%d.gguf", (int)getpid());
+  uint32_t one_k = 1;
+  CHECK_OK(copy_gguf_kv("goldens/llm_qwen35.gguf", path, NULL, "qwen35.ssm.group_count", GGUF_U32, &one_k) == 0);
+  CHECK(tg_llm_load(path, &(tg_llm_opts){ .devices = TP2 }) == NULL);
+  CHECK_MSG(strstr(tg_error(), "needs the delta-net's k heads (1; 4 v heads, 4 per k head) to divide by 2"), "%s", tg_error());
+  unlink(path);
   const char *llama = "goldens/llm_llama.gguf";
   CHECK(tg_llm_load(llama, &(tg_llm_opts){ .devices = "CPU:0,CPU:0" }) == NULL);
   CHECK_MSG(strstr(tg_error(), "CPU is listed twice"), "%s", tg_error());
