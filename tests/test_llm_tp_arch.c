@@ -78,9 +78,9 @@ static void expect_order(const float *one, float *want, int64_t rows, int64_t co
 
 /* Gated delta-net: 2 k heads, 4 v heads (v head h reads k head h % 2), so
  * each device takes k head d and v heads d and d + 2: ssm_qkv's rows are
- * q_d | k_d | v_d | v_(d+2) per device, z's and the gates' rows and the
- * out-projection's columns heads d, d + 2; the conv by the same channels,
- * the states by heads. The weights against the file's one-device rows in
+ * q_d | k_d | v_d | v_(d+2) per device, z's rows and the out-projection's
+ * columns heads d, d + 2; the conv by the same channels, the states by
+ * heads; the gates' small weights (beta, alpha, dt, a) whole on each. The weights against the file's one-device rows in
  * that order; the logits as one device's, the full-attention layers
  * (gated, per-head norms) as dense attention. */
 TEST(llm_tp_gdn_same_as_one) {
@@ -92,10 +92,10 @@ TEST(llm_tp_gdn_same_as_one) {
     llm_layer *l = &m->layers[0], *o = &one->layers[0];
     CHECK(l->recurrent && m->gdn.k_heads == 2 && m->gdn.v_heads == 4);
     check_parts(l->ssm_qkv, 0, "ssm_qkv"); check_parts(l->ssm_z, 0, "ssm_z"); check_parts(l->ssm_conv1d, 0, "ssm_conv1d");
-    check_parts(l->ssm_beta, 0, "ssm_beta"); check_parts(l->ssm_alpha, 0, "ssm_alpha"); check_parts(l->ssm_dt, 0, "ssm_dt");
-    check_parts(l->ssm_a, 0, "ssm_a"); check_parts(l->ssm_out, 1, "ssm_out");
+    check_parts(l->ssm_out, 1, "ssm_out");
+    tg_tensor *whole[] = { l->ssm_beta, l->ssm_alpha, l->ssm_dt, l->ssm_a, l->ssm_norm };
+    for (int i = 0; i < 5; i++) CHECK_MSG(tg_shard_axis(whole[i]) == -1, "gate tensor %d is not whole on each device", i);
     check_parts(l->conv_state, 2, "conv state"); check_parts(l->ssm_state, 1, "recurrent state");
-    CHECK_EQ_INT(tg_shard_axis(l->ssm_norm), -1);
     check_parts(m->layers[1].wq, 0, "attention layer's q");
     int64_t D = m->gdn.head_k;   /* head_v too */
     /* channels: q (2 D), k (2 D), v (4 D); heads: v heads */
@@ -104,9 +104,7 @@ TEST(llm_tp_gdn_same_as_one) {
     const span heads[] = { { 0, 1 }, { 2, 1 }, { 1, 1 }, { 3, 1 } };
     struct { tg_tensor *tp, *one; int axis; const span *sp; int nsp; int64_t unit; const char *what; } w[] = {
       { l->ssm_qkv, o->ssm_qkv, 0, chans, 8, 1, "ssm_qkv" }, { l->ssm_conv1d, o->ssm_conv1d, 0, chans, 8, 1, "ssm_conv1d" },
-      { l->ssm_z, o->ssm_z, 0, heads, 4, D, "ssm_z" }, { l->ssm_beta, o->ssm_beta, 0, heads, 4, 1, "ssm_beta" },
-      { l->ssm_alpha, o->ssm_alpha, 0, heads, 4, 1, "ssm_alpha" }, { l->ssm_dt, o->ssm_dt, 0, heads, 4, 1, "ssm_dt" },
-      { l->ssm_a, o->ssm_a, 0, heads, 4, 1, "ssm_a" }, { l->ssm_out, o->ssm_out, 1, heads, 4, D, "ssm_out" },
+      { l->ssm_z, o->ssm_z, 0, heads, 4, D, "ssm_z" }, { l->ssm_out, o->ssm_out, 1, heads, 4, D, "ssm_out" },
     };
     for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
       tg_shape s = tg_shape_of(w[i].one);

@@ -36,6 +36,18 @@ static tg_tensor *tile_heads(tg_tensor *x, int64_t Hv, int64_t P) {
   return tg_reshape(e, TG_SHAPE(B, T, Hv, D));
 }
 
+/* The gates' per-head values x (N, Hv) in tensor parallel's device order
+ * and split over the devices: their small projections (beta, alpha, dt,
+ * a) stay whole on every device in the file's head order (llm_tp.c
+ * reorder_gdn), so each device computes every head's, then group d takes
+ * heads r Hk + d Hk/P + j (r < Hv/Hk, j < Hk/P). x itself on one device. */
+static tg_tensor *device_heads(tg_llm *m, tg_tensor *x) {
+  int64_t P = m->n_tp, Hk = m->gdn.k_heads, N = tg_dim(x, 0), Hv = tg_dim(x, 1);
+  if (P == 1) return x;
+  tg_tensor *o = tg_reshape(tg_permute(tg_reshape(x, TG_SHAPE(N, Hv / Hk, P, Hk / P)), TG_AXES(0, 2, 1, 3)), TG_SHAPE(N, Hv));
+  return llm_tp_split(m, o, 1);
+}
+
 /* The rows of a state that the graph's sequences own: (B, ...). */
 static tg_tensor *state_rows(tg_llm *m, tg_tensor *state) {
   if (m->batch_seqs) return tg_take(state, m->batch_seqs);
@@ -137,8 +149,8 @@ tg_tensor *llm_gdn(tg_llm *m, llm_layer *l, tg_tensor *h) {
 
   tg_tensor *qkv = tg_reshape(llm_linear(m, h, l->ssm_qkv, NULL), TG_SHAPE(B, T, C));
   tg_tensor *z = tg_reshape(llm_linear(m, h, l->ssm_z, NULL), TG_SHAPE(B, T, Hv, Dv));
-  tg_tensor *beta = tg_contiguous(tg_reshape(tg_sigmoid(llm_linear(m, h, l->ssm_beta, NULL)), TG_SHAPE(B, T, Hv, 1)));
-  tg_tensor *g = tg_mul(tg_softplus(llm_linear(m, h, l->ssm_alpha, l->ssm_dt), 1, 20), tg_cast(l->ssm_a, TG_F32));   /* log decay (N, Hv) */
+  tg_tensor *beta = tg_contiguous(tg_reshape(tg_sigmoid(device_heads(m, llm_linear(m, h, l->ssm_beta, NULL))), TG_SHAPE(B, T, Hv, 1)));
+  tg_tensor *g = device_heads(m, tg_mul(tg_softplus(llm_linear(m, h, l->ssm_alpha, l->ssm_dt), 1, 20), tg_cast(l->ssm_a, TG_F32)));   /* log decay (N, Hv) */
 
   /* the causal depthwise conv over the state's kernel - 1 inputs and the
    * chunk's; the last kernel - 1 of them are the next state */

@@ -74,7 +74,7 @@ static int layer_axis(llm_tensor id) {
   switch (id) {
     case LT_Q: case LT_K: case LT_V: case LT_BQ: case LT_BK: case LT_BV: case LT_GATE: case LT_UP: return 0;
     case LT_Q_B: case LT_KV_B: return 0;
-    case LT_SSM_QKV: case LT_SSM_CONV1D: case LT_SSM_Z: case LT_SSM_DT: case LT_SSM_A: case LT_SSM_BETA: case LT_SSM_ALPHA: return 0;
+    case LT_SSM_QKV: case LT_SSM_CONV1D: case LT_SSM_Z: return 0;
     case LT_SSM_OUT: case LT_SSM_STATE: return 1;
     case LT_CONV_STATE: return 2;
     case LT_GATE_SHEXP: case LT_UP_SHEXP: return 0;
@@ -230,9 +230,14 @@ static int reorder_slot(tg_llm *m, tg_tensor **slot, int axis, const llm_span *s
  * them (v head h reads k head h % Hk: heads r Hk + j, r < Hv/Hk, j in
  * J_d), so that its rows are one block of each tensor: the conv channels
  * as q of J_d | k of J_d | v of its v heads, the v heads in the order
- * (d, r, j). llm_gdn.c reads the channels as n such groups and each
- * group's v head r Hk/n + j' as reading its k head j'. The states start
- * at zero and need no reordering. */
+ * (d, r, j): q|k|v's and the conv's rows, z's rows, the out-projection's
+ * columns. llm_gdn.c reads the channels as n such groups and each group's
+ * v head r Hk/n + j' as reading its k head j'. The gates' small per-head
+ * weights (beta, alpha: Hv rows each; dt, a) stay whole in the file's
+ * order on every device (a device's heads are Hv/Hk pieces of Hk/n rows,
+ * not whole groups of 16 rows of a quantized form); llm_gdn.c puts their
+ * outputs in the device order and splits them (llm_tp_split). The states
+ * start at zero and need no reordering. */
 static int reorder_gdn(tg_llm *m, llm_layer *l, int layer) {
   int n = m->n_tp;
   int64_t Hk = m->gdn.k_heads, Hv = m->gdn.v_heads, Dk = m->gdn.head_k, Dv = m->gdn.head_v, R = Hv / Hk, J = Hk / n;
@@ -249,16 +254,14 @@ static int reorder_gdn(tg_llm *m, llm_layer *l, int layer) {
     }
   }
   static const struct { llm_tensor id; int axis; bool chan; } what[] = {
-    { LT_SSM_QKV, 0, true }, { LT_SSM_CONV1D, 0, true }, { LT_SSM_Z, 0, false }, { LT_SSM_DT, 0, false }, { LT_SSM_A, 0, false },
-    { LT_SSM_BETA, 0, false }, { LT_SSM_ALPHA, 0, false }, { LT_SSM_OUT, 1, false },
+    { LT_SSM_QKV, 0, true }, { LT_SSM_CONV1D, 0, true }, { LT_SSM_Z, 0, false }, { LT_SSM_OUT, 1, false },
   };
   int rc = 0;
   for (size_t i = 0; i < sizeof what / sizeof what[0] && rc == 0; i++) {
     char name[96];
     snprintf(name, sizeof name, "blk.%d.%s", layer, llm_tensors[what[i].id].name);
     tg_tensor **slot = llm_layer_slot(l, what[i].id);
-    int64_t unit = what[i].chan ? 1 : what[i].id == LT_SSM_Z || what[i].id == LT_SSM_OUT ? Dv : 1;
-    rc = what[i].chan ? reorder_slot(m, slot, what[i].axis, chans, nc, unit, name) : reorder_slot(m, slot, what[i].axis, heads, nh, unit, name);
+    rc = what[i].chan ? reorder_slot(m, slot, what[i].axis, chans, nc, 1, name) : reorder_slot(m, slot, what[i].axis, heads, nh, Dv, name);
   }
   return rc;
 }
@@ -289,6 +292,10 @@ int llm_tp_shard(tg_llm *m) {
 
 tg_tensor *llm_tp_input(const tg_llm *m, tg_tensor *t) {
   return m->n_tp > 1 && t && !shard_is_multi_name(t->device) ? tg_shard(t, m->tp_devices, m->n_tp, -1) : t;
+}
+
+tg_tensor *llm_tp_split(const tg_llm *m, tg_tensor *t, int axis) {
+  return m->n_tp > 1 && t ? tg_shard(t, m->tp_devices, m->n_tp, axis) : t;
 }
 
 tg_tensor *llm_tp_output(const tg_llm *m, tg_tensor *t) {
