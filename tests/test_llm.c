@@ -252,7 +252,11 @@ TEST(llm_tiny_gptoss) { check_model("gptoss"); tg_llm_free(check_greedy("gptoss"
  * interleaved M-RoPE that stays still, the MoE one with the default
  * interval 4 and a gated shared expert. A rewind starts the states over
  * and runs the kept tokens again (check_model's rewind to 7). */
-TEST(llm_tiny_qwen35) { check_model("qwen35"); tg_llm_free(check_greedy("qwen35", "qwen35_greedy", 0, tiny_prompt, 7, 1e-4)); }
+TEST(llm_tiny_qwen35) {
+  check_model("qwen35");
+  check_model("qwen35_tp");   /* wider heads (32), the file test_llm_tp_arch.c splits in Q8_0 */
+  tg_llm_free(check_greedy("qwen35", "qwen35_greedy", 0, tiny_prompt, 7, 1e-4));
+}
 TEST(llm_tiny_qwen35moe) { check_model("qwen35moe"); tg_llm_free(check_greedy("qwen35moe", "qwen35moe_greedy", 0, tiny_prompt, 7, 1e-4)); }
 TEST(llm_tiny_qwen35_on_cl) {
   if (!has_cl()) SKIP("no OpenCL device");
@@ -836,6 +840,7 @@ TEST(llm_tp_deepseek2_mla) {
 TEST(llm_tp_qwen35_delta_net) {
   tp_devices = TP2;
   check_model("qwen35");
+  check_model("qwen35_tp");
   tg_llm_free(check_greedy("qwen35", "qwen35_greedy", 0, tiny_prompt, 7, 1e-4));
   qwen35_long("qwen35");
   check_model("qwen35moe");

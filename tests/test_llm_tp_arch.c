@@ -10,6 +10,9 @@
 #include "llm/llm.h"
 #include "llm_tp_test.h"
 #include "runtime/buffer.h"
+#include <unistd.h>
+#include "io/ggml_types.h"
+#include "quant/quantize.h"
 #include "tensor/tensor.h"
 #include "tg_dist.h"
 
@@ -76,27 +79,35 @@ static void expect_order(const float *one, float *want, int64_t rows, int64_t co
       }
 }
 
-/* Gated delta-net: 2 k heads, 4 v heads (v head h reads k head h % 2), so
- * each device takes k head d and v heads d and d + 2: ssm_qkv's rows are
- * q_d | k_d | v_d | v_(d+2) per device, z's rows and the out-projection's
- * columns heads d, d + 2; the conv by the same channels, the states by
- * heads; the gates' small weights (beta, alpha, dt, a) whole on each. The weights against the file's one-device rows in
- * that order; the logits as one device's, the full-attention layers
- * (gated, per-head norms) as dense attention. */
-TEST(llm_tp_gdn_same_as_one) {
-  const char *path = "goldens/llm_qwen35.gguf";
+/* The parts of weight w: its own (a float matrix), or its row-packed
+ * form's quants (a quantized one: split on the same axis). */
+static void check_weight_parts(const tg_llm *m, tg_tensor *w, int axis, const char *what) {
+  const llm_packed *pk = llm_packed_of(m, w);
+  CHECK_MSG(!pk || pk->row_quants, "%s: quantized without a row-packed form", what);
+  check_parts(pk && pk->row_quants ? pk->row_quants : w, axis, what);
+}
+
+/* Gated delta-net with 2 k heads and 4 v heads (v head h reads k head
+ * h % 2): each device takes k head d and v heads d and d + 2, so
+ * ssm_qkv's rows are q_d | k_d | v_d | v_(d+2) per device, z's rows and
+ * the out-projection's columns heads d, d + 2; the conv by the same
+ * channels, the states by heads; the gates' small weights (beta, alpha,
+ * dt, a) whole on each. The weights' values against the file's one-device
+ * rows in that order (exact: whole rows, or whole blocks of a quantized
+ * form, move); a decode step's copies. */
+static void check_gdn_layout(const char *path, const char *what) {
   tg_llm *one = tg_llm_load(path, &(tg_llm_opts){ .cache_type = "f32" });
   tg_llm *m = tg_llm_load(path, &(tg_llm_opts){ .devices = TP2, .cache_type = "f32" });
-  CHECK_MSG(one && m, "load: %s", tg_error());
+  CHECK_MSG(one && m, "%s: load: %s", what, tg_error());
   if (one && m) {
     llm_layer *l = &m->layers[0], *o = &one->layers[0];
     CHECK(l->recurrent && m->gdn.k_heads == 2 && m->gdn.v_heads == 4);
-    check_parts(l->ssm_qkv, 0, "ssm_qkv"); check_parts(l->ssm_z, 0, "ssm_z"); check_parts(l->ssm_conv1d, 0, "ssm_conv1d");
-    check_parts(l->ssm_out, 1, "ssm_out");
+    check_weight_parts(m, l->ssm_qkv, 0, "ssm_qkv"); check_weight_parts(m, l->ssm_z, 0, "ssm_z");
+    check_weight_parts(m, l->ssm_conv1d, 0, "ssm_conv1d"); check_weight_parts(m, l->ssm_out, 1, "ssm_out");
     tg_tensor *whole[] = { l->ssm_beta, l->ssm_alpha, l->ssm_dt, l->ssm_a, l->ssm_norm };
-    for (int i = 0; i < 5; i++) CHECK_MSG(tg_shard_axis(whole[i]) == -1, "gate tensor %d is not whole on each device", i);
+    for (int i = 0; i < 5; i++) CHECK_MSG(tg_shard_axis(whole[i]) == -1, "%s: gate tensor %d is not whole on each device", what, i);
     check_parts(l->conv_state, 2, "conv state"); check_parts(l->ssm_state, 1, "recurrent state");
-    check_parts(m->layers[1].wq, 0, "attention layer's q");
+    check_weight_parts(m, m->layers[1].wq, 0, "attention layer's q");
     int64_t D = m->gdn.head_k;   /* head_v too */
     /* channels: q (2 D), k (2 D), v (4 D); heads: v heads */
     const span chans[] = { { 0, D }, { 2 * D, D }, { 4 * D, D }, { 6 * D, D },   /* device 0: q0 k0 v0 v2 */
@@ -113,13 +124,52 @@ TEST(llm_tp_gdn_same_as_one) {
       CHECK_OK(tg_data(tg_cast(w[i].one, TG_F32), a, sizeof(float) * (size_t)numel) == 0);
       CHECK_OK(tg_data(tg_cast(w[i].tp, TG_F32), b, sizeof(float) * (size_t)numel) == 0);
       expect_order(a, want, rows, cols, w[i].axis, w[i].sp, w[i].nsp, w[i].unit);
-      test_close_f32(b, want, (size_t)numel, 0, 0, w[i].what);
+      char name[96];
+      snprintf(name, sizeof name, "%s %s", what, w[i].what);
+      test_close_f32(b, want, (size_t)numel, 0, 0, name);
       free(a); free(b); free(want);
     }
-    check_decode_copies(m, "qwen35");
+    check_decode_copies(m, what);
   }
   tg_llm_free(one); tg_llm_free(m);
-  int compared = tp_same_as_one(path, 8, 1e-5, "qwen35");
+}
+
+/* The logits as one device's (the full-attention layers, gated with
+ * per-head norms, as dense attention): Qwen3.5 (head size 8) and a wider
+ * one (head size 32); Qwen3.5 MoE against numpy's goldens in test_llm.c
+ * (llm_tp_qwen35_delta_net). */
+TEST(llm_tp_gdn_same_as_one) {
+  check_gdn_layout("goldens/llm_qwen35.gguf", "qwen35");
+  check_gdn_layout("goldens/llm_qwen35_tp.gguf", "qwen35_tp");
+  int compared = tp_same_as_one("goldens/llm_qwen35.gguf", 8, 1e-5, "qwen35");
   CHECK_MSG(compared >= 6, "qwen35: only %d of 8 steps had a clear best token", compared);
-  tp_same_as_one("goldens/llm_qwen35moe.gguf", 8, 1e-5, "qwen35moe");
+  compared = tp_same_as_one("goldens/llm_qwen35_tp.gguf", 8, 1e-5, "qwen35_tp");
+  CHECK_MSG(compared >= 6, "qwen35_tp: only %d of 8 steps had a clear best token", compared);
+}
+
+/* Its Q8_0 form: q|k|v's, z's and the attention's rows reordered and split
+ * by whole groups of 16 rows, the out-projection's columns by whole
+ * blocks, beta and alpha (4 rows: no row-packed form) whole on each
+ * device (their values exact, check_gdn_layout). The logits within
+ * test_llm_tp.c's tolerance for integer dot products (4e-2: a column
+ * split's block sums add in another order, and an activation 1 ulp apart
+ * may round to the neighbouring 8-bit integer). A head split that would
+ * cut a row group (the head-size-8 file) is refused, naming the tensor. */
+TEST(llm_tp_gdn_q8_0) {
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/tg_test_llm_tp_gdn_%d.gguf", (int)getpid());
+  CHECK_OK(quant_model("goldens/llm_qwen35_tp.gguf", path, quant_ftype_by_name("Q8_0"), &(quant_model_opts){ .pure = true }) == 0);
+  check_gdn_layout(path, "qwen35_tp Q8_0");
+  tg_llm *m = tg_llm_load(path, &(tg_llm_opts){ .devices = TP2 });
+  if (m) {
+    const llm_packed *pk = llm_packed_of(m, m->layers[0].ssm_qkv), *pb = llm_packed_of(m, m->layers[0].ssm_beta);
+    CHECK_MSG(pk && pk->type == GGML_TYPE_Q8_0 && pb && pb->type == GGML_TYPE_Q8_0, "ssm_qkv and ssm_beta are not Q8_0");
+  }
+  tg_llm_free(m);
+  tp_same_as_one(path, 4, 4e-2, "qwen35_tp Q8_0");
+  CHECK_OK(quant_model("goldens/llm_qwen35.gguf", path, quant_ftype_by_name("Q8_0"), &(quant_model_opts){ .pure = true }) == 0);
+  CHECK(tg_llm_load(path, &(tg_llm_opts){ .devices = TP2 }) == NULL);
+  CHECK_MSG(strstr(tg_error(), "blk.0.attn_qkv.weight (Q8_0) cannot be split by delta-net heads over 2 devices: a device's rows come in pieces of 8, "
+                               "not whole groups of 16"), "%s", tg_error());
+  unlink(path);
 }
