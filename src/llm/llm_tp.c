@@ -6,9 +6,19 @@
  * by rows, down by columns; the KV cache by kv heads (each sequence's
  * block alike); mixture-of-experts layers as the feed-forward (float
  * experts' gate and up by rows, down by columns; quantized experts whole
- * on every device); everything else (embedding, norms, router, output,
- * rope tables) replicated. The forward graph is
- * unchanged: the shard lowering runs each part on its device and sums the
+ * on every device). DeepSeek's MLA: q_b (or q) and kv_b by rows (whole
+ * heads), the latent down-projections q_a, kv_a and their norms
+ * replicated (each device computes the latent, then its heads from it),
+ * the cache (each head's decompressed keys and values) by heads.
+ * Gated delta-net layers (Qwen3.5) by k heads with the v heads that read
+ * them: q|k|v's and the conv's channels, z's rows and the out-projection's
+ * columns reordered at load so that each device's are one block
+ * (reorder_gdn), the states by channels and v heads, the gates' small
+ * per-head weights replicated (llm_gdn.c splits their outputs,
+ * llm_tp_split). Everything else (embedding, norms, router, output, rope
+ * tables) replicated. The forward graph is the one-device graph (the
+ * delta-net's reads its channels as n_tp groups, one group on one
+ * device): the shard lowering runs each part on its device and sums the
  * column-sharded products with an allreduce (src/tensor/shard_lower.c). */
 #include <stdio.h>
 #include <string.h>
