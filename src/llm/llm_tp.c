@@ -179,8 +179,9 @@ static int shard_slot(tg_llm *m, tg_tensor **slot, int axis, const char *name) {
   return 0;
 }
 
-/* Spans (start, length) of axis `axis` of *slot, in units of `unit`
- * elements, put side by side in their order: the tensor that replaces it
+/* Spans (start, length) of axis `axis` of *slot (nsp of them, at most
+ * LLM_GDN_SPANS), in units of `unit` elements, put side by side in their
+ * order: the tensor that replaces it
  * (float: a realized copy; row-packed quantized: its scales and quants
  * reordered, rows by whole groups of 16, columns by whole blocks). */
 typedef struct { int64_t start, len; } llm_span;
@@ -190,8 +191,7 @@ static int reorder_slot(tg_llm *m, tg_tensor **slot, int axis, const llm_span *s
   tg_tensor *t = *slot;
   if (!t) return 0;
   llm_packed *pk = (llm_packed *)llm_packed_of(m, t);
-  tg_tensor *parts[LLM_GDN_SPANS];
-  if (nsp > (int)(sizeof parts / sizeof parts[0])) return tg_seterr("%s: %s: %d pieces to reorder, at most %zu", m->file->path, name, nsp, sizeof parts / sizeof parts[0]);
+  tg_tensor *parts[LLM_GDN_SPANS];   /* nsp <= LLM_GDN_SPANS (reorder_gdn) */
   if (!pk) {
     for (int i = 0; i < nsp; i++) {
       tg_index sl[2] = { TG_ALLIDX, TG_ALLIDX };
