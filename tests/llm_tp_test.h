@@ -8,4 +8,11 @@
  * *entries gets the schedule's length. */
 int64_t tp_decode_biggest_copy(tg_llm *m, int *entries);
 
+/* The file at path on CPU:0,CPU:1 against one device (f32 KV caches),
+ * from a 7-token prompt through `steps` greedy tokens (both go on with one
+ * device's): the logits within atol, and the same best token wherever one
+ * device's leads its runner-up by more than 2 atol. Returns how many steps
+ * compared their tokens. */
+int tp_same_as_one(const char *path, int steps, double atol, const char *what);
+
 #endif

@@ -252,7 +252,11 @@ TEST(llm_tiny_gptoss) { check_model("gptoss"); tg_llm_free(check_greedy("gptoss"
  * interleaved M-RoPE that stays still, the MoE one with the default
  * interval 4 and a gated shared expert. A rewind starts the states over
  * and runs the kept tokens again (check_model's rewind to 7). */
-TEST(llm_tiny_qwen35) { check_model("qwen35"); tg_llm_free(check_greedy("qwen35", "qwen35_greedy", 0, tiny_prompt, 7, 1e-4)); }
+TEST(llm_tiny_qwen35) {
+  check_model("qwen35");
+  check_model("qwen35_tp");   /* wider heads (32), the file test_llm_tp_arch.c splits in Q8_0 */
+  tg_llm_free(check_greedy("qwen35", "qwen35_greedy", 0, tiny_prompt, 7, 1e-4));
+}
 TEST(llm_tiny_qwen35moe) { check_model("qwen35moe"); tg_llm_free(check_greedy("qwen35moe", "qwen35moe_greedy", 0, tiny_prompt, 7, 1e-4)); }
 TEST(llm_tiny_qwen35_on_cl) {
   if (!has_cl()) SKIP("no OpenCL device");
@@ -815,6 +819,34 @@ TEST(llm_tp_moe) {
   tg_llm_free(m);
 }
 
+/* DeepSeek's multi-head latent attention sharded: q_b and kv_b by their
+ * rows (whole heads), the output by columns, the latent projections and
+ * their norms replicated, the cache (decompressed keys and values per
+ * head) by heads; against numpy's goldens. */
+TEST(llm_tp_deepseek2_mla) {
+  tp_devices = TP2;
+  check_model("deepseek2");
+  check_model("deepseek2_yarn");
+  tp_devices = NULL;
+}
+
+/* Gated delta-net layers sharded (Qwen3.5, 2 k heads and 4 v heads: one
+ * k head and its 2 v heads per device): the in-projections, the conv and
+ * the per-head gates by their rows in device order (llm_tp.c
+ * reorder_gdn), the out-projection by columns, the states by heads; the
+ * gated attention layers as dense attention. Against numpy's goldens: the
+ * prompt and 3 tokens, 20 greedy tokens, and past 110 positions (a
+ * 64-token chunk's chunked form, then the recurrence). */
+TEST(llm_tp_qwen35_delta_net) {
+  tp_devices = TP2;
+  check_model("qwen35");
+  check_model("qwen35_tp");
+  tg_llm_free(check_greedy("qwen35", "qwen35_greedy", 0, tiny_prompt, 7, 1e-4));
+  qwen35_long("qwen35");
+  check_model("qwen35moe");
+  tp_devices = NULL;
+}
+
 /* tg_llm_eval_all (prefill pieces under their own JITs) sharded: the
  * prompt's last row is numpy's; the decode step cannot be exported (it
  * copies between devices). */
@@ -910,11 +942,10 @@ TEST(llm_tp_q8_0) {
   unlink(path);
 }
 
-/* What tensor parallel does not cover is refused at load, naming it. */
+/* What tensor parallel does not cover, and sizes that do not divide, are
+ * refused at load, naming them. */
 TEST(llm_tp_errors) {
   static const struct { const char *model, *want; } cases[] = {
-    { "deepseek2", "does not support multi-head latent attention (DeepSeek) (architecture deepseek2)" },
-    { "qwen35", "does not support gated delta-net layers (architecture qwen35)" },
     { "phi3", "does not support q|k|v or gate|up fused in the file (architecture phi3)" },
     { "yarn", "needs heads (2), kv heads (1) and the feed-forward size (48) to divide by 2" },
   };
@@ -924,6 +955,14 @@ TEST(llm_tp_errors) {
     CHECK(tg_llm_load(path, &(tg_llm_opts){ .devices = TP2 }) == NULL);
     CHECK_MSG(strstr(tg_error(), cases[i].want), "%s: %s", cases[i].model, tg_error());
   }
+  /* delta-net layers split by whole k heads: one k head (with its 4 v
+   * heads) does not go over 2 devices (refused before any weight is read) */
+  snprintf(path, sizeof path, "/tmp/tg_test_llm_tp_gdn_%d.gguf", (int)getpid());
+  uint32_t one_k = 1;
+  CHECK_OK(copy_gguf_kv("goldens/llm_qwen35.gguf", path, NULL, "qwen35.ssm.group_count", GGUF_U32, &one_k) == 0);
+  CHECK(tg_llm_load(path, &(tg_llm_opts){ .devices = TP2 }) == NULL);
+  CHECK_MSG(strstr(tg_error(), "needs the delta-net's k heads (1; 4 v heads, 4 per k head) to divide by 2"), "%s", tg_error());
+  unlink(path);
   const char *llama = "goldens/llm_llama.gguf";
   CHECK(tg_llm_load(llama, &(tg_llm_opts){ .devices = "CPU:0,CPU:0" }) == NULL);
   CHECK_MSG(strstr(tg_error(), "CPU is listed twice"), "%s", tg_error());

@@ -74,12 +74,7 @@ static void check_decode_copies(tg_llm *m, const char *what) {
   CHECK_MSG(n > 0 && biggest == 2 * (int64_t)sizeof(float) * m->cfg.dim, "%s: %d entries, a copy of %lld bytes", what, n, (long long)biggest);
 }
 
-/* The file at path on two devices against one (f32 KV caches), from the
- * prompt through `steps` greedy tokens (both go on with one device's): the
- * logits within atol, and the same best token wherever one device's leads
- * its runner-up by more than 2 atol. Returns how many steps compared
- * their tokens. */
-static int same_as_one(const char *path, int steps, double atol, const char *what) {
+int tp_same_as_one(const char *path, int steps, double atol, const char *what) {
   tg_llm *one = tg_llm_load(path, &(tg_llm_opts){ .cache_type = "f32" });
   tg_llm *tp = tg_llm_load(path, &(tg_llm_opts){ .devices = TP2, .cache_type = "f32" });
   CHECK_MSG(one && tp, "%s: load: %s", what, tg_error());
@@ -151,12 +146,12 @@ static void check_type(const char *ftype, bool pure, int want_wo_type, bool floa
     check_decode_copies(m, ftype);
     tg_llm_free(m);
   }
-  same_as_one(path, 8, 4e-2, ftype);
+  tp_same_as_one(path, 8, 4e-2, ftype);
   if (float_too) {
     setenv("TG_LLM_FLOAT_MATVEC", "1", 1);
     char what[64];
     snprintf(what, sizeof what, "%s in float", ftype);
-    int compared = same_as_one(path, 8, 1e-5, what);
+    int compared = tp_same_as_one(path, 8, 1e-5, what);
     CHECK_MSG(compared >= 6, "%s: only %d of 8 steps had a clear best token", what, compared);
     unsetenv("TG_LLM_FLOAT_MATVEC");
   }

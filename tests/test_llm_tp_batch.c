@@ -4,7 +4,8 @@
  * tg_llm_eval_batch's mixed steps (pieces of prompts and single tokens of
  * three sequences in one pass, the KV cache split by kv heads and each
  * row's block taken per part), tg_llm_decode_batch, and tg_llm_set_seq +
- * tg_llm_eval one sequence at a time. One device is itself checked against
+ * tg_llm_eval one sequence at a time; also DeepSeek's MLA and Qwen3.5's
+ * delta-net layers (their states per sequence). One device is itself checked against
  * numpy's goldens and per-token evals (test_llm.c, test_llm_batch*.c).
  * The F32 file agrees within float rounding (1e-4); its Q8_0 form within
  * test_llm_tp.c's tolerance for the integer dot products (4e-2: an
@@ -29,12 +30,17 @@ static void load_pair(const char *path, int n_seq, tg_llm **one, tg_llm **tp) {
 
 /* Steps of rows from three sequences: step k gives sequence s take[k][s]
  * tokens (prompt pieces beside single tokens); every row's logits but
- * those at pos % 3 == 1; then decode steps through tg_llm_decode_batch. */
-static void batch_same_as_one(const char *path, double atol, const char *what) {
+ * those at pos % 3 == 1 (not when !mixed: delta-net layers take one
+ * token per sequence in a batch); then decode steps through
+ * tg_llm_decode_batch. */
+static void batch_same_as_one(const char *path, bool mixed, double atol, const char *what) {
   tg_llm *one, *tp;
   load_pair(path, NSEQ, &one, &tp);
   if (one && tp) {
-    CHECK_MSG(tp->n_tp == 2 && tg_shard_axis(tp->layers[0].k_cache) == 1, "%s: the cache is not split by kv heads", what);
+    int att = 0;   /* the first attention layer (delta-net layers have states instead) */
+    while (att + 1 < tp->cfg.n_layers && tp->layers[att].recurrent) att++;
+    CHECK_MSG(tp->n_tp == 2 && tg_shard_axis(tp->layers[att].k_cache) == 1, "%s: the cache is not split by kv heads", what);
+    if (tp->layers[0].recurrent) CHECK_MSG(tg_shard_axis(tp->layers[0].ssm_state) == 1, "%s: the states are not split by heads", what);
     CHECK_EQ_INT(tg_llm_batch_seq_rows(tp), tg_llm_batch_seq_rows(one));
     int V = one->cfg.n_vocab;
     static const int take[][NSEQ] = { { 7, 3, 1 }, { 1, 5, 2 }, { 0, 1, 9 }, { 4, 0, 1 } };
@@ -42,7 +48,7 @@ static void batch_same_as_one(const char *path, double atol, const char *what) {
     int32_t toks[32];
     bool ask[32];
     float *a = malloc(sizeof(float) * 32 * (size_t)V), *b = malloc(sizeof(float) * 32 * (size_t)V);
-    for (size_t k = 0; k < sizeof take / sizeof take[0]; k++) {
+    for (size_t k = 0; mixed && k < sizeof take / sizeof take[0]; k++) {
       int n = 0, nl = 0;
       for (int s = 0; s < NSEQ; s++)
         for (int i = 0; i < take[k][s]; i++, n++) {
@@ -133,14 +139,23 @@ TEST(llm_tp_batch_copies) {
   tg_llm_free(m);
 }
 
-TEST(llm_tp_batch_mixed_f32) { batch_same_as_one("goldens/llm_llama_tp.gguf", 1e-4, "F32"); }
+TEST(llm_tp_batch_mixed_f32) { batch_same_as_one("goldens/llm_llama_tp.gguf", true, 1e-4, "F32"); }
 TEST(llm_tp_set_seq_f32) { per_seq_same_as_one("goldens/llm_llama_tp.gguf", 1e-4, "F32"); }
+
+/* MLA (its cache of each head's keys and values split by heads) and
+ * delta-net layers (each sequence's conv and recurrent states split by
+ * heads, the rows of a step's sequences taken per part). */
+TEST(llm_tp_batch_mla_gdn) {
+  batch_same_as_one("goldens/llm_deepseek2.gguf", true, 1e-4, "deepseek2");
+  batch_same_as_one("goldens/llm_qwen35.gguf", false, 1e-4, "qwen35");
+  per_seq_same_as_one("goldens/llm_qwen35.gguf", 1e-4, "qwen35");
+}
 
 TEST(llm_tp_batch_q8_0) {
   char path[64];
   snprintf(path, sizeof path, "/tmp/tg_test_llm_tp_batch_%d.gguf", (int)getpid());
   CHECK_OK(quant_model("goldens/llm_llama_tp.gguf", path, quant_ftype_by_name("Q8_0"), &(quant_model_opts){ .pure = true }) == 0);
-  batch_same_as_one(path, 4e-2, "Q8_0");
+  batch_same_as_one(path, true, 4e-2, "Q8_0");
   per_seq_same_as_one(path, 4e-2, "Q8_0");
   unlink(path);
 }

@@ -253,6 +253,9 @@ int llm_tp_parse(tg_llm *m, const char *devices);
 int llm_tp_check(const tg_llm *m);
 int llm_tp_shard(tg_llm *m);
 tg_tensor *llm_tp_input(const tg_llm *m, tg_tensor *t);
+/* A value every device holds whole (replicated) cut into the devices'
+ * parts on axis (t itself on one device). */
+tg_tensor *llm_tp_split(const tg_llm *m, tg_tensor *t, int axis);
 tg_tensor *llm_tp_output(const tg_llm *m, tg_tensor *t);
 
 /* The packed bytes behind weight w (NULL when it is not quantized). */

@@ -26,12 +26,26 @@ static tg_tensor *l2_norm(tg_tensor *x, float eps) {
 }
 
 /* x (B, T, Hk, D) for each of Hv = R * Hk heads: head h reads head h % Hk
- * (the converter orders v heads so; llama.cpp's ggml_repeat) */
-static tg_tensor *tile_heads(tg_tensor *x, int64_t Hv) {
+ * (the converter orders v heads so; llama.cpp's ggml_repeat), within each
+ * of P groups of heads: head g Hv/P + h' reads g Hk/P + h' % (Hk/P) (the
+ * device order of tensor parallel, llm_tp.c; P 1 on one device) */
+static tg_tensor *tile_heads(tg_tensor *x, int64_t Hv, int64_t P) {
   int64_t B = tg_dim(x, 0), T = tg_dim(x, 1), Hk = tg_dim(x, 2), D = tg_dim(x, 3);
   if (Hv == Hk) return x;
-  tg_tensor *e = tg_expand(tg_reshape(x, TG_SHAPE(B, T, 1, Hk, D)), TG_SHAPE(B, T, Hv / Hk, Hk, D));
+  tg_tensor *e = tg_expand(tg_reshape(x, TG_SHAPE(B, T, P, 1, Hk / P, D)), TG_SHAPE(B, T, P, Hv / Hk, Hk / P, D));
   return tg_reshape(e, TG_SHAPE(B, T, Hv, D));
+}
+
+/* The gates' per-head values x (N, Hv) in tensor parallel's device order
+ * and split over the devices: their small projections (beta, alpha, dt,
+ * a) stay whole on every device in the file's head order (llm_tp.c
+ * reorder_gdn), so each device computes every head's, then group d takes
+ * heads r Hk + d Hk/P + j (r < Hv/Hk, j < Hk/P). x itself on one device. */
+static tg_tensor *device_heads(tg_llm *m, tg_tensor *x) {
+  int64_t P = m->n_tp, Hk = m->gdn.k_heads, N = tg_dim(x, 0), Hv = tg_dim(x, 1);
+  if (P == 1) return x;
+  tg_tensor *o = tg_reshape(tg_permute(tg_reshape(x, TG_SHAPE(N, Hv / Hk, P, Hk / P)), TG_AXES(0, 2, 1, 3)), TG_SHAPE(N, Hv));
+  return llm_tp_split(m, o, 1);
 }
 
 /* The rows of a state that the graph's sequences own: (B, ...). */
@@ -46,8 +60,7 @@ static tg_tensor *state_rows(tg_llm *m, tg_tensor *state) {
  * most 8 as (I - M)(I + M^2)(I + M^4) (M^8 = 0 there), whose terms stay
  * small (a triangular solve's work, as matmuls). */
 static tg_tensor *inv_unit_lower(tg_tensor *M) {
-  tg_shape sh = tg_shape_of(M);
-  int64_t n = sh.d[sh.ndim - 1];
+  int64_t n = tg_dim(M, -1);
   if (n <= 8) {
     tg_tensor *I = tg_eye(n, TG_F32), *N = tg_neg(M), *R = tg_add(I, N);
     for (int64_t p = 2; p < n; p *= 2) {
@@ -61,8 +74,8 @@ static tg_tensor *inv_unit_lower(tg_tensor *M) {
   tg_tensor *Di = inv_unit_lower(tg_contiguous(TG_GET(M, TG_ELLIPSIS, TG_FROM(h), TG_FROM(h))));
   tg_tensor *C = TG_GET(M, TG_ELLIPSIS, TG_FROM(h), TG_UPTO(h));
   tg_tensor *low = tg_neg(tg_matmul(Di, tg_contiguous(tg_matmul(C, Ai))));                         /* (..., n-h, h) */
-  sh.d[sh.ndim - 2] = h, sh.d[sh.ndim - 1] = n - h;
-  tg_tensor *top = tg_cat((tg_tensor *[]){ Ai, tg_zeros(sh, TG_F32) }, 2, -1);
+  /* zeros where M's (zero) upper right block is: on M's device(s) */
+  tg_tensor *top = tg_cat((tg_tensor *[]){ Ai, tg_zeros_like(TG_GET(M, TG_ELLIPSIS, TG_UPTO(h), TG_FROM(h))) }, 2, -1);
   tg_tensor *bottom = tg_cat((tg_tensor *[]){ low, Di }, 2, -1);
   return tg_contiguous(tg_cat((tg_tensor *[]){ top, bottom }, 2, -2));
 }
@@ -136,8 +149,8 @@ tg_tensor *llm_gdn(tg_llm *m, llm_layer *l, tg_tensor *h) {
 
   tg_tensor *qkv = tg_reshape(llm_linear(m, h, l->ssm_qkv, NULL), TG_SHAPE(B, T, C));
   tg_tensor *z = tg_reshape(llm_linear(m, h, l->ssm_z, NULL), TG_SHAPE(B, T, Hv, Dv));
-  tg_tensor *beta = tg_contiguous(tg_reshape(tg_sigmoid(llm_linear(m, h, l->ssm_beta, NULL)), TG_SHAPE(B, T, Hv, 1)));
-  tg_tensor *g = tg_mul(tg_softplus(llm_linear(m, h, l->ssm_alpha, l->ssm_dt), 1, 20), tg_cast(l->ssm_a, TG_F32));   /* log decay (N, Hv) */
+  tg_tensor *beta = tg_contiguous(tg_reshape(tg_sigmoid(device_heads(m, llm_linear(m, h, l->ssm_beta, NULL))), TG_SHAPE(B, T, Hv, 1)));
+  tg_tensor *g = device_heads(m, tg_mul(tg_softplus(llm_linear(m, h, l->ssm_alpha, l->ssm_dt), 1, 20), tg_cast(l->ssm_a, TG_F32)));   /* log decay (N, Hv) */
 
   /* the causal depthwise conv over the state's kernel - 1 inputs and the
    * chunk's; the last kernel - 1 of them are the next state */
@@ -150,14 +163,17 @@ tg_tensor *llm_gdn(tg_llm *m, llm_layer *l, tg_tensor *h) {
     conv = conv ? tg_add(conv, tap) : tap;
   }
   tg_assign(state_rows(m, l->conv_state), TG_GET(x, TG_ALLIDX, TG_FROM(T)));
-  tg_tensor *xc = tg_contiguous(tg_silu(conv));                                                      /* (B, T, C) */
-  tg_tensor *q = tg_reshape(TG_GET(xc, TG_ALLIDX, TG_ALLIDX, TG_UPTO(Hk * Dk)), TG_SHAPE(B, T, Hk, Dk));
-  tg_tensor *k = tg_reshape(TG_GET(xc, TG_ALLIDX, TG_ALLIDX, TG_SLICE(Hk * Dk, 2 * Hk * Dk, 1)), TG_SHAPE(B, T, Hk, Dk));
-  tg_tensor *v = tg_reshape(TG_GET(xc, TG_ALLIDX, TG_ALLIDX, TG_FROM(2 * Hk * Dk)), TG_SHAPE(B, T, Hv, Dv));
+  /* the channels as P groups of q | k | v (tensor parallel: one per
+   * device, in the order llm_tp.c gave the rows; one group on one device) */
+  int64_t P = m->n_tp, qk = Hk * Dk / P;
+  tg_tensor *xc = tg_reshape(tg_contiguous(tg_silu(conv)), TG_SHAPE(B, T, P, C / P));               /* (B, T, P, C/P) */
+  tg_tensor *q = tg_reshape(TG_GET(xc, TG_ALLIDX, TG_ALLIDX, TG_ALLIDX, TG_UPTO(qk)), TG_SHAPE(B, T, Hk, Dk));
+  tg_tensor *k = tg_reshape(TG_GET(xc, TG_ALLIDX, TG_ALLIDX, TG_ALLIDX, TG_SLICE(qk, 2 * qk, 1)), TG_SHAPE(B, T, Hk, Dk));
+  tg_tensor *v = tg_reshape(TG_GET(xc, TG_ALLIDX, TG_ALLIDX, TG_ALLIDX, TG_FROM(2 * qk)), TG_SHAPE(B, T, Hv, Dv));
   q = tg_mul(l2_norm(q, c->rms_eps), tg_scalar(1.0 / sqrt((double)Dk), TG_F32));
   k = l2_norm(k, c->rms_eps);
-  q = tg_contiguous(tg_reshape(tile_heads(q, Hv), TG_SHAPE(B, T, Hv, 1, Dk)));
-  k = tg_contiguous(tg_reshape(tile_heads(k, Hv), TG_SHAPE(B, T, Hv, 1, Dk)));
+  q = tg_contiguous(tg_reshape(tile_heads(q, Hv, P), TG_SHAPE(B, T, Hv, 1, Dk)));
+  k = tg_contiguous(tg_reshape(tile_heads(k, Hv, P), TG_SHAPE(B, T, Hv, 1, Dk)));
   v = tg_contiguous(v);
 
   tg_tensor *S = tg_where(tg_reshape(fresh, TG_SHAPE(B, 1, 1, 1)), zero, state_rows(m, l->ssm_state));   /* (B, Hv, Dv, Dk) */

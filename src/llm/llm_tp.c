@@ -6,9 +6,19 @@
  * by rows, down by columns; the KV cache by kv heads (each sequence's
  * block alike); mixture-of-experts layers as the feed-forward (float
  * experts' gate and up by rows, down by columns; quantized experts whole
- * on every device); everything else (embedding, norms, router, output,
- * rope tables) replicated. The forward graph is
- * unchanged: the shard lowering runs each part on its device and sums the
+ * on every device). DeepSeek's MLA: q_b (or q) and kv_b by rows (whole
+ * heads), the latent down-projections q_a, kv_a and their norms
+ * replicated (each device computes the latent, then its heads from it),
+ * the cache (each head's decompressed keys and values) by heads.
+ * Gated delta-net layers (Qwen3.5) by k heads with the v heads that read
+ * them: q|k|v's and the conv's channels, z's rows and the out-projection's
+ * columns reordered at load so that each device's are one block
+ * (reorder_gdn), the states by channels and v heads, the gates' small
+ * per-head weights replicated (llm_gdn.c splits their outputs,
+ * llm_tp_split). Everything else (embedding, norms, router, output, rope
+ * tables) replicated. The forward graph is the one-device graph (the
+ * delta-net's reads its channels as n_tp groups, one group on one
+ * device): the shard lowering runs each part on its device and sums the
  * column-sharded products with an allreduce (src/tensor/shard_lower.c). */
 #include <stdio.h>
 #include <string.h>
@@ -50,14 +60,16 @@ int llm_tp_check(const tg_llm *m) {
   const tg_llm_config *c = &m->cfg;
   const char *path = m->file->path, *why = NULL;
   int n = m->n_tp;
-  if (m->arch->attn == LLM_ATTN_MLA) why = "multi-head latent attention (DeepSeek)";
-  else if (m->arch->recurrent) why = "gated delta-net layers";
-  else if (m->arch->req & (LT(LT_QKV) | LT(LT_GATE_UP))) why = "q|k|v or gate|up fused in the file";
+  if (m->arch->req & (LT(LT_QKV) | LT(LT_GATE_UP))) why = "q|k|v or gate|up fused in the file";
   if (why)
     return tg_seterr("%s: tensor parallel over %d devices does not support %s (architecture %s); use one device", path, n, why, c->arch);
   if (c->n_heads % n || c->n_kv_heads % n || c->ffn_dim % n)
     return tg_seterr("%s: tensor parallel over %d devices needs heads (%d), kv heads (%d) and the feed-forward size (%d) to divide by %d", path, n,
                      c->n_heads, c->n_kv_heads, c->ffn_dim, n);
+  if (m->arch->recurrent && m->gdn.k_heads % n)
+    return tg_seterr("%s: tensor parallel over %d devices needs the delta-net's k heads (%d; %d v heads, %d per k head) to divide by %d: "
+                     "each device takes whole k heads with the v heads that read them", path, n, m->gdn.k_heads, m->gdn.v_heads,
+                     m->gdn.v_heads / m->gdn.k_heads, n);
   if (c->n_experts > 0 && (c->expert_ffn_dim % n || c->shared_ffn_dim % n))
     return tg_seterr("%s: tensor parallel over %d devices needs the experts' feed-forward size (%d) and the shared experts' (%d) to divide by %d",
                      path, n, c->expert_ffn_dim, c->shared_ffn_dim, n);
@@ -71,6 +83,10 @@ int llm_tp_check(const tg_llm *m) {
 static int layer_axis(llm_tensor id) {
   switch (id) {
     case LT_Q: case LT_K: case LT_V: case LT_BQ: case LT_BK: case LT_BV: case LT_GATE: case LT_UP: return 0;
+    case LT_Q_B: case LT_KV_B: return 0;
+    case LT_SSM_QKV: case LT_SSM_CONV1D: case LT_SSM_Z: return 0;
+    case LT_SSM_OUT: case LT_SSM_STATE: return 1;
+    case LT_CONV_STATE: return 2;
     case LT_GATE_SHEXP: case LT_UP_SHEXP: return 0;
     case LT_O: case LT_DOWN: case LT_K_CACHE: case LT_V_CACHE: case LT_K_SCALES: case LT_V_SCALES: return 1;
     case LT_DOWN_SHEXP: case LT_GATE_EXPS: case LT_UP_EXPS: case LT_GATE_EXPS_B: case LT_UP_EXPS_B: return 1;
@@ -163,6 +179,103 @@ static int shard_slot(tg_llm *m, tg_tensor **slot, int axis, const char *name) {
   return 0;
 }
 
+/* Spans (start, length) of axis `axis` of *slot (nsp of them, at most
+ * LLM_GDN_SPANS), in units of `unit` elements, put side by side in their
+ * order: the tensor that replaces it
+ * (float: a realized copy; row-packed quantized: its scales and quants
+ * reordered, rows by whole groups of 16, columns by whole blocks). */
+typedef struct { int64_t start, len; } llm_span;
+#define LLM_GDN_MAX_R 64                                   /* v heads per k head */
+#define LLM_GDN_SPANS (LLM_MAX_DEVICES * (LLM_GDN_MAX_R + 2))   /* a device's q, k and v pieces */
+static int reorder_slot(tg_llm *m, tg_tensor **slot, int axis, const llm_span *sp, int nsp, int64_t unit, const char *name) {
+  tg_tensor *t = *slot;
+  if (!t) return 0;
+  llm_packed *pk = (llm_packed *)llm_packed_of(m, t);
+  tg_tensor *parts[LLM_GDN_SPANS];   /* nsp <= LLM_GDN_SPANS (reorder_gdn) */
+  if (!pk) {
+    for (int i = 0; i < nsp; i++) {
+      tg_index sl[2] = { TG_ALLIDX, TG_ALLIDX };
+      sl[axis] = TG_SLICE(sp[i].start * unit, (sp[i].start + sp[i].len) * unit, 1);
+      parts[i] = tg_getitem(t, sl, axis + 1);
+    }
+    tg_tensor *r = tg_contiguous(tg_cat(parts, nsp, axis));
+    if (!r || tg_realize(r) < 0) return -1;
+    tensor_adopt(NULL, r);
+    tg_free(t);
+    *slot = r;
+    return 0;
+  }
+  const char *type = ggml_type_info((uint32_t)pk->type)->name;
+  if (!pk->row_quants)
+    return tg_seterr("%s: %s (%s) has no row-packed form to split over %d devices (rows not a multiple of 16, or TG_LLM_NO_ROWS / TG_LLM_ROWS_K=0 set)",
+                     m->file->path, name, type, m->n_tp);
+  tg_shape ss = tg_shape_of(pk->row_scales), qs = tg_shape_of(pk->row_quants);
+  int64_t g = qs.d[0], nb = qs.d[1], step = axis == 0 ? TG_QUANT_PACK_ROWS : ggml_type_info((uint32_t)pk->type)->block_size;
+  for (int i = 0; i < nsp; i++)
+    if ((sp[i].start * unit) % step || (sp[i].len * unit) % step)
+      return tg_seterr("%s: %s (%s) cannot be split by delta-net heads over %d devices: a device's %s come in pieces of %lld, not whole %s of %lld",
+                       m->file->path, name, type, m->n_tp, axis ? "columns" : "rows", (long long)(sp[i].len * unit),
+                       axis ? "blocks" : "groups", (long long)step), -1;
+  tg_tensor *planes = tg_reshape(pk->row_scales, TG_SHAPE(g, ss.d[1] / nb, nb, ss.d[2]));   /* as shard_packed: a block's scales nb apart */
+  tg_tensor *sparts[sizeof parts / sizeof parts[0]];
+  for (int i = 0; i < nsp; i++) {
+    int64_t lo = sp[i].start * unit / step, hi = (sp[i].start + sp[i].len) * unit / step;
+    parts[i] = axis == 0 ? TG_GET(pk->row_quants, TG_SLICE(lo, hi, 1)) : TG_GET(pk->row_quants, TG_ALLIDX, TG_SLICE(lo, hi, 1));
+    sparts[i] = axis == 0 ? TG_GET(planes, TG_SLICE(lo, hi, 1)) : TG_GET(planes, TG_ALLIDX, TG_ALLIDX, TG_SLICE(lo, hi, 1));
+  }
+  tg_tensor *q = tg_contiguous(tg_cat(parts, nsp, axis)), *sc = tg_cat(sparts, nsp, axis ? 2 : 0);
+  sc = sc ? tg_contiguous(tg_reshape(sc, ss)) : NULL;
+  if (!q || !sc || tg_realize(q) < 0 || tg_realize(sc) < 0) return -1;
+  tg_tensor *w = tg_dequantize_rows(sc, q, pk->type, tg_shape_of(pk->w));
+  if (!w) return -1;
+  tensor_adopt(NULL, sc), tensor_adopt(NULL, q), tensor_adopt(NULL, w);
+  tg_free(pk->row_scales); tg_free(pk->row_quants); tg_free(t);
+  pk->row_scales = sc, pk->row_quants = q, pk->w = w;
+  *slot = w;
+  return 0;
+}
+
+/* A delta-net layer's channels and v heads in device order: device d
+ * takes k heads J_d = [d Hk/n, (d + 1) Hk/n) and the v heads that read
+ * them (v head h reads k head h % Hk: heads r Hk + j, r < Hv/Hk, j in
+ * J_d), so that its rows are one block of each tensor: the conv channels
+ * as q of J_d | k of J_d | v of its v heads, the v heads in the order
+ * (d, r, j): q|k|v's and the conv's rows, z's rows, the out-projection's
+ * columns. llm_gdn.c reads the channels as n such groups and each group's
+ * v head r Hk/n + j' as reading its k head j'. The gates' small per-head
+ * weights (beta, alpha: Hv rows each; dt, a) stay whole in the file's
+ * order on every device (a device's heads are Hv/Hk pieces of Hk/n rows,
+ * not whole groups of 16 rows of a quantized form); llm_gdn.c puts their
+ * outputs in the device order and splits them (llm_tp_split). The states
+ * start at zero and need no reordering. */
+static int reorder_gdn(tg_llm *m, llm_layer *l, int layer) {
+  int n = m->n_tp;
+  int64_t Hk = m->gdn.k_heads, Hv = m->gdn.v_heads, Dk = m->gdn.head_k, Dv = m->gdn.head_v, R = Hv / Hk, J = Hk / n;
+  llm_span heads[LLM_GDN_SPANS], chans[LLM_GDN_SPANS];
+  if (R > LLM_GDN_MAX_R)
+    return tg_seterr("%s: tensor parallel takes at most %d delta-net v heads per k head (this model: %lld)", m->file->path, LLM_GDN_MAX_R, (long long)R);
+  int nh = 0, nc = 0;
+  for (int d = 0; d < n; d++) {
+    chans[nc++] = (llm_span){ d * J * Dk, J * Dk };
+    chans[nc++] = (llm_span){ Hk * Dk + d * J * Dk, J * Dk };
+    for (int64_t r = 0; r < R; r++) {
+      heads[nh++] = (llm_span){ r * Hk + d * J, J };
+      chans[nc++] = (llm_span){ 2 * Hk * Dk + (r * Hk + d * J) * Dv, J * Dv };
+    }
+  }
+  static const struct { llm_tensor id; int axis; bool chan; } what[] = {
+    { LT_SSM_QKV, 0, true }, { LT_SSM_CONV1D, 0, true }, { LT_SSM_Z, 0, false }, { LT_SSM_OUT, 1, false },
+  };
+  int rc = 0;
+  for (size_t i = 0; i < sizeof what / sizeof what[0] && rc == 0; i++) {
+    char name[96];
+    snprintf(name, sizeof name, "blk.%d.%s", layer, llm_tensors[what[i].id].name);
+    tg_tensor **slot = llm_layer_slot(l, what[i].id);
+    rc = what[i].chan ? reorder_slot(m, slot, what[i].axis, chans, nc, 1, name) : reorder_slot(m, slot, what[i].axis, heads, nh, Dv, name);
+  }
+  return rc;
+}
+
 int llm_tp_shard(tg_llm *m) {
   if (m->n_tp <= 1) return 0;
   const char *prev = tensor_device_begin(m->device);
@@ -173,12 +286,14 @@ int llm_tp_shard(tg_llm *m) {
   else if (rc == 0) rc = shard_slot(m, &m->output, -1, "output.weight");
   tg_tensor **global[] = { &m->output_norm, &m->rope_cos, &m->rope_sin, &m->rope_cos_swa, &m->rope_sin_swa };
   for (size_t i = 0; i < sizeof global / sizeof global[0] && rc == 0; i++) rc = shard_slot(m, global[i], -1, "a global tensor");
-  for (int i = 0; i < m->cfg.n_layers && rc == 0; i++)
+  for (int i = 0; i < m->cfg.n_layers && rc == 0; i++) {
+    if (m->layers[i].recurrent) rc = reorder_gdn(m, &m->layers[i], i);
     for (int id = 0; id < LT_COUNT && rc == 0; id++) {
       char name[96];
       snprintf(name, sizeof name, "blk.%d.%s", i, llm_tensors[id].name ? llm_tensors[id].name : "cache");
       rc = shard_slot(m, llm_layer_slot(&m->layers[i], (llm_tensor)id), layer_axis((llm_tensor)id), name);
     }
+  }
   tg_scope_end();
   tensor_device_end(prev);
   tg_release_cached_memory();
@@ -187,6 +302,10 @@ int llm_tp_shard(tg_llm *m) {
 
 tg_tensor *llm_tp_input(const tg_llm *m, tg_tensor *t) {
   return m->n_tp > 1 && t && !shard_is_multi_name(t->device) ? tg_shard(t, m->tp_devices, m->n_tp, -1) : t;
+}
+
+tg_tensor *llm_tp_split(const tg_llm *m, tg_tensor *t, int axis) {
+  return m->n_tp > 1 && t ? tg_shard(t, m->tp_devices, m->n_tp, axis) : t;
 }
 
 tg_tensor *llm_tp_output(const tg_llm *m, tg_tensor *t) {

@@ -60,7 +60,12 @@ char *cache_read_checked(const char *path, const char *magic, size_t *n) {
   const char *nl = got > m && !memcmp(data, magic, m) ? memchr(data + m, '\n', got - m) : NULL;
   uint64_t hash = 0;
   size_t len = 0;
-  if (!nl || sscanf(data + m, "%16" SCNx64 " %zu", &hash, &len) != 2 || len != got - (size_t)(nl + 1 - data) ||
+  /* the header line copied out and ended: the file's bytes have no NUL
+   * for sscanf to stop at (it read past the buffer: ASan, a SEGV) */
+  char head[64];
+  size_t hl = nl ? (size_t)(nl - (data + m)) : sizeof head;
+  if (hl < sizeof head) { memcpy(head, data + m, hl); head[hl] = '\0'; }
+  if (hl >= sizeof head || sscanf(head, "%16" SCNx64 " %zu", &hash, &len) != 2 || len != got - (size_t)(nl + 1 - data) ||
       tg_hash_bytes(nl + 1, len, CHECKED_SEED) != hash) { free(data); return NULL; }
   memmove(data, nl + 1, len);   /* the body, from the start of the buffer */
   *n = len;

@@ -669,6 +669,12 @@ def main():
     make("qwen35moe", "qwen35moe", dict(QWEN35, dim=24, hd=8, rd=4, sections=[2, 1, 1, 0], experts=4, used=2, eff=16, norm_w=True, shared=16), 16,
          runs=[("_greedy", {}, PROMPT, 20), ("_long", {}, LONG, 40)])
 
+    # Qwen3.5 for tensor parallel (tests/test_llm_tp_arch.c): wide enough that
+    # its Q8_0 form splits over 2 devices in whole row groups and blocks (each
+    # device's q|k|v pieces, z's rows and the out-projection's columns are 32
+    # long: k head d and v heads d, d + 2 of 32 dims each).
+    make("qwen35_tp", "qwen35", dict(QWEN35, dim=64, ffn=64, interval=2, sections=[1, 1, 1, 1], gdn=dict(hk=2, hv=4, d=32, K=4)), 18)
+
     # Tensor parallel (tests/test_llm.c: llm_tp_*): a llama whose matrices split
     # over 2 devices at Q8_0's blocks too (64 columns: 2 blocks of 32; rows in
     # groups of 16), run sharded against this one reference.
