@@ -3,13 +3,18 @@
  * the model loads on the first device, then its matrices become sharded
  * tensors (tg_shard): q, k, v by output rows (whole heads, kv heads with
  * their query heads), the attention output by input columns, gate and up
- * by rows, down by columns; the KV cache by kv heads (each sequence's
- * block alike); mixture-of-experts layers as the feed-forward (float
- * experts' gate and up by rows, down by columns; quantized experts whole
- * on every device); everything else (embedding, norms, router, output,
- * rope tables) replicated. The forward graph is
- * unchanged: the shard lowering runs each part on its device and sums the
- * column-sharded products with an allreduce (src/tensor/shard_lower.c). */
+ * by rows, down by columns; q|k|v and gate|up fused in the file (Phi-3)
+ * cut into their parts first, each split as its own; the KV cache by kv
+ * heads (each sequence's block alike); mixture-of-experts layers as the
+ * feed-forward, per expert (gate and up by every expert's rows, down by
+ * its columns; quantized experts in their row-packed form, on the view
+ * (E, F/16, ...) of the packed (E * F, K) matrix: each device holds 1/n of
+ * every expert); everything else (embedding, norms, router, output, rope
+ * tables) replicated. The forward graph is unchanged (a fused matrix's
+ * parts take the forward's path for separate ones): the shard lowering
+ * runs each part on its device and sums the column-sharded products with
+ * an allreduce (src/tensor/shard_lower.c). One device's weights, layouts
+ * and kernels are untouched. */
 #include <stdio.h>
 #include <string.h>
 #include "llm/llm.h"
