@@ -43,10 +43,7 @@ static tg_tensor *keep_packed(tg_llm *m, tg_tensor *raw, tg_tensor *w, int type,
   bool rows = type == TG_GGML_Q4_0 || type == TG_GGML_Q4_1 || type == TG_GGML_Q5_0 || type == TG_GGML_Q5_1 || type == TG_GGML_Q8_0 ||
               type == TG_GGML_IQ4_NL || type == TG_GGML_IQ4_XS ||
               (kquant && ((ws.ndim == 2 && ws.d[0] == m->cfg.n_vocab) || setting_int(SET_TG_LLM_ROWS_K)));
-  /* tensor parallel splits experts in their row-packed form: there the
-   * types without an expert matmul (Q2_K, Q3_K, Q6_K, IQ4_XS) are packed
-   * too, and multiply their float values (the same numbers as the bytes') */
-  bool experts = ws.ndim == 3 && (expert_rows_type(type) || (m->n_tp > 1 && (kquant || type == TG_GGML_IQ4_XS))) && ws.d[1] % TG_QUANT_PACK_ROWS == 0;
+  bool experts = ws.ndim == 3 && expert_rows_type(type) && ws.d[1] % TG_QUANT_PACK_ROWS == 0;
   tg_shape ps = experts ? TG_SHAPE(ws.d[0] * ws.d[1], ws.d[2]) : ws;   /* experts: packed as one matrix */
   rows = (rows && ws.ndim == 2) || experts;
   tg_tensor *sc = NULL, *q = NULL;
