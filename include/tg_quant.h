@@ -101,10 +101,14 @@ TG_API tg_tensor *tg_quant_matmul_rows(tg_tensor *x, tg_tensor *scales, tg_tenso
  * index's axes (or 1 on any of them, broadcast). Returns (..., N): x @
  * W[index].T, tg_quant_matmul_rows's numbers, reading only the chosen
  * experts' rows. Types: the 32-value ones, Q4_K and Q5_K (an error for the
- * others); N a multiple of 16. */
+ * others); N a multiple of 16. The packed tensors may also come viewed per
+ * expert, the same memory: quants (E, N/16, K/B, bytes), scales (E, N/16,
+ * S * K/B, 16) or (E, N/16, S, K/B, 16): the view in which a split of
+ * every expert's rows (tensor parallel: tg_shard on axis 1) is one box. */
 TG_API tg_tensor *tg_quant_matmul_rows_experts(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int ggml_type, tg_shape w_shape, tg_tensor *index);
 /* W's values (N, K) F32 from tg_quant_pack_rows's tensors (experts (E,
- * N, K), packed as the (E * N, K) matrix, as well): exactly
+ * N, K), packed as the (E * N, K) matrix or viewed per expert as for
+ * tg_quant_matmul_rows_experts, as well): exactly
  * tg_dequantize's (ggml's) numbers, so a model can keep the packed copy
  * alone. Lazy, fuses into its consumer like tg_dequantize. */
 TG_API tg_tensor *tg_dequantize_rows(tg_tensor *scales, tg_tensor *quants, int ggml_type, tg_shape w_shape);

@@ -188,6 +188,8 @@ TEST(llm_llamacpp_qwen35moe) { check_llamacpp("qwen35moe", "f32", 1e-4); }
  * a context past the original one uses the long factors, else the short
  * ones, both with the file's attention factor */
 TEST(llm_tiny_phi3) { check_model("phi3"); tg_llm_free(check_greedy("phi3", "phi3_greedy", 0, tiny_prompt, 7, 1e-4)); }
+/* the 64-wide Phi-3 that tensor parallel splits quantized (llm_tp_fused) */
+TEST(llm_tiny_phi3_tp) { check_model("phi3_tp"); tg_llm_free(check_greedy("phi3_tp", "phi3_tp_greedy", 0, tiny_prompt, 7, 1e-4)); }
 TEST(llm_tiny_phi3_short_factors) { tg_llm_free(check_greedy("phi3", "phi3_short", 16, tiny_prompt, 7, 1e-4)); }
 /* YaRN: factor 4 over an original context of 64, the file's betas */
 TEST(llm_tiny_yarn) { check_model("yarn"); tg_llm_free(check_greedy("yarn", "yarn_greedy", 0, tiny_prompt, 7, 1e-4)); }
@@ -784,7 +786,9 @@ TEST(llm_tp_gemma) {
 /* Mixture-of-experts layers sharded: the experts' gate and up by their
  * rows, down by its columns (the chosen experts' rows taken per part),
  * shared experts as a dense feed-forward, the router replicated; quantized
- * experts (gpt-oss's MXFP4) replicated whole. Against numpy's goldens:
+ * experts that do not split at whole blocks (gpt-oss's 32-wide MXFP4
+ * experts: down's 32 columns are one block) replicated whole
+ * (test_llm_tp_experts.c splits quantized ones). Against numpy's goldens:
  * qwen3moe, qwen2moe (shared experts behind a sigmoid gate), glm4moe
  * (sigmoid routing with a bias), gpt-oss (expert biases, sinks). */
 TEST(llm_tp_moe) {
@@ -867,6 +871,76 @@ TEST(llm_tp_eval_all_and_export) {
   free(want);
   tg_llm_free(m);
 }
+/* q|k|v and gate|up fused in the file (Phi-3): cut into q, k, v and gate,
+ * up at load, each then split as on its own (each device its heads' q
+ * rows, its kv heads' k and v rows, its half of gate and of up), against
+ * numpy's goldens: the tiny phi3 and the 64-wide one (20 greedy tokens).
+ * Quantized, the cut is of the row-packed groups: Q8_0 and Q4_1 (two
+ * scales a block) give one device's greedy tokens and logits within the
+ * rounding of a column split's two halves (one device itself against
+ * numpy's goldens above and the quantized matmuls against ggml's in
+ * test_quant*.c); a part of the fused rows that is not whole 16-row
+ * groups is refused, naming the tensor. */
+static void fused_same_as_one(const char *ftype) {
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/tg_test_llm_tp_fused_%d.gguf", (int)getpid());
+  CHECK_OK(quant_model("goldens/llm_phi3_tp.gguf", path, quant_ftype_by_name(ftype), &(quant_model_opts){ .pure = true }) == 0);
+  tg_llm *one = tg_llm_load(path, &(tg_llm_opts){ .cache_type = "f32" }), *tp = tg_llm_load(path, &(tg_llm_opts){ .devices = TP2, .cache_type = "f32" });
+  CHECK_MSG(one && tp, "%s: load: %s", ftype, tg_error());
+  if (one && tp) {
+    CHECK_MSG(one->layers[0].wqkv && !tp->layers[0].wqkv && !tp->layers[0].w_gate_up, "%s: one device keeps q|k|v fused, two cut it", ftype);
+    const tg_tensor *parts[] = { tp->layers[1].wq, tp->layers[1].wk, tp->layers[1].wv, tp->layers[1].w_gate, tp->layers[1].w_up };
+    for (int i = 0; i < 5; i++) {
+      const llm_packed *pk = llm_packed_of(tp, parts[i]);
+      CHECK_MSG(pk && pk->row_quants && tg_shard_axis(pk->row_quants) == 0 && tg_dim(pk->row_quants, 0) == (i == 0 || i >= 3 ? 4 : 2),
+                "%s: part %d of blk.1's fused matrices is not split on its 16-row groups", ftype, i);
+    }
+    int V = one->cfg.n_vocab;
+    float *a = malloc(sizeof(float) * (size_t)V), *b = malloc(sizeof(float) * (size_t)V);
+    CHECK_OK(tg_llm_eval(one, tiny_prompt, 7, a) == 0);
+    CHECK_OK(tg_llm_eval(tp, tiny_prompt, 7, b) == 0);
+    for (int i = 0; i < 20; i++) {
+      int ba = 0, bb = 0;
+      for (int j = 1; j < V; j++) { if (a[j] > a[ba]) ba = j; if (b[j] > b[bb]) bb = j; }
+      char what[48];
+      snprintf(what, sizeof what, "%s fused step %d", ftype, i);
+      test_close_f32(b, a, (size_t)V, 1e-4, 1e-4, what);
+      CHECK_MSG(ba == bb, "%s: token %d on two devices, %d on one", what, bb, ba);
+      int32_t t = ba;
+      CHECK_OK(tg_llm_eval(one, &t, 1, a) == 0);
+      CHECK_OK(tg_llm_eval(tp, &t, 1, b) == 0);
+    }
+    free(a); free(b);
+  }
+  tg_llm_free(one); tg_llm_free(tp);
+  unlink(path);
+}
+TEST(llm_tp_fused) {
+  tp_devices = TP2;
+  check_model("phi3");
+  check_model("phi3_tp");
+  tg_llm_free(check_greedy("phi3_tp", "phi3_tp_greedy", 0, tiny_prompt, 7, 1e-4));
+  tp_devices = NULL;
+  tg_llm *m = tg_llm_load("goldens/llm_phi3.gguf", &(tg_llm_opts){ .devices = TP2 });
+  CHECK_MSG(m != NULL, "load: %s", tg_error());
+  if (m) {
+    llm_layer *l = &m->layers[0];
+    CHECK(!l->wqkv && !l->w_gate_up);
+    CHECK_EQ_INT(tg_shard_axis(l->wq), 0); CHECK_EQ_INT(tg_shard_axis(l->wk), 0); CHECK_EQ_INT(tg_shard_axis(l->wv), 0);
+    CHECK_EQ_INT(tg_shard_axis(l->w_gate), 0); CHECK_EQ_INT(tg_shard_axis(l->w_up), 0); CHECK_EQ_INT(tg_shard_axis(l->w_down), 1);
+    CHECK_EQ_INT(tg_dim(l->wk, 0), 16); CHECK_EQ_INT(tg_dim(l->w_up, 0), 48);
+  }
+  tg_llm_free(m);
+  fused_same_as_one("Q8_0");
+  fused_same_as_one("Q4_1");
+  /* the tiny phi3's k and v are 16 rows: one group, which 2 devices cannot share */
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/tg_test_llm_tp_fused_%d.gguf", (int)getpid());
+  CHECK_OK(quant_model("goldens/llm_phi3.gguf", path, quant_ftype_by_name("Q8_0"), &(quant_model_opts){ .pure = true }) == 0);
+  CHECK(tg_llm_load(path, &(tg_llm_opts){ .devices = TP2 }) == NULL);
+  CHECK_MSG(strstr(tg_error(), "blk.0.attn_qkv.weight (Q8_0)") && strstr(tg_error(), "16 rows"), "%s", tg_error());
+  unlink(path);
+}
 TEST(llm_tp_stories260k_greedy) { tp_devices = TP2; stories("stories260K.gguf"); tp_devices = NULL; }
 
 /* The parts really run on their devices: the weights' layouts, and a
@@ -946,7 +1020,6 @@ TEST(llm_tp_q8_0) {
  * refused at load, naming them. */
 TEST(llm_tp_errors) {
   static const struct { const char *model, *want; } cases[] = {
-    { "phi3", "does not support q|k|v or gate|up fused in the file (architecture phi3)" },
     { "yarn", "needs heads (2), kv heads (1) and the feed-forward size (48) to divide by 2" },
   };
   char path[64];

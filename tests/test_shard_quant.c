@@ -108,3 +108,73 @@ TEST(shard_quant_rows_scale_shapes) {
   CHECK(tg_dequantize_rows(tg_reshape(sc, TG_SHAPE(2, 16)), q, TG_GGML_Q4_K, TG_SHAPE(16, 256)) == NULL);
   tg_scope_end();
 }
+
+/* Experts W (E, N, K) of type t, packed as the (E * N, K) matrix, split
+ * over 2 devices as tensor parallel splits them (src/llm/llm_tp.c): by
+ * rows (axis 1: every expert's 16-row groups, the packed tensors viewed
+ * per expert as (E, N/16, ...)) or by columns (axis 2: the packed
+ * matrix's blocks, the scales plane by plane, x on its last axis).
+ * tg_quant_matmul_rows_experts of the chosen experts gives one device's
+ * product (rows: the same numbers; columns: within float rounding, the
+ * parts' block sums allreduced) moving nothing of W, and
+ * tg_dequantize_rows one device's values exactly. */
+static void check_experts_split(int t, int axis) {
+  const int block = ggml_type_info((uint32_t)t)->block_size;
+  const int64_t E = 3, N = 32, K = 2 * (int64_t)block, M = 2, R = TG_QUANT_PACK_ROWS;
+  char what[64];
+  snprintf(what, sizeof what, "%s experts by %s", tg_ggml_type_name(t), axis == 1 ? "rows" : "columns");
+  tg_scope_begin();
+  float *wf = malloc(sizeof(float) * (size_t)(E * N * K)), *xf = malloc(sizeof(float) * (size_t)(M * 2 * K));
+  for (int64_t i = 0; i < E * N * K; i++) wf[i] = (float)sin(0.29 * (double)i) * (float)(1 + i % 5) * 0.1f;
+  for (int64_t i = 0; i < M * 2 * K; i++) xf[i] = (float)cos(0.13 * (double)i + 2) * (float)(1 + i % 3);
+  int64_t nbytes = tg_ggml_nbytes(t, E * N * K);
+  unsigned char *raw = malloc((size_t)nbytes);
+  CHECK(quant_rows((uint32_t)t, wf, raw, E * N, K) == nbytes);
+  int32_t chosen[] = { 2, 0, 1, 2 };
+  tg_tensor *sc, *q, *x = tg_from_data(xf, TG_SHAPE(M, 2, K), TG_F32), *idx = tg_from_data(chosen, TG_SHAPE(M, 2), TG_I32);
+  CHECK_OK(tg_quant_pack_rows(tg_from_data(raw, TG_SHAPE(nbytes), TG_U8), t, TG_SHAPE(E * N, K), &sc, &q) == 0);
+  if (sc && q) {
+    tg_shape ws = TG_SHAPE(E, N, K);
+    tg_tensor *want = tg_quant_matmul_rows_experts(x, sc, q, t, ws, idx), *wv = tg_dequantize_rows(sc, q, t, ws);
+    int64_t g = tg_dim(q, 0), nb = tg_dim(q, 1);
+    const char *const *devs = DEV4;
+    tg_tensor *ss, *qs, *xs;
+    if (axis == 1) {
+      ss = tg_shard(tg_reshape(sc, TG_SHAPE(E, g / E, tg_dim(sc, 1), R)), devs, 2, 1);
+      qs = tg_shard(tg_reshape(q, TG_SHAPE(E, g / E, nb, tg_dim(q, 2))), devs, 2, 1);
+      xs = tg_shard(x, devs, 2, -1);
+    } else {
+      ss = tg_shard(tg_reshape(sc, TG_SHAPE(g, tg_dim(sc, 1) / nb, nb, R)), devs, 2, 2);
+      qs = tg_shard(q, devs, 2, 1);
+      xs = tg_shard(x, devs, 2, 2);
+    }
+    tg_tensor *is = tg_shard(idx, devs, 2, -1);
+    CHECK_OK(tg_realize(ss) == 0 && tg_realize(qs) == 0 && tg_realize(xs) == 0 && tg_realize(is) == 0);
+    tg_tensor *y = tg_quant_matmul_rows_experts(xs, ss, qs, t, ws, is);
+    CHECK_MSG(y && tg_shard_axis(y) == (axis == 1 ? 2 : -1), "%s: product sharded on %d: %s", what, y ? tg_shard_axis(y) : -9, y ? "" : tg_error());
+    int64_t moved = y ? biggest_copy(y) : -1, most = axis == 1 ? 2 * 16 * (int64_t)sizeof(int32_t) : 2 * (int64_t)sizeof(float) * M * 2 * N;
+    CHECK_MSG(moved >= 0 && moved <= most, "%s: a copy of %lld bytes", what, (long long)moved);
+    check_close(y, want, axis == 1 ? 1e-6 : 1e-5, what);
+    tg_tensor *v = tg_dequantize_rows(ss, qs, t, ws);
+    CHECK_MSG(v && tg_shard_axis(v) == axis, "%s: values sharded on %d", what, v ? tg_shard_axis(v) : -9);
+    check_close(v, wv, 0, what);
+  }
+  free(wf); free(xf); free(raw);
+  tg_scope_end();
+}
+
+TEST(shard_quant_experts) {
+  static const int et[] = { TG_GGML_Q8_0, TG_GGML_Q4_1, TG_GGML_Q4_K, TG_GGML_MXFP4 };
+  for (size_t i = 0; i < sizeof et / sizeof et[0]; i++) { check_experts_split(et[i], 1); check_experts_split(et[i], 2); }
+  /* a per-expert view of the wrong size is refused */
+  tg_scope_begin();
+  unsigned char raw[2 * 16 * 34] = { 0 };   /* 2 experts of 16 rows of one Q8_0 block */
+  tg_tensor *sc, *q, *x = tg_ones(TG_SHAPE(1, 32), TG_F32), *idx = tg_zeros(TG_SHAPE(1), TG_I32);
+  CHECK_OK(tg_quant_pack_rows(tg_from_data(raw, TG_SHAPE(sizeof raw), TG_U8), TG_GGML_Q8_0, TG_SHAPE(32, 32), &sc, &q) == 0);
+  CHECK_OK(tg_quant_matmul_rows_experts(x, tg_reshape(sc, TG_SHAPE(2, 1, 1, 16)), tg_reshape(q, TG_SHAPE(2, 1, 1, tg_dim(q, 2))), TG_GGML_Q8_0,
+                                        TG_SHAPE(2, 16, 32), idx) != NULL);
+  CHECK(tg_quant_matmul_rows_experts(x, tg_reshape(sc, TG_SHAPE(1, 2, 1, 16)), tg_reshape(q, TG_SHAPE(1, 2, 1, tg_dim(q, 2))), TG_GGML_Q8_0,
+                                     TG_SHAPE(2, 16, 32), idx) == NULL);
+  CHECK_MSG(strstr(tg_error(), "not tg_quant_pack_rows's"), "%s", tg_error());
+  tg_scope_end();
+}

@@ -1,5 +1,6 @@
 /* cmd_llm_init.c: `tg llm-init OUT.gguf [options]` writes a random-weight
- * llama model that llama.cpp can load (src/io/gguf_llama_init.c). */
+ * llama model (a Mixtral one with --experts) that llama.cpp can load
+ * (src/io/gguf_llama_init.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +12,8 @@
 
 static int usage(void) {
   fprintf(stderr, "usage: tg llm-init OUT.gguf [--dim 768] [--layers 12] [--heads 12] [--kv-heads 4] [--ffn 2048]\n"
-                  "                   [--vocab 32000] [--ctx 2048] [--type f32|f16|bf16|q8_0|q4_0|q4_k_m|...] [--seed S]\n");
+                  "                   [--vocab 32000] [--ctx 2048] [--type f32|f16|bf16|q8_0|q4_0|q4_k_m|...] [--seed S]\n"
+                  "                   [--experts E --experts-used K]  (a mixture of E experts of --ffn rows, top K)\n");
   return 2;
 }
 
@@ -32,7 +34,7 @@ int cmd_llm_init(int argc, char **argv) {
     const char *v = argv[++i];
     int *dst = !strcmp(a, "--dim") ? &p.dim : !strcmp(a, "--layers") ? &p.layers : !strcmp(a, "--heads") ? &p.heads
              : !strcmp(a, "--kv-heads") ? &p.kv_heads : !strcmp(a, "--ffn") ? &p.ffn : !strcmp(a, "--vocab") ? &p.vocab
-             : !strcmp(a, "--ctx") ? &p.ctx : NULL;
+             : !strcmp(a, "--ctx") ? &p.ctx : !strcmp(a, "--experts") ? &p.experts : !strcmp(a, "--experts-used") ? &p.experts_used : NULL;
     if (dst) {
       if ((*dst = int_arg(v)) < 0) { fprintf(stderr, "tg llm-init: %s needs a positive integer\n", a); return 2; }
     } else if (!strcmp(a, "--seed")) {

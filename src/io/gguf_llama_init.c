@@ -9,7 +9,7 @@
 
 llama_init_params llama_init_defaults(void) {
   return (llama_init_params){ 768, 12, 12, 4, 2048, 32000, 2048, quant_ftype_by_name("F32"), 0, 0.02f, 10000.f, 1e-5f,
-                              "tg-random-llama" };
+                              "tg-random-llama", 0, 0 };
 }
 
 /* ---- deterministic normals: each row has its own generator (seeded from
@@ -55,14 +55,15 @@ static void gen_worker(void *arg, int core, int ncores) {
 
 typedef struct {
   char name[64];
-  int64_t ne[2];
+  int64_t ne[3];
   int n_dims;
   uint32_t type;
 } tensor_spec;
 typedef VEC(tensor_spec) tensor_specs;
 
-static void add_spec(tensor_specs *v, const char *name, int64_t ne0, int64_t ne1) {
-  tensor_spec t = { { 0 }, { ne0, ne1 }, ne1 ? 2 : 1, GGML_TYPE_F32 };
+/* ggml's order: ne0 the row length; ne2 0 for a matrix, ne1 0 for a vector */
+static void add_spec(tensor_specs *v, const char *name, int64_t ne0, int64_t ne1, int64_t ne2) {
+  tensor_spec t = { { 0 }, { ne0, ne1, ne2 }, ne2 ? 3 : ne1 ? 2 : 1, GGML_TYPE_F32 };
   snprintf(t.name, sizeof t.name, "%s", name);
   VEC_PUSH(*v, t);
 }
@@ -77,7 +78,7 @@ typedef struct {
 static int init_fill(void *vctx, int i, gguf_w_sink *s) {
   init_ctx *c = vctx;
   const tensor_spec *t = &c->t[i];
-  int64_t n = t->ne[0], nrows = t->n_dims == 2 ? t->ne[1] : 1;
+  int64_t n = t->ne[0], nrows = (t->n_dims >= 2 ? t->ne[1] : 1) * (t->n_dims == 3 ? t->ne[2] : 1);
   uint64_t out_row;
   ggml_row_bytes(t->type, n, &out_row);
   int64_t chunk = (1 << 22) / n;
@@ -99,7 +100,7 @@ static int init_fill(void *vctx, int i, gguf_w_sink *s) {
   }
   free(f);
   free(q);
-  if (rc == 0 && c->log && (t->n_dims == 2 || i == c->n - 1)) {
+  if (rc == 0 && c->log && (t->n_dims >= 2 || i == c->n - 1)) {
     fprintf(c->log, "[%4d/%4d] %-28s %s\n", i + 1, c->n, t->name, ggml_type_info(t->type)->name);
     fflush(c->log);
   }
@@ -151,27 +152,34 @@ int64_t llama_init_write(const char *path, const llama_init_params *p, FILE *log
     return tg_seterr("llm-init: dim, layers, heads, kv-heads, ffn and ctx must be positive");
   if (p->dim % p->heads || p->heads % p->kv_heads)
     return tg_seterr("llm-init: dim (%d) must be a multiple of heads (%d), and heads of kv-heads (%d)", p->dim, p->heads, p->kv_heads);
+  if (p->experts < 0 || p->experts_used < 0 || (p->experts && (p->experts_used < 1 || p->experts_used > p->experts)))
+    return tg_seterr("llm-init: experts-used (%d) must be 1 to experts (%d)", p->experts_used, p->experts);
   if (p->vocab < 259) return tg_seterr("llm-init: vocab must be at least 259 (<unk> <s> </s> and 256 byte tokens)");
   if (!p->ft || !quant_can_write(p->ft->type)) return tg_seterr("llm-init: no file type, or one tg cannot write");
   int head_dim = p->dim / p->heads, kv_dim = head_dim * p->kv_heads;
 
   tensor_specs ts = { 0 };
   char nm[64];
-  add_spec(&ts, "token_embd.weight", p->dim, p->vocab);
+  add_spec(&ts, "token_embd.weight", p->dim, p->vocab, 0);
+  int64_t E = p->experts;
   for (int l = 0; l < p->layers; l++) {
     static const char *const names[] = { "attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down" };
-    const int64_t shape[][2] = { { p->dim, 0 }, { p->dim, p->dim }, { p->dim, kv_dim }, { p->dim, kv_dim }, { p->dim, p->dim },
-                                 { p->dim, 0 }, { p->dim, p->ffn }, { p->dim, p->ffn }, { p->ffn, p->dim } };
-    for (int k = 0; k < 9; k++) {
-      snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, names[k]);
-      add_spec(&ts, nm, shape[k][0], shape[k][1]);
+    static const char *const moe[] = { "attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate_inp",
+                                       "ffn_gate_exps", "ffn_up_exps", "ffn_down_exps" };
+    const int64_t shape[][3] = { { p->dim, 0, 0 }, { p->dim, p->dim, 0 }, { p->dim, kv_dim, 0 }, { p->dim, kv_dim, 0 }, { p->dim, p->dim, 0 },
+                                 { p->dim, 0, 0 }, { p->dim, p->ffn, 0 }, { p->dim, p->ffn, 0 }, { p->ffn, p->dim, 0 } };
+    const int64_t moe_shape[][3] = { { p->dim, E, 0 }, { p->dim, p->ffn, E }, { p->dim, p->ffn, E }, { p->ffn, p->dim, E } };
+    for (int k = 0; k < (E ? 10 : 9); k++) {
+      snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, E ? moe[k] : names[k]);
+      const int64_t *s = E && k >= 6 ? moe_shape[k - 6] : shape[k];
+      add_spec(&ts, nm, s[0], s[1], s[2]);
     }
   }
-  add_spec(&ts, "output_norm.weight", p->dim, 0);
-  add_spec(&ts, "output.weight", p->dim, p->vocab);
+  add_spec(&ts, "output_norm.weight", p->dim, 0, 0);
+  add_spec(&ts, "output.weight", p->dim, p->vocab, 0);
 
   /* the types llama-quantize would give an F32 model of this shape */
-  quant_plan plan = { .ft = p->ft, .has_output = true, .n_gqa = p->heads / p->kv_heads, .n_layer = p->layers,
+  quant_plan plan = { .ft = p->ft, .has_output = true, .n_gqa = p->heads / p->kv_heads, .n_expert = p->experts, .n_layer = p->layers,
                       .n_attention_wv = p->layers, .is_70b = p->layers == 80 && p->heads != p->kv_heads };
   gguf_writer *w = gguf_writer_new();
   int rc = 0;
@@ -180,7 +188,7 @@ int64_t llama_init_write(const char *path, const llama_init_params *p, FILE *log
     tensor_spec *t = &ts.v[i];
     t->type = quant_plan_type(&plan, t->name, GGML_TYPE_F32, t->n_dims, t->ne);
     if (gguf_w_add_tensor(w, t->name, t->type, t->n_dims, t->ne, NULL) < 0) rc = -1;
-    nparams += t->ne[0] * (t->n_dims == 2 ? t->ne[1] : 1);
+    nparams += t->ne[0] * (t->n_dims >= 2 ? t->ne[1] : 1) * (t->n_dims == 3 ? t->ne[2] : 1);
   }
   rc = rc ? rc : gguf_w_set_str(w, "general.architecture", "llama");
   rc = rc ? rc : gguf_w_set_str(w, "general.type", "model");
@@ -195,6 +203,8 @@ int64_t llama_init_write(const char *path, const llama_init_params *p, FILE *log
   rc = rc ? rc : gguf_w_set_f32(w, "llama.attention.layer_norm_rms_epsilon", p->rms_eps);
   rc = rc ? rc : gguf_w_set_u32(w, "general.file_type", (uint32_t)p->ft->ftype);
   rc = rc ? rc : gguf_w_set_u32(w, "llama.vocab_size", (uint32_t)p->vocab);
+  if (E) rc = rc ? rc : gguf_w_set_u32(w, "llama.expert_count", (uint32_t)E);
+  if (E) rc = rc ? rc : gguf_w_set_u32(w, "llama.expert_used_count", (uint32_t)p->experts_used);
   rc = rc ? rc : gguf_w_set_u32(w, "llama.rope.dimension_count", (uint32_t)head_dim);
   rc = rc ? rc : set_vocab(w, p->vocab);
   rc = rc ? rc : gguf_w_set_u32(w, "general.quantization_version", 2);

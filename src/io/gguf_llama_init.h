@@ -18,10 +18,15 @@ typedef struct {
   uint64_t seed;
   float std, rope_freq_base, rms_eps;
   const char *name;     /* general.name */
+  int experts, experts_used; /* > 0: every layer's feed-forward is a
+                              * mixture of `experts` experts of ffn rows,
+                              * the top experts_used chosen (a Mixtral
+                              * llama: ffn_gate_inp, ffn_{gate,up,down}_exps) */
 } llama_init_params;
 
 /* dim 768, 12 layers, 12 heads, 4 kv heads, ffn 2048, vocab 32000, ctx
- * 2048, file type F32, seed 0, std 0.02, rope base 10000, eps 1e-5. */
+ * 2048, file type F32, seed 0, std 0.02, rope base 10000, eps 1e-5, no
+ * experts. */
 llama_init_params llama_init_defaults(void);
 
 /* Writes the model to path; progress lines to log when not NULL. Returns

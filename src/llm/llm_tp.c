@@ -3,10 +3,14 @@
  * the model loads on the first device, then its matrices become sharded
  * tensors (tg_shard): q, k, v by output rows (whole heads, kv heads with
  * their query heads), the attention output by input columns, gate and up
- * by rows, down by columns; the KV cache by kv heads (each sequence's
- * block alike); mixture-of-experts layers as the feed-forward (float
- * experts' gate and up by rows, down by columns; quantized experts whole
- * on every device). DeepSeek's MLA: q_b (or q) and kv_b by rows (whole
+ * by rows, down by columns; q|k|v and gate|up fused in the file (Phi-3)
+ * cut into their parts first, each split as its own; the KV cache by kv
+ * heads (each sequence's block alike); mixture-of-experts layers as the
+ * feed-forward, per expert (gate and up by every expert's rows, down by
+ * its columns; quantized experts in their row-packed form, on the view
+ * (E, F/16, ...) of the packed (E * F, K) matrix: each device holds 1/n of
+ * every expert; experts of a type with no expert matmul stay whole on
+ * every device). DeepSeek's MLA: q_b (or q) and kv_b by rows (whole
  * heads), the latent down-projections q_a, kv_a and their norms
  * replicated (each device computes the latent, then its heads from it),
  * the cache (each head's decompressed keys and values) by heads.
@@ -16,10 +20,12 @@
  * (reorder_gdn), the states by channels and v heads, the gates' small
  * per-head weights replicated (llm_gdn.c splits their outputs,
  * llm_tp_split). Everything else (embedding, norms, router, output, rope
- * tables) replicated. The forward graph is the one-device graph (the
+ * tables) replicated. The forward graph is the one-device graph (a fused
+ * matrix's parts take the forward's path for separate ones; the
  * delta-net's reads its channels as n_tp groups, one group on one
  * device): the shard lowering runs each part on its device and sums the
- * column-sharded products with an allreduce (src/tensor/shard_lower.c). */
+ * column-sharded products with an allreduce (src/tensor/shard_lower.c).
+ * One device's weights, layouts and kernels are untouched. */
 #include <stdio.h>
 #include <string.h>
 #include "llm/llm.h"
@@ -58,11 +64,8 @@ int llm_tp_parse(tg_llm *m, const char *devices) {
 int llm_tp_check(const tg_llm *m) {
   if (m->n_tp <= 1) return 0;
   const tg_llm_config *c = &m->cfg;
-  const char *path = m->file->path, *why = NULL;
+  const char *path = m->file->path;
   int n = m->n_tp;
-  if (m->arch->req & (LT(LT_QKV) | LT(LT_GATE_UP))) why = "q|k|v or gate|up fused in the file";
-  if (why)
-    return tg_seterr("%s: tensor parallel over %d devices does not support %s (architecture %s); use one device", path, n, why, c->arch);
   if (c->n_heads % n || c->n_kv_heads % n || c->ffn_dim % n)
     return tg_seterr("%s: tensor parallel over %d devices needs heads (%d), kv heads (%d) and the feed-forward size (%d) to divide by %d", path, n,
                      c->n_heads, c->n_kv_heads, c->ffn_dim, n);
@@ -102,13 +105,27 @@ static tg_tensor *shard_realized(tg_llm *m, tg_tensor *t, int axis) {
   return s;
 }
 
-/* A row-packed quantized weight: its scales and quants cut on the same
- * axis (rows: groups of 16 rows; columns: whole blocks), its float view
- * rebuilt from the parts. The scales are cut as (g, S, nb, 16), the planes
- * of tg_quant_pack_rows's (g, S * nb, 16) as an axis: a block's S scales
- * (Q4_K's d and dmin) lie nb apart, so a split of the blocks is a box of
- * that view on each plane (the same memory: one device's kernels read it
- * as before). */
+/* pk's row-packed copy replaced by views of it (sv, qv: the same memory)
+ * sharded on saxis and qaxis (-1 replicated), its float view rebuilt from
+ * the parts. */
+static tg_tensor *shard_views(tg_llm *m, llm_packed *pk, tg_tensor *sv, int saxis, tg_tensor *qv, int qaxis) {
+  tg_tensor *sc = sv ? shard_realized(m, sv, saxis) : NULL, *q = sc ? shard_realized(m, qv, qaxis) : NULL;
+  tg_tensor *w = q ? tg_dequantize_rows(sc, q, pk->type, tg_shape_of(pk->w)) : NULL;
+  if (!w) { tg_free(sc); tg_free(q); return NULL; }
+  tensor_adopt(NULL, w);
+  tg_free(pk->row_scales); tg_free(pk->row_quants);
+  pk->row_scales = sc, pk->row_quants = q, pk->w = w;
+  return w;
+}
+
+/* A row-packed quantized weight W (N, K), or experts (E, N, K) packed as
+ * the (E * N, K) matrix, cut by columns (axis 1; experts: their K, axis
+ * 2): the quants on their blocks, the scales as (g, S, nb, 16), the
+ * planes of tg_quant_pack_rows's (g, S * nb, 16) as an axis: a block's S
+ * scales (Q4_K's d and dmin) lie nb apart, so a split of the blocks is a
+ * box of that view on each plane (the same memory: one device's kernels
+ * read it as before). A matrix's rows (axis 0): scales and quants on
+ * their 16-row groups. */
 static tg_tensor *shard_packed(tg_llm *m, llm_packed *pk, const char *name, int axis) {
   tg_shape ws = tg_shape_of(pk->w), ss = tg_shape_of(pk->row_scales), qs = tg_shape_of(pk->row_quants);
   const char *type = ggml_type_info((uint32_t)pk->type)->name;
@@ -118,16 +135,24 @@ static tg_tensor *shard_packed(tg_llm *m, llm_packed *pk, const char *name, int 
                      (long long)ws.d[0], n), NULL;
   if (axis == 1 && qs.d[1] % n)
     return tg_seterr("%s: %s (%s, %lld columns) does not split over %d devices at its %d-value blocks", m->file->path, name, type,
-                     (long long)ws.d[1], n, ggml_type_info((uint32_t)pk->type)->block_size), NULL;
+                     (long long)ws.d[ws.ndim - 1], n, ggml_type_info((uint32_t)pk->type)->block_size), NULL;
   int64_t g = qs.d[0], nb = qs.d[1];
-  tg_tensor *planes = tg_reshape(pk->row_scales, TG_SHAPE(g, ss.d[1] / nb, nb, ss.d[2]));
-  tg_tensor *sc = planes ? shard_realized(m, planes, axis == 1 ? 2 : axis) : NULL, *q = sc ? shard_realized(m, pk->row_quants, axis) : NULL;
-  tg_tensor *w = q ? tg_dequantize_rows(sc, q, pk->type, ws) : NULL;
-  if (!w) { tg_free(sc); tg_free(q); return NULL; }
-  tensor_adopt(NULL, w);
-  tg_free(pk->row_scales); tg_free(pk->row_quants);
-  pk->row_scales = sc, pk->row_quants = q, pk->w = w;
-  return w;
+  return shard_views(m, pk, tg_reshape(pk->row_scales, TG_SHAPE(g, ss.d[1] / nb, nb, ss.d[2])), axis == 1 ? 2 : axis, pk->row_quants, axis);
+}
+
+/* Quantized experts (E, F, K) cut by every expert's rows (gate and up):
+ * the packed (E * F, K) matrix viewed per expert, (E, F/16, ...)
+ * (tg_quant_matmul_rows_experts reads that view too), on its groups: each
+ * device holds F/n rows of every expert, laid out as one device packs
+ * experts (E, F/n, K), and computes the chosen experts' F/n outputs. */
+static tg_tensor *shard_expert_rows(tg_llm *m, llm_packed *pk, const char *name) {
+  tg_shape ws = tg_shape_of(pk->w), ss = tg_shape_of(pk->row_scales), qs = tg_shape_of(pk->row_quants);
+  int64_t e = ws.d[0], g = ws.d[1] / TG_QUANT_PACK_ROWS;
+  if (g % m->n_tp)
+    return tg_seterr("%s: %s (%s, %lld rows per expert) does not split over %d devices in its groups of 16 rows", m->file->path, name,
+                     ggml_type_info((uint32_t)pk->type)->name, (long long)ws.d[1], m->n_tp), NULL;
+  return shard_views(m, pk, tg_reshape(pk->row_scales, TG_SHAPE(e, g, ss.d[1], ss.d[2])), 1,
+                     tg_reshape(pk->row_quants, TG_SHAPE(e, g, qs.d[1], qs.d[2])), 1);
 }
 
 /* A quantized weight read from its packed bytes: the bytes on every
@@ -142,37 +167,25 @@ static tg_tensor *replicate_raw(tg_llm *m, llm_packed *pk) {
   return w;
 }
 
-/* A row-packed quantized weight whole on every device, its float view
- * rebuilt from the copies. */
-static tg_tensor *replicate_packed(tg_llm *m, llm_packed *pk) {
-  tg_tensor *sc = shard_realized(m, pk->row_scales, -1), *q = sc ? shard_realized(m, pk->row_quants, -1) : NULL;
-  tg_tensor *w = q ? tg_dequantize_rows(sc, q, pk->type, tg_shape_of(pk->w)) : NULL;
-  if (!w) { tg_free(sc); tg_free(q); return NULL; }
-  tensor_adopt(NULL, w);
-  tg_free(pk->row_scales); tg_free(pk->row_quants);
-  pk->row_scales = sc, pk->row_quants = q, pk->w = w;
-  return w;
-}
-
-/* *slot sharded on axis (-1 replicated), the old tensor freed. */
+/* *slot sharded on axis (-1 replicated), the old tensor freed. Quantized
+ * experts (E, F, K) with a row-packed copy: gate and up (axis 1) by every
+ * expert's rows, down (axis 2) by its columns (the packed matrix's); in
+ * their packed bytes only (a type without an expert form): replicated,
+ * each device computing the chosen experts whole. */
 static int shard_slot(tg_llm *m, tg_tensor **slot, int axis, const char *name) {
   tg_tensor *t = *slot;
   if (!t || shard_is_multi_name(t->device)) return 0;   /* absent, or a field two ids share */
   llm_packed *pk = (llm_packed *)llm_packed_of(m, t);
-  /* quantized experts: replicated, each device computing the chosen
-   * experts whole (their packed (E * N, K) form does not split by rows of
-   * each expert yet) */
-  if (pk && tg_ndim(t) == 3) {
-    tg_tensor *s = pk->row_quants ? replicate_packed(m, pk) : replicate_raw(m, pk);
-    if (!s) return -1;
-    tg_free(t);
-    *slot = s;
-    return 0;
-  }
-  if (pk && !pk->row_quants && axis >= 0)
+  bool experts = tg_ndim(t) == 3;
+  if (pk && !pk->row_quants && axis >= 0 && !experts)
     return tg_seterr("%s: %s (%s) has no row-packed form to split over %d devices (rows not a multiple of 16, or TG_LLM_NO_ROWS / TG_LLM_ROWS_K=0 set)",
                      m->file->path, name, ggml_type_info((uint32_t)pk->type)->name, m->n_tp);
-  tg_tensor *s = pk && pk->row_quants ? shard_packed(m, pk, name, axis) : pk ? replicate_raw(m, pk) : shard_realized(m, t, axis);
+  tg_tensor *s;
+  if (pk && pk->row_quants)
+    s = axis < 0 ? shard_views(m, pk, pk->row_scales, -1, pk->row_quants, -1)
+        : experts && axis == 1 ? shard_expert_rows(m, pk, name)
+        : shard_packed(m, pk, name, experts ? axis - 1 : axis);
+  else s = pk ? replicate_raw(m, pk) : shard_realized(m, t, axis);
   if (!s) return -1;
   tg_free(t);
   *slot = s;
@@ -276,6 +289,93 @@ static int reorder_gdn(tg_llm *m, llm_layer *l, int layer) {
   return rc;
 }
 
+/* Whether layer l's experts split (float ones always: llm_tp_check saw
+ * their size divide): quantized ones when they have a row-packed copy,
+ * every expert's rows of gate and up are whole 16-row groups per device
+ * and down's columns whole blocks. Else the three stay whole on every
+ * device, as before they split (gpt-oss's 32-value MXFP4 blocks of a
+ * 32-wide expert). */
+static bool experts_split(const tg_llm *m, const llm_layer *l) {
+  tg_tensor *const w[3] = { l->gate_exps, l->up_exps, l->down_exps };
+  for (int i = 0; i < 3; i++) {
+    const llm_packed *pk = w[i] ? llm_packed_of(m, w[i]) : NULL;
+    if (!pk) continue;
+    if (!pk->row_quants) return false;
+    int64_t parts = i < 2 ? tg_dim(w[i], 1) / TG_QUANT_PACK_ROWS : tg_dim(pk->row_quants, 1);
+    if (parts % m->n_tp) return false;
+  }
+  return true;
+}
+
+/* Rows [lo, lo + rows) of a fused matrix w (q|k|v, gate|up) as a matrix
+ * of its own, recorded as packed when w is: a quantized w's row-packed
+ * groups (lo and rows multiples of 16), a float w's rows. A view of w's
+ * memory, until it is sharded. */
+static tg_tensor *rows_of(tg_llm *m, tg_tensor *w, int64_t lo, int64_t rows, const char *name) {
+  const llm_packed *pk = llm_packed_of(m, w);
+  tg_tensor *part;
+  if (!pk) part = TG_GET(w, TG_SLICE(lo, lo + rows, 1));
+  else {
+    const char *type = ggml_type_info((uint32_t)pk->type)->name;
+    if (!pk->row_quants)
+      return tg_seterr("%s: %s (%s) has no row-packed form to split over %d devices (rows not a multiple of 16, or TG_LLM_NO_ROWS / TG_LLM_ROWS_K=0 set)",
+                       m->file->path, name, type, m->n_tp), NULL;
+    if (lo % TG_QUANT_PACK_ROWS || rows % (TG_QUANT_PACK_ROWS * m->n_tp))
+      return tg_seterr("%s: %s (%s): its part of rows %lld to %lld (%lld rows) does not split over %d devices in its groups of 16 rows",
+                       m->file->path, name, type, (long long)lo, (long long)(lo + rows), (long long)rows, m->n_tp), NULL;
+    int64_t g0 = lo / TG_QUANT_PACK_ROWS, g1 = (lo + rows) / TG_QUANT_PACK_ROWS;
+    tg_tensor *sc = TG_GET(pk->row_scales, TG_SLICE(g0, g1, 1)), *q = TG_GET(pk->row_quants, TG_SLICE(g0, g1, 1));
+    int type_id = pk->type;
+    part = sc && q ? tg_dequantize_rows(sc, q, type_id, TG_SHAPE(rows, tg_dim(w, 1))) : NULL;
+    if (!part) return NULL;
+    tensor_adopt(NULL, sc), tensor_adopt(NULL, q);
+    m->packed = tg_xrealloc(m->packed, sizeof *m->packed * (size_t)(m->npacked + 1));   /* (pk moves) */
+    m->packed[m->npacked++] = (llm_packed){ part, NULL, type_id, sc, q, NULL };
+  }
+  if (part) tensor_adopt(NULL, part);
+  return part;
+}
+
+/* A fused matrix (*fused, n parts of rows[i] rows) replaced by its parts
+ * in *parts[i], each then sharded as its own kind is: each device gets
+ * its heads' q rows and its kv heads' k and v rows (its half of gate and
+ * of up), and the forward takes the parts' path. The fused matrix (and
+ * its packed record) goes. */
+static int unfuse(tg_llm *m, tg_tensor **fused, tg_tensor **const *parts, const int64_t *rows, int n, const char *name) {
+  int64_t lo = 0;
+  for (int i = 0; i < n; lo += rows[i], i++)
+    if (!(*parts[i] = rows_of(m, *fused, lo, rows[i], name))) return -1;
+  for (int i = 0; i < m->npacked; i++)
+    if (m->packed[i].w == *fused) {
+      llm_packed *pk = &m->packed[i];
+      tg_free(pk->raw), tg_free(pk->row_scales), tg_free(pk->row_quants), tg_free(pk->panels);
+      *pk = m->packed[--m->npacked];
+      break;
+    }
+  tg_free(*fused);
+  *fused = NULL;
+  return 0;
+}
+
+/* Layer l's q|k|v and gate|up, when the file fuses them (Phi-3), as
+ * separate matrices. */
+static int unfuse_layer(tg_llm *m, int i) {
+  const tg_llm_config *c = &m->cfg;
+  llm_layer *l = &m->layers[i];
+  char name[96];
+  int rc = 0;
+  if (l->wqkv) {
+    int64_t rows[3] = { (int64_t)c->n_heads * c->head_dim, (int64_t)c->n_kv_heads * c->head_dim, (int64_t)c->n_kv_heads * c->head_dim_v };
+    snprintf(name, sizeof name, "blk.%d.%s", i, llm_tensors[LT_QKV].name);
+    rc = unfuse(m, &l->wqkv, (tg_tensor **const[]){ &l->wq, &l->wk, &l->wv }, rows, 3, name);
+  }
+  if (rc == 0 && l->w_gate_up) {
+    snprintf(name, sizeof name, "blk.%d.%s", i, llm_tensors[LT_GATE_UP].name);
+    rc = unfuse(m, &l->w_gate_up, (tg_tensor **const[]){ &l->w_gate, &l->w_up }, (int64_t[]){ c->ffn_dim, c->ffn_dim }, 2, name);
+  }
+  return rc;
+}
+
 int llm_tp_shard(tg_llm *m) {
   if (m->n_tp <= 1) return 0;
   const char *prev = tensor_device_begin(m->device);
@@ -287,11 +387,14 @@ int llm_tp_shard(tg_llm *m) {
   tg_tensor **global[] = { &m->output_norm, &m->rope_cos, &m->rope_sin, &m->rope_cos_swa, &m->rope_sin_swa };
   for (size_t i = 0; i < sizeof global / sizeof global[0] && rc == 0; i++) rc = shard_slot(m, global[i], -1, "a global tensor");
   for (int i = 0; i < m->cfg.n_layers && rc == 0; i++) {
-    if (m->layers[i].recurrent) rc = reorder_gdn(m, &m->layers[i], i);
+    rc = unfuse_layer(m, i);
+    if (rc == 0 && m->layers[i].recurrent) rc = reorder_gdn(m, &m->layers[i], i);
+    bool whole = !experts_split(m, &m->layers[i]);
     for (int id = 0; id < LT_COUNT && rc == 0; id++) {
       char name[96];
       snprintf(name, sizeof name, "blk.%d.%s", i, llm_tensors[id].name ? llm_tensors[id].name : "cache");
-      rc = shard_slot(m, llm_layer_slot(&m->layers[i], (llm_tensor)id), layer_axis((llm_tensor)id), name);
+      bool expert = id == LT_GATE_EXPS || id == LT_UP_EXPS || id == LT_DOWN_EXPS;
+      rc = shard_slot(m, llm_layer_slot(&m->layers[i], (llm_tensor)id), expert && whole ? -1 : layer_axis((llm_tensor)id), name);
     }
   }
   tg_scope_end();

@@ -124,6 +124,20 @@ static bool packed_shapes_ok(tg_tensor *scales, tg_tensor *quants, const rows_fo
   return true;
 }
 
+/* Experts W (E, N, K) packed as the (E * N, K) matrix, their scales and
+ * quants viewed per expert: quants (E, N/16, nb, bytes), scales (E, N/16,
+ * S * nb, 16) or (E, N/16, S, nb, 16). The same memory; the view in which
+ * a split of every expert's rows (its 16-row groups) is one box (tensor
+ * parallel shards it on axis 1: src/llm/llm_tp.c). */
+static bool expert_view(tg_tensor *scales, tg_tensor *quants, const rows_format *f, int64_t e, int64_t n, int64_t k) {
+  int64_t g = n / ROWS, nb = k / f->block;
+  tg_shape ss = tg_shape_of(scales), qs = tg_shape_of(quants);
+  if (qs.ndim != 4 || qs.d[0] != e || qs.d[1] != g || qs.d[2] != nb || qs.d[3] != f->quant_bytes || ss.d[0] != e || ss.d[1] != g) return false;
+  bool flat = ss.ndim == 4 && ss.d[2] == nb * f->nscales && ss.d[3] == ROWS;
+  bool planes = ss.ndim == 5 && ss.d[2] == f->nscales && ss.d[3] == nb && ss.d[4] == ROWS;
+  return (flat || planes) && tg_dtype_of(scales) == f->scale_dtype && tg_dtype_of(quants) == TG_U8;
+}
+
 /* The scales as (g, S, nb, 16): plane s holds every block's scale s. A
  * split of the blocks (W's columns) is a box of this view, not of the
  * packed (g, S * nb, 16) (tensor parallel shards it: src/llm/llm_tp.c). */
@@ -585,8 +599,18 @@ tg_tensor *tg_dequantize_rows(tg_tensor *scales, tg_tensor *quants, int t, tg_sh
     if (w_shape.d[1] % ROWS || w_shape.d[0] <= 0 || w_shape.d[1] <= 0 || w_shape.d[0] > INT64_MAX / w_shape.d[1])
       return tg_seterr("tg_dequantize_rows: experts W (%lld, %lld, %lld) need N a multiple of %d", (long long)w_shape.d[0], (long long)w_shape.d[1],
                        (long long)w_shape.d[2], ROWS), NULL;
+    int64_t e = w_shape.d[0], n = w_shape.d[1], k = w_shape.d[2];
     tg_scope_begin();
-    tg_tensor *w = tg_reshape(tg_dequantize_rows(scales, quants, t, TG_SHAPE(w_shape.d[0] * w_shape.d[1], w_shape.d[2])), w_shape);
+    tg_tensor *w;
+    const rows_format *f = tg_ndim(quants) == 4 ? format_of(t, TG_SHAPE(e * n, k), "tg_dequantize_rows") : NULL;
+    if (f && expert_view(scales, quants, f, e, n, k)) {
+      /* viewed per expert: with the groups first, (N/16 * E, ...) is a
+       * matrix of groups whose values come back in the experts' order
+       * (sharded on the groups, each part stays a box of every view) */
+      tg_tensor *sc = tg_flatten(tg_transpose(scales, 0, 1), 0, 1), *qs = tg_flatten(tg_transpose(quants, 0, 1), 0, 1);
+      tg_tensor *v = tg_reshape(tg_dequantize_rows(sc, qs, t, TG_SHAPE(e * n, k)), TG_SHAPE(n / ROWS, e, ROWS, k));
+      w = tg_reshape(tg_transpose(v, 0, 1), w_shape);
+    } else w = tg_reshape(tg_dequantize_rows(scales, quants, t, TG_SHAPE(e * n, k)), w_shape);
     if (w) tg_keep(w);
     tg_scope_end();
     return w;
@@ -710,7 +734,7 @@ tg_tensor *tg_quant_matmul_rows_experts(tg_tensor *x, tg_tensor *scales, tg_tens
   tg_shape flat = TG_SHAPE(e * n, k);
   if (n % ROWS || n > INT64_MAX / e) return tg_seterr("%s: W (%lld, %lld, %lld) needs N a multiple of %d", who, (long long)e, (long long)n, (long long)k, ROWS), NULL;
   const rows_format *f = format_of(t, flat, who);
-  if (!f || !packed_shapes_ok(scales, quants, f, flat, who)) return NULL;
+  if (!f || (!expert_view(scales, quants, f, e, n, k) && !packed_shapes_ok(scales, quants, f, flat, who))) return NULL;
   if (!rows_any_type(t)) return tg_seterr("%s: no expert form for type %s (the 32-value types, Q4_K and Q5_K have one)", who, tg_ggml_type_name(t)), NULL;
   int ni = tg_ndim(index), nd = tg_ndim(x);
   if (nd != ni + 1 || tg_dim(x, nd - 1) != k)

@@ -608,6 +608,14 @@ def main():
          runs=[("_short", {"rp": dict(phi3_rp, factors=np.float32(SHORT_F))}, PROMPT, 8),
                ("_greedy", {}, PROMPT, 20)])
 
+    # Phi-3 wide enough for tensor parallel with quantized weights
+    # (tests/test_llm.c: llm_tp_fused): over 2 devices each one's q, k and v
+    # rows of the fused attn_qkv (64, 32, 32) and of gate|up (64, 64) halve
+    # into whole groups of 16 rows, and attn_output's and ffn_down's 64
+    # columns into whole 32-value blocks.
+    make("phi3_tp", "phi3", dict(base, dim=64, hd=16, ffn=64, neox=True, phi3=True, phi3_orig=16, phi3_window=8, long=LONG_F, short=SHORT_F,
+                                 wscale=0.5, rp=dict(phi3_rp, factors=np.float32(LONG_F))), 17, runs=[("_greedy", {}, PROMPT, 20)])
+
     # YaRN (llama.cpp's rope_yarn): factor 4 over an original context of 64,
     # base 100; the file says betas 16 and 2, which llama.cpp ignores for a llama
     # (its defaults 32 and 1 stand), so the ramp spans pairs 0..4 of 8.
