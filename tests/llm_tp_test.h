@@ -14,5 +14,8 @@ int64_t tp_decode_biggest_copy(tg_llm *m, int *entries);
  * device's leads its runner-up by more than 2 atol. Returns how many steps
  * compared their tokens. */
 int tp_same_as_one(const char *path, int steps, double atol, const char *what);
+/* The same for two loaded models (one device's and tensor parallel's) from
+ * prompt, the logits within rtol and atol. */
+int tp_models_same(tg_llm *one, tg_llm *tp, const int32_t *prompt, int n, int steps, double rtol, double atol, const char *what);
 
 #endif

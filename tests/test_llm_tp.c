@@ -77,36 +77,54 @@ static void check_decode_copies(tg_llm *m, const char *what) {
   CHECK_MSG(n > 0 && biggest == 2 * (int64_t)sizeof(float) * m->cfg.dim, "%s: %d entries, a copy of %lld bytes", what, n, (long long)biggest);
 }
 
+int tp_models_same(tg_llm *one, tg_llm *tp, const int32_t *prompt, int n, int steps, double rtol, double atol, const char *what) {
+  int V = one->cfg.n_vocab, compared = 0;
+  float *a = malloc(sizeof(float) * (size_t)V), *b = malloc(sizeof(float) * (size_t)V);
+  CHECK_OK(tg_llm_eval(one, prompt, n, a) == 0);
+  CHECK_OK(tg_llm_eval(tp, prompt, n, b) == 0);
+  for (int i = 0; i < steps; i++) {
+    int ba = 0, bb = 0;
+    for (int j = 1; j < V; j++) { if (a[j] > a[ba]) ba = j; if (b[j] > b[bb]) bb = j; }
+    int second = ba == 0 ? 1 : 0;
+    for (int j = 0; j < V; j++) if (j != ba && a[j] > a[second]) second = j;
+    char step[96];
+    snprintf(step, sizeof step, "%s step %d", what, i);
+    test_close_f32(b, a, (size_t)V, rtol, atol, step);
+    if (a[ba] - a[second] > 2 * atol) {
+      compared++;
+      CHECK_MSG(ba == bb, "%s: token %d on two devices, %d on one", step, bb, ba);
+    }
+    int32_t t = ba;
+    CHECK_OK(tg_llm_eval(one, &t, 1, a) == 0);
+    CHECK_OK(tg_llm_eval(tp, &t, 1, b) == 0);
+  }
+  free(a); free(b);
+  return compared;
+}
+
 int tp_same_as_one(const char *path, int steps, double atol, const char *what) {
   tg_llm *one = tg_llm_load(path, &(tg_llm_opts){ .cache_type = "f32" });
   tg_llm *tp = tg_llm_load(path, &(tg_llm_opts){ .devices = TP2, .cache_type = "f32" });
   CHECK_MSG(one && tp, "%s: load: %s", what, tg_error());
-  int compared = 0;
-  if (one && tp) {
-    int V = one->cfg.n_vocab;
-    float *a = malloc(sizeof(float) * (size_t)V), *b = malloc(sizeof(float) * (size_t)V);
-    CHECK_OK(tg_llm_eval(one, prompt, 7, a) == 0);
-    CHECK_OK(tg_llm_eval(tp, prompt, 7, b) == 0);
-    for (int i = 0; i < steps; i++) {
-      int ba = 0, bb = 0;
-      for (int j = 1; j < V; j++) { if (a[j] > a[ba]) ba = j; if (b[j] > b[bb]) bb = j; }
-      int second = ba == 0 ? 1 : 0;
-      for (int j = 0; j < V; j++) if (j != ba && a[j] > a[second]) second = j;
-      char step[96];
-      snprintf(step, sizeof step, "%s step %d", what, i);
-      test_close_f32(b, a, (size_t)V, 0, atol, step);
-      if (a[ba] - a[second] > 2 * atol) {
-        compared++;
-        CHECK_MSG(ba == bb, "%s: token %d on two devices, %d on one", step, bb, ba);
-      }
-      int32_t t = ba;
-      CHECK_OK(tg_llm_eval(one, &t, 1, a) == 0);
-      CHECK_OK(tg_llm_eval(tp, &t, 1, b) == 0);
-    }
-    free(a); free(b);
-  }
+  int compared = one && tp ? tp_models_same(one, tp, prompt, 7, steps, 0, atol, what) : 0;
   tg_llm_free(one); tg_llm_free(tp);
   return compared;
+}
+
+/* The file at path on two devices against one: its integer dot products
+ * within 4e-2, and with float_too the float matvecs within 1e-5 (ties
+ * aside, the same tokens); then the file goes. */
+static void same_as_one_then_remove(const char *path, const char *ftype, bool float_too) {
+  tp_same_as_one(path, 8, 4e-2, ftype);
+  if (float_too) {
+    setenv("TG_LLM_FLOAT_MATVEC", "1", 1);
+    char what[64];
+    snprintf(what, sizeof what, "%s in float", ftype);
+    int compared = tp_same_as_one(path, 8, 1e-5, what);
+    CHECK_MSG(compared >= 6, "%s: only %d of 8 steps had a clear best token", what, compared);
+    unsetenv("TG_LLM_FLOAT_MATVEC");
+  }
+  unlink(path);
 }
 
 /* Each file type's mixture (as `tg llm-init --type` and llama-quantize
@@ -149,16 +167,7 @@ static void check_type(const char *ftype, bool pure, int want_wo_type, bool floa
     check_decode_copies(m, ftype);
     tg_llm_free(m);
   }
-  tp_same_as_one(path, 8, 4e-2, ftype);
-  if (float_too) {
-    setenv("TG_LLM_FLOAT_MATVEC", "1", 1);
-    char what[64];
-    snprintf(what, sizeof what, "%s in float", ftype);
-    int compared = tp_same_as_one(path, 8, 1e-5, what);
-    CHECK_MSG(compared >= 6, "%s: only %d of 8 steps had a clear best token", what, compared);
-    unsetenv("TG_LLM_FLOAT_MATVEC");
-  }
-  unlink(path);
+  same_as_one_then_remove(path, ftype, float_too);
 }
 
 TEST(llm_tp_q4_k_m) { check_type("Q4_K_M", false, GGML_TYPE_Q4_K, true); }
@@ -239,16 +248,7 @@ static void check_moe(const char *ftype, bool pure, bool float_too) {
     CHECK_MSG(n > 0 && biggest >= row && biggest <= m->cfg.n_experts_used * row, "%s: %d entries, a copy of %lld bytes", ftype, n, (long long)biggest);
     tg_llm_free(m);
   }
-  tp_same_as_one(path, 8, 4e-2, ftype);
-  if (float_too) {
-    setenv("TG_LLM_FLOAT_MATVEC", "1", 1);
-    char what[64];
-    snprintf(what, sizeof what, "%s experts in float", ftype);
-    int compared = tp_same_as_one(path, 8, 1e-5, what);
-    CHECK_MSG(compared >= 6, "%s: only %d of 8 steps had a clear best token", what, compared);
-    unsetenv("TG_LLM_FLOAT_MATVEC");
-  }
-  unlink(path);
+  same_as_one_then_remove(path, ftype, float_too);
 }
 
 TEST(llm_tp_moe_q8_0) { check_moe("Q8_0", true, true); }
