@@ -108,14 +108,21 @@ static tg_tensor *shard_realized(tg_llm *m, tg_tensor *t, int axis) {
 /* pk's row-packed copy replaced by views of it (sv, qv: the same memory)
  * sharded on saxis and qaxis (-1 replicated), its float view rebuilt from
  * the parts. */
-static tg_tensor *shard_views(tg_llm *m, llm_packed *pk, tg_tensor *sv, int saxis, tg_tensor *qv, int qaxis) {
-  tg_tensor *sc = sv ? shard_realized(m, sv, saxis) : NULL, *q = sc ? shard_realized(m, qv, qaxis) : NULL;
-  tg_tensor *w = q ? tg_dequantize_rows(sc, q, pk->type, tg_shape_of(pk->w)) : NULL;
+/* pk's row-packed copy replaced by sc and q (realized, held outside any
+ * scope), its float view rebuilt from them; NULL (sc and q freed) on
+ * failure. */
+static tg_tensor *packed_replace(llm_packed *pk, tg_tensor *sc, tg_tensor *q) {
+  tg_tensor *w = sc && q ? tg_dequantize_rows(sc, q, pk->type, tg_shape_of(pk->w)) : NULL;
   if (!w) { tg_free(sc); tg_free(q); return NULL; }
   tensor_adopt(NULL, w);
   tg_free(pk->row_scales); tg_free(pk->row_quants);
   pk->row_scales = sc, pk->row_quants = q, pk->w = w;
   return w;
+}
+
+static tg_tensor *shard_views(tg_llm *m, llm_packed *pk, tg_tensor *sv, int saxis, tg_tensor *qv, int qaxis) {
+  tg_tensor *sc = sv ? shard_realized(m, sv, saxis) : NULL, *q = sc ? shard_realized(m, qv, qaxis) : NULL;
+  return packed_replace(pk, sc, q);
 }
 
 /* A row-packed quantized weight W (N, K), or experts (E, N, K) packed as
@@ -239,11 +246,10 @@ static int reorder_slot(tg_llm *m, tg_tensor **slot, int axis, const llm_span *s
   tg_tensor *q = tg_contiguous(tg_cat(parts, nsp, axis)), *sc = tg_cat(sparts, nsp, axis ? 2 : 0);
   sc = sc ? tg_contiguous(tg_reshape(sc, ss)) : NULL;
   if (!q || !sc || tg_realize(q) < 0 || tg_realize(sc) < 0) return -1;
-  tg_tensor *w = tg_dequantize_rows(sc, q, pk->type, tg_shape_of(pk->w));
+  tensor_adopt(NULL, sc), tensor_adopt(NULL, q);
+  tg_tensor *w = packed_replace(pk, sc, q);
   if (!w) return -1;
-  tensor_adopt(NULL, sc), tensor_adopt(NULL, q), tensor_adopt(NULL, w);
-  tg_free(pk->row_scales); tg_free(pk->row_quants); tg_free(t);
-  pk->row_scales = sc, pk->row_quants = q, pk->w = w;
+  tg_free(t);
   *slot = w;
   return 0;
 }

@@ -10,9 +10,7 @@ static __int128 mem_used, mem_peak;
 
 static int64_t clamp_i64(__int128 v) { return v > INT64_MAX ? INT64_MAX : v < INT64_MIN ? INT64_MIN : (int64_t)v; }
 
-static _Thread_local int64_t work;
-void counters_add_work(int64_t n) { work += n; }
-int64_t counters_work(void) { return work; }
+_Thread_local int64_t counters_work_done;
 
 void counters_add_run(double flops, double bytes, double seconds) {
   pthread_mutex_lock(&lock);
