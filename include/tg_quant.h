@@ -100,8 +100,8 @@ TG_API tg_tensor *tg_quant_matmul_rows(tg_tensor *x, tg_tensor *scales, tg_tenso
  * 32-bit value); x (..., K) with
  * index's axes (or 1 on any of them, broadcast). Returns (..., N): x @
  * W[index].T, tg_quant_matmul_rows's numbers, reading only the chosen
- * experts' rows. Types: the 32-value ones, Q4_K and Q5_K (an error for the
- * others); N a multiple of 16. The packed tensors may also come viewed per
+ * experts' rows. Types: every one tg_quant_pack_rows packs; N a
+ * multiple of 16. The packed tensors may also come viewed per
  * expert, the same memory: quants (E, N/16, K/B, bytes), scales (E, N/16,
  * S * K/B, 16) or (E, N/16, S, K/B, 16): the view in which a split of
  * every expert's rows (tensor parallel: tg_shard on axis 1) is one box. */

@@ -786,9 +786,10 @@ TEST(llm_tp_gemma) {
 /* Mixture-of-experts layers sharded: the experts' gate and up by their
  * rows, down by its columns (the chosen experts' rows taken per part),
  * shared experts as a dense feed-forward, the router replicated; quantized
- * experts that do not split at whole blocks (gpt-oss's 32-wide MXFP4
- * experts: down's 32 columns are one block) replicated whole
- * (test_llm_tp_experts.c splits quantized ones). Against numpy's goldens:
+ * experts whose down does not split at whole blocks (gpt-oss's 32-wide
+ * MXFP4 experts: down's 32 columns are one block) with down split by its
+ * rows instead (test_llm_tp.c's llm_tp_moe_* split quantized ones
+ * further). Against numpy's goldens:
  * qwen3moe, qwen2moe (shared experts behind a sigmoid gate), glm4moe
  * (sigmoid routing with a bias), gpt-oss (expert biases, sinks). */
 TEST(llm_tp_moe) {
@@ -817,7 +818,8 @@ TEST(llm_tp_moe) {
   CHECK_MSG(m != NULL, "load: %s", tg_error());
   if (m) {
     CHECK_MSG(llm_packed_of(m, m->layers[0].gate_exps) != NULL, "gpt-oss's experts are not quantized");
-    CHECK_EQ_INT(tg_shard_axis(m->layers[0].gate_exps), -1);
+    CHECK_EQ_INT(tg_shard_axis(m->layers[0].gate_exps), 1);
+    CHECK_EQ_INT(tg_shard_axis(m->layers[0].down_exps), 1);
     CHECK_EQ_INT(tg_shard_axis(m->layers[0].gate_exps_b), 1);
   }
   tg_llm_free(m);

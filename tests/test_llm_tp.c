@@ -27,9 +27,9 @@ static const int32_t prompt[] = { 1, 5, 9, 13, 17, 21, 25 };
 /* A random llama of file type ftype at path (pure: every matrix of the
  * type, through an F32 file and quant_model); with experts > 0 a Mixtral
  * one (experts of ffn rows, the top 2 chosen). */
-static bool write_llama(const char *path, const char *ftype, bool pure, int experts) {
+static bool write_llama_ffn(const char *path, const char *ftype, bool pure, int experts, int ffn) {
   llama_init_params p = llama_init_defaults();
-  p.dim = 512; p.layers = 2; p.heads = 8; p.kv_heads = 4; p.ffn = 512; p.vocab = 300; p.ctx = 128; p.seed = 11;
+  p.dim = 512; p.layers = 2; p.heads = 8; p.kv_heads = 4; p.ffn = ffn; p.vocab = 300; p.ctx = 128; p.seed = 11;
   p.experts = experts; p.experts_used = experts ? 2 : 0;
   p.ft = quant_ftype_by_name(pure ? "F32" : ftype);
   if (!p.ft || llama_init_write(path, &p, NULL) < 0) return false;
@@ -40,6 +40,7 @@ static bool write_llama(const char *path, const char *ftype, bool pure, int expe
   unlink(f32);
   return ok;
 }
+static bool write_llama(const char *path, const char *ftype, bool pure, int experts) { return write_llama_ffn(path, ftype, pure, experts, 512); }
 
 /* w's packed form split on W's rows (axis 0: scales and quants on their
  * 16-row groups) or columns (axis 1: the quants on their blocks, the
@@ -215,13 +216,12 @@ static void check_half(const tg_tensor *t, int axis, const char *what) {
  * 1e-5. One device is itself checked against numpy's goldens for the MoE
  * families (test_llm.c: llm_tiny_qwen3moe ...) and its quantized expert
  * matmul against ggml's numbers (test_quant_matmul*.c); this compares the
- * split with it. Q4_K_M gives layer 1's down Q6_K, which has no expert
- * matmul (nor a row-packed expert form): that layer's experts stay whole
- * on every device, as before experts split. */
-static void check_moe(const char *ftype, bool pure, bool float_too) {
+ * split with it. Q4_K_M gives layer 1's down Q6_K (its experts split as
+ * the others: every row-packed type has an expert matmul). */
+static void check_moe_ffn(const char *ftype, bool pure, bool float_too, int ffn) {
   char path[96];
   snprintf(path, sizeof path, "/tmp/tg_test_llm_tp_moe_%s_%d.gguf", ftype, (int)getpid());
-  CHECK_MSG(write_llama(path, ftype, pure, 4), "%s: %s", ftype, tg_error());
+  CHECK_MSG(write_llama_ffn(path, ftype, pure, 4, ffn), "%s: %s", ftype, tg_error());
   tg_llm *m = tg_llm_load(path, &(tg_llm_opts){ .devices = TP2 });
   CHECK_MSG(m != NULL, "%s: load: %s", ftype, tg_error());
   if (m) {
@@ -232,24 +232,32 @@ static void check_moe(const char *ftype, bool pure, bool float_too) {
         const llm_packed *pk = llm_packed_of(m, w[i]);
         char what[96];
         snprintf(what, sizeof what, "%s blk.%d %s", ftype, l, i == 0 ? "gate" : i == 1 ? "up" : "down");
-        /* Q4_K_M's layer 1: down is Q6_K, which has no expert form (its
-         * bytes as stored): that layer's experts stay whole on each device */
-        bool whole = l == 1 && !strcmp(ftype, "Q4_K_M");
-        CHECK_MSG(pk && (pk->row_quants != NULL) == !(whole && i == 2), "%s: row-packed form %s", what, pk && pk->row_quants ? "present" : "absent");
-        if (whole) { CHECK_EQ_INT(tg_shard_axis(w[i]), -1); continue; }
+        CHECK_MSG(pk && pk->row_quants, "%s: no row-packed form", what);
+        if (l == 1 && i == 2 && pk && !strcmp(ftype, "Q4_K_M")) CHECK_EQ_INT(pk->type, TG_GGML_Q6_K);   /* Q4_K_M's mix */
         if (!pk || !pk->row_quants) continue;
-        CHECK_EQ_INT(tg_shard_axis(w[i]), i < 2 ? 1 : 2);
+        /* down by columns when each device's are whole blocks, else by rows */
+        bool by_rows = i < 2 || (ffn / ggml_type_info((uint32_t)pk->type)->block_size) % 2;
+        CHECK_EQ_INT(tg_shard_axis(w[i]), by_rows ? 1 : 2);
         check_half(pk->row_quants, 1, what);
-        check_half(pk->row_scales, i < 2 ? 1 : 2, what);
+        check_half(pk->row_scales, by_rows ? 1 : 2, what);
       }
     }
+    /* a decode step copies the allreduce (or gathers) of the chosen
+     * experts' outputs, never an expert */
     int n = 0;
     int64_t biggest = tp_decode_biggest_copy(m, &n), row = 2 * (int64_t)sizeof(float) * m->cfg.dim;
-    CHECK_MSG(n > 0 && biggest >= row && biggest <= m->cfg.n_experts_used * row, "%s: %d entries, a copy of %lld bytes", ftype, n, (long long)biggest);
+    CHECK_MSG(n > 0 && biggest >= row / 2 && biggest <= m->cfg.n_experts_used * row, "%s: %d entries, a copy of %lld bytes", ftype, n, (long long)biggest);
     tg_llm_free(m);
   }
   same_as_one_then_remove(path, ftype, float_too);
 }
+static void check_moe(const char *ftype, bool pure, bool float_too) { check_moe_ffn(ftype, pure, float_too, 512); }
 
 TEST(llm_tp_moe_q8_0) { check_moe("Q8_0", true, true); }
 TEST(llm_tp_moe_q4_k_m) { check_moe("Q4_K_M", false, false); }
+/* Experts of 256 rows: down's 256 columns are one Q4_K block, which two
+ * devices cannot share (Qwen3-30B-A3B's 768, three blocks, over 2): down
+ * splits by its rows, each device reading all of the chosen experts'
+ * activations (gathered) and computing half of their outputs (gathered
+ * after the sum), the same numbers as one device's. */
+TEST(llm_tp_moe_down_rows) { check_moe_ffn("Q4_K", true, true, 256); }

@@ -164,7 +164,7 @@ static void check_experts_split(int t, int axis) {
 }
 
 TEST(shard_quant_experts) {
-  static const int et[] = { TG_GGML_Q8_0, TG_GGML_Q4_1, TG_GGML_Q4_K, TG_GGML_MXFP4 };
+  static const int et[] = { TG_GGML_Q8_0, TG_GGML_Q4_1, TG_GGML_Q4_K, TG_GGML_MXFP4, TG_GGML_Q6_K, TG_GGML_Q2_K, TG_GGML_Q3_K, TG_GGML_IQ4_XS };
   for (size_t i = 0; i < sizeof et / sizeof et[0]; i++) { check_experts_split(et[i], 1); check_experts_split(et[i], 2); }
   /* a per-expert view of the wrong size is refused */
   tg_scope_begin();

@@ -33,7 +33,7 @@ static long long compiles(void) {
 
 int cmd_bench_llm(int argc, char **argv) {
   const char *model = NULL;
-  const char *cache = NULL;
+  const char *cache = NULL, *devices = NULL;
   int pp = 64, tg = 128, ctx = 0, reps = 3, depth = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -44,15 +44,17 @@ int cmd_bench_llm(int argc, char **argv) {
     else if (!strcmp(a, "-r") && v) reps = atoi(argv[++i]);
     else if (!strcmp(a, "-d") && v) depth = atoi(argv[++i]);
     else if (!strcmp(a, "--cache-type") && v) cache = argv[++i];
+    else if (!strcmp(a, "--devices") && v) devices = argv[++i];
     else { fprintf(stderr, "tg bench-llm: unknown argument '%s'\n", a); model = NULL; break; }
   }
   if (!model || pp < 1 || tg < 1 || reps < 1 || reps > 100 || depth < 0 || depth > (1 << 24)) {
-    fprintf(stderr, "usage: tg bench-llm -m MODEL.gguf [-p PROMPT_TOKENS=64] [-n GEN_TOKENS=128] [-c CTX] [-d DEPTH=0] [--cache-type f16|bf16|f32|q8_0] [-r REPS=3]\n");
+    fprintf(stderr, "usage: tg bench-llm -m MODEL.gguf [-p PROMPT_TOKENS=64] [-n GEN_TOKENS=128] [-c CTX] [-d DEPTH=0] [--cache-type f16|bf16|f32|q8_0] [-r REPS=3]\n"
+                    "                     [--devices CPU:0,CPU:1]  (tensor parallel, as tg run)\n");
     return 2;
   }
   /* the warm-up runs the prompt then 3 single tokens from position 0 */
   if (ctx <= 0) ctx = depth + pp + tg + 1 > pp + 4 ? depth + pp + tg + 1 : pp + 4;
-  tg_llm *m = tg_llm_load(model, &(tg_llm_opts){ .n_ctx = ctx, .cache_type = cache });
+  tg_llm *m = tg_llm_load(model, &(tg_llm_opts){ .n_ctx = ctx, .cache_type = cache, .devices = devices });
   if (!m) { fprintf(stderr, "tg bench-llm: %s\n", tg_error()); return 1; }
   const tg_llm_config *c = tg_llm_config_of(m);
   int ntoks = depth > pp ? depth : pp;

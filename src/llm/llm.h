@@ -256,6 +256,9 @@ tg_tensor *llm_tp_input(const tg_llm *m, tg_tensor *t);
 /* A value every device holds whole (replicated) cut into the devices'
  * parts on axis (t itself on one device). */
 tg_tensor *llm_tp_split(const tg_llm *m, tg_tensor *t, int axis);
+/* A value split over the devices gathered whole onto each of them (an
+ * all-gather; t itself when it is not split). */
+tg_tensor *llm_tp_gather(const tg_llm *m, tg_tensor *t);
 tg_tensor *llm_tp_output(const tg_llm *m, tg_tensor *t);
 
 /* The packed bytes behind weight w (NULL when it is not quantized). */

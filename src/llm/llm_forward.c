@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include "llm/llm.h"
 #include "io/ggml_types.h"
+#include "tg_dist.h"
 #include "tensor/tensor.h"
 #include "util/util.h"
 #include "util/settings.h"
@@ -266,9 +267,14 @@ static tg_tensor *moe_ffn(tg_llm *m, llm_layer *l, tg_tensor *h) {
   if (l->gate_exps_b) g = tg_add(g, tg_cast(tg_take(l->gate_exps_b, chosen), TG_F32));
   if (l->up_exps_b) u = tg_add(u, tg_cast(tg_take(l->up_exps_b, chosen), TG_F32));
   tg_tensor *a = act_glu(m, g, u);
+  /* tensor parallel with down split by its rows (llm_tp.c): each device
+   * reads all of a, and its dim/n outputs are gathered after the sum */
+  bool down_rows = tg_shard_axis(l->down_exps) == 1;
+  if (down_rows) a = llm_tp_gather(m, a);
   tg_tensor *d = experts_matmul(m, l->down_exps, chosen, a);                                     /* (T, K, dim) */
   if (l->down_exps_b) d = tg_add(d, tg_cast(tg_take(l->down_exps_b, chosen), TG_F32));
   tg_tensor *out = tg_sum(tg_mul(d, tg_reshape(w, TG_SHAPE(T, K, 1))), TG_AXES(1), false);       /* (T, dim) */
+  if (down_rows) out = llm_tp_gather(m, out);
   if (l->gate_shexp) {
     tg_tensor *s = dense_ffn(m, h, l->gate_shexp, l->up_shexp, l->down_shexp);
     if (l->router_shexp) s = tg_mul(s, tg_sigmoid(linear(m, h, tg_unsqueeze(l->router_shexp, 0), NULL)));

@@ -9,8 +9,9 @@
  * feed-forward, per expert (gate and up by every expert's rows, down by
  * its columns; quantized experts in their row-packed form, on the view
  * (E, F/16, ...) of the packed (E * F, K) matrix: each device holds 1/n of
- * every expert; experts of a type with no expert matmul stay whole on
- * every device). DeepSeek's MLA: q_b (or q) and kv_b by rows (whole
+ * every expert; a down whose columns per device are not whole blocks, as
+ * Qwen3-30B-A3B's 768 over 2 devices, by its rows instead, the
+ * activations gathered before it and its output after: llm_tp_gather). DeepSeek's MLA: q_b (or q) and kv_b by rows (whole
  * heads), the latent down-projections q_a, kv_a and their norms
  * replicated (each device computes the latent, then its heads from it),
  * the cache (each head's decompressed keys and values) by heads.
@@ -175,10 +176,10 @@ static tg_tensor *replicate_raw(tg_llm *m, llm_packed *pk) {
 }
 
 /* *slot sharded on axis (-1 replicated), the old tensor freed. Quantized
- * experts (E, F, K) with a row-packed copy: gate and up (axis 1) by every
- * expert's rows, down (axis 2) by its columns (the packed matrix's); in
- * their packed bytes only (a type without an expert form): replicated,
- * each device computing the chosen experts whole. */
+ * experts (E, F, K) with a row-packed copy: by every expert's rows (axis
+ * 1) or by its columns (axis 2: the packed matrix's); in their packed
+ * bytes only (rows not whole groups): replicated, each device computing
+ * the chosen experts whole. */
 static int shard_slot(tg_llm *m, tg_tensor **slot, int axis, const char *name) {
   tg_tensor *t = *slot;
   if (!t || shard_is_multi_name(t->device)) return 0;   /* absent, or a field two ids share */
@@ -295,22 +296,29 @@ static int reorder_gdn(tg_llm *m, llm_layer *l, int layer) {
   return rc;
 }
 
-/* Whether layer l's experts split (float ones always: llm_tp_check saw
- * their size divide): quantized ones when they have a row-packed copy,
- * every expert's rows of gate and up are whole 16-row groups per device
- * and down's columns whole blocks. Else the three stay whole on every
- * device, as before they split (gpt-oss's 32-value MXFP4 blocks of a
- * 32-wide expert). */
-static bool experts_split(const tg_llm *m, const llm_layer *l) {
+/* How layer l's experts split: float ones by the feed-forward size
+ * (llm_tp_check saw it divide); quantized ones when they have a row-packed
+ * copy and every expert's rows of gate and up are whole 16-row groups per
+ * device, down by its columns when they are whole blocks per device, else
+ * by its rows (Qwen3-30B-A3B: 768 columns, three 256-value blocks, over
+ * 2 devices). Else the three stay whole on every device (gpt-oss's
+ * 32-value MXFP4 blocks of a 32-wide expert). */
+typedef enum { EXPERTS_WHOLE, EXPERTS_SPLIT, EXPERTS_DOWN_ROWS } experts_cut;
+static experts_cut experts_split(const tg_llm *m, const llm_layer *l) {
   tg_tensor *const w[3] = { l->gate_exps, l->up_exps, l->down_exps };
+  experts_cut cut = EXPERTS_SPLIT;
   for (int i = 0; i < 3; i++) {
     const llm_packed *pk = w[i] ? llm_packed_of(m, w[i]) : NULL;
     if (!pk) continue;
-    if (!pk->row_quants) return false;
-    int64_t parts = i < 2 ? tg_dim(w[i], 1) / TG_QUANT_PACK_ROWS : tg_dim(pk->row_quants, 1);
-    if (parts % m->n_tp) return false;
+    if (!pk->row_quants) return EXPERTS_WHOLE;
+    int64_t groups = tg_dim(w[i], 1) / TG_QUANT_PACK_ROWS;
+    if (i < 2 && groups % m->n_tp) return EXPERTS_WHOLE;
+    if (i == 2 && tg_dim(pk->row_quants, 1) % m->n_tp) {
+      if (groups % m->n_tp) return EXPERTS_WHOLE;
+      cut = EXPERTS_DOWN_ROWS;
+    }
   }
-  return true;
+  return cut;
 }
 
 /* Rows [lo, lo + rows) of a fused matrix w (q|k|v, gate|up) as a matrix
@@ -395,12 +403,13 @@ int llm_tp_shard(tg_llm *m) {
   for (int i = 0; i < m->cfg.n_layers && rc == 0; i++) {
     rc = unfuse_layer(m, i);
     if (rc == 0 && m->layers[i].recurrent) rc = reorder_gdn(m, &m->layers[i], i);
-    bool whole = !experts_split(m, &m->layers[i]);
+    experts_cut cut = experts_split(m, &m->layers[i]);
     for (int id = 0; id < LT_COUNT && rc == 0; id++) {
       char name[96];
       snprintf(name, sizeof name, "blk.%d.%s", i, llm_tensors[id].name ? llm_tensors[id].name : "cache");
       bool expert = id == LT_GATE_EXPS || id == LT_UP_EXPS || id == LT_DOWN_EXPS;
-      rc = shard_slot(m, llm_layer_slot(&m->layers[i], (llm_tensor)id), expert && whole ? -1 : layer_axis((llm_tensor)id), name);
+      int axis = expert && cut == EXPERTS_WHOLE ? -1 : id == LT_DOWN_EXPS && cut == EXPERTS_DOWN_ROWS ? 1 : layer_axis((llm_tensor)id);
+      rc = shard_slot(m, llm_layer_slot(&m->layers[i], (llm_tensor)id), axis, name);
     }
   }
   tg_scope_end();
@@ -415,6 +424,10 @@ tg_tensor *llm_tp_input(const tg_llm *m, tg_tensor *t) {
 
 tg_tensor *llm_tp_split(const tg_llm *m, tg_tensor *t, int axis) {
   return m->n_tp > 1 && t ? tg_shard(t, m->tp_devices, m->n_tp, axis) : t;
+}
+
+tg_tensor *llm_tp_gather(const tg_llm *m, tg_tensor *t) {
+  return m->n_tp > 1 && t && tg_shard_axis(t) >= 0 ? tg_shard(t, m->tp_devices, m->n_tp, -1) : t;
 }
 
 tg_tensor *llm_tp_output(const tg_llm *m, tg_tensor *t) {

@@ -19,16 +19,9 @@
  * they lie, and its rows. */
 typedef struct { tg_tensor *const *raw; const int64_t *rows; int n; } stacked_parts;
 
-/* The experts' types (E, N, K) that tg_quant_matmul_rows_experts takes,
- * packed as the (E * N, K) matrix. */
-static bool expert_rows_type(int t) {
-  return t == TG_GGML_Q4_0 || t == TG_GGML_Q4_1 || t == TG_GGML_Q5_0 || t == TG_GGML_Q5_1 || t == TG_GGML_Q8_0 || t == TG_GGML_IQ4_NL ||
-         t == TG_GGML_MXFP4 || t == TG_GGML_Q4_K || t == TG_GGML_Q5_K;
-}
-
 /* Records quantized weight w (lazy floats over its packed bytes raw).
  * Types with a row-packed form (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, IQ4_XS; Q2_K ... Q6_K below;
- * tg_quant_pack_rows), and experts (E, N, K) of expert_rows_type, are
+ * tg_quant_pack_rows), and experts (E, N, K) of those types and MXFP4, are
  * packed once, here: matmuls read that copy, w's values come from it too
  * (tg_dequantize_rows: the same numbers), and raw is dropped, so the
  * weights are in memory once. Otherwise the model owns raw from now on.
@@ -43,7 +36,8 @@ static tg_tensor *keep_packed(tg_llm *m, tg_tensor *raw, tg_tensor *w, int type,
   bool rows = type == TG_GGML_Q4_0 || type == TG_GGML_Q4_1 || type == TG_GGML_Q5_0 || type == TG_GGML_Q5_1 || type == TG_GGML_Q8_0 ||
               type == TG_GGML_IQ4_NL || type == TG_GGML_IQ4_XS ||
               (kquant && ((ws.ndim == 2 && ws.d[0] == m->cfg.n_vocab) || setting_int(SET_TG_LLM_ROWS_K)));
-  bool experts = ws.ndim == 3 && expert_rows_type(type) && ws.d[1] % TG_QUANT_PACK_ROWS == 0;
+  /* experts: every type with a row-packed form (tg_quant_matmul_rows_experts) */
+  bool experts = ws.ndim == 3 && (rows || kquant || type == TG_GGML_MXFP4) && ws.d[1] % TG_QUANT_PACK_ROWS == 0;
   tg_shape ps = experts ? TG_SHAPE(ws.d[0] * ws.d[1], ws.d[2]) : ws;   /* experts: packed as one matrix */
   rows = (rows && ws.ndim == 2) || experts;
   tg_tensor *sc = NULL, *q = NULL;

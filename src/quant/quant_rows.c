@@ -171,18 +171,27 @@ static int place_parts(tg_tensor *q, tg_tensor *const *parts, int n) {
   return off == tg_dim(q, 2) ? 0 : tg_seterr("internal: packed parts fill %lld of %lld bytes", (long long)off, (long long)tg_dim(q, 2));
 }
 
-/* Q6_K's packed lines after the sub-block scales: (g, nb, n, s2, kind, t,
- * 16, 4), kind 0 qh's group 8n + 4s2 + t, kinds 1 and 2 ql's groups
- * 16n + 8c0 + 4s2 + t (c0 = kind - 1). */
-static tg_tensor *q6_k_lines(tg_tensor *quants, int64_t g, int64_t nb) {
-  return tg_reshape(qm_slice_last(quants, 16 * ROWS, 16 * ROWS + 48 * 64), TG_SHAPE(g, nb, 2, 2, 3, 4, ROWS, 4));
+/* Bytes [lo, hi) of the last axis of quants (..., nb, bytes) as the n
+ * sizes of d, the leading axes (the 16-row groups, and a take's axes before
+ * them: tg_quant_matmul_rows_experts) kept. */
+static tg_tensor *split_last(tg_tensor *quants, int64_t lo, int64_t hi, int n, const int64_t *d) {
+  tg_tensor *a = qm_slice_last(quants, lo, hi);
+  return tg_reshape(a, qm_with_tail(a, n, d));
 }
 
-/* View [lo, hi) of the kind axis (axis 4) of q6_k_lines. */
+/* Q6_K's packed lines after the sub-block scales: (..., g, nb, n, s2,
+ * kind, t, 16, 4), kind 0 qh's group 8n + 4s2 + t, kinds 1 and 2 ql's
+ * groups 16n + 8c0 + 4s2 + t (c0 = kind - 1); quants (..., g, nb, bytes). */
+static tg_tensor *q6_k_lines(tg_tensor *quants) {
+  return split_last(quants, 16 * ROWS, 16 * ROWS + 48 * 64, 6, (int64_t[]){ 2, 2, 3, 4, ROWS, 4 });
+}
+
+/* View [lo, hi) of the kind axis (the fourth from last) of q6_k_lines. */
 static tg_tensor *q6_k_kinds(tg_tensor *lines, int64_t lo, int64_t hi) {
   int64_t st[TG_MAX_DIMS] = { 0 }, en[TG_MAX_DIMS];
-  for (int i = 0; i < tg_ndim(lines); i++) en[i] = tg_dim(lines, i);
-  st[4] = lo, en[4] = hi;
+  int nd = tg_ndim(lines);
+  for (int i = 0; i < nd; i++) en[i] = tg_dim(lines, i);
+  st[nd - 4] = lo, en[nd - 4] = hi;
   return tg_shrink(lines, st, en);
 }
 
@@ -193,7 +202,7 @@ static int place_q6_k(tg_tensor *q, tg_tensor *scales, tg_tensor *blk) {
   if (tg_realize(q) < 0) return -1;
   int64_t g = tg_dim(q, 0), nb = tg_dim(q, 1);
   tg_tensor *sv = tg_reshape(qm_slice_last(q, 0, 16 * ROWS), tg_shape_of(scales));
-  tg_tensor *lines = q6_k_lines(q, g, nb);
+  tg_tensor *lines = q6_k_lines(q);
   tg_tensor *ql = tg_reshape(in_groups(blk, 0, 32), TG_SHAPE(g, nb, 2, 2, 2, 4, ROWS, 4));   /* (n, c0, s2, t) */
   tg_tensor *qh = tg_reshape(in_groups(blk, 128, 16), TG_SHAPE(g, nb, 2, 2, 1, 4, ROWS, 4)); /* (n, s2, t) */
   if (!sv || !lines || tg_realize(tg_assign(sv, scales)) < 0) return -1;
@@ -352,14 +361,6 @@ static tg_tensor *dot4(tg_tensor *acc, tg_tensor *w, tg_tensor *x) {
   return acc ? tg_add(acc, d) : d;
 }
 
-/* Bytes [lo, hi) of the last axis of quants (..., nb, bytes) as the n
- * sizes of d, the leading axes (the 16-row groups, and a take's axes before
- * them: tg_quant_matmul_rows_experts) kept. */
-static tg_tensor *split_last(tg_tensor *quants, int64_t lo, int64_t hi, int n, const int64_t *d) {
-  tg_tensor *a = qm_slice_last(quants, lo, hi);
-  return tg_reshape(a, qm_with_tail(a, n, d));
-}
-
 /* The blocks' sums scaled and added over the nb axis: sumi * (d_w * d_x),
  * and with sign -1 or +1 a second term less or added: m_w * mx (mx (...,
  * nb, 1) per block of x), times the integer sum mini when not NULL. scales
@@ -478,19 +479,19 @@ static void q8_k_subblocks(tg_tensor *x, int64_t nb, int nsub, tg_tensor **xv, t
   *xv = tg_reshape(xq, qm_with_tail(x, 6, (int64_t[]){ 1, nb, 1, nsub, 64 / nsub, 4 }));
 }
 
-static tg_tensor *rows_q6_k(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int64_t nb, int64_t g) {
+static tg_tensor *rows_q6_k(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int64_t nb) {
   tg_tensor *xv, *bs, *dx;
   q8_k_subblocks(x, nb, 16, &xv, &bs, &dx);
-  tg_tensor *sc = tg_reshape(tg_bitcast(qm_slice_last(quants, 0, 16 * ROWS), TG_I8), TG_SHAPE(g, nb, 16, ROWS));
-  tg_tensor *lines = q6_k_lines(quants, g, nb);
+  tg_tensor *sc = tg_bitcast(split_last(quants, 0, 16 * ROWS, 2, (int64_t[]){ 16, ROWS }), TG_I8);   /* (..., g, nb, s, 16) */
+  tg_tensor *lines = q6_k_lines(quants);
   tg_tensor *total = NULL;
   /* the sub-blocks in the order of their lines (an int32 sum: any order is exact) */
   for (int i = 0; i < 16; i++) {
     int n = i / 8, s2 = i / 4 % 2, c0 = i / 2 % 2, c = 2 * (i % 2) + c0, s = 8 * n + 2 * c + s2;
     tg_tensor *dot = NULL;
     for (int t = 0; t < 4; t++) {
-      tg_tensor *lo = TG_GET(lines, TG_ALLIDX, TG_ALLIDX, TG_I(n), TG_I(s2), TG_I(1 + c0), TG_I(t));   /* (g, nb, 16, p) */
-      tg_tensor *hi = TG_GET(lines, TG_ALLIDX, TG_ALLIDX, TG_I(n), TG_I(s2), TG_I(0), TG_I(t));
+      tg_tensor *lo = TG_GET(lines, TG_ELLIPSIS, TG_I(n), TG_I(s2), TG_I(1 + c0), TG_I(t), TG_ALLIDX, TG_ALLIDX);   /* (..., g, nb, 16, p) */
+      tg_tensor *hi = TG_GET(lines, TG_ELLIPSIS, TG_I(n), TG_I(s2), TG_I(0), TG_I(t), TG_ALLIDX, TG_ALLIDX);
       if (c >> 1) lo = tg_rshifts(lo, 4);
       lo = tg_bitwise_and(lo, tensor_const(15, TG_U8));
       if (c) hi = tg_rshifts(hi, 2 * c);
@@ -498,7 +499,7 @@ static tg_tensor *rows_q6_k(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, 
       dot = dot4(dot, tg_bitwise_or(lo, hi), TG_GET(xv, TG_ELLIPSIS, TG_I(s), TG_I(t), TG_ALLIDX));
     }
     tg_tensor *sub = tg_sub(dot, tg_mul(TG_GET(bs, TG_ELLIPSIS, TG_I(s)), tensor_const(32, TG_I32)));
-    sub = tg_mul(sub, tg_cast(TG_GET(sc, TG_ALLIDX, TG_ALLIDX, TG_I(s)), TG_I32));
+    sub = tg_mul(sub, tg_cast(TG_GET(sc, TG_ELLIPSIS, TG_I(s), TG_ALLIDX), TG_I32));
     total = total ? tg_add(total, sub) : sub;
   }
   return blocks_scaled(x, nb, scales, dx, total, NULL, NULL, 0);
@@ -512,24 +513,24 @@ static tg_tensor *rows_q6_k(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, 
  * 4-bit scale times the sum of q * x, less the 4-bit min times the sum of
  * x's sub-block; the two integer sums scaled by d_w * d_x and dmin_w * d_x
  * (ggml_vec_dot_q2_K_q8_K). */
-static tg_tensor *rows_q23_k(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int64_t nb, int64_t g, bool q3) {
+static tg_tensor *rows_q23_k(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int64_t nb, bool q3) {
   tg_tensor *xv, *bs, *dx;
   q8_k_subblocks(x, nb, 16, &xv, &bs, &dx);
   const int64_t sm_bytes = (q3 ? 16 : 32) * ROWS;   /* Q3_K: int8 scales; Q2_K: scales, then mins */
-  tg_tensor *sm = q3 ? tg_bitcast(qm_slice_last(quants, 0, sm_bytes), TG_I8) : qm_slice_last(quants, 0, sm_bytes);
-  sm = tg_reshape(sm, TG_SHAPE(g, nb, q3 ? 1 : 2, 16, ROWS));
+  tg_tensor *sm = split_last(quants, 0, sm_bytes, 3, (int64_t[]){ q3 ? 1 : 2, 16, ROWS });   /* (..., g, nb, 1 or 2, s, 16) */
+  if (q3) sm = tg_bitcast(sm, TG_I8);
   const int64_t qs_at = sm_bytes + (q3 ? 8 * 64 : 0);   /* Q3_K: after hmask */
-  tg_tensor *qs = tg_reshape(qm_slice_last(quants, qs_at, qs_at + 16 * 64), TG_SHAPE(g, nb, 16, ROWS, 4));
-  tg_tensor *hm = q3 ? tg_reshape(qm_slice_last(quants, sm_bytes, sm_bytes + 8 * 64), TG_SHAPE(g, nb, 8, ROWS, 4)) : NULL;
+  tg_tensor *qs = split_last(quants, qs_at, qs_at + 16 * 64, 3, (int64_t[]){ 16, ROWS, 4 });
+  tg_tensor *hm = q3 ? split_last(quants, sm_bytes, sm_bytes + 8 * 64, 3, (int64_t[]){ 8, ROWS, 4 }) : NULL;
   tg_tensor *sumi = NULL, *summ = NULL;
   for (int s = 0; s < 16; s++) {
     int n = s / 8, j = s % 8 / 2, h = s % 2;
     tg_tensor *dot = NULL;
     for (int t = 0; t < 4; t++) {
-      tg_tensor *w = TG_GET(qs, TG_ALLIDX, TG_ALLIDX, TG_I(8 * n + 4 * h + t));
+      tg_tensor *w = TG_GET(qs, TG_ELLIPSIS, TG_I(8 * n + 4 * h + t), TG_ALLIDX, TG_ALLIDX);
       w = tg_bitwise_and(j ? tg_rshifts(w, 2 * j) : w, tensor_const(3, TG_U8));
       if (q3) {
-        tg_tensor *hb = TG_GET(hm, TG_ALLIDX, TG_ALLIDX, TG_I(4 * h + t));
+        tg_tensor *hb = TG_GET(hm, TG_ELLIPSIS, TG_I(4 * h + t), TG_ALLIDX, TG_ALLIDX);
         if (4 * n + j) hb = tg_rshifts(hb, 4 * n + j);
         w = tg_bitwise_or(w, tg_lshifts(tg_bitwise_and(hb, tensor_const(1, TG_U8)), 2));
       }
@@ -537,10 +538,10 @@ static tg_tensor *rows_q23_k(tg_tensor *x, tg_tensor *scales, tg_tensor *quants,
     }
     tg_tensor *xsum = TG_GET(bs, TG_ELLIPSIS, TG_I(s));
     if (q3) dot = tg_sub(dot, tg_mul(xsum, tensor_const(4, TG_I32)));
-    tg_tensor *a = tg_mul(dot, tg_cast(TG_GET(sm, TG_ALLIDX, TG_ALLIDX, TG_I(0), TG_I(s)), TG_I32));
+    tg_tensor *a = tg_mul(dot, tg_cast(TG_GET(sm, TG_ELLIPSIS, TG_I(0), TG_I(s), TG_ALLIDX), TG_I32));
     sumi = sumi ? tg_add(sumi, a) : a;
     if (!q3) {
-      tg_tensor *b = tg_mul(xsum, tg_cast(TG_GET(sm, TG_ALLIDX, TG_ALLIDX, TG_I(1), TG_I(s)), TG_I32));
+      tg_tensor *b = tg_mul(xsum, tg_cast(TG_GET(sm, TG_ELLIPSIS, TG_I(1), TG_I(s), TG_ALLIDX), TG_I32));
       summ = summ ? tg_add(summ, b) : b;
     }
   }
@@ -552,20 +553,20 @@ static tg_tensor *rows_q23_k(tg_tensor *x, tg_tensor *scales, tg_tensor *quants,
  * int8 scale ls - 32, the super-block's integer sum (at most 8 *
  * 32 * 32 * 127 * 127 in size) scaled by d_w * d_x
  * (ggml_vec_dot_iq4_xs_q8_K). */
-static tg_tensor *rows_iq4_xs(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int64_t nb, int64_t g) {
+static tg_tensor *rows_iq4_xs(tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int64_t nb) {
   tg_tensor *xv, *bs, *dx;
   q8_k_subblocks(x, nb, 8, &xv, &bs, &dx);
-  tg_tensor *sc = tg_reshape(tg_bitcast(qm_slice_last(quants, 0, 8 * ROWS), TG_I8), TG_SHAPE(g, nb, 8, ROWS));
-  tg_tensor *qs = tg_reshape(qm_slice_last(quants, 8 * ROWS, 8 * ROWS + 32 * 64), TG_SHAPE(g, nb, 32, ROWS, 4));
+  tg_tensor *sc = tg_bitcast(split_last(quants, 0, 8 * ROWS, 2, (int64_t[]){ 8, ROWS }), TG_I8);   /* (..., g, nb, s, 16) */
+  tg_tensor *qs = split_last(quants, 8 * ROWS, 8 * ROWS + 32 * 64, 3, (int64_t[]){ 32, ROWS, 4 });
   tg_tensor *lv[2] = { nibble_levels(tg_bitwise_and(qs, tensor_const(15, TG_U8)), qt_kvalues_iq4nl), nibble_levels(tg_rshifts(qs, 4), qt_kvalues_iq4nl) };
   tg_tensor *total = NULL;
   for (int s = 0; s < 8; s++) {
     tg_tensor *dot = NULL;
     for (int h = 0; h < 2; h++)
       for (int t = 0; t < 4; t++)
-        dot = dot4(dot, TG_GET(lv[h], TG_ALLIDX, TG_ALLIDX, TG_I(4 * s + t)), TG_GET(xv, TG_ELLIPSIS, TG_I(s), TG_I(4 * h + t), TG_ALLIDX));
+        dot = dot4(dot, TG_GET(lv[h], TG_ELLIPSIS, TG_I(4 * s + t), TG_ALLIDX, TG_ALLIDX), TG_GET(xv, TG_ELLIPSIS, TG_I(s), TG_I(4 * h + t), TG_ALLIDX));
     tg_tensor *sub = tg_sub(dot, tg_mul(TG_GET(bs, TG_ELLIPSIS, TG_I(s)), tensor_const(128, TG_I32)));
-    sub = tg_mul(sub, tg_cast(TG_GET(sc, TG_ALLIDX, TG_ALLIDX, TG_I(s)), TG_I32));
+    sub = tg_mul(sub, tg_cast(TG_GET(sc, TG_ELLIPSIS, TG_I(s), TG_ALLIDX), TG_I32));
     total = total ? tg_add(total, sub) : sub;
   }
   return blocks_scaled(x, nb, scales, dx, total, NULL, NULL, 0);
@@ -575,7 +576,7 @@ static tg_tensor *rows_iq4_xs(tg_tensor *x, tg_tensor *scales, tg_tensor *quants
  * value 16s + 4t + p of the super-block; shifts along broadcast axes, so
  * one expression covers every sub-block. */
 static tg_tensor *q6_k_values(tg_tensor *quants, int64_t g, int64_t nb) {
-  tg_tensor *lines = q6_k_lines(quants, g, nb);   /* (g, nb, n, s2, kind, t, 16, p) */
+  tg_tensor *lines = q6_k_lines(quants);   /* (g, nb, n, s2, kind, t, 16, p) */
   /* ql's nibble c1 of group 16n + 8c0 + 4s2 + t: (g, nb, n, c1, c0, s2, t, 16, p) */
   tg_tensor *ql = tg_permute(q6_k_kinds(lines, 1, 3), TG_AXES(0, 1, 2, 4, 3, 5, 6, 7));
   tg_tensor *nib = qt_unpack(ql, 3, 2, 4);
@@ -585,12 +586,17 @@ static tg_tensor *q6_k_values(tg_tensor *quants, int64_t g, int64_t nb) {
   return tg_reshape(tg_bitwise_or(nib, tg_lshifts(hi, 4)), TG_SHAPE(g, nb, 16, 4, ROWS, 4));
 }
 
-/* The types whose matvec reads the packed tensors through any leading
- * axes (a take's, tg_quant_matmul_rows_experts): the 32-value blocks, Q4_K
- * and Q5_K. */
-static bool rows_any_type(int t) { return t != GGML_TYPE_Q6_K && t != GGML_TYPE_IQ4_XS && t != GGML_TYPE_Q3_K && t != GGML_TYPE_Q2_K; }
+/* The matvec of every type; quants (..., g, nb, bytes) and scales (...,
+ * g, S, nb, 16) may have leading axes (a take's,
+ * tg_quant_matmul_rows_experts), which the result keeps: (..., g, 16). */
 static tg_tensor *rows_any(int t, tg_tensor *x, tg_tensor *scales, tg_tensor *quants, int64_t nb, int64_t g) {
-  return t == GGML_TYPE_Q4_K || t == GGML_TYPE_Q5_K ? rows_q45_k(x, scales, quants, nb, g, t == GGML_TYPE_Q5_K) : rows_32(t, x, scales, quants, nb, g);
+  switch (t) {
+    case GGML_TYPE_Q4_K: case GGML_TYPE_Q5_K: return rows_q45_k(x, scales, quants, nb, g, t == GGML_TYPE_Q5_K);
+    case GGML_TYPE_Q6_K: return rows_q6_k(x, scales, quants, nb);
+    case GGML_TYPE_IQ4_XS: return rows_iq4_xs(x, scales, quants, nb);
+    case GGML_TYPE_Q2_K: case GGML_TYPE_Q3_K: return rows_q23_k(x, scales, quants, nb, t == GGML_TYPE_Q3_K);
+    default: return rows_32(t, x, scales, quants, nb, g);
+  }
 }
 
 tg_tensor *tg_dequantize_rows(tg_tensor *scales, tg_tensor *quants, int t, tg_shape w_shape) {
@@ -706,10 +712,7 @@ tg_tensor *tg_quant_matmul_rows(tg_tensor *x, tg_tensor *scales, tg_tensor *quan
   tg_scope_begin();
   const char *dev_prev = tensor_device_begin(tg_device_of(quants));   /* constants and tables on quants's device */
   scales = scale_planes(scales, f, g, nb);
-  tg_tensor *y = t == GGML_TYPE_Q6_K ? rows_q6_k(x, scales, quants, nb, g)
-                 : t == GGML_TYPE_IQ4_XS ? rows_iq4_xs(x, scales, quants, nb, g)
-                 : t == GGML_TYPE_Q3_K || t == GGML_TYPE_Q2_K ? rows_q23_k(x, scales, quants, nb, g, t == GGML_TYPE_Q3_K)
-                 : rows_any(t, x, scales, quants, nb, g);
+  tg_tensor *y = rows_any(t, x, scales, quants, nb, g);
   y = tg_reshape(y, qm_with_tail(x, 1, (int64_t[]){ n }));
   if (y) tg_keep(y);
   tensor_device_end(dev_prev);
@@ -735,7 +738,6 @@ tg_tensor *tg_quant_matmul_rows_experts(tg_tensor *x, tg_tensor *scales, tg_tens
   if (n % ROWS || n > INT64_MAX / e) return tg_seterr("%s: W (%lld, %lld, %lld) needs N a multiple of %d", who, (long long)e, (long long)n, (long long)k, ROWS), NULL;
   const rows_format *f = format_of(t, flat, who);
   if (!f || (!expert_view(scales, quants, f, e, n, k) && !packed_shapes_ok(scales, quants, f, flat, who))) return NULL;
-  if (!rows_any_type(t)) return tg_seterr("%s: no expert form for type %s (the 32-value types, Q4_K and Q5_K have one)", who, tg_ggml_type_name(t)), NULL;
   int ni = tg_ndim(index), nd = tg_ndim(x);
   if (nd != ni + 1 || tg_dim(x, nd - 1) != k)
     return tg_seterr("%s: x must be (index's shape or 1 on each axis, K = %lld): %d dims for an index of %d", who, (long long)k, nd, ni), NULL;
