@@ -1,5 +1,6 @@
 /* llm_args.c: options shared by the LLM commands (see llm_args.h). */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,12 +62,32 @@ range:
   return -1;
 }
 
+/* The tokenizer loads on a thread of its own while the model loads (it
+ * reads only the file's vocabulary: a few ms of a first token). */
+typedef struct { const char *path; tg_tokenizer *tok; char err[1024]; } tokenizer_job;
+static void *load_tokenizer(void *arg) {
+  tokenizer_job *j = arg;
+  j->tok = tg_tokenizer_load(j->path);
+  if (!j->tok) snprintf(j->err, sizeof j->err, "%s", tg_error());
+  return NULL;
+}
+
 bool llm_args_load(const llm_args *a, const char *cmd, tg_llm **m, tg_tokenizer **tok) {
   if (!a->model) { fprintf(stderr, "%s: no model: pass -m FILE.gguf\n", cmd); return false; }
-  *tok = tg_tokenizer_load(a->model);
-  if (!*tok) { fprintf(stderr, "%s: %s\n", cmd, tg_error()); return false; }
+  tokenizer_job job = { .path = a->model };
+  pthread_t th;
+  bool threaded = pthread_create(&th, NULL, load_tokenizer, &job) == 0;
+  if (!threaded) load_tokenizer(&job);
   *m = tg_llm_load(a->model, &(tg_llm_opts){ .n_ctx = a->n_ctx, .cache_type = a->cache_type, .special = a->special, .n_seq = a->n_seq,
                                                .devices = a->devices });
+  if (threaded) pthread_join(th, NULL);
+  *tok = job.tok;
+  if (!*tok) {   /* the tokenizer's error first, as when it loaded first */
+    fprintf(stderr, "%s: %s\n", cmd, job.err);
+    tg_llm_free(*m);
+    *m = NULL;
+    return false;
+  }
   if (!*m) { fprintf(stderr, "%s: %s\n", cmd, tg_error()); tg_tokenizer_free(*tok); return false; }
   /* the library takes any size (tests use small models with long caches);
    * a user asking for more than the model was made for gets told */

@@ -215,6 +215,34 @@ static double unsplit_reads(uop *ast, uop *const *axes, int n, uop *a) {
   return total;
 }
 
+/* About how many cache lines the kernel's loads touch: a load whose
+ * elements lie 64 bytes or more apart along every axis it moves with (one
+ * scale out of each 210-byte block of a file's Q6_K rows, packing them)
+ * touches a line per element, a contiguous one a line per 64 bytes. */
+static double lines_read(uop *ast, uop *const *axes, int n) {
+  uop_list l = uop_toposort(ast);
+  double total = 0;   /* an estimate: in double, no product of sizes overflows */
+  for (int i = 0; i < l.n; i++) {
+    uop *ld = l.v[i];
+    if (ld->op != OP_LOAD) continue;
+    double e = 1;
+    int64_t step = INT64_MAX;
+    for (int j = 0; j < n; j++) {
+      int64_t st = index_stride(ld->src[0]->src[1], axes[j], axes, n);
+      if (st == 0) continue;
+      e *= (double)range_max_size(axes[j]);
+      if (st == INT64_MIN) continue;   /* not affine (bits picked by the axis, a gather): no stride */
+      st = st < 0 ? -st : st;
+      if (st < step) step = st;
+    }
+    /* no affine axis: counted as contiguous */
+    double bytes = (double)(step == INT64_MAX ? 1 : step) * (double)tg_dtype_size((tg_dtype)ld->dtype.scalar);
+    total += e * (bytes >= 64 ? 1 : bytes / 64);
+  }
+  free(l.v);
+  return total;
+}
+
 /* the lanes the UPCASTs chosen so far give output axis a */
 static int64_t lanes_on(const kopt *o, int k, int a) {
   int64_t l = 1;
@@ -235,6 +263,10 @@ static const struct {
                                   more (decoding quantized weights: 10 and more ops per value; a
                                   prefill chunk's softmax exponentials, 2^20 ops: 140 us on one
                                   core, 73 on two) */
+  int64_t thread_min_lines;    /* ... or the cache lines its loads touch (lines_read): loads
+                                  spread over memory wait on it, and two cores wait in
+                                  parallel (packing a Q6_K output matrix's scales: 96,000
+                                  values, each its own line) */
   int row_lanes_min, row_lanes_max;   /* a conv output row 8 lanes do not divide (20, 6): all of it as lanes */
   int panel_max_vectors;       /* a packed panel as lanes: at most 4 vectors wide */
   int64_t two_vectors_min_reduce, two_vectors_min_axis;   /* two vectors per tile row: long reduces, big outputs */
@@ -247,7 +279,7 @@ static const struct {
   int lanes_min_float_ops;     /* float ops per value that make a small elementwise kernel worth lanes */
   int byte_move_max_lanes;     /* bytes moved in small groups: lanes up to one 64-byte vector */
 } LIM = {
-  .thread_min_work = 1 << 18, .thread_min_flops = 1 << 20,
+  .thread_min_work = 1 << 18, .thread_min_flops = 1 << 20, .thread_min_lines = 1 << 14,
   .row_lanes_min = 5, .row_lanes_max = 32,
   .panel_max_vectors = 4,
   .two_vectors_min_reduce = 256, .two_vectors_min_axis = 128,
@@ -606,7 +638,9 @@ static bool byte_move_lanes(cpu_plan *p) {
  * with few rows of x: split W's rows, so each core reads half of W). */
 static void threads(cpu_plan *p) {
   int ncores = p->ncores, fr = p->fr;
-  if (!(ncores > 1 && fr > 0 && (p->work >= LIM.thread_min_work || kernel_cost(p->ast) >= LIM.thread_min_flops) && p->k < p->max)) return;
+  if (!(ncores > 1 && fr > 0 && p->k < p->max &&
+        (p->work >= LIM.thread_min_work || kernel_cost(p->ast) >= LIM.thread_min_flops || lines_read(p->ast, p->axes, p->n) >= (double)LIM.thread_min_lines)))
+    return;
   int64_t s = range_max_size(p->axes[p->outer]) / lanes_on(p->out, p->k, p->outer);
   int pos = 0;   /* position of the threaded axis after the opts */
   if (p->n > fr) {

@@ -245,8 +245,13 @@ static void plan(tg_jit *j, tg_buffer **inb, tg_tensor **out) {
    * bytes, not the plan's plus every one the capture made */
   for (int k = 0; k < nk; k++)
     for (int a = 0; a < j->cap.l.v[k].nbufs; a++) if (j->args[k][a].kind == ARG_SLOT) buffer_drop_memory(j->cap.l.v[k].bufs[a]);
+  /* Slots are sized for the largest shape a replay binds (an LLM's prefill
+   * chunk at its most tokens) and a replay may write a corner of one (a
+   * 16-token prompt): where the device can, their pages come when first
+   * written (the CPU's zeroed memory) rather than all at once. */
   for (int t = 0; t < j->nslots; t++) {
-    j->slots[t] = j->slot_dev[t]->alloc(j->slot_dev[t], j->slot_bytes[t] ? j->slot_bytes[t] : 1);
+    tg_device *d = j->slot_dev[t];
+    j->slots[t] = (d->alloc_zeroed ? d->alloc_zeroed : d->alloc)(d, j->slot_bytes[t] ? j->slot_bytes[t] : 1);
     j->planned_bytes += (int64_t)j->slot_bytes[t];
   }
   free(slot_last);

@@ -91,7 +91,7 @@ static void *cpu_alloc_pages(size_t nbytes, bool populate) {
   void *p = populate && n >= CPU_MAP_MIN ? cpu_slab_alloc(n) : NULL;
   if (p) return p;
   if (n >= CPU_MAP_MIN) {
-    p = tg_map_pages(n, populate);
+    p = populate ? cpu_map_populated(n) : tg_map_pages(n, false);
     if (!p) TG_FAIL("CPU: out of memory allocating %zu bytes", nbytes);
     return p;
   }

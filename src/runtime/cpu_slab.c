@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include "runtime/cpu_slab.h"
+#include "runtime/page_populate.h"
 #include "util/util.h"
 
 #define SLAB_CHUNK ((size_t)8 << 20)
@@ -41,7 +42,7 @@ void *cpu_slab_alloc(size_t n) {
   n = (n + SLAB_ALIGN - 1) / SLAB_ALIGN * SLAB_ALIGN;
   pthread_mutex_lock(&slab_lock);
   if (filling < 0 || SLAB_CHUNK - chunks[filling].used < n) {
-    char *base = tg_map_pages(SLAB_CHUNK, true);
+    char *base = cpu_map_populated(SLAB_CHUNK);
     if (!base) { pthread_mutex_unlock(&slab_lock); return NULL; }   /* the caller maps it alone */
     /* the chunk being left (it holds a buffer, or it would be empty and
      * have room) stays until its last buffer goes */
@@ -76,6 +77,12 @@ bool cpu_slab_free(void *p) {
   }
   pthread_mutex_unlock(&slab_lock);
   return true;
+}
+
+void *cpu_map_populated(size_t n) {
+  char *p = tg_map_pages(n, false);
+  if (p) pages_populate(p, n, true);
+  return p;
 }
 
 int cpu_slab_chunks(void) {

@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include "io/disk_map.h"
 #include "runtime/device.h"
+#include "runtime/page_populate.h"
 #include "util/util.h"
 
 static pthread_mutex_t maps_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -95,14 +96,11 @@ void disk_map_drop_pages(disk_map *m, size_t offset, size_t len) {
   if (hi > lo) (void)madvise((void *)(m->base + lo), hi - lo, MADV_DONTNEED);
 }
 
-#ifndef MADV_POPULATE_READ
-#define MADV_POPULATE_READ 22   /* Linux 5.14; refused before, and the pages fault in as read */
-#endif
 void disk_map_prefault(disk_map *m, size_t offset, size_t len) {
   if (!m || !m->base || offset >= m->size) return;
   if (len > m->size - offset) len = m->size - offset;
   size_t page = (size_t)sysconf(_SC_PAGESIZE), lo = offset / page * page;
-  if (len) (void)madvise((void *)(m->base + lo), offset + len - lo, MADV_POPULATE_READ);
+  if (len) pages_populate((void *)(m->base + lo), offset + len - lo, false);
 }
 
 int disk_maps_live(void) {

@@ -3,6 +3,7 @@
  * backward pass is scheduled and fused like any other graph. */
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
 #include "viz/viz.h"
@@ -283,7 +284,12 @@ static bool reaches_leaf(uop *root, const ptrmap *leaves, ptrmap *memo) {
   return pm_get(memo, root) == (void *)2;
 }
 
+/* Set once any tensor has required grad: until then (inference) a
+ * realize need not walk the live tensors for leaves. */
+static atomic_bool grad_ever;
+
 void autograd_note_realized(const ptrmap *becomes) {
+  if (!atomic_load_explicit(&grad_ever, memory_order_relaxed)) return;
   leaf_ctx c = { 0 };
   tensors_each_requiring_grad(add_leaf, &c);
   if (!c.n) { pm_free(&c.leaves); return; }
@@ -473,6 +479,7 @@ void autograd_vjp(uop *root, uop *seed, uop *const *targets, int n, uop **grads)
 tg_tensor *tg_requires_grad(tg_tensor *t, bool on) {
   NEED(t, "tg_requires_grad");
   if (on && !tg_dtype_is_float(tg_dtype_of(t))) TG_FAIL("tg_requires_grad: only float tensors can require grad (got %s)", tg_dtype_name(tg_dtype_of(t)));
+  if (on) atomic_store(&grad_ever, true);
   t->requires_grad = on;
   return t;
 }

@@ -29,6 +29,9 @@ void *tg_xrealloc(void *p, size_t n) { p = realloc(p, n ? n : 1); if (!p) oom(n)
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23   /* Linux 5.14; older kernels refuse it, and pages fault in as before */
 #endif
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
 #define HUGE_PAGE ((size_t)2 << 20)
 void *tg_map_pages(size_t n, bool populate) {
   size_t page = (size_t)sysconf(_SC_PAGESIZE), keep = (n + page - 1) / page * page, len = keep >= HUGE_PAGE ? keep + HUGE_PAGE : keep;
@@ -41,9 +44,10 @@ void *tg_map_pages(size_t n, bool populate) {
     p += lead;
     (void)madvise(p, keep, MADV_HUGEPAGE);   /* advice only */
   }
-  if (populate && keep) (void)madvise(p, keep, MADV_POPULATE_WRITE);   /* else the pages fault in when written */
+  if (populate) tg_populate_pages(p, keep, true);   /* else the pages fault in when written */
   return p;
 }
+void tg_populate_pages(void *p, size_t n, bool write) { if (p && n) (void)madvise(p, n, write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ); }
 void tg_unmap_pages(void *p, size_t n) { if (p) munmap(p, n ? n : 1); }
 char *tg_xstrdup(const char *s) { size_t n = strlen(s) + 1; char *d = tg_xmalloc(n); memcpy(d, s, n); return d; }
 

@@ -28,6 +28,11 @@ void *tg_xcalloc(size_t n, size_t sz);
  * same n gives them back. For big tables and buffers. */
 void *tg_map_pages(size_t n, bool populate);
 void tg_unmap_pages(void *p, size_t n);
+/* Makes the pages of [p, p + n) of a mapping at once (MADV_POPULATE_WRITE:
+ * what populate does; read: MADV_POPULATE_READ, a file's pages mapped as
+ * read), from any thread. Advice only: where the kernel refuses it the
+ * pages fault in as they are touched. */
+void tg_populate_pages(void *p, size_t n, bool write);
 void *tg_xrealloc(void *p, size_t n);
 char *tg_xstrdup(const char *s);
 
