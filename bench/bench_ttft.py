@@ -11,13 +11,16 @@ one is given.
 
 Per file it prints
 
-  bench ttft model=NAME prompt_tokens=16 tg_cold_s=C tg_warm_s=W llama_s=L llama_warmup_s=LW ratio=L/W
+  bench ttft model=NAME prompt_tokens=16 tg_cold_s=C tg_warm_s=W tg_warm_repack_s=R llama_s=L llama_warmup_s=LW ratio=L/W ratio_repack=L/R
 
 cold: an empty compile cache (every kernel lowered, rendered and compiled);
-warm: the same cache again (what every later run costs), the best of 3, as
+warm: the same cache again (what every later run costs: the kernels, and
+the row-packed weights the cold run cached), the best of 3, as
 is llama_s (llama-completion --no-warmup; llama_warmup_s: its default, which
 first runs an empty warm-up pass). ratio > 1: tg's warm first token comes
-sooner than llama.cpp's.
+sooner than llama.cpp's. tg_warm_repack_s (ratio_repack): warm kernels but
+TG_PACK_CACHE=0, the weights packed again (what a first load of a file
+costs once its kernels are compiled).
 Without llama-completion, ratio is left out and reason= says why.
 """
 import os
@@ -76,7 +79,11 @@ def main():
             cmd = [tg, "run", "-m", model, "-p", text, "-n", "1", "--temp", "0"]
             cold = run_s(cmd, tenv)
             warm = min(run_s(cmd, tenv) for _ in range(3))
-            line = f"bench ttft model={name} prompt_tokens={ntok} tg_cold_s={cold:.3f} tg_warm_s={warm:.3f}"
+            # the same warm compile cache, the weights packed again (no
+            # packed-weights cache: what a first load of a file costs)
+            repack = min(run_s(cmd, dict(tenv, TG_PACK_CACHE="0")) for _ in range(3))
+            line = (f"bench ttft model={name} prompt_tokens={ntok} tg_cold_s={cold:.3f} tg_warm_s={warm:.3f}"
+                    f" tg_warm_repack_s={repack:.3f}")
             if llama and os.access(llama, os.X_OK):
                 # llama-completion by default first runs an empty warm-up pass;
                 # the ratio is against it without one (--no-warmup), the stricter
@@ -84,7 +91,8 @@ def main():
                 lcmd = [llama, "-m", model, "-p", text, "-n", "1", "-t", threads, "-no-cnv", "--temp", "0"]
                 ref = min(run_s(lcmd + ["--no-warmup"], env) for _ in range(3))
                 ref_default = min(run_s(lcmd, env) for _ in range(3))
-                line += f" llama_s={ref:.3f} llama_warmup_s={ref_default:.3f} ratio={ref / warm:.2f}"
+                line += (f" llama_s={ref:.3f} llama_warmup_s={ref_default:.3f} ratio={ref / warm:.2f}"
+                         f" ratio_repack={ref / repack:.2f}")
             else:
                 line += " reason=no_LLAMA_COMPLETION"
             print(line, flush=True)

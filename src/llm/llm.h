@@ -17,6 +17,7 @@ typedef struct { tg_llm *m; int T, skip; unsigned used; tg_jit *jit; } llm_eval_
 #define LLM_NCHUNKS 4
 #define LLM_MAX_SEQ 64            /* the most sequences a model's caches hold */
 #define LLM_MAX_DEVICES 16        /* the most devices a model is sharded over (tensor parallel) */
+#define LLM_PACK_KEY 96           /* a packed weight's name in the packed-weights cache, NUL included */
 #define LLM_MAX_BATCH 128         /* the most rows of one tg_llm_eval_batch */
 #define LLM_BATCH_JITS 16         /* tg_llm_eval_batch keeps this many step JITs (rows, logits rows), replacing the oldest */
 /* One compiled batched step: B rows (a power of two), L rows' logits (0 or
@@ -159,6 +160,7 @@ typedef struct {
   int type;
   tg_tensor *row_scales, *row_quants;   /* tg_quant_pack_rows's copy (NULL: none) */
   tg_tensor *panels;                    /* a float matrix's panels (NULL: none) */
+  char key[LLM_PACK_KEY];               /* its name in the packed-weights cache ("": not cached) */
 } llm_packed;
 
 struct tg_llm {
@@ -217,6 +219,8 @@ struct tg_llm {
   unsigned eval_clock;                   /* their last use, for replacing the oldest */
   llm_packed *packed;                    /* quantized weights (owned raws) */
   int npacked;
+  gguf_file *pack_cache;                 /* the packed weights of an earlier load (llm_pack_cache.c), or NULL */
+  bool pack_cache_write;                 /* none served this load: write one after it */
   struct llm_layer_fn **layer_fns;       /* one tg_function per kind of layer (llm_layer_fn.c) */
   int nlayer_fns;
 };
@@ -263,6 +267,21 @@ tg_tensor *llm_tp_output(const tg_llm *m, tg_tensor *t);
 
 /* The packed bytes behind weight w (NULL when it is not quantized). */
 const llm_packed *llm_packed_of(const tg_llm *m, const tg_tensor *w);
+
+/* The packed-weights cache (llm_pack_cache.c). Open before the weights
+ * load (m->pack_cache when one serves this file, else m->pack_cache_write
+ * when one may be written); has/get a weight's packed tensors by its key
+ * (read in place; false: pack it); save after the load when none served
+ * (errors only with DEBUG >= 1: the cache is for later loads); close when
+ * the model is freed. */
+void llm_pack_cache_open(tg_llm *m);
+bool llm_pack_cache_has(const tg_llm *m, const char *key);
+bool llm_pack_cache_get(const tg_llm *m, const char *key, tg_tensor **scales, tg_tensor **quants);
+void llm_pack_cache_save(tg_llm *m);
+void llm_pack_cache_close(tg_llm *m);
+/* $TG_CACHE_DIR/packed/<sha256 of the model's real path>.gguf, the
+ * directory made; NULL when there is none (malloc'd). */
+char *llm_pack_cache_path(const char *model_path);
 
 /* Binds the graph's variables for T tokens of the current sequence at
  * m->n_past: the position, the attended length, the sequence. 0 or -1. */

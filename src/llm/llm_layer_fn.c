@@ -52,7 +52,7 @@ static int body(void *ctx, tg_tensor *const *in, int nin, tg_tensor **out, int n
     if (code == 'f') { *slots[j] = in[k++]; continue; }
     /* a quantized weight: its lazy values over the parameters, registered
      * as packed so linear() finds them (until the body is built) */
-    llm_packed p = { NULL, NULL, pk->type, NULL, NULL, NULL };
+    llm_packed p = { NULL, NULL, pk->type, NULL, NULL, NULL, "" };
     tg_shape ws = tg_shape_of(*orig[j]);
     if (code == 'c') { p.panels = in[k++]; p.w = tensor_rows_of_panels(p.panels); }
     else if (code == 'p') { p.row_scales = in[k++]; p.row_quants = in[k++]; p.w = tg_dequantize_rows(p.row_scales, p.row_quants, pk->type, ws); }

@@ -206,6 +206,7 @@ void tg_llm_free(tg_llm *m) {
     }
   for (int i = 0; i < m->npacked; i++) tg_free(m->packed[i].raw), tg_free(m->packed[i].row_scales), tg_free(m->packed[i].row_quants), tg_free(m->packed[i].panels);
   free(m->packed);
+  llm_pack_cache_close(m);
   free(m->layers);
   free(m->history_all);
   free(m->seq_n_past);

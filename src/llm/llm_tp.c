@@ -344,7 +344,7 @@ static tg_tensor *rows_of(tg_llm *m, tg_tensor *w, int64_t lo, int64_t rows, con
     if (!part) return NULL;
     tensor_adopt(NULL, sc), tensor_adopt(NULL, q);
     m->packed = tg_xrealloc(m->packed, sizeof *m->packed * (size_t)(m->npacked + 1));   /* (pk moves) */
-    m->packed[m->npacked++] = (llm_packed){ part, NULL, type_id, sc, q, NULL };
+    m->packed[m->npacked++] = (llm_packed){ .w = part, .type = type_id, .row_scales = sc, .row_quants = q };
   }
   if (part) tensor_adopt(NULL, part);
   return part;

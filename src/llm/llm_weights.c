@@ -26,8 +26,10 @@ typedef struct { tg_tensor *const *raw; const int64_t *rows; int n; } stacked_pa
  * (tg_dequantize_rows: the same numbers), and raw is dropped, so the
  * weights are in memory once. Otherwise the model owns raw from now on.
  * pack false: kept as stored (rows only looked up, never multiplied).
- * Returns the weight to use (w or its replacement); NULL on failure. */
-static tg_tensor *keep_packed(tg_llm *m, tg_tensor *raw, tg_tensor *w, int type, const stacked_parts *sp, bool pack) {
+ * key names the packed form in the packed-weights cache (llm_pack_cache.c:
+ * read from there when an earlier load left it). Returns the weight to use
+ * (w or its replacement); NULL on failure. */
+static tg_tensor *keep_packed(tg_llm *m, tg_tensor *raw, tg_tensor *w, int type, const stacked_parts *sp, bool pack, const char *key) {
   if (!w) return NULL;
   tg_shape ws = tg_shape_of(w);
   /* K-quants only for the vocabulary matrix (the output, or the embedding
@@ -43,10 +45,18 @@ static tg_tensor *keep_packed(tg_llm *m, tg_tensor *raw, tg_tensor *w, int type,
   tg_tensor *sc = NULL, *q = NULL;
   bool by_parts = sp && ws.ndim == 2;   /* a stacked matrix: each part packed where it lies */
   for (int i = 0; by_parts && i < sp->n; i++) by_parts = sp->rows[i] % TG_QUANT_PACK_ROWS == 0;
-  if (pack && rows && !setting_on(SET_TG_LLM_NO_ROWS) &&
+  bool packable = pack && rows && !setting_on(SET_TG_LLM_NO_ROWS);
+  tg_tensor *wr = NULL;
+  if (packable && llm_pack_cache_get(m, key, &sc, &q)) {
+    wr = tg_dequantize_rows(sc, q, type, ws);   /* (checks the cached shapes) */
+    if (!wr) { tg_free(sc), tg_free(q); sc = q = NULL; tg_clear_error(); }
+  }
+  if (!wr && packable &&
       (by_parts ? tg_quant_pack_rows_stacked(sp->raw, sp->rows, sp->n, type, ws.d[1], &sc, &q) : tg_quant_pack_rows(raw, type, ps, &sc, &q)) == 0) {
-    tg_tensor *wr = tg_realize(sc) == 0 && tg_realize(q) == 0 ? tg_dequantize_rows(sc, q, type, ws) : NULL;
+    wr = tg_realize(sc) == 0 && tg_realize(q) == 0 ? tg_dequantize_rows(sc, q, type, ws) : NULL;
     if (!wr) { tg_free(sc), tg_free(q); return NULL; }
+  }
+  if (wr) {
     tensor_adopt(NULL, sc), tensor_adopt(NULL, q);
     w = wr, raw = NULL;   /* the caller's scope frees the old w and raw */
   } else {
@@ -54,8 +64,10 @@ static tg_tensor *keep_packed(tg_llm *m, tg_tensor *raw, tg_tensor *w, int type,
     if (tg_realize(raw) < 0) return NULL;   /* (stacked matrices come lazy) */
     tensor_adopt(NULL, raw);
   }
+  llm_packed p = { w, raw, type, sc, q, NULL, "" };
+  if (sc && key && strlen(key) < sizeof p.key) strcpy(p.key, key);   /* (a longer name is not cached) */
   m->packed = tg_xrealloc(m->packed, sizeof *m->packed * (size_t)(m->npacked + 1));
-  m->packed[m->npacked++] = (llm_packed){ w, raw, type, sc, q, NULL };
+  m->packed[m->npacked++] = p;
   return w;
 }
 
@@ -120,8 +132,9 @@ static tg_tensor *load(tg_llm *m, const char *device, const char *name, bool req
    * values a lazy graph that fuses into each matmul */
   tg_tensor *t = gguf_tensor_stored_in_place(g, device);
   if (t && tg_realize(t) < 0) t = NULL;
-  if (t && gguf_tensor_quantized(g) && use != READ_LOOKUP) gguf_tensor_prefault(g);   /* all of it is read to pack it */
-  if (t && gguf_tensor_quantized(g)) t = keep_packed(m, t, tg_dequantize(t, (int)g->type, gguf_tensor_shape(g)), (int)g->type, NULL, use != READ_LOOKUP);
+  if (t && gguf_tensor_quantized(g) && use != READ_LOOKUP && !llm_pack_cache_has(m, name)) gguf_tensor_prefault(g);   /* all of it is read to pack it */
+  if (t && gguf_tensor_quantized(g))
+    t = keep_packed(m, t, tg_dequantize(t, (int)g->type, gguf_tensor_shape(g)), (int)g->type, NULL, use != READ_LOOKUP, name);
   else if (t && use == READ_MULTIPLIED) t = keep_panels(m, t);
   if (t) tensor_adopt(NULL, t);
   const llm_packed *pk = t ? llm_packed_of(m, t) : NULL;
@@ -146,17 +159,20 @@ static tg_tensor *load_stacked(tg_llm *m, const char *device, const char *const 
   }
   bool quant = gguf_tensor_quantized(g[0]);
   if (!gguf_tensor_loadable(g[0])) return NULL;
+  char key[LLM_PACK_KEY];
+  snprintf(key, sizeof key, "%s+%d", names[0], n);
+  bool cached = quant && llm_pack_cache_has(m, key);
   tg_scope_begin();
   tg_tensor *parts[4];
   for (int i = 0; i < n; i++) {
     parts[i] = gguf_tensor_stored_in_place(g[i], device);
-    gguf_tensor_prefault(g[i]);   /* all of it is read to pack or stack it */
+    if (!cached) gguf_tensor_prefault(g[i]);   /* all of it is read to pack or stack it */
   }
   /* the parts stay a lazy concatenation: the row-packing and panel
    * kernels read them where they lie (no stacked copy to write first; one
    * without a packed form is realized in keep_packed) */
   tg_tensor *t = tg_cat(parts, n, 0);
-  if (t && quant) t = keep_packed(m, t, tg_dequantize(t, (int)g[0]->type, TG_SHAPE(total, cols)), (int)g[0]->type, &(stacked_parts){ parts, rows, n }, true);
+  if (t && quant) t = keep_packed(m, t, tg_dequantize(t, (int)g[0]->type, TG_SHAPE(total, cols)), (int)g[0]->type, &(stacked_parts){ parts, rows, n }, true, key);
   else if (t) {   /* float: panels from the parts where they lie, else one stacked copy */
     tg_tensor *p = keep_panels(m, t);
     if (p != t) t = p;
@@ -264,6 +280,7 @@ static int load_layer(tg_llm *m, const char *device, int i) {
 int llm_load_weights(tg_llm *m, const char *device) {
   tg_llm_config *c = &m->cfg;
   bool err = false;
+  llm_pack_cache_open(m);
   if (llm_cache_q8(m) && (c->head_dim % LLM_KV_Q8_BLOCK || c->head_dim_v % LLM_KV_Q8_BLOCK))
     return tg_seterr("%s: a q8_0 KV cache needs head sizes that are multiples of %d (this model's keys: %d, values: %d)", m->file->path,
                      LLM_KV_Q8_BLOCK, c->head_dim, c->head_dim_v);
@@ -282,5 +299,7 @@ int llm_load_weights(tg_llm *m, const char *device) {
   if (!m->output && !err) m->output = m->tok_embd;   /* tied embeddings */
   shaped(m, m->output, "output.weight", (int64_t[]){ c->n_vocab, c->dim }, 2, &err);
   for (int i = 0; i < c->n_layers && !err; i++) err = load_layer(m, device, i) < 0;
+  if (!err) llm_pack_cache_save(m);
+  llm_pack_cache_close(m);   /* the weights read from it hold its mapping */
   return err ? -1 : 0;
 }

@@ -18,26 +18,6 @@
 
 /* ---------------------------------------------------------------- directory */
 
-/* mkdir -p; 0 when path is (now) a directory. */
-static int mkdir_p(const char *path) {
-  char *p = tg_xstrdup(path);
-  size_t n = strlen(p);
-  while (n > 1 && p[n - 1] == '/') p[--n] = 0;
-  int rc = 0;
-  for (char *s = p + 1; ; s++) {
-    if (*s == '/' || *s == 0) {
-      char c = *s;
-      *s = 0;
-      if (mkdir(p, 0755) != 0 && errno != EEXIST) { rc = -1; *s = c; break; }
-      *s = c;
-      if (!c) break;
-    }
-  }
-  struct stat st;
-  if (rc == 0 && (stat(p, &st) != 0 || !S_ISDIR(st.st_mode))) rc = -1;
-  free(p);
-  return rc;
-}
 
 static pthread_mutex_t fallback_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *fallback_dir;   /* made once per process (again if it vanishes) */
@@ -71,7 +51,7 @@ char *compile_cache_dir(void) {
   if (env && *env) sb_puts(&sb, env);
   else if (xdg && *xdg) sb_printf(&sb, "%s/tg", xdg);
   else if (home && *home) sb_printf(&sb, "%s/.cache/tg", home);
-  if (sb.s && mkdir_p(sb.s) == 0 && access(sb.s, W_OK | X_OK) == 0) return sb.s;
+  if (sb.s && tg_mkdir_p(sb.s) == 0 && access(sb.s, W_OK | X_OK) == 0) return sb.s;
   if (sb.s && setting_int(SET_DEBUG) >= 1)
     fprintf(stderr, "tg: compile cache '%s' is not usable; using a temporary directory\n", sb.s);
   sb_free(&sb);

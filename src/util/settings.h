@@ -77,6 +77,8 @@ typedef enum { SETTING_INT, SETTING_FLAG, SETTING_STR } setting_type;
   X(TG_LLM_FUNCTIONS, SETTING_INT, "1", "0: LLM layers inline instead of one function per kind of layer") \
   X(TG_LLM_FLOAT_MATVEC, SETTING_FLAG, "", "set: quantized weights are dequantized to float for matvecs") \
   X(TG_LLM_NO_ROWS, SETTING_FLAG, "", "set: quantized weights stay in ggml blocks (no row-packed copies)") \
+  X(TG_PACK_CACHE, SETTING_INT, "1", "0: a model's row-packed weights are packed at every load, never kept in $TG_CACHE_DIR/packed (docs/llm.md)") \
+  X(TG_PACK_CACHE_MIN_MB, SETTING_INT, "16", "models whose row-packed weights are smaller (MiB) are packed at every load, not cached") \
   X(TG_LLM_NO_PANELS, SETTING_FLAG, "", "set: float weights (F32, F16, BF16) stay in the file's row layout (no 32-row panels)") \
   X(TG_LLM_ROWS_K_PREFILL, SETTING_INT, "1", "0: prefill chunks multiply row-packed K-quant and IQ4_XS weights by a float matmul of their values (default: byte dot products, as decoding)") \
   X(TG_LLM_ROWS_K, SETTING_INT, "1", "0: the K-quants (Q2_K ... Q6_K) keep ggml's layout (only the output matrix is row-packed); decoding then uses the float path") \

@@ -1,5 +1,7 @@
 /* util.c: errors, allocation, string buffers, hashing, pointer maps. */
+#include <errno.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include "util/util.h"
@@ -145,4 +147,25 @@ double tg_now_seconds(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* mkdir -p; 0 when path is (now) a directory. */
+int tg_mkdir_p(const char *path) {
+  char *p = tg_xstrdup(path);
+  size_t n = strlen(p);
+  while (n > 1 && p[n - 1] == '/') p[--n] = 0;
+  int rc = 0;
+  for (char *s = p + 1; ; s++) {
+    if (*s == '/' || *s == 0) {
+      char c = *s;
+      *s = 0;
+      if (mkdir(p, 0755) != 0 && errno != EEXIST) { rc = -1; *s = c; break; }
+      *s = c;
+      if (!c) break;
+    }
+  }
+  struct stat st;
+  if (rc == 0 && (stat(p, &st) != 0 || !S_ISDIR(st.st_mode))) rc = -1;
+  free(p);
+  return rc;
 }

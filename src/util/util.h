@@ -33,6 +33,8 @@ void tg_unmap_pages(void *p, size_t n);
  * read), from any thread. Advice only: where the kernel refuses it the
  * pages fault in as they are touched. */
 void tg_populate_pages(void *p, size_t n, bool write);
+/* mkdir -p (mode 0755); 0 when path is (now) a directory, else -1. */
+int tg_mkdir_p(const char *path);
 void *tg_xrealloc(void *p, size_t n);
 char *tg_xstrdup(const char *s);
 

@@ -1,0 +1,115 @@
+/* test_llm_pack_cache.c: the packed-weights cache (src/llm/llm_pack_cache.c).
+ * A load that packs writes the row-packed weights to the cache; a later
+ * load of the same file reads them from there (its mapping is then alive
+ * beside the model's) and is the same model: every packed tensor the same
+ * bytes as packing gives, the same logits bit for bit. A changed model
+ * file, a damaged cache or TG_PACK_CACHE=0 are never served from it. */
+#include "test.h"
+#include <string.h>
+#include <unistd.h>
+#include "io/disk_map.h"
+#include "io/gguf_llama_init.h"
+#include "llm/llm.h"
+#include "quant/quantize.h"
+
+static const int32_t prompt[] = { 1, 5, 9, 13, 17, 21, 25 };
+
+static bool write_model(const char *path, uint64_t seed) {
+  llama_init_params p = llama_init_defaults();
+  p.dim = 256; p.layers = 2; p.heads = 4; p.kv_heads = 2; p.ffn = 512; p.vocab = 300; p.ctx = 64; p.seed = seed;
+  p.ft = quant_ftype_by_name("Q4_K_M");
+  return p.ft && llama_init_write(path, &p, NULL) >= 0;
+}
+
+/* The model's packed tensors' bytes, one after another, and its logits
+ * for the prompt; the live mappings while it is loaded. */
+typedef struct { unsigned char *bytes; size_t n; float *logits; int vocab, maps, packed; } snapshot;
+
+static bool load_snapshot(const char *path, snapshot *s) {
+  memset(s, 0, sizeof *s);
+  tg_llm *m = tg_llm_load(path, &(tg_llm_opts){ .n_ctx = 32 });
+  CHECK_MSG(m != NULL, "load: %s", tg_error());
+  if (!m) return false;
+  s->maps = disk_maps_live();
+  for (int i = 0; i < m->npacked; i++) {
+    tg_tensor *t[2] = { m->packed[i].row_scales, m->packed[i].row_quants };
+    for (int k = 0; k < 2 && t[0]; k++) {
+      size_t n = (size_t)tg_numel(t[k]) * tg_dtype_size(tg_dtype_of(t[k]));
+      s->bytes = realloc(s->bytes, s->n + n);
+      CHECK_OK(tg_data(t[k], s->bytes + s->n, n) == 0);
+      s->n += n;
+    }
+    s->packed += t[0] != NULL;
+  }
+  s->vocab = m->cfg.n_vocab;
+  s->logits = malloc(sizeof(float) * (size_t)s->vocab);
+  CHECK_OK(tg_llm_eval(m, prompt, 7, s->logits) == 0);
+  tg_llm_free(m);
+  return true;
+}
+
+static void snapshot_free(snapshot *s) { free(s->bytes), free(s->logits); }
+
+static void check_same(const snapshot *a, const snapshot *b, const char *what) {
+  CHECK_MSG(a->n == b->n && a->packed == b->packed && a->n && !memcmp(a->bytes, b->bytes, a->n), "%s: packed bytes differ (%zu, %zu)", what, a->n, b->n);
+  CHECK_MSG(a->vocab == b->vocab && !memcmp(a->logits, b->logits, sizeof(float) * (size_t)a->vocab), "%s: logits differ", what);
+}
+
+TEST(llm_pack_cache_same_model) {
+  char path[96];
+  snprintf(path, sizeof path, "/tmp/tg_test_pack_cache_%d.gguf", (int)getpid());
+  CHECK_MSG(write_model(path, 3), "%s", tg_error());
+  char *cache = llm_pack_cache_path(path);
+  CHECK(cache != NULL);
+  if (!cache) return;
+  unlink(cache);
+  setenv("TG_PACK_CACHE_MIN_MB", "0", 1);
+  int before = disk_maps_live();
+  snapshot packed, cached, again;
+  /* off: nothing written */
+  setenv("TG_PACK_CACHE", "0", 1);
+  if (load_snapshot(path, &packed)) snapshot_free(&packed);
+  CHECK_MSG(access(cache, F_OK) != 0, "TG_PACK_CACHE=0 wrote %s", cache);
+  unsetenv("TG_PACK_CACHE");
+  /* the first load packs and writes the cache; the second reads it */
+  if (load_snapshot(path, &packed)) {
+    CHECK_MSG(access(cache, R_OK) == 0, "no cache at %s", cache);
+    CHECK_EQ_INT(packed.maps, before + 1);   /* the model's mapping */
+    if (load_snapshot(path, &cached)) {
+      CHECK_EQ_INT(cached.maps, before + 2);   /* and the cache's */
+      check_same(&packed, &cached, "from the cache");
+      snapshot_free(&cached);
+    }
+    /* a damaged cache is not read (and is replaced) */
+    FILE *f = fopen(cache, "r+b");
+    CHECK(f != NULL);
+    if (f) { fwrite("XXXX", 1, 4, f); fclose(f); }
+    if (load_snapshot(path, &again)) {
+      CHECK_EQ_INT(again.maps, before + 1);
+      check_same(&packed, &again, "with a damaged cache");
+      snapshot_free(&again);
+    }
+    if (load_snapshot(path, &again)) {
+      CHECK_EQ_INT(again.maps, before + 2);   /* rewritten, read again */
+      snapshot_free(&again);
+    }
+    snapshot_free(&packed);
+  }
+  /* another model at the same path: the old cache is not read */
+  sleep(1);   /* (a modification time of its own, even on coarse clocks) */
+  CHECK_MSG(write_model(path, 4), "%s", tg_error());
+  snapshot other, other_cached;
+  if (load_snapshot(path, &other)) {
+    CHECK_EQ_INT(other.maps, before + 1);
+    if (load_snapshot(path, &other_cached)) {
+      CHECK_EQ_INT(other_cached.maps, before + 2);
+      check_same(&other, &other_cached, "the new model from the cache");
+      snapshot_free(&other_cached);
+    }
+    snapshot_free(&other);
+  }
+  unsetenv("TG_PACK_CACHE_MIN_MB");
+  unlink(cache);
+  unlink(path);
+  free(cache);
+}
