@@ -43,12 +43,12 @@ typedef struct { const char *type; double decode_ref, prefill_ref; const char *s
 /* llama.cpp, 2 threads, the issue's machine: decode 73-87 (F32), 122-163
  * (F16), 136-194 (Q8_0), 270-337 (Q4_0) tok/s; pp64 Q8_0 703-1059 tok/s.
  * The other types have no recorded figure: without LLAMA_BENCH their lines
- * say so. BENCH_LLM_TYPES=q4_k_m,q6_k picks some (the 0.5B one: 05b-q4_k_m). */
+ * say so. BENCH_LLM_TYPES=q4_k_m,q6_k picks some (the 0.5B ones: 05b-q4_k_m, 05b-q6_k, 05b-q8_0). */
 static const model_case cases[] = {
   { "f32", 80, 0, NULL }, { "f16", 142.5, 0, NULL }, { "bf16", 0, 0, NULL }, { "q8_0", 165, 881, NULL }, { "q6_k", 0, 0, NULL },
   { "q5_k_m", 0, 0, NULL }, { "q4_k_m", 0, 0, NULL }, { "q4_0", 303.5, 0, NULL }, { "q4_1", 0, 0, NULL }, { "q5_0", 0, 0, NULL },
   { "q5_1", 0, 0, NULL }, { "iq4_xs", 0, 0, NULL }, { "iq4_nl", 0, 0, NULL }, { "q3_k_m", 0, 0, NULL }, { "q2_k", 0, 0, NULL },
-  { "q4_k_m", 0, 0, SHAPE_05B },
+  { "q4_k_m", 0, 0, SHAPE_05B }, { "q6_k", 0, 0, SHAPE_05B }, { "q8_0", 0, 0, SHAPE_05B },
 };
 
 /* Is type (of shape) in BENCH_LLM_TYPES (all when unset)? */
