@@ -135,6 +135,7 @@ def make_files(tg, name, mdir, types):
     """Writes MDIR/NAME-TYPE.gguf for each type (kept while the family's
     configuration is unchanged); returns {type: path or an error}."""
     import gen_llm
+    gen_llm.ONLY = set()   # it read this script's arguments (the tg path) as model names
     arch, cfg, seed = FAMILIES[name]
     stamp = hashlib.sha1(repr((arch, sorted(cfg.items()), seed)).encode()).hexdigest()[:12]
     stamp_path = os.path.join(mdir, f"{name}.stamp")

@@ -1,9 +1,11 @@
 /* test_llm_pack_cache.c: the packed-weights cache (src/llm/llm_pack_cache.c).
- * A load that packs writes the row-packed weights to the cache; a later
- * load of the same file reads them from there (its mapping is then alive
- * beside the model's) and is the same model: every packed tensor the same
- * bytes as packing gives, the same logits bit for bit. A changed model
- * file, a damaged cache or TG_PACK_CACHE=0 are never served from it. */
+ * A load that packs writes the row-packed weights (a float file's panels)
+ * to the cache; a later load of the same file reads them from there (its
+ * mapping is then alive beside the model's) and is the same model: every
+ * packed tensor the same bytes as packing gives, the same logits bit for
+ * bit. A changed model file, a damaged cache or TG_PACK_CACHE=0 are never
+ * served from it, and a deleted model's cache goes when another is
+ * written. */
 #include "test.h"
 #include <string.h>
 #include <unistd.h>
@@ -14,12 +16,13 @@
 
 static const int32_t prompt[] = { 1, 5, 9, 13, 17, 21, 25 };
 
-static bool write_model(const char *path, uint64_t seed) {
+static bool write_model_typed(const char *path, uint64_t seed, const char *ftype) {
   llama_init_params p = llama_init_defaults();
   p.dim = 256; p.layers = 2; p.heads = 4; p.kv_heads = 2; p.ffn = 512; p.vocab = 300; p.ctx = 64; p.seed = seed;
-  p.ft = quant_ftype_by_name("Q4_K_M");
+  p.ft = quant_ftype_by_name(ftype);
   return p.ft && llama_init_write(path, &p, NULL) >= 0;
 }
+static bool write_model(const char *path, uint64_t seed) { return write_model_typed(path, seed, "Q4_K_M"); }
 
 /* The model's packed tensors' bytes, one after another, and its logits
  * for the prompt; the live mappings while it is loaded. */
@@ -32,14 +35,15 @@ static bool load_snapshot(const char *path, snapshot *s) {
   if (!m) return false;
   s->maps = disk_maps_live();
   for (int i = 0; i < m->npacked; i++) {
-    tg_tensor *t[2] = { m->packed[i].row_scales, m->packed[i].row_quants };
-    for (int k = 0; k < 2 && t[0]; k++) {
+    tg_tensor *t[3] = { m->packed[i].row_scales, m->packed[i].row_quants, m->packed[i].panels };
+    for (int k = 0; k < 3; k++) {
+      if (!t[k]) continue;
       size_t n = (size_t)tg_numel(t[k]) * tg_dtype_size(tg_dtype_of(t[k]));
       s->bytes = realloc(s->bytes, s->n + n);
       CHECK_OK(tg_data(t[k], s->bytes + s->n, n) == 0);
       s->n += n;
     }
-    s->packed += t[0] != NULL;
+    s->packed += t[0] || t[2];
   }
   s->vocab = m->cfg.n_vocab;
   s->logits = malloc(sizeof(float) * (size_t)s->vocab);
@@ -112,4 +116,36 @@ TEST(llm_pack_cache_same_model) {
   unlink(cache);
   unlink(path);
   free(cache);
+}
+
+/* A float file's panels come from the cache too; the cache of a model that
+ * is gone is removed when another model's is written. */
+TEST(llm_pack_cache_panels_and_stale) {
+  char f16[96], q[96];
+  snprintf(f16, sizeof f16, "/tmp/tg_test_pack_cache_f16_%d.gguf", (int)getpid());
+  snprintf(q, sizeof q, "/tmp/tg_test_pack_cache_q_%d.gguf", (int)getpid());
+  CHECK_MSG(write_model_typed(f16, 5, "F16") && write_model(q, 6), "%s", tg_error());
+  char *cf = llm_pack_cache_path(f16), *cq = llm_pack_cache_path(q);
+  CHECK(cf && cq);
+  if (!cf || !cq) { free(cf), free(cq); return; }
+  unlink(cf), unlink(cq);
+  setenv("TG_PACK_CACHE_MIN_MB", "0", 1);
+  int before = disk_maps_live();
+  snapshot a, b;
+  if (load_snapshot(f16, &a)) {
+    CHECK_MSG(a.packed > 0 && access(cf, R_OK) == 0, "%d panels, cache %s", a.packed, cf);
+    if (load_snapshot(f16, &b)) {
+      CHECK_EQ_INT(b.maps, before + 2);
+      check_same(&a, &b, "F16 panels from the cache");
+      snapshot_free(&b);
+    }
+    snapshot_free(&a);
+  }
+  unlink(f16);
+  if (load_snapshot(q, &a)) snapshot_free(&a);   /* writes q's cache, and drops f16's */
+  CHECK_MSG(access(cq, R_OK) == 0, "no cache at %s", cq);
+  CHECK_MSG(access(cf, F_OK) != 0, "the deleted model's cache %s is still there", cf);
+  unsetenv("TG_PACK_CACHE_MIN_MB");
+  unlink(cq), unlink(q);
+  free(cf), free(cq);
 }

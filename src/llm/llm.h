@@ -270,13 +270,14 @@ const llm_packed *llm_packed_of(const tg_llm *m, const tg_tensor *w);
 
 /* The packed-weights cache (llm_pack_cache.c). Open before the weights
  * load (m->pack_cache when one serves this file, else m->pack_cache_write
- * when one may be written); has/get a weight's packed tensors by its key
- * (read in place; false: pack it); save after the load when none served
- * (errors only with DEBUG >= 1: the cache is for later loads); close when
- * the model is freed. */
+ * when one may be written); has/tensor: a weight's packed part by its key
+ * ('s' row scales, 'q' row quants, 'p' panels), read in place (NULL: pack
+ * it); save after the load when none served (errors only with DEBUG >= 1:
+ * the cache is for later loads); close once the weights are loaded (they
+ * hold its mapping) or when the model is freed. */
 void llm_pack_cache_open(tg_llm *m);
-bool llm_pack_cache_has(const tg_llm *m, const char *key);
-bool llm_pack_cache_get(const tg_llm *m, const char *key, tg_tensor **scales, tg_tensor **quants);
+bool llm_pack_cache_has(const tg_llm *m, const char *key, char part);
+tg_tensor *llm_pack_cache_tensor(const tg_llm *m, const char *key, char part);
 void llm_pack_cache_save(tg_llm *m);
 void llm_pack_cache_close(tg_llm *m);
 /* $TG_CACHE_DIR/packed/<sha256 of the model's real path>.gguf, the

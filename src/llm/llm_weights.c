@@ -47,10 +47,9 @@ static tg_tensor *keep_packed(tg_llm *m, tg_tensor *raw, tg_tensor *w, int type,
   for (int i = 0; by_parts && i < sp->n; i++) by_parts = sp->rows[i] % TG_QUANT_PACK_ROWS == 0;
   bool packable = pack && rows && !setting_on(SET_TG_LLM_NO_ROWS);
   tg_tensor *wr = NULL;
-  if (packable && llm_pack_cache_get(m, key, &sc, &q)) {
+  if (packable && (sc = llm_pack_cache_tensor(m, key, 's')) && (q = llm_pack_cache_tensor(m, key, 'q')))
     wr = tg_dequantize_rows(sc, q, type, ws);   /* (checks the cached shapes) */
-    if (!wr) { tg_free(sc), tg_free(q); sc = q = NULL; tg_clear_error(); }
-  }
+  if (!wr) { tg_free(sc), tg_free(q); sc = q = NULL; tg_clear_error(); }
   if (!wr && packable &&
       (by_parts ? tg_quant_pack_rows_stacked(sp->raw, sp->rows, sp->n, type, ws.d[1], &sc, &q) : tg_quant_pack_rows(raw, type, ps, &sc, &q)) == 0) {
     wr = tg_realize(sc) == 0 && tg_realize(q) == 0 ? tg_dequantize_rows(sc, q, type, ws) : NULL;
@@ -80,19 +79,28 @@ static tg_tensor *keep_packed(tg_llm *m, tg_tensor *raw, tg_tensor *w, int type,
  * concatenation) is replaced by a view of the panels, recorded as packed,
  * so the matrix is in memory once. Returns the tensor to use: w when it
  * stays as it is; NULL on failure. */
-static tg_tensor *keep_panels(tg_llm *m, tg_tensor *w) {
+static tg_tensor *keep_panels(tg_llm *m, tg_tensor *w, const char *key) {
   tg_dtype dt = tg_dtype_of(w);
   tg_shape s = tg_shape_of(w);
   int type = dt == TG_F32 ? TG_GGML_F32 : dt == TG_F16 ? TG_GGML_F16 : dt == TG_BF16 ? TG_GGML_BF16 : -1;
   if (type < 0 || s.ndim != 2 || s.d[0] % TENSOR_PANEL || s.d[1] < TENSOR_PANEL || m->n_tp > 1 || !tensor_wide_layouts(w) || setting_on(SET_TG_LLM_NO_PANELS))
     return w;
-  tg_tensor *p = tensor_panels_of_rows(w);
-  if (!p || tg_realize(p) < 0) return NULL;
-  tg_tensor *v = tensor_rows_of_panels(p);
-  if (!v) return NULL;
+  /* an earlier load's panels (the same shape and type: else packed again) */
+  tg_tensor *p = llm_pack_cache_tensor(m, key, 'p'), *v = p ? tensor_rows_of_panels(p) : NULL;
+  if (v && (tg_dtype_of(v) != dt || tg_ndim(v) != 2 || tg_dim(v, 0) != s.d[0] || tg_dim(v, 1) != s.d[1])) tg_free(v), v = NULL;
+  if (!v) {
+    tg_free(p);
+    tg_clear_error();
+    p = tensor_panels_of_rows(w);
+    if (!p || tg_realize(p) < 0) return NULL;
+    v = tensor_rows_of_panels(p);
+    if (!v) return NULL;
+  }
   tensor_adopt(NULL, p);
+  llm_packed pk = { .w = v, .type = type, .panels = p };
+  if (key && strlen(key) < sizeof pk.key) strcpy(pk.key, key);   /* (a longer name is not cached) */
   m->packed = tg_xrealloc(m->packed, sizeof *m->packed * (size_t)(m->npacked + 1));
-  m->packed[m->npacked++] = (llm_packed){ .w = v, .type = type, .panels = p };
+  m->packed[m->npacked++] = pk;
   return v;
 }
 
@@ -132,10 +140,10 @@ static tg_tensor *load(tg_llm *m, const char *device, const char *name, bool req
    * values a lazy graph that fuses into each matmul */
   tg_tensor *t = gguf_tensor_stored_in_place(g, device);
   if (t && tg_realize(t) < 0) t = NULL;
-  if (t && gguf_tensor_quantized(g) && use != READ_LOOKUP && !llm_pack_cache_has(m, name)) gguf_tensor_prefault(g);   /* all of it is read to pack it */
+  if (t && gguf_tensor_quantized(g) && use != READ_LOOKUP && !llm_pack_cache_has(m, name, 's')) gguf_tensor_prefault(g);   /* all of it is read to pack it */
   if (t && gguf_tensor_quantized(g))
     t = keep_packed(m, t, tg_dequantize(t, (int)g->type, gguf_tensor_shape(g)), (int)g->type, NULL, use != READ_LOOKUP, name);
-  else if (t && use == READ_MULTIPLIED) t = keep_panels(m, t);
+  else if (t && use == READ_MULTIPLIED) t = keep_panels(m, t, name);
   if (t) tensor_adopt(NULL, t);
   const llm_packed *pk = t ? llm_packed_of(m, t) : NULL;
   if (pk && !pk->raw) gguf_tensor_drop_pages(g);   /* repacked: the file's bytes are not read again */
@@ -161,7 +169,7 @@ static tg_tensor *load_stacked(tg_llm *m, const char *device, const char *const 
   if (!gguf_tensor_loadable(g[0])) return NULL;
   char key[LLM_PACK_KEY];
   snprintf(key, sizeof key, "%s+%d", names[0], n);
-  bool cached = quant && llm_pack_cache_has(m, key);
+  bool cached = llm_pack_cache_has(m, key, quant ? 's' : 'p');
   tg_scope_begin();
   tg_tensor *parts[4];
   for (int i = 0; i < n; i++) {
@@ -174,7 +182,7 @@ static tg_tensor *load_stacked(tg_llm *m, const char *device, const char *const 
   tg_tensor *t = tg_cat(parts, n, 0);
   if (t && quant) t = keep_packed(m, t, tg_dequantize(t, (int)g[0]->type, TG_SHAPE(total, cols)), (int)g[0]->type, &(stacked_parts){ parts, rows, n }, true, key);
   else if (t) {   /* float: panels from the parts where they lie, else one stacked copy */
-    tg_tensor *p = keep_panels(m, t);
+    tg_tensor *p = keep_panels(m, t, key);
     if (p != t) t = p;
     else if ((t = tg_contiguous(t)) && tg_realize(t) < 0) t = NULL;
   }
