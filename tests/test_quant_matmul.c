@@ -12,6 +12,7 @@
  * compared to a relative tolerance of 1e-5 of the sum of |block terms|. */
 #include <stdint.h>
 #include "test.h"
+#include "quant_experts_check.h"
 
 static float f16_bits_to_f32(uint16_t h) { _Float16 f; memcpy(&f, &h, 2); return (float)f; }
 static uint16_t f32_to_f16_bits(float v) { _Float16 f = (_Float16)v; uint16_t h; memcpy(&h, &f, 2); return h; }
@@ -365,51 +366,35 @@ TEST(quant_matmul_rows_q8_0_vs_ggml) {
   check_path("Q8_0", 40, 48, 768, true);
 }
 
+/* ggml's vec_dot of x's row (quantized to Q8_0, or Q8_1 for Q4_1 and
+ * Q5_1) with one row of type t (check_quant_experts's reference). */
+static float ref_row_dot(int t, const uint8_t *row, const float *x, int64_t k, double *mag) {
+  float *dx = malloc(sizeof(float) * (size_t)(k / 32)), *sx = malloc(sizeof(float) * (size_t)(k / 32));
+  int8_t *q = malloc((size_t)k);
+  ref_quantize_q8_1(x, k, q, dx, sx);
+  float r = ref_dot(t, row, q, dx, sx, k, mag);
+  free(dx), free(sx), free(q);
+  return r;
+}
+
 /* Experts (E, N, K) packed as one (E * N, K) matrix, multiplied by the
- * chosen ones (tg_quant_matmul_rows_experts, the MoE path): each product
- * ggml's vec_dot of x's row with the chosen expert's rows; x shared by a
- * token's experts (gate, up) or one per expert (down); the same tensors
- * used at T = 4, then 1, then 4 (a batch's decoding steps). */
+ * chosen ones (tg_quant_matmul_rows_experts, the MoE path):
+ * check_quant_experts against ggml's vec_dot; then bad arguments. */
 static void check_experts(const char *type, int64_t e, int64_t n, int64_t k, bool x_per_expert) {
   int t = tg_ggml_type_from_name(type);
-  enum { T = 4, X = 2 };
   int64_t nbytes;
   uint8_t *w = random_weights(t, e * n, k, &nbytes);
-  const int64_t row_bytes = nbytes / (e * n), nx = x_per_expert ? X : 1;
-  float *x = malloc(sizeof(float) * (size_t)(T * nx * k)), *y = malloc(sizeof(float) * (size_t)(T * X * n)), *dx = malloc(sizeof(float) * (size_t)(k / 32));
-  float *sx = malloc(sizeof(float) * (size_t)(k / 32));
-  int8_t *q = malloc((size_t)k);
-  fill_x(x, T * nx, k);
-  int32_t idx[3][T * X] = { { 1, 3, 0, 1, 3, 2, 1, 3 }, { 2, 0 }, { 3, 1, 2, 2, 0, 3, 3, 1 } };
-  const int rows[3] = { T, 1, T };
+  check_quant_experts(t, w, nbytes, e, n, k, x_per_expert, fill_x, ref_row_dot);
   tg_scope_begin();
-  tg_tensor *raw = tg_from_data(w, TG_SHAPE(nbytes), TG_U8), *sc = NULL, *qs = NULL;
-  CHECK_OK(tg_quant_pack_rows(raw, t, TG_SHAPE(e * n, k), &sc, &qs) == 0);
-  for (int run = 0; run < 3 && sc && qs; run++) {
-    int64_t tt = rows[run];
-    tg_tensor *xv = tg_from_data(x, TG_SHAPE(tt, nx, k), TG_F32), *iv = tg_from_data(idx[run], TG_SHAPE(tt, X), TG_I32);
-    tg_tensor *yv = tg_quant_matmul_rows_experts(xv, sc, qs, t, TG_SHAPE(e, n, k), iv);
-    CHECK_MSG(yv && tg_data(yv, y, sizeof(float) * (size_t)(tt * X * n)) == 0, "%s: %s", type, tg_error());
-    int bad = 0;
-    for (int64_t r = 0; yv && r < tt * X; r++) {
-      ref_quantize_q8_1(x + (x_per_expert ? r : r / X) * k, k, q, dx, sx);
-      for (int64_t i = 0; i < n; i++) {
-        double mag;
-        float want = ref_dot(t, w + (idx[run][r] * n + i) * row_bytes, q, dx, sx, k, &mag);
-        if (!(fabs((double)y[r * n + i] - want) <= 1e-5 * mag) && bad++ < 5)
-          test_fail(__FILE__, __LINE__, "%s run %d [%lld, %lld]: tg %.9g, ggml %.9g", type, run, (long long)r, (long long)i, y[r * n + i], want);
-      }
-    }
-    CHECK_EQ_INT(bad, 0);
-  }
-  /* bad arguments */
+  tg_tensor *sc = NULL, *qs = NULL;
+  CHECK_OK(tg_quant_pack_rows(tg_from_data(w, TG_SHAPE(nbytes), TG_U8), t, TG_SHAPE(e * n, k), &sc, &qs) == 0);
   tg_tensor *x1 = tg_zeros(TG_SHAPE(1, 1, k), TG_F32), *i1 = tg_zeros(TG_SHAPE(1, 2), TG_I32);
   CHECK(!tg_quant_matmul_rows_experts(x1, sc, qs, t, TG_SHAPE(e, n + 16, k), i1) && strstr(tg_error(), "not tg_quant_pack_rows's"));
   CHECK(!tg_quant_matmul_rows_experts(x1, sc, qs, t, TG_SHAPE(e * n, k), i1) && strstr(tg_error(), "3-D"));
   CHECK(!tg_quant_matmul_rows_experts(tg_zeros(TG_SHAPE(1, k), TG_F32), sc, qs, t, TG_SHAPE(e, n, k), i1) && strstr(tg_error(), "index's shape"));
   CHECK(!tg_quant_matmul_rows_experts(x1, sc, qs, t, TG_SHAPE(e, n, k), tg_zeros(TG_SHAPE(1, 2), TG_F32)) && strstr(tg_error(), "integer"));
   tg_scope_end();
-  free(w), free(x), free(y), free(dx), free(sx), free(q);
+  free(w);
 }
 TEST(quant_matmul_rows_experts_vs_ggml) {
   check_experts("MXFP4", 4, 32, 256, false);

@@ -11,6 +11,7 @@
  * (the float sums run in another order). */
 #include <stdint.h>
 #include "test.h"
+#include "quant_experts_check.h"
 
 static float f16_to_f32(uint16_t h) { _Float16 f; memcpy(&f, &h, 2); return (float)f; }
 
@@ -227,51 +228,32 @@ TEST(quant_matmul_rows_q2_k_vs_ggml) { check_k_path(TG_GGML_Q2_K, 3, 32, 1024, t
 TEST(quant_matmul_rows_q3_k_vs_ggml) { check_k_path(TG_GGML_Q3_K, 3, 32, 1024, true); check_k_path(TG_GGML_Q3_K, 1, 64, 768, true); }
 TEST(quant_matmul_rows_iq4_xs_vs_ggml) { check_k_path(TG_GGML_IQ4_XS, 3, 32, 1024, true); check_k_path(TG_GGML_IQ4_XS, 1, 64, 768, true); }
 TEST(quant_matmul_rows_q6_k_vs_ggml) { check_k_path(TG_GGML_Q6_K, 3, 32, 1024, true); check_k_path(TG_GGML_Q6_K, 1, 64, 768, true); }
-/* Experts (E, N, K) of the 256-value types packed as one (E * N, K)
- * matrix, multiplied by the chosen ones (tg_quant_matmul_rows_experts, an
- * MoE layer's path): each product ggml's vec_dot of x's Q8_K row with the
- * chosen expert's rows; x shared by a token's X experts (gate, up) or one
- * per expert (down); the same tensors used at T = 3, then 1 (a decoding
- * step). */
-static void check_k_experts(int t, int64_t e, int64_t n, int64_t k, bool x_per_expert) {
-  enum { T = 3, X = 2 };
-  int64_t nbytes;
-  uint8_t *w = random_k(t, e * n, k, &nbytes);
-  const int64_t row_bytes = nbytes / (e * n), nx = x_per_expert ? X : 1;
-  float *x = malloc(sizeof(float) * (size_t)(T * nx * k)), *y = malloc(sizeof(float) * (size_t)(T * X * n)), *dx = malloc(sizeof(float) * (size_t)(k / 256));
+/* ggml's vec_dot of x's row (quantized to Q8_K) with one row of type t
+ * (check_quant_experts's reference). */
+static float ref_row_dot_k(int t, const uint8_t *row, const float *x, int64_t k, double *mag) {
+  float *dx = malloc(sizeof(float) * (size_t)(k / 256));
   int8_t *q = malloc((size_t)k);
   int *bs = malloc(sizeof(int) * (size_t)(k / 16));
-  fill_x(x, T * nx, k);
-  int32_t idx[2][T * X] = { { 2, 0, 1, 2, 0, 0 }, { 1, 2 } };
-  const int rows[2] = { T, 1 };
-  tg_scope_begin();
-  tg_tensor *raw = tg_from_data(w, TG_SHAPE(nbytes), TG_U8), *sc = NULL, *qs = NULL;
-  CHECK_OK(tg_quant_pack_rows(raw, t, TG_SHAPE(e * n, k), &sc, &qs) == 0);
-  for (int run = 0; run < 2 && sc && qs; run++) {
-    int64_t tt = rows[run];
-    tg_tensor *xv = tg_from_data(x, TG_SHAPE(tt, nx, k), TG_F32), *iv = tg_from_data(idx[run], TG_SHAPE(tt, X), TG_I32);
-    tg_tensor *yv = tg_quant_matmul_rows_experts(xv, sc, qs, t, TG_SHAPE(e, n, k), iv);
-    CHECK_MSG(yv && tg_data(yv, y, sizeof(float) * (size_t)(tt * X * n)) == 0, "%s: %s", tg_ggml_type_name(t), tg_error());
-    int bad = 0;
-    for (int64_t r = 0; yv && r < tt * X; r++) {
-      ref_quantize_q8_k(x + (x_per_expert ? r : r / X) * k, k, q, dx, bs);
-      for (int64_t i = 0; i < n; i++) {
-        double mag;
-        float want = ref_dot(t, w + (idx[run][r] * n + i) * row_bytes, q, dx, bs, k, &mag);
-        if (!(fabs((double)y[r * n + i] - want) <= 1e-5 * mag) && bad++ < 5)
-          test_fail(__FILE__, __LINE__, "%s run %d [%lld, %lld]: tg %.9g, ggml %.9g", tg_ggml_type_name(t), run, (long long)r, (long long)i, y[r * n + i], want);
-      }
-    }
-    CHECK_EQ_INT(bad, 0);
-  }
-  tg_scope_end();
-  free(w), free(x), free(y), free(dx), free(q), free(bs);
+  ref_quantize_q8_k(x, k, q, dx, bs);
+  float r = ref_dot(t, row, q, dx, bs, k, mag);
+  free(dx), free(q), free(bs);
+  return r;
+}
+
+/* Experts (E, N, K) of the 256-value types packed as one (E * N, K)
+ * matrix, multiplied by the chosen ones (tg_quant_matmul_rows_experts, an
+ * MoE layer's path) against ggml's vec_dot (check_quant_experts). */
+static void check_k_experts(int t, int64_t e, int64_t n, int64_t k, bool x_per_expert) {
+  int64_t nbytes;
+  uint8_t *w = random_k(t, e * n, k, &nbytes);
+  check_quant_experts(t, w, nbytes, e, n, k, x_per_expert, fill_x, ref_row_dot_k);
+  free(w);
 }
 TEST(quant_matmul_rows_k_experts_vs_ggml) {
   static const int types[] = { TG_GGML_Q4_K, TG_GGML_Q5_K, TG_GGML_Q6_K, TG_GGML_Q2_K, TG_GGML_Q3_K, TG_GGML_IQ4_XS };
   for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
-    check_k_experts(types[i], 3, 32, 512, false);
-    check_k_experts(types[i], 3, 16, 768, true);
+    check_k_experts(types[i], 4, 32, 512, false);
+    check_k_experts(types[i], 4, 16, 768, true);
   }
 }
 
