@@ -4,10 +4,13 @@
  * mapping is then alive beside the model's) and is the same model: every
  * packed tensor the same bytes as packing gives, the same logits bit for
  * bit. A changed model file, a damaged cache or TG_PACK_CACHE=0 are never
- * served from it, and a deleted model's cache goes when another is
- * written. */
+ * served from it, and a deleted model's cache (and a killed writer's
+ * partial file) goes when another is written. */
 #include "test.h"
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include "io/disk_map.h"
 #include "io/gguf_llama_init.h"
@@ -142,9 +145,17 @@ TEST(llm_pack_cache_panels_and_stale) {
     snapshot_free(&a);
   }
   unlink(f16);
+  /* and a killed writer's partial file, two hours old */
+  char partial[512];
+  snprintf(partial, sizeof partial, "%s.tmp.abcdef", cq);
+  FILE *pf = fopen(partial, "wb");
+  if (pf) fclose(pf);
+  struct timespec old[2] = { { time(NULL) - 7200, 0 }, { time(NULL) - 7200, 0 } };
+  CHECK_OK(utimensat(AT_FDCWD, partial, old, 0) == 0);
   if (load_snapshot(q, &a)) snapshot_free(&a);   /* writes q's cache, and drops f16's */
   CHECK_MSG(access(cq, R_OK) == 0, "no cache at %s", cq);
   CHECK_MSG(access(cf, F_OK) != 0, "the deleted model's cache %s is still there", cf);
+  CHECK_MSG(access(partial, F_OK) != 0, "the old partial file %s is still there", partial);
   unsetenv("TG_PACK_CACHE_MIN_MB");
   unlink(cq), unlink(q);
   free(cf), free(cq);

@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 #include "llm/llm.h"
 #include "io/disk_map.h"
@@ -158,15 +159,19 @@ static int add_part(gguf_writer *w, const char *key, char part, tg_tensor *t) {
 
 /* The cache files in dir whose model is gone or changed (their recorded
  * path no longer names a file of the identity they hold) are removed: one
- * file per model path is written, and nothing else would ever drop them. */
+ * file per model path is written, and nothing else would ever drop them;
+ * so are the partial files of writes that stopped an hour ago or more (a
+ * killed process's). */
 static void prune_stale(const char *dir) {
   DIR *d = opendir(dir);
   struct dirent *e;
   while (d && (e = readdir(d))) {
     size_t n = strlen(e->d_name);
-    if (n < 6 || strcmp(e->d_name + n - 5, ".gguf")) continue;
     strbuf p = { 0 };
     sb_printf(&p, "%s/%s", dir, e->d_name);
+    struct stat st;
+    if (strstr(e->d_name, ".gguf.tmp.") && stat(p.s, &st) == 0 && time(NULL) - st.st_mtime > 3600) unlink(p.s);
+    if (n < 6 || strcmp(e->d_name + n - 5, ".gguf")) { sb_free(&p); continue; }
     gguf_file *f = gguf_open(p.s);
     char *model = f ? gguf_get_str(f, "tg.pack.model") : NULL, *have = f ? gguf_get_str(f, "tg.pack.source") : NULL;
     char *now = model ? source_identity(model) : NULL;
