@@ -19,6 +19,14 @@
  * they lie, and its rows. */
 typedef struct { tg_tensor *const *raw; const int64_t *rows; int n; } stacked_parts;
 
+/* Records p as the model's, named key in the packed-weights cache (NULL,
+ * or a name longer than a key holds: not cached). */
+static void add_packed(tg_llm *m, llm_packed p, const char *key) {
+  if (key && strlen(key) < sizeof p.key) strcpy(p.key, key);
+  m->packed = tg_xrealloc(m->packed, sizeof *m->packed * (size_t)(m->npacked + 1));
+  m->packed[m->npacked++] = p;
+}
+
 /* Records quantized weight w (lazy floats over its packed bytes raw).
  * Types with a row-packed form (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, IQ4_XS; Q2_K ... Q6_K below;
  * tg_quant_pack_rows), and experts (E, N, K) of those types and MXFP4, are
@@ -49,7 +57,7 @@ static tg_tensor *keep_packed(tg_llm *m, tg_tensor *raw, tg_tensor *w, int type,
   tg_tensor *wr = NULL;
   if (packable && (sc = llm_pack_cache_tensor(m, key, 's')) && (q = llm_pack_cache_tensor(m, key, 'q')))
     wr = tg_dequantize_rows(sc, q, type, ws);   /* (checks the cached shapes) */
-  if (!wr) { tg_free(sc), tg_free(q); sc = q = NULL; tg_clear_error(); }
+  if (!wr && sc) { tg_free(sc), tg_free(q); sc = q = NULL; tg_clear_error(); }
   if (!wr && packable &&
       (by_parts ? tg_quant_pack_rows_stacked(sp->raw, sp->rows, sp->n, type, ws.d[1], &sc, &q) : tg_quant_pack_rows(raw, type, ps, &sc, &q)) == 0) {
     wr = tg_realize(sc) == 0 && tg_realize(q) == 0 ? tg_dequantize_rows(sc, q, type, ws) : NULL;
@@ -63,10 +71,7 @@ static tg_tensor *keep_packed(tg_llm *m, tg_tensor *raw, tg_tensor *w, int type,
     if (tg_realize(raw) < 0) return NULL;   /* (stacked matrices come lazy) */
     tensor_adopt(NULL, raw);
   }
-  llm_packed p = { w, raw, type, sc, q, NULL, "" };
-  if (sc && key && strlen(key) < sizeof p.key) strcpy(p.key, key);   /* (a longer name is not cached) */
-  m->packed = tg_xrealloc(m->packed, sizeof *m->packed * (size_t)(m->npacked + 1));
-  m->packed[m->npacked++] = p;
+  add_packed(m, (llm_packed){ .w = w, .raw = raw, .type = type, .row_scales = sc, .row_quants = q }, sc ? key : NULL);
   return w;
 }
 
@@ -97,10 +102,7 @@ static tg_tensor *keep_panels(tg_llm *m, tg_tensor *w, const char *key) {
     if (!v) return NULL;
   }
   tensor_adopt(NULL, p);
-  llm_packed pk = { .w = v, .type = type, .panels = p };
-  if (key && strlen(key) < sizeof pk.key) strcpy(pk.key, key);   /* (a longer name is not cached) */
-  m->packed = tg_xrealloc(m->packed, sizeof *m->packed * (size_t)(m->npacked + 1));
-  m->packed[m->npacked++] = pk;
+  add_packed(m, (llm_packed){ .w = v, .type = type, .panels = p }, key);
   return v;
 }
 

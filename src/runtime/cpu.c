@@ -31,6 +31,7 @@
 #include <unistd.h>
 #include "runtime/cpu_compiler.h"
 #include "runtime/cpu_slab.h"
+#include "runtime/page_populate.h"
 #include "runtime/device.h"
 #include "runtime/thread_pool.h"
 #include "util/counters.h"

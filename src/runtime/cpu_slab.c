@@ -79,12 +79,6 @@ bool cpu_slab_free(void *p) {
   return true;
 }
 
-void *cpu_map_populated(size_t n) {
-  char *p = tg_map_pages(n, false);
-  if (p) pages_populate(p, n, true);
-  return p;
-}
-
 int cpu_slab_chunks(void) {
   pthread_mutex_lock(&slab_lock);
   int n = nchunks;

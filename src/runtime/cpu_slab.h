@@ -15,9 +15,6 @@ bool cpu_slab_serves(size_t n);
 void *cpu_slab_alloc(size_t n);
 /* Gives p back when it came from a chunk (true); false otherwise. */
 bool cpu_slab_free(void *p);
-/* n bytes of fresh pages (as tg_map_pages), made at once by the thread
- * pool's cores (pages_populate). NULL when they cannot be mapped. */
-void *cpu_map_populated(size_t n);
 /* The chunks mapped now (for tests). */
 int cpu_slab_chunks(void);
 

@@ -32,3 +32,9 @@ void pages_populate(void *p, size_t n, bool write) {
   piece = (piece + align - 1) / align * align;   /* whole huge pages (or pages) each */
   tg_pool_run(populate_piece, &(populate_job){ p, n, piece, write }, (int)((n + piece - 1) / piece));
 }
+
+void *cpu_map_populated(size_t n) {
+  char *p = tg_map_pages(n, false);
+  if (p) pages_populate(p, n, true);
+  return p;
+}

@@ -11,5 +11,8 @@
  * 512 KiB each; one piece on the calling thread when smaller or when the
  * pool is busy). */
 void pages_populate(void *p, size_t n, bool write);
+/* n bytes of fresh pages (as tg_map_pages), made at once that way. NULL
+ * when they cannot be mapped. */
+void *cpu_map_populated(size_t n);
 
 #endif
