@@ -46,9 +46,15 @@ typedef struct {
   tg_tensor *ssm_qkv, *ssm_z, *ssm_conv1d, *ssm_dt, *ssm_a, *ssm_beta, *ssm_alpha, *ssm_norm, *ssm_out;
   tg_tensor *conv_state, *ssm_state;
   bool recurrent;                        /* a delta-net layer (no attention, no KV cache) */
+  unsigned tp_whole;                     /* tensor parallel: the llm_tp_part parts that run whole on every device (llm_tp.c) */
   bool swa;                              /* a sliding-window layer (its own rope tables) */
   int ring;                              /* > 0: its cache is a ring of this many positions (position p in row p % ring) */
 } llm_layer;
+
+/* The parts of a layer that tensor parallel splits or, when a quantized
+ * tensor's pieces per device would not be whole 16-row groups or blocks
+ * of its row-packed form, runs whole on every device (llm_layer.tp_whole). */
+typedef enum { LLM_TP_ATTN = 1, LLM_TP_FFN = 2, LLM_TP_SHEXP = 4, LLM_TP_EXPERTS = 8, LLM_TP_GDN = 16 } llm_tp_part;
 
 /* ------------------------------------------------ architectures (llm_arch.c)
  * A family is one row of llm_archs: its traits, and the per-layer tensors

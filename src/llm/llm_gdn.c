@@ -37,12 +37,13 @@ static tg_tensor *tile_heads(tg_tensor *x, int64_t Hv, int64_t P) {
 }
 
 /* The gates' per-head values x (N, Hv) in tensor parallel's device order
- * and split over the devices: their small projections (beta, alpha, dt,
+ * and split over the P devices: their small projections (beta, alpha, dt,
  * a) stay whole on every device in the file's head order (llm_tp.c
  * reorder_gdn), so each device computes every head's, then group d takes
- * heads r Hk + d Hk/P + j (r < Hv/Hk, j < Hk/P). x itself on one device. */
-static tg_tensor *device_heads(tg_llm *m, tg_tensor *x) {
-  int64_t P = m->n_tp, Hk = m->gdn.k_heads, N = tg_dim(x, 0), Hv = tg_dim(x, 1);
+ * heads r Hk + d Hk/P + j (r < Hv/Hk, j < Hk/P). x itself when P is 1 (one
+ * device, or a layer that runs whole on each). */
+static tg_tensor *device_heads(tg_llm *m, tg_tensor *x, int64_t P) {
+  int64_t Hk = m->gdn.k_heads, N = tg_dim(x, 0), Hv = tg_dim(x, 1);
   if (P == 1) return x;
   tg_tensor *o = tg_reshape(tg_permute(tg_reshape(x, TG_SHAPE(N, Hv / Hk, P, Hk / P)), TG_AXES(0, 2, 1, 3)), TG_SHAPE(N, Hv));
   return llm_tp_split(m, o, 1);
@@ -142,6 +143,7 @@ tg_tensor *llm_gdn(tg_llm *m, llm_layer *l, tg_tensor *h) {
   int64_t N = tg_dim(h, 0), B = batched ? N : 1, T = batched ? 1 : N;
   int64_t Hk = m->gdn.k_heads, Hv = m->gdn.v_heads, Dk = m->gdn.head_k, Dv = m->gdn.head_v, K = m->gdn.conv_k;
   int64_t C = 2 * Hk * Dk + Hv * Dv;
+  int64_t P = l->tp_whole & LLM_TP_GDN ? 1 : m->n_tp;   /* channel groups: one per device (llm_tp.c), or one */
   tg_tensor *zero = tg_scalar(0, TG_F32);
   /* each row's position: a state is zero at position 0 */
   tg_tensor *pos = batched ? m->batch_pos : tg_reshape(m->pos, TG_SHAPE(1));                         /* (B,) */
@@ -149,8 +151,8 @@ tg_tensor *llm_gdn(tg_llm *m, llm_layer *l, tg_tensor *h) {
 
   tg_tensor *qkv = tg_reshape(llm_linear(m, h, l->ssm_qkv, NULL), TG_SHAPE(B, T, C));
   tg_tensor *z = tg_reshape(llm_linear(m, h, l->ssm_z, NULL), TG_SHAPE(B, T, Hv, Dv));
-  tg_tensor *beta = tg_contiguous(tg_reshape(tg_sigmoid(device_heads(m, llm_linear(m, h, l->ssm_beta, NULL))), TG_SHAPE(B, T, Hv, 1)));
-  tg_tensor *g = device_heads(m, tg_mul(tg_softplus(llm_linear(m, h, l->ssm_alpha, l->ssm_dt), 1, 20), tg_cast(l->ssm_a, TG_F32)));   /* log decay (N, Hv) */
+  tg_tensor *beta = tg_contiguous(tg_reshape(tg_sigmoid(device_heads(m, llm_linear(m, h, l->ssm_beta, NULL), P)), TG_SHAPE(B, T, Hv, 1)));
+  tg_tensor *g = device_heads(m, tg_mul(tg_softplus(llm_linear(m, h, l->ssm_alpha, l->ssm_dt), 1, 20), tg_cast(l->ssm_a, TG_F32)), P);   /* log decay (N, Hv) */
 
   /* the causal depthwise conv over the state's kernel - 1 inputs and the
    * chunk's; the last kernel - 1 of them are the next state */
@@ -165,7 +167,7 @@ tg_tensor *llm_gdn(tg_llm *m, llm_layer *l, tg_tensor *h) {
   tg_assign(state_rows(m, l->conv_state), TG_GET(x, TG_ALLIDX, TG_FROM(T)));
   /* the channels as P groups of q | k | v (tensor parallel: one per
    * device, in the order llm_tp.c gave the rows; one group on one device) */
-  int64_t P = m->n_tp, qk = Hk * Dk / P;
+  int64_t qk = Hk * Dk / P;
   tg_tensor *xc = tg_reshape(tg_contiguous(tg_silu(conv)), TG_SHAPE(B, T, P, C / P));               /* (B, T, P, C/P) */
   tg_tensor *q = tg_reshape(TG_GET(xc, TG_ALLIDX, TG_ALLIDX, TG_ALLIDX, TG_UPTO(qk)), TG_SHAPE(B, T, Hk, Dk));
   tg_tensor *k = tg_reshape(TG_GET(xc, TG_ALLIDX, TG_ALLIDX, TG_ALLIDX, TG_SLICE(qk, 2 * qk, 1)), TG_SHAPE(B, T, Hk, Dk));

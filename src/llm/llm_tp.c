@@ -35,6 +35,7 @@
 #include "tensor/shard.h"
 #include "tensor/tensor.h"
 #include "tg_dist.h"
+#include "util/settings.h"
 
 int llm_tp_parse(tg_llm *m, const char *devices) {
   m->n_tp = 1;
@@ -97,6 +98,44 @@ static int layer_axis(llm_tensor id) {
     case LT_DOWN_EXPS: return 2;
     default: return -1;
   }
+}
+
+/* The part of a layer a per-layer tensor belongs to (0: none, replicated
+ * anyway): a part runs whole on every device when one of its tensors
+ * cannot split (its caches and states then replicated too). */
+static llm_tp_part layer_part(llm_tensor id) {
+  switch (id) {
+    case LT_Q: case LT_K: case LT_V: case LT_O: case LT_BQ: case LT_BK: case LT_BV: case LT_QKV: case LT_Q_B: case LT_KV_B:
+    case LT_K_CACHE: case LT_V_CACHE: case LT_K_SCALES: case LT_V_SCALES: return LLM_TP_ATTN;
+    case LT_GATE: case LT_UP: case LT_DOWN: case LT_GATE_UP: return LLM_TP_FFN;
+    case LT_GATE_SHEXP: case LT_UP_SHEXP: case LT_DOWN_SHEXP: return LLM_TP_SHEXP;
+    case LT_GATE_EXPS: case LT_UP_EXPS: case LT_DOWN_EXPS: case LT_GATE_EXPS_B: case LT_UP_EXPS_B: return LLM_TP_EXPERTS;
+    case LT_SSM_QKV: case LT_SSM_CONV1D: case LT_SSM_Z: case LT_SSM_OUT: case LT_SSM_STATE: case LT_CONV_STATE: return LLM_TP_GDN;
+    default: return (llm_tp_part)0;
+  }
+}
+
+/* Said with DEBUG=1: a part of layer `layer` runs whole on every device. */
+static void say_whole(const tg_llm *m, const char *name, const char *why) {
+  if (setting_int(SET_DEBUG) >= 1)
+    fprintf(stderr, "tg: %s: %s %s over %d devices: its part of the layer runs whole on each\n", m->file->path, name, why, m->n_tp);
+}
+
+/* Whether a matrix t (N, K) splits on axis over the devices: a float one
+ * always (llm_tp_check saw its sizes divide), a quantized one when it has
+ * a row-packed form whose 16-row groups (axis 0) or blocks (axis 1)
+ * divide by the device count. */
+static bool matrix_splits(const tg_llm *m, const tg_tensor *t, int axis, const char *name) {
+  const llm_packed *pk = t && axis >= 0 && tg_ndim(t) == 2 ? llm_packed_of(m, t) : NULL;
+  if (!pk) return true;
+  char why[96];
+  if (!pk->row_quants) snprintf(why, sizeof why, "(%s) has no row-packed form to split", ggml_type_info((uint32_t)pk->type)->name);
+  else if (tg_dim(pk->row_quants, axis) % m->n_tp)
+    snprintf(why, sizeof why, "(%s, %lld %s) does not split at its %s", ggml_type_info((uint32_t)pk->type)->name, (long long)tg_dim(t, axis),
+             axis ? "columns" : "rows", axis ? "blocks" : "groups of 16 rows");
+  else return true;
+  say_whole(m, name, why);
+  return false;
 }
 
 static tg_tensor *shard_realized(tg_llm *m, tg_tensor *t, int axis) {
@@ -208,6 +247,37 @@ static int shard_slot(tg_llm *m, tg_tensor **slot, int axis, const char *name) {
 typedef struct { int64_t start, len; } llm_span;
 #define LLM_GDN_MAX_R 64                                   /* v heads per k head */
 #define LLM_GDN_SPANS (LLM_MAX_DEVICES * (LLM_GDN_MAX_R + 2))   /* a device's q, k and v pieces */
+/* A quantized tensor's pieces along axis come in whole 16-row groups
+ * (rows) or whole blocks (columns) of its row-packed form. */
+static int64_t cut_step(const llm_packed *pk, int axis) {
+  return axis == 0 ? TG_QUANT_PACK_ROWS : ggml_type_info((uint32_t)pk->type)->block_size;
+}
+
+/* Whether t (NULL: absent) can be put in the spans' order: a float
+ * tensor always, a quantized one when it has a row-packed form and every
+ * span is whole groups or blocks of it (else, said with DEBUG=1, its
+ * layer's delta-net runs whole on every device). */
+static bool slot_cuts(const tg_llm *m, const tg_tensor *t, int axis, const llm_span *sp, int nsp, int64_t unit, const char *name) {
+  const llm_packed *pk = t ? llm_packed_of(m, t) : NULL;
+  if (!pk) return true;
+  const char *type = ggml_type_info((uint32_t)pk->type)->name;
+  char why[160];
+  if (!pk->row_quants) {
+    snprintf(why, sizeof why, "(%s) has no row-packed form to split by delta-net heads", type);
+    say_whole(m, name, why);
+    return false;
+  }
+  int64_t step = cut_step(pk, axis);
+  for (int i = 0; i < nsp; i++)
+    if ((sp[i].start * unit) % step || (sp[i].len * unit) % step) {
+      snprintf(why, sizeof why, "(%s): a device's %s by delta-net heads come in pieces of %lld, not whole %s of %lld: it does not split", type,
+               axis ? "columns" : "rows", (long long)(sp[i].len * unit), axis ? "blocks" : "groups", (long long)step);
+      say_whole(m, name, why);
+      return false;
+    }
+  return true;
+}
+
 static int reorder_slot(tg_llm *m, tg_tensor **slot, int axis, const llm_span *sp, int nsp, int64_t unit, const char *name) {
   tg_tensor *t = *slot;
   if (!t) return 0;
@@ -226,17 +296,9 @@ static int reorder_slot(tg_llm *m, tg_tensor **slot, int axis, const llm_span *s
     *slot = r;
     return 0;
   }
-  const char *type = ggml_type_info((uint32_t)pk->type)->name;
-  if (!pk->row_quants)
-    return tg_seterr("%s: %s (%s) has no row-packed form to split over %d devices (rows not a multiple of 16, or TG_LLM_NO_ROWS / TG_LLM_ROWS_K=0 set)",
-                     m->file->path, name, type, m->n_tp);
+  if (!slot_cuts(m, t, axis, sp, nsp, unit, name)) return tg_seterr("internal: %s: reordered where its pieces are not whole", name);
   tg_shape ss = tg_shape_of(pk->row_scales), qs = tg_shape_of(pk->row_quants);
-  int64_t g = qs.d[0], nb = qs.d[1], step = axis == 0 ? TG_QUANT_PACK_ROWS : ggml_type_info((uint32_t)pk->type)->block_size;
-  for (int i = 0; i < nsp; i++)
-    if ((sp[i].start * unit) % step || (sp[i].len * unit) % step)
-      return tg_seterr("%s: %s (%s) cannot be split by delta-net heads over %d devices: a device's %s come in pieces of %lld, not whole %s of %lld",
-                       m->file->path, name, type, m->n_tp, axis ? "columns" : "rows", (long long)(sp[i].len * unit),
-                       axis ? "blocks" : "groups", (long long)step), -1;
+  int64_t g = qs.d[0], nb = qs.d[1], step = cut_step(pk, axis);
   tg_tensor *planes = tg_reshape(pk->row_scales, TG_SHAPE(g, ss.d[1] / nb, nb, ss.d[2]));   /* as shard_packed: a block's scales nb apart */
   tg_tensor *sparts[sizeof parts / sizeof parts[0]];
   for (int i = 0; i < nsp; i++) {
@@ -267,31 +329,41 @@ static int reorder_slot(tg_llm *m, tg_tensor **slot, int axis, const llm_span *s
  * order on every device (a device's heads are Hv/Hk pieces of Hk/n rows,
  * not whole groups of 16 rows of a quantized form); llm_gdn.c puts their
  * outputs in the device order and splits them (llm_tp_split). The states
- * start at zero and need no reordering. */
+ * start at zero and need no reordering. A layer whose quantized pieces
+ * would cut row groups or blocks (narrow heads) is left as it is and its
+ * delta-net runs whole on every device (LLM_TP_GDN in l->tp_whole: its
+ * tensors and states replicated). */
+typedef struct { llm_span heads[LLM_GDN_SPANS], chans[LLM_GDN_SPANS]; int nh, nc; } gdn_order;
+static const struct { llm_tensor id; int axis; bool chan; } gdn_reordered[] = {
+  { LT_SSM_QKV, 0, true }, { LT_SSM_CONV1D, 0, true }, { LT_SSM_Z, 0, false }, { LT_SSM_OUT, 1, false },
+};
+
 static int reorder_gdn(tg_llm *m, llm_layer *l, int layer) {
   int n = m->n_tp;
-  int64_t Hk = m->gdn.k_heads, Hv = m->gdn.v_heads, Dk = m->gdn.head_k, Dv = m->gdn.head_v, R = Hv / Hk, J = Hk / n;
-  llm_span heads[LLM_GDN_SPANS], chans[LLM_GDN_SPANS];
+  int64_t Hk = m->gdn.k_heads, Hv = m->gdn.v_heads, Dv = m->gdn.head_v, Dk = m->gdn.head_k, R = Hv / Hk, J = Hk / n;
   if (R > LLM_GDN_MAX_R)
     return tg_seterr("%s: tensor parallel takes at most %d delta-net v heads per k head (this model: %lld)", m->file->path, LLM_GDN_MAX_R, (long long)R);
-  int nh = 0, nc = 0;
+  gdn_order o = { .nh = 0 };
   for (int d = 0; d < n; d++) {
-    chans[nc++] = (llm_span){ d * J * Dk, J * Dk };
-    chans[nc++] = (llm_span){ Hk * Dk + d * J * Dk, J * Dk };
+    o.chans[o.nc++] = (llm_span){ d * J * Dk, J * Dk };
+    o.chans[o.nc++] = (llm_span){ Hk * Dk + d * J * Dk, J * Dk };
     for (int64_t r = 0; r < R; r++) {
-      heads[nh++] = (llm_span){ r * Hk + d * J, J };
-      chans[nc++] = (llm_span){ 2 * Hk * Dk + (r * Hk + d * J) * Dv, J * Dv };
+      o.heads[o.nh++] = (llm_span){ r * Hk + d * J, J };
+      o.chans[o.nc++] = (llm_span){ 2 * Hk * Dk + (r * Hk + d * J) * Dv, J * Dv };
     }
   }
-  static const struct { llm_tensor id; int axis; bool chan; } what[] = {
-    { LT_SSM_QKV, 0, true }, { LT_SSM_CONV1D, 0, true }, { LT_SSM_Z, 0, false }, { LT_SSM_OUT, 1, false },
-  };
+  char names[sizeof gdn_reordered / sizeof gdn_reordered[0]][96];
+  for (size_t i = 0; i < sizeof gdn_reordered / sizeof gdn_reordered[0] && !(l->tp_whole & LLM_TP_GDN); i++) {
+    snprintf(names[i], sizeof names[i], "blk.%d.%s", layer, llm_tensors[gdn_reordered[i].id].name);
+    bool chan = gdn_reordered[i].chan;
+    if (!slot_cuts(m, *llm_layer_slot(l, gdn_reordered[i].id), gdn_reordered[i].axis, chan ? o.chans : o.heads, chan ? o.nc : o.nh, chan ? 1 : Dv, names[i]))
+      l->tp_whole |= LLM_TP_GDN;
+  }
   int rc = 0;
-  for (size_t i = 0; i < sizeof what / sizeof what[0] && rc == 0; i++) {
-    char name[96];
-    snprintf(name, sizeof name, "blk.%d.%s", layer, llm_tensors[what[i].id].name);
-    tg_tensor **slot = llm_layer_slot(l, what[i].id);
-    rc = what[i].chan ? reorder_slot(m, slot, what[i].axis, chans, nc, 1, name) : reorder_slot(m, slot, what[i].axis, heads, nh, Dv, name);
+  for (size_t i = 0; i < sizeof gdn_reordered / sizeof gdn_reordered[0] && rc == 0 && !(l->tp_whole & LLM_TP_GDN); i++) {
+    bool chan = gdn_reordered[i].chan;
+    rc = reorder_slot(m, llm_layer_slot(l, gdn_reordered[i].id), gdn_reordered[i].axis, chan ? o.chans : o.heads, chan ? o.nc : o.nh, chan ? 1 : Dv,
+                      names[i]);
   }
   return rc;
 }
@@ -321,22 +393,36 @@ static experts_cut experts_split(const tg_llm *m, const llm_layer *l) {
   return cut;
 }
 
+/* Whether a fused matrix w's parts (n of rows[i] rows) split each over the
+ * devices: a float w's always, a quantized one's when each part is whole
+ * 16-row groups of its row-packed form on each device. */
+static bool fused_splits(const tg_llm *m, const tg_tensor *w, const int64_t *rows, int n, const char *name) {
+  const llm_packed *pk = llm_packed_of(m, w);
+  if (!pk) return true;
+  char why[160];
+  const char *type = ggml_type_info((uint32_t)pk->type)->name;
+  if (!pk->row_quants) snprintf(why, sizeof why, "(%s) has no row-packed form to split", type);
+  int64_t lo = 0;
+  for (int i = 0; i < n && pk->row_quants; lo += rows[i], i++)
+    if (lo % TG_QUANT_PACK_ROWS || rows[i] % (TG_QUANT_PACK_ROWS * m->n_tp)) {
+      snprintf(why, sizeof why, "(%s): its part of rows %lld to %lld does not split in its groups of 16 rows", type, (long long)lo,
+               (long long)(lo + rows[i]));
+      break;
+    }
+  if (pk->row_quants && lo == tg_dim(w, 0)) return true;
+  say_whole(m, name, why);
+  return false;
+}
+
 /* Rows [lo, lo + rows) of a fused matrix w (q|k|v, gate|up) as a matrix
  * of its own, recorded as packed when w is: a quantized w's row-packed
- * groups (lo and rows multiples of 16), a float w's rows. A view of w's
- * memory, until it is sharded. */
-static tg_tensor *rows_of(tg_llm *m, tg_tensor *w, int64_t lo, int64_t rows, const char *name) {
+ * groups (lo and rows multiples of 16: fused_splits), a float w's rows. A
+ * view of w's memory, until it is sharded. */
+static tg_tensor *rows_of(tg_llm *m, tg_tensor *w, int64_t lo, int64_t rows) {
   const llm_packed *pk = llm_packed_of(m, w);
   tg_tensor *part;
   if (!pk) part = TG_GET(w, TG_SLICE(lo, lo + rows, 1));
   else {
-    const char *type = ggml_type_info((uint32_t)pk->type)->name;
-    if (!pk->row_quants)
-      return tg_seterr("%s: %s (%s) has no row-packed form to split over %d devices (rows not a multiple of 16, or TG_LLM_NO_ROWS / TG_LLM_ROWS_K=0 set)",
-                       m->file->path, name, type, m->n_tp), NULL;
-    if (lo % TG_QUANT_PACK_ROWS || rows % (TG_QUANT_PACK_ROWS * m->n_tp))
-      return tg_seterr("%s: %s (%s): its part of rows %lld to %lld (%lld rows) does not split over %d devices in its groups of 16 rows",
-                       m->file->path, name, type, (long long)lo, (long long)(lo + rows), (long long)rows, m->n_tp), NULL;
     int64_t g0 = lo / TG_QUANT_PACK_ROWS, g1 = (lo + rows) / TG_QUANT_PACK_ROWS;
     tg_tensor *sc = TG_GET(pk->row_scales, TG_SLICE(g0, g1, 1)), *q = TG_GET(pk->row_quants, TG_SLICE(g0, g1, 1));
     int type_id = pk->type;
@@ -354,11 +440,17 @@ static tg_tensor *rows_of(tg_llm *m, tg_tensor *w, int64_t lo, int64_t rows, con
  * in *parts[i], each then sharded as its own kind is: each device gets
  * its heads' q rows and its kv heads' k and v rows (its half of gate and
  * of up), and the forward takes the parts' path. The fused matrix (and
- * its packed record) goes. */
-static int unfuse(tg_llm *m, tg_tensor **fused, tg_tensor **const *parts, const int64_t *rows, int n, const char *name) {
+ * its packed record) goes. Where a part does not split (fused_splits) the
+ * fused matrix stays, its part of the layer whole on every device. */
+static int unfuse(tg_llm *m, llm_layer *l, llm_tp_part part, tg_tensor **fused, tg_tensor **const *parts, const int64_t *rows, int n,
+                  const char *name) {
+  if (!fused_splits(m, *fused, rows, n, name)) {
+    l->tp_whole |= part;
+    return 0;
+  }
   int64_t lo = 0;
   for (int i = 0; i < n; lo += rows[i], i++)
-    if (!(*parts[i] = rows_of(m, *fused, lo, rows[i], name))) return -1;
+    if (!(*parts[i] = rows_of(m, *fused, lo, rows[i]))) return -1;
   for (int i = 0; i < m->npacked; i++)
     if (m->packed[i].w == *fused) {
       llm_packed *pk = &m->packed[i];
@@ -381,12 +473,32 @@ static int unfuse_layer(tg_llm *m, int i) {
   if (l->wqkv) {
     int64_t rows[3] = { (int64_t)c->n_heads * c->head_dim, (int64_t)c->n_kv_heads * c->head_dim, (int64_t)c->n_kv_heads * c->head_dim_v };
     snprintf(name, sizeof name, "blk.%d.%s", i, llm_tensors[LT_QKV].name);
-    rc = unfuse(m, &l->wqkv, (tg_tensor **const[]){ &l->wq, &l->wk, &l->wv }, rows, 3, name);
+    rc = unfuse(m, l, LLM_TP_ATTN, &l->wqkv, (tg_tensor **const[]){ &l->wq, &l->wk, &l->wv }, rows, 3, name);
   }
   if (rc == 0 && l->w_gate_up) {
     snprintf(name, sizeof name, "blk.%d.%s", i, llm_tensors[LT_GATE_UP].name);
-    rc = unfuse(m, &l->w_gate_up, (tg_tensor **const[]){ &l->w_gate, &l->w_up }, (int64_t[]){ c->ffn_dim, c->ffn_dim }, 2, name);
+    rc = unfuse(m, l, LLM_TP_FFN, &l->w_gate_up, (tg_tensor **const[]){ &l->w_gate, &l->w_up }, (int64_t[]){ c->ffn_dim, c->ffn_dim }, 2, name);
   }
+  return rc;
+}
+
+/* Layer i's parts that run whole on every device (l->tp_whole): those with
+ * a matrix that does not split, a fused one (unfuse_layer), a delta-net's
+ * (reorder_gdn), or experts that stay whole (experts_split). */
+static int plan_layer(tg_llm *m, int i) {
+  llm_layer *l = &m->layers[i];
+  l->tp_whole = 0;
+  int rc = unfuse_layer(m, i);
+  for (int id = 0; id < LT_COUNT && rc == 0; id++) {
+    llm_tp_part part = layer_part((llm_tensor)id);
+    tg_tensor **slot = llm_layer_slot(l, (llm_tensor)id);
+    if (!part || part == LLM_TP_EXPERTS || (l->tp_whole & part) || !slot || !*slot || shard_is_multi_name((*slot)->device)) continue;
+    char name[96];
+    snprintf(name, sizeof name, "blk.%d.%s", i, llm_tensors[id].name ? llm_tensors[id].name : "cache");
+    if (!matrix_splits(m, *slot, layer_axis((llm_tensor)id), name)) l->tp_whole |= part;
+  }
+  if (rc == 0 && l->recurrent) rc = reorder_gdn(m, l, i);
+  if (experts_split(m, l) == EXPERTS_WHOLE) l->tp_whole |= LLM_TP_EXPERTS;
   return rc;
 }
 
@@ -401,14 +513,13 @@ int llm_tp_shard(tg_llm *m) {
   tg_tensor **global[] = { &m->output_norm, &m->rope_cos, &m->rope_sin, &m->rope_cos_swa, &m->rope_sin_swa };
   for (size_t i = 0; i < sizeof global / sizeof global[0] && rc == 0; i++) rc = shard_slot(m, global[i], -1, "a global tensor");
   for (int i = 0; i < m->cfg.n_layers && rc == 0; i++) {
-    rc = unfuse_layer(m, i);
-    if (rc == 0 && m->layers[i].recurrent) rc = reorder_gdn(m, &m->layers[i], i);
+    rc = plan_layer(m, i);
     experts_cut cut = experts_split(m, &m->layers[i]);
     for (int id = 0; id < LT_COUNT && rc == 0; id++) {
       char name[96];
       snprintf(name, sizeof name, "blk.%d.%s", i, llm_tensors[id].name ? llm_tensors[id].name : "cache");
-      bool expert = id == LT_GATE_EXPS || id == LT_UP_EXPS || id == LT_DOWN_EXPS;
-      int axis = expert && cut == EXPERTS_WHOLE ? -1 : id == LT_DOWN_EXPS && cut == EXPERTS_DOWN_ROWS ? 1 : layer_axis((llm_tensor)id);
+      bool whole = (m->layers[i].tp_whole & layer_part((llm_tensor)id)) != 0;
+      int axis = whole ? -1 : id == LT_DOWN_EXPS && cut == EXPERTS_DOWN_ROWS ? 1 : layer_axis((llm_tensor)id);
       rc = shard_slot(m, llm_layer_slot(&m->layers[i], (llm_tensor)id), axis, name);
     }
   }
