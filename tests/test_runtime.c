@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include "test.h"
 #include "runtime/buffer.h"
+#include "runtime/cache_dir.h"
 #include "runtime/cpu_compiler.h"
 #include "runtime/device.h"
 #include "engine/program_cache.h"
@@ -687,7 +688,7 @@ TEST(runtime_cpu_cache_dir_fallback) {
   tg_program *p = d->compile(d, src, "fallback");
   CHECK_OK(p);
   if (p) { CHECK(run_fma(d, p, 20, 0.5f)); d->program_free(d, p); }
-  char *dir = compile_cache_dir();
+  char *dir = cache_dir();
   CHECK_OK(dir);
   if (dir) {
     CHECK_MSG(strncmp(dir, "/dev/null", 9) != 0, "dir %s", dir);

@@ -35,7 +35,7 @@
 #include "io/disk_map.h"
 #include "io/ggml_types.h"
 #include "io/gguf_writer.h"
-#include "runtime/cpu_compiler.h"
+#include "runtime/cache_dir.h"
 #include "runtime/device.h"
 #include "util/build_id.h"
 #include "util/settings.h"
@@ -57,7 +57,7 @@ static char *source_identity(const char *model_path) {
 }
 
 char *llm_pack_cache_path(const char *model_path) {
-  char *real = realpath(model_path, NULL), *dir = compile_cache_dir();
+  char *real = realpath(model_path, NULL), *dir = cache_dir();
   char *path = NULL;
   if (real && dir) {
     strbuf sb = { 0 };

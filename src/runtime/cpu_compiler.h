@@ -14,9 +14,4 @@ extern const char *const cpu_compile_flags;
  * For tests. */
 void cpu_forget_loaded(void);
 
-/* The directory of the compile cache ($TG_CACHE_DIR, $XDG_CACHE_HOME/tg,
- * ~/.cache/tg, or a per-process mkdtemp fallback when those cannot be made).
- * Created if missing. malloc'd; NULL + tg_error when no directory works. */
-char *compile_cache_dir(void);
-
 #endif
