@@ -52,6 +52,12 @@ TG_API tg_tensor *tg_dist_broadcast(tg_tensor *t, int root);
 /* The same on host memory: count elements of dt at buf. */
 TG_API int tg_dist_allreduce_host(void *buf, int64_t count, tg_dtype dt, tg_dist_op op);
 TG_API int tg_dist_broadcast_host(void *buf, size_t nbytes, int root);
+/* Point to point on host memory: nbytes from this rank to rank dest, which
+ * receives them with tg_dist_recv_host(buf, nbytes, this rank) (the same
+ * size; messages between two ranks arrive in the order they were sent).
+ * Watched as the collectives are (TG_DIST_TIMEOUT). 0 or -1. */
+TG_API int tg_dist_send_host(const void *buf, size_t nbytes, int dest);
+TG_API int tg_dist_recv_host(void *buf, size_t nbytes, int src);
 /* Waits until every rank has called it. 0 or -1. */
 TG_API int tg_dist_barrier(void);
 /* Leaves the world (MPI_Finalize); rank and size go back to 0 and 1. */

@@ -39,9 +39,15 @@ typedef struct {
                            * (attention heads and feed-forward columns split, the sums
                            * allreduced; docs/distributed.md); NULL: one device (then
                            * device says which). Heads, kv heads and the feed-forward size
-                           * must divide by the count; dense attention models only (not
-                           * MLA, MoE, delta-net, fused q|k|v files, n_seq > 1): others are
-                           * an error saying what is not supported */
+                           * must divide by the count (an error says which does not) */
+  bool split_layers;      /* pipeline parallel over the ranks of tg_dist's world (call
+                           * tg_dist_init first; `mpirun -np 2 tg run --split layers`): rank
+                           * r holds and runs layers [r L/n, (r + 1) L/n) only, the first
+                           * the embedding, the last the output; tg_llm_eval passes each
+                           * chunk's hidden rows from rank to rank and gives every rank the
+                           * logits. Every rank makes the same calls. One sequence, one
+                           * device per rank; tg_llm_eval_all, tg_llm_embed, the batch calls
+                           * and tg_llm_export are refused */
 } tg_llm_opts;
 
 /* The hyperparameters read from the file. */

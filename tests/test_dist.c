@@ -143,6 +143,44 @@ TEST(dist_mpi_rank_dies_or_hangs) {
   CHECK_MSG(strstr(out, "tg_dist: rank 0 of 2: allreduce of 4 float32 (sum) has waited 3 s for the other ranks"), "%s", out);
 }
 
+/* Layers split over the ranks (pipeline parallel): the library on the
+ * families' tiny models against one process (dist_worker llm_split), over
+ * 2 ranks and over 3 (qwen35's 4 layers as 1, 1, 2; the 2-layer llama
+ * refused); `tg run --split layers` gives one process's greedy text
+ * (stories260K, whose one-process text test_llm.c checks against
+ * llama.cpp's), and a bad --split value or an unloadable model fails on
+ * every rank. */
+TEST(dist_mpi_llm_split_layers) {
+  NEED_MPI(worker);
+  static char out[65536], one[8192];
+  char cmd[4096];
+  double s;
+  snprintf(cmd, sizeof cmd, MPIRUN("600") "%s llm_split goldens/llm_llama.gguf goldens/llm_qwen35.gguf goldens/llm_gemma2.gguf "
+           "goldens/llm_deepseek2.gguf goldens/llm_qwen3moe.gguf goldens/llm_phi3.gguf goldens/llm_gptoss.gguf", worker);
+  int rc = run_cmd(cmd, out, sizeof out, &s);
+  CHECK_MSG(rc == 0 && strstr(out, "rank 0 of 2: llm split:") && strstr(out, "rank 1 of 2: llm split:"), "exit status %d:\n%s", rc, out);
+  snprintf(cmd, sizeof cmd, "ASAN_OPTIONS=detect_leaks=0 timeout 600 mpirun --allow-run-as-root --oversubscribe -np 3 -x ASAN_OPTIONS "
+           "%s llm_split goldens/llm_qwen35.gguf goldens/llm_llama.gguf", worker);
+  rc = run_cmd(cmd, out, sizeof out, &s);
+  CHECK_MSG(rc == 0 && strstr(out, "rank 2 of 3: llm split:"), "3 ranks: exit status %d:\n%s", rc, out);
+  const char *model = "../../shared/testdata/models/stories260K.gguf";
+  if (access(model, R_OK) != 0) SKIP("%s is absent", model);
+  const char *args = "-p 'Once upon a time' -n 40 --temp 0";
+  snprintf(cmd, sizeof cmd, "timeout 600 %s/tg run -m %s %s 2>&1", bd, model, args);
+  rc = run_cmd(cmd, one, sizeof one, &s);
+  CHECK_MSG(rc == 0 && strlen(one) > 40, "one process: exit status %d:\n%s", rc, one);
+  snprintf(cmd, sizeof cmd, MPIRUN("600") "%s/tg run -m %s --split layers %s", bd, model, args);
+  rc = run_cmd(cmd, out, sizeof out, &s);
+  CHECK_MSG(rc == 0 && !strcmp(out, one), "2 ranks: exit status %d:\n%s\none process:\n%s", rc, out, one);
+  printf("  info: tg run --split layers over 2 ranks in %.1f s: %.40s...\n", s, out);
+  snprintf(cmd, sizeof cmd, MPIRUN("120") "%s/tg run -m %s --split rows %s", bd, model, args);
+  rc = run_cmd(cmd, out, sizeof out, &s);
+  CHECK_MSG(rc != 0 && strstr(out, "--split rows: only 'layers'"), "exit status %d:\n%s", rc, out);
+  snprintf(cmd, sizeof cmd, MPIRUN("120") "%s/tg run -m goldens/llm_llama.gguf --split layers %s", bd, args);
+  rc = run_cmd(cmd, out, sizeof out, &s);
+  CHECK_MSG(rc == 1 && s < 100 && strstr(out, "no tokenizer"), "exit status %d after %.1f s:\n%s", rc, s, out);
+}
+
 /* "loss STEP VALUE" lines of a run -> losses[STEP]; how many */
 static int read_losses(const char *out, double *losses, int max) {
   int n = 0;

@@ -2,12 +2,15 @@
  * prints the model's continuation of PROMPT (BOS added as the model's
  * metadata says, like llama.cpp), streaming it as it is generated.
  * --grammar / --grammar-file / --json-schema / --json-schema-file (as
- * llama.cpp's) constrain it (structured output, docs/llm.md). */
+ * llama.cpp's) constrain it (structured output, docs/llm.md). Under
+ * mpirun, --split layers splits the model's layers over the ranks
+ * (pipeline parallel, docs/distributed.md); rank 0 prints. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "commands.h"
 #include "llm_args.h"
+#include "tg_dist.h"
 #include "util/util.h"
 
 /* A whole file, malloc'd and NUL-terminated, or NULL. */
@@ -44,13 +47,17 @@ int cmd_run(int argc, char **argv) {
   llm_args a;
   llm_args_init(&a);
   const char *prompt = NULL, *grammar_kind = NULL, *grammar_arg = NULL;
-  bool stats = false;
+  bool stats = false, split = false;
   for (int i = 1; i < argc; i++) {
     int r = llm_args_parse(&a, argc, argv, &i, "tg run");
     if (r < 0) return 2;
     if (r > 0) continue;
     if (!strcmp(argv[i], "-p") && i + 1 < argc) prompt = argv[++i];
     else if (!strcmp(argv[i], "--stats")) stats = true;
+    else if (!strcmp(argv[i], "--split") && i + 1 < argc) {
+      if (strcmp(argv[++i], "layers")) { fprintf(stderr, "tg run: --split %s: only 'layers' (pipeline parallel over mpirun's ranks)\n", argv[i]); return 2; }
+      split = true;
+    }
     else if ((!strcmp(argv[i], "--grammar") || !strcmp(argv[i], "--grammar-file") || !strcmp(argv[i], "--json-schema") ||
               !strcmp(argv[i], "--json-schema-file") || !strcmp(argv[i], "-j")) && i + 1 < argc) {
       if (grammar_kind) { fprintf(stderr, "tg run: give one grammar or schema option, not both\n"); return 2; }
@@ -59,6 +66,7 @@ int cmd_run(int argc, char **argv) {
     } else {
       fprintf(stderr, "tg run: unknown argument '%s'\nusage: tg run -m MODEL.gguf -p PROMPT [options]\n%s"
                       "  --stats          print the load time, token counts and speeds to stderr\n"
+                      "  --split layers   under mpirun: each rank holds and runs its share of the layers\n"
                       "  --grammar GBNF, --grammar-file FILE            constrain the output to a grammar\n"
                       "  -j, --json-schema SCHEMA, --json-schema-file FILE   ... to JSON valid for a schema\n", argv[i], llm_args_help);
       return 2;
@@ -70,7 +78,13 @@ int cmd_run(int argc, char **argv) {
   tg_llm *m;
   tg_tokenizer *tok;
   double t_load = tg_now_seconds();
-  if (!llm_args_load(&a, "tg run", &m, &tok)) { tg_grammar_free(g); return 1; }
+  if (split && !llm_args_split_start(&a, "tg run")) { tg_grammar_free(g); return 1; }
+  bool speaks = tg_dist_rank() == 0;   /* split over ranks: rank 0 prints the text */
+  if (!llm_args_load(&a, "tg run", &m, &tok)) {
+    tg_grammar_free(g);
+    tg_dist_finalize();
+    return 1;
+  }
   t_load = tg_now_seconds() - t_load;
   int32_t *ids = NULL;
   int n = tg_tokenize(tok, prompt, strlen(prompt), true, false, &ids);
@@ -82,11 +96,11 @@ int cmd_run(int argc, char **argv) {
     if (g) tg_sampler_set_grammar(s, g, tok);
     tg_gen_stats st;
     int max = a.n_predict < 0 ? tg_llm_config_of(m)->n_ctx : a.n_predict;
-    if (tg_llm_generate(m, tok, ids, n, max, s, NULL, 0, print_piece, NULL, &st) < 0) fprintf(stderr, "\ntg run: %s\n", tg_error());
+    if (tg_llm_generate(m, tok, ids, n, max, s, NULL, 0, speaks ? print_piece : NULL, NULL, &st) < 0) fprintf(stderr, "\ntg run: %s\n", tg_error());
     else {
       rc = 0;
-      printf("\n");
-      if (stats)
+      if (speaks) printf("\n");
+      if (stats && speaks)
         fprintf(stderr, "load: %.2f s; prompt: %d tokens, %.1f tok/s; generated: %d tokens, %.1f tok/s%s\n", t_load, st.n_prompt,
                 st.n_prompt / (st.prompt_seconds > 0 ? st.prompt_seconds : 1e-9), st.n_generated,
                 st.n_generated / (st.gen_seconds > 0 ? st.gen_seconds : 1e-9), st.hit_ctx ? " (context full)" : "");
@@ -95,6 +109,7 @@ int cmd_run(int argc, char **argv) {
   }
   free(ids);
   tg_grammar_free(g);
+  tg_dist_finalize();
   cmd_exit_now(rc);
   tg_llm_free(m);
   tg_tokenizer_free(tok);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 #include "llm_args.h"
+#include "tg_dist.h"
 
 const char llm_args_help[] =
   "  -m FILE          the model (GGUF)\n"
@@ -62,6 +63,22 @@ range:
   return -1;
 }
 
+bool llm_args_split_start(llm_args *a, const char *cmd) {
+  if (tg_dist_init() < 0) { fprintf(stderr, "%s: --split layers: %s\n", cmd, tg_error()); return false; }
+  if (tg_dist_broadcast_host(&a->sampling.seed, sizeof a->sampling.seed, 0) < 0) { fprintf(stderr, "%s: %s\n", cmd, tg_error()); return false; }
+  a->split_layers = true;
+  return true;
+}
+
+/* Whether every rank of a split model loaded (one that failed has said
+ * why); called by every rank, whether it loaded or not. */
+static bool all_ranks_loaded(bool loaded, const char *cmd) {
+  int32_t failed = !loaded;
+  if (tg_dist_allreduce_host(&failed, 1, TG_I32, TG_DIST_SUM) < 0) { fprintf(stderr, "%s: %s\n", cmd, tg_error()); return false; }
+  if (loaded && failed) fprintf(stderr, "%s: rank %d: %d other rank(s) could not load their layers\n", cmd, tg_dist_rank(), (int)failed);
+  return failed == 0;
+}
+
 /* The tokenizer loads on a thread of its own while the model loads (it
  * reads only the file's vocabulary: a few ms of a first token). */
 typedef struct { const char *path; tg_tokenizer *tok; char err[1024]; } tokenizer_job;
@@ -79,16 +96,20 @@ bool llm_args_load(const llm_args *a, const char *cmd, tg_llm **m, tg_tokenizer 
   bool threaded = pthread_create(&th, NULL, load_tokenizer, &job) == 0;
   if (!threaded) load_tokenizer(&job);
   *m = tg_llm_load(a->model, &(tg_llm_opts){ .n_ctx = a->n_ctx, .cache_type = a->cache_type, .special = a->special, .n_seq = a->n_seq,
-                                               .devices = a->devices });
+                                               .devices = a->devices, .split_layers = a->split_layers });
   if (threaded) pthread_join(th, NULL);
   *tok = job.tok;
-  if (!*tok) {   /* the tokenizer's error first, as when it loaded first */
-    fprintf(stderr, "%s: %s\n", cmd, job.err);
+  if (!*tok) fprintf(stderr, "%s: %s\n", cmd, job.err);   /* the tokenizer's error first, as when it loaded first */
+  else if (!*m) fprintf(stderr, "%s: %s\n", cmd, tg_error());
+  bool ok = *tok && *m;
+  if (a->split_layers) ok = all_ranks_loaded(ok, cmd) && ok;   /* every rank takes part */
+  if (!ok) {
     tg_llm_free(*m);
     *m = NULL;
+    tg_tokenizer_free(*tok);
+    *tok = NULL;
     return false;
   }
-  if (!*m) { fprintf(stderr, "%s: %s\n", cmd, tg_error()); tg_tokenizer_free(*tok); return false; }
   /* the library takes any size (tests use small models with long caches);
    * a user asking for more than the model was made for gets told */
   int train = tg_llm_config_of(*m)->n_ctx_train;

@@ -16,6 +16,7 @@ typedef struct {
   int n_predict;          /* -n: tokens to generate (-1: until the end or the context fills) */
   tg_sampling sampling;
   bool seed_given;
+  bool split_layers;      /* tg run --split layers: the layers split over mpirun's ranks */
 } llm_args;
 
 /* Defaults: llama.cpp's sampling, n_predict -1, n_ctx 0 (the model's). */
@@ -26,7 +27,13 @@ int llm_args_parse(llm_args *a, int argc, char **argv, int *i, const char *cmd);
 /* The options' help lines. */
 extern const char llm_args_help[];
 
-/* Loads the model and its tokenizer; prints an error and returns false. */
+/* --split layers: joins mpirun's world (tg_dist_init) and takes rank 0's
+ * sampling seed, so every rank samples the same tokens; prints an error and
+ * returns false. */
+bool llm_args_split_start(llm_args *a, const char *cmd);
+
+/* Loads the model and its tokenizer; prints an error and returns false.
+ * With split_layers every rank fails when one cannot load its layers. */
 bool llm_args_load(const llm_args *a, const char *cmd, tg_llm **m, tg_tokenizer **tok);
 
 #endif

@@ -110,6 +110,27 @@ int tg_dist_broadcast_host(void *buf, size_t nbytes, int root) {
   return rc < 0 ? fail_in(fn) : 0;
 }
 
+/* send or receive nbytes, in pieces as the collectives */
+static int point_to_point(const char *fn, void *buf, size_t nbytes, int peer, bool sending) {
+  if (need_world(fn) < 0) return -1;
+  if (peer < 0 || peer >= world_size || peer == world_rank)
+    return tg_seterr("%s: rank %d is not another rank of this world (rank %d of %d)", fn, peer, world_rank, world_size);
+  if (nbytes && !buf) return tg_seterr("%s: no buffer", fn);
+  char what[160];
+  snprintf(what, sizeof what, "%s of %zu bytes %s rank %d", sending ? "send" : "receive", nbytes, sending ? "to" : "from", peer);
+  dist_watch_begin(what, world_rank, world_size);
+  int rc = 0;
+  for (size_t off = 0; off < nbytes && rc == 0; off += PIECE) {
+    int n = (int)(nbytes - off < PIECE ? nbytes - off : PIECE);
+    rc = sending ? world->send((char *)buf + off, n, peer) : world->recv((char *)buf + off, n, peer);
+  }
+  dist_watch_end();
+  return rc < 0 ? fail_in(fn) : 0;
+}
+
+int tg_dist_send_host(const void *buf, size_t nbytes, int dest) { return point_to_point("tg_dist_send", (void *)buf, nbytes, dest, true); }
+int tg_dist_recv_host(void *buf, size_t nbytes, int src) { return point_to_point("tg_dist_recv", buf, nbytes, src, false); }
+
 /* ---------------------------------------------------------------- tensors */
 
 /* The realized memory of t; NULL + error when t is not one contiguous buffer. */

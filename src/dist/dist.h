@@ -20,6 +20,9 @@ typedef struct dist_backend {
   /* In place over count elements of dt (count <= INT_MAX). 0 or -1. */
   int (*allreduce)(void *buf, int count, tg_dtype dt, dist_reduce op);
   int (*broadcast)(void *buf, int nbytes, int root);
+  /* nbytes to / from another rank (a world of one has none). */
+  int (*send)(const void *buf, int nbytes, int dest);
+  int (*recv)(void *buf, int nbytes, int src);
   int (*barrier)(void);
   int (*finalize)(void);
   char description[128];

@@ -38,6 +38,8 @@ static struct {
   int (*Allreduce)(const void *send, void *recv, int count, mpi_handle type, mpi_handle op, mpi_handle comm);
   int (*Bcast)(void *buf, int count, mpi_handle type, int root, mpi_handle comm);
   int (*Barrier)(mpi_handle comm);
+  int (*Send)(const void *buf, int count, mpi_handle type, int dest, int tag, mpi_handle comm);
+  int (*Recv)(void *buf, int count, mpi_handle type, int src, int tag, mpi_handle comm, void *status);
   int (*Error_string)(int code, char *s, int *len);
   int (*Get_library_version)(char *s, int *len);
   mpi_handle comm_world, errors_return, op_sum, op_max;
@@ -61,6 +63,7 @@ static int load_symbols(const char *path) {
     { "MPI_Comm_set_errhandler", (void **)&mpi.Comm_set_errhandler },
     { "MPI_Allreduce", (void **)&mpi.Allreduce }, { "MPI_Bcast", (void **)&mpi.Bcast },
     { "MPI_Barrier", (void **)&mpi.Barrier }, { "MPI_Error_string", (void **)&mpi.Error_string },
+    { "MPI_Send", (void **)&mpi.Send }, { "MPI_Recv", (void **)&mpi.Recv },
     { "MPI_Get_library_version", (void **)&mpi.Get_library_version },
   };
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
@@ -126,6 +129,18 @@ static int mpi_broadcast(void *buf, int nbytes, int root) {
   return rc ? mpi_fail("MPI_Bcast", rc) : 0;
 }
 
+/* tag 0: a pair's messages match in the order they were sent (MPI's
+ * non-overtaking rule); MPI_STATUS_IGNORE is NULL in Open MPI */
+static int mpi_send(const void *buf, int nbytes, int dest) {
+  int rc = mpi.Send(buf, nbytes, mpi.t_byte, dest, 0, mpi.comm_world);
+  return rc ? mpi_fail("MPI_Send", rc) : 0;
+}
+
+static int mpi_recv(void *buf, int nbytes, int src) {
+  int rc = mpi.Recv(buf, nbytes, mpi.t_byte, src, 0, mpi.comm_world, NULL);
+  return rc ? mpi_fail("MPI_Recv", rc) : 0;
+}
+
 static int mpi_barrier(void) {
   int rc = mpi.Barrier(mpi.comm_world);
   return rc ? mpi_fail("MPI_Barrier", rc) : 0;
@@ -143,6 +158,8 @@ static dist_backend backend = {
   .init = mpi_init,
   .allreduce = mpi_allreduce,
   .broadcast = mpi_broadcast,
+  .send = mpi_send,
+  .recv = mpi_recv,
   .barrier = mpi_barrier,
   .finalize = mpi_finalize,
 };

@@ -11,6 +11,7 @@
 
 int tg_llm_embed(tg_llm *m, const int32_t *tokens, int n, float *out) {
   if (!m) return tg_seterr("tg_llm_embed: no model");
+  if (llm_pp_refuse(m, "tg_llm_embed") < 0) return -1;
   if (!tokens || !out) return tg_seterr("tg_llm_embed: tokens or out is NULL");
   if (n <= 0 || n > m->cfg.n_ctx) return tg_seterr("tg_llm_embed: %d tokens (1 to the context's %d)", n, m->cfg.n_ctx);
   for (int i = 0; i < n; i++)

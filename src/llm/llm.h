@@ -174,6 +174,9 @@ struct tg_llm {
   gguf_file *file;
   const char *device;                    /* where its tensors live (every tensor it makes goes there); the first of tp_devices */
   int n_tp;                              /* > 1: its weights and caches are sharded over tp_devices (llm_tp.c) */
+  /* pipeline parallel over MPI ranks (llm_pp.c): this rank's layers
+   * [layer_lo, layer_hi) of pp_size ranks' (1: every layer, one process) */
+  int pp_rank, pp_size, layer_lo, layer_hi;
   const char *tp_devices[LLM_MAX_DEVICES];
   tg_dtype cache_dtype;                  /* of the KV cache (I8: q8_0 blocks with scales, llm_cache_q8) */
   bool special;                          /* tg_llm_opts.special: generation emits control tokens' text */
@@ -266,6 +269,22 @@ tg_tensor *llm_tp_input(const tg_llm *m, tg_tensor *t);
 /* A value every device holds whole (replicated) cut into the devices'
  * parts on axis (t itself on one device). */
 tg_tensor *llm_tp_split(const tg_llm *m, tg_tensor *t, int axis);
+
+/* ------------------------------------------------ pipeline parallel (llm_pp.c)
+ * Layers split over the ranks of tg_dist's world (tg_llm_opts.split_layers). */
+/* This rank's layers (every layer without split_layers); checks what the
+ * split does not cover. 0 or -1. */
+int llm_pp_setup(tg_llm *m, const tg_llm_opts *o);
+static inline bool llm_pp_first(const tg_llm *m) { return m->pp_rank == 0; }
+static inline bool llm_pp_last(const tg_llm *m) { return m->pp_rank == m->pp_size - 1; }
+/* -1 naming fn when the model's layers are split over ranks, else 0. */
+int llm_pp_refuse(const tg_llm *m, const char *fn);
+/* A chunk of T tokens' input to this rank's step: the tokens (T,) on the
+ * first rank, the rank before's hidden rows (T, dim) on the others. */
+tg_tensor *llm_pp_input(tg_llm *m, const int32_t *tokens, int T);
+/* The step's output: to the next rank (its hidden rows), or on the last
+ * the logits, which every rank then gets when logits is not NULL. 0 or -1. */
+int llm_pp_output(tg_llm *m, tg_tensor *out, int T, float *logits);
 /* A value split over the devices gathered whole onto each of them (an
  * all-gather; t itself when it is not split). */
 tg_tensor *llm_tp_gather(const tg_llm *m, tg_tensor *t);

@@ -123,6 +123,7 @@ static int check_batch(const tg_llm *m, const int *seqs, const int32_t *given, c
 
 int tg_llm_eval_batch(tg_llm *m, const int *seqs, const int32_t *positions, const int32_t *tokens, int n, const bool *want, float *logits) {
   if (!m) return tg_seterr("tg_llm_eval_batch: model is NULL");
+  if (llm_pp_refuse(m, "tg_llm_eval_batch") < 0) return -1;
   save_current(m);
   int32_t pos[LLM_MAX_BATCH];
   if (check_batch(m, seqs, positions, tokens, n, pos) < 0) return -1;
@@ -174,6 +175,7 @@ int tg_llm_eval_batch(tg_llm *m, const int *seqs, const int32_t *positions, cons
 
 int tg_llm_decode_batch(tg_llm *m, const int *seqs, const int32_t *tokens, int n, float *logits) {
   if (!m) return tg_seterr("tg_llm_decode_batch: model is NULL");
+  if (llm_pp_refuse(m, "tg_llm_decode_batch") < 0) return -1;
   if (!seqs) return tg_seterr("tg_llm_decode_batch: seqs or tokens is NULL");
   if (n <= 0 || n > m->n_seq) return tg_seterr("tg_llm_decode_batch: %d rows (1 to the model's %d sequences)", n, m->n_seq);
   for (int i = 0; i < n; i++)

@@ -68,6 +68,7 @@ static int eval_piece(tg_llm *m, const int32_t *tokens, int T, int skip, float *
 
 int llm_eval_logits(tg_llm *m, const int32_t *tokens, int n, int skip, float *logits) {
   if (!m) return tg_seterr("tg_llm_eval_all: no model");
+  if (llm_pp_refuse(m, "tg_llm_eval_all") < 0) return -1;
   if (!tokens || (!logits && skip < n)) return tg_seterr("tg_llm_eval_all: tokens or logits is NULL");
   if (n <= 0) return tg_seterr("tg_llm_eval_all: no tokens (n %d)", n);
   if (n > m->cfg.n_ctx - m->n_past)

@@ -6,6 +6,7 @@
 
 int tg_llm_export(tg_llm *m, const char *path) {
   if (!m) return tg_seterr("tg_llm_export: model is NULL");
+  if (llm_pp_refuse(m, "tg_llm_export") < 0) return -1;
   if (!path) return tg_seterr("tg_llm_export: path is NULL");
   int which = -1;
   for (int i = 0; i < LLM_NCHUNKS; i++) if (m->chunk[i] == 1) which = i;

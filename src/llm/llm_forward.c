@@ -431,15 +431,20 @@ tg_tensor *llm_layer_forward(tg_llm *m, llm_layer *l, tg_tensor *x, tg_tensor *c
 
 /* The residual stream after the last layer (T, dim), before the final norm:
  * each layer a call of its kind's function (llm_layer_fn.c), or inline
- * with TG_LLM_FUNCTIONS=0. */
-static tg_tensor *residual(tg_llm *m, tg_tensor *tokens) {
+ * with TG_LLM_FUNCTIONS=0. Layers split over ranks (llm_pp.c): this rank's
+ * layers, from the embedding on the first rank, else from the rank
+ * before's rows (in, (T, dim) float32). */
+static tg_tensor *residual(tg_llm *m, tg_tensor *in) {
   const tg_llm_config *c = &m->cfg;
-  tg_tensor *x = tg_cast(tg_take(m->tok_embd, llm_tp_input(m, tokens)), TG_F32);               /* (T, dim) */
-  if (m->arch->embd_scale) x = tg_mul(x, tg_scalar(sqrtf((float)c->dim), TG_F32));
+  tg_tensor *x = in;
+  if (llm_pp_first(m)) {
+    x = tg_cast(tg_take(m->tok_embd, llm_tp_input(m, in)), TG_F32);                           /* (T, dim) */
+    if (m->arch->embd_scale) x = tg_mul(x, tg_scalar(sqrtf((float)c->dim), TG_F32));
+  }
   /* a batched step builds its layers inline: their rows' positions and
    * sequences are tensors of the step, not a call's inputs */
   bool calls = setting_int(SET_TG_LLM_FUNCTIONS) != 0 && !m->batch_seqs && m->n_tp <= 1;   /* a call's body runs on one device */
-  for (int i = 0; i < c->n_layers && x; i++) {
+  for (int i = m->layer_lo; i < m->layer_hi && x; i++) {
     llm_layer *l = &m->layers[i];
     tg_tensor *ct = l->swa && m->rope_cos_swa ? m->rope_cos_swa : m->rope_cos;
     tg_tensor *st = l->swa && m->rope_sin_swa ? m->rope_sin_swa : m->rope_sin;
@@ -464,7 +469,7 @@ tg_tensor *llm_logits(tg_llm *m, tg_tensor *h) {
 tg_tensor *llm_forward(tg_llm *m, tg_tensor *tokens) {
   int64_t T = tg_dim(tokens, 0);
   tg_tensor *x = residual(m, tokens);
-  if (!x) return NULL;
+  if (!x || !llm_pp_last(m)) return x;   /* (split layers) every row, for the next rank */
   /* the chunk's last token's row, which a padded chunk has before its end */
   tg_tensor *last = T > 1 ? tg_take(x, tg_reshape(m->last_row, TG_SHAPE(1))) : x;                 /* (1, dim) */
   return llm_logits(m, rms_norm(last, m->output_norm, m->cfg.rms_eps));

@@ -150,7 +150,7 @@ tg_llm *tg_llm_load(const char *path, const tg_llm_opts *opts) {
    * whatever the caller's default device is */
   const char *prev = tensor_device_begin(m->device);
   m->file = gguf_open(path);
-  if (!m->file || llm_read_config(m, o.n_ctx) < 0 || llm_tp_check(m) < 0 || llm_load_weights(m, m->device) < 0 || rope_tables(m) < 0 ||
+  if (!m->file || llm_read_config(m, o.n_ctx) < 0 || llm_tp_check(m) < 0 || llm_pp_setup(m, &o) < 0 || llm_load_weights(m, m->device) < 0 || rope_tables(m) < 0 ||
       llm_tp_shard(m) < 0) {
     tensor_device_end(prev);
     tg_llm_free(m);
@@ -276,9 +276,9 @@ static int eval_chunk(tg_llm *m, int which, const int32_t *tokens, int n, float 
   const char *prev = tensor_device_begin(m->device);
   tg_scope_begin();
   int rc = -1;
-  tg_tensor *in = tg_from_data(tokens, TG_SHAPE(T), TG_I32), *out = NULL;
+  tg_tensor *in = llm_pp_input(m, tokens, T), *out = NULL;   /* the tokens, or (split layers) the rank before's rows */
   if (in && llm_bind_chunk(m, T) == 0 && tg_bind(m->last_name, n - 1) == 0 && tg_jit_call(m->jit[which], &in, 1, &out, 1) == 0)
-    rc = logits ? tg_data(out, logits, sizeof(float) * (size_t)m->cfg.n_vocab) : tg_realize(out);
+    rc = llm_pp_output(m, out, T, logits);
   tg_scope_end();
   tensor_device_end(prev);
   m->chunk_runs[which]++;

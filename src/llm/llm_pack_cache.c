@@ -84,7 +84,8 @@ void llm_pack_cache_open(tg_llm *m) {
   m->pack_cache = NULL;
   m->pack_cache_write = false;
   tg_device *dev = device_get(m->device);
-  if (!setting_int(SET_TG_PACK_CACHE) || setting_on(SET_TG_LLM_NO_ROWS) || !dev || !dev->host_memory) { tg_clear_error(); return; }
+  /* (layers split over ranks: each rank packs its own, one file's cache would not hold them) */
+  if (!setting_int(SET_TG_PACK_CACHE) || setting_on(SET_TG_LLM_NO_ROWS) || !dev || !dev->host_memory || m->pp_size > 1) { tg_clear_error(); return; }
   char *id = source_identity(m->file->path), *path = id ? llm_pack_cache_path(m->file->path) : NULL;
   gguf_file *f = path && access(path, R_OK) == 0 ? gguf_open(path) : NULL;
   char *have = f ? gguf_get_str(f, "tg.pack.source") : NULL;

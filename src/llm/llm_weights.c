@@ -297,18 +297,29 @@ int llm_load_weights(tg_llm *m, const char *device) {
   /* an embedding the output does not share is only looked up a few rows a
    * step: packing all of it would cost a pass over the vocabulary at load */
   bool tied = m->arch->tied || !gguf_find_tensor(m->file, "output.weight");
-  m->tok_embd = load(m, device, "token_embd.weight", true, tied || m->n_tp > 1 ? READ_ANY : READ_LOOKUP, &err);
-  if (err) return -1;
-  tg_shape es = tg_shape_of(m->tok_embd);
+  /* layers split over ranks (llm_pp.c): the embedding on the first (and on
+   * the last when the output is the embedding), the output on the last */
+  tg_shape es;
+  if (llm_pp_first(m) || (llm_pp_last(m) && tied)) {
+    m->tok_embd = load(m, device, "token_embd.weight", true, tied || m->n_tp > 1 ? READ_ANY : READ_LOOKUP, &err);
+    if (err) return -1;
+    es = tg_shape_of(m->tok_embd);
+  } else {
+    const gguf_tensor_info *g = gguf_find_tensor(m->file, "token_embd.weight");
+    if (!g) return tg_seterr("%s: tensor 'token_embd.weight' is missing (architecture %s)", m->file->path, m->cfg.arch);
+    es = gguf_tensor_shape(g);
+  }
   if (es.ndim != 2 || es.d[1] != c->dim) return tg_seterr("%s: token_embd.weight is not (n_vocab, %d)", m->file->path, c->dim);
   if (es.d[0] > INT32_MAX) return tg_seterr("%s: token_embd.weight has %lld rows, more than a token id can name", m->file->path, (long long)es.d[0]);
   c->n_vocab = (int)es.d[0];
-  m->output_norm = load(m, device, "output_norm.weight", true, READ_ANY, &err);
-  shaped(m, m->output_norm, "output_norm.weight", (int64_t[]){ c->dim }, 1, &err);
-  if (!m->arch->tied) m->output = load(m, device, "output.weight", false, READ_MULTIPLIED, &err);
-  if (!m->output && !err) m->output = m->tok_embd;   /* tied embeddings */
-  shaped(m, m->output, "output.weight", (int64_t[]){ c->n_vocab, c->dim }, 2, &err);
-  for (int i = 0; i < c->n_layers && !err; i++) err = load_layer(m, device, i) < 0;
+  if (llm_pp_last(m)) {
+    m->output_norm = load(m, device, "output_norm.weight", true, READ_ANY, &err);
+    shaped(m, m->output_norm, "output_norm.weight", (int64_t[]){ c->dim }, 1, &err);
+    if (!m->arch->tied) m->output = load(m, device, "output.weight", false, READ_MULTIPLIED, &err);
+    if (!m->output && !err) m->output = m->tok_embd;   /* tied embeddings */
+    shaped(m, m->output, "output.weight", (int64_t[]){ c->n_vocab, c->dim }, 2, &err);
+  }
+  for (int i = m->layer_lo; i < m->layer_hi && !err; i++) err = load_layer(m, device, i) < 0;
   if (!err) llm_pack_cache_save(m);
   llm_pack_cache_close(m);   /* the weights read from it hold its mapping */
   return err ? -1 : 0;

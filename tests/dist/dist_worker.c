@@ -7,7 +7,11 @@
  *   dist_worker die                rank 1 is killed; rank 0 waits on an
  *                                  allreduce (mpirun must end the job)
  *   dist_worker hang               rank 1 sleeps; rank 0's allreduce must
- *                                  end by the watchdog (TG_DIST_TIMEOUT) */
+ *                                  end by the watchdog (TG_DIST_TIMEOUT)
+ *   dist_worker llm_split MODEL... point to point messages; each model with
+ *                                  its layers split over the ranks against
+ *                                  the same file loaded whole in this
+ *                                  process (a prompt and 8 greedy steps) */
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -128,12 +132,88 @@ static int run_allreduce(const char *golden) {
   return failures ? 1 : 0;
 }
 
+/* Point to point: rank 0 sends every other rank two messages, which
+ * arrive whole and in order; a rank cannot send to itself. */
+static void check_send_recv(void) {
+  int r = tg_dist_rank(), n = tg_dist_size();
+  float a[3] = { 1, 2, 3 }, b[2] = { 4, 5 }, got[3] = { 0 };
+  if (r == 0) {
+    for (int d = 1; d < n; d++) {
+      EXPECT(tg_dist_send_host(a, sizeof a, d) == 0, "send to %d: %s", d, tg_error());
+      EXPECT(tg_dist_send_host(b, sizeof b, d) == 0, "send to %d: %s", d, tg_error());
+    }
+  } else {
+    EXPECT(tg_dist_recv_host(got, sizeof a, 0) == 0 && !memcmp(got, a, sizeof a), "first message: %s", tg_error());
+    EXPECT(tg_dist_recv_host(got, sizeof b, 0) == 0 && !memcmp(got, b, sizeof b), "second message: %s", tg_error());
+  }
+  EXPECT(tg_dist_send_host(a, sizeof a, r) < 0 && strstr(tg_error(), "is not another rank"), "send to itself: %s", tg_error());
+}
+
+static int argmax(const float *x, int n) {
+  int best = 0;
+  for (int i = 1; i < n; i++) if (x[i] > x[best]) best = i;
+  return best;
+}
+
+/* the largest |a - b| against the logits' scale */
+static void expect_logits(const float *a, const float *b, int n, const char *what, int step) {
+  float worst = 0, scale = 1;
+  for (int i = 0; i < n; i++) {
+    float d = a[i] > b[i] ? a[i] - b[i] : b[i] - a[i], m = a[i] > 0 ? a[i] : -a[i];
+    if (d > worst) worst = d;
+    if (m > scale) scale = m;
+  }
+  EXPECT(worst <= 1e-5f * scale, "%s step %d: logits differ by %g (scale %g)", what, step, worst, scale);
+}
+
+/* path with its layers split over the ranks (tg_llm_opts.split_layers)
+ * against the same file whole in this process: the logits of a prompt and
+ * of 8 greedy steps on every rank; a world with more ranks than layers is
+ * refused on every rank, and so are the calls the split does not cover. */
+static void check_llm_split(const char *path) {
+  static const int32_t prompt[] = { 1, 5, 9, 13, 17, 21, 25 };
+  tg_llm *one = tg_llm_load(path, &(tg_llm_opts){ .cache_type = "f32" });
+  tg_llm *sp = tg_llm_load(path, &(tg_llm_opts){ .cache_type = "f32", .split_layers = true });
+  int L = one ? tg_llm_config_of(one)->n_layers : 0;
+  if (one && L < tg_dist_size()) {
+    EXPECT(!sp && strstr(tg_error(), "layers cannot split over"), "%s: %d layers over %d ranks: %s", path, L, tg_dist_size(), sp ? "loaded" : tg_error());
+    tg_llm_free(one); tg_llm_free(sp);
+    return;
+  }
+  EXPECT(one && sp, "%s: load: %s", path, tg_error());
+  if (one && sp) {
+    int V = tg_llm_config_of(one)->n_vocab;
+    float *a = malloc(sizeof(float) * (size_t)V), *b = malloc(sizeof(float) * (size_t)V);
+    EXPECT(tg_llm_eval(one, prompt, 7, a) == 0 && tg_llm_eval(sp, prompt, 7, b) == 0, "%s: eval: %s", path, tg_error());
+    expect_logits(a, b, V, path, 0);
+    for (int step = 1; step <= 8; step++) {
+      int32_t t = argmax(a, V);
+      EXPECT(argmax(b, V) == t, "%s step %d: greedy token %d, one process %d", path, step, argmax(b, V), t);
+      EXPECT(tg_llm_eval(one, &t, 1, a) == 0 && tg_llm_eval(sp, &t, 1, b) == 0, "%s: eval: %s", path, tg_error());
+      expect_logits(a, b, V, path, step);
+    }
+    EXPECT(tg_llm_eval_all(sp, prompt, 2, a) < 0 && strstr(tg_error(), "split over ranks"), "%s: eval_all: %s", path, tg_error());
+    free(a); free(b);
+  }
+  tg_llm_free(one); tg_llm_free(sp);
+  EXPECT(!tg_llm_load(path, &(tg_llm_opts){ .split_layers = true, .devices = "CPU:0,CPU:1" }) && strstr(tg_error(), "not both"), "%s: with devices: %s", path, tg_error());
+}
+
+static int run_llm_split(int n, char **paths) {
+  check_send_recv();
+  for (int i = 0; i < n; i++) check_llm_split(paths[i]);
+  printf("rank %d of %d: llm split: %d checks, %d failed\n", tg_dist_rank(), tg_dist_size(), checks, failures);
+  return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
-  if (argc < 2) { fprintf(stderr, "usage: dist_worker allreduce GOLDEN | die | hang\n"); return 2; }
+  if (argc < 2) { fprintf(stderr, "usage: dist_worker allreduce GOLDEN | llm_split MODEL... | die | hang\n"); return 2; }
   if (tg_dist_init() < 0) { fprintf(stderr, "tg_dist_init: %s\n", tg_error()); return 1; }
   int rc = 0;
   if (!strcmp(argv[1], "allreduce") && argc > 2) {
     rc = run_allreduce(argv[2]);
+  } else if (!strcmp(argv[1], "llm_split") && argc > 2) {
+    rc = run_llm_split(argc - 2, argv + 2);
   } else if (!strcmp(argv[1], "die") || !strcmp(argv[1], "hang")) {
     float x[4] = { 1, 2, 3, 4 };
     if (tg_dist_rank() == 1) {
