@@ -301,7 +301,7 @@ int llm_load_weights(tg_llm *m, const char *device) {
    * the last when the output is the embedding), the output on the last */
   tg_shape es;
   if (llm_pp_first(m) || (llm_pp_last(m) && tied)) {
-    m->tok_embd = load(m, device, "token_embd.weight", true, tied || m->n_tp > 1 ? READ_ANY : READ_LOOKUP, &err);
+    m->tok_embd = load(m, device, "token_embd.weight", true, (tied && llm_pp_last(m)) || m->n_tp > 1 ? READ_ANY : READ_LOOKUP, &err);
     if (err) return -1;
     es = tg_shape_of(m->tok_embd);
   } else {
