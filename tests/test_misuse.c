@@ -322,537 +322,539 @@ static int c309(void) { M_INT(tg_dist_allreduce_host(fx_bytes, -1, TG_F32, (tg_d
 static int c310(void) { M_INT(tg_dist_allreduce_host(fx_bytes, 1, (tg_dtype)99, (tg_dist_op)0)); }
 static int c311(void) { M_INT(tg_dist_allreduce_host(fx_bytes, 1, (tg_dtype)-1, (tg_dist_op)0)); }
 static int c312(void) { M_INT(tg_dist_broadcast_host(NULL, 1, 1)); }
-static int c313(void) { M_PTR(tg_shard(NULL, (const char *[4]){ "x", "y", NULL, NULL }, 1, 1)); }
-static int c314(void) { M_PTR(tg_shard(fx_tensor(), NULL, 1, 1)); }
-static int c315(void) { M_PTR(tg_shard(fx_tensor(), (const char *[4]){ "x", "y", NULL, NULL }, -1, 1)); }
-static int c316(void) { M_INT(tg_shard_axis(NULL)); }
-static int c317(void) { M_NONE(tg_tensor_list_free(NULL)); }
-static int c318(void) { M_PTR(tg_tensor_list_get(NULL, "x")); }
-static int c319(void) { M_PTR(tg_tensor_list_get((tg_tensor_list[4]){ 0 }, NULL)); }
-static int c320(void) { M_PTR(tg_from_file(NULL, 1, TG_SHAPE(2, 3), TG_F32)); }
-static int c321(void) { M_PTR(tg_from_file("goldens/llm_llama.gguf", 1, (tg_shape){ .ndim = 17 }, TG_F32)); }
-static int c322(void) { M_PTR(tg_from_file("goldens/llm_llama.gguf", 1, (tg_shape){ .ndim = -1 }, TG_F32)); }
-static int c323(void) { M_PTR(tg_from_file("goldens/llm_llama.gguf", 1, TG_SHAPE(2, 3), (tg_dtype)99)); }
-static int c324(void) { M_PTR(tg_from_file("goldens/llm_llama.gguf", 1, TG_SHAPE(2, 3), (tg_dtype)-1)); }
-static int c325(void) { M_INT(tg_safetensors_load(NULL, "CPU", (tg_tensor_list[4]){ 0 })); }
-static int c326(void) { M_INT(tg_safetensors_load("goldens/llm_llama.gguf", NULL, (tg_tensor_list[4]){ 0 })); }
-static int c327(void) { M_INT(tg_safetensors_load("goldens/llm_llama.gguf", "CPU", NULL)); }
-static int c328(void) { M_INT(tg_safetensors_save(NULL, (const char *[4]){ "x", "y", NULL, NULL }, fx_tensors(), 1, (const char *[4]){ "x", "y", NULL, NULL })); }
-static int c329(void) { M_INT(tg_safetensors_save("/tmp/tg_misuse.out", NULL, fx_tensors(), 1, (const char *[4]){ "x", "y", NULL, NULL })); }
-static int c330(void) { M_INT(tg_safetensors_save("/tmp/tg_misuse.out", (const char *[4]){ "x", "y", NULL, NULL }, NULL, 1, (const char *[4]){ "x", "y", NULL, NULL })); }
-static int c331(void) { M_INT(tg_safetensors_save("/tmp/tg_misuse.out", (const char *[4]){ "x", "y", NULL, NULL }, fx_tensors(), -1, (const char *[4]){ "x", "y", NULL, NULL })); }
-static int c332(void) { M_INT(tg_safetensors_save("/tmp/tg_misuse.out", (const char *[4]){ "x", "y", NULL, NULL }, fx_tensors(), 1, NULL)); }
-static int c333(void) { M_PTR(tg_npy_load(NULL, "CPU")); }
-static int c334(void) { M_PTR(tg_npy_load("goldens/llm_llama.gguf", NULL)); }
-static int c335(void) { M_INT(tg_npy_save(NULL, fx_tensor())); }
-static int c336(void) { M_INT(tg_npy_save("/tmp/tg_misuse.out", NULL)); }
-static int c337(void) { M_INT(tg_gguf_load_tensors(NULL, "CPU", (tg_tensor_list[4]){ 0 })); }
-static int c338(void) { M_INT(tg_gguf_load_tensors("goldens/llm_llama.gguf", NULL, (tg_tensor_list[4]){ 0 })); }
-static int c339(void) { M_INT(tg_gguf_load_tensors("goldens/llm_llama.gguf", "CPU", NULL)); }
-static int c340(void) { M_INT(tg_gguf_save(NULL, (const char *[4]){ "x", "y", NULL, NULL }, fx_tensors(), 1, (const char *[4]){ "x", "y", NULL, NULL })); }
-static int c341(void) { M_INT(tg_gguf_save("/tmp/tg_misuse.out", NULL, fx_tensors(), 1, (const char *[4]){ "x", "y", NULL, NULL })); }
-static int c342(void) { M_INT(tg_gguf_save("/tmp/tg_misuse.out", (const char *[4]){ "x", "y", NULL, NULL }, NULL, 1, (const char *[4]){ "x", "y", NULL, NULL })); }
-static int c343(void) { M_INT(tg_gguf_save("/tmp/tg_misuse.out", (const char *[4]){ "x", "y", NULL, NULL }, fx_tensors(), -1, (const char *[4]){ "x", "y", NULL, NULL })); }
-static int c344(void) { M_INT(tg_gguf_save("/tmp/tg_misuse.out", (const char *[4]){ "x", "y", NULL, NULL }, fx_tensors(), 1, NULL)); }
-static int c345(void) { M_INT(tg_custom_kernel(NULL, (tg_kernel_out[4]){ 0 }, 1, fx_tensors(), 1, NULL, NULL, fx_bytes, fx_tensors())); }
-static int c346(void) { M_INT(tg_custom_kernel("x", NULL, 1, fx_tensors(), 1, NULL, NULL, fx_bytes, fx_tensors())); }
-static int c347(void) { M_INT(tg_custom_kernel("x", (tg_kernel_out[4]){ 0 }, -1, fx_tensors(), 1, NULL, NULL, fx_bytes, fx_tensors())); }
-static int c348(void) { M_INT(tg_custom_kernel("x", (tg_kernel_out[4]){ 0 }, 1, NULL, 1, NULL, NULL, fx_bytes, fx_tensors())); }
-static int c349(void) { M_INT(tg_custom_kernel("x", (tg_kernel_out[4]){ 0 }, 1, fx_tensors(), -1, NULL, NULL, fx_bytes, fx_tensors())); }
-static int c350(void) { M_INT(tg_custom_kernel("x", (tg_kernel_out[4]){ 0 }, 1, fx_tensors(), 1, NULL, NULL, NULL, fx_tensors())); }
-static int c351(void) { M_INT(tg_custom_kernel("x", (tg_kernel_out[4]){ 0 }, 1, fx_tensors(), 1, NULL, NULL, fx_bytes, NULL)); }
-static int c352(void) { M_INT(tg_custom_kernel_into(NULL, fx_tensors(), 1, fx_tensors(), 1, NULL, NULL, fx_bytes)); }
-static int c353(void) { M_INT(tg_custom_kernel_into("x", NULL, 1, fx_tensors(), 1, NULL, NULL, fx_bytes)); }
-static int c354(void) { M_INT(tg_custom_kernel_into("x", fx_tensors(), -1, fx_tensors(), 1, NULL, NULL, fx_bytes)); }
-static int c355(void) { M_INT(tg_custom_kernel_into("x", fx_tensors(), 1, NULL, 1, NULL, NULL, fx_bytes)); }
-static int c356(void) { M_INT(tg_custom_kernel_into("x", fx_tensors(), 1, fx_tensors(), -1, NULL, NULL, fx_bytes)); }
-static int c357(void) { M_INT(tg_custom_kernel_into("x", fx_tensors(), 1, fx_tensors(), 1, NULL, NULL, NULL)); }
-static int c358(void) { M_INT(tg_k_opts(NULL, NULL)); }
-static int c359(void) { M_PTR(tg_k_index(NULL, NULL, NULL, -1)); }
-static int c360(void) { M_PTR(tg_k_const(NULL, (tg_dtype)99, 1.0)); }
-static int c361(void) { M_PTR(tg_k_const(NULL, (tg_dtype)-1, 1.0)); }
-static int c362(void) { M_PTR(tg_k_cast(NULL, NULL, (tg_dtype)99)); }
-static int c363(void) { M_PTR(tg_k_cast(NULL, NULL, (tg_dtype)-1)); }
-static int c364(void) { M_PTR(tg_k_reduce(NULL, (tg_k_reduce_op)0, NULL, NULL, -1)); }
-static int c365(void) { M_NONE(tg_state_dict_free(NULL)); }
-static int c366(void) { M_INT(tg_state_dict_add(NULL, "x", fx_tensor())); }
-static int c367(void) { M_INT(tg_state_dict_add((tg_state_dict[4]){ 0 }, NULL, fx_tensor())); }
-static int c368(void) { M_INT(tg_state_dict_add((tg_state_dict[4]){ 0 }, "x", NULL)); }
-static int c369(void) { M_PTR(tg_state_dict_get(NULL, "x")); }
-static int c370(void) { M_PTR(tg_state_dict_get((tg_state_dict[4]){ 0 }, NULL)); }
-static int c371(void) { M_INT(tg_state_dict_parameters(NULL, fx_tensors(), 1)); }
-static int c372(void) { M_INT(tg_state_dict_parameters((tg_state_dict[4]){ 0 }, NULL, 1)); }
-static int c373(void) { M_INT(tg_state_dict_parameters((tg_state_dict[4]){ 0 }, fx_tensors(), -1)); }
-static int c374(void) { M_INT(tg_state_dict_realize(NULL)); }
-static int c375(void) { M_PTR(tg_linear_forward(NULL, fx_tensor())); }
-static int c376(void) { M_PTR(tg_linear_forward((tg_linear_layer[4]){ 0 }, NULL)); }
-static int c377(void) { M_INT(tg_linear_state(NULL, (tg_state_dict[4]){ 0 }, "x")); }
-static int c378(void) { M_INT(tg_linear_state((tg_linear_layer[4]){ 0 }, NULL, "x")); }
-static int c379(void) { M_INT(tg_linear_state((tg_linear_layer[4]){ 0 }, (tg_state_dict[4]){ 0 }, NULL)); }
-static int c380(void) { M_NONE(tg_linear_free(NULL)); }
-static int c381(void) { M_PTR(tg_conv_layer_forward(NULL, fx_tensor())); }
-static int c382(void) { M_PTR(tg_conv_layer_forward((tg_conv_layer[4]){ 0 }, NULL)); }
-static int c383(void) { M_INT(tg_conv_layer_state(NULL, (tg_state_dict[4]){ 0 }, "x")); }
-static int c384(void) { M_INT(tg_conv_layer_state((tg_conv_layer[4]){ 0 }, NULL, "x")); }
-static int c385(void) { M_INT(tg_conv_layer_state((tg_conv_layer[4]){ 0 }, (tg_state_dict[4]){ 0 }, NULL)); }
-static int c386(void) { M_NONE(tg_conv_layer_free(NULL)); }
-static int c387(void) { M_PTR(tg_conv_transpose_layer_forward(NULL, fx_tensor())); }
-static int c388(void) { M_PTR(tg_conv_transpose_layer_forward((tg_conv_transpose_layer[4]){ 0 }, NULL)); }
-static int c389(void) { M_INT(tg_conv_transpose_layer_state(NULL, (tg_state_dict[4]){ 0 }, "x")); }
-static int c390(void) { M_INT(tg_conv_transpose_layer_state((tg_conv_transpose_layer[4]){ 0 }, NULL, "x")); }
-static int c391(void) { M_INT(tg_conv_transpose_layer_state((tg_conv_transpose_layer[4]){ 0 }, (tg_state_dict[4]){ 0 }, NULL)); }
-static int c392(void) { M_NONE(tg_conv_transpose_layer_free(NULL)); }
-static int c393(void) { M_PTR(tg_batchnorm_forward(NULL, fx_tensor())); }
-static int c394(void) { M_PTR(tg_batchnorm_forward((tg_batchnorm_layer[4]){ 0 }, NULL)); }
-static int c395(void) { M_INT(tg_batchnorm_state(NULL, (tg_state_dict[4]){ 0 }, "x")); }
-static int c396(void) { M_INT(tg_batchnorm_state((tg_batchnorm_layer[4]){ 0 }, NULL, "x")); }
-static int c397(void) { M_INT(tg_batchnorm_state((tg_batchnorm_layer[4]){ 0 }, (tg_state_dict[4]){ 0 }, NULL)); }
-static int c398(void) { M_NONE(tg_batchnorm_free(NULL)); }
-static int c399(void) { M_PTR(tg_layernorm_new((tg_shape){ .ndim = 17 }, 1.0, false)); }
-static int c400(void) { M_PTR(tg_layernorm_new((tg_shape){ .ndim = -1 }, 1.0, false)); }
-static int c401(void) { M_PTR(tg_layernorm_forward(NULL, fx_tensor())); }
-static int c402(void) { M_PTR(tg_layernorm_forward((tg_layernorm_layer[4]){ 0 }, NULL)); }
-static int c403(void) { M_INT(tg_layernorm_state(NULL, (tg_state_dict[4]){ 0 }, "x")); }
-static int c404(void) { M_INT(tg_layernorm_state((tg_layernorm_layer[4]){ 0 }, NULL, "x")); }
-static int c405(void) { M_INT(tg_layernorm_state((tg_layernorm_layer[4]){ 0 }, (tg_state_dict[4]){ 0 }, NULL)); }
-static int c406(void) { M_NONE(tg_layernorm_free(NULL)); }
-static int c407(void) { M_PTR(tg_rmsnorm_forward(NULL, fx_tensor())); }
-static int c408(void) { M_PTR(tg_rmsnorm_forward((tg_rmsnorm_layer[4]){ 0 }, NULL)); }
-static int c409(void) { M_INT(tg_rmsnorm_state(NULL, (tg_state_dict[4]){ 0 }, "x")); }
-static int c410(void) { M_INT(tg_rmsnorm_state((tg_rmsnorm_layer[4]){ 0 }, NULL, "x")); }
-static int c411(void) { M_INT(tg_rmsnorm_state((tg_rmsnorm_layer[4]){ 0 }, (tg_state_dict[4]){ 0 }, NULL)); }
-static int c412(void) { M_NONE(tg_rmsnorm_free(NULL)); }
-static int c413(void) { M_PTR(tg_groupnorm_forward(NULL, fx_tensor())); }
-static int c414(void) { M_PTR(tg_groupnorm_forward((tg_groupnorm_layer[4]){ 0 }, NULL)); }
-static int c415(void) { M_INT(tg_groupnorm_state(NULL, (tg_state_dict[4]){ 0 }, "x")); }
-static int c416(void) { M_INT(tg_groupnorm_state((tg_groupnorm_layer[4]){ 0 }, NULL, "x")); }
-static int c417(void) { M_INT(tg_groupnorm_state((tg_groupnorm_layer[4]){ 0 }, (tg_state_dict[4]){ 0 }, NULL)); }
-static int c418(void) { M_NONE(tg_groupnorm_free(NULL)); }
-static int c419(void) { M_PTR(tg_embedding_forward(NULL, fx_tensor())); }
-static int c420(void) { M_PTR(tg_embedding_forward((tg_embedding_layer[4]){ 0 }, NULL)); }
-static int c421(void) { M_INT(tg_embedding_state(NULL, (tg_state_dict[4]){ 0 }, "x")); }
-static int c422(void) { M_INT(tg_embedding_state((tg_embedding_layer[4]){ 0 }, NULL, "x")); }
-static int c423(void) { M_INT(tg_embedding_state((tg_embedding_layer[4]){ 0 }, (tg_state_dict[4]){ 0 }, NULL)); }
-static int c424(void) { M_NONE(tg_embedding_free(NULL)); }
-static int c425(void) { M_INT(tg_lstmcell_forward(NULL, fx_tensor(), fx_tensor(), fx_tensor(), fx_tensors(), fx_tensors())); }
-static int c426(void) { M_INT(tg_lstmcell_forward((tg_lstmcell_layer[4]){ 0 }, NULL, fx_tensor(), fx_tensor(), fx_tensors(), fx_tensors())); }
-static int c427(void) { M_INT(tg_lstmcell_forward((tg_lstmcell_layer[4]){ 0 }, fx_tensor(), NULL, fx_tensor(), fx_tensors(), fx_tensors())); }
-static int c428(void) { M_INT(tg_lstmcell_forward((tg_lstmcell_layer[4]){ 0 }, fx_tensor(), fx_tensor(), NULL, fx_tensors(), fx_tensors())); }
-static int c429(void) { M_INT(tg_lstmcell_forward((tg_lstmcell_layer[4]){ 0 }, fx_tensor(), fx_tensor(), fx_tensor(), NULL, fx_tensors())); }
-static int c430(void) { M_INT(tg_lstmcell_forward((tg_lstmcell_layer[4]){ 0 }, fx_tensor(), fx_tensor(), fx_tensor(), fx_tensors(), NULL)); }
-static int c431(void) { M_INT(tg_lstmcell_state(NULL, (tg_state_dict[4]){ 0 }, "x")); }
-static int c432(void) { M_INT(tg_lstmcell_state((tg_lstmcell_layer[4]){ 0 }, NULL, "x")); }
-static int c433(void) { M_INT(tg_lstmcell_state((tg_lstmcell_layer[4]){ 0 }, (tg_state_dict[4]){ 0 }, NULL)); }
-static int c434(void) { M_NONE(tg_lstmcell_free(NULL)); }
-static int c435(void) { M_PTR(tg_sgd_new(NULL, 1, 1.0, 1.0, 1.0, false)); }
-static int c436(void) { M_PTR(tg_sgd_new(fx_tensors(), -1, 1.0, 1.0, 1.0, false)); }
-static int c437(void) { M_PTR(tg_adam_new(NULL, 1, 1.0, 1.0, 1.0, 1.0)); }
-static int c438(void) { M_PTR(tg_adam_new(fx_tensors(), -1, 1.0, 1.0, 1.0, 1.0)); }
-static int c439(void) { M_PTR(tg_adamw_new(NULL, 1, 1.0, 1.0, 1.0, 1.0, 1.0)); }
-static int c440(void) { M_PTR(tg_adamw_new(fx_tensors(), -1, 1.0, 1.0, 1.0, 1.0, 1.0)); }
-static int c441(void) { M_PTR(tg_lamb_new(NULL, 1, 1.0, 1.0, 1.0, 1.0, 1.0)); }
-static int c442(void) { M_PTR(tg_lamb_new(fx_tensors(), -1, 1.0, 1.0, 1.0, 1.0, 1.0)); }
-static int c443(void) { M_NONE(tg_optim_free(NULL)); }
-static int c444(void) { M_INT(tg_optim_step(NULL)); }
-static int c445(void) { M_INT(tg_optim_schedule_step(NULL)); }
-static int c446(void) { M_NONE(tg_optim_zero_grad(NULL)); }
-static int c447(void) { M_INT(tg_optim_set_lr(NULL, 1.0)); }
-static int c448(void) { M_NONE(tg_optim_get_lr(NULL)); }
-static int c449(void) { M_PTR(tg_optim_lr(NULL)); }
-static int c450(void) { M_INT(tg_optim_state(NULL, (tg_state_dict[4]){ 0 }, "x")); }
-static int c451(void) { M_INT(tg_optim_state(fx_optim(), NULL, "x")); }
-static int c452(void) { M_INT(tg_optim_state(fx_optim(), (tg_state_dict[4]){ 0 }, NULL)); }
-static int c453(void) { M_PTR(tg_llm_load(NULL, NULL)); }
-static int c454(void) { M_NONE(tg_llm_free(NULL)); }
-static int c455(void) { M_PTR(tg_llm_config_of(NULL)); }
-static int c456(void) { M_INT(tg_llm_eval(NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c457(void) { M_INT(tg_llm_eval(fx_llm(), NULL, 1, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c458(void) { M_INT(tg_llm_eval(fx_llm(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c459(void) { M_INT(tg_llm_eval(fx_llm(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL)); }
-static int c460(void) { M_INT(tg_llm_export(NULL, "goldens/llm_llama.gguf")); }
-static int c461(void) { M_INT(tg_llm_export(fx_llm(), NULL)); }
-static int c462(void) { M_INT(tg_llm_n_past(NULL)); }
-static int c463(void) { M_NONE(tg_llm_rewind(NULL, 1)); }
-static int c464(void) { M_INT(tg_llm_eval_all(NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c465(void) { M_INT(tg_llm_eval_all(fx_llm(), NULL, 1, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c466(void) { M_INT(tg_llm_eval_all(fx_llm(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c467(void) { M_INT(tg_llm_eval_all(fx_llm(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL)); }
-static int c468(void) { M_INT(tg_llm_n_seq(NULL)); }
-static int c469(void) { M_INT(tg_llm_seq(NULL)); }
-static int c470(void) { M_INT(tg_llm_set_seq(NULL, 1)); }
-static int c471(void) { M_INT(tg_llm_decode_batch(NULL, (int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c472(void) { M_INT(tg_llm_decode_batch(fx_llm(), NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c473(void) { M_INT(tg_llm_decode_batch(fx_llm(), (int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, NULL, 1, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c474(void) { M_INT(tg_llm_decode_batch(fx_llm(), (int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c475(void) { M_INT(tg_llm_decode_batch(fx_llm(), (int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL)); }
-static int c476(void) { M_INT(tg_llm_eval_batch(NULL, (int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (bool[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c477(void) { M_INT(tg_llm_eval_batch(fx_llm(), NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (bool[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c478(void) { M_INT(tg_llm_eval_batch(fx_llm(), (int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (bool[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c479(void) { M_INT(tg_llm_eval_batch(fx_llm(), (int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, NULL, 1, (bool[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c480(void) { M_INT(tg_llm_eval_batch(fx_llm(), (int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1, (bool[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c481(void) { M_INT(tg_llm_eval_batch(fx_llm(), (int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c482(void) { M_INT(tg_llm_eval_batch(fx_llm(), (int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (bool[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, NULL)); }
-static int c483(void) { M_INT(tg_llm_batch_seq_rows(NULL)); }
-static int c484(void) { M_INT(tg_llm_perplexity(NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, (tg_ppl_result[4]){ 0 })); }
-static int c485(void) { M_INT(tg_llm_perplexity(fx_llm(), NULL, 1, NULL, (tg_ppl_result[4]){ 0 })); }
-static int c486(void) { M_INT(tg_llm_perplexity(fx_llm(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1, NULL, (tg_ppl_result[4]){ 0 })); }
-static int c487(void) { M_INT(tg_llm_perplexity(fx_llm(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, NULL)); }
-static int c488(void) { M_INT(tg_llm_embed(NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c489(void) { M_INT(tg_llm_embed(fx_llm(), NULL, 1, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c490(void) { M_INT(tg_llm_embed(fx_llm(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c491(void) { M_INT(tg_llm_embed(fx_llm(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL)); }
-static int c492(void) { M_PTR(tg_llm_history(NULL)); }
-static int c493(void) { M_NONE(tg_sampler_free(NULL)); }
-static int c494(void) { M_INT(tg_sampler_sample(NULL, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1)); }
-static int c495(void) { M_INT(tg_sampler_sample(fx_sampler(), NULL, 1)); }
-static int c496(void) { M_INT(tg_sampler_sample(fx_sampler(), (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1)); }
-static int c497(void) { M_PTR(tg_grammar_new(NULL, 1)); }
-static int c498(void) { M_PTR(tg_json_schema_to_gbnf(NULL, 1)); }
-static int c499(void) { M_PTR(tg_grammar_from_json_schema(NULL, 1)); }
-static int c500(void) { M_INT(tg_grammar_accept(NULL, NULL, 1)); }
-static int c501(void) { M_INT(tg_grammar_mask(NULL, NULL, (uint8_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c502(void) { M_INT(tg_grammar_mask(NULL, fx_tokenizer(), NULL)); }
-static int c503(void) { M_INT(tg_sampler_set_grammar(NULL, NULL, fx_tokenizer())); }
-static int c504(void) { M_INT(tg_sampler_set_grammar(fx_sampler(), NULL, NULL)); }
-static int c505(void) { M_INT(tg_llm_generate(NULL, fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, fx_sampler(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, fx_bytes, (tg_gen_stats[4]){ 0 })); }
-static int c506(void) { M_INT(tg_llm_generate(fx_llm(), NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, fx_sampler(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, fx_bytes, (tg_gen_stats[4]){ 0 })); }
-static int c507(void) { M_INT(tg_llm_generate(fx_llm(), fx_tokenizer(), NULL, 1, 1, fx_sampler(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, fx_bytes, (tg_gen_stats[4]){ 0 })); }
-static int c508(void) { M_INT(tg_llm_generate(fx_llm(), fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, fx_bytes, (tg_gen_stats[4]){ 0 })); }
-static int c509(void) { M_INT(tg_llm_generate(fx_llm(), fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, fx_sampler(), NULL, 1, NULL, fx_bytes, (tg_gen_stats[4]){ 0 })); }
-static int c510(void) { M_INT(tg_llm_generate(fx_llm(), fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, fx_sampler(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, NULL, (tg_gen_stats[4]){ 0 })); }
-static int c511(void) { M_INT(tg_llm_generate(fx_llm(), fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, fx_sampler(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, fx_bytes, NULL)); }
-static int c512(void) { M_PTR(tg_tan(NULL)); }
-static int c513(void) { M_PTR(tg_asin(NULL)); }
-static int c514(void) { M_PTR(tg_acos(NULL)); }
-static int c515(void) { M_PTR(tg_atan(NULL)); }
-static int c516(void) { M_PTR(tg_sinh(NULL)); }
-static int c517(void) { M_PTR(tg_cosh(NULL)); }
-static int c518(void) { M_PTR(tg_asinh(NULL)); }
-static int c519(void) { M_PTR(tg_acosh(NULL)); }
-static int c520(void) { M_PTR(tg_atanh(NULL)); }
-static int c521(void) { M_PTR(tg_log10(NULL)); }
-static int c522(void) { M_PTR(tg_log1p(NULL)); }
-static int c523(void) { M_PTR(tg_expm1(NULL)); }
-static int c524(void) { M_PTR(tg_erf(NULL)); }
-static int c525(void) { M_PTR(tg_logaddexp(NULL, fx_tensor())); }
-static int c526(void) { M_PTR(tg_logaddexp(fx_tensor(), NULL)); }
-static int c527(void) { M_PTR(tg_trunc(NULL)); }
-static int c528(void) { M_PTR(tg_floor(NULL)); }
-static int c529(void) { M_PTR(tg_ceil(NULL)); }
-static int c530(void) { M_PTR(tg_round(NULL)); }
-static int c531(void) { M_PTR(tg_sign(NULL)); }
-static int c532(void) { M_PTR(tg_square(NULL)); }
-static int c533(void) { M_PTR(tg_copysign(NULL, fx_tensor())); }
-static int c534(void) { M_PTR(tg_copysign(fx_tensor(), NULL)); }
-static int c535(void) { M_PTR(tg_floordiv(NULL, fx_tensor())); }
-static int c536(void) { M_PTR(tg_floordiv(fx_tensor(), NULL)); }
-static int c537(void) { M_PTR(tg_mod(NULL, fx_tensor())); }
-static int c538(void) { M_PTR(tg_mod(fx_tensor(), NULL)); }
-static int c539(void) { M_PTR(tg_fmod(NULL, fx_tensor())); }
-static int c540(void) { M_PTR(tg_fmod(fx_tensor(), NULL)); }
-static int c541(void) { M_PTR(tg_bitwise_and(NULL, fx_tensor())); }
-static int c542(void) { M_PTR(tg_bitwise_and(fx_tensor(), NULL)); }
-static int c543(void) { M_PTR(tg_bitwise_or(NULL, fx_tensor())); }
-static int c544(void) { M_PTR(tg_bitwise_or(fx_tensor(), NULL)); }
-static int c545(void) { M_PTR(tg_bitwise_xor(NULL, fx_tensor())); }
-static int c546(void) { M_PTR(tg_bitwise_xor(fx_tensor(), NULL)); }
-static int c547(void) { M_PTR(tg_bitwise_not(NULL)); }
-static int c548(void) { M_PTR(tg_lshift(NULL, fx_tensor())); }
-static int c549(void) { M_PTR(tg_lshift(fx_tensor(), NULL)); }
-static int c550(void) { M_PTR(tg_rshift(NULL, fx_tensor())); }
-static int c551(void) { M_PTR(tg_rshift(fx_tensor(), NULL)); }
-static int c552(void) { M_PTR(tg_lshifts(NULL, 1)); }
-static int c553(void) { M_PTR(tg_rshifts(NULL, 1)); }
-static int c554(void) { M_PTR(tg_clamp(NULL, 1.0, 1.0)); }
-static int c555(void) { M_PTR(tg_clamp_tensor(NULL, fx_tensor(), fx_tensor())); }
-static int c556(void) { M_PTR(tg_clamp_tensor(fx_tensor(), NULL, fx_tensor())); }
-static int c557(void) { M_PTR(tg_clamp_tensor(fx_tensor(), fx_tensor(), NULL)); }
-static int c558(void) { M_PTR(tg_masked_fill(NULL, fx_tensor(), 1.0)); }
-static int c559(void) { M_PTR(tg_masked_fill(fx_tensor(), NULL, 1.0)); }
-static int c560(void) { M_PTR(tg_lerp(NULL, fx_tensor(), fx_tensor())); }
-static int c561(void) { M_PTR(tg_lerp(fx_tensor(), NULL, fx_tensor())); }
-static int c562(void) { M_PTR(tg_lerp(fx_tensor(), fx_tensor(), NULL)); }
-static int c563(void) { M_PTR(tg_lerps(NULL, fx_tensor(), 1.0)); }
-static int c564(void) { M_PTR(tg_lerps(fx_tensor(), NULL, 1.0)); }
-static int c565(void) { M_PTR(tg_isnan(NULL)); }
-static int c566(void) { M_PTR(tg_isinf(NULL)); }
-static int c567(void) { M_PTR(tg_isfinite(NULL)); }
-static int c568(void) { M_PTR(tg_isclose(NULL, fx_tensor(), 1.0, 1.0, false)); }
-static int c569(void) { M_PTR(tg_isclose(fx_tensor(), NULL, 1.0, 1.0, false)); }
-static int c570(void) { M_PTR(tg_relu6(NULL)); }
-static int c571(void) { M_PTR(tg_hardtanh(NULL, 1.0, 1.0)); }
-static int c572(void) { M_PTR(tg_leaky_relu(NULL, 1.0)); }
-static int c573(void) { M_PTR(tg_elu(NULL, 1.0)); }
-static int c574(void) { M_PTR(tg_celu(NULL, 1.0)); }
-static int c575(void) { M_PTR(tg_selu(NULL)); }
-static int c576(void) { M_PTR(tg_gelu(NULL)); }
-static int c577(void) { M_PTR(tg_quick_gelu(NULL)); }
-static int c578(void) { M_PTR(tg_silu(NULL)); }
-static int c579(void) { M_PTR(tg_swish(NULL)); }
-static int c580(void) { M_PTR(tg_mish(NULL)); }
-static int c581(void) { M_PTR(tg_softplus(NULL, 1.0, 1.0)); }
-static int c582(void) { M_PTR(tg_softsign(NULL)); }
-static int c583(void) { M_PTR(tg_logsigmoid(NULL)); }
-static int c584(void) { M_PTR(tg_hardsigmoid(NULL)); }
-static int c585(void) { M_PTR(tg_hardswish(NULL)); }
-static int c586(void) { M_PTR(tg_var(NULL, TG_AXES(0), false, 1.0)); }
-static int c587(void) { M_PTR(tg_var(fx_tensor(), (tg_axes){ .n = 17 }, false, 1.0)); }
-static int c588(void) { M_PTR(tg_var(fx_tensor(), TG_AXES(99), false, 1.0)); }
-static int c589(void) { M_PTR(tg_std(NULL, TG_AXES(0), false, 1.0)); }
-static int c590(void) { M_PTR(tg_std(fx_tensor(), (tg_axes){ .n = 17 }, false, 1.0)); }
-static int c591(void) { M_PTR(tg_std(fx_tensor(), TG_AXES(99), false, 1.0)); }
-static int c592(void) { M_PTR(tg_var_mean(NULL, TG_AXES(0), false, 1.0, fx_tensors())); }
-static int c593(void) { M_PTR(tg_var_mean(fx_tensor(), (tg_axes){ .n = 17 }, false, 1.0, fx_tensors())); }
-static int c594(void) { M_PTR(tg_var_mean(fx_tensor(), TG_AXES(99), false, 1.0, fx_tensors())); }
-static int c595(void) { M_PTR(tg_var_mean(fx_tensor(), TG_AXES(0), false, 1.0, NULL)); }
-static int c596(void) { M_PTR(tg_std_mean(NULL, TG_AXES(0), false, 1.0, fx_tensors())); }
-static int c597(void) { M_PTR(tg_std_mean(fx_tensor(), (tg_axes){ .n = 17 }, false, 1.0, fx_tensors())); }
-static int c598(void) { M_PTR(tg_std_mean(fx_tensor(), TG_AXES(99), false, 1.0, fx_tensors())); }
-static int c599(void) { M_PTR(tg_std_mean(fx_tensor(), TG_AXES(0), false, 1.0, NULL)); }
-static int c600(void) { M_PTR(tg_logsumexp(NULL, TG_AXES(0), false)); }
-static int c601(void) { M_PTR(tg_logsumexp(fx_tensor(), (tg_axes){ .n = 17 }, false)); }
-static int c602(void) { M_PTR(tg_logsumexp(fx_tensor(), TG_AXES(99), false)); }
-static int c603(void) { M_PTR(tg_any(NULL, TG_AXES(0), false)); }
-static int c604(void) { M_PTR(tg_any(fx_tensor(), (tg_axes){ .n = 17 }, false)); }
-static int c605(void) { M_PTR(tg_any(fx_tensor(), TG_AXES(99), false)); }
-static int c606(void) { M_PTR(tg_all(NULL, TG_AXES(0), false)); }
-static int c607(void) { M_PTR(tg_all(fx_tensor(), (tg_axes){ .n = 17 }, false)); }
-static int c608(void) { M_PTR(tg_all(fx_tensor(), TG_AXES(99), false)); }
-static int c609(void) { M_PTR(tg_cumsum(NULL, 1)); }
-static int c610(void) { M_PTR(tg_cumprod(NULL, 1)); }
-static int c611(void) { M_PTR(tg_cummax(NULL, 1, fx_tensors())); }
-static int c612(void) { M_PTR(tg_cummax(fx_tensor(), 1, NULL)); }
-static int c613(void) { M_PTR(tg_cummin(NULL, 1, fx_tensors())); }
-static int c614(void) { M_PTR(tg_cummin(fx_tensor(), 1, NULL)); }
-static int c615(void) { M_PTR(tg_logcumsumexp(NULL, 1)); }
-static int c616(void) { M_PTR(tg_sort(NULL, 1, false, fx_tensors())); }
-static int c617(void) { M_PTR(tg_sort(fx_tensor(), 1, false, NULL)); }
-static int c618(void) { M_PTR(tg_argsort(NULL, 1, false)); }
-static int c619(void) { M_PTR(tg_topk(NULL, 1, 1, false, false, fx_tensors())); }
-static int c620(void) { M_PTR(tg_topk(fx_tensor(), 1, 1, false, false, NULL)); }
-static int c621(void) { M_PTR(tg_cat(NULL, 1, 1)); }
-static int c622(void) { M_PTR(tg_cat(fx_tensors(), -1, 1)); }
-static int c623(void) { M_PTR(tg_stack(NULL, 1, 1)); }
-static int c624(void) { M_PTR(tg_stack(fx_tensors(), -1, 1)); }
-static int c625(void) { M_INT(tg_split(NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, fx_tensors(), 1)); }
-static int c626(void) { M_INT(tg_split(fx_tensor(), NULL, 1, 1, fx_tensors(), 1)); }
-static int c627(void) { M_INT(tg_split(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, NULL, 1)); }
-static int c628(void) { M_INT(tg_split_size(NULL, 1, 1, fx_tensors(), 1)); }
-static int c629(void) { M_INT(tg_split_size(fx_tensor(), 1, 1, NULL, 1)); }
-static int c630(void) { M_INT(tg_chunk(NULL, 1, 1, fx_tensors(), 1)); }
-static int c631(void) { M_INT(tg_chunk(fx_tensor(), 1, 1, NULL, 1)); }
-static int c632(void) { M_INT(tg_meshgrid(NULL, 1, "x", fx_tensors(), 1)); }
-static int c633(void) { M_INT(tg_meshgrid(fx_tensors(), -1, "x", fx_tensors(), 1)); }
-static int c634(void) { M_INT(tg_meshgrid(fx_tensors(), 1, NULL, fx_tensors(), 1)); }
-static int c635(void) { M_INT(tg_meshgrid(fx_tensors(), 1, "x", NULL, 1)); }
-static int c636(void) { M_PTR(tg_repeat(NULL, TG_SHAPE(2, 3))); }
-static int c637(void) { M_PTR(tg_repeat(fx_tensor(), (tg_shape){ .ndim = 17 })); }
-static int c638(void) { M_PTR(tg_repeat(fx_tensor(), (tg_shape){ .ndim = -1 })); }
-static int c639(void) { M_PTR(tg_repeat_interleave(NULL, 1, 1)); }
-static int c640(void) { M_PTR(tg_roll(NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, TG_AXES(0))); }
-static int c641(void) { M_PTR(tg_roll(fx_tensor(), NULL, TG_AXES(0))); }
-static int c642(void) { M_PTR(tg_roll(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (tg_axes){ .n = 17 })); }
-static int c643(void) { M_PTR(tg_roll(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, TG_AXES(99))); }
-static int c644(void) { M_PTR(tg_unfold(NULL, 1, 1, 1)); }
-static int c645(void) { M_PTR(tg_unflatten(NULL, 1, TG_SHAPE(2, 3))); }
-static int c646(void) { M_PTR(tg_unflatten(fx_tensor(), 1, (tg_shape){ .ndim = 17 })); }
-static int c647(void) { M_PTR(tg_unflatten(fx_tensor(), 1, (tg_shape){ .ndim = -1 })); }
-static int c648(void) { M_PTR(tg_rearrange(NULL, "x", "x")); }
-static int c649(void) { M_PTR(tg_rearrange(fx_tensor(), NULL, "x")); }
-static int c650(void) { M_PTR(tg_rearrange(fx_tensor(), "x", NULL)); }
-static int c651(void) { M_PTR(tg_tril(NULL, 1)); }
-static int c652(void) { M_PTR(tg_triu(NULL, 1)); }
-static int c653(void) { M_PTR(tg_diag(NULL, 1)); }
-static int c654(void) { M_PTR(tg_diagonal(NULL, 1, 1, 1)); }
-static int c655(void) { M_PTR(tg_one_hot(NULL, 1)); }
-static int c656(void) { M_PTR(tg_pad_mode(NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (tg_pad_kind)0, 1.0)); }
-static int c657(void) { M_PTR(tg_pad_mode(fx_tensor(), NULL, 1, (tg_pad_kind)0, 1.0)); }
-static int c658(void) { M_PTR(tg_pad_mode(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (tg_pad_kind)99, 1.0)); }
-static int c659(void) { M_PTR(tg_pad_mode(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (tg_pad_kind)-1, 1.0)); }
-static int c660(void) { M_PTR(tg_getitem_adv(NULL, (tg_aindex[4]){ 0 }, 1)); }
-static int c661(void) { M_PTR(tg_getitem_adv(fx_tensor(), NULL, 1)); }
-static int c662(void) { M_PTR(tg_getitem_adv(fx_tensor(), (tg_aindex[4]){ 0 }, -1)); }
-static int c663(void) { M_PTR(tg_setitem(NULL, (tg_aindex[4]){ 0 }, 1, fx_tensor())); }
-static int c664(void) { M_PTR(tg_setitem(fx_tensor(), NULL, 1, fx_tensor())); }
-static int c665(void) { M_PTR(tg_setitem(fx_tensor(), (tg_aindex[4]){ 0 }, -1, fx_tensor())); }
-static int c666(void) { M_PTR(tg_setitem(fx_tensor(), (tg_aindex[4]){ 0 }, 1, NULL)); }
-static int c667(void) { M_PTR(tg_index_select(NULL, 1, fx_tensor())); }
-static int c668(void) { M_PTR(tg_index_select(fx_tensor(), 1, NULL)); }
-static int c669(void) { M_PTR(tg_take(NULL, fx_tensor())); }
-static int c670(void) { M_PTR(tg_take(fx_tensor(), NULL)); }
-static int c671(void) { M_PTR(tg_gather(NULL, 1, fx_tensor())); }
-static int c672(void) { M_PTR(tg_gather(fx_tensor(), 1, NULL)); }
-static int c673(void) { M_PTR(tg_scatter(NULL, 1, fx_tensor(), fx_tensor())); }
-static int c674(void) { M_PTR(tg_scatter(fx_tensor(), 1, NULL, fx_tensor())); }
-static int c675(void) { M_PTR(tg_scatter(fx_tensor(), 1, fx_tensor(), NULL)); }
-static int c676(void) { M_PTR(tg_scatter_value(NULL, 1, fx_tensor(), 1.0)); }
-static int c677(void) { M_PTR(tg_scatter_value(fx_tensor(), 1, NULL, 1.0)); }
-static int c678(void) { M_PTR(tg_scatter_reduce(NULL, 1, fx_tensor(), fx_tensor(), (tg_reduce_kind)0, false)); }
-static int c679(void) { M_PTR(tg_scatter_reduce(fx_tensor(), 1, NULL, fx_tensor(), (tg_reduce_kind)0, false)); }
-static int c680(void) { M_PTR(tg_scatter_reduce(fx_tensor(), 1, fx_tensor(), NULL, (tg_reduce_kind)0, false)); }
-static int c681(void) { M_PTR(tg_scatter_reduce(fx_tensor(), 1, fx_tensor(), fx_tensor(), (tg_reduce_kind)99, false)); }
-static int c682(void) { M_PTR(tg_scatter_reduce(fx_tensor(), 1, fx_tensor(), fx_tensor(), (tg_reduce_kind)-1, false)); }
-static int c683(void) { M_PTR(tg_masked_select(NULL, fx_tensor())); }
-static int c684(void) { M_PTR(tg_masked_select(fx_tensor(), NULL)); }
-static int c685(void) { M_PTR(tg_conv(NULL, fx_tensor(), fx_tensor(), NULL)); }
-static int c686(void) { M_PTR(tg_conv(fx_tensor(), NULL, fx_tensor(), NULL)); }
-static int c687(void) { M_PTR(tg_conv(fx_tensor(), fx_tensor(), NULL, NULL)); }
-static int c688(void) { M_PTR(tg_conv1d(NULL, fx_tensor(), fx_tensor(), NULL)); }
-static int c689(void) { M_PTR(tg_conv1d(fx_tensor(), NULL, fx_tensor(), NULL)); }
-static int c690(void) { M_PTR(tg_conv1d(fx_tensor(), fx_tensor(), NULL, NULL)); }
-static int c691(void) { M_PTR(tg_conv2d(NULL, fx_tensor(), fx_tensor(), NULL)); }
-static int c692(void) { M_PTR(tg_conv2d(fx_tensor(), NULL, fx_tensor(), NULL)); }
-static int c693(void) { M_PTR(tg_conv2d(fx_tensor(), fx_tensor(), NULL, NULL)); }
-static int c694(void) { M_PTR(tg_conv3d(NULL, fx_tensor(), fx_tensor(), NULL)); }
-static int c695(void) { M_PTR(tg_conv3d(fx_tensor(), NULL, fx_tensor(), NULL)); }
-static int c696(void) { M_PTR(tg_conv3d(fx_tensor(), fx_tensor(), NULL, NULL)); }
-static int c697(void) { M_PTR(tg_conv_transpose(NULL, fx_tensor(), fx_tensor(), NULL)); }
-static int c698(void) { M_PTR(tg_conv_transpose(fx_tensor(), NULL, fx_tensor(), NULL)); }
-static int c699(void) { M_PTR(tg_conv_transpose(fx_tensor(), fx_tensor(), NULL, NULL)); }
-static int c700(void) { M_PTR(tg_conv_transpose1d(NULL, fx_tensor(), fx_tensor(), NULL)); }
-static int c701(void) { M_PTR(tg_conv_transpose1d(fx_tensor(), NULL, fx_tensor(), NULL)); }
-static int c702(void) { M_PTR(tg_conv_transpose1d(fx_tensor(), fx_tensor(), NULL, NULL)); }
-static int c703(void) { M_PTR(tg_conv_transpose2d(NULL, fx_tensor(), fx_tensor(), NULL)); }
-static int c704(void) { M_PTR(tg_conv_transpose2d(fx_tensor(), NULL, fx_tensor(), NULL)); }
-static int c705(void) { M_PTR(tg_conv_transpose2d(fx_tensor(), fx_tensor(), NULL, NULL)); }
-static int c706(void) { M_PTR(tg_conv_transpose3d(NULL, fx_tensor(), fx_tensor(), NULL)); }
-static int c707(void) { M_PTR(tg_conv_transpose3d(fx_tensor(), NULL, fx_tensor(), NULL)); }
-static int c708(void) { M_PTR(tg_conv_transpose3d(fx_tensor(), fx_tensor(), NULL, NULL)); }
-static int c709(void) { M_INT(tg_resolve_pool_pads(NULL, 1, 1, (int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c710(void) { M_INT(tg_resolve_pool_pads((int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1, 1, (int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c711(void) { M_INT(tg_resolve_pool_pads((int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, NULL)); }
-static int c712(void) { M_PTR(tg_avg_pool2d(NULL, NULL)); }
-static int c713(void) { M_PTR(tg_max_pool2d(NULL, NULL, fx_tensors())); }
-static int c714(void) { M_PTR(tg_max_pool2d(fx_tensor(), NULL, NULL)); }
-static int c715(void) { M_PTR(tg_max_unpool2d(NULL, fx_tensor(), NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c716(void) { M_PTR(tg_max_unpool2d(fx_tensor(), NULL, NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c717(void) { M_PTR(tg_max_unpool2d(fx_tensor(), fx_tensor(), NULL, NULL)); }
-static int c718(void) { M_PTR(tg_interpolate(NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (tg_interp_mode)0, false)); }
-static int c719(void) { M_PTR(tg_interpolate(fx_tensor(), NULL, 1, (tg_interp_mode)0, false)); }
-static int c720(void) { M_PTR(tg_interpolate(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (tg_interp_mode)99, false)); }
-static int c721(void) { M_PTR(tg_interpolate(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (tg_interp_mode)-1, false)); }
-static int c722(void) { M_PTR(tg_einsum(NULL, fx_tensors(), 1)); }
-static int c723(void) { M_PTR(tg_einsum("x", NULL, 1)); }
-static int c724(void) { M_PTR(tg_einsum("x", fx_tensors(), -1)); }
-static int c725(void) { M_PTR(tg_linear(NULL, fx_tensor(), fx_tensor())); }
-static int c726(void) { M_PTR(tg_linear(fx_tensor(), NULL, fx_tensor())); }
-static int c727(void) { M_PTR(tg_linear(fx_tensor(), fx_tensor(), NULL)); }
-static int c728(void) { M_PTR(tg_layernorm(NULL, TG_SHAPE(2, 3), fx_tensor(), fx_tensor(), 1.0)); }
-static int c729(void) { M_PTR(tg_layernorm(fx_tensor(), (tg_shape){ .ndim = 17 }, fx_tensor(), fx_tensor(), 1.0)); }
-static int c730(void) { M_PTR(tg_layernorm(fx_tensor(), (tg_shape){ .ndim = -1 }, fx_tensor(), fx_tensor(), 1.0)); }
-static int c731(void) { M_PTR(tg_layernorm(fx_tensor(), TG_SHAPE(2, 3), NULL, fx_tensor(), 1.0)); }
-static int c732(void) { M_PTR(tg_layernorm(fx_tensor(), TG_SHAPE(2, 3), fx_tensor(), NULL, 1.0)); }
-static int c733(void) { M_PTR(tg_batchnorm(NULL, fx_tensor(), fx_tensor(), fx_tensor(), fx_tensor(), 1.0)); }
-static int c734(void) { M_PTR(tg_batchnorm(fx_tensor(), NULL, fx_tensor(), fx_tensor(), fx_tensor(), 1.0)); }
-static int c735(void) { M_PTR(tg_batchnorm(fx_tensor(), fx_tensor(), NULL, fx_tensor(), fx_tensor(), 1.0)); }
-static int c736(void) { M_PTR(tg_batchnorm(fx_tensor(), fx_tensor(), fx_tensor(), NULL, fx_tensor(), 1.0)); }
-static int c737(void) { M_PTR(tg_batchnorm(fx_tensor(), fx_tensor(), fx_tensor(), fx_tensor(), NULL, 1.0)); }
-static int c738(void) { M_INT(tg_batchnorm_stats(NULL, fx_tensors(), fx_tensors())); }
-static int c739(void) { M_INT(tg_batchnorm_stats(fx_tensor(), NULL, fx_tensors())); }
-static int c740(void) { M_INT(tg_batchnorm_stats(fx_tensor(), fx_tensors(), NULL)); }
-static int c741(void) { M_PTR(tg_softmin(NULL, 1)); }
-static int c742(void) { M_PTR(tg_scaled_dot_product_attention(NULL, fx_tensor(), fx_tensor(), NULL)); }
-static int c743(void) { M_PTR(tg_scaled_dot_product_attention(fx_tensor(), NULL, fx_tensor(), NULL)); }
-static int c744(void) { M_PTR(tg_scaled_dot_product_attention(fx_tensor(), fx_tensor(), NULL, NULL)); }
-static int c745(void) { M_PTR(tg_dropout(NULL, 1.0, false)); }
-static int c746(void) { M_PTR(tg_cross_entropy(NULL, fx_tensor(), NULL)); }
-static int c747(void) { M_PTR(tg_cross_entropy(fx_tensor(), NULL, NULL)); }
-static int c748(void) { M_PTR(tg_nll_loss(NULL, fx_tensor(), NULL)); }
-static int c749(void) { M_PTR(tg_nll_loss(fx_tensor(), NULL, NULL)); }
-static int c750(void) { M_PTR(tg_sparse_categorical_crossentropy(NULL, fx_tensor(), NULL)); }
-static int c751(void) { M_PTR(tg_sparse_categorical_crossentropy(fx_tensor(), NULL, NULL)); }
-static int c752(void) { M_PTR(tg_binary_crossentropy(NULL, fx_tensor(), NULL)); }
-static int c753(void) { M_PTR(tg_binary_crossentropy(fx_tensor(), NULL, NULL)); }
-static int c754(void) { M_PTR(tg_binary_crossentropy_logits(NULL, fx_tensor(), NULL)); }
-static int c755(void) { M_PTR(tg_binary_crossentropy_logits(fx_tensor(), NULL, NULL)); }
-static int c756(void) { M_PTR(tg_randint((tg_shape){ .ndim = 17 }, 1, 1, TG_F32)); }
-static int c757(void) { M_PTR(tg_randint((tg_shape){ .ndim = -1 }, 1, 1, TG_F32)); }
-static int c758(void) { M_PTR(tg_randint(TG_SHAPE(2, 3), 1, 1, (tg_dtype)99)); }
-static int c759(void) { M_PTR(tg_randint(TG_SHAPE(2, 3), 1, 1, (tg_dtype)-1)); }
-static int c760(void) { M_PTR(tg_uniform((tg_shape){ .ndim = 17 }, 1.0, 1.0, TG_F32)); }
-static int c761(void) { M_PTR(tg_uniform((tg_shape){ .ndim = -1 }, 1.0, 1.0, TG_F32)); }
-static int c762(void) { M_PTR(tg_uniform(TG_SHAPE(2, 3), 1.0, 1.0, (tg_dtype)99)); }
-static int c763(void) { M_PTR(tg_uniform(TG_SHAPE(2, 3), 1.0, 1.0, (tg_dtype)-1)); }
-static int c764(void) { M_PTR(tg_normal((tg_shape){ .ndim = 17 }, 1.0, 1.0, TG_F32)); }
-static int c765(void) { M_PTR(tg_normal((tg_shape){ .ndim = -1 }, 1.0, 1.0, TG_F32)); }
-static int c766(void) { M_PTR(tg_normal(TG_SHAPE(2, 3), 1.0, 1.0, (tg_dtype)99)); }
-static int c767(void) { M_PTR(tg_normal(TG_SHAPE(2, 3), 1.0, 1.0, (tg_dtype)-1)); }
-static int c768(void) { M_PTR(tg_multinomial(NULL, 1, false)); }
-static int c769(void) { M_PTR(tg_randperm(-1, TG_F32)); }
-static int c770(void) { M_PTR(tg_randperm(1, (tg_dtype)99)); }
-static int c771(void) { M_PTR(tg_randperm(1, (tg_dtype)-1)); }
-static int c772(void) { M_PTR(tg_kaiming_uniform((tg_shape){ .ndim = 17 }, 1.0, TG_F32)); }
-static int c773(void) { M_PTR(tg_kaiming_uniform((tg_shape){ .ndim = -1 }, 1.0, TG_F32)); }
-static int c774(void) { M_PTR(tg_kaiming_uniform(TG_SHAPE(2, 3), 1.0, (tg_dtype)99)); }
-static int c775(void) { M_PTR(tg_kaiming_uniform(TG_SHAPE(2, 3), 1.0, (tg_dtype)-1)); }
-static int c776(void) { M_PTR(tg_kaiming_normal((tg_shape){ .ndim = 17 }, 1.0, TG_F32)); }
-static int c777(void) { M_PTR(tg_kaiming_normal((tg_shape){ .ndim = -1 }, 1.0, TG_F32)); }
-static int c778(void) { M_PTR(tg_kaiming_normal(TG_SHAPE(2, 3), 1.0, (tg_dtype)99)); }
-static int c779(void) { M_PTR(tg_kaiming_normal(TG_SHAPE(2, 3), 1.0, (tg_dtype)-1)); }
-static int c780(void) { M_PTR(tg_glorot_uniform((tg_shape){ .ndim = 17 }, TG_F32)); }
-static int c781(void) { M_PTR(tg_glorot_uniform((tg_shape){ .ndim = -1 }, TG_F32)); }
-static int c782(void) { M_PTR(tg_glorot_uniform(TG_SHAPE(2, 3), (tg_dtype)99)); }
-static int c783(void) { M_PTR(tg_glorot_uniform(TG_SHAPE(2, 3), (tg_dtype)-1)); }
-static int c784(void) { M_INT(tg_ggml_type_from_name(NULL)); }
-static int c785(void) { M_PTR(tg_dequantize(NULL, 1, TG_SHAPE(2, 3))); }
-static int c786(void) { M_PTR(tg_dequantize(fx_tensor(), 1, (tg_shape){ .ndim = 17 })); }
-static int c787(void) { M_PTR(tg_dequantize(fx_tensor(), 1, (tg_shape){ .ndim = -1 })); }
-static int c788(void) { M_PTR(tg_quant_matmul(NULL, fx_tensor(), 1, TG_SHAPE(2, 3))); }
-static int c789(void) { M_PTR(tg_quant_matmul(fx_tensor(), NULL, 1, TG_SHAPE(2, 3))); }
-static int c790(void) { M_PTR(tg_quant_matmul(fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = 17 })); }
-static int c791(void) { M_PTR(tg_quant_matmul(fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = -1 })); }
-static int c792(void) { M_INT(tg_quant_pack_rows(NULL, 1, TG_SHAPE(2, 3), fx_tensors(), fx_tensors())); }
-static int c793(void) { M_INT(tg_quant_pack_rows(fx_tensor(), 1, (tg_shape){ .ndim = 17 }, fx_tensors(), fx_tensors())); }
-static int c794(void) { M_INT(tg_quant_pack_rows(fx_tensor(), 1, (tg_shape){ .ndim = -1 }, fx_tensors(), fx_tensors())); }
-static int c795(void) { M_INT(tg_quant_pack_rows(fx_tensor(), 1, TG_SHAPE(2, 3), NULL, fx_tensors())); }
-static int c796(void) { M_INT(tg_quant_pack_rows(fx_tensor(), 1, TG_SHAPE(2, 3), fx_tensors(), NULL)); }
-static int c797(void) { M_INT(tg_quant_pack_rows_stacked(NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, 1, fx_tensors(), fx_tensors())); }
-static int c798(void) { M_INT(tg_quant_pack_rows_stacked(fx_tensors(), NULL, 1, 1, 1, fx_tensors(), fx_tensors())); }
-static int c799(void) { M_INT(tg_quant_pack_rows_stacked(fx_tensors(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1, 1, 1, fx_tensors(), fx_tensors())); }
-static int c800(void) { M_INT(tg_quant_pack_rows_stacked(fx_tensors(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, 1, NULL, fx_tensors())); }
-static int c801(void) { M_INT(tg_quant_pack_rows_stacked(fx_tensors(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, 1, fx_tensors(), NULL)); }
-static int c802(void) { M_PTR(tg_quant_matmul_rows(NULL, fx_tensor(), fx_tensor(), 1, TG_SHAPE(2, 3))); }
-static int c803(void) { M_PTR(tg_quant_matmul_rows(fx_tensor(), NULL, fx_tensor(), 1, TG_SHAPE(2, 3))); }
-static int c804(void) { M_PTR(tg_quant_matmul_rows(fx_tensor(), fx_tensor(), NULL, 1, TG_SHAPE(2, 3))); }
-static int c805(void) { M_PTR(tg_quant_matmul_rows(fx_tensor(), fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = 17 })); }
-static int c806(void) { M_PTR(tg_quant_matmul_rows(fx_tensor(), fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = -1 })); }
-static int c807(void) { M_PTR(tg_quant_matmul_rows_experts(NULL, fx_tensor(), fx_tensor(), 1, TG_SHAPE(2, 3), fx_tensor())); }
-static int c808(void) { M_PTR(tg_quant_matmul_rows_experts(fx_tensor(), NULL, fx_tensor(), 1, TG_SHAPE(2, 3), fx_tensor())); }
-static int c809(void) { M_PTR(tg_quant_matmul_rows_experts(fx_tensor(), fx_tensor(), NULL, 1, TG_SHAPE(2, 3), fx_tensor())); }
-static int c810(void) { M_PTR(tg_quant_matmul_rows_experts(fx_tensor(), fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = 17 }, fx_tensor())); }
-static int c811(void) { M_PTR(tg_quant_matmul_rows_experts(fx_tensor(), fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = -1 }, fx_tensor())); }
-static int c812(void) { M_PTR(tg_quant_matmul_rows_experts(fx_tensor(), fx_tensor(), fx_tensor(), 1, TG_SHAPE(2, 3), NULL)); }
-static int c813(void) { M_PTR(tg_dequantize_rows(NULL, fx_tensor(), 1, TG_SHAPE(2, 3))); }
-static int c814(void) { M_PTR(tg_dequantize_rows(fx_tensor(), NULL, 1, TG_SHAPE(2, 3))); }
-static int c815(void) { M_PTR(tg_dequantize_rows(fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = 17 })); }
-static int c816(void) { M_PTR(tg_dequantize_rows(fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = -1 })); }
-static int c817(void) { M_PTR(tg_tokenizer_load(NULL)); }
-static int c818(void) { M_NONE(tg_tokenizer_free(NULL)); }
-static int c819(void) { M_INT(tg_tokenize(NULL, "x", 1, false, false, (int32_t *[1]){ 0 })); }
-static int c820(void) { M_INT(tg_tokenize(fx_tokenizer(), NULL, 1, false, false, (int32_t *[1]){ 0 })); }
-static int c821(void) { M_INT(tg_tokenize(fx_tokenizer(), "x", 1, false, false, NULL)); }
-static int c822(void) { M_INT(tg_token_to_piece(NULL, 1, false, "x", 1)); }
-static int c823(void) { M_INT(tg_token_to_piece(fx_tokenizer(), 1, false, NULL, 1)); }
-static int c824(void) { M_INT(tg_token_to_piece(fx_tokenizer(), 1, false, "x", -1)); }
-static int c825(void) { M_PTR(tg_detokenize(NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, false, false, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c826(void) { M_PTR(tg_detokenize(fx_tokenizer(), NULL, 1, false, false, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c827(void) { M_PTR(tg_detokenize(fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1, false, false, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c828(void) { M_PTR(tg_detokenize(fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, false, false, NULL)); }
-static int c829(void) { M_PTR(tg_token_stream_new(NULL, false)); }
-static int c830(void) { M_PTR(tg_token_stream_push(NULL, 1, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c831(void) { M_PTR(tg_token_stream_push(fx_stream(), 1, NULL)); }
-static int c832(void) { M_PTR(tg_token_stream_flush(NULL, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
-static int c833(void) { M_PTR(tg_token_stream_flush(fx_stream(), NULL)); }
-static int c834(void) { M_NONE(tg_token_stream_free(NULL)); }
-static int c835(void) { M_INT(tg_tokenizer_n_vocab(NULL)); }
-static int c836(void) { M_INT(tg_tokenizer_bos(NULL)); }
-static int c837(void) { M_INT(tg_tokenizer_eos(NULL)); }
-static int c838(void) { M_INT(tg_tokenizer_eot(NULL)); }
-static int c839(void) { M_NONE(tg_tokenizer_add_bos(NULL)); }
-static int c840(void) { M_NONE(tg_tokenizer_is_eog(NULL, 1)); }
-static int c841(void) { M_INT(tg_tokenizer_find(NULL, "x")); }
-static int c842(void) { M_INT(tg_tokenizer_find(fx_tokenizer(), NULL)); }
-static int c843(void) { M_PTR(tg_tokenizer_token_text(NULL, 1)); }
+static int c313(void) { M_INT(tg_dist_send_host(NULL, 1, 1)); }
+static int c314(void) { M_INT(tg_dist_recv_host(NULL, 1, 1)); }
+static int c315(void) { M_PTR(tg_shard(NULL, (const char *[4]){ "x", "y", NULL, NULL }, 1, 1)); }
+static int c316(void) { M_PTR(tg_shard(fx_tensor(), NULL, 1, 1)); }
+static int c317(void) { M_PTR(tg_shard(fx_tensor(), (const char *[4]){ "x", "y", NULL, NULL }, -1, 1)); }
+static int c318(void) { M_INT(tg_shard_axis(NULL)); }
+static int c319(void) { M_NONE(tg_tensor_list_free(NULL)); }
+static int c320(void) { M_PTR(tg_tensor_list_get(NULL, "x")); }
+static int c321(void) { M_PTR(tg_tensor_list_get((tg_tensor_list[4]){ 0 }, NULL)); }
+static int c322(void) { M_PTR(tg_from_file(NULL, 1, TG_SHAPE(2, 3), TG_F32)); }
+static int c323(void) { M_PTR(tg_from_file("goldens/llm_llama.gguf", 1, (tg_shape){ .ndim = 17 }, TG_F32)); }
+static int c324(void) { M_PTR(tg_from_file("goldens/llm_llama.gguf", 1, (tg_shape){ .ndim = -1 }, TG_F32)); }
+static int c325(void) { M_PTR(tg_from_file("goldens/llm_llama.gguf", 1, TG_SHAPE(2, 3), (tg_dtype)99)); }
+static int c326(void) { M_PTR(tg_from_file("goldens/llm_llama.gguf", 1, TG_SHAPE(2, 3), (tg_dtype)-1)); }
+static int c327(void) { M_INT(tg_safetensors_load(NULL, "CPU", (tg_tensor_list[4]){ 0 })); }
+static int c328(void) { M_INT(tg_safetensors_load("goldens/llm_llama.gguf", NULL, (tg_tensor_list[4]){ 0 })); }
+static int c329(void) { M_INT(tg_safetensors_load("goldens/llm_llama.gguf", "CPU", NULL)); }
+static int c330(void) { M_INT(tg_safetensors_save(NULL, (const char *[4]){ "x", "y", NULL, NULL }, fx_tensors(), 1, (const char *[4]){ "x", "y", NULL, NULL })); }
+static int c331(void) { M_INT(tg_safetensors_save("/tmp/tg_misuse.out", NULL, fx_tensors(), 1, (const char *[4]){ "x", "y", NULL, NULL })); }
+static int c332(void) { M_INT(tg_safetensors_save("/tmp/tg_misuse.out", (const char *[4]){ "x", "y", NULL, NULL }, NULL, 1, (const char *[4]){ "x", "y", NULL, NULL })); }
+static int c333(void) { M_INT(tg_safetensors_save("/tmp/tg_misuse.out", (const char *[4]){ "x", "y", NULL, NULL }, fx_tensors(), -1, (const char *[4]){ "x", "y", NULL, NULL })); }
+static int c334(void) { M_INT(tg_safetensors_save("/tmp/tg_misuse.out", (const char *[4]){ "x", "y", NULL, NULL }, fx_tensors(), 1, NULL)); }
+static int c335(void) { M_PTR(tg_npy_load(NULL, "CPU")); }
+static int c336(void) { M_PTR(tg_npy_load("goldens/llm_llama.gguf", NULL)); }
+static int c337(void) { M_INT(tg_npy_save(NULL, fx_tensor())); }
+static int c338(void) { M_INT(tg_npy_save("/tmp/tg_misuse.out", NULL)); }
+static int c339(void) { M_INT(tg_gguf_load_tensors(NULL, "CPU", (tg_tensor_list[4]){ 0 })); }
+static int c340(void) { M_INT(tg_gguf_load_tensors("goldens/llm_llama.gguf", NULL, (tg_tensor_list[4]){ 0 })); }
+static int c341(void) { M_INT(tg_gguf_load_tensors("goldens/llm_llama.gguf", "CPU", NULL)); }
+static int c342(void) { M_INT(tg_gguf_save(NULL, (const char *[4]){ "x", "y", NULL, NULL }, fx_tensors(), 1, (const char *[4]){ "x", "y", NULL, NULL })); }
+static int c343(void) { M_INT(tg_gguf_save("/tmp/tg_misuse.out", NULL, fx_tensors(), 1, (const char *[4]){ "x", "y", NULL, NULL })); }
+static int c344(void) { M_INT(tg_gguf_save("/tmp/tg_misuse.out", (const char *[4]){ "x", "y", NULL, NULL }, NULL, 1, (const char *[4]){ "x", "y", NULL, NULL })); }
+static int c345(void) { M_INT(tg_gguf_save("/tmp/tg_misuse.out", (const char *[4]){ "x", "y", NULL, NULL }, fx_tensors(), -1, (const char *[4]){ "x", "y", NULL, NULL })); }
+static int c346(void) { M_INT(tg_gguf_save("/tmp/tg_misuse.out", (const char *[4]){ "x", "y", NULL, NULL }, fx_tensors(), 1, NULL)); }
+static int c347(void) { M_INT(tg_custom_kernel(NULL, (tg_kernel_out[4]){ 0 }, 1, fx_tensors(), 1, NULL, NULL, fx_bytes, fx_tensors())); }
+static int c348(void) { M_INT(tg_custom_kernel("x", NULL, 1, fx_tensors(), 1, NULL, NULL, fx_bytes, fx_tensors())); }
+static int c349(void) { M_INT(tg_custom_kernel("x", (tg_kernel_out[4]){ 0 }, -1, fx_tensors(), 1, NULL, NULL, fx_bytes, fx_tensors())); }
+static int c350(void) { M_INT(tg_custom_kernel("x", (tg_kernel_out[4]){ 0 }, 1, NULL, 1, NULL, NULL, fx_bytes, fx_tensors())); }
+static int c351(void) { M_INT(tg_custom_kernel("x", (tg_kernel_out[4]){ 0 }, 1, fx_tensors(), -1, NULL, NULL, fx_bytes, fx_tensors())); }
+static int c352(void) { M_INT(tg_custom_kernel("x", (tg_kernel_out[4]){ 0 }, 1, fx_tensors(), 1, NULL, NULL, NULL, fx_tensors())); }
+static int c353(void) { M_INT(tg_custom_kernel("x", (tg_kernel_out[4]){ 0 }, 1, fx_tensors(), 1, NULL, NULL, fx_bytes, NULL)); }
+static int c354(void) { M_INT(tg_custom_kernel_into(NULL, fx_tensors(), 1, fx_tensors(), 1, NULL, NULL, fx_bytes)); }
+static int c355(void) { M_INT(tg_custom_kernel_into("x", NULL, 1, fx_tensors(), 1, NULL, NULL, fx_bytes)); }
+static int c356(void) { M_INT(tg_custom_kernel_into("x", fx_tensors(), -1, fx_tensors(), 1, NULL, NULL, fx_bytes)); }
+static int c357(void) { M_INT(tg_custom_kernel_into("x", fx_tensors(), 1, NULL, 1, NULL, NULL, fx_bytes)); }
+static int c358(void) { M_INT(tg_custom_kernel_into("x", fx_tensors(), 1, fx_tensors(), -1, NULL, NULL, fx_bytes)); }
+static int c359(void) { M_INT(tg_custom_kernel_into("x", fx_tensors(), 1, fx_tensors(), 1, NULL, NULL, NULL)); }
+static int c360(void) { M_INT(tg_k_opts(NULL, NULL)); }
+static int c361(void) { M_PTR(tg_k_index(NULL, NULL, NULL, -1)); }
+static int c362(void) { M_PTR(tg_k_const(NULL, (tg_dtype)99, 1.0)); }
+static int c363(void) { M_PTR(tg_k_const(NULL, (tg_dtype)-1, 1.0)); }
+static int c364(void) { M_PTR(tg_k_cast(NULL, NULL, (tg_dtype)99)); }
+static int c365(void) { M_PTR(tg_k_cast(NULL, NULL, (tg_dtype)-1)); }
+static int c366(void) { M_PTR(tg_k_reduce(NULL, (tg_k_reduce_op)0, NULL, NULL, -1)); }
+static int c367(void) { M_NONE(tg_state_dict_free(NULL)); }
+static int c368(void) { M_INT(tg_state_dict_add(NULL, "x", fx_tensor())); }
+static int c369(void) { M_INT(tg_state_dict_add((tg_state_dict[4]){ 0 }, NULL, fx_tensor())); }
+static int c370(void) { M_INT(tg_state_dict_add((tg_state_dict[4]){ 0 }, "x", NULL)); }
+static int c371(void) { M_PTR(tg_state_dict_get(NULL, "x")); }
+static int c372(void) { M_PTR(tg_state_dict_get((tg_state_dict[4]){ 0 }, NULL)); }
+static int c373(void) { M_INT(tg_state_dict_parameters(NULL, fx_tensors(), 1)); }
+static int c374(void) { M_INT(tg_state_dict_parameters((tg_state_dict[4]){ 0 }, NULL, 1)); }
+static int c375(void) { M_INT(tg_state_dict_parameters((tg_state_dict[4]){ 0 }, fx_tensors(), -1)); }
+static int c376(void) { M_INT(tg_state_dict_realize(NULL)); }
+static int c377(void) { M_PTR(tg_linear_forward(NULL, fx_tensor())); }
+static int c378(void) { M_PTR(tg_linear_forward((tg_linear_layer[4]){ 0 }, NULL)); }
+static int c379(void) { M_INT(tg_linear_state(NULL, (tg_state_dict[4]){ 0 }, "x")); }
+static int c380(void) { M_INT(tg_linear_state((tg_linear_layer[4]){ 0 }, NULL, "x")); }
+static int c381(void) { M_INT(tg_linear_state((tg_linear_layer[4]){ 0 }, (tg_state_dict[4]){ 0 }, NULL)); }
+static int c382(void) { M_NONE(tg_linear_free(NULL)); }
+static int c383(void) { M_PTR(tg_conv_layer_forward(NULL, fx_tensor())); }
+static int c384(void) { M_PTR(tg_conv_layer_forward((tg_conv_layer[4]){ 0 }, NULL)); }
+static int c385(void) { M_INT(tg_conv_layer_state(NULL, (tg_state_dict[4]){ 0 }, "x")); }
+static int c386(void) { M_INT(tg_conv_layer_state((tg_conv_layer[4]){ 0 }, NULL, "x")); }
+static int c387(void) { M_INT(tg_conv_layer_state((tg_conv_layer[4]){ 0 }, (tg_state_dict[4]){ 0 }, NULL)); }
+static int c388(void) { M_NONE(tg_conv_layer_free(NULL)); }
+static int c389(void) { M_PTR(tg_conv_transpose_layer_forward(NULL, fx_tensor())); }
+static int c390(void) { M_PTR(tg_conv_transpose_layer_forward((tg_conv_transpose_layer[4]){ 0 }, NULL)); }
+static int c391(void) { M_INT(tg_conv_transpose_layer_state(NULL, (tg_state_dict[4]){ 0 }, "x")); }
+static int c392(void) { M_INT(tg_conv_transpose_layer_state((tg_conv_transpose_layer[4]){ 0 }, NULL, "x")); }
+static int c393(void) { M_INT(tg_conv_transpose_layer_state((tg_conv_transpose_layer[4]){ 0 }, (tg_state_dict[4]){ 0 }, NULL)); }
+static int c394(void) { M_NONE(tg_conv_transpose_layer_free(NULL)); }
+static int c395(void) { M_PTR(tg_batchnorm_forward(NULL, fx_tensor())); }
+static int c396(void) { M_PTR(tg_batchnorm_forward((tg_batchnorm_layer[4]){ 0 }, NULL)); }
+static int c397(void) { M_INT(tg_batchnorm_state(NULL, (tg_state_dict[4]){ 0 }, "x")); }
+static int c398(void) { M_INT(tg_batchnorm_state((tg_batchnorm_layer[4]){ 0 }, NULL, "x")); }
+static int c399(void) { M_INT(tg_batchnorm_state((tg_batchnorm_layer[4]){ 0 }, (tg_state_dict[4]){ 0 }, NULL)); }
+static int c400(void) { M_NONE(tg_batchnorm_free(NULL)); }
+static int c401(void) { M_PTR(tg_layernorm_new((tg_shape){ .ndim = 17 }, 1.0, false)); }
+static int c402(void) { M_PTR(tg_layernorm_new((tg_shape){ .ndim = -1 }, 1.0, false)); }
+static int c403(void) { M_PTR(tg_layernorm_forward(NULL, fx_tensor())); }
+static int c404(void) { M_PTR(tg_layernorm_forward((tg_layernorm_layer[4]){ 0 }, NULL)); }
+static int c405(void) { M_INT(tg_layernorm_state(NULL, (tg_state_dict[4]){ 0 }, "x")); }
+static int c406(void) { M_INT(tg_layernorm_state((tg_layernorm_layer[4]){ 0 }, NULL, "x")); }
+static int c407(void) { M_INT(tg_layernorm_state((tg_layernorm_layer[4]){ 0 }, (tg_state_dict[4]){ 0 }, NULL)); }
+static int c408(void) { M_NONE(tg_layernorm_free(NULL)); }
+static int c409(void) { M_PTR(tg_rmsnorm_forward(NULL, fx_tensor())); }
+static int c410(void) { M_PTR(tg_rmsnorm_forward((tg_rmsnorm_layer[4]){ 0 }, NULL)); }
+static int c411(void) { M_INT(tg_rmsnorm_state(NULL, (tg_state_dict[4]){ 0 }, "x")); }
+static int c412(void) { M_INT(tg_rmsnorm_state((tg_rmsnorm_layer[4]){ 0 }, NULL, "x")); }
+static int c413(void) { M_INT(tg_rmsnorm_state((tg_rmsnorm_layer[4]){ 0 }, (tg_state_dict[4]){ 0 }, NULL)); }
+static int c414(void) { M_NONE(tg_rmsnorm_free(NULL)); }
+static int c415(void) { M_PTR(tg_groupnorm_forward(NULL, fx_tensor())); }
+static int c416(void) { M_PTR(tg_groupnorm_forward((tg_groupnorm_layer[4]){ 0 }, NULL)); }
+static int c417(void) { M_INT(tg_groupnorm_state(NULL, (tg_state_dict[4]){ 0 }, "x")); }
+static int c418(void) { M_INT(tg_groupnorm_state((tg_groupnorm_layer[4]){ 0 }, NULL, "x")); }
+static int c419(void) { M_INT(tg_groupnorm_state((tg_groupnorm_layer[4]){ 0 }, (tg_state_dict[4]){ 0 }, NULL)); }
+static int c420(void) { M_NONE(tg_groupnorm_free(NULL)); }
+static int c421(void) { M_PTR(tg_embedding_forward(NULL, fx_tensor())); }
+static int c422(void) { M_PTR(tg_embedding_forward((tg_embedding_layer[4]){ 0 }, NULL)); }
+static int c423(void) { M_INT(tg_embedding_state(NULL, (tg_state_dict[4]){ 0 }, "x")); }
+static int c424(void) { M_INT(tg_embedding_state((tg_embedding_layer[4]){ 0 }, NULL, "x")); }
+static int c425(void) { M_INT(tg_embedding_state((tg_embedding_layer[4]){ 0 }, (tg_state_dict[4]){ 0 }, NULL)); }
+static int c426(void) { M_NONE(tg_embedding_free(NULL)); }
+static int c427(void) { M_INT(tg_lstmcell_forward(NULL, fx_tensor(), fx_tensor(), fx_tensor(), fx_tensors(), fx_tensors())); }
+static int c428(void) { M_INT(tg_lstmcell_forward((tg_lstmcell_layer[4]){ 0 }, NULL, fx_tensor(), fx_tensor(), fx_tensors(), fx_tensors())); }
+static int c429(void) { M_INT(tg_lstmcell_forward((tg_lstmcell_layer[4]){ 0 }, fx_tensor(), NULL, fx_tensor(), fx_tensors(), fx_tensors())); }
+static int c430(void) { M_INT(tg_lstmcell_forward((tg_lstmcell_layer[4]){ 0 }, fx_tensor(), fx_tensor(), NULL, fx_tensors(), fx_tensors())); }
+static int c431(void) { M_INT(tg_lstmcell_forward((tg_lstmcell_layer[4]){ 0 }, fx_tensor(), fx_tensor(), fx_tensor(), NULL, fx_tensors())); }
+static int c432(void) { M_INT(tg_lstmcell_forward((tg_lstmcell_layer[4]){ 0 }, fx_tensor(), fx_tensor(), fx_tensor(), fx_tensors(), NULL)); }
+static int c433(void) { M_INT(tg_lstmcell_state(NULL, (tg_state_dict[4]){ 0 }, "x")); }
+static int c434(void) { M_INT(tg_lstmcell_state((tg_lstmcell_layer[4]){ 0 }, NULL, "x")); }
+static int c435(void) { M_INT(tg_lstmcell_state((tg_lstmcell_layer[4]){ 0 }, (tg_state_dict[4]){ 0 }, NULL)); }
+static int c436(void) { M_NONE(tg_lstmcell_free(NULL)); }
+static int c437(void) { M_PTR(tg_sgd_new(NULL, 1, 1.0, 1.0, 1.0, false)); }
+static int c438(void) { M_PTR(tg_sgd_new(fx_tensors(), -1, 1.0, 1.0, 1.0, false)); }
+static int c439(void) { M_PTR(tg_adam_new(NULL, 1, 1.0, 1.0, 1.0, 1.0)); }
+static int c440(void) { M_PTR(tg_adam_new(fx_tensors(), -1, 1.0, 1.0, 1.0, 1.0)); }
+static int c441(void) { M_PTR(tg_adamw_new(NULL, 1, 1.0, 1.0, 1.0, 1.0, 1.0)); }
+static int c442(void) { M_PTR(tg_adamw_new(fx_tensors(), -1, 1.0, 1.0, 1.0, 1.0, 1.0)); }
+static int c443(void) { M_PTR(tg_lamb_new(NULL, 1, 1.0, 1.0, 1.0, 1.0, 1.0)); }
+static int c444(void) { M_PTR(tg_lamb_new(fx_tensors(), -1, 1.0, 1.0, 1.0, 1.0, 1.0)); }
+static int c445(void) { M_NONE(tg_optim_free(NULL)); }
+static int c446(void) { M_INT(tg_optim_step(NULL)); }
+static int c447(void) { M_INT(tg_optim_schedule_step(NULL)); }
+static int c448(void) { M_NONE(tg_optim_zero_grad(NULL)); }
+static int c449(void) { M_INT(tg_optim_set_lr(NULL, 1.0)); }
+static int c450(void) { M_NONE(tg_optim_get_lr(NULL)); }
+static int c451(void) { M_PTR(tg_optim_lr(NULL)); }
+static int c452(void) { M_INT(tg_optim_state(NULL, (tg_state_dict[4]){ 0 }, "x")); }
+static int c453(void) { M_INT(tg_optim_state(fx_optim(), NULL, "x")); }
+static int c454(void) { M_INT(tg_optim_state(fx_optim(), (tg_state_dict[4]){ 0 }, NULL)); }
+static int c455(void) { M_PTR(tg_llm_load(NULL, NULL)); }
+static int c456(void) { M_NONE(tg_llm_free(NULL)); }
+static int c457(void) { M_PTR(tg_llm_config_of(NULL)); }
+static int c458(void) { M_INT(tg_llm_eval(NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c459(void) { M_INT(tg_llm_eval(fx_llm(), NULL, 1, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c460(void) { M_INT(tg_llm_eval(fx_llm(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c461(void) { M_INT(tg_llm_eval(fx_llm(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL)); }
+static int c462(void) { M_INT(tg_llm_export(NULL, "goldens/llm_llama.gguf")); }
+static int c463(void) { M_INT(tg_llm_export(fx_llm(), NULL)); }
+static int c464(void) { M_INT(tg_llm_n_past(NULL)); }
+static int c465(void) { M_NONE(tg_llm_rewind(NULL, 1)); }
+static int c466(void) { M_INT(tg_llm_eval_all(NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c467(void) { M_INT(tg_llm_eval_all(fx_llm(), NULL, 1, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c468(void) { M_INT(tg_llm_eval_all(fx_llm(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c469(void) { M_INT(tg_llm_eval_all(fx_llm(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL)); }
+static int c470(void) { M_INT(tg_llm_n_seq(NULL)); }
+static int c471(void) { M_INT(tg_llm_seq(NULL)); }
+static int c472(void) { M_INT(tg_llm_set_seq(NULL, 1)); }
+static int c473(void) { M_INT(tg_llm_decode_batch(NULL, (int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c474(void) { M_INT(tg_llm_decode_batch(fx_llm(), NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c475(void) { M_INT(tg_llm_decode_batch(fx_llm(), (int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, NULL, 1, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c476(void) { M_INT(tg_llm_decode_batch(fx_llm(), (int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c477(void) { M_INT(tg_llm_decode_batch(fx_llm(), (int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL)); }
+static int c478(void) { M_INT(tg_llm_eval_batch(NULL, (int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (bool[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c479(void) { M_INT(tg_llm_eval_batch(fx_llm(), NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (bool[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c480(void) { M_INT(tg_llm_eval_batch(fx_llm(), (int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (bool[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c481(void) { M_INT(tg_llm_eval_batch(fx_llm(), (int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, NULL, 1, (bool[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c482(void) { M_INT(tg_llm_eval_batch(fx_llm(), (int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1, (bool[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c483(void) { M_INT(tg_llm_eval_batch(fx_llm(), (int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c484(void) { M_INT(tg_llm_eval_batch(fx_llm(), (int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (bool[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, NULL)); }
+static int c485(void) { M_INT(tg_llm_batch_seq_rows(NULL)); }
+static int c486(void) { M_INT(tg_llm_perplexity(NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, (tg_ppl_result[4]){ 0 })); }
+static int c487(void) { M_INT(tg_llm_perplexity(fx_llm(), NULL, 1, NULL, (tg_ppl_result[4]){ 0 })); }
+static int c488(void) { M_INT(tg_llm_perplexity(fx_llm(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1, NULL, (tg_ppl_result[4]){ 0 })); }
+static int c489(void) { M_INT(tg_llm_perplexity(fx_llm(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, NULL)); }
+static int c490(void) { M_INT(tg_llm_embed(NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c491(void) { M_INT(tg_llm_embed(fx_llm(), NULL, 1, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c492(void) { M_INT(tg_llm_embed(fx_llm(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c493(void) { M_INT(tg_llm_embed(fx_llm(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL)); }
+static int c494(void) { M_PTR(tg_llm_history(NULL)); }
+static int c495(void) { M_NONE(tg_sampler_free(NULL)); }
+static int c496(void) { M_INT(tg_sampler_sample(NULL, (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1)); }
+static int c497(void) { M_INT(tg_sampler_sample(fx_sampler(), NULL, 1)); }
+static int c498(void) { M_INT(tg_sampler_sample(fx_sampler(), (float[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1)); }
+static int c499(void) { M_PTR(tg_grammar_new(NULL, 1)); }
+static int c500(void) { M_PTR(tg_json_schema_to_gbnf(NULL, 1)); }
+static int c501(void) { M_PTR(tg_grammar_from_json_schema(NULL, 1)); }
+static int c502(void) { M_INT(tg_grammar_accept(NULL, NULL, 1)); }
+static int c503(void) { M_INT(tg_grammar_mask(NULL, NULL, (uint8_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c504(void) { M_INT(tg_grammar_mask(NULL, fx_tokenizer(), NULL)); }
+static int c505(void) { M_INT(tg_sampler_set_grammar(NULL, NULL, fx_tokenizer())); }
+static int c506(void) { M_INT(tg_sampler_set_grammar(fx_sampler(), NULL, NULL)); }
+static int c507(void) { M_INT(tg_llm_generate(NULL, fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, fx_sampler(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, fx_bytes, (tg_gen_stats[4]){ 0 })); }
+static int c508(void) { M_INT(tg_llm_generate(fx_llm(), NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, fx_sampler(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, fx_bytes, (tg_gen_stats[4]){ 0 })); }
+static int c509(void) { M_INT(tg_llm_generate(fx_llm(), fx_tokenizer(), NULL, 1, 1, fx_sampler(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, fx_bytes, (tg_gen_stats[4]){ 0 })); }
+static int c510(void) { M_INT(tg_llm_generate(fx_llm(), fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, fx_bytes, (tg_gen_stats[4]){ 0 })); }
+static int c511(void) { M_INT(tg_llm_generate(fx_llm(), fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, fx_sampler(), NULL, 1, NULL, fx_bytes, (tg_gen_stats[4]){ 0 })); }
+static int c512(void) { M_INT(tg_llm_generate(fx_llm(), fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, fx_sampler(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, NULL, (tg_gen_stats[4]){ 0 })); }
+static int c513(void) { M_INT(tg_llm_generate(fx_llm(), fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, fx_sampler(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, NULL, fx_bytes, NULL)); }
+static int c514(void) { M_PTR(tg_tan(NULL)); }
+static int c515(void) { M_PTR(tg_asin(NULL)); }
+static int c516(void) { M_PTR(tg_acos(NULL)); }
+static int c517(void) { M_PTR(tg_atan(NULL)); }
+static int c518(void) { M_PTR(tg_sinh(NULL)); }
+static int c519(void) { M_PTR(tg_cosh(NULL)); }
+static int c520(void) { M_PTR(tg_asinh(NULL)); }
+static int c521(void) { M_PTR(tg_acosh(NULL)); }
+static int c522(void) { M_PTR(tg_atanh(NULL)); }
+static int c523(void) { M_PTR(tg_log10(NULL)); }
+static int c524(void) { M_PTR(tg_log1p(NULL)); }
+static int c525(void) { M_PTR(tg_expm1(NULL)); }
+static int c526(void) { M_PTR(tg_erf(NULL)); }
+static int c527(void) { M_PTR(tg_logaddexp(NULL, fx_tensor())); }
+static int c528(void) { M_PTR(tg_logaddexp(fx_tensor(), NULL)); }
+static int c529(void) { M_PTR(tg_trunc(NULL)); }
+static int c530(void) { M_PTR(tg_floor(NULL)); }
+static int c531(void) { M_PTR(tg_ceil(NULL)); }
+static int c532(void) { M_PTR(tg_round(NULL)); }
+static int c533(void) { M_PTR(tg_sign(NULL)); }
+static int c534(void) { M_PTR(tg_square(NULL)); }
+static int c535(void) { M_PTR(tg_copysign(NULL, fx_tensor())); }
+static int c536(void) { M_PTR(tg_copysign(fx_tensor(), NULL)); }
+static int c537(void) { M_PTR(tg_floordiv(NULL, fx_tensor())); }
+static int c538(void) { M_PTR(tg_floordiv(fx_tensor(), NULL)); }
+static int c539(void) { M_PTR(tg_mod(NULL, fx_tensor())); }
+static int c540(void) { M_PTR(tg_mod(fx_tensor(), NULL)); }
+static int c541(void) { M_PTR(tg_fmod(NULL, fx_tensor())); }
+static int c542(void) { M_PTR(tg_fmod(fx_tensor(), NULL)); }
+static int c543(void) { M_PTR(tg_bitwise_and(NULL, fx_tensor())); }
+static int c544(void) { M_PTR(tg_bitwise_and(fx_tensor(), NULL)); }
+static int c545(void) { M_PTR(tg_bitwise_or(NULL, fx_tensor())); }
+static int c546(void) { M_PTR(tg_bitwise_or(fx_tensor(), NULL)); }
+static int c547(void) { M_PTR(tg_bitwise_xor(NULL, fx_tensor())); }
+static int c548(void) { M_PTR(tg_bitwise_xor(fx_tensor(), NULL)); }
+static int c549(void) { M_PTR(tg_bitwise_not(NULL)); }
+static int c550(void) { M_PTR(tg_lshift(NULL, fx_tensor())); }
+static int c551(void) { M_PTR(tg_lshift(fx_tensor(), NULL)); }
+static int c552(void) { M_PTR(tg_rshift(NULL, fx_tensor())); }
+static int c553(void) { M_PTR(tg_rshift(fx_tensor(), NULL)); }
+static int c554(void) { M_PTR(tg_lshifts(NULL, 1)); }
+static int c555(void) { M_PTR(tg_rshifts(NULL, 1)); }
+static int c556(void) { M_PTR(tg_clamp(NULL, 1.0, 1.0)); }
+static int c557(void) { M_PTR(tg_clamp_tensor(NULL, fx_tensor(), fx_tensor())); }
+static int c558(void) { M_PTR(tg_clamp_tensor(fx_tensor(), NULL, fx_tensor())); }
+static int c559(void) { M_PTR(tg_clamp_tensor(fx_tensor(), fx_tensor(), NULL)); }
+static int c560(void) { M_PTR(tg_masked_fill(NULL, fx_tensor(), 1.0)); }
+static int c561(void) { M_PTR(tg_masked_fill(fx_tensor(), NULL, 1.0)); }
+static int c562(void) { M_PTR(tg_lerp(NULL, fx_tensor(), fx_tensor())); }
+static int c563(void) { M_PTR(tg_lerp(fx_tensor(), NULL, fx_tensor())); }
+static int c564(void) { M_PTR(tg_lerp(fx_tensor(), fx_tensor(), NULL)); }
+static int c565(void) { M_PTR(tg_lerps(NULL, fx_tensor(), 1.0)); }
+static int c566(void) { M_PTR(tg_lerps(fx_tensor(), NULL, 1.0)); }
+static int c567(void) { M_PTR(tg_isnan(NULL)); }
+static int c568(void) { M_PTR(tg_isinf(NULL)); }
+static int c569(void) { M_PTR(tg_isfinite(NULL)); }
+static int c570(void) { M_PTR(tg_isclose(NULL, fx_tensor(), 1.0, 1.0, false)); }
+static int c571(void) { M_PTR(tg_isclose(fx_tensor(), NULL, 1.0, 1.0, false)); }
+static int c572(void) { M_PTR(tg_relu6(NULL)); }
+static int c573(void) { M_PTR(tg_hardtanh(NULL, 1.0, 1.0)); }
+static int c574(void) { M_PTR(tg_leaky_relu(NULL, 1.0)); }
+static int c575(void) { M_PTR(tg_elu(NULL, 1.0)); }
+static int c576(void) { M_PTR(tg_celu(NULL, 1.0)); }
+static int c577(void) { M_PTR(tg_selu(NULL)); }
+static int c578(void) { M_PTR(tg_gelu(NULL)); }
+static int c579(void) { M_PTR(tg_quick_gelu(NULL)); }
+static int c580(void) { M_PTR(tg_silu(NULL)); }
+static int c581(void) { M_PTR(tg_swish(NULL)); }
+static int c582(void) { M_PTR(tg_mish(NULL)); }
+static int c583(void) { M_PTR(tg_softplus(NULL, 1.0, 1.0)); }
+static int c584(void) { M_PTR(tg_softsign(NULL)); }
+static int c585(void) { M_PTR(tg_logsigmoid(NULL)); }
+static int c586(void) { M_PTR(tg_hardsigmoid(NULL)); }
+static int c587(void) { M_PTR(tg_hardswish(NULL)); }
+static int c588(void) { M_PTR(tg_var(NULL, TG_AXES(0), false, 1.0)); }
+static int c589(void) { M_PTR(tg_var(fx_tensor(), (tg_axes){ .n = 17 }, false, 1.0)); }
+static int c590(void) { M_PTR(tg_var(fx_tensor(), TG_AXES(99), false, 1.0)); }
+static int c591(void) { M_PTR(tg_std(NULL, TG_AXES(0), false, 1.0)); }
+static int c592(void) { M_PTR(tg_std(fx_tensor(), (tg_axes){ .n = 17 }, false, 1.0)); }
+static int c593(void) { M_PTR(tg_std(fx_tensor(), TG_AXES(99), false, 1.0)); }
+static int c594(void) { M_PTR(tg_var_mean(NULL, TG_AXES(0), false, 1.0, fx_tensors())); }
+static int c595(void) { M_PTR(tg_var_mean(fx_tensor(), (tg_axes){ .n = 17 }, false, 1.0, fx_tensors())); }
+static int c596(void) { M_PTR(tg_var_mean(fx_tensor(), TG_AXES(99), false, 1.0, fx_tensors())); }
+static int c597(void) { M_PTR(tg_var_mean(fx_tensor(), TG_AXES(0), false, 1.0, NULL)); }
+static int c598(void) { M_PTR(tg_std_mean(NULL, TG_AXES(0), false, 1.0, fx_tensors())); }
+static int c599(void) { M_PTR(tg_std_mean(fx_tensor(), (tg_axes){ .n = 17 }, false, 1.0, fx_tensors())); }
+static int c600(void) { M_PTR(tg_std_mean(fx_tensor(), TG_AXES(99), false, 1.0, fx_tensors())); }
+static int c601(void) { M_PTR(tg_std_mean(fx_tensor(), TG_AXES(0), false, 1.0, NULL)); }
+static int c602(void) { M_PTR(tg_logsumexp(NULL, TG_AXES(0), false)); }
+static int c603(void) { M_PTR(tg_logsumexp(fx_tensor(), (tg_axes){ .n = 17 }, false)); }
+static int c604(void) { M_PTR(tg_logsumexp(fx_tensor(), TG_AXES(99), false)); }
+static int c605(void) { M_PTR(tg_any(NULL, TG_AXES(0), false)); }
+static int c606(void) { M_PTR(tg_any(fx_tensor(), (tg_axes){ .n = 17 }, false)); }
+static int c607(void) { M_PTR(tg_any(fx_tensor(), TG_AXES(99), false)); }
+static int c608(void) { M_PTR(tg_all(NULL, TG_AXES(0), false)); }
+static int c609(void) { M_PTR(tg_all(fx_tensor(), (tg_axes){ .n = 17 }, false)); }
+static int c610(void) { M_PTR(tg_all(fx_tensor(), TG_AXES(99), false)); }
+static int c611(void) { M_PTR(tg_cumsum(NULL, 1)); }
+static int c612(void) { M_PTR(tg_cumprod(NULL, 1)); }
+static int c613(void) { M_PTR(tg_cummax(NULL, 1, fx_tensors())); }
+static int c614(void) { M_PTR(tg_cummax(fx_tensor(), 1, NULL)); }
+static int c615(void) { M_PTR(tg_cummin(NULL, 1, fx_tensors())); }
+static int c616(void) { M_PTR(tg_cummin(fx_tensor(), 1, NULL)); }
+static int c617(void) { M_PTR(tg_logcumsumexp(NULL, 1)); }
+static int c618(void) { M_PTR(tg_sort(NULL, 1, false, fx_tensors())); }
+static int c619(void) { M_PTR(tg_sort(fx_tensor(), 1, false, NULL)); }
+static int c620(void) { M_PTR(tg_argsort(NULL, 1, false)); }
+static int c621(void) { M_PTR(tg_topk(NULL, 1, 1, false, false, fx_tensors())); }
+static int c622(void) { M_PTR(tg_topk(fx_tensor(), 1, 1, false, false, NULL)); }
+static int c623(void) { M_PTR(tg_cat(NULL, 1, 1)); }
+static int c624(void) { M_PTR(tg_cat(fx_tensors(), -1, 1)); }
+static int c625(void) { M_PTR(tg_stack(NULL, 1, 1)); }
+static int c626(void) { M_PTR(tg_stack(fx_tensors(), -1, 1)); }
+static int c627(void) { M_INT(tg_split(NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, fx_tensors(), 1)); }
+static int c628(void) { M_INT(tg_split(fx_tensor(), NULL, 1, 1, fx_tensors(), 1)); }
+static int c629(void) { M_INT(tg_split(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, NULL, 1)); }
+static int c630(void) { M_INT(tg_split_size(NULL, 1, 1, fx_tensors(), 1)); }
+static int c631(void) { M_INT(tg_split_size(fx_tensor(), 1, 1, NULL, 1)); }
+static int c632(void) { M_INT(tg_chunk(NULL, 1, 1, fx_tensors(), 1)); }
+static int c633(void) { M_INT(tg_chunk(fx_tensor(), 1, 1, NULL, 1)); }
+static int c634(void) { M_INT(tg_meshgrid(NULL, 1, "x", fx_tensors(), 1)); }
+static int c635(void) { M_INT(tg_meshgrid(fx_tensors(), -1, "x", fx_tensors(), 1)); }
+static int c636(void) { M_INT(tg_meshgrid(fx_tensors(), 1, NULL, fx_tensors(), 1)); }
+static int c637(void) { M_INT(tg_meshgrid(fx_tensors(), 1, "x", NULL, 1)); }
+static int c638(void) { M_PTR(tg_repeat(NULL, TG_SHAPE(2, 3))); }
+static int c639(void) { M_PTR(tg_repeat(fx_tensor(), (tg_shape){ .ndim = 17 })); }
+static int c640(void) { M_PTR(tg_repeat(fx_tensor(), (tg_shape){ .ndim = -1 })); }
+static int c641(void) { M_PTR(tg_repeat_interleave(NULL, 1, 1)); }
+static int c642(void) { M_PTR(tg_roll(NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, TG_AXES(0))); }
+static int c643(void) { M_PTR(tg_roll(fx_tensor(), NULL, TG_AXES(0))); }
+static int c644(void) { M_PTR(tg_roll(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, (tg_axes){ .n = 17 })); }
+static int c645(void) { M_PTR(tg_roll(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, TG_AXES(99))); }
+static int c646(void) { M_PTR(tg_unfold(NULL, 1, 1, 1)); }
+static int c647(void) { M_PTR(tg_unflatten(NULL, 1, TG_SHAPE(2, 3))); }
+static int c648(void) { M_PTR(tg_unflatten(fx_tensor(), 1, (tg_shape){ .ndim = 17 })); }
+static int c649(void) { M_PTR(tg_unflatten(fx_tensor(), 1, (tg_shape){ .ndim = -1 })); }
+static int c650(void) { M_PTR(tg_rearrange(NULL, "x", "x")); }
+static int c651(void) { M_PTR(tg_rearrange(fx_tensor(), NULL, "x")); }
+static int c652(void) { M_PTR(tg_rearrange(fx_tensor(), "x", NULL)); }
+static int c653(void) { M_PTR(tg_tril(NULL, 1)); }
+static int c654(void) { M_PTR(tg_triu(NULL, 1)); }
+static int c655(void) { M_PTR(tg_diag(NULL, 1)); }
+static int c656(void) { M_PTR(tg_diagonal(NULL, 1, 1, 1)); }
+static int c657(void) { M_PTR(tg_one_hot(NULL, 1)); }
+static int c658(void) { M_PTR(tg_pad_mode(NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (tg_pad_kind)0, 1.0)); }
+static int c659(void) { M_PTR(tg_pad_mode(fx_tensor(), NULL, 1, (tg_pad_kind)0, 1.0)); }
+static int c660(void) { M_PTR(tg_pad_mode(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (tg_pad_kind)99, 1.0)); }
+static int c661(void) { M_PTR(tg_pad_mode(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (tg_pad_kind)-1, 1.0)); }
+static int c662(void) { M_PTR(tg_getitem_adv(NULL, (tg_aindex[4]){ 0 }, 1)); }
+static int c663(void) { M_PTR(tg_getitem_adv(fx_tensor(), NULL, 1)); }
+static int c664(void) { M_PTR(tg_getitem_adv(fx_tensor(), (tg_aindex[4]){ 0 }, -1)); }
+static int c665(void) { M_PTR(tg_setitem(NULL, (tg_aindex[4]){ 0 }, 1, fx_tensor())); }
+static int c666(void) { M_PTR(tg_setitem(fx_tensor(), NULL, 1, fx_tensor())); }
+static int c667(void) { M_PTR(tg_setitem(fx_tensor(), (tg_aindex[4]){ 0 }, -1, fx_tensor())); }
+static int c668(void) { M_PTR(tg_setitem(fx_tensor(), (tg_aindex[4]){ 0 }, 1, NULL)); }
+static int c669(void) { M_PTR(tg_index_select(NULL, 1, fx_tensor())); }
+static int c670(void) { M_PTR(tg_index_select(fx_tensor(), 1, NULL)); }
+static int c671(void) { M_PTR(tg_take(NULL, fx_tensor())); }
+static int c672(void) { M_PTR(tg_take(fx_tensor(), NULL)); }
+static int c673(void) { M_PTR(tg_gather(NULL, 1, fx_tensor())); }
+static int c674(void) { M_PTR(tg_gather(fx_tensor(), 1, NULL)); }
+static int c675(void) { M_PTR(tg_scatter(NULL, 1, fx_tensor(), fx_tensor())); }
+static int c676(void) { M_PTR(tg_scatter(fx_tensor(), 1, NULL, fx_tensor())); }
+static int c677(void) { M_PTR(tg_scatter(fx_tensor(), 1, fx_tensor(), NULL)); }
+static int c678(void) { M_PTR(tg_scatter_value(NULL, 1, fx_tensor(), 1.0)); }
+static int c679(void) { M_PTR(tg_scatter_value(fx_tensor(), 1, NULL, 1.0)); }
+static int c680(void) { M_PTR(tg_scatter_reduce(NULL, 1, fx_tensor(), fx_tensor(), (tg_reduce_kind)0, false)); }
+static int c681(void) { M_PTR(tg_scatter_reduce(fx_tensor(), 1, NULL, fx_tensor(), (tg_reduce_kind)0, false)); }
+static int c682(void) { M_PTR(tg_scatter_reduce(fx_tensor(), 1, fx_tensor(), NULL, (tg_reduce_kind)0, false)); }
+static int c683(void) { M_PTR(tg_scatter_reduce(fx_tensor(), 1, fx_tensor(), fx_tensor(), (tg_reduce_kind)99, false)); }
+static int c684(void) { M_PTR(tg_scatter_reduce(fx_tensor(), 1, fx_tensor(), fx_tensor(), (tg_reduce_kind)-1, false)); }
+static int c685(void) { M_PTR(tg_masked_select(NULL, fx_tensor())); }
+static int c686(void) { M_PTR(tg_masked_select(fx_tensor(), NULL)); }
+static int c687(void) { M_PTR(tg_conv(NULL, fx_tensor(), fx_tensor(), NULL)); }
+static int c688(void) { M_PTR(tg_conv(fx_tensor(), NULL, fx_tensor(), NULL)); }
+static int c689(void) { M_PTR(tg_conv(fx_tensor(), fx_tensor(), NULL, NULL)); }
+static int c690(void) { M_PTR(tg_conv1d(NULL, fx_tensor(), fx_tensor(), NULL)); }
+static int c691(void) { M_PTR(tg_conv1d(fx_tensor(), NULL, fx_tensor(), NULL)); }
+static int c692(void) { M_PTR(tg_conv1d(fx_tensor(), fx_tensor(), NULL, NULL)); }
+static int c693(void) { M_PTR(tg_conv2d(NULL, fx_tensor(), fx_tensor(), NULL)); }
+static int c694(void) { M_PTR(tg_conv2d(fx_tensor(), NULL, fx_tensor(), NULL)); }
+static int c695(void) { M_PTR(tg_conv2d(fx_tensor(), fx_tensor(), NULL, NULL)); }
+static int c696(void) { M_PTR(tg_conv3d(NULL, fx_tensor(), fx_tensor(), NULL)); }
+static int c697(void) { M_PTR(tg_conv3d(fx_tensor(), NULL, fx_tensor(), NULL)); }
+static int c698(void) { M_PTR(tg_conv3d(fx_tensor(), fx_tensor(), NULL, NULL)); }
+static int c699(void) { M_PTR(tg_conv_transpose(NULL, fx_tensor(), fx_tensor(), NULL)); }
+static int c700(void) { M_PTR(tg_conv_transpose(fx_tensor(), NULL, fx_tensor(), NULL)); }
+static int c701(void) { M_PTR(tg_conv_transpose(fx_tensor(), fx_tensor(), NULL, NULL)); }
+static int c702(void) { M_PTR(tg_conv_transpose1d(NULL, fx_tensor(), fx_tensor(), NULL)); }
+static int c703(void) { M_PTR(tg_conv_transpose1d(fx_tensor(), NULL, fx_tensor(), NULL)); }
+static int c704(void) { M_PTR(tg_conv_transpose1d(fx_tensor(), fx_tensor(), NULL, NULL)); }
+static int c705(void) { M_PTR(tg_conv_transpose2d(NULL, fx_tensor(), fx_tensor(), NULL)); }
+static int c706(void) { M_PTR(tg_conv_transpose2d(fx_tensor(), NULL, fx_tensor(), NULL)); }
+static int c707(void) { M_PTR(tg_conv_transpose2d(fx_tensor(), fx_tensor(), NULL, NULL)); }
+static int c708(void) { M_PTR(tg_conv_transpose3d(NULL, fx_tensor(), fx_tensor(), NULL)); }
+static int c709(void) { M_PTR(tg_conv_transpose3d(fx_tensor(), NULL, fx_tensor(), NULL)); }
+static int c710(void) { M_PTR(tg_conv_transpose3d(fx_tensor(), fx_tensor(), NULL, NULL)); }
+static int c711(void) { M_INT(tg_resolve_pool_pads(NULL, 1, 1, (int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c712(void) { M_INT(tg_resolve_pool_pads((int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1, 1, (int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c713(void) { M_INT(tg_resolve_pool_pads((int[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, NULL)); }
+static int c714(void) { M_PTR(tg_avg_pool2d(NULL, NULL)); }
+static int c715(void) { M_PTR(tg_max_pool2d(NULL, NULL, fx_tensors())); }
+static int c716(void) { M_PTR(tg_max_pool2d(fx_tensor(), NULL, NULL)); }
+static int c717(void) { M_PTR(tg_max_unpool2d(NULL, fx_tensor(), NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c718(void) { M_PTR(tg_max_unpool2d(fx_tensor(), NULL, NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c719(void) { M_PTR(tg_max_unpool2d(fx_tensor(), fx_tensor(), NULL, NULL)); }
+static int c720(void) { M_PTR(tg_interpolate(NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (tg_interp_mode)0, false)); }
+static int c721(void) { M_PTR(tg_interpolate(fx_tensor(), NULL, 1, (tg_interp_mode)0, false)); }
+static int c722(void) { M_PTR(tg_interpolate(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (tg_interp_mode)99, false)); }
+static int c723(void) { M_PTR(tg_interpolate(fx_tensor(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, (tg_interp_mode)-1, false)); }
+static int c724(void) { M_PTR(tg_einsum(NULL, fx_tensors(), 1)); }
+static int c725(void) { M_PTR(tg_einsum("x", NULL, 1)); }
+static int c726(void) { M_PTR(tg_einsum("x", fx_tensors(), -1)); }
+static int c727(void) { M_PTR(tg_linear(NULL, fx_tensor(), fx_tensor())); }
+static int c728(void) { M_PTR(tg_linear(fx_tensor(), NULL, fx_tensor())); }
+static int c729(void) { M_PTR(tg_linear(fx_tensor(), fx_tensor(), NULL)); }
+static int c730(void) { M_PTR(tg_layernorm(NULL, TG_SHAPE(2, 3), fx_tensor(), fx_tensor(), 1.0)); }
+static int c731(void) { M_PTR(tg_layernorm(fx_tensor(), (tg_shape){ .ndim = 17 }, fx_tensor(), fx_tensor(), 1.0)); }
+static int c732(void) { M_PTR(tg_layernorm(fx_tensor(), (tg_shape){ .ndim = -1 }, fx_tensor(), fx_tensor(), 1.0)); }
+static int c733(void) { M_PTR(tg_layernorm(fx_tensor(), TG_SHAPE(2, 3), NULL, fx_tensor(), 1.0)); }
+static int c734(void) { M_PTR(tg_layernorm(fx_tensor(), TG_SHAPE(2, 3), fx_tensor(), NULL, 1.0)); }
+static int c735(void) { M_PTR(tg_batchnorm(NULL, fx_tensor(), fx_tensor(), fx_tensor(), fx_tensor(), 1.0)); }
+static int c736(void) { M_PTR(tg_batchnorm(fx_tensor(), NULL, fx_tensor(), fx_tensor(), fx_tensor(), 1.0)); }
+static int c737(void) { M_PTR(tg_batchnorm(fx_tensor(), fx_tensor(), NULL, fx_tensor(), fx_tensor(), 1.0)); }
+static int c738(void) { M_PTR(tg_batchnorm(fx_tensor(), fx_tensor(), fx_tensor(), NULL, fx_tensor(), 1.0)); }
+static int c739(void) { M_PTR(tg_batchnorm(fx_tensor(), fx_tensor(), fx_tensor(), fx_tensor(), NULL, 1.0)); }
+static int c740(void) { M_INT(tg_batchnorm_stats(NULL, fx_tensors(), fx_tensors())); }
+static int c741(void) { M_INT(tg_batchnorm_stats(fx_tensor(), NULL, fx_tensors())); }
+static int c742(void) { M_INT(tg_batchnorm_stats(fx_tensor(), fx_tensors(), NULL)); }
+static int c743(void) { M_PTR(tg_softmin(NULL, 1)); }
+static int c744(void) { M_PTR(tg_scaled_dot_product_attention(NULL, fx_tensor(), fx_tensor(), NULL)); }
+static int c745(void) { M_PTR(tg_scaled_dot_product_attention(fx_tensor(), NULL, fx_tensor(), NULL)); }
+static int c746(void) { M_PTR(tg_scaled_dot_product_attention(fx_tensor(), fx_tensor(), NULL, NULL)); }
+static int c747(void) { M_PTR(tg_dropout(NULL, 1.0, false)); }
+static int c748(void) { M_PTR(tg_cross_entropy(NULL, fx_tensor(), NULL)); }
+static int c749(void) { M_PTR(tg_cross_entropy(fx_tensor(), NULL, NULL)); }
+static int c750(void) { M_PTR(tg_nll_loss(NULL, fx_tensor(), NULL)); }
+static int c751(void) { M_PTR(tg_nll_loss(fx_tensor(), NULL, NULL)); }
+static int c752(void) { M_PTR(tg_sparse_categorical_crossentropy(NULL, fx_tensor(), NULL)); }
+static int c753(void) { M_PTR(tg_sparse_categorical_crossentropy(fx_tensor(), NULL, NULL)); }
+static int c754(void) { M_PTR(tg_binary_crossentropy(NULL, fx_tensor(), NULL)); }
+static int c755(void) { M_PTR(tg_binary_crossentropy(fx_tensor(), NULL, NULL)); }
+static int c756(void) { M_PTR(tg_binary_crossentropy_logits(NULL, fx_tensor(), NULL)); }
+static int c757(void) { M_PTR(tg_binary_crossentropy_logits(fx_tensor(), NULL, NULL)); }
+static int c758(void) { M_PTR(tg_randint((tg_shape){ .ndim = 17 }, 1, 1, TG_F32)); }
+static int c759(void) { M_PTR(tg_randint((tg_shape){ .ndim = -1 }, 1, 1, TG_F32)); }
+static int c760(void) { M_PTR(tg_randint(TG_SHAPE(2, 3), 1, 1, (tg_dtype)99)); }
+static int c761(void) { M_PTR(tg_randint(TG_SHAPE(2, 3), 1, 1, (tg_dtype)-1)); }
+static int c762(void) { M_PTR(tg_uniform((tg_shape){ .ndim = 17 }, 1.0, 1.0, TG_F32)); }
+static int c763(void) { M_PTR(tg_uniform((tg_shape){ .ndim = -1 }, 1.0, 1.0, TG_F32)); }
+static int c764(void) { M_PTR(tg_uniform(TG_SHAPE(2, 3), 1.0, 1.0, (tg_dtype)99)); }
+static int c765(void) { M_PTR(tg_uniform(TG_SHAPE(2, 3), 1.0, 1.0, (tg_dtype)-1)); }
+static int c766(void) { M_PTR(tg_normal((tg_shape){ .ndim = 17 }, 1.0, 1.0, TG_F32)); }
+static int c767(void) { M_PTR(tg_normal((tg_shape){ .ndim = -1 }, 1.0, 1.0, TG_F32)); }
+static int c768(void) { M_PTR(tg_normal(TG_SHAPE(2, 3), 1.0, 1.0, (tg_dtype)99)); }
+static int c769(void) { M_PTR(tg_normal(TG_SHAPE(2, 3), 1.0, 1.0, (tg_dtype)-1)); }
+static int c770(void) { M_PTR(tg_multinomial(NULL, 1, false)); }
+static int c771(void) { M_PTR(tg_randperm(-1, TG_F32)); }
+static int c772(void) { M_PTR(tg_randperm(1, (tg_dtype)99)); }
+static int c773(void) { M_PTR(tg_randperm(1, (tg_dtype)-1)); }
+static int c774(void) { M_PTR(tg_kaiming_uniform((tg_shape){ .ndim = 17 }, 1.0, TG_F32)); }
+static int c775(void) { M_PTR(tg_kaiming_uniform((tg_shape){ .ndim = -1 }, 1.0, TG_F32)); }
+static int c776(void) { M_PTR(tg_kaiming_uniform(TG_SHAPE(2, 3), 1.0, (tg_dtype)99)); }
+static int c777(void) { M_PTR(tg_kaiming_uniform(TG_SHAPE(2, 3), 1.0, (tg_dtype)-1)); }
+static int c778(void) { M_PTR(tg_kaiming_normal((tg_shape){ .ndim = 17 }, 1.0, TG_F32)); }
+static int c779(void) { M_PTR(tg_kaiming_normal((tg_shape){ .ndim = -1 }, 1.0, TG_F32)); }
+static int c780(void) { M_PTR(tg_kaiming_normal(TG_SHAPE(2, 3), 1.0, (tg_dtype)99)); }
+static int c781(void) { M_PTR(tg_kaiming_normal(TG_SHAPE(2, 3), 1.0, (tg_dtype)-1)); }
+static int c782(void) { M_PTR(tg_glorot_uniform((tg_shape){ .ndim = 17 }, TG_F32)); }
+static int c783(void) { M_PTR(tg_glorot_uniform((tg_shape){ .ndim = -1 }, TG_F32)); }
+static int c784(void) { M_PTR(tg_glorot_uniform(TG_SHAPE(2, 3), (tg_dtype)99)); }
+static int c785(void) { M_PTR(tg_glorot_uniform(TG_SHAPE(2, 3), (tg_dtype)-1)); }
+static int c786(void) { M_INT(tg_ggml_type_from_name(NULL)); }
+static int c787(void) { M_PTR(tg_dequantize(NULL, 1, TG_SHAPE(2, 3))); }
+static int c788(void) { M_PTR(tg_dequantize(fx_tensor(), 1, (tg_shape){ .ndim = 17 })); }
+static int c789(void) { M_PTR(tg_dequantize(fx_tensor(), 1, (tg_shape){ .ndim = -1 })); }
+static int c790(void) { M_PTR(tg_quant_matmul(NULL, fx_tensor(), 1, TG_SHAPE(2, 3))); }
+static int c791(void) { M_PTR(tg_quant_matmul(fx_tensor(), NULL, 1, TG_SHAPE(2, 3))); }
+static int c792(void) { M_PTR(tg_quant_matmul(fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = 17 })); }
+static int c793(void) { M_PTR(tg_quant_matmul(fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = -1 })); }
+static int c794(void) { M_INT(tg_quant_pack_rows(NULL, 1, TG_SHAPE(2, 3), fx_tensors(), fx_tensors())); }
+static int c795(void) { M_INT(tg_quant_pack_rows(fx_tensor(), 1, (tg_shape){ .ndim = 17 }, fx_tensors(), fx_tensors())); }
+static int c796(void) { M_INT(tg_quant_pack_rows(fx_tensor(), 1, (tg_shape){ .ndim = -1 }, fx_tensors(), fx_tensors())); }
+static int c797(void) { M_INT(tg_quant_pack_rows(fx_tensor(), 1, TG_SHAPE(2, 3), NULL, fx_tensors())); }
+static int c798(void) { M_INT(tg_quant_pack_rows(fx_tensor(), 1, TG_SHAPE(2, 3), fx_tensors(), NULL)); }
+static int c799(void) { M_INT(tg_quant_pack_rows_stacked(NULL, (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, 1, fx_tensors(), fx_tensors())); }
+static int c800(void) { M_INT(tg_quant_pack_rows_stacked(fx_tensors(), NULL, 1, 1, 1, fx_tensors(), fx_tensors())); }
+static int c801(void) { M_INT(tg_quant_pack_rows_stacked(fx_tensors(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1, 1, 1, fx_tensors(), fx_tensors())); }
+static int c802(void) { M_INT(tg_quant_pack_rows_stacked(fx_tensors(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, 1, NULL, fx_tensors())); }
+static int c803(void) { M_INT(tg_quant_pack_rows_stacked(fx_tensors(), (int64_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, 1, 1, fx_tensors(), NULL)); }
+static int c804(void) { M_PTR(tg_quant_matmul_rows(NULL, fx_tensor(), fx_tensor(), 1, TG_SHAPE(2, 3))); }
+static int c805(void) { M_PTR(tg_quant_matmul_rows(fx_tensor(), NULL, fx_tensor(), 1, TG_SHAPE(2, 3))); }
+static int c806(void) { M_PTR(tg_quant_matmul_rows(fx_tensor(), fx_tensor(), NULL, 1, TG_SHAPE(2, 3))); }
+static int c807(void) { M_PTR(tg_quant_matmul_rows(fx_tensor(), fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = 17 })); }
+static int c808(void) { M_PTR(tg_quant_matmul_rows(fx_tensor(), fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = -1 })); }
+static int c809(void) { M_PTR(tg_quant_matmul_rows_experts(NULL, fx_tensor(), fx_tensor(), 1, TG_SHAPE(2, 3), fx_tensor())); }
+static int c810(void) { M_PTR(tg_quant_matmul_rows_experts(fx_tensor(), NULL, fx_tensor(), 1, TG_SHAPE(2, 3), fx_tensor())); }
+static int c811(void) { M_PTR(tg_quant_matmul_rows_experts(fx_tensor(), fx_tensor(), NULL, 1, TG_SHAPE(2, 3), fx_tensor())); }
+static int c812(void) { M_PTR(tg_quant_matmul_rows_experts(fx_tensor(), fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = 17 }, fx_tensor())); }
+static int c813(void) { M_PTR(tg_quant_matmul_rows_experts(fx_tensor(), fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = -1 }, fx_tensor())); }
+static int c814(void) { M_PTR(tg_quant_matmul_rows_experts(fx_tensor(), fx_tensor(), fx_tensor(), 1, TG_SHAPE(2, 3), NULL)); }
+static int c815(void) { M_PTR(tg_dequantize_rows(NULL, fx_tensor(), 1, TG_SHAPE(2, 3))); }
+static int c816(void) { M_PTR(tg_dequantize_rows(fx_tensor(), NULL, 1, TG_SHAPE(2, 3))); }
+static int c817(void) { M_PTR(tg_dequantize_rows(fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = 17 })); }
+static int c818(void) { M_PTR(tg_dequantize_rows(fx_tensor(), fx_tensor(), 1, (tg_shape){ .ndim = -1 })); }
+static int c819(void) { M_PTR(tg_tokenizer_load(NULL)); }
+static int c820(void) { M_NONE(tg_tokenizer_free(NULL)); }
+static int c821(void) { M_INT(tg_tokenize(NULL, "x", 1, false, false, (int32_t *[1]){ 0 })); }
+static int c822(void) { M_INT(tg_tokenize(fx_tokenizer(), NULL, 1, false, false, (int32_t *[1]){ 0 })); }
+static int c823(void) { M_INT(tg_tokenize(fx_tokenizer(), "x", 1, false, false, NULL)); }
+static int c824(void) { M_INT(tg_token_to_piece(NULL, 1, false, "x", 1)); }
+static int c825(void) { M_INT(tg_token_to_piece(fx_tokenizer(), 1, false, NULL, 1)); }
+static int c826(void) { M_INT(tg_token_to_piece(fx_tokenizer(), 1, false, "x", -1)); }
+static int c827(void) { M_PTR(tg_detokenize(NULL, (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, false, false, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c828(void) { M_PTR(tg_detokenize(fx_tokenizer(), NULL, 1, false, false, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c829(void) { M_PTR(tg_detokenize(fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, -1, false, false, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c830(void) { M_PTR(tg_detokenize(fx_tokenizer(), (int32_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 }, 1, false, false, NULL)); }
+static int c831(void) { M_PTR(tg_token_stream_new(NULL, false)); }
+static int c832(void) { M_PTR(tg_token_stream_push(NULL, 1, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c833(void) { M_PTR(tg_token_stream_push(fx_stream(), 1, NULL)); }
+static int c834(void) { M_PTR(tg_token_stream_flush(NULL, (size_t[16]){ 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 })); }
+static int c835(void) { M_PTR(tg_token_stream_flush(fx_stream(), NULL)); }
+static int c836(void) { M_NONE(tg_token_stream_free(NULL)); }
+static int c837(void) { M_INT(tg_tokenizer_n_vocab(NULL)); }
+static int c838(void) { M_INT(tg_tokenizer_bos(NULL)); }
+static int c839(void) { M_INT(tg_tokenizer_eos(NULL)); }
+static int c840(void) { M_INT(tg_tokenizer_eot(NULL)); }
+static int c841(void) { M_NONE(tg_tokenizer_add_bos(NULL)); }
+static int c842(void) { M_NONE(tg_tokenizer_is_eog(NULL, 1)); }
+static int c843(void) { M_INT(tg_tokenizer_find(NULL, "x")); }
+static int c844(void) { M_INT(tg_tokenizer_find(fx_tokenizer(), NULL)); }
+static int c845(void) { M_PTR(tg_tokenizer_token_text(NULL, 1)); }
 
 const misuse_case misuse_cases[] = {
   { "tg_dtype_name(dt=99)", c0, M_STRICT },
@@ -1168,536 +1170,538 @@ const misuse_case misuse_cases[] = {
   { "tg_dist_allreduce_host(dt=99)", c310, M_STRICT },
   { "tg_dist_allreduce_host(dt=-1)", c311, M_STRICT },
   { "tg_dist_broadcast_host(buf=NULL)", c312, M_STRICT },
-  { "tg_shard(t=NULL)", c313, M_STRICT },
-  { "tg_shard(devices=NULL)", c314, M_STRICT },
-  { "tg_shard(n=-1)", c315, M_STRICT },
-  { "tg_shard_axis(t=NULL)", c316, M_STRICT },
-  { "tg_tensor_list_free(l=NULL)", c317, M_OPTIONAL },
-  { "tg_tensor_list_get(l=NULL)", c318, M_STRICT },
-  { "tg_tensor_list_get(name=NULL)", c319, M_STRICT },
-  { "tg_from_file(path=NULL)", c320, M_STRICT },
-  { "tg_from_file(shape.ndim=17)", c321, M_STRICT },
-  { "tg_from_file(shape.ndim=-1)", c322, M_STRICT },
-  { "tg_from_file(dt=99)", c323, M_STRICT },
-  { "tg_from_file(dt=-1)", c324, M_STRICT },
-  { "tg_safetensors_load(path=NULL)", c325, M_STRICT },
-  { "tg_safetensors_load(device=NULL)", c326, M_OPTIONAL },
-  { "tg_safetensors_load(out=NULL)", c327, M_STRICT },
-  { "tg_safetensors_save(path=NULL)", c328, M_STRICT },
-  { "tg_safetensors_save(names=NULL)", c329, M_STRICT },
-  { "tg_safetensors_save(tensors=NULL)", c330, M_STRICT },
-  { "tg_safetensors_save(n=-1)", c331, M_STRICT },
-  { "tg_safetensors_save(metadata=NULL)", c332, M_OPTIONAL },
-  { "tg_npy_load(path=NULL)", c333, M_STRICT },
-  { "tg_npy_load(device=NULL)", c334, M_OPTIONAL },
-  { "tg_npy_save(path=NULL)", c335, M_STRICT },
-  { "tg_npy_save(t=NULL)", c336, M_STRICT },
-  { "tg_gguf_load_tensors(path=NULL)", c337, M_STRICT },
-  { "tg_gguf_load_tensors(device=NULL)", c338, M_OPTIONAL },
-  { "tg_gguf_load_tensors(out=NULL)", c339, M_STRICT },
-  { "tg_gguf_save(path=NULL)", c340, M_STRICT },
-  { "tg_gguf_save(names=NULL)", c341, M_STRICT },
-  { "tg_gguf_save(tensors=NULL)", c342, M_STRICT },
-  { "tg_gguf_save(n=-1)", c343, M_STRICT },
-  { "tg_gguf_save(metadata=NULL)", c344, M_OPTIONAL },
-  { "tg_custom_kernel(name=NULL)", c345, M_OPTIONAL },
-  { "tg_custom_kernel(outs=NULL)", c346, M_STRICT },
-  { "tg_custom_kernel(nout=-1)", c347, M_STRICT },
-  { "tg_custom_kernel(in=NULL)", c348, M_STRICT },
-  { "tg_custom_kernel(nin=-1)", c349, M_STRICT },
-  { "tg_custom_kernel(ctx=NULL)", c350, M_STRICT },
-  { "tg_custom_kernel(out=NULL)", c351, M_STRICT },
-  { "tg_custom_kernel_into(name=NULL)", c352, M_STRICT },
-  { "tg_custom_kernel_into(targets=NULL)", c353, M_STRICT },
-  { "tg_custom_kernel_into(nout=-1)", c354, M_STRICT },
-  { "tg_custom_kernel_into(in=NULL)", c355, M_STRICT },
-  { "tg_custom_kernel_into(nin=-1)", c356, M_STRICT },
-  { "tg_custom_kernel_into(ctx=NULL)", c357, M_STRICT },
-  { "tg_k_opts(opts=NULL)", c358, M_STRICT },
-  { "tg_k_index(n=-1)", c359, M_STRICT },
-  { "tg_k_const(dt=99)", c360, M_STRICT },
-  { "tg_k_const(dt=-1)", c361, M_STRICT },
-  { "tg_k_cast(dt=99)", c362, M_STRICT },
-  { "tg_k_cast(dt=-1)", c363, M_STRICT },
-  { "tg_k_reduce(n=-1)", c364, M_STRICT },
-  { "tg_state_dict_free(sd=NULL)", c365, M_OPTIONAL },
-  { "tg_state_dict_add(sd=NULL)", c366, M_STRICT },
-  { "tg_state_dict_add(name=NULL)", c367, M_STRICT },
-  { "tg_state_dict_add(t=NULL)", c368, M_STRICT },
-  { "tg_state_dict_get(sd=NULL)", c369, M_STRICT },
-  { "tg_state_dict_get(name=NULL)", c370, M_STRICT },
-  { "tg_state_dict_parameters(sd=NULL)", c371, M_STRICT },
-  { "tg_state_dict_parameters(out=NULL)", c372, M_OPTIONAL },
-  { "tg_state_dict_parameters(max=-1)", c373, M_STRICT },
-  { "tg_state_dict_realize(sd=NULL)", c374, M_STRICT },
-  { "tg_linear_forward(l=NULL)", c375, M_STRICT },
-  { "tg_linear_forward(x=NULL)", c376, M_STRICT },
-  { "tg_linear_state(l=NULL)", c377, M_STRICT },
-  { "tg_linear_state(sd=NULL)", c378, M_STRICT },
-  { "tg_linear_state(prefix=NULL)", c379, M_OPTIONAL },
-  { "tg_linear_free(l=NULL)", c380, M_STRICT },
-  { "tg_conv_layer_forward(l=NULL)", c381, M_STRICT },
-  { "tg_conv_layer_forward(x=NULL)", c382, M_STRICT },
-  { "tg_conv_layer_state(l=NULL)", c383, M_STRICT },
-  { "tg_conv_layer_state(sd=NULL)", c384, M_STRICT },
-  { "tg_conv_layer_state(prefix=NULL)", c385, M_OPTIONAL },
-  { "tg_conv_layer_free(l=NULL)", c386, M_STRICT },
-  { "tg_conv_transpose_layer_forward(l=NULL)", c387, M_STRICT },
-  { "tg_conv_transpose_layer_forward(x=NULL)", c388, M_STRICT },
-  { "tg_conv_transpose_layer_state(l=NULL)", c389, M_STRICT },
-  { "tg_conv_transpose_layer_state(sd=NULL)", c390, M_STRICT },
-  { "tg_conv_transpose_layer_state(prefix=NULL)", c391, M_OPTIONAL },
-  { "tg_conv_transpose_layer_free(l=NULL)", c392, M_STRICT },
-  { "tg_batchnorm_forward(l=NULL)", c393, M_STRICT },
-  { "tg_batchnorm_forward(x=NULL)", c394, M_STRICT },
-  { "tg_batchnorm_state(l=NULL)", c395, M_STRICT },
-  { "tg_batchnorm_state(sd=NULL)", c396, M_STRICT },
-  { "tg_batchnorm_state(prefix=NULL)", c397, M_OPTIONAL },
-  { "tg_batchnorm_free(l=NULL)", c398, M_STRICT },
-  { "tg_layernorm_new(normalized_shape.ndim=17)", c399, M_STRICT },
-  { "tg_layernorm_new(normalized_shape.ndim=-1)", c400, M_STRICT },
-  { "tg_layernorm_forward(l=NULL)", c401, M_STRICT },
-  { "tg_layernorm_forward(x=NULL)", c402, M_STRICT },
-  { "tg_layernorm_state(l=NULL)", c403, M_STRICT },
-  { "tg_layernorm_state(sd=NULL)", c404, M_STRICT },
-  { "tg_layernorm_state(prefix=NULL)", c405, M_OPTIONAL },
-  { "tg_layernorm_free(l=NULL)", c406, M_STRICT },
-  { "tg_rmsnorm_forward(l=NULL)", c407, M_STRICT },
-  { "tg_rmsnorm_forward(x=NULL)", c408, M_STRICT },
-  { "tg_rmsnorm_state(l=NULL)", c409, M_STRICT },
-  { "tg_rmsnorm_state(sd=NULL)", c410, M_STRICT },
-  { "tg_rmsnorm_state(prefix=NULL)", c411, M_OPTIONAL },
-  { "tg_rmsnorm_free(l=NULL)", c412, M_STRICT },
-  { "tg_groupnorm_forward(l=NULL)", c413, M_STRICT },
-  { "tg_groupnorm_forward(x=NULL)", c414, M_STRICT },
-  { "tg_groupnorm_state(l=NULL)", c415, M_STRICT },
-  { "tg_groupnorm_state(sd=NULL)", c416, M_STRICT },
-  { "tg_groupnorm_state(prefix=NULL)", c417, M_OPTIONAL },
-  { "tg_groupnorm_free(l=NULL)", c418, M_STRICT },
-  { "tg_embedding_forward(l=NULL)", c419, M_STRICT },
-  { "tg_embedding_forward(idx=NULL)", c420, M_STRICT },
-  { "tg_embedding_state(l=NULL)", c421, M_STRICT },
-  { "tg_embedding_state(sd=NULL)", c422, M_STRICT },
-  { "tg_embedding_state(prefix=NULL)", c423, M_OPTIONAL },
-  { "tg_embedding_free(l=NULL)", c424, M_STRICT },
-  { "tg_lstmcell_forward(l=NULL)", c425, M_STRICT },
-  { "tg_lstmcell_forward(x=NULL)", c426, M_STRICT },
-  { "tg_lstmcell_forward(h=NULL)", c427, M_STRICT },
-  { "tg_lstmcell_forward(c=NULL)", c428, M_STRICT },
-  { "tg_lstmcell_forward(h_out=NULL)", c429, M_STRICT },
-  { "tg_lstmcell_forward(c_out=NULL)", c430, M_STRICT },
-  { "tg_lstmcell_state(l=NULL)", c431, M_STRICT },
-  { "tg_lstmcell_state(sd=NULL)", c432, M_STRICT },
-  { "tg_lstmcell_state(prefix=NULL)", c433, M_OPTIONAL },
-  { "tg_lstmcell_free(l=NULL)", c434, M_STRICT },
-  { "tg_sgd_new(params=NULL)", c435, M_STRICT },
-  { "tg_sgd_new(n=-1)", c436, M_STRICT },
-  { "tg_adam_new(params=NULL)", c437, M_STRICT },
-  { "tg_adam_new(n=-1)", c438, M_STRICT },
-  { "tg_adamw_new(params=NULL)", c439, M_STRICT },
-  { "tg_adamw_new(n=-1)", c440, M_STRICT },
-  { "tg_lamb_new(params=NULL)", c441, M_STRICT },
-  { "tg_lamb_new(n=-1)", c442, M_STRICT },
-  { "tg_optim_free(o=NULL)", c443, M_OPTIONAL },
-  { "tg_optim_step(o=NULL)", c444, M_STRICT },
-  { "tg_optim_schedule_step(o=NULL)", c445, M_STRICT },
-  { "tg_optim_zero_grad(o=NULL)", c446, M_STRICT },
-  { "tg_optim_set_lr(o=NULL)", c447, M_STRICT },
-  { "tg_optim_get_lr(o=NULL)", c448, M_STRICT },
-  { "tg_optim_lr(o=NULL)", c449, M_STRICT },
-  { "tg_optim_state(o=NULL)", c450, M_STRICT },
-  { "tg_optim_state(sd=NULL)", c451, M_STRICT },
-  { "tg_optim_state(prefix=NULL)", c452, M_OPTIONAL },
-  { "tg_llm_load(path=NULL)", c453, M_STRICT },
-  { "tg_llm_free(m=NULL)", c454, M_OPTIONAL },
-  { "tg_llm_config_of(m=NULL)", c455, M_STRICT },
-  { "tg_llm_eval(m=NULL)", c456, M_STRICT },
-  { "tg_llm_eval(tokens=NULL)", c457, M_STRICT },
-  { "tg_llm_eval(n=-1)", c458, M_STRICT },
-  { "tg_llm_eval(logits=NULL)", c459, M_OPTIONAL },
-  { "tg_llm_export(m=NULL)", c460, M_STRICT },
-  { "tg_llm_export(path=NULL)", c461, M_STRICT },
-  { "tg_llm_n_past(m=NULL)", c462, M_STRICT },
-  { "tg_llm_rewind(m=NULL)", c463, M_STRICT },
-  { "tg_llm_eval_all(m=NULL)", c464, M_STRICT },
-  { "tg_llm_eval_all(tokens=NULL)", c465, M_STRICT },
-  { "tg_llm_eval_all(n=-1)", c466, M_STRICT },
-  { "tg_llm_eval_all(logits=NULL)", c467, M_STRICT },
-  { "tg_llm_n_seq(m=NULL)", c468, M_STRICT },
-  { "tg_llm_seq(m=NULL)", c469, M_STRICT },
-  { "tg_llm_set_seq(m=NULL)", c470, M_STRICT },
-  { "tg_llm_decode_batch(m=NULL)", c471, M_STRICT },
-  { "tg_llm_decode_batch(seqs=NULL)", c472, M_STRICT },
-  { "tg_llm_decode_batch(tokens=NULL)", c473, M_STRICT },
-  { "tg_llm_decode_batch(n=-1)", c474, M_STRICT },
-  { "tg_llm_decode_batch(logits=NULL)", c475, M_OPTIONAL },
-  { "tg_llm_eval_batch(m=NULL)", c476, M_STRICT },
-  { "tg_llm_eval_batch(seqs=NULL)", c477, M_STRICT },
-  { "tg_llm_eval_batch(positions=NULL)", c478, M_OPTIONAL },
-  { "tg_llm_eval_batch(tokens=NULL)", c479, M_STRICT },
-  { "tg_llm_eval_batch(n=-1)", c480, M_STRICT },
-  { "tg_llm_eval_batch(want=NULL)", c481, M_OPTIONAL },
-  { "tg_llm_eval_batch(logits=NULL)", c482, M_OPTIONAL },
-  { "tg_llm_batch_seq_rows(m=NULL)", c483, M_STRICT },
-  { "tg_llm_perplexity(m=NULL)", c484, M_STRICT },
-  { "tg_llm_perplexity(tokens=NULL)", c485, M_STRICT },
-  { "tg_llm_perplexity(n=-1)", c486, M_STRICT },
-  { "tg_llm_perplexity(out=NULL)", c487, M_STRICT },
-  { "tg_llm_embed(m=NULL)", c488, M_STRICT },
-  { "tg_llm_embed(tokens=NULL)", c489, M_STRICT },
-  { "tg_llm_embed(n=-1)", c490, M_STRICT },
-  { "tg_llm_embed(out=NULL)", c491, M_STRICT },
-  { "tg_llm_history(m=NULL)", c492, M_STRICT },
-  { "tg_sampler_free(s=NULL)", c493, M_OPTIONAL },
-  { "tg_sampler_sample(s=NULL)", c494, M_STRICT },
-  { "tg_sampler_sample(logits=NULL)", c495, M_STRICT },
-  { "tg_sampler_sample(n=-1)", c496, M_STRICT },
-  { "tg_grammar_new(gbnf=NULL)", c497, M_STRICT },
-  { "tg_json_schema_to_gbnf(schema=NULL)", c498, M_STRICT },
-  { "tg_grammar_from_json_schema(schema=NULL)", c499, M_STRICT },
-  { "tg_grammar_accept(text=NULL)", c500, M_STRICT },
-  { "tg_grammar_mask(tok=NULL)", c501, M_STRICT },
-  { "tg_grammar_mask(allowed=NULL)", c502, M_STRICT },
-  { "tg_sampler_set_grammar(s=NULL)", c503, M_STRICT },
-  { "tg_sampler_set_grammar(tok=NULL)", c504, M_OPTIONAL },
-  { "tg_llm_generate(m=NULL)", c505, M_STRICT },
-  { "tg_llm_generate(tok=NULL)", c506, M_STRICT },
-  { "tg_llm_generate(prompt=NULL)", c507, M_STRICT },
-  { "tg_llm_generate(s=NULL)", c508, M_STRICT },
-  { "tg_llm_generate(extra_stop=NULL)", c509, M_STRICT },
-  { "tg_llm_generate(user=NULL)", c510, M_STRICT },
-  { "tg_llm_generate(stats=NULL)", c511, M_STRICT },
-  { "tg_tan(a=NULL)", c512, M_STRICT },
-  { "tg_asin(a=NULL)", c513, M_STRICT },
-  { "tg_acos(a=NULL)", c514, M_STRICT },
-  { "tg_atan(a=NULL)", c515, M_STRICT },
-  { "tg_sinh(a=NULL)", c516, M_STRICT },
-  { "tg_cosh(a=NULL)", c517, M_STRICT },
-  { "tg_asinh(a=NULL)", c518, M_STRICT },
-  { "tg_acosh(a=NULL)", c519, M_STRICT },
-  { "tg_atanh(a=NULL)", c520, M_STRICT },
-  { "tg_log10(a=NULL)", c521, M_STRICT },
-  { "tg_log1p(a=NULL)", c522, M_STRICT },
-  { "tg_expm1(a=NULL)", c523, M_STRICT },
-  { "tg_erf(a=NULL)", c524, M_STRICT },
-  { "tg_logaddexp(a=NULL)", c525, M_STRICT },
-  { "tg_logaddexp(b=NULL)", c526, M_STRICT },
-  { "tg_trunc(a=NULL)", c527, M_STRICT },
-  { "tg_floor(a=NULL)", c528, M_STRICT },
-  { "tg_ceil(a=NULL)", c529, M_STRICT },
-  { "tg_round(a=NULL)", c530, M_STRICT },
-  { "tg_sign(a=NULL)", c531, M_STRICT },
-  { "tg_square(a=NULL)", c532, M_STRICT },
-  { "tg_copysign(a=NULL)", c533, M_STRICT },
-  { "tg_copysign(b=NULL)", c534, M_STRICT },
-  { "tg_floordiv(a=NULL)", c535, M_STRICT },
-  { "tg_floordiv(b=NULL)", c536, M_STRICT },
-  { "tg_mod(a=NULL)", c537, M_STRICT },
-  { "tg_mod(b=NULL)", c538, M_STRICT },
-  { "tg_fmod(a=NULL)", c539, M_STRICT },
-  { "tg_fmod(b=NULL)", c540, M_STRICT },
-  { "tg_bitwise_and(a=NULL)", c541, M_STRICT },
-  { "tg_bitwise_and(b=NULL)", c542, M_STRICT },
-  { "tg_bitwise_or(a=NULL)", c543, M_STRICT },
-  { "tg_bitwise_or(b=NULL)", c544, M_STRICT },
-  { "tg_bitwise_xor(a=NULL)", c545, M_STRICT },
-  { "tg_bitwise_xor(b=NULL)", c546, M_STRICT },
-  { "tg_bitwise_not(a=NULL)", c547, M_STRICT },
-  { "tg_lshift(a=NULL)", c548, M_STRICT },
-  { "tg_lshift(b=NULL)", c549, M_STRICT },
-  { "tg_rshift(a=NULL)", c550, M_STRICT },
-  { "tg_rshift(b=NULL)", c551, M_STRICT },
-  { "tg_lshifts(a=NULL)", c552, M_STRICT },
-  { "tg_rshifts(a=NULL)", c553, M_STRICT },
-  { "tg_clamp(a=NULL)", c554, M_STRICT },
-  { "tg_clamp_tensor(a=NULL)", c555, M_STRICT },
-  { "tg_clamp_tensor(lo=NULL)", c556, M_STRICT },
-  { "tg_clamp_tensor(hi=NULL)", c557, M_STRICT },
-  { "tg_masked_fill(a=NULL)", c558, M_STRICT },
-  { "tg_masked_fill(mask=NULL)", c559, M_STRICT },
-  { "tg_lerp(a=NULL)", c560, M_STRICT },
-  { "tg_lerp(b=NULL)", c561, M_STRICT },
-  { "tg_lerp(w=NULL)", c562, M_STRICT },
-  { "tg_lerps(a=NULL)", c563, M_STRICT },
-  { "tg_lerps(b=NULL)", c564, M_STRICT },
-  { "tg_isnan(a=NULL)", c565, M_STRICT },
-  { "tg_isinf(a=NULL)", c566, M_STRICT },
-  { "tg_isfinite(a=NULL)", c567, M_STRICT },
-  { "tg_isclose(a=NULL)", c568, M_STRICT },
-  { "tg_isclose(b=NULL)", c569, M_STRICT },
-  { "tg_relu6(a=NULL)", c570, M_STRICT },
-  { "tg_hardtanh(a=NULL)", c571, M_STRICT },
-  { "tg_leaky_relu(a=NULL)", c572, M_STRICT },
-  { "tg_elu(a=NULL)", c573, M_STRICT },
-  { "tg_celu(a=NULL)", c574, M_STRICT },
-  { "tg_selu(a=NULL)", c575, M_STRICT },
-  { "tg_gelu(a=NULL)", c576, M_STRICT },
-  { "tg_quick_gelu(a=NULL)", c577, M_STRICT },
-  { "tg_silu(a=NULL)", c578, M_STRICT },
-  { "tg_swish(a=NULL)", c579, M_STRICT },
-  { "tg_mish(a=NULL)", c580, M_STRICT },
-  { "tg_softplus(a=NULL)", c581, M_STRICT },
-  { "tg_softsign(a=NULL)", c582, M_STRICT },
-  { "tg_logsigmoid(a=NULL)", c583, M_STRICT },
-  { "tg_hardsigmoid(a=NULL)", c584, M_STRICT },
-  { "tg_hardswish(a=NULL)", c585, M_STRICT },
-  { "tg_var(a=NULL)", c586, M_STRICT },
-  { "tg_var(axes.n=17)", c587, M_STRICT },
-  { "tg_var(axes=(99))", c588, M_STRICT },
-  { "tg_std(a=NULL)", c589, M_STRICT },
-  { "tg_std(axes.n=17)", c590, M_STRICT },
-  { "tg_std(axes=(99))", c591, M_STRICT },
-  { "tg_var_mean(a=NULL)", c592, M_STRICT },
-  { "tg_var_mean(axes.n=17)", c593, M_STRICT },
-  { "tg_var_mean(axes=(99))", c594, M_STRICT },
-  { "tg_var_mean(mean=NULL)", c595, M_STRICT },
-  { "tg_std_mean(a=NULL)", c596, M_STRICT },
-  { "tg_std_mean(axes.n=17)", c597, M_STRICT },
-  { "tg_std_mean(axes=(99))", c598, M_STRICT },
-  { "tg_std_mean(mean=NULL)", c599, M_STRICT },
-  { "tg_logsumexp(a=NULL)", c600, M_STRICT },
-  { "tg_logsumexp(axes.n=17)", c601, M_STRICT },
-  { "tg_logsumexp(axes=(99))", c602, M_STRICT },
-  { "tg_any(a=NULL)", c603, M_STRICT },
-  { "tg_any(axes.n=17)", c604, M_STRICT },
-  { "tg_any(axes=(99))", c605, M_STRICT },
-  { "tg_all(a=NULL)", c606, M_STRICT },
-  { "tg_all(axes.n=17)", c607, M_STRICT },
-  { "tg_all(axes=(99))", c608, M_STRICT },
-  { "tg_cumsum(a=NULL)", c609, M_STRICT },
-  { "tg_cumprod(a=NULL)", c610, M_STRICT },
-  { "tg_cummax(a=NULL)", c611, M_STRICT },
-  { "tg_cummax(indices=NULL)", c612, M_OPTIONAL },
-  { "tg_cummin(a=NULL)", c613, M_STRICT },
-  { "tg_cummin(indices=NULL)", c614, M_OPTIONAL },
-  { "tg_logcumsumexp(a=NULL)", c615, M_STRICT },
-  { "tg_sort(a=NULL)", c616, M_STRICT },
-  { "tg_sort(indices=NULL)", c617, M_OPTIONAL },
-  { "tg_argsort(a=NULL)", c618, M_STRICT },
-  { "tg_topk(a=NULL)", c619, M_STRICT },
-  { "tg_topk(indices=NULL)", c620, M_OPTIONAL },
-  { "tg_cat(ts=NULL)", c621, M_STRICT },
-  { "tg_cat(n=-1)", c622, M_STRICT },
-  { "tg_stack(ts=NULL)", c623, M_STRICT },
-  { "tg_stack(n=-1)", c624, M_STRICT },
-  { "tg_split(a=NULL)", c625, M_STRICT },
-  { "tg_split(sizes=NULL)", c626, M_STRICT },
-  { "tg_split(out=NULL)", c627, M_OPTIONAL },
-  { "tg_split_size(a=NULL)", c628, M_STRICT },
-  { "tg_split_size(out=NULL)", c629, M_OPTIONAL },
-  { "tg_chunk(a=NULL)", c630, M_STRICT },
-  { "tg_chunk(out=NULL)", c631, M_OPTIONAL },
-  { "tg_meshgrid(ts=NULL)", c632, M_STRICT },
-  { "tg_meshgrid(n=-1)", c633, M_STRICT },
-  { "tg_meshgrid(indexing=NULL)", c634, M_STRICT },
-  { "tg_meshgrid(out=NULL)", c635, M_STRICT },
-  { "tg_repeat(a=NULL)", c636, M_STRICT },
-  { "tg_repeat(repeats.ndim=17)", c637, M_STRICT },
-  { "tg_repeat(repeats.ndim=-1)", c638, M_STRICT },
-  { "tg_repeat_interleave(a=NULL)", c639, M_STRICT },
-  { "tg_roll(a=NULL)", c640, M_STRICT },
-  { "tg_roll(shifts=NULL)", c641, M_STRICT },
-  { "tg_roll(axes.n=17)", c642, M_STRICT },
-  { "tg_roll(axes=(99))", c643, M_STRICT },
-  { "tg_unfold(a=NULL)", c644, M_STRICT },
-  { "tg_unflatten(a=NULL)", c645, M_STRICT },
-  { "tg_unflatten(sizes.ndim=17)", c646, M_STRICT },
-  { "tg_unflatten(sizes.ndim=-1)", c647, M_STRICT },
-  { "tg_rearrange(a=NULL)", c648, M_STRICT },
-  { "tg_rearrange(pattern=NULL)", c649, M_STRICT },
-  { "tg_rearrange(sizes=NULL)", c650, M_STRICT },
-  { "tg_tril(a=NULL)", c651, M_STRICT },
-  { "tg_triu(a=NULL)", c652, M_STRICT },
-  { "tg_diag(a=NULL)", c653, M_STRICT },
-  { "tg_diagonal(a=NULL)", c654, M_STRICT },
-  { "tg_one_hot(a=NULL)", c655, M_STRICT },
-  { "tg_pad_mode(a=NULL)", c656, M_STRICT },
-  { "tg_pad_mode(pads=NULL)", c657, M_STRICT },
-  { "tg_pad_mode(mode=99)", c658, M_STRICT },
-  { "tg_pad_mode(mode=-1)", c659, M_STRICT },
-  { "tg_getitem_adv(a=NULL)", c660, M_STRICT },
-  { "tg_getitem_adv(idx=NULL)", c661, M_STRICT },
-  { "tg_getitem_adv(n=-1)", c662, M_STRICT },
-  { "tg_setitem(a=NULL)", c663, M_STRICT },
-  { "tg_setitem(idx=NULL)", c664, M_STRICT },
-  { "tg_setitem(n=-1)", c665, M_STRICT },
-  { "tg_setitem(value=NULL)", c666, M_STRICT },
-  { "tg_index_select(a=NULL)", c667, M_STRICT },
-  { "tg_index_select(index=NULL)", c668, M_STRICT },
-  { "tg_take(a=NULL)", c669, M_STRICT },
-  { "tg_take(index=NULL)", c670, M_STRICT },
-  { "tg_gather(a=NULL)", c671, M_STRICT },
-  { "tg_gather(index=NULL)", c672, M_STRICT },
-  { "tg_scatter(a=NULL)", c673, M_STRICT },
-  { "tg_scatter(index=NULL)", c674, M_STRICT },
-  { "tg_scatter(src=NULL)", c675, M_STRICT },
-  { "tg_scatter_value(a=NULL)", c676, M_STRICT },
-  { "tg_scatter_value(index=NULL)", c677, M_STRICT },
-  { "tg_scatter_reduce(a=NULL)", c678, M_STRICT },
-  { "tg_scatter_reduce(index=NULL)", c679, M_STRICT },
-  { "tg_scatter_reduce(src=NULL)", c680, M_STRICT },
-  { "tg_scatter_reduce(reduce=99)", c681, M_STRICT },
-  { "tg_scatter_reduce(reduce=-1)", c682, M_STRICT },
-  { "tg_masked_select(a=NULL)", c683, M_STRICT },
-  { "tg_masked_select(mask=NULL)", c684, M_STRICT },
-  { "tg_conv(x=NULL)", c685, M_STRICT },
-  { "tg_conv(weight=NULL)", c686, M_STRICT },
-  { "tg_conv(bias=NULL)", c687, M_STRICT },
-  { "tg_conv1d(x=NULL)", c688, M_STRICT },
-  { "tg_conv1d(weight=NULL)", c689, M_STRICT },
-  { "tg_conv1d(bias=NULL)", c690, M_STRICT },
-  { "tg_conv2d(x=NULL)", c691, M_STRICT },
-  { "tg_conv2d(weight=NULL)", c692, M_STRICT },
-  { "tg_conv2d(bias=NULL)", c693, M_STRICT },
-  { "tg_conv3d(x=NULL)", c694, M_STRICT },
-  { "tg_conv3d(weight=NULL)", c695, M_STRICT },
-  { "tg_conv3d(bias=NULL)", c696, M_STRICT },
-  { "tg_conv_transpose(x=NULL)", c697, M_STRICT },
-  { "tg_conv_transpose(weight=NULL)", c698, M_STRICT },
-  { "tg_conv_transpose(bias=NULL)", c699, M_STRICT },
-  { "tg_conv_transpose1d(x=NULL)", c700, M_STRICT },
-  { "tg_conv_transpose1d(weight=NULL)", c701, M_STRICT },
-  { "tg_conv_transpose1d(bias=NULL)", c702, M_STRICT },
-  { "tg_conv_transpose2d(x=NULL)", c703, M_STRICT },
-  { "tg_conv_transpose2d(weight=NULL)", c704, M_STRICT },
-  { "tg_conv_transpose2d(bias=NULL)", c705, M_STRICT },
-  { "tg_conv_transpose3d(x=NULL)", c706, M_STRICT },
-  { "tg_conv_transpose3d(weight=NULL)", c707, M_STRICT },
-  { "tg_conv_transpose3d(bias=NULL)", c708, M_STRICT },
-  { "tg_resolve_pool_pads(padding=NULL)", c709, M_STRICT },
-  { "tg_resolve_pool_pads(n=-1)", c710, M_STRICT },
-  { "tg_resolve_pool_pads(out=NULL)", c711, M_STRICT },
-  { "tg_avg_pool2d(x=NULL)", c712, M_STRICT },
-  { "tg_max_pool2d(x=NULL)", c713, M_STRICT },
-  { "tg_max_pool2d(indices=NULL)", c714, M_STRICT },
-  { "tg_max_unpool2d(x=NULL)", c715, M_STRICT },
-  { "tg_max_unpool2d(indices=NULL)", c716, M_STRICT },
-  { "tg_max_unpool2d(output_size=NULL)", c717, M_STRICT },
-  { "tg_interpolate(x=NULL)", c718, M_STRICT },
-  { "tg_interpolate(size=NULL)", c719, M_STRICT },
-  { "tg_interpolate(mode=99)", c720, M_STRICT },
-  { "tg_interpolate(mode=-1)", c721, M_STRICT },
-  { "tg_einsum(subscripts=NULL)", c722, M_STRICT },
-  { "tg_einsum(operands=NULL)", c723, M_STRICT },
-  { "tg_einsum(n=-1)", c724, M_STRICT },
-  { "tg_linear(x=NULL)", c725, M_STRICT },
-  { "tg_linear(weight=NULL)", c726, M_STRICT },
-  { "tg_linear(bias=NULL)", c727, M_OPTIONAL },
-  { "tg_layernorm(x=NULL)", c728, M_STRICT },
-  { "tg_layernorm(normalized_shape.ndim=17)", c729, M_STRICT },
-  { "tg_layernorm(normalized_shape.ndim=-1)", c730, M_STRICT },
-  { "tg_layernorm(weight=NULL)", c731, M_OPTIONAL },
-  { "tg_layernorm(bias=NULL)", c732, M_OPTIONAL },
-  { "tg_batchnorm(x=NULL)", c733, M_STRICT },
-  { "tg_batchnorm(mean=NULL)", c734, M_STRICT },
-  { "tg_batchnorm(var=NULL)", c735, M_STRICT },
-  { "tg_batchnorm(weight=NULL)", c736, M_STRICT },
-  { "tg_batchnorm(bias=NULL)", c737, M_STRICT },
-  { "tg_batchnorm_stats(x=NULL)", c738, M_STRICT },
-  { "tg_batchnorm_stats(mean=NULL)", c739, M_STRICT },
-  { "tg_batchnorm_stats(var=NULL)", c740, M_STRICT },
-  { "tg_softmin(x=NULL)", c741, M_STRICT },
-  { "tg_scaled_dot_product_attention(q=NULL)", c742, M_STRICT },
-  { "tg_scaled_dot_product_attention(k=NULL)", c743, M_STRICT },
-  { "tg_scaled_dot_product_attention(v=NULL)", c744, M_STRICT },
-  { "tg_dropout(x=NULL)", c745, M_STRICT },
-  { "tg_cross_entropy(logits=NULL)", c746, M_STRICT },
-  { "tg_cross_entropy(target=NULL)", c747, M_STRICT },
-  { "tg_nll_loss(logp=NULL)", c748, M_STRICT },
-  { "tg_nll_loss(target=NULL)", c749, M_STRICT },
-  { "tg_sparse_categorical_crossentropy(logits=NULL)", c750, M_STRICT },
-  { "tg_sparse_categorical_crossentropy(target=NULL)", c751, M_STRICT },
-  { "tg_binary_crossentropy(p=NULL)", c752, M_STRICT },
-  { "tg_binary_crossentropy(y=NULL)", c753, M_STRICT },
-  { "tg_binary_crossentropy_logits(x=NULL)", c754, M_STRICT },
-  { "tg_binary_crossentropy_logits(y=NULL)", c755, M_STRICT },
-  { "tg_randint(shape.ndim=17)", c756, M_STRICT },
-  { "tg_randint(shape.ndim=-1)", c757, M_STRICT },
-  { "tg_randint(dt=99)", c758, M_STRICT },
-  { "tg_randint(dt=-1)", c759, M_STRICT },
-  { "tg_uniform(shape.ndim=17)", c760, M_STRICT },
-  { "tg_uniform(shape.ndim=-1)", c761, M_STRICT },
-  { "tg_uniform(dt=99)", c762, M_STRICT },
-  { "tg_uniform(dt=-1)", c763, M_STRICT },
-  { "tg_normal(shape.ndim=17)", c764, M_STRICT },
-  { "tg_normal(shape.ndim=-1)", c765, M_STRICT },
-  { "tg_normal(dt=99)", c766, M_STRICT },
-  { "tg_normal(dt=-1)", c767, M_STRICT },
-  { "tg_multinomial(probs=NULL)", c768, M_STRICT },
-  { "tg_randperm(n=-1)", c769, M_STRICT },
-  { "tg_randperm(dt=99)", c770, M_STRICT },
-  { "tg_randperm(dt=-1)", c771, M_STRICT },
-  { "tg_kaiming_uniform(shape.ndim=17)", c772, M_STRICT },
-  { "tg_kaiming_uniform(shape.ndim=-1)", c773, M_STRICT },
-  { "tg_kaiming_uniform(dt=99)", c774, M_STRICT },
-  { "tg_kaiming_uniform(dt=-1)", c775, M_STRICT },
-  { "tg_kaiming_normal(shape.ndim=17)", c776, M_STRICT },
-  { "tg_kaiming_normal(shape.ndim=-1)", c777, M_STRICT },
-  { "tg_kaiming_normal(dt=99)", c778, M_STRICT },
-  { "tg_kaiming_normal(dt=-1)", c779, M_STRICT },
-  { "tg_glorot_uniform(shape.ndim=17)", c780, M_STRICT },
-  { "tg_glorot_uniform(shape.ndim=-1)", c781, M_STRICT },
-  { "tg_glorot_uniform(dt=99)", c782, M_STRICT },
-  { "tg_glorot_uniform(dt=-1)", c783, M_STRICT },
-  { "tg_ggml_type_from_name(name=NULL)", c784, M_STRICT },
-  { "tg_dequantize(raw=NULL)", c785, M_STRICT },
-  { "tg_dequantize(shape.ndim=17)", c786, M_STRICT },
-  { "tg_dequantize(shape.ndim=-1)", c787, M_STRICT },
-  { "tg_quant_matmul(x=NULL)", c788, M_STRICT },
-  { "tg_quant_matmul(raw=NULL)", c789, M_STRICT },
-  { "tg_quant_matmul(w_shape.ndim=17)", c790, M_STRICT },
-  { "tg_quant_matmul(w_shape.ndim=-1)", c791, M_STRICT },
-  { "tg_quant_pack_rows(raw=NULL)", c792, M_STRICT },
-  { "tg_quant_pack_rows(w_shape.ndim=17)", c793, M_STRICT },
-  { "tg_quant_pack_rows(w_shape.ndim=-1)", c794, M_STRICT },
-  { "tg_quant_pack_rows(scales=NULL)", c795, M_STRICT },
-  { "tg_quant_pack_rows(quants=NULL)", c796, M_STRICT },
-  { "tg_quant_pack_rows_stacked(raws=NULL)", c797, M_STRICT },
-  { "tg_quant_pack_rows_stacked(rows=NULL)", c798, M_STRICT },
-  { "tg_quant_pack_rows_stacked(n=-1)", c799, M_STRICT },
-  { "tg_quant_pack_rows_stacked(scales=NULL)", c800, M_STRICT },
-  { "tg_quant_pack_rows_stacked(quants=NULL)", c801, M_STRICT },
-  { "tg_quant_matmul_rows(x=NULL)", c802, M_STRICT },
-  { "tg_quant_matmul_rows(scales=NULL)", c803, M_STRICT },
-  { "tg_quant_matmul_rows(quants=NULL)", c804, M_STRICT },
-  { "tg_quant_matmul_rows(w_shape.ndim=17)", c805, M_STRICT },
-  { "tg_quant_matmul_rows(w_shape.ndim=-1)", c806, M_STRICT },
-  { "tg_quant_matmul_rows_experts(x=NULL)", c807, M_STRICT },
-  { "tg_quant_matmul_rows_experts(scales=NULL)", c808, M_STRICT },
-  { "tg_quant_matmul_rows_experts(quants=NULL)", c809, M_STRICT },
-  { "tg_quant_matmul_rows_experts(w_shape.ndim=17)", c810, M_STRICT },
-  { "tg_quant_matmul_rows_experts(w_shape.ndim=-1)", c811, M_STRICT },
-  { "tg_quant_matmul_rows_experts(index=NULL)", c812, M_STRICT },
-  { "tg_dequantize_rows(scales=NULL)", c813, M_STRICT },
-  { "tg_dequantize_rows(quants=NULL)", c814, M_STRICT },
-  { "tg_dequantize_rows(w_shape.ndim=17)", c815, M_STRICT },
-  { "tg_dequantize_rows(w_shape.ndim=-1)", c816, M_STRICT },
-  { "tg_tokenizer_load(gguf_path=NULL)", c817, M_STRICT },
-  { "tg_tokenizer_free(tok=NULL)", c818, M_OPTIONAL },
-  { "tg_tokenize(tok=NULL)", c819, M_STRICT },
-  { "tg_tokenize(text=NULL)", c820, M_STRICT },
-  { "tg_tokenize(ids=NULL)", c821, M_STRICT },
-  { "tg_token_to_piece(tok=NULL)", c822, M_STRICT },
-  { "tg_token_to_piece(buf=NULL)", c823, M_STRICT },
-  { "tg_token_to_piece(cap=-1)", c824, M_STRICT },
-  { "tg_detokenize(tok=NULL)", c825, M_STRICT },
-  { "tg_detokenize(ids=NULL)", c826, M_STRICT },
-  { "tg_detokenize(n=-1)", c827, M_STRICT },
-  { "tg_detokenize(len=NULL)", c828, M_OPTIONAL },
-  { "tg_token_stream_new(tok=NULL)", c829, M_STRICT },
-  { "tg_token_stream_push(s=NULL)", c830, M_STRICT },
-  { "tg_token_stream_push(len=NULL)", c831, M_OPTIONAL },
-  { "tg_token_stream_flush(s=NULL)", c832, M_STRICT },
-  { "tg_token_stream_flush(len=NULL)", c833, M_OPTIONAL },
-  { "tg_token_stream_free(s=NULL)", c834, M_OPTIONAL },
-  { "tg_tokenizer_n_vocab(tok=NULL)", c835, M_STRICT },
-  { "tg_tokenizer_bos(tok=NULL)", c836, M_STRICT },
-  { "tg_tokenizer_eos(tok=NULL)", c837, M_STRICT },
-  { "tg_tokenizer_eot(tok=NULL)", c838, M_STRICT },
-  { "tg_tokenizer_add_bos(tok=NULL)", c839, M_STRICT },
-  { "tg_tokenizer_is_eog(tok=NULL)", c840, M_STRICT },
-  { "tg_tokenizer_find(tok=NULL)", c841, M_STRICT },
-  { "tg_tokenizer_find(text=NULL)", c842, M_STRICT },
-  { "tg_tokenizer_token_text(tok=NULL)", c843, M_STRICT },
+  { "tg_dist_send_host(buf=NULL)", c313, M_STRICT },
+  { "tg_dist_recv_host(buf=NULL)", c314, M_STRICT },
+  { "tg_shard(t=NULL)", c315, M_STRICT },
+  { "tg_shard(devices=NULL)", c316, M_STRICT },
+  { "tg_shard(n=-1)", c317, M_STRICT },
+  { "tg_shard_axis(t=NULL)", c318, M_STRICT },
+  { "tg_tensor_list_free(l=NULL)", c319, M_OPTIONAL },
+  { "tg_tensor_list_get(l=NULL)", c320, M_STRICT },
+  { "tg_tensor_list_get(name=NULL)", c321, M_STRICT },
+  { "tg_from_file(path=NULL)", c322, M_STRICT },
+  { "tg_from_file(shape.ndim=17)", c323, M_STRICT },
+  { "tg_from_file(shape.ndim=-1)", c324, M_STRICT },
+  { "tg_from_file(dt=99)", c325, M_STRICT },
+  { "tg_from_file(dt=-1)", c326, M_STRICT },
+  { "tg_safetensors_load(path=NULL)", c327, M_STRICT },
+  { "tg_safetensors_load(device=NULL)", c328, M_OPTIONAL },
+  { "tg_safetensors_load(out=NULL)", c329, M_STRICT },
+  { "tg_safetensors_save(path=NULL)", c330, M_STRICT },
+  { "tg_safetensors_save(names=NULL)", c331, M_STRICT },
+  { "tg_safetensors_save(tensors=NULL)", c332, M_STRICT },
+  { "tg_safetensors_save(n=-1)", c333, M_STRICT },
+  { "tg_safetensors_save(metadata=NULL)", c334, M_OPTIONAL },
+  { "tg_npy_load(path=NULL)", c335, M_STRICT },
+  { "tg_npy_load(device=NULL)", c336, M_OPTIONAL },
+  { "tg_npy_save(path=NULL)", c337, M_STRICT },
+  { "tg_npy_save(t=NULL)", c338, M_STRICT },
+  { "tg_gguf_load_tensors(path=NULL)", c339, M_STRICT },
+  { "tg_gguf_load_tensors(device=NULL)", c340, M_OPTIONAL },
+  { "tg_gguf_load_tensors(out=NULL)", c341, M_STRICT },
+  { "tg_gguf_save(path=NULL)", c342, M_STRICT },
+  { "tg_gguf_save(names=NULL)", c343, M_STRICT },
+  { "tg_gguf_save(tensors=NULL)", c344, M_STRICT },
+  { "tg_gguf_save(n=-1)", c345, M_STRICT },
+  { "tg_gguf_save(metadata=NULL)", c346, M_OPTIONAL },
+  { "tg_custom_kernel(name=NULL)", c347, M_OPTIONAL },
+  { "tg_custom_kernel(outs=NULL)", c348, M_STRICT },
+  { "tg_custom_kernel(nout=-1)", c349, M_STRICT },
+  { "tg_custom_kernel(in=NULL)", c350, M_STRICT },
+  { "tg_custom_kernel(nin=-1)", c351, M_STRICT },
+  { "tg_custom_kernel(ctx=NULL)", c352, M_STRICT },
+  { "tg_custom_kernel(out=NULL)", c353, M_STRICT },
+  { "tg_custom_kernel_into(name=NULL)", c354, M_STRICT },
+  { "tg_custom_kernel_into(targets=NULL)", c355, M_STRICT },
+  { "tg_custom_kernel_into(nout=-1)", c356, M_STRICT },
+  { "tg_custom_kernel_into(in=NULL)", c357, M_STRICT },
+  { "tg_custom_kernel_into(nin=-1)", c358, M_STRICT },
+  { "tg_custom_kernel_into(ctx=NULL)", c359, M_STRICT },
+  { "tg_k_opts(opts=NULL)", c360, M_STRICT },
+  { "tg_k_index(n=-1)", c361, M_STRICT },
+  { "tg_k_const(dt=99)", c362, M_STRICT },
+  { "tg_k_const(dt=-1)", c363, M_STRICT },
+  { "tg_k_cast(dt=99)", c364, M_STRICT },
+  { "tg_k_cast(dt=-1)", c365, M_STRICT },
+  { "tg_k_reduce(n=-1)", c366, M_STRICT },
+  { "tg_state_dict_free(sd=NULL)", c367, M_OPTIONAL },
+  { "tg_state_dict_add(sd=NULL)", c368, M_STRICT },
+  { "tg_state_dict_add(name=NULL)", c369, M_STRICT },
+  { "tg_state_dict_add(t=NULL)", c370, M_STRICT },
+  { "tg_state_dict_get(sd=NULL)", c371, M_STRICT },
+  { "tg_state_dict_get(name=NULL)", c372, M_STRICT },
+  { "tg_state_dict_parameters(sd=NULL)", c373, M_STRICT },
+  { "tg_state_dict_parameters(out=NULL)", c374, M_OPTIONAL },
+  { "tg_state_dict_parameters(max=-1)", c375, M_STRICT },
+  { "tg_state_dict_realize(sd=NULL)", c376, M_STRICT },
+  { "tg_linear_forward(l=NULL)", c377, M_STRICT },
+  { "tg_linear_forward(x=NULL)", c378, M_STRICT },
+  { "tg_linear_state(l=NULL)", c379, M_STRICT },
+  { "tg_linear_state(sd=NULL)", c380, M_STRICT },
+  { "tg_linear_state(prefix=NULL)", c381, M_OPTIONAL },
+  { "tg_linear_free(l=NULL)", c382, M_STRICT },
+  { "tg_conv_layer_forward(l=NULL)", c383, M_STRICT },
+  { "tg_conv_layer_forward(x=NULL)", c384, M_STRICT },
+  { "tg_conv_layer_state(l=NULL)", c385, M_STRICT },
+  { "tg_conv_layer_state(sd=NULL)", c386, M_STRICT },
+  { "tg_conv_layer_state(prefix=NULL)", c387, M_OPTIONAL },
+  { "tg_conv_layer_free(l=NULL)", c388, M_STRICT },
+  { "tg_conv_transpose_layer_forward(l=NULL)", c389, M_STRICT },
+  { "tg_conv_transpose_layer_forward(x=NULL)", c390, M_STRICT },
+  { "tg_conv_transpose_layer_state(l=NULL)", c391, M_STRICT },
+  { "tg_conv_transpose_layer_state(sd=NULL)", c392, M_STRICT },
+  { "tg_conv_transpose_layer_state(prefix=NULL)", c393, M_OPTIONAL },
+  { "tg_conv_transpose_layer_free(l=NULL)", c394, M_STRICT },
+  { "tg_batchnorm_forward(l=NULL)", c395, M_STRICT },
+  { "tg_batchnorm_forward(x=NULL)", c396, M_STRICT },
+  { "tg_batchnorm_state(l=NULL)", c397, M_STRICT },
+  { "tg_batchnorm_state(sd=NULL)", c398, M_STRICT },
+  { "tg_batchnorm_state(prefix=NULL)", c399, M_OPTIONAL },
+  { "tg_batchnorm_free(l=NULL)", c400, M_STRICT },
+  { "tg_layernorm_new(normalized_shape.ndim=17)", c401, M_STRICT },
+  { "tg_layernorm_new(normalized_shape.ndim=-1)", c402, M_STRICT },
+  { "tg_layernorm_forward(l=NULL)", c403, M_STRICT },
+  { "tg_layernorm_forward(x=NULL)", c404, M_STRICT },
+  { "tg_layernorm_state(l=NULL)", c405, M_STRICT },
+  { "tg_layernorm_state(sd=NULL)", c406, M_STRICT },
+  { "tg_layernorm_state(prefix=NULL)", c407, M_OPTIONAL },
+  { "tg_layernorm_free(l=NULL)", c408, M_STRICT },
+  { "tg_rmsnorm_forward(l=NULL)", c409, M_STRICT },
+  { "tg_rmsnorm_forward(x=NULL)", c410, M_STRICT },
+  { "tg_rmsnorm_state(l=NULL)", c411, M_STRICT },
+  { "tg_rmsnorm_state(sd=NULL)", c412, M_STRICT },
+  { "tg_rmsnorm_state(prefix=NULL)", c413, M_OPTIONAL },
+  { "tg_rmsnorm_free(l=NULL)", c414, M_STRICT },
+  { "tg_groupnorm_forward(l=NULL)", c415, M_STRICT },
+  { "tg_groupnorm_forward(x=NULL)", c416, M_STRICT },
+  { "tg_groupnorm_state(l=NULL)", c417, M_STRICT },
+  { "tg_groupnorm_state(sd=NULL)", c418, M_STRICT },
+  { "tg_groupnorm_state(prefix=NULL)", c419, M_OPTIONAL },
+  { "tg_groupnorm_free(l=NULL)", c420, M_STRICT },
+  { "tg_embedding_forward(l=NULL)", c421, M_STRICT },
+  { "tg_embedding_forward(idx=NULL)", c422, M_STRICT },
+  { "tg_embedding_state(l=NULL)", c423, M_STRICT },
+  { "tg_embedding_state(sd=NULL)", c424, M_STRICT },
+  { "tg_embedding_state(prefix=NULL)", c425, M_OPTIONAL },
+  { "tg_embedding_free(l=NULL)", c426, M_STRICT },
+  { "tg_lstmcell_forward(l=NULL)", c427, M_STRICT },
+  { "tg_lstmcell_forward(x=NULL)", c428, M_STRICT },
+  { "tg_lstmcell_forward(h=NULL)", c429, M_STRICT },
+  { "tg_lstmcell_forward(c=NULL)", c430, M_STRICT },
+  { "tg_lstmcell_forward(h_out=NULL)", c431, M_STRICT },
+  { "tg_lstmcell_forward(c_out=NULL)", c432, M_STRICT },
+  { "tg_lstmcell_state(l=NULL)", c433, M_STRICT },
+  { "tg_lstmcell_state(sd=NULL)", c434, M_STRICT },
+  { "tg_lstmcell_state(prefix=NULL)", c435, M_OPTIONAL },
+  { "tg_lstmcell_free(l=NULL)", c436, M_STRICT },
+  { "tg_sgd_new(params=NULL)", c437, M_STRICT },
+  { "tg_sgd_new(n=-1)", c438, M_STRICT },
+  { "tg_adam_new(params=NULL)", c439, M_STRICT },
+  { "tg_adam_new(n=-1)", c440, M_STRICT },
+  { "tg_adamw_new(params=NULL)", c441, M_STRICT },
+  { "tg_adamw_new(n=-1)", c442, M_STRICT },
+  { "tg_lamb_new(params=NULL)", c443, M_STRICT },
+  { "tg_lamb_new(n=-1)", c444, M_STRICT },
+  { "tg_optim_free(o=NULL)", c445, M_OPTIONAL },
+  { "tg_optim_step(o=NULL)", c446, M_STRICT },
+  { "tg_optim_schedule_step(o=NULL)", c447, M_STRICT },
+  { "tg_optim_zero_grad(o=NULL)", c448, M_STRICT },
+  { "tg_optim_set_lr(o=NULL)", c449, M_STRICT },
+  { "tg_optim_get_lr(o=NULL)", c450, M_STRICT },
+  { "tg_optim_lr(o=NULL)", c451, M_STRICT },
+  { "tg_optim_state(o=NULL)", c452, M_STRICT },
+  { "tg_optim_state(sd=NULL)", c453, M_STRICT },
+  { "tg_optim_state(prefix=NULL)", c454, M_OPTIONAL },
+  { "tg_llm_load(path=NULL)", c455, M_STRICT },
+  { "tg_llm_free(m=NULL)", c456, M_OPTIONAL },
+  { "tg_llm_config_of(m=NULL)", c457, M_STRICT },
+  { "tg_llm_eval(m=NULL)", c458, M_STRICT },
+  { "tg_llm_eval(tokens=NULL)", c459, M_STRICT },
+  { "tg_llm_eval(n=-1)", c460, M_STRICT },
+  { "tg_llm_eval(logits=NULL)", c461, M_OPTIONAL },
+  { "tg_llm_export(m=NULL)", c462, M_STRICT },
+  { "tg_llm_export(path=NULL)", c463, M_STRICT },
+  { "tg_llm_n_past(m=NULL)", c464, M_STRICT },
+  { "tg_llm_rewind(m=NULL)", c465, M_STRICT },
+  { "tg_llm_eval_all(m=NULL)", c466, M_STRICT },
+  { "tg_llm_eval_all(tokens=NULL)", c467, M_STRICT },
+  { "tg_llm_eval_all(n=-1)", c468, M_STRICT },
+  { "tg_llm_eval_all(logits=NULL)", c469, M_STRICT },
+  { "tg_llm_n_seq(m=NULL)", c470, M_STRICT },
+  { "tg_llm_seq(m=NULL)", c471, M_STRICT },
+  { "tg_llm_set_seq(m=NULL)", c472, M_STRICT },
+  { "tg_llm_decode_batch(m=NULL)", c473, M_STRICT },
+  { "tg_llm_decode_batch(seqs=NULL)", c474, M_STRICT },
+  { "tg_llm_decode_batch(tokens=NULL)", c475, M_STRICT },
+  { "tg_llm_decode_batch(n=-1)", c476, M_STRICT },
+  { "tg_llm_decode_batch(logits=NULL)", c477, M_OPTIONAL },
+  { "tg_llm_eval_batch(m=NULL)", c478, M_STRICT },
+  { "tg_llm_eval_batch(seqs=NULL)", c479, M_STRICT },
+  { "tg_llm_eval_batch(positions=NULL)", c480, M_OPTIONAL },
+  { "tg_llm_eval_batch(tokens=NULL)", c481, M_STRICT },
+  { "tg_llm_eval_batch(n=-1)", c482, M_STRICT },
+  { "tg_llm_eval_batch(want=NULL)", c483, M_OPTIONAL },
+  { "tg_llm_eval_batch(logits=NULL)", c484, M_OPTIONAL },
+  { "tg_llm_batch_seq_rows(m=NULL)", c485, M_STRICT },
+  { "tg_llm_perplexity(m=NULL)", c486, M_STRICT },
+  { "tg_llm_perplexity(tokens=NULL)", c487, M_STRICT },
+  { "tg_llm_perplexity(n=-1)", c488, M_STRICT },
+  { "tg_llm_perplexity(out=NULL)", c489, M_STRICT },
+  { "tg_llm_embed(m=NULL)", c490, M_STRICT },
+  { "tg_llm_embed(tokens=NULL)", c491, M_STRICT },
+  { "tg_llm_embed(n=-1)", c492, M_STRICT },
+  { "tg_llm_embed(out=NULL)", c493, M_STRICT },
+  { "tg_llm_history(m=NULL)", c494, M_STRICT },
+  { "tg_sampler_free(s=NULL)", c495, M_OPTIONAL },
+  { "tg_sampler_sample(s=NULL)", c496, M_STRICT },
+  { "tg_sampler_sample(logits=NULL)", c497, M_STRICT },
+  { "tg_sampler_sample(n=-1)", c498, M_STRICT },
+  { "tg_grammar_new(gbnf=NULL)", c499, M_STRICT },
+  { "tg_json_schema_to_gbnf(schema=NULL)", c500, M_STRICT },
+  { "tg_grammar_from_json_schema(schema=NULL)", c501, M_STRICT },
+  { "tg_grammar_accept(text=NULL)", c502, M_STRICT },
+  { "tg_grammar_mask(tok=NULL)", c503, M_STRICT },
+  { "tg_grammar_mask(allowed=NULL)", c504, M_STRICT },
+  { "tg_sampler_set_grammar(s=NULL)", c505, M_STRICT },
+  { "tg_sampler_set_grammar(tok=NULL)", c506, M_OPTIONAL },
+  { "tg_llm_generate(m=NULL)", c507, M_STRICT },
+  { "tg_llm_generate(tok=NULL)", c508, M_STRICT },
+  { "tg_llm_generate(prompt=NULL)", c509, M_STRICT },
+  { "tg_llm_generate(s=NULL)", c510, M_STRICT },
+  { "tg_llm_generate(extra_stop=NULL)", c511, M_STRICT },
+  { "tg_llm_generate(user=NULL)", c512, M_STRICT },
+  { "tg_llm_generate(stats=NULL)", c513, M_STRICT },
+  { "tg_tan(a=NULL)", c514, M_STRICT },
+  { "tg_asin(a=NULL)", c515, M_STRICT },
+  { "tg_acos(a=NULL)", c516, M_STRICT },
+  { "tg_atan(a=NULL)", c517, M_STRICT },
+  { "tg_sinh(a=NULL)", c518, M_STRICT },
+  { "tg_cosh(a=NULL)", c519, M_STRICT },
+  { "tg_asinh(a=NULL)", c520, M_STRICT },
+  { "tg_acosh(a=NULL)", c521, M_STRICT },
+  { "tg_atanh(a=NULL)", c522, M_STRICT },
+  { "tg_log10(a=NULL)", c523, M_STRICT },
+  { "tg_log1p(a=NULL)", c524, M_STRICT },
+  { "tg_expm1(a=NULL)", c525, M_STRICT },
+  { "tg_erf(a=NULL)", c526, M_STRICT },
+  { "tg_logaddexp(a=NULL)", c527, M_STRICT },
+  { "tg_logaddexp(b=NULL)", c528, M_STRICT },
+  { "tg_trunc(a=NULL)", c529, M_STRICT },
+  { "tg_floor(a=NULL)", c530, M_STRICT },
+  { "tg_ceil(a=NULL)", c531, M_STRICT },
+  { "tg_round(a=NULL)", c532, M_STRICT },
+  { "tg_sign(a=NULL)", c533, M_STRICT },
+  { "tg_square(a=NULL)", c534, M_STRICT },
+  { "tg_copysign(a=NULL)", c535, M_STRICT },
+  { "tg_copysign(b=NULL)", c536, M_STRICT },
+  { "tg_floordiv(a=NULL)", c537, M_STRICT },
+  { "tg_floordiv(b=NULL)", c538, M_STRICT },
+  { "tg_mod(a=NULL)", c539, M_STRICT },
+  { "tg_mod(b=NULL)", c540, M_STRICT },
+  { "tg_fmod(a=NULL)", c541, M_STRICT },
+  { "tg_fmod(b=NULL)", c542, M_STRICT },
+  { "tg_bitwise_and(a=NULL)", c543, M_STRICT },
+  { "tg_bitwise_and(b=NULL)", c544, M_STRICT },
+  { "tg_bitwise_or(a=NULL)", c545, M_STRICT },
+  { "tg_bitwise_or(b=NULL)", c546, M_STRICT },
+  { "tg_bitwise_xor(a=NULL)", c547, M_STRICT },
+  { "tg_bitwise_xor(b=NULL)", c548, M_STRICT },
+  { "tg_bitwise_not(a=NULL)", c549, M_STRICT },
+  { "tg_lshift(a=NULL)", c550, M_STRICT },
+  { "tg_lshift(b=NULL)", c551, M_STRICT },
+  { "tg_rshift(a=NULL)", c552, M_STRICT },
+  { "tg_rshift(b=NULL)", c553, M_STRICT },
+  { "tg_lshifts(a=NULL)", c554, M_STRICT },
+  { "tg_rshifts(a=NULL)", c555, M_STRICT },
+  { "tg_clamp(a=NULL)", c556, M_STRICT },
+  { "tg_clamp_tensor(a=NULL)", c557, M_STRICT },
+  { "tg_clamp_tensor(lo=NULL)", c558, M_STRICT },
+  { "tg_clamp_tensor(hi=NULL)", c559, M_STRICT },
+  { "tg_masked_fill(a=NULL)", c560, M_STRICT },
+  { "tg_masked_fill(mask=NULL)", c561, M_STRICT },
+  { "tg_lerp(a=NULL)", c562, M_STRICT },
+  { "tg_lerp(b=NULL)", c563, M_STRICT },
+  { "tg_lerp(w=NULL)", c564, M_STRICT },
+  { "tg_lerps(a=NULL)", c565, M_STRICT },
+  { "tg_lerps(b=NULL)", c566, M_STRICT },
+  { "tg_isnan(a=NULL)", c567, M_STRICT },
+  { "tg_isinf(a=NULL)", c568, M_STRICT },
+  { "tg_isfinite(a=NULL)", c569, M_STRICT },
+  { "tg_isclose(a=NULL)", c570, M_STRICT },
+  { "tg_isclose(b=NULL)", c571, M_STRICT },
+  { "tg_relu6(a=NULL)", c572, M_STRICT },
+  { "tg_hardtanh(a=NULL)", c573, M_STRICT },
+  { "tg_leaky_relu(a=NULL)", c574, M_STRICT },
+  { "tg_elu(a=NULL)", c575, M_STRICT },
+  { "tg_celu(a=NULL)", c576, M_STRICT },
+  { "tg_selu(a=NULL)", c577, M_STRICT },
+  { "tg_gelu(a=NULL)", c578, M_STRICT },
+  { "tg_quick_gelu(a=NULL)", c579, M_STRICT },
+  { "tg_silu(a=NULL)", c580, M_STRICT },
+  { "tg_swish(a=NULL)", c581, M_STRICT },
+  { "tg_mish(a=NULL)", c582, M_STRICT },
+  { "tg_softplus(a=NULL)", c583, M_STRICT },
+  { "tg_softsign(a=NULL)", c584, M_STRICT },
+  { "tg_logsigmoid(a=NULL)", c585, M_STRICT },
+  { "tg_hardsigmoid(a=NULL)", c586, M_STRICT },
+  { "tg_hardswish(a=NULL)", c587, M_STRICT },
+  { "tg_var(a=NULL)", c588, M_STRICT },
+  { "tg_var(axes.n=17)", c589, M_STRICT },
+  { "tg_var(axes=(99))", c590, M_STRICT },
+  { "tg_std(a=NULL)", c591, M_STRICT },
+  { "tg_std(axes.n=17)", c592, M_STRICT },
+  { "tg_std(axes=(99))", c593, M_STRICT },
+  { "tg_var_mean(a=NULL)", c594, M_STRICT },
+  { "tg_var_mean(axes.n=17)", c595, M_STRICT },
+  { "tg_var_mean(axes=(99))", c596, M_STRICT },
+  { "tg_var_mean(mean=NULL)", c597, M_STRICT },
+  { "tg_std_mean(a=NULL)", c598, M_STRICT },
+  { "tg_std_mean(axes.n=17)", c599, M_STRICT },
+  { "tg_std_mean(axes=(99))", c600, M_STRICT },
+  { "tg_std_mean(mean=NULL)", c601, M_STRICT },
+  { "tg_logsumexp(a=NULL)", c602, M_STRICT },
+  { "tg_logsumexp(axes.n=17)", c603, M_STRICT },
+  { "tg_logsumexp(axes=(99))", c604, M_STRICT },
+  { "tg_any(a=NULL)", c605, M_STRICT },
+  { "tg_any(axes.n=17)", c606, M_STRICT },
+  { "tg_any(axes=(99))", c607, M_STRICT },
+  { "tg_all(a=NULL)", c608, M_STRICT },
+  { "tg_all(axes.n=17)", c609, M_STRICT },
+  { "tg_all(axes=(99))", c610, M_STRICT },
+  { "tg_cumsum(a=NULL)", c611, M_STRICT },
+  { "tg_cumprod(a=NULL)", c612, M_STRICT },
+  { "tg_cummax(a=NULL)", c613, M_STRICT },
+  { "tg_cummax(indices=NULL)", c614, M_OPTIONAL },
+  { "tg_cummin(a=NULL)", c615, M_STRICT },
+  { "tg_cummin(indices=NULL)", c616, M_OPTIONAL },
+  { "tg_logcumsumexp(a=NULL)", c617, M_STRICT },
+  { "tg_sort(a=NULL)", c618, M_STRICT },
+  { "tg_sort(indices=NULL)", c619, M_OPTIONAL },
+  { "tg_argsort(a=NULL)", c620, M_STRICT },
+  { "tg_topk(a=NULL)", c621, M_STRICT },
+  { "tg_topk(indices=NULL)", c622, M_OPTIONAL },
+  { "tg_cat(ts=NULL)", c623, M_STRICT },
+  { "tg_cat(n=-1)", c624, M_STRICT },
+  { "tg_stack(ts=NULL)", c625, M_STRICT },
+  { "tg_stack(n=-1)", c626, M_STRICT },
+  { "tg_split(a=NULL)", c627, M_STRICT },
+  { "tg_split(sizes=NULL)", c628, M_STRICT },
+  { "tg_split(out=NULL)", c629, M_OPTIONAL },
+  { "tg_split_size(a=NULL)", c630, M_STRICT },
+  { "tg_split_size(out=NULL)", c631, M_OPTIONAL },
+  { "tg_chunk(a=NULL)", c632, M_STRICT },
+  { "tg_chunk(out=NULL)", c633, M_OPTIONAL },
+  { "tg_meshgrid(ts=NULL)", c634, M_STRICT },
+  { "tg_meshgrid(n=-1)", c635, M_STRICT },
+  { "tg_meshgrid(indexing=NULL)", c636, M_STRICT },
+  { "tg_meshgrid(out=NULL)", c637, M_STRICT },
+  { "tg_repeat(a=NULL)", c638, M_STRICT },
+  { "tg_repeat(repeats.ndim=17)", c639, M_STRICT },
+  { "tg_repeat(repeats.ndim=-1)", c640, M_STRICT },
+  { "tg_repeat_interleave(a=NULL)", c641, M_STRICT },
+  { "tg_roll(a=NULL)", c642, M_STRICT },
+  { "tg_roll(shifts=NULL)", c643, M_STRICT },
+  { "tg_roll(axes.n=17)", c644, M_STRICT },
+  { "tg_roll(axes=(99))", c645, M_STRICT },
+  { "tg_unfold(a=NULL)", c646, M_STRICT },
+  { "tg_unflatten(a=NULL)", c647, M_STRICT },
+  { "tg_unflatten(sizes.ndim=17)", c648, M_STRICT },
+  { "tg_unflatten(sizes.ndim=-1)", c649, M_STRICT },
+  { "tg_rearrange(a=NULL)", c650, M_STRICT },
+  { "tg_rearrange(pattern=NULL)", c651, M_STRICT },
+  { "tg_rearrange(sizes=NULL)", c652, M_STRICT },
+  { "tg_tril(a=NULL)", c653, M_STRICT },
+  { "tg_triu(a=NULL)", c654, M_STRICT },
+  { "tg_diag(a=NULL)", c655, M_STRICT },
+  { "tg_diagonal(a=NULL)", c656, M_STRICT },
+  { "tg_one_hot(a=NULL)", c657, M_STRICT },
+  { "tg_pad_mode(a=NULL)", c658, M_STRICT },
+  { "tg_pad_mode(pads=NULL)", c659, M_STRICT },
+  { "tg_pad_mode(mode=99)", c660, M_STRICT },
+  { "tg_pad_mode(mode=-1)", c661, M_STRICT },
+  { "tg_getitem_adv(a=NULL)", c662, M_STRICT },
+  { "tg_getitem_adv(idx=NULL)", c663, M_STRICT },
+  { "tg_getitem_adv(n=-1)", c664, M_STRICT },
+  { "tg_setitem(a=NULL)", c665, M_STRICT },
+  { "tg_setitem(idx=NULL)", c666, M_STRICT },
+  { "tg_setitem(n=-1)", c667, M_STRICT },
+  { "tg_setitem(value=NULL)", c668, M_STRICT },
+  { "tg_index_select(a=NULL)", c669, M_STRICT },
+  { "tg_index_select(index=NULL)", c670, M_STRICT },
+  { "tg_take(a=NULL)", c671, M_STRICT },
+  { "tg_take(index=NULL)", c672, M_STRICT },
+  { "tg_gather(a=NULL)", c673, M_STRICT },
+  { "tg_gather(index=NULL)", c674, M_STRICT },
+  { "tg_scatter(a=NULL)", c675, M_STRICT },
+  { "tg_scatter(index=NULL)", c676, M_STRICT },
+  { "tg_scatter(src=NULL)", c677, M_STRICT },
+  { "tg_scatter_value(a=NULL)", c678, M_STRICT },
+  { "tg_scatter_value(index=NULL)", c679, M_STRICT },
+  { "tg_scatter_reduce(a=NULL)", c680, M_STRICT },
+  { "tg_scatter_reduce(index=NULL)", c681, M_STRICT },
+  { "tg_scatter_reduce(src=NULL)", c682, M_STRICT },
+  { "tg_scatter_reduce(reduce=99)", c683, M_STRICT },
+  { "tg_scatter_reduce(reduce=-1)", c684, M_STRICT },
+  { "tg_masked_select(a=NULL)", c685, M_STRICT },
+  { "tg_masked_select(mask=NULL)", c686, M_STRICT },
+  { "tg_conv(x=NULL)", c687, M_STRICT },
+  { "tg_conv(weight=NULL)", c688, M_STRICT },
+  { "tg_conv(bias=NULL)", c689, M_STRICT },
+  { "tg_conv1d(x=NULL)", c690, M_STRICT },
+  { "tg_conv1d(weight=NULL)", c691, M_STRICT },
+  { "tg_conv1d(bias=NULL)", c692, M_STRICT },
+  { "tg_conv2d(x=NULL)", c693, M_STRICT },
+  { "tg_conv2d(weight=NULL)", c694, M_STRICT },
+  { "tg_conv2d(bias=NULL)", c695, M_STRICT },
+  { "tg_conv3d(x=NULL)", c696, M_STRICT },
+  { "tg_conv3d(weight=NULL)", c697, M_STRICT },
+  { "tg_conv3d(bias=NULL)", c698, M_STRICT },
+  { "tg_conv_transpose(x=NULL)", c699, M_STRICT },
+  { "tg_conv_transpose(weight=NULL)", c700, M_STRICT },
+  { "tg_conv_transpose(bias=NULL)", c701, M_STRICT },
+  { "tg_conv_transpose1d(x=NULL)", c702, M_STRICT },
+  { "tg_conv_transpose1d(weight=NULL)", c703, M_STRICT },
+  { "tg_conv_transpose1d(bias=NULL)", c704, M_STRICT },
+  { "tg_conv_transpose2d(x=NULL)", c705, M_STRICT },
+  { "tg_conv_transpose2d(weight=NULL)", c706, M_STRICT },
+  { "tg_conv_transpose2d(bias=NULL)", c707, M_STRICT },
+  { "tg_conv_transpose3d(x=NULL)", c708, M_STRICT },
+  { "tg_conv_transpose3d(weight=NULL)", c709, M_STRICT },
+  { "tg_conv_transpose3d(bias=NULL)", c710, M_STRICT },
+  { "tg_resolve_pool_pads(padding=NULL)", c711, M_STRICT },
+  { "tg_resolve_pool_pads(n=-1)", c712, M_STRICT },
+  { "tg_resolve_pool_pads(out=NULL)", c713, M_STRICT },
+  { "tg_avg_pool2d(x=NULL)", c714, M_STRICT },
+  { "tg_max_pool2d(x=NULL)", c715, M_STRICT },
+  { "tg_max_pool2d(indices=NULL)", c716, M_STRICT },
+  { "tg_max_unpool2d(x=NULL)", c717, M_STRICT },
+  { "tg_max_unpool2d(indices=NULL)", c718, M_STRICT },
+  { "tg_max_unpool2d(output_size=NULL)", c719, M_STRICT },
+  { "tg_interpolate(x=NULL)", c720, M_STRICT },
+  { "tg_interpolate(size=NULL)", c721, M_STRICT },
+  { "tg_interpolate(mode=99)", c722, M_STRICT },
+  { "tg_interpolate(mode=-1)", c723, M_STRICT },
+  { "tg_einsum(subscripts=NULL)", c724, M_STRICT },
+  { "tg_einsum(operands=NULL)", c725, M_STRICT },
+  { "tg_einsum(n=-1)", c726, M_STRICT },
+  { "tg_linear(x=NULL)", c727, M_STRICT },
+  { "tg_linear(weight=NULL)", c728, M_STRICT },
+  { "tg_linear(bias=NULL)", c729, M_OPTIONAL },
+  { "tg_layernorm(x=NULL)", c730, M_STRICT },
+  { "tg_layernorm(normalized_shape.ndim=17)", c731, M_STRICT },
+  { "tg_layernorm(normalized_shape.ndim=-1)", c732, M_STRICT },
+  { "tg_layernorm(weight=NULL)", c733, M_OPTIONAL },
+  { "tg_layernorm(bias=NULL)", c734, M_OPTIONAL },
+  { "tg_batchnorm(x=NULL)", c735, M_STRICT },
+  { "tg_batchnorm(mean=NULL)", c736, M_STRICT },
+  { "tg_batchnorm(var=NULL)", c737, M_STRICT },
+  { "tg_batchnorm(weight=NULL)", c738, M_STRICT },
+  { "tg_batchnorm(bias=NULL)", c739, M_STRICT },
+  { "tg_batchnorm_stats(x=NULL)", c740, M_STRICT },
+  { "tg_batchnorm_stats(mean=NULL)", c741, M_STRICT },
+  { "tg_batchnorm_stats(var=NULL)", c742, M_STRICT },
+  { "tg_softmin(x=NULL)", c743, M_STRICT },
+  { "tg_scaled_dot_product_attention(q=NULL)", c744, M_STRICT },
+  { "tg_scaled_dot_product_attention(k=NULL)", c745, M_STRICT },
+  { "tg_scaled_dot_product_attention(v=NULL)", c746, M_STRICT },
+  { "tg_dropout(x=NULL)", c747, M_STRICT },
+  { "tg_cross_entropy(logits=NULL)", c748, M_STRICT },
+  { "tg_cross_entropy(target=NULL)", c749, M_STRICT },
+  { "tg_nll_loss(logp=NULL)", c750, M_STRICT },
+  { "tg_nll_loss(target=NULL)", c751, M_STRICT },
+  { "tg_sparse_categorical_crossentropy(logits=NULL)", c752, M_STRICT },
+  { "tg_sparse_categorical_crossentropy(target=NULL)", c753, M_STRICT },
+  { "tg_binary_crossentropy(p=NULL)", c754, M_STRICT },
+  { "tg_binary_crossentropy(y=NULL)", c755, M_STRICT },
+  { "tg_binary_crossentropy_logits(x=NULL)", c756, M_STRICT },
+  { "tg_binary_crossentropy_logits(y=NULL)", c757, M_STRICT },
+  { "tg_randint(shape.ndim=17)", c758, M_STRICT },
+  { "tg_randint(shape.ndim=-1)", c759, M_STRICT },
+  { "tg_randint(dt=99)", c760, M_STRICT },
+  { "tg_randint(dt=-1)", c761, M_STRICT },
+  { "tg_uniform(shape.ndim=17)", c762, M_STRICT },
+  { "tg_uniform(shape.ndim=-1)", c763, M_STRICT },
+  { "tg_uniform(dt=99)", c764, M_STRICT },
+  { "tg_uniform(dt=-1)", c765, M_STRICT },
+  { "tg_normal(shape.ndim=17)", c766, M_STRICT },
+  { "tg_normal(shape.ndim=-1)", c767, M_STRICT },
+  { "tg_normal(dt=99)", c768, M_STRICT },
+  { "tg_normal(dt=-1)", c769, M_STRICT },
+  { "tg_multinomial(probs=NULL)", c770, M_STRICT },
+  { "tg_randperm(n=-1)", c771, M_STRICT },
+  { "tg_randperm(dt=99)", c772, M_STRICT },
+  { "tg_randperm(dt=-1)", c773, M_STRICT },
+  { "tg_kaiming_uniform(shape.ndim=17)", c774, M_STRICT },
+  { "tg_kaiming_uniform(shape.ndim=-1)", c775, M_STRICT },
+  { "tg_kaiming_uniform(dt=99)", c776, M_STRICT },
+  { "tg_kaiming_uniform(dt=-1)", c777, M_STRICT },
+  { "tg_kaiming_normal(shape.ndim=17)", c778, M_STRICT },
+  { "tg_kaiming_normal(shape.ndim=-1)", c779, M_STRICT },
+  { "tg_kaiming_normal(dt=99)", c780, M_STRICT },
+  { "tg_kaiming_normal(dt=-1)", c781, M_STRICT },
+  { "tg_glorot_uniform(shape.ndim=17)", c782, M_STRICT },
+  { "tg_glorot_uniform(shape.ndim=-1)", c783, M_STRICT },
+  { "tg_glorot_uniform(dt=99)", c784, M_STRICT },
+  { "tg_glorot_uniform(dt=-1)", c785, M_STRICT },
+  { "tg_ggml_type_from_name(name=NULL)", c786, M_STRICT },
+  { "tg_dequantize(raw=NULL)", c787, M_STRICT },
+  { "tg_dequantize(shape.ndim=17)", c788, M_STRICT },
+  { "tg_dequantize(shape.ndim=-1)", c789, M_STRICT },
+  { "tg_quant_matmul(x=NULL)", c790, M_STRICT },
+  { "tg_quant_matmul(raw=NULL)", c791, M_STRICT },
+  { "tg_quant_matmul(w_shape.ndim=17)", c792, M_STRICT },
+  { "tg_quant_matmul(w_shape.ndim=-1)", c793, M_STRICT },
+  { "tg_quant_pack_rows(raw=NULL)", c794, M_STRICT },
+  { "tg_quant_pack_rows(w_shape.ndim=17)", c795, M_STRICT },
+  { "tg_quant_pack_rows(w_shape.ndim=-1)", c796, M_STRICT },
+  { "tg_quant_pack_rows(scales=NULL)", c797, M_STRICT },
+  { "tg_quant_pack_rows(quants=NULL)", c798, M_STRICT },
+  { "tg_quant_pack_rows_stacked(raws=NULL)", c799, M_STRICT },
+  { "tg_quant_pack_rows_stacked(rows=NULL)", c800, M_STRICT },
+  { "tg_quant_pack_rows_stacked(n=-1)", c801, M_STRICT },
+  { "tg_quant_pack_rows_stacked(scales=NULL)", c802, M_STRICT },
+  { "tg_quant_pack_rows_stacked(quants=NULL)", c803, M_STRICT },
+  { "tg_quant_matmul_rows(x=NULL)", c804, M_STRICT },
+  { "tg_quant_matmul_rows(scales=NULL)", c805, M_STRICT },
+  { "tg_quant_matmul_rows(quants=NULL)", c806, M_STRICT },
+  { "tg_quant_matmul_rows(w_shape.ndim=17)", c807, M_STRICT },
+  { "tg_quant_matmul_rows(w_shape.ndim=-1)", c808, M_STRICT },
+  { "tg_quant_matmul_rows_experts(x=NULL)", c809, M_STRICT },
+  { "tg_quant_matmul_rows_experts(scales=NULL)", c810, M_STRICT },
+  { "tg_quant_matmul_rows_experts(quants=NULL)", c811, M_STRICT },
+  { "tg_quant_matmul_rows_experts(w_shape.ndim=17)", c812, M_STRICT },
+  { "tg_quant_matmul_rows_experts(w_shape.ndim=-1)", c813, M_STRICT },
+  { "tg_quant_matmul_rows_experts(index=NULL)", c814, M_STRICT },
+  { "tg_dequantize_rows(scales=NULL)", c815, M_STRICT },
+  { "tg_dequantize_rows(quants=NULL)", c816, M_STRICT },
+  { "tg_dequantize_rows(w_shape.ndim=17)", c817, M_STRICT },
+  { "tg_dequantize_rows(w_shape.ndim=-1)", c818, M_STRICT },
+  { "tg_tokenizer_load(gguf_path=NULL)", c819, M_STRICT },
+  { "tg_tokenizer_free(tok=NULL)", c820, M_OPTIONAL },
+  { "tg_tokenize(tok=NULL)", c821, M_STRICT },
+  { "tg_tokenize(text=NULL)", c822, M_STRICT },
+  { "tg_tokenize(ids=NULL)", c823, M_STRICT },
+  { "tg_token_to_piece(tok=NULL)", c824, M_STRICT },
+  { "tg_token_to_piece(buf=NULL)", c825, M_STRICT },
+  { "tg_token_to_piece(cap=-1)", c826, M_STRICT },
+  { "tg_detokenize(tok=NULL)", c827, M_STRICT },
+  { "tg_detokenize(ids=NULL)", c828, M_STRICT },
+  { "tg_detokenize(n=-1)", c829, M_STRICT },
+  { "tg_detokenize(len=NULL)", c830, M_OPTIONAL },
+  { "tg_token_stream_new(tok=NULL)", c831, M_STRICT },
+  { "tg_token_stream_push(s=NULL)", c832, M_STRICT },
+  { "tg_token_stream_push(len=NULL)", c833, M_OPTIONAL },
+  { "tg_token_stream_flush(s=NULL)", c834, M_STRICT },
+  { "tg_token_stream_flush(len=NULL)", c835, M_OPTIONAL },
+  { "tg_token_stream_free(s=NULL)", c836, M_OPTIONAL },
+  { "tg_tokenizer_n_vocab(tok=NULL)", c837, M_STRICT },
+  { "tg_tokenizer_bos(tok=NULL)", c838, M_STRICT },
+  { "tg_tokenizer_eos(tok=NULL)", c839, M_STRICT },
+  { "tg_tokenizer_eot(tok=NULL)", c840, M_STRICT },
+  { "tg_tokenizer_add_bos(tok=NULL)", c841, M_STRICT },
+  { "tg_tokenizer_is_eog(tok=NULL)", c842, M_STRICT },
+  { "tg_tokenizer_find(tok=NULL)", c843, M_STRICT },
+  { "tg_tokenizer_find(text=NULL)", c844, M_STRICT },
+  { "tg_tokenizer_token_text(tok=NULL)", c845, M_STRICT },
 };
-const int misuse_ncases = 844;
+const int misuse_ncases = 846;

@@ -309,7 +309,8 @@ static int next_chunk(const tg_llm *m, int n, int total) {
   int which = 0;
   while (m->chunk[which] > n) which++;
   if (m->arch->recurrent || (m->chunk[which] == n && (m->chunk_runs[which] > 0 || total == 1))) return which;
-  double budget = LLM_PAD_FLOPS_PER_THREAD * tg_pool_threads();
+  /* (layers split over ranks: every rank must choose the same sizes, whatever its cores) */
+  double budget = LLM_PAD_FLOPS_PER_THREAD * (m->pp_size > 1 ? 1 : tg_pool_threads());
   int fresh = -1;
   for (int i = which; i >= 0; i--) {   /* from the smallest size that holds n */
     int T = m->chunk[i];

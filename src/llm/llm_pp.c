@@ -37,8 +37,20 @@ int llm_pp_refuse(const tg_llm *m, const char *fn) {
   return tg_seterr("%s: not with the model's layers split over ranks (split_layers): tg_llm_eval only", fn);
 }
 
+/* Each chunk's rows go after a header, the chunk's size and position, so a
+ * rank whose calls went another way than the rank before's (a program
+ * that does not make the same calls on every rank) fails saying so
+ * instead of reading rows of another chunk. */
+typedef struct { int64_t T, pos; } chunk_header;
+
 tg_tensor *llm_pp_input(tg_llm *m, const int32_t *tokens, int T) {
   if (llm_pp_first(m)) return tg_from_data(tokens, TG_SHAPE(T), TG_I32);
+  chunk_header want = { T, m->n_past }, got;
+  if (tg_dist_recv_host(&got, sizeof got, m->pp_rank - 1) < 0) return NULL;
+  if (got.T != want.T || got.pos != want.pos)
+    return tg_seterr("tg_llm_eval: rank %d ran a chunk of %lld tokens at position %lld, rank %d one of %lld at %lld: the ranks' calls differ "
+                     "(with split layers every rank makes the same calls)", m->pp_rank - 1, (long long)got.T, (long long)got.pos, m->pp_rank,
+                     (long long)want.T, (long long)want.pos), NULL;
   int64_t dim = m->cfg.dim;
   size_t nbytes = sizeof(float) * (size_t)T * (size_t)dim;
   float *h = tg_xmalloc(nbytes);
@@ -53,6 +65,8 @@ int llm_pp_output(tg_llm *m, tg_tensor *out, int T, float *logits) {
     size_t nbytes = sizeof(float) * (size_t)T * (size_t)m->cfg.dim;
     float *h = tg_xmalloc(nbytes);
     int rc = tg_data(out, h, nbytes);
+    chunk_header head = { T, m->n_past };
+    if (rc == 0) rc = tg_dist_send_host(&head, sizeof head, m->pp_rank + 1);
     if (rc == 0) rc = tg_dist_send_host(h, nbytes, m->pp_rank + 1);
     free(h);
     if (rc < 0) return -1;
