@@ -99,7 +99,12 @@ $(BUILD)/tests/dist_worker: tests/dist/dist_worker.c $(BUILD)/libtg.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< -o $@ $(BUILD)/libtg.a $(LDLIBS)
 
-test: all $(BUILD)/tests/tg_tests $(BUILD)/tests/dist_worker $(BUILD)/examples/fashion_mnist
+# a stand-in for libnccl that records tg's calls (test_dist, no GPU needed)
+$(BUILD)/tests/libfake_nccl.so: tests/dist/fake_nccl.c src/dist/dist_nccl.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -shared $< -o $@
+
+test: all $(BUILD)/tests/tg_tests $(BUILD)/tests/dist_worker $(BUILD)/tests/libfake_nccl.so $(BUILD)/examples/fashion_mnist
 	cd tests && TG_BIN=../$(BUILD)/tg LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp ../$(BUILD)/tests/tg_tests $(FILTER)
 
 # Installing (docs/install.md): headers in $(PREFIX)/include, libtg.a and the

@@ -4,11 +4,13 @@
  * collective, splits element counts past INT_MAX (MPI counts are ints) into
  * pieces, finishes a mean (a sum divided by the world's size) and watches
  * each collective (dist_watchdog.c). Tensors reach it as host memory: a
- * CPU device's buffer directly, any other through a host copy. */
+ * CPU device's buffer directly, a CUDA device's through NCCL where every
+ * rank has it (dist_nccl.c), any other through a host copy. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include "dist/dist.h"
+#include "dist/dist_nccl.h"
 #include "engine/realize.h"
 #include "runtime/buffer.h"
 #include "tensor/tensor.h"
@@ -47,6 +49,7 @@ const char *tg_dist_backend(void) { return world ? world->description : "none (t
 
 int tg_dist_finalize(void) {
   if (!world) return 0;
+  dist_nccl_unload();   /* its communicators before MPI goes */
   int rc = world->finalize();
   world = NULL; world_rank = 0; world_size = 1;
   return rc;
@@ -69,7 +72,8 @@ static void finish_mean(void *buf, int64_t count, tg_dtype dt, int size) {
   else { double *p = buf, d = (double)size; for (int64_t i = 0; i < count; i++) p[i] /= d; }
 }
 
-int tg_dist_allreduce_host(void *buf, int64_t count, tg_dtype dt, tg_dist_op op) {
+/* An allreduce's arguments, checked before any rank waits; what it is, for the watchdog. */
+static int check_allreduce(const void *buf, int64_t count, tg_dtype dt, tg_dist_op op, char *what, size_t wn) {
   const char *fn = "tg_dist_allreduce";
   if (need_world(fn) < 0) return -1;
   if (op != TG_DIST_SUM && op != TG_DIST_MEAN && op != TG_DIST_MAX) return tg_seterr("%s: unknown op %d (TG_DIST_SUM, TG_DIST_MEAN, TG_DIST_MAX)", fn, (int)op);
@@ -78,9 +82,15 @@ int tg_dist_allreduce_host(void *buf, int64_t count, tg_dtype dt, tg_dist_op op)
   if (op == TG_DIST_MEAN && dt != TG_F32 && dt != TG_F64) return tg_seterr("%s: the mean of %s is not defined here (float32, float64)", fn, tg_dtype_name(dt));
   if (count < 0) return tg_seterr("%s: negative count %lld", fn, (long long)count);
   if (count && !buf) return tg_seterr("%s: no buffer", fn);
-  size_t item = (size_t)tg_dtype_size(dt);
+  snprintf(what, wn, "allreduce of %lld %s (%s)", (long long)count, tg_dtype_name(dt), op == TG_DIST_MAX ? "max" : op == TG_DIST_MEAN ? "mean" : "sum");
+  return 0;
+}
+
+int tg_dist_allreduce_host(void *buf, int64_t count, tg_dtype dt, tg_dist_op op) {
+  const char *fn = "tg_dist_allreduce";
   char what[160];
-  snprintf(what, sizeof what, "allreduce of %lld %s (%s)", (long long)count, tg_dtype_name(dt), op == TG_DIST_MAX ? "max" : op == TG_DIST_MEAN ? "mean" : "sum");
+  if (check_allreduce(buf, count, dt, op, what, sizeof what) < 0) return -1;
+  size_t item = (size_t)tg_dtype_size(dt);
   dist_watch_begin(what, world_rank, world_size);
   int rc = 0;
   for (int64_t off = 0; off < count && rc == 0; off += PIECE) {
@@ -147,13 +157,36 @@ typedef int (*host_op)(void *buf, int64_t count, tg_dtype dt, int arg);
 static int host_allreduce(void *buf, int64_t count, tg_dtype dt, int op) { return tg_dist_allreduce_host(buf, count, dt, (tg_dist_op)op); }
 static int host_broadcast(void *buf, int64_t count, tg_dtype dt, int root) { return tg_dist_broadcast_host(buf, (size_t)count * (size_t)tg_dtype_size(dt), root); }
 
-/* Runs f on t's memory: in place on a host device, else through a copy. */
-static int on_memory(tg_tensor *t, host_op f, int arg, const char *fn) {
+/* The same on a CUDA device's memory through NCCL (dist_nccl.c) */
+static int nccl_allreduce(tg_device *d, void *buf, int64_t count, tg_dtype dt, int op) {
+  char what[160];
+  if (check_allreduce(buf, count, dt, (tg_dist_op)op, what, sizeof what) < 0) return -1;
+  dist_watch_begin(what, world_rank, world_size);
+  int rc = dist_nccl_allreduce(d, buf, count, dt, (tg_dist_op)op);
+  dist_watch_end();
+  return rc < 0 ? fail_in("tg_dist_allreduce") : 0;
+}
+static int nccl_broadcast(tg_device *d, void *buf, int64_t count, tg_dtype dt, int root) {
+  size_t nbytes = (size_t)count * (size_t)tg_dtype_size(dt);
+  if (root < 0 || root >= world_size) return tg_seterr("tg_dist_broadcast: root %d is not a rank of this world of %d", root, world_size);
+  char what[160];
+  snprintf(what, sizeof what, "broadcast of %zu bytes from rank %d", nbytes, root);
+  dist_watch_begin(what, world_rank, world_size);
+  int rc = dist_nccl_broadcast(d, buf, nbytes, root);
+  dist_watch_end();
+  return rc < 0 ? fail_in("tg_dist_broadcast") : 0;
+}
+typedef int (*device_op)(tg_device *d, void *buf, int64_t count, tg_dtype dt, int arg);
+
+/* Runs f on t's memory: in place on a host device, or on a CUDA device
+ * through NCCL (g) where every rank can, else through a host copy. */
+static int on_memory(tg_tensor *t, host_op f, device_op g, int arg, const char *fn) {
   tg_buffer *b = tensor_memory(t, fn);
   if (!b) return -1;
   int64_t n = tg_numel(t);
   tg_dtype dt = tg_dtype_of(t);
   if (b->dev->host_memory) return f(b->ptr, n, dt, arg);
+  if (world && dist_nccl_use(b->dev, world_rank, world_size)) return g(b->dev, b->ptr, n, dt, arg);
   size_t nbytes = (size_t)n * (size_t)tg_dtype_size(dt);
   void *tmp = malloc(nbytes ? nbytes : 1);
   if (!tmp) return tg_seterr("%s: out of memory for a %zu-byte host copy", fn, nbytes);
@@ -180,8 +213,8 @@ static tg_tensor *fresh_copy(tg_tensor *t, const char *fn) {
   return r;
 }
 
-int tg_dist_allreduce_inplace(tg_tensor *t, tg_dist_op op) { return on_memory(t, host_allreduce, (int)op, "tg_dist_allreduce_inplace"); }
-int tg_dist_broadcast_inplace(tg_tensor *t, int root) { return on_memory(t, host_broadcast, root, "tg_dist_broadcast_inplace"); }
+int tg_dist_allreduce_inplace(tg_tensor *t, tg_dist_op op) { return on_memory(t, host_allreduce, nccl_allreduce, (int)op, "tg_dist_allreduce_inplace"); }
+int tg_dist_broadcast_inplace(tg_tensor *t, int root) { return on_memory(t, host_broadcast, nccl_broadcast, root, "tg_dist_broadcast_inplace"); }
 
 tg_tensor *tg_dist_allreduce(tg_tensor *t, tg_dist_op op) {
   tg_tensor *r = fresh_copy(t, "tg_dist_allreduce");

@@ -266,6 +266,11 @@ static int cuda_sync(tg_device *d) {
   return r ? tg_seterr("%s: a kernel failed: %s", d->name, cu_err(r)) : 0;
 }
 
+int cuda_device_enter(tg_device *d) {
+  if (!d || d->synchronize != cuda_sync) return tg_seterr("%s is not a CUDA device", d ? d->name : "(none)");
+  return use(d) < 0 ? -1 : (int)((cuda_dev *)d->impl)->dev;
+}
+
 static tg_program *cuda_compile(tg_device *d, const char *src, const char *name) {
   cuda_dev *c = d->impl;
   if (!src || !name || !*name) TG_FAIL("%s: compile needs a source and a kernel name", d->name);

@@ -89,6 +89,8 @@ typedef enum { SETTING_INT, SETTING_FLAG, SETTING_STR } setting_type;
   X(TG_DIST, SETTING_STR, "", "the tg_dist backend (mpi, single); default: mpi when launched by mpirun") \
   X(TG_MPI_LIB, SETTING_STR, "libmpi.so.40", "the MPI library tg_dist loads") \
   X(TG_DIST_TIMEOUT, SETTING_INT, "300", "seconds a collective may wait before the watchdog ends the process") \
+  X(TG_NCCL, SETTING_INT, "1", "0: collectives of CUDA tensors across ranks go through host memory and MPI, never NCCL") \
+  X(TG_NCCL_LIB, SETTING_STR, "libnccl.so.2", "the NCCL library tg_dist loads for CUDA tensors") \
   X(OMPI_COMM_WORLD_SIZE, SETTING_STR, "", "set by Open MPI's mpirun: this process was launched by MPI") \
   X(PMIX_RANK, SETTING_STR, "", "set by PMIx launchers: this process was launched by MPI") \
   X(PMI_SIZE, SETTING_STR, "", "set by PMI launchers: this process was launched by MPI") \
