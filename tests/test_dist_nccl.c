@@ -46,7 +46,7 @@ TEST(dist_nccl_header_matches) {
   if (!include_dir_of("cuda_runtime.h", cuda_dir, sizeof cuda_dir)) SKIP("no cuda_runtime.h, which nccl.h includes (the CUDA toolkit)");
   char cmd[1536];
   static char out[16384];
-  snprintf(cmd, sizeof cmd, "cc -fsyntax-only -std=c11 -Wall -Wextra -Werror -I../include -I../src -I%s -I%s dist/nccl_check.c 2>&1", nccl_dir, cuda_dir);
+  snprintf(cmd, sizeof cmd, "cc -fsyntax-only -std=c11 -Wall -Wextra -Werror -I../include -I../src -isystem %s -isystem %s dist/nccl_check.c 2>&1", nccl_dir, cuda_dir);
   int rc = test_run_capture(cmd, out, sizeof out);
   CHECK_MSG(rc == 0, "src/dist/dist_nccl.h does not match %s/nccl.h:\n%s", nccl_dir, out);
 }
