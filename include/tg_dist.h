@@ -40,8 +40,9 @@ TG_API const char *tg_dist_backend(void);
  * calls it with a tensor of the same shape and dtype (float32, float64,
  * int32, int64; mean: float32 and float64). _inplace writes the result into
  * t's own memory: t must be a realized, contiguous tensor (tg_realize);
- * on the CPU devices MPI reads and writes that memory directly, elsewhere
- * it travels through host memory. The other form returns a new tensor on
+ * on the CPU devices MPI reads and writes that memory directly, on a CUDA
+ * device NCCL does on the GPU where every rank can load libnccl (TG_NCCL=0:
+ * never), elsewhere it travels through host memory. The other form returns a new tensor on
  * t's device (NULL + tg_error). Returns 0 or -1. */
 TG_API int tg_dist_allreduce_inplace(tg_tensor *t, tg_dist_op op);
 TG_API tg_tensor *tg_dist_allreduce(tg_tensor *t, tg_dist_op op);
