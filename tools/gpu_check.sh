@@ -13,7 +13,8 @@
 #      (stories260K decode, same tokens as the CPU) (BENCH_DEVICES_ONLY=1)
 #   3. the Fashion-MNIST demo for FMNIST_STEPS (20) steps on the device, and
 #      on the CPU for comparison
-#   4. the JIT tests (CUDA graphs) and bench_jit on the device
+#   4. the JIT tests (CUDA graphs) and bench_jit on the device, and the NCCL
+#      tests (a CUDA tensor reduced through NCCL in a world of one)
 #   5. the golden test suite on the device (TG_DEVICE=dev, one run per golden
 #      prefix of tests/main.c), with whatever time is left
 # and ends with a summary of the figures. Every step runs under `timeout`,
@@ -227,6 +228,9 @@ if ! skipped jit; then
   grep -E '^(ok|skip) +jit_cuda' "$LOG/jit_tests.log" | tee -a "$SUMMARY"
   run bench_jit 60 env TG_DEVICE="$DEV" "$BUILD/bench/bench_jit"
   grep -E '^bench ' "$LOG/bench_jit.log" >> "$SUMMARY"
+  # NCCL on a CUDA tensor's memory (a world of one: one GPU here)
+  run nccl_tests 60 env TG_BIN="$B/tg" sh -c 'cd tests && exec "$0" "$1"' "$B/tests/tg_tests" dist_nccl
+  grep -E '^(ok|FAIL|skip)|info:' "$LOG/nccl_tests.log" | tee -a "$SUMMARY"
 fi
 
 # ---------------------------------------------------------------- goldens
