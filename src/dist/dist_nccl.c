@@ -57,8 +57,7 @@ int dist_nccl_load(void) {
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
     void *p = dlsym(lib, fns[i].name);
     if (!p) {
-      dlclose(lib);
-      memset(&nccl, 0, sizeof nccl);
+      memset(&nccl, 0, sizeof nccl);   /* (mapped still: dist_nccl_unload) */
       return tg_seterr("NCCL: %s has no %s", path, fns[i].name);
     }
     memcpy(fns[i].slot, &p, sizeof p);   /* POSIX: a dlsym result converts to a function pointer */
@@ -75,11 +74,12 @@ int dist_nccl_load(void) {
 
 const char *dist_nccl_version(void) { return nccl.lib ? nccl.version : NULL; }
 
+/* The library stays mapped: NCCL's own threads (the bootstrap's, made by
+ * ncclGetUniqueId) may outlive its communicators. */
 void dist_nccl_unload(void) {
   for (int i = 0; i < MAX_COMMS; i++)
     if (comms[i].comm && nccl.CommDestroy) nccl.CommDestroy(comms[i].comm);
   memset(comms, 0, sizeof comms);
-  if (nccl.lib) dlclose(nccl.lib);
   memset(&nccl, 0, sizeof nccl);
 }
 

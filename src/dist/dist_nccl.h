@@ -60,8 +60,9 @@ int dist_nccl_broadcast(tg_device *d, void *ptr, size_t nbytes, int root);
 
 /* For tests, without a GPU: the communicator of slot `key` (0-15) made as
  * for a device (rank 0's id broadcast), and the calls above on a raw
- * pointer and the default stream; dist_nccl_unload forgets the library and
- * the communicators (a test's TG_NCCL_LIB then loads another). */
+ * pointer and the default stream; dist_nccl_unload destroys the
+ * communicators and forgets the library (a test's TG_NCCL_LIB then loads
+ * another; the old one stays mapped for NCCL's threads). */
 int dist_nccl_comm_init(int key, int rank, int size);
 int dist_nccl_allreduce_raw(int key, void *ptr, int64_t count, tg_dtype dt, tg_dist_op op);
 int dist_nccl_broadcast_raw(int key, void *ptr, size_t nbytes, int root);
