@@ -18,31 +18,43 @@
 #include "runtime/device.h"
 #include "tensor/tensor.h"
 
+/* Whether dir holds file; then dir is copied to out (n bytes). */
+static bool holds(const char *dir, const char *file, char *out, size_t n) {
+  size_t dl = strlen(dir), fl = strlen(file);
+  char *p = malloc(dl + fl + 2);
+  memcpy(p, dir, dl);
+  p[dl] = '/';
+  memcpy(p + dl + 1, file, fl + 1);
+  bool ok = access(p, R_OK) == 0 && dl < n;
+  free(p);
+  if (ok) memcpy(out, dir, dl + 1);
+  return ok;
+}
+
 /* The first directory that holds `file`: $CUDA_PATH/include, the CUDA
  * toolkit's, the system's; NULL when none. */
 static const char *include_dir_of(const char *file, char *dir, size_t n) {
   const char *cuda = getenv("CUDA_PATH");
-  char cand[16][256];
-  int nc = 0;
-  if (cuda && *cuda) snprintf(cand[nc++], sizeof cand[0], "%s/include", cuda);
-  snprintf(cand[nc++], sizeof cand[0], "/usr/local/cuda/include");
+  if (cuda && *cuda) {
+    char *inc = malloc(strlen(cuda) + 9);
+    sprintf(inc, "%s/include", cuda);
+    bool ok = holds(inc, file, dir, n);
+    free(inc);
+    if (ok) return dir;
+  }
+  if (holds("/usr/local/cuda/include", file, dir, n)) return dir;
   glob_t g;
+  bool found = false;
   if (glob("/usr/local/cuda-*/include", 0, NULL, &g) == 0) {
-    for (size_t i = 0; i < g.gl_pathc && nc < 12; i++) snprintf(cand[nc++], sizeof cand[0], "%s", g.gl_pathv[i]);
+    for (size_t i = 0; i < g.gl_pathc && !found; i++) found = holds(g.gl_pathv[i], file, dir, n);
     globfree(&g);
   }
-  snprintf(cand[nc++], sizeof cand[0], "/usr/include");
-  snprintf(cand[nc++], sizeof cand[0], "/usr/local/include");
-  for (int i = 0; i < nc; i++) {
-    char p[512];
-    snprintf(p, sizeof p, "%s/%s", cand[i], file);
-    if (access(p, R_OK) == 0) { snprintf(dir, n, "%s", cand[i]); return dir; }
-  }
+  if (found || holds("/usr/include", file, dir, n) || holds("/usr/local/include", file, dir, n)) return dir;
   return NULL;
 }
 
 TEST(dist_nccl_header_matches) {
-  char nccl_dir[256], cuda_dir[256];
+  char nccl_dir[512], cuda_dir[512];
   if (!include_dir_of("nccl.h", nccl_dir, sizeof nccl_dir)) SKIP("no nccl.h (NVIDIA's NCCL headers; CUDA_PATH names the toolkit)");
   if (!include_dir_of("cuda_runtime.h", cuda_dir, sizeof cuda_dir)) SKIP("no cuda_runtime.h, which nccl.h includes (the CUDA toolkit)");
   char cmd[1536];
