@@ -100,7 +100,7 @@ $(BUILD)/tests/dist_worker: tests/dist/dist_worker.c $(BUILD)/libtg.a
 	$(CC) $(CFLAGS) $< -o $@ $(BUILD)/libtg.a $(LDLIBS)
 
 # a stand-in for libnccl that records tg's calls (test_dist, no GPU needed)
-$(BUILD)/tests/libfake_nccl.so: tests/dist/fake_nccl.c src/dist/dist_nccl.h
+$(BUILD)/tests/libfake_nccl.so: tests/dist/fake_nccl.c tests/dist/fake_nccl.h src/dist/dist_nccl.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -shared $< -o $@
 

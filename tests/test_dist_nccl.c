@@ -13,6 +13,7 @@
 #include "test.h"
 #include "tg_dist.h"
 #include "dist/dist_nccl.h"
+#include "dist/fake_nccl.h"
 #include "engine/realize.h"
 #include "runtime/buffer.h"
 #include "runtime/device.h"
@@ -76,14 +77,7 @@ TEST(dist_nccl_calls_with_a_fake_library) {
   CHECK_MSG(dist_nccl_load() == 0, "%s", tg_error());
   CHECK_MSG(dist_nccl_version() && !strcmp(dist_nccl_version(), "NCCL 2.18.9"), "version %s", dist_nccl_version() ? dist_nccl_version() : "-");
   void *h = dlopen(fake, RTLD_NOW | RTLD_NOLOAD);
-  struct {
-    int calls, nranks, rank, type, op, root, destroyed;
-    const void *send;
-    void *recv;
-    size_t count;
-    void *comm, *made, *stream;
-    char id[TG_NCCL_ID_BYTES];
-  } *log = h ? dlsym(h, "fake_nccl_log") : NULL;   /* fake_nccl.c's record */
+  fake_nccl_log_t *log = h ? dlsym(h, "fake_nccl_log") : NULL;
   CHECK_MSG(log != NULL, "the fake library's record: %s", dlerror());
   if (!log) goto out;
   /* the communicator: rank 0's id, the world's size and rank */

@@ -103,13 +103,20 @@ int tg_dist_allreduce_host(void *buf, int64_t count, tg_dtype dt, tg_dist_op op)
   return 0;
 }
 
-int tg_dist_broadcast_host(void *buf, size_t nbytes, int root) {
+/* A broadcast's arguments, checked before any rank waits; what it is, for the watchdog. */
+static int check_broadcast(const void *buf, size_t nbytes, int root, char *what, size_t wn) {
   const char *fn = "tg_dist_broadcast";
   if (need_world(fn) < 0) return -1;
   if (root < 0 || root >= world_size) return tg_seterr("%s: root %d is not a rank of this world of %d", fn, root, world_size);
   if (nbytes && !buf) return tg_seterr("%s: no buffer", fn);
+  snprintf(what, wn, "broadcast of %zu bytes from rank %d", nbytes, root);
+  return 0;
+}
+
+int tg_dist_broadcast_host(void *buf, size_t nbytes, int root) {
+  const char *fn = "tg_dist_broadcast";
   char what[160];
-  snprintf(what, sizeof what, "broadcast of %zu bytes from rank %d", nbytes, root);
+  if (check_broadcast(buf, nbytes, root, what, sizeof what) < 0) return -1;
   dist_watch_begin(what, world_rank, world_size);
   int rc = 0;
   for (size_t off = 0; off < nbytes && rc == 0; off += PIECE) {
@@ -168,9 +175,8 @@ static int nccl_allreduce(tg_device *d, void *buf, int64_t count, tg_dtype dt, i
 }
 static int nccl_broadcast(tg_device *d, void *buf, int64_t count, tg_dtype dt, int root) {
   size_t nbytes = (size_t)count * (size_t)tg_dtype_size(dt);
-  if (root < 0 || root >= world_size) return tg_seterr("tg_dist_broadcast: root %d is not a rank of this world of %d", root, world_size);
   char what[160];
-  snprintf(what, sizeof what, "broadcast of %zu bytes from rank %d", nbytes, root);
+  if (check_broadcast(buf, nbytes, root, what, sizeof what) < 0) return -1;
   dist_watch_begin(what, world_rank, world_size);
   int rc = dist_nccl_broadcast(d, buf, nbytes, root);
   dist_watch_end();

@@ -291,6 +291,10 @@ tg_tensor *llm_tp_gather(const tg_llm *m, tg_tensor *t);
 tg_tensor *llm_tp_output(const tg_llm *m, tg_tensor *t);
 
 /* The packed bytes behind weight w (NULL when it is not quantized). */
+/* Records p as the model's packed weight (m->packed moves), named key in
+ * the packed-weights cache (NULL, or a name longer than a key holds: not
+ * cached). */
+void llm_add_packed(tg_llm *m, llm_packed p, const char *key);
 const llm_packed *llm_packed_of(const tg_llm *m, const tg_tensor *w);
 
 /* The packed-weights cache (llm_pack_cache.c). Open before the weights

@@ -278,7 +278,8 @@ static bool slot_cuts(const tg_llm *m, const tg_tensor *t, int axis, const llm_s
   return true;
 }
 
-static int reorder_slot(tg_llm *m, tg_tensor **slot, int axis, const llm_span *sp, int nsp, int64_t unit, const char *name) {
+/* (reorder_gdn checked a quantized slot's pieces with slot_cuts) */
+static int reorder_slot(tg_llm *m, tg_tensor **slot, int axis, const llm_span *sp, int nsp, int64_t unit) {
   tg_tensor *t = *slot;
   if (!t) return 0;
   llm_packed *pk = (llm_packed *)llm_packed_of(m, t);
@@ -296,7 +297,6 @@ static int reorder_slot(tg_llm *m, tg_tensor **slot, int axis, const llm_span *s
     *slot = r;
     return 0;
   }
-  if (!slot_cuts(m, t, axis, sp, nsp, unit, name)) return tg_seterr("internal: %s: reordered where its pieces are not whole", name);
   tg_shape ss = tg_shape_of(pk->row_scales), qs = tg_shape_of(pk->row_quants);
   int64_t g = qs.d[0], nb = qs.d[1], step = cut_step(pk, axis);
   tg_tensor *planes = tg_reshape(pk->row_scales, TG_SHAPE(g, ss.d[1] / nb, nb, ss.d[2]));   /* as shard_packed: a block's scales nb apart */
@@ -352,18 +352,17 @@ static int reorder_gdn(tg_llm *m, llm_layer *l, int layer) {
       o.chans[o.nc++] = (llm_span){ 2 * Hk * Dk + (r * Hk + d * J) * Dv, J * Dv };
     }
   }
-  char names[sizeof gdn_reordered / sizeof gdn_reordered[0]][96];
   for (size_t i = 0; i < sizeof gdn_reordered / sizeof gdn_reordered[0] && !(l->tp_whole & LLM_TP_GDN); i++) {
-    snprintf(names[i], sizeof names[i], "blk.%d.%s", layer, llm_tensors[gdn_reordered[i].id].name);
+    char name[96];
+    snprintf(name, sizeof name, "blk.%d.%s", layer, llm_tensors[gdn_reordered[i].id].name);
     bool chan = gdn_reordered[i].chan;
-    if (!slot_cuts(m, *llm_layer_slot(l, gdn_reordered[i].id), gdn_reordered[i].axis, chan ? o.chans : o.heads, chan ? o.nc : o.nh, chan ? 1 : Dv, names[i]))
+    if (!slot_cuts(m, *llm_layer_slot(l, gdn_reordered[i].id), gdn_reordered[i].axis, chan ? o.chans : o.heads, chan ? o.nc : o.nh, chan ? 1 : Dv, name))
       l->tp_whole |= LLM_TP_GDN;
   }
   int rc = 0;
   for (size_t i = 0; i < sizeof gdn_reordered / sizeof gdn_reordered[0] && rc == 0 && !(l->tp_whole & LLM_TP_GDN); i++) {
     bool chan = gdn_reordered[i].chan;
-    rc = reorder_slot(m, llm_layer_slot(l, gdn_reordered[i].id), gdn_reordered[i].axis, chan ? o.chans : o.heads, chan ? o.nc : o.nh, chan ? 1 : Dv,
-                      names[i]);
+    rc = reorder_slot(m, llm_layer_slot(l, gdn_reordered[i].id), gdn_reordered[i].axis, chan ? o.chans : o.heads, chan ? o.nc : o.nh, chan ? 1 : Dv);
   }
   return rc;
 }
@@ -429,8 +428,7 @@ static tg_tensor *rows_of(tg_llm *m, tg_tensor *w, int64_t lo, int64_t rows) {
     part = sc && q ? tg_dequantize_rows(sc, q, type_id, TG_SHAPE(rows, tg_dim(w, 1))) : NULL;
     if (!part) return NULL;
     tensor_adopt(NULL, sc), tensor_adopt(NULL, q);
-    m->packed = tg_xrealloc(m->packed, sizeof *m->packed * (size_t)(m->npacked + 1));   /* (pk moves) */
-    m->packed[m->npacked++] = (llm_packed){ .w = part, .type = type_id, .row_scales = sc, .row_quants = q };
+    llm_add_packed(m, (llm_packed){ .w = part, .type = type_id, .row_scales = sc, .row_quants = q }, NULL);   /* (pk moves) */
   }
   if (part) tensor_adopt(NULL, part);
   return part;

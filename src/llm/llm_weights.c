@@ -19,9 +19,7 @@
  * they lie, and its rows. */
 typedef struct { tg_tensor *const *raw; const int64_t *rows; int n; } stacked_parts;
 
-/* Records p as the model's, named key in the packed-weights cache (NULL,
- * or a name longer than a key holds: not cached). */
-static void add_packed(tg_llm *m, llm_packed p, const char *key) {
+void llm_add_packed(tg_llm *m, llm_packed p, const char *key) {
   if (key && strlen(key) < sizeof p.key) strcpy(p.key, key);
   m->packed = tg_xrealloc(m->packed, sizeof *m->packed * (size_t)(m->npacked + 1));
   m->packed[m->npacked++] = p;
@@ -71,7 +69,7 @@ static tg_tensor *keep_packed(tg_llm *m, tg_tensor *raw, tg_tensor *w, int type,
     if (tg_realize(raw) < 0) return NULL;   /* (stacked matrices come lazy) */
     tensor_adopt(NULL, raw);
   }
-  add_packed(m, (llm_packed){ .w = w, .raw = raw, .type = type, .row_scales = sc, .row_quants = q }, sc ? key : NULL);
+  llm_add_packed(m, (llm_packed){ .w = w, .raw = raw, .type = type, .row_scales = sc, .row_quants = q }, sc ? key : NULL);
   return w;
 }
 
@@ -102,7 +100,7 @@ static tg_tensor *keep_panels(tg_llm *m, tg_tensor *w, const char *key) {
     if (!v) return NULL;
   }
   tensor_adopt(NULL, p);
-  add_packed(m, (llm_packed){ .w = v, .type = type, .panels = p }, key);
+  llm_add_packed(m, (llm_packed){ .w = v, .type = type, .panels = p }, key);
   return v;
 }
 

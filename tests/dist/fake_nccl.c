@@ -5,17 +5,8 @@
  * a root of 7 fails with ncclInvalidArgument (4). */
 #include <stdint.h>
 #include <string.h>
-#include "dist/dist_nccl.h"
+#include "fake_nccl.h"
 
-typedef struct {
-  int calls, nranks, rank, type, op, root, destroyed;
-  const void *send;
-  void *recv;
-  size_t count;
-  nccl_comm comm, made;
-  nccl_stream stream;
-  char id[TG_NCCL_ID_BYTES];
-} fake_nccl_log_t;
 fake_nccl_log_t fake_nccl_log;
 static int comm_object;   /* what the fake's communicators point at */
 
